@@ -1,0 +1,77 @@
+"""The chips a deployment can run on (registry/chips.yaml), with the user's overrides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from pricing.errors import InputError
+from pricing.registry import Sourced, load
+
+
+@dataclass(frozen=True)
+class Chip:
+    id: str
+    name: str
+    vendor: str
+    generation: str
+    memory_bytes: int
+    nvlink_domain: int
+    gpus_per_node: int
+    fp8: bool
+    fp4: bool
+    price_per_gpu_hour: float
+    provenance: tuple[Sourced, ...] = ()
+
+    @property
+    def sm100_family(self) -> bool:
+        return self.generation in ("sm100", "sm103")
+
+    def with_overrides(self, memory_bytes: int | None = None, price: float | None = None) -> Chip:
+        chip = self
+        prov = list(self.provenance)
+        if memory_bytes is not None:
+            if memory_bytes <= 0:
+                raise InputError("--memory-bytes", f"must be positive, got {memory_bytes}", "give the chip's bytes")
+            chip = replace(chip, memory_bytes=int(memory_bytes))
+            prov = [p for p in prov if not p.name.endswith(".memory_bytes")]
+            prov.append(Sourced(f"chips.{self.id}.memory_bytes", int(memory_bytes), "user override", "given"))
+        if price is not None:
+            if price < 0:
+                raise InputError("--price", f"must not be negative, got {price}", "give USD per GPU-hour")
+            chip = replace(chip, price_per_gpu_hour=float(price))
+            prov = [p for p in prov if not p.name.endswith(".price_per_gpu_hour")]
+            prov.append(Sourced(f"chips.{self.id}.price_per_gpu_hour", float(price), "user override", "given"))
+        return replace(chip, provenance=tuple(prov))
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, str]:
+    chips = load().raw["chips"]["chips"]
+    index = {}
+    for chip_id, data in chips.items():
+        index[chip_id] = chip_id
+        for alias in data.get("aliases", []):
+            index[alias.lower()] = chip_id
+    return index
+
+
+def chip_ids() -> list[str]:
+    return sorted(load().raw["chips"]["chips"])
+
+
+@lru_cache(maxsize=None)
+def get_chip(name: str) -> Chip:
+    """A chip by id or alias (case-insensitive)."""
+    key = (name or "").strip().lower()
+    chip_id = _index().get(key)
+    if chip_id is None:
+        raise InputError("--chip", f"unknown chip {name!r}", f"use one of {', '.join(chip_ids())}")
+    reg = load()
+    data = reg.raw["chips"]["chips"][chip_id]
+    base = f"chips.chips.{chip_id}"
+    fields = ("memory_bytes", "nvlink_domain", "gpus_per_node", "fp8", "fp4", "price_per_gpu_hour")
+    prov = tuple(reg[f"{base}.{f}"] for f in fields)
+    return Chip(chip_id, data["name"], data["vendor"], data["generation"], int(data["memory_bytes"]["value"]),
+                int(data["nvlink_domain"]["value"]), int(data["gpus_per_node"]["value"]), bool(data["fp8"]["value"]),
+                bool(data["fp4"]["value"]), float(data["price_per_gpu_hour"]["value"]), prov)

@@ -1,0 +1,150 @@
+"""Where a model's architecture comes from: a model card the project ships, a user's
+config.json (a file, or a folder holding one and perhaps hf_quant_config.json), or a
+Hugging Face id found in the local Hugging Face cache. Never the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pricing.errors import InputError
+
+CARDS = Path(__file__).resolve().parent.parent / "cards"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model's architecture fields (the decoder's, for multimodal wrappers) and its origin."""
+
+    name: str
+    hf_id: str
+    config: dict = field(hash=False, compare=False)
+    hf_quant_config: dict | None = field(default=None, hash=False, compare=False)
+    origin: str = ""
+    description: str = ""
+
+
+def decoder_config(raw: dict) -> dict:
+    """The decoder's fields: `text_config` merged over the top level for multimodal wrappers."""
+    if isinstance(raw.get("text_config"), dict):
+        merged = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config")}
+        merged.update(raw["text_config"])
+        merged["wrapper_model_type"] = raw.get("model_type")
+        if "quantization_config" in raw:
+            merged["quantization_config"] = raw["quantization_config"]
+        return merged
+    return dict(raw)
+
+
+@lru_cache(maxsize=None)
+def card_index() -> dict[str, Path]:
+    """Short name -> card file, with aliases."""
+    index: dict[str, Path] = {}
+    for path in sorted(CARDS.glob("*.yaml")):
+        card = yaml.safe_load(path.read_text())
+        index[card["name"]] = path
+        for alias in card.get("aliases", []):
+            index[alias] = path
+    return index
+
+
+def list_cards() -> list[dict[str, Any]]:
+    """Every shipped card: name, Hugging Face id, description."""
+    out = []
+    for path in sorted(CARDS.glob("*.yaml")):
+        card = yaml.safe_load(path.read_text())
+        out.append({"name": card["name"], "hf_id": card["hf_id"], "description": card.get("description", ""),
+                    "aliases": card.get("aliases", [])})
+    return sorted(out, key=lambda c: c["name"])
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise InputError("--model", f"{path} is not valid JSON ({err.msg} at line {err.lineno})",
+                         f"fix the {what} or point --model at another one") from None
+    except OSError as err:
+        raise InputError("--model", f"cannot read {path}: {err.strerror}", "check the path") from None
+    if not isinstance(data, dict):
+        raise InputError("--model", f"{path} does not hold a JSON object", f"point --model at a {what}")
+    return data
+
+
+def _from_folder(folder: Path, name: str, hf_id: str, origin: str) -> ModelSource:
+    raw = _read_json(folder / "config.json", "config.json")
+    quant_path = folder / "hf_quant_config.json"
+    hf_quant = _read_json(quant_path, "hf_quant_config.json") if quant_path.exists() else None
+    return ModelSource(name, hf_id, decoder_config(raw), hf_quant, origin)
+
+
+def _hf_cache_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get("HF_HUB_CACHE"):
+        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
+    if os.environ.get("HF_HOME"):
+        dirs.append(Path(os.environ["HF_HOME"]) / "hub")
+    dirs.append(Path.home() / ".cache" / "huggingface" / "hub")
+    return dirs
+
+
+def _from_hf_cache(hf_id: str) -> ModelSource | None:
+    for hub in _hf_cache_dirs():
+        repo = hub / ("models--" + hf_id.replace("/", "--"))
+        snapshots = repo / "snapshots"
+        if not snapshots.is_dir():
+            continue
+        ref = repo / "refs" / "main"
+        candidates = []
+        if ref.exists():
+            candidates.append(snapshots / ref.read_text().strip())
+        candidates += sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+        for snap in candidates:
+            if (snap / "config.json").exists():
+                return _from_folder(snap, hf_id, hf_id, f"Hugging Face cache {snap}")
+    return None
+
+
+def load_card(path: Path) -> ModelSource:
+    card = yaml.safe_load(path.read_text())
+    return ModelSource(card["name"], card["hf_id"], decoder_config(card["config"]), card.get("hf_quant_config"),
+                       f"model card {path.name}", card.get("description", ""))
+
+
+def resolve(model: str) -> ModelSource:
+    """`--model`: a card's short name, a path to config.json or its folder, or a cached HF id."""
+    if not model or not model.strip():
+        raise InputError("--model", "is empty", "give a card name (see `plan models`), a config.json path or a HF id")
+    index = card_index()
+    key = model.strip().lower()
+    if key in index:
+        return load_card(index[key])
+    for path in index.values():
+        card = yaml.safe_load(path.read_text())
+        if card["hf_id"].lower() == key:
+            return load_card(path)
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise InputError("--model", f"folder {path} holds no config.json", "point --model at the model's folder")
+        return _from_folder(path, path.name, path.name, f"folder {path}")
+    if path.is_file():
+        raw = _read_json(path, "config.json")
+        quant = path.parent / "hf_quant_config.json"
+        hf_quant = _read_json(quant, "hf_quant_config.json") if quant.exists() and path.name == "config.json" else None
+        return ModelSource(path.stem, raw.get("_name_or_path", path.stem), decoder_config(raw), hf_quant,
+                           f"file {path}")
+    if "/" in model:
+        found = _from_hf_cache(model)
+        if found is not None:
+            return found
+    names = ", ".join(sorted(c["name"] for c in list_cards()))
+    raise InputError("--model", f"unknown model {model!r}",
+                     f"use a card name ({names}), a path to a config.json, or a Hugging Face id in the local cache")

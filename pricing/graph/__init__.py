@@ -1,0 +1,54 @@
+"""config → graph: build the model DAG for a model source, by family."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pricing.config import ModelSource, resolve
+from pricing.errors import InputError
+from pricing.graph import mla, transformer
+from pricing.graph.model import ModelGraph
+
+BUILDERS = {}
+for _family in transformer.FAMILIES:
+    BUILDERS[_family] = transformer.build
+for _family in mla.FAMILIES:
+    BUILDERS[_family] = mla.build
+
+
+def register(model_types, builder) -> None:
+    """Families in other modules (DeepSeek-V4, recurrent hybrids) register their builder here."""
+    for model_type in model_types:
+        BUILDERS[model_type] = builder
+
+
+def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGraph:
+    model_type = source.config.get("model_type")
+    if not model_type:
+        raise InputError("config.json: model_type", "missing", "add the model_type field of the architecture")
+    builder = BUILDERS.get(model_type)
+    if builder is None:
+        known = ", ".join(sorted(BUILDERS))
+        raise InputError("config.json: model_type", f"{model_type!r} is not a supported family",
+                         f"supported: {known}")
+    try:
+        graph = builder(source, quantization)
+    except (KeyError, TypeError, ValueError) as err:
+        if isinstance(err, InputError):
+            raise
+        raise InputError("config.json", f"malformed for the {model_type} family ({err})",
+                         "check the model's config.json fields") from None
+    return graph.validate()
+
+
+@lru_cache(maxsize=64)
+def load_model(model: str, quantization: str | None = None) -> ModelGraph:
+    """The graph for `--model` (card name, path or cached HF id); cached per process."""
+    return build_graph(resolve(model), quantization)
+
+
+def _register_extra_families() -> None:
+    from pricing.graph import families  # noqa: F401  (registers DeepSeek-V4, recurrent hybrids)
+
+
+_register_extra_families()

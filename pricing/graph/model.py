@@ -1,0 +1,76 @@
+"""The model graph: a networkx DAG of layers, plus the few model-wide facts the kernel needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from pricing.errors import InputError
+
+
+@dataclass(eq=False)
+class ModelGraph:
+    """A model as vLLM builds it: nodes are layers (see graph/nodes.py), edges data flow and
+    cache sharing. Model-wide facts sit beside the graph."""
+
+    name: str
+    hf_id: str
+    model_type: str
+    family: str  # builder family: dense | moe | mla | mla_sparse | deepseek_v4 | recurrent hybrids ...
+    activation_family: str  # registry activation_buffers key: moe | dense | llama
+    dtype: str
+    hidden_size: int
+    vocab_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    max_position: int
+    routed_experts: int = 0
+    speculative_methods: tuple[str, ...] = ()
+    quantization: str = "none"
+    attention_backend: str = "gqa"  # gqa | mla | sparse_mla | deepseek_v4 | deepseek_v41
+    conventions: list[str] = field(default_factory=list)
+    extras: dict = field(default_factory=dict)
+    g: nx.DiGraph = field(default_factory=nx.DiGraph)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- building ---------------------------------------------------------------------------
+    def add(self, node: str, kind: str, *, layer: int | None = None, tensors=(), cache=None, caches=(),
+            state=None, speculative: str | None = None) -> str:
+        self.g.add_node(node, kind=kind, layer=layer, tensors=tuple(tensors), cache=cache, caches=tuple(caches),
+                        state=state, speculative=speculative)
+        return node
+
+    def flow(self, src: str, dst: str) -> None:
+        self.g.add_edge(src, dst, flow="data")
+
+    def reads_cache(self, owner: str, reader: str, cache: str) -> None:
+        self.g.add_edge(owner, reader, flow="reads_cache", cache=cache)
+
+    def validate(self) -> ModelGraph:
+        if not nx.is_directed_acyclic_graph(self.g):
+            cycle = nx.find_cycle(self.g)
+            raise InputError("model graph", f"has a cycle through {cycle[0][0]}", "the config's layer references loop")
+        return self
+
+    # -- reading ----------------------------------------------------------------------------
+    def nodes(self, speculative: str | None = None):
+        """(name, data) of the nodes held by a deployment speculating with `speculative`
+        (None: not speculating, so drafter nodes are left out), in topological order."""
+        for name in nx.lexicographical_topological_sort(self.g, key=_natural):
+            data = self.g.nodes[name]
+            if data["speculative"] is None or data["speculative"] == speculative:
+                yield name, data
+
+    @property
+    def has_experts(self) -> bool:
+        return self.routed_experts > 0
+
+
+def _natural(name: str):
+    parts = []
+    for piece in name.replace("-", ".").split("."):
+        parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
+    return tuple(parts)

@@ -1,0 +1,98 @@
+"""What a node of the model graph carries: parameter tensors and, for layers that keep a
+cache, either the generic KV declaration or the caches the layer states itself.
+
+A node's attributes (networkx node data):
+  kind       "embedding" | "attention" | "mlp" | "moe" | "norm" | "lm_head" | "mixer" | "projection"
+  layer      decoder layer index, or None
+  tensors    tuple[Tensor, ...]         parameters, with the width each is served in
+  cache      AttentionCache | None      the generic KV law applies (spec: What each request adds)
+  caches     tuple[StatedCache, ...]    the layer states its own caches (spec: When the graph states its caches)
+  state      RecurrentState | None      per-request recurrent state (spec: What each request holds regardless of length)
+  speculative  None | "mtp" | "dspark"  held only while speculating with that method
+Edges carry `flow`: "data" (activations) or "reads_cache" (owner -> reader: the reader holds nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# How a tensor is laid out across the ranks (vLLM's linear-layer classes):
+#   column      ColumnParallelLinear: output rows divided by tp
+#   row         RowParallelLinear: input columns divided by tp
+#   heads       QKV K/V part: rows = heads × head width; a head is never split (max(1, heads // tp) per rank)
+#   replicated  ReplicatedLinear / norms: whole on every rank
+#   vocab       VocabParallelEmbedding / ParallelLMHead: rows padded, then divided by tp
+#   expert_column / expert_row  routed experts: whole experts under expert parallelism, else
+#               every expert sliced over the MoE tensor-parallel group (tp × dp)
+SPLITS = ("column", "row", "heads", "replicated", "vocab", "expert_column", "expert_row")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One parameter tensor (or `count` identical ones, e.g. one per routed expert)."""
+
+    name: str
+    rows: int
+    cols: int
+    fmt: str
+    split: str
+    count: int = 1
+    block: tuple[int, int] | None = None  # quantization tile for block-scaled formats
+    heads: int = 0  # for split == "heads": the heads the rows hold
+
+    def __post_init__(self):
+        if self.split not in SPLITS:
+            raise ValueError(f"unknown split {self.split!r} for tensor {self.name}")
+
+
+@dataclass(frozen=True)
+class AttentionCache:
+    """The generic KV law: n_tensors × max(1, ⌊kv_heads/tp⌋) × head width × element bytes per token.
+
+    `latent` marks MLA: one tensor, one head, never divided by tp. `window` bounds a sliding
+    window layer. `sparse_indexer` adds the sparse-attention indexer's own record (DeepSeek-V3.2).
+    """
+
+    kind: str  # "gqa" | "mla"
+    kv_heads: int
+    head_dim: int  # K width (MLA: kv_lora_rank + rope dim)
+    head_dim_v: int  # V width (MLA: 0)
+    window: int | None = None
+    sparse_indexer: bool = False
+
+    @property
+    def n_tensors(self) -> int:
+        return 1 if self.kind == "mla" else 2
+
+
+@dataclass(frozen=True)
+class StatedCache:
+    """A cache a layer states itself.
+
+    record       bytes of one stored record, by record format (the backend picks the format)
+    per_record   context tokens one record covers (a compress ratio; 1 for plain caches)
+    bound        "context" (grows with the request), "window" (a ring of `window` tokens) or
+                 "entries" (a fixed ring of `entries` records for the request's whole life)
+    geometry     which page geometry of the family applies ("compressed", "window", "state")
+    """
+
+    name: str
+    record: dict = field(hash=False, compare=False)
+    per_record: int = 1
+    bound: str = "context"
+    window: int = 0
+    entries: int = 0
+    geometry: str = "compressed"
+
+
+@dataclass(frozen=True)
+class RecurrentState:
+    """Per-request recurrent state of a Mamba-2 / gated-delta / KDA layer, per rank at tp 1.
+
+    `tensors` is a tuple of (name, shape, dtype key); `tp_dims` names, per tensor, which shape
+    axis the tensor-parallel group divides. Filled in by the recurrent families.
+    """
+
+    family: str
+    tensors: tuple = ()
+    tp_dims: tuple = ()

@@ -1,0 +1,7 @@
+"""The memory kernel: for one rank of a deployment, what is fixed, what is held before the
+budget, and what each request holds (shared/spec/memory-model.md)."""
+
+from pricing.kernel.deployment import Deployment, Engine, resolve_engine
+from pricing.kernel.kernel import Kernel, evaluate
+
+__all__ = ["Deployment", "Engine", "Kernel", "evaluate", "resolve_engine"]

@@ -1,0 +1,184 @@
+"""A deployment as vLLM 0.33's own flags describe it, and the engine settings those flags
+resolve to on a chip (defaults per vllm-0.33-memory.md §9)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pricing.chips import Chip
+from pricing.errors import InputError
+from pricing.graph.model import ModelGraph
+from pricing.registry import Registry, load
+from pricing.units import GiB
+
+CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+KV_CACHE_DTYPES = ("auto", "bf16", "fp16", "float16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla",
+                   "nvfp4_ds_mla")
+
+
+class Deployment(BaseModel):
+    """One vLLM instance's flags (None: vLLM 0.33's default for the chip)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tensor_parallel_size: int = Field(1, ge=1)
+    data_parallel_size: int = Field(1, ge=1)
+    enable_expert_parallel: bool = False
+    decode_context_parallel_size: int = Field(1, ge=1)
+    prefill_context_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    max_model_len: int | None = None
+    kv_cache_dtype: str = "auto"
+    block_size: int | None = None
+    num_speculative_tokens: int = Field(0, ge=0)
+    speculative_method: str | None = None
+    enable_eplb: bool = False
+    num_redundant_experts: int = Field(0, ge=0)
+    enforce_eager: bool = False
+    cudagraph_mode: str | None = None
+    kv_cache_memory_bytes: int | None = None
+    enable_prefix_caching: bool = True
+    async_scheduling: bool = True
+    mamba_cache_mode: Literal["none", "align", "all"] | None = None
+    mega_attention: bool | None = None  # DeepSeek-V4.1 on SM100: None = the backend's own choice
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Resolved settings of one instance on one chip: every default filled in."""
+
+    tp: int
+    dp: int
+    ep: bool
+    ep_size: int
+    dcp: int
+    pcp: int
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    kv_cache_dtype: str
+    block_size: int | None
+    spec_tokens: int
+    spec_method: str | None
+    eplb: bool
+    redundant_experts: int
+    cudagraph_mode: str
+    kv_cache_memory_bytes: int | None
+    prefix_caching: bool
+    async_scheduling: bool
+    mamba_cache_mode: str
+    mega_attention: bool | None
+
+    @property
+    def in_flight_batches(self) -> int:
+        """max_concurrent_batches: pp + 1 under asynchronous scheduling (V2 runner), else pp
+        (vllm-0.33-memory.md §2.3; pipeline parallelism is 1 here)."""
+        return 2 if self.async_scheduling else 1
+
+    @property
+    def max_in_flight_tokens(self) -> int:
+        return self.in_flight_batches * self.max_num_batched_tokens
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp * self.pcp
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Registry | None = None) -> Engine:
+    """Fill vLLM 0.33's defaults and check the flags against the model, as vLLM would."""
+    reg = registry or load()
+    tp, dp = d.tensor_parallel_size, d.data_parallel_size
+    heads = model.num_attention_heads
+    if heads % tp:
+        raise InputError("--tensor-parallel-size", f"{tp} does not divide the {heads} attention heads of {model.name}",
+                         f"use one of {_divisors(heads)}")
+    kv = model.num_kv_heads
+    if model.attention_backend == "gqa" and kv > tp and kv % tp:
+        raise InputError("--tensor-parallel-size", f"{tp} does not divide the {kv} KV heads of {model.name}",
+                         f"use one of {_divisors(kv)}")
+    if model.attention_backend == "gqa" and kv < tp and tp % kv:
+        raise InputError("--tensor-parallel-size", f"{tp} is not a multiple of the {kv} KV heads of {model.name}",
+                         "use a multiple of the KV heads")
+    dcp = d.decode_context_parallel_size
+    if tp % dcp:
+        raise InputError("--decode-context-parallel-size", f"{dcp} does not divide tensor parallel {tp}",
+                         f"use one of {_divisors(tp)}")
+    util = d.gpu_memory_utilization if d.gpu_memory_utilization is not None else reg.value(
+        "vllm_0_33.gpu_memory_utilization")
+    if not 0 < util <= 1:
+        raise InputError("--gpu-memory-utilization", f"must be in (0, 1], got {util}", "for example 0.92")
+    ep = d.enable_expert_parallel
+    if ep and not model.has_experts:
+        raise InputError("--enable-expert-parallel", f"{model.name} has no routed experts", "drop the flag")
+    ep_size = tp * dp * d.prefill_context_parallel_size if ep else 1
+    if d.enable_eplb and not ep:
+        raise InputError("--enable-eplb", "needs expert parallelism", "add --enable-expert-parallel")
+    if d.num_redundant_experts and not d.enable_eplb:
+        raise InputError("--num-redundant-experts", "needs EPLB", "add --enable-eplb or set it to 0")
+    if d.enable_eplb and (model.routed_experts + d.num_redundant_experts) % ep_size:
+        raise InputError("--num-redundant-experts",
+                         f"{model.routed_experts} experts + {d.num_redundant_experts} redundant do not divide evenly "
+                         f"across {ep_size} EP ranks (vLLM EPLB requires it)",
+                         "choose redundant experts so the sum is a multiple of the EP size")
+    max_len = d.max_model_len if d.max_model_len is not None else model.max_position
+    if max_len < 1:
+        raise InputError("--max-model-len", f"must be at least 1, got {max_len}", "give the context length in tokens")
+    if max_len > model.max_position:
+        raise InputError("--max-model-len", f"{max_len} exceeds the {model.max_position} positions of {model.name}",
+                         f"use at most {model.max_position}")
+    rows = reg.value("vllm_0_33.scheduler_defaults")
+    memory_gib = chip.memory_bytes / GiB
+    for row in rows:
+        if memory_gib >= row["min_memory_gib"] and chip.generation not in row.get("exclude_generations", []):
+            default_tokens, default_seqs = row["max_num_batched_tokens"], row["max_num_seqs"]
+            break
+    seqs = d.max_num_seqs if d.max_num_seqs is not None else default_seqs
+    tokens = d.max_num_batched_tokens if d.max_num_batched_tokens is not None else default_tokens
+    if tokens < 1:
+        raise InputError("--max-num-batched-tokens", f"must be at least 1, got {tokens}", "for example 8192")
+    if seqs < 1:
+        raise InputError("--max-num-seqs", f"must be at least 1, got {seqs}", "for example 256")
+    if d.max_num_batched_tokens is None:
+        tokens = min(seqs * max_len, tokens)
+    if d.max_num_seqs is None:
+        seqs = min(seqs, tokens)
+    kv_dtype = d.kv_cache_dtype.lower()
+    if kv_dtype not in KV_CACHE_DTYPES:
+        raise InputError("--kv-cache-dtype", f"unknown dtype {d.kv_cache_dtype!r}", f"use one of {', '.join(KV_CACHE_DTYPES)}")
+    method = d.speculative_method
+    if d.num_speculative_tokens and method is None:
+        method = model.speculative_methods[0] if model.speculative_methods else None
+        if method is None:
+            raise InputError("--num-speculative-tokens", f"{model.name} ships no drafter (MTP or DSpark)",
+                             "set it to 0, or name a method the model supports")
+    if method is not None:
+        method = method.lower()
+        if method not in model.speculative_methods:
+            supported = ", ".join(model.speculative_methods) or "none"
+            raise InputError("--speculative-method", f"{method!r} is not available for {model.name}",
+                             f"supported: {supported}")
+        if d.num_speculative_tokens == 0:
+            raise InputError("--num-speculative-tokens", "must be at least 1 when a speculative method is set",
+                             "for example 1 for MTP, 5 for DSpark")
+    mode = "NONE" if d.enforce_eager else (d.cudagraph_mode or reg.value("vllm_0_33.default_cudagraph_mode")).upper()
+    if mode not in CUDAGRAPH_MODES:
+        raise InputError("--cudagraph-mode", f"unknown mode {d.cudagraph_mode!r}", f"use one of {', '.join(CUDAGRAPH_MODES)}")
+    if d.block_size is not None and d.block_size < 1:
+        raise InputError("--block-size", f"must be at least 1, got {d.block_size}", "for example 16")
+    if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
+        raise InputError("--kv-cache-memory-bytes", "must not be negative", "give the KV pool in bytes")
+    mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
+    return Engine(tp, dp, ep, ep_size, dcp, d.prefill_context_parallel_size, float(util), int(tokens), int(seqs),
+                  int(max_len), kv_dtype, d.block_size, d.num_speculative_tokens, method, d.enable_eplb,
+                  d.num_redundant_experts, mode, d.kv_cache_memory_bytes, d.enable_prefix_caching, d.async_scheduling,
+                  mamba, d.mega_attention)

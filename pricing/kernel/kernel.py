@@ -1,0 +1,299 @@
+"""The memory kernel for one rank of a deployment (shared/spec/memory-model.md).
+
+    fixed_bytes()                 weights, activation peak, CUDA graphs, comm buffers, EPLB, total
+    pre_snapshot_bytes()          communicator reservation + engine workspace, outside the budget
+    sequence_variable_bytes(t)    the KV cache a t-token request holds, in whole pool blocks
+    sequence_fixed_bytes()        window rings, fixed rings and recurrent state in steady decode
+    sequence_admission_bytes()    the same state at what the engine reserves on admission
+    and the engine's own figures: budget, KV pool, blocks, "GPU KV cache size", concurrency.
+
+Each sub-result is memoised on the inputs it depends on, so a planner sweep that varies the
+utilisation or the token budget recomputes only what they change.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from pricing.chips import Chip
+from pricing.graph.model import ModelGraph
+from pricing.kernel import activations, caches, cudagraphs, weights
+from pricing.kernel.deployment import Deployment, Engine, resolve_engine
+from pricing.registry import Registry, Sourced, load
+from pricing.rules import get as rules_pack
+
+_MEMO: dict = {}
+_MEMO_LIMIT = 200_000
+
+
+def _memo(key, compute):
+    hit = _MEMO.get(key)
+    if hit is None:
+        if len(_MEMO) > _MEMO_LIMIT:
+            _MEMO.clear()
+        used: dict = {}
+        hit = (compute(used), used)
+        _MEMO[key] = hit
+    return hit
+
+
+@dataclass(frozen=True)
+class FixedBytes:
+    weights: int
+    activation_peak: int
+    cuda_graph: int
+    comm_buffers: int
+    eplb_redundant: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
+
+
+class Kernel:
+    """The memory of one rank of `engine` serving `model` on `chip`."""
+
+    def __init__(self, model: ModelGraph, engine: Engine, chip: Chip, registry: Registry | None = None,
+                 rules: str = "vllm-0.33"):
+        self.model = model
+        self.engine = engine
+        self.chip = chip
+        self.reg = registry or load()
+        self.rules = rules_pack(rules)
+        self._used: dict[str, Sourced] = {}
+        self._notes: list[str] = []
+
+    @classmethod
+    def of(cls, model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None) -> Kernel:
+        reg = registry or load()
+        return cls(model, resolve_engine(deployment, model, chip, reg), chip, reg)
+
+    def _get(self, key, compute):
+        value, used = _memo((self.model, self.reg, self.chip) + key, compute)
+        self._used.update(used)
+        return value
+
+    # -- fixed --------------------------------------------------------------------------------
+    def weight_bytes(self) -> weights.WeightBytes:
+        e = self.engine
+        key = ("weights", e.tp, e.dp, e.pcp, e.ep, e.ep_size, e.eplb, e.redundant_experts, e.spec_method)
+        return self._get(key, lambda used: weights.weight_bytes(self.model, e, self.reg, used))
+
+    def activation(self) -> activations.Activation:
+        e = self.engine
+        key = ("act", e.tp, e.dp, e.max_num_batched_tokens, e.max_num_seqs, e.max_model_len, e.spec_method,
+               e.spec_tokens, e.kv_cache_dtype)
+        return self._get(key, lambda used: activations.activation(self.model, e, self.chip, self.reg, used))
+
+    def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
+        e = self.engine
+        key = ("graphs", e.cudagraph_mode, e.max_num_seqs, e.max_num_batched_tokens, e.spec_tokens)
+        return self._get(key, lambda used: cudagraphs.cuda_graph_bytes(self.model, e, self.chip, self.reg, used))
+
+    def fixed_bytes(self) -> FixedBytes:
+        w = self.weight_bytes()
+        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant)
+
+    def collective_groups(self) -> dict[str, int]:
+        """The collective groups this rank joins, by name and size (size > 1 only)."""
+        e = self.engine
+        groups = {"tensor parallel": e.tp, "data parallel": e.dp, "decode context parallel": e.dcp,
+                  "prefill context parallel": e.pcp}
+        if e.ep:
+            groups["expert parallel"] = e.ep_size
+        return {k: v for k, v in groups.items() if v > 1}
+
+    def pre_snapshot_bytes(self) -> int:
+        """The collective library's reservation for each group the rank joins, plus the engine
+        workspace; vLLM starts both before its memory snapshot (vllm-0.33-memory.md §1.1)."""
+        comm = self.reg["cost_model_primitives.communicator_reservation"]
+        work = self.reg["cost_model_primitives.engine_workspace"]
+        self._used[comm.name] = comm
+        self._used[work.name] = work
+        table = comm.value
+        total = int(work.value)
+        for size in self.collective_groups().values():
+            total += int(table[activations.tp_key(table, size)])
+        return total
+
+    # -- caches -------------------------------------------------------------------------------
+    def specs(self) -> list[caches.CacheSpec]:
+        return self._cache_layout()[0]
+
+    def layout(self):
+        return self._cache_layout()[1]
+
+    def _cache_layout(self):
+        e = self.engine
+        key = ("layout", e.tp, e.dcp, e.kv_cache_dtype, e.block_size, e.spec_method, e.spec_tokens,
+               e.mamba_cache_mode, e.mega_attention, e.max_model_len)
+
+        def compute(used):
+            specs, notes = caches.cache_specs(self.model, e, self.chip, self.reg, used)
+            return specs, self.rules.group(specs), notes
+
+        specs, layout, notes = self._get(key, compute)
+        self._notes = notes
+        return specs, layout
+
+    def _blocks(self, group, tokens: int, in_flight: int) -> int:
+        e = self.engine
+        return self.rules.blocks(group, tokens=tokens, max_model_len=e.max_model_len, dcp=e.dcp, in_flight=in_flight,
+                                 mode=e.mamba_cache_mode, spec_tokens=e.spec_tokens)
+
+    def _is_variable(self, group) -> bool:
+        return group.kind == "full" or (group.kind == "state" and self.engine.mamba_cache_mode == "all")
+
+    def _bytes(self, groups, tokens: int, in_flight: int) -> int:
+        layout = self.layout()
+        total = 0
+        for g in groups:
+            n = self._blocks(g, tokens, in_flight)
+            total += n * (layout.bytes_per_block if layout.grouped else g.page_bytes)
+        return total
+
+    def sequence_variable_bytes(self, tokens: int) -> int:
+        """KV cache one request of `tokens` holds on this rank, in whole pool blocks."""
+        groups = [g for g in self.layout().groups if self._is_variable(g)]
+        return self._bytes(groups, tokens, 1 + self.engine.spec_tokens)
+
+    def _bounded(self):
+        return [g for g in self.layout().groups if not self._is_variable(g)]
+
+    def sequence_fixed_bytes(self) -> int:
+        """Bounded state a request holds in steady decode (one decode step in flight: 1 + K tokens)."""
+        return self._bytes(self._bounded(), self.engine.max_model_len, 1 + self.engine.spec_tokens)
+
+    def sequence_admission_bytes(self) -> int:
+        """Bounded state the engine reserves on admission (every step in flight can schedule)."""
+        return self._bytes(self._bounded(), self.engine.max_model_len, self.engine.max_in_flight_tokens)
+
+    def own_page_bytes_steady(self) -> int:
+        """What the bounded caches' own pages sum to in steady decode (before pool blocks)."""
+        total = 0
+        for g in self._bounded():
+            n = self._blocks(g, self.engine.max_model_len, 1 + self.engine.spec_tokens)
+            total += n * g.page_bytes
+        return total
+
+    def cache_bytes_per_token(self) -> Fraction:
+        """The owned context caches' record bytes per token, before pages and padding."""
+        return sum((s.per_token for s in self.specs() if s.kind == "full"), Fraction(0))
+
+    def blocks_per_request(self, admission: bool = True) -> int:
+        """Σ over groups of the blocks one request at max_model_len holds (vLLM's
+        kv_cache_utils blocks_per_request uses the admission cap for bounded groups)."""
+        e = self.engine
+        in_flight = e.max_in_flight_tokens if admission else 1 + e.spec_tokens
+        return sum(self._blocks(g, e.max_model_len, in_flight) for g in self.layout().groups)
+
+    def request_bytes(self) -> int:
+        """One request at max_model_len as the engine sizes it: admission state + context caches."""
+        return self.sequence_admission_bytes() + self.sequence_variable_bytes(self.engine.max_model_len)
+
+    # -- the engine's own figures -------------------------------------------------------------
+    def budget(self) -> int:
+        """requested_memory = ceil(total × gpu_memory_utilization) (vllm-0.33-memory.md §1.3)."""
+        return math.ceil(self.chip.memory_bytes * self.engine.gpu_memory_utilization)
+
+    def kv_pool(self) -> int:
+        """available KV cache memory = budget − non-KV memory − CUDA-graph estimate, or the
+        --kv-cache-memory-bytes value when set (§1.4)."""
+        if self.engine.kv_cache_memory_bytes is not None:
+            return self.engine.kv_cache_memory_bytes
+        return self.budget() - self.fixed_bytes().total
+
+    def num_blocks(self) -> int:
+        layout = self.layout()
+        if not layout.grouped or layout.bytes_per_block == 0:
+            return 0
+        return max(0, self.kv_pool() // layout.bytes_per_block)
+
+    def max_concurrency(self) -> float:
+        """vLLM's logged "Maximum concurrency": num_blocks (null block included) over the blocks
+        one max_model_len request needs; the ungrouped fallback divides bytes."""
+        layout = self.layout()
+        if not layout.groups:
+            return float(self.engine.max_num_seqs)
+        if layout.grouped:
+            return self.num_blocks() / self.blocks_per_request()
+        return max(0, self.kv_pool()) / self.request_bytes()
+
+    def kv_cache_tokens(self) -> int:
+        """vLLM's logged "GPU KV cache size": int(max_concurrency × max_model_len)."""
+        return int(self.max_concurrency() * self.engine.max_model_len)
+
+    def fits_one_request(self) -> bool:
+        """vLLM's start-up check: (available − one block) ≥ one request at max_model_len."""
+        layout = self.layout()
+        pool = self.kv_pool()
+        if pool <= 0:
+            return False
+        if not layout.groups:
+            return True
+        if layout.grouped:
+            return pool - layout.bytes_per_block >= layout.bytes_per_block * self.blocks_per_request()
+        return pool >= self.request_bytes()
+
+    def requests_held(self) -> int:
+        """Requests at max_model_len one rank's pool holds at once: whole blocks per group, the
+        null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start."""
+        if not self.starts() or not self.fits_one_request():
+            return 0
+        layout = self.layout()
+        if not layout.groups:
+            return self.engine.max_num_seqs
+        if layout.grouped:
+            held = (self.num_blocks() - 1) // self.blocks_per_request()
+        else:
+            held = self.kv_pool() // self.request_bytes()
+        return min(self.engine.max_num_seqs, held)
+
+    def starts(self) -> bool:
+        """The budget plus what is held before it fits the chip, and the fixed memory fits the budget."""
+        if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes:
+            return False
+        return self.engine.kv_cache_memory_bytes is not None or self.fixed_bytes().total < self.budget()
+
+    def refusal(self) -> str | None:
+        """Why vLLM would not start this deployment, in its own terms; None when it starts."""
+        from pricing.units import gib
+
+        fixed = self.fixed_bytes().total
+        if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes:
+            return (f"budget {gib(self.budget()):.2f} GiB + {gib(self.pre_snapshot_bytes()):.2f} GiB held before it "
+                    f"exceed the chip's {gib(self.chip.memory_bytes):.2f} GiB: lower --gpu-memory-utilization")
+        if self.kv_pool() <= 0:
+            return (f"No available memory for the cache blocks: fixed memory {gib(fixed):.2f} GiB per rank against a "
+                    f"budget of {gib(self.budget()):.2f} GiB")
+        if not self.fits_one_request():
+            need = self.request_bytes()
+            return (f"one request at max_model_len {self.engine.max_model_len} needs {gib(need):.2f} GiB of KV cache, "
+                    f"more than the {gib(self.kv_pool()):.2f} GiB available")
+        return None
+
+    # -- provenance ---------------------------------------------------------------------------
+    def provenance(self) -> list[Sourced]:
+        """Every registry value this evaluation read, with how it was obtained, plus the
+        conventions of the graph and the rules pack that shaped the figures."""
+        self.fixed_bytes()
+        self.pre_snapshot_bytes()
+        layout = self.layout()
+        out = dict(self._used)
+        for p in self.chip.provenance:
+            out[p.name] = p
+        for i, note in enumerate(self.model.conventions):
+            out[f"graph.convention.{i}"] = Sourced(f"graph.convention.{i}", note, f"model graph of {self.model.name}",
+                                                   "how the graph lays out the weights, as vLLM builds the model")
+        out["rules.grouping"] = Sourced("rules.grouping", layout.rule, f"rules pack {self.rules.RELEASE}",
+                                        "applied to this rank's caches")
+        for i, note in enumerate(self._notes):
+            out[f"rules.note.{i}"] = Sourced(f"rules.note.{i}", note, "cache resolution", "for this chip and dtype")
+        return [out[k] for k in sorted(out)]
+
+
+def evaluate(model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None) -> Kernel:
+    """A kernel for a user-level deployment (defaults resolved as vLLM 0.33 would)."""
+    return Kernel.of(model, deployment, chip, registry)

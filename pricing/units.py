@@ -1,0 +1,28 @@
+"""Units of account. Bytes are integers everywhere; these only name the unit sizes.
+
+GiB = 2^30, MiB = 2^20 bytes; "MB" (as in the spec, memory-model.md) is 10^6 bytes.
+"""
+
+GiB = 1 << 30
+MiB = 1 << 20
+MB = 10**6
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division of non-negative integers."""
+    return -(-a // b)
+
+
+def round_up(a: int, multiple: int) -> int:
+    """`a` rounded up to a whole number of `multiple` (1 leaves it unchanged)."""
+    return cdiv(a, multiple) * multiple
+
+
+def gib(n: int) -> float:
+    """Bytes as GiB, for printing only."""
+    return n / GiB
+
+
+def mib(n: int) -> float:
+    """Bytes as MiB, for printing only."""
+    return n / MiB
