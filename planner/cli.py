@@ -1,0 +1,59 @@
+"""The `plan` command line. Each command is thin: parse flags into models, call the library,
+render. Bad input is one line on stderr naming the field and the fix, exit status 2."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from planner.commands import memory, plan
+from pricing.errors import InputError
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@plan.plan_options
+@click.pass_context
+def cli(ctx: click.Context, **options):
+    """Plan the cheapest pool of GPUs that serves a model at a target concurrency.
+
+    Without a subcommand: plan one service (see the options). Subcommands: memory (one
+    deployment's per-rank memory), models, chips, scenario, compare.
+    """
+    if ctx.invoked_subcommand is None:
+        plan.run(ctx, **options)
+
+
+cli.add_command(memory.memory)
+cli.add_command(memory.models)
+cli.add_command(memory.chips)
+for extra in ("scenario",):
+    try:
+        module = __import__(f"planner.commands.{extra}", fromlist=["register"])
+        module.register(cli)
+    except ImportError:  # pragma: no cover - command not built yet
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: one-line errors, exit status 2 for bad input, no traceback."""
+    try:
+        result = cli.main(args=argv, prog_name="plan", standalone_mode=False)
+    except InputError as err:
+        click.echo(f"plan: error: {err}", err=True)
+        return 2
+    except click.UsageError as err:
+        hint = f" (see `plan {err.ctx.info_name if err.ctx and err.ctx.parent else ''} --help`)".replace("  ", " ")
+        click.echo(f"plan: error: {err.format_message()}{hint}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("plan: aborted", err=True)
+        return 1
+    except click.ClickException as err:
+        click.echo(f"plan: error: {err.format_message()}", err=True)
+        return err.exit_code
+    return int(result or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""`plan memory`: one deployment's per-rank memory, as the spec prints it; `plan models`,
+`plan chips`: what the tool knows."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from pricing.chips import chip_ids, get_chip
+from pricing.config import list_cards
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
+from pricing.kernel.report import memory_report
+from pricing.units import MB, GiB, MiB
+
+
+def vllm_flags(f):
+    """vLLM 0.33's own flags, as `vllm serve` spells them."""
+    options = [
+        click.option("--tensor-parallel-size", "-tp", "tensor_parallel_size", type=int, default=1, show_default=True),
+        click.option("--data-parallel-size", "-dp", "data_parallel_size", type=int, default=1, show_default=True),
+        click.option("--enable-expert-parallel", is_flag=True),
+        click.option("--decode-context-parallel-size", "-dcp", "decode_context_parallel_size", type=int, default=1),
+        click.option("--prefill-context-parallel-size", "-pcp", "prefill_context_parallel_size", type=int, default=1),
+        click.option("--gpu-memory-utilization", type=float, help="default 0.92 (vLLM 0.33)"),
+        click.option("--max-num-batched-tokens", type=int, help="default by chip memory (vLLM 0.33)"),
+        click.option("--max-num-seqs", type=int, help="default by chip memory (vLLM 0.33)"),
+        click.option("--max-model-len", type=int, help="default: the model's maximum"),
+        click.option("--kv-cache-dtype", default="auto", show_default=True),
+        click.option("--block-size", type=int),
+        click.option("--num-speculative-tokens", type=int, default=0),
+        click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
+        click.option("--enable-eplb", is_flag=True),
+        click.option("--num-redundant-experts", type=int, default=0),
+        click.option("--enforce-eager", is_flag=True),
+        click.option("--cudagraph-mode", help="NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE"),
+        click.option("--kv-cache-memory-bytes", type=int, help="fix the KV pool, as vLLM's flag does"),
+        click.option("--no-enable-prefix-caching", "enable_prefix_caching", is_flag=True, flag_value=False,
+                     default=True),
+        click.option("--no-async-scheduling", "async_scheduling", is_flag=True, flag_value=False, default=True),
+        click.option("--mamba-cache-mode", type=click.Choice(["none", "align", "all"])),
+        click.option("--mega-attention/--no-mega-attention", default=None,
+                     help="DeepSeek-V4.1 on SM100: force the mega-attention backend on or off"),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _gib(n: int) -> str:
+    return f"{n / GiB:5.1f} GiB"
+
+
+@click.command()
+@click.option("--model", required=True, help="model card name, config.json path or cached HF id")
+@click.option("--chip", required=True, help="chip id (see `plan chips`)")
+@click.option("--quantization", help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16")
+@click.option("--memory-bytes", type=int, help="override the chip's memory as vLLM sees it")
+@click.option("--tokens", type=int, default=4096, show_default=True, help="length of the request to price")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes")
+@vllm_flags
+def memory(model, chip, quantization, memory_bytes, tokens, as_json, **flags):
+    """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
+    and maximum concurrency, and the provenance of every registry value used."""
+    from pricing.errors import InputError
+
+    if tokens < 0:
+        raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
+    graph = load_model(model, quantization)
+    target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
+    kernel = Kernel.of(graph, Deployment(**flags), target)
+    report = memory_report(kernel, tokens)
+    if as_json:
+        click.echo(json.dumps(report.model_dump(), indent=2, default=str))
+        return
+    render_memory(report, kernel)
+
+
+def render_memory(r, kernel: Kernel, console: Console | None = None) -> None:
+    console = console or Console(highlight=False, soft_wrap=True)
+    e = kernel.engine
+    console.print(f"[bold]{r.model}[/bold] ({r.hf_id}) on {kernel.chip.name}, {r.chip_memory / GiB:.2f} GiB seen by vLLM")
+    console.print(f"tp {e.tp}, dp {e.dp}, ep {'on' if e.ep else 'off'}, dcp {e.dcp}; utilization "
+                  f"{e.gpu_memory_utilization}, max_num_batched_tokens {e.max_num_batched_tokens}, max_num_seqs "
+                  f"{e.max_num_seqs}, max_model_len {e.max_model_len}, kv_cache_dtype {e.kv_cache_dtype}, "
+                  f"cudagraph_mode {e.cudagraph_mode}"
+                  + (f", speculative {e.spec_method} × {e.spec_tokens}" if e.spec_method else ""))
+    f = r.fixed
+    console.print()
+    console.print(f"weights      {_gib(f.weights)}")
+    console.print(f"activations  {_gib(f.activation_peak)}")
+    console.print(f"CUDA graphs  {_gib(f.cuda_graph)}")
+    console.print(f"comm buffers {_gib(f.comm_buffers)}")
+    console.print(f"EPLB         {_gib(f.eplb_redundant)}")
+    console.print(f"total        {_gib(f.total)} per rank")
+    console.print(f"before the budget {r.pre_snapshot / GiB:4.1f} GiB")
+    console.print(f"a {r.sequence.tokens:,}-token request: {r.sequence.variable / MiB:.0f} MiB of KV cache per rank")
+    if r.sequence.fixed or r.sequence.admission:
+        console.print(f"held regardless of length: {r.sequence.fixed / MB:.2f} MB in steady decode (own pages "
+                      f"{r.sequence.own_pages_steady / MB:.2f} MB), {r.sequence.admission / MB:.0f} MB reserved at "
+                      "admission")
+    if r.activation.buffers:
+        console.print("model buffers in the activation peak: " + ", ".join(
+            f"{name} {value / GiB:.2f} GiB" for name, value in r.activation.buffers.items())
+            + f" (total {r.activation.model_buffers / GiB:.1f} GiB)")
+    console.print()
+    console.print(f"budget {r.budget / GiB:.2f} GiB, KV pool {r.kv_pool / GiB:.2f} GiB, "
+                  + (f"{r.num_blocks:,} blocks of {r.block_bytes:,} bytes" if r.grouped else "ungrouped caches"))
+    console.print(f"GPU KV cache size: {r.kv_cache_tokens:,} tokens, Maximum concurrency for {e.max_model_len:,} "
+                  f"tokens per request: {r.max_concurrency:.2f}x")
+    console.print(f"cache records: {r.cache_bytes_per_token:,.0f} bytes per token before pages")
+    if r.refusal:
+        console.print(f"[red]vLLM would not start: {r.refusal}[/red]")
+    if len(r.kv_groups) > 1 or any(g.kind != "full" for g in r.kv_groups):
+        table = Table(title="KV cache groups (one request at max_model_len)")
+        for col in ("group", "kind", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"):
+            table.add_column(col, justify="right" if col not in ("kind", "layers") else "left")
+        for i, g in enumerate(r.kv_groups):
+            layers = ", ".join(g.layers) if len(g.layers) <= 3 else f"{g.layers[0]} … {g.layers[-1]} ({len(g.layers)})"
+            table.add_row(str(i), g.kind, layers, str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}",
+                          f"{g.blocks_admission:,}")
+        console.print(table)
+    table = Table(title="provenance")
+    for col in ("name", "value", "source"):
+        table.add_column(col, overflow="fold")
+    for p in r.provenance:
+        table.add_row(p.name, str(p.value), p.source)
+    console.print(table)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+def models(as_json):
+    """The model cards the project ships (--model takes the name)."""
+    cards = list_cards()
+    if as_json:
+        click.echo(json.dumps(cards, indent=2))
+        return
+    table = Table(title="model cards")
+    for col in ("name", "Hugging Face id", "description"):
+        table.add_column(col)
+    for c in cards:
+        table.add_row(c["name"], c["hf_id"], c["description"])
+    Console().print(table)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+def chips(as_json):
+    """The chips the project knows, with the memory vLLM sees and a default price."""
+    rows = [get_chip(c) for c in chip_ids()]
+    if as_json:
+        click.echo(json.dumps([{"id": c.id, "name": c.name, "generation": c.generation, "memory_bytes": c.memory_bytes,
+                                "nvlink_domain": c.nvlink_domain, "gpus_per_node": c.gpus_per_node, "fp8": c.fp8,
+                                "fp4": c.fp4, "price_per_gpu_hour": c.price_per_gpu_hour} for c in rows], indent=2))
+        return
+    table = Table(title="chips")
+    for col in ("id", "name", "generation", "memory (GiB)", "NVLink domain", "$/GPU-hour"):
+        table.add_column(col)
+    for c in rows:
+        table.add_row(c.id, c.name, c.generation, f"{c.memory_bytes / GiB:.2f}", str(c.nvlink_domain),
+                      f"{c.price_per_gpu_hour:.2f}")
+    Console().print(table)

@@ -1,0 +1,101 @@
+"""The kernel's printout as data: a pydantic model with integer bytes (`plan memory --json`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from pricing.kernel.kernel import Kernel
+
+
+class FixedOut(BaseModel):
+    weights: int
+    activation_peak: int
+    cuda_graph: int
+    comm_buffers: int
+    eplb_redundant: int
+    total: int
+
+
+class ActivationOut(BaseModel):
+    forward: int
+    sampler: int
+    model_buffers: int
+    buffers: dict[str, int] = {}
+
+
+class SequenceOut(BaseModel):
+    tokens: int
+    variable: int
+    fixed: int
+    admission: int
+    own_pages_steady: int
+
+
+class GroupOut(BaseModel):
+    layers: list[str]
+    kind: str
+    block_tokens: int
+    page_bytes: int
+    blocks_steady: int
+    blocks_admission: int
+
+
+class ProvenanceOut(BaseModel):
+    name: str
+    value: object
+    source: str
+    how: str
+
+
+class MemoryReport(BaseModel):
+    model: str
+    hf_id: str
+    chip: str
+    chip_memory: int
+    deployment: dict
+    fixed: FixedOut
+    activation: ActivationOut
+    pre_snapshot: int
+    budget: int
+    kv_pool: int
+    sequence: SequenceOut
+    block_bytes: int
+    num_blocks: int
+    grouped: bool
+    kv_groups: list[GroupOut]
+    cache_bytes_per_token: float
+    kv_cache_tokens: int
+    max_concurrency: float
+    requests_held: int
+    starts: bool
+    refusal: str | None
+    provenance: list[ProvenanceOut]
+
+
+def memory_report(k: Kernel, tokens: int) -> MemoryReport:
+    f = k.fixed_bytes()
+    a = k.activation()
+    e = k.engine
+    layout = k.layout()
+    groups = []
+    for g in layout.groups:
+        steady = k._blocks(g, e.max_model_len, 1 + e.spec_tokens)
+        admission = k._blocks(g, e.max_model_len, e.max_in_flight_tokens)
+        groups.append(GroupOut(layers=list(g.layers), kind=g.kind, block_tokens=g.block_tokens,
+                               page_bytes=g.page_bytes, blocks_steady=steady, blocks_admission=admission))
+    return MemoryReport(
+        model=k.model.name, hf_id=k.model.hf_id, chip=k.chip.id, chip_memory=k.chip.memory_bytes,
+        deployment={name: getattr(e, name) for name in e.__dataclass_fields__},
+        fixed=FixedOut(weights=f.weights, activation_peak=f.activation_peak, cuda_graph=f.cuda_graph,
+                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, total=f.total),
+        activation=ActivationOut(forward=a.forward, sampler=a.sampler, model_buffers=a.model_buffers,
+                                 buffers=dict(a.buffers)),
+        pre_snapshot=k.pre_snapshot_bytes(), budget=k.budget(), kv_pool=k.kv_pool(),
+        sequence=SequenceOut(tokens=tokens, variable=k.sequence_variable_bytes(tokens), fixed=k.sequence_fixed_bytes(),
+                             admission=k.sequence_admission_bytes(), own_pages_steady=k.own_page_bytes_steady()),
+        block_bytes=layout.bytes_per_block, num_blocks=k.num_blocks(), grouped=layout.grouped, kv_groups=groups,
+        cache_bytes_per_token=float(k.cache_bytes_per_token()), kv_cache_tokens=k.kv_cache_tokens(),
+        max_concurrency=k.max_concurrency(), requests_held=k.requests_held(), starts=k.starts(),
+        refusal=k.refusal(),
+        provenance=[ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how) for p in k.provenance()],
+    )
