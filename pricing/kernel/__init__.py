@@ -3,5 +3,6 @@ budget, and what each request holds (shared/spec/memory-model.md)."""
 
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.kernel.kernel import Kernel, evaluate
+from pricing.kernel import deepseek_v4 as _deepseek_v4  # noqa: F401  (registers the family's hooks)
 
 __all__ = ["Deployment", "Engine", "Kernel", "evaluate", "resolve_engine"]

@@ -1,0 +1,175 @@
+"""How the DeepSeek-V4 family's stated caches resolve on a chip, and the buffers its model code
+allocates at the token budget or the context bound (spec: When the graph states its caches;
+Activations). Facts: shared/reference/deepseek-v4-family.md, registry deepseek_v4.yaml.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from pricing.chips import Chip
+from pricing.errors import InputError
+from pricing.graph.model import ModelGraph
+from pricing.kernel import activations, caches
+from pricing.kernel.caches import CacheSpec
+from pricing.kernel.deployment import Engine
+from pricing.registry import Registry
+from pricing.units import cdiv, round_up
+
+FP8_NAMES = ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla")
+
+
+def _get(reg: Registry, used: dict, name: str):
+    entry = reg[f"deepseek_v4.{name}"]
+    used[entry.name] = entry
+    return entry.value
+
+
+def _by_generation(table: dict, chip: Chip):
+    return table.get(chip.generation, table.get("default"))
+
+
+def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> tuple[bool, str]:
+    """Whether V4.1's mega attention serves this tensor-parallel width on this chip, and why."""
+    if not chip.sm100_family:
+        if engine.mega_attention:
+            raise InputError("--mega-attention", f"needs the SM100 family; {chip.id} is {chip.generation}",
+                             "drop the flag")
+        return False, f"{chip.generation}: mega attention exists only on the SM100 family"
+    rule = _get(reg, used, "mega_attention")
+    local = model.num_attention_heads // engine.tp
+    per_group = model.num_attention_heads // model.extras["o_groups"]
+    serves = local % rule["heads_multiple"] == 0 and per_group == rule["heads_per_group"]
+    why = (f"{local} local heads at tp {engine.tp}, {per_group} heads per wo_a group: mega attention "
+           + ("serves this width" if serves else "does not serve this width (needs a multiple of 8 local heads and 8 per "
+                                                 "group)"))
+    if engine.mega_attention is True and not serves:
+        raise InputError("--mega-attention", why, "use a tensor-parallel size that leaves a multiple of 8 heads per rank")
+    if engine.mega_attention is False:
+        return False, "mega attention switched off by --no-mega-attention"
+    return serves, why
+
+
+def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> tuple[dict, str]:
+    """The record format per cache role the attention backend actually runs, and the reason."""
+    kv = engine.kv_cache_dtype
+    if kv not in FP8_NAMES + ("nvfp4_ds_mla",):
+        raise InputError("--kv-cache-dtype", f"{kv!r} is not served by the DeepSeek-V4 backends (only fp8 caches)",
+                         "use fp8 (or leave it auto)")
+    if model.extras["version"] == "v4":
+        if kv == "nvfp4_ds_mla":
+            raise InputError("--kv-cache-dtype", "nvfp4_ds_mla is a DeepSeek-V4.1 format", "use fp8")
+        return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
+                f"V4 rewrites kv_cache_dtype {kv} to fp8_ds_mla (584-byte records) on every chip")
+    if not chip.sm100_family:
+        if kv == "nvfp4_ds_mla":
+            raise InputError("--kv-cache-dtype", f"FlashMLA decodes nvfp4_ds_mla only on SM100; {chip.id} is "
+                             f"{chip.generation}", "use fp8")
+        return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
+                f"{chip.generation}: V4.1 serves {kv} as fp8_ds_mla (584-byte records, FlashMLA sparse)")
+    mega, why = mega_attention(model, engine, chip, reg, used)
+    if mega and kv in ("auto", "nvfp4_ds_mla"):
+        return ({"compressed": "nvfp4_ds_mla", "window": "mxfp8", "indexer": "fp8"},
+                f"{chip.generation}: {why}; kv_cache_dtype {kv} resolves to nvfp4_ds_mla (288-byte compressed records, "
+                "528-byte window records)")
+    if kv == "nvfp4_ds_mla":
+        raise InputError("--kv-cache-dtype", f"nvfp4_ds_mla needs mega attention, and {why}", "use fp8")
+    return ({"compressed": "mxfp8", "window": "mxfp8", "indexer": "fp8"},
+            f"{chip.generation}: {why}; V4.1 serves {kv} as the 528-byte MXFP8 record (FlashMLA)")
+
+
+def _next_pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict
+                   ) -> tuple[list[CacheSpec], list[str]]:
+    """CacheSpecs of every stated cache this rank holds (the drafter's only while speculating)."""
+    v41 = model.extras["version"] == "v41"
+    formats, why = record_formats(model, engine, chip, reg, used)
+    if v41:
+        align = _by_generation(_get(reg, used, "alignment.v41"), chip)
+        state_align = _get(reg, used, "alignment.v41_state")
+        block = _by_generation(_get(reg, used, "page_tokens.v41_compressed"), chip)
+        window_tokens = _by_generation(_get(reg, used, "page_tokens.v41_window"), chip)
+        state = _get(reg, used, "compressor_state.v41")
+        rows = max(state["min_rows"], _next_pow2(engine.spec_tokens + 2))
+        state_bytes = {"state": rows * state["row_bytes"]}
+    else:
+        align = state_align = _get(reg, used, "alignment.v4")
+        geometry = _get(reg, used, "page_tokens.v4")
+        block, window_tokens = geometry["compressed"], geometry["window"]
+        state = _get(reg, used, "compressor_state.v4")
+        state_bytes = {f"state_ratio_{r}": state[f"ratio_{r}"]["rows"] * state[f"ratio_{r}"]["row_bytes"]
+                       for r in (4, 128)}
+        state_bytes["state_indexer"] = state["indexer"]["rows"] * state["indexer"]["row_bytes"]
+    record_names = {"fp8_ds_mla": "records.fp8_ds_mla_v4", "mxfp8": "records.mxfp8_v41",
+                    "nvfp4_ds_mla": "records.nvfp4_ds_mla_v41", "fp8": "records.indexer_fp8"}
+    specs: list[CacheSpec] = []
+    notes = [why]
+    for name, data in model.nodes(engine.spec_method):
+        drafter = data["speculative"] is not None
+        for c in data["caches"]:
+            if c.bound == "window":
+                rec = _get(reg, used, record_names[formats["window"]])
+                raw = window_tokens * rec
+                specs.append(CacheSpec(name, c.name, "window", "swa", window_tokens, round_up(raw, align), raw,
+                                       window=c.window, dcp_sharded=False, packed=True, alignment=align,
+                                       drafter=drafter))
+            elif c.bound == "context":
+                role = "indexer" if c.name == "indexer" else "compressed"
+                rec = _get(reg, used, record_names[formats[role]])
+                records = block // c.per_record
+                raw = records * rec
+                specs.append(CacheSpec(name, c.name, "full", "packed", block, round_up(raw, align), raw,
+                                       per_token=Fraction(rec, c.per_record), packed=True, alignment=align,
+                                       drafter=drafter))
+            else:
+                raw = state_bytes[c.geometry]
+                specs.append(CacheSpec(name, c.name, "ring", "circular", 0, round_up(raw, state_align), raw,
+                                       dcp_sharded=False, packed=True, alignment=state_align, drafter=drafter))
+    return specs, notes
+
+
+def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> dict[str, int]:
+    """Buffers the model's own code allocates before the KV cache (vLLM's profiler counts them):
+    the prefill gather workspaces (one lane at the larger request: the attention's or the
+    indexer's; DSpark's in a second lane), the indexer's logits stand-in, the top-k buffers (one
+    more for DSpark), the candidate-block buffer, the drafter's hidden-state buffer while
+    speculating, and the plain and YaRN rotary caches over the whole position window."""
+    w = {k: _get(reg, used, f"workspaces.{k}") for k in (
+        "prefill_chunk", "gather_width", "gather_index_bytes", "indexer_gather_factor", "indexer_logits_bytes",
+        "index_bytes", "rope_bytes")}
+    M, T = engine.max_model_len, engine.max_num_batched_tokens
+    window = model.extras["sliding_window"]
+    ratios = [r for r in model.extras["ratios"][: len(model.extras["ratios"])] if r > 0]
+    smallest = min(ratios) if ratios else 0
+    act_bytes = activations.DTYPE_BYTES.get(model.dtype, 2)
+
+    def attention_lane(ratio: int) -> int:
+        rows = (cdiv(M, ratio) if ratio else 0) + window + T
+        return w["prefill_chunk"] * rows * (w["gather_width"] * act_bytes + w["gather_index_bytes"])
+
+    indexer_ratio = 4 if model.extras["version"] == "v4" else smallest
+    indexer_lane = w["indexer_gather_factor"] * M // indexer_ratio * 132 if indexer_ratio else 0
+    out = {"prefill gather (target lane)": max(attention_lane(smallest), indexer_lane)}
+    speculating = engine.spec_method is not None
+    if engine.spec_method == "dspark":
+        out["prefill gather (DSpark lane)"] = attention_lane(0)
+    out["indexer logits"] = w["indexer_logits_bytes"]
+    out["top-k indices"] = T * model.extras["index_topk"] * w["index_bytes"] * (2 if engine.spec_method == "dspark"
+                                                                                else 1)
+    if model.extras.get("candidate_topk_blocks"):
+        out["candidate blocks"] = T * model.extras["candidate_topk_blocks"] * w["index_bytes"]
+    if speculating:
+        out["drafter hidden states"] = T * model.extras["hc_mult"] * model.hidden_size * act_bytes
+    out["rotary caches (plain + YaRN)"] = 2 * model.max_position * model.extras["rope_dim"] * w["rope_bytes"]
+    return out
+
+
+for _family in ("deepseek_v4", "deepseek_v41"):
+    caches.STATED_RESOLVERS[_family] = resolve_caches
+    activations.MODEL_BUFFERS[_family] = model_buffers
