@@ -82,7 +82,8 @@ def memory(model, chip, quantization, memory_bytes, tokens, as_json, **flags):
 def render_memory(r, kernel: Kernel, console: Console | None = None) -> None:
     console = console or Console(highlight=False, soft_wrap=True)
     e = kernel.engine
-    console.print(f"[bold]{r.model}[/bold] ({r.hf_id}) on {kernel.chip.name}, {r.chip_memory / GiB:.2f} GiB seen by vLLM")
+    console.print(f"[bold]{r.model}[/bold] ({r.hf_id}) on {kernel.chip.name}, "
+                  f"{r.chip_memory / GiB:.2f} GiB seen by vLLM")
     console.print(f"tp {e.tp}, dp {e.dp}, ep {'on' if e.ep else 'off'}, dcp {e.dcp}; utilization "
                   f"{e.gpu_memory_utilization}, max_num_batched_tokens {e.max_num_batched_tokens}, max_num_seqs "
                   f"{e.max_num_seqs}, max_model_len {e.max_model_len}, kv_cache_dtype {e.kv_cache_dtype}, "

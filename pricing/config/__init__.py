@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ def decoder_config(raw: dict) -> dict:
     return dict(raw)
 
 
-@lru_cache(maxsize=None)
+@cache
 def card_index() -> dict[str, Path]:
     """Short name -> card file, with aliases."""
     index: dict[str, Path] = {}

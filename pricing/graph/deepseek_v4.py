@@ -147,7 +147,8 @@ def build(source, override: str | None) -> ModelGraph:
                                               geometry=f"state_ratio_{ratio}" if not v41 else "state"))
             has_indexer = (i in index_sources) if v41 else ratio == 4
             if has_indexer:
-                tensors += [make.linear(f"{p}.attn.indexer.wq_b", idx_heads * idx_dim, cfg["q_lora_rank"], "replicated"),
+                tensors += [make.linear(f"{p}.attn.indexer.wq_b", idx_heads * idx_dim, cfg["q_lora_rank"],
+                                        "replicated"),
                             make.plain(f"{p}.attn.indexer.weights_proj", idx_heads, hidden)]
                 owns_k = (i in kv_sources) if v41 else True
                 if owns_k:
@@ -157,7 +158,8 @@ def build(source, override: str | None) -> ModelGraph:
                                     make.plain(f"{p}.attn.indexer.k_norm", idx_dim)]
                     else:
                         tensors += [make.linear(f"{p}.attn.indexer.compressor.wkv", 2 * idx_dim, hidden, "replicated"),
-                                    make.linear(f"{p}.attn.indexer.compressor.wgate", 2 * idx_dim, hidden, "replicated")]
+                                    make.linear(f"{p}.attn.indexer.compressor.wgate", 2 * idx_dim, hidden,
+                                                "replicated")]
                         caches.append(StatedCache("indexer_compressor_state", {"state": 0}, 1, "entries",
                                                   entries=ratio, geometry="state_indexer"))
         attn = m.add(f"{p}.attn", "attention", layer=i, tensors=tensors, caches=caches)

@@ -100,9 +100,9 @@ def build(source, override: str | None) -> ModelGraph:
     prev = m.add("embed_tokens", "embedding", tensors=[make.plain("embed_tokens", vocab, hidden, "vocab")])
 
     def decoder_layer(i: int, p: str, speculative: str | None, prev: str) -> str:
-        attn = m.add(f"{p}.self_attn", "attention", layer=i, cache=cache, speculative=speculative,
-                     tensors=[make.plain(f"{p}.input_layernorm", hidden)] + attention_tensors(make, cfg, f"{p}.self_attn",
-                                                                                          model_type))
+        tensors = [make.plain(f"{p}.input_layernorm", hidden)]
+        tensors += attention_tensors(make, cfg, f"{p}.self_attn", model_type)
+        attn = m.add(f"{p}.self_attn", "attention", layer=i, cache=cache, speculative=speculative, tensors=tensors)
         m.flow(prev, attn)
         dense = i < first_dense
         mlp = m.add(f"{p}.mlp", "mlp" if dense else "moe", layer=i, speculative=speculative,

@@ -1,8 +1,8 @@
 """The memory kernel: for one rank of a deployment, what is fixed, what is held before the
 budget, and what each request holds (shared/spec/memory-model.md)."""
 
+from pricing.kernel import deepseek_v4 as _deepseek_v4  # noqa: F401  (registers the family's hooks)
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.kernel.kernel import Kernel, evaluate
-from pricing.kernel import deepseek_v4 as _deepseek_v4  # noqa: F401  (registers the family's hooks)
 
 __all__ = ["Deployment", "Engine", "Kernel", "evaluate", "resolve_engine"]

@@ -8,9 +8,9 @@ two, plus the model's own buffers allocated at the token budget or the context b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
 
 from pricing.graph.model import ModelGraph
 from pricing.kernel.deployment import Engine

@@ -9,9 +9,9 @@ Layers that state their caches are resolved by their family (STATED_RESOLVERS).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable
 
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph

@@ -41,10 +41,11 @@ def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
     per_group = model.num_attention_heads // model.extras["o_groups"]
     serves = local % rule["heads_multiple"] == 0 and per_group == rule["heads_per_group"]
     why = (f"{local} local heads at tp {engine.tp}, {per_group} heads per wo_a group: mega attention "
-           + ("serves this width" if serves else "does not serve this width (needs a multiple of 8 local heads and 8 per "
-                                                 "group)"))
+           + ("serves this width" if serves
+              else "does not serve this width (needs a multiple of 8 local heads and 8 per group)"))
     if engine.mega_attention is True and not serves:
-        raise InputError("--mega-attention", why, "use a tensor-parallel size that leaves a multiple of 8 heads per rank")
+        raise InputError("--mega-attention", why,
+                         "use a tensor-parallel size that leaves a multiple of 8 heads per rank")
     if engine.mega_attention is False:
         return False, "mega attention switched off by --no-mega-attention"
     return serves, why

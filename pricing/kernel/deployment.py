@@ -154,7 +154,8 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         seqs = min(seqs, tokens)
     kv_dtype = d.kv_cache_dtype.lower()
     if kv_dtype not in KV_CACHE_DTYPES:
-        raise InputError("--kv-cache-dtype", f"unknown dtype {d.kv_cache_dtype!r}", f"use one of {', '.join(KV_CACHE_DTYPES)}")
+        raise InputError("--kv-cache-dtype", f"unknown dtype {d.kv_cache_dtype!r}",
+                         f"use one of {', '.join(KV_CACHE_DTYPES)}")
     method = d.speculative_method
     if d.num_speculative_tokens and method is None:
         method = model.speculative_methods[0] if model.speculative_methods else None
@@ -172,7 +173,8 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
                              "for example 1 for MTP, 5 for DSpark")
     mode = "NONE" if d.enforce_eager else (d.cudagraph_mode or reg.value("vllm_0_33.default_cudagraph_mode")).upper()
     if mode not in CUDAGRAPH_MODES:
-        raise InputError("--cudagraph-mode", f"unknown mode {d.cudagraph_mode!r}", f"use one of {', '.join(CUDAGRAPH_MODES)}")
+        raise InputError("--cudagraph-mode", f"unknown mode {d.cudagraph_mode!r}",
+                         f"use one of {', '.join(CUDAGRAPH_MODES)}")
     if d.block_size is not None and d.block_size < 1:
         raise InputError("--block-size", f"must be at least 1, got {d.block_size}", "for example 16")
     if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
