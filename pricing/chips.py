@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from pricing.errors import InputError
 from pricing.registry import Sourced, load
@@ -60,7 +60,7 @@ def chip_ids() -> list[str]:
     return sorted(load().raw["chips"]["chips"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_chip(name: str) -> Chip:
     """A chip by id or alias (case-insensitive)."""
     key = (name or "").strip().lower()
