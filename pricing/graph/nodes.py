@@ -87,12 +87,28 @@ class StatedCache:
 
 @dataclass(frozen=True)
 class RecurrentState:
-    """Per-request recurrent state of a Mamba-2 / gated-delta / KDA layer, per rank at tp 1.
+    """Per-request state of one recurrent layer, from the config (vLLM mamba_utils.py
+    MambaStateShapeCalculator). One rank holds, per state page:
 
-    `tensors` is a tuple of (name, shape, dtype key); `tp_dims` names, per tensor, which shape
-    axis the tensor-parallel group divides. Filled in by the recurrent families.
+      conv state      conv_dim(tp) / tp channels × (conv_kernel - 1 + speculative tokens)
+      temporal state  heads / tp × head_dim × state_dim
+
+    conv_dim(tp) = conv_channels + groups(tp) × group_channels, where Mamba-2 replicates its
+    groups up to tp when tp does not divide them (groups(tp) = n_groups + (tp - n_groups if
+    n_groups % tp else 0)); gated delta networks and KDA have no groups.
+
+    kind       "mamba2" | "gated_delta" | "kda"
+    conv_dtype / ssm_dtype   dtype keys: "model" (the checkpoint dtype) or an explicit one ("fp32")
     """
 
-    family: str
-    tensors: tuple = ()
-    tp_dims: tuple = ()
+    kind: str
+    conv_channels: int
+    conv_kernel: int
+    heads: int
+    head_dim: int
+    state_dim: int
+    groups: int = 0
+    group_channels: int = 0
+    conv_dtype: str = "model"
+    ssm_dtype: str = "model"
+    chunk_size: int = 0  # the config's mamba chunk size (0: not stated; the engine default applies)

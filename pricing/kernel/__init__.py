@@ -2,6 +2,7 @@
 budget, and what each request holds (shared/spec/memory-model.md)."""
 
 from pricing.kernel import deepseek_v4 as _deepseek_v4  # noqa: F401  (registers the family's hooks)
+from pricing.kernel import recurrent_state as _recurrent_state  # noqa: F401  (registers the hybrid state resolver)
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.kernel.kernel import Kernel, evaluate
 

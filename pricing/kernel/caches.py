@@ -45,6 +45,7 @@ class CacheSpec:
     alignment: int = 1
     drafter: bool = False
     state_blocks_extra: int = 0  # recurrent: prefill checkpoint pages held in align mode
+    hybrid: object = None  # recurrent: what the rules pack aligns the attention block with (HybridAlignment)
 
     @property
     def id(self) -> str:

@@ -152,12 +152,54 @@ def fallback(specs: list[CacheSpec]) -> Layout:
     return Layout(groups, 0, False, f"{RELEASE} cannot group these caches: each cache priced at its own page")
 
 
+def align_hybrid_block_size(specs: list[CacheSpec]) -> list[CacheSpec]:
+    """_align_hybrid_block_size (platforms/interface.py:940-1130, vllm-0.33-memory.md §4.2): the
+    attention block grows until one attention page covers one recurrent page, and the recurrent
+    page is padded to it, so both share one pool.
+
+      a1 = attention bytes per token, m = the largest recurrent page, align = kernel alignment
+      none / align   block = align' × cdiv(m, align' × a1), align' = lcm(align, checkpoint) in align mode
+      all            block = c × cdiv(cdiv(m, a1), c), c = lcm(mamba chunk, align)
+    The block only grows (a larger --block-size stays). The recurrent block is max_model_len in
+    mode none (one state covers the whole sequence), the attention block otherwise.
+    """
+    from dataclasses import replace
+
+    states = [s for s in specs if s.kind == "state"]
+    attention = [s for s in specs if s.kind == "full"]
+    if not states or not attention:
+        return specs
+    h = states[0].hybrid
+    a1 = int(max(s.per_token for s in attention))
+    m = max(s.raw_page_bytes for s in states)
+    if h.mode == "all":
+        chunk = lcm(h.chunk, h.kernel_align)
+        block = chunk * cdiv(cdiv(m, a1), chunk)
+    else:
+        align = lcm(h.kernel_align, h.checkpoint_align) if h.mode == "align" else h.kernel_align
+        block = align * cdiv(m, align * a1)
+    block = max(block, max(s.block_tokens for s in attention))
+    state_block = h.max_model_len if h.mode == "none" else block
+    out = []
+    for s in specs:
+        if s.kind == "full":
+            page = int(block * s.per_token)
+            out.append(replace(s, block_tokens=block, page_bytes=page, raw_page_bytes=page))
+        elif s.kind == "state":
+            out.append(replace(s, block_tokens=state_block, page_bytes=block * a1))
+        else:
+            out.append(s)
+    return out
+
+
 def group(specs: list[CacheSpec]) -> Layout:
     """KV cache groups for one rank's caches, as vLLM 0.33 forms them."""
     if not specs:
         return Layout((), 0, True, "attention-free: no KV cache")
     if any(s.packed for s in specs):
         return _packed(specs) or fallback(specs)
+    if any(s.kind == "state" for s in specs):
+        specs = align_hybrid_block_size(specs)
     kinds = {_bucket_key(s) for s in specs}
     if len(kinds) == 1:
         if len({s.page_bytes for s in specs}) == 1:
