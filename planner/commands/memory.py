@@ -79,8 +79,27 @@ def memory(model, chip, quantization, memory_bytes, tokens, as_json, **flags):
     render_memory(report, kernel)
 
 
+def console_for_output() -> Console:
+    """A console that does not wrap tables at 80 columns when writing to a file or pipe."""
+    probe = Console()
+    return Console(highlight=False, width=None if probe.is_terminal else 140)
+
+
+def layer_span(ids) -> str:
+    """'layers 2, 8, 14, 20 (8 caches)' from cache ids such as 'layers.2.attn.compressed'."""
+    numbers = sorted({int(part.split(".")[1]) for part in ids if part.startswith("layers.")})
+    if not numbers:
+        return f"{len(ids)} caches"
+    runs, start = [], numbers[0]
+    for a, b in zip(numbers, numbers[1:] + [None], strict=True):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b
+    return f"layers {', '.join(runs)} ({len(ids)} caches)"
+
+
 def render_memory(r, kernel: Kernel, console: Console | None = None) -> None:
-    console = console or Console(highlight=False, soft_wrap=True)
+    console = console or console_for_output()
     e = kernel.engine
     console.print(f"[bold]{r.model}[/bold] ({r.hf_id}) on {kernel.chip.name}, "
                   f"{r.chip_memory / GiB:.2f} GiB seen by vLLM")
@@ -120,13 +139,13 @@ def render_memory(r, kernel: Kernel, console: Console | None = None) -> None:
         for col in ("group", "kind", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"):
             table.add_column(col, justify="right" if col not in ("kind", "layers") else "left")
         for i, g in enumerate(r.kv_groups):
-            layers = ", ".join(g.layers) if len(g.layers) <= 3 else f"{g.layers[0]} … {g.layers[-1]} ({len(g.layers)})"
+            layers = layer_span(g.layers)
             table.add_row(str(i), g.kind, layers, str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}",
                           f"{g.blocks_admission:,}")
         console.print(table)
-    table = Table(title="provenance")
-    for col in ("name", "value", "source"):
-        table.add_column(col, overflow="fold")
+    table = Table(title="provenance (every registry value used; `--json` adds how each was obtained)")
+    for col, width in (("name", 44), ("value", 36), ("source", None)):
+        table.add_column(col, overflow="fold", max_width=width)
     for p in r.provenance:
         table.add_row(p.name, str(p.value), p.source)
     console.print(table)
