@@ -240,3 +240,20 @@ def test_plan_memory_shows_the_groups_and_json_extras():
     assert data["block_bytes"] == 116928
     assert data["activation"]["model_buffers"] == sum(data["activation"]["buffers"].values())
     assert data["sequence"]["fixed"] == 49 * 116928
+
+
+def test_a_model_the_pack_cannot_group_still_prices():
+    from pricing.registry import load
+
+    # 512-token window pages (299,008 bytes) do not fit the 116,928-byte pool block: no packing
+    reg = load().with_overrides({"deepseek_v4.page_tokens.v41_window": {"default": 512}})
+    k = kernel("dsv4.1-flash", "h200", registry=reg, **B_FLAGS)
+    layout = k.layout()
+    assert not layout.grouped
+    assert len(layout.groups) == len(k.specs())  # each cache at its own page
+    ring = round_up(512 * 584, 576)
+    steady = cdiv(WINDOW - 1 + 6, 512) + 1
+    assert k.sequence_fixed_bytes() == 43 * steady * ring + 3 * 8 * 4096
+    assert k.requests_held() > 0 and k.kv_cache_tokens() > 0
+    grouping = {p.name: p for p in k.provenance()}["rules.grouping"]
+    assert "cannot group" in grouping.value
