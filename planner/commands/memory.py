@@ -122,6 +122,8 @@ def render_memory(r, kernel: Kernel, console: Console | None = None) -> None:
         console.print(f"held regardless of length: {r.sequence.fixed / MB:.2f} MB in steady decode (own pages "
                       f"{r.sequence.own_pages_steady / MB:.2f} MB), {r.sequence.admission / MB:.0f} MB reserved at "
                       "admission")
+    if r.recurrent_state:
+        render_recurrent(r.recurrent_state, console)
     if r.activation.buffers:
         console.print("model buffers in the activation peak: " + ", ".join(
             f"{name} {value / GiB:.2f} GiB" for name, value in r.activation.buffers.items())
@@ -149,6 +151,15 @@ def render_memory(r, kernel: Kernel, console: Console | None = None) -> None:
     for p in r.provenance:
         table.add_row(p.name, str(p.value), p.source)
     console.print(table)
+
+
+def render_recurrent(s, console: Console) -> None:
+    """The recurrent state of a hybrid, apart from the KV cache: its own bytes and the pool pages it takes."""
+    where = "grows with the context (mode all)" if s.mode == "all" else "held regardless of length"
+    console.print(f"recurrent state ({', '.join(s.kinds)}, mode {s.mode}, {where}): {s.layers} layers × "
+                  f"{s.state_bytes:,} bytes = {s.request_bytes / MB:.2f} MB per request per rank; {s.pages} page(s) "
+                  f"per layer of {s.page_bytes:,} bytes (padded to the attention page of {s.attention_block_tokens:,} "
+                  f"tokens), {s.held_bytes / MB:.2f} MB of pool blocks in {s.groups} groups")
 
 
 @click.command()

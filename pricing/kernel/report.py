@@ -40,6 +40,22 @@ class GroupOut(BaseModel):
     blocks_admission: int
 
 
+class RecurrentOut(BaseModel):
+    """The recurrent state a request holds on this rank, apart from the KV cache (hybrid models)."""
+
+    mode: str
+    kinds: list[str]
+    layers: int
+    state_bytes: int  # one layer's state (conv + temporal) before padding
+    request_bytes: int  # one state in every recurrent layer
+    pages: int  # pages a request holds per recurrent layer in this mode (at `tokens` for mode "all")
+    page_bytes: int  # one page padded to the attention page
+    attention_block_tokens: int
+    state_block_tokens: int
+    groups: int
+    held_bytes: int  # the pool blocks the state groups hold for one request
+
+
 class ProvenanceOut(BaseModel):
     name: str
     value: object
@@ -70,6 +86,7 @@ class MemoryReport(BaseModel):
     starts: bool
     refusal: str | None
     provenance: list[ProvenanceOut]
+    recurrent_state: RecurrentOut | None = None
 
 
 def memory_report(k: Kernel, tokens: int) -> MemoryReport:
@@ -97,5 +114,15 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
         cache_bytes_per_token=float(k.cache_bytes_per_token()), kv_cache_tokens=k.kv_cache_tokens(),
         max_concurrency=k.max_concurrency(), requests_held=k.requests_held(), starts=k.starts(),
         refusal=k.refusal(),
+        recurrent_state=_recurrent(k, tokens),
         provenance=[ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how) for p in k.provenance()],
     )
+
+
+def _recurrent(k: Kernel, tokens: int) -> RecurrentOut | None:
+    from dataclasses import asdict
+
+    from pricing.kernel.recurrent_state import summary
+
+    s = summary(k, tokens)
+    return None if s is None else RecurrentOut(**{**asdict(s), "kinds": list(s.kinds)})
