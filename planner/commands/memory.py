@@ -155,7 +155,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None) -> None:
 
 def render_recurrent(s, console: Console) -> None:
     """The recurrent state of a hybrid, apart from the KV cache: its own bytes and the pool pages it takes."""
-    where = "grows with the context (mode all)" if s.mode == "all" else "held regardless of length"
+    where = "a page per block of context, counted with the KV cache" if s.mode == "all" else "held regardless of length"
     console.print(f"recurrent state ({', '.join(s.kinds)}, mode {s.mode}, {where}): {s.layers} layers × "
                   f"{s.state_bytes:,} bytes = {s.request_bytes / MB:.2f} MB per request per rank; {s.pages} page(s) "
                   f"per layer of {s.page_bytes:,} bytes (padded to the attention page of {s.attention_block_tokens:,} "
