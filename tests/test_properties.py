@@ -30,9 +30,11 @@ def test_more_tokens_never_cost_fewer_bytes(model, chip, a, b):
 @given(MODELS, CHIPS, st.integers(50, 99), st.integers(50, 99), st.sampled_from([2048, 8192, 16384]),
        st.sampled_from([4096, 32768, 131072]))
 def test_more_memory_never_fits_fewer_requests(model, chip, u1, u2, tokens, max_len):
+    from pricing.graph import load_model
+
     name, flags = model
     lo, hi = sorted((u1, u2))
-    common = dict(flags, max_num_batched_tokens=tokens, max_model_len=max_len)
+    common = dict(flags, max_num_batched_tokens=tokens, max_model_len=min(max_len, load_model(name).max_position))
     small = kernel(name, chip, gpu_memory_utilization=lo / 100, **common)
     large = kernel(name, chip, gpu_memory_utilization=hi / 100, **common)
     if large.starts():  # a budget that does not fit the chip is refused whatever it could hold
