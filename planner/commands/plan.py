@@ -1,19 +1,116 @@
-"""`plan --model M --chip C --concurrency N`: the cheapest pool (placeholder until the planner lands)."""
+"""`plan --model M --chip C --concurrency N`: the cheapest pool of GPUs, in which vLLM
+configuration, that holds N concurrent requests at the context length.
+
+Thin: parse the flags into a `PlanRequest`, call `planner.search.plan`, render. Exit status 1
+when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 
 from __future__ import annotations
 
+import json
+
 import click
+from pydantic import ValidationError
+
+from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from pricing.errors import InputError
 
 
 def plan_options(f):
-    f = click.option("--model", help="model card name, config.json path or cached HF id")(f)
-    f = click.option("--chip", multiple=True, help="chip id (repeat to choose among chips)")(f)
-    f = click.option("--concurrency", type=int, help="concurrent requests to serve")(f)
+    options = [
+        click.option("--model", help="model card name, config.json path or cached HF id"),
+        click.option("--chip", multiple=True, help="chip id (repeat to choose among chips; see `plan chips`)"),
+        click.option("--concurrency", type=int, help="concurrent requests the pool must hold"),
+        click.option("--context-length", "--max-model-len", "context_length", type=int,
+                     help="tokens per request (max_model_len); default: the model's maximum"),
+        click.option("--headroom", type=float, default=0.0, show_default=True,
+                     help="percent of extra concurrency the pool must hold"),
+        click.option("--max-gpus", type=int, help="GPUs the pool may use (instances pack into whole nodes)"),
+        click.option("--gpus-per-node", type=int, help="GPUs per node (default: the chip's)"),
+        click.option("--tp", multiple=True, type=int, help="allowed tensor parallel sizes (repeat)"),
+        click.option("--dp", multiple=True, type=int, help="allowed data parallel sizes (repeat; MoE models)"),
+        click.option("--dcp", multiple=True, type=int, help="allowed decode context parallel sizes (repeat)"),
+        click.option("--kv-cache-dtype", multiple=True, help="KV cache dtypes to choose among (repeat); default auto"),
+        click.option("--gpu-memory-utilization", multiple=True, type=float,
+                     help="utilizations to search (repeat); default planner/defaults.yaml"),
+        click.option("--max-num-batched-tokens", multiple=True, type=int,
+                     help="token budgets to search (repeat); default 2048 … 32768"),
+        click.option("--num-speculative-tokens", type=int, default=0, show_default=True),
+        click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
+        click.option("--quantization",
+                     help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16"),
+        click.option("--price", multiple=True,
+                     help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
+        click.option("--time-limit", type=float, help="solver wall-clock bound in seconds"),
+        click.option("--json", "as_json", is_flag=True, help="one JSON object (see issue 5 for its shape)"),
+    ]
+    for option in reversed(options):
+        f = option(f)
     return f
 
 
+def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
+    """`--price 3.1` (every chip) and `--price h200=3.1` (one chip, by id or alias)."""
+    from pricing.chips import get_chip
+
+    every, by_chip = None, {}
+    for text in values:
+        key, _, number = text.rpartition("=")
+        try:
+            price = float(number)
+        except ValueError:
+            raise InputError("--price", f"{text!r} is not a price", "give 3.1 or h200=3.1 (USD per GPU-hour)") from None
+        if key:
+            by_chip[get_chip(key).id] = price
+        else:
+            every = price
+    return every, by_chip
+
+
+def request_from(options: dict) -> PlanRequest:
+    """The flags as a validated request; a pydantic error becomes one InputError line."""
+    if not options["chip"]:
+        raise InputError("--chip", "is required", "give a chip id such as h200 (see `plan chips`), repeat to compare")
+    if options["concurrency"] is None:
+        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64")
+    every, by_chip = parse_prices(options["price"])
+    try:
+        service = ServiceSpec(
+            model=options["model"], quantization=options["quantization"], concurrency=options["concurrency"],
+            context_length=options["context_length"], headroom=options["headroom"],
+            num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
+            kv_cache_dtypes=tuple(dict.fromkeys(k.lower() for k in options["kv_cache_dtype"])) or ("auto",),
+            tp=options["tp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,
+            gpu_memory_utilization=options["gpu_memory_utilization"] or None,
+            max_num_batched_tokens=options["max_num_batched_tokens"] or None)
+        limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
+                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = str(first["loc"][-1] if first["loc"] else "input")
+        flag = {"kv_cache_dtypes": "kv-cache-dtype", "chips": "chip", "price": "price", "prices": "price"}.get(
+            field, field.replace("_", "-"))
+        raise InputError(f"--{flag}", first["msg"].lower(), "see `plan --help`") from None
+    return PlanRequest(service=service, limits=limits)
+
+
 def run(ctx: click.Context, **options) -> None:
+    """Parse → plan → render; exit status 1 when nothing fits."""
     if not options.get("model"):
         click.echo(ctx.get_help())
         return
-    raise click.UsageError("the planner is not built yet")
+    from planner.commands.memory import console_for_output
+    from planner.render import render_infeasible, render_plan
+    from planner.search import plan, winner_kernel
+
+    request = request_from(options)
+    result = plan(request)
+    if options["as_json"]:
+        click.echo(json.dumps(result.model_dump(), indent=2))
+        for line in result.explanations:
+            click.echo(line, err=True)
+    elif result.feasible:
+        render_plan(result, winner_kernel(request, result), console_for_output())
+    else:
+        render_infeasible(result, console_for_output())
+    if not result.feasible:
+        ctx.exit(1)

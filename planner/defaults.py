@@ -1,0 +1,41 @@
+"""The planner's own defaults (planner/defaults.yaml): grids, report conventions and solver
+parameters, each `{value, source, how}` like the pricing registry."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pricing.registry import Sourced
+
+PATH = Path(__file__).with_name("defaults.yaml")
+
+
+@lru_cache(maxsize=1)
+def _values() -> dict[str, Sourced]:
+    out: dict[str, Sourced] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict) and "value" in node and "source" in node:
+            out[prefix] = Sourced(prefix, node["value"], str(node["source"]), str(node.get("how", "")))
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                walk(f"{prefix}.{key}" if prefix else key, child)
+
+    walk("", yaml.safe_load(PATH.read_text()))
+    return out
+
+
+def sourced(name: str) -> Sourced:
+    """One default with its provenance (`grids.max_num_batched_tokens`, `report.hours_per_month`...)."""
+    try:
+        return _values()[name]
+    except KeyError:
+        raise KeyError(f"planner/defaults.yaml has no value named {name!r}") from None
+
+
+def value(name: str) -> Any:
+    return sourced(name).value

@@ -1,0 +1,116 @@
+"""Why nothing fits: one sentence per chip naming the binding constraint with its numbers, and
+the nearest thing that does fit (issue 5, "When nothing fits")."""
+
+from __future__ import annotations
+
+from planner.oracle import ChipTable, ShapeVerdict, context_length, replica_cap
+from planner.request import PoolLimits, ServiceSpec
+from pricing.errors import InputError
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
+from pricing.units import GiB
+
+
+def _gib(n: int) -> str:
+    return f"{n / GiB:.1f} GiB"
+
+
+def _split(shape) -> str:
+    text = f"tp {shape.tp}"
+    if shape.dp > 1:
+        text += f" × dp {shape.dp}"
+    if shape.ep:
+        text += " with expert parallel"
+    if shape.dcp > 1:
+        text += f", dcp {shape.dcp}"
+    if shape.kv_cache_dtype != "auto":
+        text += f", kv cache {shape.kv_cache_dtype}"
+    return text
+
+
+def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
+    """The binding constraint on one chip, with the nearest feasible change."""
+    name = table.chip.name
+    valid = [v for v in table.verdicts if v.invalid is None]
+    if not table.verdicts:
+        why = "; ".join(table.excluded) or "the allowed splits leave no instance shape"
+        return f"{name}: no instance shape is allowed ({why})."
+    if not valid:
+        return f"{name}: vLLM rejects every allowed shape, e.g. {table.verdicts[0].invalid}."
+    if not table.rows:
+        return _no_request(table, service, valid)
+    return _too_few(table, service, limits)
+
+
+def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:
+    name = table.chip.name
+    started = [v for v in valid if v.budget and v.fixed < v.budget]
+    smallest = min(valid, key=lambda v: (v.shape.gpus, v.shape))
+    if not started:
+        widest = min(valid, key=lambda v: (v.fixed or 2**63, v.shape))
+        return (f"{name}: weights alone need {_gib(smallest.weights)} per rank at {_split(smallest.shape)}; the widest "
+                f"split allowed, {_split(widest.shape)}, still holds {_gib(widest.fixed)} of fixed memory per rank "
+                f"against a budget of {_gib(widest.budget)} at utilization {widest.utilization:g}. Nearest fit: "
+                f"{_gib(widest.fixed - widest.budget)} more per rank is needed: a chip with more memory, a wider split "
+                "(--tp, --dp, --max-gpus) or a smaller --quantization.")
+    best = max(started, key=lambda v: (v.kv_pool - v.request_bytes, v.shape))
+    length = context_length(load_model(service.model, service.quantization), service)
+    fits = _longest_context(table, service, best)
+    nearest = (f"the longest context this split holds is {fits:,} tokens (--context-length {fits})" if fits
+               else "no context length fits this split")
+    return (f"{name}: one request at {length:,} tokens needs {_gib(best.request_bytes)} of KV cache per rank at "
+            f"{_split(best.shape)}, more than the {_gib(best.kv_pool)} pool left after {_gib(best.fixed)} of fixed "
+            f"memory at utilization {best.utilization:g}. Nearest fit: {nearest}.")
+
+
+def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) -> int:
+    """The longest max_model_len one request fits at the shape's most generous setting (bisection
+    over the kernel's verdict, which is monotone in the length)."""
+    model = load_model(service.model, service.quantization)
+
+    def holds(length: int) -> bool:
+        d = Deployment(tensor_parallel_size=v.shape.tp, data_parallel_size=v.shape.dp,
+                       enable_expert_parallel=v.shape.ep, decode_context_parallel_size=v.shape.dcp,
+                       kv_cache_dtype=v.shape.kv_cache_dtype, gpu_memory_utilization=v.utilization,
+                       max_num_batched_tokens=v.max_num_batched_tokens, max_model_len=length,
+                       num_speculative_tokens=service.num_speculative_tokens,
+                       speculative_method=service.speculative_method)
+        try:
+            return Kernel.of(model, d, table.chip).requests_held() > 0
+        except InputError:
+            return False
+
+    lo, hi = 0, context_length(model, service)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if holds(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
+    name = table.chip.name
+    need = service.required
+    per_node = table.gpus_per_node
+    rows = table.dominant()
+
+    def reach(row):
+        return (replica_cap(row.gpus, per_node, limits.max_gpus) or 0) * row.concurrency
+
+    top = max(rows, key=lambda r: (reach(r), -r.gpus, r.shape))
+    cap = replica_cap(top.gpus, per_node, limits.max_gpus) or 0
+
+    def gpus_needed(row) -> int:
+        replicas = -(-need // row.concurrency)
+        budget = replicas * row.gpus
+        while (replica_cap(row.gpus, per_node, budget) or 0) < replicas:
+            budget += 1
+        return budget
+
+    cheapest = min(rows, key=lambda r: (gpus_needed(r), r.shape))
+    return (f"{name}: within --max-gpus {limits.max_gpus} on {per_node}-GPU nodes the most concurrency reachable is "
+            f"{cap * top.concurrency} ({cap} × {_split(top.shape)}, {top.concurrency} requests each) against "
+            f"{need} required. Nearest fit: --max-gpus {gpus_needed(cheapest)} "
+            f"({-(-need // cheapest.concurrency)} × {_split(cheapest.shape)}).")

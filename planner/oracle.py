@@ -1,0 +1,289 @@
+"""The oracle: every candidate vLLM instance of one service on one chip, judged by the memory
+kernel ahead of the solve (chips-and-solver.md §2.2 item 9, "precompute the oracle").
+
+A candidate is an instance shape (tp, dp, expert parallel, dcp, KV cache dtype) with a
+utilization and a token budget. Its concurrency at the context length is
+dp × min(max_num_seqs, requests one rank's pool holds) — `Kernel.requests_held()`, which is 0
+when vLLM would refuse to start. `max_num_seqs` is set to what the pool holds at vLLM's default
+`max_num_seqs` (and at most the token budget, as vLLM requires), so the instance admits
+everything its memory holds and no more. A smaller `max_num_seqs` only shrinks the fixed memory
+(CUDA graphs, sampler), so the pool still holds that many; `verify()` asks the kernel again for
+the rows that are reported.
+
+Monotonicity used to prune (never a second memory model): for one shape and token budget the
+KV pool is budget − fixed memory and the budget grows with utilization. Utilizations are
+scanned from the highest down, and the scan stops at the first that holds fewer requests than
+the one above it: every lower utilization holds no more, so it cannot be the best row of its
+shape (see `ChipTable.dominant`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner import defaults
+from planner.request import PoolLimits, ServiceSpec
+from pricing.chips import Chip, get_chip
+from pricing.errors import InputError
+from pricing.graph import load_model
+from pricing.graph.model import ModelGraph
+from pricing.kernel import Deployment, Kernel
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """How one instance is split: tp × dp GPUs, expert parallel across them or not, dcp within tp."""
+
+    tp: int
+    dp: int
+    ep: bool
+    dcp: int
+    kv_cache_dtype: str
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp
+
+
+@dataclass(frozen=True)
+class Row:
+    """One instance configuration the kernel accepts, with the requests it holds."""
+
+    chip: str
+    shape: Shape
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    held_per_rank: int
+
+    @property
+    def gpus(self) -> int:
+        return self.shape.gpus
+
+    @property
+    def concurrency(self) -> int:
+        """Requests at the context length the instance holds: each DP rank has its own pool."""
+        return self.shape.dp * self.held_per_rank
+
+
+@dataclass
+class ShapeVerdict:
+    """What the kernel said about one shape at its most generous setting (highest utilization,
+    smallest token budget): the figures an infeasibility explanation quotes."""
+
+    shape: Shape
+    weights: int = 0
+    fixed: int = 0
+    budget: int = 0
+    kv_pool: int = 0
+    request_bytes: int = 0
+    utilization: float = 0.0
+    max_num_batched_tokens: int = 0
+    held_per_rank: int = 0
+    refusal: str | None = None
+    invalid: str | None = None  # the kernel's InputError: vLLM would reject the flags
+
+
+@dataclass
+class ChipTable:
+    """The candidate table of one service on one chip."""
+
+    chip: Chip
+    gpus_per_node: int
+    rows: list[Row] = field(default_factory=list)
+    verdicts: list[ShapeVerdict] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)  # shape filters that removed values, in words
+    evaluated: int = 0
+
+    def dominant(self) -> list[Row]:
+        """The best row of each shape: the most requests held, then the larger token budget,
+        then the lower utilization. Within a shape every row needs the same GPUs per instance,
+        so the row holding the most requests needs the fewest replicas, at the lowest cost,
+        with at least as much headroom: the others can never be chosen."""
+        best: dict[Shape, Row] = {}
+        for row in self.rows:
+            cur = best.get(row.shape)
+            if cur is None or _row_key(row) < _row_key(cur):
+                best[row.shape] = row
+        return [best[s] for s in sorted(best)]
+
+
+def _row_key(row: Row) -> tuple:
+    return (-row.concurrency, -row.max_num_batched_tokens, row.gpu_memory_utilization)
+
+
+def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | None:
+    """Instances of `gpus` GPUs that pack into `max_gpus` GPUs of `gpus_per_node`-GPU nodes.
+
+    An instance never straddles nodes unless it is larger than a node; then it takes whole
+    nodes. The inventory is max_gpus // gpus_per_node full nodes plus one partial node."""
+    if max_gpus is None:
+        return None
+    full, partial = divmod(max_gpus, gpus_per_node)
+    if gpus <= gpus_per_node:
+        return full * (gpus_per_node // gpus) + partial // gpus
+    return full // -(-gpus // gpus_per_node)
+
+
+def priced_chip(chip_id: str, limits: PoolLimits) -> Chip:
+    """The chip with the user's price (`--price 3.1` for all, `--price h200=3.1` for one)."""
+    chip = get_chip(chip_id)
+    price = limits.prices.get(chip.id, limits.price)
+    return chip.with_overrides(price=price) if price is not None else chip
+
+
+def context_length(model: ModelGraph, service: ServiceSpec) -> int:
+    """`--context-length`, or vLLM's default: the model's maximum position."""
+    return service.context_length if service.context_length is not None else model.max_position
+
+
+def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:
+    """GPUs one tensor-parallel group may span: the chip's NVLink domain, shrunk to the node when
+    the domain lives inside one node (HGX) and the user gives smaller nodes."""
+    if chip.nvlink_domain <= chip.gpus_per_node:
+        return min(chip.nvlink_domain, gpus_per_node)
+    return chip.nvlink_domain
+
+
+def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | None,
+           gpus_per_node: int) -> tuple[list[Shape], list[str]]:
+    """Instance shapes to evaluate on `chip`, and the filters that removed values (for explanations).
+
+    tp: within the NVLink domain and dividing the attention heads (vLLM's check); dp: MoE only
+    (dense models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides
+    tp and at most tp / KV heads (vLLM docs, planner/defaults.yaml dcp_kv_head_bound)."""
+    notes: list[str] = []
+    heads = model.num_attention_heads
+    domain = nvlink_domain(chip, gpus_per_node)
+    tps = service.tp or tuple(t for t in range(1, domain + 1) if heads % t == 0)
+    if service.tp:
+        over = [t for t in tps if t > domain]
+        if over:
+            notes.append(f"tp {', '.join(map(str, over))} exceeds the NVLink domain of {domain} GPUs")
+        bad = [t for t in tps if heads % t]
+        if bad:
+            notes.append(f"tp {', '.join(map(str, bad))} does not divide the {heads} attention heads")
+        tps = tuple(t for t in tps if t <= domain and heads % t == 0)
+    if model.has_experts:
+        dps = service.dp or tuple(defaults.value("grids.data_parallel_size"))
+    else:
+        dps = (1,)
+        if service.dp and service.dp != (1,):
+            notes.append(f"{model.name} is dense: dp is 1 and replicas scale it")
+    cap = None if service.dp else defaults.value("grids.max_gpus_per_instance")
+    if max_gpus is not None:
+        cap = max_gpus if cap is None else min(cap, max_gpus)
+    kv_heads = max(1, model.num_kv_heads) if model.attention_backend == "gqa" else 1
+    out = []
+    for tp in tps:
+        dcp_max = max(1, tp // kv_heads)
+        dcps = [d for d in (service.dcp or range(1, tp + 1)) if tp % d == 0 and d <= dcp_max]
+        for dp in dps:
+            if cap is not None and tp * dp > cap:
+                continue
+            for ep in ((False, True) if model.has_experts and tp * dp > 1 else (False,)):
+                for dcp in dcps:
+                    for kv in service.kv_cache_dtypes:
+                        out.append(Shape(tp, dp, ep, dcp, kv))
+    if service.dcp and not any(s.dcp in service.dcp for s in out):
+        notes.append(f"dcp {', '.join(map(str, service.dcp))} must divide tp and stay within tp / {kv_heads} KV heads")
+    if tps and not out and max_gpus is not None:
+        notes.append(f"no tp × dp fits within --max-gpus {max_gpus}")
+    return sorted(out), notes
+
+
+def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[float]:
+    """The utilization grid, highest first, capped so that budget + pre-snapshot fits the chip;
+    the cap itself (floored to the grid step) is a candidate when it binds."""
+    grid = sorted(service.gpu_memory_utilization or defaults.value("grids.gpu_memory_utilization"), reverse=True)
+    step = defaults.value("grids.gpu_memory_utilization_step")
+    ticks = round(1 / step)
+    cap = math.floor((chip.memory_bytes - pre_snapshot) * ticks / chip.memory_bytes) / ticks
+    kept = [u for u in grid if u <= cap]
+    if service.gpu_memory_utilization is None and kept != grid and grid[-1] <= cap:
+        kept = [cap] + kept
+    return kept
+
+
+def _deployment(shape: Shape, service: ServiceSpec, max_model_len: int, **settings) -> Deployment:
+    return Deployment(tensor_parallel_size=shape.tp, data_parallel_size=shape.dp, enable_expert_parallel=shape.ep,
+                      decode_context_parallel_size=shape.dcp, kv_cache_dtype=shape.kv_cache_dtype,
+                      max_model_len=max_model_len, num_speculative_tokens=service.num_speculative_tokens,
+                      speculative_method=service.speculative_method, **settings)
+
+
+def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape, table: ChipTable) -> None:
+    """Evaluate one shape over the utilization × token-budget grid, appending rows to `table`."""
+    length = context_length(model, service)
+    verdict = ShapeVerdict(shape)
+    table.verdicts.append(verdict)
+    budgets = service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens"))
+    try:
+        probe = Kernel.of(model, _deployment(shape, service, length, max_num_batched_tokens=min(budgets)), chip)
+    except InputError as err:
+        verdict.invalid = str(err)
+        table.evaluated += 1
+        return
+    table.evaluated += 1
+    utils = utilizations(service, chip, probe.pre_snapshot_bytes())
+    if not utils:
+        verdict.refusal = probe.refusal()
+        return
+    for mbt in sorted(budgets):
+        top = 0
+        for util in utils:
+            kernel = Kernel.of(model, _deployment(shape, service, length, gpu_memory_utilization=util,
+                                                   max_num_batched_tokens=mbt), chip)
+            table.evaluated += 1
+            held = kernel.requests_held()
+            if mbt == min(budgets) and util == utils[0]:
+                _record(verdict, kernel, held)
+            if held < top or held == 0:
+                break  # lower utilizations leave a smaller pool: they hold no more, and this holds less
+            top = held
+            table.rows.append(Row(chip.id, shape, util, mbt, min(held, mbt), min(held, mbt)))
+
+
+def deployment(row: Row, service: ServiceSpec, max_model_len: int) -> Deployment:
+    """The vLLM flags of one candidate instance."""
+    return _deployment(row.shape, service, max_model_len, gpu_memory_utilization=row.gpu_memory_utilization,
+                       max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs)
+
+
+def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Kernel:
+    """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
+    kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip)
+    held = kernel.requests_held()
+    if held != row.held_per_rank:
+        raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")
+    return kernel
+
+
+def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
+    fixed = kernel.fixed_bytes()
+    verdict.weights = fixed.weights
+    verdict.fixed = fixed.total
+    verdict.budget = kernel.budget()
+    verdict.kv_pool = kernel.kv_pool()
+    verdict.request_bytes = kernel.request_bytes()
+    verdict.utilization = kernel.engine.gpu_memory_utilization
+    verdict.max_num_batched_tokens = kernel.engine.max_num_batched_tokens
+    verdict.held_per_rank = held
+    verdict.refusal = kernel.refusal()
+
+
+def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
+    """Every candidate instance of `service` on `chip` the kernel accepts (the reusable unit of a
+    scenario: one table per service and chip)."""
+    model = load_model(service.model, service.quantization)
+    length = context_length(model, service)
+    if length > model.max_position:
+        raise InputError("--context-length", f"{length} exceeds the {model.max_position} positions of {model.name}",
+                         f"use at most {model.max_position}")
+    per_node = limits.gpus_per_node or chip.gpus_per_node
+    found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
+    table = ChipTable(chip, per_node, excluded=notes)
+    for shape in found:
+        evaluate_shape(model, chip, service, shape, table)
+    return table

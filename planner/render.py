@@ -1,0 +1,68 @@
+"""The plan for people: the table of the best pool and its alternatives, the winner's per-rank
+memory (the kernel's own printout), and the command that starts one instance."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from planner.commands.memory import render_memory
+from planner.result import PlanResult, PoolPlan
+from pricing.kernel import Kernel
+from pricing.kernel.report import memory_report
+
+
+def split(p: PoolPlan, names: bool = True) -> str:
+    """'2 × (tp 8, dp 1, ep off, dcp 1)', or '2 × (8, 1, off, 1)' under a header that names them."""
+    parts = (("tp", p.tensor_parallel_size), ("dp", p.data_parallel_size),
+             ("ep", "on" if p.enable_expert_parallel else "off"), ("dcp", p.decode_context_parallel_size))
+    return f"{p.replicas} × (" + ", ".join(f"{k} {v}" if names else str(v) for k, v in parts) + ")"
+
+
+def plans_table(result: PlanResult) -> Table:
+    t = result.target
+    table = Table(title=f"{result.model}: {t.concurrency} concurrent requests at {t.context_length:,} tokens"
+                  + (f" (+{result.headroom_percent:g} % headroom: {result.required} held)"
+                     if result.headroom_percent else ""))
+    shape = "replicas × (tp, dp, ep, dcp)"
+    columns = ("", "chip", "GPUs", shape, "util.", "token budget", "max_num_seqs", "held", "headroom", "$/hour",
+               f"$/month ({result.hours_per_month} h)")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("", "chip", shape) else "right", no_wrap=True)
+    for i, p in enumerate([result.best, *result.alternatives]):
+        kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
+        table.add_row("best" if i == 0 else str(i), p.chip, str(p.gpus), split(p, names=False) + kv,
+                      f"{p.gpu_memory_utilization:.2f}", f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs),
+                      f"{p.concurrency:,}", f"{p.headroom:.0%}", f"{p.cost_per_hour:,.2f}",
+                      f"{p.cost_per_hour * result.hours_per_month:,.0f}")
+    return table
+
+
+def render_plan(result: PlanResult, kernel: Kernel, console: Console) -> None:
+    """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count."""
+    best = result.best
+    console.print(plans_table(result))
+    console.print(f"context length {result.target.context_length:,} tokens (max_model_len); cost is GPUs × "
+                  f"$/GPU-hour, {result.hours_per_month} hours a month; ties go to fewer GPUs, then more headroom, "
+                  "then the larger token budget")
+    console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, solver "
+                  f"{result.search.solver_status}"
+                  + (" (optimum proven)" if result.search.solver_status == "OPTIMAL" else " (optimum not proven)"))
+    console.print()
+    console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
+                  f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}/hour")
+    console.print()
+    render_memory(memory_report(kernel, result.target.context_length), kernel, console)
+    console.print()
+    console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} GPU"
+                  f"{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
+    console.print(best.vllm_serve, soft_wrap=True)
+
+
+def render_infeasible(result: PlanResult, console: Console) -> None:
+    t = result.target
+    console.print(f"[bold red]no pool fits[/bold red] {result.model} at {t.concurrency} concurrent requests of "
+                  f"{t.context_length:,} tokens" + (f" ({result.required} with headroom)" if result.headroom_percent
+                                                     else "") + ":")
+    for line in result.explanations:
+        console.print(f"- {line}", soft_wrap=True)

@@ -1,0 +1,67 @@
+"""What the user asks the planner: one service (model, target, allowed vLLM settings) and the
+limits of the pool it may use. A scenario is several services over one set of limits."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class ServiceSpec(BaseModel):
+    """One model to serve at a concurrency and context length, and the vLLM settings searched."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    quantization: str | None = None
+    concurrency: int = Field(ge=1, description="concurrent requests at the context length")
+    context_length: int | None = Field(None, ge=1, description="max_model_len; None: the model's maximum")
+    headroom: float = Field(0.0, ge=0, description="percent of extra concurrency the pool must hold")
+    num_speculative_tokens: int = Field(0, ge=0)
+    speculative_method: str | None = None
+    kv_cache_dtypes: tuple[str, ...] = ("auto",)
+    tp: tuple[int, ...] | None = Field(None, description="allowed tp sizes; None: all that divide the heads")
+    dp: tuple[int, ...] | None = Field(None, description="allowed data parallel sizes; None: the defaults grid")
+    dcp: tuple[int, ...] | None = Field(None, description="allowed decode context parallel sizes; None: all valid")
+    gpu_memory_utilization: tuple[float, ...] | None = None
+    max_num_batched_tokens: tuple[int, ...] | None = None
+
+    @field_validator("tp", "dp", "dcp", "max_num_batched_tokens")
+    @classmethod
+    def _positive(cls, v):
+        if v is not None and any(x < 1 for x in v):
+            raise ValueError("every value must be at least 1")
+        return tuple(sorted(set(v))) if v else None
+
+    @field_validator("gpu_memory_utilization")
+    @classmethod
+    def _fraction(cls, v):
+        if v is not None and any(not 0 < x <= 1 for x in v):
+            raise ValueError("every value must be in (0, 1]")
+        return tuple(sorted(set(v))) if v else None
+
+    @property
+    def required(self) -> int:
+        """Requests the pool must hold: ceil(concurrency × (1 + headroom / 100)), in integers."""
+        scaled = round(self.headroom * 10_000)  # headroom percent to 1e-4 percent, exact for typed values
+        return -(-self.concurrency * (1_000_000 + scaled) // 1_000_000)
+
+
+class PoolLimits(BaseModel):
+    """Where and how large the pool may be."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chips: tuple[str, ...] = Field(min_length=1)
+    price: float | None = Field(None, ge=0, description="USD per GPU-hour for every chip")
+    prices: dict[str, float] = Field(default_factory=dict, description="USD per GPU-hour by chip id")
+    max_gpus: int | None = Field(None, ge=1)
+    gpus_per_node: int | None = Field(None, ge=1)
+    time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
+
+
+class PlanRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    service: ServiceSpec
+    limits: PoolLimits
+    alternatives: int | None = Field(None, ge=0)

@@ -1,0 +1,56 @@
+"""The plan as data: the JSON object `plan --json` prints (issue 5, "What the user sees").
+
+Fields marked `exclude=True` feed the rich rendering and are not part of the JSON shape."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Target(BaseModel):
+    concurrency: int = Field(description="concurrent requests the user asked for (before headroom)")
+    context_length: int = Field(description="max_model_len every request is sized at")
+
+
+class PoolPlan(BaseModel):
+    """One pool: `replicas` identical vLLM instances of `gpus_per_replica` GPUs on one chip."""
+
+    chip: str
+    gpus: int
+    replicas: int
+    gpus_per_replica: int
+    tensor_parallel_size: int
+    data_parallel_size: int
+    enable_expert_parallel: bool
+    decode_context_parallel_size: int
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    kv_cache_dtype: str
+    concurrency: int = Field(description="requests the whole pool holds at the context length")
+    headroom: float = Field(description="concurrency / target concurrency − 1 (0.25 is 25 % spare)")
+    cost_per_hour: float = Field(description="GPUs × USD per GPU-hour")
+    vllm_serve: str = Field(description="the command that starts one instance")
+
+
+class SearchInfo(BaseModel):
+    candidates_evaluated: int = Field(description="kernel evaluations in the oracle sweep")
+    solver_status: str = Field(description="CP-SAT status of the first solve: OPTIMAL means the optimum is proven")
+    seconds: float = Field(description="wall time of the oracle sweep and the solves")
+
+
+class PlanResult(BaseModel):
+    feasible: bool
+    target: Target
+    best: PoolPlan | None
+    alternatives: list[PoolPlan]
+    search: SearchInfo
+
+    # for the rendering only
+    model: str = Field("", exclude=True)
+    hf_id: str = Field("", exclude=True)
+    required: int = Field(0, exclude=True, description="concurrency with the headroom the user asked for")
+    headroom_percent: float = Field(0.0, exclude=True)
+    hours_per_month: int = Field(730, exclude=True)
+    explanations: list[str] = Field(default_factory=list, exclude=True)

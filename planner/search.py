@@ -1,0 +1,256 @@
+"""The search: choose, for each service, one candidate instance and its replica count, at the
+lowest cost, with OR-Tools CP-SAT (chips-and-solver.md §2).
+
+Three stages, as Google's samples lay them out: `build` the model from precomputed integer
+tables (the oracle's rows, their replica bounds and costs), `solve` it with explicit
+parameters (one worker, deterministic and time-bounded), and read the solution into plain
+data. The model holds no arithmetic Python could do first.
+
+Model, for services s and their candidate rows i (one row per instance shape, see
+`ChipTable.dominant`):
+
+    x[s,i] ∈ {0,1}, exactly one per service          the instance configuration
+    r[s,i] ∈ {0} ∪ [rmin, rmax], r ≤ rmax·x, r ≥ rmin·x   its replica count
+    Σ_i concurrency[s,i] · r[s,i] ≥ required[s]       the target (with headroom)
+    Σ_{s,i on chip c} gpus[s,i] · r[s,i] ≤ inventory[c]  shared GPUs (--max-gpus)
+
+Objective, lexicographic, folded into one integer (§2.2 item 7b): the lowest cost per hour,
+then the fewest GPUs, then the most requests held (headroom), then the candidate's rank:
+the larger token budget, then the lower utilization, then the smaller tp, dp, expert parallel
+off, the smaller dcp, then the order of --kv-cache-dtype and --chip. Every weight exceeds the
+range of everything after it, so the folded optimum is the lexicographic optimum.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from planner import defaults
+from planner.explain import explain
+from planner.oracle import ChipTable, Row, candidate_table, context_length, deployment, priced_chip, replica_cap, verify
+from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from planner.result import PlanResult, PoolPlan, SearchInfo, Target
+from planner.serve import serve_command
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
+
+INT_LIMIT = 2**62
+
+
+@dataclass(frozen=True)
+class Option:
+    """One candidate row as a pool choice: its integer cost and replica bounds."""
+
+    row: Row
+    price: float  # USD per GPU-hour
+    price_units: int  # the same, in planner/defaults.yaml solver.price_units_per_dollar
+    rmin: int  # fewest replicas that reach the target
+    rmax: int  # most replicas the limits allow (packing into nodes within --max-gpus)
+    rank: int  # tie-break order among the service's options (0 is preferred)
+
+
+def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -> list[Option]:
+    """The service's options across chips, ranked for the tie-break; rows whose replica cap
+    cannot reach the target are dropped (they are reported by the explanation instead)."""
+    need = service.required
+    units = defaults.value("solver.price_units_per_dollar")
+    kv_order = {kv: i for i, kv in enumerate(service.kv_cache_dtypes)}
+    found = []
+    for chip_order, table in enumerate(tables):
+        price = table.chip.price_per_gpu_hour
+        for row in table.dominant():
+            rmin = -(-need // row.concurrency)
+            cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
+            if cap is not None and cap < rmin:
+                continue
+            key = (-row.max_num_batched_tokens, row.gpu_memory_utilization, row.shape.tp, row.shape.dp, row.shape.ep,
+                   row.shape.dcp, kv_order[row.shape.kv_cache_dtype], chip_order)
+            found.append((key, row, price, round(price * units), rmin, rmin if cap is None else cap))
+    found.sort(key=lambda f: f[0])
+    return [Option(row, price, pu, rmin, rmax, rank) for rank, (_, row, price, pu, rmin, rmax) in enumerate(found)]
+
+
+@dataclass
+class PoolModel:
+    """The CP-SAT model of one or more services and its decision variables."""
+
+    model: cp_model.CpModel
+    services: list[list[Option]]
+    x: list[list[cp_model.IntVar]]
+    r: list[list[cp_model.IntVar]]
+
+
+def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None) -> PoolModel:
+    """The model: one configuration and a replica count per service, the target, shared GPUs."""
+    m = cp_model.CpModel()
+    xs, rs = [], []
+    for s, opts in enumerate(services):
+        x = [m.new_bool_var(f"x{s}_{i}") for i in range(len(opts))]
+        r = [m.new_int_var(0, o.rmax, f"r{s}_{i}") for i, o in enumerate(opts)]
+        for o, xi, ri in zip(opts, x, r, strict=True):
+            m.add(ri >= o.rmin * xi)
+            m.add(ri <= o.rmax * xi)
+        m.add_exactly_one(x)
+        m.add(sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True)) >= required[s])
+        xs.append(x)
+        rs.append(r)
+    for chip, limit in sorted((inventory or {}).items()):
+        use = [o.row.gpus * ri for opts, r in zip(services, rs, strict=True)
+               for o, ri in zip(opts, r, strict=True) if o.row.chip == chip]
+        if use:
+            m.add(sum(use) <= limit)
+    weights = _weights(services)
+    cost = gpus = held = rank = 0
+    for opts, x, r in zip(services, xs, rs, strict=True):
+        cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
+        gpus += sum(o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
+        held += sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True))
+        rank += sum(o.rank * xi for o, xi in zip(opts, x, strict=True))
+    w_cost, w_gpus, w_held = weights
+    m.minimize(w_cost * cost + w_gpus * gpus - w_held * held + rank)
+    return PoolModel(m, services, xs, rs)
+
+
+def _weights(services: list[list[Option]]) -> tuple[int, int, int]:
+    """Weights of the folded objective: each exceeds the range of everything ranked after it."""
+    rank_range = sum(len(opts) for opts in services)
+    held_range = sum(max((o.row.concurrency * o.rmax for o in opts), default=0) for opts in services) + 1
+    gpus_range = sum(max((o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
+    cost_range = sum(max((o.price_units * o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
+    w_held = rank_range + 1
+    w_gpus = w_held * (held_range + 1)
+    w_cost = w_gpus * (gpus_range + 1)
+    if w_cost * cost_range >= INT_LIMIT:
+        raise OverflowError("the folded objective exceeds 2^62: lower --max-gpus or the number of services")
+    return w_cost, w_gpus, w_held
+
+
+@dataclass(frozen=True)
+class Solution:
+    status: str
+    picks: list[tuple[int, Option, int]]  # per service: the chosen option's index, the option, its replicas
+
+
+def solver(time_limit: float | None = None) -> cp_model.CpSolver:
+    """A CP-SAT solver with the planner's explicit parameters (planner/defaults.yaml solver.*)."""
+    sol = cp_model.CpSolver()
+    sol.parameters.num_workers = defaults.value("solver.num_workers")
+    sol.parameters.max_time_in_seconds = time_limit or defaults.value("solver.max_time_in_seconds")
+    sol.parameters.max_deterministic_time = defaults.value("solver.max_deterministic_time")
+    sol.parameters.random_seed = 0
+    return sol
+
+
+def solve(pm: PoolModel, time_limit: float | None = None) -> Solution:
+    """Solve and read the solution into plain data (no picks when nothing is feasible)."""
+    sol = solver(time_limit)
+    status = sol.solve(pm.model)
+    name = sol.status_name(status)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Solution(name, [])
+    picks = []
+    for opts, x, r in zip(pm.services, pm.x, pm.r, strict=True):
+        i = next(i for i, xi in enumerate(x) if sol.boolean_value(xi))
+        picks.append((i, opts[i], int(sol.value(r[i]))))
+    return Solution(name, picks)
+
+
+@dataclass
+class Search:
+    """The outcome of a single-service search: the best pick and the alternatives, in order."""
+
+    tables: list[ChipTable]
+    options: list[Option]
+    ranked: list[tuple[Option, int]]
+    status: str
+    evaluated: int
+    seconds: float
+
+
+def tables_for(service: ServiceSpec, limits: PoolLimits) -> list[ChipTable]:
+    """The oracle's candidate table of the service on each allowed chip, in --chip order."""
+    seen, chips = set(), []
+    for chip_id in limits.chips:
+        chip = priced_chip(chip_id, limits)
+        if chip.id not in seen:
+            seen.add(chip.id)
+            chips.append(chip)
+    return [candidate_table(service, chip, limits) for chip in chips]
+
+
+def search(request: PlanRequest) -> Search:
+    """Oracle sweep, then CP-SAT: the best pool, then the best pools of the next shapes (each
+    re-solve forbids the shapes already reported)."""
+    start = time.perf_counter()
+    service, limits = request.service, request.limits
+    tables = tables_for(service, limits)
+    opts = options(tables, service, limits)
+    evaluated = sum(t.evaluated for t in tables)
+    if not opts:
+        return Search(tables, opts, [], "INFEASIBLE", evaluated, time.perf_counter() - start)
+    inventory = {t.chip.id: limits.max_gpus for t in tables} if limits.max_gpus is not None else None
+    pm = build([opts], [service.required], inventory)
+    wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
+    ranked: list[tuple[Option, int]] = []
+    status = "INFEASIBLE"
+    for n in range(min(wanted, len(opts))):
+        sol = solve(pm, limits.time_limit)
+        if n == 0:
+            status = sol.status
+        if not sol.picks:
+            break
+        index, option, replicas = sol.picks[0]
+        ranked.append((option, replicas))
+        pm.model.add(pm.x[0][index] == 0)
+    return Search(tables, opts, ranked, status, evaluated, time.perf_counter() - start)
+
+
+def plan(request: PlanRequest) -> PlanResult:
+    """The cheapest pool for one service, the next alternatives, and, when nothing fits, why."""
+    service, limits = request.service, request.limits
+    found = search(request)
+    model = load_model(service.model, service.quantization)
+    length = context_length(model, service)
+    by_chip = {t.chip.id: t for t in found.tables}
+    pools = [_pool(model, service, by_chip[o.row.chip], o, n) for o, n in found.ranked]
+    explanations = [] if pools else [explain(t, service, limits) for t in found.tables]
+    return PlanResult(
+        feasible=bool(pools), target=Target(concurrency=service.concurrency, context_length=length),
+        best=pools[0] if pools else None, alternatives=pools[1:],
+        search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
+                          seconds=round(found.seconds, 3)),
+        model=model.name, hf_id=model.hf_id, required=service.required, headroom_percent=service.headroom,
+        hours_per_month=defaults.value("report.hours_per_month"), explanations=explanations)
+
+
+def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int) -> PoolPlan:
+    row = option.row
+    kernel = verify(model, table.chip, service, row)
+    d = deployment(row, service, kernel.engine.max_model_len).model_copy(
+        update={"speculative_method": kernel.engine.spec_method})
+    held = row.concurrency * replicas
+    return PoolPlan(
+        chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
+        tensor_parallel_size=row.shape.tp, data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
+        decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
+        max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
+        max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
+        headroom=held / service.concurrency - 1, cost_per_hour=option.price * row.gpus * replicas,
+        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization))
+
+
+def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:
+    """The kernel of one rank of the best plan (for the per-rank memory printout)."""
+    b, service = result.best, request.service
+    model = load_model(service.model, service.quantization)
+    d = Deployment(tensor_parallel_size=b.tensor_parallel_size, data_parallel_size=b.data_parallel_size,
+                   enable_expert_parallel=b.enable_expert_parallel,
+                   decode_context_parallel_size=b.decode_context_parallel_size,
+                   gpu_memory_utilization=b.gpu_memory_utilization, max_num_batched_tokens=b.max_num_batched_tokens,
+                   max_num_seqs=b.max_num_seqs, max_model_len=b.max_model_len, kv_cache_dtype=b.kv_cache_dtype,
+                   num_speculative_tokens=service.num_speculative_tokens,
+                   speculative_method=service.speculative_method)
+    return Kernel.of(model, d, priced_chip(b.chip, request.limits))
