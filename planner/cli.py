@@ -27,7 +27,7 @@ def cli(ctx: click.Context, **options):
 cli.add_command(memory.memory)
 cli.add_command(memory.models)
 cli.add_command(memory.chips)
-for extra in ("scenario",):
+for extra in ("scenario",):  # commands built on the planner
     try:
         module = __import__(f"planner.commands.{extra}", fromlist=["register"])
         module.register(cli)

@@ -1,0 +1,248 @@
+"""A scenario's services planned together over one inventory (issue: scenario files).
+
+Each service's candidates come from the same oracle and ranking as `plan` (planner/oracle.py,
+planner/search.py `options`); the CP-SAT model is `search.build` over all services at once, so
+their pools draw on the same GPUs of each chip, plus node packing: an instance never straddles
+nodes unless it is larger than a node, when it takes whole nodes. Minimises the total cost (then
+GPUs, headroom, rank, as `plan` does).
+
+When the inventory cannot serve every service, a second model lets services go unserved, serves
+as many as it can at the lowest cost, and the report names the services left short and what they
+would take on their own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from ortools.sat.python import cp_model
+from pydantic import BaseModel, Field
+
+from planner import defaults, search
+from planner.oracle import ChipTable, candidate_table, context_length, deployment, priced_chip
+from planner.request import PoolLimits, ServiceSpec
+from planner.scenario import Scenario, Service
+from planner.serve import serve_command
+from pricing.graph import load_model
+
+
+class ServicePlan(BaseModel):
+    """The pool chosen for one service."""
+
+    service: str
+    model: str
+    chip: str
+    gpus: int
+    replicas: int
+    gpus_per_replica: int
+    tensor_parallel_size: int
+    data_parallel_size: int
+    enable_expert_parallel: bool
+    decode_context_parallel_size: int
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    kv_cache_dtype: str
+    target: int = Field(description="concurrency asked for")
+    concurrency: int = Field(description="requests the pool holds at the context length")
+    headroom: float
+    cost_per_hour: float
+    binding: str = Field(description="what limits one instance's concurrency")
+    vllm_serve: str
+
+
+class Shortfall(BaseModel):
+    service: str
+    reason: str
+
+
+class ChipUse(BaseModel):
+    chip: str
+    gpus: int
+    available: int | None
+    cost_per_hour: float
+
+
+class FleetResult(BaseModel):
+    review: str
+    variant: str = "base"
+    feasible: bool
+    services: list[ServicePlan]
+    chips: list[ChipUse]
+    cost_per_hour: float
+    cost_per_month: float
+    gpus: int
+    short: list[Shortfall] = []
+    solver_status: str
+    candidates_evaluated: int
+    seconds: float
+
+
+@dataclass
+class Prepared:
+    """One service ready for the solver: its spec, limits and ranked options over its chips."""
+
+    name: str
+    spec: ServiceSpec
+    limits: PoolLimits
+    tables: list[ChipTable]
+    options: list[search.Option]
+    node: dict[str, int]
+
+
+def _stock(scenario: Scenario, chip: str) -> int | None:
+    stock = scenario.inventory.get(chip)
+    return stock.gpus if stock else None
+
+
+def prepare(scenario: Scenario, service: Service) -> Prepared:
+    """The service's candidate tables (one per chip) and its options, each capped by the
+    chip's stock as `plan --max-gpus` would cap it."""
+    spec = scenario.service_spec(service)
+    limits = scenario.limits(service)
+    tables, node = [], {}
+    for chip_id in limits.chips:
+        stock = scenario.inventory.get(chip_id)
+        chip = priced_chip(chip_id, limits)
+        per_node = (stock.gpus_per_node if stock and stock.gpus_per_node else None) or chip.gpus_per_node
+        node[chip.id] = per_node
+        chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
+                                                "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
+        tables.append(candidate_table(spec, chip, chip_limits))
+    opts = search.options(tables, spec, limits.model_copy(update={"max_gpus": None}))
+    capped = []
+    for o in opts:
+        stock = _stock(scenario, o.row.chip)
+        cap = search.replica_cap(o.row.gpus, node[o.row.chip], stock)
+        if cap is None:
+            capped.append(o)
+        elif cap >= o.rmin:
+            capped.append(replace(o, rmax=cap))
+    return Prepared(service.name, spec, limits, tables, capped, node)
+
+
+def _add_node_packing(pm: search.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
+    """Instances larger than a node take whole nodes; the rest share nodes (power-of-two sizes
+    pack a node exactly), so whole nodes of large instances plus the GPUs of small ones fit."""
+    for chip, stock in scenario.inventory.items():
+        if stock.gpus is None:
+            continue
+        node = next((p.node[chip] for p in services if chip in p.node), None)
+        if node is None:
+            continue
+        big, small = [], []
+        for p, r in zip(services, pm.r, strict=True):
+            for o, ri in zip(p.options, r, strict=True):
+                if o.row.chip != chip:
+                    continue
+                if o.row.gpus > node:
+                    big.append(-(-o.row.gpus // node) * ri)
+                else:
+                    small.append(o.row.gpus * ri)
+        if big:
+            pm.model.add(sum(big) <= stock.gpus // node)
+            pm.model.add(node * sum(big) + sum(small) <= stock.gpus)
+
+
+def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServicePlan]:
+    out = []
+    for p, (_, option, replicas) in zip(prepared, picks, strict=True):
+        row = option.row
+        model = load_model(p.spec.model, p.spec.quantization)
+        length = context_length(model, p.spec)
+        d = deployment(row, p.spec, length)
+        held = row.concurrency * replicas
+        binding = ("max_num_batched_tokens caps max_num_seqs" if row.max_num_seqs == row.max_num_batched_tokens
+                   else f"KV cache: {row.held_per_rank} requests of {length:,} tokens per rank")
+        out.append(ServicePlan(
+            service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
+            gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, data_parallel_size=row.shape.dp,
+            enable_expert_parallel=row.shape.ep, decode_context_parallel_size=row.shape.dcp,
+            gpu_memory_utilization=row.gpu_memory_utilization, max_num_batched_tokens=row.max_num_batched_tokens,
+            max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
+            target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
+            cost_per_hour=round(option.price * row.gpus * replicas, 4), binding=binding,
+            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization)))
+    return out
+
+
+def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], list]:
+    """Serve as many services as the inventory allows (then at the lowest cost): which are short."""
+    m = cp_model.CpModel()
+    served, picks_vars = [], []
+    cost = 0
+    for s, p in enumerate(prepared):
+        x = [m.new_bool_var(f"x{s}_{i}") for i in range(len(p.options))]
+        r = [m.new_int_var(0, o.rmax, f"r{s}_{i}") for i, o in enumerate(p.options)]
+        for o, xi, ri in zip(p.options, x, r, strict=True):
+            m.add(ri >= o.rmin * xi)
+            m.add(ri <= o.rmax * xi)
+        m.add(sum(x) <= 1)
+        served.append(sum(x))
+        picks_vars.append((x, r))
+        cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(p.options, r, strict=True))
+    for chip, stock in scenario.inventory.items():
+        if stock.gpus is None:
+            continue
+        use = [o.row.gpus * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
+               for o, ri in zip(p.options, r, strict=True) if o.row.chip == chip]
+        if use:
+            m.add(sum(use) <= stock.gpus)
+    bound = sum(max((o.price_units * o.row.gpus * o.rmax for o in p.options), default=0) for p in prepared) + 1
+    m.maximize(bound * sum(served) - cost)
+    sol = search.solver()
+    sol.solve(m)
+    short = [s for s, (x, _) in enumerate(picks_vars) if not any(sol.boolean_value(v) for v in x)]
+    return short, picks_vars
+
+
+def _alone(p: Prepared) -> str:
+    """What a short service would take on its own, with no inventory limit."""
+    unlimited = [o for o in search.options(p.tables, p.spec, p.limits.model_copy(update={"max_gpus": None}))]
+    if not unlimited:
+        return "no configuration of this service fits any allowed chip, whatever the inventory"
+    best = min(unlimited, key=lambda o: (o.price_units * o.row.gpus * o.rmin, o.row.gpus * o.rmin, o.rank))
+    return (f"needs {best.row.gpus * best.rmin} {best.row.chip} GPUs on its own ({best.rmin} × tp {best.row.shape.tp}"
+            f" × dp {best.row.shape.dp}, {best.row.concurrency} requests each)")
+
+
+def plan_scenario(scenario: Scenario, variant: str = "base") -> FleetResult:
+    """Plan every service of the scenario together over its inventory."""
+    start = time.perf_counter()
+    prepared = [prepare(scenario, s) for s in scenario.services]
+    evaluated = sum(t.evaluated for p in prepared for t in p.tables)
+    hours = defaults.value("report.hours_per_month")
+    inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
+    status, picks = "INFEASIBLE", []
+    if all(p.options for p in prepared):
+        pm = search.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
+        _add_node_packing(pm, prepared, scenario)
+        sol = search.solve(pm)
+        status, picks = sol.status, sol.picks
+    if picks:
+        plans = _plans(prepared, picks, scenario)
+        short = []
+    else:
+        plans, short = [], []
+        missing, _ = _relaxed(prepared, scenario) if all(p.options for p in prepared) else (
+            [i for i, p in enumerate(prepared) if not p.options], None)
+        for s in missing or range(len(prepared)):
+            p = prepared[s]
+            if not p.options:
+                reason = "no configuration fits within the inventory: " + _alone(p)
+            else:
+                reason = "the inventory cannot hold it beside the other services: " + _alone(p)
+            short.append(Shortfall(service=p.name, reason=reason))
+    chips = []
+    for chip in sorted({pl.chip for pl in plans} | set(scenario.inventory)):
+        used = [pl for pl in plans if pl.chip == chip]
+        stock = scenario.inventory.get(chip)
+        chips.append(ChipUse(chip=chip, gpus=sum(pl.gpus for pl in used), available=stock.gpus if stock else None,
+                             cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
+    total = round(sum(pl.cost_per_hour for pl in plans), 4)
+    return FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
+                       cost_per_hour=total, cost_per_month=round(total * hours, 2),
+                       gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
+                       candidates_evaluated=evaluated, seconds=round(time.perf_counter() - start, 3))

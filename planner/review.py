@@ -1,0 +1,155 @@
+"""A capacity review: a scenario under its base and every variant, side by side, with the
+change against the base (`plan compare`), and the renderings a review pastes in: a terminal
+table, JSON, Markdown and a chart."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from planner import defaults
+from planner.fleet import FleetResult, plan_scenario
+from planner.scenario import Scenario
+
+
+class Comparison(BaseModel):
+    review: str
+    base: FleetResult
+    variants: list[FleetResult]
+
+    @property
+    def results(self) -> list[FleetResult]:
+        return [self.base] + self.variants
+
+
+def compare(scenario: Scenario, names: list[str] | None = None,
+            progress: Callable[[int, int, str], None] | None = None) -> Comparison:
+    """The scenario as written, then under each variant (in file order, or `names`)."""
+    names = list(scenario.variants) if names is None else names
+    total = 1 + len(names)
+    if progress:
+        progress(0, total, "base")
+    base = plan_scenario(scenario, "base")
+    out = []
+    for i, name in enumerate(names, start=1):
+        if progress:
+            progress(i, total, name)
+        out.append(plan_scenario(scenario.apply(name), name))
+    if progress:
+        progress(total, total, "done")
+    return Comparison(review=scenario.review, base=base, variants=out)
+
+
+def chips_of(c: Comparison) -> list[str]:
+    return sorted({u.chip for r in c.results for u in r.chips})
+
+
+def gpus_by_chip(r: FleetResult, chip: str) -> int:
+    return sum(u.gpus for u in r.chips if u.chip == chip)
+
+
+def binding(r: FleetResult) -> str:
+    """The constraint that binds the result, in words."""
+    if not r.feasible:
+        return "; ".join(f"{s.service} short" for s in r.short) or "infeasible"
+    full = [u.chip for u in r.chips if u.available is not None and u.gpus >= u.available]
+    if full:
+        return "inventory of " + ", ".join(full) + " fully used"
+    return "; ".join(f"{p.service}: {p.binding}" for p in r.services)
+
+
+def delta(value: float, base: float) -> str:
+    if base == 0:
+        return "n/a" if value else "0"
+    change = (value - base) / base * 100
+    return f"{change:+.1f} %"
+
+
+def markdown(c: Comparison) -> str:
+    """A Markdown report a capacity review can paste in as is."""
+    hours = defaults.value("report.hours_per_month")
+    chips = chips_of(c)
+    lines = [f"## {c.review or 'Capacity review'}", ""]
+    head = ["variant"] + [f"{chip} GPUs" for chip in chips] + ["$/hour", f"$/month ({hours} h)", "vs base", "binds"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 2) + ["---"]) + "|")
+    for r in c.results:
+        cells = [r.variant] + [str(gpus_by_chip(r, chip)) for chip in chips]
+        if r.feasible:
+            cells += [f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
+                      "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
+        else:
+            cells += ["infeasible", "infeasible", "—"]
+        cells.append(binding(r).replace("|", "/"))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for r in c.results:
+        lines.append(f"### {r.variant}")
+        lines.append("")
+        if not r.feasible:
+            for s in r.short:
+                lines.append(f"- **{s.service}** is short: {s.reason}")
+            lines.append("")
+            continue
+        lines.append("| service | model | chip | GPUs | replicas × (tp, dp, ep, dcp) | concurrency | headroom "
+                     "| $/hour |")
+        lines.append("|---|---|---|---:|---|---:|---:|---:|")
+        for p in r.services:
+            split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.data_parallel_size}, "
+                     f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
+            lines.append(f"| {p.service} | {p.model} | {p.chip} | {p.gpus} | {split} | {p.concurrency} / {p.target} "
+                         f"| {p.headroom * 100:.0f} % | {p.cost_per_hour:,.2f} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def chart(c: Comparison, path: str, x_values: list[float] | None = None, x_label: str = "variant",
+          series_key: Callable[[FleetResult], str] | None = None) -> None:
+    """Draw GPUs per chip (one line per chip) against the variants, or against `x_values`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    results = c.results
+    xs = x_values or list(range(len(results)))
+    for chip in chips_of(c):
+        ax.plot(xs, [gpus_by_chip(r, chip) if r.feasible else float("nan") for r in results], marker="o",
+                label=chip, gid=f"line-{chip}")
+    if x_values is None:
+        ax.set_xticks(xs, [r.variant for r in results], rotation=20)
+    else:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel("GPUs")
+    ax.set_title(c.review or "capacity review")
+    ax.legend(title="chip")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+class Ticker:
+    """A progress bar that appears only when a sweep has taken more than a second."""
+
+    def __init__(self, console):
+        self.console = console
+        self.start = time.perf_counter()
+        self.bar = None
+        self.task = None
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if self.bar is None and time.perf_counter() - self.start > 1.0 and done < total:
+            from rich.progress import Progress
+
+            self.bar = Progress(console=self.console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("planning", total=total)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, description=f"planning {label}")
+            if done >= total:
+                self.bar.stop()

@@ -1,0 +1,289 @@
+"""Scenario files: a capacity review as data (YAML, validated by pydantic).
+
+    review: Q1 capacity review
+    defaults: {context_length: 131072, chips: [h200, b200]}
+    inventory:
+      h200: {gpus: 64, gpus_per_node: 8, price: 4.54}
+    services:
+      - {name: chat, model: dsv4.1-flash, concurrency: 64}
+    variants:
+      b200: {chip: b200}
+      long: {context_length: 1048576}
+
+A variant is a set of what-if overrides; each key names a field that exists:
+`chip` / `chips`, any service field (applied to every service), `services.<name>.<field>` (one
+service), `price.<chip>`, `gpus.<chip>`, `gpus_per_node.<chip>` (the inventory).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from planner.request import PoolLimits, ServiceSpec
+from pricing.errors import InputError
+
+SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
+                  "num_speculative_tokens", "speculative_method", "tp", "dp", "dcp", "gpu_memory_utilization",
+                  "max_num_batched_tokens", "max_gpus")
+
+
+class Speculative(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    method: str | None = None
+    tokens: int = Field(0, ge=0)
+
+
+class Service(BaseModel):
+    """One service of the review: a model at a concurrency and context length."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    model: str | None = None
+    quantization: str | None = None
+    concurrency: int | None = Field(None, ge=1, description="concurrent requests at the context length")
+    context_length: int | None = Field(None, ge=1, description="tokens per request (max_model_len)")
+    headroom: float | None = Field(None, ge=0, description="percent of extra concurrency to hold")
+    chips: list[str] | None = Field(None, min_length=1, description="chips this service may run on")
+    kv_cache_dtype: list[str] | None = Field(None, min_length=1, description="KV cache dtypes the search may choose")
+    speculative: Speculative | None = None
+    num_speculative_tokens: int | None = Field(None, ge=0)
+    speculative_method: str | None = None
+    tp: list[int] | None = None
+    dp: list[int] | None = None
+    dcp: list[int] | None = None
+    gpu_memory_utilization: list[float] | None = None
+    max_num_batched_tokens: list[int] | None = None
+    max_gpus: int | None = Field(None, ge=1)
+
+    @field_validator("kv_cache_dtype", "chips", mode="before")
+    @classmethod
+    def _listify(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("tp", "dp", "dcp", "max_num_batched_tokens", mode="before")
+    @classmethod
+    def _int_list(cls, v):
+        return [v] if isinstance(v, int) else v
+
+
+class Defaults(Service):
+    """Fields every service takes unless it sets its own."""
+
+    name: str = "defaults"
+
+
+class Stock(BaseModel):
+    """What the review may draw on for one chip."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpus: int | None = Field(None, ge=0, description="GPUs available; absent: unlimited")
+    gpus_per_node: int | None = Field(None, ge=1)
+    price: float | None = Field(None, ge=0, description="USD per GPU-hour; absent: the registry's default")
+
+
+class Scenario(BaseModel):
+    """A capacity review: services to serve, the inventory they share, and what-if variants."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    review: str = ""
+    defaults: Defaults = Field(default_factory=Defaults)
+    inventory: dict[str, Stock] = Field(default_factory=dict)
+    services: list[Service] = Field(min_length=1)
+    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("services")
+    @classmethod
+    def _unique_names(cls, services):
+        names = [s.name for s in services]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"service names must be unique; repeated: {', '.join(dupes)}")
+        return services
+
+    # -- resolution -------------------------------------------------------------------------------
+    def merged(self, service: Service) -> Service:
+        """The service with the defaults filled in."""
+        data = {k: v for k, v in self.defaults.model_dump(exclude_unset=True).items() if k != "name"}
+        data.update(service.model_dump(exclude_unset=True))
+        return Service(**data)
+
+    def chips_of(self, service: Service) -> list[str]:
+        merged = self.merged(service)
+        if merged.chips:
+            return merged.chips
+        if self.inventory:
+            return list(self.inventory)
+        raise InputError(f"services[{self.services.index(service)}].chips", "no chip to plan on",
+                         "give `chips` to the service or the defaults, or an inventory")
+
+    def service_spec(self, service: Service) -> ServiceSpec:
+        s = self.merged(service)
+        tokens = s.num_speculative_tokens if s.num_speculative_tokens is not None else (
+            s.speculative.tokens if s.speculative else 0)
+        method = s.speculative_method or (s.speculative.method if s.speculative else None)
+        return ServiceSpec(model=s.model, quantization=s.quantization, concurrency=s.concurrency,
+                           context_length=s.context_length, headroom=s.headroom or 0.0,
+                           num_speculative_tokens=tokens, speculative_method=method,
+                           kv_cache_dtypes=tuple(s.kv_cache_dtype or ("auto",)),
+                           tp=tuple(s.tp) if s.tp else None, dp=tuple(s.dp) if s.dp else None,
+                           dcp=tuple(s.dcp) if s.dcp else None,
+                           gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
+                           max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens
+                           else None)
+
+    def limits(self, service: Service) -> PoolLimits:
+        chips = tuple(self.chips_of(service))
+        prices = {c: self.inventory[c].price for c in chips
+                  if c in self.inventory and self.inventory[c].price is not None}
+        per_node = {self.inventory[c].gpus_per_node for c in chips if c in self.inventory} - {None}
+        return PoolLimits(chips=chips, prices=prices, max_gpus=self.merged(service).max_gpus,
+                          gpus_per_node=per_node.pop() if len(per_node) == 1 else None)
+
+    def apply(self, variant: str) -> Scenario:
+        """This scenario under one named variant's overrides."""
+        overrides = self.variants[variant]
+        data = self.model_dump(exclude_unset=True)
+        data.pop("variants", None)
+        data.setdefault("defaults", {})
+        for key, value in overrides.items():
+            _override(data, key, value, f"variants.{variant}.{key}")
+        try:
+            return Scenario(**data)
+        except ValidationError as err:
+            raise InputError(f"variants.{variant}", _first_error(err), "fix the variant's value") from None
+
+
+def _override(data: dict, key: str, value: Any, where: str) -> None:
+    parts = key.split(".")
+    head = parts[0]
+    if head in ("chip", "chips") and len(parts) == 1:
+        chips = [value] if isinstance(value, str) else list(value)
+        data["defaults"]["chips"] = chips
+        for s in data["services"]:
+            s.pop("chips", None)
+        return
+    if head in ("price", "gpus", "gpus_per_node") and len(parts) == 2:
+        data.setdefault("inventory", {}).setdefault(parts[1], {})[head] = value
+        return
+    if head == "services" and len(parts) == 3:
+        for s in data["services"]:
+            if s["name"] == parts[1]:
+                if parts[2] not in Service.model_fields:
+                    raise InputError(where, f"services have no field {parts[2]!r}",
+                                     f"use one of {', '.join(SERVICE_FIELDS)}")
+                s[parts[2]] = value
+                return
+        names = ", ".join(s["name"] for s in data["services"])
+        raise InputError(where, f"no service named {parts[1]!r}", f"use one of {names}")
+    if len(parts) == 1 and head in Service.model_fields and head != "name":
+        data["defaults"][head] = value
+        for s in data["services"]:
+            s.pop(head, None)
+        return
+    raise InputError(where, f"{key!r} is not a field a variant can set",
+                     "use chip, price.<chip>, gpus.<chip>, services.<name>.<field>, or a service field ("
+                     + ", ".join(SERVICE_FIELDS) + ")")
+
+
+def _path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _first_error(err: ValidationError) -> str:
+    e = err.errors()[0]
+    return f"{_path(e['loc'])}: {e['msg']}"
+
+
+class ScenarioErrors(InputError):
+    """Every problem of a scenario file, one line each: file, path inside it, what is expected."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        ValueError.__init__(self, "\n".join(lines))
+        self.field, self.problem, self.fix = "scenario", lines[0], ""
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file (safe YAML loader); every error reported before any planning."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise InputError("FILE", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise InputError(str(path), f"not valid YAML{where}", "fix the syntax") from None
+    if not isinstance(raw, dict):
+        raise InputError(str(path), "does not hold a mapping", "see `plan scenario --schema`")
+    try:
+        scenario = Scenario(**raw)
+    except ValidationError as err:
+        lines = []
+        for e in err.errors():
+            expected = e["msg"]
+            if e["type"] == "extra_forbidden":
+                expected = "unknown key (see `plan scenario --schema`)"
+            lines.append(f"{path}: {_path(e['loc'])}: {expected}")
+        raise ScenarioErrors(lines) from None
+    lines = check_references(scenario, str(path))
+    if lines:
+        raise ScenarioErrors(lines)
+    return scenario
+
+
+def check_references(scenario: Scenario, where: str) -> list[str]:
+    """Models, chips and variants that name things that do not exist; one line each."""
+    from pricing.chips import get_chip
+    from pricing.graph import load_model
+
+    lines = []
+    for chip in scenario.inventory:
+        try:
+            get_chip(chip)
+        except InputError as err:
+            lines.append(f"{where}: inventory.{chip}: {err.problem} ({err.fix})")
+    for i, service in enumerate(scenario.services):
+        merged = scenario.merged(service)
+        if merged.model is None:
+            lines.append(f"{where}: services[{i}].model: required (here or in defaults)")
+        else:
+            try:
+                load_model(merged.model, merged.quantization)
+            except InputError as err:
+                lines.append(f"{where}: services[{i}].model: {err.problem} ({err.fix})")
+        if merged.concurrency is None:
+            lines.append(f"{where}: services[{i}].concurrency: required (here or in defaults)")
+        for chip in merged.chips or []:
+            try:
+                get_chip(chip)
+            except InputError as err:
+                lines.append(f"{where}: services[{i}].chips: {err.problem} ({err.fix})")
+        if not merged.chips and not scenario.inventory:
+            lines.append(f"{where}: services[{i}].chips: no chip to plan on (give chips here, in defaults, or an "
+                         "inventory)")
+    for name in scenario.variants:
+        try:
+            varied = scenario.apply(name)
+            lines += check_references(varied, f"{where}: variants.{name}") if varied.variants == {} else []
+        except InputError as err:
+            lines.append(f"{where}: {err}")
+    return lines
+
+
+def schema() -> dict:
+    """The JSON Schema of scenario files (`plan scenario --schema`)."""
+    return Scenario.model_json_schema()
