@@ -188,3 +188,11 @@ def test_sparse_mla_records():
     k = kernel("dsv3.2", tensor_parallel_size=8, kv_cache_dtype="fp8")
     assert k.cache_bytes_per_token() == 61 * (656 + 132)
     assert len(k.layout().groups) == 1  # one group of summed pages (UniformTypeKVCacheSpecs)
+
+
+def test_dcp_is_refused_for_models_with_sliding_windows():
+    from pricing.errors import InputError
+
+    for model in ("gpt-oss-20b", "dsv4.1-flash"):
+        with pytest.raises(InputError, match="decode-context-parallel-size"):
+            kernel(model, tensor_parallel_size=2, decode_context_parallel_size=2)

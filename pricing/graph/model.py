@@ -68,6 +68,15 @@ class ModelGraph:
     def has_experts(self) -> bool:
         return self.routed_experts > 0
 
+    @property
+    def has_window_caches(self) -> bool:
+        """Whether any layer keeps a sliding-window cache (generic or stated)."""
+        if "has_window_caches" not in self.extras:
+            self.extras["has_window_caches"] = any(
+                (d["cache"] is not None and d["cache"].window) or any(c.bound == "window" for c in d["caches"])
+                for _, d in self.g.nodes(data=True))
+        return self.extras["has_window_caches"]
+
 
 def _natural(name: str):
     parts = []

@@ -113,6 +113,11 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if tp % dcp:
         raise InputError("--decode-context-parallel-size", f"{dcp} does not divide tensor parallel {tp}",
                          f"use one of {_divisors(tp)}")
+    if dcp > 1 and model.has_window_caches:
+        raise InputError("--decode-context-parallel-size",
+                         f"vLLM 0.33 does not shard sliding-window caches, and {model.name} has them "
+                         "(SlidingWindowSpec asserts 'DCP not support sliding window', vllm-0.33-memory.md §2.2)",
+                         "use 1")
     util = d.gpu_memory_utilization if d.gpu_memory_utilization is not None else reg.value(
         "vllm_0_33.gpu_memory_utilization")
     if not 0 < util <= 1:
