@@ -58,7 +58,8 @@ def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float
         try:
             price = float(number)
         except ValueError:
-            raise InputError("--price", f"{text!r} is not a price", "give 3.1 or h200=3.1 (USD per GPU-hour)") from None
+            raise InputError("--price", f"{text!r} is not a price",
+                             "give 3.1, or h200=3.1, in USD per GPU-hour") from None
         if key:
             by_chip[get_chip(key).id] = price
         else:

@@ -1,0 +1,89 @@
+"""The `plan` command: JSON shape, exit statuses, and byte-for-byte determinism across processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
+POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_size", "data_parallel_size",
+             "enable_expert_parallel", "decode_context_parallel_size", "gpu_memory_utilization",
+             "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency", "headroom",
+             "cost_per_hour", "vllm_serve"}
+
+
+def run(args, seed: str = "0") -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONHASHSEED=seed, COLUMNS="140")
+    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, env=env, cwd=ROOT,
+                          timeout=60)
+
+
+def test_same_input_same_bytes_across_processes():
+    first, second = run(HEADLINE, seed="1"), run(HEADLINE, seed="2")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    text = first.stdout.decode()
+    assert "dsv4.1-flash: 64 concurrent requests at 1,048,576 tokens" in text
+    assert "solver OPTIMAL (optimum proven)" in text
+    assert "vllm serve deepseek-ai/DeepSeek-V4.1-Flash --tensor-parallel-size" in text
+    assert "GPU KV cache size" in text  # the winner's per-rank memory breakdown
+
+
+def test_json_shape(capsys):
+    assert main([*HEADLINE, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"feasible", "target", "best", "alternatives", "search"}
+    assert out["feasible"] is True
+    assert out["target"] == {"concurrency": 64, "context_length": 1048576}
+    assert set(out["best"]) == POOL_KEYS
+    assert len(out["alternatives"]) == 5 and all(set(a) == POOL_KEYS for a in out["alternatives"])
+    assert set(out["search"]) == {"candidates_evaluated", "solver_status", "seconds"}
+    assert out["search"]["solver_status"] == "OPTIMAL" and out["search"]["candidates_evaluated"] > 100
+    again = main([*HEADLINE, "--json"])
+    second = json.loads(capsys.readouterr().out)
+    assert again == 0
+    out["search"].pop("seconds")
+    second["search"].pop("seconds")
+    assert out == second
+
+
+def test_infeasible_exit_1_with_explanation(capsys):
+    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8"]) == 1
+    text = capsys.readouterr().out
+    assert "no pool fits dsv3 at 8 concurrent requests of 163,840 tokens" in text
+    assert "weights alone need 626.9 GiB per rank at tp 1" in text
+    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--json"]) == 1
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["feasible"] is False and out["best"] is None and out["alternatives"] == []
+    assert "weights alone need" in captured.err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--concurrency", "0"], "plan: error: --concurrency: input should be greater than or equal to 1"),
+    (["--concurrency", "8", "--price", "cheap"], "plan: error: --price: 'cheap' is not a price"),
+    (["--concurrency", "8", "--context-length", "200000"], "plan: error: --context-length: 200000 exceeds"),
+    (["--concurrency", "8", "--chip", "tpu"], "plan: error: --chip: unknown chip 'tpu'"),
+    (["--concurrency", "8", "--headroom", "-5"], "plan: error: --headroom: input should be greater than or equal"),
+])
+def test_bad_input_exit_2_one_line(capsys, args, message):
+    base = ["--model", "llama-3.1-70b", "--chip", "h200"]
+    assert main([*base, *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_price_and_limits_flags(capsys):
+    args = ["--model", "llama-3.1-70b", "--chip", "h200", "--chip", "b200", "--concurrency", "64",
+            "--context-length", "131072", "--price", "b200=4", "--max-gpus", "24", "--json"]
+    assert main(args) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    assert (best["chip"], best["gpus"], best["cost_per_hour"]) == ("b200", 20, 80.0)
