@@ -199,13 +199,19 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
 
 
 def _alone(p: Prepared) -> str:
-    """What a short service would take on its own, with no inventory limit."""
-    unlimited = [o for o in search.options(p.tables, p.spec, p.limits.model_copy(update={"max_gpus": None}))]
+    """What a short service would take on its own, with no inventory limit (the oracle asked
+    again without the stock caps)."""
+    limits = p.limits.model_copy(update={"max_gpus": None})
+    tables = [candidate_table(p.spec, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
+                                                                        "gpus_per_node": t.gpus_per_node}))
+              for t in p.tables]
+    unlimited = search.options(tables, p.spec, limits)
     if not unlimited:
-        return "no configuration of this service fits any allowed chip, whatever the inventory"
+        return "no configuration of this service fits any allowed chip at this context length, whatever the inventory"
     best = min(unlimited, key=lambda o: (o.price_units * o.row.gpus * o.rmin, o.row.gpus * o.rmin, o.rank))
-    return (f"needs {best.row.gpus * best.rmin} {best.row.chip} GPUs on its own ({best.rmin} × tp {best.row.shape.tp}"
-            f" × dp {best.row.shape.dp}, {best.row.concurrency} requests each)")
+    return (f"it needs {best.row.gpus * best.rmin} {best.row.chip} GPUs on its own ({best.rmin} × (tp "
+            f"{best.row.shape.tp}, dp {best.row.shape.dp}) holding {best.row.concurrency} requests each, "
+            f"${best.price * best.row.gpus * best.rmin:,.2f}/hour)")
 
 
 def plan_scenario(scenario: Scenario, variant: str = "base") -> FleetResult:
@@ -230,10 +236,13 @@ def plan_scenario(scenario: Scenario, variant: str = "base") -> FleetResult:
             [i for i, p in enumerate(prepared) if not p.options], None)
         for s in missing or range(len(prepared)):
             p = prepared[s]
+            stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
+                              if s.gpus is not None and c in p.limits.chips)
             if not p.options:
-                reason = "no configuration fits within the inventory: " + _alone(p)
+                reason = f"no configuration reaches {p.spec.required} requests within the inventory ({stock}); "
             else:
-                reason = "the inventory cannot hold it beside the other services: " + _alone(p)
+                reason = f"the inventory ({stock}) cannot hold it beside the other services; "
+            reason += _alone(p)
             short.append(Shortfall(service=p.name, reason=reason))
     chips = []
     for chip in sorted({pl.chip for pl in plans} | set(scenario.inventory)):

@@ -54,7 +54,7 @@ def binding(r: FleetResult) -> str:
     """The constraint that binds the result, in words."""
     if not r.feasible:
         return "; ".join(f"{s.service} short" for s in r.short) or "infeasible"
-    full = [u.chip for u in r.chips if u.available is not None and u.gpus >= u.available]
+    full = [u.chip for u in r.chips if u.available and u.gpus >= u.available]
     if full:
         return "inventory of " + ", ".join(full) + " fully used"
     return "; ".join(f"{p.service}: {p.binding}" for p in r.services)

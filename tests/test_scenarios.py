@@ -1,0 +1,222 @@
+"""Scenario files and capacity reviews (issue: scenario files, capacity reviews, what-ifs)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from planner.cli import cli, main
+from planner.fleet import plan_scenario, prepare
+from planner.request import PlanRequest
+from planner.scenario import Scenario, load_scenario
+from planner.search import plan
+
+SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
+
+
+def test_there_are_at_least_six_scenarios():
+    assert len(SCENARIOS) >= 6
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_every_scenario_runs(path):
+    result = CliRunner().invoke(cli, ["scenario", str(path), "--variants", "--format", "json"])
+    data = json.loads(result.output)
+    results = [data["base"]] + data["variants"]
+    assert [r["variant"] for r in results] == ["base"] + list(load_scenario(path).variants)
+    assert result.exit_code == (0 if all(r["feasible"] for r in results) else 1)
+    for r in results:
+        assert r["cost_per_hour"] == pytest.approx(sum(s["cost_per_hour"] for s in r["services"]))
+        assert r["gpus"] == sum(s["gpus"] for s in r["services"])
+        for s in r["services"]:
+            assert s["concurrency"] >= s["target"]
+            assert s["vllm_serve"].startswith("vllm serve ")
+
+
+def _single_service_runs():
+    for path in SCENARIOS:
+        scenario = load_scenario(path)
+        for name in ["base"] + list(scenario.variants):
+            varied = scenario if name == "base" else scenario.apply(name)
+            if len(varied.services) == 1 and all(s.gpus is None for s in varied.inventory.values()):
+                yield pytest.param(varied, id=f"{path.stem}:{name}")
+
+
+@pytest.mark.parametrize("scenario", list(_single_service_runs()))
+def test_single_service_answers_match_plan(scenario: Scenario):
+    service = scenario.services[0]
+    fleet = plan_scenario(scenario)
+    alone = plan(PlanRequest(service=scenario.service_spec(service), limits=scenario.limits(service)))
+    assert fleet.feasible == alone.feasible
+    if alone.feasible:
+        got, want = fleet.services[0], alone.best
+        assert got.cost_per_hour == pytest.approx(want.cost_per_hour)
+        assert (got.chip, got.gpus, got.replicas, got.tensor_parallel_size, got.data_parallel_size) == (
+            want.chip, want.gpus, want.replicas, want.tensor_parallel_size, want.data_parallel_size)
+        assert got.vllm_serve == want.vllm_serve
+
+
+SMALL_INVENTORY = {
+    "review": "brute force",
+    "inventory": {"h200": {"gpus": 8, "gpus_per_node": 8}, "b200": {"gpus": 4, "gpus_per_node": 4}},
+    "services": [
+        {"name": "chat", "model": "dsv4.1-flash", "concurrency": 64, "context_length": 131072,
+         "kv_cache_dtype": "fp8"},
+        {"name": "llama", "model": "llama-3.1-70b", "concurrency": 48, "context_length": 32768},
+        {"name": "oss", "model": "gpt-oss-120b", "concurrency": 64, "context_length": 131072},
+    ],
+}
+
+
+def test_shared_inventory_matches_brute_force():
+    """Every combination of one candidate per service at its fewest replicas (more replicas only
+    add cost), filtered by the inventory: the solver's total is the cheapest that fits."""
+    scenario = Scenario(**SMALL_INVENTORY)
+    result = plan_scenario(scenario)
+    prepared = [prepare(scenario, s) for s in scenario.services]
+    best = None
+    for combo in itertools.product(*[p.options for p in prepared]):
+        use = {"h200": 0, "b200": 0}
+        for o in combo:
+            use[o.row.chip] += o.row.gpus * o.rmin
+        if use["h200"] > 8 or use["b200"] > 4:
+            continue
+        cost = sum(o.price * o.row.gpus * o.rmin for o in combo)
+        best = cost if best is None else min(best, cost)
+    assert best is not None and result.feasible
+    assert result.cost_per_hour == pytest.approx(best)
+    assert sum(u.gpus for u in result.chips if u.chip == "h200") <= 8
+    assert sum(u.gpus for u in result.chips if u.chip == "b200") <= 4
+
+
+def test_a_short_inventory_names_the_short_service():
+    data = json.loads(json.dumps(SMALL_INVENTORY))
+    data["inventory"] = {"h200": {"gpus": 4, "gpus_per_node": 8}}
+    data["services"][1]["concurrency"] = 2000
+    result = plan_scenario(Scenario(**data))
+    assert not result.feasible
+    assert "llama" in {s.service for s in result.short}
+    reason = next(s.reason for s in result.short if s.service == "llama")
+    assert "h200" in reason and "needs" in reason
+
+
+def test_variants_override_what_they_name():
+    scenario = load_scenario(SCENARIOS[0])
+    assert scenario.apply("b200").merged(scenario.apply("b200").services[0]).chips == ["b200"]
+    mixed = load_scenario(next(p for p in SCENARIOS if "mixed" in p.stem))
+    assert mixed.apply("cheaper-h200").inventory["h200"].price == 3.10
+    assert mixed.apply("no-b200").inventory["b200"].gpus == 0
+
+
+BAD = [
+    ({"services": [{"name": "a", "model": "llama-3.1-8b", "concurrency": 4, "chips": ["h200"], "colour": "red"}]},
+     "services[0].colour", "unknown key"),
+    ({"services": [{"name": "a", "model": "llama-3.1-8b", "concurrency": "many", "chips": ["h200"]}]},
+     "services[0].concurrency", "integer"),
+    ({"services": [{"name": "a", "model": "llama-3.1-8b", "concurrency": 4, "chips": ["h200"]},
+                   {"name": "b", "model": "llama-3.1-8b", "concurrency": -3, "chips": ["h200"]}]},
+     "services[1].concurrency", "greater than or equal to 1"),
+    ({"services": [{"name": "a", "model": "no-such-model", "concurrency": 4, "chips": ["h200"]}]},
+     "services[0].model", "unknown model"),
+    ({"services": [{"name": "a", "model": "llama-3.1-8b", "concurrency": 4, "chips": ["tpu9"]}]},
+     "services[0].chips", "unknown chip"),
+    ({"inventory": {"tpu9": {"gpus": 8}},
+      "services": [{"name": "a", "model": "llama-3.1-8b", "concurrency": 4, "chips": ["h200"]}]},
+     "inventory.tpu9", "unknown chip"),
+    ({"services": [{"name": "a", "model": "llama-3.1-8b", "concurrency": 4, "chips": ["h200"]}],
+      "variants": {"what-if": {"colour": "red"}}}, "variants.what-if.colour", "not a field"),
+    ({"services": [{"name": "a", "model": "llama-3.1-8b", "concurrency": 4, "chips": ["h200"]}],
+      "variants": {"what-if": {"services.b.concurrency": 3}}}, "variants.what-if", "no service named"),
+]
+
+
+@pytest.mark.parametrize("data, path, expected", BAD, ids=[b[1] for b in BAD])
+def test_malformed_scenarios_are_rejected_before_planning(tmp_path, capsys, data, path, expected):
+    file = tmp_path / "review.yaml"
+    file.write_text(yaml.safe_dump(data))
+    code = main(["scenario", str(file)])
+    err = capsys.readouterr()
+    assert code == 2 and err.out == ""
+    lines = [line for line in err.err.strip().splitlines() if line]
+    assert any(str(file) in line and path in line and expected in line for line in lines), lines
+    assert "Traceback" not in err.err
+
+
+def test_every_error_of_a_file_is_listed(tmp_path, capsys):
+    file = tmp_path / "review.yaml"
+    file.write_text(yaml.safe_dump({"services": [
+        {"name": "a", "model": "llama-3.1-8b", "concurrency": -1, "chips": ["h200"]},
+        {"name": "b", "model": "llama-3.1-8b", "concurrency": 4, "chips": ["h200"], "extra": 1}]}))
+    assert main(["scenario", str(file)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "services[0].concurrency" in lines[0] and "services[1].extra" in lines[1]
+
+
+def test_unsafe_yaml_is_not_executed(tmp_path, capsys):
+    file = tmp_path / "review.yaml"
+    file.write_text("services: !!python/object/apply:os.system ['echo pwned']\n")
+    assert main(["scenario", str(file)]) == 2
+    assert "pwned" not in capsys.readouterr().out
+
+
+def test_schema_is_published():
+    result = CliRunner().invoke(cli, ["scenario", "--schema"])
+    schema = json.loads(result.output)
+    assert {"services", "inventory", "variants", "defaults"} <= set(schema["properties"])
+    assert schema["required"] == ["services"]
+
+
+def test_markdown_rows():
+    path = next(p for p in SCENARIOS if "kv-cache" in p.stem)
+    out = CliRunner().invoke(cli, ["scenario", str(path), "--variants", "--format", "markdown"]).output
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    header = rows[0]
+    assert header.startswith("| variant | h200 GPUs | $/hour |")
+    base = next(r for r in rows if r.startswith("| base |"))
+    fp8 = next(r for r in rows if r.startswith("| fp8-kv |"))
+    scenario = load_scenario(path)
+    want_base = plan_scenario(scenario)
+    want_fp8 = plan_scenario(scenario.apply("fp8-kv"))
+    assert f"| {want_base.gpus} | {want_base.cost_per_hour:,.2f} |" in base
+    assert f"| {want_fp8.gpus} | {want_fp8.cost_per_hour:,.2f} |" in fp8
+    assert "%" in fp8.split("|")[5]
+
+
+@pytest.mark.parametrize("suffix", ["png", "svg"])
+def test_chart_has_one_line_per_chip(tmp_path, suffix):
+    path = next(p for p in SCENARIOS if "chat-dsv4.1" in p.stem)
+    out = tmp_path / f"chart.{suffix}"
+    result = CliRunner().invoke(cli, ["scenario", str(path), "--variants", "--chart", str(out)])
+    assert result.exit_code == 0, result.output
+    data = out.read_bytes()
+    if suffix == "png":
+        assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    else:
+        text = data.decode()
+        assert text.lstrip().startswith("<?xml") and "<svg" in text
+        assert text.count('id="line-h200"') == 1 and text.count('id="line-b200"') == 1
+
+
+def test_compare_from_the_command_line(tmp_path):
+    chart = tmp_path / "sweep.svg"
+    result = CliRunner().invoke(cli, ["compare", "--model", "llama-3.1-70b", "--chip", "h200", "--chip", "b200",
+                                      "--concurrency", "16", "--context-length", "8192", "--context-length", "32768",
+                                      "--format", "json", "--chart", str(chart)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    results = [data["base"]] + data["variants"]
+    assert len(results) == 4 and all(r["feasible"] for r in results)
+    svg = chart.read_text()
+    assert svg.count('id="line-h200"') == 1 and svg.count('id="line-b200"') == 1
+    gpus = {r["variant"]: r["gpus"] for r in results}
+    assert gpus["llama-3.1-70b @ 8,192 on h200"] <= gpus["llama-3.1-70b @ 32,768 on h200"]
+
+
+def test_compare_needs_a_file_or_an_axis(capsys):
+    assert main(["compare"]) == 2
+    assert "compare" in capsys.readouterr().err
