@@ -22,35 +22,19 @@ from pydantic import BaseModel, Field
 from planner import defaults, search
 from planner.oracle import ChipTable, candidate_table, context_length, deployment, priced_chip
 from planner.request import PoolLimits, ServiceSpec
+from planner.result import PoolPlan
 from planner.scenario import Scenario, Service
 from planner.serve import serve_command
 from pricing.graph import load_model
 
 
-class ServicePlan(BaseModel):
-    """The pool chosen for one service."""
+class ServicePlan(PoolPlan):
+    """The pool chosen for one service: `plan`'s pool, with the service it serves."""
 
     service: str
     model: str
-    chip: str
-    gpus: int
-    replicas: int
-    gpus_per_replica: int
-    tensor_parallel_size: int
-    data_parallel_size: int
-    enable_expert_parallel: bool
-    decode_context_parallel_size: int
-    gpu_memory_utilization: float
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    max_model_len: int
-    kv_cache_dtype: str
     target: int = Field(description="concurrency asked for")
-    concurrency: int = Field(description="requests the pool holds at the context length")
-    headroom: float
-    cost_per_hour: float
     binding: str = Field(description="what limits one instance's concurrency")
-    vllm_serve: str
 
 
 class Shortfall(BaseModel):

@@ -112,3 +112,36 @@ class TensorMaker:
               count: int = 1, heads: int = 0) -> Tensor:
         """Norms, biases, embeddings: served at the checkpoint's width, never quantized."""
         return Tensor(module, rows, cols, fmt or self.dtype, split, count=count, heads=heads)
+
+
+def dense_mlp(make: TensorMaker, p: str, hidden: int, inter: int) -> list[Tensor]:
+    """A gated MLP: gate and up fused column-parallel, down row-parallel (MergedColumnParallelLinear)."""
+    return [make.linear(f"{p}.gate_up_proj", 2 * inter, hidden, "column"),
+            make.linear(f"{p}.down_proj", hidden, inter, "row")]
+
+
+def routed_moe(make: TensorMaker, p: str, hidden: int, inter: int, experts: int, shared: int = 0,
+               score_bias: bool = True, shared_name: str = "shared_experts") -> list[Tensor]:
+    """DeepSeek-style routed experts: an unquantized replicated gate (with its fp32 score bias),
+    fused w13 and w2 per expert, and `shared` intermediate width of always-on shared experts."""
+    t = [make.plain(f"{p}.gate", experts, hidden)]
+    if score_bias:
+        t.append(make.plain(f"{p}.gate.e_score_correction_bias", experts, fmt="fp32"))
+    t += [make.linear(f"{p}.experts.w13", 2 * inter, hidden, "expert_column", expert_count=experts),
+          make.linear(f"{p}.experts.w2", hidden, inter, "expert_row", expert_count=experts)]
+    if shared:
+        t += dense_mlp(make, f"{p}.{shared_name}", hidden, shared)
+    return t
+
+
+def add_final_norm_and_head(m, make: TensorMaker, cfg: dict, prev: str, final_name: str = "norm") -> str:
+    """The final norm and, unless tied to the embedding, the LM head (ParallelLMHead at the
+    checkpoint width, divided like the embedding). Returns the final norm's node."""
+    final = m.add(final_name, "norm", tensors=[make.plain(final_name, m.hidden_size)])
+    m.flow(prev, final)
+    if not cfg.get("tie_word_embeddings", False):
+        head = m.add("lm_head", "lm_head", tensors=[make.plain("lm_head", m.vocab_size, m.hidden_size, "vocab")])
+        m.flow(final, head)
+    else:
+        m.conventions.append("LM head tied to the embedding: held once")
+    return final

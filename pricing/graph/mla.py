@@ -10,7 +10,15 @@ at model dtype.
 
 from __future__ import annotations
 
-from pricing.graph.common import TensorMaker, model_dtype, need, quantization
+from pricing.graph.common import (
+    TensorMaker,
+    add_final_norm_and_head,
+    dense_mlp,
+    model_dtype,
+    need,
+    quantization,
+    routed_moe,
+)
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache
 
@@ -50,20 +58,10 @@ def attention_tensors(make: TensorMaker, cfg: dict, p: str, model_type: str) -> 
 def ffn_tensors(make: TensorMaker, cfg: dict, p: str, dense: bool, model_type: str) -> list:
     hidden = cfg["hidden_size"]
     if dense:
-        inter = need(cfg, "intermediate_size", model_type)
-        return [make.linear(f"{p}.mlp.gate_up_proj", 2 * inter, hidden, "column"),
-                make.linear(f"{p}.mlp.down_proj", hidden, inter, "row")]
-    experts = need(cfg, "n_routed_experts", model_type)
+        return dense_mlp(make, f"{p}.mlp", hidden, need(cfg, "intermediate_size", model_type))
     inter = need(cfg, "moe_intermediate_size", model_type)
     shared = (cfg.get("n_shared_experts") or 0) * inter
-    t = [make.plain(f"{p}.mlp.gate", experts, hidden),
-         make.plain(f"{p}.mlp.gate.e_score_correction_bias", experts, fmt="fp32"),
-         make.linear(f"{p}.mlp.experts.w13", 2 * inter, hidden, "expert_column", expert_count=experts),
-         make.linear(f"{p}.mlp.experts.w2", hidden, inter, "expert_row", expert_count=experts)]
-    if shared:
-        t += [make.linear(f"{p}.mlp.shared_experts.gate_up_proj", 2 * shared, hidden, "column"),
-              make.linear(f"{p}.mlp.shared_experts.down_proj", hidden, shared, "row")]
-    return t
+    return routed_moe(make, f"{p}.mlp", hidden, inter, need(cfg, "n_routed_experts", model_type), shared)
 
 
 def build(source, override: str | None) -> ModelGraph:
@@ -113,10 +111,7 @@ def build(source, override: str | None) -> ModelGraph:
 
     for i in range(n_layers):
         prev = decoder_layer(i, f"layers.{i}", None, prev)
-    final = m.add("norm", "norm", tensors=[make.plain("norm", hidden)])
-    m.flow(prev, final)
-    head = m.add("lm_head", "lm_head", tensors=[make.plain("lm_head", vocab, hidden, "vocab")])
-    m.flow(final, head)
+    final = add_final_norm_and_head(m, make, cfg, prev)
     mtp_prev = final
     for j in range(n_mtp):
         i = n_layers + j

@@ -15,7 +15,15 @@ a layer keeps is a RecurrentState (graph/nodes.py); its shape per rank is resolv
 from __future__ import annotations
 
 from pricing.graph import mla
-from pricing.graph.common import TensorMaker, model_dtype, need, quantization
+from pricing.graph.common import (
+    TensorMaker,
+    add_final_norm_and_head,
+    dense_mlp,
+    model_dtype,
+    need,
+    quantization,
+    routed_moe,
+)
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache, RecurrentState
 
@@ -55,15 +63,7 @@ def _base(source, override: str | None, cfg: dict, model_type: str, *, kv_heads:
 
 
 def _ends(m: ModelGraph, make: TensorMaker, cfg: dict, prev: str, final_name: str = "norm") -> str:
-    hidden, vocab = m.hidden_size, m.vocab_size
-    final = m.add(final_name, "norm", tensors=[make.plain(final_name, hidden)])
-    m.flow(prev, final)
-    if not cfg.get("tie_word_embeddings", False):
-        head = m.add("lm_head", "lm_head", tensors=[make.plain("lm_head", vocab, hidden, "vocab")])
-        m.flow(final, head)
-    else:
-        m.conventions.append("LM head tied to the embedding: held once")
-    return final
+    return add_final_norm_and_head(m, make, cfg, prev, final_name)
 
 
 # -- Qwen3-Next / Qwen3.5: gated delta networks ------------------------------------------------------
@@ -109,13 +109,9 @@ def gated_attention_tensors(make: TensorMaker, cfg: dict, p: str) -> list:
 def qwen_moe_tensors(make: TensorMaker, cfg: dict, p: str) -> list:
     hidden, experts = cfg["hidden_size"], cfg["num_experts"]
     inter, shared = cfg["moe_intermediate_size"], cfg.get("shared_expert_intermediate_size") or 0
-    t = [make.plain(f"{p}.gate", experts, hidden),
-         make.linear(f"{p}.experts.w13", 2 * inter, hidden, "expert_column", expert_count=experts),
-         make.linear(f"{p}.experts.w2", hidden, inter, "expert_row", expert_count=experts)]
+    t = routed_moe(make, p, hidden, inter, experts, shared, score_bias=False, shared_name="shared_expert")
     if shared:
-        t += [make.linear(f"{p}.shared_expert.gate_up_proj", 2 * shared, hidden, "column"),
-              make.linear(f"{p}.shared_expert.down_proj", hidden, shared, "row"),
-              make.plain(f"{p}.shared_expert_gate", 1, hidden)]
+        t.append(make.plain(f"{p}.shared_expert_gate", 1, hidden))
     return t
 
 
@@ -150,9 +146,8 @@ def build_qwen(source, override: str | None) -> ModelGraph:
         norm = [make.plain(f"{p}.post_attention_layernorm", hidden)]
         if i in mlp_only or (i + 1) % step:
             inter = need(cfg, "intermediate_size", model_type)
-            return m.add(f"{p}.mlp", "mlp", layer=i, speculative=speculative, tensors=norm + [
-                make.linear(f"{p}.mlp.gate_up_proj", 2 * inter, hidden, "column"),
-                make.linear(f"{p}.mlp.down_proj", hidden, inter, "row")])
+            return m.add(f"{p}.mlp", "mlp", layer=i, speculative=speculative,
+                         tensors=norm + dense_mlp(make, f"{p}.mlp", hidden, inter))
         return m.add(f"{p}.mlp", "moe", layer=i, speculative=speculative,
                      tensors=norm + qwen_moe_tensors(make, cfg, f"{p}.mlp"))
 
@@ -312,19 +307,10 @@ def kda_tensors(make: TensorMaker, cfg: dict, p: str) -> list:
 def kimi_ffn_tensors(make: TensorMaker, cfg: dict, p: str, dense: bool) -> list:
     hidden = cfg["hidden_size"]
     if dense:
-        inter = cfg["intermediate_size"]
-        return [make.linear(f"{p}.gate_up_proj", 2 * inter, hidden, "column"),
-                make.linear(f"{p}.down_proj", hidden, inter, "row")]
-    experts, inter = cfg["num_experts"], cfg["moe_intermediate_size"]
+        return dense_mlp(make, p, hidden, cfg["intermediate_size"])
+    inter = cfg["moe_intermediate_size"]
     shared = int(cfg.get("num_shared_experts") or 0) * inter
-    t = [make.plain(f"{p}.gate", experts, hidden),
-         make.plain(f"{p}.gate.e_score_correction_bias", experts, fmt="fp32"),
-         make.linear(f"{p}.experts.w13", 2 * inter, hidden, "expert_column", expert_count=experts),
-         make.linear(f"{p}.experts.w2", hidden, inter, "expert_row", expert_count=experts)]
-    if shared:
-        t += [make.linear(f"{p}.shared_experts.gate_up_proj", 2 * shared, hidden, "column"),
-              make.linear(f"{p}.shared_experts.down_proj", hidden, shared, "row")]
-    return t
+    return routed_moe(make, p, hidden, inter, cfg["num_experts"], shared)
 
 
 def build_kimi(source, override: str | None) -> ModelGraph:

@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from pricing.graph.common import Quant, TensorMaker, model_dtype, need, quantization
+from pricing.graph.common import (
+    Quant,
+    TensorMaker,
+    add_final_norm_and_head,
+    dense_mlp,
+    model_dtype,
+    need,
+    quantization,
+)
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache
 
@@ -91,22 +99,13 @@ def build(source, override: str | None) -> ModelGraph:
                         make.plain(f"{p}.mlp.experts.w2_bias", hidden, 1, "expert_row", count=experts)]
             shared = cfg.get("shared_expert_intermediate_size") or 0
             if shared:
-                ffn += [make.linear(f"{p}.mlp.shared_expert.gate_up_proj", 2 * shared, hidden, "column"),
-                        make.linear(f"{p}.mlp.shared_expert.down_proj", hidden, shared, "row"),
-                        make.plain(f"{p}.mlp.shared_expert_gate", 1, hidden)]
+                ffn += dense_mlp(make, f"{p}.mlp.shared_expert", hidden, shared)
+                ffn.append(make.plain(f"{p}.mlp.shared_expert_gate", 1, hidden))
             mlp = m.add(f"{p}.mlp", "moe", layer=i, tensors=norm + ffn)
         else:
             inter = need(cfg, "intermediate_size", model_type)
-            mlp = m.add(f"{p}.mlp", "mlp", layer=i, tensors=norm + [
-                make.linear(f"{p}.mlp.gate_up_proj", 2 * inter, hidden, "column"),
-                make.linear(f"{p}.mlp.down_proj", hidden, inter, "row")])
+            mlp = m.add(f"{p}.mlp", "mlp", layer=i, tensors=norm + dense_mlp(make, f"{p}.mlp", hidden, inter))
         m.flow(attn, mlp)
         prev = mlp
-    final = m.add("norm", "norm", tensors=[make.plain("norm", hidden)])
-    m.flow(prev, final)
-    if not cfg.get("tie_word_embeddings", False):
-        head = m.add("lm_head", "lm_head", tensors=[make.plain("lm_head", vocab, hidden, "vocab")])
-        m.flow(final, head)
-    else:
-        m.conventions.append("LM head tied to the embedding: held once")
+    add_final_norm_and_head(m, make, cfg, prev)
     return m
