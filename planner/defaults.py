@@ -25,7 +25,7 @@ def _values() -> dict[str, Sourced]:
             for key, child in node.items():
                 walk(f"{prefix}.{key}" if prefix else key, child)
 
-    walk("", yaml.safe_load(PATH.read_text()))
+    walk("", yaml.load(PATH.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     return out
 
 

@@ -3,6 +3,7 @@ memory (the kernel's own printout), and the command that starts one instance."""
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -16,24 +17,25 @@ def split(p: PoolPlan, names: bool = True) -> str:
     """'2 × (tp 8, dp 1, ep off, dcp 1)', or '2 × (8, 1, off, 1)' under a header that names them."""
     parts = (("tp", p.tensor_parallel_size), ("dp", p.data_parallel_size),
              ("ep", "on" if p.enable_expert_parallel else "off"), ("dcp", p.decode_context_parallel_size))
-    return f"{p.replicas} × (" + ", ".join(f"{k} {v}" if names else str(v) for k, v in parts) + ")"
+    return f"{p.replicas} × (" + (", " if names else ",").join(f"{k} {v}" if names else str(v) for k, v in parts) + ")"
 
 
 def plans_table(result: PlanResult) -> Table:
     t = result.target
-    table = Table(title=f"{result.model}: {t.concurrency} concurrent requests at {t.context_length:,} tokens"
-                  + (f" (+{result.headroom_percent:g} % headroom: {result.required} held)"
-                     if result.headroom_percent else ""))
-    shape = "replicas × (tp, dp, ep, dcp)"
+    title = f"{result.model}: {t.concurrency} concurrent requests at {t.context_length:,} tokens"
+    if result.headroom_percent:
+        title += f" (+{result.headroom_percent:g} % headroom: {result.required} held)"
+    table = Table(box=box.SIMPLE_HEAD, title=title)
+    shape = "replicas × (tp,dp,ep,dcp)"
     columns = ("", "chip", "GPUs", shape, "util.", "token budget", "max_num_seqs", "held", "headroom", "$/hour",
-               f"$/month ({result.hours_per_month} h)")
+               "$/month")
     for col in columns:
         table.add_column(col, justify="left" if col in ("", "chip", shape) else "right", no_wrap=True)
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
         table.add_row("best" if i == 0 else str(i), p.chip, str(p.gpus), split(p, names=False) + kv,
                       f"{p.gpu_memory_utilization:.2f}", f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs),
-                      f"{p.concurrency:,}", f"{p.headroom:.0%}", f"{p.cost_per_hour:,.2f}",
+                      f"{p.concurrency:,}", f"{p.headroom:.1%}", f"{p.cost_per_hour:,.2f}",
                       f"{p.cost_per_hour * result.hours_per_month:,.0f}")
     return table
 

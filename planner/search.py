@@ -14,11 +14,14 @@ Model, for services s and their candidate rows i (one row per instance shape, se
     Σ_i concurrency[s,i] · r[s,i] ≥ required[s]       the target (with headroom)
     Σ_{s,i on chip c} gpus[s,i] · r[s,i] ≤ inventory[c]  shared GPUs (--max-gpus)
 
-Objective, lexicographic, folded into one integer (§2.2 item 7b): the lowest cost per hour,
-then the fewest GPUs, then the most requests held (headroom), then the candidate's rank:
-the larger token budget, then the lower utilization, then the smaller tp, dp, expert parallel
-off, the smaller dcp, then the order of --kv-cache-dtype and --chip. Every weight exceeds the
-range of everything after it, so the folded optimum is the lexicographic optimum.
+Objective, lexicographic: the lowest cost per hour, then the fewest GPUs, then the most
+requests held (headroom), then the candidate's rank: the larger token budget, then the lower
+utilization, then the smaller tp, dp, expert parallel off, the smaller dcp, then the order of
+--kv-cache-dtype and --chip. Solved in two stages (§2.2 item 7a), each folding two keys into
+one integer (item 7b) with a weight above the range of the second key: (cost, GPUs), then,
+holding that optimum, (requests held, rank). Two stages keep the integers far below 2^63 even
+for pools of thousands of GPUs; the rank makes the optimum unique, so the answer does not
+depend on the solver's search order.
 """
 
 from __future__ import annotations
@@ -75,12 +78,15 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -
 
 @dataclass
 class PoolModel:
-    """The CP-SAT model of one or more services and its decision variables."""
+    """The CP-SAT model of one or more services, its decision variables, and the two stages of
+    its objective: `primary` (cost, then GPUs) and `secondary` (headroom, then rank)."""
 
     model: cp_model.CpModel
     services: list[list[Option]]
     x: list[list[cp_model.IntVar]]
     r: list[list[cp_model.IntVar]]
+    primary: cp_model.LinearExpr | int = 0
+    secondary: cp_model.LinearExpr | int = 0
 
 
 def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None) -> PoolModel:
@@ -102,30 +108,28 @@ def build(services: list[list[Option]], required: list[int], inventory: dict[str
                for o, ri in zip(opts, r, strict=True) if o.row.chip == chip]
         if use:
             m.add(sum(use) <= limit)
-    weights = _weights(services)
     cost = gpus = held = rank = 0
     for opts, x, r in zip(services, xs, rs, strict=True):
         cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
         gpus += sum(o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
         held += sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True))
         rank += sum(o.rank * xi for o, xi in zip(opts, x, strict=True))
-    w_cost, w_gpus, w_held = weights
-    m.minimize(w_cost * cost + w_gpus * gpus - w_held * held + rank)
-    return PoolModel(m, services, xs, rs)
+    w_cost, w_held = _weights(services)
+    pm = PoolModel(m, services, xs, rs, w_cost * cost + gpus, rank - w_held * held)
+    m.minimize(pm.primary)
+    return pm
 
 
-def _weights(services: list[list[Option]]) -> tuple[int, int, int]:
-    """Weights of the folded objective: each exceeds the range of everything ranked after it."""
-    rank_range = sum(len(opts) for opts in services)
-    held_range = sum(max((o.row.concurrency * o.rmax for o in opts), default=0) for opts in services) + 1
+def _weights(services: list[list[Option]]) -> tuple[int, int]:
+    """Weights that fold two keys into one integer: each exceeds the range of the key after it
+    (cost over GPUs in the primary stage, requests held over rank in the secondary)."""
     gpus_range = sum(max((o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
     cost_range = sum(max((o.price_units * o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
-    w_held = rank_range + 1
-    w_gpus = w_held * (held_range + 1)
-    w_cost = w_gpus * (gpus_range + 1)
-    if w_cost * cost_range >= INT_LIMIT:
-        raise OverflowError("the folded objective exceeds 2^62: lower --max-gpus or the number of services")
-    return w_cost, w_gpus, w_held
+    held_range = sum(max((o.row.concurrency * o.rmax for o in opts), default=0) for opts in services) + 1
+    rank_range = sum(len(opts) for opts in services) + 1
+    if cost_range * (gpus_range + 1) >= INT_LIMIT or held_range * (rank_range + 1) >= INT_LIMIT:
+        raise OverflowError("the objective exceeds 2^62: lower --max-gpus or the concurrency")
+    return gpus_range + 1, rank_range + 1
 
 
 @dataclass(frozen=True)
@@ -145,17 +149,38 @@ def solver(time_limit: float | None = None) -> cp_model.CpSolver:
 
 
 def solve(pm: PoolModel, time_limit: float | None = None) -> Solution:
-    """Solve and read the solution into plain data (no picks when nothing is feasible)."""
+    """Solve lexicographically in two stages and read the solution into plain data (no picks
+    when nothing is feasible). Stage 1 minimises cost, then GPUs; stage 2 holds stage 1's value
+    (a constraint switched on by an assumption literal, so the model stays reusable) and
+    minimises the secondary key: most requests held, then the candidate's rank."""
     sol = solver(time_limit)
-    status = sol.solve(pm.model)
-    name = sol.status_name(status)
+    m = pm.model
+    status = sol.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Solution(name, [])
+        return Solution(sol.status_name(status), [])
+    proven = status == cp_model.OPTIMAL
+    best = int(sol.objective_value)
+    hold = m.new_bool_var(f"hold_primary_{len(m.proto.constraints)}")
+    m.add(pm.primary <= best).only_enforce_if(hold)
+    m.add_assumptions([hold])
+    m.minimize(pm.secondary)
+    try:
+        second = sol.solve(m)
+        if second in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            status, proven = second, proven and second == cp_model.OPTIMAL
+        else:  # cannot happen: stage 1's solution satisfies stage 2; keep stage 1's answer
+            sol = solver(time_limit)
+            m.clear_assumptions()
+            m.minimize(pm.primary)
+            sol.solve(m)
+    finally:
+        m.clear_assumptions()
+        m.minimize(pm.primary)
     picks = []
     for opts, x, r in zip(pm.services, pm.x, pm.r, strict=True):
         i = next(i for i, xi in enumerate(x) if sol.boolean_value(xi))
         picks.append((i, opts[i], int(sol.value(r[i]))))
-    return Solution(name, picks)
+    return Solution("OPTIMAL" if proven else "FEASIBLE", picks)
 
 
 @dataclass

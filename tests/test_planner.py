@@ -111,8 +111,8 @@ def test_headline_answer():
 def test_alternatives_are_ranked_and_distinct():
     result = plan(request("llama-3.1-70b", ("h200", "b200", "h100"), 64, context_length=131072))
     plans = [result.best, *result.alternatives]
-    costs = [p.cost_per_hour for p in plans]
-    assert costs == sorted(costs)
+    keys = [(p.cost_per_hour, p.gpus, -p.concurrency, -p.max_num_batched_tokens) for p in plans]
+    assert keys == sorted(keys)  # cost, then fewer GPUs, then more headroom, then the larger token budget
     shapes = {(p.chip, p.tensor_parallel_size, p.data_parallel_size, p.enable_expert_parallel,
                p.decode_context_parallel_size) for p in plans}
     assert len(shapes) == len(plans) == 6
