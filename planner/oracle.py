@@ -201,7 +201,7 @@ def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[fl
     ticks = round(1 / step)
     cap = math.floor((chip.memory_bytes - pre_snapshot) * ticks / chip.memory_bytes) / ticks
     kept = [u for u in grid if u <= cap]
-    if service.gpu_memory_utilization is None and kept != grid and grid[-1] <= cap:
+    if service.gpu_memory_utilization is None and 0 < cap < grid[0] and cap not in kept:
         kept = [cap] + kept
     return kept
 
