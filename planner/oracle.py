@@ -5,7 +5,8 @@ A candidate is an instance shape (tp, dp, expert parallel, dcp, KV cache dtype) 
 utilization and a token budget. Its concurrency at the context length is
 dp × min(max_num_seqs, requests one rank's pool holds) — `Kernel.requests_held()`, which is 0
 when vLLM would refuse to start. `max_num_seqs` is set to what the pool holds at vLLM's default
-`max_num_seqs` (and at most the token budget, as vLLM requires), so the instance admits
+`max_num_seqs` (so never above that default, 1,024 on chips of 70 GiB or more; and at most the
+token budget, as vLLM requires), so the instance admits
 everything its memory holds and no more. A smaller `max_num_seqs` only shrinks the fixed memory
 (CUDA graphs, sampler), so the pool still holds that many; `verify()` asks the kernel again for
 the rows that are reported.
