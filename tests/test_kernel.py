@@ -43,11 +43,15 @@ def test_pages_round_up():
 
 
 def test_dcp_halves_tokens_per_rank_pcp_does_not():
-    one = kernel("llama-3.1-70b", tensor_parallel_size=8).sequence_variable_bytes(8192)
-    dcp = kernel("llama-3.1-70b", tensor_parallel_size=8, decode_context_parallel_size=2).sequence_variable_bytes(8192)
-    pcp = kernel("llama-3.1-70b", tensor_parallel_size=8, prefill_context_parallel_size=2).sequence_variable_bytes(8192)
+    # tp 16 over 8 KV heads: dcp may be at most tp / KV heads = 2
+    def held(**flags):
+        return kernel("llama-3.1-70b", tensor_parallel_size=16, **flags).sequence_variable_bytes(8192)
+
+    one, dcp, pcp = held(), held(decode_context_parallel_size=2), held(prefill_context_parallel_size=2)
     assert dcp * 2 == one
     assert pcp == one
+    latent = kernel("dsv3", tensor_parallel_size=8, decode_context_parallel_size=8).sequence_variable_bytes(8192)
+    assert latent * 8 == kernel("dsv3", tensor_parallel_size=8).sequence_variable_bytes(8192)
 
 
 def test_gpt_oss_window_layers_stop_growing_past_the_window():
@@ -188,6 +192,15 @@ def test_sparse_mla_records():
     k = kernel("dsv3.2", tensor_parallel_size=8, kv_cache_dtype="fp8")
     assert k.cache_bytes_per_token() == 61 * (656 + 132)
     assert len(k.layout().groups) == 1  # one group of summed pages (UniformTypeKVCacheSpecs)
+
+
+def test_dcp_beyond_tp_over_kv_heads_and_budget_below_seqs_are_refused():
+    from pricing.errors import InputError
+
+    with pytest.raises(InputError, match="at most 1"):
+        kernel("llama-3.1-70b", tensor_parallel_size=8, decode_context_parallel_size=2)
+    with pytest.raises(InputError, match="max_num_seqs"):
+        kernel("llama-3.1-8b", max_num_batched_tokens=64, max_num_seqs=128)
 
 
 def test_dcp_is_refused_for_models_with_sliding_windows():

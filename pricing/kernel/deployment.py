@@ -113,6 +113,12 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if tp % dcp:
         raise InputError("--decode-context-parallel-size", f"{dcp} does not divide tensor parallel {tp}",
                          f"use one of {_divisors(tp)}")
+    kv_heads = model.num_kv_heads if model.attention_backend == "gqa" else 1
+    if dcp > max(1, tp // kv_heads):
+        raise InputError("--decode-context-parallel-size",
+                         f"{dcp} exceeds tp / KV heads = {tp} / {kv_heads} for {model.name} (vLLM docs, "
+                         "context_parallel_deployment.md: dcp lies in [1, tp_size / H])",
+                         f"use at most {max(1, tp // kv_heads)}")
     if dcp > 1 and model.has_window_caches:
         raise InputError("--decode-context-parallel-size",
                          f"vLLM 0.33 does not shard sliding-window caches, and {model.name} has them "
@@ -153,6 +159,10 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         raise InputError("--max-num-batched-tokens", f"must be at least 1, got {tokens}", "for example 8192")
     if seqs < 1:
         raise InputError("--max-num-seqs", f"must be at least 1, got {seqs}", "for example 256")
+    if d.max_num_batched_tokens is not None and d.max_num_seqs is not None and tokens < seqs:
+        raise InputError("--max-num-batched-tokens", f"{tokens} is below max_num_seqs {seqs} (vLLM's "
+                         "SchedulerConfig requires max_num_batched_tokens >= max_num_seqs)",
+                         f"use at least {seqs}, or lower --max-num-seqs")
     if d.max_num_batched_tokens is None:
         tokens = min(seqs * max_len, tokens)
     if d.max_num_seqs is None:

@@ -71,7 +71,8 @@ class Kernel:
         return cls(model, resolve_engine(deployment, model, chip, reg), chip, reg)
 
     def _get(self, key, compute):
-        value, used = _memo((self.model, self.reg, self.chip) + key, compute)
+        chip = (self.chip.id, self.chip.generation, self.chip.memory_bytes)  # what memory depends on
+        value, used = _memo((self.model, self.reg) + chip + key, compute)
         self._used.update(used)
         return value
 
