@@ -163,8 +163,10 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
         if over:
             notes.append(f"tp {', '.join(map(str, over))} exceeds the NVLink domain of {domain} GPUs")
         bad = [t for t in tps if heads % t]
-        if bad:
-            notes.append(f"tp {', '.join(map(str, bad))} does not divide the {heads} attention heads")
+        if bad:  # the model, not the chip, rules these out: bad input, as vLLM would reject it
+            fits = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
+            raise InputError("--tp", f"{', '.join(map(str, bad))} does not divide the {heads} attention heads of "
+                             f"{model.name}", f"use one of {fits}")
         tps = tuple(t for t in tps if t <= domain and heads % t == 0)
     if model.has_experts:
         dps = service.dp or tuple(defaults.value("grids.data_parallel_size"))

@@ -217,9 +217,14 @@ def test_infeasible_max_gpus_names_the_nearest_fit():
 
 
 def test_disallowed_splits_explained():
-    result = plan(request("llama-3.1-70b", ("h200",), 8, tp=(3, 16)))
+    result = plan(request("llama-3.1-70b", ("h200",), 8, tp=(16,)))
     assert result.explanations == ["NVIDIA H200 SXM 141GB: no instance shape is allowed (tp 16 exceeds the NVLink "
-                                   "domain of 8 GPUs; tp 3 does not divide the 64 attention heads)."]
+                                   "domain of 8 GPUs)."]
+
+
+def test_a_tp_that_does_not_divide_the_heads_is_bad_input():
+    with pytest.raises(InputError, match="--tp: 3 does not divide the 64 attention heads"):
+        plan(request("llama-3.1-70b", ("h200",), 8, tp=(3, 8)))
 
 
 def test_builder_shares_inventory_between_services():
