@@ -263,7 +263,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
         max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
-        headroom=held / service.concurrency - 1, cost_per_hour=option.price * row.gpus * replicas,
+        headroom=held / service.concurrency - 1, cost_per_hour=round(option.price * row.gpus * replicas, 4),
         vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization))
 
 
