@@ -30,6 +30,7 @@ from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment, Kernel
+from pricing.kernel.deployment import max_dcp
 
 
 @dataclass(frozen=True, order=True)
@@ -153,7 +154,7 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
 
     tp: within the NVLink domain and dividing the attention heads (vLLM's check); dp: MoE only
     (dense models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides
-    tp and at most tp / KV heads (vLLM docs, planner/defaults.yaml dcp_kv_head_bound)."""
+    tp and at most tp / KV heads (the kernel's rule, pricing.kernel.deployment.max_dcp)."""
     notes: list[str] = []
     heads = model.num_attention_heads
     domain = nvlink_domain(chip, gpus_per_node)
@@ -180,8 +181,7 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     kv_heads = max(1, model.num_kv_heads) if model.attention_backend == "gqa" else 1
     out = []
     for tp in tps:
-        dcp_max = max(1, tp // kv_heads)
-        dcps = [d for d in (service.dcp or range(1, tp + 1)) if tp % d == 0 and d <= dcp_max]
+        dcps = [d for d in (service.dcp or range(1, tp + 1)) if tp % d == 0 and d <= max_dcp(model, tp)]
         for dp in dps:
             if cap is not None and tp * dp > cap:
                 continue

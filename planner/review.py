@@ -105,32 +105,36 @@ def markdown(c: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def chart(c: Comparison, path: str, x_values: list[float] | None = None, x_label: str = "variant",
-          series_key: Callable[[FleetResult], str] | None = None) -> None:
-    """Draw GPUs per chip (one line per chip) against the variants, or against `x_values`."""
+def line_chart(series: dict[str, list[tuple[float, float]]], path: str, x_label: str, title: str,
+               log_x: bool = False, ticks: list[str] | None = None) -> None:
+    """GPUs against x, one line per series (each line's SVG id is `line-<label>`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    results = c.results
-    xs = x_values or list(range(len(results)))
-    for chip in chips_of(c):
-        ax.plot(xs, [gpus_by_chip(r, chip) if r.feasible else float("nan") for r in results], marker="o",
-                label=chip, gid=f"line-{chip}")
-    if x_values is None:
-        ax.set_xticks(xs, [r.variant for r in results], rotation=20)
-    else:
+    for label, points in sorted(series.items()):
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label, gid=f"line-{label}")
+    if ticks is not None:
+        ax.set_xticks(range(len(ticks)), ticks, rotation=20)
+    if log_x:
         ax.set_xscale("log", base=2)
     ax.set_xlabel(x_label)
     ax.set_ylabel("GPUs")
-    ax.set_title(c.review or "capacity review")
+    ax.set_title(title)
     ax.legend(title="chip")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def chart(c: Comparison, path: str) -> None:
+    """GPUs per chip (one line per chip) against the variants."""
+    series = {chip: [(i, gpus_by_chip(r, chip) if r.feasible else float("nan")) for i, r in enumerate(c.results)]
+              for chip in chips_of(c)}
+    line_chart(series, path, "variant", c.review or "capacity review", ticks=[r.variant for r in c.results])
 
 
 class Ticker:

@@ -79,10 +79,10 @@ def memory(model, chip, quantization, memory_bytes, tokens, as_json, **flags):
     render_memory(report, kernel)
 
 
-def console_for_output() -> Console:
+def console_for_output(width: int = 140) -> Console:
     """A console that does not wrap tables at 80 columns when writing to a file or pipe."""
     probe = Console()
-    return Console(highlight=False, width=None if probe.is_terminal else 140)
+    return Console(highlight=False, width=None if probe.is_terminal else width)
 
 
 def layer_span(ids) -> str:

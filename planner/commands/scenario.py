@@ -12,8 +12,20 @@ from rich.console import Console
 from rich.table import Table
 
 from planner import defaults
+from planner.commands.memory import console_for_output
 from planner.fleet import FleetResult
-from planner.review import Comparison, Ticker, binding, chart, chips_of, compare, delta, gpus_by_chip, markdown
+from planner.review import (
+    Comparison,
+    Ticker,
+    binding,
+    chart,
+    chips_of,
+    compare,
+    delta,
+    gpus_by_chip,
+    line_chart,
+    markdown,
+)
 from planner.scenario import Scenario, load_scenario, schema
 from pricing.errors import InputError
 
@@ -21,8 +33,7 @@ FORMATS = click.Choice(["table", "json", "markdown"])
 
 
 def _console() -> Console:
-    probe = Console()
-    return Console(highlight=False, width=None if probe.is_terminal else 160)
+    return console_for_output(160)
 
 
 def _err_console() -> Console:
@@ -178,28 +189,13 @@ def compare_command(ctx, file, model, chip, concurrency, context_length, kv_cach
 
 def _axis_chart(points, results, path: str) -> None:
     """GPUs against context length, one line per chip (and model, when several)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    models = sorted({m for m, _, _ in points})
-    series: dict[str, list[tuple[int, float]]] = {}
+    models = {m for m, _, _ in points}
+    series: dict[str, list[tuple[float, float]]] = {}
     for (m, length, c_id), r in zip(points, results, strict=True):
         label = c_id if len(models) == 1 else f"{c_id} · {m}"
         series.setdefault(label, []).append((length or 0, r.gpus if r.feasible else float("nan")))
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, values in sorted(series.items()):
-        values.sort()
-        ax.plot([v[0] for v in values], [v[1] for v in values], marker="o", label=label, gid=f"line-{label}")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("context length (tokens)")
-    ax.set_ylabel("GPUs")
-    ax.legend(title="chip")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    line_chart({label: sorted(v) for label, v in series.items()}, path, "context length (tokens)", "what-if sweep",
+               log_x=True)
 
 
 def register(cli: click.Group) -> None:

@@ -90,6 +90,14 @@ class Engine:
         return self.tp * self.dp * self.pcp
 
 
+def max_dcp(model: ModelGraph, tp: int) -> int:
+    """The widest decode-context-parallel group at tensor parallel `tp`: tp / KV heads per model
+    (a latent cache has one head). vLLM docs, context_parallel_deployment.md: "The dcp size should
+    lie in the range of [1, tp_size/H]"."""
+    kv_heads = model.num_kv_heads if model.attention_backend == "gqa" else 1
+    return max(1, tp // max(1, kv_heads))
+
+
 def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
@@ -113,12 +121,11 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if tp % dcp:
         raise InputError("--decode-context-parallel-size", f"{dcp} does not divide tensor parallel {tp}",
                          f"use one of {_divisors(tp)}")
-    kv_heads = model.num_kv_heads if model.attention_backend == "gqa" else 1
-    if dcp > max(1, tp // kv_heads):
+    if dcp > max_dcp(model, tp):
         raise InputError("--decode-context-parallel-size",
-                         f"{dcp} exceeds tp / KV heads = {tp} / {kv_heads} for {model.name} (vLLM docs, "
+                         f"{dcp} exceeds tp / KV heads for {model.name} at tp {tp} (vLLM docs, "
                          "context_parallel_deployment.md: dcp lies in [1, tp_size / H])",
-                         f"use at most {max(1, tp // kv_heads)}")
+                         f"use at most {max_dcp(model, tp)}")
     if dcp > 1 and model.has_window_caches:
         raise InputError("--decode-context-parallel-size",
                          f"vLLM 0.33 does not shard sliding-window caches, and {model.name} has them "
