@@ -61,7 +61,7 @@ def shard(t: Tensor, tp: int, moe_tp: int, vocab_pad: int) -> tuple[int, int]:
 
 
 def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict) -> WeightBytes:
-    pad = reg["vllm_0_33.vocab_padding"]
+    pad = reg[engine.release.key("vocab_padding")]
     used[pad.name] = pad
     formats = {}
     tally: Counter = Counter()
