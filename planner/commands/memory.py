@@ -196,17 +196,27 @@ def models(as_json):
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
 def chips(as_json):
-    """The chips the project knows, with the memory vLLM sees and a default price."""
+    """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a
+    default price (`*`: an estimate, dated in the footnote)."""
     rows = [get_chip(c) for c in chip_ids()]
     if as_json:
         click.echo(json.dumps([{"id": c.id, "name": c.name, "generation": c.generation, "memory_bytes": c.memory_bytes,
-                                "nvlink_domain": c.nvlink_domain, "gpus_per_node": c.gpus_per_node, "fp8": c.fp8,
-                                "fp4": c.fp4, "price_per_gpu_hour": c.price_per_gpu_hour} for c in rows], indent=2))
+                                "nvlink_domain": c.nvlink_domain, "gpus_per_node": c.gpus_per_node,
+                                "interconnect": c.interconnect, "tp_domain": c.tp_domain, "fp8": c.fp8,
+                                "fp4": c.fp4, "price_per_gpu_hour": c.price_per_gpu_hour,
+                                "price_estimate": c.price_estimate, "price_as_of": c.price_as_of,
+                                "sources": {p.name.rsplit(".", 1)[-1]: p.source for p in c.provenance}}
+                               for c in rows], indent=2))
         return
     table = Table(title="chips")
-    for col in ("id", "name", "generation", "memory (GiB)", "NVLink domain", "$/GPU-hour"):
-        table.add_column(col)
+    for col in ("id", "name", "generation", "memory (GiB)", "GPUs/node", "tp within", "$/GPU-hour", "as of"):
+        table.add_column(col, justify="right" if col in ("memory (GiB)", "GPUs/node", "$/GPU-hour") else "left",
+                         no_wrap=col != "name")
     for c in rows:
-        table.add_row(c.id, c.name, c.generation, f"{c.memory_bytes / GiB:.2f}", str(c.nvlink_domain),
-                      f"{c.price_per_gpu_hour:.2f}")
-    Console().print(table)
+        table.add_row(c.id, c.name, c.generation, f"{c.memory_bytes / GiB:.2f}", str(c.gpus_per_node),
+                      f"{c.tp_domain} over {c.tp_link}" if c.tp_domain > 1 else "1 (one GPU per node)",
+                      c.price_label, c.price_as_of)
+    console = console_for_output()
+    console.print(table)
+    console.print("* an estimate, not a quote (dated in 'as of'); give your own with --price. A chip without NVLink "
+                  "runs tensor parallelism over PCIe within a node, as vLLM allows. Sources: `plan chips --json`.")
