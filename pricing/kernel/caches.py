@@ -47,7 +47,8 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
         packed_key = None
         if engine.kv_cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla"):
             packed_key = engine.kv_cache_dtype
-        elif cache.sparse_indexer and engine.kv_cache_dtype.startswith("fp8"):
+        elif cache.sparse_indexer and engine.kv_cache_dtype.startswith("fp8") and not _plain_rows(chip, engine, reg,
+                                                                                                     used):
             packed_key = "fp8_ds_mla"
         if packed_key:
             entry = reg[f"formats.packed_records.{packed_key}"]
@@ -61,19 +62,26 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
     page = block * per_token
     common = dict(layer=node, name="kv", block_tokens=block, page_bytes=page, raw_page_bytes=page,
                   per_token=Fraction(per_token), drafter=drafter)
-    if cache.window:
-        specs: list[KVCacheSpec] = [SlidingWindowSpec(**common, window=cache.window)]
-    elif cache.kind == "mla":
-        specs = [MLAAttentionSpec(**common)]
-    else:
-        specs = [FullAttentionSpec(**common)]
-    if cache.sparse_indexer:
+    specs: list[KVCacheSpec] = []
+    if cache.sparse_indexer:  # vLLM registers the indexer's K cache before the attention's own
         entry = reg["formats.packed_records.indexer_fp8"]
         used[entry.name] = entry
         rec = int(entry.value)
         specs.append(MLAAttentionSpec(node, "indexer", block, block * rec, block * rec, Fraction(rec),
                                       drafter=drafter))
+    if cache.window:
+        specs.append(SlidingWindowSpec(**common, window=cache.window))
+    elif cache.kind == "mla":
+        specs.append(MLAAttentionSpec(**common))
+    else:
+        specs.append(FullAttentionSpec(**common))
     return specs
+
+
+def _plain_rows(chip: Chip, engine: Engine, reg: Registry, used: dict) -> bool:
+    """Whether this chip's sparse-MLA backend stores plain rows instead of the fp8_ds_mla record."""
+    table = engine.release.fact(reg, used, "sparse_mla_plain_rows")
+    return bool(table.get(chip.generation, table["default"]))
 
 
 # family -> function(model, engine, chip, reg, used) -> (specs, notes): resolves stated caches
