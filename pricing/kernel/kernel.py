@@ -80,7 +80,8 @@ class Kernel:
     def weight_bytes(self) -> weights.WeightBytes:
         e = self.engine
         key = ("weights", e.tp, e.dp, e.pcp, e.ep, e.ep_size, e.eplb, e.redundant_experts, e.spec_method)
-        return self._get(key, lambda used: weights.weight_bytes(self.model, e, self.reg, used))
+        return self._get(key, lambda used: weights.weight_bytes(self.model, e, self.reg, used,
+                                                                         self.chip.generation))
 
     def activation(self) -> activations.Activation:
         e = self.engine
@@ -254,7 +255,7 @@ class Kernel:
 
     def starts(self) -> bool:
         """The budget plus what is held before it fits the chip, and the fixed memory fits the budget."""
-        if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes:
+        if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes or self.weight_bytes().refusal:
             return False
         return self.engine.kv_cache_memory_bytes is not None or self.fixed_bytes().total < self.budget()
 
@@ -262,6 +263,8 @@ class Kernel:
         """Why vLLM would not start this deployment, in its own terms; None when it starts."""
         from pricing.units import gib
 
+        if self.weight_bytes().refusal:
+            return self.weight_bytes().refusal
         fixed = self.fixed_bytes().total
         if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes:
             return (f"budget {gib(self.budget()):.2f} GiB + {gib(self.pre_snapshot_bytes()):.2f} GiB held before it "
