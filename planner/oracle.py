@@ -141,11 +141,12 @@ def context_length(model: ModelGraph, service: ServiceSpec) -> int:
 
 
 def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:
-    """GPUs one tensor-parallel group may span: the chip's NVLink domain, shrunk to the node when
-    the domain lives inside one node (HGX) and the user gives smaller nodes."""
-    if chip.nvlink_domain <= chip.gpus_per_node:
-        return min(chip.nvlink_domain, gpus_per_node)
-    return chip.nvlink_domain
+    """GPUs one tensor-parallel group may span: the chip's NVLink domain (`Chip.tp_domain`: the
+    node over PCIe on parts without one), shrunk to the node when the domain lives inside one
+    node (HGX) and the user gives smaller nodes."""
+    if chip.tp_domain <= chip.gpus_per_node:
+        return min(chip.tp_domain, gpus_per_node)
+    return chip.tp_domain
 
 
 def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | None,
@@ -158,11 +159,14 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     notes: list[str] = []
     heads = model.num_attention_heads
     domain = nvlink_domain(chip, gpus_per_node)
+    if chip.nvlink_domain <= 1 and domain > 1:
+        notes.append(f"{chip.name} has no NVLink: tp up to {domain} runs over PCIe within a node, as vLLM allows "
+                     "(NCCL; vLLM's custom all-reduce serves at most two PCIe-only GPUs)")
     tps = service.tp or tuple(t for t in range(1, domain + 1) if heads % t == 0)
     if service.tp:
         over = [t for t in tps if t > domain]
         if over:
-            notes.append(f"tp {', '.join(map(str, over))} exceeds the NVLink domain of {domain} GPUs")
+            notes.append(f"tp {', '.join(map(str, over))} exceeds the {chip.tp_link} domain of {domain} GPUs")
         bad = [t for t in tps if heads % t]
         if bad:  # the model, not the chip, rules these out: bad input, as vLLM would reject it
             fits = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)

@@ -184,7 +184,7 @@ def test_kv_cache_dtype_choice():
 
 
 def test_infeasible_weights_explained():
-    result = plan(request("dsv3", ("l40s",), 8))
+    result = plan(request("dsv3", ("l40s",), 8, max_gpus=8))  # one node: tp 8 over PCIe is the widest
     assert not result.feasible and result.best is None and result.alternatives == []
     [line] = result.explanations
     assert line.startswith("NVIDIA L40S 48GB: weights alone need 626.9 GiB per rank at tp 1")

@@ -242,7 +242,7 @@ class Kernel:
     def requests_held(self) -> int:
         """Requests at max_model_len one rank's pool holds at once: whole blocks per group, the
         null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start."""
-        if not self.starts() or not self.fits_one_request():
+        if not self.starts():
             return 0
         layout = self.layout()
         if not layout.groups:
@@ -254,29 +254,23 @@ class Kernel:
         return min(self.engine.max_num_seqs, held)
 
     def starts(self) -> bool:
-        """The budget plus what is held before it fits the chip, and the fixed memory fits the budget."""
-        if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes or self.weight_bytes().refusal:
-            return False
-        return self.engine.kv_cache_memory_bytes is not None or self.fixed_bytes().total < self.budget()
+        """vLLM's start-up checks pass (pricing/kernel/startup.py): the budget beside what is held
+        before it, a --kv-cache-memory-bytes pool beside the fixed memory, and a pool that holds
+        one request at max_model_len."""
+        from pricing.kernel import startup
+
+        return startup.failed_check(self) is None
+
+    def startup_refusal(self):
+        """The start-up check vLLM would fail, with its message and what would fit; None when it starts."""
+        from pricing.kernel import startup
+
+        return startup.refusal(self)
 
     def refusal(self) -> str | None:
-        """Why vLLM would not start this deployment, in its own terms; None when it starts."""
-        from pricing.units import gib
-
-        if self.weight_bytes().refusal:
-            return self.weight_bytes().refusal
-        fixed = self.fixed_bytes().total
-        if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes:
-            return (f"budget {gib(self.budget()):.2f} GiB + {gib(self.pre_snapshot_bytes()):.2f} GiB held before it "
-                    f"exceed the chip's {gib(self.chip.memory_bytes):.2f} GiB: lower --gpu-memory-utilization")
-        if self.kv_pool() <= 0:
-            return (f"No available memory for the cache blocks: fixed memory {gib(fixed):.2f} GiB per rank against a "
-                    f"budget of {gib(self.budget()):.2f} GiB")
-        if not self.fits_one_request():
-            need = self.request_bytes()
-            return (f"one request at max_model_len {self.engine.max_model_len} needs {gib(need):.2f} GiB of KV cache, "
-                    f"more than the {gib(self.kv_pool()):.2f} GiB available")
-        return None
+        """Why vLLM would not start this deployment, in its own words; None when it starts."""
+        r = self.startup_refusal()
+        return None if r is None else r.message
 
     # -- provenance ---------------------------------------------------------------------------
     def provenance(self) -> list[Sourced]:
