@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
 from pricing.config import list_cards
 from pricing.graph import load_model
@@ -55,6 +56,7 @@ def _gib(n: int) -> str:
 
 
 @click.command()
+@registry_option
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
 @click.option("--quantization", help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16")
@@ -121,6 +123,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     console.print(f"CUDA graphs       {_gib(f.cuda_graph)}")
     console.print(f"comm buffers      {_gib(f.comm_buffers)}")
     console.print(f"EPLB              {_gib(f.eplb_redundant)}")
+    console.print(f"non-torch         {_gib(f.non_torch)}")
     console.print(f"fixed per rank    {_gib(f.total)}")
     console.print(f"before the budget {_gib(r.pre_snapshot)}")
     console.print()
@@ -178,6 +181,7 @@ def render_recurrent(s, console: Console) -> None:
 
 
 @click.command()
+@registry_option
 @click.option("--json", "as_json", is_flag=True)
 def models(as_json):
     """The model cards the project ships (--model takes the name)."""
@@ -194,6 +198,7 @@ def models(as_json):
 
 
 @click.command()
+@registry_option
 @click.option("--json", "as_json", is_flag=True)
 def chips(as_json):
     """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a

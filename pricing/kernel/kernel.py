@@ -46,10 +46,12 @@ class FixedBytes:
     cuda_graph: int
     comm_buffers: int
     eplb_redundant: int
+    non_torch: int = 0  # memory outside torch's allocator that grows after the snapshot
 
     @property
     def total(self) -> int:
-        return self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
+        return (self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
+                + self.non_torch)
 
 
 class Kernel:
@@ -94,9 +96,20 @@ class Kernel:
         key = ("graphs", e.cudagraph_mode, e.max_num_seqs, e.max_num_batched_tokens, e.spec_tokens)
         return self._get(key, lambda used: cudagraphs.cuda_graph_bytes(self.model, e, self.chip, self.reg, used))
 
+    def non_torch_bytes(self) -> int:
+        """Memory outside torch's allocator that appears after vLLM's snapshot and so inside the
+        budget (vLLM 0.33 counts it in total_consumed = init free − free after profiling,
+        vllm-0.33-memory.md §1.4): fitted by the largest collective group the rank joins."""
+        entry = self.reg["cost_model_primitives.non_torch_in_budget"]
+        self._used[entry.name] = entry
+        groups = self.collective_groups()
+        size = max(groups.values()) if groups else 1
+        return int(entry.value[activations.tp_key(entry.value, size)])
+
     def fixed_bytes(self) -> FixedBytes:
         w = self.weight_bytes()
-        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant)
+        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant,
+                          self.non_torch_bytes())
 
     def collective_groups(self) -> dict[str, int]:
         """The collective groups this rank joins, by name and size (size > 1 only)."""

@@ -13,6 +13,7 @@ class FixedOut(BaseModel):
     cuda_graph: int
     comm_buffers: int
     eplb_redundant: int
+    non_torch: int
     total: int
 
 
@@ -108,7 +109,8 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
         model=k.model.name, hf_id=k.model.hf_id, chip=k.chip.id, chip_memory=k.chip.memory_bytes,
         deployment={name: getattr(e, name) for name in e.__dataclass_fields__},
         fixed=FixedOut(weights=f.weights, activation_peak=f.activation_peak, cuda_graph=f.cuda_graph,
-                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, total=f.total),
+                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, non_torch=f.non_torch,
+                       total=f.total),
         activation=ActivationOut(forward=a.forward, sampler=a.sampler, model_buffers=a.model_buffers,
                                  buffers=dict(a.buffers)),
         pre_snapshot=k.pre_snapshot_bytes(), budget=k.budget(), kv_pool=max(0, k.kv_pool()),
