@@ -60,7 +60,7 @@ class WeightSizer:
         self.model, self.engine, self.generation = model, engine, generation
         self.mags = Mags(reg, used)
         self.used = used
-        pad = reg["vllm_0_33.vocab_padding"]
+        pad = reg[engine.release.key("vocab_padding")]
         used[pad.name] = pad
         self.vocab_pad = pad.value
         self.moe_tp = 0 if engine.ep else engine.tp * engine.dp * engine.pcp
