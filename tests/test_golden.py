@@ -41,16 +41,21 @@ def _role(vllm_name: str) -> str:
     return "main"
 
 
-def vllm_key(name: str) -> tuple[int, str]:
-    """(decoder layer index, role) of a vLLM layer name such as 'model.layers.2.attn.indexer.k_cache'."""
+def layer_key(name: str) -> tuple[str, int, str]:
+    """(module stack, decoder layer index, role) of a layer name, vLLM's ('model.layers.2.attn.indexer.k_cache',
+    'mtp.layers.0.self_attn.attn') or the project's cache id ('layers.2.attn.indexer', 'mtp.layers.0.self_attn.kv')."""
     found = re.search(r"layers\.(\d+)", name)
-    assert found, f"no layer index in vLLM's layer name {name!r}"
-    return int(found.group(1)), _role(name)
+    assert found, f"no layer index in {name!r}"
+    stack = "mtp" if re.match(r"^(model\.)?mtp\.", name) else "model"
+    return stack, int(found.group(1)), _role(name[found.end():])
 
 
-def project_key(kernel: Kernel, spec) -> tuple[int, str]:
-    layer = kernel.model.g.nodes[spec.layer]["layer"]
-    return int(layer), _role(spec.name)
+def vllm_key(name: str) -> tuple[str, int, str]:
+    return layer_key(name)
+
+
+def project_key(kernel: Kernel, spec) -> tuple[str, int, str]:
+    return layer_key(spec.id)
 
 
 def resolve_model(name: str):

@@ -47,9 +47,10 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
         packed_key = None
         if engine.kv_cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla"):
             packed_key = engine.kv_cache_dtype
-        elif cache.sparse_indexer and engine.kv_cache_dtype.startswith("fp8") and not _plain_rows(chip, engine, reg,
-                                                                                                     used):
-            packed_key = "fp8_ds_mla"
+        elif cache.sparse_indexer:
+            record = _sparse_record(chip, engine, reg, used)
+            if record == "fp8_ds_mla" or (record == "fp8_ds_mla_if_fp8" and engine.kv_cache_dtype.startswith("fp8")):
+                packed_key = "fp8_ds_mla"
         if packed_key:
             entry = reg[f"formats.packed_records.{packed_key}"]
             used[entry.name] = entry
@@ -78,10 +79,10 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
     return specs
 
 
-def _plain_rows(chip: Chip, engine: Engine, reg: Registry, used: dict) -> bool:
-    """Whether this chip's sparse-MLA backend stores plain rows instead of the fp8_ds_mla record."""
-    table = engine.release.fact(reg, used, "sparse_mla_plain_rows")
-    return bool(table.get(chip.generation, table["default"]))
+def _sparse_record(chip: Chip, engine: Engine, reg: Registry, used: dict) -> str:
+    """How this chip's sparse-MLA backend stores a record: plain rows, or the fp8_ds_mla record."""
+    table = engine.release.fact(reg, used, "sparse_mla_record")
+    return str(table.get(chip.generation, table["default"]))
 
 
 # family -> function(model, engine, chip, reg, used) -> (specs, notes): resolves stated caches
