@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pricing.chips import Chip
 from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
+from pricing.kernel import pipeline
 from pricing.registry import Registry, load
 from pricing.units import GiB
 
@@ -25,6 +26,8 @@ class Deployment(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+    pp_layer_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION, layers per stage
     data_parallel_size: int = Field(1, ge=1)
     enable_expert_parallel: bool = False
     decode_context_parallel_size: int = Field(1, ge=1)
@@ -74,12 +77,14 @@ class Engine:
     async_scheduling: bool
     mamba_cache_mode: str
     mega_attention: bool | None
+    pp: int = 1
+    pp_partition: tuple[int, ...] | None = None
 
     @property
     def in_flight_batches(self) -> int:
         """max_concurrent_batches: pp + 1 under asynchronous scheduling (V2 runner), else pp
-        (vllm-0.33-memory.md §2.3; pipeline parallelism is 1 here)."""
-        return 2 if self.async_scheduling else 1
+        (vllm-0.33-memory.md §2.3, config/vllm.py)."""
+        return self.pp + 1 if self.async_scheduling else self.pp
 
     @property
     def max_in_flight_tokens(self) -> int:
@@ -87,7 +92,7 @@ class Engine:
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.dp * self.pcp
+        return self.tp * self.pp * self.dp * self.pcp
 
 
 def max_dcp(model: ModelGraph, tp: int) -> int:
@@ -202,7 +207,8 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
         raise InputError("--kv-cache-memory-bytes", "must not be negative", "give the KV pool in bytes")
     mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
+    pipeline.stages(model, d.pipeline_parallel_size, d.pp_layer_partition)  # vLLM's checks of the partition
     return Engine(tp, dp, ep, ep_size, dcp, d.prefill_context_parallel_size, float(util), int(tokens), int(seqs),
                   int(max_len), kv_dtype, d.block_size, d.num_speculative_tokens, method, d.enable_eplb,
                   d.num_redundant_experts, mode, d.kv_cache_memory_bytes, d.enable_prefix_caching, d.async_scheduling,
-                  mamba, d.mega_attention)
+                  mamba, d.mega_attention, d.pipeline_parallel_size, d.pp_layer_partition)

@@ -14,12 +14,12 @@ utilisation or the token budget recomputes only what they change.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
-from pricing.kernel import activations, caches, cudagraphs, weights
+from pricing.kernel import activations, caches, cudagraphs, pipeline, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.registry import Registry, Sourced, load
 from pricing.rules import get as rules_pack
@@ -53,26 +53,55 @@ class FixedBytes:
 
 
 class Kernel:
-    """The memory of one rank of `engine` serving `model` on `chip`."""
+    """The memory of one rank of `engine` serving `model` on `chip`.
+
+    With pipeline parallelism a rank belongs to one stage (`stage`, pricing/kernel/pipeline.py):
+    its weights, caches and sampler are that stage's, while the engine-wide figures (blocks, "GPU KV
+    cache size", concurrency, whether vLLM starts) take every stage into account, as vLLM plans
+    every worker and keeps the fewest blocks. `Kernel.of` returns the binding stage's rank."""
 
     def __init__(self, model: ModelGraph, engine: Engine, chip: Chip, registry: Registry | None = None,
-                 rules: str = "vllm-0.33"):
+                 rules: str = "vllm-0.33", stage: pipeline.Stage | None = None):
         self.model = model
         self.engine = engine
         self.chip = chip
         self.reg = registry or load()
         self.rules = rules_pack(rules)
+        self.stage = stage
+        self.graph = pipeline.stage_graph(model, stage)  # the layers this rank builds
+        self._pipeline: list[Kernel] = [self]
         self._used: dict[str, Sourced] = {}
         self._notes: list[str] = []
 
     @classmethod
-    def of(cls, model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None) -> Kernel:
+    def of(cls, model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
+           stage: int | None = None) -> Kernel:
+        """The kernel of one rank; with pipeline parallelism, of stage `stage`, or by default of the
+        binding stage (the fewest KV blocks, then the most fixed memory: the fullest rank)."""
         reg = registry or load()
-        return cls(model, resolve_engine(deployment, model, chip, reg), chip, reg)
+        engine = resolve_engine(deployment, model, chip, reg)
+        if engine.pp == 1:
+            return cls(model, engine, chip, reg)
+        kernels = [cls(model, engine, chip, reg, stage=s) for s in pipeline.stages(model, engine.pp,
+                                                                                   engine.pp_partition)]
+        for k in kernels:
+            k._pipeline = kernels
+        if stage is not None:
+            return kernels[stage]
+        return kernels[0].binding_stage()
+
+    def stages(self) -> list[Kernel]:
+        """One kernel per pipeline stage (just this one without pipeline parallelism)."""
+        return self._pipeline
+
+    def binding_stage(self) -> Kernel:
+        """The stage whose pool holds the fewest blocks (ties: the most fixed memory, then the first)."""
+        return min(self._pipeline, key=lambda k: (k._stage_blocks(), -k.fixed_bytes().total,
+                                                  k.stage.index if k.stage else 0))
 
     def _get(self, key, compute):
         chip = (self.chip.id, self.chip.generation, self.chip.memory_bytes)  # what memory depends on
-        value, used = _memo((self.model, self.reg) + chip + key, compute)
+        value, used = _memo((self.model, self.reg, self.stage) + chip + key, compute)
         self._used.update(used)
         return value
 
@@ -80,13 +109,16 @@ class Kernel:
     def weight_bytes(self) -> weights.WeightBytes:
         e = self.engine
         key = ("weights", e.tp, e.dp, e.pcp, e.ep, e.ep_size, e.eplb, e.redundant_experts, e.spec_method)
-        return self._get(key, lambda used: weights.weight_bytes(self.model, e, self.reg, used))
+        return self._get(key, lambda used: weights.weight_bytes(self.graph, e, self.reg, used))
 
     def activation(self) -> activations.Activation:
         e = self.engine
         key = ("act", e.tp, e.dp, e.max_num_batched_tokens, e.max_num_seqs, e.max_model_len, e.spec_method,
                e.spec_tokens, e.kv_cache_dtype)
-        return self._get(key, lambda used: activations.activation(self.model, e, self.chip, self.reg, used))
+        act = self._get(key, lambda used: activations.activation(self.model, e, self.chip, self.reg, used))
+        if self.stage is not None and not self.stage.is_last:
+            return replace(act, sampler=0)  # the sampler warm-up runs on the last stage only
+        return act
 
     def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
         e = self.engine
@@ -100,8 +132,8 @@ class Kernel:
     def collective_groups(self) -> dict[str, int]:
         """The collective groups this rank joins, by name and size (size > 1 only)."""
         e = self.engine
-        groups = {"tensor parallel": e.tp, "data parallel": e.dp, "decode context parallel": e.dcp,
-                  "prefill context parallel": e.pcp}
+        groups = {"tensor parallel": e.tp, "pipeline parallel": e.pp, "data parallel": e.dp,
+                  "decode context parallel": e.dcp, "prefill context parallel": e.pcp}
         if e.ep:
             groups["expert parallel"] = e.ep_size
         return {k: v for k, v in groups.items() if v > 1}
@@ -133,7 +165,12 @@ class Kernel:
 
         def compute(used):
             specs, notes = caches.cache_specs(self.model, e, self.chip, self.reg, used)
-            return specs, self.rules.group(specs), notes
+            layout = self.rules.group(specs)  # vLLM groups the whole model's caches, all stages merged
+            if self.stage is not None:
+                mine = frozenset(self.graph.g.nodes)
+                specs = [s for s in specs if s.layer in mine]
+                layout = pipeline.project(layout, mine)
+            return specs, layout, notes
 
         specs, layout, notes = self._get(key, compute)
         self._notes = notes
@@ -206,11 +243,16 @@ class Kernel:
             return self.engine.kv_cache_memory_bytes
         return self.budget() - self.fixed_bytes().total
 
-    def num_blocks(self) -> int:
+    def _stage_blocks(self) -> int:
+        """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
         layout = self.layout()
         if not layout.grouped or layout.bytes_per_block == 0:
             return 0
         return max(0, self.kv_pool() // layout.bytes_per_block)
+
+    def num_blocks(self) -> int:
+        """The engine's block count: the fewest any stage's pool holds (get_kv_cache_configs)."""
+        return min(k._stage_blocks() for k in self._pipeline)
 
     def max_concurrency(self) -> float:
         """vLLM's logged "Maximum concurrency": num_blocks (null block included) over the blocks
@@ -220,14 +262,17 @@ class Kernel:
             return float(self.engine.max_num_seqs)
         if layout.grouped:
             return self.num_blocks() / self.blocks_per_request()
-        return max(0, self.kv_pool()) / self.request_bytes()
+        return min(max(0, k.kv_pool()) / k.request_bytes() for k in self._pipeline)
 
     def kv_cache_tokens(self) -> int:
         """vLLM's logged "GPU KV cache size": int(max_concurrency × max_model_len)."""
         return int(self.max_concurrency() * self.engine.max_model_len)
 
     def fits_one_request(self) -> bool:
-        """vLLM's start-up check: (available − one block) ≥ one request at max_model_len."""
+        """vLLM's start-up check, on every stage: (available − one block) ≥ one request at max_model_len."""
+        return all(k._stage_fits() for k in self._pipeline)
+
+    def _stage_fits(self) -> bool:
         layout = self.layout()
         pool = self.kv_pool()
         if pool <= 0:
@@ -249,17 +294,29 @@ class Kernel:
         if layout.grouped:
             held = (self.num_blocks() - 1) // self.blocks_per_request()
         else:
-            held = self.kv_pool() // self.request_bytes()
+            held = min(k.kv_pool() // k.request_bytes() for k in self._pipeline)
         return min(self.engine.max_num_seqs, held)
 
     def starts(self) -> bool:
-        """The budget plus what is held before it fits the chip, and the fixed memory fits the budget."""
+        """On every stage, the budget plus what is held before it fits the chip, and the fixed memory
+        fits the budget."""
+        return all(k._stage_starts() for k in self._pipeline)
+
+    def _stage_starts(self) -> bool:
         if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes:
             return False
         return self.engine.kv_cache_memory_bytes is not None or self.fixed_bytes().total < self.budget()
 
     def refusal(self) -> str | None:
-        """Why vLLM would not start this deployment, in its own terms; None when it starts."""
+        """Why vLLM would not start this deployment, in its own terms; None when it starts (with
+        pipeline parallelism: the first stage that refuses, named)."""
+        for k in self._pipeline:
+            why = k._stage_refusal()
+            if why is not None:
+                return why if k.stage is None else f"{k.stage}: {why}"
+        return None
+
+    def _stage_refusal(self) -> str | None:
         from pricing.units import gib
 
         fixed = self.fixed_bytes().total
@@ -269,7 +326,7 @@ class Kernel:
         if self.kv_pool() <= 0:
             return (f"No available memory for the cache blocks: fixed memory {gib(fixed):.2f} GiB per rank against a "
                     f"budget of {gib(self.budget()):.2f} GiB")
-        if not self.fits_one_request():
+        if not self._stage_fits():
             need = self.request_bytes()
             return (f"one request at max_model_len {self.engine.max_model_len} needs {gib(need):.2f} GiB of KV cache, "
                     f"more than the {gib(self.kv_pool()):.2f} GiB available")
@@ -288,6 +345,10 @@ class Kernel:
         for i, note in enumerate(self.model.conventions):
             out[f"graph.convention.{i}"] = Sourced(f"graph.convention.{i}", note, f"model graph of {self.model.name}",
                                                    "how the graph lays out the weights, as vLLM builds the model")
+        if self.stage is not None:
+            out["pipeline.stage"] = Sourced("pipeline.stage", str(self.stage), "vllm/distributed/utils.py "
+                                            "get_pp_indices, PPMissingLayer", "this rank's layers; the embedding on "
+                                            "the first stage, final norm, LM head and sampler on the last")
         out["rules.grouping"] = Sourced("rules.grouping", layout.rule, f"rules pack {self.rules.RELEASE}",
                                         "applied to this rank's caches")
         for i, note in enumerate(self._notes):
