@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 
-from pricing.errors import InputError
+from pricing.errors import InputError, suggest
 from pricing.registry import Sourced, load
 
 
@@ -96,7 +96,9 @@ def get_chip(name: str) -> Chip:
     key = (name or "").strip().lower()
     chip_id = _index().get(key)
     if chip_id is None:
-        raise InputError("--chip", f"unknown chip {name!r}", f"use one of {', '.join(chip_ids())}")
+        near = suggest(key, list(_index()))
+        raise InputError("--chip", f"unknown chip {name!r}" + (f"; {near}" if near else ""),
+                         "see `plan chips`" if near else f"use one of {', '.join(chip_ids())}")
     reg = load()
     data = reg.raw["chips"]["chips"][chip_id]
     base = f"chips.chips.{chip_id}"

@@ -11,6 +11,7 @@ import json
 import click
 from pydantic import ValidationError
 
+from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.errors import InputError
 
@@ -45,7 +46,7 @@ def plan_options(f):
     ]
     for option in reversed(options):
         f = option(f)
-    return f
+    return registry_option(f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from planner import defaults
 from planner.commands.memory import console_for_output
+from planner.commands.registry_option import registry_option
 from planner.fleet import FleetResult
 from planner.result import price_footnotes, star
 from planner.review import (
@@ -110,6 +111,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 
 
 @click.command("scenario")
+@registry_option
 @click.argument("file", required=False)
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
@@ -132,6 +134,7 @@ def scenario_command(ctx, file, with_variants, fmt, chart_path, show_schema):
 
 
 @click.command("compare")
+@registry_option
 @click.argument("file", required=False)
 @click.option("--model", multiple=True, help="model (repeat to compare models)")
 @click.option("--chip", multiple=True, help="chip (repeat to compare chips)")

@@ -38,6 +38,7 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
             raise
         raise InputError("config.json", f"malformed for the {model_type} family ({err})",
                          "check the model's config.json fields") from None
+    graph.origin = source.origin
     _step_facts(graph, source.config)
     return graph.validate()
 

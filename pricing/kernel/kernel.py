@@ -46,10 +46,12 @@ class FixedBytes:
     cuda_graph: int
     comm_buffers: int
     eplb_redundant: int
+    non_torch: int = 0  # memory outside torch's allocator that grows after the snapshot
 
     @property
     def total(self) -> int:
-        return self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
+        return (self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
+                + self.non_torch)
 
 
 class Kernel:
@@ -96,7 +98,7 @@ class Kernel:
 
     def binding_stage(self) -> Kernel:
         """The stage whose pool holds the fewest blocks (ties: the most fixed memory, then the first)."""
-        return min(self._pipeline, key=lambda k: (k._stage_blocks(), -k.fixed_bytes().total,
+        return min(self._pipeline, key=lambda k: (k.rank_blocks(), -k.fixed_bytes().total,
                                                   k.stage.index if k.stage else 0))
 
     def _get(self, key, compute):
@@ -125,9 +127,20 @@ class Kernel:
         key = ("graphs", e.cudagraph_mode, e.max_num_seqs, e.max_num_batched_tokens, e.spec_tokens)
         return self._get(key, lambda used: cudagraphs.cuda_graph_bytes(self.model, e, self.chip, self.reg, used))
 
+    def non_torch_bytes(self) -> int:
+        """Memory outside torch's allocator that appears after vLLM's snapshot and so inside the
+        budget (vLLM 0.33 counts it in total_consumed = init free − free after profiling,
+        vllm-0.33-memory.md §1.4): fitted by the largest collective group the rank joins."""
+        entry = self.reg["cost_model_primitives.non_torch_in_budget"]
+        self._used[entry.name] = entry
+        groups = self.collective_groups()
+        size = max(groups.values()) if groups else 1
+        return int(entry.value[activations.tp_key(entry.value, size)])
+
     def fixed_bytes(self) -> FixedBytes:
         w = self.weight_bytes()
-        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant)
+        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant,
+                          self.non_torch_bytes())
 
     def collective_groups(self) -> dict[str, int]:
         """The collective groups this rank joins, by name and size (size > 1 only)."""
@@ -243,7 +256,7 @@ class Kernel:
             return self.engine.kv_cache_memory_bytes
         return self.budget() - self.fixed_bytes().total
 
-    def _stage_blocks(self) -> int:
+    def rank_blocks(self) -> int:
         """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
         layout = self.layout()
         if not layout.grouped or layout.bytes_per_block == 0:
@@ -252,7 +265,7 @@ class Kernel:
 
     def num_blocks(self) -> int:
         """The engine's block count: the fewest any stage's pool holds (get_kv_cache_configs)."""
-        return min(k._stage_blocks() for k in self._pipeline)
+        return min(k.rank_blocks() for k in self._pipeline)
 
     def max_concurrency(self) -> float:
         """vLLM's logged "Maximum concurrency": num_blocks (null block included) over the blocks
@@ -270,9 +283,9 @@ class Kernel:
 
     def fits_one_request(self) -> bool:
         """vLLM's start-up check, on every stage: (available − one block) ≥ one request at max_model_len."""
-        return all(k._stage_fits() for k in self._pipeline)
+        return all(k.rank_fits_one_request() for k in self._pipeline)
 
-    def _stage_fits(self) -> bool:
+    def rank_fits_one_request(self) -> bool:
         layout = self.layout()
         pool = self.kv_pool()
         if pool <= 0:
@@ -286,7 +299,7 @@ class Kernel:
     def requests_held(self) -> int:
         """Requests at max_model_len one rank's pool holds at once: whole blocks per group, the
         null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start."""
-        if not self.starts() or not self.fits_one_request():
+        if not self.starts():
             return 0
         layout = self.layout()
         if not layout.groups:
@@ -298,39 +311,30 @@ class Kernel:
         return min(self.engine.max_num_seqs, held)
 
     def starts(self) -> bool:
-        """On every stage, the budget plus what is held before it fits the chip, and the fixed memory
-        fits the budget."""
-        return all(k._stage_starts() for k in self._pipeline)
+        """vLLM's start-up checks pass on every pipeline stage (pricing/kernel/startup.py): the budget
+        beside what is held before it, a --kv-cache-memory-bytes pool beside the fixed memory, and a
+        pool that holds one request at max_model_len."""
+        from pricing.kernel import startup
 
-    def _stage_starts(self) -> bool:
-        if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes:
-            return False
-        return self.engine.kv_cache_memory_bytes is not None or self.fixed_bytes().total < self.budget()
+        return all(startup.failed_check(k) is None for k in self._pipeline)
+
+    def startup_refusal(self):
+        """The start-up check vLLM would fail, with its message and what would fit; None when it
+        starts (with pipeline parallelism: the first stage that fails, named in the message)."""
+        from dataclasses import replace as _replace
+
+        from pricing.kernel import startup
+
+        for k in self._pipeline:
+            r = startup.refusal(k)
+            if r is not None:
+                return r if k.stage is None else _replace(r, message=f"{k.stage}: {r.message}")
+        return None
 
     def refusal(self) -> str | None:
-        """Why vLLM would not start this deployment, in its own terms; None when it starts (with
-        pipeline parallelism: the first stage that refuses, named)."""
-        for k in self._pipeline:
-            why = k._stage_refusal()
-            if why is not None:
-                return why if k.stage is None else f"{k.stage}: {why}"
-        return None
-
-    def _stage_refusal(self) -> str | None:
-        from pricing.units import gib
-
-        fixed = self.fixed_bytes().total
-        if self.budget() + self.pre_snapshot_bytes() > self.chip.memory_bytes:
-            return (f"budget {gib(self.budget()):.2f} GiB + {gib(self.pre_snapshot_bytes()):.2f} GiB held before it "
-                    f"exceed the chip's {gib(self.chip.memory_bytes):.2f} GiB: lower --gpu-memory-utilization")
-        if self.kv_pool() <= 0:
-            return (f"No available memory for the cache blocks: fixed memory {gib(fixed):.2f} GiB per rank against a "
-                    f"budget of {gib(self.budget()):.2f} GiB")
-        if not self._stage_fits():
-            need = self.request_bytes()
-            return (f"one request at max_model_len {self.engine.max_model_len} needs {gib(need):.2f} GiB of KV cache, "
-                    f"more than the {gib(self.kv_pool()):.2f} GiB available")
-        return None
+        """Why vLLM would not start this deployment, in its own words; None when it starts."""
+        r = self.startup_refusal()
+        return None if r is None else r.message
 
     # -- provenance ---------------------------------------------------------------------------
     def provenance(self) -> list[Sourced]:

@@ -13,6 +13,7 @@ class FixedOut(BaseModel):
     cuda_graph: int
     comm_buffers: int
     eplb_redundant: int
+    non_torch: int
     total: int
 
 
@@ -84,7 +85,10 @@ class MemoryReport(BaseModel):
     max_concurrency: float
     requests_held: int
     starts: bool
-    refusal: str | None
+    refusal: str | None  # vLLM's own error text when it would not start
+    refusal_check: str | None = None  # which start-up check fails (pricing/kernel/startup.py)
+    would_fit: str | None = None  # the nearest setting that starts
+    short_by: int = 0  # bytes the fixed memory exceeds the budget by (kv_pool is then 0, never negative)
     provenance: list[ProvenanceOut]
     recurrent_state: RecurrentOut | None = None
 
@@ -94,6 +98,7 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
     a = k.activation()
     e = k.engine
     layout = k.layout()
+    refusal = k.startup_refusal()
     groups = []
     for g in layout.groups:
         steady = k._blocks(g, e.max_model_len, 1 + e.spec_tokens)
@@ -104,16 +109,19 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
         model=k.model.name, hf_id=k.model.hf_id, chip=k.chip.id, chip_memory=k.chip.memory_bytes,
         deployment={name: getattr(e, name) for name in e.__dataclass_fields__},
         fixed=FixedOut(weights=f.weights, activation_peak=f.activation_peak, cuda_graph=f.cuda_graph,
-                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, total=f.total),
+                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, non_torch=f.non_torch,
+                       total=f.total),
         activation=ActivationOut(forward=a.forward, sampler=a.sampler, model_buffers=a.model_buffers,
                                  buffers=dict(a.buffers)),
-        pre_snapshot=k.pre_snapshot_bytes(), budget=k.budget(), kv_pool=k.kv_pool(),
+        pre_snapshot=k.pre_snapshot_bytes(), budget=k.budget(), kv_pool=max(0, k.kv_pool()),
+        short_by=max(0, -k.kv_pool()),
         sequence=SequenceOut(tokens=tokens, variable=k.sequence_variable_bytes(tokens), fixed=k.sequence_fixed_bytes(),
                              admission=k.sequence_admission_bytes(), own_pages_steady=k.own_page_bytes_steady()),
         block_bytes=layout.bytes_per_block, num_blocks=k.num_blocks(), grouped=layout.grouped, kv_groups=groups,
         cache_bytes_per_token=float(k.cache_bytes_per_token()), kv_cache_tokens=k.kv_cache_tokens(),
-        max_concurrency=k.max_concurrency(), requests_held=k.requests_held(), starts=k.starts(),
-        refusal=k.refusal(),
+        max_concurrency=k.max_concurrency(), requests_held=k.requests_held(), starts=refusal is None,
+        refusal=refusal.message if refusal else None, refusal_check=refusal.check if refusal else None,
+        would_fit=refusal.would_fit if refusal else None,
         recurrent_state=_recurrent(k, tokens),
         provenance=[ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how) for p in k.provenance()],
     )
