@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate the pipeline-parallel golden fixtures tests/golden/vllm-0.33/pp_*.json from vLLM 0.33's
-own KV-cache planner (../shared/tools/vllm-oracle), in the fixture format agreed in TEAM.md (the `golden` helper's scripts/golden_vllm.py writes the others).
+own KV-cache planner (../shared/tools/vllm-oracle), in the fixture format agreed in TEAM.md
+(scripts/golden_vllm.py writes the others).
 
 Run it with the oracle's interpreter (vLLM 0.33.0 installed, CPU only):
 

@@ -3,6 +3,7 @@ stage's KV pool and the binding rank, derived by hand from the published configs
 (golden fixtures pp_*.json); the logged weights of the pp start-ups in ../shared/calibration."""
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,8 @@ def dsv3_layer_bytes(c: dict, layer: int, tp: int) -> int:
         extra = 0
     else:
         m = c["moe_intermediate_size"]
-        mlp = c["n_routed_experts"] * 3 * m // tp * h + 3 * c["n_shared_experts"] * m // tp * h + c["n_routed_experts"] * h
+        routed, shared = c["n_routed_experts"], c["n_shared_experts"]
+        mlp = routed * 3 * m // tp * h + 3 * shared * m // tp * h + routed * h  # experts, shared experts, router
         extra = c["n_routed_experts"] * 4  # the fp32 score-correction bias
     return (attn + mlp + 2 * h) * BF16 + extra
 
@@ -161,17 +163,24 @@ def test_dense_stage_pools_and_the_binding_rank_by_hand(pp):
     reg = load()
     forward = int(reg.value("cost_model_memory.activation_buffers.llama")[1] * e.max_num_batched_tokens
                   * c["hidden_size"] * reg.value("cost_model_memory.activation_element_bytes"))
-    sampler = min(e.max_num_seqs, e.max_num_batched_tokens) * c["vocab_size"] * (2 + 4)
-    graphs = k.cuda_graph()[0]
+    rows = min(e.max_num_seqs, e.max_num_batched_tokens)
+    sampler = int(Fraction(str(reg.value("cost_model_memory.sampler_bytes_per_logit"))) * rows * c["vocab_size"]
+                  + Fraction(str(reg.value("cost_model_memory.sampler_hidden_bytes"))) * e.max_num_batched_tokens
+                  * c["hidden_size"])
+    law = reg.value("cost_model_memory.cuda_graph_laws.llama")["mixed"]  # the piecewise graphs, per layer
+    ceiling = k.cuda_graph()[1].mixed
+    graphs = int(law["floor"] + (law["per_token"] + law["per_layer_token"] * (32 // pp)) * ceiling)
     budget = -(-k.chip.memory_bytes * 92 // 100)
     assert k.budget() == budget
     block = (32 // pp) * 16 * 8 * 128 * 2 * 2
     blocks = []
     for i, stage in enumerate(k.stages()):
         act = max(forward, sampler) if i == pp - 1 else forward
-        assert stage.fixed_bytes().total == weights[i] + act + graphs
+        assert stage.cuda_graph()[0] == graphs  # this stage's 32 / pp layers
+        fixed = weights[i] + act + graphs + stage.non_torch_bytes()
+        assert stage.fixed_bytes().total == fixed
         assert stage.layout().bytes_per_block == block
-        blocks.append((budget - weights[i] - act - graphs) // block)
+        blocks.append((budget - fixed) // block)
     assert k.num_blocks() == min(blocks)
     assert k.stage.index == pp - 1 == blocks.index(min(blocks))
     assert k.kv_cache_tokens() == min(blocks) * 16  # a full-attention model: blocks × block tokens
@@ -276,8 +285,8 @@ def test_the_pp_records_are_found():
 def test_plan_memory_shows_every_stage(capsys):
     assert main(["memory", "--model", "llama-3.1-8b", "--chip", "h100", "-pp", "2", "--max-model-len", "8192"]) == 0
     out = capsys.readouterr().out
-    assert "stage 0 of 2 (layers 0-15)" in out and "stage 1 of 2 (layers 16-31)" in out
-    assert "binding: stage 1" in out
+    assert "stage 0 of 2 │ 0-15" in out and "stage 1 of 2 │ 16-31" in out
+    assert "binding: stage 1 of 2 (layers 16-31)" in out
 
 
 def test_plan_memory_json_lists_every_stage(capsys):

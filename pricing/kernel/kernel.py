@@ -125,7 +125,7 @@ class Kernel:
     def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
         e = self.engine
         key = ("graphs", e.cudagraph_mode, e.max_num_seqs, e.max_num_batched_tokens, e.spec_tokens)
-        return self._get(key, lambda used: cudagraphs.cuda_graph_bytes(self.model, e, self.chip, self.reg, used))
+        return self._get(key, lambda used: cudagraphs.cuda_graph_bytes(self.graph, e, self.chip, self.reg, used))
 
     def non_torch_bytes(self) -> int:
         """Memory outside torch's allocator that appears after vLLM's snapshot and so inside the
@@ -145,8 +145,8 @@ class Kernel:
     def collective_groups(self) -> dict[str, int]:
         """The collective groups this rank joins, by name and size (size > 1 only)."""
         e = self.engine
-        groups = {"tensor parallel": e.tp, "pipeline parallel": e.pp, "data parallel": e.dp,
-                  "decode context parallel": e.dcp, "prefill context parallel": e.pcp}
+        groups = {"tensor parallel": e.tp, "data parallel": e.dp, "decode context parallel": e.dcp,
+                  "prefill context parallel": e.pcp}
         if e.ep:
             groups["expert parallel"] = e.ep_size
         return {k: v for k, v in groups.items() if v > 1}
