@@ -211,7 +211,7 @@ def test_pp_plus_one_batches_in_flight_widen_the_window_rings():
     for pp, batches in ((1, 2), (2, 3), (4, 5)):
         k = kernel("gpt-oss-120b", "h100", pipeline_parallel_size=pp, max_num_batched_tokens=8192)
         assert k.engine.max_in_flight_tokens == batches * 8192
-        window = next(g for g in k.layout().groups if g.kind == "window")
+        window = next(g for g in k.layout().groups if not g.grows)
         assert k.blocks_per_request() - 8192 == -(-(127 + batches * 8192) // 16) + 1
         assert window.block_tokens == 16
     sync = kernel("gpt-oss-120b", "h100", pipeline_parallel_size=2, async_scheduling=False)
@@ -239,7 +239,7 @@ def test_golden_pp_fixture(path):
     assert k.engine.max_in_flight_tokens == v["max_in_flight_tokens"]
     for stage in stages:  # vLLM's global groups, projected onto each stage
         mine = [[n for n in g["layers"] if _in_stage(n, stage.stage)] for g in v["groups"]]
-        assert [len(g.members) for g in stage.layout().groups] == [len(m) for m in mine]
+        assert [len(g.layers) for g in stage.layout().groups] == [len(m) for m in mine]
     assert min(m // s.layout().bytes_per_block for m, s in zip(per_stage, stages, strict=True)) == v["num_blocks"]
     if not isinstance(memory, list):
         assert k.num_blocks() == v["num_blocks"]

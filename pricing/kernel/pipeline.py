@@ -34,6 +34,7 @@ from math import lcm
 
 from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
+from pricing.rules.vllm_0_33 import Group
 from pricing.units import round_up
 
 
@@ -139,15 +140,39 @@ def stage_graph(model: ModelGraph, stage: Stage | None) -> ModelGraph:
     return _stage_graph(model, stage)
 
 
+@dataclass(frozen=True)
+class StageGroup(Group):
+    """A global KV cache group seen from one stage: vLLM's spec (and so the blocks a request holds)
+    stays the global group's, while the layers, and their share of the pool block, are the stage's
+    own (`held`, possibly none)."""
+
+    held: tuple = ()
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        return tuple(s.id for s in self.held)
+
+    @property
+    def layer_bytes(self) -> int:
+        return sum(s.page_bytes for s in self.held)
+
+    @property
+    def raw_page_bytes(self) -> int:
+        return sum(s.raw_page_bytes for s in self.held)
+
+
 def project(layout, stage_layers: frozenset[str]):
     """_project_kv_cache_groups_to_worker: the global groups with only this stage's layers (a group
-    may be left empty), and the stage's pool block: its largest projected group's block (layer-outer
-    layouts), rounded up to the caches' alignment in block-outermost layouts (§3.3)."""
-    groups = tuple(replace(g, members=tuple(s for s in g.members if s.layer in stage_layers)) for g in layout.groups)
+    may hold none), and the stage's pool block from them as _pool_bytes_per_block places one block:
+    the widest group's layers, each page rounded to its block-stride alignment (layer-outer
+    layouts), or the widest group rounded to the lcm of the alignments (block-outermost, §3.3)."""
+    groups = tuple(StageGroup(g.members, g.summed, tuple(s for s in g.members if s.layer in stage_layers))
+                   for g in layout.groups)
     if not layout.grouped:
         return replace(layout, groups=groups)
-    widest = max((g.page_bytes for g in groups), default=0)
     members = [s for g in layout.groups for s in g.members]
     if any(s.packed for s in members):
-        widest = round_up(widest, lcm(*(s.alignment for s in members if s.kind == "full")))
-    return replace(layout, groups=groups, bytes_per_block=widest)
+        block = round_up(max(g.layer_bytes for g in groups), lcm(*(s.stride_alignment for s in members)))
+    else:
+        block = max(sum(round_up(s.page_bytes, s.stride_alignment) for s in g.held) for g in groups)
+    return replace(layout, groups=groups, bytes_per_block=block)
