@@ -129,7 +129,8 @@ class Kernel:
 
     # -- fixed --------------------------------------------------------------------------------
     def weight_bytes(self) -> weights.WeightBytes:
-        return self._get("weights", lambda e, used: weights.weight_bytes(self.model, e, self.reg, used))
+        return self._get("weights", lambda e, used: weights.weight_bytes(self.model, e, self.reg, used,
+                                                                          self.chip.generation))
 
     def activation(self) -> activations.Activation:
         return self._get("activation", lambda e, used: activations.activation(self.model, e, self.chip, self.reg,

@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pricing.kernel import Kernel
-from pricing.kernel.weights import shard, tensor_bytes
+from pricing.kernel.weights import WeightSizer, shard
 from pricing.units import cdiv
 
 
@@ -86,18 +86,16 @@ def linear_groups(kernel: Kernel) -> list[LinearGroup]:
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
     experts = model.routed_experts
     local = cdiv(experts + (e.redundant_experts if e.eplb else 0), e.ep_size) if (e.ep and experts) else experts
-    formats: dict[str, dict] = {}
+    sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
     acc: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(int))
     moe_nodes: dict[tuple[str, str], set] = defaultdict(set)
     for name, data in model.nodes(e.spec_method):
         kind = data["kind"]
         for t in data["tensors"]:
-            if t.fmt not in formats:
-                formats[t.fmt] = kernel.reg.value(f"formats.weight_formats.{t.fmt}")
             rows, cols = shard(t, e.tp, moe_tp, pad)
-            one = tensor_bytes(rows, cols, formats[t.fmt], t.block)
+            one = sizer.one(t)  # the bytes the served format holds (pricing/kernel/weights.py)
             matrix = cols > 1 and rows > 1
-            key = (kind, t.fmt if matrix else "vector")
+            key = (kind, str(t.fmt) if matrix else "vector")
             a = acc[key]
             if kind == "embedding":
                 a["act_bytes_per_token"] += cols * 2  # one row gathered per token
