@@ -62,7 +62,7 @@ def test_gpt_oss_window_layers_stop_growing_past_the_window():
     page = 16 * 8 * (64 + 64) * 2
     assert page == 32768
     groups = k.layout().groups
-    assert [g.kind for g in groups] == ["window", "full"]
+    assert [g.vllm_class for g in groups] == ["SlidingWindowSpec", "FullAttentionSpec"]  # vLLM's order
     assert k.layout().bytes_per_block == 12 * page
     # the window layers are bounded state: the same at any length
     assert k.sequence_fixed_bytes() == 12 * page * (-(-(127 + 1) // 16) + 1)  # 9 blocks in steady decode
@@ -185,9 +185,9 @@ def test_sampler_wins_for_a_small_model_with_a_large_vocabulary():
 
 def test_gemma3_window_groups():
     k = kernel("gemma-3-27b", tensor_parallel_size=8)
-    kinds = [g.kind for g in k.layout().groups]
+    kinds = [g.vllm_class for g in k.layout().groups]
     # 62 layers, every 6th global: 10 full, 52 sliding; group size 10 -> 1 full group, 6 window groups
-    assert kinds.count("full") == 1 and kinds.count("window") == 6
+    assert kinds.count("FullAttentionSpec") == 1 and kinds.count("SlidingWindowSpec") == 6
     assert k.layout().padding_layers == 60 - 52
 
 

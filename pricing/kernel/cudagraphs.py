@@ -62,7 +62,7 @@ def _family_bytes(term: dict, ceiling: int, layers: int) -> float:
 def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceilings | None]:
     if engine.cudagraph_mode == "NONE":
         return 0, None
-    cap = reg["vllm_0_33.capture_size_max"]
+    cap = reg[engine.release.key("capture_size_max")]
     used[cap.name] = cap
     default_max = cap.value.get(chip.generation, cap.value["default"])
     ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max)
