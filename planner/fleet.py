@@ -148,6 +148,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
             target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
             cost_per_hour=round(option.price * row.gpus * replicas, 4), binding=binding,
+            price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
+            price_as_of=priced_chip(row.chip, p.limits).price_as_of,
             vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization)))
     return out
 

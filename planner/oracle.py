@@ -141,11 +141,12 @@ def context_length(model: ModelGraph, service: ServiceSpec) -> int:
 
 
 def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:
-    """GPUs one tensor-parallel group may span: the chip's NVLink domain, shrunk to the node when
-    the domain lives inside one node (HGX) and the user gives smaller nodes."""
-    if chip.nvlink_domain <= chip.gpus_per_node:
-        return min(chip.nvlink_domain, gpus_per_node)
-    return chip.nvlink_domain
+    """GPUs one tensor-parallel group may span: the chip's NVLink domain (`Chip.tp_domain`: the
+    node over PCIe on parts without one), shrunk to the node when the domain lives inside one
+    node (HGX) and the user gives smaller nodes."""
+    if chip.tp_domain <= chip.gpus_per_node:
+        return min(chip.tp_domain, gpus_per_node)
+    return chip.tp_domain
 
 
 def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | None,
@@ -158,11 +159,14 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     notes: list[str] = []
     heads = model.num_attention_heads
     domain = nvlink_domain(chip, gpus_per_node)
+    if chip.nvlink_domain <= 1 and domain > 1:
+        notes.append(f"{chip.name} has no NVLink: tp up to {domain} runs over PCIe within a node, as vLLM allows "
+                     "(NCCL; vLLM's custom all-reduce serves at most two PCIe-only GPUs)")
     tps = service.tp or tuple(t for t in range(1, domain + 1) if heads % t == 0)
     if service.tp:
         over = [t for t in tps if t > domain]
         if over:
-            notes.append(f"tp {', '.join(map(str, over))} exceeds the NVLink domain of {domain} GPUs")
+            notes.append(f"tp {', '.join(map(str, over))} exceeds the {chip.tp_link} domain of {domain} GPUs")
         bad = [t for t in tps if heads % t]
         if bad:  # the model, not the chip, rules these out: bad input, as vLLM would reject it
             fits = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
@@ -223,7 +227,8 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     table.verdicts.append(verdict)
     budgets = service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens"))
     try:
-        probe = Kernel.of(model, _deployment(shape, service, length, max_num_batched_tokens=min(budgets)), chip)
+        probe = Kernel.of(model, _deployment(shape, service, length, max_num_batched_tokens=min(budgets)), chip,
+                          release=service.vllm_version)
     except InputError as err:
         verdict.invalid = str(err)
         table.evaluated += 1
@@ -237,7 +242,8 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
         top = 0
         for util in utils:
             kernel = Kernel.of(model, _deployment(shape, service, length, gpu_memory_utilization=util,
-                                                   max_num_batched_tokens=mbt), chip)
+                                                   max_num_batched_tokens=mbt), chip,
+                               release=service.vllm_version)
             table.evaluated += 1
             held = kernel.requests_held()
             if mbt == min(budgets) and util == utils[0]:
@@ -256,7 +262,8 @@ def deployment(row: Row, service: ServiceSpec, max_model_len: int) -> Deployment
 
 def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Kernel:
     """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
-    kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip)
+    kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip,
+                       release=service.vllm_version)
     held = kernel.requests_held()
     if held != row.held_per_rank:
         raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")

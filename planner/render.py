@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.commands.memory import render_memory
-from planner.result import PlanResult, PoolPlan
+from planner.result import PlanResult, PoolPlan, price_footnotes, star
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
@@ -35,8 +35,8 @@ def plans_table(result: PlanResult) -> Table:
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
         table.add_row("best" if i == 0 else str(i), p.chip, str(p.gpus), split(p, names=False) + kv,
                       f"{p.gpu_memory_utilization:.2f}", f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs),
-                      f"{p.concurrency:,}", f"{p.headroom:.1%}", f"{p.cost_per_hour:,.2f}",
-                      f"{p.cost_per_hour * result.hours_per_month:,.0f}")
+                      f"{p.concurrency:,}", f"{p.headroom:.1%}", f"{p.cost_per_hour:,.2f}{star(p)}",
+                      f"{p.cost_per_hour * result.hours_per_month:,.0f}{star(p)}")
     return table
 
 
@@ -44,6 +44,8 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console) -> None:
     """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count."""
     best = result.best
     console.print(plans_table(result))
+    for note in price_footnotes([best, *result.alternatives]):
+        console.print(note)
     console.print(f"context length {result.target.context_length:,} tokens (max_model_len); cost is GPUs × "
                   f"$/GPU-hour, {result.hours_per_month} hours a month; ties go to fewer GPUs, then more headroom, "
                   "then the larger token budget")
@@ -52,7 +54,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console) -> None:
                   + (" (optimum proven)" if result.search.solver_status == "OPTIMAL" else " (optimum not proven)"))
     console.print()
     console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
-                  f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}/hour")
+                  f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")
     console.print()
     render_memory(memory_report(kernel, result.target.context_length), kernel, console)
     console.print()

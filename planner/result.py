@@ -31,7 +31,24 @@ class PoolPlan(BaseModel):
     concurrency: int = Field(description="requests the whole pool holds at the context length")
     headroom: float = Field(description="concurrency / target concurrency − 1 (0.25 is 25 % spare)")
     cost_per_hour: float = Field(description="GPUs × USD per GPU-hour")
+    price_per_gpu_hour: float = Field(0.0, description="USD per GPU-hour the cost is counted at")
+    price_estimate: bool = Field(False, description="the price is the catalogue's estimate, not a quote")
+    price_as_of: str = Field("", description="the date of the catalogue price")
     vllm_serve: str = Field(description="the command that starts one instance")
+
+
+def price_footnotes(pools) -> list[str]:
+    """One footnote per chip whose price is an estimate (the `*` beside its cost)."""
+    seen: dict[str, str] = {}
+    for p in pools:
+        if p.price_estimate and p.chip not in seen:
+            seen[p.chip] = (f"* {p.chip}: ${p.price_per_gpu_hour:.2f}/GPU-hour is an estimate as of {p.price_as_of}, "
+                            "not a quote (give yours with --price)")
+    return list(seen.values())
+
+
+def star(p) -> str:
+    return "*" if p.price_estimate else ""
 
 
 class SearchInfo(BaseModel):

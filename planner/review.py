@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from planner import defaults
 from planner.fleet import FleetResult, plan_scenario
+from planner.result import price_footnotes, star
 from planner.scenario import Scenario
 
 
@@ -100,8 +101,11 @@ def markdown(c: Comparison) -> str:
             split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.data_parallel_size}, "
                      f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
             lines.append(f"| {p.service} | {p.model} | {p.chip} | {p.gpus} | {split} | {p.concurrency} / {p.target} "
-                         f"| {p.headroom * 100:.0f} % | {p.cost_per_hour:,.2f} |")
+                         f"| {p.headroom * 100:.0f} % | {p.cost_per_hour:,.2f}{star(p)} |")
         lines.append("")
+        notes = price_footnotes(r.services)
+        if notes:
+            lines += [note.replace("*", "\\*", 1) for note in notes] + [""]
     return "\n".join(lines) + "\n"
 
 

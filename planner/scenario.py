@@ -53,6 +53,7 @@ class Service(BaseModel):
     speculative: Speculative | None = None
     num_speculative_tokens: int | None = Field(None, ge=0)
     speculative_method: str | None = None
+    vllm_version: str | None = Field(None, description="the vLLM release to plan for (default 0.33, the only one)")
     tp: list[int] | None = None
     dp: list[int] | None = None
     dcp: list[int] | None = None
@@ -136,7 +137,7 @@ class Scenario(BaseModel):
                            dcp=tuple(s.dcp) if s.dcp else None,
                            gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
                            max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens
-                           else None)
+                           else None, **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
 
     def limits(self, service: Service) -> PoolLimits:
         chips = tuple(self.chips_of(service))

@@ -264,6 +264,8 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
         max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
         headroom=held / service.concurrency - 1, cost_per_hour=round(option.price * row.gpus * replicas, 4),
+        price_per_gpu_hour=option.price, price_estimate=table.chip.price_estimate,
+        price_as_of=table.chip.price_as_of,
         vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization))
 
 
@@ -278,4 +280,4 @@ def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:
                    max_num_seqs=b.max_num_seqs, max_model_len=b.max_model_len, kv_cache_dtype=b.kv_cache_dtype,
                    num_speculative_tokens=service.num_speculative_tokens,
                    speculative_method=service.speculative_method)
-    return Kernel.of(model, d, priced_chip(b.chip, request.limits))
+    return Kernel.of(model, d, priced_chip(b.chip, request.limits), release=service.vllm_version)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 
-from pricing.errors import InputError
+from pricing.errors import InputError, suggest
 from pricing.registry import Sourced, load
 
 
@@ -22,6 +22,36 @@ class Chip:
     fp4: bool
     price_per_gpu_hour: float
     provenance: tuple[Sourced, ...] = ()
+    interconnect: str = "nvlink"  # nvlink | nvlink-bridge | pcie | xgmi | nvlink-c2c (chips.yaml header)
+    price_estimate: bool = False  # the price is an estimate, not a quote (chips.yaml `estimate: true`)
+    price_as_of: str = ""
+
+    @property
+    def tp_domain(self) -> int:
+        """GPUs one tensor-parallel group may span: the NVLink (or xGMI) domain; on a part without
+        one, the node, since vLLM runs tensor parallelism over PCIe (NCCL; its custom all-reduce
+        then serves at most two PCIe-only GPUs, custom_all_reduce.py)."""
+        return self.nvlink_domain if self.nvlink_domain > 1 else self.gpus_per_node
+
+    @property
+    def tp_link(self) -> str:
+        """What a tensor-parallel group within `tp_domain` runs over, in words."""
+        if self.nvlink_domain > 1:
+            return {"xgmi": "xGMI"}.get(self.interconnect, "NVLink")
+        return "PCIe" if self.gpus_per_node > 1 else "one GPU per node"
+
+    @property
+    def price_label(self) -> str:
+        """'2.99', or '2.00*' for an estimate (see `price_note`)."""
+        return f"{self.price_per_gpu_hour:,.2f}" + ("*" if self.price_estimate else "")
+
+    @property
+    def price_note(self) -> str | None:
+        """The footnote an estimated price carries wherever it is printed."""
+        if not self.price_estimate:
+            return None
+        return (f"* {self.id}: ${self.price_per_gpu_hour:.2f}/GPU-hour is an estimate as of {self.price_as_of}, "
+                "not a quote")
 
     @property
     def sm100_family(self) -> bool:
@@ -39,7 +69,7 @@ class Chip:
         if price is not None:
             if price < 0:
                 raise InputError("--price", f"must not be negative, got {price}", "give USD per GPU-hour")
-            chip = replace(chip, price_per_gpu_hour=float(price))
+            chip = replace(chip, price_per_gpu_hour=float(price), price_estimate=False, price_as_of="given")
             prov = [p for p in prov if not p.name.endswith(".price_per_gpu_hour")]
             prov.append(Sourced(f"chips.{self.id}.price_per_gpu_hour", float(price), "user override", "given"))
         return replace(chip, provenance=tuple(prov))
@@ -66,12 +96,21 @@ def get_chip(name: str) -> Chip:
     key = (name or "").strip().lower()
     chip_id = _index().get(key)
     if chip_id is None:
-        raise InputError("--chip", f"unknown chip {name!r}", f"use one of {', '.join(chip_ids())}")
+        near = suggest(key, list(_index()))
+        raise InputError("--chip", f"unknown chip {name!r}" + (f"; {near}" if near else ""),
+                         "see `plan chips`" if near else f"use one of {', '.join(chip_ids())}")
     reg = load()
     data = reg.raw["chips"]["chips"][chip_id]
     base = f"chips.chips.{chip_id}"
     fields = ("memory_bytes", "nvlink_domain", "gpus_per_node", "fp8", "fp4", "price_per_gpu_hour")
+    if "interconnect" in data:
+        fields += ("interconnect",)
     prov = tuple(reg[f"{base}.{f}"] for f in fields)
+    price = data["price_per_gpu_hour"]
+    nvlink = int(data["nvlink_domain"]["value"])
+    default_link = ("xgmi" if data["vendor"] == "amd" else "nvlink") if nvlink > 1 else "pcie"
+    link = data["interconnect"]["value"] if "interconnect" in data else default_link
     return Chip(chip_id, data["name"], data["vendor"], data["generation"], int(data["memory_bytes"]["value"]),
-                int(data["nvlink_domain"]["value"]), int(data["gpus_per_node"]["value"]), bool(data["fp8"]["value"]),
-                bool(data["fp4"]["value"]), float(data["price_per_gpu_hour"]["value"]), prov)
+                nvlink, int(data["gpus_per_node"]["value"]), bool(data["fp8"]["value"]),
+                bool(data["fp4"]["value"]), float(price["value"]), prov, link, bool(price.get("estimate", False)),
+                str(price.get("as_of", "")))

@@ -12,3 +12,14 @@ class InputError(ValueError):
         if fix:
             message += f" ({fix})"
         super().__init__(message)
+
+
+def suggest(name: str, choices) -> str:
+    """'did you mean X?' for the nearest of `choices` (difflib's close matches), or ''."""
+    import difflib
+
+    lowered = {str(c).lower(): str(c) for c in choices}
+    near = difflib.get_close_matches(str(name).strip().lower(), list(lowered), n=3, cutoff=0.6)
+    if not near:
+        return ""
+    return "did you mean " + " or ".join(repr(lowered[n]) for n in near) + "?"

@@ -26,3 +26,11 @@ def gib(n: int) -> float:
 def mib(n: int) -> float:
     """Bytes as MiB, for printing only."""
     return n / MiB
+
+
+def size(n: int, digits: int = 2) -> str:
+    """Bytes for people, one unit family: GiB to `digits` decimals, or MiB (one decimal fewer)
+    under 1 GiB (printing only)."""
+    if abs(n) >= GiB:
+        return f"{n / GiB:.{digits}f} GiB"
+    return f"{n / MiB:.{max(0, digits - 1)}f} MiB"

@@ -17,7 +17,7 @@ HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
 POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_size", "data_parallel_size",
              "enable_expert_parallel", "decode_context_parallel_size", "gpu_memory_utilization",
              "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency", "headroom",
-             "cost_per_hour", "vllm_serve"}
+             "cost_per_hour", "price_per_gpu_hour", "price_estimate", "price_as_of", "vllm_serve"}
 
 
 def run(args, seed: str = "0") -> subprocess.CompletedProcess:
@@ -56,11 +56,11 @@ def test_json_shape(capsys):
 
 
 def test_infeasible_exit_1_with_explanation(capsys):
-    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8"]) == 1
+    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8"]) == 1
     text = capsys.readouterr().out
     assert "no pool fits dsv3 at 8 concurrent requests of 163,840 tokens" in text
     assert "weights alone need 626.9 GiB per rank at tp 1" in text
-    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--json"]) == 1
+    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8", "--json"]) == 1
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert out["feasible"] is False and out["best"] is None and out["alternatives"] == []

@@ -9,12 +9,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from planner.commands.plan import vllm_version_option
+from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
 from pricing.config import list_cards
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
 from pricing.kernel.report import memory_report
-from pricing.units import MB, GiB, MiB
+from pricing.units import GiB, size
 
 
 def vllm_flags(f):
@@ -51,32 +53,39 @@ def vllm_flags(f):
 
 
 def _gib(n: int) -> str:
-    return f"{n / GiB:5.1f} GiB"
+    return f"{size(n, 1):>9}"
 
 
 @click.command()
+@registry_option
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
 @click.option("--quantization", help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16")
 @click.option("--memory-bytes", type=int, help="override the chip's memory as vLLM sees it")
 @click.option("--tokens", type=int, default=4096, show_default=True, help="length of the request to price")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes (provenance included)")
+@click.option("--provenance", "show_provenance", is_flag=True, help="also print every registry value used")
+@vllm_version_option()
 @vllm_flags
-def memory(model, chip, quantization, memory_bytes, tokens, as_json, **flags):
+@click.pass_context
+def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, **flags):
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
-    and maximum concurrency, and the provenance of every registry value used."""
+    and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
+    vLLM's own error, when vLLM would not start it."""
     from pricing.errors import InputError
 
     if tokens < 0:
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
     graph = load_model(model, quantization)
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
-    kernel = Kernel.of(graph, Deployment(**flags), target)
+    kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
     report = memory_report(kernel, tokens)
     if as_json:
         click.echo(json.dumps(report.model_dump(), indent=2, default=str))
-        return
-    render_memory(report, kernel)
+    else:
+        render_memory(report, kernel, provenance=show_provenance)
+    if not report.starts:
+        ctx.exit(1)
 
 
 def console_for_output(width: int = 140) -> Console:
@@ -98,57 +107,70 @@ def layer_span(ids) -> str:
     return f"layers {', '.join(runs)} ({len(ids)} caches)"
 
 
-def render_memory(r, kernel: Kernel, console: Console | None = None) -> None:
+def render_memory(r, kernel: Kernel, console: Console | None = None, provenance: bool = False) -> None:
+    """The per-rank breakdown; memory in GiB (MiB under 1 GiB), never a negative byte count."""
     console = console or console_for_output()
     e = kernel.engine
-    console.print(f"[bold]{r.model}[/bold] ({r.hf_id}) on {kernel.chip.name}, "
-                  f"{r.chip_memory / GiB:.2f} GiB seen by vLLM")
+    console.print(f"[bold]{r.model}[/bold] ({r.hf_id}, from {kernel.model.origin or 'the model graph'}) on "
+                  f"{kernel.chip.name}, {size(r.chip_memory)} seen by vLLM", soft_wrap=True, markup=True)
     console.print(f"tp {e.tp}, dp {e.dp}, ep {'on' if e.ep else 'off'}, dcp {e.dcp}; utilization "
                   f"{e.gpu_memory_utilization}, max_num_batched_tokens {e.max_num_batched_tokens}, max_num_seqs "
                   f"{e.max_num_seqs}, max_model_len {e.max_model_len}, kv_cache_dtype {e.kv_cache_dtype}, "
                   f"cudagraph_mode {e.cudagraph_mode}"
-                  + (f", speculative {e.spec_method} × {e.spec_tokens}" if e.spec_method else ""))
+                  + (f", speculative {e.spec_method} × {e.spec_tokens}" if e.spec_method else ""), soft_wrap=True)
     f = r.fixed
     console.print()
-    console.print(f"weights      {_gib(f.weights)}")
-    console.print(f"activations  {_gib(f.activation_peak)}")
-    console.print(f"CUDA graphs  {_gib(f.cuda_graph)}")
-    console.print(f"comm buffers {_gib(f.comm_buffers)}")
-    console.print(f"EPLB         {_gib(f.eplb_redundant)}")
-    console.print(f"total        {_gib(f.total)} per rank")
-    console.print(f"before the budget {r.pre_snapshot / GiB:4.1f} GiB")
-    console.print(f"a {r.sequence.tokens:,}-token request: {r.sequence.variable / MiB:.0f} MiB of KV cache per rank")
+    console.print(f"weights           {_gib(f.weights)}")
+    console.print(f"activations       {_gib(f.activation_peak)}")
+    console.print(f"CUDA graphs       {_gib(f.cuda_graph)}")
+    console.print(f"comm buffers      {_gib(f.comm_buffers)}")
+    console.print(f"EPLB              {_gib(f.eplb_redundant)}")
+    console.print(f"non-torch         {_gib(f.non_torch)}")
+    console.print(f"fixed per rank    {_gib(f.total)}")
+    console.print(f"before the budget {_gib(r.pre_snapshot)}")
+    console.print()
+    console.print(f"a {r.sequence.tokens:,}-token request: {size(r.sequence.variable, 1)} of KV cache per rank")
     if r.sequence.fixed or r.sequence.admission:
-        console.print(f"held regardless of length: {r.sequence.fixed / MB:.2f} MB in steady decode (own pages "
-                      f"{r.sequence.own_pages_steady / MB:.2f} MB), {r.sequence.admission / MB:.0f} MB reserved at "
-                      "admission")
+        console.print(f"held regardless of length: {size(r.sequence.fixed)} in steady decode (own pages "
+                      f"{size(r.sequence.own_pages_steady)}), {size(r.sequence.admission)} reserved at admission")
     if r.recurrent_state:
         render_recurrent(r.recurrent_state, console)
     if r.activation.buffers:
         console.print("model buffers in the activation peak: " + ", ".join(
-            f"{name} {value / GiB:.2f} GiB" for name, value in r.activation.buffers.items())
-            + f" (total {r.activation.model_buffers / GiB:.1f} GiB)")
+            f"{name} {size(value)}" for name, value in r.activation.buffers.items())
+            + f" (total {size(r.activation.model_buffers)})", soft_wrap=True)
     console.print()
-    console.print(f"budget {r.budget / GiB:.2f} GiB, KV pool {r.kv_pool / GiB:.2f} GiB, "
+    pool = (f"KV pool {size(r.kv_pool)}" if not r.short_by else
+            f"no KV pool: the fixed memory exceeds the budget by {size(r.short_by)}")
+    console.print(f"budget {size(r.budget)}, {pool}, "
                   + (f"{r.num_blocks:,} blocks of {r.block_bytes:,} bytes" if r.grouped else "ungrouped caches"))
-    console.print(f"GPU KV cache size: {r.kv_cache_tokens:,} tokens, Maximum concurrency for {e.max_model_len:,} "
-                  f"tokens per request: {r.max_concurrency:.2f}x")
+    if r.starts:
+        console.print(f"GPU KV cache size: {r.kv_cache_tokens:,} tokens, Maximum concurrency for "
+                      f"{e.max_model_len:,} tokens per request: {r.max_concurrency:.2f}x")
     console.print(f"cache records: {r.cache_bytes_per_token:,.0f} bytes per token before pages")
-    if r.refusal:
-        console.print(f"[red]vLLM would not start: {r.refusal}[/red]")
-    if len(r.kv_groups) > 1 or any(g.kind != "full" for g in r.kv_groups):
-        table = Table(title="KV cache groups (one request at max_model_len)")
-        for col in ("group", "kind", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"):
-            table.add_column(col, justify="right" if col not in ("kind", "layers") else "left")
+    if not r.starts:
+        console.print(f"[bold red]vLLM would not start[/bold red] ({r.refusal_check}): {r.refusal}", soft_wrap=True)
+        console.print(f"what would fit: {r.would_fit}", soft_wrap=True)
+    if len(r.kv_groups) > 1 or any(g.kind != "FullAttentionSpec" for g in r.kv_groups):
+        table = Table(title=f"KV cache groups in vLLM's order (one request at max_model_len; page bytes as vLLM "
+                            f"{r.vllm_version}'s page_size_bytes of the group)")
+        for col in ("group", "spec", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"):
+            table.add_column(col, justify="right" if col not in ("spec", "layers") else "left")
         for i, g in enumerate(r.kv_groups):
             layers = layer_span(g.layers)
-            table.add_row(str(i), g.kind, layers, str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}",
+            spec = g.spec if g.kind == g.spec else f"{g.spec} ({g.kind})"
+            table.add_row(str(i), spec, layers, str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}",
                           f"{g.blocks_admission:,}")
         console.print(table)
+    if provenance:
+        render_provenance(r.provenance, console)
+
+
+def render_provenance(rows, console: Console) -> None:
     table = Table(title="provenance (every registry value used; `--json` adds how each was obtained)")
     for col, width in (("name", 44), ("value", 36), ("source", None)):
         table.add_column(col, overflow="fold", max_width=width)
-    for p in r.provenance:
+    for p in rows:
         table.add_row(p.name, str(p.value), p.source)
     console.print(table)
 
@@ -157,12 +179,13 @@ def render_recurrent(s, console: Console) -> None:
     """The recurrent state of a hybrid, apart from the KV cache: its own bytes and the pool pages it takes."""
     where = "a page per block of context, counted with the KV cache" if s.mode == "all" else "held regardless of length"
     console.print(f"recurrent state ({', '.join(s.kinds)}, mode {s.mode}, {where}): {s.layers} layers × "
-                  f"{s.state_bytes:,} bytes = {s.request_bytes / MB:.2f} MB per request per rank; {s.pages} page(s) "
+                  f"{s.state_bytes:,} bytes = {size(s.request_bytes)} per request per rank; {s.pages} page(s) "
                   f"per layer of {s.page_bytes:,} bytes (padded to the attention page of {s.attention_block_tokens:,} "
-                  f"tokens), {s.held_bytes / MB:.2f} MB of pool blocks in {s.groups} groups")
+                  f"tokens), {size(s.held_bytes)} of pool blocks in {s.groups} groups", soft_wrap=True)
 
 
 @click.command()
+@registry_option
 @click.option("--json", "as_json", is_flag=True)
 def models(as_json):
     """The model cards the project ships (--model takes the name)."""
@@ -179,19 +202,30 @@ def models(as_json):
 
 
 @click.command()
+@registry_option
 @click.option("--json", "as_json", is_flag=True)
 def chips(as_json):
-    """The chips the project knows, with the memory vLLM sees and a default price."""
+    """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a
+    default price (`*`: an estimate, dated in the footnote)."""
     rows = [get_chip(c) for c in chip_ids()]
     if as_json:
         click.echo(json.dumps([{"id": c.id, "name": c.name, "generation": c.generation, "memory_bytes": c.memory_bytes,
-                                "nvlink_domain": c.nvlink_domain, "gpus_per_node": c.gpus_per_node, "fp8": c.fp8,
-                                "fp4": c.fp4, "price_per_gpu_hour": c.price_per_gpu_hour} for c in rows], indent=2))
+                                "nvlink_domain": c.nvlink_domain, "gpus_per_node": c.gpus_per_node,
+                                "interconnect": c.interconnect, "tp_domain": c.tp_domain, "fp8": c.fp8,
+                                "fp4": c.fp4, "price_per_gpu_hour": c.price_per_gpu_hour,
+                                "price_estimate": c.price_estimate, "price_as_of": c.price_as_of,
+                                "sources": {p.name.rsplit(".", 1)[-1]: p.source for p in c.provenance}}
+                               for c in rows], indent=2))
         return
     table = Table(title="chips")
-    for col in ("id", "name", "generation", "memory (GiB)", "NVLink domain", "$/GPU-hour"):
-        table.add_column(col)
+    for col in ("id", "name", "generation", "memory (GiB)", "GPUs/node", "tp within", "$/GPU-hour", "as of"):
+        table.add_column(col, justify="right" if col in ("memory (GiB)", "GPUs/node", "$/GPU-hour") else "left",
+                         no_wrap=col != "name")
     for c in rows:
-        table.add_row(c.id, c.name, c.generation, f"{c.memory_bytes / GiB:.2f}", str(c.nvlink_domain),
-                      f"{c.price_per_gpu_hour:.2f}")
-    Console().print(table)
+        table.add_row(c.id, c.name, c.generation, f"{c.memory_bytes / GiB:.2f}", str(c.gpus_per_node),
+                      f"{c.tp_domain} over {c.tp_link}" if c.tp_domain > 1 else "1 (one GPU per node)",
+                      c.price_label, c.price_as_of)
+    console = console_for_output()
+    console.print(table)
+    console.print("* an estimate, not a quote (dated in 'as of'); give your own with --price. A chip without NVLink "
+                  "runs tensor parallelism over PCIe within a node, as vLLM allows. Sources: `plan chips --json`.")

@@ -11,8 +11,17 @@ import json
 import click
 from pydantic import ValidationError
 
+from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.errors import InputError
+
+
+def vllm_version_option():
+    """--vllm-version: the vLLM release whose rules, enumerations and defaults apply."""
+    from pricing.rules import DEFAULT, RELEASES
+
+    return click.option("--vllm-version", type=click.Choice(sorted(RELEASES)), default=DEFAULT, show_default=True,
+                        help="the vLLM release to plan for (its KV grouping rules and defaults)")
 
 
 def plan_options(f):
@@ -41,11 +50,12 @@ def plan_options(f):
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         click.option("--time-limit", type=float, help="solver wall-clock bound in seconds"),
+        vllm_version_option(),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see issue 5 for its shape)"),
     ]
     for option in reversed(options):
         f = option(f)
-    return f
+    return registry_option(f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -82,7 +92,8 @@ def request_from(options: dict) -> PlanRequest:
             kv_cache_dtypes=tuple(dict.fromkeys(k.lower() for k in options["kv_cache_dtype"])) or ("auto",),
             tp=options["tp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
-            max_num_batched_tokens=options["max_num_batched_tokens"] or None)
+            max_num_batched_tokens=options["max_num_batched_tokens"] or None,
+            vllm_version=options["vllm_version"])
         limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
                             gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
     except ValidationError as err:

@@ -13,7 +13,9 @@ from rich.table import Table
 
 from planner import defaults
 from planner.commands.memory import console_for_output
+from planner.commands.registry_option import registry_option
 from planner.fleet import FleetResult
+from planner.result import price_footnotes, star
 from planner.review import (
     Comparison,
     Ticker,
@@ -62,8 +64,11 @@ def render_fleet(r: FleetResult, console: Console) -> None:
                  f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
         table.add_row(p.service, p.model, p.chip, str(p.gpus), split, f"{p.gpu_memory_utilization:.2f}",
                       f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), f"{p.concurrency} / {p.target}",
-                      f"{p.headroom * 100:.0f} %", f"{p.cost_per_hour:,.2f}", f"{p.cost_per_hour * hours:,.0f}")
+                      f"{p.headroom * 100:.0f} %", f"{p.cost_per_hour:,.2f}{star(p)}",
+                      f"{p.cost_per_hour * hours:,.0f}{star(p)}")
     console.print(table)
+    for note in price_footnotes(r.services):
+        console.print(note)
     used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
                      for u in r.chips)
     console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
@@ -106,6 +111,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 
 
 @click.command("scenario")
+@registry_option
 @click.argument("file", required=False)
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
@@ -128,6 +134,7 @@ def scenario_command(ctx, file, with_variants, fmt, chart_path, show_schema):
 
 
 @click.command("compare")
+@registry_option
 @click.argument("file", required=False)
 @click.option("--model", multiple=True, help="model (repeat to compare models)")
 @click.option("--chip", multiple=True, help="chip (repeat to compare chips)")

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from pricing.errors import InputError
+from pricing.errors import InputError, suggest
 
 CARDS = Path(__file__).resolve().parent.parent / "cards"
 
@@ -118,33 +118,48 @@ def load_card(path: Path) -> ModelSource:
                        f"model card {path.name}", card.get("description", ""))
 
 
+def _card_for(key: str) -> Path | None:
+    """The card named `key` (short name, alias or Hugging Face id, case-insensitive)."""
+    index = card_index()
+    if key in index:
+        return index[key]
+    for card in list_cards():
+        if card["hf_id"].lower() == key:
+            return index[card["name"]]
+    return None
+
+
 def resolve(model: str) -> ModelSource:
-    """`--model`: a card's short name, a path to config.json or its folder, or a cached HF id."""
+    """`--model`: a path to config.json or its folder, a Hugging Face id in the local cache, or a
+    card's short name or HF id. The user's own file wins over a card of the same name (and says
+    so in `origin`); `hf_id` is what `vllm serve` is given: the path or id as the user gave it, or
+    the card's HF id."""
     if not model or not model.strip():
         raise InputError("--model", "is empty", "give a card name (see `plan models`), a config.json path or a HF id")
-    index = card_index()
     key = model.strip().lower()
-    if key in index:
-        return load_card(index[key])
-    for path in index.values():
-        card = yaml.safe_load(path.read_text())
-        if card["hf_id"].lower() == key:
-            return load_card(path)
+    card = _card_for(key)
+    shadow = f" (not the model card {card.name} of the same name)" if card else ""
     path = Path(model).expanduser()
     if path.is_dir():
         if not (path / "config.json").exists():
             raise InputError("--model", f"folder {path} holds no config.json", "point --model at the model's folder")
-        return _from_folder(path, path.name, path.name, f"folder {path}")
+        return _from_folder(path, path.name, model, f"folder {path}{shadow}")
     if path.is_file():
         raw = _read_json(path, "config.json")
         quant = path.parent / "hf_quant_config.json"
         hf_quant = _read_json(quant, "hf_quant_config.json") if quant.exists() and path.name == "config.json" else None
-        return ModelSource(path.stem, raw.get("_name_or_path", path.stem), decoder_config(raw), hf_quant,
-                           f"file {path}")
+        served = str(Path(model).parent) if path.name == "config.json" else raw.get("_name_or_path", path.stem)
+        return ModelSource(path.stem if path.name != "config.json" else path.parent.name or path.stem, served,
+                           decoder_config(raw), hf_quant, f"file {path}{shadow}")
     if "/" in model:
-        found = _from_hf_cache(model)
+        found = _from_hf_cache(model.strip())
         if found is not None:
-            return found
-    names = ", ".join(sorted(c["name"] for c in list_cards()))
-    raise InputError("--model", f"unknown model {model!r}",
-                     f"use a card name ({names}), a path to a config.json, or a Hugging Face id in the local cache")
+            return ModelSource(found.name, found.hf_id, found.config, found.hf_quant_config, found.origin + shadow)
+    if card is not None:
+        return load_card(card)
+    cards = list_cards()
+    names = [c["name"] for c in cards] + [a for c in cards for a in c["aliases"]] + [c["hf_id"] for c in cards]
+    near = suggest(model, names)
+    raise InputError("--model", f"unknown model {model!r}" + (f"; {near}" if near else ""),
+                     "use a card name (see `plan models`), a path to a config.json, or a Hugging Face id in the "
+                     "local cache")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from pricing.config import ModelSource, resolve
+from pricing.config.quantization import read as read_quantization
 from pricing.errors import InputError
 from pricing.graph import mla, transformer
 from pricing.graph.model import ModelGraph
@@ -31,6 +32,8 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
         known = ", ".join(sorted(BUILDERS))
         raise InputError("config.json: model_type", f"{model_type!r} is not a supported family",
                          f"supported: {known}")
+    # the quantization first, so a method the project cannot size names the file it came from
+    read_quantization(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
     try:
         graph = builder(source, quantization)
     except (KeyError, TypeError, ValueError) as err:
@@ -38,7 +41,18 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
             raise
         raise InputError("config.json", f"malformed for the {model_type} family ({err})",
                          "check the model's config.json fields") from None
+    graph.origin = source.origin
+    _step_facts(graph, source.config)
     return graph.validate()
+
+
+def _step_facts(graph: ModelGraph, cfg: dict) -> None:
+    """The config facts the step-time model reads beside the graph (pricing/step): the experts
+    each token routes to, and the attention head width."""
+    top_k = cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or cfg.get("moe_topk") or 0
+    graph.extras.setdefault("experts_per_token", int(top_k[0] if isinstance(top_k, list) else top_k))
+    heads = cfg.get("num_attention_heads") or 1
+    graph.extras.setdefault("head_dim", int(cfg.get("head_dim") or (cfg.get("hidden_size") or 0) // heads))
 
 
 @lru_cache(maxsize=64)

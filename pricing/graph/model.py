@@ -30,6 +30,7 @@ class ModelGraph:
     quantization: str = "none"
     attention_backend: str = "gqa"  # gqa | mla | sparse_mla | deepseek_v4 | deepseek_v41
     conventions: list[str] = field(default_factory=list)
+    origin: str = ""  # where the architecture was read: model card, folder, file, Hugging Face cache
     extras: dict = field(default_factory=dict)
     g: nx.DiGraph = field(default_factory=nx.DiGraph)
 

@@ -13,6 +13,7 @@ class FixedOut(BaseModel):
     cuda_graph: int
     comm_buffers: int
     eplb_redundant: int
+    non_torch: int
     total: int
 
 
@@ -32,10 +33,16 @@ class SequenceOut(BaseModel):
 
 
 class GroupOut(BaseModel):
+    """One KV cache group, in vLLM's order: its spec class as vLLM names it (the group's, e.g.
+    UniformTypeKVCacheSpecs for a group of summed pages, and its layers'), vLLM's page_size_bytes
+    of the group, and the group's share of one pool block."""
+
     layers: list[str]
     kind: str
+    spec: str
     block_tokens: int
     page_bytes: int
+    layer_bytes: int
     blocks_steady: int
     blocks_admission: int
 
@@ -66,6 +73,7 @@ class ProvenanceOut(BaseModel):
 class MemoryReport(BaseModel):
     model: str
     hf_id: str
+    vllm_version: str
     chip: str
     chip_memory: int
     deployment: dict
@@ -84,7 +92,10 @@ class MemoryReport(BaseModel):
     max_concurrency: float
     requests_held: int
     starts: bool
-    refusal: str | None
+    refusal: str | None  # vLLM's own error text when it would not start
+    refusal_check: str | None = None  # which start-up check fails (pricing/kernel/startup.py)
+    would_fit: str | None = None  # the nearest setting that starts
+    short_by: int = 0  # bytes the fixed memory exceeds the budget by (kv_pool is then 0, never negative)
     provenance: list[ProvenanceOut]
     recurrent_state: RecurrentOut | None = None
 
@@ -94,26 +105,32 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
     a = k.activation()
     e = k.engine
     layout = k.layout()
+    refusal = k.startup_refusal()
     groups = []
     for g in layout.groups:
         steady = k._blocks(g, e.max_model_len, 1 + e.spec_tokens)
         admission = k._blocks(g, e.max_model_len, e.max_in_flight_tokens)
-        groups.append(GroupOut(layers=list(g.layers), kind=g.kind, block_tokens=g.block_tokens,
-                               page_bytes=g.page_bytes, blocks_steady=steady, blocks_admission=admission))
+        groups.append(GroupOut(layers=list(g.layers), kind=g.vllm_class, spec=g.spec.vllm_class,
+                               block_tokens=g.block_tokens, page_bytes=g.page_bytes, layer_bytes=g.layer_bytes,
+                               blocks_steady=steady, blocks_admission=admission))
     return MemoryReport(
-        model=k.model.name, hf_id=k.model.hf_id, chip=k.chip.id, chip_memory=k.chip.memory_bytes,
-        deployment={name: getattr(e, name) for name in e.__dataclass_fields__},
+        model=k.model.name, hf_id=k.model.hf_id, vllm_version=k.release.full_version, chip=k.chip.id,
+        chip_memory=k.chip.memory_bytes,
+        deployment={name: getattr(e, name) for name in e.__dataclass_fields__ if name != "release"},
         fixed=FixedOut(weights=f.weights, activation_peak=f.activation_peak, cuda_graph=f.cuda_graph,
-                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, total=f.total),
+                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, non_torch=f.non_torch,
+                       total=f.total),
         activation=ActivationOut(forward=a.forward, sampler=a.sampler, model_buffers=a.model_buffers,
                                  buffers=dict(a.buffers)),
-        pre_snapshot=k.pre_snapshot_bytes(), budget=k.budget(), kv_pool=k.kv_pool(),
+        pre_snapshot=k.pre_snapshot_bytes(), budget=k.budget(), kv_pool=max(0, k.kv_pool()),
+        short_by=max(0, -k.kv_pool()),
         sequence=SequenceOut(tokens=tokens, variable=k.sequence_variable_bytes(tokens), fixed=k.sequence_fixed_bytes(),
                              admission=k.sequence_admission_bytes(), own_pages_steady=k.own_page_bytes_steady()),
         block_bytes=layout.bytes_per_block, num_blocks=k.num_blocks(), grouped=layout.grouped, kv_groups=groups,
         cache_bytes_per_token=float(k.cache_bytes_per_token()), kv_cache_tokens=k.kv_cache_tokens(),
-        max_concurrency=k.max_concurrency(), requests_held=k.requests_held(), starts=k.starts(),
-        refusal=k.refusal(),
+        max_concurrency=k.max_concurrency(), requests_held=k.requests_held(), starts=refusal is None,
+        refusal=refusal.message if refusal else None, refusal_check=refusal.check if refusal else None,
+        would_fit=refusal.would_fit if refusal else None,
         recurrent_state=_recurrent(k, tokens),
         provenance=[ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how) for p in k.provenance()],
     )

@@ -1,0 +1,198 @@
+"""vLLM 0.33's start-up checks, in vLLM's own words: whether an instance starts and, when it
+does not, the error vLLM raises and what would fit instead.
+
+In the order vLLM meets them:
+
+1. `request_memory` (vllm/v1/worker/utils.py): the free memory at the snapshot (the chip less
+   what is held before it) must cover the budget, ceil(total × gpu_memory_utilization).
+2. `--kv-cache-memory-bytes` (vllm/v1/worker/gpu_worker.py `determine_available_memory`): the
+   pool is taken as given and profiling is skipped ("This does not respect the
+   gpu_memory_utilization config"); a pool the device cannot hold beside the fixed memory fails
+   when the KV cache tensors are allocated (CUDA out of memory).
+3. `_check_enough_kv_cache_memory` (vllm/v1/core/kv_cache_planning.py; kv_cache_utils.py in
+   earlier releases): the pool less the null block must be positive ...
+4. ... and must hold one request at max_model_len; vLLM then names the longest max_model_len the
+   pool holds (`estimate_max_model_len`, a bisection over the same check).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pricing.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pricing.kernel.kernel import Kernel
+
+CONSERVING_MEMORY = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
+
+
+def format_gib(n: int) -> str:
+    """vLLM's format_gib (vllm/utils/mem_utils.py): round(bytes / 2^30, 2)."""
+    return f"{round(n / (1 << 30), 2)}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why vLLM would not start: which check, vLLM's message, and the nearest setting that starts."""
+
+    check: str  # quantization | free_memory | kv_cache_memory_bytes | no_cache_memory | one_request
+    message: str
+    would_fit: str
+
+
+def kv_pool_check(k: Kernel) -> int:
+    """What vLLM checks the pool against: the pool less the null block (kv_cache_planning.py:
+    'Reserve the null block BlockPool permanently holds back')."""
+    layout = k.layout()
+    pool = k.kv_pool()
+    return pool - layout.bytes_per_block if layout.grouped and layout.groups else pool
+
+
+def estimated_max_model_len(k: Kernel) -> int:
+    """vLLM's `estimate_max_model_len`: the longest max_model_len whose one request fits the
+    pool vLLM has (the pool held fixed, as vLLM holds `available_memory` fixed); 0 when none."""
+    e = k.engine
+    pool = k.kv_pool()
+
+    def fits(length: int) -> bool:
+        shorter = _same(k, max_model_len=length, kv_cache_memory_bytes=max(0, pool))
+        return shorter is not None and shorter.fits_one_request()
+
+    if pool <= 0 or not fits(1):
+        return 0
+    lo, hi = 1, e.max_model_len
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _same(k: Kernel, **changes):
+    """The kernel's deployment with some flags changed (None when vLLM would reject the flags)."""
+    from pricing.kernel.deployment import Deployment
+    from pricing.kernel.kernel import Kernel
+
+    e = k.engine
+    flags = dict(tensor_parallel_size=e.tp, data_parallel_size=e.dp, enable_expert_parallel=e.ep,
+                 decode_context_parallel_size=e.dcp, prefill_context_parallel_size=e.pcp,
+                 gpu_memory_utilization=e.gpu_memory_utilization, max_num_batched_tokens=e.max_num_batched_tokens,
+                 max_num_seqs=e.max_num_seqs, max_model_len=e.max_model_len, kv_cache_dtype=e.kv_cache_dtype,
+                 block_size=e.block_size, num_speculative_tokens=e.spec_tokens, speculative_method=e.spec_method,
+                 enable_eplb=e.eplb, num_redundant_experts=e.redundant_experts, cudagraph_mode=e.cudagraph_mode,
+                 kv_cache_memory_bytes=e.kv_cache_memory_bytes, enable_prefix_caching=e.prefix_caching,
+                 async_scheduling=e.async_scheduling, mamba_cache_mode=e.mamba_cache_mode,
+                 mega_attention=e.mega_attention)
+    flags.update(changes)
+    try:
+        return Kernel.of(k.model, Deployment(**flags), k.chip, k.reg)
+    except InputError:
+        return None
+
+
+def wider_split(k: Kernel) -> str | None:
+    """The narrowest wider tensor-parallel split (with expert parallel on a MoE model) within the
+    chip's NVLink domain that starts at the same settings, as a flag string."""
+    e = k.engine
+    heads = k.model.num_attention_heads
+    for tp in range(e.tp + 1, k.chip.nvlink_domain + 1):
+        if heads % tp:
+            continue
+        ep = k.model.has_experts
+        wider = _same(k, tensor_parallel_size=tp, enable_expert_parallel=ep or e.ep)
+        if wider is not None and failed_check(wider) is None:
+            return f"-tp {tp}" + (" --enable-expert-parallel" if ep and not e.ep else "")
+    return None
+
+
+def highest_utilization(k: Kernel, step: float = 0.01) -> float:
+    """The largest utilization (floored to `step`) whose budget the free memory at the snapshot covers."""
+    ticks = round(1 / step)
+    total = k.chip.memory_bytes
+    return math.floor((total - k.pre_snapshot_bytes()) * ticks / total) / ticks
+
+
+def failed_check(k: Kernel) -> str | None:
+    """The name of the first start-up check vLLM would fail (cheap: no message, no estimate)."""
+    e = k.engine
+    total = k.chip.memory_bytes
+    pre = k.pre_snapshot_bytes()
+    if k.weight_bytes().refusal:
+        return "quantization"
+    if k.budget() > total - pre:
+        return "free_memory"
+    if e.kv_cache_memory_bytes is not None and e.kv_cache_memory_bytes + k.fixed_bytes().total + pre > total:
+        return "kv_cache_memory_bytes"
+    if not k.layout().groups:
+        return None
+    if kv_pool_check(k) <= 0:
+        return "no_cache_memory"
+    if not k.fits_one_request():
+        return "one_request"
+    return None
+
+
+def refusal(k: Kernel) -> Refusal | None:
+    """The first start-up check vLLM would fail, in vLLM's words, or None when the instance starts."""
+    check = failed_check(k)
+    if check is None:
+        return None
+    if check == "quantization":  # the model loader refuses the checkpoint on this chip
+        return Refusal(check, k.weight_bytes().refusal, "a chip whose generation serves this quantization")
+    e = k.engine
+    total = k.chip.memory_bytes
+    pre = k.pre_snapshot_bytes()
+    budget = k.budget()
+    fixed = k.fixed_bytes().total
+    free = total - pre
+    if check == "free_memory":
+        return Refusal(
+            check,
+            f"Free memory on device cuda:0 ({format_gib(free)}/{format_gib(total)} GiB) on startup is less than "
+            f"desired GPU memory utilization ({e.gpu_memory_utilization}, {format_gib(budget)} GiB). Decrease GPU "
+            "memory utilization or reduce GPU memory used by other processes.",
+            f"--gpu-memory-utilization {highest_utilization(k):g} is the highest whose budget fits beside the "
+            f"{format_gib(pre)} GiB held before it")
+    if check == "kv_cache_memory_bytes":
+        room = total - fixed - pre
+        return Refusal(
+            check,
+            f"CUDA out of memory allocating the KV cache: --kv-cache-memory-bytes {e.kv_cache_memory_bytes} "
+            f"({format_gib(e.kv_cache_memory_bytes)} GiB) is reserved without profiling (\"This does not respect "
+            f"the gpu_memory_utilization config\"), and with {format_gib(fixed)} GiB of fixed memory and "
+            f"{format_gib(pre)} GiB held before the budget it exceeds the device's {format_gib(total)} GiB",
+            f"--kv-cache-memory-bytes {room} ({format_gib(room)} GiB) is the most this chip holds" if room > 0
+            else f"nothing: the fixed memory alone ({format_gib(fixed)} GiB) exceeds the device")
+    if check == "no_cache_memory":
+        short = fixed - budget
+        return Refusal(
+            check,
+            "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+            "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). "
+            f"See {CONSERVING_MEMORY} for more details.",
+            (f"the fixed memory ({format_gib(fixed)} GiB per rank) exceeds the budget ({format_gib(budget)} GiB) "
+             f"by {format_gib(short)} GiB: " + (f"{split} starts" if (split := wider_split(k)) else
+                                                "no wider split within the NVLink domain starts; quantize, or use "
+                                                "a chip with more memory")) if short > 0 else
+            f"the pool ({format_gib(max(0, k.kv_pool()))} GiB) does not hold one block: raise "
+            "--gpu-memory-utilization")
+    layout = k.layout()
+    need = layout.bytes_per_block * k.blocks_per_request() if layout.grouped else k.request_bytes()
+    longest = estimated_max_model_len(k)
+    estimate = (f"Based on the available memory, the estimated maximum model length is {longest}. "
+                if longest > 0 else "")
+    return Refusal(
+        check,
+        f"To serve at least one request with the model's max seq len ({e.max_model_len}), "
+        f"({format_gib(need)} GiB KV cache is needed, which is larger than the available KV cache memory "
+        f"({format_gib(kv_pool_check(k))} GiB). {estimate}Try increasing `gpu_memory_utilization` (which also "
+        "controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. "
+        f"See {CONSERVING_MEMORY} for more details.",
+        f"--max-model-len {longest} fits this pool" + (f"; at max_model_len {e.max_model_len}, {split} starts"
+                                                       if (split := wider_split(k)) else "")
+        if longest > 0 else "no context length fits this pool: raise --gpu-memory-utilization or split wider")

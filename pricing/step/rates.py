@@ -1,0 +1,111 @@
+"""What a step is priced at: the chip's peak rates (registry/chip_rates.yaml, from vendors' data
+sheets) and the achieved fractions of them with the per-step overheads (registry/step_model.yaml,
+fitted on measured points). Both are read whole, with their provenance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pricing.chips import Chip
+from pricing.errors import InputError
+from pricing.registry import Registry, Sourced, load
+
+RATE_FIELDS = ("bf16_flops", "fp8_flops", "fp4_flops", "memory_bandwidth", "scale_up_bandwidth")
+FP4_FORMATS = ("mxfp4", "nvfp4")
+
+
+@dataclass(frozen=True)
+class ChipRates:
+    """Peak dense tensor FLOP/s by operand width, memory and scale-up bandwidth (bytes/s per
+    direction) of one chip."""
+
+    chip: str
+    bf16_flops: float
+    fp8_flops: float
+    fp4_flops: float
+    memory_bandwidth: float
+    scale_up_bandwidth: float
+    provenance: tuple[Sourced, ...] = ()
+
+    def flops_for(self, fmt: str) -> float:
+        """The tensor rate a matrix multiply with weights served as `fmt` runs at: fp4 and fp8
+        formats at their own rate where the chip has it natively, else at the bf16 rate (the
+        weights dequantized on the fly, as vLLM's weight-only Marlin/Triton kernels do)."""
+        if fmt in FP4_FORMATS:
+            return self.fp4_flops or self.bf16_flops  # weight-only fp4 (W4A16) without native fp4
+        if fmt.startswith("fp8") and self.fp8_flops:
+            return self.fp8_flops
+        return self.bf16_flops
+
+
+def has_rates(chip: Chip, registry: Registry | None = None) -> bool:
+    reg = registry or load()
+    return f"chip_rates.chip_rates.{chip.id}.bf16_flops" in reg
+
+
+def chip_rates(chip: Chip, registry: Registry | None = None) -> ChipRates:
+    """The peak rates of `chip`; a clear error when the registry has none for it."""
+    reg = registry or load()
+    base = f"chip_rates.chip_rates.{chip.id}"
+    if f"{base}.bf16_flops" not in reg:
+        raise InputError("--chip", f"{chip.id} has no peak rates in pricing/registry/chip_rates.yaml, so its step "
+                         "time cannot be priced", "add the chip's data-sheet rates there, or drop the latency targets")
+    prov = tuple(reg[f"{base}.{f}"] for f in RATE_FIELDS)
+    return ChipRates(chip.id, *(float(p.value) for p in prov), provenance=prov)
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achieved fractions of the peak rates and the per-step overheads (step_model.yaml).
+
+    memory_bandwidth   fraction of peak bandwidth a step's reads achieve
+    expert_bandwidth   the same for routed experts' weights (grouped MoE kernels, many small matrices)
+    tensor_compute     fraction of peak tensor FLOP/s a step's matrix multiplies achieve
+    interconnect       fraction of the scale-up bandwidth a collective achieves
+    step_seconds       per step: launch, scheduling, sampling set-up
+    layer_seconds      per decoder layer per step: the floor of its small kernels and syncs
+    per_request_seconds  per request in the step: sampling, detokenizing, bookkeeping
+    collective_latency_seconds  per collective call (all-reduce, all-to-all, hand-off)
+    activation_bytes   bytes per activation element (16-bit)
+    """
+
+    memory_bandwidth: float
+    expert_bandwidth: float
+    tensor_compute: float
+    interconnect: float
+    step_seconds: float
+    layer_seconds: float
+    per_request_seconds: float
+    collective_latency_seconds: float
+    activation_bytes: int
+    provenance: tuple[Sourced, ...] = ()
+
+    NAMES = {"memory_bandwidth": "efficiency.memory_bandwidth", "expert_bandwidth": "efficiency.expert_bandwidth",
+             "tensor_compute": "efficiency.tensor_compute",
+             "interconnect": "efficiency.interconnect", "step_seconds": "overhead.step_seconds",
+             "layer_seconds": "overhead.layer_seconds",
+             "per_request_seconds": "overhead.per_request_seconds",
+             "collective_latency_seconds": "overhead.collective_latency_seconds",
+             "activation_bytes": "activation_bytes"}
+
+    @classmethod
+    def from_registry(cls, registry: Registry | None = None) -> Efficiency:
+        reg = registry or load()
+        prov = {field: reg[f"step_model.{name}"] for field, name in cls.NAMES.items()}
+        values = {field: float(p.value) for field, p in prov.items()}
+        values["activation_bytes"] = int(values["activation_bytes"])
+        return cls(**values, provenance=tuple(prov.values()))
+
+    def replaced(self, **values) -> Efficiency:
+        """A copy with some factors replaced (the fit tries these); provenance says so."""
+        from dataclasses import replace
+
+        prov = tuple(Sourced(p.name, values.get(_field_of(p.name), p.value),
+                             "fit in progress" if _field_of(p.name) in values else p.source, p.how)
+                     for p in self.provenance)
+        return replace(self, **values, provenance=prov)
+
+
+def _field_of(registry_name: str) -> str:
+    short = registry_name.removeprefix("step_model.")
+    return next(f for f, n in Efficiency.NAMES.items() if n == short)

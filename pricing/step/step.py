@@ -1,0 +1,187 @@
+"""The time of one engine step on one rank (issue 14): a roofline per group of layers at the chip's
+peak rates, plus the collectives and a per-step overhead.
+
+    group time   max(FLOPs / (peak FLOP/s of its served format × tensor efficiency),
+                     bytes / (memory bandwidth × memory efficiency)
+                     + routed-expert bytes / (memory bandwidth × expert efficiency))
+    attention    the same roofline over the context: FLOPs of every (query, context) pair, the
+                 cache bytes every request reads (and a prefill chunk writes)
+    all-reduce   latency + 2 (g − 1) / g × bytes / (scale-up bandwidth × interconnect efficiency)
+    all-to-all   2 × (latency + (g − 1) / g × bytes / (scale-up bandwidth × interconnect efficiency))
+    overhead     per step + per decoder layer + per request in the step
+
+A step schedules `decode` requests one token each at context `context`, and a prefill chunk of
+`chunk` tokens of one prompt already `chunk_offset` tokens in (vLLM's chunked prefill: decodes
+first, then the token budget's remainder to prefill). Its parts sum to its time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pricing.kernel import Kernel
+from pricing.step.rates import ChipRates, Efficiency, chip_rates
+from pricing.step.work import collectives, context_work, expected_experts, linear_groups
+
+PART_NAMES = {"attention": "attention projections", "mlp": "dense MLP", "moe": "MoE layers", "lm_head": "LM head",
+              "embedding": "embedding", "norm": "norms", "mixer": "recurrent mixers", "projection": "projections"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one step schedules on one rank."""
+
+    decode: int = 0  # requests decoding one token
+    context: int = 0  # their context length
+    chunk: int = 0  # prefill tokens in the step
+    chunk_offset: int = 0  # tokens of that prompt already in the cache
+
+    @property
+    def tokens(self) -> int:
+        return self.decode + self.chunk
+
+    @property
+    def requests(self) -> int:
+        return self.decode + (1 if self.chunk else 0)
+
+
+@dataclass
+class StepTime:
+    """One step's time in seconds, by part (the parts sum to `seconds`), with its totals."""
+
+    seconds: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+    flops: float = 0.0
+    bytes: float = 0.0
+    memory_seconds: float = 0.0  # time of the parts whose roofline is set by bytes
+    compute_seconds: float = 0.0  # time of the parts whose roofline is set by FLOPs
+    comm_seconds: float = 0.0
+    overhead_seconds: float = 0.0
+
+    def add(self, part: str, seconds: float) -> None:
+        self.parts[part] = self.parts.get(part, 0.0) + seconds
+        self.seconds += seconds
+
+    def roofline(self, part: str, flops: float, nbytes: float, flop_rate: float, byte_rate: float,
+                 slow_bytes: float = 0.0, slow_byte_rate: float = 1.0) -> None:
+        """max(FLOPs at flop_rate, bytes at byte_rate + slow_bytes at slow_byte_rate)."""
+        t_flops = flops / flop_rate if flops else 0.0
+        t_bytes = (nbytes / byte_rate if nbytes else 0.0) + (slow_bytes / slow_byte_rate if slow_bytes else 0.0)
+        self.flops += flops
+        self.bytes += nbytes + slow_bytes
+        if t_bytes >= t_flops:
+            self.memory_seconds += t_bytes
+        else:
+            self.compute_seconds += t_flops
+        self.add(part, max(t_flops, t_bytes))
+
+    @classmethod
+    def mix(cls, weighted: list[tuple[float, StepTime]]) -> StepTime:
+        """The weighted mean of several steps (weights summing to 1), part by part."""
+        out = cls()
+        for w, t in weighted:
+            for part, seconds in t.parts.items():
+                out.add(part, w * seconds)
+            out.flops += w * t.flops
+            out.bytes += w * t.bytes
+            out.memory_seconds += w * t.memory_seconds
+            out.compute_seconds += w * t.compute_seconds
+            out.comm_seconds += w * t.comm_seconds
+            out.overhead_seconds += w * t.overhead_seconds
+        return out
+
+    @property
+    def bound(self) -> str:
+        """What sets the step's time: memory, compute, communication or overhead (the largest)."""
+        shares = {"memory": self.memory_seconds, "compute": self.compute_seconds,
+                  "communication": self.comm_seconds, "overhead": self.overhead_seconds}
+        return max(shares, key=lambda k: shares[k])
+
+
+class StepModel:
+    """The step time of one rank of the deployment the memory kernel `kernel` describes: same
+    model graph, same resolved engine, same chip."""
+
+    def __init__(self, kernel: Kernel, rates: ChipRates | None = None, efficiency: Efficiency | None = None):
+        self.kernel = kernel
+        self.engine = kernel.engine
+        self.rates = rates or chip_rates(kernel.chip, kernel.reg)
+        self.eff = efficiency or Efficiency.from_registry(kernel.reg)
+        self.groups = linear_groups(kernel)
+        self.comm = collectives(kernel)
+        self.context = context_work(kernel)
+        self.top_k = int(kernel.model.extras.get("experts_per_token") or 0)
+
+    # -- one step -----------------------------------------------------------------------------
+    def time(self, step: Step) -> StepTime:
+        """The time of one step on this rank, by part."""
+        e, r, eff = self.engine, self.rates, self.eff
+        out = StepTime()
+        byte_rate = r.memory_bandwidth * eff.memory_bandwidth
+        expert_rate = r.memory_bandwidth * eff.expert_bandwidth
+        n = step.tokens
+        moe_tokens = n * e.dp if e.dp > 1 else n  # MoE layers see every data-parallel rank's tokens
+        for g in self.groups:
+            tokens = step.requests if g.logits_only else n
+            flops = g.flops_per_token * tokens
+            nbytes = g.weight_bytes + g.act_bytes_per_token * tokens
+            expert_bytes = 0.0
+            if g.moe_layers:
+                experts = self.kernel.model.routed_experts
+                touched = g.local_experts * expected_experts(experts, self.top_k, moe_tokens) / max(1, experts)
+                routed = moe_tokens * min(self.top_k, experts) * g.local_experts / max(1, experts)
+                flops += g.moe_layers * g.expert_flops_per_token * routed
+                expert_bytes = g.moe_layers * g.expert_bytes * touched
+            rate = r.flops_for(g.fmt) * eff.tensor_compute
+            out.roofline(PART_NAMES.get(g.kind, g.kind), flops, nbytes, rate, byte_rate, expert_bytes, expert_rate)
+        self._attention(step, out, byte_rate)
+        self._collectives(step, out)
+        overhead = eff.step_seconds + eff.layer_seconds * self.comm.layers + eff.per_request_seconds * step.requests
+        out.overhead_seconds += overhead
+        out.add("step overhead", overhead)
+        return out
+
+    def _attention(self, step: Step, out: StepTime, byte_rate: float) -> None:
+        c = self.context
+        dcp = max(1, c.dcp)
+        full_pairs = c.flops_per_pair - c.window_flops_per_pair
+        prefill_full = c.prefill_flops_per_pair - c.prefill_window_flops_per_pair
+        flops = 0.0
+        nbytes = 0.0
+        if step.decode:
+            window_context = min(step.context, c.window)
+            flops += step.decode * (full_pairs * step.context + c.window_flops_per_pair * window_context) / dcp
+            nbytes += step.decode * (c.cache_bytes_per_token * step.context / dcp + c.bounded_bytes_per_request)
+        if step.chunk:
+            t, l0 = step.chunk, step.chunk_offset
+            pairs = t * l0 + t * (t + 1) / 2  # causal: token i of the chunk sees l0 + i + 1 tokens
+            window_pairs = t * min(l0 + t, c.window) if c.window else 0
+            flops += (prefill_full * pairs + c.prefill_window_flops_per_pair * window_pairs) / dcp
+            nbytes += c.cache_bytes_per_token * (l0 + 2 * t) / dcp + c.bounded_bytes_per_request
+        out.roofline("attention over the context", flops, nbytes,
+                     self.rates.bf16_flops * self.eff.tensor_compute, byte_rate)
+
+    def _collectives(self, step: Step, out: StepTime) -> None:
+        e, eff = self.engine, self.eff
+        link = self.rates.scale_up_bandwidth * eff.interconnect
+        per_token = self.comm.hidden * eff.activation_bytes
+        if self.comm.all_reduces and e.tp > 1:
+            size = per_token * step.tokens
+            one = eff.collective_latency_seconds + 2 * (e.tp - 1) / e.tp * size / link
+            out.comm_seconds += one * self.comm.all_reduces
+            out.add("tensor-parallel all-reduce", one * self.comm.all_reduces)
+        if self.comm.all_to_all_layers:
+            g = e.ep_size
+            size = per_token * step.tokens * max(1, self.top_k)
+            one = 2 * (eff.collective_latency_seconds + (g - 1) / g * size / link)
+            out.comm_seconds += one * self.comm.all_to_all_layers
+            out.add("expert all-to-all", one * self.comm.all_to_all_layers)
+
+    # -- conveniences ---------------------------------------------------------------------------
+    def decode(self, batch: int, context: int) -> StepTime:
+        """A decode step of `batch` requests at context `context`."""
+        return self.time(Step(decode=batch, context=context))
+
+    def prefill(self, tokens: int, offset: int = 0) -> StepTime:
+        """A prefill chunk of `tokens` tokens of one prompt, `offset` tokens in."""
+        return self.time(Step(chunk=tokens, chunk_offset=offset))

@@ -1,0 +1,177 @@
+"""The work of one rank in one step, layer by layer, from the model graph (issue 14).
+
+For every node of the graph that one rank runs, its linear layers at the width they are served
+in: 2 FLOPs per weight element per token, the weights read once per step, the activations read
+and written. Routed experts are read only where the step's tokens reach them: with E experts of
+which each token picks k, a batch of n tokens touches E·(1 − (1 − k/E)^n) distinct experts in
+expectation (uniform routing), and each rank reads its share of those. Work is grouped by
+(node kind, served format): nodes of one group have the same shape, so their roofline summed is
+the group's roofline.
+
+The attention over the context and the caches it reads are priced apart (`ContextWork`), from the
+memory kernel's own per-token cache bytes, so the step model never keeps a second copy of the
+cache law.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pricing.kernel import Kernel
+from pricing.kernel.weights import WeightSizer, shard
+from pricing.units import cdiv
+
+
+@dataclass(frozen=True)
+class LinearGroup:
+    """The linear work of every node of one kind whose matrices are served in one format.
+
+    flops_per_token / act_bytes_per_token scale with the tokens of the step; weight_bytes is read
+    once per step. Expert terms: per MoE layer, `expert_bytes` and `expert_flops_per_token` of one
+    local expert, `local_experts` held by this rank and `moe_layers` such layers."""
+
+    kind: str
+    fmt: str
+    flops_per_token: int = 0
+    weight_bytes: int = 0
+    act_bytes_per_token: int = 0
+    logits_only: bool = False  # the LM head runs on one token per request, not every token
+    expert_bytes: int = 0
+    expert_flops_per_token: int = 0
+    local_experts: int = 0
+    moe_layers: int = 0
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """What one rank exchanges per token in one step: tensor-parallel all-reduces (one per
+    row-parallel output) and expert all-to-alls (dispatch and combine per MoE layer)."""
+
+    all_reduces: int  # per step, each of `hidden × activation bytes` per token
+    all_to_all_layers: int  # MoE layers whose tokens cross the expert-parallel group
+    hidden: int
+    layers: int  # decoder layers (attention or recurrent mixer nodes) the rank runs
+
+
+@dataclass(frozen=True)
+class ContextWork:
+    """Attention over the context: FLOPs per (query token, context token) pair summed over the
+    attention layers, and the cache bytes one request reads per context token (the kernel's
+    owned context caches) plus the bounded state it reads whatever its length."""
+
+    flops_per_pair: int  # decode (a latent cache read absorbed: its width as K and as V)
+    window_flops_per_pair: int  # the part of flops_per_pair in sliding-window layers
+    prefill_flops_per_pair: int  # prefill: the query and output projections' head widths
+    prefill_window_flops_per_pair: int
+    window: int  # their window (0: none)
+    cache_bytes_per_token: float
+    bounded_bytes_per_request: int
+    dcp: int
+
+
+def expected_experts(experts: int, top_k: int, tokens: float) -> float:
+    """Expected distinct experts `tokens` tokens route to, each picking `top_k` of `experts`
+    (uniform): E·(1 − (1 − k/E)^n)."""
+    if experts <= 0 or tokens <= 0:
+        return 0.0
+    k = min(top_k, experts)
+    return experts * (1.0 - (1.0 - k / experts) ** tokens)
+
+
+def linear_groups(kernel: Kernel) -> list[LinearGroup]:
+    """The rank's linear work, grouped by (node kind, served format)."""
+    model, e = kernel.model, kernel.engine
+    pad = kernel.reg.value("vllm_0_33.vocab_padding")
+    moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
+    experts = model.routed_experts
+    local = cdiv(experts + (e.redundant_experts if e.eplb else 0), e.ep_size) if (e.ep and experts) else experts
+    sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
+    acc: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(int))
+    moe_nodes: dict[tuple[str, str], set] = defaultdict(set)
+    for name, data in model.nodes(e.spec_method):
+        kind = data["kind"]
+        for t in data["tensors"]:
+            rows, cols = shard(t, e.tp, moe_tp, pad)
+            one = sizer.one(t)  # the bytes the served format holds (pricing/kernel/weights.py)
+            matrix = cols > 1 and rows > 1
+            key = (kind, str(t.fmt) if matrix else "vector")
+            a = acc[key]
+            if kind == "embedding":
+                a["act_bytes_per_token"] += cols * 2  # one row gathered per token
+                continue
+            if t.split.startswith("expert"):
+                a["expert_bytes"] += one
+                if matrix:
+                    a["expert_flops_per_token"] += 2 * rows * cols
+                moe_nodes[key].add(name)
+                continue
+            a["weight_bytes"] += one * t.count
+            if matrix:
+                a["flops_per_token"] += 2 * rows * cols * t.count
+                a["act_bytes_per_token"] += (rows + cols) * 2 * t.count
+    out = []
+    for (kind, fmt), a in sorted(acc.items()):
+        layers = len(moe_nodes.get((kind, fmt), ()))
+        out.append(LinearGroup(
+            kind, fmt, a["flops_per_token"], a["weight_bytes"], a["act_bytes_per_token"], kind == "lm_head",
+            a["expert_bytes"] // max(1, layers), a["expert_flops_per_token"] // max(1, layers),
+            local if layers else 0, layers))
+    return out
+
+
+def collectives(kernel: Kernel) -> Collectives:
+    """Row-parallel outputs are summed across the tensor-parallel group (one all-reduce per node
+    holding a row-parallel or expert-row tensor); under expert parallelism with data parallel
+    ranks, each MoE layer's tokens are dispatched to and combined from the expert ranks."""
+    model, e = kernel.model, kernel.engine
+    reduces, a2a, layers = 0, 0, 0
+    for _, data in model.nodes(e.spec_method):
+        layers += data["kind"] in ("attention", "mixer")
+        splits = {t.split for t in data["tensors"]}
+        if "row" in splits or "expert_row" in splits:
+            reduces += 1
+        if data["kind"] == "moe" and e.ep and e.dp > 1:
+            a2a += 1
+    return Collectives(reduces if e.tp > 1 else 0, a2a, model.hidden_size, layers)
+
+
+def context_work(kernel: Kernel) -> ContextWork:
+    """Attention FLOPs per (query, context) pair: 2 × heads per rank × (K width + V width) per
+    layer (a latent cache is read as both, absorbed: the width counted twice); stated caches
+    (DeepSeek-V4) at the model's head width. Cache bytes from the kernel: its owned context
+    caches per token, and the bounded caches' own pages (window rings, recurrent state)."""
+    model, e = kernel.model, kernel.engine
+    all_heads = max(1, model.num_attention_heads)
+    heads = max(1, all_heads // e.tp)
+    full = window_part = prefill_full = prefill_window = 0
+    window = 0
+    head_dim = int(model.extras.get("head_dim") or model.hidden_size // all_heads)
+    for _, data in model.nodes(e.spec_method):
+        c = data["cache"]
+        if c is None and not data["caches"]:
+            continue
+        decode_width = (c.head_dim + (c.head_dim_v or c.head_dim)) if c is not None else 2 * head_dim
+        prefill_width = _projection_width(data["tensors"], all_heads) or decode_width
+        if c is not None and c.window:
+            window_part += 2 * heads * decode_width
+            prefill_window += 2 * heads * prefill_width
+            window = max(window, c.window)
+        else:
+            full += 2 * heads * decode_width
+            prefill_full += 2 * heads * prefill_width
+    return ContextWork(flops_per_pair=full + window_part, window_flops_per_pair=window_part,
+                       prefill_flops_per_pair=prefill_full + prefill_window,
+                       prefill_window_flops_per_pair=prefill_window, window=window,
+                       cache_bytes_per_token=float(kernel.cache_bytes_per_token()),
+                       bounded_bytes_per_request=kernel.own_page_bytes_steady(), dcp=e.dcp)
+
+
+def _projection_width(tensors, heads: int) -> int:
+    """Q width + V width per head from the query and output projections (q_proj or q_b_proj
+    rows, o_proj columns, over the heads); 0 when the layer has neither."""
+    q = next((t.rows for t in tensors if t.name.endswith(("q_proj", "q_b_proj"))), 0)
+    o = next((t.cols for t in tensors if t.name.endswith("o_proj")), 0)
+    if not q or not o:
+        return 0
+    return q // heads + o // heads

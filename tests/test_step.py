@@ -1,0 +1,115 @@
+"""The step-time model (issue 14): properties that hold for every deployment (hypothesis),
+values derived by hand, and the chip rates' provenance."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pricing.chips import get_chip
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
+from pricing.step import Step, StepModel, chip_rates
+from pricing.step.work import expected_experts
+
+MODELS = st.sampled_from([
+    ("llama-3.1-8b", 1), ("llama-3.1-70b", 4), ("gpt-oss-20b", 1), ("qwen3-30b-a3b", 2), ("dsv3", 8),
+    ("dsv4.1-flash", 8), ("gemma-3-27b", 4), ("nemotron-h-56b", 4), ("mixtral-8x7b", 2),
+])
+CHIPS = st.sampled_from(["h200", "b200", "h100", "mi300x", "mi355x"])
+FAST = settings(max_examples=40, deadline=None)
+
+
+def step_model(name: str, chip: str, tp: int, quantization: str | None = None, **flags) -> StepModel:
+    model = load_model(name, quantization)
+    flags.setdefault("max_model_len", min(32768, model.max_position))
+    return StepModel(Kernel.of(model, Deployment(tensor_parallel_size=tp, **flags), get_chip(chip)))
+
+
+@FAST
+@given(MODELS, CHIPS, st.integers(1, 512), st.integers(1, 512), st.integers(1, 32768))
+def test_a_larger_batch_never_decodes_faster_per_request(model, chip, a, b, context):
+    name, tp = model
+    s = step_model(name, chip, tp)
+    lo, hi = sorted((a, b))
+    assert s.decode(lo, context).seconds <= s.decode(hi, context).seconds
+
+
+@FAST
+@given(st.sampled_from([("llama-3.1-70b", (1, 2, 4, 8)), ("llama-3.1-8b", (1, 2, 4, 8)),
+                        ("qwen3-32b", (1, 2, 4, 8)), ("dsv3", (1, 2, 4, 8)), ("gemma-3-27b", (1, 2, 4, 8)),
+                        ("mixtral-8x7b", (1, 2, 4, 8))]),
+       CHIPS, st.integers(1, 256), st.integers(1, 32768), st.data())
+def test_a_wider_tp_never_makes_a_memory_bound_decode_step_slower(model, chip, batch, context, data):
+    name, tps = model
+    narrow = data.draw(st.sampled_from(tps[:-1]))
+    wide = data.draw(st.sampled_from([t for t in tps if t > narrow]))
+    slow = step_model(name, chip, narrow).decode(batch, context)
+    if slow.bound != "memory":
+        return
+    assert step_model(name, chip, wide).decode(batch, context).seconds <= slow.seconds
+
+
+@FAST
+@given(st.sampled_from([("llama-3.1-8b", 1), ("llama-3.1-70b", 4), ("qwen3-32b", 2), ("qwen3-30b-a3b", 1),
+                        ("mixtral-8x7b", 2)]),
+       st.sampled_from(["h100", "h200", "b200", "mi300x", "mi355x", "a100-80gb"]), st.integers(1, 512),
+       st.integers(1, 32768))
+def test_fp8_weights_never_make_a_memory_bound_step_slower_than_bf16(model, chip, batch, context):
+    name, tp = model
+    bf16 = step_model(name, chip, tp, "bf16").decode(batch, context)
+    if bf16.bound != "memory":
+        return
+    assert step_model(name, chip, tp, "fp8").decode(batch, context).seconds <= bf16.seconds
+
+
+@FAST
+@given(MODELS, CHIPS, st.integers(0, 256), st.integers(1, 65536), st.integers(0, 8192), st.integers(0, 65536))
+def test_parts_of_a_step_sum_to_the_step(model, chip, decode, context, chunk, offset):
+    name, tp = model
+    t = step_model(name, chip, tp).time(Step(decode=decode, context=context, chunk=chunk, chunk_offset=offset))
+    assert math.isclose(sum(t.parts.values()), t.seconds, rel_tol=1e-9)
+    by_bound = t.memory_seconds + t.compute_seconds + t.comm_seconds + t.overhead_seconds
+    assert math.isclose(by_bound, t.seconds, rel_tol=1e-9)
+    assert all(v >= 0 for v in t.parts.values())
+
+
+def test_a_decode_step_reads_every_weight_once_and_one_embedding_row():
+    """Llama-3.1-8B bf16 on one GPU, one request at context 1: the bytes a step moves are its
+    weights but the embedding table (it gathers one row), by hand from the config: 32 layers of
+    q 4096², k and v 1024×4096, o 4096², gate+up 2×14336×4096, down 4096×14336, two norms of
+    4096; final norm; LM head 128256×4096; all 2 bytes. Activations add (rows + cols) × 2 bytes
+    per matrix, and the one-token KV read adds 32 × 2 × 8 × 128 × 2 bytes."""
+    per_layer = 4096 * 4096 * 2 + 2 * 1024 * 4096 + 2 * 14336 * 4096 + 4096 * 14336
+    weights = (32 * (per_layer + 2 * 4096) + 4096 + 128256 * 4096) * 2
+    acts = 32 * 2 * ((4096 + 4096) * 2 + (1024 + 4096) * 2 + (2 * 14336 + 4096) + (4096 + 14336)) + 2 * (128256 + 4096)
+    kv = 32 * 2 * 8 * 128 * 2
+    embedding_row = 4096 * 2
+    t = step_model("llama-3.1-8b", "h100", 1, max_model_len=8192).decode(1, 1)
+    assert t.bytes == pytest.approx(weights + acts + kv + embedding_row, rel=1e-12)
+
+
+def test_expected_distinct_experts_by_hand():
+    assert expected_experts(8, 2, 1) == pytest.approx(2.0)
+    assert expected_experts(8, 2, 2) == pytest.approx(8 * (1 - (6 / 8) ** 2))  # 3.5
+    assert expected_experts(128, 8, 10_000) == pytest.approx(128.0)
+    assert expected_experts(0, 2, 5) == 0.0
+
+
+def test_moe_decode_reads_only_the_experts_a_small_batch_routes_to():
+    """Qwen3-30B-A3B picks 8 of 128 experts per token: one token reads 8/128 of the expert weights."""
+    s = step_model("qwen3-30b-a3b", "h100", 1)
+    moe = next(g for g in s.groups if g.moe_layers)
+    one = s.decode(1, 1)
+    everything = s.decode(4096, 1)
+    assert moe.local_experts == 128
+    assert one.bytes < everything.bytes / 5
+
+
+def test_chip_rates_come_from_the_registry_with_sources():
+    rates = chip_rates(get_chip("h100"))
+    assert rates.bf16_flops == 989.4e12 and rates.fp8_flops == 1978.9e12 and rates.memory_bandwidth == 3.35e12
+    assert all(p.source and p.how for p in rates.provenance)
+    assert rates.flops_for("nvfp4") == rates.bf16_flops  # no native fp4 on Hopper: weight-only, bf16 math
+    assert chip_rates(get_chip("b200")).flops_for("nvfp4") == 9.0e15
