@@ -57,12 +57,20 @@ class SearchInfo(BaseModel):
     seconds: float = Field(description="wall time of the oracle sweep and the solves")
 
 
+class Margin(BaseModel):
+    """The share of each rank's predicted KV pool the plan does not count on (`--margin`)."""
+
+    fraction: float = Field(description="0.012 holds back 1.2 % of every rank's predicted KV pool")
+    source: str = Field(description="where the figure comes from: the calibration's residuals, or --margin")
+
+
 class PlanResult(BaseModel):
     feasible: bool
     target: Target
     best: PoolPlan | None
     alternatives: list[PoolPlan]
     search: SearchInfo
+    margin: Margin | None = None
 
     # for the rendering only
     model: str = Field("", exclude=True)
