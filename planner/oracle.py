@@ -230,7 +230,8 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     table.verdicts.append(verdict)
     budgets = service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens"))
     try:
-        probe = Kernel.of(model, _deployment(shape, service, length, max_num_batched_tokens=min(budgets)), chip)
+        probe = Kernel.of(model, _deployment(shape, service, length, max_num_batched_tokens=min(budgets)), chip,
+                          release=service.vllm_version)
     except InputError as err:
         verdict.invalid = str(err)
         table.evaluated += 1
@@ -244,7 +245,8 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
         top = 0
         for util in utils:
             kernel = Kernel.of(model, _deployment(shape, service, length, gpu_memory_utilization=util,
-                                                   max_num_batched_tokens=mbt), chip)
+                                                   max_num_batched_tokens=mbt), chip,
+                               release=service.vllm_version)
             table.evaluated += 1
             held = kernel.requests_held()
             if mbt == min(budgets) and util == utils[0]:
@@ -263,7 +265,8 @@ def deployment(row: Row, service: ServiceSpec, max_model_len: int) -> Deployment
 
 def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Kernel:
     """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
-    kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip)
+    kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip,
+                       release=service.vllm_version)
     held = kernel.requests_held()
     if held != row.held_per_rank:
         raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")

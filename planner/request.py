@@ -29,6 +29,14 @@ class ServiceSpec(BaseModel):
     dcp: tuple[int, ...] | None = Field(None, description="allowed decode context parallel sizes; None: all valid")
     gpu_memory_utilization: tuple[float, ...] | None = None
     max_num_batched_tokens: tuple[int, ...] | None = None
+    vllm_version: str = Field("0.33", description="the vLLM release whose rules and defaults apply")
+
+    @field_validator("vllm_version")
+    @classmethod
+    def _known_release(cls, v):
+        from pricing.rules import get
+
+        return get(v).version
 
     @field_validator("tp", "dp", "dcp", "max_num_batched_tokens")
     @classmethod

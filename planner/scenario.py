@@ -54,6 +54,7 @@ class Service(BaseModel):
     speculative: Speculative | None = None
     num_speculative_tokens: int | None = Field(None, ge=0)
     speculative_method: str | None = None
+    vllm_version: str | None = Field(None, description="the vLLM release to plan for (default 0.33, the only one)")
     tp: list[int] | None = None
     dp: list[int] | None = None
     dcp: list[int] | None = None
@@ -137,7 +138,7 @@ class Scenario(BaseModel):
                            dcp=tuple(s.dcp) if s.dcp else None,
                            gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
                            max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens
-                           else None)
+                           else None, **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
 
     def limits(self, service: Service) -> PoolLimits:
         chips = tuple(self.chips_of(service))
@@ -303,11 +304,16 @@ def check_limits(scenario: Scenario, where: str) -> list[str]:
     tensor-parallel size that does not divide its heads, a drafter it does not ship, a KV cache
     dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
     from pricing.graph import load_model
-    from pricing.kernel.deployment import KV_CACHE_DTYPES
+    from pricing.rules import get as release_of
 
     lines = []
     for i, service in enumerate(scenario.services):
         s = scenario.merged(service)
+        try:
+            KV_CACHE_DTYPES = release_of(s.vllm_version).kv_cache_dtypes  # noqa: N806
+        except InputError as err:
+            lines.append(f"{where}: services[{i}].vllm_version: {err.problem}")
+            continue
         model = load_model(s.model, s.quantization)
         at = f"{where}: services[{i}]"
         if s.context_length is not None and s.context_length > model.max_position:

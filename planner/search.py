@@ -302,4 +302,4 @@ def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:
                    max_num_seqs=b.max_num_seqs, max_model_len=b.max_model_len, kv_cache_dtype=b.kv_cache_dtype,
                    num_speculative_tokens=service.num_speculative_tokens,
                    speculative_method=service.speculative_method)
-    return Kernel.of(model, d, priced_chip(b.chip, request.limits))
+    return Kernel.of(model, d, priced_chip(b.chip, request.limits), release=service.vllm_version)

@@ -5,6 +5,7 @@ Every expected figure is derived here by hand from the reference facts
 """
 
 import json
+import math
 
 import pytest
 from click.testing import CliRunner
@@ -16,6 +17,11 @@ from tests.helpers import kernel
 WINDOW = 128
 B_FLAGS = dict(tensor_parallel_size=8, kv_cache_dtype="fp8", num_speculative_tokens=5, speculative_method="dspark",
                max_num_batched_tokens=8192)
+
+
+def rings(k):
+    """The groups of window rings (the layers' own `swa` caches)."""
+    return [g for g in k.layout().groups if g.spec.name == "swa"]
 
 
 def ring_groups(rings: int, per_block: int) -> int:
@@ -48,7 +54,7 @@ def test_b_pool_block(b):
 def test_b_window_rings(b):
     ring_page = round_up(32 * 584, 576)
     assert ring_page == 19008 and 116928 // ring_page == 6
-    windows = [g for g in b.layout().groups if g.kind == "window"]
+    windows = rings(b)
     assert sum(len(g.members) for g in windows) == 43  # 40 layers + 3 DSpark layers
     assert len(windows) == ring_groups(43, 6) == 8
     assert max(len(g.members) for g in windows) == 6
@@ -69,7 +75,7 @@ def test_b_steady_decode(b):
 def test_b_admission(b):
     per_group = cdiv(WINDOW - 1 + 2 * 8192, 32) + 1
     assert per_group == 517
-    windows = [g for g in b.layout().groups if g.kind == "window"]
+    windows = rings(b)
     assert all(b._blocks(g, b.engine.max_model_len, b.engine.max_in_flight_tokens) == 517 for g in windows)
     assert b.sequence_admission_bytes() == (8 * 517 + 1) * 116928
     assert f"{8 * 517 * 116928 / MB:.0f}" == "484"
@@ -102,7 +108,7 @@ def test_engine_sizes_with_the_admission_figure(b):
 
 def test_speculation_off_removes_the_drafter():
     off = kernel("dsv4.1-flash", "h200", tensor_parallel_size=8, kv_cache_dtype="fp8", max_num_batched_tokens=8192)
-    windows = [g for g in off.layout().groups if g.kind == "window"]
+    windows = rings(off)
     assert sum(len(g.members) for g in windows) == 40 and len(windows) == ring_groups(40, 6) == 7
     steady_ring = cdiv(WINDOW - 1 + 1, 32) + 1  # one token in flight, no speculative tokens
     assert steady_ring == 5
@@ -138,17 +144,25 @@ def test_v4_flash_on_h200():
     assert k.layout().bytes_per_block == block
     assert k.cache_bytes_per_token() * 4 == 21 * (584 + 132) + 20 * 584 * 4 // 128
     ring = round_up(64 * 584, 576)
-    windows = [g for g in k.layout().groups if g.kind == "window"]
+    windows = rings(k)
     assert sum(len(g.members) for g in windows) == 43 and len(windows) == cdiv(43, block // ring) == 2
-    states = [g for g in k.layout().groups if g.kind == "ring"]
-    state_pages = 41 * round_up(4 * 8192, 576) + 21 * round_up(4 * 2048, 576)
-    assert len(states) == cdiv(state_pages, block) == 2
-    assert len(k.layout().groups) == 5
+    # vLLM 0.33 sizes the compressor states as sliding windows of 4- and 8-token blocks (vllm-oracle
+    # README, DeepSeek-V4-Flash): C4 + indexer states (block 4, window 8), C128 states (block 8, window 128)
+    state4 = 21 * round_up(4 * 8192, 576) + 21 * round_up(4 * 2048, 576)
+    state8 = 20 * round_up(8 * 4096, 576)
+    assert (state4, state8) == (870912, 656640)
+    groups = k.layout().groups
+    assert [g.layer_bytes for g in groups] == [22 * ring, 21 * ring, block, state4, state8]  # vLLM's order
+    assert [g.block_tokens for g in groups] == [64, 64, 256, 4, 8]
     steady = cdiv(WINDOW - 1 + 1, 64) + 1
     admission = cdiv(WINDOW - 1 + 2 * 8192, 64) + 1
     assert (steady, admission) == (3, 259)
-    assert k.sequence_fixed_bytes() == (2 * steady + 2) * block
-    assert k.sequence_admission_bytes() == (2 * admission + 2) * block
+    steady4, admission4 = cdiv(8 - 1 + 1, 4) + 1, cdiv(8 - 1 + 2 * 8192, 4) + 1
+    steady8, admission8 = cdiv(128 - 1 + 1, 8) + 1, cdiv(128 - 1 + 2 * 8192, 8) + 1
+    assert (admission4, admission8) == (4099, 2065)
+    assert k.sequence_fixed_bytes() == (2 * steady + steady4 + steady8) * block
+    assert k.sequence_admission_bytes() == (2 * admission + admission4 + admission8) * block
+    assert k.blocks_per_request() == 2 * 259 + 4096 + 4099 + 2065 == 10778  # at 1M tokens, as vLLM plans it
 
 
 def test_v4_pro_on_h200():
@@ -156,7 +170,7 @@ def test_v4_pro_on_h200():
     block = v4_block(30, 31)  # layers 0 and 1 ratio 128, then 4 / 128 alternating
     assert block == 1435968
     assert k.layout().bytes_per_block == block
-    windows = [g for g in k.layout().groups if g.kind == "window"]
+    windows = rings(k)
     assert sum(len(g.members) for g in windows) == 61
     assert len(windows) == cdiv(61, block // round_up(64 * 584, 576))
 
@@ -169,11 +183,14 @@ def test_v41_on_b200_with_mega_attention():
     block = (3 * round_up(64 * 288, 512) + round_up(128 * 288, 512) + 3 * round_up(64 * 132, 512)
              + round_up(128 * 132, 512))
     assert block == 135168
-    assert k.layout().bytes_per_block == block
+    # the window rings' block stride is aligned to lcm(528, 288) = 3,168 (vLLM 0.33, V41.md): 136,224
+    assert round_up(block, math.lcm(528, 288)) == 136224
+    assert k.layout().bytes_per_block == 136224
     assert k.cache_bytes_per_token() == 3 * (288 / 2 + 132 / 2) + 288 + 132
     ring = round_up(32 * 528, 512)
-    windows = [g for g in k.layout().groups if g.kind == "window"]
-    assert len(windows) == cdiv(40, block // ring)
+    windows = rings(k)
+    assert len(windows) == cdiv(40, block // ring) == 5
+    assert len(k.layout().groups) == 7  # 5 window groups, the latent group, the compressor rings
     assert any("nvfp4_ds_mla" in str(p.value) for p in k.provenance())
 
 
@@ -181,15 +198,17 @@ def test_v41_on_b200_without_mega_attention():
     block = (3 * round_up(64 * 528, 512) + round_up(128 * 528, 512) + 3 * round_up(64 * 132, 512)
              + round_up(128 * 132, 512))
     assert block == 211968
+    assert round_up(block, 528) == 212256  # block stride aligned to lcm(528, 528) (vLLM 0.33, V41.md)
     off = kernel("dsv4.1-flash", "b200", tensor_parallel_size=8, mega_attention=False)
     wide = kernel("dsv4.1-flash", "b200", tensor_parallel_size=16)  # 4 local heads: mega does not serve tp 16
     for k in (off, wide):
-        assert k.layout().bytes_per_block == block
+        assert k.layout().bytes_per_block == 212256
         assert k.cache_bytes_per_token() == 3 * (528 / 2 + 132 / 2) + 528 + 132
     reasons = " ".join(str(p.value) for p in wide.provenance())
     assert "does not serve this width" in reasons
+    # under mega attention vLLM 0.33 serves an explicit --kv-cache-dtype fp8 as nvfp4_ds_mla too (V41.md)
     explicit = kernel("dsv4.1-flash", "b200", tensor_parallel_size=8, kv_cache_dtype="fp8")
-    assert explicit.layout().bytes_per_block == block  # an explicit fp8 keeps the MXFP8 record
+    assert explicit.layout().bytes_per_block == 136224
 
 
 def test_v41_rejects_formats_the_chip_cannot_serve():
@@ -216,12 +235,12 @@ def test_readers_hold_nothing_and_point_at_their_owner():
 # -- the fallback when the rules pack cannot group ----------------------------------------------------
 
 def test_ungroupable_caches_price_at_their_own_pages():
-    from pricing.kernel.caches import CacheSpec
     from pricing.rules import vllm_0_33 as rules
+    from pricing.specs import MLAAttentionSpec, SlidingWindowMLASpec
 
-    context = CacheSpec("l0", "compressed", "full", "packed", 64, 1000, 1000, packed=True)
-    huge_ring = CacheSpec("l0", "swa", "window", "swa", 32, 5000, 5000, window=128, packed=True)
-    layout = rules.group([context, huge_ring])
+    context = MLAAttentionSpec("l0", "compressed", 64, 1000, 1000, packed=True)
+    huge_ring = SlidingWindowMLASpec("l0", "swa", 32, 5000, 5000, window=128, packed=True)
+    layout = rules.group([context, huge_ring], 131072)
     assert not layout.grouped and "cannot group" in layout.rule
     assert [g.page_bytes for g in layout.groups] == [1000, 5000]
 

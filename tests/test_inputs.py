@@ -81,7 +81,7 @@ def test_folder_with_hf_quant_config(tmp_path, shared_models):
     shutil.copy(shared_models / "nvidia--DeepSeek-V4-Flash-NVFP4.hf_quant_config.json",
                 tmp_path / "hf_quant_config.json")
     graph = build_graph(resolve(str(tmp_path)))
-    fmts = {t.fmt for _, d in graph.nodes() for t in d["tensors"] if t.split.startswith("expert")}
+    fmts = {str(t.fmt) for _, d in graph.nodes() for t in d["tensors"] if t.split.startswith("expert")}
     assert "nvfp4" in fmts
 
 

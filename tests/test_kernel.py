@@ -1,5 +1,7 @@
 """Hand-checked cases of the memory kernel (issue: the memory kernel, Done when)."""
 
+from fractions import Fraction
+
 import pytest
 
 from pricing.kernel.cudagraphs import capture_ceilings
@@ -60,7 +62,7 @@ def test_gpt_oss_window_layers_stop_growing_past_the_window():
     page = 16 * 8 * (64 + 64) * 2
     assert page == 32768
     groups = k.layout().groups
-    assert [g.kind for g in groups] == ["window", "full"]
+    assert [g.vllm_class for g in groups] == ["SlidingWindowSpec", "FullAttentionSpec"]  # vLLM's order
     assert k.layout().bytes_per_block == 12 * page
     # the window layers are bounded state: the same at any length
     assert k.sequence_fixed_bytes() == 12 * page * (-(-(127 + 1) // 16) + 1)  # 9 blocks in steady decode
@@ -102,7 +104,7 @@ def test_eplb_moves_bytes_from_weights_to_replicas():
     assert w.weights + w.eplb_redundant == plain.weights + 4 * 58 * expert + buffer
     assert w.eplb_redundant - buffer == (36 * 58 * expert) * 32 // 288
     f = eplb.fixed_bytes()
-    assert f.total == f.weights + f.activation_peak + f.cuda_graph + f.eplb_redundant
+    assert f.total == f.weights + f.activation_peak + f.cuda_graph + f.eplb_redundant + f.non_torch
 
 
 def test_engine_figures_match_vllm_worked_example():
@@ -158,25 +160,34 @@ def test_cuda_graph_law_when_the_registry_states_one():
 
 
 def test_before_the_budget_counts_each_collective_group():
-    assert kernel("llama-3.1-8b").pre_snapshot_bytes() == 3758096384
-    assert kernel("llama-3.1-70b", tensor_parallel_size=2).pre_snapshot_bytes() == 3758096384 + 358612992
+    reg = load()
+    work = reg.value("cost_model_primitives.engine_workspace")
+    comm = reg.value("cost_model_primitives.communicator_reservation")
+    assert kernel("llama-3.1-8b").pre_snapshot_bytes() == work
+    assert kernel("llama-3.1-70b", tensor_parallel_size=2).pre_snapshot_bytes() == work + comm[2]
     ep = kernel("dsv3", tensor_parallel_size=4, data_parallel_size=2, enable_expert_parallel=True)
     assert ep.collective_groups() == {"tensor parallel": 4, "data parallel": 2, "expert parallel": 8}
-    assert ep.pre_snapshot_bytes() == 3758096384 + 411041792 + 358612992 + 411041792
+    assert ep.pre_snapshot_bytes() == work + comm[4] + comm[2] + comm[8]
+    # the non-torch growth inside the budget follows the largest group
+    assert ep.fixed_bytes().non_torch == reg.value("cost_model_primitives.non_torch_in_budget")[2]
+    assert kernel("llama-3.1-8b").fixed_bytes().non_torch == reg.value("cost_model_primitives.non_torch_in_budget")[1]
 
 
 def test_sampler_wins_for_a_small_model_with_a_large_vocabulary():
     k = kernel("gemma-3-27b", tensor_parallel_size=8, max_num_seqs=1024, max_num_batched_tokens=8192)
     a = k.activation()
-    assert a.sampler == 1024 * 262208 * 6 and a.sampler > a.forward
+    reg = load()
+    per_logit = Fraction(str(reg.value("cost_model_memory.sampler_bytes_per_logit")))
+    per_hidden = Fraction(str(reg.value("cost_model_memory.sampler_hidden_bytes")))
+    assert a.sampler == int(1024 * 262208 * per_logit + 8192 * 5376 * per_hidden) and a.sampler > a.forward
     assert k.fixed_bytes().activation_peak == a.sampler
 
 
 def test_gemma3_window_groups():
     k = kernel("gemma-3-27b", tensor_parallel_size=8)
-    kinds = [g.kind for g in k.layout().groups]
+    kinds = [g.vllm_class for g in k.layout().groups]
     # 62 layers, every 6th global: 10 full, 52 sliding; group size 10 -> 1 full group, 6 window groups
-    assert kinds.count("full") == 1 and kinds.count("window") == 6
+    assert kinds.count("FullAttentionSpec") == 1 and kinds.count("SlidingWindowSpec") == 6
     assert k.layout().padding_layers == 60 - 52
 
 

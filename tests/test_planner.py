@@ -142,7 +142,7 @@ def test_max_gpus():
     assert all(p.gpus <= 20 for p in [capped.best, *capped.alternatives])
 
 
-def test_node_packing():
+def test_node_packing(spec_registry):
     assert replica_cap(4, 8, 12) == 3  # one full node holds 2, the partial node of 4 holds 1
     assert replica_cap(3, 8, 16) == 4  # 2 per node, 2 GPUs stranded per node
     assert replica_cap(16, 8, 40) == 2  # larger than a node: whole nodes, 5 nodes hold 2
@@ -170,7 +170,7 @@ def test_allowed_splits():
     assert all(p.decode_context_parallel_size == 1 for p in [dense.best, *dense.alternatives])
 
 
-def test_headroom():
+def test_headroom(spec_registry):
     plain = plan(request("qwen3-235b-a22b", ("h200",), 64))
     assert plain.best.concurrency == 84
     more = plan(request("qwen3-235b-a22b", ("h200",), 64, headroom=50))
@@ -195,7 +195,7 @@ def test_infeasible_weights_explained():
     assert "more per rank is needed" in line
 
 
-def test_infeasible_context_explained_with_the_longest_that_fits():
+def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
     result = plan(request("llama-3.1-70b", ("h100",), 8, context_length=131072, tp=(2,)))
     [line] = result.explanations
     assert "one request at 131,072 tokens needs 20.0 GiB of KV cache per rank at tp 2" in line
@@ -212,7 +212,7 @@ def test_infeasible_context_explained_with_the_longest_that_fits():
     assert held(fits) >= 1 and held(fits + 1) == 0
 
 
-def test_infeasible_max_gpus_names_the_nearest_fit():
+def test_infeasible_max_gpus_names_the_nearest_fit(spec_registry):
     result = plan(request("llama-3.1-70b", ("h200", "b200"), 64, context_length=131072, max_gpus=16))
     assert result.explanations == [
         "NVIDIA H200 SXM 141GB: within --max-gpus 16 on 8-GPU nodes the most concurrency reachable is 46 "
@@ -249,3 +249,16 @@ def test_builder_shares_inventory_between_services():
     shared = solve(build([a, b], [10, 10], inventory={"h200": 10}))
     assert shared.status == "OPTIMAL"
     assert [(o.row.chip, n) for _, o, n in shared.picks] == [("h200", 1), ("b200", 1)]
+
+
+@pytest.fixture
+def spec_registry():
+    """Figures these tests derive were set with the spec's registry values (the overlay
+    pricing/registry/overlays/spec-reference.yaml), not the refitted laws."""
+    from pathlib import Path
+
+    from pricing.registry import activate, read_overlay
+
+    activate(read_overlay(Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml"))
+    yield
+    activate(None)

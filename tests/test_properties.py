@@ -49,7 +49,7 @@ def test_parts_sum_to_the_total_and_every_figure_is_a_non_negative_integer(model
     name, flags = model
     k = kernel(name, chip, max_num_batched_tokens=tokens, max_num_seqs=seqs, **flags)
     f = k.fixed_bytes()
-    parts = (f.weights, f.activation_peak, f.cuda_graph, f.comm_buffers, f.eplb_redundant)
+    parts = (f.weights, f.activation_peak, f.cuda_graph, f.comm_buffers, f.eplb_redundant, f.non_torch)
     assert f.total == sum(parts)
     a = k.activation()
     assert f.activation_peak == max(a.forward, a.sampler) + a.model_buffers == max(a.forward, a.sampler) + sum(

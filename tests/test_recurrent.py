@@ -6,7 +6,8 @@ Laws used by hand below:
   attention block = align × cdiv(state page, align × attention bytes per token)   (modes none, align)
                   = c × cdiv(cdiv(state page, a1), c), c = lcm(chunk, align)      (mode all)
   groups: every layer of a kind in groups of the attention layer count; pool block = group size × page
-  pages a request holds per state group: none 1 + K, align 2 + K + checkpoint, all cdiv(T, block) + K
+  pages a request holds per state group: none 1 + K, align 2 + K (vLLM 0.33's capacity line, as its
+  oracle prints it: the prefill checkpoint page is not counted), all cdiv(T, block) + K
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from planner.cli import cli
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
+from pricing.specs import FullAttentionSpec, MambaSpec
 from pricing.units import cdiv
 
 H200 = get_chip("h200")
@@ -108,11 +110,11 @@ def test_hand_figures_are_the_ones_written_out(shared_models, card):
 def test_state_bytes_and_attention_block(shared_models, card, tp):
     h = hand(config(shared_models, card), tp)
     k = kernel(card, tensor_parallel_size=tp)
-    states = [s for s in k.specs() if s.kind == "state"]
+    states = [s for s in k.specs() if isinstance(s, MambaSpec)]
     assert len(states) == h["n_state"]
     assert {s.raw_page_bytes for s in states} == {h["state"]}
     layout = k.layout()
-    attention = [g for g in layout.groups if g.kind == "full"]
+    attention = [g for g in layout.groups if isinstance(g.spec, FullAttentionSpec)]
     assert [g.block_tokens for g in attention] == [h["block"]]
     # the state page is padded to the attention page; every group shares one pool block
     assert {s.page_bytes for g in layout.groups for s in g.members} == {h["block"] * h["a1"]}
@@ -134,7 +136,7 @@ def test_bytes_a_request_holds_in_each_mode(shared_models, card, tp):
 
         align = kernel(card, tensor_parallel_size=tp)  # prefix caching on (the default): align
         assert align.engine.mamba_cache_mode == "align"
-        assert align.sequence_fixed_bytes() == h["state_groups"] * (2 + h["checkpoint"]) * pool
+        assert align.sequence_fixed_bytes() == h["state_groups"] * 2 * pool
         assert align.sequence_variable_bytes(tokens) == cdiv(tokens, h["block"]) * pool
 
         every = kernel(card, tensor_parallel_size=tp, mamba_cache_mode="all")
@@ -144,15 +146,16 @@ def test_bytes_a_request_holds_in_each_mode(shared_models, card, tp):
 
 
 def test_qwen3_next_at_tp2_written_out():
-    """Qwen3-Next at tp 2, prefix caching on: 3 GDN groups × 3 pages (2 + the prefill checkpoint)
-    of 12 layers × 544 tokens × 1,024 bytes; a 4,096-token request 8 attention blocks."""
+    """Qwen3-Next at tp 2, prefix caching on: 3 GDN groups × 2 pages of 12 layers × 544 tokens ×
+    1,024 bytes; a 4,096-token request 8 attention blocks. The GDN groups come first (vLLM's order:
+    layer 0 is a GDN layer)."""
     k = kernel("qwen3-next-80b-a3b", tensor_parallel_size=2)
-    assert k.layout().bytes_per_block == 6_684_672
-    assert k.sequence_fixed_bytes() == 60_162_048
+    assert k.layout().bytes_per_block == 12 * 544 * 1024 == 6_684_672
+    assert k.sequence_fixed_bytes() == 3 * 2 * 6_684_672 == 40_108_032
     assert k.sequence_variable_bytes(4096) == 53_477_376
     off = kernel("qwen3-next-80b-a3b", tensor_parallel_size=2, enable_prefix_caching=False)
     assert off.sequence_fixed_bytes() == 20_054_016
-    assert [g.block_tokens for g in off.layout().groups] == [544] + [262_144] * 3  # state block = max_model_len
+    assert [g.block_tokens for g in off.layout().groups] == [262_144] * 3 + [544]  # state block = max_model_len
 
 
 def test_mamba_cache_mode_overrides_prefix_caching():
@@ -170,12 +173,12 @@ def test_speculative_tokens_add_their_pages(shared_models):
     k = kernel("qwen3.5-35b-a3b", num_speculative_tokens=1)
     assert k.engine.spec_method == "mtp"
     layout = k.layout()
-    assert {s.raw_page_bytes for s in k.specs() if s.kind == "state"} == {h["state"]}
+    assert {s.raw_page_bytes for s in k.specs() if isinstance(s, MambaSpec)} == {h["state"]}
     block = 16 * cdiv(h["state"], 16 * h["a1"])
-    assert [len(g.members) for g in layout.groups] == [11, 10, 10, 10]
+    assert [len(g.members) for g in layout.groups] == [10, 10, 10, 11]
     pool = 11 * block * h["a1"]
     assert layout.bytes_per_block == pool
-    assert k.sequence_fixed_bytes() == 3 * (2 + 1 + 1) * pool
+    assert k.sequence_fixed_bytes() == 3 * (2 + 1) * pool
     none = kernel("qwen3.5-35b-a3b", num_speculative_tokens=1, enable_prefix_caching=False)
     assert none.sequence_fixed_bytes() == 3 * (1 + 1) * pool
 
@@ -183,7 +186,7 @@ def test_speculative_tokens_add_their_pages(shared_models):
 def test_a_model_without_recurrent_layers_holds_nothing_fixed():
     k = kernel("qwen3-8b")
     assert k.sequence_fixed_bytes() == 0
-    assert not [s for s in k.specs() if s.kind == "state"]
+    assert not [s for s in k.specs() if isinstance(s, MambaSpec)]
 
 
 def test_plan_memory_shows_the_recurrent_state_apart():
@@ -195,7 +198,7 @@ def test_plan_memory_shows_the_recurrent_state_apart():
                                                  "-tp", "2", "--json"]).output)
     r = report["recurrent_state"]
     assert (r["mode"], r["layers"], r["state_bytes"], r["pages"], r["attention_block_tokens"]) == (
-        "align", 36, 548_864, 3, 544)
-    assert r["held_bytes"] == report["sequence"]["fixed"] == 60_162_048
+        "align", 36, 548_864, 2, 544)
+    assert r["held_bytes"] == report["sequence"]["fixed"] == 40_108_032
     plain = json.loads(CliRunner().invoke(cli, ["memory", "--model", "qwen3-8b", "--chip", "h200", "--json"]).output)
     assert plain["recurrent_state"] is None

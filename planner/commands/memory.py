@@ -10,6 +10,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from planner.commands.plan import vllm_version_option
+from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
 from pricing.units import GiB, size
 
@@ -59,6 +61,7 @@ def _gib(n: int) -> str:
 
 
 @click.command()
+@registry_option
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
 @click.option("--quantization", help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16")
@@ -66,9 +69,10 @@ def _gib(n: int) -> str:
 @click.option("--tokens", type=int, default=4096, show_default=True, help="length of the request to price")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes (provenance included)")
 @click.option("--provenance", "show_provenance", is_flag=True, help="also print every registry value used")
+@vllm_version_option()
 @vllm_flags
 @click.pass_context
-def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, **flags):
+def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, **flags):
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
     and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
     vLLM's own error, when vLLM would not start it."""
@@ -81,7 +85,7 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
     graph = load_model(model, quantization)
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
-    kernel = Kernel.of(graph, Deployment(**flags), target)
+    kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
     report = memory_report(kernel, tokens)
     if as_json:
         click.echo(json.dumps(report.model_dump(), indent=2, default=str))
@@ -128,6 +132,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     console.print(f"CUDA graphs       {_gib(f.cuda_graph)}")
     console.print(f"comm buffers      {_gib(f.comm_buffers)}")
     console.print(f"EPLB              {_gib(f.eplb_redundant)}")
+    console.print(f"non-torch         {_gib(f.non_torch)}")
     console.print(f"fixed per rank    {_gib(f.total)}")
     console.print(f"before the budget {_gib(r.pre_snapshot)}")
     console.print()
@@ -153,13 +158,15 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     if not r.starts:
         console.print(f"[bold red]vLLM would not start[/bold red] ({r.refusal_check}): {r.refusal}", soft_wrap=True)
         console.print(f"what would fit: {r.would_fit}", soft_wrap=True)
-    if len(r.kv_groups) > 1 or any(g.kind != "full" for g in r.kv_groups):
-        table = Table(title="KV cache groups (one request at max_model_len)")
-        for col in ("group", "kind", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"):
-            table.add_column(col, justify="right" if col not in ("kind", "layers") else "left")
+    if len(r.kv_groups) > 1 or any(g.kind != "FullAttentionSpec" for g in r.kv_groups):
+        table = Table(title=f"KV cache groups in vLLM's order (one request at max_model_len; page bytes as vLLM "
+                            f"{r.vllm_version}'s page_size_bytes of the group)")
+        for col in ("group", "spec", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"):
+            table.add_column(col, justify="right" if col not in ("spec", "layers") else "left")
         for i, g in enumerate(r.kv_groups):
             layers = layer_span(g.layers)
-            table.add_row(str(i), g.kind, layers, str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}",
+            spec = g.spec if g.kind == g.spec else f"{g.spec} ({g.kind})"
+            table.add_row(str(i), spec, layers, str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}",
                           f"{g.blocks_admission:,}")
         console.print(table)
     if provenance:
@@ -186,6 +193,7 @@ def render_recurrent(s, console: Console) -> None:
 
 
 @click.command()
+@registry_option
 @click.option("--json", "as_json", is_flag=True)
 def models(as_json):
     """The model cards the project ships (--model takes the name)."""
@@ -204,6 +212,7 @@ def models(as_json):
 
 
 @click.command()
+@registry_option
 @click.option("--json", "as_json", is_flag=True)
 def chips(as_json):
     """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a

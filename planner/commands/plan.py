@@ -11,8 +11,17 @@ import json
 import click
 from pydantic import ValidationError
 
+from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.errors import InputError
+
+
+def vllm_version_option():
+    """--vllm-version: the vLLM release whose rules, enumerations and defaults apply."""
+    from pricing.rules import DEFAULT, RELEASES
+
+    return click.option("--vllm-version", type=click.Choice(sorted(RELEASES)), default=DEFAULT, show_default=True,
+                        help="the vLLM release to plan for (its KV grouping rules and defaults)")
 
 
 def options_list(axes: bool = False) -> list:
@@ -50,6 +59,7 @@ def options_list(axes: bool = False) -> list:
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         click.option("--time-limit", type=float, help="solver wall-clock bound in seconds"),
+        vllm_version_option(),
         click.option("--provenance", "show_provenance", is_flag=True,
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
@@ -59,7 +69,7 @@ def options_list(axes: bool = False) -> list:
 def apply_options(options: list, f):
     for option in reversed(options):
         f = option(f)
-    return f
+    return registry_option(f)
 
 
 def plan_options(f):
@@ -100,7 +110,8 @@ def request_from(options: dict) -> PlanRequest:
             kv_cache_dtypes=tuple(dict.fromkeys(k.lower() for k in options["kv_cache_dtype"])) or ("auto",),
             tp=options["tp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
-            max_num_batched_tokens=options["max_num_batched_tokens"] or None)
+            max_num_batched_tokens=options["max_num_batched_tokens"] or None,
+            vllm_version=options["vllm_version"])
         limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
                             gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
     except ValidationError as err:

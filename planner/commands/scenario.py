@@ -17,6 +17,7 @@ from rich.table import Table
 from planner import defaults
 from planner.commands.memory import console_for_output
 from planner.commands.plan import options_list
+from planner.commands.registry_option import registry_option
 from planner.render import command
 from planner.result import price_footnotes, star
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
@@ -135,6 +136,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 
 
 @click.command("scenario")
+@registry_option
 @click.argument("file", required=False)
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
@@ -210,7 +212,8 @@ def point_scenario(point: dict, options: dict, every: float | None, by_chip: dic
                "chips": [point["chip"]], "headroom": options["headroom"],
                "num_speculative_tokens": options["num_speculative_tokens"]}
     for key, value in (("quantization", point["quantization"]), ("context_length", point["context_length"]),
-                       ("speculative_method", options["speculative_method"])):
+                       ("speculative_method", options["speculative_method"]),
+                       ("vllm_version", options.get("vllm_version"))):
         if value is not None:
             service[key] = value
     for key, flag in (("tp", "tp"), ("dp", "dp"), ("dcp", "dcp"), ("kv_cache_dtype", "kv_cache_dtype"),
@@ -237,6 +240,7 @@ def get_chip_id(name: str) -> str:
 
 
 @click.command("compare")
+@registry_option
 @click.argument("file", required=False)
 @apply_options_to(options_list(axes=True))
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from pricing.config import ModelSource, resolve
+from pricing.config.quantization import read as read_quantization
 from pricing.errors import InputError
 from pricing.graph import mla, transformer
 from pricing.graph.model import ModelGraph
@@ -31,6 +32,8 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
         known = ", ".join(sorted(BUILDERS))
         raise InputError("config.json: model_type", f"{model_type!r} is not a supported family",
                          f"supported: {known}")
+    # the quantization first, so a method the project cannot size names the file it came from
+    read_quantization(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
     try:
         graph = builder(source, quantization)
     except (KeyError, TypeError, ValueError) as err:

@@ -179,7 +179,7 @@ def build(source, override: str | None) -> ModelGraph:
     final = m.add("norm", "norm", tensors=[make.plain("norm", hidden)] + (
         [make.plain("hc_head_fn", cfg["hc_mult"], cfg["hc_mult"] * hidden, fmt="fp32")] if cfg.get("hc_mult") else []))
     m.flow(prev, final)
-    head = m.add("lm_head", "lm_head", tensors=[make.plain("lm_head", vocab, hidden, "vocab")])
+    head = m.add("lm_head", "lm_head", tensors=[make.head("lm_head", vocab, hidden)])
     m.flow(final, head)
     # the drafter: V4's MTP layer, V4.1's DSpark stages; window-only, held only while speculating
     method = methods[0] if methods else None

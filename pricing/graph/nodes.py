@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pricing.config.quantization import Scheme
+
 # How a tensor is laid out across the ranks (vLLM's linear-layer classes):
 #   column      ColumnParallelLinear: output rows divided by tp
 #   row         RowParallelLinear: input columns divided by tp
@@ -34,11 +36,11 @@ class Tensor:
     name: str
     rows: int
     cols: int
-    fmt: str
+    fmt: Scheme  # the served layout (pricing/config/quantization.py), e.g. Unquantized("bf16")
     split: str
     count: int = 1
-    block: tuple[int, int] | None = None  # quantization tile for block-scaled formats
     heads: int = 0  # for split == "heads": the heads the rows hold
+    parts: int = 1  # checkpoint modules fused in it (gate and up: 2), each with its own scales
 
     def __post_init__(self):
         if self.split not in SPLITS:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pricing.graph.common import (
-    Quant,
     TensorMaker,
     add_final_norm_and_head,
     dense_mlp,
@@ -50,7 +49,7 @@ def build(source, override: str | None) -> ModelGraph:
     head_dim = cfg.get("head_dim") or hidden // heads
     vocab = need(cfg, "vocab_size", model_type)
     dtype = model_dtype(cfg)
-    quant: Quant = quantization(cfg, source.hf_quant_config, dtype, override)
+    quant = quantization(cfg, source.hf_quant_config, dtype, override)
     make = TensorMaker(quant, dtype)
     windows = layer_windows(cfg, n_layers)
     experts = 0

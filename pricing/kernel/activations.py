@@ -1,9 +1,13 @@
 """The activation peak (spec: Activations).
 
 forward = buffers(family, tp) × max_num_batched_tokens × hidden size × 2 bytes, with a floor;
-sampler = min(max_num_seqs, max_num_batched_tokens) logit rows × vocabulary × (model dtype + fp32
-copy) (vLLM 0.33 V2 _dummy_sampler_run, vllm-0.33-memory.md §1.5); the peak is the larger of the
-two, plus the model's own buffers allocated at the token budget or the context bound.
+sampler = rows × vocabulary × bytes per logit + max_num_batched_tokens × hidden × bytes per
+hidden element, with rows = min(max_num_seqs, max_num_batched_tokens): the dummy sampler run
+holds the logits, their fp32 copy and the processing temporaries of the warm-up pass (top-k/top-p
+sort, penalties, logprobs; vllm-0.33-memory.md §1.5) beside the forward's hidden states. The two
+bytes-per figures are fitted on real start-ups (registry cost_model_memory, with their era). The
+peak is the larger of forward and sampler, plus the model's own buffers allocated at the token
+budget or the context bound.
 """
 
 from __future__ import annotations
@@ -13,11 +17,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from pricing.graph.model import ModelGraph
+from pricing.kernel.caches import DTYPE_BYTES  # noqa: F401  (model-dtype widths, used by model hooks)
 from pricing.kernel.deployment import Engine
 from pricing.registry import Registry
-
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-FP32 = 4
 
 # model family (attention_backend) -> function(model, engine, chip, reg, used) -> dict name -> bytes
 MODEL_BUFFERS: dict[str, Callable] = {}
@@ -53,8 +55,13 @@ def activation(model: ModelGraph, engine: Engine, chip, reg: Registry, used: dic
     count = Fraction(str(counts.value[tp_key(counts.value, engine.tp)]))
     forward = int(count * engine.max_num_batched_tokens * model.hidden_size * width.value)
     forward = max(forward, int(floor.value))
+    per_logit = reg["cost_model_memory.sampler_bytes_per_logit"]
+    per_hidden = reg["cost_model_memory.sampler_hidden_bytes"]
+    used[per_logit.name] = per_logit
+    used[per_hidden.name] = per_hidden
     rows = min(engine.max_num_seqs, engine.max_num_batched_tokens)
-    sampler = rows * model.vocab_size * (DTYPE_BYTES.get(model.dtype, 2) + FP32)
+    sampler = int(Fraction(str(per_logit.value)) * rows * model.vocab_size
+                  + Fraction(str(per_hidden.value)) * engine.max_num_batched_tokens * model.hidden_size)
     buffers = {}
     hook = MODEL_BUFFERS.get(model.attention_backend)
     if hook is not None:

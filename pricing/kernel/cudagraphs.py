@@ -4,8 +4,10 @@ vLLM 0.33 subtracts its own estimate of the captured graphs from the KV budget; 
 grows with the largest graph of each family: the capture ceiling of the mixed (PIECEWISE)
 graphs, and for the uniform-decode (FULL) graphs the largest size that max_num_seqs requests of
 1 + K tokens fill. Capture sizes as config/vllm.py:2398-2640 computes them (vllm-0.33-memory.md
-§9.3). Where the registry states a floor and a per-token cost for the family, each family costs
-floor + cost × ceiling; otherwise the mode's flat figure applies. Zero when eager.
+§9.3). Where the registry states a law for the family, each graph family costs
+floor + per_token × ceiling + per_layer_token × decoder layers × ceiling (a piecewise capture
+keeps one static output per split, and vLLM splits at every layer's attention); otherwise the
+mode's flat figure applies. Zero when eager.
 """
 
 from __future__ import annotations
@@ -46,10 +48,21 @@ def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
     return Ceilings(mixed, decode, ordered)
 
 
+def decoder_layers(model) -> int:
+    """The decoder layers of the model graph (the piecewise capture splits at each one)."""
+    if "decoder_layers" not in model.extras:
+        model.extras["decoder_layers"] = len({d["layer"] for _, d in model.nodes() if d["layer"] is not None})
+    return model.extras["decoder_layers"]
+
+
+def _family_bytes(term: dict, ceiling: int, layers: int) -> float:
+    return term.get("floor", 0) + (term.get("per_token", 0) + term.get("per_layer_token", 0) * layers) * ceiling
+
+
 def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceilings | None]:
     if engine.cudagraph_mode == "NONE":
         return 0, None
-    cap = reg["vllm_0_33.capture_size_max"]
+    cap = reg[engine.release.key("capture_size_max")]
     used[cap.name] = cap
     default_max = cap.value.get(chip.generation, cap.value["default"])
     ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max)
@@ -57,11 +70,12 @@ def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceiling
     if law_name in reg:
         law = reg[law_name]
         used[law.name] = law
-        total = 0
+        layers = decoder_layers(model)
+        total = 0.0
         if engine.cudagraph_mode in ("PIECEWISE", "FULL_AND_PIECEWISE", "FULL"):
-            total += law.value["mixed"]["floor"] + law.value["mixed"]["per_token"] * ceilings.mixed
+            total += _family_bytes(law.value["mixed"], ceilings.mixed, layers)
         if engine.cudagraph_mode in ("FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "FULL"):
-            total += law.value["decode"]["floor"] + law.value["decode"]["per_token"] * ceilings.decode
+            total += _family_bytes(law.value["decode"], ceilings.decode, layers)
         return int(total), ceilings
     flat = reg[f"cost_model_memory.cuda_graph_flat.{engine.cudagraph_mode}"]
     used[flat.name] = flat

@@ -5,15 +5,16 @@ Activations). Facts: shared/reference/deepseek-v4-family.md, registry deepseek_v
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from pricing.chips import Chip
 from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
 from pricing.kernel import activations, caches
-from pricing.kernel.caches import CacheSpec
 from pricing.kernel.deployment import Engine
 from pricing.registry import Registry
+from pricing.specs import CircularBufferSpec, KVCacheSpec, MLAAttentionSpec, SlidingWindowMLASpec
 from pricing.units import cdiv, round_up
 
 FP8_NAMES = ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla")
@@ -57,11 +58,23 @@ def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
     if kv not in FP8_NAMES + ("nvfp4_ds_mla",):
         raise InputError("--kv-cache-dtype", f"{kv!r} is not served by the DeepSeek-V4 backends (only fp8 caches)",
                          "use fp8 (or leave it auto)")
+    plain = chip.generation in _get(reg, used, "flashinfer_generations")
     if model.extras["version"] == "v4":
         if kv == "nvfp4_ds_mla":
             raise InputError("--kv-cache-dtype", "nvfp4_ds_mla is a DeepSeek-V4.1 format", "use fp8")
+        if plain:
+            return ({"compressed": "plain", "window": "plain", "indexer": "fp8"},
+                    f"{chip.generation}: V4 defaults to the FlashInfer sparse backend, plain 512-byte fp8 rows "
+                    "(FLASHINFER_MLA_SPARSE_DSV4)")
         return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
-                f"V4 rewrites kv_cache_dtype {kv} to fp8_ds_mla (584-byte records) on every chip")
+                f"V4 rewrites kv_cache_dtype {kv} to fp8_ds_mla (584-byte records) with FlashMLA sparse")
+    if plain:
+        if kv == "nvfp4_ds_mla":
+            raise InputError("--kv-cache-dtype", f"FlashMLA decodes nvfp4_ds_mla only on SM100; {chip.id} is "
+                             f"{chip.generation}", "use fp8")
+        return ({"compressed": "plain", "window": "plain", "indexer": "fp8"},
+                f"{chip.generation}: V4.1 defaults to FlashInfer (DeepseekV4FlashInferSM120Attention), plain 512-byte "
+                "fp8 rows (record layout as V4's FlashInfer sparse backend; not run on the oracle)")
     if not chip.sm100_family:
         if kv == "nvfp4_ds_mla":
             raise InputError("--kv-cache-dtype", f"FlashMLA decodes nvfp4_ds_mla only on SM100; {chip.id} is "
@@ -69,7 +82,7 @@ def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
         return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
                 f"{chip.generation}: V4.1 serves {kv} as fp8_ds_mla (584-byte records, FlashMLA sparse)")
     mega, why = mega_attention(model, engine, chip, reg, used)
-    if mega and kv in ("auto", "nvfp4_ds_mla"):
+    if mega and kv in ("auto", "fp8", "fp8_e4m3", "nvfp4_ds_mla"):
         return ({"compressed": "nvfp4_ds_mla", "window": "mxfp8", "indexer": "fp8"},
                 f"{chip.generation}: {why}; kv_cache_dtype {kv} resolves to nvfp4_ds_mla (288-byte compressed records, "
                 "528-byte window records)")
@@ -87,8 +100,11 @@ def _next_pow2(n: int) -> int:
 
 
 def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict
-                   ) -> tuple[list[CacheSpec], list[str]]:
-    """CacheSpecs of every stated cache this rank holds (the drafter's only while speculating)."""
+                   ) -> tuple[list[KVCacheSpec], list[str]]:
+    """Specs of every stated cache this rank holds (the drafter's only while speculating), as
+    vLLM 0.33's DeepSeek-V4 modules build them: window rings SlidingWindowMLASpec; compressed and
+    indexer caches MLAAttentionSpec with their tokens per record; V4's compressor states
+    SlidingWindowMLASpec of a few rows; V4.1's compressor states CircularBufferSpec rings."""
     v41 = model.extras["version"] == "v41"
     formats, why = record_formats(model, engine, chip, reg, used)
     if v41:
@@ -98,40 +114,48 @@ def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
         window_tokens = _by_generation(_get(reg, used, "page_tokens.v41_window"), chip)
         state = _get(reg, used, "compressor_state.v41")
         rows = max(state["min_rows"], _next_pow2(engine.spec_tokens + 2))
-        state_bytes = {"state": rows * state["row_bytes"]}
+        states = {"state": {"rows": rows, "row_bytes": state["row_bytes"]}}
+        window_stride = _by_generation(_get(reg, used, "alignment.v41_window_stride"), chip)
     else:
-        align = state_align = _get(reg, used, "alignment.v4")
+        align = state_align = _by_generation(_get(reg, used, "alignment.v4"), chip)
         geometry = _get(reg, used, "page_tokens.v4")
         block, window_tokens = geometry["compressed"], geometry["window"]
         state = _get(reg, used, "compressor_state.v4")
-        state_bytes = {f"state_ratio_{r}": state[f"ratio_{r}"]["rows"] * state[f"ratio_{r}"]["row_bytes"]
-                       for r in (4, 128)}
-        state_bytes["state_indexer"] = state["indexer"]["rows"] * state["indexer"]["row_bytes"]
+        states = {f"state_ratio_{r}": state[f"ratio_{r}"] for r in (4, 128)}
+        states["state_indexer"] = state["indexer"]
+        window_stride = False
     record_names = {"fp8_ds_mla": "records.fp8_ds_mla_v4", "mxfp8": "records.mxfp8_v41",
-                    "nvfp4_ds_mla": "records.nvfp4_ds_mla_v41", "fp8": "records.indexer_fp8"}
-    specs: list[CacheSpec] = []
+                    "nvfp4_ds_mla": "records.nvfp4_ds_mla_v41", "fp8": "records.indexer_fp8",
+                    "plain": "records.plain_fp8_row"}
+    records = {role: _get(reg, used, record_names[fmt]) for role, fmt in formats.items()}
+    stride = math.lcm(records["window"], records["compressed"]) if window_stride else 1
+    specs: list[KVCacheSpec] = []
     notes = [why]
     for name, data in model.nodes(engine.spec_method):
         drafter = data["speculative"] is not None
         for c in data["caches"]:
             if c.bound == "window":
-                rec = _get(reg, used, record_names[formats["window"]])
+                rec = records["window"]
                 raw = window_tokens * rec
-                specs.append(CacheSpec(name, c.name, "window", "swa", window_tokens, round_up(raw, align), raw,
-                                       window=c.window, dcp_sharded=False, packed=True, alignment=align,
-                                       drafter=drafter))
+                specs.append(SlidingWindowMLASpec(name, c.name, window_tokens, round_up(raw, align), raw, Fraction(rec),
+                                                  drafter=drafter, alignment=align, stride_alignment=stride,
+                                                  packed=True, window=c.window))
             elif c.bound == "context":
-                role = "indexer" if c.name == "indexer" else "compressed"
-                rec = _get(reg, used, record_names[formats[role]])
-                records = block // c.per_record
-                raw = records * rec
-                specs.append(CacheSpec(name, c.name, "full", "packed", block, round_up(raw, align), raw,
-                                       per_token=Fraction(rec, c.per_record), packed=True, alignment=align,
-                                       drafter=drafter))
+                rec = records["indexer" if c.name == "indexer" else "compressed"]
+                raw = block // c.per_record * rec
+                specs.append(MLAAttentionSpec(name, c.name, block, round_up(raw, align), raw,
+                                              Fraction(rec, c.per_record), drafter=drafter, alignment=align,
+                                              packed=True, dcp_sharded=True, tokens_per_state=c.per_record))
             else:
-                raw = state_bytes[c.geometry]
-                specs.append(CacheSpec(name, c.name, "ring", "circular", 0, round_up(raw, state_align), raw,
-                                       dcp_sharded=False, packed=True, alignment=state_align, drafter=drafter))
+                geo = states[c.geometry]
+                raw = geo["rows"] * geo["row_bytes"]
+                common = dict(layer=name, name=c.name, block_tokens=geo["rows"], page_bytes=round_up(raw, state_align),
+                              raw_page_bytes=raw, per_token=Fraction(geo["row_bytes"]), drafter=drafter,
+                              alignment=state_align, packed=True)
+                if v41:
+                    specs.append(CircularBufferSpec(**common))
+                else:
+                    specs.append(SlidingWindowMLASpec(**common, window=geo["window"]))
     return specs, notes
 
 

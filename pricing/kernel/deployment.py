@@ -3,7 +3,7 @@ resolve to on a chip (defaults per vllm-0.33-memory.md §9)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,11 +12,9 @@ from pricing.chips import Chip
 from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
 from pricing.registry import Registry, load
+from pricing.rules import Release
+from pricing.rules import get as get_release
 from pricing.units import GiB
-
-CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
-KV_CACHE_DTYPES = ("auto", "bf16", "fp16", "float16", "fp32", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla",
-                   "nvfp4_ds_mla")
 
 
 class Deployment(BaseModel):
@@ -74,12 +72,12 @@ class Engine:
     async_scheduling: bool
     mamba_cache_mode: str
     mega_attention: bool | None
+    release: Release = field(default_factory=get_release)
 
     @property
     def in_flight_batches(self) -> int:
-        """max_concurrent_batches: pp + 1 under asynchronous scheduling (V2 runner), else pp
-        (vllm-0.33-memory.md §2.3; pipeline parallelism is 1 here)."""
-        return 2 if self.async_scheduling else 1
+        """max_concurrent_batches, the release's rule (vllm-0.33-memory.md §2.3; pipeline parallelism is 1 here)."""
+        return self.release.in_flight_batches(self.async_scheduling)
 
     @property
     def max_in_flight_tokens(self) -> int:
@@ -102,9 +100,11 @@ def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
 
-def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Registry | None = None) -> Engine:
-    """Fill vLLM 0.33's defaults and check the flags against the model, as vLLM would."""
+def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Registry | None = None,
+                   release: Release | str | None = None) -> Engine:
+    """Fill the release's defaults (vLLM 0.33 by default) and check the flags against the model, as vLLM would."""
     reg = registry or load()
+    release = get_release(release)
     tp, dp = d.tensor_parallel_size, d.data_parallel_size
     heads = model.num_attention_heads
     if heads % tp:
@@ -131,8 +131,8 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
                          f"vLLM 0.33 does not shard sliding-window caches, and {model.name} has them "
                          "(SlidingWindowSpec asserts 'DCP not support sliding window', vllm-0.33-memory.md §2.2)",
                          "use 1")
-    util = d.gpu_memory_utilization if d.gpu_memory_utilization is not None else reg.value(
-        "vllm_0_33.gpu_memory_utilization")
+    util = d.gpu_memory_utilization if d.gpu_memory_utilization is not None else release.fact(
+        reg, None, "gpu_memory_utilization")
     if not 0 < util <= 1:
         raise InputError("--gpu-memory-utilization", f"must be in (0, 1], got {util}", "for example 0.92")
     ep = d.enable_expert_parallel
@@ -154,7 +154,7 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if max_len > model.max_position:
         raise InputError("--max-model-len", f"{max_len} exceeds the {model.max_position} positions of {model.name}",
                          f"use at most {model.max_position}")
-    rows = reg.value("vllm_0_33.scheduler_defaults")
+    rows = release.fact(reg, None, "scheduler_defaults")
     memory_gib = chip.memory_bytes / GiB
     for row in rows:
         if memory_gib >= row["min_memory_gib"] and chip.generation not in row.get("exclude_generations", []):
@@ -175,9 +175,9 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if d.max_num_seqs is None:
         seqs = min(seqs, tokens)
     kv_dtype = d.kv_cache_dtype.lower()
-    if kv_dtype not in KV_CACHE_DTYPES:
-        raise InputError("--kv-cache-dtype", f"unknown dtype {d.kv_cache_dtype!r}",
-                         f"use one of {', '.join(KV_CACHE_DTYPES)}")
+    if kv_dtype not in release.kv_cache_dtypes:
+        raise InputError("--kv-cache-dtype", f"unknown dtype {d.kv_cache_dtype!r} for {release.name}",
+                         f"use one of {', '.join(release.kv_cache_dtypes)}")
     method = d.speculative_method
     if d.num_speculative_tokens and method is None:
         method = model.speculative_methods[0] if model.speculative_methods else None
@@ -193,16 +193,20 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         if d.num_speculative_tokens == 0:
             raise InputError("--num-speculative-tokens", "must be at least 1 when a speculative method is set",
                              "for example 1 for MTP, 5 for DSpark")
-    mode = "NONE" if d.enforce_eager else (d.cudagraph_mode or reg.value("vllm_0_33.default_cudagraph_mode")).upper()
-    if mode not in CUDAGRAPH_MODES:
-        raise InputError("--cudagraph-mode", f"unknown mode {d.cudagraph_mode!r}",
-                         f"use one of {', '.join(CUDAGRAPH_MODES)}")
+    default_mode = release.fact(reg, None, "default_cudagraph_mode")
+    mode = "NONE" if d.enforce_eager else (d.cudagraph_mode or default_mode).upper()
+    if mode not in release.cudagraph_modes:
+        raise InputError("--cudagraph-mode", f"unknown mode {d.cudagraph_mode!r} for {release.name}",
+                         f"use one of {', '.join(release.cudagraph_modes)}")
     if d.block_size is not None and d.block_size < 1:
         raise InputError("--block-size", f"must be at least 1, got {d.block_size}", "for example 16")
     if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
         raise InputError("--kv-cache-memory-bytes", "must not be negative", "give the KV pool in bytes")
     mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
+    if mamba not in release.mamba_cache_modes:
+        raise InputError("--mamba-cache-mode", f"unknown mode {mamba!r} for {release.name}",
+                         f"use one of {', '.join(release.mamba_cache_modes)}")
     return Engine(tp, dp, ep, ep_size, dcp, d.prefill_context_parallel_size, float(util), int(tokens), int(seqs),
                   int(max_len), kv_dtype, d.block_size, d.num_speculative_tokens, method, d.enable_eplb,
                   d.num_redundant_experts, mode, d.kv_cache_memory_bytes, d.enable_prefix_caching, d.async_scheduling,
-                  mamba, d.mega_attention)
+                  mamba, d.mega_attention, release)

@@ -7,8 +7,10 @@
     sequence_admission_bytes()    the same state at what the engine reserves on admission
     and the engine's own figures: budget, KV pool, blocks, "GPU KV cache size", concurrency.
 
-Each sub-result is memoised on the inputs it depends on, so a planner sweep that varies the
-utilisation or the token budget recomputes only what they change.
+Each sub-result is memoised on the whole model, chip, registry and release and on the engine
+fields it read (recorded as it runs, never listed by hand), so a planner sweep that varies the
+utilisation or the token budget recomputes only what they change, and a new field cannot return
+a stale answer.
 """
 
 from __future__ import annotations
@@ -22,21 +24,62 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import activations, caches, cudagraphs, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.registry import Registry, Sourced, load
-from pricing.rules import get as rules_pack
+from pricing.rules import Release
+from pricing.rules import get as get_release
+from pricing.specs import KVCacheSpec, Request
 
 _MEMO: dict = {}
 _MEMO_LIMIT = 200_000
 
 
-def _memo(key, compute):
-    hit = _MEMO.get(key)
-    if hit is None:
-        if len(_MEMO) > _MEMO_LIMIT:
-            _MEMO.clear()
-        used: dict = {}
-        hit = (compute(used), used)
-        _MEMO[key] = hit
-    return hit
+class _Reads:
+    """A read-only view of a frozen dataclass (the engine) that records every field a computation
+    reads, properties included. A memo entry is keyed on the whole objects a result depends on:
+    the model, chip, registry and release whole, and the engine by the fields the computation
+    actually read (so a new field, once read, is part of the key without anyone listing it)."""
+
+    __slots__ = ("_obj", "_seen")
+
+    def __init__(self, obj):
+        object.__setattr__(self, "_obj", obj)
+        object.__setattr__(self, "_seen", {})
+
+    def __getattr__(self, name):
+        obj = self._obj
+        if name in obj.__dataclass_fields__:
+            value = getattr(obj, name)
+            self._seen[name] = value
+            return value
+        attr = getattr(type(obj), name)
+        if isinstance(attr, property):
+            return attr.fget(self)
+        if callable(attr):
+            return attr.__get__(self)
+        return attr
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self._obj).__name__} is frozen")
+
+
+def _memo(what: str, whole: tuple, engine: Engine, compute):
+    """compute(engine view, used) memoised on `whole` (hashable objects taken whole) and the
+    engine fields it read."""
+    entries = _MEMO.setdefault((what,) + whole, [])
+    for reads, value, used in entries:
+        if all(getattr(engine, name) == seen for name, seen in reads):
+            return value, used
+    if sum(len(v) for v in _MEMO.values()) > _MEMO_LIMIT:
+        _MEMO.clear()
+        entries = _MEMO.setdefault((what,) + whole, [])
+    view = _Reads(engine)
+    used: dict = {}
+    value = compute(view, used)
+    entries.append((tuple(view._seen.items()), value, used))
+    return value, used
+
+
+def clear_memo() -> None:
+    _MEMO.clear()
 
 
 @dataclass(frozen=True)
@@ -46,56 +89,71 @@ class FixedBytes:
     cuda_graph: int
     comm_buffers: int
     eplb_redundant: int
+    non_torch: int = 0  # memory outside torch's allocator that grows after the snapshot
 
     @property
     def total(self) -> int:
-        return self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
+        return (self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
+                + self.non_torch)
 
 
 class Kernel:
-    """The memory of one rank of `engine` serving `model` on `chip`."""
+    """The memory of one rank of `engine` serving `model` on `chip`, under the engine's release."""
 
-    def __init__(self, model: ModelGraph, engine: Engine, chip: Chip, registry: Registry | None = None,
-                 rules: str = "vllm-0.33"):
+    def __init__(self, model: ModelGraph, engine: Engine, chip: Chip, registry: Registry | None = None):
         self.model = model
         self.engine = engine
         self.chip = chip
         self.reg = registry or load()
-        self.rules = rules_pack(rules)
         self._used: dict[str, Sourced] = {}
         self._notes: list[str] = []
 
-    @classmethod
-    def of(cls, model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None) -> Kernel:
-        reg = registry or load()
-        return cls(model, resolve_engine(deployment, model, chip, reg), chip, reg)
+    @property
+    def release(self) -> Release:
+        return self.engine.release
 
-    def _get(self, key, compute):
-        chip = (self.chip.id, self.chip.generation, self.chip.memory_bytes)  # what memory depends on
-        value, used = _memo((self.model, self.reg) + chip + key, compute)
+    @property
+    def rules(self):
+        return self.engine.release.rules
+
+    @classmethod
+    def of(cls, model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
+           release: Release | str | None = None) -> Kernel:
+        reg = registry or load()
+        return cls(model, resolve_engine(deployment, model, chip, reg, get_release(release)), chip, reg)
+
+    def _get(self, what: str, compute):
+        value, used = _memo(what, (self.model, self.chip, self.reg, self.engine.release), self.engine, compute)
         self._used.update(used)
         return value
 
     # -- fixed --------------------------------------------------------------------------------
     def weight_bytes(self) -> weights.WeightBytes:
-        e = self.engine
-        key = ("weights", e.tp, e.dp, e.pcp, e.ep, e.ep_size, e.eplb, e.redundant_experts, e.spec_method)
-        return self._get(key, lambda used: weights.weight_bytes(self.model, e, self.reg, used))
+        return self._get("weights", lambda e, used: weights.weight_bytes(self.model, e, self.reg, used,
+                                                                          self.chip.generation))
 
     def activation(self) -> activations.Activation:
-        e = self.engine
-        key = ("act", e.tp, e.dp, e.max_num_batched_tokens, e.max_num_seqs, e.max_model_len, e.spec_method,
-               e.spec_tokens, e.kv_cache_dtype)
-        return self._get(key, lambda used: activations.activation(self.model, e, self.chip, self.reg, used))
+        return self._get("activation", lambda e, used: activations.activation(self.model, e, self.chip, self.reg,
+                                                                               used))
 
     def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
-        e = self.engine
-        key = ("graphs", e.cudagraph_mode, e.max_num_seqs, e.max_num_batched_tokens, e.spec_tokens)
-        return self._get(key, lambda used: cudagraphs.cuda_graph_bytes(self.model, e, self.chip, self.reg, used))
+        return self._get("cuda_graph", lambda e, used: cudagraphs.cuda_graph_bytes(self.model, e, self.chip,
+                                                                                    self.reg, used))
+
+    def non_torch_bytes(self) -> int:
+        """Memory outside torch's allocator that appears after vLLM's snapshot and so inside the
+        budget (vLLM 0.33 counts it in total_consumed = init free − free after profiling,
+        vllm-0.33-memory.md §1.4): fitted by the largest collective group the rank joins."""
+        entry = self.reg["cost_model_primitives.non_torch_in_budget"]
+        self._used[entry.name] = entry
+        groups = self.collective_groups()
+        size = max(groups.values()) if groups else 1
+        return int(entry.value[activations.tp_key(entry.value, size)])
 
     def fixed_bytes(self) -> FixedBytes:
         w = self.weight_bytes()
-        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant)
+        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant,
+                          self.non_torch_bytes())
 
     def collective_groups(self) -> dict[str, int]:
         """The collective groups this rank joins, by name and size (size > 1 only)."""
@@ -120,48 +178,40 @@ class Kernel:
         return total
 
     # -- caches -------------------------------------------------------------------------------
-    def specs(self) -> list[caches.CacheSpec]:
+    def specs(self) -> list[KVCacheSpec]:
         return self._cache_layout()[0]
 
     def layout(self):
         return self._cache_layout()[1]
 
     def _cache_layout(self):
-        e = self.engine
-        key = ("layout", e.tp, e.dcp, e.kv_cache_dtype, e.block_size, e.spec_method, e.spec_tokens,
-               e.mamba_cache_mode, e.mega_attention, e.max_model_len)
-
-        def compute(used):
+        def compute(e, used):
             specs, notes = caches.cache_specs(self.model, e, self.chip, self.reg, used)
-            return specs, self.rules.group(specs), notes
+            return specs, e.release.rules.group(specs, e.max_model_len), notes
 
-        specs, layout, notes = self._get(key, compute)
+        specs, layout, notes = self._get("layout", compute)
         self._notes = notes
         return specs, layout
 
     def _blocks(self, group, tokens: int, in_flight: int) -> int:
         e = self.engine
-        return self.rules.blocks(group, tokens=tokens, max_model_len=e.max_model_len, dcp=e.dcp, in_flight=in_flight,
-                                 mode=e.mamba_cache_mode, spec_tokens=e.spec_tokens)
-
-    def _is_variable(self, group) -> bool:
-        return group.kind == "full" or (group.kind == "state" and self.engine.mamba_cache_mode == "all")
+        return group.blocks(Request(tokens, e.max_model_len, in_flight, e.dcp))
 
     def _bytes(self, groups, tokens: int, in_flight: int) -> int:
         layout = self.layout()
         total = 0
         for g in groups:
             n = self._blocks(g, tokens, in_flight)
-            total += n * (layout.bytes_per_block if layout.grouped else g.page_bytes)
+            total += n * (layout.bytes_per_block if layout.grouped else g.layer_bytes)
         return total
 
     def sequence_variable_bytes(self, tokens: int) -> int:
         """KV cache one request of `tokens` holds on this rank, in whole pool blocks."""
-        groups = [g for g in self.layout().groups if self._is_variable(g)]
+        groups = [g for g in self.layout().groups if g.grows]
         return self._bytes(groups, tokens, 1 + self.engine.spec_tokens)
 
     def _bounded(self):
-        return [g for g in self.layout().groups if not self._is_variable(g)]
+        return [g for g in self.layout().groups if not g.grows]
 
     def sequence_fixed_bytes(self) -> int:
         """Bounded state a request holds in steady decode (one decode step in flight: 1 + K tokens)."""
@@ -176,12 +226,12 @@ class Kernel:
         total = 0
         for g in self._bounded():
             n = self._blocks(g, self.engine.max_model_len, 1 + self.engine.spec_tokens)
-            total += n * g.page_bytes
+            total += n * g.layer_bytes
         return total
 
     def cache_bytes_per_token(self) -> Fraction:
         """The owned context caches' record bytes per token, before pages and padding."""
-        return sum((s.per_token for s in self.specs() if s.kind == "full"), Fraction(0))
+        return sum((s.per_token for s in self.specs() if s.grows), Fraction(0))
 
     def blocks_per_request(self, admission: bool = True) -> int:
         """Σ over groups of the blocks one request at max_model_len holds (vLLM's
@@ -284,13 +334,14 @@ class Kernel:
         for i, note in enumerate(self.model.conventions):
             out[f"graph.convention.{i}"] = Sourced(f"graph.convention.{i}", note, f"model graph of {self.model.name}",
                                                    "how the graph lays out the weights, as vLLM builds the model")
-        out["rules.grouping"] = Sourced("rules.grouping", layout.rule, f"rules pack {self.rules.RELEASE}",
+        out["rules.grouping"] = Sourced("rules.grouping", layout.rule, f"rules pack {self.release.name}",
                                         "applied to this rank's caches")
         for i, note in enumerate(self._notes):
             out[f"rules.note.{i}"] = Sourced(f"rules.note.{i}", note, "cache resolution", "for this chip and dtype")
         return [out[k] for k in sorted(out)]
 
 
-def evaluate(model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None) -> Kernel:
-    """A kernel for a user-level deployment (defaults resolved as vLLM 0.33 would)."""
-    return Kernel.of(model, deployment, chip, registry)
+def evaluate(model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
+             release: Release | str | None = None) -> Kernel:
+    """A kernel for a user-level deployment (defaults resolved as the release, vLLM 0.33 by default, would)."""
+    return Kernel.of(model, deployment, chip, registry, release)

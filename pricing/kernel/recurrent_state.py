@@ -4,37 +4,21 @@ length; vllm-0.33-memory.md §4).
 One page of a recurrent layer holds one request's state (vLLM MambaSpec.page_size_bytes):
   page = conv_dim(tp) / tp × (conv_kernel - 1 + K) × conv bytes + heads / tp × head_dim × state_dim × ssm bytes
 with K the speculative tokens (mamba_utils.py MambaStateShapeCalculator). How many pages a
-request holds is the recurrent cache mode's (rules pack `state_blocks`); the page is padded to
+request holds is the recurrent cache mode's (pricing.specs MambaSpec.blocks); the page is padded to
 the attention page by the rules pack's `align_hybrid_block_size`, which needs the facts below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import RecurrentState
-from pricing.kernel.caches import DTYPE_BYTES, STATE_RESOLVERS, CacheSpec, default_block_size
+from pricing.kernel.caches import DTYPE_BYTES, STATE_RESOLVERS, default_block_size
 from pricing.kernel.deployment import Engine
 from pricing.registry import Registry
-
-
-@dataclass(frozen=True)
-class HybridAlignment:
-    """What `_align_hybrid_block_size` (vLLM platforms/interface.py, §4.2) reads besides the pages.
-
-    kernel_align      max(backend's smallest kernel block, block_size), at least 128 for MLA
-    checkpoint_align  the prefill checkpoint's token alignment (lcm'd into kernel_align in align mode)
-    chunk             the mamba chunk size mode "all" aligns the attention block to
-    """
-
-    mode: str
-    kernel_align: int
-    checkpoint_align: int
-    chunk: int
-    max_model_len: int
+from pricing.specs import FullAttentionSpec, HybridAlignment, KVCacheSpec, MambaSpec, SlidingWindowSpec
 
 
 def _get(reg: Registry, used: dict, name: str):
@@ -72,17 +56,17 @@ def state_page_bytes(state: RecurrentState, model: ModelGraph, tp: int, spec_tok
 def kernel_alignment(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> int:
     """max(the attention backend's smallest kernel block, block_size), raised to 128 for MLA."""
     backend = "mla" if model.attention_backend == "mla" else "gqa"
-    smallest = default_block_size(backend, chip, reg, used)
+    smallest = default_block_size(backend, chip, engine, reg, used)
     align = max(smallest, engine.block_size or smallest)
     if backend == "mla":
         align = max(align, int(_get(reg, used, "mla_min_alignment")))
     return align
 
 
-def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> list[CacheSpec]:
-    """One "state" spec per recurrent layer this deployment holds, at its unpadded page."""
+def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> list[KVCacheSpec]:
+    """One MambaSpec per recurrent layer this deployment holds, at its unpadded page."""
     align = kernel_alignment(model, engine, chip, reg, used)
-    specs = []
+    specs: list[KVCacheSpec] = []
     for name, data in model.nodes(engine.spec_method):
         state: RecurrentState | None = data["state"]
         if state is None:
@@ -91,13 +75,11 @@ def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, us
         chunk = state.chunk_size
         if not chunk and engine.mamba_cache_mode == "all":
             chunk = int(_get(reg, used, "default_chunk_size"))
-        hybrid = HybridAlignment(engine.mamba_cache_mode, align, int(checkpoint["alignment"]), chunk,
-                                 engine.max_model_len)
+        hybrid = HybridAlignment(align, align, int(checkpoint["alignment"]), chunk)
         page = state_page_bytes(state, model, engine.tp, engine.spec_tokens)
-        extra = int(checkpoint["blocks"]) if engine.mamba_cache_mode == "align" else 0
-        specs.append(CacheSpec(name, "state", "state", "state", engine.block_size or align, page, page, Fraction(0),
-                               dcp_sharded=False, drafter=data["speculative"] is not None, state_blocks_extra=extra,
-                               hybrid=hybrid))
+        specs.append(MambaSpec(name, "state", engine.block_size or align, page, page,
+                               drafter=data["speculative"] is not None, mode=engine.mamba_cache_mode,
+                               speculative_blocks=engine.spec_tokens, kinds=(state.kind,), hybrid=hybrid))
     return specs
 
 
@@ -130,13 +112,13 @@ class RecurrentSummary:
 
 def summary(kernel, tokens: int) -> RecurrentSummary | None:
     """The recurrent-state part of `kernel`'s figures, or None for a model without recurrent layers."""
-    states = [s for s in kernel.specs() if s.kind == "state"]
+    states = [s for s in kernel.specs() if isinstance(s, MambaSpec)]
     if not states:
         return None
     layout = kernel.layout()
     e = kernel.engine
-    state_groups = [g for g in layout.groups if g.kind == "state"]
-    attention = [g.block_tokens for g in layout.groups if g.kind in ("full", "window")]
+    state_groups = [g for g in layout.groups if isinstance(g.spec, MambaSpec)]
+    attention = [g.block_tokens for g in layout.groups if isinstance(g.spec, (FullAttentionSpec, SlidingWindowSpec))]
     pages = kernel._blocks(state_groups[0], tokens, 1 + e.spec_tokens)
     held = sum(kernel._blocks(g, tokens, 1 + e.spec_tokens) for g in state_groups)
     per_block = layout.bytes_per_block if layout.grouped else state_groups[0].page_bytes

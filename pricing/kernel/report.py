@@ -13,6 +13,7 @@ class FixedOut(BaseModel):
     cuda_graph: int
     comm_buffers: int
     eplb_redundant: int
+    non_torch: int
     total: int
 
 
@@ -32,10 +33,16 @@ class SequenceOut(BaseModel):
 
 
 class GroupOut(BaseModel):
+    """One KV cache group, in vLLM's order: its spec class as vLLM names it (the group's, e.g.
+    UniformTypeKVCacheSpecs for a group of summed pages, and its layers'), vLLM's page_size_bytes
+    of the group, and the group's share of one pool block."""
+
     layers: list[str]
     kind: str
+    spec: str
     block_tokens: int
     page_bytes: int
+    layer_bytes: int
     blocks_steady: int
     blocks_admission: int
 
@@ -66,6 +73,7 @@ class ProvenanceOut(BaseModel):
 class MemoryReport(BaseModel):
     model: str
     hf_id: str
+    vllm_version: str
     chip: str
     chip_memory: int
     deployment: dict
@@ -102,13 +110,16 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
     for g in layout.groups:
         steady = k._blocks(g, e.max_model_len, 1 + e.spec_tokens)
         admission = k._blocks(g, e.max_model_len, e.max_in_flight_tokens)
-        groups.append(GroupOut(layers=list(g.layers), kind=g.kind, block_tokens=g.block_tokens,
-                               page_bytes=g.page_bytes, blocks_steady=steady, blocks_admission=admission))
+        groups.append(GroupOut(layers=list(g.layers), kind=g.vllm_class, spec=g.spec.vllm_class,
+                               block_tokens=g.block_tokens, page_bytes=g.page_bytes, layer_bytes=g.layer_bytes,
+                               blocks_steady=steady, blocks_admission=admission))
     return MemoryReport(
-        model=k.model.name, hf_id=k.model.hf_id, chip=k.chip.id, chip_memory=k.chip.memory_bytes,
-        deployment={name: getattr(e, name) for name in e.__dataclass_fields__},
+        model=k.model.name, hf_id=k.model.hf_id, vllm_version=k.release.full_version, chip=k.chip.id,
+        chip_memory=k.chip.memory_bytes,
+        deployment={name: getattr(e, name) for name in e.__dataclass_fields__ if name != "release"},
         fixed=FixedOut(weights=f.weights, activation_peak=f.activation_peak, cuda_graph=f.cuda_graph,
-                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, total=f.total),
+                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, non_torch=f.non_torch,
+                       total=f.total),
         activation=ActivationOut(forward=a.forward, sampler=a.sampler, model_buffers=a.model_buffers,
                                  buffers=dict(a.buffers)),
         pre_snapshot=k.pre_snapshot_bytes(), budget=k.budget(), kv_pool=max(0, k.kv_pool()),

@@ -38,7 +38,7 @@ def format_gib(n: int) -> str:
 class Refusal:
     """Why vLLM would not start: which check, vLLM's message, and the nearest setting that starts."""
 
-    check: str  # free_memory | kv_cache_memory_bytes | no_cache_memory | one_request
+    check: str  # quantization | free_memory | kv_cache_memory_bytes | no_cache_memory | one_request
     message: str
     would_fit: str
 
@@ -122,6 +122,8 @@ def failed_check(k: Kernel) -> str | None:
     e = k.engine
     total = k.chip.memory_bytes
     pre = k.pre_snapshot_bytes()
+    if k.weight_bytes().refusal:
+        return "quantization"
     if k.budget() > total - pre:
         return "free_memory"
     if e.kv_cache_memory_bytes is not None and e.kv_cache_memory_bytes + k.fixed_bytes().total + pre > total:
@@ -140,6 +142,8 @@ def refusal(k: Kernel) -> Refusal | None:
     check = failed_check(k)
     if check is None:
         return None
+    if check == "quantization":  # the model loader refuses the checkpoint on this chip
+        return Refusal(check, k.weight_bytes().refusal, "a chip whose generation serves this quantization")
     e = k.engine
     total = k.chip.memory_bytes
     pre = k.pre_snapshot_bytes()

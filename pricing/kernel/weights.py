@@ -1,10 +1,16 @@
 """Weights per rank (spec: What is held before any request / Weights).
 
-Linear layers at the width they are served in, the embedding at the checkpoint's width. Dense
-layers are divided across the tensor-parallel group; experts are divided by expert parallelism
-into whole experts per rank (the fuller rank reported when they do not divide evenly: vLLM's
-determine_expert_map gives ranks 0..rem-1 one more), and without it every rank holds a slice of
-every expert over the MoE tensor-parallel group tp × dp × pcp (vllm-0.33-memory.md §7).
+Linear layers at the width they are served in, the embedding at the checkpoint's width. Each
+tensor is sized by its scheme (pricing/config/quantization.py): the parameters vLLM 0.33's
+quantization method leaves on the GPU for this rank's shard (packed weights, scales, zero points,
+group indices, Marlin repacking and padding), on this chip's generation. Dense layers are divided
+across the tensor-parallel group; experts are divided by expert parallelism into whole experts per
+rank (the fuller rank reported when they do not divide evenly: vLLM's determine_expert_map gives
+ranks 0..rem-1 one more), and without it every rank holds a slice of every expert over the MoE
+tensor-parallel group tp × dp × pcp (vllm-0.33-memory.md §7).
+
+Per tensor and per node (`tensor_params`, `node_weight_bytes`) so that a pipeline stage can sum
+its own layers.
 """
 
 from __future__ import annotations
@@ -12,10 +18,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from pricing.config.quantization import Mags, Param, Placement
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import Tensor
 from pricing.kernel.deployment import Engine
-from pricing.registry import Registry
+from pricing.registry import Registry, Sourced
 from pricing.units import cdiv, round_up
 
 
@@ -25,21 +32,7 @@ class WeightBytes:
     eplb_redundant: int  # redundant expert replicas + EPLB's expert buffer, moved out of weights
     experts_per_rank: int  # routed experts on the fullest rank (physical slots)
     expert_layer_bytes: int  # one MoE layer's local expert weights on this rank
-
-
-def tensor_bytes(rows: int, cols: int, fmt: dict, block: tuple[int, int] | None) -> int:
-    """Bytes of one rows × cols tensor in a weight format (formats.yaml), scales included."""
-    elements = rows * cols
-    data = cdiv(elements * fmt["bits"], 8)
-    scale = fmt["scale"]
-    if scale == "none":
-        return data
-    if scale == "tensor":
-        return data + fmt["scale_bytes"]
-    if scale == "block":
-        b_rows, b_cols = block or (128, 128)
-        return data + cdiv(rows, b_rows) * cdiv(cols, b_cols) * fmt["scale_bytes"]
-    return data + rows * cdiv(cols, fmt["group"]) * fmt["scale_bytes"] + fmt.get("tensor_scale_bytes", 0)
+    refusal: str | None = None  # vLLM would not load this checkpoint on this chip
 
 
 def shard(t: Tensor, tp: int, moe_tp: int, vocab_pad: int) -> tuple[int, int]:
@@ -60,40 +53,89 @@ def shard(t: Tensor, tp: int, moe_tp: int, vocab_pad: int) -> tuple[int, int]:
     return t.rows, t.cols
 
 
-def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict) -> WeightBytes:
-    pad = reg["vllm_0_33.vocab_padding"]
-    used[pad.name] = pad
-    formats = {}
+class WeightSizer:
+    """Sizes tensors for one engine on one chip generation, with the registry values it reads."""
+
+    def __init__(self, model: ModelGraph, engine: Engine, generation: str, reg: Registry, used: dict):
+        self.model, self.engine, self.generation = model, engine, generation
+        self.mags = Mags(reg, used)
+        self.used = used
+        pad = reg[engine.release.key("vocab_padding")]
+        used[pad.name] = pad
+        self.vocab_pad = pad.value
+        self.moe_tp = 0 if engine.ep else engine.tp * engine.dp * engine.pcp
+        self.dtype_bytes = self.mags.dtype_bytes
+        self._memo: dict = {}
+        self.notes: dict[str, tuple[str, str | None, str | None]] = {}
+
+    def params(self, t: Tensor) -> list[Param]:
+        """The parameters this rank holds for one copy of `t` (one expert, for experts)."""
+        rows, cols = shard(t, self.engine.tp, self.moe_tp, self.vocab_pad)
+        place = Placement(rows, cols, t.cols, t.parts, self.model.dtype, self.generation,
+                          t.split.startswith("expert"))
+        key = (t.fmt, place)
+        if key not in self._memo:
+            self._memo[key] = t.fmt.params(place, self.mags)
+            if str(t.fmt) not in self.notes:
+                note, refusal = t.fmt.serving(self.generation, self.mags)
+                self.notes[str(t.fmt)] = (t.fmt.rule(), note, refusal)
+        return self._memo[key]
+
+    def one(self, t: Tensor) -> int:
+        return sum(p.nbytes(self.dtype_bytes) for p in self.params(t))
+
+    def local_experts(self, count: int) -> int:
+        e = self.engine
+        if not e.ep:
+            return count
+        physical = count + (e.redundant_experts if count == self.model.routed_experts else 0)
+        return cdiv(physical, e.ep_size)
+
+    def tensor_bytes(self, t: Tensor) -> int:
+        """All copies of `t` this rank holds (its local experts, for experts)."""
+        copies = self.local_experts(t.count) if t.split.startswith("expert") else t.count
+        return self.one(t) * copies
+
+    def record(self) -> str | None:
+        """Put each scheme's rule (and the chip's kernel note) in the provenance; vLLM's refusal."""
+        refusal = None
+        for key, (rule, note, refused) in sorted(self.notes.items()):
+            if key in ("bf16", "fp16", "fp32"):
+                continue
+            name = f"quantization.scheme.{key}"
+            self.used[name] = Sourced(name, rule, f"vLLM 0.33 {self.model.quantization} loader, as sized by "
+                                      "pricing/config/quantization.py", note or f"native on {self.generation}")
+            refusal = refusal or refused
+        return refusal
+
+
+def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: Registry, used: dict) -> dict[str, int]:
+    """Bytes this rank holds for each node of the graph (routed experts at its local share)."""
+    sizer = WeightSizer(model, engine, generation, reg, used)
+    out = {name: sum(sizer.tensor_bytes(t) for t in data["tensors"]) for name, data in model.nodes(engine.spec_method)}
+    sizer.record()
+    return out
+
+
+def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, generation: str = "sm90") -> WeightBytes:
+    sizer = WeightSizer(model, engine, generation, reg, used)
     tally: Counter = Counter()
     for _, data in model.nodes(engine.spec_method):
         for t in data["tensors"]:
             tally[t] += 1
     experts = model.routed_experts
-    moe_tp = 0 if engine.ep else engine.tp * engine.dp * engine.pcp
-
-    def local_experts(count: int) -> int:
-        if not engine.ep:
-            return count
-        physical = count + (engine.redundant_experts if count == experts else 0)
-        return cdiv(physical, engine.ep_size)
-
-    local = local_experts(experts)
+    local = sizer.local_experts(experts)
     total = 0
     expert_total = 0
     expert_layers = set()
     for t, n in tally.items():
-        if t.fmt not in formats:
-            entry = reg[f"formats.weight_formats.{t.fmt}"]
-            used[entry.name] = entry
-            formats[t.fmt] = entry.value
-        rows, cols = shard(t, engine.tp, moe_tp, pad.value)
-        one = tensor_bytes(rows, cols, formats[t.fmt], t.block)
         if t.split.startswith("expert"):
-            expert_total += one * local_experts(t.count) * n
+            expert_total += sizer.tensor_bytes(t) * n
             if t.count == experts:
                 expert_layers.add(t.name.rsplit(".experts", 1)[0])
         else:
-            total += one * t.count * n
+            total += sizer.tensor_bytes(t) * n
+    refusal = sizer.record()
     eplb = 0
     per_layer = expert_total // max(1, len(expert_layers)) if expert_layers else 0
     if engine.eplb and experts:
@@ -101,5 +143,5 @@ def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict) -
         eplb = expert_total * engine.redundant_experts // (experts + engine.redundant_experts)
         # EPLB's expert_buffer: one more MoE layer of local expert weights (eplb_state.py:492)
         eplb_buffer = per_layer
-        return WeightBytes(total + expert_total - eplb, eplb + eplb_buffer, local, per_layer)
-    return WeightBytes(total + expert_total, 0, local if experts else 0, per_layer)
+        return WeightBytes(total + expert_total - eplb, eplb + eplb_buffer, local, per_layer, refusal)
+    return WeightBytes(total + expert_total, 0, local if experts else 0, per_layer, refusal)

@@ -71,8 +71,90 @@ class Registry:
         return Registry(values, self.raw)
 
 
-@lru_cache(maxsize=1)
+    def overlay(self, values: dict[str, Sourced]) -> Registry:
+        """A copy with `values` laid over it, each keeping its own provenance."""
+        merged = dict(self._values)
+        merged.update(values)
+        return Registry(merged, self.raw)
+
+    def __hash__(self) -> int:  # memo keys hold the registry whole: equal content, equal key
+        return hash(self._key())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Registry) and self._key() == other._key()
+
+    def _key(self):
+        if not hasattr(self, "_cached_key"):
+            self._cached_key = tuple(sorted((n, repr(v.value)) for n, v in self._values.items()))
+        return self._cached_key
+
+
+def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
+    """`--registry overlay.yaml`: the shipped registry with the overlay's values laid over it.
+
+    The overlay has the registry's own layout: file stem, then the dotted path, each leaf
+    `{value, source, how}` (`plan calibrate --out` writes one). A leaf must replace a value the
+    registry has, or add one inside a table it has (a new family's law); anything else is named
+    as bad input, so a typo is never silently ignored.
+    """
+    from pricing.errors import InputError
+
+    base = base or shipped()
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise InputError("--registry", f"cannot read {path}: {err.strerror}", "give an overlay YAML file") from None
+    except yaml.YAMLError as err:
+        raise InputError("--registry", f"{path} is not valid YAML ({str(err).splitlines()[0]})",
+                         "fix the file, or write one with `plan calibrate --out`") from None
+    if not isinstance(data, dict):
+        raise InputError("--registry", f"{path} holds no mapping", "give registry file stems as top-level keys")
+    values: dict[str, Sourced] = {}
+    for stem, node in data.items():
+        if stem == "chips":
+            raise InputError("--registry", f"{path}: chips cannot be overlaid",
+                             "give a chip's memory or price with --memory-bytes / --price")
+        if stem not in base.raw:
+            raise InputError("--registry", f"{path}: {stem!r} is not a registry file",
+                             f"use one of {', '.join(sorted(base.raw))}")
+        _flatten(stem, node, values)
+    for name in values:
+        parent = name.rsplit(".", 1)[0]
+        if name not in base and not ("." in parent and _is_table(base, parent) and parent not in base):
+            raise InputError("--registry", f"{path}: {name} is not a registry value",
+                             "check the name against `plan memory --provenance` or the registry files")
+    return base.overlay(values)
+
+
+def _is_table(reg: Registry, dotted: str) -> bool:
+    stem, _, rest = dotted.partition(".")
+    node = reg.raw.get(stem)
+    for part in rest.split(".") if rest else []:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return isinstance(node, dict) and not _is_leaf(node)
+
+
+_ACTIVE: list[Registry] = []
+
+
+def activate(reg: Registry | None) -> None:
+    """Make `reg` the registry every later `load()` returns (the CLI's `--registry`); None
+    restores the shipped one."""
+    _ACTIVE.clear()
+    if reg is not None:
+        _ACTIVE.append(reg)
+
+
 def load() -> Registry:
+    """The registry in use: the shipped one, or the overlay the command line activated."""
+    return _ACTIVE[0] if _ACTIVE else shipped()
+
+
+@lru_cache(maxsize=1)
+def shipped() -> Registry:
     """The registry shipped with the package."""
     values: dict[str, Sourced] = {}
     raw: dict[str, Any] = {}

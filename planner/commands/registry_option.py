@@ -1,0 +1,20 @@
+"""`--registry overlay.yaml`: every command can lay an overlay (a team's own fitted laws, as
+`plan calibrate --out` writes) over the shipped registry. It applies to the whole process."""
+
+from __future__ import annotations
+
+import click
+
+
+def _activate(ctx: click.Context, param: click.Parameter, value: str | None):
+    if value:
+        from pricing.registry import activate, read_overlay
+
+        activate(read_overlay(value))
+    return value
+
+
+def registry_option(f):
+    return click.option("--registry", "registry_overlay", metavar="OVERLAY.yaml", expose_value=False,
+                        callback=_activate, is_eager=True,
+                        help="lay an overlay of registry values over the shipped registry (plan calibrate --out)")(f)

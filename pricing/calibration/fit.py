@@ -1,0 +1,259 @@
+"""Fit the registry's fixed-memory laws to start-up records: bounded least squares.
+
+Each law is linear in its parameters: a row per record (features from the kernel's view of the
+deployment: logit rows × vocabulary, tokens × hidden, decoder layers × capture ceiling, …) and
+the logged figure as target. The solver is a small active-set bounded least squares on numpy
+(no scipy). Each fitted value carries its provenance: the records, the era, the residual.
+
+Laws (registry names):
+    cost_model_memory.sampler_bytes_per_logit, .sampler_hidden_bytes   (releases ≥ 0.19)
+    vllm_eras.laws_until.sampler_bytes_per_logit                        (releases ≤ 0.11)
+    cost_model_primitives.non_torch_in_budget                           (≥ 0.19, by group size)
+    vllm_eras.laws_until.non_torch_in_budget                            (≤ 0.11)
+    cost_model_memory.cuda_graph_laws.<family>                          (logged estimates, ≥ 0.19)
+    cost_model_primitives.engine_workspace, .communicator_reservation   (start-up free memory)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pricing.calibration.predict import Prediction
+from pricing.kernel import cudagraphs
+from pricing.units import GiB, MiB
+
+CURRENT_ERA = (0, 19)  # the newest releases with component-level records; see the README table
+EARLY_UNTIL = (0, 11)
+
+
+def bounded_lstsq(rows: list[list[float]], target: list[float], lower: list[float], upper: list[float]):
+    """min ‖A x − b‖² subject to lower ≤ x ≤ upper (active set: solve on the free variables,
+    pin the worst violator to its bound, repeat; release a pinned one whose gradient points in)."""
+    import numpy as np
+
+    a = np.asarray(rows, dtype=float)
+    b = np.asarray(target, dtype=float)
+    lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    n = a.shape[1]
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-300)
+    a_s = a / scale
+    lo_s, hi_s = lo * scale, hi * scale
+    x = np.clip(np.zeros(n), lo_s, hi_s)
+    pinned: dict[int, float] = {}
+    for _ in range(4 * n + 4):
+        free = [i for i in range(n) if i not in pinned]
+        fixed = np.zeros(n)
+        for i, v in pinned.items():
+            fixed[i] = v
+        rhs = b - a_s @ fixed
+        x = fixed.copy()
+        if free:
+            sol, *_ = np.linalg.lstsq(a_s[:, free], rhs, rcond=None)
+            x[free] = sol
+        violations = [(max(lo_s[i] - x[i], x[i] - hi_s[i]), i) for i in free if x[i] < lo_s[i] or x[i] > hi_s[i]]
+        if violations:
+            _, worst = max(violations)
+            pinned[worst] = lo_s[worst] if x[worst] < lo_s[worst] else hi_s[worst]
+            continue
+        grad = a_s.T @ (a_s @ x - b)
+        release = [i for i, v in pinned.items() if (v == lo_s[i] and grad[i] < 0) or (v == hi_s[i] and grad[i] > 0)]
+        if not release:
+            break
+        del pinned[release[0]]
+    return (x / scale).tolist()
+
+
+@dataclass
+class FittedValue:
+    name: str  # registry name
+    value: object
+    records: list[str]
+    residual_rms: float  # bytes
+    residual_max: float  # bytes
+    era: str
+    law: str
+
+    def source(self) -> str:
+        shown = ", ".join(self.records[:6]) + (f", … ({len(self.records)} records)" if len(self.records) > 6 else "")
+        return f"fitted by plan calibrate on {len(self.records)} start-up records of vLLM {self.era}: {shown}"
+
+    def how(self) -> str:
+        return (f"bounded least squares of {self.law}; residual rms {self.residual_rms / GiB:.3f} GiB, "
+                f"max {self.residual_max / GiB:.3f} GiB")
+
+
+@dataclass
+class Law:
+    """One linear law: parameters with bounds, rows from predictions, a writer to registry values."""
+
+    name: str
+    description: str
+    params: list[str]
+    lower: list[float]
+    upper: list[float]
+    era: str
+    select: Callable[[Prediction], bool]
+    features: Callable[[Prediction], list[float]]
+    target: Callable[[Prediction], float]
+    rows: list = field(default_factory=list)
+
+
+def _release(p: Prediction):
+    return p.era.release or ((0, 6) if p.era.engine == "v0" else None)
+
+
+def _current(p: Prediction) -> bool:
+    return _release(p) is not None and _release(p) >= CURRENT_ERA
+
+
+def _early(p: Prediction) -> bool:
+    return _release(p) is not None and _release(p) <= EARLY_UNTIL
+
+
+def _logits(p: Prediction) -> float:
+    e = p.kernel.engine
+    return min(e.max_num_seqs, e.max_num_batched_tokens) * p.kernel.model.vocab_size
+
+
+def _token_hidden(p: Prediction) -> float:
+    return p.kernel.engine.max_num_batched_tokens * p.kernel.model.hidden_size
+
+
+def _sampler_dominates(p: Prediction) -> bool:
+    """The logged peak is the sampler's when its lowest plausible size (fp32 logits, sorted
+    with their int64 indices, 12 bytes a logit) exceeds the forward's."""
+    a = p.kernel.activation()
+    return 12 * _logits(p) > a.forward and a.model_buffers == 0
+
+
+def _group(p: Prediction) -> int:
+    groups = p.kernel.collective_groups()
+    return max(groups.values()) if groups else 1
+
+
+def _act_target(p: Prediction) -> float:
+    return p.observed["activation"]
+
+
+def _free_drop(p: Prediction) -> float | None:
+    o = p.record.observed
+    free = o.extra_gib("startup_free_gib")
+    if free is None or o.total_gpu_memory_gib is None:
+        return None
+    return (o.total_gpu_memory_gib - free) * GiB
+
+
+def fit(predictions: list[Prediction]) -> list[FittedValue]:
+    """Fit every law the records can inform; laws without rows keep the registry's value."""
+    usable = [p for p in predictions if p.usable]
+    out: list[FittedValue] = []
+
+    # 1. sampler warm-up, current era: rows × vocab × a + tokens × hidden × b
+    rows = [p for p in usable if _current(p) and p.observed["activation"] and _sampler_dominates(p)]
+    per_hidden = None
+    if len(rows) >= 2:
+        x = _solve(rows, lambda p: [_logits(p), _token_hidden(p)], _act_target, [6, 0], [64, 16])
+        per_hidden = x[1]
+        out += _emit(rows, x, lambda p: [_logits(p), _token_hidden(p)], _act_target,
+                     ["cost_model_memory.sampler_bytes_per_logit", "cost_model_memory.sampler_hidden_bytes"],
+                     [lambda v: round(v, 3), lambda v: round(v, 3)], "≥0.19 (V1 model runner)",
+                     "activation peak = logit rows × vocab × bytes per logit + tokens × hidden × bytes")
+    # 2. sampler warm-up, early V1 (≤ 0.11): bytes per logit, the hidden term as fitted above
+    rows = [p for p in usable if _early(p) and p.observed["activation"] and _sampler_dominates(p)]
+    if rows and per_hidden is not None:
+        target = lambda p: _act_target(p) - per_hidden * _token_hidden(p)  # noqa: E731
+        x = _solve(rows, lambda p: [_logits(p)], target, [6], [96])
+        out += _emit(rows, x, lambda p: [_logits(p)], target, ["vllm_eras.laws_until.sampler_bytes_per_logit"],
+                     [lambda v: {"until": "0.11", "law": "cost_model_memory.sampler_bytes_per_logit",
+                                 "value": round(v, 3)}], "≤0.11 (early V1)",
+                     "activation peak − tokens × hidden term = logit rows × vocab × bytes per logit")
+    # 3-4. non-torch growth inside the budget, by the largest collective group (1, ≥ 2)
+    for select, name, era, wrap in (
+            (_current, "cost_model_primitives.non_torch_in_budget", "≥0.19", None),
+            (_early, "vllm_eras.laws_until.non_torch_in_budget", "≤0.11", "0.11")):
+        table, used, resid = {}, [], []
+        for size, match in ((1, lambda g: g == 1), (2, lambda g: g >= 2)):
+            rows = [p for p in usable if select(p) and p.observed["non_torch"] is not None and match(_group(p))]
+            if not rows:
+                continue
+            x = _solve(rows, lambda p: [1.0], lambda p: p.observed["non_torch"], [0], [8 * GiB])
+            table[size] = int(round(x[0]))
+            used += rows
+            resid += [p.observed["non_torch"] - x[0] for p in rows]
+        if table:
+            value = table if wrap is None else {"until": wrap, "law": "cost_model_primitives.non_torch_in_budget",
+                                                "value": table}
+            out.append(FittedValue(name, value, _ids(used), _rms(resid), max(abs(r) for r in resid), era,
+                                   "non-torch memory = a constant per collective group size (1, ≥ 2)"))
+    # 5. CUDA-graph estimate: floor + per-layer-token × decoder layers × capture ceiling, by family
+    rows = [p for p in usable if _current(p) and p.observed["cuda_graph"] and p.kernel.engine.cudagraph_mode
+            == "FULL_AND_PIECEWISE"]
+    feats = lambda p: [1.0, cudagraphs.decoder_layers(p.kernel.model) * p.kernel.cuda_graph()[1].mixed]  # noqa: E731
+    pooled = _solve(rows, feats, lambda p: p.observed["cuda_graph"], [0, 0], [2 * GiB, MiB]) if rows else None
+    for family in sorted({p.family for p in rows}):
+        own = [p for p in rows if p.family == family]
+        x = _solve(own, feats, lambda p: p.observed["cuda_graph"], [0, 0], [2 * GiB, MiB]) if len(own) >= 3 else pooled
+        law = {"mixed": {"floor": int(round(x[0])), "per_token": 0, "per_layer_token": round(x[1], 2)},
+               "decode": {"floor": 0, "per_token": 0}}
+        resid = [p.observed["cuda_graph"] - (x[0] + x[1] * feats(p)[1]) for p in own]
+        note = "" if len(own) >= 3 else " (pooled over every family: fewer than 3 records of its own)"
+        out.append(FittedValue(f"cost_model_memory.cuda_graph_laws.{family}", law, _ids(own if len(own) >= 3
+                               else rows), _rms(resid), max(abs(r) for r in resid), "≥0.19 (logged estimates)",
+                               "estimate = floor + per_layer_token × layers × mixed ceiling; the FULL decode graphs "
+                               "share the pool and the records' ceilings coincide, so their part is folded in" + note))
+    # 6. memory held before the snapshot: the CUDA context and workspace (tp 1), the communicator
+    rows = [p for p in usable if _free_drop(p) is not None]
+    solo = [p for p in rows if _group(p) == 1]
+    if solo:
+        x = _solve(solo, lambda p: [1.0], _free_drop, [0], [8 * GiB])
+        resid = [_free_drop(p) - x[0] for p in solo]
+        out.append(FittedValue("cost_model_primitives.engine_workspace", int(round(x[0])), _ids(solo), _rms(resid),
+                               max(abs(r) for r in resid), "all releases with the line",
+                               "total − free memory at start-up, single-GPU ranks"))
+        table = {1: 0}
+        resid = []
+        used = []
+        for size in (2, 4, 8):
+            group = [p for p in rows if _group(p) == size]
+            if not group:
+                continue
+            y = _solve(group, lambda p: [1.0], lambda p: _free_drop(p) - x[0], [0], [8 * GiB])
+            table[size] = int(round(y[0]))
+            used += group
+            resid += [_free_drop(p) - x[0] - y[0] for p in group]
+        if used:
+            out.append(FittedValue("cost_model_primitives.communicator_reservation", table, _ids(used), _rms(resid),
+                                   max(abs(r) for r in resid), "all releases with the line",
+                                   "total − free memory at start-up − engine workspace, by collective group size"))
+    return out
+
+
+def _solve(rows, features, target, lower, upper):
+    return bounded_lstsq([features(p) for p in rows], [target(p) for p in rows], lower, upper)
+
+
+def _emit(rows, x, features, target, names, writers, era, law) -> list[FittedValue]:
+    resid = [target(p) - sum(a * b for a, b in zip(features(p), x, strict=True)) for p in rows]
+    return [FittedValue(n, w(v), _ids(rows), _rms(resid), max(abs(r) for r in resid), era, law)
+            for n, w, v in zip(names, writers, x, strict=True)]
+
+
+def _ids(rows) -> list[str]:
+    return sorted({p.record.id for p in rows})
+
+
+def _rms(values) -> float:
+    return (sum(v * v for v in values) / len(values)) ** 0.5 if values else 0.0
+
+
+def overlay(values: list[FittedValue]) -> dict:
+    """The fitted values in the registry's layout (file stem → nested keys → leaf), as YAML data."""
+    out: dict = {}
+    for v in values:
+        parts = v.name.split(".")
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = {"value": v.value, "source": v.source(), "how": v.how()}
+    return out
