@@ -17,7 +17,9 @@ class Commands(click.Group):
 
     lazy = {"memory": "planner.commands.memory:memory", "models": "planner.commands.memory:models",
             "chips": "planner.commands.memory:chips", "scenario": "planner.commands.scenario:scenario_command",
-            "compare": "planner.commands.scenario:compare_command"}
+            "compare": "planner.commands.scenario:compare_command",
+            "check-log": "planner.commands.calibration:check_log",
+            "calibrate": "planner.commands.calibration:calibrate"}
 
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))
@@ -41,7 +43,8 @@ def cli(ctx: click.Context, **options):
     """Plan the cheapest pool of GPUs that serves a model at a target concurrency.
 
     Without a subcommand: plan one service (see the options). Subcommands: memory (one
-    deployment's per-rank memory), models, chips, scenario, compare.
+    deployment's per-rank memory), models, chips, scenario, compare, check-log (a vLLM start-up
+    log against the kernel), calibrate (fit the fixed-memory laws to start-up records).
     """
     if ctx.invoked_subcommand is None:
         plan.run(ctx, **options)
