@@ -111,5 +111,5 @@ def test_chip_rates_come_from_the_registry_with_sources():
     rates = chip_rates(get_chip("h100"))
     assert rates.bf16_flops == 989.4e12 and rates.fp8_flops == 1978.9e12 and rates.memory_bandwidth == 3.35e12
     assert all(p.source and p.how for p in rates.provenance)
-    assert rates.flops_for("nvfp4") == rates.fp8_flops  # no native fp4 on Hopper: the next wider rate
+    assert rates.flops_for("nvfp4") == rates.bf16_flops  # no native fp4 on Hopper: weight-only, bf16 math
     assert chip_rates(get_chip("b200")).flops_for("nvfp4") == 9.0e15

@@ -29,11 +29,11 @@ class ChipRates:
 
     def flops_for(self, fmt: str) -> float:
         """The tensor rate a matrix multiply with weights served as `fmt` runs at: fp4 and fp8
-        formats at their own rate where the chip has it natively, else at the next wider rate the
-        chip has (weights dequantized to bf16 on the fly)."""
-        if fmt in FP4_FORMATS and self.fp4_flops:
-            return self.fp4_flops
-        if (fmt in FP4_FORMATS or fmt.startswith("fp8")) and self.fp8_flops:
+        formats at their own rate where the chip has it natively, else at the bf16 rate (the
+        weights dequantized on the fly, as vLLM's weight-only Marlin/Triton kernels do)."""
+        if fmt in FP4_FORMATS:
+            return self.fp4_flops or self.bf16_flops  # weight-only fp4 (W4A16) without native fp4
+        if fmt.startswith("fp8") and self.fp8_flops:
             return self.fp8_flops
         return self.bf16_flops
 
@@ -59,25 +59,31 @@ class Efficiency:
     """Achieved fractions of the peak rates and the per-step overheads (step_model.yaml).
 
     memory_bandwidth   fraction of peak bandwidth a step's reads achieve
+    expert_bandwidth   the same for routed experts' weights (grouped MoE kernels, many small matrices)
     tensor_compute     fraction of peak tensor FLOP/s a step's matrix multiplies achieve
     interconnect       fraction of the scale-up bandwidth a collective achieves
     step_seconds       per step: launch, scheduling, sampling set-up
+    layer_seconds      per decoder layer per step: the floor of its small kernels and syncs
     per_request_seconds  per request in the step: sampling, detokenizing, bookkeeping
     collective_latency_seconds  per collective call (all-reduce, all-to-all, hand-off)
     activation_bytes   bytes per activation element (16-bit)
     """
 
     memory_bandwidth: float
+    expert_bandwidth: float
     tensor_compute: float
     interconnect: float
     step_seconds: float
+    layer_seconds: float
     per_request_seconds: float
     collective_latency_seconds: float
     activation_bytes: int
     provenance: tuple[Sourced, ...] = ()
 
-    NAMES = {"memory_bandwidth": "efficiency.memory_bandwidth", "tensor_compute": "efficiency.tensor_compute",
+    NAMES = {"memory_bandwidth": "efficiency.memory_bandwidth", "expert_bandwidth": "efficiency.expert_bandwidth",
+             "tensor_compute": "efficiency.tensor_compute",
              "interconnect": "efficiency.interconnect", "step_seconds": "overhead.step_seconds",
+             "layer_seconds": "overhead.layer_seconds",
              "per_request_seconds": "overhead.per_request_seconds",
              "collective_latency_seconds": "overhead.collective_latency_seconds",
              "activation_bytes": "activation_bytes"}
@@ -86,7 +92,7 @@ class Efficiency:
     def from_registry(cls, registry: Registry | None = None) -> Efficiency:
         reg = registry or load()
         prov = {field: reg[f"step_model.{name}"] for field, name in cls.NAMES.items()}
-        values = {field: p.value for field, p in prov.items()}
+        values = {field: float(p.value) for field, p in prov.items()}
         values["activation_bytes"] = int(values["activation_bytes"])
         return cls(**values, provenance=tuple(prov.values()))
 

@@ -2,12 +2,13 @@
 peak rates, plus the collectives and a per-step overhead.
 
     group time   max(FLOPs / (peak FLOP/s of its served format × tensor efficiency),
-                     bytes / (memory bandwidth × memory efficiency))
+                     bytes / (memory bandwidth × memory efficiency)
+                     + routed-expert bytes / (memory bandwidth × expert efficiency))
     attention    the same roofline over the context: FLOPs of every (query, context) pair, the
                  cache bytes every request reads (and a prefill chunk writes)
     all-reduce   latency + 2 (g − 1) / g × bytes / (scale-up bandwidth × interconnect efficiency)
     all-to-all   2 × (latency + (g − 1) / g × bytes / (scale-up bandwidth × interconnect efficiency))
-    overhead     per step + per request in the step
+    overhead     per step + per decoder layer + per request in the step
 
 A step schedules `decode` requests one token each at context `context`, and a prefill chunk of
 `chunk` tokens of one prompt already `chunk_offset` tokens in (vLLM's chunked prefill: decodes
@@ -61,16 +62,33 @@ class StepTime:
         self.parts[part] = self.parts.get(part, 0.0) + seconds
         self.seconds += seconds
 
-    def roofline(self, part: str, flops: float, nbytes: float, flop_rate: float, byte_rate: float) -> None:
+    def roofline(self, part: str, flops: float, nbytes: float, flop_rate: float, byte_rate: float,
+                 slow_bytes: float = 0.0, slow_byte_rate: float = 1.0) -> None:
+        """max(FLOPs at flop_rate, bytes at byte_rate + slow_bytes at slow_byte_rate)."""
         t_flops = flops / flop_rate if flops else 0.0
-        t_bytes = nbytes / byte_rate if nbytes else 0.0
+        t_bytes = (nbytes / byte_rate if nbytes else 0.0) + (slow_bytes / slow_byte_rate if slow_bytes else 0.0)
         self.flops += flops
-        self.bytes += nbytes
+        self.bytes += nbytes + slow_bytes
         if t_bytes >= t_flops:
             self.memory_seconds += t_bytes
         else:
             self.compute_seconds += t_flops
         self.add(part, max(t_flops, t_bytes))
+
+    @classmethod
+    def mix(cls, weighted: list[tuple[float, StepTime]]) -> StepTime:
+        """The weighted mean of several steps (weights summing to 1), part by part."""
+        out = cls()
+        for w, t in weighted:
+            for part, seconds in t.parts.items():
+                out.add(part, w * seconds)
+            out.flops += w * t.flops
+            out.bytes += w * t.bytes
+            out.memory_seconds += w * t.memory_seconds
+            out.compute_seconds += w * t.compute_seconds
+            out.comm_seconds += w * t.comm_seconds
+            out.overhead_seconds += w * t.overhead_seconds
+        return out
 
     @property
     def bound(self) -> str:
@@ -100,23 +118,25 @@ class StepModel:
         e, r, eff = self.engine, self.rates, self.eff
         out = StepTime()
         byte_rate = r.memory_bandwidth * eff.memory_bandwidth
+        expert_rate = r.memory_bandwidth * eff.expert_bandwidth
         n = step.tokens
         moe_tokens = n * e.dp if e.dp > 1 else n  # MoE layers see every data-parallel rank's tokens
         for g in self.groups:
             tokens = step.requests if g.logits_only else n
             flops = g.flops_per_token * tokens
             nbytes = g.weight_bytes + g.act_bytes_per_token * tokens
+            expert_bytes = 0.0
             if g.moe_layers:
                 experts = self.kernel.model.routed_experts
                 touched = g.local_experts * expected_experts(experts, self.top_k, moe_tokens) / max(1, experts)
                 routed = moe_tokens * min(self.top_k, experts) * g.local_experts / max(1, experts)
                 flops += g.moe_layers * g.expert_flops_per_token * routed
-                nbytes += g.moe_layers * g.expert_bytes * touched
+                expert_bytes = g.moe_layers * g.expert_bytes * touched
             rate = r.flops_for(g.fmt) * eff.tensor_compute
-            out.roofline(PART_NAMES.get(g.kind, g.kind), flops, nbytes, rate, byte_rate)
+            out.roofline(PART_NAMES.get(g.kind, g.kind), flops, nbytes, rate, byte_rate, expert_bytes, expert_rate)
         self._attention(step, out, byte_rate)
         self._collectives(step, out)
-        overhead = eff.step_seconds + eff.per_request_seconds * step.requests
+        overhead = eff.step_seconds + eff.layer_seconds * self.comm.layers + eff.per_request_seconds * step.requests
         out.overhead_seconds += overhead
         out.add("step overhead", overhead)
         return out
@@ -125,6 +145,7 @@ class StepModel:
         c = self.context
         dcp = max(1, c.dcp)
         full_pairs = c.flops_per_pair - c.window_flops_per_pair
+        prefill_full = c.prefill_flops_per_pair - c.prefill_window_flops_per_pair
         flops = 0.0
         nbytes = 0.0
         if step.decode:
@@ -135,7 +156,7 @@ class StepModel:
             t, l0 = step.chunk, step.chunk_offset
             pairs = t * l0 + t * (t + 1) / 2  # causal: token i of the chunk sees l0 + i + 1 tokens
             window_pairs = t * min(l0 + t, c.window) if c.window else 0
-            flops += (full_pairs * pairs + c.window_flops_per_pair * window_pairs) / dcp
+            flops += (prefill_full * pairs + c.prefill_window_flops_per_pair * window_pairs) / dcp
             nbytes += c.cache_bytes_per_token * (l0 + 2 * t) / dcp + c.bounded_bytes_per_request
         out.roofline("attention over the context", flops, nbytes,
                      self.rates.bf16_flops * self.eff.tensor_compute, byte_rate)

@@ -51,6 +51,7 @@ class Collectives:
     all_reduces: int  # per step, each of `hidden × activation bytes` per token
     all_to_all_layers: int  # MoE layers whose tokens cross the expert-parallel group
     hidden: int
+    layers: int  # decoder layers (attention or recurrent mixer nodes) the rank runs
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ class ContextWork:
     attention layers, and the cache bytes one request reads per context token (the kernel's
     owned context caches) plus the bounded state it reads whatever its length."""
 
-    flops_per_pair: int
+    flops_per_pair: int  # decode (a latent cache read absorbed: its width as K and as V)
     window_flops_per_pair: int  # the part of flops_per_pair in sliding-window layers
+    prefill_flops_per_pair: int  # prefill: the query and output projections' head widths
+    prefill_window_flops_per_pair: int
     window: int  # their window (0: none)
     cache_bytes_per_token: float
     bounded_bytes_per_request: int
@@ -122,14 +125,15 @@ def collectives(kernel: Kernel) -> Collectives:
     holding a row-parallel or expert-row tensor); under expert parallelism with data parallel
     ranks, each MoE layer's tokens are dispatched to and combined from the expert ranks."""
     model, e = kernel.model, kernel.engine
-    reduces, a2a = 0, 0
+    reduces, a2a, layers = 0, 0, 0
     for _, data in model.nodes(e.spec_method):
+        layers += data["kind"] in ("attention", "mixer")
         splits = {t.split for t in data["tensors"]}
         if "row" in splits or "expert_row" in splits:
             reduces += 1
         if data["kind"] == "moe" and e.ep and e.dp > 1:
             a2a += 1
-    return Collectives(reduces if e.tp > 1 else 0, a2a, model.hidden_size)
+    return Collectives(reduces if e.tp > 1 else 0, a2a, model.hidden_size, layers)
 
 
 def context_work(kernel: Kernel) -> ContextWork:
@@ -138,21 +142,36 @@ def context_work(kernel: Kernel) -> ContextWork:
     (DeepSeek-V4) at the model's head width. Cache bytes from the kernel: its owned context
     caches per token, and the bounded caches' own pages (window rings, recurrent state)."""
     model, e = kernel.model, kernel.engine
-    heads = max(1, model.num_attention_heads // e.tp)
-    full = window_part = 0
+    all_heads = max(1, model.num_attention_heads)
+    heads = max(1, all_heads // e.tp)
+    full = window_part = prefill_full = prefill_window = 0
     window = 0
-    head_dim = int(model.extras.get("head_dim") or model.hidden_size // max(1, model.num_attention_heads))
+    head_dim = int(model.extras.get("head_dim") or model.hidden_size // all_heads)
     for _, data in model.nodes(e.spec_method):
         c = data["cache"]
-        if c is not None:
-            width = c.head_dim + (c.head_dim_v or c.head_dim)
-            pair = 2 * heads * width
-            if c.window:
-                window_part += pair
-                window = max(window, c.window)
-            else:
-                full += pair
-        elif data["caches"]:
-            full += 2 * heads * 2 * head_dim
-    return ContextWork(full + window_part, window_part, window, float(kernel.cache_bytes_per_token()),
-                       kernel.own_page_bytes_steady(), e.dcp)
+        if c is None and not data["caches"]:
+            continue
+        decode_width = (c.head_dim + (c.head_dim_v or c.head_dim)) if c is not None else 2 * head_dim
+        prefill_width = _projection_width(data["tensors"], all_heads) or decode_width
+        if c is not None and c.window:
+            window_part += 2 * heads * decode_width
+            prefill_window += 2 * heads * prefill_width
+            window = max(window, c.window)
+        else:
+            full += 2 * heads * decode_width
+            prefill_full += 2 * heads * prefill_width
+    return ContextWork(flops_per_pair=full + window_part, window_flops_per_pair=window_part,
+                       prefill_flops_per_pair=prefill_full + prefill_window,
+                       prefill_window_flops_per_pair=prefill_window, window=window,
+                       cache_bytes_per_token=float(kernel.cache_bytes_per_token()),
+                       bounded_bytes_per_request=kernel.own_page_bytes_steady(), dcp=e.dcp)
+
+
+def _projection_width(tensors, heads: int) -> int:
+    """Q width + V width per head from the query and output projections (q_proj or q_b_proj
+    rows, o_proj columns, over the heads); 0 when the layer has neither."""
+    q = next((t.rows for t in tensors if t.name.endswith(("q_proj", "q_b_proj"))), 0)
+    o = next((t.cols for t in tensors if t.name.endswith("o_proj")), 0)
+    if not q or not o:
+        return 0
+    return q // heads + o // heads

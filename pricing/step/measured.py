@@ -1,0 +1,85 @@
+"""Measured serving points (validation/measured_points.yaml) priced by the step model: the
+prediction of each point's output tokens per second per GPU, the train / held-back split and
+the error, for scripts/fit_step.py, the README table and tests/test_step_validation.py."""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from pricing.chips import get_chip
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
+from pricing.step.rates import Efficiency
+from pricing.step.serving import Workload, serving
+from pricing.step.step import StepModel
+
+POINTS = Path(__file__).resolve().parents[2] / "validation" / "measured_points.yaml"
+HOLD_BACK_EVERY = 3  # a third of the points, chosen by a hash of their id, is held back
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str
+    source: str
+    model: str
+    quantization: str | None
+    chip: str
+    engine: str
+    tp: int
+    ep: bool
+    concurrency: int
+    isl: int
+    osl: int
+    measured: float  # output tokens per second per GPU
+    date: str
+    held_back: bool
+
+    @property
+    def sweep(self) -> tuple:
+        return (self.source, self.model, self.quantization, self.chip, self.engine, self.tp, self.ep)
+
+
+def load_points(path: Path = POINTS) -> tuple[list[Point], dict]:
+    """The points, each marked training or held back, and the sources' descriptions."""
+    doc = yaml.safe_load(path.read_text())
+    out = []
+    for raw in doc["points"]:
+        digest = int(hashlib.sha256(raw["id"].encode()).hexdigest(), 16)
+        out.append(Point(raw["id"], raw["source"], raw["model"], raw.get("quantization"), raw["chip"], raw["engine"],
+                         int(raw["tensor_parallel_size"]), bool(raw.get("enable_expert_parallel")),
+                         int(raw["concurrency"]), int(raw["isl"]), int(raw["osl"]),
+                         float(raw["output_tokens_per_second_per_gpu"]), str(raw["date"]),
+                         digest % HOLD_BACK_EVERY == 0))
+    return out, doc["sources"]
+
+
+@lru_cache(maxsize=256)
+def _step_model(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> StepModel:
+    graph = load_model(model, quantization)
+    d = Deployment(tensor_parallel_size=tp, enable_expert_parallel=ep, max_model_len=min(context, graph.max_position))
+    return StepModel(Kernel.of(graph, d, get_chip(chip)))
+
+
+def predict(p: Point, efficiency: Efficiency | None = None) -> float:
+    """The step model's output tokens per second per GPU at the point's concurrency and workload."""
+    sm = _step_model(p.model, p.quantization, p.chip, p.tp, p.ep, p.isl + p.osl)
+    if efficiency is not None:
+        sm.eff = efficiency
+    else:
+        sm.eff = Efficiency.from_registry(sm.kernel.reg)
+    return serving(sm, p.concurrency, p.isl + p.osl // 2, Workload(p.isl, p.osl)).output_tokens_per_second_per_gpu
+
+
+def relative_error(p: Point, efficiency: Efficiency | None = None) -> float:
+    """(predicted − measured) / measured."""
+    return predict(p, efficiency) / p.measured - 1.0
+
+
+def median_abs_error(points: list[Point], efficiency: Efficiency | None = None) -> float:
+    return statistics.median(abs(relative_error(p, efficiency)) for p in points)

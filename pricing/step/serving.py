@@ -1,0 +1,125 @@
+"""What a deployment serves, priced by the step model (issue 14): time per output token at a
+concurrency, time to first token of a prompt, output tokens per second and requests per second.
+
+vLLM's scheduler (chunked prefill, V1) fills each step with the running requests' decode
+tokens first and gives the rest of the token budget, K = max_num_batched_tokens − B, to the
+next prompt's prefill. In steady state with a workload of `isl` input and `osl` output tokens
+per request, B decoding requests produce B tokens a step and, over the osl steps of a request's
+life, B new prompts of isl tokens must be prefilled: B · isl / K mixed steps (decode + a chunk
+of K) among every osl steps, the rest pure decodes. A mixed step reads every expert its many
+tokens route to, a pure decode only the few its B tokens reach, so the two are priced apart and
+averaged. When B · isl / K exceeds osl the engine is prefill-bound: every step is mixed and
+only osl · K / isl requests' tokens come out of each. Decoding requests sit at the workload's
+mean context, isl + osl / 2. Without a workload a step is a pure decode at the given context.
+
+The time to first token of a prompt of P tokens is the steps its chunks take: each step
+prefills (budget − B + 1) of its tokens beside the other decodes, the chunk attending to the
+prompt's tokens before it. Queueing before admission is not modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pricing.step.step import Step, StepModel, StepTime
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Mean input and output tokens of a request."""
+
+    isl: int
+    osl: int
+
+    @property
+    def mean_context(self) -> int:
+        return self.isl + self.osl // 2
+
+
+@dataclass(frozen=True)
+class Serving:
+    """One instance (dp ranks of tp GPUs) at `batch` requests per rank."""
+
+    batch: int  # decoding requests per data-parallel rank
+    tpot_seconds: float  # one step: every decoding request gets one token
+    ttft_seconds: float  # the prompt's chunked prefill beside the decodes
+    output_tokens_per_second: float  # per instance
+    output_tokens_per_second_per_gpu: float
+    requests_per_second: float | None  # per instance, with a workload
+    prefill_bound: bool  # the token budget cannot prefill the workload's prompts as fast as they finish
+    step: StepTime  # the steady-state step, by part
+
+    @property
+    def bound(self) -> str:
+        return "prefill" if self.prefill_bound else self.step.bound
+
+
+def steady_step(model: StepModel, batch: int, context: int, workload: Workload | None) -> tuple[StepTime, float]:
+    """The mean steady-state step at `batch` decoding requests per rank, by part, and the
+    output tokens it yields per rank."""
+    if workload is None:
+        return model.time(Step(decode=batch, context=context)), float(batch)
+    room = max(1, model.engine.max_num_batched_tokens - batch)
+    decode = model.time(Step(decode=batch, context=workload.mean_context))
+    mixed = model.time(Step(decode=batch, context=workload.mean_context, chunk=room,
+                            chunk_offset=max(0, workload.isl - room) // 2))
+    share = batch * workload.isl / (room * workload.osl)  # mixed steps per output step
+    if share >= 1.0:
+        return mixed, batch / share
+    return StepTime.mix([(1.0 - share, decode), (share, mixed)]), float(batch)
+
+
+def ttft(model: StepModel, batch: int, context: int, prompt: int) -> float:
+    """Seconds to prefill a `prompt`-token prompt in chunks beside `batch` − 1 other decodes."""
+    budget = model.engine.max_num_batched_tokens
+    others = max(0, batch - 1)
+    per_step = max(1, budget - others)
+    total, done = 0.0, 0
+    while done < prompt:
+        chunk = min(per_step, prompt - done)
+        total += model.time(Step(decode=others, context=context, chunk=chunk, chunk_offset=done)).seconds
+        done += chunk
+    return total
+
+
+def serving(model: StepModel, batch: int, context: int, workload: Workload | None = None,
+            prompt: int | None = None) -> Serving:
+    """TPOT, TTFT and throughput of one instance at `batch` requests per data-parallel rank."""
+    e = model.engine
+    t, out_per_rank = steady_step(model, batch, context, workload)
+    prompt_tokens = prompt if prompt is not None else (workload.isl if workload else context)
+    decode_context = workload.mean_context if workload else context
+    first = ttft(model, batch, decode_context, prompt_tokens)
+    per_instance = e.dp * out_per_rank / t.seconds
+    gpus = e.tp * e.dp * e.pcp
+    rps = per_instance / workload.osl if workload else None
+    return Serving(batch, t.seconds, first, per_instance, per_instance / gpus, rps,
+                   workload is not None and out_per_rank < batch, t)
+
+
+def largest_batch(model: StepModel, limit: int, context: int, workload: Workload | None, *,
+                  tpot_seconds: float | None = None, ttft_seconds: float | None = None,
+                  prompt: int | None = None) -> int:
+    """The most requests per rank (up to `limit`) whose step meets the targets; 0 when even one
+    request misses them. Step time and TTFT never fall as the batch grows (property-tested), so
+    the largest batch is found by bisection."""
+
+    def meets(b: int) -> bool:
+        if tpot_seconds is not None and steady_step(model, b, context, workload)[0].seconds > tpot_seconds:
+            return False
+        if ttft_seconds is not None:
+            p = prompt if prompt is not None else (workload.isl if workload else context)
+            if ttft(model, b, workload.mean_context if workload else context, p) > ttft_seconds:
+                return False
+        return True
+
+    if limit < 1 or not meets(1):
+        return 0
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
