@@ -13,14 +13,7 @@ from rich.table import Table
 from planner.commands.plan import vllm_version_option
 from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
-<<<<<<< HEAD
-from pricing.config import list_cards
 from pricing.config.quantization import methods_help
-from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
-from pricing.kernel.report import memory_report
-=======
->>>>>>> main
 from pricing.units import GiB, size
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -262,13 +255,9 @@ def render_recurrent(s, console: Console) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def models(as_json):
     """The model cards the project ships (--model takes the name)."""
-<<<<<<< HEAD
-    from pricing.config import resolve
+    from pricing.config import list_cards, resolve
     from pricing.config.quantization import served_format
     from pricing.graph.common import model_dtype
-=======
-    from pricing.config import list_cards
->>>>>>> main
 
     cards = list_cards()
     for c in cards:
