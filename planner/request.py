@@ -6,6 +6,16 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
+class WorkloadSpec(BaseModel):
+    """The requests a service sees: mean input and output tokens, and the rate they arrive at."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    isl: int = Field(ge=1, description="mean input (prompt) tokens of a request")
+    osl: int = Field(ge=1, description="mean output tokens of a request")
+    requests_per_second: float | None = Field(None, gt=0, description="requests the pool must serve each second")
+
+
 class ServiceSpec(BaseModel):
     """One model to serve at a concurrency and context length, and the vLLM settings searched."""
 
@@ -25,6 +35,9 @@ class ServiceSpec(BaseModel):
     gpu_memory_utilization: tuple[float, ...] | None = None
     max_num_batched_tokens: tuple[int, ...] | None = None
     vllm_version: str = Field("0.33", description="the vLLM release whose rules and defaults apply")
+    tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get")
+    ttft_ms: float | None = Field(None, gt=0, description="time to first token of a prompt (the workload's isl)")
+    workload: WorkloadSpec | None = None
 
     @field_validator("vllm_version")
     @classmethod
