@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from planner.commands import memory, plan
+from planner.commands import calibration, memory, plan
 from pricing.errors import InputError
 
 
@@ -18,7 +18,8 @@ def cli(ctx: click.Context, **options):
     """Plan the cheapest pool of GPUs that serves a model at a target concurrency.
 
     Without a subcommand: plan one service (see the options). Subcommands: memory (one
-    deployment's per-rank memory), models, chips, scenario, compare.
+    deployment's per-rank memory), models, chips, scenario, compare, check-log (a vLLM start-up
+    log against the kernel), calibrate (fit the fixed-memory laws to start-up records).
     """
     if ctx.invoked_subcommand is None:
         plan.run(ctx, **options)
@@ -27,6 +28,8 @@ def cli(ctx: click.Context, **options):
 cli.add_command(memory.memory)
 cli.add_command(memory.models)
 cli.add_command(memory.chips)
+cli.add_command(calibration.check_log)
+cli.add_command(calibration.calibrate)
 for extra in ("scenario",):  # commands built on the planner
     try:
         module = __import__(f"planner.commands.{extra}", fromlist=["register"])

@@ -94,6 +94,8 @@ def test_memo_keys_on_the_fields_a_result_read():
 MODELS = ["llama-3.1-8b", "gpt-oss-20b", "qwen3-next-80b-a3b", "qwen3-30b-a3b"]
 CHOICES = {  # values each field may take; a field not listed takes values from its type
     "tensor_parallel_size": [1, 2, 4],
+    "pipeline_parallel_size": [1, 2],
+    "pp_layer_partition": [None, (2, 2)],
     "data_parallel_size": [1, 2],
     "decode_context_parallel_size": [1, 2],
     "prefill_context_parallel_size": [1, 2],

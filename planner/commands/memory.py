@@ -19,10 +19,27 @@ from pricing.kernel.report import memory_report
 from pricing.units import GiB, size
 
 
+def _partition(ctx, param, value):
+    """'16,16' -> (16, 16), as vLLM parses VLLM_PP_LAYER_PARTITION."""
+    if value is None:
+        return None
+    from pricing.errors import InputError
+
+    try:
+        return tuple(int(part) for part in value.split(","))
+    except ValueError:
+        raise InputError("--pp-layer-partition", f"{value!r} is not a list of layer counts",
+                         "give one count per stage, for example 16,16") from None
+
+
 def vllm_flags(f):
     """vLLM 0.33's own flags, as `vllm serve` spells them."""
     options = [
         click.option("--tensor-parallel-size", "-tp", "tensor_parallel_size", type=int, default=1, show_default=True),
+        click.option("--pipeline-parallel-size", "-pp", "pipeline_parallel_size", type=int, default=1,
+                     show_default=True, help="pipeline stages (layers split as vLLM's get_pp_indices)"),
+        click.option("--pp-layer-partition", "pp_layer_partition", callback=_partition, metavar="N,N,...",
+                     help="layers per stage, as VLLM_PP_LAYER_PARTITION sets them"),
         click.option("--data-parallel-size", "-dp", "data_parallel_size", type=int, default=1, show_default=True),
         click.option("--enable-expert-parallel", is_flag=True),
         click.option("--decode-context-parallel-size", "-dcp", "decode_context_parallel_size", type=int, default=1),
@@ -113,11 +130,14 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     e = kernel.engine
     console.print(f"[bold]{r.model}[/bold] ({r.hf_id}, from {kernel.model.origin or 'the model graph'}) on "
                   f"{kernel.chip.name}, {size(r.chip_memory)} seen by vLLM", soft_wrap=True, markup=True)
-    console.print(f"tp {e.tp}, dp {e.dp}, ep {'on' if e.ep else 'off'}, dcp {e.dcp}; utilization "
+    console.print(f"tp {e.tp}, " + (f"pp {e.pp}, " if e.pp > 1 else "") + f"dp {e.dp}, ep {'on' if e.ep else 'off'}, "
+                  f"dcp {e.dcp}; utilization "
                   f"{e.gpu_memory_utilization}, max_num_batched_tokens {e.max_num_batched_tokens}, max_num_seqs "
                   f"{e.max_num_seqs}, max_model_len {e.max_model_len}, kv_cache_dtype {e.kv_cache_dtype}, "
                   f"cudagraph_mode {e.cudagraph_mode}"
                   + (f", speculative {e.spec_method} × {e.spec_tokens}" if e.spec_method else ""), soft_wrap=True)
+    if r.pipeline:
+        render_stages(r.pipeline, console)
     f = r.fixed
     console.print()
     console.print(f"weights           {_gib(f.weights)}")
@@ -173,6 +193,23 @@ def render_provenance(rows, console: Console) -> None:
     for p in rows:
         table.add_row(p.name, str(p.value), p.source)
     console.print(table)
+
+
+def render_stages(p, console: Console) -> None:
+    """Every pipeline stage's rank; the breakdown that follows is the binding stage's."""
+    table = Table(title=f"pipeline parallel {p.size}: every stage (vLLM plans each and keeps the fewest blocks)")
+    for col in ("stage", "layers", "weights", "activations", "CUDA graphs", "fixed", "KV pool", "block bytes",
+                "own blocks", ""):
+        table.add_column(col, justify="left" if col in ("stage", "layers", "") else "right", no_wrap=True)
+    for s in p.stages:
+        binding = "binding" if s.index == p.binding_stage else ""
+        table.add_row(f"stage {s.index} of {p.size}", f"{s.layers[0]}-{s.layers[1] - 1}", size(s.fixed.weights, 2),
+                      size(s.fixed.activation_peak, 2), size(s.fixed.cuda_graph, 2), size(s.fixed.total, 2),
+                      size(s.kv_pool, 2), f"{s.block_bytes:,}", f"{s.own_num_blocks:,}", binding)
+    console.print(table)
+    first = p.stages[p.binding_stage]
+    console.print(f"binding: stage {p.binding_stage} of {p.size} (layers {first.layers[0]}-{first.layers[1] - 1}); "
+                  "the figures below are its rank's, the KV cache size and concurrency the engine's")
 
 
 def render_recurrent(s, console: Console) -> None:

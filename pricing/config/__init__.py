@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from pricing.config.defaults import decoder_config
 from pricing.errors import InputError, suggest
 
 CARDS = Path(__file__).resolve().parent.parent / "cards"
@@ -29,18 +30,6 @@ class ModelSource:
     hf_quant_config: dict | None = field(default=None, hash=False, compare=False)
     origin: str = ""
     description: str = ""
-
-
-def decoder_config(raw: dict) -> dict:
-    """The decoder's fields: `text_config` merged over the top level for multimodal wrappers."""
-    if isinstance(raw.get("text_config"), dict):
-        merged = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config")}
-        merged.update(raw["text_config"])
-        merged["wrapper_model_type"] = raw.get("model_type")
-        if "quantization_config" in raw:
-            merged["quantization_config"] = raw["quantization_config"]
-        return merged
-    return dict(raw)
 
 
 @cache

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pricing.chips import Chip
 from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
+from pricing.kernel import pipeline
 from pricing.registry import Registry, load
 from pricing.rules import Release
 from pricing.rules import get as get_release
@@ -23,6 +24,8 @@ class Deployment(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+    pp_layer_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION, layers per stage
     data_parallel_size: int = Field(1, ge=1)
     enable_expert_parallel: bool = False
     decode_context_parallel_size: int = Field(1, ge=1)
@@ -73,11 +76,14 @@ class Engine:
     mamba_cache_mode: str
     mega_attention: bool | None
     release: Release = field(default_factory=get_release)
+    pp: int = 1
+    pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION
 
     @property
     def in_flight_batches(self) -> int:
-        """max_concurrent_batches, the release's rule (vllm-0.33-memory.md §2.3; pipeline parallelism is 1 here)."""
-        return self.release.in_flight_batches(self.async_scheduling)
+        """max_concurrent_batches, the release's rule: pp + 1 under asynchronous scheduling with the
+        V2 runner, else pp (vllm-0.33-memory.md §2.3)."""
+        return self.release.in_flight_batches(self.async_scheduling, self.pp)
 
     @property
     def max_in_flight_tokens(self) -> int:
@@ -85,7 +91,7 @@ class Engine:
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.dp * self.pcp
+        return self.tp * self.pp * self.dp * self.pcp
 
 
 def max_dcp(model: ModelGraph, tp: int) -> int:
@@ -203,10 +209,11 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
         raise InputError("--kv-cache-memory-bytes", "must not be negative", "give the KV pool in bytes")
     mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
+    pipeline.stages(model, d.pipeline_parallel_size, d.pp_layer_partition)  # vLLM's checks of the partition
     if mamba not in release.mamba_cache_modes:
         raise InputError("--mamba-cache-mode", f"unknown mode {mamba!r} for {release.name}",
                          f"use one of {', '.join(release.mamba_cache_modes)}")
     return Engine(tp, dp, ep, ep_size, dcp, d.prefill_context_parallel_size, float(util), int(tokens), int(seqs),
                   int(max_len), kv_dtype, d.block_size, d.num_speculative_tokens, method, d.enable_eplb,
                   d.num_redundant_experts, mode, d.kv_cache_memory_bytes, d.enable_prefix_caching, d.async_scheduling,
-                  mamba, d.mega_attention, release)
+                  mamba, d.mega_attention, release, pp=d.pipeline_parallel_size, pp_partition=d.pp_layer_partition)

@@ -16,12 +16,12 @@ a stale answer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
-from pricing.kernel import activations, caches, cudagraphs, weights
+from pricing.kernel import activations, caches, cudagraphs, pipeline, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.registry import Registry, Sourced, load
 from pricing.rules import Release
@@ -98,13 +98,22 @@ class FixedBytes:
 
 
 class Kernel:
-    """The memory of one rank of `engine` serving `model` on `chip`, under the engine's release."""
+    """The memory of one rank of `engine` serving `model` on `chip`, under the engine's release.
 
-    def __init__(self, model: ModelGraph, engine: Engine, chip: Chip, registry: Registry | None = None):
+    With pipeline parallelism a rank belongs to one stage (`stage`, pricing/kernel/pipeline.py):
+    its weights, caches, CUDA graphs and sampler are that stage's, while the engine-wide figures
+    (blocks, "GPU KV cache size", concurrency, whether vLLM starts) take every stage into account,
+    as vLLM plans every worker and keeps the fewest blocks. `Kernel.of` returns the binding stage."""
+
+    def __init__(self, model: ModelGraph, engine: Engine, chip: Chip, registry: Registry | None = None,
+                 stage: pipeline.Stage | None = None):
         self.model = model
         self.engine = engine
         self.chip = chip
         self.reg = registry or load()
+        self.stage = stage
+        self.graph = pipeline.stage_graph(model, stage)  # the layers this rank builds
+        self._pipeline: list[Kernel] = [self]
         self._used: dict[str, Sourced] = {}
         self._notes: list[str] = []
 
@@ -118,26 +127,50 @@ class Kernel:
 
     @classmethod
     def of(cls, model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
-           release: Release | str | None = None) -> Kernel:
+           release: Release | str | None = None, stage: int | None = None) -> Kernel:
+        """The kernel of one rank; with pipeline parallelism, of stage `stage`, or by default of the
+        binding stage (the fewest KV blocks, then the most fixed memory: the fullest rank)."""
         reg = registry or load()
-        return cls(model, resolve_engine(deployment, model, chip, reg, get_release(release)), chip, reg)
+        engine = resolve_engine(deployment, model, chip, reg, get_release(release))
+        if engine.pp == 1:
+            return cls(model, engine, chip, reg)
+        kernels = [cls(model, engine, chip, reg, stage=s) for s in pipeline.stages(model, engine.pp,
+                                                                                   engine.pp_partition)]
+        for k in kernels:
+            k._pipeline = kernels
+        if stage is not None:
+            return kernels[stage]
+        return kernels[0].binding_stage()
+
+    def stages(self) -> list[Kernel]:
+        """One kernel per pipeline stage (just this one without pipeline parallelism)."""
+        return self._pipeline
+
+    def binding_stage(self) -> Kernel:
+        """The stage whose pool holds the fewest blocks (ties: the most fixed memory, then the first)."""
+        return min(self._pipeline, key=lambda k: (k.rank_blocks(), -k.fixed_bytes().total,
+                                                  k.stage.index if k.stage else 0))
 
     def _get(self, what: str, compute):
-        value, used = _memo(what, (self.model, self.chip, self.reg, self.engine.release), self.engine, compute)
+        value, used = _memo(what, (self.model, self.chip, self.reg, self.engine.release, self.stage), self.engine,
+                            compute)
         self._used.update(used)
         return value
 
     # -- fixed --------------------------------------------------------------------------------
     def weight_bytes(self) -> weights.WeightBytes:
-        return self._get("weights", lambda e, used: weights.weight_bytes(self.model, e, self.reg, used,
+        return self._get("weights", lambda e, used: weights.weight_bytes(self.graph, e, self.reg, used,
                                                                           self.chip.generation))
 
     def activation(self) -> activations.Activation:
-        return self._get("activation", lambda e, used: activations.activation(self.model, e, self.chip, self.reg,
-                                                                               used))
+        act = self._get("activation", lambda e, used: activations.activation(self.model, e, self.chip, self.reg,
+                                                                              used))
+        if self.stage is not None and not self.stage.is_last:
+            return replace(act, sampler=0)  # the sampler warm-up runs on the last stage only
+        return act
 
     def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
-        return self._get("cuda_graph", lambda e, used: cudagraphs.cuda_graph_bytes(self.model, e, self.chip,
+        return self._get("cuda_graph", lambda e, used: cudagraphs.cuda_graph_bytes(self.graph, e, self.chip,
                                                                                     self.reg, used))
 
     def non_torch_bytes(self) -> int:
@@ -187,7 +220,12 @@ class Kernel:
     def _cache_layout(self):
         def compute(e, used):
             specs, notes = caches.cache_specs(self.model, e, self.chip, self.reg, used)
-            return specs, e.release.rules.group(specs, e.max_model_len), notes
+            layout = e.release.rules.group(specs, e.max_model_len)  # over the whole model, all stages merged
+            if self.stage is not None:
+                mine = frozenset(self.graph.g.nodes)
+                specs = [s for s in specs if s.layer in mine]
+                layout = pipeline.project(layout, mine)
+            return specs, layout, notes
 
         specs, layout, notes = self._get("layout", compute)
         self._notes = notes
@@ -256,11 +294,16 @@ class Kernel:
             return self.engine.kv_cache_memory_bytes
         return self.budget() - self.fixed_bytes().total
 
-    def num_blocks(self) -> int:
+    def rank_blocks(self) -> int:
+        """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
         layout = self.layout()
         if not layout.grouped or layout.bytes_per_block == 0:
             return 0
         return max(0, self.kv_pool() // layout.bytes_per_block)
+
+    def num_blocks(self) -> int:
+        """The engine's block count: the fewest any stage's pool holds (get_kv_cache_configs)."""
+        return min(k.rank_blocks() for k in self._pipeline)
 
     def max_concurrency(self) -> float:
         """vLLM's logged "Maximum concurrency": num_blocks (null block included) over the blocks
@@ -270,14 +313,17 @@ class Kernel:
             return float(self.engine.max_num_seqs)
         if layout.grouped:
             return self.num_blocks() / self.blocks_per_request()
-        return max(0, self.kv_pool()) / self.request_bytes()
+        return min(max(0, k.kv_pool()) / k.request_bytes() for k in self._pipeline)
 
     def kv_cache_tokens(self) -> int:
         """vLLM's logged "GPU KV cache size": int(max_concurrency × max_model_len)."""
         return int(self.max_concurrency() * self.engine.max_model_len)
 
     def fits_one_request(self) -> bool:
-        """vLLM's start-up check: (available − one block) ≥ one request at max_model_len."""
+        """vLLM's start-up check, on every stage: (available − one block) ≥ one request at max_model_len."""
+        return all(k.rank_fits_one_request() for k in self._pipeline)
+
+    def rank_fits_one_request(self) -> bool:
         layout = self.layout()
         pool = self.kv_pool()
         if pool <= 0:
@@ -299,22 +345,29 @@ class Kernel:
         if layout.grouped:
             held = (self.num_blocks() - 1) // self.blocks_per_request()
         else:
-            held = self.kv_pool() // self.request_bytes()
+            held = min(k.kv_pool() // k.request_bytes() for k in self._pipeline)
         return min(self.engine.max_num_seqs, held)
 
     def starts(self) -> bool:
-        """vLLM's start-up checks pass (pricing/kernel/startup.py): the budget beside what is held
-        before it, a --kv-cache-memory-bytes pool beside the fixed memory, and a pool that holds
-        one request at max_model_len."""
+        """vLLM's start-up checks pass on every pipeline stage (pricing/kernel/startup.py): the budget
+        beside what is held before it, a --kv-cache-memory-bytes pool beside the fixed memory, and a
+        pool that holds one request at max_model_len."""
         from pricing.kernel import startup
 
-        return startup.failed_check(self) is None
+        return all(startup.failed_check(k) is None for k in self._pipeline)
 
     def startup_refusal(self):
-        """The start-up check vLLM would fail, with its message and what would fit; None when it starts."""
+        """The start-up check vLLM would fail, with its message and what would fit; None when it
+        starts (with pipeline parallelism: the first stage that fails, named in the message)."""
+        from dataclasses import replace as _replace
+
         from pricing.kernel import startup
 
-        return startup.refusal(self)
+        for k in self._pipeline:
+            r = startup.refusal(k)
+            if r is not None:
+                return r if k.stage is None else _replace(r, message=f"{k.stage}: {r.message}")
+        return None
 
     def refusal(self) -> str | None:
         """Why vLLM would not start this deployment, in its own words; None when it starts."""
@@ -334,6 +387,10 @@ class Kernel:
         for i, note in enumerate(self.model.conventions):
             out[f"graph.convention.{i}"] = Sourced(f"graph.convention.{i}", note, f"model graph of {self.model.name}",
                                                    "how the graph lays out the weights, as vLLM builds the model")
+        if self.stage is not None:
+            out["pipeline.stage"] = Sourced("pipeline.stage", str(self.stage), "vllm/distributed/utils.py "
+                                            "get_pp_indices, PPMissingLayer", "this rank's layers; the embedding on "
+                                            "the first stage, final norm, LM head and sampler on the last")
         out["rules.grouping"] = Sourced("rules.grouping", layout.rule, f"rules pack {self.release.name}",
                                         "applied to this rank's caches")
         for i, note in enumerate(self._notes):

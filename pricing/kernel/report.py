@@ -70,6 +70,25 @@ class ProvenanceOut(BaseModel):
     how: str
 
 
+class StageOut(BaseModel):
+    """One pipeline stage's rank: its layers [first, end), fixed memory, pool and own block count."""
+
+    index: int
+    layers: list[int]
+    fixed: FixedOut
+    kv_pool: int
+    block_bytes: int
+    own_num_blocks: int  # before vLLM sets every stage to the fewest
+    refusal: str | None
+
+
+class PipelineOut(BaseModel):
+    size: int
+    partition: list[int]
+    binding_stage: int  # the rank reported above: the fewest blocks, then the most fixed memory
+    stages: list[StageOut]
+
+
 class MemoryReport(BaseModel):
     model: str
     hf_id: str
@@ -98,6 +117,28 @@ class MemoryReport(BaseModel):
     short_by: int = 0  # bytes the fixed memory exceeds the budget by (kv_pool is then 0, never negative)
     provenance: list[ProvenanceOut]
     recurrent_state: RecurrentOut | None = None
+    pipeline: PipelineOut | None = None
+
+
+def _fixed(f) -> FixedOut:
+    return FixedOut(weights=f.weights, activation_peak=f.activation_peak, cuda_graph=f.cuda_graph,
+                    comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, non_torch=f.non_torch, total=f.total)
+
+
+def _pipeline(k: Kernel) -> PipelineOut | None:
+    if k.stage is None:
+        return None
+    from pricing.kernel import startup
+
+    stages = []
+    for s in k.stages():
+        r = startup.refusal(s)
+        stages.append(StageOut(index=s.stage.index, layers=[s.stage.first_layer, s.stage.end_layer],
+                               fixed=_fixed(s.fixed_bytes()), kv_pool=max(0, s.kv_pool()),
+                               block_bytes=s.layout().bytes_per_block, own_num_blocks=s.rank_blocks(),
+                               refusal=r.message if r else None))
+    return PipelineOut(size=k.engine.pp, partition=[s.stage.layers for s in k.stages()], binding_stage=k.stage.index,
+                       stages=stages)
 
 
 def memory_report(k: Kernel, tokens: int) -> MemoryReport:
@@ -131,7 +172,7 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
         max_concurrency=k.max_concurrency(), requests_held=k.requests_held(), starts=refusal is None,
         refusal=refusal.message if refusal else None, refusal_check=refusal.check if refusal else None,
         would_fit=refusal.would_fit if refusal else None,
-        recurrent_state=_recurrent(k, tokens),
+        recurrent_state=_recurrent(k, tokens), pipeline=_pipeline(k),
         provenance=[ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how) for p in k.provenance()],
     )
 

@@ -79,7 +79,8 @@ def _same(k: Kernel, **changes):
     from pricing.kernel.kernel import Kernel
 
     e = k.engine
-    flags = dict(tensor_parallel_size=e.tp, data_parallel_size=e.dp, enable_expert_parallel=e.ep,
+    flags = dict(tensor_parallel_size=e.tp, pipeline_parallel_size=e.pp, pp_layer_partition=e.pp_partition,
+                 data_parallel_size=e.dp, enable_expert_parallel=e.ep,
                  decode_context_parallel_size=e.dcp, prefill_context_parallel_size=e.pcp,
                  gpu_memory_utilization=e.gpu_memory_utilization, max_num_batched_tokens=e.max_num_batched_tokens,
                  max_num_seqs=e.max_num_seqs, max_model_len=e.max_model_len, kv_cache_dtype=e.kv_cache_dtype,
@@ -90,7 +91,7 @@ def _same(k: Kernel, **changes):
                  mega_attention=e.mega_attention)
     flags.update(changes)
     try:
-        return Kernel.of(k.model, Deployment(**flags), k.chip, k.reg)
+        return Kernel.of(k.model, Deployment(**flags), k.chip, k.reg, stage=k.stage.index if k.stage else None)
     except InputError:
         return None
 
@@ -100,7 +101,7 @@ def wider_split(k: Kernel) -> str | None:
     chip's NVLink domain that starts at the same settings, as a flag string."""
     e = k.engine
     heads = k.model.num_attention_heads
-    for tp in range(e.tp + 1, k.chip.nvlink_domain + 1):
+    for tp in range(e.tp + 1, k.chip.tp_domain + 1):
         if heads % tp:
             continue
         ep = k.model.has_experts
@@ -132,7 +133,7 @@ def failed_check(k: Kernel) -> str | None:
         return None
     if kv_pool_check(k) <= 0:
         return "no_cache_memory"
-    if not k.fits_one_request():
+    if not k.rank_fits_one_request():  # this rank (pipeline stage); Kernel.starts asks every stage
         return "one_request"
     return None
 
