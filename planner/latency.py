@@ -142,3 +142,16 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
         pool_requests_per_second=round(s.requests_per_second * replicas, 3) if s.requests_per_second else None,
         step_bound=s.bound, binds=binds,
         parts_ms={k: round(v * 1000, 3) for k, v in s.step.parts.items()})
+
+
+def binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None) -> str | None:
+    """The phrase naming a latency target that sets the pool's size (None: memory does)."""
+    if step is None or step.binds == "memory":
+        return None
+    cap = table.latency[row]
+    if step.binds == "requests per second":
+        return (f"requests per second: {service.workload.requests_per_second:g} asked, "
+                f"{cap.requests_per_second:.2f} per instance at {cap.held} requests per rank")
+    target = service.tpot_ms if step.binds == "tpot" else service.ttft_ms
+    return (f"{step.binds}: {cap.held} requests per rank keep it within {target:g} ms (max_num_seqs {cap.held}); "
+            f"memory would hold {cap.memory}")

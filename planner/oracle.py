@@ -203,12 +203,15 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
 
 
 def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[float]:
-    """The utilization grid, highest first, capped so that budget + pre-snapshot fits the chip;
-    the cap itself (floored to the grid step) is a candidate when it binds."""
+    """The utilization grid, highest first. The default grid tops out where the engine keeps
+    `grids.spare_memory_bytes` free beside the budget and what is held before it (the cap,
+    floored to the grid step, is a candidate when it binds); utilizations the user gives are
+    capped only where vLLM would refuse to start (budget + pre-snapshot beyond the chip)."""
     grid = sorted(service.gpu_memory_utilization or defaults.value("grids.gpu_memory_utilization"), reverse=True)
     step = defaults.value("grids.gpu_memory_utilization_step")
     ticks = round(1 / step)
-    cap = math.floor((chip.memory_bytes - pre_snapshot) * ticks / chip.memory_bytes) / ticks
+    spare = 0 if service.gpu_memory_utilization else int(defaults.value("grids.spare_memory_bytes"))
+    cap = math.floor((chip.memory_bytes - pre_snapshot - spare) * ticks / chip.memory_bytes) / ticks
     kept = [u for u in grid if u <= cap]
     if service.gpu_memory_utilization is None and 0 < cap < grid[0] and cap not in kept:
         kept = [cap] + kept

@@ -7,7 +7,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from planner.commands.memory import render_memory
+from planner.commands.memory import render_memory, render_provenance
 from planner.result import PlanResult, PoolPlan, price_footnotes, star
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
@@ -40,7 +40,7 @@ def plans_table(result: PlanResult) -> Table:
     return table
 
 
-def render_plan(result: PlanResult, kernel: Kernel, console: Console) -> None:
+def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance: bool = False) -> None:
     """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count."""
     best = result.best
     console.print(plans_table(result))
@@ -55,12 +55,27 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console) -> None:
     console.print()
     console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
                   f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")
+    console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
     console.print()
     render_memory(memory_report(kernel, result.target.context_length), kernel, console)
+    if provenance:
+        render_provenance(result.provenance, console)
     console.print()
     console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} GPU"
                   f"{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
-    console.print(best.vllm_serve, soft_wrap=True)
+    command(console, best.vllm_serve)
+    render_notes(result.notes, console)
+
+
+def command(console: Console, text: str) -> None:
+    """A launch command as one line, never wrapped or marked up, so it pastes as is."""
+    console.out(text, highlight=False)
+
+
+def render_notes(notes: list[str], console: Console) -> None:
+    """Input that had no effect, one line each (never a silent fallback)."""
+    for note in notes:
+        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
 
 
 def render_infeasible(result: PlanResult, console: Console) -> None:
@@ -70,3 +85,4 @@ def render_infeasible(result: PlanResult, console: Console) -> None:
                                                      else "") + ":")
     for line in result.explanations:
         console.print(f"- {line}", soft_wrap=True)
+    render_notes(result.notes, console)

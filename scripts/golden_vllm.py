@@ -133,6 +133,8 @@ CASES = [
          dep(max_model_len=40960, kv="fp8")),
     case("qwen3-235b-a22b_h200_tp8_bf16", "MoE, 4 KV heads at tp 8 -> 1 per rank", "qwen3-235b-a22b", "h200", "sm90",
          64.0, dep(tp=8, max_model_len=40960)),
+    case("qwen3-235b-a22b_h200_tp8_dcp2", "decode context parallel 2 on GQA (4 KV heads at tp 8: dcp <= tp / H = 2)",
+         "qwen3-235b-a22b", "h200", "sm90", 64.0, dep(tp=8, max_model_len=40960, decode_context_parallel_size=2)),
     case("qwen3-235b-a22b-fp8_h200_tp4_fp8", "FP8 checkpoint with FP8 cache, tp 4", "qwen3-235b-a22b-fp8", "h200",
          "sm90", 65.0, dep(tp=4, max_model_len=40960, kv="fp8")),
     case("mixtral-8x7b_a100_tp2_bf16", "MoE on SM80, tp 2, 32k", "mixtral-8x7b", "a100-80gb", "sm80", 23.0,
@@ -157,6 +159,8 @@ CASES = [
          40.0, dep(tp=8, max_model_len=163840)),
     case("dsr1_b200_tp8_fp8", "MLA on SM100 (FlashInfer-MLA), FP8 cache", "dsr1", "b200", "sm100", 85.0,
          dep(tp=8, max_model_len=163840, kv="fp8")),
+    case("dsr1_a100_tp16_bf16", "MLA on SM80 (Triton-MLA), bf16 cache, tp 16 over two nodes", "dsr1", "a100-80gb",
+         "sm80", 25.0, dep(tp=16, max_model_len=163840)),
     case("dsr1_h200_tp8_fp8_mtp1", "MTP speculative decoding: one draft MLA layer (layer 61) in the same group",
          "dsr1", "h200", "sm90", 40.0,
          dep(tp=8, max_model_len=163840, kv="fp8", num_speculative_tokens=1, speculative_method="mtp")),
@@ -193,6 +197,9 @@ CASES = [
          dep(max_model_len=262144)),
     case("qwen3.5-35b-a3b_h200_tp1_align", "Qwen3.5 (text_config, layer_types list) GDN hybrid, align",
          "qwen3.5-35b-a3b", "h200", "sm90", 60.0, dep(max_model_len=262144)),
+    case("qwen3.5-35b-a3b_h200_tp1_align_mtp3", "align mode with 3 MTP tokens: 2 + 3 state blocks per request",
+         "qwen3.5-35b-a3b", "h200", "sm90", 60.0,
+         dep(max_model_len=262144, num_speculative_tokens=3, speculative_method="mtp")),
     case("qwen3.5-397b-a17b_h200_tp8_none_mtp1", "Qwen3.5-397B, tp 8, mode none, 1 MTP token",
          "qwen3.5-397b-a17b", "h200", "sm90", 30.0,
          dep(tp=8, max_model_len=262144, enable_prefix_caching=False, num_speculative_tokens=1,
@@ -204,6 +211,10 @@ CASES = [
     case("nemotron-3-nano-30b-a3b_b200_tp2_align_block64", "Mamba-2 hybrid on SM100 with --block-size 64 (user block "
          "kept? vLLM's hybrid alignment decides)", "nemotron-3-nano-30b-a3b", "b200", "sm100", 140.0,
          dep(tp=2, max_model_len=262144, block_size=64)),
+    case("nemotron-3-nano-30b-a3b_h100_tp1_noprefix_align", "--mamba-cache-mode align given explicitly with prefix "
+         "caching off: vLLM 0.33 resolves it to none (and accepts only none|align, not all)",
+         "nemotron-3-nano-30b-a3b", "h100", "sm90", 8.0,
+         dep(max_model_len=262144, enable_prefix_caching=False, mamba_cache_mode="align")),
     case("nemotron-h-56b_h100_tp4_align", "Nemotron-H: attention block raised so one page holds a Mamba-2 state "
          "(FA3 kernel blocks)", "nemotron-h-56b", "h100", "sm90", 40.0, dep(tp=4, max_model_len=8192)),
     case("nemotron-h-56b_b200_tp2_align", "Nemotron-H on SM100: FlashInfer kernel block sizes decide the hybrid block",
@@ -219,6 +230,8 @@ CASES = [
     case("dsv4-flash_h200_tp2_1m", "V4-Flash at 1M on H200: compressor-state caches are sliding-window specs with "
          "4/8-token blocks (thousands of blocks per request at admission)", "dsv4-flash", "h200", "sm90", 60.0,
          dep(tp=2, max_model_len=1048576), script="dsv4"),
+    case("dsv4-flash_h200_tp1_1m", "the issue's comparison: V4-Flash at 1M on one H200, 40 GiB of KV pool (the "
+         "oracle's example e)", "dsv4-flash", "h200", "sm90", 40.0, dep(max_model_len=1048576), script="dsv4"),
     case("dsv4-flash_h200_tp2_1m_mnbt2048", "V4-Flash at 1M with 2048 batched tokens: state windows shrink",
          "dsv4-flash", "h200", "sm90", 60.0, dep(tp=2, max_model_len=1048576, tokens=2048), script="dsv4"),
     case("dsv4-flash_b200_tp1_128k_fp8", "V4-Flash on SM100, --kv-cache-dtype fp8, 128k", "dsv4-flash", "b200",
@@ -444,7 +457,8 @@ def build_input(c: dict) -> dict:
         latent = t["kv_lora_rank"] + t["qk_rope_head_dim"]
         layers.append({"names": _names("model.layers.{i}.self_attn", kda), "name": "{i}", "kind": "mamba",
                        "shapes": "from_model", "dtypes": "from_model", "mamba_type": "GDN_ATTN"})
-        e = _attn_entry(_names("model.layers.{i}.self_attn.attn", fa), "mla", 1, latent, kv, dtype, max_tp_shards=1)
+        # Kimi's MultiHeadLatentAttention (vllm/models/kimi_k3/nvidia/mla.py) is itself the cache layer
+        e = _attn_entry(_names("model.layers.{i}.self_attn", fa), "mla", 1, latent, kv, dtype, max_tp_shards=1)
         if kv != "auto":
             e["dtype"] = "uint8"
         layers.append(e)

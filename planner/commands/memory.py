@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -12,11 +13,10 @@ from rich.table import Table
 from planner.commands.plan import vllm_version_option
 from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
-from pricing.config import list_cards
-from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
-from pricing.kernel.report import memory_report
 from pricing.units import GiB, size
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pricing.kernel import Kernel
 
 
 def _partition(ctx, param, value):
@@ -35,15 +35,19 @@ def _partition(ctx, param, value):
 def vllm_flags(f):
     """vLLM 0.33's own flags, as `vllm serve` spells them."""
     options = [
-        click.option("--tensor-parallel-size", "-tp", "tensor_parallel_size", type=int, default=1, show_default=True),
-        click.option("--pipeline-parallel-size", "-pp", "pipeline_parallel_size", type=int, default=1,
+        click.option("--tensor-parallel-size", "-tp", "--tp", "tensor_parallel_size",
+                     type=int, default=1, show_default=True),
+        click.option("--pipeline-parallel-size", "-pp", "--pp", "pipeline_parallel_size", type=int, default=1,
                      show_default=True, help="pipeline stages (layers split as vLLM's get_pp_indices)"),
         click.option("--pp-layer-partition", "pp_layer_partition", callback=_partition, metavar="N,N,...",
                      help="layers per stage, as VLLM_PP_LAYER_PARTITION sets them"),
-        click.option("--data-parallel-size", "-dp", "data_parallel_size", type=int, default=1, show_default=True),
+        click.option("--data-parallel-size", "-dp", "--dp", "data_parallel_size",
+                     type=int, default=1, show_default=True),
         click.option("--enable-expert-parallel", is_flag=True),
-        click.option("--decode-context-parallel-size", "-dcp", "decode_context_parallel_size", type=int, default=1),
-        click.option("--prefill-context-parallel-size", "-pcp", "prefill_context_parallel_size", type=int, default=1),
+        click.option("--decode-context-parallel-size", "-dcp", "--dcp", "decode_context_parallel_size",
+                     type=int, default=1),
+        click.option("--prefill-context-parallel-size", "-pcp", "--pcp", "prefill_context_parallel_size",
+                     type=int, default=1),
         click.option("--gpu-memory-utilization", type=float, help="default 0.92 (vLLM 0.33)"),
         click.option("--max-num-batched-tokens", type=int, help="default by chip memory (vLLM 0.33)"),
         click.option("--max-num-seqs", type=int, help="default by chip memory (vLLM 0.33)"),
@@ -90,6 +94,9 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
     vLLM's own error, when vLLM would not start it."""
     from pricing.errors import InputError
+    from pricing.graph import load_model
+    from pricing.kernel import Deployment, Kernel
+    from pricing.kernel.report import memory_report
 
     if tokens < 0:
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
@@ -191,7 +198,8 @@ def render_provenance(rows, console: Console) -> None:
     for col, width in (("name", 44), ("value", 36), ("source", None)):
         table.add_column(col, overflow="fold", max_width=width)
     for p in rows:
-        table.add_row(p.name, str(p.value), p.source)
+        p = p if isinstance(p, dict) else {"name": p.name, "value": p.value, "source": p.source}
+        table.add_row(p["name"], str(p["value"]), p["source"])
     console.print(table)
 
 
@@ -226,6 +234,8 @@ def render_recurrent(s, console: Console) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def models(as_json):
     """The model cards the project ships (--model takes the name)."""
+    from pricing.config import list_cards
+
     cards = list_cards()
     if as_json:
         click.echo(json.dumps(cards, indent=2))
