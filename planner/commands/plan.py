@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from pricing.config.quantization import methods_help
 from pricing.errors import InputError
 
 
@@ -53,9 +54,7 @@ def options_list(axes: bool = False) -> list:
                      help="token budgets to search (repeat); default 2048 … 32768"),
         click.option("--num-speculative-tokens", type=int, default=0, show_default=True),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
-        click.option("--quantization",
-                     help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16" + repeat,
-                     **many),
+        click.option("--quantization", help=methods_help() + repeat, **many),
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         click.option("--time-limit", type=float, help="solver wall-clock bound in seconds"),
