@@ -125,6 +125,18 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
     batch = max(1, min(row.held_per_rank, math.ceil(per_instance / row.shape.dp)))
     sm = _step_model(model, table, service, row)
     s = serving(sm, batch, length, wl)
+    rate = service.workload.requests_per_second if service.workload is not None else None
+    if rate is not None and s.requests_per_second * replicas < rate:
+        # the load the rate brings (Little's law): the fewest requests per rank that serve it
+        lo, hi = batch, row.held_per_rank
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if serving(sm, mid, length, wl).requests_per_second * replicas >= rate:
+                hi = mid
+            else:
+                lo = mid + 1
+        batch = lo
+        s = serving(sm, batch, length, wl)
     cap = table.latency.get(row)
     binds = cap.binds if cap is not None else "memory"
     if wl is not None and service.workload.requests_per_second is not None and cap is not None:
