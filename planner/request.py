@@ -42,7 +42,6 @@ class ServiceSpec(BaseModel):
     vllm_version: str = Field("0.33", description="the vLLM release whose rules and defaults apply")
     margin: float | None = Field(None, ge=0, lt=100, description="percent of the predicted KV pool held back for "
                                  "the fixed-memory laws' error; None: the registry's, from the calibration")
-
     tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get")
     ttft_ms: float | None = Field(None, gt=0, description="time to first token of a prompt (the workload's isl)")
     workload: WorkloadSpec | None = None
