@@ -14,8 +14,8 @@ in TEAM.md.
     python scripts/golden_vllm.py --list           # the case table
 
 The oracle's venv is $VLLM_ORACLE_VENV (default ~/.cache/vllm-oracle-venv); install it with
-`bash ../shared/tools/vllm-oracle/setup.sh`. The parent needs only python3 and PyYAML; the child
-(`--worker`) runs in the oracle venv.
+`bash ../shared/tools/vllm-oracle/setup.sh`. The driver needs only python3 (standard library); the
+child (`--worker`) runs in the oracle venv, all cases in one process.
 
 Layer lists are written here from each config (names as vLLM's model classes prefix them, kv heads
 per rank max(1, total // tp)); the worker checks them against the config as transformers/vLLM parse
@@ -273,10 +273,11 @@ CASES = [
 
 def card_config_file(model: str) -> Path:
     """The published config.json of a card: its hf_id 'org/name' -> ../shared/models/org--name.json."""
-    import yaml
+    import re
 
-    card = yaml.safe_load((ROOT / "pricing" / "cards" / f"{model}.yaml").read_text())
-    path = MODELS / (card["hf_id"].replace("/", "--") + ".json")
+    card = (ROOT / "pricing" / "cards" / f"{model}.yaml").read_text()
+    hf_id = re.search(r"^hf_id:\s*(\S+)\s*$", card, re.M).group(1)  # stdlib only: any python3 runs the driver
+    path = MODELS / (hf_id.replace("/", "--") + ".json")
     if not path.is_file():
         raise SystemExit(f"{model}: published config {path} is missing")
     return path
@@ -598,6 +599,12 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
         if "kda_layers" in chk:
             assert [i for i in range(hf.num_hidden_layers) if hf.is_kda_layer(i)] == chk["kda_layers"]
         assert vc.model_config.architecture == inp["architecture"], vc.model_config.architecture
+        # every attention entry against vLLM's own reading of the config (ModelConfig: kv heads per rank, head size)
+        want = (vc.model_config.get_num_kv_heads(vc.parallel_config), vc.model_config.get_head_size())
+        for e in inp["layers"]:
+            if e["kind"] != "mamba" and e.get("cache_role") != "indexer":
+                assert (e["num_kv_heads"], e["head_size"]) == want, (e["names"][0], e["num_kv_heads"],
+                                                                     e["head_size"], want)
         main_backend = oracle._backend_cls(inp["attention_backend"])
         entries = oracle._expand_layers(inp["layers"])
         per_layer = {}
