@@ -142,6 +142,8 @@ CASES = [
     # ---------------- sliding window (+ sinks) ----------------------------------------------
     case("gpt-oss-120b_h100_tp1_bf16", "group order: the sliding-window group comes first (layer 0 is sliding); "
          "sinks; SW admission window-1 + 2x8192", "gpt-oss-120b", "h100", "sm90", 8.0, dep()),
+    case("gpt-oss-120b_h200_tp1_mnbt32768", "32,768 batched tokens: each SW layer reserves window-1 + 2x32768 tokens",
+         "gpt-oss-120b", "h200", "sm90", 62.0, dep(tokens=32768)),
     case("gpt-oss-120b_b200_tp2_bf16", "sliding window + sinks on SM100 (FlashInfer), tp 2", "gpt-oss-120b", "b200",
          "sm100", 125.0, dep(tp=2)),
     case("gpt-oss-20b_a100_tp1_bf16", "sinks on SM80 (Triton backend)", "gpt-oss-20b", "a100-80gb", "sm80", 53.0,
@@ -177,6 +179,9 @@ CASES = [
          "dsv3.2", "rtx-pro-6000", "sm120", 10.0, dep(tp=8, max_model_len=163840)),
     case("glm-5_b200_tp8_fp8", "DSA on SM100, FP8 (FlashInfer-MLA-sparse: plain fp8 rows)", "glm-5", "b200", "sm100",
          60.0, dep(tp=8, max_model_len=202752, kv="fp8")),
+    case("glm-5_h200_tp8_fp8_mtp1", "DSA + MTP: the draft layer (78) keeps its own indexer (vLLM: MTP layers always "
+         "build one) beside its fp8_ds_mla latent cache", "glm-5", "h200", "sm90", 30.0,
+         dep(tp=8, max_model_len=202752, kv="fp8", num_speculative_tokens=1, speculative_method="mtp")),
     # ---------------- recurrent hybrids ------------------------------------------------------
     case("qwen3-next-80b-a3b_h100_tp2_align", "GDN hybrid, align mode (prefix caching on): 2 state blocks per "
          "request; attention block raised so a page holds one state", "qwen3-next-80b-a3b", "h100", "sm90", 40.0,
