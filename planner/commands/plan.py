@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from pricing.config.quantization import methods_help
 from pricing.errors import InputError
 
 
@@ -37,6 +38,9 @@ def options_list(axes: bool = False) -> list:
                      help="tokens per request (max_model_len); default: the model's maximum" + repeat, **many),
         click.option("--headroom", type=float, default=0.0, show_default=True,
                      help="percent of extra concurrency the pool must hold"),
+        click.option("--margin", type=float,
+                     help="percent of each rank's predicted KV pool not counted on; default: the calibration's "
+                          "90th-percentile optimistic error (registry cost_model_memory.kv_pool_margin)"),
         click.option("--max-gpus", type=int, help="GPUs the pool may use (instances pack into whole nodes)"),
         click.option("--gpus-per-node", type=int, help="GPUs per node (default: the chip's)"),
         click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=int,
@@ -53,9 +57,7 @@ def options_list(axes: bool = False) -> list:
                      help="token budgets to search (repeat); default 2048 … 32768"),
         click.option("--num-speculative-tokens", type=int, default=0, show_default=True),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
-        click.option("--quantization",
-                     help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16" + repeat,
-                     **many),
+        click.option("--quantization", help=methods_help() + repeat, **many),
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         click.option("--time-limit", type=float, help="solver wall-clock bound in seconds"),
@@ -105,7 +107,7 @@ def request_from(options: dict) -> PlanRequest:
     try:
         service = ServiceSpec(
             model=options["model"], quantization=options["quantization"], concurrency=options["concurrency"],
-            context_length=options["context_length"], headroom=options["headroom"],
+            context_length=options["context_length"], headroom=options["headroom"], margin=options["margin"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
             kv_cache_dtypes=tuple(dict.fromkeys(k.lower() for k in options["kv_cache_dtype"])) or ("auto",),
             tp=options["tp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,
