@@ -76,7 +76,7 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
                        num_speculative_tokens=service.num_speculative_tokens,
                        speculative_method=service.speculative_method)
         try:
-            return Kernel.of(model, d, table.chip, release=service.vllm_version).requests_held() > 0
+            return Kernel.of(model, d, table.chip, release=service.vllm_version).requests_held(service.kv_margin) > 0
         except InputError:
             return False
 

@@ -241,6 +241,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     if not utils:
         verdict.refusal = probe.refusal()
         return
+    margin = service.kv_margin
     for mbt in sorted(budgets):
         top = 0
         for util in utils:
@@ -248,7 +249,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
                                                    max_num_batched_tokens=mbt), chip,
                                release=service.vllm_version)
             table.evaluated += 1
-            held = kernel.requests_held()
+            held = kernel.requests_held(margin)
             if mbt == min(budgets) and util == utils[0]:
                 _record(verdict, kernel, held)
             if held < top or held == 0:
@@ -267,7 +268,7 @@ def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Ker
     """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
     kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip,
                        release=service.vllm_version)
-    held = kernel.requests_held()
+    held = kernel.requests_held(service.kv_margin)
     if held != row.held_per_rank:
         raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")
     return kernel

@@ -30,6 +30,17 @@ class ServiceSpec(BaseModel):
     gpu_memory_utilization: tuple[float, ...] | None = None
     max_num_batched_tokens: tuple[int, ...] | None = None
     vllm_version: str = Field("0.33", description="the vLLM release whose rules and defaults apply")
+    margin: float | None = Field(None, ge=0, lt=100, description="percent of the predicted KV pool held back for "
+                                 "the fixed-memory laws' error; None: the registry's, from the calibration")
+
+    @property
+    def kv_margin(self) -> float:
+        """The margin as a fraction: the one given, or the registry's cost_model_memory.kv_pool_margin."""
+        if self.margin is not None:
+            return self.margin / 100
+        from pricing.registry import load
+
+        return float(load().value("cost_model_memory.kv_pool_margin"))
 
     @field_validator("vllm_version")
     @classmethod

@@ -60,6 +60,13 @@ class SearchInfo(BaseModel):
     seconds: float = Field(description="wall time of the oracle sweep and the solves")
 
 
+class Margin(BaseModel):
+    """The share of each rank's predicted KV pool the plan does not count on (`--margin`)."""
+
+    fraction: float = Field(description="0.012 holds back 1.2 % of every rank's predicted KV pool")
+    source: str = Field(description="where the figure comes from: the calibration's residuals, or --margin")
+
+
 class PlanResult(BaseModel):
     feasible: bool
     target: Target
@@ -73,6 +80,7 @@ class PlanResult(BaseModel):
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
     provenance: list[dict] = Field(default_factory=list,
                                    description="every registry and planner default the best plan used")
+    margin: Margin | None = None
 
     # for the rendering only
     required: int = Field(0, exclude=True, description="concurrency with the headroom the user asked for")

@@ -36,7 +36,7 @@ from planner.binds import binding, default_max_num_seqs
 from planner.explain import explain
 from planner.oracle import ChipTable, Row, candidate_table, context_length, deployment, priced_chip, replica_cap, verify
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.result import PlanResult, PoolPlan, SearchInfo, Target
+from planner.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
 from planner.serve import serve_command
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
@@ -250,6 +250,7 @@ def plan(request: PlanRequest) -> PlanResult:
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
                           seconds=round(found.seconds, 3)),
+        margin=margin_of(service),
         model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
         headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),
         explanations=explanations, notes=notes, provenance=provenance)
@@ -269,6 +270,16 @@ def _provenance(model, service: ServiceSpec, table: ChipTable, row: Row) -> list
         p = defaults.sourced(name)
         rows.append({"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how})
     return rows
+
+
+def margin_of(service: ServiceSpec) -> Margin:
+    """The KV margin a plan keeps, and where it comes from."""
+    from pricing.registry import load
+
+    if service.margin is not None:
+        return Margin(fraction=service.margin / 100, source="--margin")
+    entry = load()["cost_model_memory.kv_pool_margin"]
+    return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 
 
 def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int) -> PoolPlan:

@@ -38,6 +38,9 @@ def options_list(axes: bool = False) -> list:
                      help="tokens per request (max_model_len); default: the model's maximum" + repeat, **many),
         click.option("--headroom", type=float, default=0.0, show_default=True,
                      help="percent of extra concurrency the pool must hold"),
+        click.option("--margin", type=float,
+                     help="percent of each rank's predicted KV pool not counted on; default: the calibration's "
+                          "90th-percentile optimistic error (registry cost_model_memory.kv_pool_margin)"),
         click.option("--max-gpus", type=int, help="GPUs the pool may use (instances pack into whole nodes)"),
         click.option("--gpus-per-node", type=int, help="GPUs per node (default: the chip's)"),
         click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=int,
@@ -104,7 +107,7 @@ def request_from(options: dict) -> PlanRequest:
     try:
         service = ServiceSpec(
             model=options["model"], quantization=options["quantization"], concurrency=options["concurrency"],
-            context_length=options["context_length"], headroom=options["headroom"],
+            context_length=options["context_length"], headroom=options["headroom"], margin=options["margin"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
             kv_cache_dtypes=tuple(dict.fromkeys(k.lower() for k in options["kv_cache_dtype"])) or ("auto",),
             tp=options["tp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,

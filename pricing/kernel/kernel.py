@@ -334,19 +334,22 @@ class Kernel:
             return pool - layout.bytes_per_block >= layout.bytes_per_block * self.blocks_per_request()
         return pool >= self.request_bytes()
 
-    def requests_held(self) -> int:
+    def requests_held(self, margin: float = 0.0) -> int:
         """Requests at max_model_len one rank's pool holds at once: whole blocks per group, the
-        null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start."""
+        null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start. With a
+        `margin` (a fraction), the pool is taken that much smaller than predicted: the planner's
+        allowance for the fixed-memory laws' measured error (registry cost_model_memory.kv_pool_margin)."""
         if not self.starts():
             return 0
         layout = self.layout()
         if not layout.groups:
             return self.engine.max_num_seqs
+        keep = Fraction(1) - Fraction(str(margin))
         if layout.grouped:
-            held = (self.num_blocks() - 1) // self.blocks_per_request()
+            held = (int(self.num_blocks() * keep) - 1) // self.blocks_per_request()
         else:
-            held = min(k.kv_pool() // k.request_bytes() for k in self._pipeline)
-        return min(self.engine.max_num_seqs, held)
+            held = min(int(k.kv_pool() * keep) // k.request_bytes() for k in self._pipeline)
+        return max(0, min(self.engine.max_num_seqs, held))
 
     def starts(self) -> bool:
         """vLLM's start-up checks pass on every pipeline stage (pricing/kernel/startup.py): the budget
