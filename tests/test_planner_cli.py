@@ -17,7 +17,8 @@ HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
 POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_size", "data_parallel_size",
              "enable_expert_parallel", "decode_context_parallel_size", "gpu_memory_utilization",
              "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency", "headroom",
-             "cost_per_hour", "price_per_gpu_hour", "price_estimate", "price_as_of", "vllm_serve"}
+             "cost_per_hour", "price_per_gpu_hour", "price_estimate", "price_as_of", "vllm_serve",
+             "pipeline_parallel_size", "nodes_per_replica", "vllm_serve_nodes"}
 
 
 def run(args, seed: str = "0") -> subprocess.CompletedProcess:

@@ -36,6 +36,8 @@ def plan_options(f):
         click.option("--max-gpus", type=int, help="GPUs the pool may use (instances pack into whole nodes)"),
         click.option("--gpus-per-node", type=int, help="GPUs per node (default: the chip's)"),
         click.option("--tp", multiple=True, type=int, help="allowed tensor parallel sizes (repeat)"),
+        click.option("--pp", multiple=True, type=int, help="allowed pipeline parallel sizes (repeat; stages across "
+                     "nodes)"),
         click.option("--dp", multiple=True, type=int, help="allowed data parallel sizes (repeat; MoE models)"),
         click.option("--dcp", multiple=True, type=int, help="allowed decode context parallel sizes (repeat)"),
         click.option("--kv-cache-dtype", multiple=True, help="KV cache dtypes to choose among (repeat); default auto"),
@@ -90,7 +92,7 @@ def request_from(options: dict) -> PlanRequest:
             context_length=options["context_length"], headroom=options["headroom"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
             kv_cache_dtypes=tuple(dict.fromkeys(k.lower() for k in options["kv_cache_dtype"])) or ("auto",),
-            tp=options["tp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,
+            tp=options["tp"] or None, pp=options["pp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
             max_num_batched_tokens=options["max_num_batched_tokens"] or None,
             vllm_version=options["vllm_version"])
