@@ -7,32 +7,47 @@ import sys
 
 import click
 
-from planner.commands import memory, plan
+from planner.commands import plan
 from pricing.errors import InputError
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """Subcommands imported when used: `plan --help`, `plan models` and `plan chips` load neither
+    OR-Tools nor matplotlib (bench/bench_cli.py measures it)."""
+
+    lazy = {"memory": "planner.commands.memory:memory", "models": "planner.commands.memory:models",
+            "chips": "planner.commands.memory:chips", "scenario": "planner.commands.scenario:scenario_command",
+            "compare": "planner.commands.scenario:compare_command",
+            "check-log": "planner.commands.calibration:check_log",
+            "calibrate": "planner.commands.calibration:calibrate"}
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx, name):
+        found = super().get_command(ctx, name)
+        if found is None and name in self.lazy:
+            import importlib
+
+            module, attr = self.lazy[name].split(":")
+            found = getattr(importlib.import_module(module), attr)
+        return found
+
+
+@click.group(cls=Commands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=None, package_name="deployment-planner", prog_name="plan",
+                      message="%(prog)s %(version)s (deployment-planner; vLLM 0.33 memory rules)")
 @plan.plan_options
 @click.pass_context
 def cli(ctx: click.Context, **options):
     """Plan the cheapest pool of GPUs that serves a model at a target concurrency.
 
     Without a subcommand: plan one service (see the options). Subcommands: memory (one
-    deployment's per-rank memory), models, chips, scenario, compare.
+    deployment's per-rank memory), models, chips, scenario, compare, check-log (a vLLM start-up
+    log against the kernel), calibrate (fit the fixed-memory laws to start-up records).
     """
     if ctx.invoked_subcommand is None:
         plan.run(ctx, **options)
-
-
-cli.add_command(memory.memory)
-cli.add_command(memory.models)
-cli.add_command(memory.chips)
-for extra in ("scenario",):  # commands built on the planner
-    try:
-        module = __import__(f"planner.commands.{extra}", fromlist=["register"])
-        module.register(cli)
-    except ImportError:  # pragma: no cover - command not built yet
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:

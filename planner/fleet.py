@@ -20,7 +20,8 @@ from ortools.sat.python import cp_model
 from pydantic import BaseModel, Field
 
 from planner import defaults, search
-from planner.oracle import ChipTable, candidate_table, context_length, deployment, priced_chip
+from planner.binds import binding, default_max_num_seqs
+from planner.oracle import ChipTable, candidate_table, context_length, deployment, priced_chip, verify
 from planner.request import PoolLimits, ServiceSpec
 from planner.result import PoolPlan
 from planner.scenario import Scenario, Service
@@ -34,7 +35,6 @@ class ServicePlan(PoolPlan):
     service: str
     model: str
     target: int = Field(description="concurrency asked for")
-    binding: str = Field(description="what limits one instance's concurrency")
 
 
 class Shortfall(BaseModel):
@@ -59,6 +59,7 @@ class FleetResult(BaseModel):
     cost_per_month: float
     gpus: int
     short: list[Shortfall] = []
+    notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
     solver_status: str
     candidates_evaluated: int
     seconds: float
@@ -138,8 +139,10 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
         length = context_length(model, p.spec)
         d = deployment(row, p.spec, length)
         held = row.concurrency * replicas
-        binding = ("max_num_batched_tokens caps max_num_seqs" if row.max_num_seqs == row.max_num_batched_tokens
-                   else f"KV cache: {row.held_per_rank} requests of {length:,} tokens per rank")
+        table = next(t for t in p.tables if t.chip.id == row.chip)
+        kernel = verify(model, table.chip, p.spec, row)
+        binds = binding(table, row, replicas, p.spec.required, kernel,
+                        default_max_num_seqs(model, table.chip, length))
         out.append(ServicePlan(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
@@ -148,7 +151,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             gpu_memory_utilization=row.gpu_memory_utilization, max_num_batched_tokens=row.max_num_batched_tokens,
             max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
             target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
-            cost_per_hour=round(option.price * row.gpus * replicas, 4), binding=binding,
+            headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
+            cost_per_hour=round(option.price * row.gpus * replicas, 4),
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of,
             vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),
@@ -202,8 +206,9 @@ def _alone(p: Prepared) -> str:
             f"${best.price * best.row.gpus * best.rmin:,.2f}/hour)")
 
 
-def plan_scenario(scenario: Scenario, variant: str = "base") -> FleetResult:
-    """Plan every service of the scenario together over its inventory."""
+def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None) -> FleetResult:
+    """Plan every service of the scenario together over its inventory (`time_limit`: the
+    solver's wall-clock bound, default planner/defaults.yaml)."""
     start = time.perf_counter()
     prepared = [prepare(scenario, s) for s in scenario.services]
     evaluated = sum(t.evaluated for p in prepared for t in p.tables)
@@ -213,7 +218,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base") -> FleetResult:
     if all(p.options for p in prepared):
         pm = search.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
         _add_node_packing(pm, prepared, scenario)
-        sol = search.solve(pm)
+        sol = search.solve(pm, time_limit)
         status, picks = sol.status, sol.picks
     if picks:
         plans = _plans(prepared, picks, scenario)
@@ -242,4 +247,5 @@ def plan_scenario(scenario: Scenario, variant: str = "base") -> FleetResult:
     return FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
                        cost_per_hour=total, cost_per_month=round(total * hours, 2),
                        gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
+                       notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        candidates_evaluated=evaluated, seconds=round(time.perf_counter() - start, 3))

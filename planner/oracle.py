@@ -176,7 +176,8 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     """Instance shapes to evaluate on `chip`, and the filters that removed values (for explanations).
 
     tp: within the NVLink domain and dividing the attention heads (vLLM's check); pp: the
-    pipeline grid (stages across nodes, dp 1), at most one stage per layer; dp: MoE only (dense
+    pipeline grid (stages across nodes, dp 1), at most one stage per layer, evaluated only when no
+    instance within one node holds a request or --pp asks (`candidate_table`); dp: MoE only (dense
     models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides tp and
     at most tp / KV heads (the kernel's rule, pricing.kernel.deployment.max_dcp). An instance larger
     than a node must fill whole nodes with whole tp groups (`placement`)."""
@@ -243,12 +244,15 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
 
 
 def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[float]:
-    """The utilization grid, highest first, capped so that budget + pre-snapshot fits the chip;
-    the cap itself (floored to the grid step) is a candidate when it binds."""
+    """The utilization grid, highest first. The default grid tops out where the engine keeps
+    `grids.spare_memory_bytes` free beside the budget and what is held before it (the cap,
+    floored to the grid step, is a candidate when it binds); utilizations the user gives are
+    capped only where vLLM would refuse to start (budget + pre-snapshot beyond the chip)."""
     grid = sorted(service.gpu_memory_utilization or defaults.value("grids.gpu_memory_utilization"), reverse=True)
     step = defaults.value("grids.gpu_memory_utilization_step")
     ticks = round(1 / step)
-    cap = math.floor((chip.memory_bytes - pre_snapshot) * ticks / chip.memory_bytes) / ticks
+    spare = 0 if service.gpu_memory_utilization else int(defaults.value("grids.spare_memory_bytes"))
+    cap = math.floor((chip.memory_bytes - pre_snapshot - spare) * ticks / chip.memory_bytes) / ticks
     kept = [u for u in grid if u <= cap]
     if service.gpu_memory_utilization is None and 0 < cap < grid[0] and cap not in kept:
         kept = [cap] + kept
@@ -338,5 +342,11 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
     table = ChipTable(chip, per_node, excluded=notes)
     for shape in found:
-        evaluate_shape(model, chip, service, shape, table)
+        if shape.pp == 1:
+            evaluate_shape(model, chip, service, shape, table)
+    staged = [s for s in found if s.pp > 1]
+    in_a_node = any(r.shape.nodes(per_node) == 1 for r in table.rows)
+    if service.pp or not in_a_node:  # the model needs more than a node (or --pp asks for stages)
+        for shape in staged:
+            evaluate_shape(model, chip, service, shape, table)
     return table

@@ -7,7 +7,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from planner.commands.memory import render_memory
+from planner.commands.memory import render_memory, render_provenance
 from planner.result import PlanResult, PoolPlan, price_footnotes, star
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
@@ -45,7 +45,7 @@ def plans_table(result: PlanResult) -> Table:
     return table
 
 
-def render_plan(result: PlanResult, kernel: Kernel, console: Console) -> None:
+def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance: bool = False) -> None:
     """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count."""
     best = result.best
     console.print(plans_table(result))
@@ -60,8 +60,11 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console) -> None:
     console.print()
     console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
                   f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")
+    console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
     console.print()
     render_memory(memory_report(kernel, result.target.context_length), kernel, console)
+    if provenance:
+        render_provenance(result.provenance, console)
     console.print()
     if best.vllm_serve_nodes:
         per_node = best.gpus_per_replica // best.nodes_per_replica
@@ -69,16 +72,28 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console) -> None:
                       f"GPUs each; one instance takes {best.nodes_per_replica} nodes of {per_node} GPUs (pipeline "
                       "stages across nodes, tp within a node's NVLink domain). On each node of an instance, with "
                       "HEAD_IP the head node's address:")
-        for rank, command in enumerate(best.vllm_serve_nodes):
-            console.print(f"# node {rank}" + (" (head: serves the API)" if rank == 0 else " (worker)"))
-            console.print(command, soft_wrap=True)
+        for rank, line in enumerate(best.vllm_serve_nodes):
+            command(console, f"# node {rank}" + (" (head: serves the API)" if rank == 0 else " (worker)"))
+            command(console, line)
         console.print("# or with Ray: `ray start --head` on the head, `ray start --address $HEAD_IP:6379` on the "
                       "others, then on the head the first command without --nnodes/--node-rank/--master-addr, "
-                      "with --distributed-executor-backend ray", soft_wrap=True)
-        return
-    console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} GPU"
-                  f"{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
-    console.print(best.vllm_serve, soft_wrap=True)
+                      "with --distributed-executor-backend ray", soft_wrap=True, markup=False)
+    else:
+        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
+                      f"GPU{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
+        command(console, best.vllm_serve)
+    render_notes(result.notes, console)
+
+
+def command(console: Console, text: str) -> None:
+    """A launch command as one line, never wrapped or marked up, so it pastes as is."""
+    console.out(text, highlight=False)
+
+
+def render_notes(notes: list[str], console: Console) -> None:
+    """Input that had no effect, one line each (never a silent fallback)."""
+    for note in notes:
+        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
 
 
 def render_infeasible(result: PlanResult, console: Console) -> None:
@@ -88,3 +103,4 @@ def render_infeasible(result: PlanResult, console: Console) -> None:
                                                      else "") + ":")
     for line in result.explanations:
         console.print(f"- {line}", soft_wrap=True)
+    render_notes(result.notes, console)

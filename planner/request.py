@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from planner import defaults
+
+MAX_CONCURRENCY = defaults.value("limits.max_concurrency")  # the solver's integer range (planner/defaults.yaml)
+MAX_GPUS = defaults.value("limits.max_gpus")
+
 
 class ServiceSpec(BaseModel):
     """One model to serve at a concurrency and context length, and the vLLM settings searched."""
@@ -13,7 +18,7 @@ class ServiceSpec(BaseModel):
 
     model: str
     quantization: str | None = None
-    concurrency: int = Field(ge=1, description="concurrent requests at the context length")
+    concurrency: int = Field(ge=1, le=MAX_CONCURRENCY, description="concurrent requests at the context length")
     context_length: int | None = Field(None, ge=1, description="max_model_len; None: the model's maximum")
     headroom: float = Field(0.0, ge=0, description="percent of extra concurrency the pool must hold")
     num_speculative_tokens: int = Field(0, ge=0)
@@ -63,7 +68,7 @@ class PoolLimits(BaseModel):
     chips: tuple[str, ...] = Field(min_length=1)
     price: float | None = Field(None, ge=0, description="USD per GPU-hour for every chip")
     prices: dict[str, float] = Field(default_factory=dict, description="USD per GPU-hour by chip id")
-    max_gpus: int | None = Field(None, ge=1)
+    max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
     gpus_per_node: int | None = Field(None, ge=1)
     time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
 

@@ -15,6 +15,7 @@ class Target(BaseModel):
 class PoolPlan(BaseModel):
     """One pool: `replicas` identical vLLM instances of `gpus_per_replica` GPUs on one chip."""
 
+    model: str = Field("", description="the model as the user named it (card name, path or Hugging Face id)")
     chip: str
     gpus: int
     replicas: int
@@ -31,7 +32,9 @@ class PoolPlan(BaseModel):
     max_model_len: int
     kv_cache_dtype: str
     concurrency: int = Field(description="requests the whole pool holds at the context length")
-    headroom: float = Field(description="concurrency / target concurrency − 1 (0.25 is 25 % spare)")
+    headroom: float = Field(exclude=True, description="concurrency / target concurrency − 1 (0.25 is 25 % spare)")
+    headroom_percent: float = Field(0.0, description="spare concurrency in percent, as --headroom takes it")
+    binds: str = Field("", description="what sets the pool's size, with its numbers")
     cost_per_hour: float = Field(description="GPUs × USD per GPU-hour")
     price_per_gpu_hour: float = Field(0.0, description="USD per GPU-hour the cost is counted at")
     price_estimate: bool = Field(False, description="the price is the catalogue's estimate, not a quote")
@@ -67,11 +70,15 @@ class PlanResult(BaseModel):
     best: PoolPlan | None
     alternatives: list[PoolPlan]
     search: SearchInfo
+    model: str = Field("", description="the model as the user named it")
+    hf_id: str = Field("", description="the name `vllm serve` is given")
+    origin: str = Field("", description="where the model's architecture was read")
+    explanations: list[str] = Field(default_factory=list, description="why nothing fits, one line per chip")
+    notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
+    provenance: list[dict] = Field(default_factory=list,
+                                   description="every registry and planner default the best plan used")
 
     # for the rendering only
-    model: str = Field("", exclude=True)
-    hf_id: str = Field("", exclude=True)
     required: int = Field(0, exclude=True, description="concurrency with the headroom the user asked for")
     headroom_percent: float = Field(0.0, exclude=True)
     hours_per_month: int = Field(730, exclude=True)
-    explanations: list[str] = Field(default_factory=list, exclude=True)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from planner import defaults
+from planner.binds import inventory_binds
 from planner.fleet import FleetResult, plan_scenario
 from planner.result import price_footnotes, star
 from planner.scenario import Scenario
@@ -54,11 +55,15 @@ def gpus_by_chip(r: FleetResult, chip: str) -> int:
 def binding(r: FleetResult) -> str:
     """The constraint that binds the result, in words."""
     if not r.feasible:
-        return "; ".join(f"{s.service} short" for s in r.short) or "infeasible"
-    full = [u.chip for u in r.chips if u.available and u.gpus >= u.available]
+        if len(r.short) == 1 and len(r.services) == 0:
+            return r.short[0].reason
+        return "; ".join(f"{s.service} short: {s.reason}" for s in r.short) or "infeasible"
+    full = [u for u in r.chips if u.available and u.gpus >= u.available]
     if full:
-        return "inventory of " + ", ".join(full) + " fully used"
-    return "; ".join(f"{p.service}: {p.binding}" for p in r.services)
+        return "; ".join(inventory_binds(u.chip, u.gpus, u.available) for u in full)
+    if len(r.services) == 1:
+        return r.services[0].binds
+    return "; ".join(f"{p.service}: {p.binds}" for p in r.services)
 
 
 def delta(value: float, base: float) -> str:
@@ -109,36 +114,187 @@ def markdown(c: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def line_chart(series: dict[str, list[tuple[float, float]]], path: str, x_label: str, title: str,
-               log_x: bool = False, ticks: list[str] | None = None) -> None:
-    """GPUs against x, one line per series (each line's SVG id is `line-<label>`)."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, points in sorted(series.items()):
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label, gid=f"line-{label}")
-    if ticks is not None:
-        ax.set_xticks(range(len(ticks)), ticks, rotation=20)
-    if log_x:
-        ax.set_xscale("log", base=2)
-    ax.set_xlabel(x_label)
-    ax.set_ylabel("GPUs")
-    ax.set_title(title)
-    ax.legend(title="chip")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
+    return plt
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+STYLES = ("-", "--", "-.", ":")
+
+
+def _integer_axis(ax) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
+
+
+def _money_axis(ax) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.0f}"))
+    ax.set_ylim(bottom=0)
+
+
+def _save(fig, path: str) -> None:
+    """Everything inside the image: the tight bounding box takes in legends and long labels."""
+    fig.savefig(path, bbox_inches="tight", pad_inches=0.2, dpi=144 if path.lower().endswith(".png") else None)
+    import matplotlib.pyplot as plt
+
     plt.close(fig)
 
 
+def bar_chart(groups: list[str], feasible: list[bool], gpus: dict[str, list[int]], money: dict[str, list[float]],
+              path: str, title: str, group_label: str) -> None:
+    """Categorical variants as grouped bars, one bar per chip: GPUs (integer ticks) beside $/month.
+    An infeasible variant is a hatched placeholder labelled "infeasible". Each chip's GPU bars
+    carry the SVG ids `bars-<chip>-<group index>`."""
+    plt = _pyplot()
+    hours = defaults.value("report.hours_per_month")
+    chips = list(gpus)
+    width = 0.8 / max(1, len(chips))
+    fig, (ax_gpus, ax_cost) = plt.subplots(1, 2, figsize=(max(8.0, 1.6 * len(groups) + 4), 4.6))
+    for ax, values, label in ((ax_gpus, gpus, "GPUs"), (ax_cost, money, f"$/month ({hours} h)")):
+        top = max([v for chip in chips for v in values[chip]] + [1])
+        for j, chip in enumerate(chips):
+            xs = [i - 0.4 + width * (j + 0.5) for i in range(len(groups))]
+            heights = [v if ok else 0 for v, ok in zip(values[chip], feasible, strict=True)]
+            bars = ax.bar(xs, heights, width * 0.95, label=chip, color=f"C{j}")
+            for i, bar in enumerate(bars):
+                bar.set_gid(f"{'bars' if ax is ax_gpus else 'cost'}-{chip}-{i}")
+            for bar, v, ok in zip(bars, values[chip], feasible, strict=True):
+                if ok and v:
+                    text = f"{v:,}" if ax is ax_gpus else f"${v / 1000:,.1f}k"
+                    ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                                va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+        for i, ok in enumerate(feasible):
+            if not ok:
+                ax.bar(i, top * 0.25, 0.8, color="none", edgecolor="grey", hatch="//", gid=f"infeasible-{i}")
+                ax.text(i, top * 0.27, "infeasible", ha="center", va="bottom", fontsize=8, color="dimgrey")
+        ax.set_xticks(range(len(groups)), groups, rotation=20 if max(map(len, groups)) > 8 else 0, ha="right"
+                      if max(map(len, groups)) > 8 else "center")
+        ax.set_xlabel(group_label)
+        ax.set_ylabel(label)
+        ax.set_ylim(0, top * 1.15)
+        ax.grid(axis="y", alpha=0.3)
+        if ax is ax_gpus:
+            _integer_axis(ax)
+            ax.set_ylim(0, top * 1.15)
+        else:
+            _money_axis(ax)
+            ax.set_ylim(0, top * 1.15)
+    ax_cost.legend(title="chip", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def line_chart(series: dict[str, list[tuple[float, float | None, float | None]]], path: str, x_label: str,
+               title: str, log_x: bool = False, x_format=None) -> None:
+    """GPUs and $/month against a numeric x, one line per series (SVG id `line-<label>`); a point
+    where nothing fits is an ✕ on the axis, labelled "infeasible"."""
+    plt = _pyplot()
+    hours = defaults.value("report.hours_per_month")
+    fig, (ax_gpus, ax_cost) = plt.subplots(1, 2, figsize=(11, 4.6))
+    xs_all = sorted({p[0] for pts in series.values() for p in pts})
+    n = len(series)
+    for k, (label, points) in enumerate(sorted(series.items())):
+        style = dict(marker=MARKERS[k % len(MARKERS)], linestyle=STYLES[k % len(STYLES)], color=f"C{k}",
+                     markersize=7, label=label, alpha=0.9)
+        shift = (k - (n - 1) / 2) * 0.08  # series side by side around each x, so none hides another
+
+        def dodge(x, shift=shift):
+            return x * 2 ** shift if log_x else x + shift * (xs_all[-1] - xs_all[0] or 1) * 0.1
+
+        for ax, index in ((ax_gpus, 1), (ax_cost, 2)):
+            xs = [dodge(p[0]) for p in points]
+            ys = [p[index] if p[index] is not None else float("nan") for p in points]
+            ax.plot(xs, ys, gid=f"line-{label}" if ax is ax_gpus else f"cost-{label}", **style)
+            bad = [dodge(p[0]) for p in points if p[index] is None]
+            if bad:
+                ax.plot(bad, [0] * len(bad), marker="x", linestyle="none", color=f"C{k}", markersize=9,
+                        clip_on=False, gid=f"infeasible-{label}")
+                for x in bad:
+                    ax.annotate("infeasible", (x, 0), xytext=(0, 8 + 10 * k), textcoords="offset points",
+                                ha="center", fontsize=7, color=f"C{k}")
+    for ax, label in ((ax_gpus, "GPUs"), (ax_cost, f"$/month ({hours} h)")):
+        if log_x:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(xs_all, [x_format(x) if x_format else f"{x:g}" for x in xs_all])
+        ax.minorticks_off()
+        ax.margins(x=0.1)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        (_integer_axis if ax is ax_gpus else _money_axis)(ax)
+        ax.margins(y=0.12)
+        ax.set_ylim(bottom=0)
+    ax_cost.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)
+
+
 def chart(c: Comparison, path: str) -> None:
-    """GPUs per chip (one line per chip) against the variants."""
-    series = {chip: [(i, gpus_by_chip(r, chip) if r.feasible else float("nan")) for i, r in enumerate(c.results)]
-              for chip in chips_of(c)}
-    line_chart(series, path, "variant", c.review or "capacity review", ticks=[r.variant for r in c.results])
+    """A scenario's variants are categories: grouped bars of GPUs and $/month per chip."""
+    hours = defaults.value("report.hours_per_month")
+    chips = chips_of(c)
+    results = c.results
+    gpus = {chip: [gpus_by_chip(r, chip) for r in results] for chip in chips}
+    money = {chip: [round(sum(u.cost_per_hour for u in r.chips if u.chip == chip) * hours) for r in results]
+             for chip in chips}
+    names = ", ".join(r.variant for r in c.variants)
+    title = f"{c.review or 'capacity review'}: GPUs and cost per chip, base" + (f" vs {names}" if names else "")
+    bar_chart([r.variant for r in results], [r.feasible for r in results], gpus, money, path, title, "variant")
+
+
+NUMERIC_AXES = {"context_length": ("context length (tokens)", True), "concurrency": ("concurrent requests", True)}
+
+
+def axis_chart(points: list[dict], varying: list[str], results: list[FleetResult], path: str, title: str) -> None:
+    """A command-line sweep: lines against the numeric axis when context length or concurrency
+    varies (one line per value of the other axes), bars per chip when only categories vary."""
+    from pricing.units import tokens_label
+
+    hours = defaults.value("report.hours_per_month")
+    numeric = [a for a in ("context_length", "concurrency") if a in varying]
+    if not numeric:
+        others = [a for a in varying if a != "chip"]
+        groups, seen = [], {}
+        for p in points:
+            key = " ".join(str(p[a]) for a in others) or p["model"]
+            if key not in seen:
+                seen[key] = len(groups)
+                groups.append(key)
+        chips = list(dict.fromkeys(p["chip"] for p in points))
+        gpus = {chip: [0] * len(groups) for chip in chips}
+        money = {chip: [0.0] * len(groups) for chip in chips}
+        ok = [True] * len(groups)
+        for p, r in zip(points, results, strict=True):
+            g = seen[" ".join(str(p[a]) for a in others) or p["model"]]
+            if r.feasible:
+                gpus[p["chip"]][g] = r.gpus
+                money[p["chip"]][g] = round(r.cost_per_hour * hours)
+            elif len(chips) == 1:
+                ok[g] = False
+        bar_chart(groups, ok, gpus, money, path, title, " · ".join(a.replace("_", " ") for a in others) or "model")
+        return
+    x_axis = numeric[0]
+    rest = [a for a in varying if a != x_axis]
+    series: dict[str, list[tuple[float, float | None, float | None]]] = {}
+    for p, r in zip(points, results, strict=True):
+        label = " · ".join(str(p[a]) for a in rest) or p["chip"]
+        x = p[x_axis] or 0
+        series.setdefault(label, []).append(
+            (x, r.gpus if r.feasible else None, round(r.cost_per_hour * hours) if r.feasible else None))
+    x_label, log_x = NUMERIC_AXES[x_axis]
+    fmt = tokens_label if x_axis == "context_length" else (lambda v: f"{v:,}")
+    line_chart({k: sorted(v) for k, v in series.items()}, path, x_label, title, log_x=log_x, x_format=fmt)
 
 
 class Ticker:

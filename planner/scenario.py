@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from planner.request import PoolLimits, ServiceSpec
-from pricing.errors import InputError
+from planner.request import MAX_CONCURRENCY, MAX_GPUS, PoolLimits, ServiceSpec
+from pricing.errors import InputError, suggest
 
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
                   "num_speculative_tokens", "speculative_method", "tp", "pp", "dp", "dcp", "gpu_memory_utilization",
@@ -45,7 +45,8 @@ class Service(BaseModel):
     name: str = Field(min_length=1)
     model: str | None = None
     quantization: str | None = None
-    concurrency: int | None = Field(None, ge=1, description="concurrent requests at the context length")
+    concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY,
+                                    description="concurrent requests at the context length")
     context_length: int | None = Field(None, ge=1, description="tokens per request (max_model_len)")
     headroom: float | None = Field(None, ge=0, description="percent of extra concurrency to hold")
     chips: list[str] | None = Field(None, min_length=1, description="chips this service may run on")
@@ -60,7 +61,7 @@ class Service(BaseModel):
     dcp: list[int] | None = None
     gpu_memory_utilization: list[float] | None = None
     max_num_batched_tokens: list[int] | None = None
-    max_gpus: int | None = Field(None, ge=1)
+    max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
 
     @field_validator("kv_cache_dtype", "chips", mode="before")
     @classmethod
@@ -84,7 +85,7 @@ class Stock(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    gpus: int | None = Field(None, ge=0, description="GPUs available; absent: unlimited")
+    gpus: int | None = Field(None, ge=0, le=MAX_GPUS, description="GPUs available; absent: unlimited")
     gpus_per_node: int | None = Field(None, ge=1)
     price: float | None = Field(None, ge=0, description="USD per GPU-hour; absent: the registry's default")
 
@@ -151,6 +152,10 @@ class Scenario(BaseModel):
 
     def apply(self, variant: str) -> Scenario:
         """This scenario under one named variant's overrides."""
+        if variant not in self.variants:
+            near = suggest(variant, list(self.variants))
+            raise InputError("--variant", f"no variant named {variant!r}" + (f"; {near}" if near else ""),
+                             f"use one of {', '.join(self.variants) or '(the file has none)'}")
         overrides = self.variants[variant]
         data = self.model_dump(exclude_unset=True)
         data.pop("variants", None)
@@ -183,8 +188,10 @@ def _override(data: dict, key: str, value: Any, where: str) -> None:
                                      f"use one of {', '.join(SERVICE_FIELDS)}")
                 s[parts[2]] = value
                 return
-        names = ", ".join(s["name"] for s in data["services"])
-        raise InputError(where, f"no service named {parts[1]!r}", f"use one of {names}")
+        names = [s["name"] for s in data["services"]]
+        near = suggest(parts[1], names)
+        raise InputError(where, f"no service named {parts[1]!r}" + (f"; {near}" if near else ""),
+                         f"use one of {', '.join(names)}")
     if len(parts) == 1 and head in Service.model_fields and head != "name":
         data["defaults"][head] = value
         for s in data["services"]:
@@ -241,14 +248,110 @@ def load_scenario(path: str | Path) -> Scenario:
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
-        raise ScenarioErrors(lines) from None
-    lines = check_references(scenario, str(path))
+        raise ScenarioErrors(lines + _raw_references(raw, str(path))) from None
+    lines = check_scenario(scenario, str(path))
     if lines:
         raise ScenarioErrors(lines)
     return scenario
 
 
-def check_references(scenario: Scenario, where: str) -> list[str]:
+def _raw_references(raw: dict, where: str) -> list[str]:
+    """Model and chip names in a file that does not validate, so that every error comes at once."""
+    from pricing.chips import get_chip
+    from pricing.config import resolve
+
+    lines = []
+    services = raw.get("services") if isinstance(raw.get("services"), list) else []
+    for i, service in enumerate(services):
+        if not isinstance(service, dict):
+            continue
+        if isinstance(service.get("model"), str):
+            try:
+                resolve(service["model"])
+            except InputError as err:
+                lines.append(f"{where}: services[{i}].model: {err.problem}")
+        chips = service.get("chips")
+        for chip in [chips] if isinstance(chips, str) else chips if isinstance(chips, list) else []:
+            try:
+                get_chip(str(chip))
+            except InputError as err:
+                lines.append(f"{where}: services[{i}].chips: {err.problem}")
+    return lines
+
+
+def check_scenario(scenario: Scenario, where: str) -> list[str]:
+    """Every problem of a scenario, one line each with its path inside the file: names that do
+    not exist (with the nearest), and limits that depend on the model (positions, heads,
+    drafters, KV cache dtypes), for the base and each variant."""
+    lines = check_references(scenario, where, variants=False)
+    if not lines:
+        lines += check_limits(scenario, where)
+    base = {line.split(": ", 1)[1] for line in lines}
+    for name in scenario.variants:
+        try:
+            varied = scenario.apply(name)
+        except InputError as err:
+            lines.append(f"{where}: {err}")
+            continue
+        prefix = f"{where}: variants.{name}"
+        found = check_references(varied, prefix, variants=False)
+        if not found:
+            found = check_limits(varied, prefix)
+        lines += [line for line in found if line.split(": variants.", 1)[-1].split(": ", 1)[-1] not in base]
+    return list(dict.fromkeys(lines))
+
+
+def check_limits(scenario: Scenario, where: str) -> list[str]:
+    """What vLLM would reject for the model of each service: a context beyond its positions, a
+    tensor-parallel size that does not divide its heads, a drafter it does not ship, a KV cache
+    dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
+    from pricing.graph import load_model
+    from pricing.rules import get as release_of
+
+    lines = []
+    for i, service in enumerate(scenario.services):
+        s = scenario.merged(service)
+        try:
+            KV_CACHE_DTYPES = release_of(s.vllm_version).kv_cache_dtypes  # noqa: N806
+        except InputError as err:
+            lines.append(f"{where}: services[{i}].vllm_version: {err.problem}")
+            continue
+        model = load_model(s.model, s.quantization)
+        at = f"{where}: services[{i}]"
+        if s.context_length is not None and s.context_length > model.max_position:
+            lines.append(f"{at}.context_length: {s.context_length} exceeds the {model.max_position} positions of "
+                         f"{model.name} (use at most {model.max_position})")
+        heads = model.num_attention_heads
+        bad = [t for t in s.tp or [] if t < 1 or heads % t]
+        if bad:
+            fits = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
+            lines.append(f"{at}.tp: {', '.join(map(str, bad))} does not divide the {heads} attention heads of "
+                         f"{model.name} (use one of {fits})")
+        for key, values in (("dp", s.dp), ("dcp", s.dcp), ("max_num_batched_tokens", s.max_num_batched_tokens)):
+            if any(v < 1 for v in values or []):
+                lines.append(f"{at}.{key}: every value must be at least 1")
+        if any(not 0 < u <= 1 for u in s.gpu_memory_utilization or []):
+            lines.append(f"{at}.gpu_memory_utilization: every value must be in (0, 1]")
+        for kv in s.kv_cache_dtype or []:
+            if kv.lower() not in KV_CACHE_DTYPES:
+                lines.append(f"{at}.kv_cache_dtype: unknown dtype {kv!r}" + (
+                    f"; {near}" if (near := suggest(kv, KV_CACHE_DTYPES)) else f" (use one of "
+                                                                                f"{', '.join(KV_CACHE_DTYPES)})"))
+        try:
+            spec = scenario.service_spec(service)
+        except ValidationError:
+            continue  # reported above, field by field
+        method = spec.speculative_method
+        if method is not None and method.lower() not in model.speculative_methods:
+            shipped = ", ".join(model.speculative_methods) or "none"
+            lines.append(f"{at}.speculative_method: {method!r} is not available for {model.name} (supported: "
+                         f"{shipped})")
+        elif spec.num_speculative_tokens and not model.speculative_methods:
+            lines.append(f"{at}.num_speculative_tokens: {model.name} ships no drafter (MTP or DSpark); set it to 0")
+    return lines
+
+
+def check_references(scenario: Scenario, where: str, variants: bool = True) -> list[str]:
     """Models, chips and variants that name things that do not exist; one line each."""
     from pricing.chips import get_chip
     from pricing.graph import load_model
@@ -258,7 +361,7 @@ def check_references(scenario: Scenario, where: str) -> list[str]:
         try:
             get_chip(chip)
         except InputError as err:
-            lines.append(f"{where}: inventory.{chip}: {err.problem} ({err.fix})")
+            lines.append(f"{where}: inventory.{chip}: {err.problem}")
     for i, service in enumerate(scenario.services):
         merged = scenario.merged(service)
         if merged.model is None:
@@ -267,23 +370,26 @@ def check_references(scenario: Scenario, where: str) -> list[str]:
             try:
                 load_model(merged.model, merged.quantization)
             except InputError as err:
-                lines.append(f"{where}: services[{i}].model: {err.problem} ({err.fix})")
+                field = "quantization" if err.field == "--quantization" else "model"
+                lines.append(f"{where}: services[{i}].{field}: {err.problem}" + (f" ({err.fix})" if field !=
+                                                                                 "model" else ""))
         if merged.concurrency is None:
             lines.append(f"{where}: services[{i}].concurrency: required (here or in defaults)")
         for chip in merged.chips or []:
             try:
                 get_chip(chip)
             except InputError as err:
-                lines.append(f"{where}: services[{i}].chips: {err.problem} ({err.fix})")
+                lines.append(f"{where}: services[{i}].chips: {err.problem}")
         if not merged.chips and not scenario.inventory:
             lines.append(f"{where}: services[{i}].chips: no chip to plan on (give chips here, in defaults, or an "
                          "inventory)")
-    for name in scenario.variants:
-        try:
-            varied = scenario.apply(name)
-            lines += check_references(varied, f"{where}: variants.{name}") if varied.variants == {} else []
-        except InputError as err:
-            lines.append(f"{where}: {err}")
+    if variants:
+        for name in scenario.variants:
+            try:
+                varied = scenario.apply(name)
+                lines += check_references(varied, f"{where}: variants.{name}", variants=False)
+            except InputError as err:
+                lines.append(f"{where}: {err}")
     return lines
 
 

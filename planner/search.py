@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from planner import defaults
+from planner.binds import binding, default_max_num_seqs
 from planner.explain import explain
 from planner.oracle import ChipTable, Row, candidate_table, context_length, deployment, priced_chip, replica_cap, verify
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
@@ -242,13 +243,32 @@ def plan(request: PlanRequest) -> PlanResult:
     by_chip = {t.chip.id: t for t in found.tables}
     pools = [_pool(model, service, by_chip[o.row.chip], o, n) for o, n in found.ranked]
     explanations = [] if pools else [explain(t, service, limits) for t in found.tables]
+    notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
+    provenance = _provenance(model, service, by_chip[pools[0].chip], found.ranked[0][0].row) if pools else []
     return PlanResult(
         feasible=bool(pools), target=Target(concurrency=service.concurrency, context_length=length),
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
                           seconds=round(found.seconds, 3)),
-        model=model.name, hf_id=model.hf_id, required=service.required, headroom_percent=service.headroom,
-        hours_per_month=defaults.value("report.hours_per_month"), explanations=explanations)
+        model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
+        headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),
+        explanations=explanations, notes=notes, provenance=provenance)
+
+
+PLANNER_DEFAULTS = ("grids.gpu_memory_utilization", "grids.spare_memory_bytes", "grids.gpu_memory_utilization_step",
+                    "grids.max_num_batched_tokens", "grids.data_parallel_size", "grids.max_gpus_per_instance",
+                    "report.hours_per_month", "report.alternatives", "solver.max_time_in_seconds",
+                    "solver.num_workers")
+
+
+def _provenance(model, service: ServiceSpec, table: ChipTable, row: Row) -> list[dict]:
+    """Every registry value the best plan's kernel read, and the planner defaults that shaped the search."""
+    kernel = verify(model, table.chip, service, row)
+    rows = [{"name": p.name, "value": p.value, "source": p.source, "how": p.how} for p in kernel.provenance()]
+    for name in PLANNER_DEFAULTS:
+        p = defaults.sourced(name)
+        rows.append({"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how})
+    return rows
 
 
 def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int) -> PoolPlan:
@@ -257,16 +277,18 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
         update={"speculative_method": kernel.engine.spec_method})
     held = row.concurrency * replicas
+    binds = binding(table, row, replicas, service.required, kernel,
+                    default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
     return PoolPlan(
-        chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
+        model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
         tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp,
         nodes_per_replica=row.shape.nodes(table.gpus_per_node), enable_expert_parallel=row.shape.ep,
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
         max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
-        headroom=held / service.concurrency - 1, cost_per_hour=round(option.price * row.gpus * replicas, 4),
-        price_per_gpu_hour=option.price, price_estimate=table.chip.price_estimate,
-        price_as_of=table.chip.price_as_of,
+        headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
+        binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
+        price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
         vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization),
         vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from planner import defaults
+from pricing.config.quantization import vllm_flag
 from pricing.kernel import Deployment
 
 
@@ -30,7 +30,7 @@ def serve_command(hf_id: str, d: Deployment, gpus_per_node: int, quantization: s
              "--max-model-len", str(d.max_model_len)]
     if d.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", d.kv_cache_dtype]
-    method = defaults.value("serve.quantization_flag").get(quantization or "")
+    method = vllm_flag(quantization)  # registry/quantization.yaml: the one list of methods
     if method:
         args += ["--quantization", method]
     if d.num_speculative_tokens:
@@ -52,10 +52,9 @@ def node_commands(hf_id: str, d: Deployment, gpus_per_node: int, quantization: s
     launches across nodes without Ray (engine/arg_utils.py, entrypoints/cli/serve.py): every node
     runs the same `vllm serve` with `--nnodes N --node-rank R --master-addr <head>`; the head node
     (rank 0) serves the API, the others run `--headless`. vLLM splits the world evenly over the
-    nodes. Empty for an instance within one node. (Data-parallel instances across nodes keep
-    `--data-parallel-size-local`, see `serve_command`.)"""
+    nodes (and infers each node's data-parallel ranks). Empty for an instance within one node."""
     nodes = instance_nodes(d, gpus_per_node)
-    if nodes == 1 or d.pipeline_parallel_size == 1 and d.tensor_parallel_size <= gpus_per_node:
+    if nodes == 1:
         return []
     base = serve_command(hf_id, d, gpus_per_node, quantization)
     out = []

@@ -34,3 +34,12 @@ def size(n: int, digits: int = 2) -> str:
     if abs(n) >= GiB:
         return f"{n / GiB:.{digits}f} GiB"
     return f"{n / MiB:.{max(0, digits - 1)}f} MiB"
+
+
+def tokens_label(n: int) -> str:
+    """A token count as people say it: 32k, 128k, 1M (2^10 = k, 2^20 = M, as context lengths are)."""
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20}M"
+    if n >= 1 << 10 and n % (1 << 10) == 0:
+        return f"{n >> 10}k"
+    return f"{n:,}"

@@ -1,5 +1,6 @@
 """The refitted fixed-memory laws against the training records of ../shared/calibration."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,36 @@ def test_overlay_typo_is_named(tmp_path):
     path.write_text("cost_model_memory:\n  sampler_bytes_per_logt: {value: 3, source: me, how: typo}\n")
     with pytest.raises(InputError, match="sampler_bytes_per_logt is not a registry value"):
         read_overlay(path)
+
+
+def test_plan_calibrate_writes_an_overlay_every_command_reads(tmp_path, capsys, records):
+    from planner.cli import main
+
+    out = tmp_path / "fleet.yaml"
+    assert main(["calibrate", str(TRAINING), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "cost_model_memory.sampler_bytes_per_logit" in text and "median |error|" in text
+    reg = read_overlay(out)
+    assert reg["cost_model_memory.sampler_bytes_per_logit"].source.startswith("fitted by plan calibrate on")
+    # the overlay applies to other commands, and provenance shows where its values came from
+    assert main(["memory", "--registry", str(out), "--model", "llama-3.1-8b", "--chip", "h100", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    names = {p["name"]: p for p in report["provenance"]}
+    assert names["cost_model_memory.sampler_bytes_per_logit"]["source"].startswith("fitted by plan calibrate")
+
+
+def test_plan_calibrate_on_logs_that_inform_no_law_exits_2(tmp_path, capsys):
+    from planner.cli import main
+
+    log = Path(__file__).parent / "fixtures" / "startup_logs" / "v0.10-issue25350-fp8-kv-100k.log"
+    code = main(["calibrate", str(log), "--chip", "h100", "--model", "llama-3.1-8b", "--out", str(tmp_path / "o.yaml")])
+    assert code == 2 and not (tmp_path / "o.yaml").exists()
+
+
+def test_registry_overlay_that_is_not_yaml_is_one_line(tmp_path, capsys):
+    from planner.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cost_model_memory: [unclosed\n")
+    assert main(["memory", "--registry", str(bad), "--model", "llama-3.1-8b", "--chip", "h100"]) == 2
+    assert "--registry" in capsys.readouterr().err

@@ -276,3 +276,30 @@ def test_a_model_the_pack_cannot_group_still_prices():
     assert k.requests_held() > 0 and k.kv_cache_tokens() > 0
     grouping = {p.name: p for p in k.provenance()}["rules.grouping"]
     assert "cannot group" in grouping.value
+
+
+# -- SM120 (RTX PRO 6000 Blackwell): the layouts vLLM 0.33 builds there ------------------------------
+
+def test_v41_on_rtx_pro_6000():
+    """DeepseekV4FlashInferSM120Attention keeps the 584-byte fp8_ds_mla record and 576-byte
+    alignment, with 128-token latent blocks and 32-token window rings (vLLM 0.33.0 with capability
+    12.0; tests/golden/vllm-0.33/dsv4.1-flash_rtx-pro-6000_tp2_fp8.json)."""
+    from pricing.chips import get_chip
+
+    chip = get_chip("rtx-pro-6000")
+    assert chip.generation == "sm120" and round(chip.memory_bytes / GiB, 2) == 94.97
+    k = kernel("dsv4.1-flash", "rtx-pro-6000", tensor_parallel_size=2, kv_cache_dtype="fp8",
+               max_num_batched_tokens=8192, max_model_len=131072)
+    block = (3 * round_up(64 * 584, 576) + round_up(128 * 584, 576) + 3 * round_up(64 * 132, 576)
+             + round_up(128 * 132, 576))
+    assert block == 230400 and k.layout().bytes_per_block == block
+    ring = round_up(32 * 584, 576)
+    assert [len(g.members) for g in rings(k)] == [10, 10, 10, 10] and block // ring == 12
+    assert [g.block_tokens for g in k.layout().groups][-2:] == [128, 8]
+
+
+def test_v4_flash_on_rtx_pro_6000_keeps_the_fp8_ds_mla_layout():
+    h200 = kernel("dsv4-flash", "h200", tensor_parallel_size=4, max_model_len=131072, max_num_batched_tokens=8192)
+    sm120 = kernel("dsv4-flash", "rtx-pro-6000", tensor_parallel_size=4, max_model_len=131072,
+                   max_num_batched_tokens=8192)
+    assert sm120.layout().bytes_per_block == h200.layout().bytes_per_block == v4_block(21, 20)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import pytest
 
@@ -149,7 +150,10 @@ def test_node_packing(spec_registry):
     # 4-GPU nodes shrink the NVLink domain of an HGX H200: tp at most 4
     result = plan(request("llama-3.1-70b", ("h200",), 64, context_length=131072, gpus_per_node=4, pp=(1,)))
     assert max(p.tensor_parallel_size for p in [result.best, *result.alternatives]) == 4
-    assert (result.best.gpus, result.best.replicas) == (28, 7)
+    # at utilization 0.97 (above the default grid's safe top, so given explicitly) tp 4 holds 10: 7 replicas
+    wider = plan(request("llama-3.1-70b", ("h200",), 64, context_length=131072, gpus_per_node=4,
+                         gpu_memory_utilization=(0.97,), pp=(1,)))
+    assert (wider.best.gpus, wider.best.replicas) == (28, 7)
     # an instance larger than a node takes whole nodes, and its serve command says how many ranks each runs
     wide = plan(request("qwen3-235b-a22b", ("h200",), 64, tp=(4,), dp=(4,), pp=(1,), gpus_per_node=8))
     assert wide.best.gpus_per_replica == 16
@@ -199,8 +203,10 @@ def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
     assert fits > 0
     model, chip = load_model("llama-3.1-70b"), get_chip("h100")
 
+    utilization = float(re.search(r"at utilization (\d+\.\d+)", line).group(1))
+
     def held(length):
-        return Kernel.of(model, Deployment(tensor_parallel_size=2, gpu_memory_utilization=0.95,
+        return Kernel.of(model, Deployment(tensor_parallel_size=2, gpu_memory_utilization=utilization,
                                            max_num_batched_tokens=2048, max_model_len=length), chip).requests_held()
 
     assert held(fits) >= 1 and held(fits + 1) == 0

@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
 POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_size", "data_parallel_size",
              "enable_expert_parallel", "decode_context_parallel_size", "gpu_memory_utilization",
-             "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency", "headroom",
-             "cost_per_hour", "price_per_gpu_hour", "price_estimate", "price_as_of", "vllm_serve",
-             "pipeline_parallel_size", "nodes_per_replica", "vllm_serve_nodes"}
+             "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency",
+             "headroom_percent", "binds", "model", "cost_per_hour", "price_per_gpu_hour", "price_estimate",
+             "price_as_of", "vllm_serve", "pipeline_parallel_size", "nodes_per_replica", "vllm_serve_nodes"}
 
 
 def run(args, seed: str = "0") -> subprocess.CompletedProcess:
@@ -41,7 +41,8 @@ def test_same_input_same_bytes_across_processes():
 def test_json_shape(capsys):
     assert main([*HEADLINE, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"feasible", "target", "best", "alternatives", "search"}
+    assert set(out) == {"feasible", "target", "best", "alternatives", "search", "model", "hf_id", "origin",
+                        "explanations", "notes", "provenance"}
     assert out["feasible"] is True
     assert out["target"] == {"concurrency": 64, "context_length": 1048576}
     assert set(out["best"]) == POOL_KEYS

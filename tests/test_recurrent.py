@@ -49,7 +49,8 @@ def hand(c: dict, tp: int, k: int = 0) -> dict:
         heads, d, n, groups = c["mamba_num_heads"], c["mamba_head_dim"], c["ssm_state_size"], c["n_groups"]
         groups += tp - groups if groups % tp else 0
         conv_dim = heads * d + 2 * groups * n
-        ssm = FP32 if c.get("mamba_ssm_cache_dtype") == "float32" else BF16
+        # vLLM 0.33's NemotronH config hook makes an unset mamba_ssm_cache_dtype float32
+        ssm = BF16 if c.get("mamba_ssm_cache_dtype") in ("bfloat16", "float16") else FP32
         state = conv_dim // tp * (c["conv_kernel"] - 1 + k) * BF16 + heads // tp * d * n * ssm
         pattern = c["hybrid_override_pattern"]
         n_state, n_attn = pattern.count("M"), pattern.count("*")
@@ -93,7 +94,7 @@ EXPECTED = {
     "qwen3.5-35b-a3b": (2_146_304, 1_073_152, 1056, 1056),  # fp32 temporal state (mamba_ssm_dtype)
     "qwen3.5-397b-a17b": (4_268_032, 2_134_016, 2096, 2096),
     "nemotron-3-nano-30b-a3b": (2_134_016, 1_067_008, 2096, 2096),
-    "nemotron-h-56b": (8_511_488, 4_255_744, 2080, 2080),
+    "nemotron-h-56b": (16_900_096, 8_450_048, 4128, 4128),  # fp32 SSM state (vLLM's NemotronH hook)
     "kimi-linear-48b-a3b": (2_170_880, 1_085_440, 1920, 1024),  # the MLA page does not shrink with tp
 }
 

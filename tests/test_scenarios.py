@@ -199,7 +199,9 @@ def test_chart_has_one_line_per_chip(tmp_path, suffix):
     else:
         text = data.decode()
         assert text.lstrip().startswith("<?xml") and "<svg" in text
-        assert text.count('id="line-h200"') == 1 and text.count('id="line-b200"') == 1
+        # categorical variants are bars, one group per chip (issue 13)
+        assert text.count('id="bars-h200-') == 2 and text.count('id="bars-b200-') == 2  # base and b200
+        assert 'id="line-' not in text
 
 
 def test_compare_from_the_command_line(tmp_path):
@@ -214,7 +216,7 @@ def test_compare_from_the_command_line(tmp_path):
     svg = chart.read_text()
     assert svg.count('id="line-h200"') == 1 and svg.count('id="line-b200"') == 1
     gpus = {r["variant"]: r["gpus"] for r in results}
-    assert gpus["llama-3.1-70b @ 8,192 on h200"] <= gpus["llama-3.1-70b @ 32,768 on h200"]
+    assert gpus["@ 8k on h200"] <= gpus["@ 32k on h200"]
 
 
 def test_compare_needs_a_file_or_an_axis(capsys):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -12,11 +13,11 @@ from rich.table import Table
 from planner.commands.plan import vllm_version_option
 from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
-from pricing.config import list_cards
-from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
-from pricing.kernel.report import memory_report
+from pricing.config.quantization import methods_help
 from pricing.units import GiB, size
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pricing.kernel import Kernel
 
 
 def _partition(ctx, param, value):
@@ -35,15 +36,19 @@ def _partition(ctx, param, value):
 def vllm_flags(f):
     """vLLM 0.33's own flags, as `vllm serve` spells them."""
     options = [
-        click.option("--tensor-parallel-size", "-tp", "tensor_parallel_size", type=int, default=1, show_default=True),
-        click.option("--pipeline-parallel-size", "-pp", "pipeline_parallel_size", type=int, default=1,
+        click.option("--tensor-parallel-size", "-tp", "--tp", "tensor_parallel_size",
+                     type=int, default=1, show_default=True),
+        click.option("--pipeline-parallel-size", "-pp", "--pp", "pipeline_parallel_size", type=int, default=1,
                      show_default=True, help="pipeline stages (layers split as vLLM's get_pp_indices)"),
         click.option("--pp-layer-partition", "pp_layer_partition", callback=_partition, metavar="N,N,...",
                      help="layers per stage, as VLLM_PP_LAYER_PARTITION sets them"),
-        click.option("--data-parallel-size", "-dp", "data_parallel_size", type=int, default=1, show_default=True),
+        click.option("--data-parallel-size", "-dp", "--dp", "data_parallel_size",
+                     type=int, default=1, show_default=True),
         click.option("--enable-expert-parallel", is_flag=True),
-        click.option("--decode-context-parallel-size", "-dcp", "decode_context_parallel_size", type=int, default=1),
-        click.option("--prefill-context-parallel-size", "-pcp", "prefill_context_parallel_size", type=int, default=1),
+        click.option("--decode-context-parallel-size", "-dcp", "--dcp", "decode_context_parallel_size",
+                     type=int, default=1),
+        click.option("--prefill-context-parallel-size", "-pcp", "--pcp", "prefill_context_parallel_size",
+                     type=int, default=1),
         click.option("--gpu-memory-utilization", type=float, help="default 0.92 (vLLM 0.33)"),
         click.option("--max-num-batched-tokens", type=int, help="default by chip memory (vLLM 0.33)"),
         click.option("--max-num-seqs", type=int, help="default by chip memory (vLLM 0.33)"),
@@ -77,7 +82,7 @@ def _gib(n: int) -> str:
 @registry_option
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
-@click.option("--quantization", help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16")
+@click.option("--quantization", help=methods_help())
 @click.option("--memory-bytes", type=int, help="override the chip's memory as vLLM sees it")
 @click.option("--tokens", type=int, default=4096, show_default=True, help="length of the request to price")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes (provenance included)")
@@ -90,6 +95,9 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
     vLLM's own error, when vLLM would not start it."""
     from pricing.errors import InputError
+    from pricing.graph import load_model
+    from pricing.kernel import Deployment, Kernel
+    from pricing.kernel.report import memory_report
 
     if tokens < 0:
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
@@ -148,6 +156,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     console.print(f"non-torch         {_gib(f.non_torch)}")
     console.print(f"fixed per rank    {_gib(f.total)}")
     console.print(f"before the budget {_gib(r.pre_snapshot)}")
+    render_checkpoint(r, kernel, console)
     console.print()
     console.print(f"a {r.sequence.tokens:,}-token request: {size(r.sequence.variable, 1)} of KV cache per rank")
     if r.sequence.fixed or r.sequence.admission:
@@ -191,8 +200,28 @@ def render_provenance(rows, console: Console) -> None:
     for col, width in (("name", 44), ("value", 36), ("source", None)):
         table.add_column(col, overflow="fold", max_width=width)
     for p in rows:
-        table.add_row(p.name, str(p.value), p.source)
+        p = p if isinstance(p, dict) else {"name": p.name, "value": p.value, "source": p.source}
+        table.add_row(p["name"], str(p["value"]), p["source"])
     console.print(table)
+
+
+def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
+    """The weights' served format and the checkpoint's own bytes beside the graph's (issue 10)."""
+    quant = kernel.model.quantization
+    if quant != "none":
+        console.print(f"served as         {quant} (rules: provenance quantization.scheme.*)")
+    c = r.checkpoint
+    if c is None:
+        return
+    if not c.found:
+        console.print(f"checkpoint        {c.note}", soft_wrap=True)
+        return
+    console.print(f"checkpoint        {size(c.checkpoint_bytes)} in its files, {size(c.graph_bytes)} in the graph "
+                  f"({100 * c.gap:+.2f} %): {c.note}", soft_wrap=True)
+    if c.warning:
+        console.print(f"[yellow]warning: {c.warning}[/yellow]", soft_wrap=True)
+    for u in c.unaccounted[:5]:
+        console.print(f"  not in the graph: {u.pattern} ({u.tensors} tensors, {size(u.bytes)})", soft_wrap=True)
 
 
 def render_stages(p, console: Console) -> None:
@@ -226,15 +255,22 @@ def render_recurrent(s, console: Console) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def models(as_json):
     """The model cards the project ships (--model takes the name)."""
+    from pricing.config import list_cards, resolve
+    from pricing.config.quantization import served_format
+    from pricing.graph.common import model_dtype
+
     cards = list_cards()
+    for c in cards:
+        source = resolve(c["name"])
+        c["format"] = served_format(source.config, source.hf_quant_config, model_dtype(source.config), source.origin)
     if as_json:
         click.echo(json.dumps(cards, indent=2))
         return
-    table = Table(title="model cards")
-    for col in ("name", "Hugging Face id", "description"):
+    table = Table(title="model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)")
+    for col in ("name", "Hugging Face id", "format", "description"):
         table.add_column(col)
     for c in cards:
-        table.add_row(c["name"], c["hf_id"], c["description"])
+        table.add_row(c["name"], c["hf_id"], c["format"], c["description"])
     Console().print(table)
 
 

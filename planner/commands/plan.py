@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from pricing.config.quantization import methods_help
 from pricing.errors import InputError
 
 
@@ -24,40 +25,56 @@ def vllm_version_option():
                         help="the vLLM release to plan for (its KV grouping rules and defaults)")
 
 
-def plan_options(f):
-    options = [
-        click.option("--model", help="model card name, config.json path or cached HF id"),
+def options_list(axes: bool = False) -> list:
+    """`plan`'s options; with `axes`, model, quantization, concurrency and context length take
+    several values (`plan compare` sweeps them)."""
+    many = {"multiple": True} if axes else {}
+    repeat = " (repeat to compare)" if axes else ""
+    return [
+        click.option("--model", help="model card name, config.json path or cached HF id" + repeat, **many),
         click.option("--chip", multiple=True, help="chip id (repeat to choose among chips; see `plan chips`)"),
-        click.option("--concurrency", type=int, help="concurrent requests the pool must hold"),
+        click.option("--concurrency", type=int, help="concurrent requests the pool must hold" + repeat, **many),
         click.option("--context-length", "--max-model-len", "context_length", type=int,
-                     help="tokens per request (max_model_len); default: the model's maximum"),
+                     help="tokens per request (max_model_len); default: the model's maximum" + repeat, **many),
         click.option("--headroom", type=float, default=0.0, show_default=True,
                      help="percent of extra concurrency the pool must hold"),
         click.option("--max-gpus", type=int, help="GPUs the pool may use (instances pack into whole nodes)"),
         click.option("--gpus-per-node", type=int, help="GPUs per node (default: the chip's)"),
-        click.option("--tp", multiple=True, type=int, help="allowed tensor parallel sizes (repeat)"),
-        click.option("--pp", multiple=True, type=int, help="allowed pipeline parallel sizes (repeat; stages across "
-                     "nodes)"),
-        click.option("--dp", multiple=True, type=int, help="allowed data parallel sizes (repeat; MoE models)"),
-        click.option("--dcp", multiple=True, type=int, help="allowed decode context parallel sizes (repeat)"),
+        click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=int,
+                     help="allowed tensor parallel sizes (repeat)"),
+        click.option("--pp", "-pp", "--pipeline-parallel-size", "pp", multiple=True, type=int,
+                     help="allowed pipeline parallel sizes (repeat; stages across nodes)"),
+        click.option("--dp", "-dp", "--data-parallel-size", "dp", multiple=True, type=int,
+                     help="allowed data parallel sizes (repeat; MoE models)"),
+        click.option("--dcp", "-dcp", "--decode-context-parallel-size", "dcp", multiple=True, type=int,
+                     help="allowed decode context parallel sizes (repeat)"),
         click.option("--kv-cache-dtype", multiple=True, help="KV cache dtypes to choose among (repeat); default auto"),
         click.option("--gpu-memory-utilization", multiple=True, type=float,
-                     help="utilizations to search (repeat); default planner/defaults.yaml"),
+                     help="utilizations to search (repeat); default: planner/defaults.yaml, topped out 1 GiB below "
+                          "what the chip holds beside the budget"),
         click.option("--max-num-batched-tokens", multiple=True, type=int,
                      help="token budgets to search (repeat); default 2048 … 32768"),
         click.option("--num-speculative-tokens", type=int, default=0, show_default=True),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
-        click.option("--quantization",
-                     help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16"),
+        click.option("--quantization", help=methods_help() + repeat, **many),
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         click.option("--time-limit", type=float, help="solver wall-clock bound in seconds"),
         vllm_version_option(),
-        click.option("--json", "as_json", is_flag=True, help="one JSON object (see issue 5 for its shape)"),
+        click.option("--provenance", "show_provenance", is_flag=True,
+                     help="also print every registry value and planner default used (always in --json)"),
+        click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
     ]
+
+
+def apply_options(options: list, f):
     for option in reversed(options):
         f = option(f)
     return registry_option(f)
+
+
+def plan_options(f):
+    return apply_options(options_list(), f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -107,6 +124,15 @@ def request_from(options: dict) -> PlanRequest:
     return PlanRequest(service=service, limits=limits)
 
 
+def unused_prices(request: PlanRequest) -> list[str]:
+    """`--price chip=…` for a chip that is not planned has no effect: say so."""
+    from pricing.chips import get_chip
+
+    planned = {get_chip(c).id for c in request.limits.chips}
+    return [f"--price {chip}={price:g} has no effect: {chip} is not among the chips planned "
+            f"({', '.join(sorted(planned))})" for chip, price in request.limits.prices.items() if chip not in planned]
+
+
 def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
     if not options.get("model"):
@@ -118,12 +144,13 @@ def run(ctx: click.Context, **options) -> None:
 
     request = request_from(options)
     result = plan(request)
+    result.notes[:0] = unused_prices(request)
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
-        for line in result.explanations:
+        for line in result.explanations + [f"note: {n}" for n in result.notes]:
             click.echo(line, err=True)
     elif result.feasible:
-        render_plan(result, winner_kernel(request, result), console_for_output())
+        render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"])
     else:
         render_infeasible(result, console_for_output())
     if not result.feasible:

@@ -5,31 +5,28 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from planner import defaults
 from planner.commands.memory import console_for_output
+from planner.commands.plan import options_list
 from planner.commands.registry_option import registry_option
-from planner.fleet import FleetResult
+from planner.render import command
 from planner.result import price_footnotes, star
-from planner.review import (
-    Comparison,
-    Ticker,
-    binding,
-    chart,
-    chips_of,
-    compare,
-    delta,
-    gpus_by_chip,
-    line_chart,
-    markdown,
-)
-from planner.scenario import Scenario, load_scenario, schema
+from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
 from pricing.errors import InputError
+from pricing.units import tokens_label
+
+if TYPE_CHECKING:  # pragma: no cover
+    from planner.fleet import FleetResult
+    from planner.review import Comparison
 
 FORMATS = click.Choice(["table", "json", "markdown"])
 
@@ -42,9 +39,33 @@ def _err_console() -> Console:
     return Console(stderr=True)
 
 
-def _check_chart_path(path: str | None) -> None:
-    if path and Path(path).suffix.lower() not in (".png", ".svg"):
-        raise InputError("--chart", f"{path} is neither .png nor .svg", "name a .png or .svg file")
+def apply_options_to(options: list):
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+    return decorate
+
+
+def check_output_path(path: str | None, flag: str = "--chart") -> None:
+    """An output file the tool can write, checked before any work (never half-way)."""
+    if not path:
+        return
+    target = Path(path)
+    if target.suffix.lower() not in (".png", ".svg"):
+        raise InputError(flag, f"{path} is neither .png nor .svg", "name a .png or .svg file")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(flag, f"folder {folder} does not exist", "create it first, or name a file in an existing "
+                         "folder")
+    if target.is_dir() or not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise InputError(flag, f"cannot write {path}", "name a file you can write")
+
+
+def check_concurrency(n: int, flag: str) -> None:
+    limit = defaults.value("limits.max_concurrency")
+    if n < 1 or n > limit:
+        raise InputError(flag, f"{n:,} is outside 1 … {limit:,}", "give the concurrent requests one review plans for")
 
 
 def render_fleet(r: FleetResult, console: Console) -> None:
@@ -74,11 +95,13 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
                   f"solver {r.solver_status}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s")
     for p in r.services:
-        console.print(f"[dim]{p.service}:[/dim] {p.vllm_serve}" + (f"   # × {p.replicas} replicas"
-                                                                  if p.replicas > 1 else ""))
+        command(console, f"# {p.service}" + (f", × {p.replicas} replicas" if p.replicas > 1 else ""))
+        command(console, p.vllm_serve)
 
 
 def render_comparison(c: Comparison, console: Console) -> None:
+    from planner.review import binding, chips_of, delta, gpus_by_chip
+
     hours = defaults.value("report.hours_per_month")
     chips = chips_of(c)
     table = Table(title=f"{c.review or 'scenario'}: variants")
@@ -94,6 +117,8 @@ def render_comparison(c: Comparison, console: Console) -> None:
 
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
+    from planner.review import Comparison, chart, markdown
+
     console = _console()
     if fmt == "json":
         payload = c.model_dump() if with_variants else c.base.model_dump()
@@ -125,84 +150,168 @@ def scenario_command(ctx, file, with_variants, fmt, chart_path, show_schema):
         return 0
     if not file:
         raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
-    _check_chart_path(chart_path)
+    check_output_path(chart_path)
     scenario = load_scenario(file)
+    from planner.review import Ticker, compare
+
     ticker = Ticker(_err_console())
     c = compare(scenario, None if with_variants else [], progress=ticker)
     code = _emit(c, fmt, with_variants, chart_path)
     ctx.exit(code)
 
 
+AXES = ("model", "quantization", "concurrency", "context_length", "chip")
+
+
+def sweep_points(options: dict) -> list[dict]:
+    """Every combination of the axes given several values, in the order given (chip last)."""
+    values = {"model": list(options["model"]), "quantization": list(options["quantization"]) or [None],
+              "concurrency": list(options["concurrency"]), "context_length": list(options["context_length"]) or [None],
+              "chip": list(dict.fromkeys(options["chip"]))}
+    return [dict(zip(AXES, combo, strict=True)) for combo in itertools.product(*(values[a] for a in AXES))]
+
+
+def point_label(point: dict, varying: list[str]) -> str:
+    parts = []
+    for axis in varying:
+        v = point[axis]
+        if axis == "context_length":
+            parts.append(f"@ {tokens_label(v) if v else 'max'}")
+        elif axis == "concurrency":
+            parts.append(f"× {v}")
+        elif axis == "chip":
+            parts.append(f"on {v}")
+        else:
+            parts.append(str(v) if v is not None else "checkpoint")
+    return " ".join(parts) or f"{point['model']} on {point['chip']}"
+
+
+def sweep_title(point: dict, varying: list[str]) -> str:
+    """What was compared: the fixed values, then the axes that vary."""
+    fixed = []
+    for axis in AXES:
+        if axis in varying or point[axis] is None:
+            continue
+        v = point[axis]
+        if axis == "concurrency":
+            fixed.append(f"{v:,} concurrent")
+        elif axis == "context_length":
+            fixed.append(f"{tokens_label(v)} tokens")
+        elif axis == "chip":
+            fixed.append(f"on {v}")
+        else:
+            fixed.append(str(v))
+    names = {"context_length": "context length", "quantization": "quantization"}
+    axes = " and ".join(names.get(a, a) for a in varying) or "one point"
+    return f"{', '.join(fixed)}: GPUs and $/month by {axes}"
+
+
+def point_scenario(point: dict, options: dict, every: float | None, by_chip: dict[str, float]) -> Scenario:
+    """One point of the sweep as a one-service scenario carrying every `plan` option."""
+    service = {"name": "what-if", "model": point["model"], "concurrency": point["concurrency"],
+               "chips": [point["chip"]], "headroom": options["headroom"],
+               "num_speculative_tokens": options["num_speculative_tokens"]}
+    for key, value in (("quantization", point["quantization"]), ("context_length", point["context_length"]),
+                       ("speculative_method", options["speculative_method"]),
+                       ("vllm_version", options.get("vllm_version"))):
+        if value is not None:
+            service[key] = value
+    for key, flag in (("tp", "tp"), ("dp", "dp"), ("dcp", "dcp"), ("kv_cache_dtype", "kv_cache_dtype"),
+                      ("gpu_memory_utilization", "gpu_memory_utilization"),
+                      ("max_num_batched_tokens", "max_num_batched_tokens")):
+        if options[flag]:
+            service[key] = list(options[flag])
+    stock = {}
+    price = by_chip.get(get_chip_id(point["chip"]), every)
+    if price is not None:
+        stock["price"] = price
+    if options["gpus_per_node"] is not None:
+        stock["gpus_per_node"] = options["gpus_per_node"]
+    if options["max_gpus"] is not None:  # as `plan --max-gpus`: the GPUs the pool may use
+        stock["gpus"] = options["max_gpus"]
+    inventory = {point["chip"]: stock} if stock else {}
+    return Scenario(review="what-if sweep", services=[service], inventory=inventory)
+
+
+def get_chip_id(name: str) -> str:
+    from pricing.chips import get_chip
+
+    return get_chip(name).id
+
+
 @click.command("compare")
 @registry_option
 @click.argument("file", required=False)
-@click.option("--model", multiple=True, help="model (repeat to compare models)")
-@click.option("--chip", multiple=True, help="chip (repeat to compare chips)")
-@click.option("--concurrency", type=int, help="concurrent requests")
-@click.option("--context-length", "--max-model-len", "context_length", type=int, multiple=True,
-              help="context length (repeat to compare)")
-@click.option("--kv-cache-dtype", default="auto", show_default=True)
-@click.option("--headroom", type=float, default=0.0, show_default=True)
+@apply_options_to(options_list(axes=True))
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs against the axis, one line per chip (.png or .svg)")
+@click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, lines "
+                                            "against context length or concurrency")
 @click.pass_context
-def compare_command(ctx, file, model, chip, concurrency, context_length, kv_cache_dtype, headroom, fmt, chart_path):
-    """The same scenario under each variant (FILE), or a sweep over models, chips and context
-    lengths given on the command line."""
-    _check_chart_path(chart_path)
+def compare_command(ctx, file, fmt, chart_path, **options):
+    """The same scenario under each variant (FILE), or a sweep given on the command line: every
+    `plan` option, with several values for --model, --quantization, --concurrency,
+    --context-length and --chip."""
+    from planner.commands.plan import parse_prices
+    from planner.fleet import plan_scenario
+    from planner.review import Comparison, Ticker, axis_chart, markdown
+
+    fmt = "json" if options["as_json"] else fmt
+    check_output_path(chart_path)
     if file:
+        given = [f"--{k.replace('_', '-')}" for k in ("model", "concurrency", "context_length", "chip")
+                 if options[k]]
+        if given:
+            raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
+                             "put the what-if in the file's variants, or drop FILE")
         scenario = load_scenario(file)
+        from planner.review import compare
+
         c = compare(scenario, progress=Ticker(_err_console()))
         ctx.exit(_emit(c, fmt, True, chart_path))
-    if not model or not chip or concurrency is None:
+    if not options["model"] or not options["chip"] or not options["concurrency"]:
         raise InputError("compare", "needs a scenario FILE, or --model, --chip and --concurrency",
                          "for example: plan compare --model dsv4.1-flash --chip h200 --chip b200 --concurrency 64")
-    if concurrency < 1:
-        raise InputError("--concurrency", f"must be at least 1, got {concurrency}", "give the concurrent requests")
-    lengths = list(context_length) or [None]
-    points = list(itertools.product(model, lengths, chip))
-    scenarios = []
-    for m, length, c_id in points:
-        service = {"name": m, "model": m, "concurrency": concurrency, "chips": [c_id], "headroom": headroom,
-                   "kv_cache_dtype": [kv_cache_dtype]}
-        if length:
-            service["context_length"] = length
-        label = f"{m} @ {length:,} on {c_id}" if length else f"{m} on {c_id}"
-        scenarios.append((label, Scenario(review="what-if sweep", services=[service])))
-    from planner.fleet import plan_scenario
-    from planner.scenario import check_references
-
+    for n in options["concurrency"]:
+        check_concurrency(n, "--concurrency")
+    every, by_chip = parse_prices(options["price"])
+    points = sweep_points(options)
+    varying = [a for a in AXES if len({p[a] for p in points}) > 1]
+    try:
+        scenarios = [(point_label(p, varying), point_scenario(p, options, every, by_chip)) for p in points]
+    except ValidationError as err:
+        e = err.errors()[0]
+        field = str(e["loc"][-1]) if e["loc"] else "input"
+        raise InputError(f"--{field.replace('_', '-')}", e["msg"].lower(), "see `plan compare --help`") from None
+    problems = []
     for _, s in scenarios:
-        problems = check_references(s, "compare")
-        if problems:
-            raise InputError("compare", problems[0].split(": ", 1)[1], "fix the option")
+        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare")]
+    if problems:
+        raise ScenarioErrors(list(dict.fromkeys(line.replace("services[0].", "--").replace("_", "-")
+                                                for line in problems)))
+    notes = [f"--price {chip}={price:g} has no effect: {chip} is not compared"
+             for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
+    if options["show_provenance"]:
+        notes.append("--provenance has no effect on compare: `plan --json` carries each plan's provenance")
     ticker = Ticker(_err_console())
     results = []
     for i, (label, s) in enumerate(scenarios):
         ticker(i, len(scenarios), label)
-        results.append(plan_scenario(s, label))
+        results.append(plan_scenario(s, label, time_limit=options["time_limit"]))
     ticker(len(scenarios), len(scenarios), "done")
-    comparison = Comparison(review="what-if sweep", base=results[0], variants=results[1:])
+    notes += [n for r in results for n in r.notes]
+    title = sweep_title(points[0], varying)
+    comparison = Comparison(review=title, base=results[0], variants=results[1:])
     if fmt == "json":
         click.echo(json.dumps(comparison.model_dump(), indent=2))
     elif fmt == "markdown":
         click.echo(markdown(comparison), nl=False)
     else:
         render_comparison(comparison, _console())
+    for note in dict.fromkeys(notes):
+        click.echo(f"plan: note: {note}", err=True)
     if chart_path:
-        _axis_chart(points, results, chart_path)
+        axis_chart(points, varying, results, chart_path, title)
     ctx.exit(0 if all(r.feasible for r in results) else 1)
-
-
-def _axis_chart(points, results, path: str) -> None:
-    """GPUs against context length, one line per chip (and model, when several)."""
-    models = {m for m, _, _ in points}
-    series: dict[str, list[tuple[float, float]]] = {}
-    for (m, length, c_id), r in zip(points, results, strict=True):
-        label = c_id if len(models) == 1 else f"{c_id} · {m}"
-        series.setdefault(label, []).append((length or 0, r.gpus if r.feasible else float("nan")))
-    line_chart({label: sorted(v) for label, v in series.items()}, path, "context length (tokens)", "what-if sweep",
-               log_x=True)
 
 
 def register(cli: click.Group) -> None:

@@ -33,7 +33,8 @@ class Era:
 
 def era_registry(reg: Registry, era: Era) -> Registry:
     """The registry as `era` ran: the current laws, with those that changed since laid over
-    (registry vllm_eras.laws_until). vLLM 0.33 and unknown releases get the registry as is."""
+    (registry vllm_eras.laws_until, each for the releases `since`–`until`). vLLM 0.33 and unknown
+    releases get the registry as is."""
     from pricing.registry import Sourced
 
     release = era.release if era.release is not None else ((0, 6) if era.engine == "v0" else None)
@@ -42,9 +43,10 @@ def era_registry(reg: Registry, era: Era) -> Registry:
     changed = {}
     for name in reg.names("vllm_eras.laws_until."):
         entry = reg[name]
-        if release <= _release(str(entry.value["until"])):
+        since = _release(str(entry.value.get("since", "0.0")))
+        if since <= release <= _release(str(entry.value["until"])):
             law = entry.value["law"]
-            how = f"era ≤ {entry.value['until']}: {entry.how}"
+            how = f"era {entry.value.get('since', '')}–{entry.value['until']}: {entry.how}"
             changed[law] = Sourced(law, entry.value["value"], entry.source, how)
     return reg.overlay(changed) if changed else reg
 

@@ -24,7 +24,7 @@ from pricing.kernel import cudagraphs
 from pricing.units import GiB, MiB
 
 CURRENT_ERA = (0, 19)  # the newest releases with component-level records; see the README table
-EARLY_UNTIL = (0, 11)
+EARLY_SINCE, EARLY_UNTIL = (0, 8), (0, 11)
 
 
 def bounded_lstsq(rows: list[list[float]], target: list[float], lower: list[float], upper: list[float]):
@@ -108,7 +108,8 @@ def _current(p: Prediction) -> bool:
 
 
 def _early(p: Prediction) -> bool:
-    return _release(p) is not None and _release(p) <= EARLY_UNTIL
+    """Early V1 releases (V1 the default from 0.8) up to 0.11."""
+    return p.era.release is not None and EARLY_SINCE <= p.era.release <= EARLY_UNTIL
 
 
 def _logits(p: Prediction) -> float:
@@ -165,7 +166,7 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
         target = lambda p: _act_target(p) - per_hidden * _token_hidden(p)  # noqa: E731
         x = _solve(rows, lambda p: [_logits(p)], target, [6], [96])
         out += _emit(rows, x, lambda p: [_logits(p)], target, ["vllm_eras.laws_until.sampler_bytes_per_logit"],
-                     [lambda v: {"until": "0.11", "law": "cost_model_memory.sampler_bytes_per_logit",
+                     [lambda v: {"since": "0.8", "until": "0.11", "law": "cost_model_memory.sampler_bytes_per_logit",
                                  "value": round(v, 3)}], "≤0.11 (early V1)",
                      "activation peak − tokens × hidden term = logit rows × vocab × bytes per logit")
     # 3-4. non-torch growth inside the budget, by the largest collective group (1, ≥ 2)
@@ -182,7 +183,8 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
             used += rows
             resid += [p.observed["non_torch"] - x[0] for p in rows]
         if table:
-            value = table if wrap is None else {"until": wrap, "law": "cost_model_primitives.non_torch_in_budget",
+            value = table if wrap is None else {"since": "0.8", "until": wrap,
+                                                "law": "cost_model_primitives.non_torch_in_budget",
                                                 "value": table}
             out.append(FittedValue(name, value, _ids(used), _rms(resid), max(abs(r) for r in resid), era,
                                    "non-torch memory = a constant per collective group size (1, ≥ 2)"))

@@ -43,6 +43,7 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
                          "check the model's config.json fields") from None
     graph.origin = source.origin
     _step_facts(graph, source.config)
+    graph.extras["source_folder"] = source.folder  # the checkpoint cross-check reads its files
     return graph.validate()
 
 

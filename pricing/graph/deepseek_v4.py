@@ -18,6 +18,8 @@ from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import StatedCache
 
 FAMILIES = {"deepseek_v4", "deepseek_v41", "deepseek_v41_text"}
+# the order vLLM 0.33's DeepSeek-V4 attention registers a layer's caches (its KV cache groups follow it)
+V4_REGISTRATION_ORDER = {"swa": 0, "indexer": 1, "indexer_compressor_state": 2, "compressed": 3, "compressor_state": 4}
 
 
 def _attention_tensors(make: TensorMaker, cfg: dict, p: str) -> list:
@@ -162,6 +164,8 @@ def build(source, override: str | None) -> ModelGraph:
                                                 "replicated")]
                         caches.append(StatedCache("indexer_compressor_state", {"state": 0}, 1, "entries",
                                                   entries=ratio, geometry="state_indexer"))
+        if not v41:  # V4's modules register the indexer's caches before the attention's own (vLLM 0.33 oracle)
+            caches.sort(key=lambda c: V4_REGISTRATION_ORDER[c.name])
         attn = m.add(f"{p}.attn", "attention", layer=i, tensors=tensors, caches=caches)
         attn_nodes[i] = attn
         m.flow(prev, attn)

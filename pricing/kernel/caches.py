@@ -47,8 +47,10 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
         packed_key = None
         if engine.kv_cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla"):
             packed_key = engine.kv_cache_dtype
-        elif cache.sparse_indexer and engine.kv_cache_dtype.startswith("fp8"):
-            packed_key = "fp8_ds_mla"
+        elif cache.sparse_indexer:
+            record = _sparse_record(chip, engine, reg, used)
+            if record == "fp8_ds_mla" or (record == "fp8_ds_mla_if_fp8" and engine.kv_cache_dtype.startswith("fp8")):
+                packed_key = "fp8_ds_mla"
         if packed_key:
             entry = reg[f"formats.packed_records.{packed_key}"]
             used[entry.name] = entry
@@ -61,19 +63,26 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
     page = block * per_token
     common = dict(layer=node, name="kv", block_tokens=block, page_bytes=page, raw_page_bytes=page,
                   per_token=Fraction(per_token), drafter=drafter)
-    if cache.window:
-        specs: list[KVCacheSpec] = [SlidingWindowSpec(**common, window=cache.window)]
-    elif cache.kind == "mla":
-        specs = [MLAAttentionSpec(**common)]
-    else:
-        specs = [FullAttentionSpec(**common)]
-    if cache.sparse_indexer:
+    specs: list[KVCacheSpec] = []
+    if cache.sparse_indexer:  # vLLM registers the indexer's K cache before the attention's own
         entry = reg["formats.packed_records.indexer_fp8"]
         used[entry.name] = entry
         rec = int(entry.value)
         specs.append(MLAAttentionSpec(node, "indexer", block, block * rec, block * rec, Fraction(rec),
                                       drafter=drafter))
+    if cache.window:
+        specs.append(SlidingWindowSpec(**common, window=cache.window))
+    elif cache.kind == "mla":
+        specs.append(MLAAttentionSpec(**common))
+    else:
+        specs.append(FullAttentionSpec(**common))
     return specs
+
+
+def _sparse_record(chip: Chip, engine: Engine, reg: Registry, used: dict) -> str:
+    """How this chip's sparse-MLA backend stores a record: plain rows, or the fp8_ds_mla record."""
+    table = engine.release.fact(reg, used, "sparse_mla_record")
+    return str(table.get(chip.generation, table["default"]))
 
 
 # family -> function(model, engine, chip, reg, used) -> (specs, notes): resolves stated caches

@@ -12,40 +12,18 @@ mode's flat figure applies. Zero when eager.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
+from pricing.rules import get as get_release
+from pricing.rules.vllm_0_33 import Ceilings
 
-from pricing.units import round_up
-
-
-@dataclass(frozen=True)
-class Ceilings:
-    mixed: int  # largest PIECEWISE capture size (tokens)
-    decode: int  # largest uniform-decode FULL capture size (tokens)
-    sizes: tuple[int, ...]
+__all__ = ["Ceilings", "capture_ceilings", "cuda_graph_bytes"]
 
 
-@lru_cache(maxsize=4096)
-def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, default_max: int) -> Ceilings:
-    q = 1 + spec_tokens
-    ceiling = min(max_num_seqs * q * 2, default_max, max_num_batched_tokens)
-    base = [1, 2, 4] + list(range(8, min(ceiling + 1, 256), 8)) + list(range(256, ceiling + 1, 16))
-    sizes = {s for s in base if s <= ceiling}
-    if max_num_batched_tokens <= ceiling:
-        sizes.add(max_num_batched_tokens)
-    # uniform decode sizes
-    if q > 1:
-        grid = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, min(max_num_seqs, default_max) + 1, 16))
-        grid.append(max_num_seqs)
-        decode_sizes = {n * q for n in grid if n <= min(max_num_seqs, default_max) and n * q <= ceiling}
-    else:
-        decode_sizes = {max_num_seqs} if max_num_seqs <= ceiling else set()
-    sizes |= {s for s in decode_sizes if s <= max_num_batched_tokens}
-    ordered = tuple(sorted(sizes))
-    mixed = ordered[-1] if ordered else 0
-    full = [round_up(s, q) for s in ordered if round_up(s, q) <= min(max_num_seqs * q, mixed)]
-    decode = max(full) if full else 0
-    return Ceilings(mixed, decode, ordered)
+def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, default_max: int,
+                     release=None) -> Ceilings:
+    """The capture ceilings under `release`'s capture-size grid (vLLM 0.33 by default)."""
+    release = get_release(release)
+    grid = release.capture_size_grid
+    return release.rules.capture_ceilings(max_num_seqs, max_num_batched_tokens, spec_tokens, default_max, grid)
 
 
 def decoder_layers(model) -> int:
@@ -65,7 +43,8 @@ def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceiling
     cap = reg[engine.release.key("capture_size_max")]
     used[cap.name] = cap
     default_max = cap.value.get(chip.generation, cap.value["default"])
-    ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max)
+    ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max,
+                                engine.release)
     law_name = f"cost_model_memory.cuda_graph_laws.{model.activation_family}"
     if law_name in reg:
         law = reg[law_name]

@@ -58,23 +58,12 @@ def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
     if kv not in FP8_NAMES + ("nvfp4_ds_mla",):
         raise InputError("--kv-cache-dtype", f"{kv!r} is not served by the DeepSeek-V4 backends (only fp8 caches)",
                          "use fp8 (or leave it auto)")
-    plain = chip.generation in _get(reg, used, "flashinfer_generations")
     if model.extras["version"] == "v4":
         if kv == "nvfp4_ds_mla":
             raise InputError("--kv-cache-dtype", "nvfp4_ds_mla is a DeepSeek-V4.1 format", "use fp8")
-        if plain:
-            return ({"compressed": "plain", "window": "plain", "indexer": "fp8"},
-                    f"{chip.generation}: V4 defaults to the FlashInfer sparse backend, plain 512-byte fp8 rows "
-                    "(FLASHINFER_MLA_SPARSE_DSV4)")
         return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
-                f"V4 rewrites kv_cache_dtype {kv} to fp8_ds_mla (584-byte records) with FlashMLA sparse")
-    if plain:
-        if kv == "nvfp4_ds_mla":
-            raise InputError("--kv-cache-dtype", f"FlashMLA decodes nvfp4_ds_mla only on SM100; {chip.id} is "
-                             f"{chip.generation}", "use fp8")
-        return ({"compressed": "plain", "window": "plain", "indexer": "fp8"},
-                f"{chip.generation}: V4.1 defaults to FlashInfer (DeepseekV4FlashInferSM120Attention), plain 512-byte "
-                "fp8 rows (record layout as V4's FlashInfer sparse backend; not run on the oracle)")
+                f"V4 rewrites kv_cache_dtype {kv} to fp8_ds_mla (584-byte records) on every chip (SM120's FlashInfer "
+                "sparse backend included)")
     if not chip.sm100_family:
         if kv == "nvfp4_ds_mla":
             raise InputError("--kv-cache-dtype", f"FlashMLA decodes nvfp4_ds_mla only on SM100; {chip.id} is "
@@ -117,7 +106,7 @@ def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
         states = {"state": {"rows": rows, "row_bytes": state["row_bytes"]}}
         window_stride = _by_generation(_get(reg, used, "alignment.v41_window_stride"), chip)
     else:
-        align = state_align = _by_generation(_get(reg, used, "alignment.v4"), chip)
+        align = state_align = _get(reg, used, "alignment.v4")
         geometry = _get(reg, used, "page_tokens.v4")
         block, window_tokens = geometry["compressed"], geometry["window"]
         state = _get(reg, used, "compressor_state.v4")
@@ -125,8 +114,7 @@ def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
         states["state_indexer"] = state["indexer"]
         window_stride = False
     record_names = {"fp8_ds_mla": "records.fp8_ds_mla_v4", "mxfp8": "records.mxfp8_v41",
-                    "nvfp4_ds_mla": "records.nvfp4_ds_mla_v41", "fp8": "records.indexer_fp8",
-                    "plain": "records.plain_fp8_row"}
+                    "nvfp4_ds_mla": "records.nvfp4_ds_mla_v41", "fp8": "records.indexer_fp8"}
     records = {role: _get(reg, used, record_names[fmt]) for role, fmt in formats.items()}
     stride = math.lcm(records["window"], records["compressed"]) if window_stride else 1
     specs: list[KVCacheSpec] = []

@@ -52,6 +52,12 @@ class Release:
     def mamba_cache_modes(self) -> tuple[str, ...]:
         return self.enumeration("mamba_cache_modes")
 
+    @property
+    def capture_size_grid(self) -> tuple[tuple[int, ...], int, int, int]:
+        """The CUDA-graph capture-size grid: (first sizes, step, until, step from `until` on)."""
+        g = load().value(self.key("capture_size_grid"))
+        return tuple(g["first"]), int(g["step"]), int(g["until"]), int(g["large_step"])
+
     def in_flight_batches(self, async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:
         """max_concurrent_batches (config/vllm.py:588-609): pp + 1 under asynchronous scheduling
         with the V2 model runner (the default), else pp."""

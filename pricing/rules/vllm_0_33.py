@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from math import lcm
 
 from pricing.rules.release import Release
@@ -226,6 +227,42 @@ def in_flight_batches(async_scheduling: bool, pipeline_parallel_size: int = 1) -
     """max_concurrent_batches (config/vllm.py:588-609, vllm-0.33-memory.md §2.3): pp + 1 under
     asynchronous scheduling with the V2 model runner (0.33's default runner), else pp."""
     return pipeline_parallel_size + 1 if async_scheduling else pipeline_parallel_size
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    mixed: int  # largest PIECEWISE capture size (tokens)
+    decode: int  # largest uniform-decode FULL capture size (tokens)
+    sizes: tuple[int, ...]
+
+
+@lru_cache(maxsize=4096)
+def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, default_max: int,
+                     grid: tuple[tuple[int, ...], int, int, int]) -> Ceilings:
+    """CUDA-graph capture sizes (config/vllm.py:2398-2640, vllm-0.33-memory.md §9.3) on the
+    release's grid (first sizes, step up to `until`, then `large_step`): the ceiling is
+    min(max_num_seqs × (1 + K) × 2, default_max, max_num_batched_tokens); the uniform-decode sizes
+    are request counts of the grid times 1 + K."""
+    first, step, until, large_step = grid
+    q = 1 + spec_tokens
+    ceiling = min(max_num_seqs * q * 2, default_max, max_num_batched_tokens)
+    base = list(first) + list(range(step, min(ceiling + 1, until), step)) + list(range(until, ceiling + 1, large_step))
+    sizes = {s for s in base if s <= ceiling}
+    if max_num_batched_tokens <= ceiling:
+        sizes.add(max_num_batched_tokens)
+    if q > 1:
+        counts = list(first) + list(range(step, until, step)) + list(
+            range(until, min(max_num_seqs, default_max) + 1, large_step))
+        counts.append(max_num_seqs)
+        decode_sizes = {n * q for n in counts if n <= min(max_num_seqs, default_max) and n * q <= ceiling}
+    else:
+        decode_sizes = {max_num_seqs} if max_num_seqs <= ceiling else set()
+    sizes |= {s for s in decode_sizes if s <= max_num_batched_tokens}
+    ordered = tuple(sorted(sizes))
+    mixed = ordered[-1] if ordered else 0
+    full = [round_up(s, q) for s in ordered if round_up(s, q) <= min(max_num_seqs * q, mixed)]
+    decode = max(full) if full else 0
+    return Ceilings(mixed, decode, ordered)
 
 
 RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__])

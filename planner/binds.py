@@ -1,0 +1,56 @@
+"""What sets a pool's size, in words with its numbers: the weights forcing the instance's split,
+the KV cache, max_num_seqs, the token budget, the NVLink domain, or the inventory.
+
+A pool of one instance that holds more than the target is sized by the smallest instance that
+starts: the weights (with the fixed memory) force the split, and the KV cache does not bind. A
+pool of several instances is sized by what one instance holds: the KV cache, or a cap on
+max_num_seqs (vLLM's default, or the token budget, which max_num_seqs may not exceed)."""
+
+from __future__ import annotations
+
+from planner.oracle import ChipTable, Row
+from pricing.units import size
+
+
+def _split(row) -> str:
+    s = row.shape
+    text = f"tp {s.tp}" + (f" × dp {s.dp}" if s.dp > 1 else "")
+    return text + (" with expert parallel" if s.ep else "")
+
+
+def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs_cap: int) -> str:
+    """One phrase naming what sets the size of `replicas` × `row` on `table`'s chip for `target`
+    requests; `kernel` is the row's verified kernel, `seqs_cap` vLLM's default max_num_seqs."""
+    held = row.concurrency * replicas
+    if replicas == 1 and held > target:
+        started = [v for v in table.verdicts if v.held_per_rank > 0]
+        narrowest = min((v.shape.gpus for v in started), default=row.gpus)
+        if 1 < row.gpus <= narrowest:
+            tighter = [v for v in table.verdicts if v.shape.gpus < row.gpus and v.invalid is None and v.budget]
+            worst = max(tighter, key=lambda v: (v.shape.gpus, v.budget - v.fixed), default=None)
+            where = (f"; at {worst.shape.gpus} GPU{'s' if worst.shape.gpus > 1 else ''} ({_split(worst)}) the fixed "
+                     f"memory is {size(worst.fixed)} per rank against a {size(worst.budget)} budget" if worst else "")
+            domain = f" (the NVLink domain is {table.chip.nvlink_domain} GPUs)" \
+                if row.shape.tp == table.chip.nvlink_domain else ""
+            return (f"weights force the split: {size(kernel.fixed_bytes().weights)} of weights per rank need "
+                    f"{row.gpus} GPUs ({_split(row)}){domain}{where}; one instance holds {held} of the {target} asked")
+        if row.gpus == 1:
+            return f"one GPU is the smallest pool: it holds {held} of the {target} asked"
+    per_rank = row.held_per_rank
+    if per_rank == row.max_num_batched_tokens and per_rank < seqs_cap:
+        return f"token budget: max_num_seqs may not exceed max_num_batched_tokens {row.max_num_batched_tokens:,}"
+    if per_rank >= seqs_cap:
+        return f"max_num_seqs: vLLM's default cap of {seqs_cap:,} requests per rank"
+    return (f"KV cache: {per_rank} requests of {kernel.engine.max_model_len:,} tokens per rank "
+            f"({size(kernel.kv_pool())} pool, {size(kernel.request_bytes())} each)")
+
+
+def default_max_num_seqs(model, chip, max_model_len: int) -> int:
+    """vLLM 0.33's default max_num_seqs on `chip` (pricing/registry/vllm_0_33.yaml scheduler_defaults)."""
+    from pricing.kernel.deployment import Deployment, resolve_engine
+
+    return resolve_engine(Deployment(max_model_len=max_model_len), model, chip).max_num_seqs
+
+
+def inventory_binds(chip: str, used: int, available: int) -> str:
+    return f"inventory: {used} of {available} {chip} GPUs in use"

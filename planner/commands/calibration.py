@@ -1,0 +1,105 @@
+"""`plan check-log` (a vLLM start-up log against the kernel) and `plan calibrate` (fit the
+registry's fixed-memory laws to start-up records or logs, written as an overlay)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from planner.commands.registry_option import registry_option
+
+
+def _read(path: str) -> tuple[str, str]:
+    from pricing.errors import InputError
+
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(), path
+    except OSError as err:
+        raise InputError("FILE", f"cannot read {path}: {err.strerror}", "give a start-up log, or - for stdin") from None
+
+
+@click.command("check-log")
+@registry_option
+@click.argument("file")
+@click.option("--model", help="model card name or config.json path, when the log's own is not known")
+@click.option("--chip", help="chip id (see `plan chips`); logs do not name the GPU")
+@click.option("--vllm-version", "release", help="the release, when the log does not state it (e.g. 0.19.0)")
+@click.option("--tp", type=int, help="tensor parallel size, when the log does not state it")
+@click.option("--max-num-seqs", type=int, help="max_num_seqs, when the log does not state it")
+@click.option("--gpu-memory-utilization", type=float, help="when the log does not state it")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object (bytes as integers)")
+def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilization, as_json):
+    """Read a vLLM start-up log (FILE, or - for standard input) of any release from 0.6 to 0.33,
+    rebuild its deployment, and print predicted against logged memory per component, with the
+    error and the registry value behind each gap."""
+    from pricing.calibration.check import check, render
+    from pricing.calibration.startup_log import parse
+
+    text, source = _read(file)
+    fill = {"tp": tp, "max_num_seqs": max_num_seqs, "gpu_memory_utilization": gpu_memory_utilization}
+    report = check(parse(text), source, model=model, chip=chip, release=release, fill=fill)
+    click.echo(json.dumps(report.model_dump(), indent=2) if as_json else render(report))
+
+
+@click.command("calibrate")
+@registry_option
+@click.argument("records", nargs=-1, required=True)
+@click.option("--out", "out_path", required=True, help="overlay YAML to write (use it with --registry)")
+@click.option("--chip", help="chip of the start-up logs among RECORDS (JSONL records name their own)")
+@click.option("--model", help="model of the start-up logs among RECORDS, when a log's own is not known")
+def calibrate(records, out_path, chip, model):
+    """Fit the fixed-memory laws (sampler bytes per logit, non-torch memory, CUDA-graph laws,
+    engine workspace) to RECORDS: JSONL start-up records (shared/calibration's format) or vLLM
+    start-up logs. Bounded least squares; each value's provenance names its records and residual."""
+    from pathlib import Path
+
+    import yaml
+
+    from pricing.calibration.fit import fit, overlay
+    from pricing.calibration.predict import predict, predict_all
+    from pricing.calibration.records import load_records
+    from pricing.calibration.residuals import kv_errors, stats
+    from pricing.calibration.startup_log import parse
+    from pricing.chips import get_chip
+    from pricing.errors import InputError
+
+    predictions = []
+    for path in records:
+        if path.endswith((".jsonl", ".json")):
+            predictions += predict_all(load_records(path))
+            continue
+        text, source = _read(path)
+        log = parse(text)
+        if log.empty:
+            raise InputError("RECORDS", f"{source} is neither JSONL records nor a vLLM start-up log",
+                             "give .jsonl records or start-up logs")
+        if chip is None:
+            raise InputError("--chip", f"{source} is a log and logs do not name the GPU", "give --chip")
+        from pricing.calibration.check import _resolve_model
+
+        name = _resolve_model(log, model)
+        predictions.append(predict(log.record(Path(source).name, gpu=chip), model_name=name, chip=get_chip(chip)))
+    values = fit(predictions)
+    if not values:
+        raise InputError("RECORDS", "no record informs any law (none has logged components the laws use)",
+                         "give start-up records with weights, activation, non-torch or graph figures")
+    tmp = Path(out_path + ".tmp")
+    tmp.write_text("# written by plan calibrate; use with --registry\n"
+                   + yaml.safe_dump(overlay(values), sort_keys=False, allow_unicode=True, width=1000))
+    tmp.replace(out_path)
+    usable = [p for p in predictions if p.usable]
+    click.echo(f"fitted {len(values)} values on {len(usable)} of {len(predictions)} records -> {out_path}")
+    for v in values:
+        click.echo(f"  {v.name} = {v.value}  ({len(v.records)} records, era {v.era}, residual rms "
+                   f"{v.residual_rms / 2**30:.3f} GiB)")
+    from pricing.registry import read_overlay
+
+    s = stats([e for _, e in kv_errors(predict_all([p.record for p in predictions if p.usable],
+                                                   read_overlay(out_path)))])
+    click.echo(f"available KV memory with the overlay: {s.count} records, median |error| {s.median_abs:.2%}, "
+               f"{s.within_3:.0%} within 3 %, mean {s.mean_signed:+.2%}")

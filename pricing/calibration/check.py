@@ -1,0 +1,217 @@
+"""`plan check-log`: a start-up log rebuilt as a deployment, predicted part by part, and each
+gap named by the registry value that explains it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from pricing.calibration.predict import Prediction, model_name_for, predict
+from pricing.calibration.startup_log import ParsedLog
+from pricing.errors import InputError
+from pricing.units import GiB
+
+
+class ComponentOut(BaseModel):
+    name: str
+    predicted: int | float | None  # bytes, tokens or a ratio
+    observed: int | float | None
+    unit: str  # "bytes" | "tokens" | "x"
+    error: float | None  # (predicted − observed) / observed
+    explained_by: list[str]
+
+
+class CheckReport(BaseModel):
+    source: str
+    release: str | None
+    era: str
+    graph_estimate_in_budget: bool
+    model: str
+    chip: str
+    deployment: dict
+    components: list[ComponentOut]
+    starts_predicted: bool | None
+    refusal_predicted: str | None
+    refusal_logged: str | None
+    verdict_agrees: bool | None
+    evidence: dict
+
+
+def _resolve_model(log: ParsedLog, given: str | None) -> str:
+    from pricing.config import resolve
+
+    if given:
+        return given
+    logged = log.deployment.get("model")
+    if not logged:
+        raise InputError("check-log", "the log names no model (no engine arguments or 'non-default args' line)",
+                         "give --model")
+    name = model_name_for(logged)
+    if name is None:  # a local path: match its last part against the known checkpoints
+        tail = logged.rstrip("/").rsplit("/", 1)[-1].lower()
+        from pricing.calibration.predict import record_models
+
+        name = next((v["model"] for k, v in record_models().items() if k.rsplit("/", 1)[-1] == tail), None)
+    if name is None:
+        try:
+            resolve(logged)
+            name = logged
+        except InputError:
+            raise InputError("check-log", f"the log's model {logged!r} is not a card, a known checkpoint or a "
+                             "cached Hugging Face id", "give --model (a card name or a config.json path)") from None
+    return name
+
+
+def check(log: ParsedLog, source: str, model: str | None = None, chip: str | None = None,
+          release: str | None = None, fill: dict | None = None) -> CheckReport:
+    """Compare one parsed log with the kernel's prediction of the same deployment."""
+    from pricing.chips import get_chip
+
+    if log.empty:
+        raise InputError("check-log", f"{source} is not a vLLM start-up log (no line of one was found)",
+                         "give the engine's start-up output, from its first line to 'Maximum concurrency'")
+    if "available_kv_gib" not in log.observed and log.refusal is None:
+        raise InputError("check-log", f"{source} has no 'Available KV cache memory' line (nor v0's 'the rest of "
+                         "the memory reserved for KV Cache'), and no start-up error",
+                         "give the log up to the KV cache sizing lines")
+    if chip is None:
+        raise InputError("--chip", "the log does not name the GPU", "give --chip (see `plan chips`)")
+    name = _resolve_model(log, model)
+    target = get_chip(chip)
+    record = log.record(Path(source).name, model=log.deployment.get("model") or name, gpu=target.id)
+    if release:
+        record.vllm_version = release
+    for key, value in (fill or {}).items():  # what the log does not say (--tp, --max-num-seqs, …)
+        if value is not None and key not in log.deployment:
+            setattr(record, key, value)
+    if record.vllm_version is None:
+        raise InputError("check-log", "the log states no release (no 'vLLM API server version' or engine config "
+                         "line)", "give --vllm-version, e.g. 0.19.0")
+    p = predict(record, weights="kernel", model_name=name, chip=target)
+    if not p.usable:
+        raise InputError("check-log", f"cannot rebuild this deployment: {p.skipped}", "see `plan check-log --help`")
+    return _report(p, log, source, name)
+
+
+def _explain(p: Prediction, component: str) -> list[str]:
+    k = p.kernel
+    used = {s.name: s for s in k.provenance()}
+    e = k.engine
+
+    def show(name: str, detail: str = "") -> str:
+        s = used.get(name)
+        value = s.value if s is not None else "?"
+        return f"{name} = {value}" + (f" ({detail})" if detail else "")
+
+    if component == "weights":
+        fmt = [n for n in used if n.startswith("formats.")]
+        return [f"model graph of {k.model.name} ({k.model.quantization})"] + [show(n) for n in fmt[:2]]
+    if component == "activation":
+        a = k.activation()
+        rows = min(e.max_num_seqs, e.max_num_batched_tokens)
+        if a.sampler >= a.forward:
+            out = [show("cost_model_memory.sampler_bytes_per_logit",
+                        f"sampler warm-up: {rows:,} rows × {k.model.vocab_size:,} logits"),
+                   show("cost_model_memory.sampler_hidden_bytes")]
+        else:
+            fam = f"cost_model_memory.activation_buffers.{k.model.activation_family}"
+            out = [show(fam, f"forward at {e.max_num_batched_tokens:,} tokens × hidden {k.model.hidden_size:,}")]
+        if a.model_buffers:
+            out.append("model buffers: " + ", ".join(a.buffers))
+        return out
+    if component == "non_torch":
+        return [show("cost_model_primitives.non_torch_in_budget", f"largest collective group "
+                     f"{max(k.collective_groups().values(), default=1)}")]
+    if component == "cuda_graph":
+        names = [n for n in used if n.startswith("cost_model_memory.cuda_graph")]
+        ceil = k.cuda_graph()[1]
+        detail = f"capture ceiling {ceil.mixed} tokens" if ceil else "eager: no graphs"
+        return [show(n, detail) for n in names] or [detail]
+    if component == "available_kv":
+        gap = "the CUDA-graph estimate is taken from the budget" if p.era.graph_estimate_in_budget else \
+            "this release does not take the CUDA-graph estimate from the budget"
+        return [f"requested = ceil(total × {e.gpu_memory_utilization}) − the parts above; {gap}"]
+    return [f"rules pack {k.rules.RELEASE}: {k.layout().rule}"]
+
+
+def _tokens_for_pool(p: Prediction, pool: int) -> tuple[int, float]:
+    from pricing.kernel.kernel import Kernel
+
+    k = p.kernel
+    engine = k.engine.__class__(**{**k.engine.__dict__, "kv_cache_memory_bytes": max(0, int(pool))})
+    probe = Kernel(k.model, engine, k.chip, k.reg)
+    return probe.kv_cache_tokens(), probe.max_concurrency()
+
+
+def _report(p: Prediction, log: ParsedLog, source: str, name: str) -> CheckReport:
+    comps = []
+    labels = {"weights": "weights", "activation": "activation peak", "non_torch": "non-torch memory",
+              "cuda_graph": "CUDA graphs (estimate)", "available_kv": "available KV cache memory"}
+    for key, label in labels.items():
+        pred, obs = p.predicted.get(key), p.observed.get(key)
+        if key == "cuda_graph" and obs is None and log.observed.get("cuda_graph_gib") is not None:
+            obs = int(round(log.observed["cuda_graph_gib"] * GiB))  # only the actual capture was logged
+            label = "CUDA graphs (estimate vs actual)"
+        comps.append(ComponentOut(name=label, predicted=pred, observed=obs, unit="bytes",
+                                  error=None if obs in (None, 0) or pred is None else (pred - obs) / abs(obs),
+                                  explained_by=_explain(p, key)))
+    pool = p.predicted["available_kv"]
+    tokens, conc = _tokens_for_pool(p, pool)
+    obs_tokens = log.observed.get("kv_cache_tokens")
+    obs_conc = log.observed.get("max_concurrency")
+    rule = _explain(p, "layout")
+    comps.append(ComponentOut(name="GPU KV cache size", predicted=tokens, observed=obs_tokens, unit="tokens",
+                              error=None if not obs_tokens else (tokens - obs_tokens) / obs_tokens, explained_by=rule))
+    comps.append(ComponentOut(name="maximum concurrency", predicted=round(conc, 2), observed=obs_conc, unit="x",
+                              error=None if not obs_conc else (conc - obs_conc) / obs_conc, explained_by=rule))
+    if p.observed.get("available_kv") and p.observed["available_kv"] > 0 and obs_tokens:
+        exact, _ = _tokens_for_pool(p, p.observed["available_kv"])
+        comps.append(ComponentOut(name="GPU KV cache size from the logged pool", predicted=exact, observed=obs_tokens,
+                                  unit="tokens", error=(exact - obs_tokens) / obs_tokens,
+                                  explained_by=["the KV rules alone (groups, blocks, tokens), the fixed memory aside"]))
+    e = p.kernel.engine
+    deployment = {"tensor_parallel_size": e.tp, "data_parallel_size": e.dp, "gpu_memory_utilization":
+                  e.gpu_memory_utilization, "max_model_len": e.max_model_len, "max_num_seqs": e.max_num_seqs,
+                  "max_num_batched_tokens": e.max_num_batched_tokens, "kv_cache_dtype": e.kv_cache_dtype,
+                  "block_size": e.block_size, "cudagraph_mode": e.cudagraph_mode,
+                  "total_memory_bytes": p.kernel.chip.memory_bytes}
+    refused = log.refusal is not None
+    agrees = None if p.starts is None or (not refused and "available_kv_gib" not in log.observed) else (
+        p.starts != refused)
+    return CheckReport(source=source, release=p.record.vllm_version, era=p.era.label,
+                       graph_estimate_in_budget=p.era.graph_estimate_in_budget, model=name, chip=p.kernel.chip.id,
+                       deployment=deployment, components=comps, starts_predicted=p.starts,
+                       refusal_predicted=p.refusal, refusal_logged=log.refusal, verdict_agrees=agrees,
+                       evidence=log.evidence)
+
+
+def render(r: CheckReport) -> str:
+    d = r.deployment
+    lines = [f"{r.source}: vLLM {r.release} (era {r.era}; CUDA-graph estimate "
+             f"{'in' if r.graph_estimate_in_budget else 'not in'} the budget), {r.model} on {r.chip}, "
+             f"tp {d['tensor_parallel_size']}, utilization {d['gpu_memory_utilization']}, max_model_len "
+             f"{d['max_model_len']:,}, max_num_seqs {d['max_num_seqs']}, max_num_batched_tokens "
+             f"{d['max_num_batched_tokens']:,}, {d['cudagraph_mode']}", "",
+             f"{'':<40} {'predicted':>12} {'logged':>12} {'error':>8}  explained by"]
+    for c in r.components:
+        lines.append(f"{c.name:<40} {_fmt(c.predicted, c.unit):>12} {_fmt(c.observed, c.unit):>12} "
+                     f"{'' if c.error is None else f'{c.error:+.1%}':>8}  {'; '.join(c.explained_by)}")
+    lines.append("")
+    if r.refusal_logged or r.starts_predicted is False:
+        lines.append(f"logged: {r.refusal_logged or 'started'}")
+        lines.append(f"predicted: {r.refusal_predicted or 'starts'}"
+                     + ("" if r.verdict_agrees is None else f" ({'agrees' if r.verdict_agrees else 'DISAGREES'})"))
+    else:
+        lines.append("logged: started; predicted: starts" if r.starts_predicted else "")
+    return "\n".join(lines)
+
+
+def _fmt(value, unit: str) -> str:
+    if value is None:
+        return "—"
+    if unit == "bytes":
+        return f"{value / GiB:.2f} GiB"
+    if unit == "tokens":
+        return f"{int(value):,}"
+    return f"{value:.2f}x"

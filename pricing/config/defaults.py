@@ -1,0 +1,37 @@
+"""Published configs as transformers reads them: the decoder's fields (nested under `text_config`
+or `llm_config` for multimodal wrappers), `dtype` and `torch_dtype` as one field, and the config
+class's defaults where the file omits a field (registry config_defaults.yaml, with provenance)."""
+
+from __future__ import annotations
+
+from pricing.registry import load
+
+DECODER_KEYS = ("text_config", "llm_config", "language_config")
+TOWER_KEYS = ("vision_config", "audio_config", "vision_tower_config")
+
+
+def class_defaults(model_type: str) -> dict:
+    """The defaults of `model_type`'s config class, as the registry states them ({} when none)."""
+    name = f"config_defaults.{model_type}"
+    reg = load()
+    return dict(reg.value(name)) if name in reg else {}
+
+
+def decoder_config(raw: dict) -> dict:
+    """The decoder's fields: a nested decoder config merged over the wrapper's top level, the
+    wrapper's model_type kept as `wrapper_model_type`, the class defaults filled in."""
+    merged = dict(raw)
+    for key in DECODER_KEYS:
+        if isinstance(raw.get(key), dict):
+            merged = {k: v for k, v in raw.items() if k not in DECODER_KEYS + TOWER_KEYS}
+            merged.update(raw[key])
+            merged["wrapper_model_type"] = raw.get("model_type")
+            if "quantization_config" in raw:
+                merged["quantization_config"] = raw["quantization_config"]
+            break
+    if "torch_dtype" not in merged and "dtype" in merged:  # transformers >= 4.56 writes `dtype`
+        merged["torch_dtype"] = merged["dtype"]
+    for field, value in class_defaults(str(merged.get("model_type", ""))).items():
+        if merged.get(field) is None:
+            merged[field] = value
+    return merged

@@ -1,0 +1,141 @@
+"""`plan check-log` on real published start-up logs (tests/fixtures/startup_logs, INDEX.yaml
+names each one's source and release). Expected figures are read off the logs' own lines."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.cli import main
+from pricing.calibration.startup_log import parse
+
+LOGS = Path(__file__).parent / "fixtures" / "startup_logs"
+INDEX = yaml.safe_load((LOGS / "INDEX.yaml").read_text())
+
+
+def read(name: str):
+    return parse((LOGS / name).read_text())
+
+
+def test_every_fixture_is_indexed_with_its_source():
+    files = {p.name for p in LOGS.glob("*.log")}
+    assert files == set(INDEX) and len(files) >= 10
+    assert all(INDEX[f]["source"].startswith("https://github.com/") for f in files)
+    releases = {INDEX[f]["release"].split(" ")[0].rsplit(".", 1)[0] if INDEX[f]["release"][0].isdigit()
+                else INDEX[f]["release"].split(" ")[1] for f in files}
+    assert len(releases) >= 5  # 0.6, 0.7, 0.8, 0.9/0.10, 0.19, ≥ 0.21
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("v0.6-issue10517-rtx3090-llama31-8b-29k.log",
+     {"weights_gib": 14.9888, "non_torch_gib": 0.35, "available_kv_gib": 2.89, "total_gpu_memory_gib": 23.58,
+      "kv_cache_blocks": 1478, "max_concurrency": 0.82, "max_concurrency_tokens": 29000}),
+    ("v0.6.5-pr10511-h100-llama3-8b-tp1.log",
+     {"weights_gib": 14.96, "non_torch_gib": 1.79, "activation_peak_gib": 1.26, "available_kv_gib": 53.29,
+      "total_gpu_memory_gib": 79.22, "requested_memory_gib": 71.29}),
+    ("v0.6.5-pr10511-h100-llama3-8b-tp2.log", {"weights_gib": 7.48, "non_torch_gib": 3.58}),
+    ("v0.7-pr12126-h100-llama32-11b-vision-eager.log",
+     {"weights_gib": 19.86, "non_torch_gib": 0.16, "activation_peak_gib": 36.63, "available_kv_gib": 14.65,
+      "total_gpu_memory_gib": 79.22, "kv_cache_blocks": 6001}),
+    ("v0.8-pr14447-24gb-moe-wna16.log",
+     {"weights_gib": 21.21, "non_torch_gib": 0.2, "activation_peak_gib": 0.37, "available_kv_gib": 1.57,
+      "total_gpu_memory_gib": 23.58, "requested_memory_gib": 23.35}),
+    ("v0.7.3-issue14286-v1-llama31-8b-int8.log", {"cuda_graph_gib": 2.02, "max_concurrency": 1.46}),
+    ("v0.8.4-pr17122-l40s-llama31-8b.log", {"weights_gib": 14.9889, "kv_cache_tokens": 158656}),
+    ("v0.10.1-pr20707-llama31-8b-40k-eager.log",
+     {"available_kv_gib": 112.61, "kv_cache_tokens": 922496, "max_concurrency": 23.06, "kv_cache_blocks": 57656}),
+    ("v0.10-issue25350-fp8-kv-100k.log", {"available_kv_gib": 10.55, "kv_cache_tokens": 230528}),
+    ("v0.10-issue21348-h100-qwen3-235b-fp8-tp4.log", {"available_kv_gib": 8.11, "kv_cache_tokens": 178880}),
+    ("v0.2x-club3090-issue127-tp4-graph-estimate.log", {"cuda_graph_estimated_gib": 0.17, "available_kv_gib": 15.72}),
+    ("v0.2x-issue53013-gb300-graph-estimate-refusal.log", {"cuda_graph_estimated_gib": 118.65}),
+    ("v0.2x-miaai-pr25-gb10-graph-pool.log", {"cuda_graph_gib": -0.19, "cuda_graph_estimated_gib": 2.43}),
+])
+def test_memory_lines_of_each_era(name, expected):
+    observed = read(name).observed
+    for key, value in expected.items():
+        assert observed[key] == pytest.approx(value), key
+
+
+def test_engine_arguments_lines():
+    args = read("v0.10.2-pr24162-qwen25-05b-tp2-args.log")
+    assert args.release == "0.10.2.dev378+g4d7fe40fc.d20250829"
+    assert args.deployment["tp"] == 2 and args.deployment["max_model_len"] == 32768
+    assert args.deployment["max_num_batched_tokens"] == 2048
+    config = read("v0.19.1-pr-ranklm426-engine-config.log")
+    assert config.release == "0.19.1"
+    assert config.deployment == {"model": "castorini/rank_vicuna_7b_v1", "tp": 1, "pp": 1, "dp": 1,
+                                 "max_model_len": 4096, "quantization": None, "enforce_eager": False,
+                                 "kv_cache_dtype": "auto", "dtype": "float16"}
+    assert read("v0.6.5-pr10511-h100-llama3-8b-tp1.log").engine == "v0"
+    assert read("v0.10.1-pr20707-llama31-8b-40k-eager.log").deployment["enforce_eager"] is True
+
+
+def test_refusals_in_vllms_words():
+    assert read("v0.10-issue25350-fp8-kv-refusal.log").refusal.startswith(
+        "To serve at least one request with the models's max seq len (221000)")
+    assert read("v0.2x-issue53013-gb300-graph-estimate-refusal.log").refusal.startswith(
+        "No available memory for the cache blocks")
+    assert read("v0.6-issue10517-rtx3090-llama31-8b-29k.log").refusal.startswith("The model's max seq len (29000)")
+
+
+def test_several_workers_keep_the_smallest_pool():
+    log = parse("(Worker_TP0) Available KV cache memory: 15.72 GiB\n"
+                "(Worker_TP1) Available KV cache memory: 15.60 GiB\n")
+    assert log.observed["available_kv_gib"] == 15.60
+
+
+def test_check_log_rebuilds_and_the_kv_rules_match_exactly(capsys):
+    # 112.61 GiB of 2 MiB blocks = 57,656 blocks; 40,000-token requests take 2,500 blocks: 922,496 tokens
+    code = main(["check-log", str(LOGS / "v0.10.1-pr20707-llama31-8b-40k-eager.log"), "--chip", "h200",
+                 "--model", "llama-3.1-8b", "--vllm-version", "0.10.1", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    exact = next(c for c in out["components"] if c["name"] == "GPU KV cache size from the logged pool")
+    assert exact["predicted"] == exact["observed"] == 922496
+    assert out["deployment"]["max_model_len"] == 40000  # from "Maximum concurrency for 40,000 tokens"
+    assert out["deployment"]["cudagraph_mode"] == "NONE"  # "Cudagraph is disabled under eager mode"
+    kv = next(c for c in out["components"] if c["name"] == "available KV cache memory")
+    assert kv["observed"] == round(112.61 * 2**30) and kv["explained_by"]
+
+
+def test_check_log_text_names_the_registry_value(capsys):
+    code = main(["check-log", str(LOGS / "v0.6.5-pr10511-h100-llama3-8b-tp1.log"), "--chip", "h100", "--model",
+                 "llama-3.1-8b", "--vllm-version", "0.6.5"])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "cost_model_primitives.non_torch_in_budget" in text and "sampler_bytes_per_logit" in text
+    assert "14.96 GiB" in text  # the logged weights, beside the kernel's
+
+
+def test_check_log_reads_standard_input(capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO((LOGS / "v0.10-issue25350-fp8-kv-100k.log").read_text()))
+    code = main(["check-log", "-", "--chip", "h100", "--model", "llama-3.1-8b", "--vllm-version", "0.10.2"])
+    assert code == 0 and "<stdin>" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, says", [
+    (["v0.8.4-pr17122-l40s-llama31-8b.log", "--chip", "l40s", "--model", "llama-3.1-8b"],
+     "no 'Available KV cache memory' line"),
+    (["v0.10-issue25350-fp8-kv-100k.log", "--chip", "h100"], "the log names no model"),
+    (["v0.10-issue25350-fp8-kv-100k.log", "--model", "llama-3.1-8b"], "--chip: the log does not name the GPU"),
+    (["v0.10-issue25350-fp8-kv-100k.log", "--chip", "h100", "--model", "llama-3.1-8b"], "states no release"),
+])
+def test_missing_lines_are_one_line_and_exit_2(capsys, args, says):
+    assert main(["check-log", str(LOGS / args[0]), *args[1:]]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
+
+
+def test_foreign_and_truncated_files_exit_2(tmp_path, capsys):
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("shopping list\neggs\n")
+    assert main(["check-log", str(foreign), "--chip", "h100"]) == 2
+    assert "is not a vLLM start-up log" in capsys.readouterr().err
+    truncated = tmp_path / "cut.log"
+    truncated.write_text((LOGS / "v0.10.2-pr24162-qwen25-05b-tp2-args.log").read_text())  # ends before profiling
+    assert main(["check-log", str(truncated), "--chip", "h100"]) == 2
+    assert "no 'Available KV cache memory' line" in capsys.readouterr().err
+    assert main(["check-log", str(tmp_path / "absent.log"), "--chip", "h100"]) == 2

@@ -1,0 +1,243 @@
+"""What `plan`, `plan scenario` and `plan compare` print, take and draw (issue 13): quiet output
+with provenance on request, unwrapped launch commands, the same flags everywhere, every scenario
+error at once, one-line errors before any work, a safe utilization grid, charts for a deck."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner import defaults
+from planner.cli import cli, main
+from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from planner.search import plan, winner_kernel
+from pricing.chips import get_chip
+from pricing.config import card_index, load_card
+from pricing.graph import load_model
+from pricing.units import GiB, MiB
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
+
+
+def piped(*args) -> subprocess.CompletedProcess:
+    """`plan ARGS` as a fresh process writing to a pipe (not a terminal)."""
+    env = dict(os.environ, COLUMNS="80")
+    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=120)
+
+
+# -- output ---------------------------------------------------------------------------------------
+def test_plan_prints_provenance_only_on_request_and_json_always_carries_it(capsys):
+    assert main(HEADLINE) == 0
+    brief = capsys.readouterr().out
+    assert "provenance" not in brief and len(brief.splitlines()) < 70
+    assert "vllm serve deepseek-ai/DeepSeek-V4.1-Flash" in brief and "GPU KV cache size" in brief
+    assert main([*HEADLINE, "--provenance"]) == 0
+    full = capsys.readouterr().out
+    assert "provenance" in full and "planner.grids.spare_memory_bytes" in full
+    assert main([*HEADLINE, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    names = {p["name"] for p in out["provenance"]}
+    assert "planner.grids.spare_memory_bytes" in names and any(n.startswith("vllm_0_33.") for n in names)
+    assert out["best"]["model"] == "dsv4.1-flash" and out["model"] == "dsv4.1-flash"
+    assert out["best"]["headroom_percent"] == round((out["best"]["concurrency"] / 64 - 1) * 100, 2)
+
+
+def test_version():
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and re.match(r"plan \d+\.\d+\.\d+", result.output)
+
+
+def test_one_unit_family_in_the_memory_block(capsys):
+    assert main(["memory", "--model", "dsv4.1-flash", "--chip", "h200", "-tp", "4", "--enable-expert-parallel"]) == 0
+    text = capsys.readouterr().out
+    assert not re.search(r"\d MB\b", text)  # no decimal megabytes beside GiB
+    for value in re.findall(r"([\d,.]+) MiB", text):
+        assert float(value.replace(",", "")) < 1024  # MiB only under 1 GiB
+
+
+def test_launch_commands_are_never_wrapped_even_piped(tmp_path):
+    # a long command: speculative config, fp8 KV cache, several splits
+    path = ROOT / "scenarios" / "speculative-decoding-on-off.yaml"
+    result = piped("scenario", str(path), "--variants")
+    assert result.returncode == 0, result.stderr
+    commands = [line for line in result.stdout.splitlines() if line.startswith("vllm serve")]
+    assert commands and all("--max-model-len" in line for line in commands)
+    assert any(len(line) > 80 for line in commands)
+
+
+def test_launch_command_names_the_model_as_given(tmp_path):
+    card = load_card(card_index()["llama-3.1-8b"])
+    folder = tmp_path / "my-llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(card.config))
+    result = piped("--model", str(folder), "--chip", "h200", "--concurrency", "8", "--context-length", "8192")
+    assert result.returncode == 0, result.stderr
+    assert f"vllm serve {folder} --tensor-parallel-size" in result.stdout
+    assert f"folder {folder}" in result.stdout  # says which source was used
+
+
+def test_binds_names_the_weights_when_they_force_the_split():
+    request = PlanRequest(service=ServiceSpec(model="dsv4.1-flash", concurrency=64), limits=PoolLimits(chips=("h200",)))
+    result = plan(request)
+    b = result.best
+    assert b.replicas == 1 and b.gpus > 1
+    assert b.binds.startswith("weights force the split")
+    k = winner_kernel(request, result)
+    assert f"{k.fixed_bytes().weights / GiB:.2f} GiB of weights per rank" in b.binds
+
+
+def test_binds_names_the_kv_cache_with_its_numbers():
+    request = PlanRequest(service=ServiceSpec(model="llama-3.1-8b", concurrency=256, context_length=131072),
+                          limits=PoolLimits(chips=("h100",)))
+    result = plan(request)
+    b = result.best
+    assert b.replicas > 1
+    k = winner_kernel(request, result)
+    assert b.binds == (f"KV cache: {k.requests_held()} requests of 131,072 tokens per rank "
+                       f"({k.kv_pool() / GiB:.2f} GiB pool, {k.request_bytes() / GiB:.2f} GiB each)")
+
+
+def test_infeasible_json_explains(capsys):
+    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["feasible"] is False and out["explanations"] and "L40S" in out["explanations"][0]
+
+
+# -- input ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("flag", ["--tp", "-tp", "--tensor-parallel-size"])
+def test_the_same_parallel_flags_on_plan_and_plan_memory(capsys, flag):
+    assert main(["--model", "llama-3.1-70b", "--chip", "h200", "--concurrency", "8", flag, "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {p["tensor_parallel_size"] for p in [out["best"], *out["alternatives"]]} == {4}
+    assert main(["memory", "--model", "llama-3.1-70b", "--chip", "h200", flag, "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["deployment"]["tp"] == 4
+
+
+def test_compare_takes_plans_options_and_several_values_per_axis(capsys):
+    code = main(["compare", "--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "16", "--concurrency", "64",
+                 "--context-length", "32768", "--price", "h200=2.5", "--max-gpus", "8", "--quantization", "fp8",
+                 "--tp", "1", "--format", "json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    results = [out["base"], *out["variants"]]
+    assert [r["variant"] for r in results] == ["× 16", "× 64"]
+    for r in results:
+        [s] = r["services"]
+        assert s["tensor_parallel_size"] == 1 and s["price_per_gpu_hour"] == 2.5 and r["gpus"] <= 8
+        assert "--quantization fp8" in s["vllm_serve"]
+    assert results[0]["gpus"] <= results[1]["gpus"]
+
+
+def test_a_value_with_no_effect_says_so(capsys):
+    args = ["--model", "llama-3.1-70b", "--chip", "h200", "--concurrency", "8", "--price", "b200=3", "--dp", "2"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "note: --price b200=3 has no effect: b200 is not among the chips planned (h200)" in text
+    assert "note: llama-3.1-70b is dense: dp is 1 and replicas scale it" in text
+
+
+def test_a_scenario_file_is_checked_whole_before_planning(tmp_path):
+    path = tmp_path / "review.yaml"
+    path.write_text("""
+review: broken
+services:
+  - {name: a, model: dsv41-flash, concurrency: 8, chips: [h200]}
+  - {name: b, model: qwen3-32b, concurrency: 8, context_length: 131072, chips: [h20o]}
+  - {name: c, model: qwen3-32b, concurrency: 8, chips: [h200], tp: [3]}
+  - {name: d, model: llama-3.1-8b, concurrency: 100000000, chips: [h200], colour: red}
+variants:
+  long: {context_length: 1000000}
+""")
+    result = piped("scenario", str(path))
+    assert result.returncode == 2 and result.stdout == ""
+    err = result.stderr
+    assert "Traceback" not in err
+    for expected in (f"{path}: services[0].model: unknown model 'dsv41-flash'; did you mean 'dsv4.1-flash'",
+                     f"{path}: services[1].chips: unknown chip 'h20o'; did you mean",
+                     f"{path}: services[3].concurrency: Input should be less than or equal to 1000000",
+                     f"{path}: services[3].colour: unknown key"):
+        assert expected in err, err
+    fixed = path.read_text().replace("dsv41-flash", "dsv4.1-flash").replace("h20o", "h200").replace(
+        "100000000", "8").replace(", colour: red", "")
+    path.write_text(fixed)
+    result = piped("scenario", str(path))
+    assert result.returncode == 2 and result.stdout == ""
+    positions = load_model("qwen3-32b").max_position
+    for expected in (f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
+                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b",
+                     f"{path}: variants.long: services[3].context_length: 1000000 exceeds the"):
+        assert expected in result.stderr, result.stderr
+    assert "--context-length" not in result.stderr
+
+
+def test_overflow_is_a_one_line_error_before_any_work(capsys):
+    assert main(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", str(10**8)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert "--concurrency" in captured.err and f"{defaults.value('limits.max_concurrency')}" in captured.err
+
+
+@pytest.mark.parametrize("target", ["missing/folder/chart.png", "chart.gif"])
+def test_an_unwritable_chart_is_a_one_line_error_before_any_work(tmp_path, target):
+    path = ROOT / "scenarios" / "chat-dsv4.1-flash-h200-vs-b200.yaml"
+    result = piped("scenario", str(path), "--chart", str(tmp_path / target))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("plan: error: --chart:") and len(result.stderr.strip().splitlines()) == 1
+    result = piped("compare", "--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "8", "--chart",
+                   str(tmp_path / target))
+    assert result.returncode == 2 and result.stdout == ""
+
+
+# -- safe defaults --------------------------------------------------------------------------------
+def test_the_utilization_grid_keeps_a_margin_beside_the_budget():
+    spare = defaults.value("grids.spare_memory_bytes")
+    assert spare >= 150 * MiB  # at least vLLM's own redundancy buffer (gpu_worker.py)
+    request = PlanRequest(service=ServiceSpec(model="dsv4.1-flash", concurrency=64), limits=PoolLimits(chips=("h200",)))
+    result = plan(request)
+    chip = get_chip("h200")
+    for p in [result.best, *result.alternatives]:
+        k = winner_kernel(request, result.model_copy(update={"best": p}))
+        assert chip.memory_bytes - k.pre_snapshot_bytes() - k.budget() >= spare
+    # the user widens it by naming the utilization
+    wide = plan(request.model_copy(update={"service": request.service.model_copy(
+        update={"gpu_memory_utilization": (0.97,)})}))
+    assert wide.best.gpu_memory_utilization == 0.97
+
+
+# -- charts ---------------------------------------------------------------------------------------
+def _texts(svg: str) -> list[str]:
+    return re.findall(r"<!-- (.*?) -->", svg)
+
+
+def test_a_context_sweep_is_drawn_as_lines_with_token_labels_and_marked_infeasible_points(tmp_path):
+    out = tmp_path / "sweep.svg"
+    result = piped("compare", "--model", "llama-3.1-70b", "--chip", "h200", "--chip", "b200", "--concurrency", "32",
+                   "--context-length", "32768", "--context-length", "131072", "--max-gpus", "8", "--chart", str(out))
+    assert result.returncode == 1  # 128k does not fit in 8 GPUs
+    svg = out.read_text()
+    texts = _texts(svg)
+    assert "32k" in texts and "128k" in texts and "32768" not in " ".join(texts)
+    assert "infeasible" in texts and 'id="infeasible-h200"' in svg
+    assert any("llama-3.1-70b" in t and "context length" in t for t in texts)  # the title says what was compared
+    assert 'id="line-h200"' in svg and 'id="line-b200"' in svg
+    ticks = [t for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
+    assert ticks and all("." not in t for t in ticks)  # integer GPU ticks
+
+
+def test_categorical_sweeps_are_bars_with_cost(tmp_path):
+    out = tmp_path / "models.svg"
+    result = piped("compare", "--model", "qwen3-32b", "--model", "llama-3.1-8b", "--chip", "h200", "--concurrency",
+                   "32", "--context-length", "32768", "--chart", str(out))
+    assert result.returncode == 0, result.stderr
+    svg = out.read_text()
+    assert 'id="bars-h200-0"' in svg and 'id="bars-h200-1"' in svg and 'id="line-' not in svg
+    assert any(t.startswith("$/month") for t in _texts(svg))
