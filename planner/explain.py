@@ -37,6 +37,8 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
         return f"{name}: no instance shape is allowed ({why})."
     if not valid:
         return f"{name}: vLLM rejects every allowed shape, e.g. {table.verdicts[0].invalid}."
+    if not table.rows and table.latency_note:
+        return f"{name}: {table.latency_note}."
     if not table.rows:
         return _no_request(table, service, valid)
     return _too_few(table, service, limits)

@@ -96,6 +96,8 @@ class ChipTable:
     rows: list[Row] = field(default_factory=list)
     verdicts: list[ShapeVerdict] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # shape filters that removed values, in words
+    latency: dict = field(default_factory=dict)  # Row -> planner.latency.Cap, under latency targets
+    latency_note: str | None = None  # why the latency targets left no row
     evaluated: int = 0
 
     def dominant(self) -> list[Row]:
@@ -300,4 +302,8 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
     table = ChipTable(chip, per_node, excluded=notes)
     for shape in found:
         evaluate_shape(model, chip, service, shape, table)
+    if service.tpot_ms is not None or service.ttft_ms is not None or service.workload is not None:
+        from planner import latency  # the step model is priced only when a target asks for it
+
+        latency.cap_rows(table, model, service)
     return table

@@ -12,6 +12,24 @@ class Target(BaseModel):
     context_length: int = Field(description="max_model_len every request is sized at")
 
 
+class StepFigures(BaseModel):
+    """How fast one instance of the pool serves at the planned concurrency (the step model,
+    pricing/step; issue 14): the target spread over the replicas and data-parallel ranks."""
+
+    batch_per_rank: int = Field(description="requests each data-parallel rank decodes at once")
+    context_tokens: int = Field(description="the decoding requests' context (the workload's mean, or max_model_len)")
+    prompt_tokens: int = Field(description="the prompt the time to first token is priced for")
+    tpot_ms: float = Field(description="time per output token: one steady step")
+    ttft_ms: float = Field(description="time to first token: the prompt's chunked prefill beside the decodes")
+    output_tokens_per_second: float = Field(description="per instance")
+    output_tokens_per_second_per_gpu: float
+    pool_output_tokens_per_second: float
+    pool_requests_per_second: float | None = Field(None, description="with a workload (isl/osl)")
+    step_bound: str = Field(description="what sets the step: memory, compute, communication, overhead or prefill")
+    binds: str = Field(description="what sets the instance's concurrency: memory, tpot, ttft or requests per second")
+    parts_ms: dict[str, float] = Field(default_factory=dict, description="the steady step by part; sums to tpot_ms")
+
+
 class PoolPlan(BaseModel):
     """One pool: `replicas` identical vLLM instances of `gpus_per_replica` GPUs on one chip."""
 
@@ -38,6 +56,7 @@ class PoolPlan(BaseModel):
     price_estimate: bool = Field(False, description="the price is the catalogue's estimate, not a quote")
     price_as_of: str = Field("", description="the date of the catalogue price")
     vllm_serve: str = Field(description="the command that starts one instance")
+    step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
 
 
 def price_footnotes(pools) -> list[str]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from planner import defaults
+from planner import defaults, latency
 from planner.binds import binding, default_max_num_seqs
 from planner.explain import explain
 from planner.oracle import ChipTable, Row, candidate_table, context_length, deployment, priced_chip, replica_cap, verify
@@ -66,7 +66,7 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -
     for chip_order, table in enumerate(tables):
         price = table.chip.price_per_gpu_hour
         for row in table.dominant():
-            rmin = -(-need // row.concurrency)
+            rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
             cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
             if cap is not None and cap < rmin:
                 continue
@@ -290,6 +290,8 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
     held = row.concurrency * replicas
     binds = binding(table, row, replicas, service.required, kernel,
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
+    step = latency.figures(model, table, service, row, replicas)
+    binds = latency.binding(table, row, service, step) or binds
     return PoolPlan(
         model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
         tensor_parallel_size=row.shape.tp, data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
@@ -299,7 +301,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
         binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
-        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization))
+        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization), step=step)
 
 
 def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:

@@ -14,8 +14,8 @@ in TEAM.md.
     python scripts/golden_vllm.py --list           # the case table
 
 The oracle's venv is $VLLM_ORACLE_VENV (default ~/.cache/vllm-oracle-venv); install it with
-`bash ../shared/tools/vllm-oracle/setup.sh`. The parent needs only python3 and PyYAML; the child
-(`--worker`) runs in the oracle venv.
+`bash ../shared/tools/vllm-oracle/setup.sh`. The driver needs only python3 (standard library); the
+child (`--worker`) runs in the oracle venv, all cases in one process.
 
 Layer lists are written here from each config (names as vLLM's model classes prefix them, kv heads
 per rank max(1, total // tp)); the worker checks them against the config as transformers/vLLM parse
@@ -142,6 +142,8 @@ CASES = [
     # ---------------- sliding window (+ sinks) ----------------------------------------------
     case("gpt-oss-120b_h100_tp1_bf16", "group order: the sliding-window group comes first (layer 0 is sliding); "
          "sinks; SW admission window-1 + 2x8192", "gpt-oss-120b", "h100", "sm90", 8.0, dep()),
+    case("gpt-oss-120b_h200_tp1_mnbt32768", "32,768 batched tokens: each SW layer reserves window-1 + 2x32768 tokens",
+         "gpt-oss-120b", "h200", "sm90", 62.0, dep(tokens=32768)),
     case("gpt-oss-120b_b200_tp2_bf16", "sliding window + sinks on SM100 (FlashInfer), tp 2", "gpt-oss-120b", "b200",
          "sm100", 125.0, dep(tp=2)),
     case("gpt-oss-20b_a100_tp1_bf16", "sinks on SM80 (Triton backend)", "gpt-oss-20b", "a100-80gb", "sm80", 53.0,
@@ -177,6 +179,9 @@ CASES = [
          "dsv3.2", "rtx-pro-6000", "sm120", 10.0, dep(tp=8, max_model_len=163840)),
     case("glm-5_b200_tp8_fp8", "DSA on SM100, FP8 (FlashInfer-MLA-sparse: plain fp8 rows)", "glm-5", "b200", "sm100",
          60.0, dep(tp=8, max_model_len=202752, kv="fp8")),
+    case("glm-5_h200_tp8_fp8_mtp1", "DSA + MTP: the draft layer (78) keeps its own indexer (vLLM: MTP layers always "
+         "build one) beside its fp8_ds_mla latent cache", "glm-5", "h200", "sm90", 30.0,
+         dep(tp=8, max_model_len=202752, kv="fp8", num_speculative_tokens=1, speculative_method="mtp")),
     # ---------------- recurrent hybrids ------------------------------------------------------
     case("qwen3-next-80b-a3b_h100_tp2_align", "GDN hybrid, align mode (prefix caching on): 2 state blocks per "
          "request; attention block raised so a page holds one state", "qwen3-next-80b-a3b", "h100", "sm90", 40.0,
@@ -273,10 +278,11 @@ CASES = [
 
 def card_config_file(model: str) -> Path:
     """The published config.json of a card: its hf_id 'org/name' -> ../shared/models/org--name.json."""
-    import yaml
+    import re
 
-    card = yaml.safe_load((ROOT / "pricing" / "cards" / f"{model}.yaml").read_text())
-    path = MODELS / (card["hf_id"].replace("/", "--") + ".json")
+    card = (ROOT / "pricing" / "cards" / f"{model}.yaml").read_text()
+    hf_id = re.search(r"^hf_id:\s*(\S+)\s*$", card, re.M).group(1)  # stdlib only: any python3 runs the driver
+    path = MODELS / (hf_id.replace("/", "--") + ".json")
     if not path.is_file():
         raise SystemExit(f"{model}: published config {path} is missing")
     return path
@@ -598,6 +604,12 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
         if "kda_layers" in chk:
             assert [i for i in range(hf.num_hidden_layers) if hf.is_kda_layer(i)] == chk["kda_layers"]
         assert vc.model_config.architecture == inp["architecture"], vc.model_config.architecture
+        # every attention entry against vLLM's own reading of the config (ModelConfig: kv heads per rank, head size)
+        want = (vc.model_config.get_num_kv_heads(vc.parallel_config), vc.model_config.get_head_size())
+        for e in inp["layers"]:
+            if e["kind"] != "mamba" and e.get("cache_role") != "indexer":
+                assert (e["num_kv_heads"], e["head_size"]) == want, (e["names"][0], e["num_kv_heads"],
+                                                                     e["head_size"], want)
         main_backend = oracle._backend_cls(inp["attention_backend"])
         entries = oracle._expand_layers(inp["layers"])
         per_layer = {}

@@ -87,10 +87,14 @@ def _gib(n: int) -> str:
 @click.option("--tokens", type=int, default=4096, show_default=True, help="length of the request to price")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes (provenance included)")
 @click.option("--provenance", "show_provenance", is_flag=True, help="also print every registry value used")
+@click.option("--batch", type=int, help="requests each rank decodes at once, for the step time (default: all it holds)")
+@click.option("--isl", type=int, help="mean input tokens (with --osl: price the step for that workload)")
+@click.option("--osl", type=int, help="mean output tokens (with --isl)")
 @vllm_version_option()
 @vllm_flags
 @click.pass_context
-def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, **flags):
+def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, batch, isl,
+           osl, **flags):
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
     and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
     vLLM's own error, when vLLM would not start it."""
@@ -105,12 +109,50 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
     kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
     report = memory_report(kernel, tokens)
+    speed = step_speed(kernel, tokens, batch, isl, osl) if report.starts else None
     if as_json:
-        click.echo(json.dumps(report.model_dump(), indent=2, default=str))
+        out = report.model_dump()
+        out["step"] = speed
+        click.echo(json.dumps(out, indent=2, default=str))
     else:
         render_memory(report, kernel, provenance=show_provenance)
+        if speed:
+            click.echo(f"speed (step model): {speed['tpot_ms']:,.1f} ms per output token at {speed['batch_per_rank']} "
+                       f"requests per rank ({speed['context_tokens']:,} tokens of context), first token of a "
+                       f"{speed['prompt_tokens']:,}-token prompt in {speed['ttft_ms']:,.1f} ms; "
+                       f"{speed['output_tokens_per_second']:,.0f} output tokens/s per instance, "
+                       f"{speed['output_tokens_per_second_per_gpu']:,.0f} per GPU; the step is "
+                       f"{speed['step_bound']}-bound")
     if not report.starts:
         ctx.exit(1)
+
+
+def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int | None) -> dict | None:
+    """The step model's figures for this deployment (None when the chip has no peak rates):
+    `batch` requests per rank (default: what one rank holds) at `tokens` of context, or at the
+    workload's mean context with --isl/--osl."""
+    from pricing.errors import InputError
+    from pricing.step import StepModel, has_rates
+    from pricing.step.serving import Workload, serving
+
+    if (isl is None) != (osl is None):
+        missing, given = ("--isl", "--osl") if isl is None else ("--osl", "--isl")
+        raise InputError(missing, f"is required with {given}", "give both the mean input and output tokens")
+    if batch is not None and batch < 1:
+        raise InputError("--batch", f"must be at least 1, got {batch}", "give requests per rank")
+    if not has_rates(kernel.chip):
+        return None
+    b = batch or max(1, min(kernel.engine.max_num_seqs, kernel.requests_held() or 1))
+    wl = Workload(isl, osl) if isl else None
+    context = max(1, tokens)
+    s = serving(StepModel(kernel), b, context, wl)
+    return {"batch_per_rank": b, "context_tokens": wl.mean_context if wl else context,
+            "prompt_tokens": wl.isl if wl else context, "tpot_ms": round(s.tpot_seconds * 1000, 3),
+            "ttft_ms": round(s.ttft_seconds * 1000, 1),
+            "output_tokens_per_second": round(s.output_tokens_per_second, 1),
+            "output_tokens_per_second_per_gpu": round(s.output_tokens_per_second_per_gpu, 1),
+            "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None,
+            "step_bound": s.bound, "parts_ms": {k: round(v * 1000, 3) for k, v in s.step.parts.items()}}
 
 
 def console_for_output(width: int = 140) -> Console:
@@ -209,7 +251,7 @@ def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
     """The weights' served format and the checkpoint's own bytes beside the graph's (issue 10)."""
     quant = kernel.model.quantization
     if quant != "none":
-        console.print(f"served as         {quant} (rules: provenance quantization.scheme.*)")
+        console.print(f"served as         {quant}, each tensor as vLLM 0.33's {quant} loader allocates it")
     c = r.checkpoint
     if c is None:
         return
