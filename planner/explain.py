@@ -37,6 +37,8 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
         return f"{name}: no instance shape is allowed ({why})."
     if not valid:
         return f"{name}: vLLM rejects every allowed shape, e.g. {table.verdicts[0].invalid}."
+    if not table.rows and table.latency_note:
+        return f"{name}: {table.latency_note}."
     if not table.rows:
         return _no_request(table, service, valid)
     return _too_few(table, service, limits)
@@ -76,7 +78,7 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
                        num_speculative_tokens=service.num_speculative_tokens,
                        speculative_method=service.speculative_method)
         try:
-            return Kernel.of(model, d, table.chip, release=service.vllm_version).requests_held() > 0
+            return Kernel.of(model, d, table.chip, release=service.vllm_version).requests_held(service.kv_margin) > 0
         except InputError:
             return False
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 from pydantic import BaseModel, Field
 
-from planner import defaults, search
+from planner import defaults, latency, search
 from planner.binds import binding, default_max_num_seqs
 from planner.oracle import ChipTable, candidate_table, context_length, deployment, priced_chip, verify
 from planner.request import PoolLimits, ServiceSpec
@@ -144,6 +144,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
         kernel = verify(model, table.chip, p.spec, row)
         binds = binding(table, row, replicas, p.spec.required, kernel,
                         default_max_num_seqs(model, table.chip, length))
+        step = latency.figures(model, table, p.spec, row, replicas)
+        binds = latency.binding(table, row, p.spec, step) or binds
         out.append(ServicePlan(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, data_parallel_size=row.shape.dp,
@@ -155,7 +157,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             cost_per_hour=round(option.price * row.gpus * replicas, 4),
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of,
-            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization)))
+            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization), step=step))
     return out
 
 

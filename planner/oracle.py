@@ -96,6 +96,8 @@ class ChipTable:
     rows: list[Row] = field(default_factory=list)
     verdicts: list[ShapeVerdict] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # shape filters that removed values, in words
+    latency: dict = field(default_factory=dict)  # Row -> planner.latency.Cap, under latency targets
+    latency_note: str | None = None  # why the latency targets left no row
     evaluated: int = 0
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
 
@@ -242,6 +244,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     if not utils:
         verdict.refusal = startup.failed_check(probe)
         return
+    margin = service.kv_margin
     for mbt in sorted(budgets):
         top = 0
         for util in utils:
@@ -249,7 +252,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
                                                    max_num_batched_tokens=mbt), chip,
                                release=service.vllm_version)
             table.evaluated += 1
-            held = kernel.requests_held()
+            held = kernel.requests_held(margin)
             if mbt == min(budgets) and util == utils[0]:
                 _record(verdict, kernel, held)
             if held < top or held == 0:
@@ -268,7 +271,7 @@ def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Ker
     """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
     kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip,
                        release=service.vllm_version)
-    held = kernel.requests_held()
+    held = kernel.requests_held(service.kv_margin)
     if held != row.held_per_rank:
         raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")
     return kernel
@@ -323,5 +326,18 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
         model, table, found = start_table(service, chip, limits)
         for shape in found:
             evaluate_shape(model, chip, service, shape, table)
+        apply_latency(table, model, service)
         _TABLES[key] = table
+    return table
+
+
+def has_latency_target(service: ServiceSpec) -> bool:
+    return service.tpot_ms is not None or service.ttft_ms is not None or service.workload is not None
+
+
+def apply_latency(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
+    if has_latency_target(service):
+        from planner import latency  # the step model is priced only when a target asks for it
+
+        latency.cap_rows(table, model, service)
     return table

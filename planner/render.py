@@ -49,6 +49,9 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     console.print(f"context length {result.target.context_length:,} tokens (max_model_len); cost is GPUs × "
                   f"$/GPU-hour, {result.hours_per_month} hours a month; ties go to fewer GPUs, then more headroom, "
                   "then the larger token budget")
+    if result.margin is not None:
+        console.print(f"margin: {result.margin.fraction:.1%} of each rank's predicted KV pool is not counted on "
+                      f"({result.margin.source}; --margin sets it)", soft_wrap=True)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, solver "
                   f"{result.search.solver_status}"
                   + (" (optimum proven)" if result.search.solver_status == "OPTIMAL" else " (optimum not proven)"))
@@ -56,6 +59,8 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
                   f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")
     console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
+    for line in speed_lines(best):
+        console.print(line, soft_wrap=True, markup=False)
     console.print()
     render_memory(memory_report(kernel, result.target.context_length), kernel, console)
     if provenance:
@@ -86,3 +91,20 @@ def render_infeasible(result: PlanResult, console: Console) -> None:
     for line in result.explanations:
         console.print(f"- {line}", soft_wrap=True)
     render_notes(result.notes, console)
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms:,.1f} ms" if ms < 10_000 else f"{ms / 1000:,.0f} s"
+
+
+def speed_lines(p: PoolPlan) -> list[str]:
+    """How fast the pool serves (the step model, pricing/step): at its planned concurrency."""
+    s = p.step
+    if s is None:
+        return [f"speed: unknown ({p.chip} has no peak rates in pricing/registry/chip_rates.yaml)"]
+    rate = f", {s.pool_requests_per_second:,.2f} requests/s" if s.pool_requests_per_second else ""
+    return [f"speed (step model): {s.tpot_ms:,.1f} ms per output token at {s.batch_per_rank} requests per rank "
+            f"({s.context_tokens:,} tokens of context), first token of a {s.prompt_tokens:,}-token prompt in "
+            f"{_seconds(s.ttft_ms)}; {s.output_tokens_per_second:,.0f} output tokens/s per instance, "
+            f"{s.output_tokens_per_second_per_gpu:,.0f} per GPU, {s.pool_output_tokens_per_second:,.0f} for the "
+            f"pool{rate}; the step is {s.step_bound}-bound"]

@@ -11,6 +11,16 @@ MAX_CONCURRENCY = defaults.value("limits.max_concurrency")  # the solver's integ
 MAX_GPUS = defaults.value("limits.max_gpus")
 
 
+class WorkloadSpec(BaseModel):
+    """The requests a service sees: mean input and output tokens, and the rate they arrive at."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    isl: int = Field(ge=1, description="mean input (prompt) tokens of a request")
+    osl: int = Field(ge=1, description="mean output tokens of a request")
+    requests_per_second: float | None = Field(None, gt=0, description="requests the pool must serve each second")
+
+
 class ServiceSpec(BaseModel):
     """One model to serve at a concurrency and context length, and the vLLM settings searched."""
 
@@ -30,6 +40,20 @@ class ServiceSpec(BaseModel):
     gpu_memory_utilization: tuple[float, ...] | None = None
     max_num_batched_tokens: tuple[int, ...] | None = None
     vllm_version: str = Field("0.33", description="the vLLM release whose rules and defaults apply")
+    margin: float | None = Field(None, ge=0, lt=100, description="percent of the predicted KV pool held back for "
+                                 "the fixed-memory laws' error; None: the registry's, from the calibration")
+    tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get")
+    ttft_ms: float | None = Field(None, gt=0, description="time to first token of a prompt (the workload's isl)")
+    workload: WorkloadSpec | None = None
+
+    @property
+    def kv_margin(self) -> float:
+        """The margin as a fraction: the one given, or the registry's cost_model_memory.kv_pool_margin."""
+        if self.margin is not None:
+            return self.margin / 100
+        from pricing.registry import load
+
+        return float(load().value("cost_model_memory.kv_pool_margin"))
 
     @field_validator("vllm_version")
     @classmethod

@@ -12,6 +12,24 @@ class Target(BaseModel):
     context_length: int = Field(description="max_model_len every request is sized at")
 
 
+class StepFigures(BaseModel):
+    """How fast one instance of the pool serves at the planned concurrency (the step model,
+    pricing/step; issue 14): the target spread over the replicas and data-parallel ranks."""
+
+    batch_per_rank: int = Field(description="requests each data-parallel rank decodes at once")
+    context_tokens: int = Field(description="the decoding requests' context (the workload's mean, or max_model_len)")
+    prompt_tokens: int = Field(description="the prompt the time to first token is priced for")
+    tpot_ms: float = Field(description="time per output token: one steady step")
+    ttft_ms: float = Field(description="time to first token: the prompt's chunked prefill beside the decodes")
+    output_tokens_per_second: float = Field(description="per instance")
+    output_tokens_per_second_per_gpu: float
+    pool_output_tokens_per_second: float
+    pool_requests_per_second: float | None = Field(None, description="with a workload (isl/osl)")
+    step_bound: str = Field(description="what sets the step: memory, compute, communication, overhead or prefill")
+    binds: str = Field(description="what sets the instance's concurrency: memory, tpot, ttft or requests per second")
+    parts_ms: dict[str, float] = Field(default_factory=dict, description="the steady step by part; sums to tpot_ms")
+
+
 class PoolPlan(BaseModel):
     """One pool: `replicas` identical vLLM instances of `gpus_per_replica` GPUs on one chip."""
 
@@ -38,6 +56,7 @@ class PoolPlan(BaseModel):
     price_estimate: bool = Field(False, description="the price is the catalogue's estimate, not a quote")
     price_as_of: str = Field("", description="the date of the catalogue price")
     vllm_serve: str = Field(description="the command that starts one instance")
+    step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
 
 
 def price_footnotes(pools) -> list[str]:
@@ -62,6 +81,13 @@ class SearchInfo(BaseModel):
                                                "pools reported (planner/search.py tables_for)")
 
 
+class Margin(BaseModel):
+    """The share of each rank's predicted KV pool the plan does not count on (`--margin`)."""
+
+    fraction: float = Field(description="0.012 holds back 1.2 % of every rank's predicted KV pool")
+    source: str = Field(description="where the figure comes from: the calibration's residuals, or --margin")
+
+
 class PlanResult(BaseModel):
     feasible: bool
     target: Target
@@ -75,6 +101,7 @@ class PlanResult(BaseModel):
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
     provenance: list[dict] = Field(default_factory=list,
                                    description="every registry and planner default the best plan used")
+    margin: Margin | None = None
 
     # for the rendering only
     required: int = Field(0, exclude=True, description="concurrency with the headroom the user asked for")

@@ -23,13 +23,13 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from planner.request import MAX_CONCURRENCY, MAX_GPUS, PoolLimits, ServiceSpec
+from planner.request import MAX_CONCURRENCY, MAX_GPUS, PoolLimits, ServiceSpec, WorkloadSpec
 from pricing import yaml_fast
 from pricing.errors import InputError, suggest
 
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
                   "num_speculative_tokens", "speculative_method", "tp", "dp", "dcp", "gpu_memory_utilization",
-                  "max_num_batched_tokens", "max_gpus")
+                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload")
 
 
 class Speculative(BaseModel):
@@ -62,6 +62,9 @@ class Service(BaseModel):
     gpu_memory_utilization: list[float] | None = None
     max_num_batched_tokens: list[int] | None = None
     max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
+    tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get, in ms")
+    ttft_ms: float | None = Field(None, gt=0, description="time to first token of the workload's prompt, in ms")
+    workload: WorkloadSpec | None = Field(None, description="isl, osl and requests_per_second of the requests")
 
     @field_validator("kv_cache_dtype", "chips", mode="before")
     @classmethod
@@ -139,7 +142,8 @@ class Scenario(BaseModel):
                            dcp=tuple(s.dcp) if s.dcp else None,
                            gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
                            max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens
-                           else None, **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
+                           else None, tpot_ms=s.tpot_ms, ttft_ms=s.ttft_ms, workload=s.workload,
+                           **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
 
     def limits(self, service: Service) -> PoolLimits:
         chips = tuple(self.chips_of(service))

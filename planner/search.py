@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from planner import defaults
+from planner import defaults, latency
 from planner.binds import binding, default_max_num_seqs
 from planner.explain import explain
 from planner.oracle import (
@@ -41,13 +41,14 @@ from planner.oracle import (
     context_length,
     deployment,
     evaluate_shape,
+    has_latency_target,
     priced_chip,
     replica_cap,
     start_table,
     verify,
 )
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.result import PlanResult, PoolPlan, SearchInfo, Target
+from planner.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
 from planner.serve import serve_command
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
@@ -77,7 +78,7 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -
     for chip_order, table in enumerate(tables):
         price = table.chip.price_per_gpu_hour
         for row in table.dominant():
-            rmin = -(-need // row.concurrency)
+            rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
             cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
             if cap is not None and cap < rmin:
                 continue
@@ -252,7 +253,8 @@ def search(request: PlanRequest) -> Search:
     start = time.perf_counter()
     service, limits = request.service, request.limits
     wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
-    tables = tables_for(service, limits, keep=wanted)
+    # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
+    tables = tables_for(service, limits, keep=None if has_latency_target(service) else wanted)
     opts = options(tables, service, limits)
     evaluated = sum(t.evaluated for t in tables)
     if not opts:
@@ -289,6 +291,7 @@ def plan(request: PlanRequest) -> PlanResult:
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
                           seconds=round(found.seconds, 3), shapes_skipped=sum(t.skipped for t in found.tables)),
+        margin=margin_of(service),
         model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
         headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),
         explanations=explanations, notes=notes, provenance=provenance)
@@ -310,6 +313,16 @@ def _provenance(model, service: ServiceSpec, table: ChipTable, row: Row) -> list
     return rows
 
 
+def margin_of(service: ServiceSpec) -> Margin:
+    """The KV margin a plan keeps, and where it comes from."""
+    from pricing.registry import load
+
+    if service.margin is not None:
+        return Margin(fraction=service.margin / 100, source="--margin")
+    entry = load()["cost_model_memory.kv_pool_margin"]
+    return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
+
+
 def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int) -> PoolPlan:
     row = option.row
     kernel = verify(model, table.chip, service, row)
@@ -318,6 +331,8 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
     held = row.concurrency * replicas
     binds = binding(table, row, replicas, service.required, kernel,
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
+    step = latency.figures(model, table, service, row, replicas)
+    binds = latency.binding(table, row, service, step) or binds
     return PoolPlan(
         model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
         tensor_parallel_size=row.shape.tp, data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
@@ -327,7 +342,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
         binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
-        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization))
+        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization), step=step)
 
 
 def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:

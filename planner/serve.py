@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from planner import defaults
+from pricing.config.quantization import vllm_flag
 from pricing.kernel import Deployment
 
 
@@ -28,7 +28,7 @@ def serve_command(hf_id: str, d: Deployment, gpus_per_node: int, quantization: s
              "--max-model-len", str(d.max_model_len)]
     if d.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", d.kv_cache_dtype]
-    method = defaults.value("serve.quantization_flag").get(quantization or "")
+    method = vllm_flag(quantization)  # registry/quantization.yaml: the one list of methods
     if method:
         args += ["--quantization", method]
     if d.num_speculative_tokens:

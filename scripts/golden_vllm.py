@@ -14,8 +14,8 @@ in TEAM.md.
     python scripts/golden_vllm.py --list           # the case table
 
 The oracle's venv is $VLLM_ORACLE_VENV (default ~/.cache/vllm-oracle-venv); install it with
-`bash ../shared/tools/vllm-oracle/setup.sh`. The parent needs only python3 and PyYAML; the child
-(`--worker`) runs in the oracle venv.
+`bash ../shared/tools/vllm-oracle/setup.sh`. The driver needs only python3 (standard library); the
+child (`--worker`) runs in the oracle venv, all cases in one process.
 
 Layer lists are written here from each config (names as vLLM's model classes prefix them, kv heads
 per rank max(1, total // tp)); the worker checks them against the config as transformers/vLLM parse
@@ -133,6 +133,8 @@ CASES = [
          dep(max_model_len=40960, kv="fp8")),
     case("qwen3-235b-a22b_h200_tp8_bf16", "MoE, 4 KV heads at tp 8 -> 1 per rank", "qwen3-235b-a22b", "h200", "sm90",
          64.0, dep(tp=8, max_model_len=40960)),
+    case("qwen3-235b-a22b_h200_tp8_dcp2", "decode context parallel 2 on GQA (4 KV heads at tp 8: dcp <= tp / H = 2)",
+         "qwen3-235b-a22b", "h200", "sm90", 64.0, dep(tp=8, max_model_len=40960, decode_context_parallel_size=2)),
     case("qwen3-235b-a22b-fp8_h200_tp4_fp8", "FP8 checkpoint with FP8 cache, tp 4", "qwen3-235b-a22b-fp8", "h200",
          "sm90", 65.0, dep(tp=4, max_model_len=40960, kv="fp8")),
     case("mixtral-8x7b_a100_tp2_bf16", "MoE on SM80, tp 2, 32k", "mixtral-8x7b", "a100-80gb", "sm80", 23.0,
@@ -140,6 +142,8 @@ CASES = [
     # ---------------- sliding window (+ sinks) ----------------------------------------------
     case("gpt-oss-120b_h100_tp1_bf16", "group order: the sliding-window group comes first (layer 0 is sliding); "
          "sinks; SW admission window-1 + 2x8192", "gpt-oss-120b", "h100", "sm90", 8.0, dep()),
+    case("gpt-oss-120b_h200_tp1_mnbt32768", "32,768 batched tokens: each SW layer reserves window-1 + 2x32768 tokens",
+         "gpt-oss-120b", "h200", "sm90", 62.0, dep(tokens=32768)),
     case("gpt-oss-120b_b200_tp2_bf16", "sliding window + sinks on SM100 (FlashInfer), tp 2", "gpt-oss-120b", "b200",
          "sm100", 125.0, dep(tp=2)),
     case("gpt-oss-20b_a100_tp1_bf16", "sinks on SM80 (Triton backend)", "gpt-oss-20b", "a100-80gb", "sm80", 53.0,
@@ -157,6 +161,8 @@ CASES = [
          40.0, dep(tp=8, max_model_len=163840)),
     case("dsr1_b200_tp8_fp8", "MLA on SM100 (FlashInfer-MLA), FP8 cache", "dsr1", "b200", "sm100", 85.0,
          dep(tp=8, max_model_len=163840, kv="fp8")),
+    case("dsr1_a100_tp16_bf16", "MLA on SM80 (Triton-MLA), bf16 cache, tp 16 over two nodes", "dsr1", "a100-80gb",
+         "sm80", 25.0, dep(tp=16, max_model_len=163840)),
     case("dsr1_h200_tp8_fp8_mtp1", "MTP speculative decoding: one draft MLA layer (layer 61) in the same group",
          "dsr1", "h200", "sm90", 40.0,
          dep(tp=8, max_model_len=163840, kv="fp8", num_speculative_tokens=1, speculative_method="mtp")),
@@ -173,6 +179,9 @@ CASES = [
          "dsv3.2", "rtx-pro-6000", "sm120", 10.0, dep(tp=8, max_model_len=163840)),
     case("glm-5_b200_tp8_fp8", "DSA on SM100, FP8 (FlashInfer-MLA-sparse: plain fp8 rows)", "glm-5", "b200", "sm100",
          60.0, dep(tp=8, max_model_len=202752, kv="fp8")),
+    case("glm-5_h200_tp8_fp8_mtp1", "DSA + MTP: the draft layer (78) keeps its own indexer (vLLM: MTP layers always "
+         "build one) beside its fp8_ds_mla latent cache", "glm-5", "h200", "sm90", 30.0,
+         dep(tp=8, max_model_len=202752, kv="fp8", num_speculative_tokens=1, speculative_method="mtp")),
     # ---------------- recurrent hybrids ------------------------------------------------------
     case("qwen3-next-80b-a3b_h100_tp2_align", "GDN hybrid, align mode (prefix caching on): 2 state blocks per "
          "request; attention block raised so a page holds one state", "qwen3-next-80b-a3b", "h100", "sm90", 40.0,
@@ -193,6 +202,9 @@ CASES = [
          dep(max_model_len=262144)),
     case("qwen3.5-35b-a3b_h200_tp1_align", "Qwen3.5 (text_config, layer_types list) GDN hybrid, align",
          "qwen3.5-35b-a3b", "h200", "sm90", 60.0, dep(max_model_len=262144)),
+    case("qwen3.5-35b-a3b_h200_tp1_align_mtp3", "align mode with 3 MTP tokens: 2 + 3 state blocks per request",
+         "qwen3.5-35b-a3b", "h200", "sm90", 60.0,
+         dep(max_model_len=262144, num_speculative_tokens=3, speculative_method="mtp")),
     case("qwen3.5-397b-a17b_h200_tp8_none_mtp1", "Qwen3.5-397B, tp 8, mode none, 1 MTP token",
          "qwen3.5-397b-a17b", "h200", "sm90", 30.0,
          dep(tp=8, max_model_len=262144, enable_prefix_caching=False, num_speculative_tokens=1,
@@ -204,6 +216,10 @@ CASES = [
     case("nemotron-3-nano-30b-a3b_b200_tp2_align_block64", "Mamba-2 hybrid on SM100 with --block-size 64 (user block "
          "kept? vLLM's hybrid alignment decides)", "nemotron-3-nano-30b-a3b", "b200", "sm100", 140.0,
          dep(tp=2, max_model_len=262144, block_size=64)),
+    case("nemotron-3-nano-30b-a3b_h100_tp1_noprefix_align", "--mamba-cache-mode align given explicitly with prefix "
+         "caching off: vLLM 0.33 resolves it to none (and accepts only none|align, not all)",
+         "nemotron-3-nano-30b-a3b", "h100", "sm90", 8.0,
+         dep(max_model_len=262144, enable_prefix_caching=False, mamba_cache_mode="align")),
     case("nemotron-h-56b_h100_tp4_align", "Nemotron-H: attention block raised so one page holds a Mamba-2 state "
          "(FA3 kernel blocks)", "nemotron-h-56b", "h100", "sm90", 40.0, dep(tp=4, max_model_len=8192)),
     case("nemotron-h-56b_b200_tp2_align", "Nemotron-H on SM100: FlashInfer kernel block sizes decide the hybrid block",
@@ -219,6 +235,8 @@ CASES = [
     case("dsv4-flash_h200_tp2_1m", "V4-Flash at 1M on H200: compressor-state caches are sliding-window specs with "
          "4/8-token blocks (thousands of blocks per request at admission)", "dsv4-flash", "h200", "sm90", 60.0,
          dep(tp=2, max_model_len=1048576), script="dsv4"),
+    case("dsv4-flash_h200_tp1_1m", "the issue's comparison: V4-Flash at 1M on one H200, 40 GiB of KV pool (the "
+         "oracle's example e)", "dsv4-flash", "h200", "sm90", 40.0, dep(max_model_len=1048576), script="dsv4"),
     case("dsv4-flash_h200_tp2_1m_mnbt2048", "V4-Flash at 1M with 2048 batched tokens: state windows shrink",
          "dsv4-flash", "h200", "sm90", 60.0, dep(tp=2, max_model_len=1048576, tokens=2048), script="dsv4"),
     case("dsv4-flash_b200_tp1_128k_fp8", "V4-Flash on SM100, --kv-cache-dtype fp8, 128k", "dsv4-flash", "b200",
@@ -260,10 +278,11 @@ CASES = [
 
 def card_config_file(model: str) -> Path:
     """The published config.json of a card: its hf_id 'org/name' -> ../shared/models/org--name.json."""
-    import yaml
+    import re
 
-    card = yaml.safe_load((ROOT / "pricing" / "cards" / f"{model}.yaml").read_text())
-    path = MODELS / (card["hf_id"].replace("/", "--") + ".json")
+    card = (ROOT / "pricing" / "cards" / f"{model}.yaml").read_text()
+    hf_id = re.search(r"^hf_id:\s*(\S+)\s*$", card, re.M).group(1)  # stdlib only: any python3 runs the driver
+    path = MODELS / (hf_id.replace("/", "--") + ".json")
     if not path.is_file():
         raise SystemExit(f"{model}: published config {path} is missing")
     return path
@@ -444,7 +463,8 @@ def build_input(c: dict) -> dict:
         latent = t["kv_lora_rank"] + t["qk_rope_head_dim"]
         layers.append({"names": _names("model.layers.{i}.self_attn", kda), "name": "{i}", "kind": "mamba",
                        "shapes": "from_model", "dtypes": "from_model", "mamba_type": "GDN_ATTN"})
-        e = _attn_entry(_names("model.layers.{i}.self_attn.attn", fa), "mla", 1, latent, kv, dtype, max_tp_shards=1)
+        # Kimi's MultiHeadLatentAttention (vllm/models/kimi_k3/nvidia/mla.py) is itself the cache layer
+        e = _attn_entry(_names("model.layers.{i}.self_attn", fa), "mla", 1, latent, kv, dtype, max_tp_shards=1)
         if kv != "auto":
             e["dtype"] = "uint8"
         layers.append(e)
@@ -584,6 +604,12 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
         if "kda_layers" in chk:
             assert [i for i in range(hf.num_hidden_layers) if hf.is_kda_layer(i)] == chk["kda_layers"]
         assert vc.model_config.architecture == inp["architecture"], vc.model_config.architecture
+        # every attention entry against vLLM's own reading of the config (ModelConfig: kv heads per rank, head size)
+        want = (vc.model_config.get_num_kv_heads(vc.parallel_config), vc.model_config.get_head_size())
+        for e in inp["layers"]:
+            if e["kind"] != "mamba" and e.get("cache_role") != "indexer":
+                assert (e["num_kv_heads"], e["head_size"]) == want, (e["names"][0], e["num_kv_heads"],
+                                                                     e["head_size"], want)
         main_backend = oracle._backend_cls(inp["attention_backend"])
         entries = oracle._expand_layers(inp["layers"])
         per_layer = {}

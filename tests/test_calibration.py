@@ -160,3 +160,14 @@ def test_registry_overlay_that_is_not_yaml_is_one_line(tmp_path, capsys):
     bad.write_text("cost_model_memory: [unclosed\n")
     assert main(["memory", "--registry", str(bad), "--model", "llama-3.1-8b", "--chip", "h100"]) == 2
     assert "--registry" in capsys.readouterr().err
+
+
+def test_a_margin_never_holds_more():
+    from tests.helpers import kernel
+
+    k = kernel("llama-3.1-8b", "h100", max_model_len=32768)
+    held = [k.requests_held(m) for m in (0.0, 0.007, 0.05, 0.2, 0.9)]
+    assert held == sorted(held, reverse=True) and held[0] == k.requests_held() > held[-1]
+    # by hand: the blocks kept are floor(num_blocks × (1 − m)), less the null block, per request
+    assert k.requests_held(0.2) == min(k.engine.max_num_seqs, (int(k.num_blocks() * 0.8) - 1)
+                                       // k.blocks_per_request())

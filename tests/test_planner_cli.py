@@ -18,7 +18,7 @@ POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_si
              "enable_expert_parallel", "decode_context_parallel_size", "gpu_memory_utilization",
              "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency",
              "headroom_percent", "binds", "model", "cost_per_hour", "price_per_gpu_hour", "price_estimate",
-             "price_as_of", "vllm_serve"}
+             "price_as_of", "vllm_serve", "step"}
 
 
 def run(args, seed: str = "0") -> subprocess.CompletedProcess:
@@ -42,7 +42,8 @@ def test_json_shape(capsys):
     assert main([*HEADLINE, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"feasible", "target", "best", "alternatives", "search", "model", "hf_id", "origin",
-                        "explanations", "notes", "provenance"}
+                        "explanations", "notes", "provenance", "margin"}
+    assert out["margin"]["fraction"] == 0.007 and "kv_pool_margin" in out["margin"]["source"]
     assert out["feasible"] is True
     assert out["target"] == {"concurrency": 64, "context_length": 1048576}
     assert set(out["best"]) == POOL_KEYS
@@ -89,3 +90,20 @@ def test_price_and_limits_flags(capsys):
     assert main(args) == 0
     best = json.loads(capsys.readouterr().out)["best"]
     assert (best["chip"], best["gpus"], best["cost_per_hour"]) == ("b200", 20, 80.0)
+
+
+def test_margin_holds_back_part_of_the_pool(capsys):
+    """--margin 0 plans on the predicted pool; a margin never holds more, and the plan says it."""
+    flags = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "200", "--context-length", "32768",
+             "--tp", "1", "--json"]
+    assert main([*flags, "--margin", "0"]) == 0
+    bare = json.loads(capsys.readouterr().out)
+    assert main([*flags, "--margin", "20"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    assert kept["margin"] == {"fraction": 0.2, "source": "--margin"}
+    per_gpu_bare = bare["best"]["concurrency"] / bare["best"]["gpus"]
+    per_gpu_kept = kept["best"]["concurrency"] / kept["best"]["gpus"]
+    assert per_gpu_kept < per_gpu_bare and kept["best"]["gpus"] >= bare["best"]["gpus"]
+    assert main(flags[:-1]) == 0
+    assert "margin: 0.7% of each rank's predicted KV pool is not counted on" in capsys.readouterr().out
+    assert main([*flags, "--margin", "100"]) == 2

@@ -88,6 +88,11 @@ def calibrate(records, out_path, chip, model):
     if not values:
         raise InputError("RECORDS", "no record informs any law (none has logged components the laws use)",
                          "give start-up records with weights, activation, non-torch or graph figures")
+    from pricing.calibration.fit import margin_value
+    from pricing.registry import overlay_from
+
+    refit = predict_all([p.record for p in predictions if p.usable], overlay_from(overlay(values)))
+    values.append(margin_value(refit))
     tmp = Path(out_path + ".tmp")
     tmp.write_text("# written by plan calibrate; use with --registry\n"
                    + yaml.safe_dump(overlay(values), sort_keys=False, allow_unicode=True, width=1000))
@@ -101,5 +106,6 @@ def calibrate(records, out_path, chip, model):
 
     s = stats([e for _, e in kv_errors(predict_all([p.record for p in predictions if p.usable],
                                                    read_overlay(out_path)))])
+    del read_overlay
     click.echo(f"available KV memory with the overlay: {s.count} records, median |error| {s.median_abs:.2%}, "
                f"{s.within_3:.0%} within 3 %, mean {s.mean_signed:+.2%}")

@@ -13,6 +13,7 @@ from rich.table import Table
 from planner.commands.plan import vllm_version_option
 from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
+from pricing.config.quantization import methods_help
 from pricing.units import GiB, size
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,15 +82,19 @@ def _gib(n: int) -> str:
 @registry_option
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
-@click.option("--quantization", help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16")
+@click.option("--quantization", help=methods_help())
 @click.option("--memory-bytes", type=int, help="override the chip's memory as vLLM sees it")
 @click.option("--tokens", type=int, default=4096, show_default=True, help="length of the request to price")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes (provenance included)")
 @click.option("--provenance", "show_provenance", is_flag=True, help="also print every registry value used")
+@click.option("--batch", type=int, help="requests each rank decodes at once, for the step time (default: all it holds)")
+@click.option("--isl", type=int, help="mean input tokens (with --osl: price the step for that workload)")
+@click.option("--osl", type=int, help="mean output tokens (with --isl)")
 @vllm_version_option()
 @vllm_flags
 @click.pass_context
-def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, **flags):
+def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, batch, isl,
+           osl, **flags):
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
     and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
     vLLM's own error, when vLLM would not start it."""
@@ -104,12 +109,50 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
     kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
     report = memory_report(kernel, tokens)
+    speed = step_speed(kernel, tokens, batch, isl, osl) if report.starts else None
     if as_json:
-        click.echo(json.dumps(report.model_dump(), indent=2, default=str))
+        out = report.model_dump()
+        out["step"] = speed
+        click.echo(json.dumps(out, indent=2, default=str))
     else:
         render_memory(report, kernel, provenance=show_provenance)
+        if speed:
+            click.echo(f"speed (step model): {speed['tpot_ms']:,.1f} ms per output token at {speed['batch_per_rank']} "
+                       f"requests per rank ({speed['context_tokens']:,} tokens of context), first token of a "
+                       f"{speed['prompt_tokens']:,}-token prompt in {speed['ttft_ms']:,.1f} ms; "
+                       f"{speed['output_tokens_per_second']:,.0f} output tokens/s per instance, "
+                       f"{speed['output_tokens_per_second_per_gpu']:,.0f} per GPU; the step is "
+                       f"{speed['step_bound']}-bound")
     if not report.starts:
         ctx.exit(1)
+
+
+def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int | None) -> dict | None:
+    """The step model's figures for this deployment (None when the chip has no peak rates):
+    `batch` requests per rank (default: what one rank holds) at `tokens` of context, or at the
+    workload's mean context with --isl/--osl."""
+    from pricing.errors import InputError
+    from pricing.step import StepModel, has_rates
+    from pricing.step.serving import Workload, serving
+
+    if (isl is None) != (osl is None):
+        missing, given = ("--isl", "--osl") if isl is None else ("--osl", "--isl")
+        raise InputError(missing, f"is required with {given}", "give both the mean input and output tokens")
+    if batch is not None and batch < 1:
+        raise InputError("--batch", f"must be at least 1, got {batch}", "give requests per rank")
+    if not has_rates(kernel.chip):
+        return None
+    b = batch or max(1, min(kernel.engine.max_num_seqs, kernel.requests_held() or 1))
+    wl = Workload(isl, osl) if isl else None
+    context = max(1, tokens)
+    s = serving(StepModel(kernel), b, context, wl)
+    return {"batch_per_rank": b, "context_tokens": wl.mean_context if wl else context,
+            "prompt_tokens": wl.isl if wl else context, "tpot_ms": round(s.tpot_seconds * 1000, 3),
+            "ttft_ms": round(s.ttft_seconds * 1000, 1),
+            "output_tokens_per_second": round(s.output_tokens_per_second, 1),
+            "output_tokens_per_second_per_gpu": round(s.output_tokens_per_second_per_gpu, 1),
+            "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None,
+            "step_bound": s.bound, "parts_ms": {k: round(v * 1000, 3) for k, v in s.step.parts.items()}}
 
 
 def console_for_output(width: int = 140) -> Console:
@@ -155,6 +198,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     console.print(f"non-torch         {_gib(f.non_torch)}")
     console.print(f"fixed per rank    {_gib(f.total)}")
     console.print(f"before the budget {_gib(r.pre_snapshot)}")
+    render_checkpoint(r, kernel, console)
     console.print()
     console.print(f"a {r.sequence.tokens:,}-token request: {size(r.sequence.variable, 1)} of KV cache per rank")
     if r.sequence.fixed or r.sequence.admission:
@@ -203,6 +247,25 @@ def render_provenance(rows, console: Console) -> None:
     console.print(table)
 
 
+def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
+    """The weights' served format and the checkpoint's own bytes beside the graph's (issue 10)."""
+    quant = kernel.model.quantization
+    if quant != "none":
+        console.print(f"served as         {quant} (rules: provenance quantization.scheme.*)")
+    c = r.checkpoint
+    if c is None:
+        return
+    if not c.found:
+        console.print(f"checkpoint        {c.note}", soft_wrap=True)
+        return
+    console.print(f"checkpoint        {size(c.checkpoint_bytes)} in its files, {size(c.graph_bytes)} in the graph "
+                  f"({100 * c.gap:+.2f} %): {c.note}", soft_wrap=True)
+    if c.warning:
+        console.print(f"[yellow]warning: {c.warning}[/yellow]", soft_wrap=True)
+    for u in c.unaccounted[:5]:
+        console.print(f"  not in the graph: {u.pattern} ({u.tensors} tensors, {size(u.bytes)})", soft_wrap=True)
+
+
 def render_stages(p, console: Console) -> None:
     """Every pipeline stage's rank; the breakdown that follows is the binding stage's."""
     table = Table(title=f"pipeline parallel {p.size}: every stage (vLLM plans each and keeps the fewest blocks)")
@@ -234,17 +297,22 @@ def render_recurrent(s, console: Console) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def models(as_json):
     """The model cards the project ships (--model takes the name)."""
-    from pricing.config import list_cards
+    from pricing.config import list_cards, resolve
+    from pricing.config.quantization import served_format
+    from pricing.graph.common import model_dtype
 
     cards = list_cards()
+    for c in cards:
+        source = resolve(c["name"])
+        c["format"] = served_format(source.config, source.hf_quant_config, model_dtype(source.config), source.origin)
     if as_json:
         click.echo(json.dumps(cards, indent=2))
         return
-    table = Table(title="model cards")
-    for col in ("name", "Hugging Face id", "description"):
+    table = Table(title="model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)")
+    for col in ("name", "Hugging Face id", "format", "description"):
         table.add_column(col)
     for c in cards:
-        table.add_row(c["name"], c["hf_id"], c["description"])
+        table.add_row(c["name"], c["hf_id"], c["format"], c["description"])
     Console().print(table)
 
 

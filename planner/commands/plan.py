@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from pricing.config.quantization import methods_help
 from pricing.errors import InputError
 
 
@@ -37,6 +38,9 @@ def options_list(axes: bool = False) -> list:
                      help="tokens per request (max_model_len); default: the model's maximum" + repeat, **many),
         click.option("--headroom", type=float, default=0.0, show_default=True,
                      help="percent of extra concurrency the pool must hold"),
+        click.option("--margin", type=float,
+                     help="percent of each rank's predicted KV pool not counted on; default: the calibration's "
+                          "90th-percentile optimistic error (registry cost_model_memory.kv_pool_margin)"),
         click.option("--max-gpus", type=int, help="GPUs the pool may use (instances pack into whole nodes)"),
         click.option("--gpus-per-node", type=int, help="GPUs per node (default: the chip's)"),
         click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=int,
@@ -53,12 +57,16 @@ def options_list(axes: bool = False) -> list:
                      help="token budgets to search (repeat); default 2048 … 32768"),
         click.option("--num-speculative-tokens", type=int, default=0, show_default=True),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
-        click.option("--quantization",
-                     help="override the checkpoint's served width: fp8, fp8_block, mxfp4, nvfp4, bf16" + repeat,
-                     **many),
+        click.option("--quantization", help=methods_help() + repeat, **many),
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         click.option("--time-limit", type=float, help="solver wall-clock bound in seconds"),
+        click.option("--tpot-ms", type=float, help="time per output token every request must get, in ms"),
+        click.option("--ttft-ms", type=float, help="time to first token of a prompt (--isl tokens), in ms"),
+        click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
+        click.option("--osl", type=int, help="mean output tokens of a request (with --isl)"),
+        click.option("--requests-per-second", type=float, help="requests the pool must serve each second (needs "
+                     "--isl and --osl)"),
         vllm_version_option(),
         click.option("--provenance", "show_provenance", is_flag=True,
                      help="also print every registry value and planner default used (always in --json)"),
@@ -95,6 +103,27 @@ def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float
     return every, by_chip
 
 
+def workload_from(options: dict):
+    """--isl and --osl (both or neither), and --requests-per-second on top of them."""
+    from planner.request import WorkloadSpec
+
+    isl, osl, rate = options.get("isl"), options.get("osl"), options.get("requests_per_second")
+    if isl is None and osl is None:
+        if rate is not None:
+            raise InputError("--requests-per-second", "needs the workload's lengths", "add --isl and --osl")
+        return None
+    if isl is None or osl is None:
+        missing = "--isl" if isl is None else "--osl"
+        raise InputError(missing, "is required with " + ("--osl" if isl is None else "--isl"),
+                         "give both the mean input and output tokens, e.g. --isl 1024 --osl 1024")
+    for flag, value in (("--isl", isl), ("--osl", osl)):
+        if value < 1:
+            raise InputError(flag, f"must be at least 1, got {value}", "give tokens per request")
+    if rate is not None and rate <= 0:
+        raise InputError("--requests-per-second", f"must be positive, got {rate}", "for example 10")
+    return WorkloadSpec(isl=isl, osl=osl, requests_per_second=rate)
+
+
 def request_from(options: dict) -> PlanRequest:
     """The flags as a validated request; a pydantic error becomes one InputError line."""
     if not options["chip"]:
@@ -102,16 +131,18 @@ def request_from(options: dict) -> PlanRequest:
     if options["concurrency"] is None:
         raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64")
     every, by_chip = parse_prices(options["price"])
+    workload = workload_from(options)
     try:
         service = ServiceSpec(
             model=options["model"], quantization=options["quantization"], concurrency=options["concurrency"],
-            context_length=options["context_length"], headroom=options["headroom"],
+            context_length=options["context_length"], headroom=options["headroom"], margin=options["margin"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
             kv_cache_dtypes=tuple(dict.fromkeys(k.lower() for k in options["kv_cache_dtype"])) or ("auto",),
             tp=options["tp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
             max_num_batched_tokens=options["max_num_batched_tokens"] or None,
-            vllm_version=options["vllm_version"])
+            vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
+            workload=workload)
         limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
                             gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
     except ValidationError as err:

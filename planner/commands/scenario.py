@@ -94,6 +94,11 @@ def render_fleet(r: FleetResult, console: Console) -> None:
                      for u in r.chips)
     console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
                   f"solver {r.solver_status}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s")
+    from planner.render import speed_lines
+
+    for p in r.services:
+        for line in speed_lines(p):
+            console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     for p in r.services:
         command(console, f"# {p.service}" + (f", × {p.replicas} replicas" if p.replicas > 1 else ""))
         command(console, p.vllm_serve)

@@ -259,3 +259,19 @@ def overlay(values: list[FittedValue]) -> dict:
             node = node.setdefault(part, {})
         node[parts[-1]] = {"value": v.value, "source": v.source(), "how": v.how()}
     return out
+
+
+def margin_value(predictions: list[Prediction]) -> FittedValue:
+    """The planner's KV margin: the 90th percentile of the optimistic error of the available KV
+    memory over the records (negative errors count as zero), rounded up to 0.1 %."""
+    import math
+
+    from pricing.calibration.residuals import kv_errors, percentile
+
+    pairs = kv_errors(predictions)
+    errors = [max(e, 0.0) for _, e in pairs]
+    p90 = percentile(errors, 0.9)
+    value = math.ceil(p90 * 1000) / 1000
+    return FittedValue("cost_model_memory.kv_pool_margin", value, _ids([p for p, _ in pairs]), 0.0, 0.0,
+                       "of the records", f"90th percentile of the optimistic error of the available KV memory "
+                       f"({p90:.2%}), rounded up to 0.1 %")

@@ -30,6 +30,7 @@ class ModelSource:
     hf_quant_config: dict | None = field(default=None, hash=False, compare=False)
     origin: str = ""
     description: str = ""
+    folder: Path | None = field(default=None, hash=False, compare=False)  # where its files are (checkpoint check)
 
 
 @cache
@@ -77,7 +78,7 @@ def _from_folder(folder: Path, name: str, hf_id: str, origin: str) -> ModelSourc
     raw = _read_json(folder / "config.json", "config.json")
     quant_path = folder / "hf_quant_config.json"
     hf_quant = _read_json(quant_path, "hf_quant_config.json") if quant_path.exists() else None
-    return ModelSource(name, hf_id, decoder_config(raw), hf_quant, origin)
+    return ModelSource(name, hf_id, decoder_config(raw), hf_quant, origin, folder=folder)
 
 
 def _hf_cache_dirs() -> list[Path]:
@@ -88,6 +89,21 @@ def _hf_cache_dirs() -> list[Path]:
         dirs.append(Path(os.environ["HF_HOME"]) / "hub")
     dirs.append(Path.home() / ".cache" / "huggingface" / "hub")
     return dirs
+
+
+def hf_cache_snapshots(hf_id: str) -> list[Path]:
+    """The local Hugging Face cache's snapshot folders of `hf_id`, refs/main first."""
+    out = []
+    for hub in _hf_cache_dirs():
+        repo = hub / ("models--" + hf_id.replace("/", "--"))
+        snapshots = repo / "snapshots"
+        if not snapshots.is_dir():
+            continue
+        ref = repo / "refs" / "main"
+        if ref.exists() and (snapshots / ref.read_text().strip()).is_dir():
+            out.append(snapshots / ref.read_text().strip())
+        out += [p for p in sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True) if p not in out]
+    return out
 
 
 def _from_hf_cache(hf_id: str) -> ModelSource | None:
@@ -145,11 +161,13 @@ def resolve(model: str) -> ModelSource:
         hf_quant = _read_json(quant, "hf_quant_config.json") if quant.exists() and path.name == "config.json" else None
         served = str(Path(model).parent) if path.name == "config.json" else raw.get("_name_or_path", path.stem)
         return ModelSource(path.stem if path.name != "config.json" else path.parent.name or path.stem, served,
-                           decoder_config(raw), hf_quant, f"file {path}{shadow}")
+                           decoder_config(raw), hf_quant, f"file {path}{shadow}",
+                           folder=path.parent if path.name == "config.json" else None)
     if "/" in model:
         found = _from_hf_cache(model.strip())
         if found is not None:
-            return ModelSource(found.name, found.hf_id, found.config, found.hf_quant_config, found.origin + shadow)
+            return ModelSource(found.name, found.hf_id, found.config, found.hf_quant_config, found.origin + shadow,
+                               folder=found.folder)
     if card is not None:
         return load_card(card)
     cards = list_cards()

@@ -142,6 +142,10 @@ class Scheme:
         """(a note on the kernel vLLM uses on this chip, vLLM's refusal) — both None by default."""
         return None, None
 
+    def refuse(self, p: Placement) -> str | None:
+        """vLLM's refusal of this shard's shape (e.g. a group straddling tensor-parallel ranks)."""
+        return None
+
     def __str__(self) -> str:
         return self.key
 
@@ -318,21 +322,30 @@ class PackedInt(Scheme):
             out.append(Param("weight_shape", "int64", (2,)))
         return out
 
+    def refuse(self, p):
+        if self.group > 0 and p.cols % self.group:
+            return (f"{self.source} {p.cols}-wide input shard is not a whole number of {self.group}-groups: vLLM "
+                    "raises 'The input size is not aligned with the quantized weight shape. This can be caused by too "
+                    "large tensor-parallel size.' (awq.py / gptq.py; Marlin cannot take it either)")
+        if self.bits == 3 and p.cols % 32:
+            return f"GPTQ 3-bit needs input shards in multiples of 32, got {p.cols} (gptq.py)"
+        return None
+
     def _stored(self, p):
         n, k, b = p.rows, p.cols, self.bits
         g = 1 if self.group == -1 else k // self.group
-        if self.source == "gptq":
+        if self.source == "gptq":  # each fused checkpoint module has its own g_idx [K]
             return [Param("qweight", "int32", (k * b // 32, n)), Param("qzeros", "int32", (g, n * b // 32)),
-                    Param("scales", "fp16", (g, n)), Param("g_idx", "int32", (k,))]
+                    Param("scales", "fp16", (g, n)), Param("g_idx", "int32", (p.parts * k,))]
         if self.source == "awq":
             return [Param("qweight", "int32", (k, n * b // 32)), Param("qzeros", "int32", (g, n * b // 32)),
                     Param("scales", "fp16", (g, n))]
         out = [Param("weight_packed", "int32", (n, k * b // 32)), Param("weight_scale", p.act_dtype, (n, g)),
-               Param("weight_shape", "int64", (2,))]
+               Param("weight_shape", "int64", (2 * p.parts,))]
         if not self.symmetric:
             out.append(Param("weight_zero_point", "int32", (n * b // 32, g)))
         if self.act_order:
-            out.append(Param("weight_g_idx", "int32", (k,)))
+            out.append(Param("weight_g_idx", "int32", (p.parts * k,)))
         return out
 
     def rule(self):
@@ -606,6 +619,13 @@ class QuantConfig:
 
 
 UNQUANTIZED = QuantConfig("none")
+
+
+def served_format(cfg: dict, hf_quant: dict | None, dtype: str, where: str) -> str:
+    """A checkpoint's served format in a few words, for `plan models`: 'bf16' or
+    'method: scheme, scheme' (the first the linear layers', then the experts' and the rules')."""
+    quant = read(cfg, hf_quant, dtype, None, where)
+    return dtype if quant.method == "none" else quant.label
 
 
 def _bad(method: str, where: str, problem: str) -> InputError:

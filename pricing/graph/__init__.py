@@ -43,14 +43,18 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
                          "check the model's config.json fields") from None
     graph.origin = source.origin
     _step_facts(graph, source.config)
+    graph.extras["source_folder"] = source.folder  # the checkpoint cross-check reads its files
     return graph.validate()
 
 
 def _step_facts(graph: ModelGraph, cfg: dict) -> None:
     """The config facts the step-time model reads beside the graph (pricing/step): the experts
-    each token routes to, and the attention head width."""
+    each token routes to, the attention head width, and the sparse-attention selection widths."""
     top_k = cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or cfg.get("moe_topk") or 0
     graph.extras.setdefault("experts_per_token", int(top_k[0] if isinstance(top_k, list) else top_k))
+    for key in ("index_n_heads", "index_head_dim", "candidate_topk_blocks", "candidate_block_size"):
+        if cfg.get(key):
+            graph.extras.setdefault(key, int(cfg[key]))
     heads = cfg.get("num_attention_heads") or 1
     graph.extras.setdefault("head_dim", int(cfg.get("head_dim") or (cfg.get("hidden_size") or 0) // heads))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from operator import attrgetter
 
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
@@ -61,25 +62,64 @@ class _Reads:
         raise AttributeError(f"{type(self._obj).__name__} is frozen")
 
 
-def _memo(what: str, whole: tuple, engine: Engine, compute):
-    """compute(engine view, used) memoised on `whole` (hashable objects taken whole) and the
-    engine fields it read."""
-    entries = _MEMO.setdefault((what,) + whole, [])
-    for reads, value, used in entries:
-        if all(getattr(engine, name) == seen for name, seen in reads):
-            return value, used
-    if sum(len(v) for v in _MEMO.values()) > _MEMO_LIMIT:
-        _MEMO.clear()
-        entries = _MEMO.setdefault((what,) + whole, [])
+class _Whole:
+    """Objects taken whole in a memo key (model, chip, registry, release, stage), hashed once."""
+
+    __slots__ = ("objs", "_hash")
+
+    def __init__(self, objs: tuple):
+        self.objs = objs
+        self._hash = hash(objs)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Whole) and len(self.objs) == len(other.objs) and all(
+            a is b or a == b for a, b in zip(self.objs, other.objs, strict=True))
+
+
+_SIZE = [0]
+
+
+def _memo(what: str, whole, engine: Engine, compute, results: dict | None = None):
+    """compute(engine view, used) memoised on `whole` (objects taken whole) and the values of the
+    engine fields it read: one table per set of fields read, keyed by their values. `results` is
+    the memo's table for `whole` when the caller holds it already."""
+    if results is None:
+        results = _MEMO.setdefault(whole, {})
+    by_fields = results.setdefault(what, {})
+    for read, table in by_fields.values():
+        hit = table.get(read(engine))
+        if hit is not None:
+            return hit
+    if _SIZE[0] > _MEMO_LIMIT:
+        clear_memo()
+        by_fields = _MEMO.setdefault(whole, {}).setdefault(what, {})
     view = _Reads(engine)
     used: dict = {}
     value = compute(view, used)
-    entries.append((tuple(view._seen.items()), value, used))
+    names = tuple(view._seen)
+    if names not in by_fields:
+        by_fields[names] = (_reader(names), {})
+    by_fields[names][1][tuple(view._seen.values())] = (value, used)
+    _SIZE[0] += 1
     return value, used
+
+
+def _reader(names: tuple[str, ...]):
+    """A function giving the tuple of an engine's values of `names`."""
+    if not names:
+        return lambda e: ()
+    if len(names) == 1:
+        get = attrgetter(names[0])
+        return lambda e: (get(e),)
+    return attrgetter(*names)
 
 
 def clear_memo() -> None:
     _MEMO.clear()
+    _SIZE[0] = 0
 
 
 @dataclass(frozen=True)
@@ -152,8 +192,11 @@ class Kernel:
                                                   k.stage.index if k.stage else 0))
 
     def _get(self, what: str, compute):
-        value, used = _memo(what, (self.model, self.chip, self.reg, self.engine.release, self.stage), self.engine,
-                            compute)
+        results = self.__dict__.get("_results")
+        if results is None or _SIZE[0] == 0:
+            whole = _Whole((self.model, self.chip, self.reg, self.engine.release, self.stage))
+            results = self._results = _MEMO.setdefault(whole, {})
+        value, used = _memo(what, None, self.engine, compute, results)
         self._used.update(used)
         return value
 
@@ -334,19 +377,22 @@ class Kernel:
             return pool - layout.bytes_per_block >= layout.bytes_per_block * self.blocks_per_request()
         return pool >= self.request_bytes()
 
-    def requests_held(self) -> int:
+    def requests_held(self, margin: float = 0.0) -> int:
         """Requests at max_model_len one rank's pool holds at once: whole blocks per group, the
-        null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start."""
+        null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start. With a
+        `margin` (a fraction), the pool is taken that much smaller than predicted: the planner's
+        allowance for the fixed-memory laws' measured error (registry cost_model_memory.kv_pool_margin)."""
         if not self.starts():
             return 0
         layout = self.layout()
         if not layout.groups:
             return self.engine.max_num_seqs
+        keep = Fraction(1) - Fraction(str(margin))
         if layout.grouped:
-            held = (self.num_blocks() - 1) // self.blocks_per_request()
+            held = (int(self.num_blocks() * keep) - 1) // self.blocks_per_request()
         else:
-            held = min(k.kv_pool() // k.request_bytes() for k in self._pipeline)
-        return min(self.engine.max_num_seqs, held)
+            held = min(int(k.kv_pool() * keep) // k.request_bytes() for k in self._pipeline)
+        return max(0, min(self.engine.max_num_seqs, held))
 
     def starts(self) -> bool:
         """vLLM's start-up checks pass on every pipeline stage (pricing/kernel/startup.py): the budget

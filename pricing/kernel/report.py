@@ -63,6 +63,24 @@ class RecurrentOut(BaseModel):
     held_bytes: int  # the pool blocks the state groups hold for one request
 
 
+class UnaccountedOut(BaseModel):
+    pattern: str
+    tensors: int
+    bytes: int
+
+
+class CheckpointOut(BaseModel):
+    """The checkpoint's own bytes beside the graph's (pricing/kernel/checkpoint_check.py)."""
+
+    found: bool
+    note: str
+    checkpoint_bytes: int = 0
+    graph_bytes: int = 0
+    gap: float = 0.0
+    warning: str | None = None
+    unaccounted: list[UnaccountedOut] = []
+
+
 class ProvenanceOut(BaseModel):
     name: str
     value: object
@@ -117,7 +135,19 @@ class MemoryReport(BaseModel):
     short_by: int = 0  # bytes the fixed memory exceeds the budget by (kv_pool is then 0, never negative)
     provenance: list[ProvenanceOut]
     recurrent_state: RecurrentOut | None = None
+    checkpoint: CheckpointOut | None = None
+    warnings: list[str] = []
     pipeline: PipelineOut | None = None
+
+
+def _checkpoint(k: Kernel) -> CheckpointOut:
+    from dataclasses import asdict
+
+    from pricing.kernel.checkpoint_check import check_checkpoint
+
+    c = check_checkpoint(k.model, k.reg)
+    return CheckpointOut(found=c.found, note=c.note, checkpoint_bytes=c.checkpoint_bytes, graph_bytes=c.graph_bytes,
+                         gap=c.gap, warning=c.warning, unaccounted=[UnaccountedOut(**asdict(u)) for u in c.unaccounted])
 
 
 def _fixed(f) -> FixedOut:
@@ -142,6 +172,7 @@ def _pipeline(k: Kernel) -> PipelineOut | None:
 
 
 def memory_report(k: Kernel, tokens: int) -> MemoryReport:
+    check = _checkpoint(k)
     f = k.fixed_bytes()
     a = k.activation()
     e = k.engine
@@ -173,6 +204,8 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
         refusal=refusal.message if refusal else None, refusal_check=refusal.check if refusal else None,
         would_fit=refusal.would_fit if refusal else None,
         recurrent_state=_recurrent(k, tokens), pipeline=_pipeline(k),
+        checkpoint=check,
+        warnings=[check.warning] if check.warning else [],
         provenance=[ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how) for p in k.provenance()],
     )
 

@@ -66,6 +66,7 @@ class WeightSizer:
         self.moe_tp = 0 if engine.ep else engine.tp * engine.dp * engine.pcp
         self.dtype_bytes = self.mags.dtype_bytes
         self._memo: dict = {}
+        self.refusals: list[str] = []
         self.notes: dict[str, tuple[str, str | None, str | None]] = {}
 
     def params(self, t: Tensor) -> list[Param]:
@@ -76,6 +77,9 @@ class WeightSizer:
         key = (t.fmt, place)
         if key not in self._memo:
             self._memo[key] = t.fmt.params(place, self.mags)
+            refused = t.fmt.refuse(place)
+            if refused:
+                self.refusals.append(f"{t.name}: {refused}")
             if str(t.fmt) not in self.notes:
                 note, refusal = t.fmt.serving(self.generation, self.mags)
                 self.notes[str(t.fmt)] = (t.fmt.rule(), note, refusal)
@@ -98,7 +102,7 @@ class WeightSizer:
 
     def record(self) -> str | None:
         """Put each scheme's rule (and the chip's kernel note) in the provenance; vLLM's refusal."""
-        refusal = None
+        refusal = self.refusals[0] if self.refusals else None
         for key, (rule, note, refused) in sorted(self.notes.items()):
             if key in ("bf16", "fp16", "fp32"):
                 continue

@@ -91,6 +91,15 @@ class Registry:
         return self._cached_key
 
 
+def overlay_from(data: dict, base: Registry | None = None) -> Registry:
+    """An overlay given as data (the layout of an overlay file) laid over the shipped registry."""
+    base = base or shipped()
+    values: dict[str, Sourced] = {}
+    for stem, node in data.items():
+        _flatten(stem, node, values)
+    return base.overlay(values)
+
+
 def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
     """`--registry overlay.yaml`: the shipped registry with the overlay's values laid over it.
 

@@ -5,6 +5,7 @@ module that builds its `Release` and one registry data file named after `namespa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import ModuleType
 from typing import Any
 
@@ -38,7 +39,7 @@ class Release:
 
     def enumeration(self, name: str) -> tuple[str, ...]:
         """A set of names the release accepts (cache dtypes, CUDA-graph modes, ...), as shipped."""
-        return tuple(load().value(self.key(f"enumerations.{name}")))
+        return _shipped(self.key(f"enumerations.{name}"))
 
     @property
     def kv_cache_dtypes(self) -> tuple[str, ...]:
@@ -55,10 +56,15 @@ class Release:
     @property
     def capture_size_grid(self) -> tuple[tuple[int, ...], int, int, int]:
         """The CUDA-graph capture-size grid: (first sizes, step, until, step from `until` on)."""
-        g = load().value(self.key("capture_size_grid"))
+        g = load().value(self.key("capture_size_grid"))  # a dict: read per call, small
         return tuple(g["first"]), int(g["step"]), int(g["until"]), int(g["large_step"])
 
     def in_flight_batches(self, async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:
         """max_concurrent_batches (config/vllm.py:588-609): pp + 1 under asynchronous scheduling
         with the V2 model runner (the default), else pp."""
         return self.rules.in_flight_batches(async_scheduling, pipeline_parallel_size)
+
+
+@lru_cache(maxsize=64)
+def _shipped(name: str) -> tuple[str, ...]:
+    return tuple(load().value(name))

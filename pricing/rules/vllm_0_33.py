@@ -29,6 +29,11 @@ class Group:
     members: tuple[KVCacheSpec, ...]
     summed: bool = False
 
+    def __post_init__(self):
+        # the distinct laws among the members (what blocks() depends on: not the layer or the page)
+        laws = {replace(s, layer="", name="", page_bytes=0, raw_page_bytes=0): None for s in self.members}
+        object.__setattr__(self, "_laws", tuple(laws))
+
     @property
     def spec(self) -> KVCacheSpec:
         return self.members[0]
@@ -65,7 +70,7 @@ class Group:
 
     def blocks(self, r: Request) -> int:
         """Blocks a request holds in this group (UniformTypeKVCacheSpecs: the most any layer needs)."""
-        return max(s.blocks(r) for s in self.members)
+        return max(s.blocks(r) for s in self._laws)
 
 
 @dataclass(frozen=True)

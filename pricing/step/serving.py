@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 from pricing.step.step import Step, StepModel, StepTime
 
+TTFT_EXACT_CHUNKS = 64  # prompts of more chunks sum their attention over 64 samples (trapezoids)
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -70,15 +72,32 @@ def steady_step(model: StepModel, batch: int, context: int, workload: Workload |
 
 
 def ttft(model: StepModel, batch: int, context: int, prompt: int) -> float:
-    """Seconds to prefill a `prompt`-token prompt in chunks beside `batch` − 1 other decodes."""
+    """Seconds to prefill a `prompt`-token prompt in chunks beside `batch` − 1 other decodes.
+    Every full chunk is the same step but for its attention (it attends further into the
+    prompt), so one step is priced whole and the attention re-priced per chunk."""
     budget = model.engine.max_num_batched_tokens
     others = max(0, batch - 1)
     per_step = max(1, budget - others)
-    total, done = 0.0, 0
-    while done < prompt:
-        chunk = min(per_step, prompt - done)
-        total += model.time(Step(decode=others, context=context, chunk=chunk, chunk_offset=done)).seconds
-        done += chunk
+    full, rest = divmod(prompt, per_step)
+    total = 0.0
+    if full:
+        first = Step(decode=others, context=context, chunk=per_step, chunk_offset=0)
+        fixed = model.time(first).seconds - model.attention_seconds(first)
+        total += full * fixed
+
+        def attention(i: int) -> float:
+            return model.attention_seconds(Step(decode=others, context=context, chunk=per_step,
+                                                chunk_offset=i * per_step))
+
+        if full <= TTFT_EXACT_CHUNKS:
+            total += sum(attention(i) for i in range(full))
+        else:  # the attention grows piecewise linearly with the offset: trapezoids over samples
+            marks = sorted({round(j * (full - 1) / (TTFT_EXACT_CHUNKS - 1)) for j in range(TTFT_EXACT_CHUNKS)})
+            values = [attention(i) for i in marks]
+            total += (values[0] + values[-1]) / 2 + sum((a + b) / 2 * (j - i) for i, j, a, b in
+                                                        zip(marks, marks[1:], values, values[1:], strict=False))
+    if rest:
+        total += model.time(Step(decode=others, context=context, chunk=rest, chunk_offset=full * per_step)).seconds
     return total
 
 

@@ -1,8 +1,8 @@
 """The time of one engine step on one rank (issue 14): a roofline per group of layers at the chip's
 peak rates, plus the collectives and a per-step overhead.
 
-    group time   max(FLOPs / (peak FLOP/s of its served format × tensor efficiency),
-                     bytes / (memory bandwidth × memory efficiency)
+    layer kind   max(Σ FLOPs / (peak FLOP/s of their served format × tensor efficiency),
+                     Σ bytes / (memory bandwidth × memory efficiency)
                      + routed-expert bytes / (memory bandwidth × expert efficiency))
     attention    the same roofline over the context: FLOPs of every (query, context) pair, the
                  cache bytes every request reads (and a prefill chunk writes)
@@ -62,13 +62,15 @@ class StepTime:
         self.parts[part] = self.parts.get(part, 0.0) + seconds
         self.seconds += seconds
 
-    def roofline(self, part: str, flops: float, nbytes: float, flop_rate: float, byte_rate: float,
-                 slow_bytes: float = 0.0, slow_byte_rate: float = 1.0) -> None:
-        """max(FLOPs at flop_rate, bytes at byte_rate + slow_bytes at slow_byte_rate)."""
-        t_flops = flops / flop_rate if flops else 0.0
-        t_bytes = (nbytes / byte_rate if nbytes else 0.0) + (slow_bytes / slow_byte_rate if slow_bytes else 0.0)
+    def roofline(self, part: str, flops: float, nbytes: float, flop_rate: float, byte_rate: float) -> None:
+        """max(FLOPs at flop_rate, bytes at byte_rate)."""
+        self.roofline_seconds(part, flops, nbytes, flops / flop_rate if flops else 0.0,
+                              nbytes / byte_rate if nbytes else 0.0)
+
+    def roofline_seconds(self, part: str, flops: float, nbytes: float, t_flops: float, t_bytes: float) -> None:
+        """max(t_flops, t_bytes) for a part whose FLOPs and bytes were priced at their own rates."""
         self.flops += flops
-        self.bytes += nbytes + slow_bytes
+        self.bytes += nbytes
         if t_bytes >= t_flops:
             self.memory_seconds += t_bytes
         else:
@@ -121,19 +123,27 @@ class StepModel:
         expert_rate = r.memory_bandwidth * eff.expert_bandwidth
         n = step.tokens
         moe_tokens = n * e.dp if e.dp > 1 else n  # MoE layers see every data-parallel rank's tokens
+        kinds: dict[str, list[float]] = {}  # kind -> [FLOPs, bytes, FLOP seconds, byte seconds]
         for g in self.groups:
             tokens = step.requests if g.logits_only else n
             flops = g.flops_per_token * tokens
             nbytes = g.weight_bytes + g.act_bytes_per_token * tokens
-            expert_bytes = 0.0
+            t_bytes = nbytes / byte_rate
             if g.moe_layers:
                 experts = self.kernel.model.routed_experts
                 touched = g.local_experts * expected_experts(experts, self.top_k, moe_tokens) / max(1, experts)
                 routed = moe_tokens * min(self.top_k, experts) * g.local_experts / max(1, experts)
                 flops += g.moe_layers * g.expert_flops_per_token * routed
                 expert_bytes = g.moe_layers * g.expert_bytes * touched
-            rate = r.flops_for(g.fmt) * eff.tensor_compute
-            out.roofline(PART_NAMES.get(g.kind, g.kind), flops, nbytes, rate, byte_rate, expert_bytes, expert_rate)
+                nbytes += expert_bytes
+                t_bytes += expert_bytes / expert_rate
+            acc = kinds.setdefault(g.kind, [0.0, 0.0, 0.0, 0.0])
+            acc[0] += flops
+            acc[1] += nbytes
+            acc[2] += flops / (r.flops_for(g.fmt) * eff.tensor_compute)
+            acc[3] += t_bytes
+        for kind, (flops, nbytes, t_flops, t_bytes) in kinds.items():  # one roofline per kind of layer
+            out.roofline_seconds(PART_NAMES.get(kind, kind), flops, nbytes, t_flops, t_bytes)
         self._attention(step, out, byte_rate)
         self._collectives(step, out)
         overhead = eff.step_seconds + eff.layer_seconds * self.comm.layers + eff.per_request_seconds * step.requests
@@ -142,6 +152,13 @@ class StepModel:
         return out
 
     def _attention(self, step: Step, out: StepTime, byte_rate: float) -> None:
+        flops, nbytes = self.attention_work(step)
+        out.roofline("attention over the context", flops, nbytes,
+                     self.rates.bf16_flops * self.eff.tensor_compute, byte_rate)
+
+    def attention_work(self, step: Step) -> tuple[float, float]:
+        """FLOPs and bytes of the attention over the context in `step` (decode queries at
+        `context`, a prefill chunk attending causally from `chunk_offset`)."""
         c = self.context
         dcp = max(1, c.dcp)
         full_pairs = c.flops_per_pair - c.window_flops_per_pair
@@ -151,15 +168,22 @@ class StepModel:
         if step.decode:
             window_context = min(step.context, c.window)
             flops += step.decode * (full_pairs * step.context + c.window_flops_per_pair * window_context) / dcp
+            flops += sum(layers.flops(step.decode, step.context) for layers in c.sparse)
             nbytes += step.decode * (c.cache_bytes_per_token * step.context / dcp + c.bounded_bytes_per_request)
         if step.chunk:
             t, l0 = step.chunk, step.chunk_offset
             pairs = t * l0 + t * (t + 1) / 2  # causal: token i of the chunk sees l0 + i + 1 tokens
             window_pairs = t * min(l0 + t, c.window) if c.window else 0
             flops += (prefill_full * pairs + c.prefill_window_flops_per_pair * window_pairs) / dcp
+            flops += sum(layers.flops(t, l0 + t / 2) for layers in c.sparse)
             nbytes += c.cache_bytes_per_token * (l0 + 2 * t) / dcp + c.bounded_bytes_per_request
-        out.roofline("attention over the context", flops, nbytes,
-                     self.rates.bf16_flops * self.eff.tensor_compute, byte_rate)
+        return flops, nbytes
+
+    def attention_seconds(self, step: Step) -> float:
+        """The attention part of `step` alone (its roofline)."""
+        flops, nbytes = self.attention_work(step)
+        return max(flops / (self.rates.bf16_flops * self.eff.tensor_compute),
+                   nbytes / (self.rates.memory_bandwidth * self.eff.memory_bandwidth))
 
     def _collectives(self, step: Step, out: StepTime) -> None:
         e, eff = self.engine, self.eff

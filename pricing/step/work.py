@@ -15,9 +15,11 @@ cache law.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
+from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
 from pricing.kernel.weights import WeightSizer, shard
 from pricing.units import cdiv
@@ -55,6 +57,38 @@ class Collectives:
 
 
 @dataclass(frozen=True)
+class SparseLayers:
+    """Layers that state their caches (DeepSeek-V4): each query attends its sliding window and,
+    on compressed layers, the compressed records (one per `ratio` tokens), only the `topk` an
+    indexer picks where the layer has one; the indexer itself scores every compressed record.
+    V4.1 also names a candidate selection (candidate_topk_blocks × candidate_block_size tokens);
+    it is taken to bound what its other compressed layers attend (read off the config's names,
+    not checked against vLLM's kernels).
+
+    count            layers of this kind on the rank
+    pair_flops       FLOPs per (query, attended record) per layer: 2 × heads per rank × (K + V width)
+    index_flops      FLOPs per (query, scored record) per layer for the indexer (0: none)
+    """
+
+    count: int
+    window: int
+    ratio: int  # 0: window only
+    topk: int  # 0: no indexer (every compressed record is attended, up to `candidates`)
+    pair_flops: int
+    index_flops: int
+    candidates: int = 0  # records a candidate selection bounds the attention to (0: none)
+
+    def flops(self, queries: float, context: float) -> float:
+        """FLOPs of `queries` query tokens each seeing `context` tokens."""
+        attended = min(context, self.window)
+        scored = context / self.ratio if self.ratio else 0.0
+        if self.ratio:
+            cap = self.topk or self.candidates
+            attended += min(scored, cap) if cap else scored
+        return self.count * queries * (attended * self.pair_flops + scored * self.index_flops)
+
+
+@dataclass(frozen=True)
 class ContextWork:
     """Attention over the context: FLOPs per (query token, context token) pair summed over the
     attention layers, and the cache bytes one request reads per context token (the kernel's
@@ -68,6 +102,7 @@ class ContextWork:
     cache_bytes_per_token: float
     bounded_bytes_per_request: int
     dcp: int
+    sparse: tuple[SparseLayers, ...] = ()
 
 
 def expected_experts(experts: int, top_k: int, tokens: float) -> float:
@@ -79,37 +114,52 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
     return experts * (1.0 - (1.0 - k / experts) ** tokens)
 
 
+@lru_cache(maxsize=64)
+def _nodes(model: ModelGraph, speculative: str | None) -> tuple:
+    """The nodes a deployment runs, in order (the graph's walk, once per model and drafter)."""
+    return tuple(model.nodes(speculative))
+
+
 def linear_groups(kernel: Kernel) -> list[LinearGroup]:
-    """The rank's linear work, grouped by (node kind, served format)."""
+    """The rank's linear work, grouped by (node kind, served format). Identical tensors (one per
+    layer) are sized once and counted."""
     model, e = kernel.model, kernel.engine
     pad = kernel.reg.value("vllm_0_33.vocab_padding")
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
     experts = model.routed_experts
     local = cdiv(experts + (e.redundant_experts if e.eplb else 0), e.ep_size) if (e.ep and experts) else experts
     sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
-    acc: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(int))
+    tally: Counter = Counter()
     moe_nodes: dict[tuple[str, str], set] = defaultdict(set)
-    for name, data in model.nodes(e.spec_method):
+    shards: dict = {}
+    for name, data in _nodes(model, e.spec_method):
         kind = data["kind"]
         for t in data["tensors"]:
-            rows, cols = shard(t, e.tp, moe_tp, pad)
-            one = sizer.one(t)  # the bytes the served format holds (pricing/kernel/weights.py)
-            matrix = cols > 1 and rows > 1
-            key = (kind, str(t.fmt) if matrix else "vector")
-            a = acc[key]
-            if kind == "embedding":
-                a["act_bytes_per_token"] += cols * 2  # one row gathered per token
-                continue
+            t = replace(t, name="")  # one per layer: sized once (a tensor's bytes never depend on its name)
+            tally[(kind, t)] += 1
             if t.split.startswith("expert"):
-                a["expert_bytes"] += one
-                if matrix:
-                    a["expert_flops_per_token"] += 2 * rows * cols
-                moe_nodes[key].add(name)
-                continue
-            a["weight_bytes"] += one * t.count
+                if t not in shards:
+                    shards[t] = shard(t, e.tp, moe_tp, pad)
+                rows, cols = shards[t]
+                moe_nodes[(kind, str(t.fmt) if cols > 1 and rows > 1 else "vector")].add(name)
+    acc: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(int))
+    for (kind, t), n in tally.items():
+        rows, cols = shards[t] if t in shards else shard(t, e.tp, moe_tp, pad)
+        one = sizer.one(t)  # the bytes the served format holds (pricing/kernel/weights.py)
+        matrix = cols > 1 and rows > 1
+        a = acc[(kind, str(t.fmt) if matrix else "vector")]
+        if kind == "embedding":
+            a["act_bytes_per_token"] += cols * 2 * n  # one row gathered per token
+            continue
+        if t.split.startswith("expert"):
+            a["expert_bytes"] += one * n
             if matrix:
-                a["flops_per_token"] += 2 * rows * cols * t.count
-                a["act_bytes_per_token"] += (rows + cols) * 2 * t.count
+                a["expert_flops_per_token"] += 2 * rows * cols * n
+            continue
+        a["weight_bytes"] += one * t.count * n
+        if matrix:
+            a["flops_per_token"] += 2 * rows * cols * t.count * n
+            a["act_bytes_per_token"] += (rows + cols) * 2 * t.count * n
     out = []
     for (kind, fmt), a in sorted(acc.items()):
         layers = len(moe_nodes.get((kind, fmt), ()))
@@ -126,7 +176,7 @@ def collectives(kernel: Kernel) -> Collectives:
     ranks, each MoE layer's tokens are dispatched to and combined from the expert ranks."""
     model, e = kernel.model, kernel.engine
     reduces, a2a, layers = 0, 0, 0
-    for _, data in model.nodes(e.spec_method):
+    for _, data in _nodes(model, e.spec_method):
         layers += data["kind"] in ("attention", "mixer")
         splits = {t.split for t in data["tensors"]}
         if "row" in splits or "expert_row" in splits:
@@ -147,9 +197,24 @@ def context_work(kernel: Kernel) -> ContextWork:
     full = window_part = prefill_full = prefill_window = 0
     window = 0
     head_dim = int(model.extras.get("head_dim") or model.hidden_size // all_heads)
-    for _, data in model.nodes(e.spec_method):
+    sparse: dict[tuple, int] = {}
+    ratios = model.extras.get("ratios") or ()
+    topk = int(model.extras.get("index_topk") or 0)
+    index = int(model.extras.get("index_n_heads") or 0) * int(model.extras.get("index_head_dim") or 0)
+    candidates = int(model.extras.get("candidate_topk_blocks") or 0) * int(model.extras.get("candidate_block_size")
+                                                                          or 0)
+    for _, data in _nodes(model, e.spec_method):
         c = data["cache"]
         if c is None and not data["caches"]:
+            continue
+        if c is None:  # stated caches: the sparse laws of SparseLayers
+            layer = data["layer"]
+            ratio = int(ratios[layer]) if layer is not None and layer < len(ratios) else 0
+            indexed = any(".indexer." in t.name for t in data["tensors"])
+            window = max((sc.window for sc in data["caches"] if sc.bound == "window"), default=0)
+            key = (window, ratio, topk if indexed else 0, 2 * heads * 2 * head_dim, 2 * index if indexed else 0,
+                   candidates)
+            sparse[key] = sparse.get(key, 0) + 1
             continue
         decode_width = (c.head_dim + (c.head_dim_v or c.head_dim)) if c is not None else 2 * head_dim
         prefill_width = _projection_width(data["tensors"], all_heads) or decode_width
@@ -164,7 +229,8 @@ def context_work(kernel: Kernel) -> ContextWork:
                        prefill_flops_per_pair=prefill_full + prefill_window,
                        prefill_window_flops_per_pair=prefill_window, window=window,
                        cache_bytes_per_token=float(kernel.cache_bytes_per_token()),
-                       bounded_bytes_per_request=kernel.own_page_bytes_steady(), dcp=e.dcp)
+                       bounded_bytes_per_request=kernel.own_page_bytes_steady(), dcp=e.dcp,
+                       sparse=tuple(SparseLayers(n, *key) for key, n in sorted(sparse.items())))
 
 
 def _projection_width(tensors, heads: int) -> int:

@@ -1,0 +1,169 @@
+"""Latency and throughput in the search (issue 14): the step model (pricing/step) priced for the
+oracle's candidate rows, turned into the integers CP-SAT works on.
+
+A latency target caps the requests one rank may run at once: the largest batch whose steady
+step meets --tpot-ms and whose prompt prefill meets --ttft-ms (both never fall as the batch
+grows, so the cap is found by bisection). The cap becomes the row's max_num_seqs, which is how
+a vLLM instance is held to it, and the row's concurrency falls to it: the solver then needs
+more replicas of a narrow split, or picks a wider tp that decodes faster, whichever is cheaper.
+A requests-per-second target raises each row's fewest replicas to what its throughput at that
+cap needs. Each row remembers which limit set its concurrency (memory, tpot or ttft), and the
+plan says which one binds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from planner.oracle import ChipTable, Row, context_length, deployment
+from planner.request import ServiceSpec
+from planner.result import StepFigures
+from pricing.graph.model import ModelGraph
+from pricing.kernel import Kernel
+from pricing.step import StepModel, has_rates
+from pricing.step.serving import Workload, largest_batch, serving
+
+
+@dataclass(frozen=True)
+class Cap:
+    """What limits one row's requests per rank: its memory, and each latency target."""
+
+    memory: int
+    tpot: int | None
+    ttft: int | None
+    requests_per_second: float | None  # one instance at the capped batch
+
+    @property
+    def held(self) -> int:
+        return min(x for x in (self.memory, self.tpot, self.ttft) if x is not None)
+
+    @property
+    def binds(self) -> str:
+        """memory, tpot or ttft: the limit that sets the row's concurrency (memory wins ties)."""
+        if self.memory <= self.held:
+            return "memory"
+        return "tpot" if self.tpot == self.held else "ttft"
+
+
+def workload(service: ServiceSpec) -> Workload | None:
+    w = service.workload
+    return Workload(w.isl, w.osl) if w is not None else None
+
+
+def constrains(service: ServiceSpec) -> bool:
+    return (service.tpot_ms is not None or service.ttft_ms is not None
+            or (service.workload is not None and service.workload.requests_per_second is not None))
+
+
+def _step_model(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> StepModel:
+    length = context_length(model, service)
+    return StepModel(Kernel.of(model, deployment(row, service, length), table.chip))
+
+
+def cap_rows(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
+    """Cap every row of `table` at the batch that meets the service's latency targets (rows that
+    cannot serve even one request within them are dropped, and the table says why)."""
+    if not constrains(service) or not table.rows:
+        return
+    if not has_rates(table.chip):
+        table.latency_note = (f"{table.chip.id} has no peak rates in pricing/registry/chip_rates.yaml, so no step "
+                              "time can be priced against the latency targets")
+        table.rows = []
+        return
+    length = context_length(model, service)
+    wl = workload(service)
+    tpot = service.tpot_ms / 1000 if service.tpot_ms is not None else None
+    ttft = service.ttft_ms / 1000 if service.ttft_ms is not None else None
+    kept, fastest = [], None
+    groups: dict[tuple, list[Row]] = {}
+    for row in table.rows:
+        groups.setdefault((row.shape, row.max_num_batched_tokens), []).append(row)
+    for rows in groups.values():
+        widest = max(rows, key=lambda r: r.held_per_rank)
+        sm = _step_model(model, table, service, widest)
+        limit = widest.held_per_rank
+        b_tpot = largest_batch(sm, limit, length, wl, tpot_seconds=tpot) if tpot is not None else None
+        b_ttft = largest_batch(sm, limit, length, wl, ttft_seconds=ttft) if ttft is not None else None
+        one = serving(sm, 1, length, wl)
+        if fastest is None or one.tpot_seconds < fastest[1].tpot_seconds:
+            fastest = (widest, one)
+        for row in rows:
+            cap = Cap(row.held_per_rank, b_tpot, b_ttft, None)
+            if cap.held < 1:
+                continue
+            rps = serving(sm, cap.held, length, wl).requests_per_second if wl is not None else None
+            capped = replace(row, max_num_seqs=min(row.max_num_seqs, cap.held), held_per_rank=cap.held)
+            table.latency[capped] = replace(cap, requests_per_second=rps)
+            kept.append(capped)
+    if not kept and fastest is not None:
+        row, one = fastest
+        s = row.shape
+        table.latency_note = (f"no instance meets the latency targets: the fastest split, tp {s.tp}"
+                              + (f" × dp {s.dp}" if s.dp > 1 else "") + f", takes {one.tpot_seconds * 1000:.1f} ms "
+                              f"per output token and {one.ttft_seconds:.2f} s to the first token at one request")
+    table.rows = kept
+
+
+def replicas_for_rate(table: ChipTable, row: Row, service: ServiceSpec) -> int:
+    """The fewest replicas of `row` that serve the workload's requests per second (0: no target)."""
+    w = service.workload
+    if w is None or w.requests_per_second is None:
+        return 0
+    rate = table.latency[row].requests_per_second if row in table.latency else None
+    return math.ceil(w.requests_per_second / rate) if rate else 0
+
+
+def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row, replicas: int) -> StepFigures | None:
+    """The plan's step figures at its planned concurrency: the target spread over the replicas
+    and each instance's data-parallel ranks. None when the chip has no peak rates."""
+    if not has_rates(table.chip):
+        return None
+    length = context_length(model, service)
+    wl = workload(service)
+    per_instance = math.ceil(service.concurrency / replicas)
+    batch = max(1, min(row.held_per_rank, math.ceil(per_instance / row.shape.dp)))
+    sm = _step_model(model, table, service, row)
+    s = serving(sm, batch, length, wl)
+    rate = service.workload.requests_per_second if service.workload is not None else None
+    if rate is not None and s.requests_per_second * replicas < rate:
+        # the load the rate brings (Little's law): the fewest requests per rank that serve it
+        lo, hi = batch, row.held_per_rank
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if serving(sm, mid, length, wl).requests_per_second * replicas >= rate:
+                hi = mid
+            else:
+                lo = mid + 1
+        batch = lo
+        s = serving(sm, batch, length, wl)
+    cap = table.latency.get(row)
+    binds = cap.binds if cap is not None else "memory"
+    if wl is not None and service.workload.requests_per_second is not None and cap is not None:
+        by_rate = replicas_for_rate(table, row, service)
+        by_concurrency = math.ceil(service.required / row.concurrency)
+        if by_rate > by_concurrency:
+            binds = "requests per second"
+    return StepFigures(
+        batch_per_rank=batch, context_tokens=wl.mean_context if wl else length,
+        prompt_tokens=wl.isl if wl else length, tpot_ms=round(s.tpot_seconds * 1000, 3),
+        ttft_ms=round(s.ttft_seconds * 1000, 1),
+        output_tokens_per_second=round(s.output_tokens_per_second, 1),
+        output_tokens_per_second_per_gpu=round(s.output_tokens_per_second_per_gpu, 1),
+        pool_output_tokens_per_second=round(s.output_tokens_per_second * replicas, 1),
+        pool_requests_per_second=round(s.requests_per_second * replicas, 3) if s.requests_per_second else None,
+        step_bound=s.bound, binds=binds,
+        parts_ms={k: round(v * 1000, 3) for k, v in s.step.parts.items()})
+
+
+def binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None) -> str | None:
+    """The phrase naming a latency target that sets the pool's size (None: memory does)."""
+    if step is None or step.binds == "memory":
+        return None
+    cap = table.latency[row]
+    if step.binds == "requests per second":
+        return (f"requests per second: {service.workload.requests_per_second:g} asked, "
+                f"{cap.requests_per_second:.2f} per instance at {cap.held} requests per rank")
+    target = service.tpot_ms if step.binds == "tpot" else service.ttft_ms
+    return (f"{step.binds}: {cap.held} requests per rank keep it within {target:g} ms (max_num_seqs {cap.held}); "
+            f"memory would hold {cap.memory}")
