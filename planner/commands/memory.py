@@ -251,7 +251,7 @@ def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
     """The weights' served format and the checkpoint's own bytes beside the graph's (issue 10)."""
     quant = kernel.model.quantization
     if quant != "none":
-        console.print(f"served as         {quant} (rules: provenance quantization.scheme.*)")
+        console.print(f"served as         {quant}, each tensor as vLLM 0.33's {quant} loader allocates it")
     c = r.checkpoint
     if c is None:
         return
