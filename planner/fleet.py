@@ -25,7 +25,7 @@ from planner.oracle import ChipTable, candidate_table, context_length, deploymen
 from planner.request import PoolLimits, ServiceSpec
 from planner.result import PoolPlan
 from planner.scenario import Scenario, Service
-from planner.serve import serve_command
+from planner.serve import node_commands, serve_command
 from pricing.graph import load_model
 
 
@@ -147,7 +147,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
         binds = latency.binding(table, row, p.spec, step, binds)
         out.append(ServicePlan(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
-            gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, data_parallel_size=row.shape.dp,
+            gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
+            nodes_per_replica=row.shape.nodes(p.node[row.chip]), data_parallel_size=row.shape.dp,
             enable_expert_parallel=row.shape.ep, decode_context_parallel_size=row.shape.dcp,
             gpu_memory_utilization=row.gpu_memory_utilization, max_num_batched_tokens=row.max_num_batched_tokens,
             max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
@@ -156,7 +157,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             cost_per_hour=round(option.price * row.gpus * replicas, 4),
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of,
-            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization), step=step))
+            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),
+            vllm_serve_nodes=node_commands(model.hf_id, d, p.node[row.chip], p.spec.quantization), step=step))
     return out
 
 

@@ -31,21 +31,43 @@ from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment, Kernel
 from pricing.kernel.deployment import max_dcp
+from pricing.kernel.pipeline import backbone_layers
 
 
 @dataclass(frozen=True, order=True)
 class Shape:
-    """How one instance is split: tp × dp GPUs, expert parallel across them or not, dcp within tp."""
+    """How one instance is split: tp × pp × dp GPUs, expert parallel across them or not, dcp within tp."""
 
     tp: int
     dp: int
     ep: bool
     dcp: int
     kv_cache_dtype: str
+    pp: int = 1
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.dp
+        return self.tp * self.pp * self.dp
+
+    def nodes(self, gpus_per_node: int) -> int:
+        """Nodes one instance takes: one when it fits a node, else whole nodes (`placement`)."""
+        return max(1, -(-self.gpus // gpus_per_node))
+
+
+def placement(tp: int, world: int, gpus_per_node: int) -> str | None:
+    """Why an instance of `world` GPUs with tensor parallel `tp` cannot be laid out on nodes of
+    `gpus_per_node`, or None when it can. vLLM's multi-node launch (`--nnodes`, engine/arg_utils.py)
+    splits the world evenly over the nodes ("--nnodes must evenly divide the total world size"),
+    and a tensor-parallel group must not straddle nodes unless the NVLink domain does (GB200 NVL72):
+    so an instance larger than a node fills whole nodes, each holding whole tp groups (or whole
+    nodes per tp group)."""
+    if world <= gpus_per_node:
+        return None
+    if world % gpus_per_node:
+        return f"{world} GPUs do not fill whole {gpus_per_node}-GPU nodes"
+    if gpus_per_node % tp and tp % gpus_per_node:
+        return f"tp {tp} groups do not pack into {gpus_per_node}-GPU nodes"
+    return None
 
 
 @dataclass(frozen=True)
@@ -155,9 +177,12 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
            gpus_per_node: int) -> tuple[list[Shape], list[str]]:
     """Instance shapes to evaluate on `chip`, and the filters that removed values (for explanations).
 
-    tp: within the NVLink domain and dividing the attention heads (vLLM's check); dp: MoE only
-    (dense models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides
-    tp and at most tp / KV heads (the kernel's rule, pricing.kernel.deployment.max_dcp)."""
+    tp: within the NVLink domain and dividing the attention heads (vLLM's check); pp: the
+    pipeline grid (stages across nodes, dp 1), at most one stage per layer, evaluated only when no
+    instance within one node holds a request or --pp asks (`candidate_table`); dp: MoE only (dense
+    models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides tp and
+    at most tp / KV heads (the kernel's rule, pricing.kernel.deployment.max_dcp). An instance larger
+    than a node must fill whole nodes with whole tp groups (`placement`)."""
     notes: list[str] = []
     heads = model.num_attention_heads
     domain = nvlink_domain(chip, gpus_per_node)
@@ -185,16 +210,34 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     if max_gpus is not None:
         cap = max_gpus if cap is None else min(cap, max_gpus)
     kv_heads = max(1, model.num_kv_heads) if model.attention_backend == "gqa" else 1
+    layers = backbone_layers(model)
+    pps = tuple(p for p in (service.pp or tuple(defaults.value("grids.pipeline_parallel_size"))) if p <= layers)
+    if service.pp and any(p > layers for p in service.pp):
+        notes.append(f"pp above the {layers} layers of {model.name} is not searched")
+    # pp extends an instance past the NVLink domain: with NVLink, stages are searched at the widest
+    # tp the domain holds (unless --tp says otherwise); without it (PCIe cards, one-GPU nodes) at any tp
+    widest = max(tps, default=1)
     out = []
+    unplaced = set()
     for tp in tps:
         dcps = [d for d in (service.dcp or range(1, tp + 1)) if tp % d == 0 and d <= max_dcp(model, tp)]
-        for dp in dps:
-            if cap is not None and tp * dp > cap:
+        for pp in pps:
+            if pp > 1 and chip.nvlink_domain > 1 and not service.tp and tp != widest:
                 continue
-            for ep in ((False, True) if model.has_experts and tp * dp > 1 else (False,)):
-                for dcp in dcps:
-                    for kv in service.kv_cache_dtypes:
-                        out.append(Shape(tp, dp, ep, dcp, kv))
+            for dp in (dps if pp == 1 else (1,)):
+                world = tp * pp * dp
+                if cap is not None and world > cap:
+                    continue
+                why = placement(tp, world, gpus_per_node)
+                if why is not None:
+                    unplaced.add(why)
+                    continue
+                for ep in ((False, True) if model.has_experts and tp * dp > 1 else (False,)):
+                    for dcp in dcps:
+                        for kv in service.kv_cache_dtypes:
+                            out.append(Shape(tp, dp, ep, dcp, kv, pp))
+    if unplaced and not out:
+        notes.extend(sorted(unplaced))
     if service.dcp and not any(s.dcp in service.dcp for s in out):
         notes.append(f"dcp {', '.join(map(str, service.dcp))} must divide tp and stay within tp / {kv_heads} KV heads")
     if tps and not out and max_gpus is not None:
@@ -219,7 +262,8 @@ def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[fl
 
 
 def _deployment(shape: Shape, service: ServiceSpec, max_model_len: int, **settings) -> Deployment:
-    return Deployment(tensor_parallel_size=shape.tp, data_parallel_size=shape.dp, enable_expert_parallel=shape.ep,
+    return Deployment(tensor_parallel_size=shape.tp, pipeline_parallel_size=shape.pp, data_parallel_size=shape.dp,
+                      enable_expert_parallel=shape.ep,
                       decode_context_parallel_size=shape.dcp, kv_cache_dtype=shape.kv_cache_dtype,
                       max_model_len=max_model_len, num_speculative_tokens=service.num_speculative_tokens,
                       speculative_method=service.speculative_method, **settings)
@@ -301,7 +345,13 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
     table = ChipTable(chip, per_node, excluded=notes)
     for shape in found:
-        evaluate_shape(model, chip, service, shape, table)
+        if shape.pp == 1:
+            evaluate_shape(model, chip, service, shape, table)
+    staged = [s for s in found if s.pp > 1]
+    in_a_node = any(r.shape.nodes(per_node) == 1 for r in table.rows)
+    if service.pp or not in_a_node:  # the model needs more than a node (or --pp asks for stages)
+        for shape in staged:
+            evaluate_shape(model, chip, service, shape, table)
     if service.tpot_ms is not None or service.ttft_ms is not None or service.workload is not None:
         from planner import latency  # the step model is priced only when a target asks for it
 

@@ -14,10 +14,15 @@ from pricing.kernel.report import memory_report
 
 
 def split(p: PoolPlan, names: bool = True) -> str:
-    """'2 × (tp 8, dp 1, ep off, dcp 1)', or '2 × (8, 1, off, 1)' under a header that names them."""
-    parts = (("tp", p.tensor_parallel_size), ("dp", p.data_parallel_size),
+    """'2 × (tp 8, pp 1, dp 1, ep off, dcp 1)', or '2 × (8, 1, 1, off, 1)' under a header that names them."""
+    parts = (("tp", p.tensor_parallel_size), ("pp", p.pipeline_parallel_size), ("dp", p.data_parallel_size),
              ("ep", "on" if p.enable_expert_parallel else "off"), ("dcp", p.decode_context_parallel_size))
     return f"{p.replicas} × (" + (", " if names else ",").join(f"{k} {v}" if names else str(v) for k, v in parts) + ")"
+
+
+def _nodes(p: PoolPlan) -> str:
+    """Nodes a pool takes: '2 × 2' for two instances of two nodes each, '-' within one node."""
+    return f"{p.replicas} × {p.nodes_per_replica}" if p.nodes_per_replica > 1 else "-"
 
 
 def plans_table(result: PlanResult) -> Table:
@@ -26,14 +31,14 @@ def plans_table(result: PlanResult) -> Table:
     if result.headroom_percent:
         title += f" (+{result.headroom_percent:g} % headroom: {result.required} held)"
     table = Table(box=box.SIMPLE_HEAD, title=title)
-    shape = "replicas × (tp,dp,ep,dcp)"
-    columns = ("", "chip", "GPUs", shape, "util.", "token budget", "max_num_seqs", "held", "headroom", "$/hour",
-               "$/month")
+    shape = "replicas × (tp,pp,dp,ep,dcp)"
+    columns = ("", "chip", "GPUs", "nodes", shape, "util.", "token budget", "max_num_seqs", "held", "headroom",
+               "$/hour", "$/month")
     for col in columns:
         table.add_column(col, justify="left" if col in ("", "chip", shape) else "right", no_wrap=True)
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
-        table.add_row("best" if i == 0 else str(i), p.chip, str(p.gpus), split(p, names=False) + kv,
+        table.add_row("best" if i == 0 else str(i), p.chip, str(p.gpus), _nodes(p), split(p, names=False) + kv,
                       f"{p.gpu_memory_utilization:.2f}", f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs),
                       f"{p.concurrency:,}", f"{p.headroom:.1%}", f"{p.cost_per_hour:,.2f}{star(p)}",
                       f"{p.cost_per_hour * result.hours_per_month:,.0f}{star(p)}")
@@ -66,9 +71,22 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     if provenance:
         render_provenance(result.provenance, console)
     console.print()
-    console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} GPU"
-                  f"{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
-    command(console, best.vllm_serve)
+    if best.vllm_serve_nodes:
+        per_node = best.gpus_per_replica // best.nodes_per_replica
+        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
+                      f"GPUs each; one instance takes {best.nodes_per_replica} nodes of {per_node} GPUs (pipeline "
+                      "stages across nodes, tp within a node's NVLink domain). On each node of an instance, with "
+                      "HEAD_IP the head node's address:")
+        for rank, line in enumerate(best.vllm_serve_nodes):
+            command(console, f"# node {rank}" + (" (head: serves the API)" if rank == 0 else " (worker)"))
+            command(console, line)
+        console.print("# or with Ray: `ray start --head` on the head, `ray start --address $HEAD_IP:6379` on the "
+                      "others, then on the head the first command without --nnodes/--node-rank/--master-addr, "
+                      "with --distributed-executor-backend ray", soft_wrap=True, markup=False)
+    else:
+        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
+                      f"GPU{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
+        command(console, best.vllm_serve)
     render_notes(result.notes, console)
 
 

@@ -35,6 +35,7 @@ class ServiceSpec(BaseModel):
     speculative_method: str | None = None
     kv_cache_dtypes: tuple[str, ...] = ("auto",)
     tp: tuple[int, ...] | None = Field(None, description="allowed tp sizes; None: all that divide the heads")
+    pp: tuple[int, ...] | None = Field(None, description="allowed pipeline parallel sizes; None: the defaults grid")
     dp: tuple[int, ...] | None = Field(None, description="allowed data parallel sizes; None: the defaults grid")
     dcp: tuple[int, ...] | None = Field(None, description="allowed decode context parallel sizes; None: all valid")
     gpu_memory_utilization: tuple[float, ...] | None = None
@@ -62,7 +63,7 @@ class ServiceSpec(BaseModel):
 
         return get(v).version
 
-    @field_validator("tp", "dp", "dcp", "max_num_batched_tokens")
+    @field_validator("tp", "pp", "dp", "dcp", "max_num_batched_tokens")
     @classmethod
     def _positive(cls, v):
         if v is not None and any(x < 1 for x in v):

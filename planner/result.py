@@ -39,6 +39,8 @@ class PoolPlan(BaseModel):
     replicas: int
     gpus_per_replica: int
     tensor_parallel_size: int
+    pipeline_parallel_size: int = 1
+    nodes_per_replica: int = Field(1, description="nodes one instance takes (a multi-node instance fills them)")
     data_parallel_size: int
     enable_expert_parallel: bool
     decode_context_parallel_size: int
@@ -55,7 +57,9 @@ class PoolPlan(BaseModel):
     price_per_gpu_hour: float = Field(0.0, description="USD per GPU-hour the cost is counted at")
     price_estimate: bool = Field(False, description="the price is the catalogue's estimate, not a quote")
     price_as_of: str = Field("", description="the date of the catalogue price")
-    vllm_serve: str = Field(description="the command that starts one instance")
+    vllm_serve: str = Field(description="the command that starts one instance (on its head node)")
+    vllm_serve_nodes: list[str] = Field(default_factory=list, description="one command per node of a multi-node "
+                                        "instance, the head node first (vLLM's --nnodes/--node-rank launch)")
     step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
 
 

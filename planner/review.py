@@ -99,11 +99,11 @@ def markdown(c: Comparison) -> str:
                 lines.append(f"- **{s.service}** is short: {s.reason}")
             lines.append("")
             continue
-        lines.append("| service | model | chip | GPUs | replicas × (tp, dp, ep, dcp) | concurrency | headroom "
+        lines.append("| service | model | chip | GPUs | replicas × (tp, pp, dp, ep, dcp) | concurrency | headroom "
                      "| $/hour |")
         lines.append("|---|---|---|---:|---|---:|---:|---:|")
         for p in r.services:
-            split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.data_parallel_size}, "
+            split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
                      f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
             lines.append(f"| {p.service} | {p.model} | {p.chip} | {p.gpus} | {split} | {p.concurrency} / {p.target} "
                          f"| {p.headroom * 100:.0f} % | {p.cost_per_hour:,.2f}{star(p)} |")

@@ -27,7 +27,7 @@ from planner.request import MAX_CONCURRENCY, MAX_GPUS, PoolLimits, ServiceSpec, 
 from pricing.errors import InputError, suggest
 
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
-                  "num_speculative_tokens", "speculative_method", "tp", "dp", "dcp", "gpu_memory_utilization",
+                  "num_speculative_tokens", "speculative_method", "tp", "pp", "dp", "dcp", "gpu_memory_utilization",
                   "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload")
 
 
@@ -56,6 +56,7 @@ class Service(BaseModel):
     speculative_method: str | None = None
     vllm_version: str | None = Field(None, description="the vLLM release to plan for (default 0.33, the only one)")
     tp: list[int] | None = None
+    pp: list[int] | None = None
     dp: list[int] | None = None
     dcp: list[int] | None = None
     gpu_memory_utilization: list[float] | None = None
@@ -70,7 +71,7 @@ class Service(BaseModel):
     def _listify(cls, v):
         return [v] if isinstance(v, str) else v
 
-    @field_validator("tp", "dp", "dcp", "max_num_batched_tokens", mode="before")
+    @field_validator("tp", "pp", "dp", "dcp", "max_num_batched_tokens", mode="before")
     @classmethod
     def _int_list(cls, v):
         return [v] if isinstance(v, int) else v
@@ -137,7 +138,8 @@ class Scenario(BaseModel):
                            context_length=s.context_length, headroom=s.headroom or 0.0,
                            num_speculative_tokens=tokens, speculative_method=method,
                            kv_cache_dtypes=tuple(s.kv_cache_dtype or ("auto",)),
-                           tp=tuple(s.tp) if s.tp else None, dp=tuple(s.dp) if s.dp else None,
+                           tp=tuple(s.tp) if s.tp else None, pp=tuple(s.pp) if s.pp else None,
+                           dp=tuple(s.dp) if s.dp else None,
                            dcp=tuple(s.dcp) if s.dcp else None,
                            gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
                            max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens

@@ -37,7 +37,7 @@ from planner.explain import explain
 from planner.oracle import ChipTable, Row, candidate_table, context_length, deployment, priced_chip, replica_cap, verify
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
-from planner.serve import serve_command
+from planner.serve import node_commands, serve_command
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
 
@@ -70,8 +70,8 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -
             cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
             if cap is not None and cap < rmin:
                 continue
-            key = (-row.max_num_batched_tokens, row.gpu_memory_utilization, row.shape.tp, row.shape.dp, row.shape.ep,
-                   row.shape.dcp, kv_order[row.shape.kv_cache_dtype], chip_order)
+            key = (-row.max_num_batched_tokens, row.gpu_memory_utilization, row.shape.pp, row.shape.tp, row.shape.dp,
+                   row.shape.ep, row.shape.dcp, kv_order[row.shape.kv_cache_dtype], chip_order)
             found.append((key, row, price, round(price * units), rmin, rmin if cap is None else cap))
     found.sort(key=lambda f: f[0])
     return [Option(row, price, pu, rmin, rmax, rank) for rank, (_, row, price, pu, rmin, rmax) in enumerate(found)]
@@ -294,21 +294,24 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
     binds = latency.binding(table, row, service, step, binds)
     return PoolPlan(
         model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
-        tensor_parallel_size=row.shape.tp, data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
+        tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp,
+        nodes_per_replica=row.shape.nodes(table.gpus_per_node), enable_expert_parallel=row.shape.ep,
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
         max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
         binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
-        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization), step=step)
+        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization),
+        vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization), step=step)
 
 
 def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:
     """The kernel of one rank of the best plan (for the per-rank memory printout)."""
     b, service = result.best, request.service
     model = load_model(service.model, service.quantization)
-    d = Deployment(tensor_parallel_size=b.tensor_parallel_size, data_parallel_size=b.data_parallel_size,
+    d = Deployment(tensor_parallel_size=b.tensor_parallel_size, pipeline_parallel_size=b.pipeline_parallel_size,
+                   data_parallel_size=b.data_parallel_size,
                    enable_expert_parallel=b.enable_expert_parallel,
                    decode_context_parallel_size=b.decode_context_parallel_size,
                    gpu_memory_utilization=b.gpu_memory_utilization, max_num_batched_tokens=b.max_num_batched_tokens,

@@ -55,11 +55,15 @@ def test_tp_spans_the_nvlink_domain_or_the_pcie_node(chip, domain, link):
 
 
 def test_a_pcie_chip_plans_tp_over_pcie_and_says_so():
-    """Llama-3.1-70B bf16 (131 GiB of weights) cannot fit one L40S: tp 4 over PCIe serves it."""
-    req = PlanRequest(service=ServiceSpec(model="llama-3.1-70b", concurrency=4, context_length=8192),
+    """Llama-3.1-70B bf16 (131 GiB of weights) cannot fit one L40S: without pipeline stages, tp 4
+    over PCIe serves it; with them, pipeline stages within the node do (vLLM's advice for GPUs
+    without NVLink)."""
+    req = PlanRequest(service=ServiceSpec(model="llama-3.1-70b", concurrency=4, context_length=8192, pp=(1,)),
                       limits=PoolLimits(chips=("l40s",)))
     result = plan(req)
     assert result.feasible and result.best.tensor_parallel_size >= 4
+    free = plan(req.model_copy(update={"service": req.service.model_copy(update={"pp": None})}))
+    assert free.best.gpus_per_replica >= 4 and free.best.nodes_per_replica == 1
     from planner.oracle import candidate_table
     table = candidate_table(req.service, get_chip("l40s"), req.limits)
     assert any("over PCIe" in note for note in table.excluded)

@@ -114,8 +114,8 @@ def test_alternatives_are_ranked_and_distinct():
     plans = [result.best, *result.alternatives]
     keys = [(p.cost_per_hour, p.gpus, -p.concurrency, -p.max_num_batched_tokens) for p in plans]
     assert keys == sorted(keys)  # cost, then fewer GPUs, then more headroom, then the larger token budget
-    shapes = {(p.chip, p.tensor_parallel_size, p.data_parallel_size, p.enable_expert_parallel,
-               p.decode_context_parallel_size) for p in plans}
+    shapes = {(p.chip, p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size,
+               p.enable_expert_parallel, p.decode_context_parallel_size) for p in plans}
     assert len(shapes) == len(plans) == 6
 
 
@@ -148,14 +148,14 @@ def test_node_packing(spec_registry):
     assert replica_cap(16, 8, 40) == 2  # larger than a node: whole nodes, 5 nodes hold 2
     assert replica_cap(8, 8, None) is None
     # 4-GPU nodes shrink the NVLink domain of an HGX H200: tp at most 4
-    result = plan(request("llama-3.1-70b", ("h200",), 64, context_length=131072, gpus_per_node=4))
+    result = plan(request("llama-3.1-70b", ("h200",), 64, context_length=131072, gpus_per_node=4, pp=(1,)))
     assert max(p.tensor_parallel_size for p in [result.best, *result.alternatives]) == 4
     # at utilization 0.97 (above the default grid's safe top, so given explicitly) tp 4 holds 10: 7 replicas
     wider = plan(request("llama-3.1-70b", ("h200",), 64, context_length=131072, gpus_per_node=4,
-                         gpu_memory_utilization=(0.97,)))
+                         gpu_memory_utilization=(0.97,), pp=(1,)))
     assert (wider.best.gpus, wider.best.replicas) == (28, 7)
     # an instance larger than a node takes whole nodes, and its serve command says how many ranks each runs
-    wide = plan(request("qwen3-235b-a22b", ("h200",), 64, tp=(4,), dp=(4,), gpus_per_node=8))
+    wide = plan(request("qwen3-235b-a22b", ("h200",), 64, tp=(4,), dp=(4,), pp=(1,), gpus_per_node=8))
     assert wide.best.gpus_per_replica == 16
     assert "--data-parallel-size 4 --data-parallel-size-local 2" in wide.best.vllm_serve
 
@@ -196,7 +196,7 @@ def test_infeasible_weights_explained():
 
 
 def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
-    result = plan(request("llama-3.1-70b", ("h100",), 8, context_length=131072, tp=(2,)))
+    result = plan(request("llama-3.1-70b", ("h100",), 8, context_length=131072, tp=(2,), pp=(1,)))
     [line] = result.explanations
     assert "one request at 131,072 tokens needs 20.0 GiB of KV cache per rank at tp 2" in line
     fits = int(line.rsplit("--context-length ", 1)[1].rstrip(").")) if "--context-length" in line else 0
@@ -213,7 +213,7 @@ def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
 
 
 def test_infeasible_max_gpus_names_the_nearest_fit(spec_registry):
-    result = plan(request("llama-3.1-70b", ("h200", "b200"), 64, context_length=131072, max_gpus=16))
+    result = plan(request("llama-3.1-70b", ("h200", "b200"), 64, context_length=131072, max_gpus=16, pp=(1,)))
     assert result.explanations == [
         "NVIDIA H200 SXM 141GB: within --max-gpus 16 on 8-GPU nodes the most concurrency reachable is 46 "
         "(2 × tp 8, 23 requests each) against 64 required. Nearest fit: --max-gpus 24 (3 × tp 8).",

@@ -18,7 +18,8 @@ POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_si
              "enable_expert_parallel", "decode_context_parallel_size", "gpu_memory_utilization",
              "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency",
              "headroom_percent", "binds", "model", "cost_per_hour", "price_per_gpu_hour", "price_estimate",
-             "price_as_of", "vllm_serve", "step"}
+             "price_as_of", "vllm_serve", "step", "pipeline_parallel_size", "nodes_per_replica",
+             "vllm_serve_nodes"}
 
 
 def run(args, seed: str = "0") -> subprocess.CompletedProcess:

@@ -77,11 +77,11 @@ def render_fleet(r: FleetResult, console: Console) -> None:
             console.print(f"  {s.service} is short: {s.reason}")
         return
     table = Table(title=title)
-    for col in ("service", "model", "chip", "GPUs", "replicas × (tp, dp, ep, dcp)", "util", "token budget",
+    for col in ("service", "model", "chip", "GPUs", "replicas × (tp, pp, dp, ep, dcp)", "util", "token budget",
                 "max_num_seqs", "concurrency", "headroom", "$/hour", f"$/month ({hours} h)"):
         table.add_column(col, justify="left" if col in ("service", "model", "chip") else "right")
     for p in r.services:
-        split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.data_parallel_size}, "
+        split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
                  f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
         table.add_row(p.service, p.model, p.chip, str(p.gpus), split, f"{p.gpu_memory_utilization:.2f}",
                       f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), f"{p.concurrency} / {p.target}",

@@ -110,7 +110,7 @@ def serving(model: StepModel, batch: int, context: int, workload: Workload | Non
     decode_context = workload.mean_context if workload else context
     first = ttft(model, batch, decode_context, prompt_tokens)
     per_instance = e.dp * out_per_rank / t.seconds
-    gpus = e.gpus  # tp × pp × dp × pcp
+    gpus = e.gpus  # tp × pp × dp × pcp: a pipeline's stages run one after another, each on its own GPUs
     rps = per_instance / workload.osl if workload else None
     return Serving(batch, t.seconds, first, per_instance, per_instance / gpus, rps,
                    workload is not None and out_per_rank < batch, t)
