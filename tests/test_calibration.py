@@ -10,6 +10,7 @@ from pricing.calibration.predict import predict, predict_all
 from pricing.calibration.records import StartupRecord, load_records
 from pricing.calibration.residuals import kv_errors, stats, verdicts
 from pricing.registry import load, read_overlay, shipped
+from pricing.registry import overlay_from as read_overlay_data
 from pricing.units import GiB
 
 TRAINING = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "vllm-startups-train.jsonl"
@@ -83,7 +84,9 @@ def test_era_of_a_record_changes_the_graph_term():
     old = predict(StartupRecord(**base, vllm_version="0.19.0"))
     new = predict(StartupRecord(**base, vllm_version="0.24.1"))
     assert old.era.graph_estimate_in_budget is False and new.era.graph_estimate_in_budget is True
-    assert old.predicted["available_kv"] - new.predicted["available_kv"] == new.predicted["cuda_graph"] > 0
+    # 0.24 also takes the newer era's non-torch law (registry vllm_eras.laws_until.non_torch_mid for 0.19)
+    gap = new.predicted["cuda_graph"] + new.predicted["non_torch"] - old.predicted["non_torch"]
+    assert old.predicted["available_kv"] - new.predicted["available_kv"] == gap and new.predicted["cuda_graph"] > 0
 
 
 def test_bounded_lstsq_respects_bounds():
@@ -104,6 +107,13 @@ def test_fit_recovers_the_shipped_values(predictions):
         "cost_model_memory.sampler_bytes_per_logit")
     assert fitted["cost_model_primitives.non_torch_in_budget"].value == reg.value(
         "cost_model_primitives.non_torch_in_budget")
+    for name in ("cost_model_primitives.engine_workspace", "cost_model_primitives.communicator_reservation",
+                 "vllm_eras.laws_until.non_torch_mid", "vllm_eras.laws_until.sampler_bytes_per_logit"):
+        assert fitted[name].value == reg.value(name), name
+    from pricing.calibration.fit import margin_value
+
+    refit = predict_all([p.record for p in predictions], read_overlay_data(overlay(list(fitted.values()))))
+    assert margin_value(refit).value == reg.value("cost_model_memory.kv_pool_margin")
     law = fitted["cost_model_memory.cuda_graph_laws.llama"]
     assert law.value == reg.value("cost_model_memory.cuda_graph_laws.llama")
     assert "records" in law.source() and "residual rms" in law.how()

@@ -17,6 +17,7 @@ from pricing.chips import get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
+from pricing.registry import load
 
 
 def request(model: str, chips=("h200",), concurrency: int = 64, **kw) -> PlanRequest:
@@ -36,6 +37,7 @@ def brute_force(model_name: str, chip_id: str, need: int, context: int | None = 
     grid = defaults.value("grids.gpu_memory_utilization")
     budgets = defaults.value("grids.max_num_batched_tokens")
     dps = defaults.value("grids.data_parallel_size") if model.has_experts else [1]
+    margin = load().value("cost_model_memory.kv_pool_margin")
     out = []
     for tp in [t for t in range(1, chip.nvlink_domain + 1) if model.num_attention_heads % t == 0]:
         for dp, ep in itertools.product(dps, (False, True) if model.has_experts else (False,)):
@@ -53,7 +55,7 @@ def brute_force(model_name: str, chip_id: str, need: int, context: int | None = 
                 for util, mbt in itertools.product(utils, budgets):
                     k = Kernel.of(model, Deployment(**flags, gpu_memory_utilization=util,
                                                     max_num_batched_tokens=mbt), chip)
-                    held = min(k.requests_held(), mbt)
+                    held = min(k.requests_held(margin), mbt)  # the planner's KV margin, as it keeps it
                     if held:
                         replicas = -(-need // (dp * held))
                         cost = replicas * tp * dp * chip.price_per_gpu_hour

@@ -73,13 +73,14 @@ class FittedValue:
     residual_max: float  # bytes
     era: str
     law: str
+    method: str = "bounded least squares of "
 
     def source(self) -> str:
         shown = ", ".join(self.records[:6]) + (f", … ({len(self.records)} records)" if len(self.records) > 6 else "")
         return f"fitted by plan calibrate on {len(self.records)} start-up records of vLLM {self.era}: {shown}"
 
     def how(self) -> str:
-        return (f"bounded least squares of {self.law}; residual rms {self.residual_rms / GiB:.3f} GiB, "
+        return (f"{self.method}{self.law}; residual rms {self.residual_rms / GiB:.3f} GiB, "
                 f"max {self.residual_max / GiB:.3f} GiB")
 
 
@@ -128,6 +129,28 @@ def _sampler_dominates(p: Prediction) -> bool:
     return 12 * _logits(p) > a.forward and a.model_buffers == 0
 
 
+def _record_group(p: Prediction) -> int:
+    """The largest collective group of the record's deployment as the kernel counts them: tp, or
+    tp × dp with expert parallelism (pipeline stages are fitted apart: records with pp > 1 are left out)."""
+    r = p.record
+    ep = bool(r.ep) and not str(r.ep).lower().startswith(("false", "disabled", "off"))
+    return max(r.tp, r.tp * r.dp if ep else 1)
+
+
+def _unified(p: Prediction) -> bool:
+    gpu = (p.record.gpu or "").lower()
+    return any(word in gpu for word in ("gb10", "spark", "unified"))
+
+
+def _graph_era(p: Prediction) -> bool:
+    """Releases that take the CUDA-graph estimate from the budget (0.21 on), the nearest to 0.33."""
+    return p.era.release is not None and p.era.release >= (0, 21)
+
+
+def _mid(p: Prediction) -> bool:
+    return p.era.release is not None and (0, 12) <= p.era.release <= (0, 20)
+
+
 def _group(p: Prediction) -> int:
     groups = p.kernel.collective_groups()
     return max(groups.values()) if groups else 1
@@ -147,7 +170,9 @@ def _free_drop(p: Prediction) -> float | None:
 
 def fit(predictions: list[Prediction]) -> list[FittedValue]:
     """Fit every law the records can inform; laws without rows keep the registry's value."""
-    usable = [p for p in predictions if p.usable]
+    # the logged peak and graphs of a pipeline stage are that stage's (the sampler runs on the last
+    # one only): pipeline-parallel records inform the laws below through their own module, not here
+    usable = [p for p in predictions if p.usable and p.record.pp == 1]
     out: list[FittedValue] = []
 
     # 1. sampler warm-up, current era: rows × vocab × a + tokens × hidden × b
@@ -169,13 +194,18 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
                      [lambda v: {"since": "0.8", "until": "0.11", "law": "cost_model_memory.sampler_bytes_per_logit",
                                  "value": round(v, 3)}], "≤0.11 (early V1)",
                      "activation peak − tokens × hidden term = logit rows × vocab × bytes per logit")
-    # 3-4. non-torch growth inside the budget, by the largest collective group (1, ≥ 2)
-    for select, name, era, wrap in (
-            (_current, "cost_model_primitives.non_torch_in_budget", "≥0.19", None),
-            (_early, "vllm_eras.laws_until.non_torch_in_budget", "≤0.11", "0.11")):
+    # 3-4. non-torch growth inside the budget, by the largest collective group (1, ≥ 2). It needs
+    # no model: every record that logs it counts. It changed across releases (~2 GiB at group
+    # size ≥ 2 in 0.17-0.19, under 1 GiB from 0.21), so each era has its own value and vLLM 0.33
+    # takes the newest era's.
+    every = [p for p in predictions if p.observed.get("non_torch") is not None and p.record.pp == 1]
+    for select, name, era, span in (
+            (_graph_era, "cost_model_primitives.non_torch_in_budget", "≥0.21", None),
+            (_mid, "vllm_eras.laws_until.non_torch_mid", "0.12–0.20", ("0.12", "0.20")),
+            (_early, "vllm_eras.laws_until.non_torch_in_budget", "0.8–0.11", ("0.8", "0.11"))):
         table, used, resid = {}, [], []
         for size, match in ((1, lambda g: g == 1), (2, lambda g: g >= 2)):
-            rows = [p for p in usable if select(p) and p.observed["non_torch"] is not None and match(_group(p))]
+            rows = [p for p in every if select(p) and match(_record_group(p))]
             if not rows:
                 continue
             x = _solve(rows, lambda p: [1.0], lambda p: p.observed["non_torch"], [0], [8 * GiB])
@@ -183,9 +213,8 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
             used += rows
             resid += [p.observed["non_torch"] - x[0] for p in rows]
         if table:
-            value = table if wrap is None else {"since": "0.8", "until": wrap,
-                                                "law": "cost_model_primitives.non_torch_in_budget",
-                                                "value": table}
+            value = table if span is None else {"since": span[0], "until": span[1],
+                                                "law": "cost_model_primitives.non_torch_in_budget", "value": table}
             out.append(FittedValue(name, value, _ids(used), _rms(resid), max(abs(r) for r in resid), era,
                                    "non-torch memory = a constant per collective group size (1, ≥ 2)"))
     # 5. CUDA-graph estimate: floor + per-layer-token × decoder layers × capture ceiling, by family
@@ -204,9 +233,11 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
                                else rows), _rms(resid), max(abs(r) for r in resid), "≥0.19 (logged estimates)",
                                "estimate = floor + per_layer_token × layers × mixed ceiling; the FULL decode graphs "
                                "share the pool and the records' ceilings coincide, so their part is folded in" + note))
-    # 6. memory held before the snapshot: the CUDA context and workspace (tp 1), the communicator
-    rows = [p for p in usable if _free_drop(p) is not None]
-    solo = [p for p in rows if _group(p) == 1]
+    # 6. memory held before the snapshot: the CUDA context and workspace (tp 1), the communicator.
+    # Every record that logs its start-up free memory counts (no model needed); unified-memory
+    # parts (GB10, DGX Spark) report host memory as free and are left out.
+    rows = [p for p in predictions if _free_drop(p) is not None and not _unified(p) and p.record.pp == 1]
+    solo = [p for p in rows if _record_group(p) == 1]
     if solo:
         x = _solve(solo, lambda p: [1.0], _free_drop, [0], [8 * GiB])
         resid = [_free_drop(p) - x[0] for p in solo]
@@ -217,17 +248,20 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
         resid = []
         used = []
         for size in (2, 4, 8):
-            group = [p for p in rows if _group(p) == size]
+            group = [p for p in rows if min(_record_group(p), 8) == size]
             if not group:
                 continue
             y = _solve(group, lambda p: [1.0], lambda p: _free_drop(p) - x[0], [0], [8 * GiB])
             table[size] = int(round(y[0]))
             used += group
             resid += [_free_drop(p) - x[0] - y[0] for p in group]
+        for size in (4, 8):  # a size no record measured takes the next smaller one's value
+            table.setdefault(size, table[max(k for k in table if k < size)])
         if used:
             out.append(FittedValue("cost_model_primitives.communicator_reservation", table, _ids(used), _rms(resid),
                                    max(abs(r) for r in resid), "all releases with the line",
-                                   "total − free memory at start-up − engine workspace, by collective group size"))
+                                   "total − free memory at start-up − engine workspace, by collective group size "
+                                   "(a size no record measured takes the next smaller one's value)"))
     return out
 
 
@@ -274,4 +308,4 @@ def margin_value(predictions: list[Prediction]) -> FittedValue:
     value = math.ceil(p90 * 1000) / 1000
     return FittedValue("cost_model_memory.kv_pool_margin", value, _ids([p for p, _ in pairs]), 0.0, 0.0,
                        "of the records", f"90th percentile of the optimistic error of the available KV memory "
-                       f"({p90:.2%}), rounded up to 0.1 %")
+                       f"({p90:.2%}) after the fit, rounded up to 0.1 %", method="")

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-import yaml
-
+from pricing import yaml_fast
 from pricing.calibration.eras import Era, era_of, era_registry
 from pricing.calibration.records import StartupRecord
 from pricing.chips import Chip, get_chip
@@ -35,12 +34,16 @@ COMPONENTS = ("weights", "activation", "non_torch", "cuda_graph", "available_kv"
 
 @cache
 def record_models() -> dict[str, dict]:
-    return {k.lower(): v for k, v in yaml.safe_load((HERE / "record_models.yaml").read_text()).items()}
+    return {k.lower(): v for k, v in yaml_fast.load((HERE / "record_models.yaml").read_text()).items()}
 
 
 def model_name_for(hf_id: str) -> str | None:
+    """The card name, or the path of a published config (`shared:<file>` is ../shared/models/<file>)."""
     entry = record_models().get(hf_id.strip().lower())
-    return None if entry is None else entry["model"]
+    if entry is None:
+        return None
+    name = entry["model"]
+    return str(SHARED_MODELS / name.removeprefix("shared:")) if name.startswith("shared:") else name
 
 
 def chip_for(gpu: str | None) -> Chip | None:
@@ -90,7 +93,7 @@ def _deployment(r: StartupRecord, era: Era) -> Deployment:
     if kv in ("bfloat16",):
         kv = "bf16"
     return Deployment(
-        tensor_parallel_size=r.tp, data_parallel_size=r.dp,
+        tensor_parallel_size=r.tp, data_parallel_size=r.dp, pipeline_parallel_size=r.pp,
         enable_expert_parallel=bool(r.ep) and not str(r.ep).lower().startswith(("false", "disabled", "off")),
         gpu_memory_utilization=r.gpu_memory_utilization or era.default_utilization,
         max_model_len=r.max_model_len, max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
@@ -122,9 +125,6 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
         return p
     if o.total_gpu_memory_gib is not None:
         chip = chip.with_overrides(memory_bytes=int(round(o.total_gpu_memory_gib * GiB)))
-    if r.pp != 1:
-        p.skipped = "pipeline parallel (not modelled yet)"
-        return p
     if r.spec_decode:
         p.skipped = "speculative decoding (drafter not mapped)"
         return p
