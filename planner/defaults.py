@@ -7,8 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pricing import yaml_fast
 from pricing.registry import Sourced
 
 PATH = Path(__file__).with_name("defaults.yaml")
@@ -25,7 +24,7 @@ def _values() -> dict[str, Sourced]:
             for key, child in node.items():
                 walk(f"{prefix}.{key}" if prefix else key, child)
 
-    walk("", yaml.load(PATH.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    walk("", yaml_fast.load(PATH.read_text()))
     return out
 
 

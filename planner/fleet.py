@@ -60,6 +60,7 @@ class FleetResult(BaseModel):
     gpus: int
     short: list[Shortfall] = []
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
+    decomposed: bool = Field(False, description="the inventory couples no services: each was solved on its own")
     solver_status: str
     candidates_evaluated: int
     seconds: float
@@ -208,16 +209,45 @@ def _alone(p: Prepared) -> str:
             f"${best.price * best.row.gpus * best.rmin:,.2f}/hour)")
 
 
+def coupled(prepared: list[Prepared], inventory: dict[str, int]) -> bool:
+    """Whether the inventory couples services: a chip with a GPU limit that two services could use."""
+    users: dict[str, set[int]] = {}
+    for i, p in enumerate(prepared):
+        for chip in {o.row.chip for o in p.options} & set(inventory):
+            users.setdefault(chip, set()).add(i)
+    return any(len(who) > 1 for who in users.values())
+
+
+def _solve_apart(prepared: list[Prepared], scenario: Scenario, inventory: dict[str, int],
+                 time_limit: float | None) -> tuple[str, list]:
+    """Services the inventory does not couple are solved one at a time: the total cost (and
+    every later key) is a sum of independent terms, so each service's optimum is the fleet's."""
+    picks, statuses = [], []
+    for p in prepared:
+        pm = search.build([p.options], [p.spec.required], inventory)
+        _add_node_packing(pm, [p], scenario)
+        sol = search.solve(pm, time_limit)
+        if not sol.picks:
+            return sol.status, []
+        picks.append(sol.picks[0])
+        statuses.append(sol.status)
+    return ("OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"), picks
+
+
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
     solver's wall-clock bound, default planner/defaults.yaml)."""
     start = time.perf_counter()
     prepared = [prepare(scenario, s) for s in scenario.services]
-    evaluated = sum(t.evaluated for p in prepared for t in p.tables)
+    unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
+    evaluated = sum(t.evaluated for t in unique.values())
     hours = defaults.value("report.hours_per_month")
     inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
     status, picks = "INFEASIBLE", []
-    if all(p.options for p in prepared):
+    decomposed = all(p.options for p in prepared) and not coupled(prepared, inventory)
+    if decomposed:
+        status, picks = _solve_apart(prepared, scenario, inventory, time_limit)
+    elif all(p.options for p in prepared):
         pm = search.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
         _add_node_packing(pm, prepared, scenario)
         sol = search.solve(pm, time_limit)
@@ -250,4 +280,5 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        cost_per_hour=total, cost_per_month=round(total * hours, 2),
                        gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
+                       decomposed=decomposed,
                        candidates_evaluated=evaluated, seconds=round(time.perf_counter() - start, 3))

@@ -29,7 +29,7 @@ from pricing.chips import Chip, get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Deployment, Kernel, startup
 from pricing.kernel.deployment import max_dcp
 from pricing.kernel.pipeline import backbone_layers
 
@@ -105,7 +105,7 @@ class ShapeVerdict:
     utilization: float = 0.0
     max_num_batched_tokens: int = 0
     held_per_rank: int = 0
-    refusal: str | None = None
+    refusal: str | None = None  # the start-up check vLLM would fail (pricing/kernel/startup.py), if any
     invalid: str | None = None  # the kernel's InputError: vLLM would reject the flags
 
 
@@ -121,6 +121,7 @@ class ChipTable:
     latency: dict = field(default_factory=dict)  # Row -> planner.latency.Cap, under latency targets
     latency_note: str | None = None  # why the latency targets left no row
     evaluated: int = 0
+    skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
 
     def dominant(self) -> list[Row]:
         """The best row of each shape: the most requests held, then the larger token budget,
@@ -285,7 +286,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     table.evaluated += 1
     utils = utilizations(service, chip, probe.pre_snapshot_bytes())
     if not utils:
-        verdict.refusal = probe.refusal()
+        verdict.refusal = startup.failed_check(probe)
         return
     margin = service.kv_margin
     for mbt in sorted(budgets):
@@ -330,12 +331,24 @@ def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
     verdict.utilization = kernel.engine.gpu_memory_utilization
     verdict.max_num_batched_tokens = kernel.engine.max_num_batched_tokens
     verdict.held_per_rank = held
-    verdict.refusal = kernel.refusal()
+    verdict.refusal = startup.failed_check(kernel)
 
 
-def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
-    """Every candidate instance of `service` on `chip` the kernel accepts (the reusable unit of a
-    scenario: one table per service and chip)."""
+_TABLES: dict = {}
+
+
+def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
+    """What a candidate table depends on: the whole service but its target (concurrency and
+    headroom, which only the solve reads), the whole chip, the node size, the GPU cap and the
+    registry in use."""
+    from pricing.registry import load
+
+    sweep = service.model_copy(update={"concurrency": 1, "headroom": 0.0})
+    return (sweep, chip, limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
+
+
+def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[ModelGraph, ChipTable, list[Shape]]:
+    """The model, an empty table and the shapes to evaluate on `chip`."""
     model = load_model(service.model, service.quantization)
     length = context_length(model, service)
     if length > model.max_position:
@@ -343,17 +356,43 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
                          f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
-    table = ChipTable(chip, per_node, excluded=notes)
-    for shape in found:
-        if shape.pp == 1:
-            evaluate_shape(model, chip, service, shape, table)
+    return model, ChipTable(chip, per_node, excluded=notes), found
+
+
+def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: list[Shape], table: ChipTable) -> None:
+    """Pipeline-staged shapes, evaluated only when the model needs more than a node (or --pp asks
+    for stages): the single-stage shapes must have been evaluated already."""
     staged = [s for s in found if s.pp > 1]
-    in_a_node = any(r.shape.nodes(per_node) == 1 for r in table.rows)
-    if service.pp or not in_a_node:  # the model needs more than a node (or --pp asks for stages)
+    in_a_node = any(r.shape.nodes(table.gpus_per_node) == 1 for r in table.rows)
+    if service.pp or not in_a_node:
         for shape in staged:
             evaluate_shape(model, chip, service, shape, table)
-    if service.tpot_ms is not None or service.ttft_ms is not None or service.workload is not None:
+
+
+def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
+    """Every candidate instance of `service` on `chip` the kernel accepts (the reusable unit of a
+    scenario: one table per service and chip). Tables are reused within the process across
+    services and variants that share a `sweep_key` (a review's services of one model at one
+    context length share one sweep); the table is never changed after it is built."""
+    key = sweep_key(service, chip, limits)
+    table = _TABLES.get(key)
+    if table is None:
+        model, table, found = start_table(service, chip, limits)
+        for shape in found:
+            if shape.pp == 1:
+                evaluate_shape(model, chip, service, shape, table)
+        evaluate_staged(model, chip, service, found, table)
+        apply_latency(table, model, service)
+        _TABLES[key] = table
+    return table
+
+
+def has_latency_target(service: ServiceSpec) -> bool:
+    return service.tpot_ms is not None or service.ttft_ms is not None or service.workload is not None
+
+
+def apply_latency(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
+    if has_latency_target(service):
         from planner import latency  # the step model is priced only when a target asks for it
 
         latency.cap_rows(table, model, service)
-    return table

@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from planner.request import MAX_CONCURRENCY, MAX_GPUS, PoolLimits, ServiceSpec, WorkloadSpec
+from pricing import yaml_fast
 from pricing.errors import InputError, suggest
 
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
@@ -234,7 +235,7 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (safe YAML loader); every error reported before any planning."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml_fast.load(path.read_text())
     except OSError as err:
         raise InputError("FILE", f"cannot read {path}: {err.strerror}", "check the path") from None
     except yaml.YAMLError as err:

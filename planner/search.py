@@ -34,7 +34,20 @@ from ortools.sat.python import cp_model
 from planner import defaults, latency
 from planner.binds import binding, default_max_num_seqs
 from planner.explain import explain
-from planner.oracle import ChipTable, Row, candidate_table, context_length, deployment, priced_chip, replica_cap, verify
+from planner.oracle import (
+    ChipTable,
+    Row,
+    candidate_table,
+    context_length,
+    deployment,
+    evaluate_shape,
+    evaluate_staged,
+    has_latency_target,
+    priced_chip,
+    replica_cap,
+    start_table,
+    verify,
+)
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
 from planner.serve import node_commands, serve_command
@@ -196,15 +209,46 @@ class Search:
     seconds: float
 
 
-def tables_for(service: ServiceSpec, limits: PoolLimits) -> list[ChipTable]:
-    """The oracle's candidate table of the service on each allowed chip, in --chip order."""
+def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None) -> list[ChipTable]:
+    """The oracle's candidate table of the service on each allowed chip, in --chip order.
+
+    With `keep`, shapes are evaluated across chips in order of one instance's cost, and a shape
+    whose single instance costs more than the `keep`-th cheapest pool found so far is skipped: its
+    pool costs at least that much, so it can be neither the best nor one of the `keep` − 1
+    alternatives (the ranking is by cost first). Without `keep`, every shape is evaluated."""
     seen, chips = set(), []
     for chip_id in limits.chips:
         chip = priced_chip(chip_id, limits)
         if chip.id not in seen:
             seen.add(chip.id)
             chips.append(chip)
-    return [candidate_table(service, chip, limits) for chip in chips]
+    if keep is None:
+        return [candidate_table(service, chip, limits) for chip in chips]
+    started = [start_table(service, chip, limits) for chip in chips]
+    order = sorted(((shape.gpus * chip.price_per_gpu_hour, i, shape) for i, (chip, (_, _, found))
+                    in enumerate(zip(chips, started, strict=True)) for shape in found if shape.pp == 1),
+                   key=lambda o: (o[0], o[1]))
+    need = service.required
+    pools: list[float] = []  # the cheapest pool of each shape evaluated so far
+    for instance_cost, i, shape in order:
+        model, table, _ = started[i]
+        if len(pools) >= keep and instance_cost > sorted(pools)[keep - 1]:
+            table.skipped += 1
+            continue
+        before = len(table.rows)
+        evaluate_shape(model, chips[i], service, shape, table)
+        cheapest = None
+        for row in table.rows[before:]:
+            replicas = -(-need // row.concurrency)
+            cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
+            if cap is None or cap >= replicas:
+                cost = replicas * row.gpus * chips[i].price_per_gpu_hour
+                cheapest = cost if cheapest is None else min(cheapest, cost)
+        if cheapest is not None:
+            pools.append(cheapest)
+    for chip, (model, table, found) in zip(chips, started, strict=True):
+        evaluate_staged(model, chip, service, found, table)
+    return [table for _, table, _ in started]
 
 
 def search(request: PlanRequest) -> Search:
@@ -212,14 +256,15 @@ def search(request: PlanRequest) -> Search:
     re-solve forbids the shapes already reported)."""
     start = time.perf_counter()
     service, limits = request.service, request.limits
-    tables = tables_for(service, limits)
+    wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
+    # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
+    tables = tables_for(service, limits, keep=None if has_latency_target(service) else wanted)
     opts = options(tables, service, limits)
     evaluated = sum(t.evaluated for t in tables)
     if not opts:
         return Search(tables, opts, [], "INFEASIBLE", evaluated, time.perf_counter() - start)
     inventory = {t.chip.id: limits.max_gpus for t in tables} if limits.max_gpus is not None else None
     pm = build([opts], [service.required], inventory)
-    wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
     ranked: list[tuple[Option, int]] = []
     status = "INFEASIBLE"
     for n in range(min(wanted, len(opts))):
@@ -249,7 +294,7 @@ def plan(request: PlanRequest) -> PlanResult:
         feasible=bool(pools), target=Target(concurrency=service.concurrency, context_length=length),
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
-                          seconds=round(found.seconds, 3)),
+                          seconds=round(found.seconds, 3), shapes_skipped=sum(t.skipped for t in found.tables)),
         margin=margin_of(service),
         model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
         headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),

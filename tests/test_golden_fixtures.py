@@ -20,9 +20,6 @@ GOLDEN = ROOT / "tests" / "golden" / "vllm-0.33"
 FILES = sorted(GOLDEN.glob("*.json"))
 CARDS = {p.stem for p in (ROOT / "pricing" / "cards").glob("*.yaml")}
 CHIPS = yaml.safe_load((ROOT / "pricing" / "registry" / "chips.yaml").read_text())["chips"]
-# SM120 chip being added to chips.yaml on issue 9 (kernel helper); until it lands its cases are
-# checked for everything but the registry entry.
-PENDING_CHIPS = {"rtx-pro-6000": "sm120"}
 LOG_LINE = re.compile(r"GPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: "
                       r"([\d.]+)x")
 
@@ -51,11 +48,8 @@ def test_fixture_is_well_formed(path):
     p = f["project"]
     assert p["model"] in CARDS, f"{p['model']} is not a card of pricing/cards"
     sm = f["oracle"].get("sm")  # the generation the oracle emulated, where the generator records it
-    if p["chip"] in CHIPS:
-        assert sm in (None, CHIPS[p["chip"]]["generation"]), "the oracle emulated another chip generation"
-    else:
-        assert p["chip"] in PENDING_CHIPS, f"{p['chip']} is not a chip of pricing/registry/chips.yaml"
-        assert sm in (None, PENDING_CHIPS[p["chip"]])
+    assert p["chip"] in CHIPS, f"{p['chip']} is not a chip of pricing/registry/chips.yaml"
+    assert sm in (None, CHIPS[p["chip"]]["generation"]), "the oracle emulated another chip generation"
     Deployment(**p["deployment"])  # only Deployment fields, valid values
     memory = p["available_memory_bytes"]  # one figure, or one per pipeline stage
     assert all(isinstance(m, int) and m > 0 for m in (memory if isinstance(memory, list) else [memory]))

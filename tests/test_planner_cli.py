@@ -52,7 +52,7 @@ def test_json_shape(capsys):
     assert out["target"] == {"concurrency": 64, "context_length": 1048576}
     assert set(out["best"]) == POOL_KEYS
     assert len(out["alternatives"]) == 5 and all(set(a) == POOL_KEYS for a in out["alternatives"])
-    assert set(out["search"]) == {"candidates_evaluated", "solver_status", "seconds"}
+    assert set(out["search"]) == {"candidates_evaluated", "solver_status", "seconds", "shapes_skipped"}
     assert out["search"]["solver_status"] == "OPTIMAL" and out["search"]["candidates_evaluated"] > 100
     again = main([*HEADLINE, "--json"])
     second = json.loads(capsys.readouterr().out)

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-import yaml
-
+from pricing import yaml_fast
 from pricing.calibration.eras import Era, era_of, era_registry
 from pricing.calibration.records import StartupRecord
 from pricing.chips import Chip, get_chip
@@ -35,7 +34,7 @@ COMPONENTS = ("weights", "activation", "non_torch", "cuda_graph", "available_kv"
 
 @cache
 def record_models() -> dict[str, dict]:
-    return {k.lower(): v for k, v in yaml.safe_load((HERE / "record_models.yaml").read_text()).items()}
+    return {k.lower(): v for k, v in yaml_fast.load((HERE / "record_models.yaml").read_text()).items()}
 
 
 def quantization_for(hf_id: str) -> str | None:

@@ -5,6 +5,7 @@ Hugging Face id found in the local Hugging Face cache. Never the network.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from dataclasses import dataclass, field
@@ -12,8 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pricing import yaml_fast
 from pricing.config.defaults import decoder_config
 from pricing.errors import InputError, suggest
 
@@ -34,11 +34,17 @@ class ModelSource:
 
 
 @cache
+def _card(path: Path) -> dict:
+    """One card file, read once per process (never mutated: callers copy what they change)."""
+    return yaml_fast.load(path.read_text())
+
+
+@cache
 def card_index() -> dict[str, Path]:
     """Short name -> card file, with aliases."""
     index: dict[str, Path] = {}
     for path in sorted(CARDS.glob("*.yaml")):
-        card = yaml.safe_load(path.read_text())
+        card = _card(path)
         index[card["name"]] = path
         for alias in card.get("aliases", []):
             index[alias] = path
@@ -49,7 +55,7 @@ def list_cards() -> list[dict[str, Any]]:
     """Every shipped card: name, Hugging Face id, description."""
     out = []
     for path in sorted(CARDS.glob("*.yaml")):
-        card = yaml.safe_load(path.read_text())
+        card = _card(path)
         out.append({"name": card["name"], "hf_id": card["hf_id"], "description": card.get("description", ""),
                     "aliases": card.get("aliases", [])})
     return sorted(out, key=lambda c: c["name"])
@@ -118,7 +124,7 @@ def _from_hf_cache(hf_id: str) -> ModelSource | None:
 
 
 def load_card(path: Path) -> ModelSource:
-    card = yaml.safe_load(path.read_text())
+    card = copy.deepcopy(_card(path))
     return ModelSource(card["name"], card["hf_id"], decoder_config(card["config"]), card.get("hf_quant_config"),
                        f"model card {path.name}", card.get("description", ""))
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 
-import yaml
-
+from pricing import yaml_fast
 from pricing.errors import InputError
 from pricing.units import cdiv, round_up
 
@@ -29,7 +28,7 @@ REGISTRY_FILE = Path(__file__).resolve().parent.parent / "registry" / "quantizat
 
 @cache
 def _registry_file() -> dict:
-    return yaml.safe_load(REGISTRY_FILE.read_text())
+    return yaml_fast.load(REGISTRY_FILE.read_text())
 
 
 def methods() -> dict[str, dict]:

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from pricing import yaml_fast
+
 HERE = Path(__file__).parent
 
 
@@ -111,7 +113,7 @@ def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
     base = base or shipped()
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml_fast.load(path.read_text())
     except OSError as err:
         raise InputError("--registry", f"cannot read {path}: {err.strerror}", "give an overlay YAML file") from None
     except yaml.YAMLError as err:
@@ -168,7 +170,7 @@ def shipped() -> Registry:
     values: dict[str, Sourced] = {}
     raw: dict[str, Any] = {}
     for path in sorted(HERE.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text())
+        data = yaml_fast.load(path.read_text())
         raw[path.stem] = data
         _flatten(path.stem, data, values)
     return Registry(values, raw)

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
+from pricing import yaml_fast
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
@@ -47,7 +46,7 @@ class Point:
 
 def load_points(path: Path = POINTS) -> tuple[list[Point], dict]:
     """The points, each marked training or held back, and the sources' descriptions."""
-    doc = yaml.safe_load(path.read_text())
+    doc = yaml_fast.load(path.read_text())
     out = []
     for raw in doc["points"]:
         digest = int(hashlib.sha256(raw["id"].encode()).hexdigest(), 16)

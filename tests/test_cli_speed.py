@@ -1,0 +1,89 @@
+"""What makes the command line fast, as properties (the timings themselves are bench/bench_cli.py's):
+light commands import no solver or plotting library, oracle tables are shared between services,
+a non-binding inventory is solved service by service, and the cost bound skips only shapes that
+cannot be reported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner import fleet, search
+from planner.oracle import candidate_table, priced_chip
+from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from planner.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = ("import sys, json\nfrom planner.cli import main\ncode = main(sys.argv[1:])\n"
+         "print(json.dumps(sorted(m for m in ('ortools', 'matplotlib', 'pandas') if m in sys.modules)), "
+         "file=sys.stderr)\nsys.exit(code)")
+
+
+def imported(*args) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("args", [["--help"], ["models"], ["chips"], ["scenario", "--help"], ["compare", "--help"]])
+def test_light_commands_import_neither_the_solver_nor_matplotlib(args):
+    assert imported(*args) == []
+
+
+def test_plan_memory_does_not_import_the_solver():
+    assert "ortools" not in imported("memory", "--model", "llama-3.1-8b", "--chip", "h200")
+
+
+def test_services_of_one_model_share_one_oracle_table():
+    limits = PoolLimits(chips=("h200",))
+    chip = priced_chip("h200", limits)
+    a = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=32768)
+    b = ServiceSpec(model="llama-3.1-8b", concurrency=256, context_length=32768, headroom=20)
+    c = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=65536)
+    assert candidate_table(a, chip, limits) is candidate_table(b, chip, limits)
+    assert candidate_table(a, chip, limits) is not candidate_table(c, chip, limits)
+
+
+def _review(inventory: dict) -> Scenario:
+    return Scenario(review="t", inventory=inventory, services=[
+        {"name": "a", "model": "llama-3.1-8b", "concurrency": 64, "context_length": 32768},
+        {"name": "b", "model": "qwen3-32b", "concurrency": 32, "context_length": 32768},
+        {"name": "c", "model": "llama-3.1-8b", "concurrency": 300, "context_length": 32768}])
+
+
+def test_a_non_binding_inventory_is_solved_service_by_service_with_the_joint_optimum(monkeypatch):
+    free = _review({"h200": {"gpus_per_node": 8}, "h100": {"gpus_per_node": 8}})
+    apart = fleet.plan_scenario(free)
+    assert apart.decomposed and apart.solver_status == "OPTIMAL"
+    monkeypatch.setattr(fleet, "coupled", lambda prepared, inventory: True)
+    joint = fleet.plan_scenario(free)
+    assert not joint.decomposed
+    assert apart.cost_per_hour == joint.cost_per_hour and apart.gpus == joint.gpus
+    assert [(p.chip, p.gpus, p.tensor_parallel_size) for p in apart.services] == \
+        [(p.chip, p.gpus, p.tensor_parallel_size) for p in joint.services]
+
+
+def test_a_binding_inventory_is_solved_jointly():
+    tight = fleet.plan_scenario(_review({"h200": {"gpus": 8, "gpus_per_node": 8}, "h100": {"gpus_per_node": 8}}))
+    assert not tight.decomposed and tight.solver_status in ("OPTIMAL", "FEASIBLE") and tight.seconds > 0
+
+
+@pytest.mark.parametrize("model, chips, concurrency", [("dsv4.1-flash", ("h200",), 64),
+                                                       ("llama-3.1-70b", ("h200", "b200", "h100"), 64),
+                                                       ("qwen3-235b-a22b", ("h200", "b200"), 128)])
+def test_the_cost_bound_never_changes_the_reported_plans(monkeypatch, model, chips, concurrency):
+    request = PlanRequest(service=ServiceSpec(model=model, concurrency=concurrency),
+                          limits=PoolLimits(chips=chips))
+    bounded = search.plan(request)
+    full_tables = search.tables_for
+    monkeypatch.setattr(search, "tables_for", lambda service, limits, keep=None: full_tables(service, limits))
+    full = search.plan(request)
+    assert full.search.shapes_skipped == 0
+    if model == "dsv4.1-flash":  # 4 GPUs serve it: the 8- to 64-GPU instances are never evaluated
+        assert bounded.search.shapes_skipped > 0
+    assert [p.model_dump() for p in [bounded.best, *bounded.alternatives]] == \
+        [p.model_dump() for p in [full.best, *full.alternatives]]
