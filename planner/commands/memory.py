@@ -252,6 +252,12 @@ def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
     quant = kernel.model.quantization
     if quant != "none":
         console.print(f"served as         {quant}, each tensor as vLLM 0.33's {quant} loader allocates it")
+    kv = kernel.model.extras.get("checkpoint_kv_cache")
+    if kv:
+        used = ("they scale this fp8 cache" if kernel.engine.kv_cache_dtype.startswith("fp8") else
+                f"the cache here is {kernel.engine.kv_cache_dtype} (the model dtype); vLLM uses the scales only for "
+                "an fp8 cache (--kv-cache-dtype fp8)")
+        console.print(f"checkpoint KV     the checkpoint states KV-cache scales, {kv}: {used}", soft_wrap=True)
     c = r.checkpoint
     if c is None:
         return

@@ -33,7 +33,8 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
         raise InputError("config.json: model_type", f"{model_type!r} is not a supported family",
                          f"supported: {known}")
     # the quantization first, so a method the project cannot size names the file it came from
-    read_quantization(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
+    quant = read_quantization(source.config, source.hf_quant_config, "bf16", quantization,
+                              source.origin or source.name)
     try:
         graph = builder(source, quantization)
     except (KeyError, TypeError, ValueError) as err:
@@ -44,6 +45,7 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
     graph.origin = source.origin
     _step_facts(graph, source.config)
     graph.extras["source_folder"] = source.folder  # the checkpoint cross-check reads its files
+    graph.extras["checkpoint_kv_cache"] = quant.kv_cache  # the KV-cache scheme the checkpoint states
     return graph.validate()
 
 

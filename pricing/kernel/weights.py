@@ -15,7 +15,6 @@ its own layers.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from pricing.config.quantization import Mags, Param, Placement
@@ -71,22 +70,27 @@ class WeightSizer:
 
     def params(self, t: Tensor) -> list[Param]:
         """The parameters this rank holds for one copy of `t` (one expert, for experts)."""
+        return self._sized(t)[0]
+
+    def one(self, t: Tensor) -> int:
+        return self._sized(t)[1]
+
+    def _sized(self, t: Tensor) -> tuple[list[Param], int]:
         rows, cols = shard(t, self.engine.tp, self.moe_tp, self.vocab_pad)
-        place = Placement(rows, cols, t.cols, t.parts, self.model.dtype, self.generation,
-                          t.split.startswith("expert"))
-        key = (t.fmt, place)
-        if key not in self._memo:
-            self._memo[key] = t.fmt.params(place, self.mags)
+        key = (id(t.fmt), rows, cols, t.cols, t.parts, t.split)  # schemes are shared objects of the graph
+        hit = self._memo.get(key)
+        if hit is None:
+            place = Placement(rows, cols, t.cols, t.parts, self.model.dtype, self.generation,
+                              t.split.startswith("expert"))
+            params = t.fmt.params(place, self.mags)
+            hit = self._memo[key] = (params, sum(p.nbytes(self.dtype_bytes) for p in params), t.fmt)
             refused = t.fmt.refuse(place)
             if refused:
                 self.refusals.append(f"{t.name}: {refused}")
             if str(t.fmt) not in self.notes:
                 note, refusal = t.fmt.serving(self.generation, self.mags)
                 self.notes[str(t.fmt)] = (t.fmt.rule(), note, refusal)
-        return self._memo[key]
-
-    def one(self, t: Tensor) -> int:
-        return sum(p.nbytes(self.dtype_bytes) for p in self.params(t))
+        return hit[0], hit[1]
 
     def local_experts(self, count: int) -> int:
         e = self.engine
@@ -123,22 +127,19 @@ def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: R
 
 def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, generation: str = "sm90") -> WeightBytes:
     sizer = WeightSizer(model, engine, generation, reg, used)
-    tally: Counter = Counter()
-    for _, data in model.nodes(engine.spec_method):
-        for t in data["tensors"]:
-            tally[t] += 1
     experts = model.routed_experts
     local = sizer.local_experts(experts)
     total = 0
     expert_total = 0
     expert_layers = set()
-    for t, n in tally.items():
-        if t.split.startswith("expert"):
-            expert_total += sizer.tensor_bytes(t) * n
-            if t.count == experts:
-                expert_layers.add(t.name.rsplit(".experts", 1)[0])
-        else:
-            total += sizer.tensor_bytes(t) * n
+    for _, data in model.nodes(engine.spec_method):
+        for t in data["tensors"]:
+            if t.split.startswith("expert"):
+                expert_total += sizer.tensor_bytes(t)
+                if t.count == experts:
+                    expert_layers.add(t.name.rsplit(".experts", 1)[0])
+            else:
+                total += sizer.tensor_bytes(t)
     refusal = sizer.record()
     eplb = 0
     per_layer = expert_total // max(1, len(expert_layers)) if expert_layers else 0
