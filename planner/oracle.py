@@ -194,7 +194,10 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     if service.tp:
         over = [t for t in tps if t > domain]
         if over:
-            notes.append(f"tp {', '.join(map(str, over))} exceeds the {chip.tp_link} domain of {domain} GPUs")
+            widest_tp = max(t for t in range(1, domain + 1) if heads % t == 0)
+            notes.append(f"tp {', '.join(map(str, over))} exceeds the {chip.tp_link} domain of {domain} GPUs: "
+                         f"span nodes with pipeline stages instead (--tp {widest_tp} --pp 2, or leave --tp and --pp "
+                         "out)")
         bad = [t for t in tps if heads % t]
         if bad:  # the model, not the chip, rules these out: bad input, as vLLM would reject it
             fits = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)

@@ -790,9 +790,14 @@ def main(argv=None) -> int:
     print(f"{done}/{len(cases)} cases in {time.time() - t0:.0f} s"
           + (f"; {len(changed)} differ" if args.check else "") + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     missing = [c["case"] for c in cases if c["case"] not in inputs]
+    pp_status = 0
+    if not args.only:  # the pipeline-parallel cases (pp_*.json): scripts/golden_vllm_pp.py, in the oracle venv
+        pp_status = subprocess.call([str(py), str(Path(__file__).with_name("golden_vllm_pp.py"))]
+                                    + (["--check"] if args.check else []), cwd=str(ROOT), env=env,
+                                    stderr=None if os.environ.get("GOLDEN_VERBOSE") else subprocess.DEVNULL)
     if proc.returncode or failed or missing:
         return 1
-    return 1 if changed else 0
+    return 1 if changed or pp_status else 0
 
 
 if __name__ == "__main__":

@@ -227,7 +227,8 @@ def test_infeasible_max_gpus_names_the_nearest_fit(spec_registry):
 def test_disallowed_splits_explained():
     result = plan(request("llama-3.1-70b", ("h200",), 8, tp=(16,)))
     assert result.explanations == ["NVIDIA H200 SXM 141GB: no instance shape is allowed (tp 16 exceeds the NVLink "
-                                   "domain of 8 GPUs)."]
+                                   "domain of 8 GPUs: span nodes with pipeline stages instead (--tp 8 --pp 2, or "
+                                   "leave --tp and --pp out))."]
 
 
 def test_a_tp_that_does_not_divide_the_heads_is_bad_input():

@@ -164,3 +164,19 @@ def test_changing_any_deployment_field_is_never_served_stale(model, field, data)
 def test_every_deployment_field_has_test_values():
     for name in FIELDS:
         assert _values(name), name
+
+
+def test_scenario_services_name_their_release(tmp_path):
+    import yaml
+
+    from planner.scenario import load_scenario
+
+    data = {"services": [{"name": "chat", "model": "llama-3.1-8b", "concurrency": 8, "context_length": 8192,
+                          "chips": ["h200"], "vllm_version": "0.33"}]}
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump(data))
+    scenario = load_scenario(tmp_path / "ok.yaml")
+    assert scenario.service_spec(scenario.services[0]).vllm_version == "0.33"
+    data["services"][0]["vllm_version"] = "0.34"
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError, match=r"services\[0\]\.vllm_version: unknown vLLM release '0.34'"):
+        load_scenario(tmp_path / "bad.yaml")
