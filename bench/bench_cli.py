@@ -40,7 +40,7 @@ CONCURRENCY = (16, 32, 64, 128, 256)
 def review(binding: bool) -> str:
     lines = ["review: bench 50 services" + (" on a binding inventory" if binding else ""), "inventory:"]
     if binding:
-        lines += ["  h200: {gpus: 96, gpus_per_node: 8}", "  b200: {gpus: 64, gpus_per_node: 8}"]
+        lines += ["  h200: {gpus: 160, gpus_per_node: 8}", "  b200: {gpus: 96, gpus_per_node: 8}"]
     else:
         lines += ["  h200: {gpus_per_node: 8}", "  b200: {gpus_per_node: 8}"]
     lines.append("services:")
@@ -80,7 +80,7 @@ def main() -> None:
             plan("--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"),
         "plan scenario review-50.yaml (50 services, inventory does not bind)":
             plan("scenario", str(free), "--format", "json"),
-        "plan scenario review-50-binding.yaml (50 services, 160 GPUs shared)":
+        "plan scenario review-50-binding.yaml (50 services, 256 GPUs shared)":
             plan("scenario", str(tight), "--format", "json"),
     }
     times: dict[str, list[float]] = {"floor": [], **{k: [] for k in cases}}

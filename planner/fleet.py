@@ -142,10 +142,10 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
         held = row.concurrency * replicas
         table = next(t for t in p.tables if t.chip.id == row.chip)
         kernel = verify(model, table.chip, p.spec, row)
-        binds = binding(table, row, replicas, p.spec.required, kernel,
+        binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
-        binds = latency.binding(table, row, p.spec, step) or binds
+        binds = latency.binding(table, row, p.spec, step, binds)
         out.append(ServicePlan(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,

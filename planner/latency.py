@@ -138,7 +138,9 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
         batch = lo
         s = serving(sm, batch, length, wl)
     cap = table.latency.get(row)
-    binds = cap.binds if cap is not None else "memory"
+    binds = "memory"
+    if cap is not None and cap.binds != "memory" and row.gpus * replicas > memory_only_gpus(table, service):
+        binds = cap.binds  # the target costs GPUs: memory alone would need fewer on this chip
     if wl is not None and service.workload.requests_per_second is not None and cap is not None:
         by_rate = replicas_for_rate(table, row, service)
         by_concurrency = math.ceil(service.required / row.concurrency)
@@ -156,14 +158,41 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
         parts_ms={k: round(v * 1000, 3) for k, v in s.step.parts.items()})
 
 
-def binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None) -> str | None:
-    """The phrase naming a latency target that sets the pool's size (None: memory does)."""
-    if step is None or step.binds == "memory":
-        return None
-    cap = table.latency[row]
+def memory_only_gpus(table: ChipTable, service: ServiceSpec) -> int:
+    """The fewest GPUs of `table`'s chip that hold the target on memory alone (the rows' uncapped
+    requests per rank)."""
+    return min((r.gpus * math.ceil(service.required / (r.shape.dp * c.memory)) for r, c in table.latency.items()),
+               default=0)
+
+
+def binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None, memory: str) -> str:
+    """The phrase naming what sets the pool's size: a latency target when it needs more
+    replicas than memory would, else `memory` (the memory phrase), noting a target's cap on
+    max_num_seqs when it lowers it."""
+    cap = table.latency.get(row)
+    if step is None or cap is None:
+        return memory
     if step.binds == "requests per second":
         return (f"requests per second: {service.workload.requests_per_second:g} asked, "
                 f"{cap.requests_per_second:.2f} per instance at {cap.held} requests per rank")
-    target = service.tpot_ms if step.binds == "tpot" else service.ttft_ms
-    return (f"{step.binds}: {cap.held} requests per rank keep it within {target:g} ms (max_num_seqs {cap.held}); "
-            f"memory would hold {cap.memory}")
+    if step.binds in ("tpot", "ttft"):
+        target = service.tpot_ms if step.binds == "tpot" else service.ttft_ms
+        return (f"{step.binds}: within {target:g} ms a rank of this split serves {cap.held} requests (max_num_seqs "
+                f"{cap.held}) where its memory holds {cap.memory}; memory alone would need "
+                f"{memory_only_gpus(table, service)} {table.chip.id} GPUs, the target "
+                f"{row.gpus * step_replicas(step, row)}")
+    if cap.binds != "memory":
+        target = service.tpot_ms if cap.binds == "tpot" else service.ttft_ms
+        return f"{memory}; {cap.binds} {target:g} ms caps max_num_seqs at {cap.held} (memory would hold {cap.memory})"
+    return memory
+
+
+def step_replicas(step: StepFigures, row: Row) -> int:
+    """Replicas of `row` the figures were priced for (pool throughput over one instance's)."""
+    return max(1, round(step.pool_output_tokens_per_second / step.output_tokens_per_second))
+
+
+def memory_row(table: ChipTable, row: Row) -> Row:
+    """`row` as its memory alone would size it (before a latency target capped it)."""
+    cap = table.latency.get(row)
+    return replace(row, held_per_rank=cap.memory) if cap is not None else row

@@ -333,10 +333,10 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
         update={"speculative_method": kernel.engine.spec_method})
     held = row.concurrency * replicas
-    binds = binding(table, row, replicas, service.required, kernel,
+    binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
     step = latency.figures(model, table, service, row, replicas)
-    binds = latency.binding(table, row, service, step) or binds
+    binds = latency.binding(table, row, service, step, binds)
     return PoolPlan(
         model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
         tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp,

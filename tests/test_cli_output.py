@@ -242,3 +242,10 @@ def test_categorical_sweeps_are_bars_with_cost(tmp_path):
     svg = out.read_text()
     assert 'id="bars-h200-0"' in svg and 'id="bars-h200-1"' in svg and 'id="line-' not in svg
     assert any(t.startswith("$/month") for t in _texts(svg))
+
+
+def test_a_mistyped_variant_gets_the_nearest_name(tmp_path):
+    path = ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml"
+    result = piped("scenario", str(path), "--variant", "cheaper-h20")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "no variant named 'cheaper-h20'; did you mean 'cheaper-h200'?" in result.stderr

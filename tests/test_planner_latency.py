@@ -29,7 +29,10 @@ def test_the_issue_command_meets_30_ms_and_says_what_binds(capsys):
     step = best["step"]
     assert step["tpot_ms"] <= 30
     assert step["binds"] in ("memory", "tpot")
-    assert best["binds"].startswith("tpot:") if step["binds"] == "tpot" else "tpot" not in best["binds"]
+    if step["binds"] == "tpot":  # the target costs GPUs: the phrase leads with it
+        assert best["binds"].startswith("tpot:")
+    else:  # memory sets the size; the target only caps max_num_seqs, and the phrase says so
+        assert f"caps max_num_seqs at {best['max_num_seqs']}" in best["binds"]
     # the latency cap is what the instance is started with: max_num_seqs holds each rank to it
     assert best["max_num_seqs"] * best["data_parallel_size"] * best["replicas"] >= 64
     assert math.isclose(sum(step["parts_ms"].values()), step["tpot_ms"], rel_tol=1e-3)
@@ -90,3 +93,8 @@ def test_every_plan_carries_its_step_figures_without_targets(capsys):
     best = json.loads(capsys.readouterr().out)["best"]
     assert best["step"]["binds"] == "memory" and best["step"]["tpot_ms"] > 0
     assert best["step"]["batch_per_rank"] == math.ceil(8 / best["replicas"])
+
+
+def test_when_the_target_costs_gpus_the_phrase_says_so():
+    p = _plan(concurrency=256, tpot_ms=30)
+    assert p.best.step.binds == "tpot" and p.best.binds.startswith("tpot: within 30 ms")

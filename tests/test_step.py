@@ -113,3 +113,20 @@ def test_chip_rates_come_from_the_registry_with_sources():
     assert all(p.source and p.how for p in rates.provenance)
     assert rates.flops_for("nvfp4") == rates.bf16_flops  # no native fp4 on Hopper: weight-only, bf16 math
     assert chip_rates(get_chip("b200")).flops_for("nvfp4") == 9.0e15
+
+
+def test_pipeline_parallel_step_sums_its_stages_and_hands_off():
+    """pp 2: a request's step is both stages' micro-batch steps plus one hand-off; per GPU the
+    instance counts all tp × pp GPUs."""
+    from pricing.step.serving import serving
+
+    graph = load_model("llama-3.1-70b")
+    kernel = Kernel.of(graph, Deployment(tensor_parallel_size=2, pipeline_parallel_size=2, max_model_len=8192),
+                       get_chip("h100"))
+    s = StepModel(kernel)
+    t = s.decode(64, 4096)
+    stages = [StepModel(k, _stage=True).decode(32, 4096).seconds for k in kernel.stages()]
+    assert t.parts["pipeline hand-off"] > 0
+    assert math.isclose(t.seconds, sum(stages) + t.parts["pipeline hand-off"], rel_tol=1e-9)
+    r = serving(s, 64, 4096)
+    assert math.isclose(r.output_tokens_per_second_per_gpu, 64 / r.tpot_seconds / 4, rel_tol=1e-9)

@@ -144,11 +144,12 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @registry_option
 @click.argument("file", required=False)
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
+@click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs per chip against the variants (.png or .svg)")
+@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @click.pass_context
-def scenario_command(ctx, file, with_variants, fmt, chart_path, show_schema):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -159,8 +160,12 @@ def scenario_command(ctx, file, with_variants, fmt, chart_path, show_schema):
     scenario = load_scenario(file)
     from planner.review import Ticker, compare
 
+    for name in variant_names:
+        scenario.apply(name)  # an unknown name is bad input, with the nearest names, before any planning
+    names = list(dict.fromkeys(variant_names)) if variant_names else (None if with_variants else [])
+    with_variants = with_variants or bool(variant_names)
     ticker = Ticker(_err_console())
-    c = compare(scenario, None if with_variants else [], progress=ticker)
+    c = compare(scenario, names, progress=ticker)
     code = _emit(c, fmt, with_variants, chart_path)
     ctx.exit(code)
 

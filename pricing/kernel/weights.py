@@ -125,7 +125,8 @@ def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: R
     return out
 
 
-def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, generation: str = "sm90") -> WeightBytes:
+def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, generation: str) -> WeightBytes:
+    """This rank's weights on a chip of `generation` (its kernels decide Marlin, swizzling, padding)."""
     sizer = WeightSizer(model, engine, generation, reg, used)
     experts = model.routed_experts
     local = sizer.local_experts(experts)

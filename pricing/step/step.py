@@ -8,6 +8,8 @@ peak rates, plus the collectives and a per-step overhead.
                  cache bytes every request reads (and a prefill chunk writes)
     all-reduce   latency + 2 (g − 1) / g × bytes / (scale-up bandwidth × interconnect efficiency)
     all-to-all   2 × (latency + (g − 1) / g × bytes / (scale-up bandwidth × interconnect efficiency))
+    pipeline     each stage's step for a micro-batch of 1/pp of the requests, summed, plus (pp − 1)
+                 hand-offs of the micro-batch's hidden states (latency + bytes / scale-up bandwidth)
     overhead     per step + per decoder layer + per request in the step
 
 A step schedules `decode` requests one token each at context `context`, and a prefill chunk of
@@ -104,19 +106,65 @@ class StepModel:
     """The step time of one rank of the deployment the memory kernel `kernel` describes: same
     model graph, same resolved engine, same chip."""
 
-    def __init__(self, kernel: Kernel, rates: ChipRates | None = None, efficiency: Efficiency | None = None):
+    def __init__(self, kernel: Kernel, rates: ChipRates | None = None, efficiency: Efficiency | None = None,
+                 _stage: bool = False):
         self.kernel = kernel
         self.engine = kernel.engine
         self.rates = rates or chip_rates(kernel.chip, kernel.reg)
-        self.eff = efficiency or Efficiency.from_registry(kernel.reg)
+        self._eff = efficiency or Efficiency.from_registry(kernel.reg)
         self.groups = linear_groups(kernel)
         self.comm = collectives(kernel)
         self.context = context_work(kernel)
         self.top_k = int(kernel.model.extras.get("experts_per_token") or 0)
+        self.stages = None
+        if kernel.engine.pp > 1 and not _stage:
+            self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.stages()]
+
+    @property
+    def eff(self) -> Efficiency:
+        return self._eff
+
+    @eff.setter
+    def eff(self, value: Efficiency) -> None:
+        self._eff = value
+        for stage in self.stages or ():
+            stage.eff = value
+
+    # -- pipeline parallelism -----------------------------------------------------------------
+    def _micro(self, step: Step) -> Step:
+        """One micro-batch: vLLM keeps pp batches in flight, each of 1/pp of the decoding requests."""
+        return Step(decode=-(-step.decode // len(self.stages)), context=step.context, chunk=step.chunk,
+                    chunk_offset=step.chunk_offset)
+
+    def _pipeline_time(self, step: Step) -> StepTime:
+        """A request's step under pipeline parallelism: its micro-batch through every stage, and
+        the hidden states handed from each stage to the next at the scale-up bandwidth. Every
+        request gets one token per such step (the pp micro-batches overlap)."""
+        micro = self._micro(step)
+        out = StepTime()
+        for stage in self.stages:
+            t = stage.time(micro)
+            for part, seconds in t.parts.items():
+                out.add(part, seconds)
+            out.flops += t.flops
+            out.bytes += t.bytes
+            out.memory_seconds += t.memory_seconds
+            out.compute_seconds += t.compute_seconds
+            out.comm_seconds += t.comm_seconds
+            out.overhead_seconds += t.overhead_seconds
+        eff = self.eff
+        size = micro.tokens * self.comm.hidden * eff.activation_bytes
+        hand_off = (len(self.stages) - 1) * (eff.collective_latency_seconds
+                                              + size / (self.rates.scale_up_bandwidth * eff.interconnect))
+        out.comm_seconds += hand_off
+        out.add("pipeline hand-off", hand_off)
+        return out
 
     # -- one step -----------------------------------------------------------------------------
     def time(self, step: Step) -> StepTime:
         """The time of one step on this rank, by part."""
+        if self.stages:
+            return self._pipeline_time(step)
         e, r, eff = self.engine, self.rates, self.eff
         out = StepTime()
         byte_rate = r.memory_bandwidth * eff.memory_bandwidth
@@ -180,7 +228,9 @@ class StepModel:
         return flops, nbytes
 
     def attention_seconds(self, step: Step) -> float:
-        """The attention part of `step` alone (its roofline)."""
+        """The attention part of `step` alone (its roofline; summed over the pipeline's stages)."""
+        if self.stages:
+            return sum(stage.attention_seconds(self._micro(step)) for stage in self.stages)
         flops, nbytes = self.attention_work(step)
         return max(flops / (self.rates.bf16_flops * self.eff.tensor_compute),
                    nbytes / (self.rates.memory_bandwidth * self.eff.memory_bandwidth))

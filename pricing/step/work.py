@@ -123,7 +123,7 @@ def _nodes(model: ModelGraph, speculative: str | None) -> tuple:
 def linear_groups(kernel: Kernel) -> list[LinearGroup]:
     """The rank's linear work, grouped by (node kind, served format). Identical tensors (one per
     layer) are sized once and counted."""
-    model, e = kernel.model, kernel.engine
+    model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     pad = kernel.reg.value("vllm_0_33.vocab_padding")
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
     experts = model.routed_experts
@@ -174,7 +174,7 @@ def collectives(kernel: Kernel) -> Collectives:
     """Row-parallel outputs are summed across the tensor-parallel group (one all-reduce per node
     holding a row-parallel or expert-row tensor); under expert parallelism with data parallel
     ranks, each MoE layer's tokens are dispatched to and combined from the expert ranks."""
-    model, e = kernel.model, kernel.engine
+    model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     reduces, a2a, layers = 0, 0, 0
     for _, data in _nodes(model, e.spec_method):
         layers += data["kind"] in ("attention", "mixer")
@@ -191,7 +191,7 @@ def context_work(kernel: Kernel) -> ContextWork:
     layer (a latent cache is read as both, absorbed: the width counted twice); stated caches
     (DeepSeek-V4) at the model's head width. Cache bytes from the kernel: its owned context
     caches per token, and the bounded caches' own pages (window rings, recurrent state)."""
-    model, e = kernel.model, kernel.engine
+    model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     all_heads = max(1, model.num_attention_heads)
     heads = max(1, all_heads // e.tp)
     full = window_part = prefill_full = prefill_window = 0
