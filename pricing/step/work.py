@@ -120,6 +120,26 @@ def _nodes(model: ModelGraph, speculative: str | None) -> tuple:
     return tuple(model.nodes(speculative))
 
 
+@lru_cache(maxsize=64)
+def _tally(model: ModelGraph, speculative: str | None) -> tuple[tuple, dict]:
+    """The graph's tensors counted by (node kind, tensor without its name), and the MoE layers
+    of each (kind, served format): one walk per model, whatever the deployment."""
+    tally: Counter = Counter()
+    moe_nodes: dict[tuple[str, str], set] = defaultdict(set)
+    for name, data in _nodes(model, speculative):
+        kind = data["kind"]
+        for t in data["tensors"]:
+            t = replace(t, name="")  # one per layer: a tensor's bytes never depend on its name
+            tally[(kind, t)] += 1
+            if t.split.startswith("expert"):
+                moe_nodes[(kind, _fmt_key(t))].add(name)
+    return tuple(tally.items()), {key: len(names) for key, names in moe_nodes.items()}
+
+
+def _fmt_key(t) -> str:
+    return str(t.fmt) if t.rows > 1 and t.cols > 1 else "vector"
+
+
 def linear_groups(kernel: Kernel) -> list[LinearGroup]:
     """The rank's linear work, grouped by (node kind, served format). Identical tensors (one per
     layer) are sized once and counted."""
@@ -129,25 +149,13 @@ def linear_groups(kernel: Kernel) -> list[LinearGroup]:
     experts = model.routed_experts
     local = cdiv(experts + (e.redundant_experts if e.eplb else 0), e.ep_size) if (e.ep and experts) else experts
     sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
-    tally: Counter = Counter()
-    moe_nodes: dict[tuple[str, str], set] = defaultdict(set)
-    shards: dict = {}
-    for name, data in _nodes(model, e.spec_method):
-        kind = data["kind"]
-        for t in data["tensors"]:
-            t = replace(t, name="")  # one per layer: sized once (a tensor's bytes never depend on its name)
-            tally[(kind, t)] += 1
-            if t.split.startswith("expert"):
-                if t not in shards:
-                    shards[t] = shard(t, e.tp, moe_tp, pad)
-                rows, cols = shards[t]
-                moe_nodes[(kind, str(t.fmt) if cols > 1 and rows > 1 else "vector")].add(name)
+    tally, moe_layers = _tally(model, e.spec_method)
     acc: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(int))
-    for (kind, t), n in tally.items():
-        rows, cols = shards[t] if t in shards else shard(t, e.tp, moe_tp, pad)
+    for (kind, t), n in tally:
+        rows, cols = shard(t, e.tp, moe_tp, pad)
         one = sizer.one(t)  # the bytes the served format holds (pricing/kernel/weights.py)
-        matrix = cols > 1 and rows > 1
-        a = acc[(kind, str(t.fmt) if matrix else "vector")]
+        matrix = t.rows > 1 and t.cols > 1
+        a = acc[(kind, _fmt_key(t))]
         if kind == "embedding":
             a["act_bytes_per_token"] += cols * 2 * n  # one row gathered per token
             continue
@@ -160,9 +168,10 @@ def linear_groups(kernel: Kernel) -> list[LinearGroup]:
         if matrix:
             a["flops_per_token"] += 2 * rows * cols * t.count * n
             a["act_bytes_per_token"] += (rows + cols) * 2 * t.count * n
+    moe_nodes = moe_layers
     out = []
     for (kind, fmt), a in sorted(acc.items()):
-        layers = len(moe_nodes.get((kind, fmt), ()))
+        layers = moe_nodes.get((kind, fmt), 0)
         out.append(LinearGroup(
             kind, fmt, a["flops_per_token"], a["weight_bytes"], a["act_bytes_per_token"], kind == "lm_head",
             a["expert_bytes"] // max(1, layers), a["expert_flops_per_token"] // max(1, layers),
