@@ -14,7 +14,7 @@ from pricing.units import size
 
 def _split(row) -> str:
     s = row.shape
-    text = f"tp {s.tp}" + (f" × dp {s.dp}" if s.dp > 1 else "")
+    text = f"tp {s.tp}" + (f" × pp {s.pp}" if s.pp > 1 else "") + (f" × dp {s.dp}" if s.dp > 1 else "")
     return text + (" with expert parallel" if s.ep else "")
 
 

@@ -165,3 +165,18 @@ def test_the_kernel_refusal_is_none_when_it_starts():
     assert kernel("llama-3.1-8b", "h200").startup_refusal() is None
     with pytest.raises(InputError):
         kernel("llama-3.1-8b", "h200", max_model_len=10**9)
+
+
+# -- vLLM's own refusals (golden fixtures from its planner, tests/golden/vllm-0.33/*_refused.json) -----
+GOLDEN = Path(__file__).resolve().parent / "golden" / "vllm-0.33"
+REFUSED = sorted(p for p in GOLDEN.glob("*.json") if json.loads(p.read_text())["vllm"].get("error"))
+
+
+@pytest.mark.parametrize("path", REFUSED, ids=[p.stem for p in REFUSED])
+def test_the_refusal_is_vllms_own_text(path):
+    case = json.loads(path.read_text())
+    project = case["project"]
+    k = kernel(project["model"], project["chip"], kv_cache_memory_bytes=project["available_memory_bytes"],
+               **project["deployment"])
+    assert k.startup_refusal() is not None and k.startup_refusal().check == "one_request"
+    assert k.refusal() == case["vllm"]["error"]

@@ -90,3 +90,19 @@ def test_plan_prints_the_commands_per_node(capsys):
     assert "# node 0 (head: serves the API)" in out and "# node 1 (worker)" in out
     assert "--distributed-executor-backend ray" in out
     assert "1 × 2" in out  # the nodes column: one instance of two nodes
+
+
+def test_a_scenario_service_larger_than_a_node_gets_its_commands_per_node(tmp_path):
+    path = tmp_path / "review.yaml"
+    path.write_text("review: big model\ninventory:\n  h100: {gpus: 32, gpus_per_node: 8}\nservices:\n"
+                    "  - {name: big, model: llama-3.1-405b, concurrency: 16, context_length: 32768, chips: [h100]}\n")
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    result = CliRunner().invoke(cli, ["scenario", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "1 × (8, 2, 1, off, 1)" in result.output
+    assert "--nnodes 2 --node-rank 1 --master-addr $HEAD_IP --headless" in result.output
+    assert "need 16 GPUs (tp 8 × pp 2)" in CliRunner().invoke(cli, ["scenario", str(path), "--format",
+                                                                    "markdown"]).output

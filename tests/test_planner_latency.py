@@ -98,3 +98,17 @@ def test_every_plan_carries_its_step_figures_without_targets(capsys):
 def test_when_the_target_costs_gpus_the_phrase_says_so():
     p = _plan(concurrency=256, tpot_ms=30)
     assert p.best.step.binds == "tpot" and p.best.binds.startswith("tpot: within 30 ms")
+
+
+def test_a_scenario_service_takes_a_workload_and_a_tpot_target(tmp_path):
+    from planner.fleet import plan_scenario
+    from planner.scenario import load_scenario
+
+    path = tmp_path / "latency.yaml"
+    path.write_text("review: latency\nservices:\n  - name: chat\n    model: llama-3.1-70b\n    chips: [h100, h200]\n"
+                    "    concurrency: 64\n    context_length: 8192\n    tpot_ms: 30\n"
+                    "    workload: {isl: 1024, osl: 512, requests_per_second: 4}\n")
+    result = plan_scenario(load_scenario(path))
+    service = result.services[0]
+    assert service.step is not None and service.step.tpot_ms <= 30
+    assert service.step.pool_requests_per_second >= 4

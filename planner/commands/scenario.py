@@ -100,8 +100,11 @@ def render_fleet(r: FleetResult, console: Console) -> None:
         for line in speed_lines(p):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     for p in r.services:
-        command(console, f"# {p.service}" + (f", × {p.replicas} replicas" if p.replicas > 1 else ""))
-        command(console, p.vllm_serve)
+        command(console, f"# {p.service}" + (f", × {p.replicas} replicas" if p.replicas > 1 else "")
+                + (f", {p.nodes_per_replica} nodes each, one command per node (HEAD_IP: the head node's address)"
+                   if p.vllm_serve_nodes else ""))
+        for line in p.vllm_serve_nodes or [p.vllm_serve]:
+            command(console, line)
 
 
 def render_comparison(c: Comparison, console: Console) -> None:
