@@ -56,7 +56,8 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
                   "then the larger token budget")
     if result.margin is not None:
         console.print(f"margin: {result.margin.fraction:.1%} of each rank's predicted KV pool is not counted on "
-                      f"({result.margin.source}; --margin sets it)", soft_wrap=True)
+                      f"({result.margin.source}" + ("" if result.margin.source == "--margin" else "; --margin sets it")
+                      + ")", soft_wrap=True)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, solver "
                   f"{result.search.solver_status}"
                   + (" (optimum proven)" if result.search.solver_status == "OPTIMAL" else " (optimum not proven)"))

@@ -209,6 +209,8 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
         raise InputError("--kv-cache-memory-bytes", "must not be negative", "give the KV pool in bytes")
     mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
+    if mamba == "align" and not d.enable_prefix_caching:
+        mamba = "none"  # vLLM 0.33 MambaModelConfig: prefix caching off resolves the mode to none (golden fixture)
     pipeline.stages(model, d.pipeline_parallel_size, d.pp_layer_partition)  # vLLM's checks of the partition
     if mamba not in release.mamba_cache_modes:
         raise InputError("--mamba-cache-mode", f"unknown mode {mamba!r} for {release.name}",
