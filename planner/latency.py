@@ -21,7 +21,7 @@ from planner.request import ServiceSpec
 from planner.result import StepFigures
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
-from pricing.step import StepModel, has_rates
+from pricing.step import StepModel, has_rates, missing_rates
 from pricing.step.serving import Workload, largest_batch, serving
 
 
@@ -67,8 +67,8 @@ def cap_rows(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
     if not constrains(service) or not table.rows:
         return
     if not has_rates(table.chip):
-        table.latency_note = (f"{table.chip.id} has no peak rates in pricing/registry/chip_rates.yaml, so no step "
-                              "time can be priced against the latency targets")
+        table.latency_note = (f"{missing_rates(table.chip)}, so no step time can be priced against the latency "
+                              "targets")
         table.rows = []
         return
     length = context_length(model, service)

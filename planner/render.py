@@ -56,7 +56,8 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
                   "then the larger token budget")
     if result.margin is not None:
         console.print(f"margin: {result.margin.fraction:.1%} of each rank's predicted KV pool is not counted on "
-                      f"({result.margin.source}; --margin sets it)", soft_wrap=True)
+                      f"({result.margin.source}" + ("" if result.margin.source == "--margin" else "; --margin sets it")
+                      + ")", soft_wrap=True)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, solver "
                   f"{result.search.solver_status}"
                   + (" (optimum proven)" if result.search.solver_status == "OPTIMAL" else " (optimum not proven)"))
@@ -119,7 +120,10 @@ def speed_lines(p: PoolPlan) -> list[str]:
     """How fast the pool serves (the step model, pricing/step): at its planned concurrency."""
     s = p.step
     if s is None:
-        return [f"speed: unknown ({p.chip} has no peak rates in pricing/registry/chip_rates.yaml)"]
+        from pricing.chips import get_chip
+        from pricing.step import missing_rates
+
+        return [f"speed: unknown ({missing_rates(get_chip(p.chip))})"]
     rate = f", {s.pool_requests_per_second:,.2f} requests/s" if s.pool_requests_per_second else ""
     return [f"speed (step model): {s.tpot_ms:,.1f} ms per output token at {s.batch_per_rank} requests per rank "
             f"({s.context_tokens:,} tokens of context), first token of a {s.prompt_tokens:,}-token prompt in "

@@ -29,11 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = sorted(p for p in (REPO / "tests" / "golden" / "vllm-0.33").glob("*.json") if not p.name.startswith("pp_"))
 
 # case -> why the kernel does not match vLLM yet
-XFAIL: dict[str, str] = {
-    # added by the golden helper with the fixture; the kernel helper owns the fix
-    "nemotron-3-nano-30b-a3b_h100_tp1_noprefix_align": "vLLM 0.33 resolves --mamba-cache-mode align to none when "
-    "prefix caching is off (mamba block = max_model_len, 1 state block); the kernel keeps align",
-}
+XFAIL: dict[str, str] = {}
 
 
 def _role(vllm_name: str) -> str:

@@ -159,10 +159,13 @@ def test_qwen3_next_at_tp2_written_out():
     assert [g.block_tokens for g in off.layout().groups] == [262_144] * 3 + [544]  # state block = max_model_len
 
 
-def test_mamba_cache_mode_overrides_prefix_caching():
+def test_align_without_prefix_caching_resolves_to_none():
+    """vLLM 0.33 resolves --mamba-cache-mode align to none when prefix caching is off
+    (tests/golden/vllm-0.33/nemotron-3-nano-30b-a3b_h100_tp1_noprefix_align.json)."""
     k = kernel("nemotron-3-nano-30b-a3b", enable_prefix_caching=False, mamba_cache_mode="align")
-    assert k.engine.mamba_cache_mode == "align"
-    assert k.sequence_fixed_bytes() == kernel("nemotron-3-nano-30b-a3b").sequence_fixed_bytes()
+    assert k.engine.mamba_cache_mode == "none"
+    off = kernel("nemotron-3-nano-30b-a3b", enable_prefix_caching=False)
+    assert k.sequence_fixed_bytes() == off.sequence_fixed_bytes()
 
 
 def test_speculative_tokens_add_their_pages(shared_models):

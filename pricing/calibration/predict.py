@@ -37,6 +37,12 @@ def record_models() -> dict[str, dict]:
     return {k.lower(): v for k, v in yaml_fast.load((HERE / "record_models.yaml").read_text()).items()}
 
 
+def quantization_for(hf_id: str) -> str | None:
+    """The `--quantization` the record's checkpoint is sized with (record_models.yaml), if any."""
+    entry = record_models().get(hf_id.strip().lower())
+    return None if entry is None else entry.get("quantization")
+
+
 def model_name_for(hf_id: str) -> str | None:
     """The card name, or the path of a published config (`shared:<file>` is ../shared/models/<file>)."""
     entry = record_models().get(hf_id.strip().lower())
@@ -132,7 +138,7 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
         p.skipped = "release unknown"
         return p
     try:
-        model = load_model(name)
+        model = load_model(name, quantization_for(r.model) if model_name is None else None)
         k = Kernel.of(model, _deployment(r, era), chip, reg)
         f = k.fixed_bytes()
     except InputError as err:

@@ -43,13 +43,25 @@ def has_rates(chip: Chip, registry: Registry | None = None) -> bool:
     return f"chip_rates.chip_rates.{chip.id}.bf16_flops" in reg
 
 
+def missing_rates(chip: Chip, registry: Registry | None = None) -> str:
+    """Why `chip` has no step-time figures: the figures chip_rates.yaml's `unsourced` section lists
+    as missing for it and why (a figure no vendor source gives is left out, never guessed)."""
+    reg = registry or load()
+    name = f"chip_rates.unsourced.{chip.id}"
+    if name not in reg:
+        return f"{chip.id} has no peak rates in pricing/registry/chip_rates.yaml"
+    entry = reg[name]
+    return f"{chip.id}: no vendor-sourced {', '.join(entry.value)}; {entry.how}"
+
+
 def chip_rates(chip: Chip, registry: Registry | None = None) -> ChipRates:
     """The peak rates of `chip`; a clear error when the registry has none for it."""
     reg = registry or load()
     base = f"chip_rates.chip_rates.{chip.id}"
     if f"{base}.bf16_flops" not in reg:
-        raise InputError("--chip", f"{chip.id} has no peak rates in pricing/registry/chip_rates.yaml, so its step "
-                         "time cannot be priced", "add the chip's data-sheet rates there, or drop the latency targets")
+        raise InputError("--chip", f"{missing_rates(chip, reg)}, so its step time cannot be priced",
+                         "add the chip's data-sheet rates to pricing/registry/chip_rates.yaml, or drop the latency "
+                         "targets")
     prov = tuple(reg[f"{base}.{f}"] for f in RATE_FIELDS)
     return ChipRates(chip.id, *(float(p.value) for p in prov), provenance=prov)
 
