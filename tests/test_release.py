@@ -25,6 +25,7 @@ from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
 from pricing.kernel import kernel as kernel_module
+from pricing.kernel.deployment import resolve_engine
 from pricing.rules import RELEASES, Release, get
 
 
@@ -180,3 +181,18 @@ def test_scenario_services_name_their_release(tmp_path):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(InputError, match=r"services\[0\]\.vllm_version: unknown vLLM release '0.34'"):
         load_scenario(tmp_path / "bad.yaml")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), st.data())
+def test_an_engine_round_trips_through_its_flags(model, data):
+    """Engine.as_deployment() pins every resolved setting: resolving it again gives the same
+    engine, whatever the flags (the start-up estimates re-plan a deployment through it, so a field
+    it left out would silently fall back to its default)."""
+    flags = {name: data.draw(st.sampled_from(_values(name)), label=name) for name in FIELDS}
+    try:
+        d = Deployment(**flags)
+        engine = Kernel.of(load_model(model), d, get_chip("h200")).engine
+    except (InputError, ValueError):
+        return
+    assert resolve_engine(engine.as_deployment(), load_model(model), get_chip("h200"), release=engine.release) == engine

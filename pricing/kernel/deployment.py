@@ -79,6 +79,22 @@ class Engine:
     pp: int = 1
     pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION
 
+    def as_deployment(self) -> Deployment:
+        """The flags that resolve to exactly this engine (every default pinned to its resolved
+        value); `resolve_engine(e.as_deployment(), ...) == e` is a test, so a new field cannot be
+        left out."""
+        return Deployment(
+            tensor_parallel_size=self.tp, pipeline_parallel_size=self.pp, pp_layer_partition=self.pp_partition,
+            data_parallel_size=self.dp, enable_expert_parallel=self.ep, decode_context_parallel_size=self.dcp,
+            prefill_context_parallel_size=self.pcp, gpu_memory_utilization=self.gpu_memory_utilization,
+            max_num_batched_tokens=self.max_num_batched_tokens, max_num_seqs=self.max_num_seqs,
+            max_model_len=self.max_model_len, kv_cache_dtype=self.kv_cache_dtype, block_size=self.block_size,
+            num_speculative_tokens=self.spec_tokens, speculative_method=self.spec_method, enable_eplb=self.eplb,
+            num_redundant_experts=self.redundant_experts, cudagraph_mode=self.cudagraph_mode,
+            kv_cache_memory_bytes=self.kv_cache_memory_bytes, enable_prefix_caching=self.prefix_caching,
+            async_scheduling=self.async_scheduling, mamba_cache_mode=self.mamba_cache_mode,
+            mega_attention=self.mega_attention)
+
     @property
     def in_flight_batches(self) -> int:
         """max_concurrent_batches, the release's rule: pp + 1 under asynchronous scheduling with the

@@ -74,24 +74,14 @@ def estimated_max_model_len(k: Kernel) -> int:
 
 
 def _same(k: Kernel, **changes):
-    """The kernel's deployment with some flags changed (None when vLLM would reject the flags)."""
-    from pricing.kernel.deployment import Deployment
+    """The kernel's deployment with some flags changed (None when vLLM would reject the flags):
+    the resolved settings pinned, as vLLM's estimate changes only what it names."""
     from pricing.kernel.kernel import Kernel
 
-    e = k.engine
-    flags = dict(tensor_parallel_size=e.tp, pipeline_parallel_size=e.pp, pp_layer_partition=e.pp_partition,
-                 data_parallel_size=e.dp, enable_expert_parallel=e.ep,
-                 decode_context_parallel_size=e.dcp, prefill_context_parallel_size=e.pcp,
-                 gpu_memory_utilization=e.gpu_memory_utilization, max_num_batched_tokens=e.max_num_batched_tokens,
-                 max_num_seqs=e.max_num_seqs, max_model_len=e.max_model_len, kv_cache_dtype=e.kv_cache_dtype,
-                 block_size=e.block_size, num_speculative_tokens=e.spec_tokens, speculative_method=e.spec_method,
-                 enable_eplb=e.eplb, num_redundant_experts=e.redundant_experts, cudagraph_mode=e.cudagraph_mode,
-                 kv_cache_memory_bytes=e.kv_cache_memory_bytes, enable_prefix_caching=e.prefix_caching,
-                 async_scheduling=e.async_scheduling, mamba_cache_mode=e.mamba_cache_mode,
-                 mega_attention=e.mega_attention)
-    flags.update(changes)
+    flags = k.engine.as_deployment().model_copy(update=changes)
     try:
-        return Kernel.of(k.model, Deployment(**flags), k.chip, k.reg, stage=k.stage.index if k.stage else None)
+        return Kernel.of(k.model, flags, k.chip, k.reg, release=k.release,
+                         stage=k.stage.index if k.stage else None)
     except InputError:
         return None
 
