@@ -42,6 +42,7 @@ class ModelGraph:
             state=None, speculative: str | None = None) -> str:
         self.g.add_node(node, kind=kind, layer=layer, tensors=tuple(tensors), cache=cache, caches=tuple(caches),
                         state=state, speculative=speculative)
+        self.extras.pop("tensor_groups", None)  # derived from the nodes (weights.tensor_groups)
         return node
 
     def flow(self, src: str, dst: str) -> None:

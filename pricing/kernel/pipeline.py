@@ -116,9 +116,9 @@ def tied_embedding(model: ModelGraph) -> bool:
     return not any(d["kind"] == "lm_head" for _, d in model.g.nodes(data=True))
 
 
-# facts the graph caches about its own nodes (ModelGraph.has_window_caches, cudagraphs.decoder_layers):
-# a stage's part of the graph derives its own
-DERIVED_EXTRAS = ("has_window_caches", "decoder_layers")
+# facts the graph caches about its own nodes (ModelGraph.has_window_caches, cudagraphs.decoder_layers,
+# weights.tensor_groups): a stage's part of the graph derives its own
+DERIVED_EXTRAS = ("has_window_caches", "decoder_layers", "tensor_groups")
 
 
 @lru_cache(maxsize=256)

@@ -15,7 +15,7 @@ its own layers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pricing.config.quantization import Mags, Param, Placement
 from pricing.graph.model import ModelGraph
@@ -125,6 +125,26 @@ def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: R
     return out
 
 
+def tensor_groups(model: ModelGraph, speculative: str | None) -> tuple[tuple[tuple[Tensor, int], ...], frozenset[str]]:
+    """The tensors a deployment speculating with `speculative` holds, identical ones (equal in every
+    field but the name) taken once, as (the first in topological order, how many), in the order of
+    their first appearance; and the MoE layers holding all routed experts. Depends only on the
+    graph, so it is kept in the graph's extras: sizing each engine of a sweep then prices a few
+    dozen distinct shapes instead of every layer's tensors."""
+    cached = model.extras.setdefault("tensor_groups", {})  # a derived extra (pipeline.DERIVED_EXTRAS)
+    if speculative not in cached:
+        groups: dict[Tensor, list] = {}
+        expert_layers = set()
+        for _, data in model.nodes(speculative):
+            for t in data["tensors"]:
+                group = groups.setdefault(replace(t, name=""), [t, 0])
+                group[1] += 1
+                if t.split.startswith("expert") and t.count == model.routed_experts:
+                    expert_layers.add(t.name.rsplit(".experts", 1)[0])
+        cached[speculative] = (tuple((t, n) for t, n in groups.values()), frozenset(expert_layers))
+    return cached[speculative]
+
+
 def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, generation: str) -> WeightBytes:
     """This rank's weights on a chip of `generation` (its kernels decide Marlin, swizzling, padding)."""
     sizer = WeightSizer(model, engine, generation, reg, used)
@@ -132,15 +152,12 @@ def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, g
     local = sizer.local_experts(experts)
     total = 0
     expert_total = 0
-    expert_layers = set()
-    for _, data in model.nodes(engine.spec_method):
-        for t in data["tensors"]:
-            if t.split.startswith("expert"):
-                expert_total += sizer.tensor_bytes(t)
-                if t.count == experts:
-                    expert_layers.add(t.name.rsplit(".experts", 1)[0])
-            else:
-                total += sizer.tensor_bytes(t)
+    groups, expert_layers = tensor_groups(model, engine.spec_method)
+    for t, n in groups:
+        if t.split.startswith("expert"):
+            expert_total += sizer.tensor_bytes(t) * n
+        else:
+            total += sizer.tensor_bytes(t) * n
     refusal = sizer.record()
     eplb = 0
     per_layer = expert_total // max(1, len(expert_layers)) if expert_layers else 0
