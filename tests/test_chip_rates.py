@@ -56,6 +56,8 @@ def test_new_chip_rates_read_off_their_sheets():
     assert (h100_pcie.bf16_flops, h100_pcie.fp8_flops) == (1513e12 / 2, 3026e12 / 2)
     assert h100_pcie.memory_bandwidth == 2.0e12
     assert chip_rates(get_chip("l4")).fp8_flops == 485e12 / 2
+    # MI250X: one GCD is one GPU; ROCm's 1024 BF16 FLOP/clock/CU x 110 CUs x 1.7 GHz
+    assert chip_rates(get_chip("mi250x")).bf16_flops == pytest.approx(1024 * 110 * 1.7e9)
 
 
 def _plan_json(chip: str) -> dict:
