@@ -3,12 +3,12 @@ the nearest thing that does fit (issue 5, "When nothing fits")."""
 
 from __future__ import annotations
 
-from planner.oracle import ChipTable, ShapeVerdict, context_length, replica_cap
+from planner.oracle import ChipTable, ShapeVerdict, context_length, deployment_for, replica_cap
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
-from pricing.units import GiB
+from pricing.kernel import Kernel
+from pricing.units import GiB, largest_such
 
 
 def _gib(n: int) -> str:
@@ -71,25 +71,14 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
     model = load_model(service.model, service.quantization)
 
     def holds(length: int) -> bool:
-        d = Deployment(tensor_parallel_size=v.shape.tp, data_parallel_size=v.shape.dp,
-                       enable_expert_parallel=v.shape.ep, decode_context_parallel_size=v.shape.dcp,
-                       kv_cache_dtype=v.shape.kv_cache_dtype, gpu_memory_utilization=v.utilization,
-                       max_num_batched_tokens=v.max_num_batched_tokens, max_model_len=length,
-                       num_speculative_tokens=service.num_speculative_tokens,
-                       speculative_method=service.speculative_method)
+        d = deployment_for(v.shape, service, length, gpu_memory_utilization=v.utilization,
+                           max_num_batched_tokens=v.max_num_batched_tokens)
         try:
             return Kernel.of(model, d, table.chip, release=service.vllm_version).requests_held(service.kv_margin) > 0
         except InputError:
             return False
 
-    lo, hi = 0, context_length(model, service)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if holds(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return max(0, largest_such(holds, 1, context_length(model, service)))
 
 
 def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:

@@ -265,7 +265,8 @@ def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[fl
     return kept
 
 
-def _deployment(shape: Shape, service: ServiceSpec, max_model_len: int, **settings) -> Deployment:
+def deployment_for(shape: Shape, service: ServiceSpec, max_model_len: int, **settings) -> Deployment:
+    """The vLLM flags of one instance of `shape` for `service` (one place, so no caller drops a field)."""
     return Deployment(tensor_parallel_size=shape.tp, pipeline_parallel_size=shape.pp, data_parallel_size=shape.dp,
                       enable_expert_parallel=shape.ep,
                       decode_context_parallel_size=shape.dcp, kv_cache_dtype=shape.kv_cache_dtype,
@@ -280,7 +281,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     table.verdicts.append(verdict)
     budgets = service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens"))
     try:
-        probe = Kernel.of(model, _deployment(shape, service, length, max_num_batched_tokens=min(budgets)), chip,
+        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=min(budgets)), chip,
                           release=service.vllm_version)
     except InputError as err:
         verdict.invalid = str(err)
@@ -295,7 +296,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     for mbt in sorted(budgets):
         top = 0
         for util in utils:
-            kernel = Kernel.of(model, _deployment(shape, service, length, gpu_memory_utilization=util,
+            kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=util,
                                                    max_num_batched_tokens=mbt), chip,
                                release=service.vllm_version)
             table.evaluated += 1
@@ -310,7 +311,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
 
 def deployment(row: Row, service: ServiceSpec, max_model_len: int) -> Deployment:
     """The vLLM flags of one candidate instance."""
-    return _deployment(row.shape, service, max_model_len, gpu_memory_utilization=row.gpu_memory_utilization,
+    return deployment_for(row.shape, service, max_model_len, gpu_memory_utilization=row.gpu_memory_utilization,
                        max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs)
 
 

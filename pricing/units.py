@@ -3,6 +3,8 @@
 GiB = 2^30, MiB = 2^20 bytes; "MB" (as in the spec, memory-model.md) is 10^6 bytes.
 """
 
+import bisect
+
 GiB = 1 << 30
 MiB = 1 << 20
 MB = 10**6
@@ -53,3 +55,9 @@ def tokens_label(n: int) -> str:
     if n >= 1 << 10 and n % (1 << 10) == 0:
         return f"{n >> 10}k"
     return f"{n:,}"
+
+
+def largest_such(holds, lo: int, hi: int) -> int:
+    """The largest n in [lo, hi] for which the monotone predicate `holds` is true (true up to some n,
+    false after it), or lo - 1 when it holds nowhere: a bisection (the standard library's bisect)."""
+    return lo + bisect.bisect_left(range(lo, hi + 1), True, key=lambda n: not holds(n)) - 1

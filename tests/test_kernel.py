@@ -220,3 +220,12 @@ def test_dcp_is_refused_for_models_with_sliding_windows():
     for model in ("gpt-oss-20b", "dsv4.1-flash"):
         with pytest.raises(InputError, match="decode-context-parallel-size"):
             kernel(model, tensor_parallel_size=2, decode_context_parallel_size=2)
+
+
+def test_largest_such_bisects_a_monotone_predicate():
+    from pricing.units import largest_such
+
+    assert largest_such(lambda n: n * n <= 1000, 1, 100) == 31
+    assert largest_such(lambda n: True, 1, 7) == 7
+    assert largest_such(lambda n: False, 1, 7) == 0  # holds nowhere: lo - 1
+    assert largest_such(lambda n: n <= 5, 3, 2) == 2  # an empty range

@@ -107,19 +107,9 @@ def hf_cache_snapshots(hf_id: str) -> list[Path]:
 
 
 def _from_hf_cache(hf_id: str) -> ModelSource | None:
-    for hub in _hf_cache_dirs():
-        repo = hub / ("models--" + hf_id.replace("/", "--"))
-        snapshots = repo / "snapshots"
-        if not snapshots.is_dir():
-            continue
-        ref = repo / "refs" / "main"
-        candidates = []
-        if ref.exists():
-            candidates.append(snapshots / ref.read_text().strip())
-        candidates += sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-        for snap in candidates:
-            if (snap / "config.json").exists():
-                return _from_folder(snap, hf_id, hf_id, f"Hugging Face cache {snap}")
+    for snap in hf_cache_snapshots(hf_id):
+        if (snap / "config.json").exists():
+            return _from_folder(snap, hf_id, hf_id, f"Hugging Face cache {snap}")
     return None
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pricing.errors import InputError
+from pricing.units import largest_such
 
 if TYPE_CHECKING:  # pragma: no cover
     from pricing.kernel.kernel import Kernel
@@ -61,16 +62,9 @@ def estimated_max_model_len(k: Kernel) -> int:
         shorter = _same(k, max_model_len=length, kv_cache_memory_bytes=max(0, pool))
         return shorter is not None and shorter.fits_one_request()
 
-    if pool <= 0 or not fits(1):
+    if pool <= 0:
         return 0
-    lo, hi = 1, e.max_model_len
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return largest_such(fits, 1, e.max_model_len)
 
 
 def _same(k: Kernel, **changes):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pricing.step.step import Step, StepModel, StepTime
+from pricing.units import largest_such
 
 TTFT_EXACT_CHUNKS = 64  # prompts of more chunks sum their attention over 64 samples (trapezoids)
 
@@ -132,13 +133,4 @@ def largest_batch(model: StepModel, limit: int, context: int, workload: Workload
                 return False
         return True
 
-    if limit < 1 or not meets(1):
-        return 0
-    lo, hi = 1, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if meets(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return max(0, largest_such(meets, 1, limit))
