@@ -63,6 +63,9 @@ def test_one_unit_family_in_the_memory_block(capsys):
     assert not re.search(r"\d MB\b", text)  # no decimal megabytes beside GiB
     for value in re.findall(r"([\d,.]+) MiB", text):
         assert float(value.replace(",", "")) < 1024  # MiB only under 1 GiB
+    start = text.index("\nweights") + 1
+    block = text[start:text.index("\n", text.index("before the budget"))].splitlines()
+    assert len(block) == 8 and len({line.split()[-1] for line in block}) == 1, block  # one unit for the block
 
 
 def test_launch_commands_are_never_wrapped_even_piped(tmp_path):

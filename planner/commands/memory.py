@@ -14,7 +14,7 @@ from planner.commands.plan import vllm_version_option
 from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
-from pricing.units import GiB, size
+from pricing.units import GiB, block_unit, in_unit, size
 
 if TYPE_CHECKING:  # pragma: no cover
     from pricing.kernel import Kernel
@@ -72,10 +72,6 @@ def vllm_flags(f):
     for option in reversed(options):
         f = option(f)
     return f
-
-
-def _gib(n: int) -> str:
-    return f"{size(n, 1):>9}"
 
 
 @click.command()
@@ -189,15 +185,13 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     if r.pipeline:
         render_stages(r.pipeline, console)
     f = r.fixed
+    rows = [("weights", f.weights), ("activations", f.activation_peak), ("CUDA graphs", f.cuda_graph),
+            ("comm buffers", f.comm_buffers), ("EPLB", f.eplb_redundant), ("non-torch", f.non_torch),
+            ("fixed per rank", f.total), ("before the budget", r.pre_snapshot)]
+    unit = block_unit(value for _, value in rows)  # one unit for the whole block, as the spec prints it
     console.print()
-    console.print(f"weights           {_gib(f.weights)}")
-    console.print(f"activations       {_gib(f.activation_peak)}")
-    console.print(f"CUDA graphs       {_gib(f.cuda_graph)}")
-    console.print(f"comm buffers      {_gib(f.comm_buffers)}")
-    console.print(f"EPLB              {_gib(f.eplb_redundant)}")
-    console.print(f"non-torch         {_gib(f.non_torch)}")
-    console.print(f"fixed per rank    {_gib(f.total)}")
-    console.print(f"before the budget {_gib(r.pre_snapshot)}")
+    for name, value in rows:
+        console.print(f"{name:<17} {in_unit(value, unit):>9}")
     render_checkpoint(r, kernel, console)
     console.print()
     console.print(f"a {r.sequence.tokens:,}-token request: {size(r.sequence.variable, 1)} of KV cache per rank")
