@@ -229,3 +229,34 @@ def test_largest_such_bisects_a_monotone_predicate():
     assert largest_such(lambda n: True, 1, 7) == 7
     assert largest_such(lambda n: False, 1, 7) == 0  # holds nowhere: lo - 1
     assert largest_such(lambda n: n <= 5, 3, 2) == 2  # an empty range
+
+
+@pytest.mark.parametrize(("name", "flags"), [
+    ("dsv4.1-flash", dict(tensor_parallel_size=4, enable_expert_parallel=True)),
+    ("dsv3", dict(tensor_parallel_size=8)),
+    ("llama-3.1-70b", dict(tensor_parallel_size=4)),
+    ("gpt-oss-120b", dict(tensor_parallel_size=2)),
+])
+def test_weights_sized_per_distinct_tensor_equal_the_sum_over_every_node(name, flags):
+    """weight_bytes takes identical tensors once with their count (weights.tensor_groups);
+    node_weight_bytes sizes every tensor of every node: the totals must agree to the byte."""
+    from pricing.kernel.weights import node_weight_bytes
+
+    k = kernel(name, **flags)
+    per_node = node_weight_bytes(k.graph, k.engine, k.chip.generation, k.reg, {})
+    assert k.weight_bytes().weights == sum(per_node.values())
+
+
+def test_tensor_groups_are_dropped_when_the_graph_gains_a_node():
+    from dataclasses import replace
+
+    from pricing.graph.nodes import Tensor
+    from pricing.kernel.weights import tensor_groups
+
+    base = kernel("llama-3.1-8b").graph
+    graph = replace(base, g=base.g.copy(), extras=dict(base.extras))  # the shared graph stays as it is
+    groups, _ = tensor_groups(graph, None)
+    first = groups[0][0]
+    graph.add("extra", "dense", tensors=[Tensor("extra.w", first.rows, first.cols, first.fmt, first.split)])
+    again, _ = tensor_groups(graph, None)
+    assert sum(n for _, n in again) == sum(n for _, n in groups) + 1
