@@ -42,7 +42,8 @@ class ModelGraph:
             state=None, speculative: str | None = None) -> str:
         self.g.add_node(node, kind=kind, layer=layer, tensors=tuple(tensors), cache=cache, caches=tuple(caches),
                         state=state, speculative=speculative)
-        self.extras.pop("tensor_groups", None)  # derived from the nodes (weights.tensor_groups)
+        for fact in DERIVED_EXTRAS:  # facts derived from the nodes are worked out again
+            self.extras.pop(fact, None)
         return node
 
     def flow(self, src: str, dst: str) -> None:
@@ -78,6 +79,12 @@ class ModelGraph:
                 (d["cache"] is not None and d["cache"].window) or any(c.bound == "window" for c in d["caches"])
                 for _, d in self.g.nodes(data=True))
         return self.extras["has_window_caches"]
+
+
+# facts the graph caches about its own nodes in `extras` (has_window_caches, cudagraphs.decoder_layers,
+# weights.tensor_groups, pipeline.backbone_layers): dropped when a node is added, and derived anew by
+# a pipeline stage's part of the graph
+DERIVED_EXTRAS = ("has_window_caches", "decoder_layers", "tensor_groups", "backbone_layers")
 
 
 def _natural(name: str):

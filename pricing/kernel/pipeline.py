@@ -33,7 +33,7 @@ from functools import lru_cache
 from math import lcm
 
 from pricing.errors import InputError
-from pricing.graph.model import ModelGraph
+from pricing.graph.model import DERIVED_EXTRAS, ModelGraph
 from pricing.rules.vllm_0_33 import Group
 from pricing.units import round_up
 
@@ -65,7 +65,10 @@ class Stage:
 
 def backbone_layers(model: ModelGraph) -> int:
     """The decoder layers vLLM partitions (config num_hidden_layers): drafter layers are not among them."""
-    return len({d["layer"] for _, d in model.g.nodes(data=True) if d["layer"] is not None and d["speculative"] is None})
+    if "backbone_layers" not in model.extras:  # a derived extra (graph.model.DERIVED_EXTRAS)
+        model.extras["backbone_layers"] = len({d["layer"] for _, d in model.g.nodes(data=True)
+                                              if d["layer"] is not None and d["speculative"] is None})
+    return model.extras["backbone_layers"]
 
 
 def layer_partition(num_layers: int, pp: int, partition: tuple[int, ...] | None = None) -> tuple[int, ...]:
@@ -116,9 +119,6 @@ def tied_embedding(model: ModelGraph) -> bool:
     return not any(d["kind"] == "lm_head" for _, d in model.g.nodes(data=True))
 
 
-# facts the graph caches about its own nodes (ModelGraph.has_window_caches, cudagraphs.decoder_layers,
-# weights.tensor_groups): a stage's part of the graph derives its own
-DERIVED_EXTRAS = ("has_window_caches", "decoder_layers", "tensor_groups")
 
 
 @lru_cache(maxsize=256)

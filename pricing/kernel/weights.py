@@ -131,7 +131,7 @@ def tensor_groups(model: ModelGraph, speculative: str | None) -> tuple[tuple[tup
     their first appearance; and the MoE layers holding all routed experts. Depends only on the
     graph, so it is kept in the graph's extras: sizing each engine of a sweep then prices a few
     dozen distinct shapes instead of every layer's tensors."""
-    cached = model.extras.setdefault("tensor_groups", {})  # a derived extra (pipeline.DERIVED_EXTRAS)
+    cached = model.extras.setdefault("tensor_groups", {})  # a derived extra (graph.model.DERIVED_EXTRAS)
     if speculative not in cached:
         groups: dict[Tensor, list] = {}
         expert_layers = set()
