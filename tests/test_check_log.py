@@ -183,8 +183,42 @@ def test_check_log_keeps_the_native_warm_up_when_flashinfer_is_absent(capsys):
     from pricing.registry import load
 
     per_hidden = load().value("cost_model_memory.sampler_hidden_bytes")
-    r = _check(NATIVE_LOG, capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b", "--tp", "2",
-               "--gpu-memory-utilization", "0.5")  # the file wraps its arguments line
+    r = _check(NATIVE_LOG, capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b")  # tp 2 and 0.5: the wrapped line
     assert r["sampler_path"] == "native"
     parts = {c["name"]: c for c in r["components"]}
     assert parts["activation peak"]["predicted"] == int(QWEN2_ROWS_X_VOCAB * 38.762 + HIDDEN_TERM * per_hidden)
+
+
+def test_a_hard_wrapped_arguments_line_is_read_whole():
+    """The A100 40GB log was copied at a fixed width: its "non-default args: {…}" line runs over two
+    lines (the model's name is cut in two). It is joined back to its closing brace."""
+    log = read(NATIVE_LOG)
+    assert log.deployment["model"] == "Qwen2-7B-Instruct"
+    assert log.deployment["tp"] == 2 and log.deployment["gpu_memory_utilization"] == 0.5
+    assert log.evidence["engine arguments"] == 2  # numbered by its first line; later lines keep their numbers
+    assert log.evidence["sampler"] == 7
+
+
+def test_an_arguments_line_that_never_closes_is_left_as_it_is():
+    from pricing.calibration.startup_log import parse
+
+    log = parse("INFO non-default args: {'model': 'x', 'tensor_parallel_size': 2,\n"
+                "INFO 09-03 [gpu_worker.py:276] Available KV cache memory: 11.03 GiB\n")
+    assert "tp" not in log.deployment and log.observed["available_kv_gib"] == 11.03
+
+
+def test_what_the_log_does_not_state_is_said_not_silently_assumed(capsys, tmp_path):
+    """A log without its arguments line is checked at vLLM's defaults, and the report says which."""
+    lines = [line for line in (LOGS / NATIVE_LOG).read_text().splitlines()[:3] if "non-default" not in line]
+    rest = (LOGS / NATIVE_LOG).read_text().splitlines()[3:]
+    bare = tmp_path / "no-args.log"
+    bare.write_text("\n".join([lines[0], *rest]) + "\n")
+    r = _check(str(bare), capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b", "--max-num-seqs", "256")
+    said = " ".join(r["assumed"])
+    assert "tp 1 (give --tp" in said and "utilization 0.9 (give --gpu-memory-utilization" in said
+    assert "max_num_seqs" not in said  # given on the command line
+    assert "max_model_len" not in said  # "Maximum concurrency for 16,384 tokens per request" states it
+    assert main(["check-log", str(bare), "--chip", "a100-40gb", "--model", "qwen2.5-7b"]) == 0
+    assert "not in the log, taken at vLLM's default: tp 1" in capsys.readouterr().out
+    r = _check(NATIVE_LOG, capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b")
+    assert [a.split(" (")[0] for a in r["assumed"]] == ["max_num_seqs 256"]

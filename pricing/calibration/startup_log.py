@@ -179,12 +179,36 @@ def _non_default(text: str) -> dict:
     return out
 
 
+ARGS_CONTINUATION_LINES = 8  # how far a hard-wrapped "non-default args: {…}" line is followed
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """The log's lines, numbered from 1, with a "non-default args: {…}" line that a terminal or a
+    copy hard-wrapped joined back to its closing brace (it is numbered by its first line)."""
+    raw = text.splitlines()
+    out, i = [], 0
+    while i < len(raw):
+        line, number = raw[i], i + 1
+        if "non-default args: {" in line:
+            j = i
+            while line.count("{") > line.count("}") and j + 1 < len(raw) and j - i < ARGS_CONTINUATION_LINES:
+                j += 1
+                line += raw[j]
+            if line.count("{") == line.count("}"):
+                i = j
+            else:
+                line = raw[i]  # never closed: the line as it is
+        out.append((number, line))
+        i += 1
+    return out
+
+
 def parse(text: str) -> ParsedLog:
     """Read every fact the log states (see the module docstring for the lines)."""
     log = ParsedLog()
     patterns = {name: [re.compile(p) for p in pats] for name, pats in OBSERVED_PATTERNS.items()}
     refusals = [re.compile(p) for p in REFUSALS]
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in _lines(text):
         if log.release is None:
             for rx in VERSION:
                 m = rx.search(line)
