@@ -87,6 +87,11 @@ def versus_aiconfigurator(points, aic) -> None:
     for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
         print(f"- {n} point{'s' if n > 1 else ''}: {reason}")
     print()
+    if aic.older_engines:
+        print(f"Its databases are all newer than the measured {', '.join(aic.older_engines)}, so part of its error "
+              "may be that gap; and it runs as mapped (experts tensor-parallel unless the point says ep, no attention "
+              "data parallelism, its own token budget), which the measured runs may have set otherwise.")
+        print()
     print("Median absolute error of output tokens/s per GPU on the points aiconfigurator prices (this model's "
           "factors are fitted on the training ones), overall and by sweep (training and held back together):")
     print()

@@ -98,6 +98,7 @@ class AiconfiguratorRun:
     unsupported: dict[str, str]  # point id -> reason
     database_versions: tuple[str, ...]  # "backend version" pairs used
     stand_ins: tuple[str, ...]  # models priced through another checkpoint of the same architecture
+    older_engines: tuple[str, ...]  # measured engines older than every database aiconfigurator has for them
 
     def error(self, p: Point) -> float:
         """(aiconfigurator − measured) / measured."""
@@ -112,4 +113,5 @@ def load_aiconfigurator(path: Path = AICONFIGURATOR) -> AiconfiguratorRun:
         {r["id"]: float(r["output_tokens_per_second_per_gpu"]) for r in rows if r["supported"]},
         {r["id"]: r["reason"] for r in rows if not r["supported"]},
         tuple(sorted({f"{r['backend']} {r['database_version']}" for r in rows if r["supported"]})),
-        tuple(sorted({r["model"] for r in rows if r.get("model_note")})))
+        tuple(sorted({r["model"] for r in rows if r.get("model_note")})),
+        tuple(sorted({r["measured_engine"] for r in rows if "predates" in r.get("version_rule", "")})))
