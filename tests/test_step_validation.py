@@ -86,3 +86,10 @@ def test_readme_states_the_aiconfigurator_errors_the_data_files_give():
         assert row.group(2) == f"{theirs * 100:.1f}", label
         ours = statistics.median(abs(relative_error(p)) for p in subset)
         assert abs(float(row.group(3)) - ours * 100) < 2.0, label
+
+
+def test_the_project_never_imports_aiconfigurator():
+    """aiconfigurator is a comparison run outside the project (its own venv), never a dependency."""
+    for package in ("pricing", "planner"):
+        for path in (ROOT / package).rglob("*.py"):
+            assert not re.search(r"^\s*(import|from)\s+aiconfigurator", path.read_text(), re.M), path
