@@ -139,3 +139,50 @@ def test_foreign_and_truncated_files_exit_2(tmp_path, capsys):
     assert main(["check-log", str(truncated), "--chip", "h100"]) == 2
     assert "no 'Available KV cache memory' line" in capsys.readouterr().err
     assert main(["check-log", str(tmp_path / "absent.log"), "--chip", "h100"]) == 2
+
+
+FLASHINFER_LOG = "v0.10.1.1-dennislee22-a100-qwen2-7b-tp2-flashinfer.log"
+NATIVE_LOG = "v0.10.1.1-dennislee22-a100-40gb-qwen2-7b-tp2-native.log"
+QWEN2_ROWS_X_VOCAB = 256 * 152064  # A100 default max_num_seqs 256 (< 2048 tokens) × Qwen2's vocabulary
+HIDDEN_TERM = 2048 * 3584  # max_num_batched_tokens × hidden size
+
+
+def test_sampler_path_line_is_read():
+    fi = read(FLASHINFER_LOG)
+    assert fi.sampler == "flashinfer" and fi.evidence["sampler"] == 10  # first of the two workers' lines
+    native = read(NATIVE_LOG)
+    assert native.sampler == "native" and native.evidence["sampler"] == 7  # the wrapped second half of the line
+    assert read("v0.10.1-pr20707-llama31-8b-40k-eager.log").sampler is None  # a log that says nothing
+
+
+def _check(name: str, capsys, *args) -> dict:
+    assert main(["check-log", str(LOGS / name), *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_check_log_takes_flashinfers_warm_up_when_the_log_says_so(capsys):
+    """vLLM 0.10.1.1 with FlashInfer's top-k/top-p kernel holds 14 bytes a logit in the sampler
+    warm-up (bf16 logits, their fp32 copy, FlashInfer's masked logits and softmax), not the native
+    path's ~39: the A100 log that prints the FlashInfer line is predicted within 7 %, where the
+    native law would be 13 % short."""
+    from pricing.registry import load
+
+    per_hidden = load().value("cost_model_memory.sampler_hidden_bytes")
+    r = _check(FLASHINFER_LOG, capsys, "--chip", "a100-80gb")
+    assert r["sampler_path"] == "flashinfer" and "sampler line" in r["sampler_path_from"]
+    parts = {c["name"]: c for c in r["components"]}
+    assert parts["activation peak"]["predicted"] == int(QWEN2_ROWS_X_VOCAB * 14 + HIDDEN_TERM * per_hidden)
+    kv = parts["available KV cache memory"]
+    native = kv["predicted"] - QWEN2_ROWS_X_VOCAB * (38.762 - 14)  # the same start-up on the native path, by hand
+    assert abs(kv["error"]) < 0.07 and abs(native - kv["observed"]) / kv["observed"] > 0.13
+
+
+def test_check_log_keeps_the_native_warm_up_when_flashinfer_is_absent(capsys):
+    from pricing.registry import load
+
+    per_hidden = load().value("cost_model_memory.sampler_hidden_bytes")
+    r = _check(NATIVE_LOG, capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b", "--tp", "2",
+               "--gpu-memory-utilization", "0.5")  # the file wraps its arguments line
+    assert r["sampler_path"] == "native"
+    parts = {c["name"]: c for c in r["components"]}
+    assert parts["activation peak"]["predicted"] == int(QWEN2_ROWS_X_VOCAB * 38.762 + HIDDEN_TERM * per_hidden)

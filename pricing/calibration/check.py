@@ -27,6 +27,8 @@ class CheckReport(BaseModel):
     release: str | None
     era: str
     graph_estimate_in_budget: bool
+    sampler_path: str  # the top-k/top-p path the sampler warm-up is predicted with
+    sampler_path_from: str
     model: str
     chip: str
     deployment: dict
@@ -112,7 +114,8 @@ def _explain(p: Prediction, component: str) -> list[str]:
         rows = min(e.max_num_seqs, e.max_num_batched_tokens)
         if a.sampler >= a.forward:
             out = [show("cost_model_memory.sampler_bytes_per_logit",
-                        f"sampler warm-up: {rows:,} rows × {k.model.vocab_size:,} logits"),
+                        f"sampler warm-up: {rows:,} rows × {k.model.vocab_size:,} logits, {p.sampler} top-k/top-p "
+                        f"path ({p.sampler_known_from})"),
                    show("cost_model_memory.sampler_hidden_bytes")]
         else:
             fam = f"cost_model_memory.activation_buffers.{k.model.activation_family}"
@@ -181,7 +184,8 @@ def _report(p: Prediction, log: ParsedLog, source: str, name: str) -> CheckRepor
     agrees = None if p.starts is None or (not refused and "available_kv_gib" not in log.observed) else (
         p.starts != refused)
     return CheckReport(source=source, release=p.record.vllm_version, era=p.era.label,
-                       graph_estimate_in_budget=p.era.graph_estimate_in_budget, model=name, chip=p.kernel.chip.id,
+                       graph_estimate_in_budget=p.era.graph_estimate_in_budget, sampler_path=p.sampler,
+                       sampler_path_from=p.sampler_known_from, model=name, chip=p.kernel.chip.id,
                        deployment=deployment, components=comps, starts_predicted=p.starts,
                        refusal_predicted=p.refusal, refusal_logged=log.refusal, verdict_agrees=agrees,
                        evidence=log.evidence)

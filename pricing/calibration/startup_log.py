@@ -21,6 +21,10 @@ worker or the logger put before it):
                 "# GPU blocks: N" (v0)
     device      "Free memory on device (F/T GiB) on startup", "total_gpu_memory (T GiB)" /
                 "total_gpu_memory=T GiB", "Desired GPU memory utilization is (U, R GiB)"
+    sampler     "Using FlashInfer for top-p & top-k sampling" (FlashInfer's kernel in the sampler
+                warm-up), "Falling back to the PyTorch-native implementation of top-p & top-k
+                sampling" / "FlashInfer top-p/top-k sampling unavailable" / "disabled via
+                VLLM_USE_FLASHINFER_SAMPLER=0" (the native path): v1/sample/ops/topk_topp_sampler.py
     refusal     vLLM's own start-up errors (KV cache too small, none left, free memory short)
 
 Several workers print the same lines: the first figure of each is kept, and for the available
@@ -72,6 +76,11 @@ NON_DEFAULT = re.compile(r"non-default args: (\{.*\})")
 CHUNKED = re.compile(r"max_num_batched_tokens=(\d+)")
 MAX_LEN = re.compile(r"Using max model len (\d+)")
 UTIL = (re.compile(r"Desired GPU memory utilization is \(" + NUM), re.compile(r"gpu_memory_utilization[\s=(]+" + NUM))
+SAMPLER_PATHS = (  # the top-k/top-p sampler's own start-up line -> the path its warm-up takes
+    (re.compile(r"Using FlashInfer for top-p & top-k sampling"), "flashinfer"),
+    (re.compile(r"PyTorch-native implementation of top-p & top-k sampling|FlashInfer top-p/top-k sampling "
+                r"(?:unavailable|disabled via)|FlashInfer version >= 0\.2\.3 required"), "native"),
+)
 REFUSALS = (
     r"To serve at least one request with the models?'s max seq len \(\d+\).*",
     r"No available memory for the cache blocks.*",
@@ -103,6 +112,7 @@ class ParsedLog:
     deployment: dict = field(default_factory=dict)
     observed: dict = field(default_factory=dict)
     refusal: str | None = None
+    sampler: str | None = None  # "flashinfer" | "native" as the sampler's line states; None: no line
     evidence: dict = field(default_factory=dict)  # fact -> line number
 
     @property
@@ -121,7 +131,7 @@ class ParsedLog:
         obs = {k: v for k, v in self.observed.items() if k in Observed.model_fields}
         extra = {k: v for k, v in self.observed.items() if k not in Observed.model_fields}
         return StartupRecord(id=name, vllm_version=version, model=model or d.pop("model", None) or "",
-                             gpu=gpu, observed=Observed(**obs, extra=extra), status=status,
+                             gpu=gpu, observed=Observed(**obs, extra=extra), status=status, sampler=self.sampler,
                              **{k: v for k, v in d.items() if k != "model" and v is not None})
 
 
@@ -221,6 +231,12 @@ def parse(text: str) -> ParsedLog:
             log.evidence.setdefault("max_concurrency", number)
         if m := BLOCKS.search(line):
             log.observed.setdefault("kv_cache_blocks", int(m.group(1) or m.group(2)))
+        if log.sampler is None:
+            for rx, path in SAMPLER_PATHS:
+                if rx.search(line):
+                    log.sampler = path
+                    log.evidence["sampler"] = number
+                    break
         if log.refusal is None:
             for rx in refusals:
                 if m := rx.search(line):
