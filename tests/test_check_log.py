@@ -153,6 +153,8 @@ def test_sampler_path_line_is_read():
     native = read(NATIVE_LOG)
     assert native.sampler == "native" and native.evidence["sampler"] == 7  # the wrapped second half of the line
     assert read("v0.10.1-pr20707-llama31-8b-40k-eager.log").sampler is None  # a log that says nothing
+    # 0.19 at DEBUG: FlashInfer installed but its sampler opt-in (vLLM PR #26859): the native path
+    assert read("v0.19.0-llmd-planner-h100-llama31-8b-tp4-sampler-debug.log").sampler == "native"
 
 
 def _check(name: str, capsys, *args) -> dict:

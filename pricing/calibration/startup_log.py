@@ -23,8 +23,9 @@ worker or the logger put before it):
                 "total_gpu_memory=T GiB", "Desired GPU memory utilization is (U, R GiB)"
     sampler     "Using FlashInfer for top-p & top-k sampling" (FlashInfer's kernel in the sampler
                 warm-up), "Falling back to the PyTorch-native implementation of top-p & top-k
-                sampling" / "FlashInfer top-p/top-k sampling unavailable" / "disabled via
-                VLLM_USE_FLASHINFER_SAMPLER=0" (the native path): v1/sample/ops/topk_topp_sampler.py
+                sampling" / "FlashInfer top-p/top-k sampling unavailable" / "… is available but
+                disabled by default" (0.11.1+, DEBUG) / "disabled via VLLM_USE_FLASHINFER_SAMPLER=0"
+                (the native path): v1/sample/ops/topk_topp_sampler.py
     refusal     vLLM's own start-up errors (KV cache too small, none left, free memory short)
 
 Several workers print the same lines: the first figure of each is kept, and for the available
@@ -79,7 +80,8 @@ UTIL = (re.compile(r"Desired GPU memory utilization is \(" + NUM), re.compile(r"
 SAMPLER_PATHS = (  # the top-k/top-p sampler's own start-up line -> the path its warm-up takes
     (re.compile(r"Using FlashInfer for top-p & top-k sampling"), "flashinfer"),
     (re.compile(r"PyTorch-native implementation of top-p & top-k sampling|FlashInfer top-p/top-k sampling "
-                r"(?:unavailable|disabled via)|FlashInfer version >= 0\.2\.3 required"), "native"),
+                r"(?:unavailable|disabled via|is available but disabled)|FlashInfer version >= 0\.2\.3 required"),
+     "native"),
 )
 REFUSALS = (
     r"To serve at least one request with the models?'s max seq len \(\d+\).*",
