@@ -46,7 +46,8 @@ def test_gemma3_it_loads_as_transformers_reads_it(shared_models):
     assert cfg["sliding_window"] == 1024  # the file's own value wins over the class default (4096)
     assert cfg["head_dim"] == 128 and defaults["head_dim"] == 256
     assert cfg["wrapper_model_type"] == "gemma3" and cfg["torch_dtype"] == "bfloat16"
-    assert "vision_config" not in cfg
+    # the tower's config stays nested (pricing/graph/vision.py reads it), never mixed into the decoder's
+    assert cfg["vision_config"]["hidden_size"] == 1152 and cfg["hidden_size"] == 5376 and "image_size" not in cfg
     graph = build_graph(resolve(str(shared_models / "google--gemma-3-27b-it.json")))
     card = load_model("gemma-3-27b")
     assert (graph.vocab_size, graph.max_position, graph.num_kv_heads) == (card.vocab_size, card.max_position, 16)

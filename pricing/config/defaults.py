@@ -1,6 +1,8 @@
 """Published configs as transformers reads them: the decoder's fields (nested under `text_config`
 or `llm_config` for multimodal wrappers), `dtype` and `torch_dtype` as one field, and the config
-class's defaults where the file omits a field (registry config_defaults.yaml, with provenance)."""
+class's defaults where the file omits a field (registry config_defaults.yaml, with provenance).
+A wrapper's encoder configs (`vision_config`, ...) stay nested under their own key, for the
+graph's tower builders (pricing/graph/vision.py); their fields never mix with the decoder's."""
 
 from __future__ import annotations
 
@@ -19,12 +21,14 @@ def class_defaults(model_type: str) -> dict:
 
 def decoder_config(raw: dict) -> dict:
     """The decoder's fields: a nested decoder config merged over the wrapper's top level, the
-    wrapper's model_type kept as `wrapper_model_type`, the class defaults filled in."""
+    wrapper's model_type kept as `wrapper_model_type`, the wrapper's encoder configs kept nested,
+    the class defaults filled in."""
     merged = dict(raw)
     for key in DECODER_KEYS:
         if isinstance(raw.get(key), dict):
             merged = {k: v for k, v in raw.items() if k not in DECODER_KEYS + TOWER_KEYS}
-            merged.update(raw[key])
+            merged.update({k: v for k, v in raw[key].items() if k not in TOWER_KEYS})
+            merged.update({k: raw[k] for k in TOWER_KEYS if isinstance(raw.get(k), dict)})
             merged["wrapper_model_type"] = raw.get("model_type")
             if "quantization_config" in raw:
                 merged["quantization_config"] = raw["quantization_config"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from pricing.config import ModelSource, resolve
+from pricing.config.defaults import TOWER_KEYS
 from pricing.config.quantization import read as read_quantization
 from pricing.errors import InputError
 from pricing.graph import mla, transformer
@@ -43,10 +44,23 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
         raise InputError("config.json", f"malformed for the {model_type} family ({err})",
                          "check the model's config.json fields") from None
     graph.origin = source.origin
+    _untowered(graph, source.config)
     _step_facts(graph, source.config)
     graph.extras["source_folder"] = source.folder  # the checkpoint cross-check reads its files
     graph.extras["checkpoint_kv_cache"] = quant.kv_cache  # the KV-cache scheme the checkpoint states
     return graph.validate()
+
+
+def _untowered(graph: ModelGraph, cfg: dict) -> None:
+    """A wrapper's encoder the graph holds no tower for is said: its weights are not counted."""
+    if graph.tower_nodes:
+        return
+    for key in TOWER_KEYS:
+        if isinstance(cfg.get(key), dict):
+            kind = cfg[key].get("model_type") or key
+            graph.conventions.append(f"{key} ({kind}) of the {cfg.get('wrapper_model_type')} wrapper not sized: "
+                                     "its encoder's weights are not counted (vLLM loads them unless every "
+                                     "modality's --limit-mm-per-prompt is 0)")
 
 
 def _step_facts(graph: ModelGraph, cfg: dict) -> None:

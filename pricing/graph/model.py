@@ -39,9 +39,9 @@ class ModelGraph:
 
     # -- building ---------------------------------------------------------------------------
     def add(self, node: str, kind: str, *, layer: int | None = None, tensors=(), cache=None, caches=(),
-            state=None, speculative: str | None = None) -> str:
+            state=None, speculative: str | None = None, tower: str | None = None) -> str:
         self.g.add_node(node, kind=kind, layer=layer, tensors=tuple(tensors), cache=cache, caches=tuple(caches),
-                        state=state, speculative=speculative)
+                        state=state, speculative=speculative, tower=tower)
         for fact in DERIVED_EXTRAS:  # facts derived from the nodes are worked out again
             self.extras.pop(fact, None)
         return node
@@ -59,13 +59,19 @@ class ModelGraph:
         return self
 
     # -- reading ----------------------------------------------------------------------------
-    def nodes(self, speculative: str | None = None):
+    def nodes(self, speculative: str | None = None, towers: bool = True):
         """(name, data) of the nodes held by a deployment speculating with `speculative`
-        (None: not speculating, so drafter nodes are left out), in topological order."""
+        (None: not speculating, so drafter nodes are left out), in topological order.
+        `towers=False` leaves out the multimodal encoders (held, but not run by a decode step)."""
         for name in nx.lexicographical_topological_sort(self.g, key=_natural):
             data = self.g.nodes[name]
-            if data["speculative"] is None or data["speculative"] == speculative:
+            if (data["speculative"] is None or data["speculative"] == speculative) and (towers or not data["tower"]):
                 yield name, data
+
+    @property
+    def tower_nodes(self) -> list[str]:
+        """The nodes of the multimodal encoders (vision tower and projector), if any."""
+        return [n for n, d in self.g.nodes(data=True) if d["tower"]]
 
     @property
     def has_experts(self) -> bool:

@@ -2,13 +2,15 @@
 cache, either the generic KV declaration or the caches the layer states itself.
 
 A node's attributes (networkx node data):
-  kind       "embedding" | "attention" | "mlp" | "moe" | "norm" | "lm_head" | "mixer" | "projection"
+  kind       "embedding" | "attention" | "mlp" | "moe" | "norm" | "lm_head" | "mixer" | "projection" | "encoder"
   layer      decoder layer index, or None
   tensors    tuple[Tensor, ...]         parameters, with the width each is served in
   cache      AttentionCache | None      the generic KV law applies (spec: What each request adds)
   caches     tuple[StatedCache, ...]    the layer states its own caches (spec: When the graph states its caches)
   state      RecurrentState | None      per-request recurrent state (spec: What each request holds regardless of length)
   speculative  None | "mtp" | "dspark"  held only while speculating with that method
+  tower      None | "image"             a multimodal encoder's node (vision tower, projector): held with
+                                        the weights, no cache, never part of a decoder step
 Edges carry `flow`: "data" (activations) or "reads_cache" (owner -> reader: the reader holds nothing).
 """
 

@@ -13,11 +13,17 @@ from pricing.graph.common import (
 )
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache
+from pricing.graph.vision import add_vision_tower
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
 MOE = {"qwen3_moe", "mixtral", "qwen2_moe"}
 WINDOW = {"gpt_oss", "gemma2", "gemma3", "gemma3_text"}
 FAMILIES = LLAMA_LIKE | MOE | WINDOW
+# per-head RMSNorms of q and k (qwen3.py, gemma3.py Gemma3Attention q_norm / k_norm)
+QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+# the norms before and after the MLP besides the two of every decoder (gemma2.py, gemma3.py
+# Gemma*DecoderLayer pre_feedforward_layernorm / post_feedforward_layernorm)
+SANDWICH_NORM = {"gemma2", "gemma3", "gemma3_text"}
 
 
 def layer_windows(cfg: dict, n_layers: int) -> list[int | None]:
@@ -78,7 +84,7 @@ def build(source, override: str | None) -> ModelGraph:
             tensors += [make.plain(f"{p}.self_attn.q_bias", heads * head_dim, 1, "column"),
                         make.plain(f"{p}.self_attn.k_bias", kv_heads * head_dim, 1, "heads", heads=kv_heads),
                         make.plain(f"{p}.self_attn.v_bias", kv_heads * head_dim, 1, "heads", heads=kv_heads)]
-        if model_type in ("qwen3", "qwen3_moe"):
+        if model_type in QK_NORM:
             tensors += [make.plain(f"{p}.self_attn.q_norm", head_dim), make.plain(f"{p}.self_attn.k_norm", head_dim)]
         if model_type == "gpt_oss":
             tensors.append(make.plain(f"{p}.self_attn.sinks", heads, 1, "column", fmt="fp32"))
@@ -86,6 +92,9 @@ def build(source, override: str | None) -> ModelGraph:
         attn = m.add(f"{p}.self_attn", "attention", layer=i, tensors=tensors, cache=cache)
         m.flow(prev, attn)
         norm = [make.plain(f"{p}.post_attention_layernorm", hidden)]
+        if model_type in SANDWICH_NORM:
+            norm += [make.plain(f"{p}.pre_feedforward_layernorm", hidden),
+                     make.plain(f"{p}.post_feedforward_layernorm", hidden)]
         if experts and i not in mlp_only and (i + 1) % sparse_step == 0:
             inter = cfg.get("moe_intermediate_size") or cfg.get("intermediate_size")
             router_bias = model_type == "gpt_oss"
@@ -107,4 +116,5 @@ def build(source, override: str | None) -> ModelGraph:
         m.flow(attn, mlp)
         prev = mlp
     add_final_norm_and_head(m, make, cfg, prev)
+    add_vision_tower(m, make, cfg, "layers.0.self_attn")
     return m

@@ -11,7 +11,9 @@ uses PPMissingLayer): the embedding on the first stage, and on the last one as w
 head is tied to it (each stage builds its own copy); the final norm and the LM head on the last
 stage, and the drafter (MTP / EAGLE / DSpark) beside them, since vLLM proposes from the last
 stage's hidden states. The sampler warm-up of the profile run runs only on the last stage
-(vllm-0.33-memory.md §1.5).
+(vllm-0.33-memory.md §1.5). A multimodal wrapper's vision tower and projector are built on every
+stage (models/gemma3_mm.py builds them with no pipeline-rank condition; since vLLM PR #24387 only
+the first stage runs them).
 
 KV cache (v1/core/kv_cache_planning.py get_global_kv_cache_groups, get_kv_cache_configs): the
 groups are formed once over every stage's caches, then projected onto each stage, whose pool
@@ -106,6 +108,8 @@ def holds(stage: Stage, data: dict, tied_embedding: bool) -> bool:
     """Whether a node of the graph lives on `stage`."""
     if data["speculative"] is not None:
         return stage.is_last
+    if data["tower"]:
+        return True
     layer = data["layer"]
     if layer is not None:
         return stage.first_layer <= layer < stage.end_layer

@@ -116,8 +116,9 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
 
 @lru_cache(maxsize=64)
 def _nodes(model: ModelGraph, speculative: str | None) -> tuple:
-    """The nodes a deployment runs, in order (the graph's walk, once per model and drafter)."""
-    return tuple(model.nodes(speculative))
+    """The nodes a deployment's steps run, in order (the graph's walk, once per model and drafter):
+    a multimodal encoder is not among them (it runs once per image, not per step)."""
+    return tuple(model.nodes(speculative, towers=False))
 
 
 @lru_cache(maxsize=64)
