@@ -138,8 +138,26 @@ def test_a_tower_the_project_does_not_size_is_said(shared_models):
     assert not any("not sized" in note for note in load_model("gemma-3-27b").conventions)
 
 
+TH, TFF, TD, VH, VI = 64, 128, 16, 32, 48  # the tiny wrapper's text and vision widths
+
+
+def tiny_gemma3(**vision) -> dict:
+    """A tiny Gemma 3 wrapper: 2 decoder layers of width 64, a 2-layer SigLIP tower of width 32."""
+    return {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "torch_dtype": "bfloat16",
+            "text_config": {"model_type": "gemma3_text", "hidden_size": TH, "intermediate_size": TFF,
+                            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": TD,
+                            "num_hidden_layers": 2, "vocab_size": 256, "sliding_window": 8},
+            "vision_config": dict({"model_type": "siglip_vision_model", "hidden_size": VH, "intermediate_size": VI,
+                                   "num_attention_heads": 2, "num_hidden_layers": 2, "patch_size": 4,
+                                   "image_size": 16, "vision_use_head": False}, **vision)}
+
+
+def tower_bytes(model) -> int:
+    return sum(t.rows * t.cols * BF16 for n in model.tower_nodes for t in model.g.nodes[n]["tensors"])
+
+
 def test_the_checkpoint_cross_check_accounts_for_every_tower_tensor(tmp_path):
-    """A tiny Gemma 3 wrapper saved in transformers >= 4.52's layout: every tensor of the headers,
+    """The tiny wrapper saved in transformers >= 4.52's layout: every tensor of the headers,
     decoder, tower and projector, is one the graph holds, and the bytes agree."""
     from pricing.config import resolve
     from pricing.graph import build_graph
@@ -147,28 +165,20 @@ def test_the_checkpoint_cross_check_accounts_for_every_tower_tensor(tmp_path):
     from pricing.registry import load
     from tests.test_checkpoint_check import write_safetensors
 
-    H, FF, D, VH, VI = 64, 128, 16, 32, 48
-    cfg = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "torch_dtype": "bfloat16",
-           "text_config": {"model_type": "gemma3_text", "hidden_size": H, "intermediate_size": FF,
-                           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": D, "num_hidden_layers": 2,
-                           "vocab_size": 256, "sliding_window": 8},
-           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": VH, "intermediate_size": VI,
-                             "num_attention_heads": 2, "num_hidden_layers": 2, "patch_size": 4, "image_size": 16,
-                             "vision_use_head": False}}
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "config.json").write_text(json.dumps(tiny_gemma3()))
     b = "BF16"
-    t = {"model.language_model.embed_tokens.weight": (b, (256, H)), "model.language_model.norm.weight": (b, (H,)),
-         "model.multi_modal_projector.mm_input_projection_weight": (b, (VH, H)),
+    t = {"model.language_model.embed_tokens.weight": (b, (256, TH)), "model.language_model.norm.weight": (b, (TH,)),
+         "model.multi_modal_projector.mm_input_projection_weight": (b, (VH, TH)),
          "model.multi_modal_projector.mm_soft_emb_norm.weight": (b, (VH,))}
     for i in range(2):
         p = f"model.language_model.layers.{i}"
-        t.update({f"{p}.self_attn.q_proj.weight": (b, (4 * D, H)), f"{p}.self_attn.k_proj.weight": (b, (2 * D, H)),
-                  f"{p}.self_attn.v_proj.weight": (b, (2 * D, H)), f"{p}.self_attn.o_proj.weight": (b, (H, 4 * D)),
-                  f"{p}.self_attn.q_norm.weight": (b, (D,)), f"{p}.self_attn.k_norm.weight": (b, (D,)),
-                  f"{p}.mlp.gate_proj.weight": (b, (FF, H)), f"{p}.mlp.up_proj.weight": (b, (FF, H)),
-                  f"{p}.mlp.down_proj.weight": (b, (H, FF))})
-        t.update({f"{p}.{n}.weight": (b, (H,)) for n in ("input_layernorm", "post_attention_layernorm",
-                                                        "pre_feedforward_layernorm", "post_feedforward_layernorm")})
+        t.update({f"{p}.self_attn.q_proj.weight": (b, (4 * TD, TH)), f"{p}.self_attn.k_proj.weight": (b, (2 * TD, TH)),
+                  f"{p}.self_attn.v_proj.weight": (b, (2 * TD, TH)), f"{p}.self_attn.o_proj.weight": (b, (TH, 4 * TD)),
+                  f"{p}.self_attn.q_norm.weight": (b, (TD,)), f"{p}.self_attn.k_norm.weight": (b, (TD,)),
+                  f"{p}.mlp.gate_proj.weight": (b, (TFF, TH)), f"{p}.mlp.up_proj.weight": (b, (TFF, TH)),
+                  f"{p}.mlp.down_proj.weight": (b, (TH, TFF))})
+        t.update({f"{p}.{n}.weight": (b, (TH,)) for n in ("input_layernorm", "post_attention_layernorm",
+                                                         "pre_feedforward_layernorm", "post_feedforward_layernorm")})
     v = "model.vision_tower.vision_model"
     t.update({f"{v}.embeddings.patch_embedding.weight": (b, (VH, 3, 4, 4)), f"{v}.embeddings.patch_embedding.bias":
               (b, (VH,)), f"{v}.embeddings.position_embedding.weight": (b, (16, VH)),
@@ -183,3 +193,34 @@ def test_the_checkpoint_cross_check_accounts_for_every_tower_tensor(tmp_path):
     total = write_safetensors(tmp_path / "model.safetensors", t)
     check = check_checkpoint(build_graph(resolve(str(tmp_path))), load())
     assert check.found and check.unaccounted == () and check.checkpoint_bytes == total == check.graph_bytes
+
+
+def test_the_pooling_head_when_the_config_does_not_turn_it_off(tmp_path):
+    """vLLM builds SigLIP's attention-pooling head unless vision_use_head is false: the probe,
+    torch's MultiheadAttention (in_proj 3h × h and bias, out_proj h × h and bias), a LayerNorm and
+    an MLP."""
+    from pricing.graph import load_model as load
+
+    (tmp_path / "off.json").write_text(json.dumps(tiny_gemma3()))
+    cfg = tiny_gemma3()
+    del cfg["vision_config"]["vision_use_head"]
+    (tmp_path / "on.json").write_text(json.dumps(cfg))
+    off, on = load(str(tmp_path / "off.json")), load(str(tmp_path / "on.json"))
+    head = VH + 3 * VH * VH + 3 * VH + VH * VH + VH + 2 * VH + VI * VH + VI + VH * VI + VH
+    assert tower_bytes(on) - tower_bytes(off) == head * BF16
+
+
+def test_a_checkpoint_that_ignores_the_tower_keeps_it_at_its_width(tmp_path):
+    """A compressed-tensors FP8 export that ignores `re:.*vision_tower.*` (llm-compressor's recipe for
+    Gemma 3): the decoder's linears are fp8, the tower stays bf16."""
+    cfg = tiny_gemma3()
+    scheme = {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False}
+    cfg["quantization_config"] = {"quant_method": "compressed-tensors", "format": "float-quantized",
+                                  "ignore": ["lm_head", "re:.*vision_tower.*", "re:.*multi_modal_projector.*"],
+                                  "config_groups": {"group_0": {"targets": ["Linear"], "weights": scheme}}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    model = load_model(str(tmp_path / "config.json"))
+    tower = [t for n in model.tower_nodes for t in model.g.nodes[n]["tensors"]]
+    assert tower and all(isinstance(t.fmt, Unquantized) for t in tower)
+    q = next(t for _, d in model.g.nodes(data=True) for t in d["tensors"] if t.name == "layers.0.self_attn.q_proj")
+    assert not isinstance(q.fmt, Unquantized)
