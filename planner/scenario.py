@@ -284,13 +284,17 @@ def _raw_references(raw: dict, where: str) -> list[str]:
     return lines
 
 
-def check_scenario(scenario: Scenario, where: str) -> list[str]:
+def check_scenario(scenario: Scenario, where: str, positions: bool = True) -> list[str]:
     """Every problem of a scenario, one line each with its path inside the file: names that do
     not exist (with the nearest), and limits that depend on the model (positions, heads,
-    drafters, KV cache dtypes), for the base and each variant."""
+    drafters, KV cache dtypes), for the base and each variant.
+
+    A context beyond a model's positions is an error of the services as written (`positions`),
+    but not of a variant: a what-if across context lengths is answered, the variant infeasible
+    with vLLM's reason (planner/fleet.py `refused_context`)."""
     lines = check_references(scenario, where, variants=False)
     if not lines:
-        lines += check_limits(scenario, where)
+        lines += check_limits(scenario, where, positions)
     base = {line.split(": ", 1)[1] for line in lines}
     for name in scenario.variants:
         try:
@@ -301,16 +305,17 @@ def check_scenario(scenario: Scenario, where: str) -> list[str]:
         prefix = f"{where}: variants.{name}"
         found = check_references(varied, prefix, variants=False)
         if not found:
-            found = check_limits(varied, prefix)
+            found = check_limits(varied, prefix, positions=False)
         lines += [line for line in found if line.split(": variants.", 1)[-1].split(": ", 1)[-1] not in base]
     return list(dict.fromkeys(lines))
 
 
-def check_limits(scenario: Scenario, where: str) -> list[str]:
-    """What vLLM would reject for the model of each service: a context beyond its positions, a
-    tensor-parallel size that does not divide its heads, a drafter it does not ship, a KV cache
-    dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
+def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list[str]:
+    """What vLLM would reject for the model of each service: a context beyond its positions (with
+    `positions`), a tensor-parallel size that does not divide its heads, a drafter it does not
+    ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
     from pricing.graph import load_model
+    from pricing.kernel.deployment import beyond_positions
     from pricing.rules import get as release_of
 
     lines = []
@@ -323,9 +328,8 @@ def check_limits(scenario: Scenario, where: str) -> list[str]:
             continue
         model = load_model(s.model, s.quantization)
         at = f"{where}: services[{i}]"
-        if s.context_length is not None and s.context_length > model.max_position:
-            lines.append(f"{at}.context_length: {s.context_length} exceeds the {model.max_position} positions of "
-                         f"{model.name} (use at most {model.max_position})")
+        if positions and s.context_length is not None and (problem := beyond_positions(model, s.context_length)):
+            lines.append(f"{at}.context_length: {problem} (use at most {model.max_position})")
         heads = model.num_attention_heads
         bad = [t for t in s.tp or [] if t < 1 or heads % t]
         if bad:

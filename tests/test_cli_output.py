@@ -177,10 +177,11 @@ variants:
     assert result.returncode == 2 and result.stdout == ""
     positions = load_model("qwen3-32b").max_position
     for expected in (f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
-                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b",
-                     f"{path}: variants.long: services[3].context_length: 1000000 exceeds the"):
+                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
         assert expected in result.stderr, result.stderr
     assert "--context-length" not in result.stderr
+    # a variant beyond a model's positions is a what-if the review answers (infeasible, with vLLM's reason)
+    assert "variants.long" not in result.stderr
 
 
 def test_overflow_is_a_one_line_error_before_any_work(capsys):
@@ -230,7 +231,7 @@ def test_a_context_sweep_is_drawn_as_lines_with_token_labels_and_marked_infeasib
     svg = out.read_text()
     texts = _texts(svg)
     assert "32k" in texts and "128k" in texts and "32768" not in " ".join(texts)
-    assert "infeasible" in texts and 'id="infeasible-h200"' in svg
+    assert any(t.startswith("infeasible: needs ") for t in texts) and 'id="infeasible-h200"' in svg
     assert any("llama-3.1-70b" in t and "context length" in t for t in texts)  # the title says what was compared
     assert 'id="line-h200"' in svg and 'id="line-b200"' in svg
     ticks = [t for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
@@ -252,3 +253,70 @@ def test_a_mistyped_variant_gets_the_nearest_name(tmp_path):
     result = piped("scenario", str(path), "--variant", "cheaper-h20")
     assert result.returncode == 2 and result.stdout == ""
     assert "no variant named 'cheaper-h20'; did you mean 'cheaper-h200'?" in result.stderr
+
+
+# -- what-ifs beyond a model's positions ----------------------------------------------------------
+QWEN_SWEEP = ["compare", "--model", "qwen3-32b", "--chip", "h100", "--concurrency", "16", "--context-length", "32768",
+              "--context-length", "131072"]
+
+
+def _beyond(model: str, tokens: int) -> str:
+    return f"max_model_len {tokens} exceeds the {load_model(model).max_position} positions of {model}"
+
+
+def test_a_context_sweep_answers_a_point_beyond_the_models_positions_as_infeasible(tmp_path):
+    chart = tmp_path / "sweep.svg"
+    result = CliRunner().invoke(cli, [*QWEN_SWEEP, "--json", "--chart", str(chart)])
+    assert result.exit_code == 1, result.output  # as a compare with a memory-infeasible point: answered, exit 1
+    out = json.loads(result.output)
+    short, long = out["base"], out["variants"][0]
+    assert short["feasible"] and short["services"][0]["max_model_len"] == 32768
+    assert not long["feasible"] and [s["service"] for s in long["short"]] == ["what-if"]
+    assert long["short"][0]["reason"].startswith(f"vLLM would not start: {_beyond('qwen3-32b', 131072)}")
+    positions = f"{load_model('qwen3-32b').max_position:,}"
+    assert long["short"][0]["brief"] == f"beyond {positions} positions"
+    svg = chart.read_text()
+    assert 'id="infeasible-h100"' in svg and f"infeasible: beyond {positions} positions" in _texts(svg)
+    table = CliRunner().invoke(cli, QWEN_SWEEP, env={"COLUMNS": "400"})
+    assert table.exit_code == 1 and "@ 128k" in table.output and _beyond("qwen3-32b", 131072) in table.output
+    md = CliRunner().invoke(cli, [*QWEN_SWEEP, "--format", "markdown"])
+    assert md.exit_code == 1
+    [row] = [line for line in md.output.splitlines() if line.startswith("| @ 128k |")]
+    assert "| infeasible |" in row and _beyond("qwen3-32b", 131072) in row
+
+
+@pytest.mark.parametrize("args, field", [(["--model", "qwen3-23b"], "--model"),
+                                         (["--context-length", "-5"], "--context-length"),
+                                         (["--concurrency", "-1"], "--concurrency")])
+def test_input_wrong_in_itself_stays_a_one_line_error_in_a_sweep(capsys, args, field):
+    base = dict(zip(QWEN_SWEEP[1::2], QWEN_SWEEP[2::2], strict=False))
+    argv = ["compare"] + [x for k, v in base.items() if k not in args for x in (k, v)] + args
+    assert main([*argv, "--context-length", "131072"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"plan: error: {field}")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_compare_file_answers_a_variant_beyond_a_models_positions(tmp_path, capsys):
+    path = tmp_path / "long.yaml"
+    path.write_text("""
+review: long-context what-if
+services:
+  - {name: chat, model: llama-3.1-8b, concurrency: 16, context_length: 32768, chips: [h100]}
+  - {name: code, model: qwen3-32b, concurrency: 16, context_length: 32768, chips: [h100]}
+variants:
+  long: {context_length: 131072}
+""")
+    assert main(["compare", str(path), "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["base"]["feasible"] and not out["variants"][0]["feasible"]
+    [short] = out["variants"][0]["short"]  # llama-3.1-8b serves 131072 positions: only code is short
+    assert short["service"] == "code" and _beyond("qwen3-32b", 131072) in short["reason"]
+    assert main(["scenario", str(path)]) == 0  # the base alone is served; the variant is no error of the file
+    capsys.readouterr()
+    # the services as written beyond a model's positions are an error of the file, with where it is
+    path.write_text(path.read_text().replace("context_length: 32768, chips: [h100]}\nvariants",
+                                             "context_length: 65536, chips: [h100]}\nvariants"))
+    assert main(["compare", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: services[1].context_length: 65536 exceeds the" in err

@@ -72,7 +72,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     hours = defaults.value("report.hours_per_month")
     title = f"{r.review or 'scenario'} — {r.variant}"
     if not r.feasible:
-        console.print(f"[bold red]{title}: the inventory cannot serve every service[/bold red]")
+        console.print(f"[bold red]{title}: not every service can be served[/bold red]")
         for s in r.short:
             console.print(f"  {s.service} is short: {s.reason}")
         return
@@ -297,7 +297,8 @@ def compare_command(ctx, file, fmt, chart_path, **options):
         raise InputError(f"--{field.replace('_', '-')}", e["msg"].lower(), "see `plan compare --help`") from None
     problems = []
     for _, s in scenarios:
-        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare")]
+        # a point beyond the model's positions is answered (infeasible, with vLLM's reason), not an error
+        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False)]
     if problems:
         raise ScenarioErrors(list(dict.fromkeys(line.replace("services[0].", "--").replace("_", "-")
                                                 for line in problems)))
