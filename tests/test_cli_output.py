@@ -320,3 +320,23 @@ variants:
     assert main(["compare", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}: services[1].context_length: 65536 exceeds the" in err
+
+
+def test_a_categorical_sweep_over_chips_marks_each_chips_infeasible_point(tmp_path):
+    out = tmp_path / "models.svg"
+    result = CliRunner().invoke(cli, ["compare", "--model", "qwen3-32b", "--model", "llama-3.1-8b", "--chip", "h100",
+                                      "--chip", "h200", "--concurrency", "8", "--context-length", "40960",
+                                      "--max-gpus", "1", "--json", "--chart", str(out)])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    results = {r["variant"]: r for r in [data["base"], *data["variants"]]}
+    assert not results["qwen3-32b on h100"]["feasible"] and not results["qwen3-32b on h200"]["feasible"]
+    assert results["llama-3.1-8b on h100"]["feasible"] and results["llama-3.1-8b on h200"]["feasible"]
+    svg = out.read_text()
+    # one chip's point that nothing serves is a stub in that chip's place with why, not a blank
+    assert 'id="infeasible-h100-0"' in svg and 'id="infeasible-h200-0"' in svg
+    assert 'id="infeasible-h100-1"' not in svg
+    texts = _texts(svg)
+    for chip in ("h100", "h200"):
+        brief = results[f"qwen3-32b on {chip}"]["short"][0]["brief"]
+        assert brief.startswith("needs ") and f"infeasible: {brief}" in texts
