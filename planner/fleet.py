@@ -280,10 +280,11 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     else:
         plans = []
         short = list(refused.values())
+        timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
         if refused or not all(p.options for p in prepared):
             missing = [i for i, p in enumerate(prepared) if not p.options]
         else:
-            missing = _relaxed(prepared, scenario)[0] or range(len(prepared))
+            missing = range(len(prepared)) if timed_out else _relaxed(prepared, scenario)[0] or range(len(prepared))
         for s in missing:
             p = prepared[s]
             stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
@@ -291,10 +292,11 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
             if not p.options:
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")
-            elif stock:
-                reason = f"the inventory ({stock}) cannot hold it beside the other services; "
+            elif timed_out:
+                limit = time_limit or defaults.value("solver.max_time_in_seconds")
+                reason = f"the solver found no plan within its {limit:g} s time limit (--time-limit raises it); "
             else:
-                reason = f"the solver ended {status} without a plan (see --time-limit); "
+                reason = f"the inventory ({stock}) cannot hold it beside the other services; "
             alone, brief = _alone(p)
             short.append(Shortfall(service=p.name, reason=reason + alone, brief=brief))
         order = [s.name for s in scenario.services]

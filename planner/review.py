@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from planner import defaults
 from planner.binds import inventory_binds
 from planner.fleet import FleetResult, plan_scenario
-from planner.result import price_footnotes, star
+from planner.result import price_footnotes, solver_phrase, star
 from planner.scenario import Scenario
 
 
@@ -27,18 +27,19 @@ class Comparison(BaseModel):
 
 
 def compare(scenario: Scenario, names: list[str] | None = None,
-            progress: Callable[[int, int, str], None] | None = None) -> Comparison:
-    """The scenario as written, then under each variant (in file order, or `names`)."""
+            progress: Callable[[int, int, str], None] | None = None, time_limit: float | None = None) -> Comparison:
+    """The scenario as written, then under each variant (in file order, or `names`); `time_limit`
+    bounds each solve (planner/fleet.py `plan_scenario`)."""
     names = list(scenario.variants) if names is None else names
     total = 1 + len(names)
     if progress:
         progress(0, total, "base")
-    base = plan_scenario(scenario, "base")
+    base = plan_scenario(scenario, "base", time_limit)
     out = []
     for i, name in enumerate(names, start=1):
         if progress:
             progress(i, total, name)
-        out.append(plan_scenario(scenario.apply(name), name))
+        out.append(plan_scenario(scenario.apply(name), name, time_limit))
     if progress:
         progress(total, total, "done")
     return Comparison(review=scenario.review, base=base, variants=out)
@@ -64,6 +65,13 @@ def binding(r: FleetResult) -> str:
     if len(r.services) == 1:
         return r.services[0].binds
     return "; ".join(f"{p.service}: {p.binds}" for p in r.services)
+
+
+def search_line(r: FleetResult) -> str:
+    """How the result was found, as `plan` reports it: the solver's status in words, the
+    candidates the oracle evaluated and the wall-clock time."""
+    how = "; each service solved on its own (the inventory couples none)" if r.decomposed else ""
+    return f"{solver_phrase(r.solver_status)}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s{how}"
 
 
 def delta(value: float, base: float) -> str:
@@ -97,7 +105,7 @@ def markdown(c: Comparison) -> str:
         if not r.feasible:
             for s in r.short:
                 lines.append(f"- **{s.service}** is short: {s.reason}")
-            lines.append("")
+            lines += ["", search_line(r), ""]
             continue
         lines.append("| service | model | chip | GPUs | replicas × (tp, pp, dp, ep, dcp) | concurrency | headroom "
                      "| $/hour |")
@@ -111,6 +119,7 @@ def markdown(c: Comparison) -> str:
         notes = price_footnotes(r.services)
         if notes:
             lines += [note.replace("*", "\\*", 1) for note in notes] + [""]
+        lines += [search_line(r), ""]
     return "\n".join(lines) + "\n"
 
 

@@ -340,3 +340,67 @@ def test_a_categorical_sweep_over_chips_marks_each_chips_infeasible_point(tmp_pa
     for chip in ("h100", "h200"):
         brief = results[f"qwen3-32b on {chip}"]["short"][0]["brief"]
         assert brief.startswith("needs ") and f"infeasible: {brief}" in texts
+
+
+# -- the solver's time limit ----------------------------------------------------------------------
+MIXED = ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_time_limit_is_one_option_with_one_validation_on_plan_compare_and_scenario(capsys, value):
+    errors = []
+    for argv in (["--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8"],
+                 ["compare", "--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8"],
+                 ["compare", str(MIXED)], ["scenario", str(MIXED)]):
+        assert main([*argv, "--time-limit", value]) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        errors.append(captured.err)
+    assert errors[0].startswith("plan: error: --time-limit: ") and len(set(errors)) == 1, errors
+    helps = {" ".join(re.search(r"--time-limit FLOAT\s+(.*?\))", CliRunner().invoke(cli, [*sub, "--help"]).output,
+                                re.DOTALL).group(1).split()) for sub in ([], ["compare"], ["scenario"])}
+    assert len(helps) == 1 and "solver wall-clock bound in seconds" in helps.pop()
+
+
+def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(monkeypatch, capsys):
+    from planner import search
+
+    limits = []
+    solver = search.solver
+
+    def recording(time_limit=None):
+        limits.append(time_limit)
+        return solver(time_limit)
+
+    monkeypatch.setattr(search, "solver", recording)
+    assert main(["scenario", str(MIXED), "--time-limit", "7.5", "--format", "markdown"]) == 0
+    text = capsys.readouterr().out
+    assert 7.5 in limits
+    # a binding review (the inventory couples its services) says how it was found, as `plan` does
+    assert re.search(r"solver OPTIMAL \(optimum proven\), [\d,]+ candidates in \d+\.\d\d s\n", text), text
+    limits.clear()
+    assert main(["compare", str(MIXED), "--time-limit", "7.5", "--format", "json"]) == 0
+    assert limits and all(t == 7.5 for t in limits if t is not None)
+
+
+def test_a_solve_the_time_limit_ends_without_a_plan_says_so(monkeypatch, capsys):
+    from planner import search
+
+    monkeypatch.setattr(search, "solve", lambda pm, time_limit=None: search.Solution("UNKNOWN", []))
+    assert main(["--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
+                 "--time-limit", "0.5", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["search"]["solver_status"] == "UNKNOWN"
+    assert out["explanations"] == [f"the solver found no plan within its 0.5 s time limit "
+                                   f"({out['search']['candidates_evaluated']:,} candidates; --time-limit raises it)"]
+    assert main(["scenario", str(MIXED), "--time-limit", "0.5"]) == 1
+    text = capsys.readouterr().out
+    assert "inventory" not in text.split("not every service can be served", 1)[1].split("solver UNKNOWN")[0]
+    assert text.count("the solver found no plan within its 0.5 s time limit (--time-limit raises it)") == 3
+    assert "solver UNKNOWN (no plan found within the time limit; --time-limit raises it)" in text
+
+
+def test_a_compare_file_refuses_options_it_would_ignore(capsys):
+    assert main(["compare", str(MIXED), "--tp", "4", "--price", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "takes a scenario FILE or --tp, --price, not both" in captured.err
