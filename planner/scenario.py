@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from planner.request import MAX_CONCURRENCY, MAX_GPUS, PoolLimits, ServiceSpec, WorkloadSpec
+from planner.request import MAX_CONCURRENCY, MAX_GPUS, MAX_PRICE, PoolLimits, ServiceSpec, WorkloadSpec
 from pricing import yaml_fast
 from pricing.errors import InputError, suggest
 
@@ -91,7 +91,8 @@ class Stock(BaseModel):
 
     gpus: int | None = Field(None, ge=0, le=MAX_GPUS, description="GPUs available; absent: unlimited")
     gpus_per_node: int | None = Field(None, ge=1)
-    price: float | None = Field(None, ge=0, description="USD per GPU-hour; absent: the registry's default")
+    price: float | None = Field(None, ge=0, le=MAX_PRICE,
+                                description="USD per GPU-hour; absent: the registry's default")
 
 
 class Scenario(BaseModel):
@@ -348,8 +349,10 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
                                                                                 f"{', '.join(KV_CACHE_DTYPES)})"))
         try:
             spec = scenario.service_spec(service)
-        except ValidationError:
-            continue  # reported above, field by field
+        except ValidationError as err:  # what the file's own fields do not say: a headroom beyond the range
+            lines += [f"{at}.{_path(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()
+                      if e["loc"] == ("headroom",)]
+            continue
         method = spec.speculative_method
         if method is not None and method.lower() not in model.speculative_methods:
             shipped = ", ".join(model.speculative_methods) or "none"

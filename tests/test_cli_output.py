@@ -404,3 +404,34 @@ def test_a_compare_file_refuses_options_it_would_ignore(capsys):
     assert main(["compare", str(MIXED), "--tp", "4", "--price", "1"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "takes a scenario FILE or --tp, --price, not both" in captured.err
+
+
+# -- overflow: every way a number can leave the solver's integer range ----------------------------
+@pytest.mark.parametrize("args, field", [(["--headroom", "1e12"], "--headroom"), (["--price", "1e300"], "--price"),
+                                         (["--price", "h100=1e300"], "--price")])
+@pytest.mark.parametrize("command", [[], ["compare"]])
+def test_a_headroom_or_price_beyond_the_solvers_range_is_a_one_line_error(capsys, command, args, field):
+    assert main([*command, "--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"plan: error: {field}: ")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_scenarios_headroom_or_price_beyond_the_solvers_range_is_a_file_error(tmp_path, capsys):
+    path = tmp_path / "huge.yaml"
+    path.write_text("""
+inventory:
+  h100: {price: 1.0e300}
+services:
+  - {name: a, model: qwen3-8b, concurrency: 1000, headroom: 1.0e12, context_length: 8192}
+""")
+    assert main(["scenario", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"{path}: inventory.h100.price: " in captured.err
+    path.write_text(path.read_text().replace("1.0e300", "3.0"))
+    assert main(["scenario", str(path)]) == 2
+    captured = capsys.readouterr()
+    limit = defaults.value("limits.max_concurrency")
+    assert captured.err.strip() == (f"plan: error: {path}: services[0].headroom: 1,000 requests with 1e+12 % headroom "
+                                    f"exceed the {limit:,} the solver counts (planner/defaults.yaml "
+                                    "limits.max_concurrency)")

@@ -169,7 +169,8 @@ def request_from(options: dict) -> PlanRequest:
         field = str(first["loc"][-1] if first["loc"] else "input")
         flag = {"kv_cache_dtypes": "kv-cache-dtype", "chips": "chip", "price": "price", "prices": "price"}.get(
             field, field.replace("_", "-"))
-        raise InputError(f"--{flag}", first["msg"].lower(), "see `plan --help`") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise InputError(f"--{flag}", message[:1].lower() + message[1:], "see `plan --help`") from None
     return PlanRequest(service=service, limits=limits)
 
 

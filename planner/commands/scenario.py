@@ -309,8 +309,9 @@ def compare_command(ctx, file, fmt, chart_path, **options):
         # a point beyond the model's positions is answered (infeasible, with vLLM's reason), not an error
         problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False)]
     if problems:
-        raise ScenarioErrors(list(dict.fromkeys(line.replace("services[0].", "--").replace("_", "-")
-                                                for line in problems)))
+        flags = [line.split(": ", 1) for line in problems]  # services[0].context_length: ... -> --context-length: ...
+        raise ScenarioErrors(list(dict.fromkeys(f"{field.replace('services[0].', '--').replace('_', '-')}: {text}"
+                                                for field, text in flags)))
     notes = [f"--price {chip}={price:g} has no effect: {chip} is not compared"
              for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
     if options["show_provenance"]:
