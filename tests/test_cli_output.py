@@ -435,3 +435,19 @@ services:
     assert captured.err.strip() == (f"plan: error: {path}: services[0].headroom: 1,000 requests with 1e+12 % headroom "
                                     f"exceed the {limit:,} the solver counts (planner/defaults.yaml "
                                     "limits.max_concurrency)")
+
+
+def test_binds_says_a_narrower_split_whose_pool_is_short_of_one_request_is_not_over_its_budget():
+    # llama-3.1-70b on one H200: the fixed memory fits the budget, but the pool left holds no 8k request
+    request = PlanRequest(service=ServiceSpec(model="llama-3.1-70b", concurrency=2, context_length=8192),
+                          limits=PoolLimits(chips=("h200",)))
+    b = plan(request).best
+    assert b.gpus == 2 and b.binds.startswith("weights force the split")
+    unit = {"GiB": GiB, "MiB": MiB}
+    found = re.search(r"at 1 GPU \(tp 1\) the fixed memory \(([\d.]+) (GiB) per rank\) leaves a ([\d.]+) (GiB|MiB) KV "
+                      r"pool of the ([\d.]+) (GiB) budget, short of one ([\d.]+) (GiB|MiB) request", b.binds)
+    assert found, b.binds
+    fixed, pool, budget, one = (float(found[i]) * unit[found[i + 1]] for i in (1, 3, 5, 7))
+    assert fixed < budget and pool < one and abs(fixed + pool - budget) < 0.02 * GiB
+    # one request of 8,192 tokens: 80 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes per token
+    assert abs(one - 8192 * 80 * 8 * 128 * 2 * 2) < 0.01 * GiB
