@@ -70,7 +70,8 @@ def binding(r: FleetResult) -> str:
 def search_line(r: FleetResult) -> str:
     """How the result was found, as `plan` reports it: the solver's status in words, the
     candidates the oracle evaluated and the wall-clock time."""
-    how = "; each service solved on its own (the inventory couples none)" if r.decomposed else ""
+    how = "; each service solved on its own (the inventory couples none)" if r.decomposed and len(r.services) > 1 \
+        else ""
     return f"{solver_phrase(r.solver_status)}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s{how}"
 
 
