@@ -254,11 +254,31 @@ def load_scenario(path: str | Path) -> Scenario:
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
-        raise ScenarioErrors(lines + _raw_references(raw, str(path))) from None
+        raise ScenarioErrors(lines + _raw_references(raw, str(path)) + _valid_fields_limits(raw, err, str(path))) \
+            from None
     lines = check_scenario(scenario, str(path))
     if lines:
         raise ScenarioErrors(lines)
     return scenario
+
+
+def _valid_fields_limits(raw: dict, err: ValidationError, where: str) -> list[str]:
+    """The model-dependent limits (check_limits) of a file that does not validate, on each
+    service's fields that do, so that every error comes at once."""
+    bad = {(e["loc"][1], e["loc"][2]) for e in err.errors() if len(e["loc"]) > 2 and e["loc"][0] == "services"}
+    services = raw.get("services") if isinstance(raw.get("services"), list) else []
+    defaults = raw.get("defaults") if isinstance(raw.get("defaults"), dict) else {}
+    lines = []
+    for i, service in enumerate(services):
+        if not isinstance(service, dict):
+            continue
+        try:
+            one = Scenario(defaults=defaults, services=[{k: v for k, v in service.items() if (i, k) not in bad}])
+        except ValidationError:
+            continue  # the defaults do not validate either: reported above
+        lines += [line.replace(f"{where}: services[0]", f"{where}: services[{i}]", 1)
+                  for line in check_limits(one, where)]
+    return lines
 
 
 def _raw_references(raw: dict, where: str) -> list[str]:
@@ -293,9 +313,7 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True) -> li
     A context beyond a model's positions is an error of the services as written (`positions`),
     but not of a variant: a what-if across context lengths is answered, the variant infeasible
     with vLLM's reason (planner/fleet.py `refused_context`)."""
-    lines = check_references(scenario, where, variants=False)
-    if not lines:
-        lines += check_limits(scenario, where, positions)
+    lines = check_references(scenario, where, variants=False) + check_limits(scenario, where, positions)
     base = {line.split(": ", 1)[1] for line in lines}
     for name in scenario.variants:
         try:
@@ -304,9 +322,7 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True) -> li
             lines.append(f"{where}: {err}")
             continue
         prefix = f"{where}: variants.{name}"
-        found = check_references(varied, prefix, variants=False)
-        if not found:
-            found = check_limits(varied, prefix, positions=False)
+        found = check_references(varied, prefix, variants=False) + check_limits(varied, prefix, positions=False)
         lines += [line for line in found if line.split(": variants.", 1)[-1].split(": ", 1)[-1] not in base]
     return list(dict.fromkeys(lines))
 
@@ -327,7 +343,12 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
         except InputError as err:
             lines.append(f"{where}: services[{i}].vllm_version: {err.problem}")
             continue
-        model = load_model(s.model, s.quantization)
+        try:
+            model = load_model(s.model, s.quantization) if s.model is not None else None
+        except InputError:
+            model = None
+        if model is None:
+            continue  # a name that does not resolve: check_references reports it
         at = f"{where}: services[{i}]"
         if positions and s.context_length is not None and (problem := beyond_positions(model, s.context_length)):
             lines.append(f"{at}.context_length: {problem} (use at most {model.max_position})")

@@ -451,3 +451,24 @@ def test_binds_says_a_narrower_split_whose_pool_is_short_of_one_request_is_not_o
     assert fixed < budget and pool < one and abs(fixed + pool - budget) < 0.02 * GiB
     # one request of 8,192 tokens: 80 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes per token
     assert abs(one - 8192 * 80 * 8 * 128 * 2 * 2) < 0.01 * GiB
+
+
+def test_every_error_of_a_scenario_file_comes_in_one_round(tmp_path, capsys):
+    path = tmp_path / "review.yaml"
+    path.write_text("""
+services:
+  - {name: a, model: dsv41-flash, concurrency: 8, chips: [h200]}
+  - {name: b, model: qwen3-32b, concurrency: 100000000, context_length: 131072, chips: [h20o]}
+  - {name: c, model: qwen3-32b, concurrency: 8, chips: [h200], tp: [3], colour: red}
+""")
+    assert main(["scenario", str(path)]) == 2
+    err = capsys.readouterr().err
+    positions = load_model("qwen3-32b").max_position
+    # schema, names and the limits that depend on the model, each field checked on its own
+    for expected in (f"{path}: services[1].concurrency: Input should be less than or equal to",
+                     f"{path}: services[2].colour: unknown key",
+                     f"{path}: services[0].model: unknown model 'dsv41-flash'",
+                     f"{path}: services[1].chips: unknown chip 'h20o'",
+                     f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
+                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
+        assert expected in err, err
