@@ -139,3 +139,86 @@ def test_foreign_and_truncated_files_exit_2(tmp_path, capsys):
     assert main(["check-log", str(truncated), "--chip", "h100"]) == 2
     assert "no 'Available KV cache memory' line" in capsys.readouterr().err
     assert main(["check-log", str(tmp_path / "absent.log"), "--chip", "h100"]) == 2
+
+
+FLASHINFER_LOG = "v0.10.1.1-dennislee22-a100-qwen2-7b-tp2-flashinfer.log"
+NATIVE_LOG = "v0.10.1.1-dennislee22-a100-40gb-qwen2-7b-tp2-native.log"
+QWEN2_ROWS_X_VOCAB = 256 * 152064  # A100 default max_num_seqs 256 (< 2048 tokens) × Qwen2's vocabulary
+HIDDEN_TERM = 2048 * 3584  # max_num_batched_tokens × hidden size
+
+
+def test_sampler_path_line_is_read():
+    fi = read(FLASHINFER_LOG)
+    assert fi.sampler == "flashinfer" and fi.evidence["sampler"] == 10  # first of the two workers' lines
+    native = read(NATIVE_LOG)
+    assert native.sampler == "native" and native.evidence["sampler"] == 7  # the wrapped second half of the line
+    assert read("v0.10.1-pr20707-llama31-8b-40k-eager.log").sampler is None  # a log that says nothing
+    # 0.19 at DEBUG: FlashInfer installed but its sampler opt-in (vLLM PR #26859): the native path
+    assert read("v0.19.0-llmd-planner-h100-llama31-8b-tp4-sampler-debug.log").sampler == "native"
+
+
+def _check(name: str, capsys, *args) -> dict:
+    assert main(["check-log", str(LOGS / name), *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_check_log_takes_flashinfers_warm_up_when_the_log_says_so(capsys):
+    """vLLM 0.10.1.1 with FlashInfer's top-k/top-p kernel holds 14 bytes a logit in the sampler
+    warm-up (bf16 logits, their fp32 copy, FlashInfer's masked logits and softmax), not the native
+    path's ~39: the A100 log that prints the FlashInfer line is predicted within 7 %, where the
+    native law would be 13 % short."""
+    from pricing.registry import load
+
+    per_hidden = load().value("cost_model_memory.sampler_hidden_bytes")
+    r = _check(FLASHINFER_LOG, capsys, "--chip", "a100-80gb")
+    assert r["sampler_path"] == "flashinfer" and "sampler line" in r["sampler_path_from"]
+    parts = {c["name"]: c for c in r["components"]}
+    assert parts["activation peak"]["predicted"] == int(QWEN2_ROWS_X_VOCAB * 14 + HIDDEN_TERM * per_hidden)
+    kv = parts["available KV cache memory"]
+    native = kv["predicted"] - QWEN2_ROWS_X_VOCAB * (38.762 - 14)  # the same start-up on the native path, by hand
+    assert abs(kv["error"]) < 0.07 and abs(native - kv["observed"]) / kv["observed"] > 0.13
+
+
+def test_check_log_keeps_the_native_warm_up_when_flashinfer_is_absent(capsys):
+    from pricing.registry import load
+
+    per_hidden = load().value("cost_model_memory.sampler_hidden_bytes")
+    r = _check(NATIVE_LOG, capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b")  # tp 2 and 0.5: the wrapped line
+    assert r["sampler_path"] == "native"
+    parts = {c["name"]: c for c in r["components"]}
+    assert parts["activation peak"]["predicted"] == int(QWEN2_ROWS_X_VOCAB * 38.762 + HIDDEN_TERM * per_hidden)
+
+
+def test_a_hard_wrapped_arguments_line_is_read_whole():
+    """The A100 40GB log was copied at a fixed width: its "non-default args: {…}" line runs over two
+    lines (the model's name is cut in two). It is joined back to its closing brace."""
+    log = read(NATIVE_LOG)
+    assert log.deployment["model"] == "Qwen2-7B-Instruct"
+    assert log.deployment["tp"] == 2 and log.deployment["gpu_memory_utilization"] == 0.5
+    assert log.evidence["engine arguments"] == 2  # numbered by its first line; later lines keep their numbers
+    assert log.evidence["sampler"] == 7
+
+
+def test_an_arguments_line_that_never_closes_is_left_as_it_is():
+    from pricing.calibration.startup_log import parse
+
+    log = parse("INFO non-default args: {'model': 'x', 'tensor_parallel_size': 2,\n"
+                "INFO 09-03 [gpu_worker.py:276] Available KV cache memory: 11.03 GiB\n")
+    assert "tp" not in log.deployment and log.observed["available_kv_gib"] == 11.03
+
+
+def test_what_the_log_does_not_state_is_said_not_silently_assumed(capsys, tmp_path):
+    """A log without its arguments line is checked at vLLM's defaults, and the report says which."""
+    lines = [line for line in (LOGS / NATIVE_LOG).read_text().splitlines()[:3] if "non-default" not in line]
+    rest = (LOGS / NATIVE_LOG).read_text().splitlines()[3:]
+    bare = tmp_path / "no-args.log"
+    bare.write_text("\n".join([lines[0], *rest]) + "\n")
+    r = _check(str(bare), capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b", "--max-num-seqs", "256")
+    said = " ".join(r["assumed"])
+    assert "tp 1 (give --tp" in said and "utilization 0.9 (give --gpu-memory-utilization" in said
+    assert "max_num_seqs" not in said  # given on the command line
+    assert "max_model_len" not in said  # "Maximum concurrency for 16,384 tokens per request" states it
+    assert main(["check-log", str(bare), "--chip", "a100-40gb", "--model", "qwen2.5-7b"]) == 0
+    assert "not in the log, taken at vLLM's default: tp 1" in capsys.readouterr().out
+    r = _check(NATIVE_LOG, capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b")
+    assert [a.split(" (")[0] for a in r["assumed"]] == ["max_num_seqs 256"]

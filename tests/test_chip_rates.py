@@ -1,6 +1,7 @@
 """Every chip of chips.yaml either has its peak rates in chip_rates.yaml, each figure with its
-source, or is listed under `unsourced` with the figures missing and why; a plan on one of the
-chips added for issue 12 prices its step, and a chip without rates says which figure is missing."""
+source, or is listed under `unsourced` with the figures missing and why; the rows read off vendors'
+data sheets hold the sheets' figures (dense = sparse / 2 where a sheet prints only the sparse one);
+a plan on a rated chip prices its step, and a chip without rates says which figure is missing."""
 
 from __future__ import annotations
 
@@ -60,6 +61,64 @@ def test_new_chip_rates_read_off_their_sheets():
     assert chip_rates(get_chip("mi250x")).bf16_flops == pytest.approx(1024 * 110 * 1.7e9)
 
 
+def test_former_unsourced_chips_read_off_their_sheets():
+    """Issue 14: the twelve chips once listed as unsourced, checked by hand against the documents
+    their rows cite (NVIDIA/AMD data sheets, product briefs, architecture whitepapers)."""
+    def rates(chip):
+        return chip_rates(get_chip(chip))
+
+    # NVIDIA H100 data sheet, H100 NVL column (sparse only) and product brief PB-11773-001
+    nvl = rates("h100-nvl")
+    assert (nvl.bf16_flops, nvl.fp8_flops) == (1671e12 / 2, 3341e12 / 2)
+    assert nvl.memory_bandwidth == 3938e9 and nvl.scale_up_bandwidth == 600e9 / 2
+    # H200 product page, H200 NVL column: the NVL card's own (lower) tensor rates, H200's memory
+    h200_nvl = rates("h200-nvl")
+    assert (h200_nvl.bf16_flops, h200_nvl.fp8_flops) == (1671e12 / 2, 3341e12 / 2)
+    assert h200_nvl.bf16_flops < rates("h200").bf16_flops
+    assert (h200_nvl.memory_bandwidth, h200_nvl.scale_up_bandwidth) == (4.8e12, 900e9 / 2)
+    # GH200 data sheet prints dense | sparse; one compute column for both memory options
+    for chip in ("gh200-96gb", "gh200-144gb"):
+        gh = rates(chip)
+        assert (gh.bf16_flops, gh.fp8_flops) == (990e12, 1979e12)
+        assert gh.bf16_flops == pytest.approx(1979e12 / 2, rel=1e-3)
+    assert rates("gh200-96gb").memory_bandwidth == 4.0e12
+    assert rates("gh200-144gb").memory_bandwidth == 9.8e12 / 2  # the NVL2 column is two superchips
+    # A10 data sheet: 125 | 250* TFLOPS = 72 SMs x 1,695 MHz x 1,024 FLOP/clock; no FP8
+    a10 = rates("a10")
+    assert a10.bf16_flops == 250e12 / 2 == pytest.approx(72 * 1695e6 * 1024, rel=1e-3)
+    assert (a10.fp8_flops, a10.memory_bandwidth, a10.scale_up_bandwidth) == (0, 600e9, 64e9 / 2)
+    # Ada whitepaper Appendix A: dense/sparse pairs, FP32 accumulate
+    rtx4090 = rates("rtx-4090")
+    assert (rtx4090.bf16_flops, rtx4090.fp8_flops) == (330.4e12 / 2, 660.6e12 / 2)
+    assert rtx4090.memory_bandwidth == 1008e9
+    # RTX Blackwell whitepaper Table 3: 170 SMs x 512 FLOP/clock x 2,407 MHz for BF16
+    rtx5090 = rates("rtx-5090")
+    assert rtx5090.bf16_flops == 419e12 / 2 == pytest.approx(170 * 512 * 2.407e9, rel=1e-4)
+    assert (rtx5090.fp8_flops, rtx5090.fp4_flops) == (838e12 / 2, 3352e12 / 2)
+    assert (rtx5090.memory_bandwidth, rtx5090.scale_up_bandwidth) == (1792e9, 128e9 / 2)
+    # RTX PRO 6000 Server Edition: derived from its data sheet's 120 FP32 TFLOPS (the clock) and the
+    # RTX Blackwell PRO whitepaper's dense per-SM rates (BF16 1,024, FP8 2,048, FP4 4,096 per clock)
+    clock = 120e12 / (24064 * 2)
+    pro = rates("rtx-pro-6000")
+    assert (pro.bf16_flops, pro.fp8_flops, pro.fp4_flops) == pytest.approx(
+        (188 * 1024 * clock, 188 * 2048 * clock, 188 * 4096 * clock))
+    assert pro.memory_bandwidth == 1597e9  # the Server Edition's, not the Workstation's 1,792 GB/s
+    # AMD CDNA 3 white paper Table 2: 228 CUs x 2.1 GHz x 2,048 (BF16) / 4,096 (FP8) FLOP/clock/CU
+    mi300a = rates("mi300a")
+    assert mi300a.bf16_flops == pytest.approx(228 * 2.1e9 * 2048, rel=1e-4)
+    assert mi300a.fp8_flops == pytest.approx(228 * 2.1e9 * 4096, rel=1e-4)
+    assert (mi300a.memory_bandwidth, mi300a.scale_up_bandwidth) == (5.3e12, 384e9 / 2)
+
+
+def test_derived_and_bounded_figures_say_so():
+    """A figure not printed by a sheet (derived, or an upper bound) says how it was obtained."""
+    raw = load().raw["chip_rates"]["chip_rates"]
+    for chip, field in (("rtx-pro-6000", "bf16_flops"), ("rtx-pro-6000", "fp8_flops"), ("rtx-pro-6000", "fp4_flops"),
+                        ("gh200-96gb", "scale_up_bandwidth")):
+        assert raw[chip][field]["how"].startswith("DERIVED"), (chip, field)
+    assert raw["gh200-144gb"]["scale_up_bandwidth"]["how"].startswith("UPPER BOUND")
+
+
 def _plan_json(chip: str) -> dict:
     result = CliRunner().invoke(cli, ["--model", "llama-3.1-8b", "--chip", chip, "--concurrency", "16",
                                       "--context-length", "8192", "--tpot-ms", "50", "--json"])
@@ -67,26 +126,31 @@ def _plan_json(chip: str) -> dict:
     return json.loads(result.stdout)
 
 
-def test_plan_with_a_latency_target_on_l40_gives_figures():
-    step = _plan_json("l40")["best"]["step"]
+@pytest.mark.parametrize("chip", ["l40", "rtx-4090"])
+def test_plan_with_a_latency_target_gives_figures(chip):
+    best = _plan_json(chip)["best"]
+    step, tp = best["step"], best["tensor_parallel_size"]
     assert 0 < step["tpot_ms"] <= 50 and step["ttft_ms"] > 0 and step["output_tokens_per_second"] > 0
     # floor derived by hand: a decode step reads every decoder layer's and the LM head's bf16
-    # weights and each request's KV cache at no more than the L40's 864 GB/s (Llama-3.1-8B config:
-    # hidden 4096, 32 layers, 8 KV heads of 128, MLP 14336, vocabulary 128256, untied head)
+    # weights and each request's KV cache at no more than the chip's data-sheet bandwidth, each of
+    # the tp ranks its share (Llama-3.1-8B config: hidden 4096, 32 layers, 8 KV heads of 128, MLP
+    # 14336, vocabulary 128256, untied head; tp divides the weights and the 8 KV heads)
+    bandwidth = {"l40": 864.0e9, "rtx-4090": 1008e9}[chip]
     hidden, layers, kv, mlp, vocab = 4096, 32, 8 * 128, 14336, 128256
     layer = hidden * hidden * 2 + hidden * kv * 2 + 3 * hidden * mlp + 2 * hidden
     weight_bytes = 2 * (layers * layer + hidden * vocab + hidden)
     kv_bytes = step["batch_per_rank"] * 8192 * (2 * layers * kv * 2)  # K and V, bf16, every layer
-    floor_ms = (weight_bytes + kv_bytes) / 864.0e9 * 1e3
+    floor_ms = (weight_bytes + kv_bytes) / tp / bandwidth * 1e3
     assert step["tpot_ms"] >= floor_ms
     assert step["tpot_ms"] < 2 * floor_ms  # memory-bound: the peak rate, not an overhead, sets the step
     assert step["step_bound"] == "memory"
 
 
-@pytest.mark.parametrize("chip", ["rtx-pro-6000"])
+@pytest.mark.parametrize("chip", ["a10g", "dgx-spark", "h20-141gb"])
 def test_a_chip_without_sourced_rates_says_which_figure_is_missing(chip):
+    entry = load().raw["chip_rates"]["unsourced"][chip]
     reason = missing_rates(get_chip(chip))
-    assert "bf16_flops" in reason and "data sheet" in reason
+    assert f"no vendor-sourced {', '.join(entry['value'])}" in reason and entry["how"] in reason
     result = CliRunner().invoke(cli, ["--model", "llama-3.1-8b", "--chip", chip, "--concurrency", "4",
                                       "--context-length", "4096"])
     assert "speed: unknown" in result.output and "no vendor-sourced bf16_flops" in result.output

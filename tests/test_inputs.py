@@ -113,6 +113,20 @@ def test_every_card_builds():
         load_model(card["name"])
 
 
+def test_each_card_file_is_named_after_its_card_and_found_by_any_of_its_names():
+    """`resolve` reads only `<name>.yaml` for a short name; aliases and HF ids go through the index."""
+    from pricing.config import CARDS, _card, _card_for, list_cards
+
+    for path in sorted(CARDS.glob("*.yaml")):
+        assert _card(path)["name"] == path.stem, f"{path.name} holds card {_card(path)['name']!r}"
+    for card in list_cards():
+        path = CARDS / f"{card['name']}.yaml"
+        assert _card_for(card["name"]) == path
+        assert _card_for(card["hf_id"].lower()) == path
+        for alias in card["aliases"]:
+            assert _card_for(alias.lower()) == path
+
+
 def test_plan_models_lists_the_cards():
     result = CliRunner().invoke(__import__("planner.cli", fromlist=["cli"]).cli, ["models", "--json"])
     names = {c["name"] for c in json.loads(result.output)}

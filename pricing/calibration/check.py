@@ -27,6 +27,8 @@ class CheckReport(BaseModel):
     release: str | None
     era: str
     graph_estimate_in_budget: bool
+    sampler_path: str  # the top-k/top-p path the sampler warm-up is predicted with
+    sampler_path_from: str
     model: str
     chip: str
     deployment: dict
@@ -36,6 +38,7 @@ class CheckReport(BaseModel):
     refusal_logged: str | None
     verdict_agrees: bool | None
     evidence: dict
+    assumed: list[str] = []  # settings the log does not state, taken at vLLM's default (and the flag to give)
 
 
 def _resolve_model(log: ParsedLog, given: str | None) -> str:
@@ -91,7 +94,32 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     p = predict(record, weights="kernel", model_name=name, chip=target)
     if not p.usable:
         raise InputError("check-log", f"cannot rebuild this deployment: {p.skipped}", "see `plan check-log --help`")
-    return _report(p, log, source, name)
+    report = _report(p, log, source, name)
+    stated = set(log.deployment) | {k for k, v in (fill or {}).items() if v is not None}
+    if "max_concurrency_tokens" in log.observed:
+        stated.add("max_model_len")  # "Maximum concurrency for L tokens per request" (ParsedLog.record)
+    report.assumed = assumed(p, stated)
+    return report
+
+
+# record field -> (what it is called in the report, the deployment key, the check-log flag that gives it)
+STATED_OR_DEFAULT = {"tp": ("tp", "tensor_parallel_size", "--tp"),
+                     "gpu_memory_utilization": ("utilization", "gpu_memory_utilization", "--gpu-memory-utilization"),
+                     "max_num_seqs": ("max_num_seqs", "max_num_seqs", "--max-num-seqs"),
+                     "max_num_batched_tokens": ("max_num_batched_tokens", "max_num_batched_tokens", None),
+                     "max_model_len": ("max_model_len", "max_model_len", None)}
+
+
+def assumed(p: Prediction, stated: set[str]) -> list[str]:
+    """The settings the prediction takes at vLLM's default because neither the log nor a flag
+    states them: said, never silently assumed (a log whose arguments line is missing is checked
+    against vLLM's defaults, which may not be what ran)."""
+    e = p.kernel.engine
+    values = {"tensor_parallel_size": e.tp, "gpu_memory_utilization": e.gpu_memory_utilization,
+              "max_num_seqs": e.max_num_seqs, "max_num_batched_tokens": e.max_num_batched_tokens,
+              "max_model_len": e.max_model_len}
+    return [f"{label} {values[key]}" + (f" (give {flag} if it differs)" if flag else "")
+            for field, (label, key, flag) in STATED_OR_DEFAULT.items() if field not in stated]
 
 
 def _explain(p: Prediction, component: str) -> list[str]:
@@ -112,7 +140,8 @@ def _explain(p: Prediction, component: str) -> list[str]:
         rows = min(e.max_num_seqs, e.max_num_batched_tokens)
         if a.sampler >= a.forward:
             out = [show("cost_model_memory.sampler_bytes_per_logit",
-                        f"sampler warm-up: {rows:,} rows × {k.model.vocab_size:,} logits"),
+                        f"sampler warm-up: {rows:,} rows × {k.model.vocab_size:,} logits, {p.sampler} top-k/top-p "
+                        f"path ({p.sampler_known_from})"),
                    show("cost_model_memory.sampler_hidden_bytes")]
         else:
             fam = f"cost_model_memory.activation_buffers.{k.model.activation_family}"
@@ -181,7 +210,8 @@ def _report(p: Prediction, log: ParsedLog, source: str, name: str) -> CheckRepor
     agrees = None if p.starts is None or (not refused and "available_kv_gib" not in log.observed) else (
         p.starts != refused)
     return CheckReport(source=source, release=p.record.vllm_version, era=p.era.label,
-                       graph_estimate_in_budget=p.era.graph_estimate_in_budget, model=name, chip=p.kernel.chip.id,
+                       graph_estimate_in_budget=p.era.graph_estimate_in_budget, sampler_path=p.sampler,
+                       sampler_path_from=p.sampler_known_from, model=name, chip=p.kernel.chip.id,
                        deployment=deployment, components=comps, starts_predicted=p.starts,
                        refusal_predicted=p.refusal, refusal_logged=log.refusal, verdict_agrees=agrees,
                        evidence=log.evidence)
@@ -199,6 +229,8 @@ def render(r: CheckReport) -> str:
         lines.append(f"{c.name:<40} {_fmt(c.predicted, c.unit):>12} {_fmt(c.observed, c.unit):>12} "
                      f"{'' if c.error is None else f'{c.error:+.1%}':>8}  {'; '.join(c.explained_by)}")
     lines.append("")
+    if r.assumed:
+        lines.append("not in the log, taken at vLLM's default: " + "; ".join(r.assumed))
     if r.refusal_logged or r.starts_predicted is False:
         lines.append(f"logged: {r.refusal_logged or 'started'}")
         lines.append(f"predicted: {r.refusal_predicted or 'starts'}"

@@ -31,24 +31,38 @@ class Era:
         return self.engine == "v0" or self.release is not None
 
 
-def era_registry(reg: Registry, era: Era) -> Registry:
+def era_registry(reg: Registry, era: Era, sampler: str = "native") -> Registry:
     """The registry as `era` ran: the current laws, with those that changed since laid over
-    (registry vllm_eras.laws_until, each for the releases `since`–`until`). vLLM 0.33 and unknown
+    (registry vllm_eras.laws_until, each for the releases `since`–`until`; an entry that names a
+    `sampler` path applies only to a start-up whose warm-up took that path). vLLM 0.33 and unknown
     releases get the registry as is."""
     from pricing.registry import Sourced
 
+    changed = {}
+    for name in _era_laws(reg, era, sampler):
+        entry = reg[name]
+        law = entry.value["law"]
+        how = f"era {entry.value.get('since', '')}–{entry.value['until']}: {entry.how}"
+        changed[law] = Sourced(law, entry.value["value"], entry.source, how)
+    return reg.overlay(changed) if changed else reg
+
+
+def has_sampler_law(reg: Registry, era: Era, sampler: str) -> bool:
+    """Whether `era` has a law of its own for the sampler path `sampler` (else the native one's applies)."""
+    return any(reg[name].value.get("sampler") == sampler for name in _era_laws(reg, era, sampler))
+
+
+def _era_laws(reg: Registry, era: Era, sampler: str) -> list[str]:
     release = era.release if era.release is not None else ((0, 6) if era.engine == "v0" else None)
     if release is None:
-        return reg
-    changed = {}
+        return []
+    out = []
     for name in reg.names("vllm_eras.laws_until."):
-        entry = reg[name]
-        since = _release(str(entry.value.get("since", "0.0")))
-        if since <= release <= _release(str(entry.value["until"])):
-            law = entry.value["law"]
-            how = f"era {entry.value.get('since', '')}–{entry.value['until']}: {entry.how}"
-            changed[law] = Sourced(law, entry.value["value"], entry.source, how)
-    return reg.overlay(changed) if changed else reg
+        entry = reg[name].value
+        if entry.get("sampler", sampler) == sampler and \
+                _release(str(entry.get("since", "0.0"))) <= release <= _release(str(entry["until"])):
+            out.append(name)
+    return out
 
 
 def _release(text: str) -> tuple[int, int] | None:

@@ -7,7 +7,7 @@ the logged figure as target. The solver is a small active-set bounded least squa
 
 Laws (registry names):
     cost_model_memory.sampler_bytes_per_logit, .sampler_hidden_bytes   (releases ≥ 0.19)
-    vllm_eras.laws_until.sampler_bytes_per_logit                        (releases ≤ 0.11)
+    vllm_eras.laws_until.sampler_bytes_per_logit[_flashinfer]           (releases ≤ 0.11, by sampler path)
     cost_model_primitives.non_torch_in_budget                           (≥ 0.19, by group size)
     vllm_eras.laws_until.non_torch_in_budget                            (≤ 0.11)
     cost_model_memory.cuda_graph_laws.<family>                          (logged estimates, ≥ 0.19)
@@ -175,8 +175,10 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
     usable = [p for p in predictions if p.usable and p.record.pp == 1]
     out: list[FittedValue] = []
 
-    # 1. sampler warm-up, current era: rows × vocab × a + tokens × hidden × b
-    rows = [p for p in usable if _current(p) and p.observed["activation"] and _sampler_dominates(p)]
+    # 1. sampler warm-up, current era: rows × vocab × a + tokens × hidden × b (the native path:
+    # a start-up whose log states FlashInfer's sampler is not this law's)
+    rows = [p for p in usable if _current(p) and p.observed["activation"] and _sampler_dominates(p)
+            and p.sampler == "native"]
     per_hidden = None
     if len(rows) >= 2:
         x = _solve(rows, lambda p: [_logits(p), _token_hidden(p)], _act_target, [6, 0], [64, 16])
@@ -185,14 +187,21 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
                      ["cost_model_memory.sampler_bytes_per_logit", "cost_model_memory.sampler_hidden_bytes"],
                      [lambda v: round(v, 3), lambda v: round(v, 3)], "≥0.19 (V1 model runner)",
                      "activation peak = logit rows × vocab × bytes per logit + tokens × hidden × bytes")
-    # 2. sampler warm-up, early V1 (≤ 0.11): bytes per logit, the hidden term as fitted above
-    rows = [p for p in usable if _early(p) and p.observed["activation"] and _sampler_dominates(p)]
-    if rows and per_hidden is not None:
+    # 2. sampler warm-up, early V1 (≤ 0.11), one law per top-k/top-p path (the records' logs say
+    # which; vllm_eras.laws_until.sampler_bytes_per_logit*): bytes per logit, the hidden term as above.
+    # A path no record of the era logs an activation peak for keeps the registry's value.
+    for path, name, since in (("native", "vllm_eras.laws_until.sampler_bytes_per_logit", "0.8"),
+                              ("flashinfer", "vllm_eras.laws_until.sampler_bytes_per_logit_flashinfer", "0.10")):
+        rows = [p for p in usable if _early(p) and p.observed["activation"] and _sampler_dominates(p)
+                and p.sampler == path]
+        if not rows or per_hidden is None:
+            continue
         target = lambda p: _act_target(p) - per_hidden * _token_hidden(p)  # noqa: E731
         x = _solve(rows, lambda p: [_logits(p)], target, [6], [96])
-        out += _emit(rows, x, lambda p: [_logits(p)], target, ["vllm_eras.laws_until.sampler_bytes_per_logit"],
-                     [lambda v: {"since": "0.8", "until": "0.11", "law": "cost_model_memory.sampler_bytes_per_logit",
-                                 "value": round(v, 3)}], "≤0.11 (early V1)",
+        out += _emit(rows, x, lambda p: [_logits(p)], target, [name],
+                     [lambda v, path=path, since=since: {
+                         "since": since, "until": "0.11", "law": "cost_model_memory.sampler_bytes_per_logit",
+                         "sampler": path, "value": round(v, 3)}], f"≤0.11 (early V1, {path} top-k/top-p path)",
                      "activation peak − tokens × hidden term = logit rows × vocab × bytes per logit")
     # 3-4. non-torch growth inside the budget, by the largest collective group (1, ≥ 2). It needs
     # no model: every record that logs it counts. It changed across releases (~2 GiB at group

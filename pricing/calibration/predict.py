@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from pricing import yaml_fast
-from pricing.calibration.eras import Era, era_of, era_registry
+from pricing.calibration.eras import Era, era_of, era_registry, has_sampler_law
 from pricing.calibration.records import StartupRecord
 from pricing.chips import Chip, get_chip
 from pricing.errors import InputError
@@ -35,6 +35,24 @@ COMPONENTS = ("weights", "activation", "non_torch", "cuda_graph", "available_kv"
 @cache
 def record_models() -> dict[str, dict]:
     return {k.lower(): v for k, v in yaml_fast.load((HERE / "record_models.yaml").read_text()).items()}
+
+
+@cache
+def record_logs() -> dict[str, dict]:
+    """What the records' own logs state beyond their fields (record_logs.yaml), by record id."""
+    return yaml_fast.load((HERE / "record_logs.yaml").read_text())
+
+
+def sampler_path(r: StartupRecord, reg: Registry) -> tuple[str, str]:
+    """The top-k/top-p path of the record's sampler warm-up, and where that is known from: the
+    record's own field (a log read by `plan check-log`), its published log (record_logs.yaml), or
+    the registry's vllm_eras.sampler_path_unstated."""
+    if r.sampler:
+        return r.sampler, "the log's sampler line"
+    stated = record_logs().get(r.id, {}).get("sampler")
+    if stated:
+        return stated, "the record's published log (pricing/calibration/record_logs.yaml)"
+    return str(reg.value("vllm_eras.sampler_path_unstated")), "not stated: vllm_eras.sampler_path_unstated"
 
 
 def quantization_for(hf_id: str) -> str | None:
@@ -69,6 +87,8 @@ class Prediction:
 
     record: StartupRecord
     era: Era
+    sampler: str = "native"  # the top-k/top-p path of the sampler warm-up (sampler_path)
+    sampler_known_from: str = ""
     family: str = ""
     predicted: dict[str, int] = field(default_factory=dict)
     observed: dict[str, int | None] = field(default_factory=dict)
@@ -114,8 +134,11 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
 
     reg = registry or load()
     era = era_of(r.vllm_version, reg)
-    reg = era_registry(reg, era)
-    p = Prediction(r, era)
+    path, known_from = sampler_path(r, reg)
+    if path != "native" and not has_sampler_law(reg, era, path):
+        known_from += f"; vLLM {era.label} has no {path} law in the registry: the native path's applies"
+    reg = era_registry(reg, era, path)
+    p = Prediction(r, era, path, known_from)
     o = r.observed
     p.observed = {"weights": _bytes(o.weights_gib), "activation": _bytes(o.activation_peak_gib),
                   "non_torch": _bytes(o.non_torch_gib),

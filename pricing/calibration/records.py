@@ -62,6 +62,7 @@ class StartupRecord(BaseModel):
     prefix_caching: bool | None = None
     spec_decode: Any = None
     enforce_eager: bool | None = None
+    sampler: str | None = None  # the top-k/top-p path the log states: "flashinfer" | "native"; None: not stated
     observed: Observed = Observed()
     status: str = "ok"
     notes: str | None = None

@@ -21,6 +21,11 @@ worker or the logger put before it):
                 "# GPU blocks: N" (v0)
     device      "Free memory on device (F/T GiB) on startup", "total_gpu_memory (T GiB)" /
                 "total_gpu_memory=T GiB", "Desired GPU memory utilization is (U, R GiB)"
+    sampler     "Using FlashInfer for top-p & top-k sampling" (FlashInfer's kernel in the sampler
+                warm-up), "Falling back to the PyTorch-native implementation of top-p & top-k
+                sampling" / "FlashInfer top-p/top-k sampling unavailable" / "… is available but
+                disabled by default" (0.11.1+, DEBUG) / "disabled via VLLM_USE_FLASHINFER_SAMPLER=0"
+                (the native path): v1/sample/ops/topk_topp_sampler.py
     refusal     vLLM's own start-up errors (KV cache too small, none left, free memory short)
 
 Several workers print the same lines: the first figure of each is kept, and for the available
@@ -72,6 +77,12 @@ NON_DEFAULT = re.compile(r"non-default args: (\{.*\})")
 CHUNKED = re.compile(r"max_num_batched_tokens=(\d+)")
 MAX_LEN = re.compile(r"Using max model len (\d+)")
 UTIL = (re.compile(r"Desired GPU memory utilization is \(" + NUM), re.compile(r"gpu_memory_utilization[\s=(]+" + NUM))
+SAMPLER_PATHS = (  # the top-k/top-p sampler's own start-up line -> the path its warm-up takes
+    (re.compile(r"Using FlashInfer for top-p & top-k sampling"), "flashinfer"),
+    (re.compile(r"PyTorch-native implementation of top-p & top-k sampling|FlashInfer top-p/top-k sampling "
+                r"(?:unavailable|disabled via|is available but disabled)|FlashInfer version >= 0\.2\.3 required"),
+     "native"),
+)
 REFUSALS = (
     r"To serve at least one request with the models?'s max seq len \(\d+\).*",
     r"No available memory for the cache blocks.*",
@@ -103,6 +114,7 @@ class ParsedLog:
     deployment: dict = field(default_factory=dict)
     observed: dict = field(default_factory=dict)
     refusal: str | None = None
+    sampler: str | None = None  # "flashinfer" | "native" as the sampler's line states; None: no line
     evidence: dict = field(default_factory=dict)  # fact -> line number
 
     @property
@@ -121,7 +133,7 @@ class ParsedLog:
         obs = {k: v for k, v in self.observed.items() if k in Observed.model_fields}
         extra = {k: v for k, v in self.observed.items() if k not in Observed.model_fields}
         return StartupRecord(id=name, vllm_version=version, model=model or d.pop("model", None) or "",
-                             gpu=gpu, observed=Observed(**obs, extra=extra), status=status,
+                             gpu=gpu, observed=Observed(**obs, extra=extra), status=status, sampler=self.sampler,
                              **{k: v for k, v in d.items() if k != "model" and v is not None})
 
 
@@ -167,12 +179,36 @@ def _non_default(text: str) -> dict:
     return out
 
 
+ARGS_CONTINUATION_LINES = 8  # how far a hard-wrapped "non-default args: {…}" line is followed
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """The log's lines, numbered from 1, with a "non-default args: {…}" line that a terminal or a
+    copy hard-wrapped joined back to its closing brace (it is numbered by its first line)."""
+    raw = text.splitlines()
+    out, i = [], 0
+    while i < len(raw):
+        line, number = raw[i], i + 1
+        if "non-default args: {" in line:
+            j = i
+            while line.count("{") > line.count("}") and j + 1 < len(raw) and j - i < ARGS_CONTINUATION_LINES:
+                j += 1
+                line += raw[j]
+            if line.count("{") == line.count("}"):
+                i = j
+            else:
+                line = raw[i]  # never closed: the line as it is
+        out.append((number, line))
+        i += 1
+    return out
+
+
 def parse(text: str) -> ParsedLog:
     """Read every fact the log states (see the module docstring for the lines)."""
     log = ParsedLog()
     patterns = {name: [re.compile(p) for p in pats] for name, pats in OBSERVED_PATTERNS.items()}
     refusals = [re.compile(p) for p in REFUSALS]
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in _lines(text):
         if log.release is None:
             for rx in VERSION:
                 m = rx.search(line)
@@ -221,6 +257,12 @@ def parse(text: str) -> ParsedLog:
             log.evidence.setdefault("max_concurrency", number)
         if m := BLOCKS.search(line):
             log.observed.setdefault("kv_cache_blocks", int(m.group(1) or m.group(2)))
+        if log.sampler is None:
+            for rx, path in SAMPLER_PATHS:
+                if rx.search(line):
+                    log.sampler = path
+                    log.evidence["sampler"] = number
+                    break
         if log.refusal is None:
             for rx in refusals:
                 if m := rx.search(line):

@@ -120,7 +120,11 @@ def load_card(path: Path) -> ModelSource:
 
 
 def _card_for(key: str) -> Path | None:
-    """The card named `key` (short name, alias or Hugging Face id, case-insensitive)."""
+    """The card named `key` (short name, alias or Hugging Face id, case-insensitive). A card's file
+    is named after the card (`<name>.yaml`), so a short name is found without reading the others."""
+    named = CARDS / f"{key}.yaml"
+    if "/" not in key and named.is_file() and _card(named)["name"] == key:
+        return named
     index = card_index()
     if key in index:
         return index[key]

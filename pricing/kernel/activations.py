@@ -5,7 +5,8 @@ sampler = rows × vocabulary × bytes per logit + max_num_batched_tokens × hidd
 hidden element, with rows = min(max_num_seqs, max_num_batched_tokens): the dummy sampler run
 holds the logits, their fp32 copy and the processing temporaries of the warm-up pass (top-k/top-p
 sort, penalties, logprobs; vllm-0.33-memory.md §1.5) beside the forward's hidden states. The two
-bytes-per figures are fitted on real start-ups (registry cost_model_memory, with their era). The
+bytes-per figures are fitted on real start-ups (registry cost_model_memory, with their era; older
+releases' values by era and top-k/top-p path are vllm_eras.laws_until, laid over by the calibration). The
 peak is the larger of forward and sampler, plus the model's own buffers allocated at the token
 budget or the context bound.
 """

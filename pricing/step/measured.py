@@ -82,3 +82,36 @@ def relative_error(p: Point, efficiency: Efficiency | None = None) -> float:
 
 def median_abs_error(points: list[Point], efficiency: Efficiency | None = None) -> float:
     return statistics.median(abs(relative_error(p, efficiency)) for p in points)
+
+
+AICONFIGURATOR = POINTS.parent / "aiconfigurator_points.yaml"
+
+
+@dataclass(frozen=True)
+class AiconfiguratorRun:
+    """validation/aiconfigurator_points.yaml (written by scripts/aiconfigurator_points.py): NVIDIA
+    aiconfigurator's output tokens/s per GPU for the measured points it prices, and why it prices
+    no others. Read only; aiconfigurator itself is never imported by the project."""
+
+    version: str
+    predicted: dict[str, float]  # point id -> tokens/s per GPU
+    unsupported: dict[str, str]  # point id -> reason
+    database_versions: tuple[str, ...]  # "backend version" pairs used
+    stand_ins: tuple[str, ...]  # models priced through another checkpoint of the same architecture
+    older_engines: tuple[str, ...]  # measured engines older than every database aiconfigurator has for them
+
+    def error(self, p: Point) -> float:
+        """(aiconfigurator − measured) / measured."""
+        return self.predicted[p.id] / p.measured - 1.0
+
+
+def load_aiconfigurator(path: Path = AICONFIGURATOR) -> AiconfiguratorRun:
+    doc = yaml_fast.load(path.read_text())
+    rows = doc["points"]
+    return AiconfiguratorRun(
+        doc["aiconfigurator"],
+        {r["id"]: float(r["output_tokens_per_second_per_gpu"]) for r in rows if r["supported"]},
+        {r["id"]: r["reason"] for r in rows if not r["supported"]},
+        tuple(sorted({f"{r['backend']} {r['database_version']}" for r in rows if r["supported"]})),
+        tuple(sorted({r["model"] for r in rows if r.get("model_note")})),
+        tuple(sorted({r["measured_engine"] for r in rows if "predates" in r.get("version_rule", "")})))
