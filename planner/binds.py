@@ -61,5 +61,8 @@ def default_max_num_seqs(model, chip, max_model_len: int) -> int:
     return resolve_engine(Deployment(max_model_len=max_model_len), model, chip).max_num_seqs
 
 
-def inventory_binds(chip: str, used: int, available: int) -> str:
-    return f"inventory: {used} of {available} {chip} GPUs in use"
+def inventory_binds(full: list[tuple[str, int, int]], extra: float) -> str:
+    """The inventory binds when its GPU counts make the fleet dearer than each service's cheapest
+    pool on its own: by how much, and which chips it uses to the last GPU (chip, used, available)."""
+    used = "".join(f"{used} of {available} {chip} GPUs in use, " for chip, used, available in full)
+    return f"inventory: {used}${extra:,.2f}/hour over each service's cheapest pool on its own"

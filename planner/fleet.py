@@ -65,6 +65,9 @@ class FleetResult(BaseModel):
     short: list[Shortfall] = []
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
     decomposed: bool = Field(False, description="the inventory couples no services: each was solved on its own")
+    own_cost_per_hour: float | None = Field(None, description="the sum of each service's cheapest pool on its own, "
+                                            "without the inventory's GPU counts: the inventory binds when the total "
+                                            "exceeds it")
     solver_status: str
     candidates_evaluated: int
     seconds: float
@@ -80,6 +83,7 @@ class Prepared:
     tables: list[ChipTable]
     options: list[search.Option]
     node: dict[str, int]
+    own_cost: float | None  # USD/hour of its cheapest pool on its own, the stock's replica caps aside
 
 
 def _stock(scenario: Scenario, chip: str) -> int | None:
@@ -110,7 +114,8 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
             capped.append(o)
         elif cap >= o.rmin:
             capped.append(replace(o, rmax=cap))
-    return Prepared(service.name, spec, limits, tables, capped, node)
+    own = min((o.price * o.row.gpus * o.rmin for o in opts), default=None)
+    return Prepared(service.name, spec, limits, tables, capped, node, own)
 
 
 def _add_node_packing(pm: search.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
@@ -312,5 +317,6 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        cost_per_hour=total, cost_per_month=round(total * hours, 2),
                        gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
-                       decomposed=decomposed,
+                       decomposed=decomposed, own_cost_per_hour=None if refused or any(
+                           p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
                        candidates_evaluated=evaluated, seconds=round(time.perf_counter() - start, 3))

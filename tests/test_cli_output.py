@@ -472,3 +472,31 @@ services:
                      f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
                      f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
         assert expected in err, err
+
+
+def test_the_inventory_binds_only_where_it_raises_the_cost(tmp_path):
+    from planner.review import binding, compare
+    from planner.scenario import load_scenario
+
+    path = tmp_path / "tight.yaml"
+    path.write_text("""
+review: tight
+inventory:
+  h100: {gpus: 2}
+  h200: {}
+services:
+  - {name: a, model: llama-3.1-8b, concurrency: 50, context_length: 8192}
+  - {name: b, model: llama-3.1-8b, concurrency: 50, context_length: 8192}
+  - {name: c, model: llama-3.1-8b, concurrency: 50, context_length: 8192}
+variants:
+  more-h100: {gpus.h100: 3}
+""")
+    c = compare(load_scenario(path))
+    # one H100 holds 50 requests of 8k (an H200 too, dearer): two H100s serve two services, the third takes an H200
+    assert [(p.chip, p.gpus) for p in c.base.services].count(("h100", 1)) == 2
+    extra = get_chip("h200").price_per_gpu_hour - get_chip("h100").price_per_gpu_hour
+    assert binding(c.base).startswith(f"inventory: 2 of 2 h100 GPUs in use, ${extra:,.2f}/hour over each service's "
+                                      "cheapest pool on its own; a: ")
+    [more] = c.variants  # three H100s: every GPU in use, but each service has its cheapest pool: no inventory binds
+    assert {p.chip for p in more.services} == {"h100"} and more.chips[0].gpus == more.chips[0].available == 3
+    assert "inventory" not in binding(more) and binding(more).startswith("a: one GPU is the smallest pool")
