@@ -43,7 +43,8 @@ class Shortfall(BaseModel):
 
     service: str
     reason: str
-    brief: str = Field(description="the reason in a few words (a chart's label): 'needs 4 h100', '40,960 positions'")
+    brief: str = Field(description="the reason in a few words (a chart's label): 'needs 4 h100', 'beyond 40,960 "
+                                   "positions'")
 
 
 class ChipUse(BaseModel):
