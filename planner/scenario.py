@@ -245,6 +245,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise InputError(str(path), f"not valid YAML{where}", "fix the syntax") from None
     if not isinstance(raw, dict):
         raise InputError(str(path), "does not hold a mapping", "see `plan scenario --schema`")
+    _models_from_the_files_folder(raw, path.parent)
     try:
         scenario = Scenario(**raw)
     except ValidationError as err:
@@ -260,6 +261,25 @@ def load_scenario(path: str | Path) -> Scenario:
     if lines:
         raise ScenarioErrors(lines)
     return scenario
+
+
+def _models_from_the_files_folder(raw: dict, folder: Path) -> None:
+    """A relative `model:` path is the file's: `./models/mine` next to the file, wherever the
+    review is run from (a path that exists only from the current directory is left as it is, and
+    read from there, as on the command line)."""
+    def local(value):
+        if isinstance(value, str) and not Path(value).expanduser().is_absolute() and (folder / value).exists():
+            return str(folder / value)
+        return value
+
+    for entry in [raw.get("defaults"), *(raw.get("services") or [])]:
+        if isinstance(entry, dict) and "model" in entry:
+            entry["model"] = local(entry["model"])
+    for overrides in (raw.get("variants") or {}).values():
+        if isinstance(overrides, dict):
+            for key in overrides:
+                if key == "model" or key.endswith(".model"):
+                    overrides[key] = local(overrides[key])
 
 
 def _valid_fields_limits(raw: dict, err: ValidationError, where: str) -> list[str]:
