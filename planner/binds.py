@@ -18,6 +18,16 @@ def _split(row) -> str:
     return text + (" with expert parallel" if s.ep else "")
 
 
+def _narrower(v) -> str:
+    """Why a narrower split serves nothing: its fixed memory exceeds the budget, or leaves a pool
+    short of one request at the context length."""
+    at = f"at {v.shape.gpus} GPU{'s' if v.shape.gpus > 1 else ''} ({_split(v)})"
+    if v.fixed >= v.budget or not v.request_bytes:
+        return f"{at} the fixed memory is {size(v.fixed)} per rank against a {size(v.budget)} budget"
+    return (f"{at} the fixed memory ({size(v.fixed)} per rank) leaves a {size(v.kv_pool)} KV pool of the "
+            f"{size(v.budget)} budget, short of one {size(v.request_bytes)} request")
+
+
 def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs_cap: int) -> str:
     """One phrase naming what sets the size of `replicas` × `row` on `table`'s chip for `target`
     requests; `kernel` is the row's verified kernel, `seqs_cap` vLLM's default max_num_seqs."""
@@ -28,8 +38,7 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
         if 1 < row.gpus <= narrowest:
             tighter = [v for v in table.verdicts if v.shape.gpus < row.gpus and v.invalid is None and v.budget]
             worst = max(tighter, key=lambda v: (v.shape.gpus, v.budget - v.fixed), default=None)
-            where = (f"; at {worst.shape.gpus} GPU{'s' if worst.shape.gpus > 1 else ''} ({_split(worst)}) the fixed "
-                     f"memory is {size(worst.fixed)} per rank against a {size(worst.budget)} budget" if worst else "")
+            where = f"; {_narrower(worst)}" if worst else ""
             domain = f" (the NVLink domain is {table.chip.nvlink_domain} GPUs)" \
                 if row.shape.tp == table.chip.nvlink_domain else ""
             return (f"weights force the split: {size(kernel.fixed_bytes().weights)} of weights per rank need "
@@ -52,5 +61,8 @@ def default_max_num_seqs(model, chip, max_model_len: int) -> int:
     return resolve_engine(Deployment(max_model_len=max_model_len), model, chip).max_num_seqs
 
 
-def inventory_binds(chip: str, used: int, available: int) -> str:
-    return f"inventory: {used} of {available} {chip} GPUs in use"
+def inventory_binds(full: list[tuple[str, int, int]], extra: float) -> str:
+    """The inventory binds when its GPU counts make the fleet dearer than each service's cheapest
+    pool on its own: by how much, and which chips it uses to the last GPU (chip, used, available)."""
+    used = "".join(f"{used} of {available} {chip} GPUs in use, " for chip, used, available in full)
+    return f"inventory: {used}${extra:,.2f}/hour over each service's cheapest pool on its own"

@@ -27,6 +27,7 @@ from planner.result import PoolPlan
 from planner.scenario import Scenario, Service
 from planner.serve import node_commands, serve_command
 from pricing.graph import load_model
+from pricing.kernel.deployment import beyond_positions
 
 
 class ServicePlan(PoolPlan):
@@ -38,8 +39,12 @@ class ServicePlan(PoolPlan):
 
 
 class Shortfall(BaseModel):
+    """A service the result does not serve: why, in full, and in a few words for a chart label."""
+
     service: str
     reason: str
+    brief: str = Field(description="the reason in a few words (a chart's label): 'needs 4 h100', 'beyond 40,960 "
+                                   "positions'")
 
 
 class ChipUse(BaseModel):
@@ -61,6 +66,9 @@ class FleetResult(BaseModel):
     short: list[Shortfall] = []
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
     decomposed: bool = Field(False, description="the inventory couples no services: each was solved on its own")
+    own_cost_per_hour: float | None = Field(None, description="the sum of each service's cheapest pool on its own, "
+                                            "without the inventory's GPU counts: the inventory binds when the total "
+                                            "exceeds it")
     solver_status: str
     candidates_evaluated: int
     seconds: float
@@ -76,6 +84,7 @@ class Prepared:
     tables: list[ChipTable]
     options: list[search.Option]
     node: dict[str, int]
+    own_cost: float | None  # USD/hour of its cheapest pool on its own, the stock's replica caps aside
 
 
 def _stock(scenario: Scenario, chip: str) -> int | None:
@@ -106,7 +115,8 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
             capped.append(o)
         elif cap >= o.rmin:
             capped.append(replace(o, rmax=cap))
-    return Prepared(service.name, spec, limits, tables, capped, node)
+    own = min((o.price * o.row.gpus * o.rmin for o in opts), default=None)
+    return Prepared(service.name, spec, limits, tables, capped, node, own)
 
 
 def _add_node_packing(pm: search.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
@@ -193,20 +203,22 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
     return short, picks_vars
 
 
-def _alone(p: Prepared) -> str:
+def _alone(p: Prepared) -> tuple[str, str]:
     """What a short service would take on its own, with no inventory limit (the oracle asked
-    again without the stock caps)."""
+    again without the stock caps), in full and in a few words."""
     limits = p.limits.model_copy(update={"max_gpus": None})
     tables = [candidate_table(p.spec, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
                                                                         "gpus_per_node": t.gpus_per_node}))
               for t in p.tables]
     unlimited = search.options(tables, p.spec, limits)
     if not unlimited:
-        return "no configuration of this service fits any allowed chip at this context length, whatever the inventory"
+        return ("no configuration of this service fits any allowed chip at this context length, whatever the "
+                "inventory", "no chip fits")
     best = min(unlimited, key=lambda o: (o.price_units * o.row.gpus * o.rmin, o.row.gpus * o.rmin, o.rank))
-    return (f"it needs {best.row.gpus * best.rmin} {best.row.chip} GPUs on its own ({best.rmin} × (tp "
-            f"{best.row.shape.tp}, dp {best.row.shape.dp}) holding {best.row.concurrency} requests each, "
-            f"${best.price * best.row.gpus * best.rmin:,.2f}/hour)")
+    gpus = f"{best.row.gpus * best.rmin} {best.row.chip}"
+    return (f"it needs {gpus} GPUs on its own ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
+            f"holding {best.row.concurrency} requests each, ${best.price * best.row.gpus * best.rmin:,.2f}/hour)",
+            f"needs {gpus}")
 
 
 def coupled(prepared: list[Prepared], inventory: dict[str, int]) -> bool:
@@ -234,20 +246,36 @@ def _solve_apart(prepared: list[Prepared], scenario: Scenario, inventory: dict[s
     return ("OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"), picks
 
 
+def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
+    """Why vLLM would not start the service at its context length, or None: a max_model_len
+    beyond the model's positions is refused before any memory is sized, on every chip."""
+    spec = scenario.service_spec(service)
+    model = load_model(spec.model, spec.quantization)
+    problem = beyond_positions(model, context_length(model, spec))
+    if problem is None:
+        return None
+    return Shortfall(service=service.name, brief=f"beyond {model.max_position:,} positions",
+                     reason=f"vLLM would not start: max_model_len {problem} (vllm/config/model.py: \"User-specified "
+                            f"max_model_len is greater than the derived max_model_len\"); at most "
+                            f"{model.max_position:,} tokens")
+
+
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
-    solver's wall-clock bound, default planner/defaults.yaml)."""
+    solver's wall-clock bound, default planner/defaults.yaml). A service vLLM would not start
+    at its context length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
-    prepared = [prepare(scenario, s) for s in scenario.services]
+    refused = {s.name: why for s in scenario.services if (why := refused_context(scenario, s))}
+    prepared = [prepare(scenario, s) for s in scenario.services if s.name not in refused]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
     hours = defaults.value("report.hours_per_month")
     inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
     status, picks = "INFEASIBLE", []
-    decomposed = all(p.options for p in prepared) and not coupled(prepared, inventory)
+    decomposed = not refused and all(p.options for p in prepared) and not coupled(prepared, inventory)
     if decomposed:
         status, picks = _solve_apart(prepared, scenario, inventory, time_limit)
-    elif all(p.options for p in prepared):
+    elif not refused and all(p.options for p in prepared):
         pm = search.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
         _add_node_packing(pm, prepared, scenario)
         sol = search.solve(pm, time_limit)
@@ -256,19 +284,29 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         plans = _plans(prepared, picks, scenario)
         short = []
     else:
-        plans, short = [], []
-        missing, _ = _relaxed(prepared, scenario) if all(p.options for p in prepared) else (
-            [i for i, p in enumerate(prepared) if not p.options], None)
-        for s in missing or range(len(prepared)):
+        plans = []
+        short = list(refused.values())
+        timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
+        if refused or not all(p.options for p in prepared):
+            missing = [i for i, p in enumerate(prepared) if not p.options]
+        else:
+            missing = range(len(prepared)) if timed_out else _relaxed(prepared, scenario)[0] or range(len(prepared))
+        for s in missing:
             p = prepared[s]
             stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
                               if s.gpus is not None and c in p.limits.chips)
             if not p.options:
-                reason = f"no configuration reaches {p.spec.required} requests within the inventory ({stock}); "
+                reason = f"no configuration reaches {p.spec.required} requests" + (
+                    f" within the inventory ({stock}); " if stock else "; ")
+            elif timed_out:
+                limit = time_limit or defaults.value("solver.max_time_in_seconds")
+                reason = f"the solver found no plan within its {limit:g} s time limit (--time-limit raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
-            reason += _alone(p)
-            short.append(Shortfall(service=p.name, reason=reason))
+            alone, brief = _alone(p)
+            short.append(Shortfall(service=p.name, reason=reason + alone, brief=brief))
+        order = [s.name for s in scenario.services]
+        short.sort(key=lambda x: order.index(x.service))
     chips = []
     for chip in sorted({pl.chip for pl in plans} | set(scenario.inventory)):
         used = [pl for pl in plans if pl.chip == chip]
@@ -280,5 +318,6 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        cost_per_hour=total, cost_per_month=round(total * hours, 2),
                        gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
-                       decomposed=decomposed,
+                       decomposed=decomposed, own_cost_per_hour=None if refused or any(
+                           p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
                        candidates_evaluated=evaluated, seconds=round(time.perf_counter() - start, 3))

@@ -30,7 +30,7 @@ from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment, Kernel, startup
-from pricing.kernel.deployment import max_dcp
+from pricing.kernel.deployment import beyond_positions, max_dcp
 from pricing.kernel.pipeline import backbone_layers
 
 
@@ -355,9 +355,8 @@ def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[M
     """The model, an empty table and the shapes to evaluate on `chip`."""
     model = load_model(service.model, service.quantization)
     length = context_length(model, service)
-    if length > model.max_position:
-        raise InputError("--context-length", f"{length} exceeds the {model.max_position} positions of {model.name}",
-                         f"use at most {model.max_position}")
+    if problem := beyond_positions(model, length):
+        raise InputError("--context-length", problem, f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
     return model, ChipTable(chip, per_node, excluded=notes), found

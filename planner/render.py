@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.commands.memory import render_memory, render_provenance
-from planner.result import PlanResult, PoolPlan, price_footnotes, star
+from planner.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
@@ -58,9 +58,8 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
         console.print(f"margin: {result.margin.fraction:.1%} of each rank's predicted KV pool is not counted on "
                       f"({result.margin.source}" + ("" if result.margin.source == "--margin" else "; --margin sets it")
                       + ")", soft_wrap=True)
-    console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, solver "
-                  f"{result.search.solver_status}"
-                  + (" (optimum proven)" if result.search.solver_status == "OPTIMAL" else " (optimum not proven)"))
+    console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
+                  f"{solver_phrase(result.search.solver_status)}", soft_wrap=True)
     console.print()
     console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
                   f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")

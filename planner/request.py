@@ -9,6 +9,7 @@ from planner import defaults
 
 MAX_CONCURRENCY = defaults.value("limits.max_concurrency")  # the solver's integer range (planner/defaults.yaml)
 MAX_GPUS = defaults.value("limits.max_gpus")
+MAX_PRICE = defaults.value("limits.max_price")  # USD per GPU-hour
 
 
 class WorkloadSpec(BaseModel):
@@ -56,6 +57,15 @@ class ServiceSpec(BaseModel):
 
         return float(load().value("cost_model_memory.kv_pool_margin"))
 
+    @field_validator("headroom")
+    @classmethod
+    def _within_range(cls, v, info):
+        concurrency = info.data.get("concurrency")
+        if concurrency is not None and concurrency * (1 + v / 100) > MAX_CONCURRENCY:
+            raise ValueError(f"{concurrency:,} requests with {v:g} % headroom exceed the {MAX_CONCURRENCY:,} the "
+                             "solver counts (planner/defaults.yaml limits.max_concurrency)")
+        return v
+
     @field_validator("vllm_version")
     @classmethod
     def _known_release(cls, v):
@@ -90,11 +100,20 @@ class PoolLimits(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     chips: tuple[str, ...] = Field(min_length=1)
-    price: float | None = Field(None, ge=0, description="USD per GPU-hour for every chip")
+    price: float | None = Field(None, ge=0, le=MAX_PRICE, description="USD per GPU-hour for every chip")
     prices: dict[str, float] = Field(default_factory=dict, description="USD per GPU-hour by chip id")
     max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
     gpus_per_node: int | None = Field(None, ge=1)
     time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
+
+
+    @field_validator("prices")
+    @classmethod
+    def _price_range(cls, v):
+        for chip, price in v.items():
+            if not 0 <= price <= MAX_PRICE:
+                raise ValueError(f"{chip}={price:g} is outside 0 … {MAX_PRICE:g} USD per GPU-hour")
+        return v
 
 
 class PlanRequest(BaseModel):

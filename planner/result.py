@@ -77,6 +77,19 @@ def star(p) -> str:
     return "*" if p.price_estimate else ""
 
 
+def solver_phrase(status: str) -> str:
+    """The solver's status in words, as every report prints it: OPTIMAL is a proven optimum,
+    FEASIBLE a plan found before the time limit ended the search (planner/defaults.yaml
+    solver.max_time_in_seconds and max_deterministic_time; --time-limit sets the first)."""
+    if status == "OPTIMAL":
+        return "solver OPTIMAL (optimum proven)"
+    if status == "FEASIBLE":
+        return "solver FEASIBLE (optimum not proven within the time limit; --time-limit raises it)"
+    if status == "UNKNOWN":
+        return "solver UNKNOWN (no plan found within the time limit; --time-limit raises it)"
+    return f"solver {status}"
+
+
 class SearchInfo(BaseModel):
     candidates_evaluated: int = Field(description="kernel evaluations in the oracle sweep")
     solver_status: str = Field(description="CP-SAT status of the first solve: OPTIMAL means the optimum is proven")

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from planner import defaults
 from planner.binds import inventory_binds
 from planner.fleet import FleetResult, plan_scenario
-from planner.result import price_footnotes, star
+from planner.result import price_footnotes, solver_phrase, star
 from planner.scenario import Scenario
 
 
@@ -27,18 +27,19 @@ class Comparison(BaseModel):
 
 
 def compare(scenario: Scenario, names: list[str] | None = None,
-            progress: Callable[[int, int, str], None] | None = None) -> Comparison:
-    """The scenario as written, then under each variant (in file order, or `names`)."""
+            progress: Callable[[int, int, str], None] | None = None, time_limit: float | None = None) -> Comparison:
+    """The scenario as written, then under each variant (in file order, or `names`); `time_limit`
+    bounds each solve (planner/fleet.py `plan_scenario`)."""
     names = list(scenario.variants) if names is None else names
     total = 1 + len(names)
     if progress:
         progress(0, total, "base")
-    base = plan_scenario(scenario, "base")
+    base = plan_scenario(scenario, "base", time_limit)
     out = []
     for i, name in enumerate(names, start=1):
         if progress:
             progress(i, total, name)
-        out.append(plan_scenario(scenario.apply(name), name))
+        out.append(plan_scenario(scenario.apply(name), name, time_limit))
     if progress:
         progress(total, total, "done")
     return Comparison(review=scenario.review, base=base, variants=out)
@@ -58,12 +59,20 @@ def binding(r: FleetResult) -> str:
         if len(r.short) == 1 and len(r.services) == 0:
             return r.short[0].reason
         return "; ".join(f"{s.service} short: {s.reason}" for s in r.short) or "infeasible"
-    full = [u for u in r.chips if u.available and u.gpus >= u.available]
-    if full:
-        return "; ".join(inventory_binds(u.chip, u.gpus, u.available) for u in full)
-    if len(r.services) == 1:
-        return r.services[0].binds
-    return "; ".join(f"{p.service}: {p.binds}" for p in r.services)
+    own = r.services[0].binds if len(r.services) == 1 else "; ".join(f"{p.service}: {p.binds}" for p in r.services)
+    extra = r.cost_per_hour - r.own_cost_per_hour if r.own_cost_per_hour is not None else 0.0
+    if round(extra * defaults.value("solver.price_units_per_dollar")) > 0:  # dearer by the solver's price unit
+        full = [u for u in r.chips if u.available is not None and u.gpus >= u.available]
+        return f"{inventory_binds([(u.chip, u.gpus, u.available) for u in full], extra)}; {own}"
+    return own
+
+
+def search_line(r: FleetResult) -> str:
+    """How the result was found, as `plan` reports it: the solver's status in words, the
+    candidates the oracle evaluated and the wall-clock time."""
+    how = "; each service solved on its own (the inventory couples none)" if r.decomposed and len(r.services) > 1 \
+        else ""
+    return f"{solver_phrase(r.solver_status)}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s{how}"
 
 
 def delta(value: float, base: float) -> str:
@@ -97,7 +106,7 @@ def markdown(c: Comparison) -> str:
         if not r.feasible:
             for s in r.short:
                 lines.append(f"- **{s.service}** is short: {s.reason}")
-            lines.append("")
+            lines += ["", search_line(r), ""]
             continue
         lines.append("| service | model | chip | GPUs | replicas × (tp, pp, dp, ep, dcp) | concurrency | headroom "
                      "| $/hour |")
@@ -111,6 +120,7 @@ def markdown(c: Comparison) -> str:
         notes = price_footnotes(r.services)
         if notes:
             lines += [note.replace("*", "\\*", 1) for note in notes] + [""]
+        lines += [search_line(r), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -123,6 +133,7 @@ def _pyplot():
     return plt
 
 
+LABEL_BOX = {"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none"}  # a label readable over grid lines
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 STYLES = ("-", "--", "-.", ":")
 
@@ -149,60 +160,74 @@ def _save(fig, path: str) -> None:
     plt.close(fig)
 
 
-def bar_chart(groups: list[str], feasible: list[bool], gpus: dict[str, list[int]], money: dict[str, list[float]],
-              path: str, title: str, group_label: str) -> None:
+def shortfall_label(r: FleetResult, by_service: bool) -> str:
+    """"infeasible" and why in a few words, for a chart (`by_service`: name each service short)."""
+    return "\n".join(["infeasible", *(f"{s.service}: {s.brief}" if by_service else s.brief for s in r.short)])
+
+
+def bar_chart(groups: list[str], infeasible: dict[int, str], gpus: dict[str, list[int | None]],
+              money: dict[str, list[float | None]], path: str, title: str, group_label: str,
+              why: dict[tuple[str, int], str] | None = None) -> None:
     """Categorical variants as grouped bars, one bar per chip: GPUs (integer ticks) beside $/month.
-    An infeasible variant is a hatched placeholder labelled "infeasible". Each chip's GPU bars
-    carry the SVG ids `bars-<chip>-<group index>`."""
+    A group where nothing is served (`infeasible`: group index to its label) is a hatched
+    placeholder across the group; one chip's point that is not served (its value None, `why` its
+    label) is a hatched stub in that chip's place with its label. Each chip's GPU bars carry the
+    SVG ids `bars-<chip>-<group index>`, placeholders `infeasible-<group index>` and stubs
+    `infeasible-<chip>-<group index>`."""
     plt = _pyplot()
     hours = defaults.value("report.hours_per_month")
+    why = why or {}
     chips = list(gpus)
     width = 0.8 / max(1, len(chips))
     fig, (ax_gpus, ax_cost) = plt.subplots(1, 2, figsize=(max(8.0, 1.6 * len(groups) + 4), 4.6))
     for ax, values, label in ((ax_gpus, gpus, "GPUs"), (ax_cost, money, f"$/month ({hours} h)")):
-        top = max([v for chip in chips for v in values[chip]] + [1])
+        top = max([v for chip in chips for v in values[chip] if v is not None] + [1])
         for j, chip in enumerate(chips):
             xs = [i - 0.4 + width * (j + 0.5) for i in range(len(groups))]
-            heights = [v if ok else 0 for v, ok in zip(values[chip], feasible, strict=True)]
+            heights = [v if v is not None and i not in infeasible else 0 for i, v in enumerate(values[chip])]
             bars = ax.bar(xs, heights, width * 0.95, label=chip, color=f"C{j}")
             for i, bar in enumerate(bars):
                 bar.set_gid(f"{'bars' if ax is ax_gpus else 'cost'}-{chip}-{i}")
-            for bar, v, ok in zip(bars, values[chip], feasible, strict=True):
-                if ok and v:
+            for i, (bar, v) in enumerate(zip(bars, values[chip], strict=True)):
+                if i in infeasible:
+                    continue
+                if v is None:
+                    ax.bar(bar.get_x() + bar.get_width() / 2, top * 0.06, width * 0.95, color="none",
+                           edgecolor=f"C{j}", hatch="xx", gid=f"infeasible-{chip}-{i}")
+                    ax.text(bar.get_x() + bar.get_width() / 2, top * 0.08, why.get((chip, i), "infeasible"),
+                            ha="center", va="bottom", rotation=90, fontsize=8, color=f"C{j}", bbox=LABEL_BOX, zorder=3)
+                elif v:
                     text = f"{v:,}" if ax is ax_gpus else f"${v / 1000:,.1f}k"
                     ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
                                 va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
-        for i, ok in enumerate(feasible):
-            if not ok:
-                ax.bar(i, top * 0.25, 0.8, color="none", edgecolor="grey", hatch="//", gid=f"infeasible-{i}")
-                ax.text(i, top * 0.27, "infeasible", ha="center", va="bottom", fontsize=8, color="dimgrey")
+        for i, text in infeasible.items():
+            ax.bar(i, top * 0.25, 0.8, color="none", edgecolor="grey", hatch="//", gid=f"infeasible-{i}")
+            ax.text(i, top * 0.27, text, ha="center", va="bottom", fontsize=8, color="dimgrey", bbox=LABEL_BOX,
+                    zorder=3)
         ax.set_xticks(range(len(groups)), groups, rotation=20 if max(map(len, groups)) > 8 else 0, ha="right"
                       if max(map(len, groups)) > 8 else "center")
         ax.set_xlabel(group_label)
         ax.set_ylabel(label)
-        ax.set_ylim(0, top * 1.15)
         ax.grid(axis="y", alpha=0.3)
-        if ax is ax_gpus:
-            _integer_axis(ax)
-            ax.set_ylim(0, top * 1.15)
-        else:
-            _money_axis(ax)
-            ax.set_ylim(0, top * 1.15)
+        (_integer_axis if ax is ax_gpus else _money_axis)(ax)
+        ax.set_ylim(0, top * 1.15)
     ax_cost.legend(title="chip", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(title)
     fig.tight_layout()
     _save(fig, path)
 
 
-def line_chart(series: dict[str, list[tuple[float, float | None, float | None]]], path: str, x_label: str,
+def line_chart(series: dict[str, list[tuple[float, float | None, float | None, str]]], path: str, x_label: str,
                title: str, log_x: bool = False, x_format=None) -> None:
-    """GPUs and $/month against a numeric x, one line per series (SVG id `line-<label>`); a point
-    where nothing fits is an ✕ on the axis, labelled "infeasible"."""
+    """GPUs and $/month against a numeric x, one line per series (SVG id `line-<label>`), each
+    point (x, GPUs, $/month, label); a point where nothing fits (GPUs None) is an ✕ on the axis
+    (SVG id `infeasible-<series>`) with its label ("infeasible" and why)."""
     plt = _pyplot()
     hours = defaults.value("report.hours_per_month")
     fig, (ax_gpus, ax_cost) = plt.subplots(1, 2, figsize=(11, 4.6))
     xs_all = sorted({p[0] for pts in series.values() for p in pts})
     n = len(series)
+    missed: dict = {}  # (axes, x) -> label -> the series it holds for
     for k, (label, points) in enumerate(sorted(series.items())):
         style = dict(marker=MARKERS[k % len(MARKERS)], linestyle=STYLES[k % len(STYLES)], color=f"C{k}",
                      markersize=7, label=label, alpha=0.9)
@@ -215,13 +240,17 @@ def line_chart(series: dict[str, list[tuple[float, float | None, float | None]]]
             xs = [dodge(p[0]) for p in points]
             ys = [p[index] if p[index] is not None else float("nan") for p in points]
             ax.plot(xs, ys, gid=f"line-{label}" if ax is ax_gpus else f"cost-{label}", **style)
-            bad = [dodge(p[0]) for p in points if p[index] is None]
+            bad = [p for p in points if p[index] is None]
             if bad:
-                ax.plot(bad, [0] * len(bad), marker="x", linestyle="none", color=f"C{k}", markersize=9,
-                        clip_on=False, gid=f"infeasible-{label}")
-                for x in bad:
-                    ax.annotate("infeasible", (x, 0), xytext=(0, 8 + 10 * k), textcoords="offset points",
-                                ha="center", fontsize=7, color=f"C{k}")
+                ax.plot([dodge(p[0]) for p in bad], [0] * len(bad), marker="x", linestyle="none", color=f"C{k}",
+                        markersize=12, markeredgewidth=2.5, clip_on=False, gid=f"infeasible-{label}")
+                for p in bad:
+                    missed.setdefault((ax, p[0]), {}).setdefault(p[3], []).append(k)
+    for (ax, x), texts in missed.items():  # one upright label per reason at each x, in the series' colour if one
+        for t, (text, who) in enumerate(texts.items()):
+            ax.annotate(text.replace("\n", ": "), (x, 0), xytext=((t - (len(texts) - 1) / 2) * 16, 14),
+                        textcoords="offset points", ha="center", va="bottom", rotation=90, fontsize=8,
+                        color=f"C{who[0]}" if len(who) == 1 else "dimgrey", zorder=3, bbox=LABEL_BOX)
     for ax, label in ((ax_gpus, "GPUs"), (ax_cost, f"$/month ({hours} h)")):
         if log_x:
             ax.set_xscale("log", base=2)
@@ -250,7 +279,8 @@ def chart(c: Comparison, path: str) -> None:
              for chip in chips}
     names = ", ".join(r.variant for r in c.variants)
     title = f"{c.review or 'capacity review'}: GPUs and cost per chip, base" + (f" vs {names}" if names else "")
-    bar_chart([r.variant for r in results], [r.feasible for r in results], gpus, money, path, title, "variant")
+    infeasible = {i: shortfall_label(r, by_service=True) for i, r in enumerate(results) if not r.feasible}
+    bar_chart([r.variant for r in results], infeasible, gpus, money, path, title, "variant")
 
 
 NUMERIC_AXES = {"context_length": ("context length (tokens)", True), "concurrency": ("concurrent requests", True)}
@@ -258,7 +288,8 @@ NUMERIC_AXES = {"context_length": ("context length (tokens)", True), "concurrenc
 
 def axis_chart(points: list[dict], varying: list[str], results: list[FleetResult], path: str, title: str) -> None:
     """A command-line sweep: lines against the numeric axis when context length or concurrency
-    varies (one line per value of the other axes), bars per chip when only categories vary."""
+    varies (one line per value of the other axes), bars per chip when only categories vary.
+    Points where nothing fits are marked and labelled with why."""
     from pricing.units import tokens_label
 
     hours = defaults.value("report.hours_per_month")
@@ -272,26 +303,32 @@ def axis_chart(points: list[dict], varying: list[str], results: list[FleetResult
                 seen[key] = len(groups)
                 groups.append(key)
         chips = list(dict.fromkeys(p["chip"] for p in points))
-        gpus = {chip: [0] * len(groups) for chip in chips}
-        money = {chip: [0.0] * len(groups) for chip in chips}
-        ok = [True] * len(groups)
+        gpus: dict[str, list[int | None]] = {chip: [0] * len(groups) for chip in chips}
+        money: dict[str, list[float | None]] = {chip: [0.0] * len(groups) for chip in chips}
+        missed = {}
         for p, r in zip(points, results, strict=True):
             g = seen[" ".join(str(p[a]) for a in others) or p["model"]]
             if r.feasible:
                 gpus[p["chip"]][g] = r.gpus
                 money[p["chip"]][g] = round(r.cost_per_hour * hours)
-            elif len(chips) == 1:
-                ok[g] = False
-        bar_chart(groups, ok, gpus, money, path, title, " · ".join(a.replace("_", " ") for a in others) or "model")
+            else:
+                gpus[p["chip"]][g] = money[p["chip"]][g] = None
+                missed[p["chip"], g] = shortfall_label(r, by_service=False)
+        # one chip: a miss is its whole group, a placeholder across it; several: a stub in the chip's place
+        infeasible = {g: text for (_, g), text in missed.items()} if len(chips) == 1 else {}
+        why = {} if len(chips) == 1 else {key: text.replace("\n", ": ") for key, text in missed.items()}
+        bar_chart(groups, infeasible, gpus, money, path, title,
+                  " · ".join(a.replace("_", " ") for a in others) or "model", why)
         return
     x_axis = numeric[0]
     rest = [a for a in varying if a != x_axis]
-    series: dict[str, list[tuple[float, float | None, float | None]]] = {}
+    series: dict[str, list[tuple[float, float | None, float | None, str]]] = {}
     for p, r in zip(points, results, strict=True):
         label = " · ".join(str(p[a]) for a in rest) or p["chip"]
         x = p[x_axis] or 0
         series.setdefault(label, []).append(
-            (x, r.gpus if r.feasible else None, round(r.cost_per_hour * hours) if r.feasible else None))
+            (x, r.gpus if r.feasible else None, round(r.cost_per_hour * hours) if r.feasible else None,
+             "" if r.feasible else shortfall_label(r, by_service=False)))
     x_label, log_x = NUMERIC_AXES[x_axis]
     fmt = tokens_label if x_axis == "context_length" else (lambda v: f"{v:,}")
     line_chart({k: sorted(v) for k, v in series.items()}, path, x_label, title, log_x=log_x, x_format=fmt)

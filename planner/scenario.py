@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from planner.request import MAX_CONCURRENCY, MAX_GPUS, PoolLimits, ServiceSpec, WorkloadSpec
+from planner.request import MAX_CONCURRENCY, MAX_GPUS, MAX_PRICE, PoolLimits, ServiceSpec, WorkloadSpec
 from pricing import yaml_fast
 from pricing.errors import InputError, suggest
 
@@ -91,7 +91,8 @@ class Stock(BaseModel):
 
     gpus: int | None = Field(None, ge=0, le=MAX_GPUS, description="GPUs available; absent: unlimited")
     gpus_per_node: int | None = Field(None, ge=1)
-    price: float | None = Field(None, ge=0, description="USD per GPU-hour; absent: the registry's default")
+    price: float | None = Field(None, ge=0, le=MAX_PRICE,
+                                description="USD per GPU-hour; absent: the registry's default")
 
 
 class Scenario(BaseModel):
@@ -244,6 +245,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise InputError(str(path), f"not valid YAML{where}", "fix the syntax") from None
     if not isinstance(raw, dict):
         raise InputError(str(path), "does not hold a mapping", "see `plan scenario --schema`")
+    _models_from_the_files_folder(raw, path.parent)
     try:
         scenario = Scenario(**raw)
     except ValidationError as err:
@@ -253,11 +255,50 @@ def load_scenario(path: str | Path) -> Scenario:
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
-        raise ScenarioErrors(lines + _raw_references(raw, str(path))) from None
+        raise ScenarioErrors(lines + _raw_references(raw, str(path)) + _valid_fields_limits(raw, err, str(path))) \
+            from None
     lines = check_scenario(scenario, str(path))
     if lines:
         raise ScenarioErrors(lines)
     return scenario
+
+
+def _models_from_the_files_folder(raw: dict, folder: Path) -> None:
+    """A relative `model:` path is the file's: `./models/mine` next to the file, wherever the
+    review is run from (a path that exists only from the current directory is left as it is, and
+    read from there, as on the command line)."""
+    def local(value):
+        if isinstance(value, str) and not Path(value).expanduser().is_absolute() and (folder / value).exists():
+            return str(folder / value)
+        return value
+
+    for entry in [raw.get("defaults"), *(raw.get("services") or [])]:
+        if isinstance(entry, dict) and "model" in entry:
+            entry["model"] = local(entry["model"])
+    for overrides in (raw.get("variants") or {}).values():
+        if isinstance(overrides, dict):
+            for key in overrides:
+                if key == "model" or key.endswith(".model"):
+                    overrides[key] = local(overrides[key])
+
+
+def _valid_fields_limits(raw: dict, err: ValidationError, where: str) -> list[str]:
+    """The model-dependent limits (check_limits) of a file that does not validate, on each
+    service's fields that do, so that every error comes at once."""
+    bad = {(e["loc"][1], e["loc"][2]) for e in err.errors() if len(e["loc"]) > 2 and e["loc"][0] == "services"}
+    services = raw.get("services") if isinstance(raw.get("services"), list) else []
+    defaults = raw.get("defaults") if isinstance(raw.get("defaults"), dict) else {}
+    lines = []
+    for i, service in enumerate(services):
+        if not isinstance(service, dict):
+            continue
+        try:
+            one = Scenario(defaults=defaults, services=[{k: v for k, v in service.items() if (i, k) not in bad}])
+        except ValidationError:
+            continue  # the defaults do not validate either: reported above
+        lines += [line.replace(f"{where}: services[0]", f"{where}: services[{i}]", 1)
+                  for line in check_limits(one, where)]
+    return lines
 
 
 def _raw_references(raw: dict, where: str) -> list[str]:
@@ -284,13 +325,15 @@ def _raw_references(raw: dict, where: str) -> list[str]:
     return lines
 
 
-def check_scenario(scenario: Scenario, where: str) -> list[str]:
+def check_scenario(scenario: Scenario, where: str, positions: bool = True) -> list[str]:
     """Every problem of a scenario, one line each with its path inside the file: names that do
     not exist (with the nearest), and limits that depend on the model (positions, heads,
-    drafters, KV cache dtypes), for the base and each variant."""
-    lines = check_references(scenario, where, variants=False)
-    if not lines:
-        lines += check_limits(scenario, where)
+    drafters, KV cache dtypes), for the base and each variant.
+
+    A context beyond a model's positions is an error of the services as written (`positions`),
+    but not of a variant: a what-if across context lengths is answered, the variant infeasible
+    with vLLM's reason (planner/fleet.py `refused_context`)."""
+    lines = check_references(scenario, where, variants=False) + check_limits(scenario, where, positions)
     base = {line.split(": ", 1)[1] for line in lines}
     for name in scenario.variants:
         try:
@@ -299,18 +342,17 @@ def check_scenario(scenario: Scenario, where: str) -> list[str]:
             lines.append(f"{where}: {err}")
             continue
         prefix = f"{where}: variants.{name}"
-        found = check_references(varied, prefix, variants=False)
-        if not found:
-            found = check_limits(varied, prefix)
+        found = check_references(varied, prefix, variants=False) + check_limits(varied, prefix, positions=False)
         lines += [line for line in found if line.split(": variants.", 1)[-1].split(": ", 1)[-1] not in base]
     return list(dict.fromkeys(lines))
 
 
-def check_limits(scenario: Scenario, where: str) -> list[str]:
-    """What vLLM would reject for the model of each service: a context beyond its positions, a
-    tensor-parallel size that does not divide its heads, a drafter it does not ship, a KV cache
-    dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
+def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list[str]:
+    """What vLLM would reject for the model of each service: a context beyond its positions (with
+    `positions`), a tensor-parallel size that does not divide its heads, a drafter it does not
+    ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
     from pricing.graph import load_model
+    from pricing.kernel.deployment import beyond_positions
     from pricing.rules import get as release_of
 
     lines = []
@@ -321,11 +363,15 @@ def check_limits(scenario: Scenario, where: str) -> list[str]:
         except InputError as err:
             lines.append(f"{where}: services[{i}].vllm_version: {err.problem}")
             continue
-        model = load_model(s.model, s.quantization)
+        try:
+            model = load_model(s.model, s.quantization) if s.model is not None else None
+        except InputError:
+            model = None
+        if model is None:
+            continue  # a name that does not resolve: check_references reports it
         at = f"{where}: services[{i}]"
-        if s.context_length is not None and s.context_length > model.max_position:
-            lines.append(f"{at}.context_length: {s.context_length} exceeds the {model.max_position} positions of "
-                         f"{model.name} (use at most {model.max_position})")
+        if positions and s.context_length is not None and (problem := beyond_positions(model, s.context_length)):
+            lines.append(f"{at}.context_length: {problem} (use at most {model.max_position})")
         heads = model.num_attention_heads
         bad = [t for t in s.tp or [] if t < 1 or heads % t]
         if bad:
@@ -344,8 +390,10 @@ def check_limits(scenario: Scenario, where: str) -> list[str]:
                                                                                 f"{', '.join(KV_CACHE_DTYPES)})"))
         try:
             spec = scenario.service_spec(service)
-        except ValidationError:
-            continue  # reported above, field by field
+        except ValidationError as err:  # what the file's own fields do not say: a headroom beyond the range
+            lines += [f"{at}.{_path(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()
+                      if e["loc"] == ("headroom",)]
+            continue
         method = spec.speculative_method
         if method is not None and method.lower() not in model.speculative_methods:
             shipped = ", ".join(model.speculative_methods) or "none"

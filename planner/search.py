@@ -287,7 +287,14 @@ def plan(request: PlanRequest) -> PlanResult:
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
     pools = [_pool(model, service, by_chip[o.row.chip], o, n) for o, n in found.ranked]
-    explanations = [] if pools else [explain(t, service, limits) for t in found.tables]
+    if pools:
+        explanations = []
+    elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
+        limit = limits.time_limit or defaults.value("solver.max_time_in_seconds")
+        explanations = [f"the solver found no plan within its {limit:g} s time limit ({found.evaluated:,} candidates; "
+                        "--time-limit raises it)"]
+    else:
+        explanations = [explain(t, service, limits) for t in found.tables]
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
     provenance = _provenance(model, service, by_chip[pools[0].chip], found.ranked[0][0].row) if pools else []
     return PlanResult(

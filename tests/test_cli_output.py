@@ -177,10 +177,11 @@ variants:
     assert result.returncode == 2 and result.stdout == ""
     positions = load_model("qwen3-32b").max_position
     for expected in (f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
-                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b",
-                     f"{path}: variants.long: services[3].context_length: 1000000 exceeds the"):
+                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
         assert expected in result.stderr, result.stderr
     assert "--context-length" not in result.stderr
+    # a variant beyond a model's positions is a what-if the review answers (infeasible, with vLLM's reason)
+    assert "variants.long" not in result.stderr
 
 
 def test_overflow_is_a_one_line_error_before_any_work(capsys):
@@ -230,7 +231,7 @@ def test_a_context_sweep_is_drawn_as_lines_with_token_labels_and_marked_infeasib
     svg = out.read_text()
     texts = _texts(svg)
     assert "32k" in texts and "128k" in texts and "32768" not in " ".join(texts)
-    assert "infeasible" in texts and 'id="infeasible-h200"' in svg
+    assert any(t.startswith("infeasible: needs ") for t in texts) and 'id="infeasible-h200"' in svg
     assert any("llama-3.1-70b" in t and "context length" in t for t in texts)  # the title says what was compared
     assert 'id="line-h200"' in svg and 'id="line-b200"' in svg
     ticks = [t for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
@@ -252,3 +253,250 @@ def test_a_mistyped_variant_gets_the_nearest_name(tmp_path):
     result = piped("scenario", str(path), "--variant", "cheaper-h20")
     assert result.returncode == 2 and result.stdout == ""
     assert "no variant named 'cheaper-h20'; did you mean 'cheaper-h200'?" in result.stderr
+
+
+# -- what-ifs beyond a model's positions ----------------------------------------------------------
+QWEN_SWEEP = ["compare", "--model", "qwen3-32b", "--chip", "h100", "--concurrency", "16", "--context-length", "32768",
+              "--context-length", "131072"]
+
+
+def _beyond(model: str, tokens: int) -> str:
+    return f"max_model_len {tokens} exceeds the {load_model(model).max_position} positions of {model}"
+
+
+def test_a_context_sweep_answers_a_point_beyond_the_models_positions_as_infeasible(tmp_path):
+    chart = tmp_path / "sweep.svg"
+    result = CliRunner().invoke(cli, [*QWEN_SWEEP, "--json", "--chart", str(chart)])
+    assert result.exit_code == 1, result.output  # as a compare with a memory-infeasible point: answered, exit 1
+    out = json.loads(result.output)
+    short, long = out["base"], out["variants"][0]
+    assert short["feasible"] and short["services"][0]["max_model_len"] == 32768
+    assert not long["feasible"] and [s["service"] for s in long["short"]] == ["what-if"]
+    assert long["short"][0]["reason"].startswith(f"vLLM would not start: {_beyond('qwen3-32b', 131072)}")
+    positions = f"{load_model('qwen3-32b').max_position:,}"
+    assert long["short"][0]["brief"] == f"beyond {positions} positions"
+    svg = chart.read_text()
+    assert 'id="infeasible-h100"' in svg and f"infeasible: beyond {positions} positions" in _texts(svg)
+    table = CliRunner().invoke(cli, QWEN_SWEEP, env={"COLUMNS": "400"})
+    assert table.exit_code == 1 and "@ 128k" in table.output and _beyond("qwen3-32b", 131072) in table.output
+    md = CliRunner().invoke(cli, [*QWEN_SWEEP, "--format", "markdown"])
+    assert md.exit_code == 1
+    [row] = [line for line in md.output.splitlines() if line.startswith("| @ 128k |")]
+    assert "| infeasible |" in row and _beyond("qwen3-32b", 131072) in row
+
+
+@pytest.mark.parametrize("args, field", [(["--model", "qwen3-23b"], "--model"),
+                                         (["--context-length", "-5"], "--context-length"),
+                                         (["--concurrency", "-1"], "--concurrency")])
+def test_input_wrong_in_itself_stays_a_one_line_error_in_a_sweep(capsys, args, field):
+    base = dict(zip(QWEN_SWEEP[1::2], QWEN_SWEEP[2::2], strict=False))
+    argv = ["compare"] + [x for k, v in base.items() if k not in args for x in (k, v)] + args
+    assert main([*argv, "--context-length", "131072"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"plan: error: {field}")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_compare_file_answers_a_variant_beyond_a_models_positions(tmp_path, capsys):
+    path = tmp_path / "long.yaml"
+    path.write_text("""
+review: long-context what-if
+services:
+  - {name: chat, model: llama-3.1-8b, concurrency: 16, context_length: 32768, chips: [h100]}
+  - {name: code, model: qwen3-32b, concurrency: 16, context_length: 32768, chips: [h100]}
+variants:
+  long: {context_length: 131072}
+""")
+    assert main(["compare", str(path), "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["base"]["feasible"] and not out["variants"][0]["feasible"]
+    [short] = out["variants"][0]["short"]  # llama-3.1-8b serves 131072 positions: only code is short
+    assert short["service"] == "code" and _beyond("qwen3-32b", 131072) in short["reason"]
+    assert main(["scenario", str(path)]) == 0  # the base alone is served; the variant is no error of the file
+    capsys.readouterr()
+    # the services as written beyond a model's positions are an error of the file, with where it is
+    path.write_text(path.read_text().replace("context_length: 32768, chips: [h100]}\nvariants",
+                                             "context_length: 65536, chips: [h100]}\nvariants"))
+    assert main(["compare", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: services[1].context_length: 65536 exceeds the" in err
+
+
+def test_a_categorical_sweep_over_chips_marks_each_chips_infeasible_point(tmp_path):
+    out = tmp_path / "models.svg"
+    result = CliRunner().invoke(cli, ["compare", "--model", "qwen3-32b", "--model", "llama-3.1-8b", "--chip", "h100",
+                                      "--chip", "h200", "--concurrency", "8", "--context-length", "40960",
+                                      "--max-gpus", "1", "--json", "--chart", str(out)])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    results = {r["variant"]: r for r in [data["base"], *data["variants"]]}
+    assert not results["qwen3-32b on h100"]["feasible"] and not results["qwen3-32b on h200"]["feasible"]
+    assert results["llama-3.1-8b on h100"]["feasible"] and results["llama-3.1-8b on h200"]["feasible"]
+    svg = out.read_text()
+    # one chip's point that nothing serves is a stub in that chip's place with why, not a blank
+    assert 'id="infeasible-h100-0"' in svg and 'id="infeasible-h200-0"' in svg
+    assert 'id="infeasible-h100-1"' not in svg
+    texts = _texts(svg)
+    for chip in ("h100", "h200"):
+        brief = results[f"qwen3-32b on {chip}"]["short"][0]["brief"]
+        assert brief.startswith("needs ") and f"infeasible: {brief}" in texts
+
+
+# -- the solver's time limit ----------------------------------------------------------------------
+MIXED = ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_time_limit_is_one_option_with_one_validation_on_plan_compare_and_scenario(capsys, value):
+    errors = []
+    for argv in (["--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8"],
+                 ["compare", "--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8"],
+                 ["compare", str(MIXED)], ["scenario", str(MIXED)]):
+        assert main([*argv, "--time-limit", value]) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        errors.append(captured.err)
+    assert errors[0].startswith("plan: error: --time-limit: ") and len(set(errors)) == 1, errors
+    helps = {" ".join(re.search(r"--time-limit FLOAT\s+(.*?\))", CliRunner().invoke(cli, [*sub, "--help"]).output,
+                                re.DOTALL).group(1).split()) for sub in ([], ["compare"], ["scenario"])}
+    assert len(helps) == 1 and "solver wall-clock bound in seconds" in helps.pop()
+
+
+def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(monkeypatch, capsys):
+    from planner import search
+
+    limits = []
+    solver = search.solver
+
+    def recording(time_limit=None):
+        limits.append(time_limit)
+        return solver(time_limit)
+
+    monkeypatch.setattr(search, "solver", recording)
+    assert main(["scenario", str(MIXED), "--time-limit", "7.5", "--format", "markdown"]) == 0
+    text = capsys.readouterr().out
+    assert 7.5 in limits
+    # a binding review (the inventory couples its services) says how it was found, as `plan` does
+    assert re.search(r"solver OPTIMAL \(optimum proven\), [\d,]+ candidates in \d+\.\d\d s\n", text), text
+    limits.clear()
+    assert main(["compare", str(MIXED), "--time-limit", "7.5", "--format", "json"]) == 0
+    assert limits and all(t == 7.5 for t in limits if t is not None)
+
+
+def test_a_solve_the_time_limit_ends_without_a_plan_says_so(monkeypatch, capsys):
+    from planner import search
+
+    monkeypatch.setattr(search, "solve", lambda pm, time_limit=None: search.Solution("UNKNOWN", []))
+    assert main(["--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
+                 "--time-limit", "0.5", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["search"]["solver_status"] == "UNKNOWN"
+    assert out["explanations"] == [f"the solver found no plan within its 0.5 s time limit "
+                                   f"({out['search']['candidates_evaluated']:,} candidates; --time-limit raises it)"]
+    assert main(["scenario", str(MIXED), "--time-limit", "0.5"]) == 1
+    text = capsys.readouterr().out
+    assert "inventory" not in text.split("not every service can be served", 1)[1].split("solver UNKNOWN")[0]
+    assert text.count("the solver found no plan within its 0.5 s time limit (--time-limit raises it)") == 3
+    assert "solver UNKNOWN (no plan found within the time limit; --time-limit raises it)" in text
+
+
+def test_a_compare_file_refuses_options_it_would_ignore(capsys):
+    assert main(["compare", str(MIXED), "--tp", "4", "--price", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "takes a scenario FILE or --tp, --price, not both" in captured.err
+
+
+# -- overflow: every way a number can leave the solver's integer range ----------------------------
+@pytest.mark.parametrize("args, field", [(["--headroom", "1e12"], "--headroom"), (["--price", "1e300"], "--price"),
+                                         (["--price", "h100=1e300"], "--price")])
+@pytest.mark.parametrize("command", [[], ["compare"]])
+def test_a_headroom_or_price_beyond_the_solvers_range_is_a_one_line_error(capsys, command, args, field):
+    assert main([*command, "--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"plan: error: {field}: ")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_a_scenarios_headroom_or_price_beyond_the_solvers_range_is_a_file_error(tmp_path, capsys):
+    path = tmp_path / "huge.yaml"
+    path.write_text("""
+inventory:
+  h100: {price: 1.0e300}
+services:
+  - {name: a, model: qwen3-8b, concurrency: 1000, headroom: 1.0e12, context_length: 8192}
+""")
+    assert main(["scenario", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"{path}: inventory.h100.price: " in captured.err
+    path.write_text(path.read_text().replace("1.0e300", "3.0"))
+    assert main(["scenario", str(path)]) == 2
+    captured = capsys.readouterr()
+    limit = defaults.value("limits.max_concurrency")
+    assert captured.err.strip() == (f"plan: error: {path}: services[0].headroom: 1,000 requests with 1e+12 % headroom "
+                                    f"exceed the {limit:,} the solver counts (planner/defaults.yaml "
+                                    "limits.max_concurrency)")
+
+
+def test_binds_says_a_narrower_split_whose_pool_is_short_of_one_request_is_not_over_its_budget():
+    # llama-3.1-70b on one H200: the fixed memory fits the budget, but the pool left holds no 8k request
+    request = PlanRequest(service=ServiceSpec(model="llama-3.1-70b", concurrency=2, context_length=8192),
+                          limits=PoolLimits(chips=("h200",)))
+    b = plan(request).best
+    assert b.gpus == 2 and b.binds.startswith("weights force the split")
+    unit = {"GiB": GiB, "MiB": MiB}
+    found = re.search(r"at 1 GPU \(tp 1\) the fixed memory \(([\d.]+) (GiB) per rank\) leaves a ([\d.]+) (GiB|MiB) KV "
+                      r"pool of the ([\d.]+) (GiB) budget, short of one ([\d.]+) (GiB|MiB) request", b.binds)
+    assert found, b.binds
+    fixed, pool, budget, one = (float(found[i]) * unit[found[i + 1]] for i in (1, 3, 5, 7))
+    assert fixed < budget and pool < one and abs(fixed + pool - budget) < 0.02 * GiB
+    # one request of 8,192 tokens: 80 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes per token
+    assert abs(one - 8192 * 80 * 8 * 128 * 2 * 2) < 0.01 * GiB
+
+
+def test_every_error_of_a_scenario_file_comes_in_one_round(tmp_path, capsys):
+    path = tmp_path / "review.yaml"
+    path.write_text("""
+services:
+  - {name: a, model: dsv41-flash, concurrency: 8, chips: [h200]}
+  - {name: b, model: qwen3-32b, concurrency: 100000000, context_length: 131072, chips: [h20o]}
+  - {name: c, model: qwen3-32b, concurrency: 8, chips: [h200], tp: [3], colour: red}
+""")
+    assert main(["scenario", str(path)]) == 2
+    err = capsys.readouterr().err
+    positions = load_model("qwen3-32b").max_position
+    # schema, names and the limits that depend on the model, each field checked on its own
+    for expected in (f"{path}: services[1].concurrency: Input should be less than or equal to",
+                     f"{path}: services[2].colour: unknown key",
+                     f"{path}: services[0].model: unknown model 'dsv41-flash'",
+                     f"{path}: services[1].chips: unknown chip 'h20o'",
+                     f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
+                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
+        assert expected in err, err
+
+
+def test_the_inventory_binds_only_where_it_raises_the_cost(tmp_path):
+    from planner.review import binding, compare
+    from planner.scenario import load_scenario
+
+    path = tmp_path / "tight.yaml"
+    path.write_text("""
+review: tight
+inventory:
+  h100: {gpus: 2}
+  h200: {}
+services:
+  - {name: a, model: llama-3.1-8b, concurrency: 50, context_length: 8192}
+  - {name: b, model: llama-3.1-8b, concurrency: 50, context_length: 8192}
+  - {name: c, model: llama-3.1-8b, concurrency: 50, context_length: 8192}
+variants:
+  more-h100: {gpus.h100: 3}
+""")
+    c = compare(load_scenario(path))
+    # one H100 holds 50 requests of 8k (an H200 too, dearer): two H100s serve two services, the third takes an H200
+    assert [(p.chip, p.gpus) for p in c.base.services].count(("h100", 1)) == 2
+    extra = get_chip("h200").price_per_gpu_hour - get_chip("h100").price_per_gpu_hour
+    assert binding(c.base).startswith(f"inventory: 2 of 2 h100 GPUs in use, ${extra:,.2f}/hour over each service's "
+                                      "cheapest pool on its own; a: ")
+    [more] = c.variants  # three H100s: every GPU in use, but each service has its cheapest pool: no inventory binds
+    assert {p.chip for p in more.services} == {"h100"} and more.chips[0].gpus == more.chips[0].available == 3
+    assert "inventory" not in binding(more) and binding(more).startswith("a: one GPU is the smallest pool")

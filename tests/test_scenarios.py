@@ -222,3 +222,23 @@ def test_compare_from_the_command_line(tmp_path):
 def test_compare_needs_a_file_or_an_axis(capsys):
     assert main(["compare"]) == 2
     assert "compare" in capsys.readouterr().err
+
+
+def test_a_relative_model_path_is_the_files_own(tmp_path, monkeypatch, shared_models):
+    """`model: models/mine` in review/review.yaml is review/models/mine, wherever the review runs
+    from; the launch command names it as a path that works from there."""
+    folder = tmp_path / "review" / "models" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text((shared_models / "Qwen--Qwen3-8B.json").read_text())
+    review = tmp_path / "review" / "review.yaml"
+    review.write_text("services:\n  - {name: mine, model: models/mine, concurrency: 4, context_length: 8192, "
+                      "chips: [h100]}\nvariants:\n  again: {services.mine.model: models/mine}\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    scenario = load_scenario(review)
+    assert scenario.services[0].model == str(review.parent / "models" / "mine")
+    assert scenario.variants["again"]["services.mine.model"] == str(review.parent / "models" / "mine")
+    result = CliRunner().invoke(cli, ["scenario", str(review), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert f"vllm serve {review.parent / 'models' / 'mine'} " in result.output

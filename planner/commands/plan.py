@@ -7,6 +7,7 @@ when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 from __future__ import annotations
 
 import json
+import math
 
 import click
 from pydantic import ValidationError
@@ -23,6 +24,22 @@ def vllm_version_option():
 
     return click.option("--vllm-version", type=click.Choice(sorted(RELEASES)), default=DEFAULT, show_default=True,
                         help="the vLLM release to plan for (its KV grouping rules and defaults)")
+
+
+def _check_time_limit(ctx, param, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InputError("--time-limit", f"must be a positive number of seconds, got {value:g}", "for example 10")
+    return value
+
+
+def time_limit_option():
+    """--time-limit, one option on `plan`, `plan compare` and `plan scenario`: the solver's
+    wall-clock bound (planner/defaults.yaml solver.max_time_in_seconds when absent)."""
+    from planner import defaults
+
+    return click.option("--time-limit", type=float, callback=_check_time_limit,
+                        help="solver wall-clock bound in seconds (default "
+                             f"{defaults.value('solver.max_time_in_seconds'):g}, planner/defaults.yaml)")
 
 
 def options_list(axes: bool = False) -> list:
@@ -62,7 +79,7 @@ def options_list(axes: bool = False) -> list:
         click.option("--quantization", help=methods_help() + repeat, **many),
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
-        click.option("--time-limit", type=float, help="solver wall-clock bound in seconds"),
+        time_limit_option(),
         click.option("--tpot-ms", type=float, help="time per output token every request must get, in ms"),
         click.option("--ttft-ms", type=float, help="time to first token of a prompt (--isl tokens), in ms"),
         click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
@@ -152,7 +169,8 @@ def request_from(options: dict) -> PlanRequest:
         field = str(first["loc"][-1] if first["loc"] else "input")
         flag = {"kv_cache_dtypes": "kv-cache-dtype", "chips": "chip", "price": "price", "prices": "price"}.get(
             field, field.replace("_", "-"))
-        raise InputError(f"--{flag}", first["msg"].lower(), "see `plan --help`") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise InputError(f"--{flag}", message[:1].lower() + message[1:], "see `plan --help`") from None
     return PlanRequest(service=service, limits=limits)
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from planner import defaults
 from planner.commands.memory import console_for_output
-from planner.commands.plan import options_list
+from planner.commands.plan import options_list, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.render import command
 from planner.result import price_footnotes, star
@@ -71,10 +72,13 @@ def check_concurrency(n: int, flag: str) -> None:
 def render_fleet(r: FleetResult, console: Console) -> None:
     hours = defaults.value("report.hours_per_month")
     title = f"{r.review or 'scenario'} — {r.variant}"
+    from planner.review import search_line
+
     if not r.feasible:
-        console.print(f"[bold red]{title}: the inventory cannot serve every service[/bold red]")
+        console.print(f"[bold red]{title}: not every service can be served[/bold red]")
         for s in r.short:
-            console.print(f"  {s.service} is short: {s.reason}")
+            console.print(f"  {s.service} is short: {s.reason}", markup=False)
+        console.print(search_line(r), soft_wrap=True)
         return
     table = Table(title=title)
     for col in ("service", "model", "chip", "GPUs", "replicas × (tp, pp, dp, ep, dcp)", "util", "token budget",
@@ -93,7 +97,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
                      for u in r.chips)
     console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
-                  f"solver {r.solver_status}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s")
+                  f"{search_line(r)}", soft_wrap=True)
     from planner.render import speed_lines
 
     for p in r.services:
@@ -151,8 +155,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
+@time_limit_option()
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -168,12 +173,14 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     names = list(dict.fromkeys(variant_names)) if variant_names else (None if with_variants else [])
     with_variants = with_variants or bool(variant_names)
     ticker = Ticker(_err_console())
-    c = compare(scenario, names, progress=ticker)
+    c = compare(scenario, names, progress=ticker, time_limit=time_limit)
     code = _emit(c, fmt, with_variants, chart_path)
     ctx.exit(code)
 
 
 AXES = ("model", "quantization", "concurrency", "context_length", "chip")
+FILE_OPTIONS = ("time_limit", "as_json", "show_provenance")  # what `plan compare FILE` takes beside the file
+PROVENANCE_NOTE = "--provenance has no effect on compare: `plan --json` carries each plan's provenance"
 
 
 def sweep_points(options: dict) -> list[dict]:
@@ -215,8 +222,8 @@ def sweep_title(point: dict, varying: list[str]) -> str:
         else:
             fixed.append(str(v))
     names = {"context_length": "context length", "quantization": "quantization"}
-    axes = " and ".join(names.get(a, a) for a in varying) or "one point"
-    return f"{', '.join(fixed)}: GPUs and $/month by {axes}"
+    axes = " and ".join(names.get(a, a) for a in varying)
+    return f"{', '.join(fixed)}: GPUs and $/month" + (f" by {axes}" if axes else "")
 
 
 def point_scenario(point: dict, options: dict, every: float | None, by_chip: dict[str, float]) -> Scenario:
@@ -271,15 +278,17 @@ def compare_command(ctx, file, fmt, chart_path, **options):
     fmt = "json" if options["as_json"] else fmt
     check_output_path(chart_path)
     if file:
-        given = [f"--{k.replace('_', '-')}" for k in ("model", "concurrency", "context_length", "chip")
-                 if options[k]]
+        given = [p.opts[0] for p in ctx.command.params if p.name in options and p.name not in FILE_OPTIONS
+                 and ctx.get_parameter_source(p.name) is not ParameterSource.DEFAULT]
         if given:
             raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
-                             "put the what-if in the file's variants, or drop FILE")
+                             "put the what-if in the file's services and variants, or drop FILE")
         scenario = load_scenario(file)
         from planner.review import compare
 
-        c = compare(scenario, progress=Ticker(_err_console()))
+        c = compare(scenario, progress=Ticker(_err_console()), time_limit=options["time_limit"])
+        if options["show_provenance"]:
+            click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
         ctx.exit(_emit(c, fmt, True, chart_path))
     if not options["model"] or not options["chip"] or not options["concurrency"]:
         raise InputError("compare", "needs a scenario FILE, or --model, --chip and --concurrency",
@@ -297,14 +306,16 @@ def compare_command(ctx, file, fmt, chart_path, **options):
         raise InputError(f"--{field.replace('_', '-')}", e["msg"].lower(), "see `plan compare --help`") from None
     problems = []
     for _, s in scenarios:
-        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare")]
+        # a point beyond the model's positions is answered (infeasible, with vLLM's reason), not an error
+        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False)]
     if problems:
-        raise ScenarioErrors(list(dict.fromkeys(line.replace("services[0].", "--").replace("_", "-")
-                                                for line in problems)))
+        flags = [line.split(": ", 1) for line in problems]  # services[0].context_length: ... -> --context-length: ...
+        raise ScenarioErrors(list(dict.fromkeys(f"{field.replace('services[0].', '--').replace('_', '-')}: {text}"
+                                                for field, text in flags)))
     notes = [f"--price {chip}={price:g} has no effect: {chip} is not compared"
              for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
     if options["show_provenance"]:
-        notes.append("--provenance has no effect on compare: `plan --json` carries each plan's provenance")
+        notes.append(PROVENANCE_NOTE)
     ticker = Ticker(_err_console())
     results = []
     for i, (label, s) in enumerate(scenarios):

@@ -168,6 +168,20 @@ def _free_drop(p: Prediction) -> float | None:
     return (o.total_gpu_memory_gib - free) * GiB
 
 
+def _early_sampler_laws() -> list[tuple[str, str, str]]:
+    """The registry's early-era sampler laws (vllm_eras.laws_until.* of the sampler's bytes per
+    logit): name, top-k/top-p path (native unless the entry names one) and first release."""
+    from pricing.registry import load
+
+    reg = load()
+    out = []
+    for name in reg.names("vllm_eras.laws_until."):
+        entry = reg[name].value
+        if entry["law"] == "cost_model_memory.sampler_bytes_per_logit":
+            out.append((name, entry.get("sampler", "native"), str(entry["since"])))
+    return out
+
+
 def fit(predictions: list[Prediction]) -> list[FittedValue]:
     """Fit every law the records can inform; laws without rows keep the registry's value."""
     # the logged peak and graphs of a pipeline stage are that stage's (the sampler runs on the last
@@ -190,8 +204,7 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
     # 2. sampler warm-up, early V1 (≤ 0.11), one law per top-k/top-p path (the records' logs say
     # which; vllm_eras.laws_until.sampler_bytes_per_logit*): bytes per logit, the hidden term as above.
     # A path no record of the era logs an activation peak for keeps the registry's value.
-    for path, name, since in (("native", "vllm_eras.laws_until.sampler_bytes_per_logit", "0.8"),
-                              ("flashinfer", "vllm_eras.laws_until.sampler_bytes_per_logit_flashinfer", "0.10")):
+    for name, path, since in _early_sampler_laws():
         rows = [p for p in usable if _early(p) and p.observed["activation"] and _sampler_dominates(p)
                 and p.sampler == path]
         if not rows or per_hidden is None:

@@ -110,6 +110,15 @@ class Engine:
         return self.tp * self.pp * self.dp * self.pcp
 
 
+def beyond_positions(model: ModelGraph, max_model_len: int) -> str | None:
+    """What is wrong with a max_model_len beyond the model's positions, or None: vLLM refuses it
+    when it builds its ModelConfig (vllm/config/model.py `_get_and_verify_max_len`: "User-specified
+    max_model_len (N) is greater than the derived max_model_len ..."), before any memory is sized."""
+    if max_model_len <= model.max_position:
+        return None
+    return f"{max_model_len} exceeds the {model.max_position} positions of {model.name}"
+
+
 def max_dcp(model: ModelGraph, tp: int) -> int:
     """The widest decode-context-parallel group at tensor parallel `tp`: tp / KV heads per model
     (a latent cache has one head). vLLM docs, context_parallel_deployment.md: "The dcp size should
@@ -173,9 +182,8 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     max_len = d.max_model_len if d.max_model_len is not None else model.max_position
     if max_len < 1:
         raise InputError("--max-model-len", f"must be at least 1, got {max_len}", "give the context length in tokens")
-    if max_len > model.max_position:
-        raise InputError("--max-model-len", f"{max_len} exceeds the {model.max_position} positions of {model.name}",
-                         f"use at most {model.max_position}")
+    if problem := beyond_positions(model, max_len):
+        raise InputError("--max-model-len", problem, f"use at most {model.max_position}")
     rows = release.fact(reg, None, "scheduler_defaults")
     memory_gib = chip.memory_bytes / GiB
     for row in rows:
