@@ -503,3 +503,24 @@ def _one_line_error(capsys, field: str) -> None:
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith(f"plan: error: {field}")
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_an_infeasible_mark_stands_clear_of_the_axis_and_the_highest_point_of_the_top(tmp_path, monkeypatch):
+    """The ✕ of an infeasible point stands above the x axis (not on the tick labels), and the y axis
+    runs from zero to the highest point and some more, whatever the lowest point is."""
+    import planner.review as review
+
+    figures = []
+    monkeypatch.setattr(review, "_save", lambda fig, path: figures.append(fig))
+    result = CliRunner().invoke(cli, [*QWEN_SWEEP, "--chart", str(tmp_path / "sweep.png")])
+    assert result.exit_code == 1, result.output
+    (fig,) = figures
+    for ax in fig.axes:
+        (mark,) = [line for line in ax.lines if (line.get_gid() or "").startswith("infeasible-")]
+        (feasible,) = [line for line in ax.lines if (line.get_gid() or "").startswith(("line-", "cost-"))]
+        highest = max(y for y in feasible.get_ydata() if y == y)  # NaN marks the infeasible point
+        bottom, top = ax.get_ylim()
+        assert bottom == 0 and top >= highest * 1.1
+        x, y = mark.get_transform().transform((mark.get_xdata()[0], mark.get_ydata()[0]))
+        _, floor = ax.transData.transform((0, 0))
+        assert y - floor >= 0.03 * ax.bbox.height  # clear of the axis line and the tick labels below it
