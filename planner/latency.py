@@ -155,7 +155,9 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
         pool_output_tokens_per_second=round(s.output_tokens_per_second * replicas, 1),
         pool_requests_per_second=round(s.requests_per_second * replicas, 3) if s.requests_per_second else None,
         step_bound=s.bound, binds=binds,
-        parts_ms={k: round(v * 1000, 3) for k, v in s.step.parts.items()})
+        parts_ms={k: round(v * 1000, 3) for k, v in s.step.parts.items()},
+        step_ms=round(s.step.seconds * 1000, 3), tokens_per_step=round(s.tokens_per_step, 4),
+        acceptance=list(s.acceptance), speculative=s.speculation)
 
 
 def memory_only_gpus(table: ChipTable, service: ServiceSpec) -> int:

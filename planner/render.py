@@ -128,4 +128,5 @@ def speed_lines(p: PoolPlan) -> list[str]:
             f"({s.context_tokens:,} tokens of context), first token of a {s.prompt_tokens:,}-token prompt in "
             f"{_seconds(s.ttft_ms)}; {s.output_tokens_per_second:,.0f} output tokens/s per instance, "
             f"{s.output_tokens_per_second_per_gpu:,.0f} per GPU, {s.pool_output_tokens_per_second:,.0f} for the "
-            f"pool{rate}; the step is {s.step_bound}-bound"]
+            f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
+                                                                if s.speculative else [])

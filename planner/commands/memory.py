@@ -119,6 +119,8 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
                        f"{speed['output_tokens_per_second']:,.0f} output tokens/s per instance, "
                        f"{speed['output_tokens_per_second_per_gpu']:,.0f} per GPU; the step is "
                        f"{speed['step_bound']}-bound")
+            if speed["speculative"]:
+                click.echo(f"speculative decoding: {speed['speculative']}")
     if not report.starts:
         ctx.exit(1)
 
@@ -148,7 +150,9 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
             "output_tokens_per_second": round(s.output_tokens_per_second, 1),
             "output_tokens_per_second_per_gpu": round(s.output_tokens_per_second_per_gpu, 1),
             "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None,
-            "step_bound": s.bound, "parts_ms": {k: round(v * 1000, 3) for k, v in s.step.parts.items()}}
+            "step_bound": s.bound, "parts_ms": {k: round(v * 1000, 3) for k, v in s.step.parts.items()},
+            "step_ms": round(s.step.seconds * 1000, 3), "tokens_per_step": round(s.tokens_per_step, 4),
+            "acceptance": list(s.acceptance), "speculative": s.speculation}
 
 
 def console_for_output(width: int = 140) -> Console:

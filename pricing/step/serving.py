@@ -15,13 +15,18 @@ mean context, isl + osl / 2. Without a workload a step is a pure decode at the g
 The time to first token of a prompt of P tokens is the steps its chunks take: each step
 prefills (budget − B + 1) of its tokens beside the other decodes, the chunk attending to the
 prompt's tokens before it. Queueing before admission is not modelled.
+
+Speculating with k draft tokens (pricing/step/speculative.py), every decoding request takes
+1 + k tokens of the budget (vLLM's scheduler schedules its drafts with it), so the prefill's
+share is budget − B (1 + k); a step yields 1 + E[accepted] tokens per request, so the time per
+output token is the step over that, and a request finishes in osl / (1 + E[accepted]) steps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pricing.step.step import Step, StepModel, StepTime
+from pricing.step.step import StepModel, StepTime
 from pricing.units import largest_such
 
 TTFT_EXACT_CHUNKS = 64  # prompts of more chunks sum their attention over 64 samples (trapezoids)
@@ -44,13 +49,16 @@ class Serving:
     """One instance (dp ranks of tp GPUs) at `batch` requests per rank."""
 
     batch: int  # decoding requests per data-parallel rank
-    tpot_seconds: float  # one step: every decoding request gets one token
+    tpot_seconds: float  # one step over the tokens it yields each decoding request (1 + E[accepted])
     ttft_seconds: float  # the prompt's chunked prefill beside the decodes
     output_tokens_per_second: float  # per instance
     output_tokens_per_second_per_gpu: float
     requests_per_second: float | None  # per instance, with a workload
     prefill_bound: bool  # the token budget cannot prefill the workload's prompts as fast as they finish
     step: StepTime  # the steady-state step, by part
+    tokens_per_step: float = 1.0  # output tokens per decoding request per step (1 + E[accepted drafts])
+    acceptance: tuple[float, ...] = ()  # the conditional acceptance assumed at each draft position
+    speculation: str | None = None  # the phrase saying so, with where the rates come from
 
     @property
     def bound(self) -> str:
@@ -60,16 +68,22 @@ class Serving:
 def steady_step(model: StepModel, batch: int, context: int, workload: Workload | None) -> tuple[StepTime, float]:
     """The mean steady-state step at `batch` decoding requests per rank, by part, and the
     output tokens it yields per rank."""
+    per_request = model.tokens_per_step
     if workload is None:
-        return model.time(Step(decode=batch, context=context)), float(batch)
-    room = max(1, model.engine.max_num_batched_tokens - batch)
-    decode = model.time(Step(decode=batch, context=workload.mean_context))
-    mixed = model.time(Step(decode=batch, context=workload.mean_context, chunk=room,
-                            chunk_offset=max(0, workload.isl - room) // 2))
-    share = batch * workload.isl / (room * workload.osl)  # mixed steps per output step
+        return model.time(model.decode_step(batch, context)), batch * per_request
+    room = max(1, model.engine.max_num_batched_tokens - batch * model.queries)
+    decode = model.time(model.decode_step(batch, workload.mean_context))
+    mixed = model.time(model.decode_step(batch, workload.mean_context, chunk=room,
+                                         chunk_offset=max(0, workload.isl - room) // 2))
+    share = batch * workload.isl * per_request / (room * workload.osl)  # mixed steps per step
     if share >= 1.0:
-        return mixed, batch / share
-    return StepTime.mix([(1.0 - share, decode), (share, mixed)]), float(batch)
+        return mixed, batch * per_request / share
+    return StepTime.mix([(1.0 - share, decode), (share, mixed)]), batch * per_request
+
+
+def step_seconds_per_token(model: StepModel, batch: int, context: int, workload: Workload | None) -> float:
+    """Time per output token: the steady step over the tokens it yields each decoding request."""
+    return steady_step(model, batch, context, workload)[0].seconds / model.tokens_per_step
 
 
 def ttft(model: StepModel, batch: int, context: int, prompt: int) -> float:
@@ -78,17 +92,17 @@ def ttft(model: StepModel, batch: int, context: int, prompt: int) -> float:
     prompt), so one step is priced whole and the attention re-priced per chunk."""
     budget = model.engine.max_num_batched_tokens
     others = max(0, batch - 1)
-    per_step = max(1, budget - others)
+    per_step = max(1, budget - others * model.queries)
     full, rest = divmod(prompt, per_step)
     total = 0.0
     if full:
-        first = Step(decode=others, context=context, chunk=per_step, chunk_offset=0)
+        first = model.decode_step(others, context, chunk=per_step)
         fixed = model.time(first).seconds - model.attention_seconds(first)
         total += full * fixed
 
         def attention(i: int) -> float:
-            return model.attention_seconds(Step(decode=others, context=context, chunk=per_step,
-                                                chunk_offset=i * per_step))
+            return model.attention_seconds(model.decode_step(others, context, chunk=per_step,
+                                                             chunk_offset=i * per_step))
 
         if full <= TTFT_EXACT_CHUNKS:
             total += sum(attention(i) for i in range(full))
@@ -98,7 +112,7 @@ def ttft(model: StepModel, batch: int, context: int, prompt: int) -> float:
             total += (values[0] + values[-1]) / 2 + sum((a + b) / 2 * (j - i) for i, j, a, b in
                                                         zip(marks, marks[1:], values, values[1:], strict=False))
     if rest:
-        total += model.time(Step(decode=others, context=context, chunk=rest, chunk_offset=full * per_step)).seconds
+        total += model.time(model.decode_step(others, context, chunk=rest, chunk_offset=full * per_step)).seconds
     return total
 
 
@@ -113,8 +127,12 @@ def serving(model: StepModel, batch: int, context: int, workload: Workload | Non
     per_instance = e.dp * out_per_rank / t.seconds
     gpus = e.gpus  # tp × pp × dp × pcp: a pipeline's stages run one after another, each on its own GPUs
     rps = per_instance / workload.osl if workload else None
-    return Serving(batch, t.seconds, first, per_instance, per_instance / gpus, rps,
-                   workload is not None and out_per_rank < batch, t)
+    per_request = model.tokens_per_step
+    d = model.drafting
+    rates = tuple(d.acceptance.rate(j) for j in range(1, d.drafts + 1)) if d else ()
+    phrase = d.acceptance.describe(d.drafts) if d else None
+    return Serving(batch, t.seconds / per_request, first, per_instance, per_instance / gpus, rps,
+                   workload is not None and out_per_rank < batch * per_request, t, per_request, rates, phrase)
 
 
 def largest_batch(model: StepModel, limit: int, context: int, workload: Workload | None, *,
@@ -125,7 +143,7 @@ def largest_batch(model: StepModel, limit: int, context: int, workload: Workload
     the largest batch is found by bisection."""
 
     def meets(b: int) -> bool:
-        if tpot_seconds is not None and steady_step(model, b, context, workload)[0].seconds > tpot_seconds:
+        if tpot_seconds is not None and step_seconds_per_token(model, b, context, workload) > tpot_seconds:
             return False
         if ttft_seconds is not None:
             p = prompt if prompt is not None else (workload.isl if workload else context)

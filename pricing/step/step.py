@@ -12,9 +12,12 @@ peak rates, plus the collectives and a per-step overhead.
                  hand-offs of the micro-batch's hidden states (latency + bytes / scale-up bandwidth)
     overhead     per step + per decoder layer + per request in the step
 
-A step schedules `decode` requests one token each at context `context`, and a prefill chunk of
-`chunk` tokens of one prompt already `chunk_offset` tokens in (vLLM's chunked prefill: decodes
-first, then the token budget's remainder to prefill). Its parts sum to its time.
+A step schedules `decode` requests at context `context`, `queries` tokens each (1, or 1 + k
+when the target verifies k draft tokens), and a prefill chunk of `chunk` tokens of one prompt
+already `chunk_offset` tokens in (vLLM's chunked prefill: decodes first, then the token budget's
+remainder to prefill). Speculating, the drafter's passes (pricing/step/speculative.py) run beside
+the target's forward, each priced by the same rooflines over the drafter's own layers and the
+shared LM head, and added as one part. Its parts sum to its time.
 """
 
 from __future__ import annotations
@@ -23,7 +26,16 @@ from dataclasses import dataclass, field
 
 from pricing.kernel import Kernel
 from pricing.step.rates import ChipRates, Efficiency, chip_rates
-from pricing.step.work import collectives, context_work, expected_experts, linear_groups
+from pricing.step.speculative import Acceptance, acceptance, drafter_for
+from pricing.step.work import (
+    Collectives,
+    ContextWork,
+    LinearGroup,
+    collectives,
+    context_work,
+    expected_experts,
+    linear_groups,
+)
 
 PART_NAMES = {"attention": "attention projections", "mlp": "dense MLP", "moe": "MoE layers", "lm_head": "LM head",
               "embedding": "embedding", "norm": "norms", "mixer": "recurrent mixers", "projection": "projections"}
@@ -33,18 +45,25 @@ PART_NAMES = {"attention": "attention projections", "mlp": "dense MLP", "moe": "
 class Step:
     """What one step schedules on one rank."""
 
-    decode: int = 0  # requests decoding one token
+    decode: int = 0  # decoding requests
     context: int = 0  # their context length
     chunk: int = 0  # prefill tokens in the step
     chunk_offset: int = 0  # tokens of that prompt already in the cache
+    queries: int = 1  # tokens each decoding request runs: 1, or 1 + k verifying k drafts
 
     @property
     def tokens(self) -> int:
-        return self.decode + self.chunk
+        return self.decode * self.queries + self.chunk
 
     @property
     def requests(self) -> int:
         return self.decode + (1 if self.chunk else 0)
+
+    @property
+    def logits(self) -> int:
+        """Positions the LM head runs at: every verified token of a decoding request (the rejection
+        sampler compares the target's logits at each draft), the chunk's last."""
+        return self.decode * self.queries + (1 if self.chunk else 0)
 
 
 @dataclass
@@ -63,6 +82,20 @@ class StepTime:
     def add(self, part: str, seconds: float) -> None:
         self.parts[part] = self.parts.get(part, 0.0) + seconds
         self.seconds += seconds
+
+    def fold(self, other: StepTime, part: str | None = None) -> None:
+        """Add `other` to this step: part by part, or whole as the one part `part`."""
+        if part is None:
+            for name, seconds in other.parts.items():
+                self.add(name, seconds)
+        else:
+            self.add(part, other.seconds)
+        self.flops += other.flops
+        self.bytes += other.bytes
+        self.memory_seconds += other.memory_seconds
+        self.compute_seconds += other.compute_seconds
+        self.comm_seconds += other.comm_seconds
+        self.overhead_seconds += other.overhead_seconds
 
     def roofline(self, part: str, flops: float, nbytes: float, flop_rate: float, byte_rate: float) -> None:
         """max(FLOPs at flop_rate, bytes at byte_rate)."""
@@ -102,6 +135,39 @@ class StepTime:
         return max(shares, key=lambda k: shares[k])
 
 
+DRAFTER_PART = "drafter passes"
+
+
+@dataclass(frozen=True)
+class Work:
+    """The layers one forward runs on this rank: linear groups, collectives, attention."""
+
+    groups: list[LinearGroup]
+    comm: Collectives
+    context: ContextWork
+
+    @classmethod
+    def of(cls, kernel: Kernel, drafter: str | None = None) -> Work:
+        return cls(linear_groups(kernel, drafter), collectives(kernel, drafter), context_work(kernel, drafter))
+
+
+@dataclass(frozen=True)
+class Drafting:
+    """A deployment's speculative decoding: its drafter's layers, how it drafts, its acceptance."""
+
+    method: str
+    drafts: int  # num_speculative_tokens
+    work: Work
+    acceptance: Acceptance
+
+    def passes(self, step: Step):
+        return drafter_for(self.method).passes(step.decode, step.queries, step.chunk, step.chunk_offset, self.drafts)
+
+    @property
+    def tokens_per_step(self) -> float:
+        return self.acceptance.tokens_per_step(self.drafts)
+
+
 class StepModel:
     """The step time of one rank of the deployment the memory kernel `kernel` describes: same
     model graph, same resolved engine, same chip."""
@@ -112,9 +178,13 @@ class StepModel:
         self.engine = kernel.engine
         self.rates = rates or chip_rates(kernel.chip, kernel.reg)
         self._eff = efficiency or Efficiency.from_registry(kernel.reg)
-        self.groups = linear_groups(kernel)
-        self.comm = collectives(kernel)
-        self.context = context_work(kernel)
+        self.target = Work.of(kernel)
+        self.groups, self.comm, self.context = self.target.groups, self.target.comm, self.target.context
+        e = kernel.engine
+        self.drafting = None
+        if e.spec_method and e.spec_tokens:
+            self.drafting = Drafting(e.spec_method, e.spec_tokens, Work.of(kernel, e.spec_method),
+                                     acceptance(kernel.reg, e.spec_method))
         self.top_k = int(kernel.model.extras.get("experts_per_token") or 0)
         self.stages = None
         if kernel.engine.pp > 1 and not _stage:
@@ -123,6 +193,20 @@ class StepModel:
     @property
     def eff(self) -> Efficiency:
         return self._eff
+
+    @property
+    def queries(self) -> int:
+        """Tokens each decoding request runs through the target per step: 1 + num_speculative_tokens."""
+        return 1 + (self.drafting.drafts if self.drafting else 0)
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Output tokens a decoding request gets per step: 1, or 1 + E[accepted drafts]."""
+        return self.drafting.tokens_per_step if self.drafting else 1.0
+
+    def decode_step(self, decode: int, context: int, chunk: int = 0, chunk_offset: int = 0) -> Step:
+        """The step vLLM schedules for `decode` running requests: each verifies its drafts."""
+        return Step(decode=decode, context=context, chunk=chunk, chunk_offset=chunk_offset, queries=self.queries)
 
     @eff.setter
     def eff(self, value: Efficiency) -> None:
@@ -134,7 +218,7 @@ class StepModel:
     def _micro(self, step: Step) -> Step:
         """One micro-batch: vLLM keeps pp batches in flight, each of 1/pp of the decoding requests."""
         return Step(decode=-(-step.decode // len(self.stages)), context=step.context, chunk=step.chunk,
-                    chunk_offset=step.chunk_offset)
+                    chunk_offset=step.chunk_offset, queries=step.queries)
 
     def _pipeline_time(self, step: Step) -> StepTime:
         """A request's step under pipeline parallelism: its micro-batch through every stage, and
@@ -143,15 +227,7 @@ class StepModel:
         micro = self._micro(step)
         out = StepTime()
         for stage in self.stages:
-            t = stage.time(micro)
-            for part, seconds in t.parts.items():
-                out.add(part, seconds)
-            out.flops += t.flops
-            out.bytes += t.bytes
-            out.memory_seconds += t.memory_seconds
-            out.compute_seconds += t.compute_seconds
-            out.comm_seconds += t.comm_seconds
-            out.overhead_seconds += t.overhead_seconds
+            out.fold(stage.time(micro))
         eff = self.eff
         size = micro.tokens * self.comm.hidden * eff.activation_bytes
         hand_off = (len(self.stages) - 1) * (eff.collective_latency_seconds
@@ -165,15 +241,37 @@ class StepModel:
         """The time of one step on this rank, by part."""
         if self.stages:
             return self._pipeline_time(step)
-        e, r, eff = self.engine, self.rates, self.eff
+        eff = self.eff
         out = StepTime()
+        self._forward(out, self.target, step, step.logits, PART_NAMES)
+        if self.drafting:
+            drafter = StepTime()
+            for p in self.drafting.passes(step):
+                one = Step(decode=p.decode, context=step.context, chunk=p.chunk, chunk_offset=p.chunk_offset,
+                           queries=p.queries)
+                self._forward(drafter, self.drafting.work, one, p.logits, PART_NAMES, head=self.target.groups)
+                seconds = eff.layer_seconds * self.drafting.work.comm.layers
+                drafter.overhead_seconds += seconds
+                drafter.add("overhead", seconds)
+            out.fold(drafter, DRAFTER_PART)
+        overhead = eff.step_seconds + eff.layer_seconds * self.comm.layers + eff.per_request_seconds * step.requests
+        out.overhead_seconds += overhead
+        out.add("step overhead", overhead)
+        return out
+
+    def _forward(self, out: StepTime, work: Work, step: Step, logits: int, names: dict,
+                 head: list[LinearGroup] | None = None) -> None:
+        """One forward of `work`'s layers over `step`'s tokens (the LM head at `logits` positions;
+        `head`: the groups whose LM head a drafter shares, priced there alone)."""
+        e, r, eff = self.engine, self.rates, self.eff
         byte_rate = r.memory_bandwidth * eff.memory_bandwidth
         expert_rate = r.memory_bandwidth * eff.expert_bandwidth
         n = step.tokens
         moe_tokens = n * e.dp if e.dp > 1 else n  # MoE layers see every data-parallel rank's tokens
         kinds: dict[str, list[float]] = {}  # kind -> [FLOPs, bytes, FLOP seconds, byte seconds]
-        for g in self.groups:
-            tokens = step.requests if g.logits_only else n
+        groups = work.groups + [g for g in head or () if g.logits_only]
+        for g in groups:
+            tokens = logits if g.logits_only else n
             flops = g.flops_per_token * tokens
             nbytes = g.weight_bytes + g.act_bytes_per_token * tokens
             t_bytes = nbytes / byte_rate
@@ -191,23 +289,20 @@ class StepModel:
             acc[2] += flops / (r.flops_for(g.fmt) * eff.tensor_compute)
             acc[3] += t_bytes
         for kind, (flops, nbytes, t_flops, t_bytes) in kinds.items():  # one roofline per kind of layer
-            out.roofline_seconds(PART_NAMES.get(kind, kind), flops, nbytes, t_flops, t_bytes)
-        self._attention(step, out, byte_rate)
-        self._collectives(step, out)
-        overhead = eff.step_seconds + eff.layer_seconds * self.comm.layers + eff.per_request_seconds * step.requests
-        out.overhead_seconds += overhead
-        out.add("step overhead", overhead)
-        return out
-
-    def _attention(self, step: Step, out: StepTime, byte_rate: float) -> None:
-        flops, nbytes = self.attention_work(step)
-        out.roofline("attention over the context", flops, nbytes,
-                     self.rates.bf16_flops * self.eff.tensor_compute, byte_rate)
+            out.roofline_seconds(names.get(kind, kind), flops, nbytes, t_flops, t_bytes)
+        flops, nbytes = self._attention_work(work.context, step)
+        out.roofline("attention over the context", flops, nbytes, r.bf16_flops * eff.tensor_compute, byte_rate)
+        self._collectives(work.comm, step, out)
 
     def attention_work(self, step: Step) -> tuple[float, float]:
-        """FLOPs and bytes of the attention over the context in `step` (decode queries at
-        `context`, a prefill chunk attending causally from `chunk_offset`)."""
-        c = self.context
+        """FLOPs and bytes of the target's attention over the context in `step` (decode queries
+        at `context`, a prefill chunk attending causally from `chunk_offset`)."""
+        return self._attention_work(self.context, step)
+
+    @staticmethod
+    def _attention_work(c: ContextWork, step: Step) -> tuple[float, float]:
+        """`attention_work` of the layers `c` describes: every query of a decoding request sees
+        its context; each request's cache is read once however many queries it runs."""
         dcp = max(1, c.dcp)
         full_pairs = c.flops_per_pair - c.window_flops_per_pair
         prefill_full = c.prefill_flops_per_pair - c.prefill_window_flops_per_pair
@@ -215,8 +310,9 @@ class StepModel:
         nbytes = 0.0
         if step.decode:
             window_context = min(step.context, c.window)
-            flops += step.decode * (full_pairs * step.context + c.window_flops_per_pair * window_context) / dcp
-            flops += sum(layers.flops(step.decode, step.context) for layers in c.sparse)
+            queries = step.decode * step.queries
+            flops += queries * (full_pairs * step.context + c.window_flops_per_pair * window_context) / dcp
+            flops += sum(layers.flops(queries, step.context) for layers in c.sparse)
             nbytes += step.decode * (c.cache_bytes_per_token * step.context / dcp + c.bounded_bytes_per_request)
         if step.chunk:
             t, l0 = step.chunk, step.chunk_offset
@@ -235,26 +331,26 @@ class StepModel:
         return max(flops / (self.rates.bf16_flops * self.eff.tensor_compute),
                    nbytes / (self.rates.memory_bandwidth * self.eff.memory_bandwidth))
 
-    def _collectives(self, step: Step, out: StepTime) -> None:
+    def _collectives(self, comm: Collectives, step: Step, out: StepTime) -> None:
         e, eff = self.engine, self.eff
         link = self.rates.scale_up_bandwidth * eff.interconnect
-        per_token = self.comm.hidden * eff.activation_bytes
-        if self.comm.all_reduces and e.tp > 1:
+        per_token = comm.hidden * eff.activation_bytes
+        if comm.all_reduces and e.tp > 1:
             size = per_token * step.tokens
             one = eff.collective_latency_seconds + 2 * (e.tp - 1) / e.tp * size / link
-            out.comm_seconds += one * self.comm.all_reduces
-            out.add("tensor-parallel all-reduce", one * self.comm.all_reduces)
-        if self.comm.all_to_all_layers:
+            out.comm_seconds += one * comm.all_reduces
+            out.add("tensor-parallel all-reduce", one * comm.all_reduces)
+        if comm.all_to_all_layers:
             g = e.ep_size
             size = per_token * step.tokens * max(1, self.top_k)
             one = 2 * (eff.collective_latency_seconds + (g - 1) / g * size / link)
-            out.comm_seconds += one * self.comm.all_to_all_layers
-            out.add("expert all-to-all", one * self.comm.all_to_all_layers)
+            out.comm_seconds += one * comm.all_to_all_layers
+            out.add("expert all-to-all", one * comm.all_to_all_layers)
 
     # -- conveniences ---------------------------------------------------------------------------
     def decode(self, batch: int, context: int) -> StepTime:
-        """A decode step of `batch` requests at context `context`."""
-        return self.time(Step(decode=batch, context=context))
+        """A decode step of `batch` requests at context `context` (each verifying its drafts)."""
+        return self.time(self.decode_step(batch, context))
 
     def prefill(self, tokens: int, offset: int = 0) -> StepTime:
         """A prefill chunk of `tokens` tokens of one prompt, `offset` tokens in."""

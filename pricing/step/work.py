@@ -115,10 +115,13 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
 
 
 @lru_cache(maxsize=64)
-def _nodes(model: ModelGraph, speculative: str | None) -> tuple:
-    """The nodes a deployment's steps run, in order (the graph's walk, once per model and drafter):
-    a multimodal encoder is not among them (it runs once per image, not per step)."""
-    return tuple(model.nodes(speculative, towers=False))
+def _nodes(model: ModelGraph, drafter: str | None) -> tuple:
+    """The nodes one forward runs, in order (the graph's walk, once per model and drafter): the
+    target's (`drafter` None) or drafter `drafter`'s own; a multimodal encoder is not among them
+    (it runs once per image, not per step)."""
+    if drafter is None:
+        return tuple(model.nodes(None, towers=False))
+    return tuple((n, d) for n, d in model.nodes(drafter, towers=False) if d["speculative"] == drafter)
 
 
 @lru_cache(maxsize=64)
@@ -141,16 +144,16 @@ def _fmt_key(t) -> str:
     return str(t.fmt) if t.rows > 1 and t.cols > 1 else "vector"
 
 
-def linear_groups(kernel: Kernel) -> list[LinearGroup]:
-    """The rank's linear work, grouped by (node kind, served format). Identical tensors (one per
-    layer) are sized once and counted."""
+def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGroup]:
+    """The rank's linear work, grouped by (node kind, served format): the target's, or drafter
+    `drafter`'s own layers. Identical tensors (one per layer) are sized once and counted."""
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     pad = kernel.reg.value("vllm_0_33.vocab_padding")
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
     experts = model.routed_experts
     local = cdiv(experts + (e.redundant_experts if e.eplb else 0), e.ep_size) if (e.ep and experts) else experts
     sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
-    tally, moe_layers = _tally(model, e.spec_method)
+    tally, moe_layers = _tally(model, drafter)
     acc: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(int))
     for (kind, t), n in tally:
         rows, cols = shard(t, e.tp, moe_tp, pad)
@@ -180,13 +183,14 @@ def linear_groups(kernel: Kernel) -> list[LinearGroup]:
     return out
 
 
-def collectives(kernel: Kernel) -> Collectives:
-    """Row-parallel outputs are summed across the tensor-parallel group (one all-reduce per node
-    holding a row-parallel or expert-row tensor); under expert parallelism with data parallel
-    ranks, each MoE layer's tokens are dispatched to and combined from the expert ranks."""
+def collectives(kernel: Kernel, drafter: str | None = None) -> Collectives:
+    """Of the target's layers, or drafter `drafter`'s: row-parallel outputs are summed across
+    the tensor-parallel group (one all-reduce per node holding a row-parallel or expert-row
+    tensor); under expert parallelism with data parallel ranks, each MoE layer's tokens are
+    dispatched to and combined from the expert ranks."""
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     reduces, a2a, layers = 0, 0, 0
-    for _, data in _nodes(model, e.spec_method):
+    for _, data in _nodes(model, drafter):
         layers += data["kind"] in ("attention", "mixer")
         splits = {t.split for t in data["tensors"]}
         if "row" in splits or "expert_row" in splits:
@@ -196,11 +200,14 @@ def collectives(kernel: Kernel) -> Collectives:
     return Collectives(reduces if e.tp > 1 else 0, a2a, model.hidden_size, layers)
 
 
-def context_work(kernel: Kernel) -> ContextWork:
-    """Attention FLOPs per (query, context) pair: 2 × heads per rank × (K width + V width) per
-    layer (a latent cache is read as both, absorbed: the width counted twice); stated caches
-    (DeepSeek-V4) at the model's head width. Cache bytes from the kernel: its owned context
-    caches per token, and the bounded caches' own pages (window rings, recurrent state)."""
+def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
+    """Of the target's layers, or drafter `drafter`'s. Attention FLOPs per (query, context) pair:
+    2 × heads per rank × (K width + V width) per layer (a latent cache is read as both, absorbed:
+    the width counted twice); stated caches (DeepSeek-V4) at the model's head width. Cache bytes
+    from the kernel: its owned context caches per token, and the bounded caches' own pages
+    (window rings, recurrent state). They include a drafter's own caches and are counted once per
+    step, with the target's (the drafter's work has none of its own: its cache, one layer beside
+    the model's, is read once per step, not once per drafter pass)."""
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     all_heads = max(1, model.num_attention_heads)
     heads = max(1, all_heads // e.tp)
@@ -213,7 +220,7 @@ def context_work(kernel: Kernel) -> ContextWork:
     index = int(model.extras.get("index_n_heads") or 0) * int(model.extras.get("index_head_dim") or 0)
     candidates = int(model.extras.get("candidate_topk_blocks") or 0) * int(model.extras.get("candidate_block_size")
                                                                           or 0)
-    for _, data in _nodes(model, e.spec_method):
+    for _, data in _nodes(model, drafter):
         c = data["cache"]
         if c is None and not data["caches"]:
             continue
@@ -238,8 +245,8 @@ def context_work(kernel: Kernel) -> ContextWork:
     return ContextWork(flops_per_pair=full + window_part, window_flops_per_pair=window_part,
                        prefill_flops_per_pair=prefill_full + prefill_window,
                        prefill_window_flops_per_pair=prefill_window, window=window,
-                       cache_bytes_per_token=float(kernel.cache_bytes_per_token()),
-                       bounded_bytes_per_request=kernel.own_page_bytes_steady(), dcp=e.dcp,
+                       cache_bytes_per_token=0.0 if drafter else float(kernel.cache_bytes_per_token()),
+                       bounded_bytes_per_request=0 if drafter else kernel.own_page_bytes_steady(), dcp=e.dcp,
                        sparse=tuple(SparseLayers(n, *key) for key, n in sorted(sparse.items())))
 
 

@@ -1,0 +1,177 @@
+"""Speculative decoding in the step model (pricing/step/speculative.py): the acceptance law by
+hand, the drafter passes vLLM runs, and properties (no speculation is the plain step; more
+accepted tokens never cost time per token; drafting nothing useful never saves time)."""
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pricing.chips import get_chip
+from pricing.errors import InputError
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
+from pricing.registry import load
+from pricing.step import Step, StepModel
+from pricing.step.serving import Workload, serving
+from pricing.step.speculative import Acceptance, BlockDrafter, SequentialDrafter, acceptance
+from pricing.step.step import DRAFTER_PART
+
+FAST = settings(max_examples=25, deadline=None)
+DRAFTING = st.sampled_from([("dsv4-flash", "mtp", 1), ("dsv3", "mtp", 8), ("dsv4.1-flash", "dspark", 8)])
+CHIPS = st.sampled_from(["h200", "b200", "mi300x"])
+_MODELS: dict = {}
+
+
+def step_model(name: str, chip: str, tp: int, method: str | None = None, k: int = 0, **flags) -> StepModel:
+    key = (name, chip, tp, method, k, tuple(sorted(flags.items())))
+    if key not in _MODELS:
+        model = load_model(name)
+        d = Deployment(tensor_parallel_size=tp, max_model_len=min(32768, model.max_position),
+                       num_speculative_tokens=k, speculative_method=method, **flags)
+        _MODELS[key] = StepModel(Kernel.of(model, d, get_chip(chip)))
+    return _MODELS[key]
+
+
+def with_rates(sm: StepModel, rates) -> StepModel:
+    """The same deployment assuming other acceptance rates (a shallow copy: the work is shared)."""
+    other = object.__new__(StepModel)
+    other.__dict__.update(sm.__dict__)
+    other.drafting = replace(sm.drafting, acceptance=Acceptance(sm.drafting.method, tuple(rates)))
+    return other
+
+
+def test_expected_accepted_tokens_by_hand():
+    """Rates 0.8 then 0.5 (a third position takes the last rate): 0.8 + 0.8·0.5 + 0.8·0.5·0.5
+    = 0.8 + 0.4 + 0.2 = 1.4 accepted, 2.4 tokens a step; one draft: 1.8."""
+    a = Acceptance("mtp", (0.8, 0.5))
+    assert a.expected_accepted(3) == pytest.approx(1.4)
+    assert a.tokens_per_step(3) == pytest.approx(2.4)
+    assert a.tokens_per_step(1) == pytest.approx(1.8)
+    assert a.tokens_per_step(0) == 1.0
+
+
+def test_one_rate_for_every_position_is_leviathans_closed_form():
+    """Leviathan et al. 2023, eq. 1: (1 − α^(k+1)) / (1 − α) tokens a step; α = 0.6, k = 4:
+    (1 − 0.07776) / 0.4 = 2.3056."""
+    assert Acceptance("mtp", (0.6,)).tokens_per_step(4) == pytest.approx(2.3056)
+
+
+def test_the_registry_rates_are_the_sourced_ones():
+    """MTP: DeepSeek-V3's report's low end, 0.85, for the first draft (1.85 tokens a step at k = 1).
+    DSpark: the vLLM log's unconditional rates 0.739, 0.478, ... come back as products of ours."""
+    reg = load()
+    mtp = acceptance(reg, "mtp")
+    assert mtp.tokens_per_step(1) == pytest.approx(1.85)
+    assert "2412.19437" in mtp.provenance.source
+    dspark = acceptance(reg, "dspark")
+    logged = (0.739, 0.478, 0.261, 0.174, 0.130, 0.087, 0.043)
+    chain = 1.0
+    for j, p in enumerate(logged, start=1):
+        chain *= dspark.rate(j)
+        assert chain == pytest.approx(p, abs=5e-4)
+    assert dspark.tokens_per_step(7) == pytest.approx(2.91, abs=0.005)  # the log's mean acceptance length
+
+
+def test_bad_rates_in_an_overlay_are_named():
+    reg = load().with_overrides({"step_model.speculative.mtp.acceptance": [0.9, 1.5]})
+    with pytest.raises(InputError, match="speculative.mtp.acceptance"):
+        acceptance(reg, "mtp")
+
+
+def test_the_drafter_passes_vllm_runs_by_hand():
+    """MTP, k = 3, 4 requests verifying 1 + 3 tokens each: a first pass over the target's 16
+    tokens, then two over one token per request (llm_base_proposer.propose): 24 drafter tokens,
+    a draft sampled at 4 positions per pass. DSpark, k = 5: one pass over 4 × 5 = 20 tokens,
+    logits at all 20."""
+    mtp = SequentialDrafter().passes(decode=4, queries=4, chunk=0, chunk_offset=0, drafts=3)
+    assert [(p.decode * p.queries, p.logits) for p in mtp] == [(16, 4), (4, 4), (4, 4)]
+    dspark = BlockDrafter().passes(decode=4, queries=6, chunk=0, chunk_offset=0, drafts=5)
+    assert [(p.decode * p.queries, p.logits) for p in dspark] == [(20, 20)]
+
+
+def test_verification_runs_one_plus_k_tokens_per_request_and_reads_each_cache_once():
+    """The target's attention: k + 1 queries per request, so k + 1 times the FLOPs of one, and
+    the same cache bytes."""
+    sm = step_model("dsv4-flash", "h200", 1, "mtp", 2)
+    one = sm.attention_work(Step(decode=8, context=4096))
+    three = sm.attention_work(Step(decode=8, context=4096, queries=3))
+    assert three[0] == pytest.approx(3 * one[0])
+    assert three[1] == one[1]
+
+
+@FAST
+@given(DRAFTING, CHIPS, st.integers(1, 256), st.integers(1, 32768))
+def test_without_its_drafter_a_speculating_step_is_the_plain_step(drafting, chip, batch, context):
+    """k = 0 is today's step: with speculation on, the step but its drafter part, at one query
+    per request, is exactly the step of the same deployment without speculation, but for the
+    drafter's own cache, which the step reads with the target's (same attention FLOPs, more
+    bytes)."""
+    name, method, tp = drafting
+    step = Step(decode=batch, context=context)
+    plain_model, spec_model = step_model(name, chip, tp), step_model(name, chip, tp, method, 1)
+    plain = plain_model.time(step)
+    assert DRAFTER_PART not in plain.parts
+    spec = spec_model.time(step)
+    target = {k: v for k, v in spec.parts.items() if k != DRAFTER_PART}
+    assert target.keys() == plain.parts.keys()
+    for part, seconds in plain.parts.items():
+        if part != "attention over the context":
+            assert target[part] == pytest.approx(seconds, rel=1e-12), part
+    flops, nbytes = plain_model.attention_work(step)
+    spec_flops, spec_bytes = spec_model.attention_work(step)
+    assert spec_flops == pytest.approx(flops, rel=1e-12) and spec_bytes >= nbytes
+    s = serving(step_model(name, chip, tp), batch, context)
+    assert s.tokens_per_step == 1.0 and s.tpot_seconds == s.step.seconds and s.speculation is None
+
+
+@FAST
+@given(DRAFTING, CHIPS, st.integers(1, 128), st.integers(1, 32768), st.integers(1, 4),
+       st.lists(st.floats(0.0, 1.0), min_size=1, max_size=5), st.data())
+def test_more_accepted_tokens_never_make_tpot_worse(drafting, chip, batch, context, k, rates, data):
+    name, method, tp = drafting
+    sm = step_model(name, chip, tp, method, k)
+    better = [min(1.0, r + data.draw(st.floats(0.0, 1.0))) for r in rates]
+    worse_tpot = serving(with_rates(sm, rates), batch, context).tpot_seconds
+    assert serving(with_rates(sm, better), batch, context).tpot_seconds <= worse_tpot
+
+
+@FAST
+@given(DRAFTING, CHIPS, st.integers(1, 128), st.integers(1, 32768), st.integers(1, 3))
+def test_a_larger_k_at_acceptance_zero_never_makes_tpot_better(drafting, chip, batch, context, k):
+    name, method, tp = drafting
+    plain = serving(step_model(name, chip, tp), batch, context).tpot_seconds
+    fewer = serving(with_rates(step_model(name, chip, tp, method, k), [0.0]), batch, context).tpot_seconds
+    more = serving(with_rates(step_model(name, chip, tp, method, k + 1), [0.0]), batch, context).tpot_seconds
+    assert plain <= fewer <= more
+
+
+@FAST
+@given(DRAFTING, CHIPS, st.integers(1, 4), st.integers(0, 128), st.integers(1, 65536), st.integers(0, 4096),
+       st.integers(0, 65536))
+def test_parts_of_a_speculating_step_sum_to_the_step(drafting, chip, k, decode, context, chunk, offset):
+    name, method, tp = drafting
+    sm = step_model(name, chip, tp, method, k)
+    t = sm.time(sm.decode_step(decode, context, chunk=chunk, chunk_offset=offset))
+    assert math.isclose(sum(t.parts.values()), t.seconds, rel_tol=1e-9)
+    by_bound = t.memory_seconds + t.compute_seconds + t.comm_seconds + t.overhead_seconds
+    assert math.isclose(by_bound, t.seconds, rel_tol=1e-9)
+    assert all(v >= 0 for v in t.parts.values())
+
+
+def test_tpot_is_the_step_over_the_tokens_it_yields_and_the_budget_holds_the_drafts():
+    """dsv4-flash MTP k = 1 on one H200: 16 requests at 8,192 tokens; the steady step yields
+    1.85 tokens per request, so TPOT = step / 1.85 and the instance emits 16 × 1.85 per step.
+    With a workload each decoding request takes 2 tokens of the 2,048-token budget."""
+    sm = step_model("dsv4-flash", "h200", 1, "mtp", 1)
+    s = serving(sm, 16, 8192)
+    assert s.tokens_per_step == pytest.approx(1.85)
+    assert s.tpot_seconds == pytest.approx(s.step.seconds / 1.85)
+    assert s.output_tokens_per_second == pytest.approx(16 * 1.85 / s.step.seconds)
+    assert "0.85" in s.speculation and "step_model.speculative.mtp.acceptance" in s.speculation
+    assert sm.decode_step(16, 8192).tokens == 32
+    assert s.step.parts[DRAFTER_PART] > 0
+    w = serving(sm, 16, 8192, Workload(1024, 1024))
+    assert w.tokens_per_step == pytest.approx(1.85)
