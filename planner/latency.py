@@ -58,7 +58,8 @@ def constrains(service: ServiceSpec) -> bool:
 
 def _step_model(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> StepModel:
     length = context_length(model, service)
-    return StepModel(Kernel.of(model, deployment(row, service, length), table.chip))
+    return StepModel(Kernel.of(model, deployment(row, service, length), table.chip),
+                     rates_accepted=service.speculative_acceptance)
 
 
 def cap_rows(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:

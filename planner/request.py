@@ -34,6 +34,9 @@ class ServiceSpec(BaseModel):
     headroom: float = Field(0.0, ge=0, description="percent of extra concurrency the pool must hold")
     num_speculative_tokens: int = Field(0, ge=0)
     speculative_method: str | None = None
+    speculative_acceptance: tuple[float, ...] | None = Field(
+        None, min_length=1, description="the drafter's conditional acceptance by draft position (a later position "
+        "takes the last); None: the registry's (step_model.yaml speculative.<method>.acceptance)")
     kv_cache_dtypes: tuple[str, ...] = ("auto",)
     tp: tuple[int, ...] | None = Field(None, description="allowed tp sizes; None: all that divide the heads")
     pp: tuple[int, ...] | None = Field(None, description="allowed pipeline parallel sizes; None: the defaults grid")
@@ -56,6 +59,13 @@ class ServiceSpec(BaseModel):
         from pricing.registry import load
 
         return float(load().value("cost_model_memory.kv_pool_margin"))
+
+    @field_validator("speculative_acceptance")
+    @classmethod
+    def _rates(cls, v):
+        if v is not None and any(not 0.0 <= r <= 1.0 for r in v):
+            raise ValueError(f"every rate must be in [0, 1], got {', '.join(f'{r:g}' for r in v)}")
+        return v
 
     @field_validator("headroom")
     @classmethod

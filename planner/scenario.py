@@ -28,7 +28,8 @@ from pricing import yaml_fast
 from pricing.errors import InputError, suggest
 
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
-                  "num_speculative_tokens", "speculative_method", "tp", "pp", "dp", "dcp", "gpu_memory_utilization",
+                  "num_speculative_tokens", "speculative_method", "speculative_acceptance", "tp", "pp", "dp", "dcp",
+                  "gpu_memory_utilization",
                   "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload")
 
 
@@ -36,6 +37,20 @@ class Speculative(BaseModel):
     model_config = ConfigDict(extra="forbid")
     method: str | None = None
     tokens: int = Field(0, ge=0)
+    acceptance: list[float] | None = Field(None, min_length=1, description="the drafter's conditional acceptance by "
+                                           "draft position; default: the registry's")
+
+    @field_validator("acceptance")
+    @classmethod
+    def _rates(cls, v):
+        return rates_in_range(v)
+
+
+def rates_in_range(v):
+    """Acceptance rates, each a probability."""
+    if v is not None and any(not 0.0 <= r <= 1.0 for r in v):
+        raise ValueError(f"every rate must be in [0, 1], got {', '.join(f'{r:g}' for r in v)}")
+    return v
 
 
 class Service(BaseModel):
@@ -55,6 +70,8 @@ class Service(BaseModel):
     speculative: Speculative | None = None
     num_speculative_tokens: int | None = Field(None, ge=0)
     speculative_method: str | None = None
+    speculative_acceptance: list[float] | None = Field(None, min_length=1, description="the drafter's conditional "
+                                                       "acceptance by draft position; default: the registry's")
     vllm_version: str | None = Field(None, description="the vLLM release to plan for (default 0.33, the only one)")
     tp: list[int] | None = None
     pp: list[int] | None = None
@@ -66,6 +83,11 @@ class Service(BaseModel):
     tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get, in ms")
     ttft_ms: float | None = Field(None, gt=0, description="time to first token of the workload's prompt, in ms")
     workload: WorkloadSpec | None = Field(None, description="isl, osl and requests_per_second of the requests")
+
+    @field_validator("speculative_acceptance")
+    @classmethod
+    def _rates(cls, v):
+        return rates_in_range(v)
 
     @field_validator("kv_cache_dtype", "chips", mode="before")
     @classmethod
@@ -136,9 +158,11 @@ class Scenario(BaseModel):
         tokens = s.num_speculative_tokens if s.num_speculative_tokens is not None else (
             s.speculative.tokens if s.speculative else 0)
         method = s.speculative_method or (s.speculative.method if s.speculative else None)
+        rates = s.speculative_acceptance or (s.speculative.acceptance if s.speculative else None)
         return ServiceSpec(model=s.model, quantization=s.quantization, concurrency=s.concurrency,
                            context_length=s.context_length, headroom=s.headroom or 0.0,
                            num_speculative_tokens=tokens, speculative_method=method,
+                           speculative_acceptance=tuple(rates) if rates else None,
                            kv_cache_dtypes=tuple(s.kv_cache_dtype or ("auto",)),
                            tp=tuple(s.tp) if s.tp else None, pp=tuple(s.pp) if s.pp else None,
                            dp=tuple(s.dp) if s.dp else None,
@@ -220,7 +244,7 @@ def _path(loc: tuple) -> str:
 
 def _first_error(err: ValidationError) -> str:
     e = err.errors()[0]
-    return f"{_path(e['loc'])}: {e['msg']}"
+    return f"{_path(e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
 
 
 class ScenarioErrors(InputError):
@@ -251,7 +275,7 @@ def load_scenario(path: str | Path) -> Scenario:
     except ValidationError as err:
         lines = []
         for e in err.errors():
-            expected = e["msg"]
+            expected = e["msg"].removeprefix("Value error, ")
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
@@ -392,7 +416,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
             spec = scenario.service_spec(service)
         except ValidationError as err:  # what the file's own fields do not say: a headroom beyond the range
             lines += [f"{at}.{_path(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()
-                      if e["loc"] == ("headroom",)]
+                      if e["loc"] in (("headroom",), ("speculative_acceptance",))]
             continue
         method = spec.speculative_method
         if method is not None and method.lower() not in model.speculative_methods:

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from planner.commands.plan import vllm_version_option
+from planner.commands.plan import acceptance_option, vllm_version_option
 from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
@@ -86,11 +86,12 @@ def vllm_flags(f):
 @click.option("--batch", type=int, help="requests each rank decodes at once, for the step time (default: all it holds)")
 @click.option("--isl", type=int, help="mean input tokens (with --osl: price the step for that workload)")
 @click.option("--osl", type=int, help="mean output tokens (with --isl)")
+@acceptance_option()
 @vllm_version_option()
 @vllm_flags
 @click.pass_context
 def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, batch, isl,
-           osl, **flags):
+           osl, speculative_acceptance, **flags):
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
     and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
     vLLM's own error, when vLLM would not start it."""
@@ -105,7 +106,10 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
     kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
     report = memory_report(kernel, tokens)
-    speed = step_speed(kernel, tokens, batch, isl, osl) if report.starts else None
+    if speculative_acceptance and not kernel.engine.spec_tokens:
+        click.echo("note: --speculative-acceptance has no effect: no speculative decoding (--num-speculative-tokens "
+                   "0)", err=True)
+    speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
     if as_json:
         out = report.model_dump()
         out["step"] = speed
@@ -125,10 +129,12 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         ctx.exit(1)
 
 
-def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int | None) -> dict | None:
+def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int | None,
+               rates_accepted: tuple[float, ...] | None = None) -> dict | None:
     """The step model's figures for this deployment (None when the chip has no peak rates):
     `batch` requests per rank (default: what one rank holds) at `tokens` of context, or at the
-    workload's mean context with --isl/--osl."""
+    workload's mean context with --isl/--osl; speculating, at `rates_accepted` (default: the
+    registry's acceptance)."""
     from pricing.errors import InputError
     from pricing.step import StepModel, has_rates
     from pricing.step.serving import Workload, serving
@@ -143,7 +149,7 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
     b = batch or max(1, min(kernel.engine.max_num_seqs, kernel.requests_held() or 1))
     wl = Workload(isl, osl) if isl else None
     context = max(1, tokens)
-    s = serving(StepModel(kernel), b, context, wl)
+    s = serving(StepModel(kernel, rates_accepted=rates_accepted), b, context, wl)
     return {"batch_per_rank": b, "context_tokens": wl.mean_context if wl else context,
             "prompt_tokens": wl.isl if wl else context, "tpot_ms": round(s.tpot_seconds * 1000, 3),
             "ttft_ms": round(s.ttft_seconds * 1000, 1),

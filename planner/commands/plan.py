@@ -76,6 +76,7 @@ def options_list(axes: bool = False) -> list:
                      help="token budgets to search (repeat); default 2048 … 32768"),
         click.option("--num-speculative-tokens", type=int, default=0, show_default=True),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
+        acceptance_option(),
         click.option("--quantization", help=methods_help() + repeat, **many),
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
@@ -91,6 +92,27 @@ def options_list(axes: bool = False) -> list:
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
     ]
+
+
+def acceptance_option():
+    return click.option("--speculative-acceptance", "--acceptance", "speculative_acceptance", metavar="RATES",
+                        callback=_rates, help="the drafter's conditional acceptance by draft position, e.g. 0.85,0.68 "
+                        "(a later position takes the last); default: the registry's, step_model.yaml")
+
+
+def _rates(ctx, param, value: str | None) -> tuple[float, ...] | None:
+    """`--speculative-acceptance 0.85,0.68`: rates in [0, 1], one per draft position."""
+    if value is None:
+        return None
+    try:
+        rates = tuple(float(v) for v in value.split(","))
+    except ValueError:
+        raise InputError("--speculative-acceptance", f"{value!r} is not a list of rates",
+                         "give the acceptance of each draft position, e.g. 0.85,0.68") from None
+    if any(not 0.0 <= r <= 1.0 for r in rates):
+        raise InputError("--speculative-acceptance", f"every rate must be in [0, 1], got {value}",
+                         "give the acceptance of each draft position, e.g. 0.85,0.68")
+    return rates
 
 
 def apply_options(options: list, f):
@@ -156,6 +178,7 @@ def request_from(options: dict) -> PlanRequest:
             model=options["model"], quantization=options["quantization"], concurrency=options["concurrency"],
             context_length=options["context_length"], headroom=options["headroom"], margin=options["margin"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
+            speculative_acceptance=options.get("speculative_acceptance"),
             kv_cache_dtypes=tuple(dict.fromkeys(k.lower() for k in options["kv_cache_dtype"])) or ("auto",),
             tp=options["tp"] or None, pp=options["pp"] or None, dp=options["dp"] or None, dcp=options["dcp"] or None,
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
@@ -183,6 +206,14 @@ def unused_prices(request: PlanRequest) -> list[str]:
             f"({', '.join(sorted(planned))})" for chip, price in request.limits.prices.items() if chip not in planned]
 
 
+def unused_acceptance(request: PlanRequest) -> list[str]:
+    """`--speculative-acceptance` without speculative decoding has no effect: say so."""
+    s = request.service
+    if s.speculative_acceptance and not s.num_speculative_tokens:
+        return ["--speculative-acceptance has no effect: no speculative decoding (--num-speculative-tokens 0)"]
+    return []
+
+
 def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
     if not options.get("model"):
@@ -194,7 +225,7 @@ def run(ctx: click.Context, **options) -> None:
 
     request = request_from(options)
     result = plan(request)
-    result.notes[:0] = unused_prices(request)
+    result.notes[:0] = unused_prices(request) + unused_acceptance(request)
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
         for line in result.explanations + [f"note: {n}" for n in result.notes]:

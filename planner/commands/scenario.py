@@ -233,6 +233,7 @@ def point_scenario(point: dict, options: dict, every: float | None, by_chip: dic
                "num_speculative_tokens": options["num_speculative_tokens"]}
     for key, value in (("quantization", point["quantization"]), ("context_length", point["context_length"]),
                        ("speculative_method", options["speculative_method"]),
+                       ("speculative_acceptance", list(options["speculative_acceptance"] or []) or None),
                        ("vllm_version", options.get("vllm_version"))):
         if value is not None:
             service[key] = value

@@ -170,10 +170,11 @@ class Drafting:
 
 class StepModel:
     """The step time of one rank of the deployment the memory kernel `kernel` describes: same
-    model graph, same resolved engine, same chip."""
+    model graph, same resolved engine, same chip. `rates_accepted`: the drafter's conditional
+    acceptance by draft position when the user gives it (default: the registry's)."""
 
     def __init__(self, kernel: Kernel, rates: ChipRates | None = None, efficiency: Efficiency | None = None,
-                 _stage: bool = False):
+                 _stage: bool = False, rates_accepted: tuple[float, ...] | None = None):
         self.kernel = kernel
         self.engine = kernel.engine
         self.rates = rates or chip_rates(kernel.chip, kernel.reg)
@@ -183,8 +184,9 @@ class StepModel:
         e = kernel.engine
         self.drafting = None
         if e.spec_method and e.spec_tokens:
+            given = Acceptance(e.spec_method, tuple(rates_accepted)) if rates_accepted else None
             self.drafting = Drafting(e.spec_method, e.spec_tokens, Work.of(kernel, e.spec_method),
-                                     acceptance(kernel.reg, e.spec_method))
+                                     given or acceptance(kernel.reg, e.spec_method))
         self.top_k = int(kernel.model.extras.get("experts_per_token") or 0)
         self.stages = None
         if kernel.engine.pp > 1 and not _stage:
