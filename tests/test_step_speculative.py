@@ -2,6 +2,7 @@
 hand, the drafter passes vLLM runs, and properties (no speculation is the plain step; more
 accepted tokens never cost time per token; drafting nothing useful never saves time)."""
 
+import json
 import math
 from dataclasses import replace
 
@@ -175,3 +176,72 @@ def test_tpot_is_the_step_over_the_tokens_it_yields_and_the_budget_holds_the_dra
     assert s.step.parts[DRAFTER_PART] > 0
     w = serving(sm, 16, 8192, Workload(1024, 1024))
     assert w.tokens_per_step == pytest.approx(1.85)
+
+
+def test_each_decoding_request_takes_one_plus_k_tokens_of_the_budget():
+    """vLLM schedules a running request's drafts with it: at 16 requests verifying 1 + 3 tokens,
+    a 2,048-token budget leaves 2,048 − 64 = 1,984 tokens to a prompt's chunk, so a 1,984-token
+    prompt is one step and a 1,985-token one two."""
+    sm = step_model("dsv4-flash", "h200", 1, "mtp", 3, max_num_batched_tokens=2048)
+    from pricing.step.serving import ttft
+
+    one = sm.time(sm.decode_step(16, 8192, chunk=1984)).seconds
+    assert ttft(sm, 17, 8192, 1984) == pytest.approx(one)
+    last = sm.time(sm.decode_step(16, 8192, chunk=1, chunk_offset=1984)).seconds
+    assert ttft(sm, 17, 8192, 1985) == pytest.approx(one + last)
+
+    from pricing.step.serving import steady_step
+
+    # prefill-bound (16 × 4,096 × 2.82 prompt tokens to prefill per 64 output tokens, 1,984 a step):
+    # every step prefills 1,984 tokens, so 1,984 × 64 / 4,096 = 31 tokens come out of each
+    assert steady_step(sm, 16, 8192, Workload(4096, 64))[1] == pytest.approx(31.0)
+
+
+SPEC = ["--model", "dsv4-flash", "--chip", "h200", "--concurrency", "64", "--context-length", "131072"]
+
+
+def test_the_plan_says_the_acceptance_it_assumed_and_takes_the_users(capsys):
+    from planner.cli import main
+
+    assert main([*SPEC, "--num-speculative-tokens", "1", "--json"]) == 0
+    step = json.loads(capsys.readouterr().out)["best"]["step"]
+    assert step["acceptance"] == [0.85] and step["tokens_per_step"] == pytest.approx(1.85)
+    assert step["tpot_ms"] == pytest.approx(step["step_ms"] / 1.85, rel=1e-3)
+    assert sum(step["parts_ms"].values()) == pytest.approx(step["step_ms"], abs=0.01)
+    assert "step_model.speculative.mtp.acceptance" in step["speculative"]
+    assert main([*SPEC, "--num-speculative-tokens", "1", "--speculative-acceptance", "0.6", "--json"]) == 0
+    given = json.loads(capsys.readouterr().out)["best"]["step"]
+    assert given["acceptance"] == [0.6] and given["tokens_per_step"] == pytest.approx(1.6)
+    assert given["tpot_ms"] > step["tpot_ms"]
+    assert main([*SPEC, "--num-speculative-tokens", "1", "--acceptance", "0.6"]) == 0
+    assert "speculative decoding: mtp × 1: acceptance 0.60" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["1.5", "x", "0.8,-0.1"])
+def test_bad_acceptance_is_one_line_naming_the_flag(capsys, value):
+    from planner.cli import main
+
+    assert main([*SPEC, "--num-speculative-tokens", "1", "--acceptance", value]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--speculative-acceptance" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_acceptance_without_speculation_is_said_to_have_no_effect(capsys):
+    from planner.cli import main
+
+    assert main([*SPEC, "--acceptance", "0.6"]) == 0
+    assert "--speculative-acceptance has no effect" in capsys.readouterr().out
+
+
+def test_a_scenario_service_gives_its_acceptance(tmp_path):
+    from planner.scenario import load_scenario
+
+    path = tmp_path / "review.yaml"
+    path.write_text("review: r\nservices:\n  - {name: chat, model: dsv4.1-flash, concurrency: 8, chips: [h200],\n"
+                    "     speculative: {method: dspark, tokens: 5, acceptance: [0.8, 0.7]}}\n")
+    scenario = load_scenario(path)
+    assert scenario.service_spec(scenario.services[0]).speculative_acceptance == (0.8, 0.7)
+    path.write_text(path.read_text().replace("0.7]", "1.7]"))
+    with pytest.raises(InputError, match=r"services\[0\]\.speculative\.acceptance: every rate must be in \[0, 1\]"):
+        load_scenario(path)
