@@ -84,3 +84,14 @@ def test_an_unknown_rope_type_is_said_not_silently_sized():
     g = build_graph(ModelSource("tiny", "tiny", decoder_config(cfg), None, "test config"))
     assert rotary_caches(g, None) == ()
     assert any("'longrope' not sized" in c for c in g.conventions)
+
+
+def test_rope_parameters_per_layer_type_are_read():
+    """transformers 5 writes Gemma 3's ropes per layer type: the global layers' linear ×8 is still found."""
+    cfg = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 256,
+           "intermediate_size": 512, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 64, "vocab_size": 1024, "max_position_embeddings": 4096, "sliding_window": 512,
+           "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    g = build_graph(ModelSource("tiny", "tiny", decoder_config(cfg), None, "test config"))
+    assert sorted(c.rows for c in rotary_caches(g, None)) == [4096, 4096 * 8]

@@ -25,12 +25,13 @@ ROWS_SCALED = ("linear",)
 ROWS_SCALED_ORIGINAL = ("yarn", "deepseek_yarn", "deepseek_llama_scaling")
 
 
-def rope_parameters(cfg: dict) -> dict:
-    """The rope configuration as get_rope receives it: the config's rope_parameters (flat form)
+def rope_parameters(cfg: dict, layer_type: str = "full_attention") -> dict:
+    """The rope configuration as get_rope receives it: the config's rope_parameters (flat, or per
+    layer type as transformers 5 writes them: {"full_attention": {...}, "sliding_attention": {...}})
     with its rope_scaling laid over, `type` read as `rope_type`."""
     params = dict(cfg.get("rope_parameters") or {})
-    if any(isinstance(v, dict) for v in params.values()):  # per-layer-type form: not the flat one
-        params = {}
+    if any(isinstance(v, dict) for v in params.values()):
+        params = dict(params.get(layer_type) or {})
     params.update(cfg.get("rope_scaling") or {})
     if "type" in params and "rope_type" not in params:
         params["rope_type"] = params.pop("type")
