@@ -4,6 +4,7 @@ table, JSON, Markdown and a chart."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -242,13 +243,15 @@ def line_chart(series: dict[str, list[tuple[float, float | None, float | None, s
             ax.plot(xs, ys, gid=f"line-{label}" if ax is ax_gpus else f"cost-{label}", **style)
             bad = [p for p in points if p[index] is None]
             if bad:
-                ax.plot([dodge(p[0]) for p in bad], [0] * len(bad), marker="x", linestyle="none", color=f"C{k}",
-                        markersize=12, markeredgewidth=2.5, clip_on=False, gid=f"infeasible-{label}")
+                ax.plot([dodge(p[0]) for p in bad], [INFEASIBLE_MARK_HEIGHT] * len(bad), marker="x", linestyle="none",
+                        color=f"C{k}", markersize=12, markeredgewidth=2.5, clip_on=False, gid=f"infeasible-{label}",
+                        transform=_on_the_floor(ax), scalex=False, scaley=False)
                 for p in bad:
                     missed.setdefault((ax, p[0]), {}).setdefault(p[3], []).append(k)
     for (ax, x), texts in missed.items():  # one upright label per reason at each x, in the series' colour if one
         for t, (text, who) in enumerate(texts.items()):
-            ax.annotate(text.replace("\n", ": "), (x, 0), xytext=((t - (len(texts) - 1) / 2) * 16, 14),
+            ax.annotate(text.replace("\n", ": "), (x, INFEASIBLE_MARK_HEIGHT), xycoords=_on_the_floor(ax),
+                        xytext=((t - (len(texts) - 1) / 2) * 16, 14),
                         textcoords="offset points", ha="center", va="bottom", rotation=90, fontsize=8,
                         color=f"C{who[0]}" if len(who) == 1 else "dimgrey", zorder=3, bbox=LABEL_BOX)
     for ax, label in ((ax_gpus, "GPUs"), (ax_cost, f"$/month ({hours} h)")):
@@ -261,12 +264,23 @@ def line_chart(series: dict[str, list[tuple[float, float | None, float | None, s
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         (_integer_axis if ax is ax_gpus else _money_axis)(ax)
-        ax.margins(y=0.12)
-        ax.set_ylim(bottom=0)
+        top = ax.dataLim.y1 if math.isfinite(ax.dataLim.y1) and ax.dataLim.y1 > 0 else 1
+        ax.set_ylim(0, top * (1 + HEADROOM_ABOVE_THE_HIGHEST))  # from zero, whatever the lowest point
     ax_cost.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(title)
     fig.tight_layout()
     _save(fig, path)
+
+
+HEADROOM_ABOVE_THE_HIGHEST = 0.12  # the y axis runs to the highest point and this fraction more
+INFEASIBLE_MARK_HEIGHT = 0.04  # an infeasible point's ✕, as a fraction of the axes' height: clear of the tick labels
+
+
+def _on_the_floor(ax):
+    """Data x, axes-fraction y: a mark that stands just above the x axis whatever the y range."""
+    from matplotlib.transforms import blended_transform_factory
+
+    return blended_transform_factory(ax.transData, ax.transAxes)
 
 
 def chart(c: Comparison, path: str) -> None:

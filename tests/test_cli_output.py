@@ -292,9 +292,7 @@ def test_input_wrong_in_itself_stays_a_one_line_error_in_a_sweep(capsys, args, f
     base = dict(zip(QWEN_SWEEP[1::2], QWEN_SWEEP[2::2], strict=False))
     argv = ["compare"] + [x for k, v in base.items() if k not in args for x in (k, v)] + args
     assert main([*argv, "--context-length", "131072"]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith(f"plan: error: {field}")
-    assert len(captured.err.strip().splitlines()) == 1
+    _one_line_error(capsys, field)
 
 
 def test_a_compare_file_answers_a_variant_beyond_a_models_positions(tmp_path, capsys):
@@ -412,9 +410,7 @@ def test_a_compare_file_refuses_options_it_would_ignore(capsys):
 @pytest.mark.parametrize("command", [[], ["compare"]])
 def test_a_headroom_or_price_beyond_the_solvers_range_is_a_one_line_error(capsys, command, args, field):
     assert main([*command, "--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8", *args]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith(f"plan: error: {field}: ")
-    assert len(captured.err.strip().splitlines()) == 1
+    _one_line_error(capsys, f"{field}: ")
 
 
 def test_a_scenarios_headroom_or_price_beyond_the_solvers_range_is_a_file_error(tmp_path, capsys):
@@ -500,3 +496,31 @@ variants:
     [more] = c.variants  # three H100s: every GPU in use, but each service has its cheapest pool: no inventory binds
     assert {p.chip for p in more.services} == {"h100"} and more.chips[0].gpus == more.chips[0].available == 3
     assert "inventory" not in binding(more) and binding(more).startswith("a: one GPU is the smallest pool")
+
+
+def _one_line_error(capsys, field: str) -> None:
+    """Nothing on standard output, and one line on standard error naming `field`."""
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"plan: error: {field}")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_an_infeasible_mark_stands_clear_of_the_axis_and_the_highest_point_of_the_top(tmp_path, monkeypatch):
+    """The ✕ of an infeasible point stands above the x axis (not on the tick labels), and the y axis
+    runs from zero to the highest point and some more, whatever the lowest point is."""
+    import planner.review as review
+
+    figures = []
+    monkeypatch.setattr(review, "_save", lambda fig, path: figures.append(fig))
+    result = CliRunner().invoke(cli, [*QWEN_SWEEP, "--chart", str(tmp_path / "sweep.png")])
+    assert result.exit_code == 1, result.output
+    (fig,) = figures
+    for ax in fig.axes:
+        (mark,) = [line for line in ax.lines if (line.get_gid() or "").startswith("infeasible-")]
+        (feasible,) = [line for line in ax.lines if (line.get_gid() or "").startswith(("line-", "cost-"))]
+        highest = max(y for y in feasible.get_ydata() if y == y)  # NaN marks the infeasible point
+        bottom, top = ax.get_ylim()
+        assert bottom == 0 and top >= highest * 1.1
+        x, y = mark.get_transform().transform((mark.get_xdata()[0], mark.get_ydata()[0]))
+        _, floor = ax.transData.transform((0, 0))
+        assert y - floor >= 0.03 * ax.bbox.height  # clear of the axis line and the tick labels below it

@@ -30,6 +30,14 @@ def _vision_config(cfg: dict) -> dict:
     return vision
 
 
+def _siglip_mlp(make: TensorMaker, name: str, hidden: int, inter: int, quantized: bool) -> list:
+    """SigLIP's MLP (siglip.py SiglipMLP): fc1 (ColumnParallelLinear) and fc2 (RowParallelLinear), with biases."""
+    return [make.linear(f"{name}.fc1", inter, hidden, "column", quantized=quantized),
+            make.plain(f"{name}.fc1.bias", inter, 1, "column"),
+            make.linear(f"{name}.fc2", hidden, inter, "row", quantized=quantized),
+            make.plain(f"{name}.fc2.bias", hidden)]
+
+
 def siglip_tower(m, make: TensorMaker, vision: dict, prefix: str) -> str:
     """SigLIP's vision transformer (vLLM models/siglip.py SiglipVisionModel): the patch embedding
     (a Conv2d, never quantized) and the learned position embedding (nn.Embedding, replicated);
@@ -66,10 +74,7 @@ def siglip_tower(m, make: TensorMaker, vision: dict, prefix: str) -> str:
         m.flow(prev, attn)
         mlp = m.add(f"{q}.mlp", "encoder", tower=TOWER, tensors=[
             make.plain(f"{q}.layer_norm2", hidden), make.plain(f"{q}.layer_norm2.bias", hidden),
-            make.linear(f"{q}.mlp.fc1", inter, hidden, "column", quantized=mlp_quantized),
-            make.plain(f"{q}.mlp.fc1.bias", inter, 1, "column"),
-            make.linear(f"{q}.mlp.fc2", hidden, inter, "row", quantized=mlp_quantized),
-            make.plain(f"{q}.mlp.fc2.bias", hidden)])
+            *_siglip_mlp(make, f"{q}.mlp", hidden, inter, mlp_quantized)])
         m.flow(attn, mlp)
         prev = mlp
     post = m.add(f"{p}.post_layernorm", "norm", tower=TOWER, tensors=[
@@ -84,10 +89,7 @@ def siglip_tower(m, make: TensorMaker, vision: dict, prefix: str) -> str:
             make.plain(f"{h}.attention.out_proj", hidden, hidden),
             make.plain(f"{h}.attention.out_proj.bias", hidden),
             make.plain(f"{h}.layernorm", hidden), make.plain(f"{h}.layernorm.bias", hidden),
-            make.linear(f"{h}.mlp.fc1", inter, hidden, "column", quantized=mlp_quantized),
-            make.plain(f"{h}.mlp.fc1.bias", inter, 1, "column"),
-            make.linear(f"{h}.mlp.fc2", hidden, inter, "row", quantized=mlp_quantized),
-            make.plain(f"{h}.mlp.fc2.bias", hidden)])
+            *_siglip_mlp(make, f"{h}.mlp", hidden, inter, mlp_quantized)])
         m.flow(post, head)
         post = head
     return post
