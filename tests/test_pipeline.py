@@ -91,10 +91,22 @@ def vocab_bytes(c: dict, tp: int = 1) -> int:
     return c["vocab_size"] // tp * c["hidden_size"] * BF16  # these vocabularies are multiples of 64 × tp
 
 
+def rotary_bytes(c: dict) -> int:
+    """The one cos/sin cache every decoder layer shares (get_rope's _ROPE_DICT), bf16, whole on every
+    rank and on every stage that builds a layer: rows × rotary width. Llama-3 and default ropes cover
+    max_position_embeddings rows of head_dim; DeepSeek's YaRN original_max_position_embeddings ×
+    factor rows of qk_rope_head_dim (rotary_embedding/llama3_rope.py, deepseek_scaling_rope.py)."""
+    if "qk_rope_head_dim" in c:
+        rope = c["rope_scaling"]
+        return rope["original_max_position_embeddings"] * rope["factor"] * c["qk_rope_head_dim"] * BF16
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    return c["max_position_embeddings"] * head_dim * BF16
+
+
 def hand_stage_weights(c: dict, per_layer, counts: tuple[int, ...], tp: int = 1) -> list[int]:
     out, start = [], 0
     for i, n in enumerate(counts):
-        w = sum(per_layer(layer) for layer in range(start, start + n))
+        w = sum(per_layer(layer) for layer in range(start, start + n)) + rotary_bytes(c)
         if i == 0:
             w += vocab_bytes(c, tp)  # embed_tokens
         if i == len(counts) - 1:
@@ -111,7 +123,8 @@ def test_dense_stage_weights_by_hand(pp):
     counts = (32 // pp,) * pp
     expected = hand_stage_weights(c, lambda i: llama_layer_bytes(c), counts)
     assert [s.fixed_bytes().weights for s in k.stages()] == expected
-    assert sum(expected) == kernel("llama-3.1-8b", "h100").fixed_bytes().weights  # untied: nothing held twice
+    # untied: nothing held twice but the rotary cache, which every stage builds
+    assert sum(expected) - (pp - 1) * rotary_bytes(c) == kernel("llama-3.1-8b", "h100").fixed_bytes().weights
 
 
 @pytest.mark.parametrize("pp", [2, 4])

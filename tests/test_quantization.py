@@ -25,7 +25,10 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
 LINEARS = [("self_attn.q_proj", HEADS * D, H, 1), ("self_attn.k_proj", KV * D, H, 1),
            ("self_attn.v_proj", KV * D, H, 1), ("self_attn.o_proj", H, HEADS * D, 1),
            ("mlp.gate_up_proj", 2 * INTER, H, 2), ("mlp.down_proj", H, INTER, 1)]
-PLAIN = 2 * (V * H * 2) + L * 2 * H * 2 + H * 2  # embedding + lm_head + norms, bf16
+# the rotary cos/sin cache (rotary_embedding/base.py): max_position × head_dim at the model's
+# 2 bytes, one buffer for both layers (get_rope shares it), never quantized
+ROTARY = 4096 * D * 2
+PLAIN = 2 * (V * H * 2) + L * 2 * H * 2 + H * 2 + ROTARY  # embedding + lm_head + norms, bf16; the rotary cache
 
 
 def graph_of(cfg, quantization=None, hf_quant=None):
@@ -110,7 +113,8 @@ def test_ct_w4a16_asymmetric_act_order_at_tp2():
     w = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 64, "symmetric": False,
          "actorder": "group"}
     cfg = with_q(ct(w))
-    expected = V * H + V * H + L * 2 * H * 2 + H * 2  # embedding and lm_head halved by tp 2
+    expected = V * H + V * H + L * 2 * H * 2 + H * 2 + ROTARY  # embedding and lm_head halved by tp 2; the
+    # rotary cache whole on each rank
     for name, n, k, _ in LINEARS:
         row = name.endswith(("o_proj", "down_proj"))
         n_rank, k_rank = (n, k // 2) if row else ((n // 2, k) if not name.endswith(("k_proj", "v_proj")) else
@@ -186,7 +190,8 @@ def test_gptq_lm_head_quantized():
     cfg = with_q({"quant_method": "gptq", "bits": 8, "group_size": 128, "desc_act": False, "sym": True,
                   "lm_head": True})
     per = lambda n, k, parts: n * k + 2 * (k // 128) * n  # noqa: E731  (int8 Marlin, no act order)
-    expected = V * H * 2 + L * 2 * H * 2 + H * 2 + per(V, H, 1) + L * sum(per(n, k, p) for _, n, k, p in LINEARS)
+    expected = (V * H * 2 + L * 2 * H * 2 + H * 2 + ROTARY + per(V, H, 1)
+                + L * sum(per(n, k, p) for _, n, k, p in LINEARS))
     assert weights(cfg) == expected
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pricing.graph.common import TensorMaker, model_dtype, need, quantization
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import StatedCache
+from pricing.graph.rotary import rope_parameters, rotary_cache
 
 FAMILIES = {"deepseek_v4", "deepseek_v41", "deepseek_v41_text"}
 # the order vLLM 0.33's DeepSeek-V4 attention registers a layer's caches (its KV cache groups follow it)
@@ -107,7 +108,7 @@ def build(source, override: str | None) -> ModelGraph:
                    cfg["max_position_embeddings"], routed_experts=experts, speculative_methods=methods,
                    quantization=quant.method, attention_backend=family)
     m.extras.update(version="v41" if v41 else "v4", o_groups=cfg["o_groups"], sliding_window=cfg["sliding_window"],
-                    index_topk=cfg["index_topk"], rope_dim=cfg["qk_rope_head_dim"], hc_mult=cfg.get("hc_mult", 1),
+                    index_topk=cfg["index_topk"], hc_mult=cfg.get("hc_mult", 1),
                     candidate_topk_blocks=cfg.get("candidate_topk_blocks", 0), ratios=ratios)
     m.conventions += [
         "DeepSeek-V4 caches are stated per layer: compressed, indexer and window-ring records, one page geometry each",
@@ -125,6 +126,14 @@ def build(source, override: str | None) -> ModelGraph:
     index_sources = list(cfg.get("index_source_layer_ids") or [])
     idx_heads, idx_dim = cfg["index_n_heads"], cfg["index_head_dim"]
     head_dim = cfg["head_dim"]
+
+    # two ropes (deepseek-v4-family.md §3): window-only layers the plain one (rope_theta, no scaling),
+    # compressed layers YaRN at compress_rope_theta; both over rope_dim and the whole position window
+    rope_dim = cfg["qk_rope_head_dim"]
+    plain_rope = rotary_cache(m, rope_dim, m.max_position, {"rope_type": "default"}, base=cfg.get("rope_theta"),
+                              rotary_dim=rope_dim)
+    yarn_rope = rotary_cache(m, rope_dim, m.max_position, rope_parameters(cfg), base=cfg.get("compress_rope_theta"),
+                             rotary_dim=rope_dim)
 
     def owner_of(i: int, sources: list[int]) -> int | None:
         below = [s for s in sources if s <= i]
@@ -167,7 +176,8 @@ def build(source, override: str | None) -> ModelGraph:
                                                   entries=ratio, geometry="state_indexer"))
         if not v41:  # V4's modules register the indexer's caches before the attention's own (vLLM 0.33 oracle)
             caches.sort(key=lambda c: V4_REGISTRATION_ORDER[c.name])
-        attn = m.add(f"{p}.attn", "attention", layer=i, tensors=tensors, caches=caches)
+        attn = m.add(f"{p}.attn", "attention", layer=i, tensors=tensors, caches=caches,
+                     buffers=[yarn_rope if ratio > 0 else plain_rope])
         attn_nodes[i] = attn
         m.flow(prev, attn)
         if v41 and ratio > 0 and i not in kv_sources:
@@ -209,7 +219,7 @@ def build(source, override: str | None) -> ModelGraph:
                         make.linear(f"{p}.e_proj", hidden, hidden, "replicated"),
                         make.linear(f"{p}.h_proj", hidden, hidden, "replicated")]
         attn = m.add(f"{p}.attn", "attention", layer=i, tensors=tensors, caches=[_window(cfg, v41)],
-                     speculative=method)
+                     speculative=method, buffers=[plain_rope])
         m.flow(draft_prev, attn)
         draft_experts = cfg.get("dspark_n_routed_experts", experts) if method == "dspark" else experts
         ffn = m.add(f"{p}.ffn", "moe", layer=i, speculative=method,

@@ -21,6 +21,7 @@ from pricing.graph.common import (
 )
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache
+from pricing.graph.rotary import rope_parameters, rotary_cache
 
 FAMILIES = {"deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "deepseek_v2"}
 SPARSE = {"deepseek_v32", "glm_moe_dsa"}
@@ -96,11 +97,19 @@ def build(source, override: str | None) -> ModelGraph:
         m.extras["index_head_dim"] = cfg["index_head_dim"]
         m.extras["index_topk"] = cfg.get("index_topk", 2048)
     prev = m.add("embed_tokens", "embedding", tensors=[make.plain("embed_tokens", vocab, hidden, "vocab")])
+    # deepseek_v2.py: the attention's rope is GPT-J style (is_neox_style=False); a sparse model's
+    # indexer builds its own, NeoX style unless indexer_rope_interleave (then the same instance)
+    rotary = [rotary_cache(m, rope, m.max_position, rope_parameters(cfg), base=cfg.get("rope_theta"),
+                           rotary_dim=rope, is_neox_style=False)]
+    if sparse:
+        rotary.append(rotary_cache(m, rope, m.max_position, rope_parameters(cfg), base=cfg.get("rope_theta"),
+                                   rotary_dim=rope, is_neox_style=not cfg.get("indexer_rope_interleave", False)))
 
     def decoder_layer(i: int, p: str, speculative: str | None, prev: str) -> str:
         tensors = [make.plain(f"{p}.input_layernorm", hidden)]
         tensors += attention_tensors(make, cfg, f"{p}.self_attn", model_type)
-        attn = m.add(f"{p}.self_attn", "attention", layer=i, cache=cache, speculative=speculative, tensors=tensors)
+        attn = m.add(f"{p}.self_attn", "attention", layer=i, cache=cache, speculative=speculative, tensors=tensors,
+                     buffers=rotary)
         m.flow(prev, attn)
         dense = i < first_dense
         mlp = m.add(f"{p}.mlp", "mlp" if dense else "moe", layer=i, speculative=speculative,

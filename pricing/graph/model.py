@@ -39,9 +39,10 @@ class ModelGraph:
 
     # -- building ---------------------------------------------------------------------------
     def add(self, node: str, kind: str, *, layer: int | None = None, tensors=(), cache=None, caches=(),
-            state=None, speculative: str | None = None, tower: str | None = None) -> str:
+            state=None, speculative: str | None = None, tower: str | None = None, buffers=()) -> str:
         self.g.add_node(node, kind=kind, layer=layer, tensors=tuple(tensors), cache=cache, caches=tuple(caches),
-                        state=state, speculative=speculative, tower=tower)
+                        state=state, speculative=speculative, tower=tower,
+                        buffers=tuple(b for b in buffers if b is not None))
         for fact in DERIVED_EXTRAS:  # facts derived from the nodes are worked out again
             self.extras.pop(fact, None)
         return node
@@ -88,9 +89,9 @@ class ModelGraph:
 
 
 # facts the graph caches about its own nodes in `extras` (has_window_caches, cudagraphs.decoder_layers,
-# weights.tensor_groups, pipeline.backbone_layers): dropped when a node is added, and derived anew by
-# a pipeline stage's part of the graph
-DERIVED_EXTRAS = ("has_window_caches", "decoder_layers", "tensor_groups", "backbone_layers")
+# weights.tensor_groups, weights.rotary_caches, pipeline.backbone_layers): dropped when a node is added,
+# and derived anew by a pipeline stage's part of the graph
+DERIVED_EXTRAS = ("has_window_caches", "decoder_layers", "tensor_groups", "rotary_caches", "backbone_layers")
 
 
 def _natural(name: str):

@@ -7,6 +7,8 @@ A node's attributes (networkx node data):
   tensors    tuple[Tensor, ...]         parameters, with the width each is served in
   cache      AttentionCache | None      the generic KV law applies (spec: What each request adds)
   caches     tuple[StatedCache, ...]    the layer states its own caches (spec: When the graph states its caches)
+  buffers    tuple[RotaryCache, ...]    buffers the layer's module builds at init beside its parameters (not in
+                                        the checkpoint): held once per rank however many layers state an equal one
   state      RecurrentState | None      per-request recurrent state (spec: What each request holds regardless of length)
   speculative  None | "mtp" | "dspark"  held only while speculating with that method
   tower      None | "image"             a multimodal encoder's node (vision tower, projector): held with
@@ -87,6 +89,30 @@ class StatedCache:
     window: int = 0
     entries: int = 0
     geometry: str = "compressed"
+
+
+@dataclass(frozen=True)
+class RotaryCache:
+    """The cos/sin cache of one rotary embedding (vLLM rotary_embedding/base.py
+    RotaryEmbeddingBase: `register_buffer("cos_sin_cache", ..., persistent=False)`, shape
+    rows × rotary_dim, made at model construction, so inside "Model loading took").
+
+    get_rope memoizes instances in _ROPE_DICT keyed by the whole rope configuration, so every
+    layer stating an equal RotaryCache shares one buffer; each rank (each pipeline stage that
+    builds such a layer) holds it whole, never divided by tp.
+
+    rope_type  the get_rope dispatch ("default", "llama3", "linear", "yarn", ...)
+    rows       positions the cache covers (graph/rotary.py: the law per rope type)
+    rotary_dim head size × partial_rotary_factor (cos and sin halves of rotary_dim / 2 each)
+    dtype      dtype key: "model" (get_rope's default, torch's default dtype at load) or explicit ("fp32")
+    identity   the rest of the configuration that tells two caches apart (base, scaling parameters)
+    """
+
+    rope_type: str
+    rows: int
+    rotary_dim: int
+    dtype: str = "model"
+    identity: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from pricing.graph.common import (
 )
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache, RecurrentState
+from pricing.graph.rotary import rope_parameters, rotary_cache
 
 QWEN = {"qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"}
 NEMOTRON = {"nemotron_h"}
@@ -139,6 +140,9 @@ def build_qwen(source, override: str | None) -> ModelGraph:
     hidden, hd = cfg["hidden_size"], cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     kv = cfg["num_key_value_heads"]
     state = gdn_state(cfg)
+    # qwen3_next.py Qwen3NextAttention / qwen3_5.py: one rope (mrope on Qwen3.5) over a partial rotary width
+    rotary = [rotary_cache(m, hd, m.max_position, rope_parameters(cfg), base=cfg.get("rope_theta"),
+                           partial_rotary_factor=cfg.get("partial_rotary_factor"))]
     mlp_only = set(cfg.get("mlp_only_layers") or [])
     step = cfg.get("decoder_sparse_step", 1) or 1
 
@@ -160,7 +164,7 @@ def build_qwen(source, override: str | None) -> ModelGraph:
                           tensors=norm + gdn_tensors(make, cfg, f"{p}.linear_attn"))
         else:
             mixer = m.add(f"{p}.self_attn", "attention", layer=i, cache=AttentionCache("gqa", kv, hd, hd),
-                          tensors=norm + gated_attention_tensors(make, cfg, f"{p}.self_attn"))
+                          tensors=norm + gated_attention_tensors(make, cfg, f"{p}.self_attn"), buffers=rotary)
         m.flow(prev, mixer)
         prev = ffn(i, p, None)
         m.flow(mixer, prev)
@@ -179,7 +183,7 @@ def build_qwen(source, override: str | None) -> ModelGraph:
         m.flow(mtp_prev, proj)
         attn = m.add(f"{p}.self_attn", "attention", layer=i, speculative="mtp", cache=AttentionCache("gqa", kv, hd, hd),
                      tensors=[make.plain(f"{p}.input_layernorm", hidden)]
-                     + gated_attention_tensors(make, cfg, f"{p}.self_attn"))
+                     + gated_attention_tensors(make, cfg, f"{p}.self_attn"), buffers=rotary)
         m.flow(proj, attn)
         mtp_prev = ffn(i, p, "mtp")
         m.flow(attn, mtp_prev)

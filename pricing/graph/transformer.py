@@ -13,6 +13,7 @@ from pricing.graph.common import (
 )
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache
+from pricing.graph.rotary import rope_parameters, rotary_cache
 from pricing.graph.vision import add_vision_tower
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
@@ -42,6 +43,16 @@ def layer_windows(cfg: dict, n_layers: int) -> list[int | None]:
     if window and cfg.get("use_sliding_window", True) and model_type in ("mistral",):
         return [int(window)] * n_layers
     return [None] * n_layers
+
+
+def layer_rotary(m: ModelGraph, cfg: dict, head_dim: int, window: int | None):
+    """The rotary cache of one attention layer: gemma3's sliding layers override the config with
+    rope_local_base_freq and no scaling (gemma3.py Gemma3Attention); every other layer uses the
+    config's rope (llama.py, qwen3.py, gpt_oss.py, ...)."""
+    if window and m.model_type.startswith("gemma3"):
+        return rotary_cache(m, head_dim, m.max_position, {"rope_type": "default"}, base=cfg.get("rope_local_base_freq"))
+    return rotary_cache(m, head_dim, m.max_position, rope_parameters(cfg), base=cfg.get("rope_theta"),
+                        partial_rotary_factor=cfg.get("partial_rotary_factor"))
 
 
 def build(source, override: str | None) -> ModelGraph:
@@ -89,7 +100,8 @@ def build(source, override: str | None) -> ModelGraph:
         if model_type == "gpt_oss":
             tensors.append(make.plain(f"{p}.self_attn.sinks", heads, 1, "column", fmt="fp32"))
         cache = AttentionCache("gqa", kv_heads, head_dim, head_dim, window=windows[i])
-        attn = m.add(f"{p}.self_attn", "attention", layer=i, tensors=tensors, cache=cache)
+        attn = m.add(f"{p}.self_attn", "attention", layer=i, tensors=tensors, cache=cache,
+                     buffers=[layer_rotary(m, cfg, head_dim, windows[i])])
         m.flow(prev, attn)
         norm = [make.plain(f"{p}.post_attention_layernorm", hidden)]
         if model_type in SANDWICH_NORM:

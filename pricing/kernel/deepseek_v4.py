@@ -151,11 +151,12 @@ def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, 
     """Buffers the model's own code allocates before the KV cache (vLLM's profiler counts them):
     the prefill gather workspaces (one lane at the larger request: the attention's or the
     indexer's; DSpark's in a second lane), the indexer's logits stand-in, the top-k buffers (one
-    more for DSpark), the candidate-block buffer, the drafter's hidden-state buffer while
-    speculating, and the plain and YaRN rotary caches over the whole position window."""
+    more for DSpark), the candidate-block buffer and the drafter's hidden-state buffer while
+    speculating. (The plain and YaRN rotary caches are the layers' own buffers, graph nodes'
+    `buffers`, counted with the weights as vLLM's "Model loading took" counts them.)"""
     w = {k: _get(reg, used, f"workspaces.{k}") for k in (
         "prefill_chunk", "gather_width", "gather_index_bytes", "indexer_gather_factor", "indexer_logits_bytes",
-        "index_bytes", "rope_bytes")}
+        "index_bytes")}
     M, T = engine.max_model_len, engine.max_num_batched_tokens
     window = model.extras["sliding_window"]
     ratios = [r for r in model.extras["ratios"][: len(model.extras["ratios"])] if r > 0]
@@ -179,7 +180,6 @@ def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, 
         out["candidate blocks"] = T * model.extras["candidate_topk_blocks"] * w["index_bytes"]
     if speculating:
         out["drafter hidden states"] = T * model.extras["hc_mult"] * model.hidden_size * act_bytes
-    out["rotary caches (plain + YaRN)"] = 2 * model.max_position * model.extras["rope_dim"] * w["rope_bytes"]
     return out
 
 

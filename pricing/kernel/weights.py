@@ -11,6 +11,13 @@ tensor-parallel group tp × dp × pcp (vllm-0.33-memory.md §7).
 
 Per tensor and per node (`tensor_params`, `node_weight_bytes`) so that a pipeline stage can sum
 its own layers.
+
+Beside the parameters, the buffers the layers build at model construction (graph/nodes.py
+`buffers`: the rotary embeddings' cos/sin caches): one per distinct buffer among the nodes this
+rank holds (get_rope's _ROPE_DICT shares an instance between all layers of one rope
+configuration), whole on every tensor-parallel rank, on each pipeline stage that builds a layer
+using it (vllm-0.33-memory.md §8: a non-persistent buffer made during model load, inside "Model
+loading took").
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from pricing.config.quantization import Mags, Param, Placement
 from pricing.graph.model import ModelGraph
-from pricing.graph.nodes import Tensor
+from pricing.graph.nodes import RotaryCache, Tensor
 from pricing.kernel.deployment import Engine
 from pricing.registry import Registry, Sourced
 from pricing.units import cdiv, round_up
@@ -118,10 +125,17 @@ class WeightSizer:
 
 
 def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: Registry, used: dict) -> dict[str, int]:
-    """Bytes this rank holds for each node of the graph (routed experts at its local share)."""
+    """Bytes this rank holds for each node of the graph (routed experts at its local share); a
+    buffer the nodes share (a rotary cache) on the first node, in topological order, that states it."""
     sizer = WeightSizer(model, engine, generation, reg, used)
     out = {name: sum(sizer.tensor_bytes(t) for t in data["tensors"]) for name, data in model.nodes(engine.spec_method)}
     sizer.record()
+    placed: set[RotaryCache] = set()
+    for name, data in model.nodes(engine.spec_method):
+        for b in data["buffers"]:
+            if b not in placed:
+                placed.add(b)
+                out[name] += rotary_cache_bytes(b, model, reg, used)
     return out
 
 
@@ -145,6 +159,34 @@ def tensor_groups(model: ModelGraph, speculative: str | None) -> tuple[tuple[tup
     return cached[speculative]
 
 
+def rotary_caches(model: ModelGraph, speculative: str | None) -> tuple[RotaryCache, ...]:
+    """The distinct rotary caches the nodes held by a deployment speculating with `speculative`
+    state, in order of first appearance: one buffer each, however many layers use it. Kept in the
+    graph's extras (a derived extra: a pipeline stage's part of the graph derives its own)."""
+    cached = model.extras.setdefault("rotary_caches", {})
+    if speculative not in cached:
+        seen: dict[RotaryCache, None] = {}
+        for _, data in model.nodes(speculative):
+            for b in data["buffers"]:
+                seen.setdefault(b)
+        cached[speculative] = tuple(seen)
+    return cached[speculative]
+
+
+def buffer_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict) -> int:
+    """This rank's share of the layers' buffers: each distinct rotary cache whole (rows × rotary_dim
+    at its dtype: the model's, or the one the registry's rotary.cache_dtype names)."""
+    return sum(rotary_cache_bytes(c, model, reg, used) for c in rotary_caches(model, engine.spec_method))
+
+
+def rotary_cache_bytes(cache: RotaryCache, model: ModelGraph, reg: Registry, used: dict) -> int:
+    """rows × rotary_dim elements of the cache's dtype (the model's unless the rule names one)."""
+    rule = reg["rotary.cache_dtype"]
+    used[rule.name] = rule
+    return cache.rows * cache.rotary_dim * Mags(reg, used).dtype_bytes[model.dtype if cache.dtype == "model"
+                                                                        else cache.dtype]
+
+
 def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, generation: str) -> WeightBytes:
     """This rank's weights on a chip of `generation` (its kernels decide Marlin, swizzling, padding)."""
     sizer = WeightSizer(model, engine, generation, reg, used)
@@ -159,6 +201,7 @@ def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, g
         else:
             total += sizer.tensor_bytes(t) * n
     refusal = sizer.record()
+    total += buffer_bytes(model, engine, reg, used)
     eplb = 0
     per_layer = expert_total // max(1, len(expert_layers)) if expert_layers else 0
     if engine.eplb and experts:
