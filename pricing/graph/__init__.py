@@ -10,6 +10,7 @@ from pricing.config.quantization import read as read_quantization
 from pricing.errors import InputError
 from pricing.graph import mla, transformer
 from pricing.graph.model import ModelGraph
+from pricing.graph.nodes import Routing
 
 BUILDERS = {}
 for _family in transformer.FAMILIES:
@@ -68,11 +69,24 @@ def _step_facts(graph: ModelGraph, cfg: dict) -> None:
     each token routes to, the attention head width, and the sparse-attention selection widths."""
     top_k = cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or cfg.get("moe_topk") or 0
     graph.extras.setdefault("experts_per_token", int(top_k[0] if isinstance(top_k, list) else top_k))
+    _routing(graph)
     for key in ("index_n_heads", "index_head_dim", "candidate_topk_blocks", "candidate_block_size"):
         if cfg.get(key):
             graph.extras.setdefault(key, int(cfg[key]))
     heads = cfg.get("num_attention_heads") or 1
     graph.extras.setdefault("head_dim", int(cfg.get("head_dim") or (cfg.get("hidden_size") or 0) // heads))
+
+
+def _routing(graph: ModelGraph) -> None:
+    """Every MoE layer that does not state its own routing (graph/nodes.py Routing) routes each
+    token to the config's experts_per_token of the routed experts its tensors hold."""
+    top_k = graph.extras["experts_per_token"]
+    for _, data in graph.g.nodes(data=True):
+        if data["kind"] != "moe" or data["routing"] is not None:
+            continue
+        experts = max((t.count for t in data["tensors"] if t.split.startswith("expert")), default=0)
+        if experts:
+            data["routing"] = Routing(experts, top_k)
 
 
 @lru_cache(maxsize=64)

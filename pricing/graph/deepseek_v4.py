@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pricing.graph.common import TensorMaker, model_dtype, need, quantization
 from pricing.graph.model import ModelGraph
-from pricing.graph.nodes import StatedCache
+from pricing.graph.nodes import Routing, StatedCache
 from pricing.graph.rotary import rope_parameters, rotary_cache
 
 FAMILIES = {"deepseek_v4", "deepseek_v41", "deepseek_v41_text"}
@@ -64,6 +64,18 @@ def _moe_tensors(make: TensorMaker, cfg: dict, p: str, experts: int, hash_routed
         t += [make.linear(f"{p}.ffn.shared_experts.w13", 2 * shared, hidden, "column"),
               make.linear(f"{p}.ffn.shared_experts.w2", hidden, shared, "row")]
     return t
+
+
+def _drafter_routing(cfg: dict, method: str) -> Routing:
+    """A drafter layer's experts: DSpark's own (vLLM builds the layers past num_hidden_layers with
+    `dspark_n_routed_experts or n_routed_experts` experts, each token picking
+    `dspark_num_experts_per_tok or num_experts_per_tok`: vllm/models/deepseek_v41/nvidia/model.py
+    DeepseekV4MoE; V4.1-Flash: 128 and 3, against the backbone's 384 and 6); V4's MTP layer the
+    backbone's."""
+    experts, top_k = cfg["n_routed_experts"], need(cfg, "num_experts_per_tok", "deepseek_v4")
+    if method == "dspark":
+        return Routing(cfg.get("dspark_n_routed_experts") or experts, cfg.get("dspark_num_experts_per_tok") or top_k)
+    return Routing(experts, top_k)
 
 
 def _window(cfg: dict, v41: bool) -> StatedCache:
@@ -221,9 +233,9 @@ def build(source, override: str | None) -> ModelGraph:
         attn = m.add(f"{p}.attn", "attention", layer=i, tensors=tensors, caches=[_window(cfg, v41)],
                      speculative=method, buffers=[plain_rope])
         m.flow(draft_prev, attn)
-        draft_experts = cfg.get("dspark_n_routed_experts", experts) if method == "dspark" else experts
-        ffn = m.add(f"{p}.ffn", "moe", layer=i, speculative=method,
-                    tensors=_moe_tensors(make, cfg, p, draft_experts, False))
+        routing = _drafter_routing(cfg, method)
+        ffn = m.add(f"{p}.ffn", "moe", layer=i, speculative=method, routing=routing,
+                    tensors=_moe_tensors(make, cfg, p, routing.experts, False))
         m.flow(attn, ffn)
         draft_prev = ffn
     return m

@@ -39,9 +39,10 @@ class ModelGraph:
 
     # -- building ---------------------------------------------------------------------------
     def add(self, node: str, kind: str, *, layer: int | None = None, tensors=(), cache=None, caches=(),
-            state=None, speculative: str | None = None, tower: str | None = None, buffers=()) -> str:
+            state=None, speculative: str | None = None, tower: str | None = None, buffers=(),
+            routing=None) -> str:
         self.g.add_node(node, kind=kind, layer=layer, tensors=tuple(tensors), cache=cache, caches=tuple(caches),
-                        state=state, speculative=speculative, tower=tower,
+                        state=state, speculative=speculative, tower=tower, routing=routing,
                         buffers=tuple(b for b in buffers if b is not None))
         for fact in DERIVED_EXTRAS:  # facts derived from the nodes are worked out again
             self.extras.pop(fact, None)

@@ -10,6 +10,7 @@ A node's attributes (networkx node data):
   buffers    tuple[RotaryCache, ...]    buffers the layer's module builds at init beside its parameters (not in
                                         the checkpoint): held once per rank however many layers state an equal one
   state      RecurrentState | None      per-request recurrent state (spec: What each request holds regardless of length)
+  routing    Routing | None             a MoE layer's routed experts and the experts each token picks
   speculative  None | "mtp" | "dspark"  held only while speculating with that method
   tower      None | "image"             a multimodal encoder's node (vision tower, projector): held with
                                         the weights, no cache, never part of a decoder step
@@ -49,6 +50,17 @@ class Tensor:
     def __post_init__(self):
         if self.split not in SPLITS:
             raise ValueError(f"unknown split {self.split!r} for tensor {self.name}")
+
+
+@dataclass(frozen=True)
+class Routing:
+    """A MoE layer's routing: each token picks `top_k` of the layer's `experts` routed experts.
+    A layer states its own where vLLM builds it with its own (DeepSeek-V4.1's DSpark layers:
+    dspark_n_routed_experts / dspark_num_experts_per_tok, vllm/models/deepseek_v41/nvidia/model.py
+    DeepseekV4MoE); every other MoE layer takes the config's (graph/__init__.py)."""
+
+    experts: int
+    top_k: int
 
 
 @dataclass(frozen=True)

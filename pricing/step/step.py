@@ -187,7 +187,6 @@ class StepModel:
             given = Acceptance(e.spec_method, tuple(rates_accepted)) if rates_accepted else None
             self.drafting = Drafting(e.spec_method, e.spec_tokens, Work.of(kernel, e.spec_method),
                                      given or acceptance(kernel.reg, e.spec_method))
-        self.top_k = int(kernel.model.extras.get("experts_per_token") or 0)
         self.stages = None
         if kernel.engine.pp > 1 and not _stage:
             self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.stages()]
@@ -277,10 +276,9 @@ class StepModel:
             flops = g.flops_per_token * tokens
             nbytes = g.weight_bytes + g.act_bytes_per_token * tokens
             t_bytes = nbytes / byte_rate
-            if g.moe_layers:
-                experts = self.kernel.model.routed_experts
-                touched = g.local_experts * expected_experts(experts, self.top_k, moe_tokens) / max(1, experts)
-                routed = moe_tokens * min(self.top_k, experts) * g.local_experts / max(1, experts)
+            if g.moe_layers:  # the layer's own routing: g.experts experts, g.top_k of them per token
+                touched = g.local_experts * expected_experts(g.experts, g.top_k, moe_tokens) / g.experts
+                routed = moe_tokens * min(g.top_k, g.experts) * g.local_experts / g.experts
                 flops += g.moe_layers * g.expert_flops_per_token * routed
                 expert_bytes = g.moe_layers * g.expert_bytes * touched
                 nbytes += expert_bytes
@@ -344,7 +342,7 @@ class StepModel:
             out.add("tensor-parallel all-reduce", one * comm.all_reduces)
         if comm.all_to_all_layers:
             g = e.ep_size
-            size = per_token * step.tokens * max(1, self.top_k)
+            size = per_token * step.tokens * max(1, comm.top_k)
             one = 2 * (eff.collective_latency_seconds + (g - 1) / g * size / link)
             out.comm_seconds += one * comm.all_to_all_layers
             out.add("expert all-to-all", one * comm.all_to_all_layers)

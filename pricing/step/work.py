@@ -4,9 +4,10 @@ For every node of the graph that one rank runs, its linear layers at the width t
 in: 2 FLOPs per weight element per token, the weights read once per step, the activations read
 and written. Routed experts are read only where the step's tokens reach them: with E experts of
 which each token picks k, a batch of n tokens touches E·(1 − (1 − k/E)^n) distinct experts in
-expectation (uniform routing), and each rank reads its share of those. Work is grouped by
-(node kind, served format): nodes of one group have the same shape, so their roofline summed is
-the group's roofline.
+expectation (uniform routing), and each rank reads its share of those; E and k are the layer's own
+(graph/nodes.py Routing: a DSpark drafter layer has 128 experts and top-3 where V4.1's backbone
+has 384 and top-6). Work is grouped by (node kind, served format, routing): nodes of one group
+have the same shape, so their roofline summed is the group's roofline.
 
 The attention over the context and the caches it reads are priced apart (`ContextWork`), from the
 memory kernel's own per-token cache bytes, so the step model never keeps a second copy of the
@@ -22,7 +23,6 @@ from functools import lru_cache
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
 from pricing.kernel.weights import WeightSizer, shard
-from pricing.units import cdiv
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,8 @@ class LinearGroup:
 
     flops_per_token / act_bytes_per_token scale with the tokens of the step; weight_bytes is read
     once per step. Expert terms: per MoE layer, `expert_bytes` and `expert_flops_per_token` of one
-    local expert, `local_experts` held by this rank and `moe_layers` such layers."""
+    local expert, `local_experts` held by this rank and `moe_layers` such layers, each routing a
+    token to `top_k` of its `experts` routed experts."""
 
     kind: str
     fmt: str
@@ -43,6 +44,8 @@ class LinearGroup:
     expert_flops_per_token: int = 0
     local_experts: int = 0
     moe_layers: int = 0
+    experts: int = 0
+    top_k: int = 0
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Collectives:
     all_to_all_layers: int  # MoE layers whose tokens cross the expert-parallel group
     hidden: int
     layers: int  # decoder layers (attention or recurrent mixer nodes) the rank runs
+    top_k: int = 0  # experts each token is dispatched to in those layers (their routing's)
 
 
 @dataclass(frozen=True)
@@ -126,17 +130,17 @@ def _nodes(model: ModelGraph, drafter: str | None) -> tuple:
 
 @lru_cache(maxsize=64)
 def _tally(model: ModelGraph, speculative: str | None) -> tuple[tuple, dict]:
-    """The graph's tensors counted by (node kind, tensor without its name), and the MoE layers
-    of each (kind, served format): one walk per model, whatever the deployment."""
+    """The graph's tensors counted by (node kind, routing, tensor without its name), and the MoE
+    layers of each (kind, served format, routing): one walk per model, whatever the deployment."""
     tally: Counter = Counter()
-    moe_nodes: dict[tuple[str, str], set] = defaultdict(set)
+    moe_nodes: dict[tuple, set] = defaultdict(set)
     for name, data in _nodes(model, speculative):
-        kind = data["kind"]
+        kind, routing = data["kind"], data["routing"]
         for t in data["tensors"]:
             t = replace(t, name="")  # one per layer: a tensor's bytes never depend on its name
-            tally[(kind, t)] += 1
+            tally[(kind, routing, t)] += 1
             if t.split.startswith("expert"):
-                moe_nodes[(kind, _fmt_key(t))].add(name)
+                moe_nodes[(kind, _fmt_key(t), routing)].add(name)
     return tuple(tally.items()), {key: len(names) for key, names in moe_nodes.items()}
 
 
@@ -150,16 +154,14 @@ def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGrou
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     pad = kernel.reg.value("vllm_0_33.vocab_padding")
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
-    experts = model.routed_experts
-    local = cdiv(experts + (e.redundant_experts if e.eplb else 0), e.ep_size) if (e.ep and experts) else experts
     sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
     tally, moe_layers = _tally(model, drafter)
-    acc: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(int))
-    for (kind, t), n in tally:
+    acc: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
+    for (kind, routing, t), n in tally:
         rows, cols = shard(t, e.tp, moe_tp, pad)
         one = sizer.one(t)  # the bytes the served format holds (pricing/kernel/weights.py)
         matrix = t.rows > 1 and t.cols > 1
-        a = acc[(kind, _fmt_key(t))]
+        a = acc[(kind, _fmt_key(t), routing)]
         if kind == "embedding":
             a["act_bytes_per_token"] += cols * 2 * n  # one row gathered per token
             continue
@@ -172,14 +174,14 @@ def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGrou
         if matrix:
             a["flops_per_token"] += 2 * rows * cols * t.count * n
             a["act_bytes_per_token"] += (rows + cols) * 2 * t.count * n
-    moe_nodes = moe_layers
     out = []
-    for (kind, fmt), a in sorted(acc.items()):
-        layers = moe_nodes.get((kind, fmt), 0)
+    for (kind, fmt, routing), a in sorted(acc.items(), key=lambda item: (item[0][:2], repr(item[0][2]))):
+        layers = moe_layers.get((kind, fmt, routing), 0)
+        experts, top_k = (routing.experts, routing.top_k) if layers else (0, 0)
         out.append(LinearGroup(
             kind, fmt, a["flops_per_token"], a["weight_bytes"], a["act_bytes_per_token"], kind == "lm_head",
             a["expert_bytes"] // max(1, layers), a["expert_flops_per_token"] // max(1, layers),
-            local if layers else 0, layers))
+            sizer.local_experts(experts) if layers else 0, layers, experts, top_k))
     return out
 
 
@@ -189,7 +191,7 @@ def collectives(kernel: Kernel, drafter: str | None = None) -> Collectives:
     tensor); under expert parallelism with data parallel ranks, each MoE layer's tokens are
     dispatched to and combined from the expert ranks."""
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
-    reduces, a2a, layers = 0, 0, 0
+    reduces, a2a, layers, top_k = 0, 0, 0, 0
     for _, data in _nodes(model, drafter):
         layers += data["kind"] in ("attention", "mixer")
         splits = {t.split for t in data["tensors"]}
@@ -197,7 +199,8 @@ def collectives(kernel: Kernel, drafter: str | None = None) -> Collectives:
             reduces += 1
         if data["kind"] == "moe" and e.ep and e.dp > 1:
             a2a += 1
-    return Collectives(reduces if e.tp > 1 else 0, a2a, model.hidden_size, layers)
+            top_k = max(top_k, data["routing"].top_k if data["routing"] else 0)
+    return Collectives(reduces if e.tp > 1 else 0, a2a, model.hidden_size, layers, top_k)
 
 
 def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
