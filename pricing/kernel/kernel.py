@@ -302,17 +302,25 @@ class Kernel:
         """Bounded state the engine reserves on admission (every step in flight can schedule)."""
         return self._bytes(self._bounded(), self.engine.max_model_len, self.engine.max_in_flight_tokens)
 
-    def own_page_bytes_steady(self) -> int:
-        """What the bounded caches' own pages sum to in steady decode (before pool blocks)."""
+    def own_page_bytes_steady(self, drafter: bool | None = None) -> int:
+        """What the bounded caches' own pages sum to in steady decode (before pool blocks); of
+        the drafter's layers alone (`drafter` True), of the target's alone (False), or of all."""
+        if drafter is None:
+            pages = [(g, g.layer_bytes) for g in self._bounded()]
+        else:
+            spec = {s.id: s for s in self.specs()}
+            pages = [(g, sum(spec[i].page_bytes for i in g.layers if spec[i].drafter == drafter))
+                     for g in self._bounded()]
         total = 0
-        for g in self._bounded():
-            n = self._blocks(g, self.engine.max_model_len, 1 + self.engine.spec_tokens)
-            total += n * g.layer_bytes
+        for g, layer_bytes in pages:
+            if layer_bytes:
+                total += self._blocks(g, self.engine.max_model_len, 1 + self.engine.spec_tokens) * layer_bytes
         return total
 
-    def cache_bytes_per_token(self) -> Fraction:
-        """The owned context caches' record bytes per token, before pages and padding."""
-        return sum((s.per_token for s in self.specs() if s.grows), Fraction(0))
+    def cache_bytes_per_token(self, drafter: bool | None = None) -> Fraction:
+        """The owned context caches' record bytes per token, before pages and padding; of the
+        drafter's layers alone (`drafter` True), of the target's alone (False), or of all."""
+        return sum((s.per_token for s in self.specs() if s.grows and drafter in (None, s.drafter)), Fraction(0))
 
     def blocks_per_request(self, admission: bool = True) -> int:
         """Σ over groups of the blocks one request at max_model_len holds (vLLM's

@@ -33,7 +33,6 @@ from pricing.step.work import (
     LinearGroup,
     collectives,
     context_work,
-    expected_experts,
     linear_groups,
 )
 
@@ -276,11 +275,9 @@ class StepModel:
             flops = g.flops_per_token * tokens
             nbytes = g.weight_bytes + g.act_bytes_per_token * tokens
             t_bytes = nbytes / byte_rate
-            if g.moe_layers:  # the layer's own routing: g.experts experts, g.top_k of them per token
-                touched = g.local_experts * expected_experts(g.experts, g.top_k, moe_tokens) / g.experts
-                routed = moe_tokens * min(g.top_k, g.experts) * g.local_experts / g.experts
-                flops += g.moe_layers * g.expert_flops_per_token * routed
-                expert_bytes = g.moe_layers * g.expert_bytes * touched
+            if g.moe_layers:
+                expert_flops, expert_bytes = g.routed_work(moe_tokens)
+                flops += expert_flops
                 nbytes += expert_bytes
                 t_bytes += expert_bytes / expert_rate
             acc = kinds.setdefault(g.kind, [0.0, 0.0, 0.0, 0.0])

@@ -47,6 +47,18 @@ class LinearGroup:
     experts: int = 0
     top_k: int = 0
 
+    def routed_work(self, tokens: float) -> tuple[float, float]:
+        """FLOPs and expert bytes of `tokens` tokens through this group's MoE layers, by the
+        layers' own routing: each token runs top_k experts; the rank holds `local_experts` of the
+        `experts` and reads the ones the tokens touch, its share of E·(1 − (1 − k/E)^n)."""
+        if not self.moe_layers:
+            return 0.0, 0.0
+        share = self.local_experts / self.experts
+        touched = share * expected_experts(self.experts, self.top_k, tokens)
+        routed = share * tokens * min(self.top_k, self.experts)
+        return (self.moe_layers * self.expert_flops_per_token * routed,
+                self.moe_layers * self.expert_bytes * touched)
+
 
 @dataclass(frozen=True)
 class Collectives:
@@ -207,10 +219,11 @@ def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
     """Of the target's layers, or drafter `drafter`'s. Attention FLOPs per (query, context) pair:
     2 × heads per rank × (K width + V width) per layer (a latent cache is read as both, absorbed:
     the width counted twice); stated caches (DeepSeek-V4) at the model's head width. Cache bytes
-    from the kernel: its owned context caches per token, and the bounded caches' own pages
-    (window rings, recurrent state). They include a drafter's own caches and are counted once per
-    step, with the target's (the drafter's work has none of its own: its cache, one layer beside
-    the model's, is read once per step, not once per drafter pass)."""
+    from the kernel: the owned context caches per token, and the bounded caches' own pages
+    (window rings, recurrent state), of the layers this work runs: the target's alone, or the
+    drafter's alone, so each drafter pass reads the drafter's cache (an MTP drafter's k sequential
+    passes k times: llm_base_proposer.propose runs its layers, attention included, once per draft
+    token) and the verification reads the target's once."""
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     all_heads = max(1, model.num_attention_heads)
     heads = max(1, all_heads // e.tp)
@@ -248,8 +261,8 @@ def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
     return ContextWork(flops_per_pair=full + window_part, window_flops_per_pair=window_part,
                        prefill_flops_per_pair=prefill_full + prefill_window,
                        prefill_window_flops_per_pair=prefill_window, window=window,
-                       cache_bytes_per_token=0.0 if drafter else float(kernel.cache_bytes_per_token()),
-                       bounded_bytes_per_request=0 if drafter else kernel.own_page_bytes_steady(), dcp=e.dcp,
+                       cache_bytes_per_token=float(kernel.cache_bytes_per_token(drafter=drafter is not None)),
+                       bounded_bytes_per_request=kernel.own_page_bytes_steady(drafter=drafter is not None), dcp=e.dcp,
                        sparse=tuple(SparseLayers(n, *key) for key, n in sorted(sparse.items())))
 
 
