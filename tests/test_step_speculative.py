@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pricing.chips import get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
+from pricing.graph.nodes import Routing
 from pricing.kernel import Deployment, Kernel
 from pricing.registry import load
 from pricing.step import Step, StepModel
@@ -108,8 +109,8 @@ def test_verification_runs_one_plus_k_tokens_per_request_and_reads_each_cache_on
 def test_without_its_drafter_a_speculating_step_is_the_plain_step(drafting, chip, batch, context):
     """k = 0 is today's step: with speculation on, the step but its drafter part, at one query
     per request, is exactly the step of the same deployment without speculation, but for the
-    drafter's own cache, which the step reads with the target's (same attention FLOPs, more
-    bytes)."""
+    target's bounded rings, which hold 1 + k tokens in flight (same attention FLOPs, the same
+    context-cache bytes per token: the drafter's own cache is read by the drafter passes)."""
     name, method, tp = drafting
     step = Step(decode=batch, context=context)
     plain_model, spec_model = step_model(name, chip, tp), step_model(name, chip, tp, method, 1)
@@ -124,6 +125,7 @@ def test_without_its_drafter_a_speculating_step_is_the_plain_step(drafting, chip
     flops, nbytes = plain_model.attention_work(step)
     spec_flops, spec_bytes = spec_model.attention_work(step)
     assert spec_flops == pytest.approx(flops, rel=1e-12) and spec_bytes >= nbytes
+    assert spec_model.context.cache_bytes_per_token == plain_model.context.cache_bytes_per_token
     s = serving(step_model(name, chip, tp), batch, context)
     assert s.tokens_per_step == 1.0 and s.tpot_seconds == s.step.seconds and s.speculation is None
 
@@ -245,3 +247,88 @@ def test_a_scenario_service_gives_its_acceptance(tmp_path):
     path.write_text(path.read_text().replace("0.7]", "1.7]"))
     with pytest.raises(InputError, match=r"services\[0\]\.speculative\.acceptance: every rate must be in \[0, 1\]"):
         load_scenario(path)
+
+
+# -- the drafter's own layers: its experts and its caches ---------------------------------------
+
+def _moe_routing(model, speculative):
+    return {d["routing"] for _, d in model.g.nodes(data=True) if d["kind"] == "moe" and d["speculative"] == speculative}
+
+
+def test_the_dspark_layers_state_their_own_experts():
+    """DeepSeek-V4.1-Flash's config (shared/models, text_config): the backbone routes each token
+    to 6 of 384 experts, the three DSpark layers to dspark_num_experts_per_tok = 3 of
+    dspark_n_routed_experts = 128 (vLLM deepseek_v41/nvidia/model.py DeepseekV4MoE builds the
+    layers past num_hidden_layers so); V4-Flash's MTP layer routes as its backbone does."""
+    v41 = load_model("dsv4.1-flash")
+    assert _moe_routing(v41, None) == {Routing(384, 6)}
+    assert _moe_routing(v41, "dspark") == {Routing(128, 3)}
+    drafter_experts = {t.count for _, d in v41.g.nodes(data=True) if d["speculative"] == "dspark"
+                       for t in d["tensors"] if t.split.startswith("expert")}
+    assert drafter_experts == {128}
+    v4 = load_model("dsv4-flash")
+    assert _moe_routing(v4, "mtp") == _moe_routing(v4, None) and len(_moe_routing(v4, None)) == 1
+
+
+def test_the_drafters_experts_by_hand():
+    """DSpark × 5 at tp 8 (no expert parallelism: every expert sliced over 8 ranks), 2 requests:
+    its one pass runs 2 × 5 = 10 tokens through 3 MoE layers of 128 experts, top-3. One expert
+    per token: w13 (2 × 2304 / 8 rows × 5120) and w2 (5120 × 2304 / 8), 2 FLOPs each: 6 × 5120 ×
+    2304 / 8 FLOPs; 10 tokens × 3 experts × 3 layers of it. Experts touched per layer:
+    128 (1 − (1 − 3/128)^10) ≈ 27.03 (the backbone's 384 and top-6 would give 55.95)."""
+    sm = step_model("dsv4.1-flash", "h200", 8, "dspark", 5)
+    (g,) = [g for g in sm.drafting.work.groups if g.moe_layers]
+    assert (g.experts, g.top_k, g.moe_layers, g.local_experts) == (128, 3, 3, 128)
+    assert g.expert_flops_per_token == 6 * 5120 * 2304 // 8
+    touched = 128 * (1 - (1 - 3 / 128) ** 10)
+    assert touched == pytest.approx(27.03, abs=0.01)
+    flops, nbytes = g.routed_work(10)
+    assert flops == pytest.approx(3 * (6 * 5120 * 2304 / 8) * 10 * 3)
+    assert nbytes == pytest.approx(3 * g.expert_bytes * touched)
+
+
+def test_the_step_prices_the_drafter_with_its_own_routing():
+    """The same DSpark step with its drafter's MoE group given the backbone's routing (384
+    experts, top-6, all held): by hand, the step gains 3 layers × 10 tokens × (6 − 3) experts of
+    FLOPs and 3 × expert bytes × (384 (1 − (1 − 6/384)^10) − 128 (1 − (1 − 3/128)^10)) bytes."""
+    sm = step_model("dsv4.1-flash", "h200", 8, "dspark", 5)
+    step = sm.decode_step(2, 4096)
+    own = sm.time(step)
+    (g,) = [g for g in sm.drafting.work.groups if g.moe_layers]
+    other = object.__new__(StepModel)
+    other.__dict__.update(sm.__dict__)
+    groups = [replace(x, experts=384, top_k=6, local_experts=384) if x is g else x for x in sm.drafting.work.groups]
+    other.drafting = replace(sm.drafting, work=replace(sm.drafting.work, groups=groups))
+    target = other.time(step)
+    assert target.flops - own.flops == pytest.approx(3 * g.expert_flops_per_token * 10 * (6 - 3))
+    touched = 384 * (1 - (1 - 6 / 384) ** 10) - 128 * (1 - (1 - 3 / 128) ** 10)
+    assert target.bytes - own.bytes == pytest.approx(3 * g.expert_bytes * touched)
+
+
+def test_each_mtp_pass_reads_the_drafters_cache():
+    """DeepSeek-V3, MTP × 3, fp8 KV cache: every layer's MLA record is 512 + 64 = 576 bytes a
+    token; the target's 61 layers hold 61 × 576, the MTP layer 576, and together they are the
+    kernel's total. The three drafter passes (the first over 4 × 4 tokens, two over one token per
+    request) each read the MTP layer's cache of the 4 requests: 3 × 4 × 576 × 8192 bytes."""
+    sm = step_model("dsv3", "h200", 8, "mtp", 3, kv_cache_dtype="fp8")
+    drafter = sm.drafting.work.context
+    assert drafter.cache_bytes_per_token == 576
+    assert sm.context.cache_bytes_per_token == 61 * 576
+    assert drafter.cache_bytes_per_token + sm.context.cache_bytes_per_token == sm.kernel.cache_bytes_per_token()
+    step = sm.decode_step(4, 8192)
+    read = sum(StepModel._attention_work(drafter, Step(decode=p.decode, context=8192, queries=p.queries))[1]
+               for p in sm.drafting.passes(step))
+    assert read == 3 * 4 * 576 * 8192
+
+
+@pytest.mark.parametrize("name, method, tp", [("dsv4.1-flash", "dspark", 8), ("dsv4-flash", "mtp", 4)])
+def test_the_drafters_rings_and_the_targets_sum_to_the_kernels(name, method, tp):
+    """The bounded pages a request holds in steady decode, split by who reads them: the drafter's
+    window rings (its passes) and the target's (the verification) sum to the kernel's, and the
+    drafter holds some."""
+    sm = step_model(name, "h200", tp, method, 3)
+    k = sm.kernel
+    drafter, target = k.own_page_bytes_steady(drafter=True), k.own_page_bytes_steady(drafter=False)
+    assert sm.drafting.work.context.bounded_bytes_per_request == drafter > 0
+    assert sm.context.bounded_bytes_per_request == target
+    assert drafter + target == k.own_page_bytes_steady()
