@@ -250,6 +250,9 @@ class StepModel:
                 one = Step(decode=p.decode, context=step.context, chunk=p.chunk, chunk_offset=p.chunk_offset,
                            queries=p.queries)
                 self._forward(drafter, self.drafting.work, one, p.logits, PART_NAMES, head=self.target.groups)
+                # per pass, the per-layer floor: vLLM replays the drafter in PIECEWISE CUDA graphs
+                # only, attention eager between the pieces (llm_base_proposer.py
+                # initialize_cudagraph_keys); a fixed host cost per pass is not modelled (README)
                 seconds = eff.layer_seconds * self.drafting.work.comm.layers
                 drafter.overhead_seconds += seconds
                 drafter.add("overhead", seconds)
