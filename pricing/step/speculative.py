@@ -23,7 +23,7 @@ position i is accepted given every earlier one was (the chain stops at the first
 
 (position j counts only when positions 1..j all pass; with one rate α for every position this is
 Leviathan et al. 2023, arXiv 2211.17192, eq. 1: (1 − α^(k+1)) / (1 − α) tokens per step), so the
-time per output token is the step over 1 + E[accepted].The rates are registry values
+time per output token is the step over 1 + E[accepted]. The rates are registry values
 (step_model.yaml `speculative.<method>.acceptance`, with their sources); a position past the
 list takes its last rate. A `--registry` overlay replaces them.
 """
