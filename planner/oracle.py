@@ -341,6 +341,12 @@ def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
 _TABLES: dict = {}
 
 
+def clear_tables() -> None:
+    """Forget the candidate tables built so far (benchmarks measure a cold sweep; the kernel's own
+    memo is pricing.kernel.kernel.clear_memo)."""
+    _TABLES.clear()
+
+
 def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
     """What a candidate table depends on: the whole service but its target (concurrency and
     headroom, which only the solve reads), the whole chip, the node size, the GPU cap and the
