@@ -191,36 +191,28 @@ def sweep_points(options: dict) -> list[dict]:
     return [dict(zip(AXES, combo, strict=True)) for combo in itertools.product(*(values[a] for a in AXES))]
 
 
+def _checkpoint(v) -> str:
+    return str(v) if v is not None else "checkpoint"  # no --quantization: the checkpoint's own
+
+
+# each axis's words: in a point's label (the axes that vary), and in the title (the values held fixed)
+AXIS_WORDS = {
+    "model": (_checkpoint, str),
+    "quantization": (_checkpoint, str),
+    "concurrency": (lambda v: f"× {v}", lambda v: f"{v:,} concurrent"),
+    "context_length": (lambda v: f"@ {tokens_label(v) if v else 'max'}", lambda v: f"{tokens_label(v)} tokens"),
+    "chip": (lambda v: f"on {v}", lambda v: f"on {v}"),
+}
+
+
 def point_label(point: dict, varying: list[str]) -> str:
-    parts = []
-    for axis in varying:
-        v = point[axis]
-        if axis == "context_length":
-            parts.append(f"@ {tokens_label(v) if v else 'max'}")
-        elif axis == "concurrency":
-            parts.append(f"× {v}")
-        elif axis == "chip":
-            parts.append(f"on {v}")
-        else:
-            parts.append(str(v) if v is not None else "checkpoint")
+    parts = [AXIS_WORDS[axis][0](point[axis]) for axis in varying]
     return " ".join(parts) or f"{point['model']} on {point['chip']}"
 
 
 def sweep_title(point: dict, varying: list[str]) -> str:
     """What was compared: the fixed values, then the axes that vary."""
-    fixed = []
-    for axis in AXES:
-        if axis in varying or point[axis] is None:
-            continue
-        v = point[axis]
-        if axis == "concurrency":
-            fixed.append(f"{v:,} concurrent")
-        elif axis == "context_length":
-            fixed.append(f"{tokens_label(v)} tokens")
-        elif axis == "chip":
-            fixed.append(f"on {v}")
-        else:
-            fixed.append(str(v))
+    fixed = [AXIS_WORDS[axis][1](point[axis]) for axis in AXES if axis not in varying and point[axis] is not None]
     names = {"context_length": "context length", "quantization": "quantization"}
     axes = " and ".join(names.get(a, a) for a in varying)
     return f"{', '.join(fixed)}: GPUs and $/month" + (f" by {axes}" if axes else "")
