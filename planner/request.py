@@ -132,3 +132,9 @@ class PlanRequest(BaseModel):
     service: ServiceSpec
     limits: PoolLimits
     alternatives: int | None = Field(None, ge=0)
+
+
+def validation_message(error: dict) -> str:
+    """One pydantic error's message as the user reads it: without the "Value error, " pydantic puts
+    before what a validator raised."""
+    return error["msg"].removeprefix("Value error, ")

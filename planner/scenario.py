@@ -23,7 +23,15 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from planner.request import MAX_CONCURRENCY, MAX_GPUS, MAX_PRICE, PoolLimits, ServiceSpec, WorkloadSpec
+from planner.request import (
+    MAX_CONCURRENCY,
+    MAX_GPUS,
+    MAX_PRICE,
+    PoolLimits,
+    ServiceSpec,
+    WorkloadSpec,
+    validation_message,
+)
 from pricing import yaml_fast
 from pricing.errors import InputError, suggest
 
@@ -244,7 +252,7 @@ def _path(loc: tuple) -> str:
 
 def _first_error(err: ValidationError) -> str:
     e = err.errors()[0]
-    return f"{_path(e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
+    return f"{_path(e['loc'])}: {validation_message(e)}"
 
 
 class ScenarioErrors(InputError):
@@ -275,7 +283,7 @@ def load_scenario(path: str | Path) -> Scenario:
     except ValidationError as err:
         lines = []
         for e in err.errors():
-            expected = e["msg"].removeprefix("Value error, ")
+            expected = validation_message(e)
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
@@ -415,7 +423,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
         try:
             spec = scenario.service_spec(service)
         except ValidationError as err:  # what the file's own fields do not say: a headroom beyond the range
-            lines += [f"{at}.{_path(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()
+            lines += [f"{at}.{_path(e['loc'])}: {validation_message(e)}" for e in err.errors()
                       if e["loc"] in (("headroom",), ("speculative_acceptance",))]
             continue
         method = spec.speculative_method

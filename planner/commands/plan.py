@@ -13,7 +13,7 @@ import click
 from pydantic import ValidationError
 
 from planner.commands.registry_option import registry_option
-from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
 from pricing.config.quantization import methods_help
 from pricing.errors import InputError
 
@@ -192,7 +192,7 @@ def request_from(options: dict) -> PlanRequest:
         field = str(first["loc"][-1] if first["loc"] else "input")
         flag = {"kv_cache_dtypes": "kv-cache-dtype", "chips": "chip", "price": "price", "prices": "price"}.get(
             field, field.replace("_", "-"))
-        message = first["msg"].removeprefix("Value error, ")
+        message = validation_message(first)
         raise InputError(f"--{flag}", message[:1].lower() + message[1:], "see `plan --help`") from None
     return PlanRequest(service=service, limits=limits)
 
