@@ -83,6 +83,20 @@ class _Whole:
 
 
 _SIZE = [0]
+_BY_IDENTITY: dict = {}  # ids of the objects of a _Whole -> (those objects, their memo table)
+
+
+def _results_for(objs: tuple) -> dict:
+    """The memo table of `objs` taken whole. Kernels of one sweep share the very same model, chip,
+    registry and release objects: found by identity first (the objects are kept alive beside
+    their ids, so an id is never reused while its entry lives), hashed whole only when new."""
+    key = tuple(map(id, objs))
+    hit = _BY_IDENTITY.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+        return hit[1]
+    results = _MEMO.setdefault(_Whole(objs), {})
+    _BY_IDENTITY[key] = (objs, results)
+    return results
 
 
 def _memo(what: str, whole, engine: Engine, compute, results: dict | None = None):
@@ -122,6 +136,7 @@ def _reader(names: tuple[str, ...]):
 
 def clear_memo() -> None:
     _MEMO.clear()
+    _BY_IDENTITY.clear()
     _SIZE[0] = 0
 
 
@@ -209,8 +224,7 @@ class Kernel:
             return own[what]
         results = self.__dict__.get("_results")
         if results is None or _SIZE[0] == 0:
-            whole = _Whole((self.model, self.chip, self.reg, self.engine.release, self.stage))
-            results = self._results = _MEMO.setdefault(whole, {})
+            results = self._results = _results_for((self.model, self.chip, self.reg, self.engine.release, self.stage))
         value, used = _memo(what, None, self.engine, compute, results)
         self._used.update(used)
         own[what] = value
@@ -355,7 +369,7 @@ class Kernel:
     def _blocks_per_request(self, admission: bool) -> int:
         e = self.engine
         in_flight = e.max_in_flight_tokens if admission else 1 + e.spec_tokens
-        return sum(self._blocks(g, e.max_model_len, in_flight) for g in self.layout().groups)
+        return self.layout().blocks(Request(e.max_model_len, e.max_model_len, in_flight, e.dcp))
 
     def request_bytes(self) -> int:
         """One request at max_model_len as the engine sizes it: admission state + context caches."""
