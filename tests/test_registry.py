@@ -5,7 +5,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = sorted((ROOT / "pricing" / "registry").glob("*.yaml")) + [ROOT / "planner" / "defaults.yaml"]
+REGISTRY = ROOT / "pricing" / "registry"
+FILES = [*sorted(REGISTRY.glob("*.yaml")), *sorted(REGISTRY.glob("chips/*.yaml")), ROOT / "planner" / "defaults.yaml"]
 
 
 def leaves(node, path=""):
