@@ -68,7 +68,7 @@ class DataFiles(Mapping):
         self._chip_files = {p.stem: p for p in sorted((folder / "chips").glob("*.yaml"))}
         if clash := set(self._stem_files) & set(CHIP_STEMS):
             raise ValueError(f"{folder}: {', '.join(sorted(clash))}.yaml clashes with the chips/ folder's names")
-        self._texts: dict[Path, str] = {}
+        self._bytes: dict[Path, bytes] = {}
         self._data: dict[Path, Any] = {}
         self._values: dict[Path, dict[str, Sourced]] = {}
         self._gathered: dict[str, dict] = {}
@@ -111,14 +111,14 @@ class DataFiles(Mapping):
         """chips/<id>.yaml as parsed: `chip`, and `rates` or `unsourced` (parses that file only)."""
         return self.data(self._chip_files[chip_id])
 
-    def text(self, path: Path) -> str:
-        if path not in self._texts:
-            self._texts[path] = path.read_text()
-        return self._texts[path]
+    def _read(self, path: Path) -> bytes:
+        if path not in self._bytes:
+            self._bytes[path] = path.read_bytes()
+        return self._bytes[path]
 
     def data(self, path: Path) -> Any:
         if path not in self._data:
-            data = yaml_fast.load(self.text(path))
+            data = yaml_fast.load(self._read(path).decode("utf-8"))
             self.parsed.append(path)
             if path.parent != self.folder:  # a chip file
                 if not isinstance(data, dict) or "chip" not in data or set(data) - set(CHIP_PARTS):
@@ -168,11 +168,14 @@ class DataFiles(Mapping):
         return {n for path in self._files_under(prefix) for n in self.values(path) if n.startswith(prefix)}
 
     def digest(self) -> str:
-        """What the files hold, from their texts (read, not parsed): equal texts, equal digest."""
+        """What the files hold, from their bytes (read, not parsed): equal texts, equal digest."""
         if self._digest is None:
             h = hashlib.sha256()
-            for path in [*self._stem_files.values(), *self._chip_files.values()]:
-                h.update(f"{path.relative_to(self.folder)}\0{self.text(path)}\0".encode())
+            labelled = [*self._stem_files.items(), *((f"chips/{c}", p) for c, p in self._chip_files.items())]
+            for label, path in labelled:
+                text = self._read(path)
+                h.update(f"{label}\0{len(text)}\0".encode())
+                h.update(text)
             self._digest = h.hexdigest()
         return self._digest
 
