@@ -100,15 +100,14 @@ def ttft(model: StepModel, batch: int, context: int, prompt: int) -> float:
         fixed = model.time(first).seconds - model.attention_seconds(first)
         total += full * fixed
 
-        def attention(i: int) -> float:
-            return model.attention_seconds(model.decode_step(others, context, chunk=per_step,
-                                                             chunk_offset=i * per_step))
+        def attention(chunks: list[int]) -> list[float]:  # of the chunks at these indices into the prompt
+            return model.chunk_attention_seconds(first, [i * per_step for i in chunks])
 
         if full <= TTFT_EXACT_CHUNKS:
-            total += sum(attention(i) for i in range(full))
+            total += sum(attention(list(range(full))))
         else:  # the attention grows piecewise linearly with the offset: trapezoids over samples
             marks = sorted({round(j * (full - 1) / (TTFT_EXACT_CHUNKS - 1)) for j in range(TTFT_EXACT_CHUNKS)})
-            values = [attention(i) for i in marks]
+            values = attention(marks)
             total += (values[0] + values[-1]) / 2 + sum((a + b) / 2 * (j - i) for i, j, a, b in
                                                         zip(marks, marks[1:], values, values[1:], strict=False))
     if rest:

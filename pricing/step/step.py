@@ -22,7 +22,7 @@ shared LM head, and added as one part. Its parts sum to its time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pricing.kernel import Kernel
 from pricing.step.rates import ChipRates, Efficiency, chip_rates
@@ -303,18 +303,30 @@ class StepModel:
     def _attention_work(c: ContextWork, step: Step) -> tuple[float, float]:
         """`attention_work` of the layers `c` describes: every query of a decoding request sees
         its context; each request's cache is read once however many queries it runs."""
-        dcp = max(1, c.dcp)
-        full_pairs = c.flops_per_pair - c.window_flops_per_pair
-        prefill_full = c.prefill_flops_per_pair - c.prefill_window_flops_per_pair
+        return StepModel._chunk_work(c, step, *StepModel._decode_work(c, step))
+
+    @staticmethod
+    def _decode_work(c: ContextWork, step: Step) -> tuple[float, float]:
+        """The decoding requests' part of `_attention_work` (what a prefill chunk beside them adds
+        is `_chunk_work`)."""
         flops = 0.0
         nbytes = 0.0
         if step.decode:
+            dcp = max(1, c.dcp)
+            full_pairs = c.flops_per_pair - c.window_flops_per_pair
             window_context = min(step.context, c.window)
             queries = step.decode * step.queries
             flops += queries * (full_pairs * step.context + c.window_flops_per_pair * window_context) / dcp
             flops += sum(layers.flops(queries, step.context) for layers in c.sparse)
             nbytes += step.decode * (c.cache_bytes_per_token * step.context / dcp + c.bounded_bytes_per_request)
+        return flops, nbytes
+
+    @staticmethod
+    def _chunk_work(c: ContextWork, step: Step, flops: float, nbytes: float) -> tuple[float, float]:
+        """`flops` and `nbytes` (the decoding requests' work) with the prefill chunk's added."""
         if step.chunk:
+            dcp = max(1, c.dcp)
+            prefill_full = c.prefill_flops_per_pair - c.prefill_window_flops_per_pair
             t, l0 = step.chunk, step.chunk_offset
             pairs = t * l0 + t * (t + 1) / 2  # causal: token i of the chunk sees l0 + i + 1 tokens
             window_pairs = t * min(l0 + t, c.window) if c.window else 0
@@ -327,7 +339,22 @@ class StepModel:
         """The attention part of `step` alone (its roofline; summed over the pipeline's stages)."""
         if self.stages:
             return sum(stage.attention_seconds(self._micro(step)) for stage in self.stages)
-        flops, nbytes = self.attention_work(step)
+        return self._attention_roofline(*self.attention_work(step))
+
+    def chunk_attention_seconds(self, step: Step, offsets: list[int]) -> list[float]:
+        """`attention_seconds` of `step` with its prefill chunk at each of `offsets` tokens into
+        its prompt, the decoding requests beside it priced once (a prompt's chunks in TTFT)."""
+        if self.stages:
+            totals = [0] * len(offsets)
+            for stage in self.stages:
+                for i, seconds in enumerate(stage.chunk_attention_seconds(self._micro(step), offsets)):
+                    totals[i] += seconds
+            return totals
+        decode = self._decode_work(self.context, step)
+        return [self._attention_roofline(*self._chunk_work(self.context, replace(step, chunk_offset=offset), *decode))
+                for offset in offsets]
+
+    def _attention_roofline(self, flops: float, nbytes: float) -> float:
         return max(flops / (self.rates.bf16_flops * self.eff.tensor_compute),
                    nbytes / (self.rates.memory_bandwidth * self.eff.memory_bandwidth))
 

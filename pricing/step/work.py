@@ -199,22 +199,78 @@ def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGrou
     return out
 
 
+@lru_cache(maxsize=64)
+def _exchanges(model: ModelGraph, drafter: str | None) -> tuple[int, int, int, int]:
+    """Of the nodes one forward runs (the target's or drafter `drafter`'s): the decoder layers
+    (attention or recurrent mixer nodes), the nodes holding a row-parallel or expert-row tensor,
+    the MoE layers and the most experts their routing sends a token to. Graph facts, whatever
+    the split: once per model and drafter."""
+    layers = reduces = moe = top_k = 0
+    for _, data in _nodes(model, drafter):
+        layers += data["kind"] in ("attention", "mixer")
+        splits = {t.split for t in data["tensors"]}
+        if "row" in splits or "expert_row" in splits:
+            reduces += 1
+        if data["kind"] == "moe":
+            moe += 1
+            top_k = max(top_k, data["routing"].top_k if data["routing"] else 0)
+    return layers, reduces, moe, top_k
+
+
 def collectives(kernel: Kernel, drafter: str | None = None) -> Collectives:
     """Of the target's layers, or drafter `drafter`'s: row-parallel outputs are summed across
     the tensor-parallel group (one all-reduce per node holding a row-parallel or expert-row
     tensor); under expert parallelism with data parallel ranks, each MoE layer's tokens are
     dispatched to and combined from the expert ranks."""
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
-    reduces, a2a, layers, top_k = 0, 0, 0, 0
+    layers, reduces, moe, top_k = _exchanges(model, drafter)
+    exchanged = e.ep and e.dp > 1
+    return Collectives(reduces if e.tp > 1 else 0, moe if exchanged else 0, model.hidden_size, layers,
+                       top_k if exchanged else 0)
+
+
+@dataclass(frozen=True)
+class _StatedAttention:
+    """A layer stating its own caches (DeepSeek-V4): its window, its compression ratio (0: none)
+    and whether an indexer picks the records it attends."""
+
+    window: int
+    ratio: int
+    indexed: bool
+
+
+@dataclass(frozen=True)
+class _CacheAttention:
+    """A layer under the generic KV law: K + V width read per context token at decode, Q + V
+    width per pair at prefill (its projections'), and its sliding window (None or 0: none)."""
+
+    decode_width: int
+    prefill_width: int
+    window: int | None
+
+
+@lru_cache(maxsize=64)
+def _attention_layers(model: ModelGraph, drafter: str | None) -> tuple:
+    """The layers with a cache among the nodes one forward runs, in order, with what their
+    attention costs depend on besides the split (graph facts: once per model and drafter)."""
+    all_heads = max(1, model.num_attention_heads)
+    ratios = model.extras.get("ratios") or ()
+    out = []
     for _, data in _nodes(model, drafter):
-        layers += data["kind"] in ("attention", "mixer")
-        splits = {t.split for t in data["tensors"]}
-        if "row" in splits or "expert_row" in splits:
-            reduces += 1
-        if data["kind"] == "moe" and e.ep and e.dp > 1:
-            a2a += 1
-            top_k = max(top_k, data["routing"].top_k if data["routing"] else 0)
-    return Collectives(reduces if e.tp > 1 else 0, a2a, model.hidden_size, layers, top_k)
+        c = data["cache"]
+        if c is None and not data["caches"]:
+            continue
+        if c is None:  # stated caches: the sparse laws of SparseLayers
+            layer = data["layer"]
+            out.append(_StatedAttention(
+                window=max((sc.window for sc in data["caches"] if sc.bound == "window"), default=0),
+                ratio=int(ratios[layer]) if layer is not None and layer < len(ratios) else 0,
+                indexed=any(".indexer." in t.name for t in data["tensors"])))
+            continue
+        decode_width = c.head_dim + (c.head_dim_v or c.head_dim)
+        out.append(_CacheAttention(decode_width, _projection_width(data["tensors"], all_heads) or decode_width,
+                                   c.window))
+    return tuple(out)
 
 
 def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
@@ -233,33 +289,23 @@ def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
     window = 0
     head_dim = int(model.extras.get("head_dim") or model.hidden_size // all_heads)
     sparse: dict[tuple, int] = {}
-    ratios = model.extras.get("ratios") or ()
     topk = int(model.extras.get("index_topk") or 0)
     index = int(model.extras.get("index_n_heads") or 0) * int(model.extras.get("index_head_dim") or 0)
     candidates = int(model.extras.get("candidate_topk_blocks") or 0) * int(model.extras.get("candidate_block_size")
                                                                           or 0)
-    for _, data in _nodes(model, drafter):
-        c = data["cache"]
-        if c is None and not data["caches"]:
-            continue
-        if c is None:  # stated caches: the sparse laws of SparseLayers
-            layer = data["layer"]
-            ratio = int(ratios[layer]) if layer is not None and layer < len(ratios) else 0
-            indexed = any(".indexer." in t.name for t in data["tensors"])
-            window = max((sc.window for sc in data["caches"] if sc.bound == "window"), default=0)
-            key = (window, ratio, topk if indexed else 0, 2 * heads * 2 * head_dim, 2 * index if indexed else 0,
-                   candidates)
+    for layer in _attention_layers(model, drafter):
+        if isinstance(layer, _StatedAttention):
+            window = layer.window
+            key = (window, layer.ratio, topk if layer.indexed else 0, 2 * heads * 2 * head_dim,
+                   2 * index if layer.indexed else 0, candidates)
             sparse[key] = sparse.get(key, 0) + 1
-            continue
-        decode_width = (c.head_dim + (c.head_dim_v or c.head_dim)) if c is not None else 2 * head_dim
-        prefill_width = _projection_width(data["tensors"], all_heads) or decode_width
-        if c is not None and c.window:
-            window_part += 2 * heads * decode_width
-            prefill_window += 2 * heads * prefill_width
-            window = max(window, c.window)
+        elif layer.window:
+            window_part += 2 * heads * layer.decode_width
+            prefill_window += 2 * heads * layer.prefill_width
+            window = max(window, layer.window)
         else:
-            full += 2 * heads * decode_width
-            prefill_full += 2 * heads * prefill_width
+            full += 2 * heads * layer.decode_width
+            prefill_full += 2 * heads * layer.prefill_width
     return ContextWork(flops_per_pair=full + window_part, window_flops_per_pair=window_part,
                        prefill_flops_per_pair=prefill_full + prefill_window,
                        prefill_window_flops_per_pair=prefill_window, window=window,
