@@ -134,14 +134,19 @@ FIELDS = sorted(Deployment.model_fields)
 
 
 def answers(model: str, deployment: Deployment):
-    """Every figure the kernel answers for one deployment, or the refusal of its input."""
+    """Every figure the kernel answers for one deployment, and the step model's linear work (which
+    the kernel memoises, Kernel.derived), or the refusal of its input."""
+    from pricing.step.work import linear_groups
+
     try:
         k = Kernel.of(load_model(model), deployment, get_chip("h200"))
         layout = k.layout()
+        drafter = k.engine.spec_method
         return (k.fixed_bytes(), k.pre_snapshot_bytes(), layout.bytes_per_block,
                 [(g.vllm_class, g.layers, g.block_tokens, g.page_bytes) for g in layout.groups],
                 k.blocks_per_request(), k.num_blocks(), k.kv_cache_tokens(), k.requests_held(),
-                k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.sequence_variable_bytes(4096), k.refusal())
+                k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.sequence_variable_bytes(4096), k.refusal(),
+                linear_groups(k), linear_groups(k, drafter) if drafter else None)
     except InputError as err:
         return str(err)
 

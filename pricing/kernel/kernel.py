@@ -231,6 +231,14 @@ class Kernel:
         own[what] = value
         return value
 
+    def derived(self, what: str, compute):
+        """`compute(engine view, used)` memoised as the kernel's own parts are: on the model, chip,
+        registry, release and stage whole and on the engine fields it reads through the view (so
+        `compute` reads the engine only through the view it is given). For what a layer above
+        derives from one rank and its graph alone, such as the step model's linear work, which a
+        latency sweep asks of many engines differing only in settings it never reads."""
+        return self._get(f"derived.{what}", compute)
+
     # -- fixed --------------------------------------------------------------------------------
     def weight_bytes(self) -> weights.WeightBytes:
         return self._get("weights", lambda e, used: weights.weight_bytes(self.graph, e, self.reg, used,
@@ -301,18 +309,20 @@ class Kernel:
         return self._cache_layout()[1]
 
     def _cache_layout(self):
-        def compute(e, used):
-            specs, notes = caches.cache_specs(self.model, e, self.chip, self.reg, used)
-            layout = e.release.rules.group(specs, e.max_model_len)  # over the whole model, all stages merged
-            if self.stage is not None:
-                mine = frozenset(self.graph.g.nodes)
-                specs = [s for s in specs if s.layer in mine]
-                layout = pipeline.project(layout, mine)
-            return specs, layout, notes
+        found = self._own.get("layout")
+        if found is None:
+            found = self._get("layout", self._layout_of)
+            self._notes = found[2]
+        return found[0], found[1]
 
-        specs, layout, notes = self._get("layout", compute)
-        self._notes = notes
-        return specs, layout
+    def _layout_of(self, e, used):
+        specs, notes = caches.cache_specs(self.model, e, self.chip, self.reg, used)
+        layout = e.release.rules.group(specs, e.max_model_len)  # over the whole model, all stages merged
+        if self.stage is not None:
+            mine = frozenset(self.graph.g.nodes)
+            specs = [s for s in specs if s.layer in mine]
+            layout = pipeline.project(layout, mine)
+        return specs, layout, notes
 
     def _blocks(self, group, tokens: int, in_flight: int) -> int:
         e = self.engine

@@ -5,6 +5,7 @@ vendors' data sheets) and the achieved fractions of them with the per-step overh
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pricing.chips import Chip
 from pricing.errors import InputError
@@ -56,7 +57,12 @@ def missing_rates(chip: Chip, registry: Registry | None = None) -> str:
 
 def chip_rates(chip: Chip, registry: Registry | None = None) -> ChipRates:
     """The peak rates of `chip`; a clear error when the registry has none for it."""
-    reg = registry or load()
+    return _chip_rates(chip, registry or load())
+
+
+@lru_cache(maxsize=64)
+def _chip_rates(chip: Chip, reg: Registry) -> ChipRates:
+    """`chip_rates`, once per chip and registry taken whole (a latency sweep prices many step models)."""
     base = f"chip_rates.chip_rates.{chip.id}"
     if f"{base}.bf16_flops" not in reg:
         raise InputError("--chip", f"{missing_rates(chip, reg)}, so its step time cannot be priced",
@@ -102,7 +108,10 @@ class Efficiency:
 
     @classmethod
     def from_registry(cls, registry: Registry | None = None) -> Efficiency:
-        reg = registry or load()
+        return _efficiency(registry or load())
+
+    @classmethod
+    def _read(cls, reg: Registry) -> Efficiency:
         prov = {field: reg[f"step_model.{name}"] for field, name in cls.NAMES.items()}
         values = {field: float(p.value) for field, p in prov.items()}
         values["activation_bytes"] = int(values["activation_bytes"])
@@ -116,6 +125,12 @@ class Efficiency:
                              "fit in progress" if _field_of(p.name) in values else p.source, p.how)
                      for p in self.provenance)
         return replace(self, **values, provenance=prov)
+
+
+@lru_cache(maxsize=64)
+def _efficiency(reg: Registry) -> Efficiency:
+    """`Efficiency.from_registry`, once per registry taken whole."""
+    return Efficiency._read(reg)
 
 
 def _field_of(registry_name: str) -> str:

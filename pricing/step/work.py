@@ -164,8 +164,14 @@ def _fmt_key(t) -> str:
 
 def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGroup]:
     """The rank's linear work, grouped by (node kind, served format): the target's, or drafter
-    `drafter`'s own layers. Identical tensors (one per layer) are sized once and counted."""
-    model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
+    `drafter`'s own layers. Identical tensors (one per layer) are sized once and counted. Memoised
+    by the kernel (`Kernel.derived`: on the engine fields it reads, the splits)."""
+    return kernel.derived(f"linear_groups.{drafter}", lambda e, used: _linear_groups(kernel, e, drafter))
+
+
+def _linear_groups(kernel: Kernel, e, drafter: str | None) -> list[LinearGroup]:
+    """`linear_groups` with the engine `e` as the kernel's memo views it (every field read through it)."""
+    model = kernel.graph  # the layers this rank builds (its pipeline stage's)
     pad = kernel.reg.value("vllm_0_33.vocab_padding")
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
     sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
