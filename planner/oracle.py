@@ -29,7 +29,7 @@ from pricing.chips import Chip, get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
-from pricing.kernel import Deployment, Kernel, startup
+from pricing.kernel import Deployment, Kernel
 from pricing.kernel.deployment import beyond_positions, max_dcp
 from pricing.kernel.pipeline import backbone_layers
 
@@ -290,7 +290,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     table.evaluated += 1
     utils = utilizations(service, chip, probe.pre_snapshot_bytes())
     if not utils:
-        verdict.refusal = startup.failed_check(probe)
+        verdict.refusal = probe.failed_check()
         return
     margin = service.kv_margin
     for mbt in sorted(budgets):
@@ -335,7 +335,7 @@ def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
     verdict.utilization = kernel.engine.gpu_memory_utilization
     verdict.max_num_batched_tokens = kernel.engine.max_num_batched_tokens
     verdict.held_per_rank = held
-    verdict.refusal = startup.failed_check(kernel)
+    verdict.refusal = kernel.failed_check()
 
 
 _TABLES: dict = {}

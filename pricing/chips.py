@@ -1,4 +1,4 @@
-"""The chips a deployment can run on (registry/chips.yaml), with the user's overrides."""
+"""The chips a deployment can run on (registry/chips/<id>.yaml, one file each), with the user's overrides."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ class Chip:
     fp4: bool
     price_per_gpu_hour: float
     provenance: tuple[Sourced, ...] = ()
-    interconnect: str = "nvlink"  # nvlink | nvlink-bridge | pcie | xgmi | nvlink-c2c (chips.yaml header)
-    price_estimate: bool = False  # the price is an estimate, not a quote (chips.yaml `estimate: true`)
+    interconnect: str = "nvlink"  # nvlink | nvlink-bridge | pcie | xgmi | nvlink-c2c (chips/README.md)
+    price_estimate: bool = False  # the price is an estimate, not a quote (the chip file's `estimate: true`)
     price_as_of: str = ""
 
     @property
@@ -76,31 +76,28 @@ class Chip:
 
 
 @lru_cache(maxsize=1)
-def _index() -> dict[str, str]:
+def _aliases() -> dict[str, str]:
+    """Alias (lower case) -> chip id; reads every chip's file."""
     chips = load().raw["chips"]["chips"]
-    index = {}
-    for chip_id, data in chips.items():
-        index[chip_id] = chip_id
-        for alias in data.get("aliases", []):
-            index[alias.lower()] = chip_id
-    return index
+    return {alias.lower(): chip_id for chip_id, data in chips.items() for alias in data.get("aliases", [])}
 
 
 def chip_ids() -> list[str]:
-    return sorted(load().raw["chips"]["chips"])
+    return sorted(load().chip_ids())
 
 
 @cache
 def get_chip(name: str) -> Chip:
-    """A chip by id or alias (case-insensitive)."""
+    """A chip by id or alias (case-insensitive). An id reads that chip's file only; an alias or a
+    misspelt name reads them all."""
     key = (name or "").strip().lower()
-    chip_id = _index().get(key)
+    chip_id = key if key in load().chip_ids() else _aliases().get(key)
     if chip_id is None:
-        near = suggest(key, list(_index()))
+        near = suggest(key, [*chip_ids(), *_aliases()])
         raise InputError("--chip", f"unknown chip {name!r}" + (f"; {near}" if near else ""),
                          "see `plan chips`" if near else f"use one of {', '.join(chip_ids())}")
     reg = load()
-    data = reg.raw["chips"]["chips"][chip_id]
+    data = reg.chip_file(chip_id)["chip"]
     base = f"chips.chips.{chip_id}"
     fields = ("memory_bytes", "nvlink_domain", "gpus_per_node", "fp8", "fp4", "price_per_gpu_hour")
     if "interconnect" in data:

@@ -1,5 +1,5 @@
-"""Every chip of chips.yaml either has its peak rates in chip_rates.yaml, each figure with its
-source, or is listed under `unsourced` with the figures missing and why; the rows read off vendors'
+"""Every chip of pricing/registry/chips/ either has its peak rates in its file, each figure with its
+source, or an `unsourced` entry with the figures missing and why; the rows read off vendors'
 data sheets hold the sheets' figures (dense = sparse / 2 where a sheet prints only the sparse one);
 a plan on a rated chip prices its step, and a chip without rates says which figure is missing."""
 

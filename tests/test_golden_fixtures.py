@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "vllm-0.33"
 FILES = sorted(GOLDEN.glob("*.json"))
 CARDS = {p.stem for p in (ROOT / "pricing" / "cards").glob("*.yaml")}
-CHIPS = yaml.safe_load((ROOT / "pricing" / "registry" / "chips.yaml").read_text())["chips"]
+CHIPS = {p.stem: yaml.safe_load(p.read_text())["chip"] for p in (ROOT / "pricing/registry/chips").glob("*.yaml")}
 LOG_LINE = re.compile(r"GPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: "
                       r"([\d.]+)x")
 
@@ -48,7 +48,7 @@ def test_fixture_is_well_formed(path):
     p = f["project"]
     assert p["model"] in CARDS, f"{p['model']} is not a card of pricing/cards"
     sm = f["oracle"].get("sm")  # the generation the oracle emulated, where the generator records it
-    assert p["chip"] in CHIPS, f"{p['chip']} is not a chip of pricing/registry/chips.yaml"
+    assert p["chip"] in CHIPS, f"{p['chip']} is not a chip of pricing/registry/chips/"
     assert sm in (None, CHIPS[p["chip"]]["generation"]), "the oracle emulated another chip generation"
     Deployment(**p["deployment"])  # only Deployment fields, valid values
     memory = p["available_memory_bytes"]  # one figure, or one per pipeline stage

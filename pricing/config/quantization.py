@@ -16,19 +16,18 @@ import fnmatch
 import math
 import re
 from dataclasses import dataclass, field
-from functools import cache, cached_property
-from pathlib import Path
+from functools import cached_property
 
-from pricing import yaml_fast
 from pricing.errors import InputError
 from pricing.units import cdiv, round_up
 
-REGISTRY_FILE = Path(__file__).resolve().parent.parent / "registry" / "quantization.yaml"
 
-
-@cache
 def _registry_file() -> dict:
-    return yaml_fast.load(REGISTRY_FILE.read_text())
+    """registry/quantization.yaml as the shipped registry parsed it (the file is parsed once per
+    process, by whichever reads it first)."""
+    from pricing.registry import shipped
+
+    return shipped().raw["quantization"]
 
 
 def methods() -> dict[str, dict]:

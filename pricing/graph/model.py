@@ -50,9 +50,11 @@ class ModelGraph:
 
     def flow(self, src: str, dst: str) -> None:
         self.g.add_edge(src, dst, flow="data")
+        self.extras.pop("topological_order", None)  # an edge reorders the walk
 
     def reads_cache(self, owner: str, reader: str, cache: str) -> None:
         self.g.add_edge(owner, reader, flow="reads_cache", cache=cache)
+        self.extras.pop("topological_order", None)
 
     def validate(self) -> ModelGraph:
         if not nx.is_directed_acyclic_graph(self.g):
@@ -65,8 +67,12 @@ class ModelGraph:
         """(name, data) of the nodes held by a deployment speculating with `speculative`
         (None: not speculating, so drafter nodes are left out), in topological order.
         `towers=False` leaves out the multimodal encoders (held, but not run by a decode step)."""
-        for name in nx.lexicographical_topological_sort(self.g, key=_natural):
-            data = self.g.nodes[name]
+        order = self.extras.get("topological_order")
+        if order is None:  # a derived extra: worked out once per graph (DERIVED_EXTRAS)
+            order = self.extras["topological_order"] = tuple(nx.lexicographical_topological_sort(self.g, key=_natural))
+        nodes = self.g.nodes
+        for name in order:
+            data = nodes[name]
             if (data["speculative"] is None or data["speculative"] == speculative) and (towers or not data["tower"]):
                 yield name, data
 
@@ -89,10 +95,12 @@ class ModelGraph:
         return self.extras["has_window_caches"]
 
 
-# facts the graph caches about its own nodes in `extras` (has_window_caches, cudagraphs.decoder_layers,
-# weights.tensor_groups, weights.rotary_caches, pipeline.backbone_layers): dropped when a node is added,
-# and derived anew by a pipeline stage's part of the graph
-DERIVED_EXTRAS = ("has_window_caches", "decoder_layers", "tensor_groups", "rotary_caches", "backbone_layers")
+# facts the graph caches about its own nodes in `extras` (has_window_caches, the nodes' topological order,
+# cudagraphs.decoder_layers, weights.tensor_groups, weights.rotary_caches, pipeline.backbone_layers):
+# dropped when a node is added (the order also when an edge is), and derived anew by a pipeline stage's
+# part of the graph
+DERIVED_EXTRAS = ("has_window_caches", "topological_order", "decoder_layers", "tensor_groups", "rotary_caches",
+                  "backbone_layers")
 
 
 def _natural(name: str):

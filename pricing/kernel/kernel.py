@@ -10,7 +10,9 @@
 Each sub-result is memoised on the whole model, chip, registry and release and on the engine
 fields it read (recorded as it runs, never listed by hand), so a planner sweep that varies the
 utilisation or the token budget recomputes only what they change, and a new field cannot return
-a stale answer.
+a stale answer. A kernel never changes once built (its model, engine, chip, registry and stage
+are fixed), so each of its own answers is also kept on the instance (`_once`): asking twice, as
+the start-up checks and the requests held do, costs one evaluation.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import lru_cache
 from operator import attrgetter
 
 from pricing.chips import Chip
@@ -80,6 +83,20 @@ class _Whole:
 
 
 _SIZE = [0]
+_BY_IDENTITY: dict = {}  # ids of the objects of a _Whole -> (those objects, their memo table)
+
+
+def _results_for(objs: tuple) -> dict:
+    """The memo table of `objs` taken whole. Kernels of one sweep share the very same model, chip,
+    registry and release objects: found by identity first (the objects are kept alive beside
+    their ids, so an id is never reused while its entry lives), hashed whole only when new."""
+    key = tuple(map(id, objs))
+    hit = _BY_IDENTITY.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
+        return hit[1]
+    results = _MEMO.setdefault(_Whole(objs), {})
+    _BY_IDENTITY[key] = (objs, results)
+    return results
 
 
 def _memo(what: str, whole, engine: Engine, compute, results: dict | None = None):
@@ -119,6 +136,7 @@ def _reader(names: tuple[str, ...]):
 
 def clear_memo() -> None:
     _MEMO.clear()
+    _BY_IDENTITY.clear()
     _SIZE[0] = 0
 
 
@@ -156,6 +174,7 @@ class Kernel:
         self._pipeline: list[Kernel] = [self]
         self._used: dict[str, Sourced] = {}
         self._notes: list[str] = []
+        self._own: dict = {}  # this instance's answers, by what was asked (`_once`)
 
     @property
     def release(self) -> Release:
@@ -191,13 +210,24 @@ class Kernel:
         return min(self._pipeline, key=lambda k: (k.rank_blocks(), -k.fixed_bytes().total,
                                                   k.stage.index if k.stage else 0))
 
+    def _once(self, key, compute):
+        """compute() once per instance: the kernel is immutable, so its answer to `key` never changes."""
+        own = self._own
+        if key in own:
+            return own[key]
+        value = own[key] = compute()
+        return value
+
     def _get(self, what: str, compute):
+        own = self._own
+        if what in own:
+            return own[what]
         results = self.__dict__.get("_results")
         if results is None or _SIZE[0] == 0:
-            whole = _Whole((self.model, self.chip, self.reg, self.engine.release, self.stage))
-            results = self._results = _MEMO.setdefault(whole, {})
+            results = self._results = _results_for((self.model, self.chip, self.reg, self.engine.release, self.stage))
         value, used = _memo(what, None, self.engine, compute, results)
         self._used.update(used)
+        own[what] = value
         return value
 
     # -- fixed --------------------------------------------------------------------------------
@@ -209,8 +239,8 @@ class Kernel:
         act = self._get("activation", lambda e, used: activations.activation(self.model, e, self.chip, self.reg,
                                                                               used))
         if self.stage is not None and not self.stage.is_last:
-            return replace(act, sampler=0)  # the sampler warm-up runs on the last stage only
-        return act
+            return self._once("activation_of_stage", lambda: replace(act, sampler=0))  # the sampler warm-up
+        return act  # runs on the last stage only
 
     def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
         return self._get("cuda_graph", lambda e, used: cudagraphs.cuda_graph_bytes(self.graph, e, self.chip,
@@ -220,6 +250,9 @@ class Kernel:
         """Memory outside torch's allocator that appears after vLLM's snapshot and so inside the
         budget (vLLM 0.33 counts it in total_consumed = init free − free after profiling,
         vllm-0.33-memory.md §1.4): fitted by the largest collective group the rank joins."""
+        return self._once("non_torch_bytes", self._non_torch_bytes)
+
+    def _non_torch_bytes(self) -> int:
         entry = self.reg["cost_model_primitives.non_torch_in_budget"]
         self._used[entry.name] = entry
         groups = self.collective_groups()
@@ -227,6 +260,9 @@ class Kernel:
         return int(entry.value[activations.tp_key(entry.value, size)])
 
     def fixed_bytes(self) -> FixedBytes:
+        return self._once("fixed_bytes", self._fixed_bytes)
+
+    def _fixed_bytes(self) -> FixedBytes:
         w = self.weight_bytes()
         return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant,
                           self.non_torch_bytes())
@@ -243,6 +279,9 @@ class Kernel:
     def pre_snapshot_bytes(self) -> int:
         """The collective library's reservation for each group the rank joins, plus the engine
         workspace; vLLM starts both before its memory snapshot (vllm-0.33-memory.md §1.1)."""
+        return self._once("pre_snapshot_bytes", self._pre_snapshot_bytes)
+
+    def _pre_snapshot_bytes(self) -> int:
         comm = self.reg["cost_model_primitives.communicator_reservation"]
         work = self.reg["cost_model_primitives.engine_workspace"]
         self._used[comm.name] = comm
@@ -325,12 +364,18 @@ class Kernel:
     def blocks_per_request(self, admission: bool = True) -> int:
         """Σ over groups of the blocks one request at max_model_len holds (vLLM's
         kv_cache_utils blocks_per_request uses the admission cap for bounded groups)."""
+        return self._once(("blocks_per_request", admission), lambda: self._blocks_per_request(admission))
+
+    def _blocks_per_request(self, admission: bool) -> int:
         e = self.engine
         in_flight = e.max_in_flight_tokens if admission else 1 + e.spec_tokens
-        return sum(self._blocks(g, e.max_model_len, in_flight) for g in self.layout().groups)
+        return self.layout().blocks(Request(e.max_model_len, e.max_model_len, in_flight, e.dcp))
 
     def request_bytes(self) -> int:
         """One request at max_model_len as the engine sizes it: admission state + context caches."""
+        return self._once("request_bytes", self._request_bytes)
+
+    def _request_bytes(self) -> int:
         return self.sequence_admission_bytes() + self.sequence_variable_bytes(self.engine.max_model_len)
 
     # -- the engine's own figures -------------------------------------------------------------
@@ -341,12 +386,18 @@ class Kernel:
     def kv_pool(self) -> int:
         """available KV cache memory = budget − non-KV memory − CUDA-graph estimate, or the
         --kv-cache-memory-bytes value when set (§1.4)."""
+        return self._once("kv_pool", self._kv_pool)
+
+    def _kv_pool(self) -> int:
         if self.engine.kv_cache_memory_bytes is not None:
             return self.engine.kv_cache_memory_bytes
         return self.budget() - self.fixed_bytes().total
 
     def rank_blocks(self) -> int:
         """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
+        return self._once("rank_blocks", self._rank_blocks)
+
+    def _rank_blocks(self) -> int:
         layout = self.layout()
         if not layout.grouped or layout.bytes_per_block == 0:
             return 0
@@ -375,6 +426,9 @@ class Kernel:
         return all(k.rank_fits_one_request() for k in self._pipeline)
 
     def rank_fits_one_request(self) -> bool:
+        return self._once("rank_fits_one_request", self._rank_fits_one_request)
+
+    def _rank_fits_one_request(self) -> bool:
         layout = self.layout()
         pool = self.kv_pool()
         if pool <= 0:
@@ -390,12 +444,15 @@ class Kernel:
         null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start. With a
         `margin` (a fraction), the pool is taken that much smaller than predicted: the planner's
         allowance for the fixed-memory laws' measured error (registry cost_model_memory.kv_pool_margin)."""
+        return self._once(("requests_held", margin), lambda: self._requests_held(margin))
+
+    def _requests_held(self, margin: float) -> int:
         if not self.starts():
             return 0
         layout = self.layout()
         if not layout.groups:
             return self.engine.max_num_seqs
-        keep = Fraction(1) - Fraction(str(margin))
+        keep = _kept(margin)
         if layout.grouped:
             held = (int(self.num_blocks() * keep) - 1) // self.blocks_per_request()
         else:
@@ -406,9 +463,13 @@ class Kernel:
         """vLLM's start-up checks pass on every pipeline stage (pricing/kernel/startup.py): the budget
         beside what is held before it, a --kv-cache-memory-bytes pool beside the fixed memory, and a
         pool that holds one request at max_model_len."""
+        return all(k.failed_check() is None for k in self._pipeline)
+
+    def failed_check(self) -> str | None:
+        """The first start-up check this rank (pipeline stage) would fail (`startup.failed_check`)."""
         from pricing.kernel import startup
 
-        return all(startup.failed_check(k) is None for k in self._pipeline)
+        return self._once("failed_check", lambda: startup.failed_check(self))
 
     def startup_refusal(self):
         """The start-up check vLLM would fail, with its message and what would fit; None when it
@@ -450,6 +511,12 @@ class Kernel:
         for i, note in enumerate(self._notes):
             out[f"rules.note.{i}"] = Sourced(f"rules.note.{i}", note, "cache resolution", "for this chip and dtype")
         return [out[k] for k in sorted(out)]
+
+
+@lru_cache(maxsize=64)
+def _kept(margin: float) -> Fraction:
+    """The share of a pool counted on with a `margin` held back, exactly (the margin as written)."""
+    return Fraction(1) - Fraction(str(margin))
 
 
 def evaluate(model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,

@@ -90,7 +90,7 @@ def wider_split(k: Kernel) -> str | None:
             continue
         ep = k.model.has_experts
         wider = _same(k, tensor_parallel_size=tp, enable_expert_parallel=ep or e.ep)
-        if wider is not None and failed_check(wider) is None:
+        if wider is not None and wider.failed_check() is None:
             return f"-tp {tp}" + (" --enable-expert-parallel" if ep and not e.ep else "")
     return None
 

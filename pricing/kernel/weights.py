@@ -22,11 +22,11 @@ loading took").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pricing.config.quantization import Mags, Param, Placement
 from pricing.graph.model import ModelGraph
-from pricing.graph.nodes import RotaryCache, Tensor
+from pricing.graph.nodes import RotaryCache, Tensor, without_name
 from pricing.kernel.deployment import Engine
 from pricing.registry import Registry, Sourced
 from pricing.units import cdiv, round_up
@@ -147,11 +147,11 @@ def tensor_groups(model: ModelGraph, speculative: str | None) -> tuple[tuple[tup
     dozen distinct shapes instead of every layer's tensors."""
     cached = model.extras.setdefault("tensor_groups", {})  # a derived extra (graph.model.DERIVED_EXTRAS)
     if speculative not in cached:
-        groups: dict[Tensor, list] = {}
+        groups: dict[tuple, list] = {}
         expert_layers = set()
         for _, data in model.nodes(speculative):
             for t in data["tensors"]:
-                group = groups.setdefault(replace(t, name=""), [t, 0])
+                group = groups.setdefault(without_name(t), [t, 0])
                 group[1] += 1
                 if t.split.startswith("expert") and t.count == model.routed_experts:
                     expert_layers.add(t.name.rsplit(".experts", 1)[0])

@@ -3,12 +3,19 @@
 Each value lives in a YAML data file of this folder as `{value, source, how}`: what it is,
 where it came from, and how it was obtained. `Registry[name]` returns a `Sourced` value;
 names are the dotted path inside the file, prefixed by the file's stem
-(`cost_model_memory.activation_floor_bytes`). The kernel lists every value it read in its
-provenance.
+(`cost_model_memory.activation_floor_bytes`). The chips are one file each, `chips/<id>.yaml`
+(chips/README.md): its `chip` part is named `chips.chips.<id>.…`, its `rates` part
+`chip_rates.chip_rates.<id>.…` and its `unsourced` entry `chip_rates.unsourced.<id>`. The kernel
+lists every value it read in its provenance.
+
+A file is parsed the first time a name under it (or its stem in `raw`) is read, so a plan on one
+chip parses that chip's file and the files whose values it reads, not the whole folder.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +26,12 @@ import yaml
 from pricing import yaml_fast
 
 HERE = Path(__file__).parent
+
+# A chip file's parts, each with the (stem, table) its registry names start with: the `rates` of
+# chips/h200.yaml are chip_rates.chip_rates.h200.<field>.
+CHIP_PARTS = {"chip": ("chips", "chips"), "rates": ("chip_rates", "chip_rates"),
+              "unsourced": ("chip_rates", "unsourced")}
+CHIP_STEMS = ("chips", "chip_rates")
 
 
 @dataclass(frozen=True)
@@ -43,41 +56,174 @@ def _flatten(prefix: str, node: Any, out: dict[str, Sourced]) -> None:
             _flatten(f"{prefix}.{key}", child, out)
 
 
-class Registry:
-    """All registry values, flattened to dotted names."""
+class DataFiles(Mapping):
+    """The registry's data files in one folder, by stem (`files["vllm_0_33"]`: that file as parsed;
+    `files["chips"]` and `files["chip_rates"]` gather every chip file). Each file is read once and
+    parsed the first time it is asked for, whether by stem or by one of its names; `parsed` lists the
+    files parsed so far, in order."""
 
-    def __init__(self, values: dict[str, Sourced], raw: dict[str, Any]):
-        self._values = values
-        self.raw = raw
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._stem_files = {p.stem: p for p in sorted(folder.glob("*.yaml"))}
+        self._chip_files = {p.stem: p for p in sorted((folder / "chips").glob("*.yaml"))}
+        if clash := set(self._stem_files) & set(CHIP_STEMS):
+            raise ValueError(f"{folder}: {', '.join(sorted(clash))}.yaml clashes with the chips/ folder's names")
+        self._bytes: dict[Path, bytes] = {}
+        self._data: dict[Path, Any] = {}
+        self._values: dict[Path, dict[str, Sourced]] = {}
+        self._gathered: dict[str, dict] = {}
+        self._digest: str | None = None
+        self.parsed: list[Path] = []
+
+    # -- the stems, as a mapping ------------------------------------------------------------------
+    def _stems(self) -> list[str]:
+        return sorted([*self._stem_files, *(CHIP_STEMS if self._chip_files else ())])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._stems())
+
+    def __len__(self) -> int:
+        return len(self._stems())
+
+    def __contains__(self, stem: object) -> bool:  # without parsing
+        return stem in self._stem_files or (stem in CHIP_STEMS and bool(self._chip_files))
+
+    def __getitem__(self, stem: str) -> Any:
+        if stem in self._stem_files:
+            return self.data(self._stem_files[stem])
+        if stem not in self:
+            raise KeyError(stem)
+        if stem not in self._gathered:
+            tables = {table: {} for part, (s, table) in CHIP_PARTS.items() if s == stem}
+            for chip_id in self._chip_files:
+                for part, node in self.chip_file(chip_id).items():
+                    if CHIP_PARTS[part][0] == stem:
+                        tables[CHIP_PARTS[part][1]][chip_id] = node
+            self._gathered[stem] = tables
+        return self._gathered[stem]
+
+    # -- files ------------------------------------------------------------------------------------
+    def chip_ids(self) -> list[str]:
+        """The chips' ids: their file names (parses nothing)."""
+        return list(self._chip_files)
+
+    def chip_file(self, chip_id: str) -> dict:
+        """chips/<id>.yaml as parsed: `chip`, and `rates` or `unsourced` (parses that file only)."""
+        return self.data(self._chip_files[chip_id])
+
+    def _read(self, path: Path) -> bytes:
+        if path not in self._bytes:
+            self._bytes[path] = path.read_bytes()
+        return self._bytes[path]
+
+    def data(self, path: Path) -> Any:
+        if path not in self._data:
+            data = yaml_fast.load(self._read(path).decode("utf-8"))
+            self.parsed.append(path)
+            if path.parent != self.folder:  # a chip file
+                if not isinstance(data, dict) or "chip" not in data or set(data) - set(CHIP_PARTS):
+                    raise ValueError(f"{path}: a chip file holds `chip` and `rates` or `unsourced` (chips/README.md), "
+                                     f"not {sorted(data) if isinstance(data, dict) else data!r}")
+            self._data[path] = data
+        return self._data[path]
+
+    def _file_of(self, name: str) -> Path | None:
+        """The one file a value named `name` can be in."""
+        stem, _, rest = name.partition(".")
+        if stem in self._stem_files:
+            return self._stem_files[stem]
+        if stem in CHIP_STEMS:
+            parts = rest.split(".")
+            return self._chip_files.get(parts[1]) if len(parts) > 1 else None
+        return None
+
+    def _files_under(self, prefix: str) -> list[Path]:
+        """The files that may hold names starting with `prefix`."""
+        def may_hold(root: str) -> bool:
+            return root.startswith(prefix) or prefix.startswith(root + ".")
+
+        out = [p for stem, p in self._stem_files.items() if may_hold(stem)]
+        return out + [p for chip_id, p in self._chip_files.items()
+                      if any(may_hold(f"{stem}.{table}.{chip_id}") for stem, table in CHIP_PARTS.values())]
+
+    def values(self, path: Path) -> dict[str, Sourced]:
+        """The values of one file, by registry name."""
+        if path not in self._values:
+            out: dict[str, Sourced] = {}
+            data = self.data(path)
+            if path.parent == self.folder:
+                _flatten(path.stem, data, out)
+            else:
+                for part, node in data.items():
+                    stem, table = CHIP_PARTS[part]
+                    _flatten(f"{stem}.{table}.{path.stem}", node, out)
+            self._values[path] = out
+        return self._values[path]
+
+    def lookup(self, name: str) -> Sourced | None:
+        path = self._file_of(name)
+        return None if path is None else self.values(path).get(name)
+
+    def names(self, prefix: str = "") -> set[str]:
+        return {n for path in self._files_under(prefix) for n in self.values(path) if n.startswith(prefix)}
+
+    def digest(self) -> str:
+        """What the files hold, from their bytes (read, not parsed): equal texts, equal digest."""
+        if self._digest is None:
+            h = hashlib.sha256()
+            labelled = [*self._stem_files.items(), *((f"chips/{c}", p) for c, p in self._chip_files.items())]
+            for label, path in labelled:
+                text = self._read(path)
+                h.update(f"{label}\0{len(text)}\0".encode())
+                h.update(text)
+            self._digest = h.hexdigest()
+        return self._digest
+
+
+class Registry:
+    """The registry's values by dotted name: the data files' (parsed as their names are read), with
+    an overlay of values laid over them. `raw` holds the files as parsed, by stem."""
+
+    def __init__(self, files: DataFiles, overlay: dict[str, Sourced] | None = None):
+        self._files = files
+        self._overlay = dict(overlay or {})
+        self.raw: Mapping[str, Any] = files
+
+    def _get(self, name: str) -> Sourced | None:
+        return self._overlay[name] if name in self._overlay else self._files.lookup(name)
 
     def __getitem__(self, name: str) -> Sourced:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise KeyError(f"registry has no value named {name!r}") from None
+        found = self._get(name)
+        if found is None:
+            raise KeyError(f"registry has no value named {name!r}")
+        return found
 
     def __contains__(self, name: str) -> bool:
-        return name in self._values
+        return self._get(name) is not None
 
     def value(self, name: str) -> Any:
         return self[name].value
 
     def names(self, prefix: str = "") -> list[str]:
-        return sorted(n for n in self._values if n.startswith(prefix))
+        return sorted(self._files.names(prefix) | {n for n in self._overlay if n.startswith(prefix)})
+
+    def chip_ids(self) -> list[str]:
+        """The ids of the shipped chips (their file names; parses none)."""
+        return self._files.chip_ids()
+
+    def chip_file(self, chip_id: str) -> dict:
+        """One chip's data file as parsed (`chip`, and `rates` or `unsourced`), parsing no other."""
+        return self._files.chip_file(chip_id)
 
     def with_overrides(self, overrides: dict[str, Any]) -> Registry:
         """A copy with some values replaced (used for what-ifs and tests); provenance says so."""
-        values = dict(self._values)
-        for name, value in overrides.items():
-            values[name] = Sourced(name, value, "user override", "given on the command line or in a scenario")
-        return Registry(values, self.raw)
-
+        values = {name: Sourced(name, value, "user override", "given on the command line or in a scenario")
+                  for name, value in overrides.items()}
+        return Registry(self._files, {**self._overlay, **values})
 
     def overlay(self, values: dict[str, Sourced]) -> Registry:
         """A copy with `values` laid over it, each keeping its own provenance."""
-        merged = dict(self._values)
-        merged.update(values)
-        return Registry(merged, self.raw)
+        return Registry(self._files, {**self._overlay, **values})
 
     def __hash__(self) -> int:  # memo keys hold the registry whole: equal content, equal key
         return hash(self._key())
@@ -86,8 +232,15 @@ class Registry:
         return isinstance(other, Registry) and self._key() == other._key()
 
     def _key(self):
+        """The files' texts (so nothing is parsed to hash a registry) and the overlay's values that
+        differ from theirs (parsing only the files those are in)."""
         if not hasattr(self, "_cached_key"):
-            self._cached_key = tuple(sorted((n, repr(v.value)) for n, v in self._values.items()))
+            changed = []
+            for name, laid in self._overlay.items():
+                under = self._files.lookup(name)
+                if under is None or repr(under.value) != repr(laid.value):
+                    changed.append((name, repr(laid.value)))
+            self._cached_key = (self._files.digest(), tuple(sorted(changed)))
         return self._cached_key
 
 
@@ -166,11 +319,5 @@ def load() -> Registry:
 
 @lru_cache(maxsize=1)
 def shipped() -> Registry:
-    """The registry shipped with the package."""
-    values: dict[str, Sourced] = {}
-    raw: dict[str, Any] = {}
-    for path in sorted(HERE.glob("*.yaml")):
-        data = yaml_fast.load(path.read_text())
-        raw[path.stem] = data
-        _flatten(path.stem, data, values)
-    return Registry(values, raw)
+    """The registry shipped with the package (its files parsed as their values are read)."""
+    return Registry(DataFiles(HERE))

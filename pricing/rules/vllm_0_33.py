@@ -83,6 +83,16 @@ class Layout:
     rule: str
     padding_layers: int = 0
 
+    def __post_init__(self):
+        object.__setattr__(self, "_held", {})  # blocks() by request: a layout never changes
+
+    def blocks(self, r: Request) -> int:
+        """Σ over the groups of the blocks request `r` holds (kv_cache_utils blocks_per_request)."""
+        held = self._held.get(r)
+        if held is None:
+            held = self._held[r] = sum(g.blocks(r) for g in self.groups)
+        return held
+
 
 def _first_appearance(specs: list[KVCacheSpec], key) -> list[list[KVCacheSpec]]:
     buckets: dict = {}

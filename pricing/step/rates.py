@@ -1,6 +1,6 @@
-"""What a step is priced at: the chip's peak rates (registry/chip_rates.yaml, from vendors' data
-sheets) and the achieved fractions of them with the per-step overheads (registry/step_model.yaml,
-fitted on measured points). Both are read whole, with their provenance."""
+"""What a step is priced at: the chip's peak rates (the `rates` of registry/chips/<id>.yaml, from
+vendors' data sheets) and the achieved fractions of them with the per-step overheads
+(registry/step_model.yaml, fitted on measured points). Both are read whole, with their provenance."""
 
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ def has_rates(chip: Chip, registry: Registry | None = None) -> bool:
 
 
 def missing_rates(chip: Chip, registry: Registry | None = None) -> str:
-    """Why `chip` has no step-time figures: the figures chip_rates.yaml's `unsourced` section lists
-    as missing for it and why (a figure no vendor source gives is left out, never guessed)."""
+    """Why `chip` has no step-time figures: the figures its chip file's `unsourced` entry lists as
+    missing and why (a figure no vendor source gives is left out, never guessed)."""
     reg = registry or load()
     name = f"chip_rates.unsourced.{chip.id}"
     if name not in reg:
-        return f"{chip.id} has no peak rates in pricing/registry/chip_rates.yaml"
+        return f"{chip.id} has no peak rates in pricing/registry/chips/{chip.id}.yaml"
     entry = reg[name]
     return f"{chip.id}: no vendor-sourced {', '.join(entry.value)}; {entry.how}"
 
@@ -60,8 +60,8 @@ def chip_rates(chip: Chip, registry: Registry | None = None) -> ChipRates:
     base = f"chip_rates.chip_rates.{chip.id}"
     if f"{base}.bf16_flops" not in reg:
         raise InputError("--chip", f"{missing_rates(chip, reg)}, so its step time cannot be priced",
-                         "add the chip's data-sheet rates to pricing/registry/chip_rates.yaml, or drop the latency "
-                         "targets")
+                         f"add the chip's data-sheet rates under `rates` in pricing/registry/chips/{chip.id}.yaml, "
+                         "or drop the latency targets")
     prov = tuple(reg[f"{base}.{f}"] for f in RATE_FIELDS)
     return ChipRates(chip.id, *(float(p.value) for p in prov), provenance=prov)
 

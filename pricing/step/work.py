@@ -16,11 +16,12 @@ cache law.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from dataclasses import dataclass, replace
+from collections import defaultdict
+from dataclasses import dataclass
 from functools import lru_cache
 
 from pricing.graph.model import ModelGraph
+from pricing.graph.nodes import without_name
 from pricing.kernel import Kernel
 from pricing.kernel.weights import WeightSizer, shard
 
@@ -144,16 +145,17 @@ def _nodes(model: ModelGraph, drafter: str | None) -> tuple:
 def _tally(model: ModelGraph, speculative: str | None) -> tuple[tuple, dict]:
     """The graph's tensors counted by (node kind, routing, tensor without its name), and the MoE
     layers of each (kind, served format, routing): one walk per model, whatever the deployment."""
-    tally: Counter = Counter()
+    tally: dict[tuple, list] = {}  # (kind, routing, the tensor but its name) -> [the first such tensor, count]
     moe_nodes: dict[tuple, set] = defaultdict(set)
     for name, data in _nodes(model, speculative):
         kind, routing = data["kind"], data["routing"]
         for t in data["tensors"]:
-            t = replace(t, name="")  # one per layer: a tensor's bytes never depend on its name
-            tally[(kind, routing, t)] += 1
+            # one per layer: a tensor's bytes never depend on its name
+            tally.setdefault((kind, routing, without_name(t)), [t, 0])[1] += 1
             if t.split.startswith("expert"):
                 moe_nodes[(kind, _fmt_key(t), routing)].add(name)
-    return tuple(tally.items()), {key: len(names) for key, names in moe_nodes.items()}
+    return (tuple(((kind, routing, t), n) for (kind, routing, _), (t, n) in tally.items()),
+            {key: len(names) for key, names in moe_nodes.items()})
 
 
 def _fmt_key(t) -> str:
