@@ -137,6 +137,7 @@ def _reader(names: tuple[str, ...]):
 def clear_memo() -> None:
     _MEMO.clear()
     _BY_IDENTITY.clear()
+    weights.clear_params()
     _SIZE[0] = 0
 
 

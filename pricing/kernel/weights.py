@@ -59,11 +59,44 @@ def shard(t: Tensor, tp: int, moe_tp: int, vocab_pad: int) -> tuple[int, int]:
     return t.rows, t.cols
 
 
+_PARAMS: dict = {}  # id(registry) -> (the registry, {(scheme, placement): Sized})
+_PARAMS_REGISTRIES = 16  # registries kept at once (tests lay many overlays; a sweep uses one)
+
+
+@dataclass(frozen=True)
+class Sized:
+    """One scheme at one placement under one registry: its parameters, their bytes, vLLM's
+    refusal of the shard's shape, and the registry entries the sizing read (for the provenance)."""
+
+    params: list[Param]
+    nbytes: int
+    refusal: str | None
+    read: dict
+
+
+def _params_table(reg: Registry) -> dict:
+    """The parameters each scheme leaves at each placement under `reg` (the registry by identity,
+    kept alive beside its id), shared by every engine a sweep sizes: a sweep's engines differ in a
+    few splits, so most of their tensors sit at placements sized already."""
+    hit = _PARAMS.get(id(reg))
+    if hit is None or hit[0] is not reg:
+        if len(_PARAMS) >= _PARAMS_REGISTRIES:
+            _PARAMS.clear()
+        hit = _PARAMS[id(reg)] = (reg, {})
+    return hit[1]
+
+
+def clear_params() -> None:
+    """Forget the sized placements (the kernel's clear_memo calls it: a cold memo is cold here too)."""
+    _PARAMS.clear()
+
+
 class WeightSizer:
     """Sizes tensors for one engine on one chip generation, with the registry values it reads."""
 
     def __init__(self, model: ModelGraph, engine: Engine, generation: str, reg: Registry, used: dict):
         self.model, self.engine, self.generation = model, engine, generation
+        self.reg = reg
         self.mags = Mags(reg, used)
         self.used = used
         pad = reg[engine.release.key("vocab_padding")]
@@ -89,11 +122,19 @@ class WeightSizer:
         if hit is None:
             place = Placement(rows, cols, t.cols, t.parts, self.model.dtype, self.generation,
                               t.split.startswith("expert"))
-            params = t.fmt.params(place, self.mags)
-            hit = self._memo[key] = (params, sum(p.nbytes(self.dtype_bytes) for p in params), t.fmt)
-            refused = t.fmt.refuse(place)
-            if refused:
-                self.refusals.append(f"{t.name}: {refused}")
+            shared = _params_table(self.reg)
+            sized = shared.get((t.fmt, place))
+            if sized is None:
+                read: dict = {}
+                mags = Mags(self.reg, read)
+                params = t.fmt.params(place, mags)
+                dtype_bytes = mags.dtype_bytes
+                sized = shared[(t.fmt, place)] = Sized(params, sum(p.nbytes(dtype_bytes) for p in params),
+                                                       t.fmt.refuse(place), read)
+            self.used.update(sized.read)
+            hit = self._memo[key] = (sized.params, sized.nbytes, t.fmt)
+            if sized.refusal:
+                self.refusals.append(f"{t.name}: {sized.refusal}")
             if str(t.fmt) not in self.notes:
                 note, refusal = t.fmt.serving(self.generation, self.mags)
                 self.notes[str(t.fmt)] = (t.fmt.rule(), note, refusal)
