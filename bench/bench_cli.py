@@ -5,7 +5,9 @@
 Each figure is the median wall time of `--runs` fresh processes (interpreter start, imports,
 work, rendering to a pipe), measured in one run beside the floor: a process that only imports
 what a plan needs, `python -c "import ortools.sat.python.cp_model, networkx, pydantic"`.
-Targets: `plan --help`, `plan models`, `plan chips` import neither OR-Tools nor matplotlib; `plan
+A third reference row imports every project module a headline process ends up holding and runs
+nothing else: what the headline's imports alone cost beside the floor. Targets: `plan --help`,
+`plan models`, `plan chips` import neither OR-Tools nor matplotlib; `plan
 memory` does not import OR-Tools; the headline within 1.3× of the floor; a 50-service review on an
 inventory that does not bind within 4× of the headline; a binding one reports its time and the
 solver's status. Runs are interleaved (floor, then each command, per round) so that load from
@@ -37,6 +39,11 @@ DEPENDENCIES = [sys.executable, "-c", "import ortools.sat.python.cp_model, netwo
                 "class Probe(BaseModel):\n    model_config = ConfigDict(frozen=True)\n    x: int = Field(0, ge=0)\n"
                 "import click, yaml, rich.console, rich.table"]
 HEAVY = ("ortools", "matplotlib")
+HEADLINE = ("--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64")
+# the project's modules a headline process holds at its end, for the row that imports them and runs nothing
+MODULES = ("import sys, json, io, contextlib\nfrom planner.cli import main\n"
+           "with contextlib.redirect_stdout(io.StringIO()):\n    main(sys.argv[1:])\n"
+           "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('planner', 'pricing'))))")
 PROBE = ("import sys, json\nfrom planner.cli import main\ncode = main(sys.argv[1:])\n"
          f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]), file=sys.stderr)\nsys.exit(code)")
 
@@ -83,6 +90,11 @@ def main() -> None:
     free, tight = folder / "review-50.yaml", folder / "review-50-binding.yaml"
     free.write_text(review(False))
     tight.write_text(review(True))
+    listed = subprocess.run([sys.executable, "-c", MODULES, *HEADLINE], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode:
+        raise SystemExit(f"the headline failed: {listed.stderr[-2000:]}")
+    imported = [*FLOOR[:2], FLOOR[2] + "\nimport importlib\n"
+                f"for name in {json.loads(listed.stdout)!r}:\n    importlib.import_module(name)"]
     cases = {
         "plan --help": plan("--help"),
         "plan models": plan("models"),
@@ -90,18 +102,19 @@ def main() -> None:
         "plan memory --model dsv4.1-flash --chip h200 -tp 4 --enable-expert-parallel":
             plan("memory", "--model", "dsv4.1-flash", "--chip", "h200", "-tp", "4", "--enable-expert-parallel"),
         "plan --model dsv4.1-flash --chip h200 --concurrency 64 (headline)":
-            plan("--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"),
+            plan(*HEADLINE),
         "plan scenario review-50.yaml (50 services, inventory does not bind)":
             plan("scenario", str(free), "--format", "json"),
         "plan scenario review-50-binding.yaml (50 services, 256 GPUs shared)":
             plan("scenario", str(tight), "--format", "json"),
     }
-    times: dict[str, list[float]] = {"floor": [], "dependencies": [], **{k: [] for k in cases}}
+    times: dict[str, list[float]] = {"floor": [], "dependencies": [], "imported": [], **{k: [] for k in cases}}
     heavy: dict[str, list[str]] = {}
     solver: dict[str, str] = {}
     for _ in range(opts.runs):
         times["floor"].append(run(FLOOR)[0])
         times["dependencies"].append(run(DEPENDENCIES)[0])
+        times["imported"].append(run(imported)[0])
         for name, args in cases.items():
             seconds, done = run(args)
             if done.returncode not in (0, 1):
@@ -118,7 +131,11 @@ def main() -> None:
     rows = [("floor: `python -c \"import ortools.sat.python.cp_model, networkx, pydantic\"`", floor, "1.00×", "—",
              ""),
             ("the floor + click, PyYAML, rich's console and tables, one pydantic model", median["dependencies"],
-             f"{median['dependencies'] / floor:.2f}×", "OR-Tools", "what the project's own code cannot remove")]
+             f"{median['dependencies'] / floor:.2f}×", "OR-Tools", "what the project's own code cannot remove"),
+            (f"the floor + the {len(json.loads(listed.stdout))} project modules a headline process holds, imported, "
+             "nothing run", median["imported"], f"{median['imported'] / floor:.2f}×", "OR-Tools",
+             "the headline's imports alone (each module's top-level code: its classes defined): no sweep, no solve, "
+             "no output")]
     for name in cases:
         extra = solver.get(name, "")
         if "does not bind" in name:

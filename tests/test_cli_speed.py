@@ -87,3 +87,32 @@ def test_the_cost_bound_never_changes_the_reported_plans(monkeypatch, model, chi
         assert bounded.search.shapes_skipped > 0
     assert [p.model_dump() for p in [bounded.best, *bounded.alternatives]] == \
         [p.model_dump() for p in [full.best, *full.alternatives]]
+
+
+FREEZE_PROBE = (
+    "import sys, json, gc\nimport planner.heap as heap\nfrom planner.cli import main\nseen = []\n"
+    "def spy(freeze=heap.freeze_imported):\n"
+    "    from pricing.kernel import kernel\n"
+    "    seen.append({'solver': 'ortools.sat.python.cp_model' in sys.modules, 'priced': bool(kernel._MEMO),\n"
+    "                 'tracked': len(gc.get_objects())})\n"
+    "    freeze()\n"
+    "heap.freeze_imported = spy\ncode = main(sys.argv[1:])\n"
+    "print(json.dumps({'calls': seen, 'frozen': gc.get_freeze_count()}), file=sys.stderr)\nsys.exit(code)")
+
+
+@pytest.mark.parametrize("args, solver", [
+    (["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "16", "--context-length", "8192"], True),
+    (["compare", "--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "16", "--concurrency", "32",
+      "--context-length", "8192", "--format", "json"], True),
+    (["memory", "--model", "llama-3.1-8b", "--chip", "h200"], False)])
+def test_a_command_freezes_what_it_imported_before_its_work(args, solver):
+    """Each garbage collection would otherwise walk OR-Tools', pandas' and pydantic's objects again
+    (planner/heap.py): the freeze comes once the command's imports are done, before it prices anything."""
+    done = subprocess.run([sys.executable, "-c", FREEZE_PROBE, *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    probe = json.loads(done.stderr.strip().splitlines()[-1])
+    assert [{k: v for k, v in c.items() if k != "tracked"} for c in probe["calls"]] == \
+        [{"solver": solver, "priced": False}]
+    # every object tracked then is left out (but the probe's own few, freed before the freeze)
+    assert probe["frozen"] >= 0.99 * probe["calls"][0]["tracked"] > 0

@@ -95,11 +95,13 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
     and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
     vLLM's own error, when vLLM would not start it."""
+    from planner.heap import freeze_imported
     from pricing.errors import InputError
     from pricing.graph import load_model
     from pricing.kernel import Deployment, Kernel
     from pricing.kernel.report import memory_report
 
+    freeze_imported()
     if tokens < 0:
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
     graph = load_model(model, quantization)

@@ -220,9 +220,11 @@ def run(ctx: click.Context, **options) -> None:
         click.echo(ctx.get_help())
         return
     from planner.commands.memory import console_for_output
+    from planner.heap import freeze_imported
     from planner.render import render_infeasible, render_plan
     from planner.search import plan, winner_kernel
 
+    freeze_imported()
     request = request_from(options)
     result = plan(request)
     result.notes[:0] = unused_prices(request) + unused_acceptance(request)

@@ -166,8 +166,10 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
     check_output_path(chart_path)
     scenario = load_scenario(file)
+    from planner.heap import freeze_imported
     from planner.review import Ticker, compare
 
+    freeze_imported()
     for name in variant_names:
         scenario.apply(name)  # an unknown name is bad input, with the nearest names, before any planning
     names = list(dict.fromkeys(variant_names)) if variant_names else (None if with_variants else [])
@@ -266,8 +268,10 @@ def compare_command(ctx, file, fmt, chart_path, **options):
     --context-length and --chip."""
     from planner.commands.plan import parse_prices
     from planner.fleet import plan_scenario
+    from planner.heap import freeze_imported
     from planner.review import Comparison, Ticker, axis_chart, markdown
 
+    freeze_imported()
     fmt = "json" if options["as_json"] else fmt
     check_output_path(chart_path)
     if file:
