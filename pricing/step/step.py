@@ -22,7 +22,7 @@ shared LM head, and added as one part. Its parts sum to its time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from pricing.kernel import Kernel
 from pricing.step.rates import ChipRates, Efficiency, chip_rates
@@ -303,7 +303,7 @@ class StepModel:
     def _attention_work(c: ContextWork, step: Step) -> tuple[float, float]:
         """`attention_work` of the layers `c` describes: every query of a decoding request sees
         its context; each request's cache is read once however many queries it runs."""
-        return StepModel._chunk_work(c, step, *StepModel._decode_work(c, step))
+        return StepModel._chunk_work(c, step.chunk, step.chunk_offset, *StepModel._decode_work(c, step))
 
     @staticmethod
     def _decode_work(c: ContextWork, step: Step) -> tuple[float, float]:
@@ -322,12 +322,13 @@ class StepModel:
         return flops, nbytes
 
     @staticmethod
-    def _chunk_work(c: ContextWork, step: Step, flops: float, nbytes: float) -> tuple[float, float]:
-        """`flops` and `nbytes` (the decoding requests' work) with the prefill chunk's added."""
-        if step.chunk:
+    def _chunk_work(c: ContextWork, chunk: int, offset: int, flops: float, nbytes: float) -> tuple[float, float]:
+        """`flops` and `nbytes` (the decoding requests' work) with a prefill chunk's added: `chunk`
+        tokens of a prompt, `offset` tokens of it already in the cache."""
+        if chunk:
             dcp = max(1, c.dcp)
             prefill_full = c.prefill_flops_per_pair - c.prefill_window_flops_per_pair
-            t, l0 = step.chunk, step.chunk_offset
+            t, l0 = chunk, offset
             pairs = t * l0 + t * (t + 1) / 2  # causal: token i of the chunk sees l0 + i + 1 tokens
             window_pairs = t * min(l0 + t, c.window) if c.window else 0
             flops += (prefill_full * pairs + c.prefill_window_flops_per_pair * window_pairs) / dcp
@@ -351,7 +352,7 @@ class StepModel:
                     totals[i] += seconds
             return totals
         decode = self._decode_work(self.context, step)
-        return [self._attention_roofline(*self._chunk_work(self.context, replace(step, chunk_offset=offset), *decode))
+        return [self._attention_roofline(*self._chunk_work(self.context, step.chunk, offset, *decode))
                 for offset in offsets]
 
     def _attention_roofline(self, flops: float, nbytes: float) -> float:
