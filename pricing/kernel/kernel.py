@@ -259,12 +259,12 @@ class Kernel:
         """Memory outside torch's allocator that appears after vLLM's snapshot and so inside the
         budget (vLLM 0.33 counts it in total_consumed = init free − free after profiling,
         vllm-0.33-memory.md §1.4): fitted by the largest collective group the rank joins."""
-        return self._once("non_torch_bytes", self._non_torch_bytes)
+        return self._get("non_torch", self._non_torch_bytes)
 
-    def _non_torch_bytes(self) -> int:
+    def _non_torch_bytes(self, e, used: dict) -> int:
         entry = self.reg["cost_model_primitives.non_torch_in_budget"]
-        self._used[entry.name] = entry
-        groups = self.collective_groups()
+        used[entry.name] = entry
+        groups = _collective_groups(e)
         size = max(groups.values()) if groups else 1
         return int(entry.value[activations.tp_key(entry.value, size)])
 
@@ -278,26 +278,21 @@ class Kernel:
 
     def collective_groups(self) -> dict[str, int]:
         """The collective groups this rank joins, by name and size (size > 1 only)."""
-        e = self.engine
-        groups = {"tensor parallel": e.tp, "data parallel": e.dp, "decode context parallel": e.dcp,
-                  "prefill context parallel": e.pcp}
-        if e.ep:
-            groups["expert parallel"] = e.ep_size
-        return {k: v for k, v in groups.items() if v > 1}
+        return _collective_groups(self.engine)
 
     def pre_snapshot_bytes(self) -> int:
         """The collective library's reservation for each group the rank joins, plus the engine
         workspace; vLLM starts both before its memory snapshot (vllm-0.33-memory.md §1.1)."""
-        return self._once("pre_snapshot_bytes", self._pre_snapshot_bytes)
+        return self._get("pre_snapshot", self._pre_snapshot_bytes)
 
-    def _pre_snapshot_bytes(self) -> int:
+    def _pre_snapshot_bytes(self, e, used: dict) -> int:
         comm = self.reg["cost_model_primitives.communicator_reservation"]
         work = self.reg["cost_model_primitives.engine_workspace"]
-        self._used[comm.name] = comm
-        self._used[work.name] = work
+        used[comm.name] = comm
+        used[work.name] = work
         table = comm.value
         total = int(work.value)
-        for size in self.collective_groups().values():
+        for size in _collective_groups(e).values():
             total += int(table[activations.tp_key(table, size)])
         return total
 
@@ -522,6 +517,15 @@ class Kernel:
         for i, note in enumerate(self._notes):
             out[f"rules.note.{i}"] = Sourced(f"rules.note.{i}", note, "cache resolution", "for this chip and dtype")
         return [out[k] for k in sorted(out)]
+
+
+def _collective_groups(e: Engine) -> dict[str, int]:
+    """The collective groups a rank of engine `e` joins, by name and size (size > 1 only)."""
+    groups = {"tensor parallel": e.tp, "data parallel": e.dp, "decode context parallel": e.dcp,
+              "prefill context parallel": e.pcp}
+    if e.ep:
+        groups["expert parallel"] = e.ep_size
+    return {k: v for k, v in groups.items() if v > 1}
 
 
 @lru_cache(maxsize=64)
