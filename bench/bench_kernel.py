@@ -23,7 +23,7 @@ from pricing.kernel import kernel as kernel_module
 
 def one_evaluation(model: str, chip: str, **flags) -> float:
     graph, target = load_model(model), get_chip(chip)
-    kernel_module._MEMO.clear()
+    kernel_module.clear_memo()
     start = time.perf_counter()
     Kernel.of(graph, Deployment(**flags), target).requests_held()
     return time.perf_counter() - start
@@ -36,7 +36,7 @@ def sweep(model: str, chip: str, tps, extra: dict) -> tuple[float, int]:
     seqs = [64, 128, 256, 512, 1024]
     lengths = [8192, 32768, 131072, 262144, 1048576]
     grid = list(itertools.product(tps, utils, budgets, seqs, lengths))[:10_000]
-    kernel_module._MEMO.clear()
+    kernel_module.clear_memo()
     start = time.perf_counter()
     held = 0
     for tp, util, budget, n, length in grid:
