@@ -71,6 +71,7 @@ class DataFiles(Mapping):
         self._bytes: dict[Path, bytes] = {}
         self._data: dict[Path, Any] = {}
         self._values: dict[Path, dict[str, Sourced]] = {}
+        self._found: dict[str, Sourced | None] = {}  # every name looked up, found or not
         self._gathered: dict[str, dict] = {}
         self._digest: str | None = None
         self.parsed: list[Path] = []
@@ -161,8 +162,14 @@ class DataFiles(Mapping):
         return self._values[path]
 
     def lookup(self, name: str) -> Sourced | None:
-        path = self._file_of(name)
-        return None if path is None else self.values(path).get(name)
+        """The value named `name`, or None (the answer kept by name: a sweep asks the same few
+        names thousands of times)."""
+        try:
+            return self._found[name]
+        except KeyError:
+            path = self._file_of(name)
+            found = self._found[name] = None if path is None else self.values(path).get(name)
+            return found
 
     def names(self, prefix: str = "") -> set[str]:
         return {n for path in self._files_under(prefix) for n in self.values(path) if n.startswith(prefix)}
