@@ -235,7 +235,8 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
     if mamba == "align" and not d.enable_prefix_caching:
         mamba = "none"  # vLLM 0.33 MambaModelConfig: prefix caching off resolves the mode to none (golden fixture)
-    pipeline.stages(model, d.pipeline_parallel_size, d.pp_layer_partition)  # vLLM's checks of the partition
+    # vLLM's checks of the partition (get_pp_indices)
+    pipeline.layer_partition(pipeline.backbone_layers(model), d.pipeline_parallel_size, d.pp_layer_partition)
     if mamba not in release.mamba_cache_modes:
         raise InputError("--mamba-cache-mode", f"unknown mode {mamba!r} for {release.name}",
                          f"use one of {', '.join(release.mamba_cache_modes)}")

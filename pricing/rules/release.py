@@ -5,7 +5,7 @@ module that builds its `Release` and one registry data file named after `namespa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from types import ModuleType
 from typing import Any
 
@@ -41,15 +41,15 @@ class Release:
         """A set of names the release accepts (cache dtypes, CUDA-graph modes, ...), as shipped."""
         return _shipped(self.key(f"enumerations.{name}"))
 
-    @property
+    @cached_property  # a shipped enumeration: read once per release
     def kv_cache_dtypes(self) -> tuple[str, ...]:
         return self.enumeration("kv_cache_dtypes")
 
-    @property
+    @cached_property  # a shipped enumeration: read once per release
     def cudagraph_modes(self) -> tuple[str, ...]:
         return self.enumeration("cudagraph_modes")
 
-    @property
+    @cached_property  # a shipped enumeration: read once per release
     def mamba_cache_modes(self) -> tuple[str, ...]:
         return self.enumeration("mamba_cache_modes")
 
