@@ -5,8 +5,9 @@
 One evaluation = a Kernel for one deployment, answering requests_held() (the planner's
 question), from a cold memo. The sweep walks 10,000 deployments of one model on one chip
 (tp × utilization × token budget × max_num_seqs × context length) through Kernel.of(...)
-.requests_held(), as the planner's oracle does. Target: the whole sweep under one second on
-a 2-core machine.
+.requests_held(), as the planner's oracle does: five token budgets, five max_num_seqs, five
+context lengths and the model's tp values, with as many utilizations (0.99 down, in steps of
+0.01) as make 10,000 points. Target: the whole sweep under one second on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
 from pricing.kernel import kernel as kernel_module
 
+SWEEP = 10_000  # deployments per sweep
+
 
 def one_evaluation(model: str, chip: str, **flags) -> float:
     graph, target = load_model(model), get_chip(chip)
@@ -31,11 +34,14 @@ def one_evaluation(model: str, chip: str, **flags) -> float:
 
 def sweep(model: str, chip: str, tps, extra: dict) -> tuple[float, int]:
     graph, target = load_model(model), get_chip(chip)
-    utils = [0.80 + 0.01 * i for i in range(16)]
     budgets = [2048, 4096, 8192, 16384, 32768]
     seqs = [64, 128, 256, 512, 1024]
     lengths = [8192, 32768, 131072, 262144, 1048576]
-    grid = list(itertools.product(tps, utils, budgets, seqs, lengths))[:10_000]
+    per_utilization = len(tps) * len(budgets) * len(seqs) * len(lengths)
+    utils = [round(0.99 - 0.01 * i, 2) for i in range(-(-SWEEP // per_utilization))]
+    grid = list(itertools.product(tps, utils, budgets, seqs, lengths))[:SWEEP]
+    if len(grid) != SWEEP:
+        raise SystemExit(f"the grid of {model} has {len(grid)} points, not {SWEEP:,}")
     kernel_module.clear_memo()
     start = time.perf_counter()
     held = 0
@@ -57,7 +63,7 @@ def main() -> None:
         single = statistics.median(one_evaluation(model, chip, tensor_parallel_size=tps[-1], **extra)
                                    for _ in range(5))
         seconds = statistics.median(sweep(model, chip, tps, extra)[0] for _ in range(3))
-        rows.append((model, chip, single * 1e3, seconds, 10_000 / seconds))
+        rows.append((model, chip, single * 1e3, seconds, SWEEP / seconds))
     print(f"{'model':16} {'chip':6} {'one cold evaluation':>20} {'10,000-deployment sweep':>24} {'per second':>12}")
     for model, chip, single_ms, seconds, rate in rows:
         print(f"{model:16} {chip:6} {single_ms:17.1f} ms {seconds:21.3f} s {rate:12,.0f}")
