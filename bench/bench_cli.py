@@ -31,15 +31,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FLOOR = [sys.executable, "-c", "import ortools.sat.python.cp_model, networkx, pydantic"]
+FLOOR_IMPORTS = "import ortools.sat.python.cp_model, networkx, pydantic"
+FLOOR = [sys.executable, "-c", FLOOR_IMPORTS]
 # the floor plus what every plan also imports from the project's other dependencies: what of the
 # headline's time no change to the project's own code can remove
-DEPENDENCIES = [sys.executable, "-c", "import ortools.sat.python.cp_model, networkx, pydantic\n"
+DEPENDENCIES = [sys.executable, "-c", FLOOR_IMPORTS + "\n"
                 "from pydantic import BaseModel, ConfigDict, Field\n"
                 "class Probe(BaseModel):\n    model_config = ConfigDict(frozen=True)\n    x: int = Field(0, ge=0)\n"
                 "import click, yaml, rich.console, rich.table"]
 HEAVY = ("ortools", "matplotlib")
-HEADLINE = ("--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64")
+HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]  # the other benches import it
 # the project's modules a headline process holds at its end, for the row that imports them and runs nothing
 MODULES = ("import sys, json, io, contextlib\nfrom planner.cli import main\n"
            "with contextlib.redirect_stdout(io.StringIO()):\n    main(sys.argv[1:])\n"
@@ -93,8 +94,9 @@ def main() -> None:
     listed = subprocess.run([sys.executable, "-c", MODULES, *HEADLINE], cwd=ROOT, capture_output=True, text=True)
     if listed.returncode:
         raise SystemExit(f"the headline failed: {listed.stderr[-2000:]}")
-    imported = [*FLOOR[:2], FLOOR[2] + "\nimport importlib\n"
-                f"for name in {json.loads(listed.stdout)!r}:\n    importlib.import_module(name)"]
+    modules = json.loads(listed.stdout)
+    imported = [sys.executable, "-c", FLOOR_IMPORTS + "\nimport importlib\n"
+                f"for name in {modules!r}:\n    importlib.import_module(name)"]
     cases = {
         "plan --help": plan("--help"),
         "plan models": plan("models"),
@@ -128,11 +130,11 @@ def main() -> None:
     median = {k: statistics.median(v) for k, v in times.items()}
     floor = median["floor"]
     headline = next(k for k in cases if "headline" in k)
-    rows = [("floor: `python -c \"import ortools.sat.python.cp_model, networkx, pydantic\"`", floor, "1.00×", "—",
+    rows = [(f"floor: `python -c \"{FLOOR_IMPORTS}\"`", floor, "1.00×", "—",
              ""),
             ("the floor + click, PyYAML, rich's console and tables, one pydantic model", median["dependencies"],
              f"{median['dependencies'] / floor:.2f}×", "OR-Tools", "what the project's own code cannot remove"),
-            (f"the floor + the {len(json.loads(listed.stdout))} project modules a headline process holds, imported, "
+            (f"the floor + the {len(modules)} project modules a headline process holds, imported, "
              "nothing run", median["imported"], f"{median['imported'] / floor:.2f}×", "OR-Tools",
              "the headline's imports alone (each module's top-level code: its classes defined): no sweep, no solve, "
              "no output")]

@@ -19,14 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench_cli import FLOOR_IMPORTS, HEADLINE  # bench/ is on the path when a script there runs
+
 ROOT = Path(__file__).resolve().parents[1]
-HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
 STAGES = {"planner.search": ("tables_for", "solve", "_pool"), "planner.render": ("render_plan",)}
 
 CHILD = f"""
 import contextlib, io, json, sys, time
 started = time.perf_counter()
-import ortools.sat.python.cp_model, networkx, pydantic
+{FLOOR_IMPORTS}
 floor = time.perf_counter()
 import importlib
 import planner.cli

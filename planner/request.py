@@ -12,6 +12,13 @@ MAX_GPUS = defaults.value("limits.max_gpus")
 MAX_PRICE = defaults.value("limits.max_price")  # USD per GPU-hour
 
 
+def rates_in_range(v):
+    """Acceptance rates, each a probability (a service's and a scenario file's)."""
+    if v is not None and any(not 0.0 <= r <= 1.0 for r in v):
+        raise ValueError(f"every rate must be in [0, 1], got {', '.join(f'{r:g}' for r in v)}")
+    return v
+
+
 class WorkloadSpec(BaseModel):
     """The requests a service sees: mean input and output tokens, and the rate they arrive at."""
 
@@ -63,9 +70,7 @@ class ServiceSpec(BaseModel):
     @field_validator("speculative_acceptance")
     @classmethod
     def _rates(cls, v):
-        if v is not None and any(not 0.0 <= r <= 1.0 for r in v):
-            raise ValueError(f"every rate must be in [0, 1], got {', '.join(f'{r:g}' for r in v)}")
-        return v
+        return rates_in_range(v)
 
     @field_validator("headroom")
     @classmethod

@@ -30,6 +30,7 @@ from planner.request import (
     PoolLimits,
     ServiceSpec,
     WorkloadSpec,
+    rates_in_range,
     validation_message,
 )
 from pricing import yaml_fast
@@ -52,13 +53,6 @@ class Speculative(BaseModel):
     @classmethod
     def _rates(cls, v):
         return rates_in_range(v)
-
-
-def rates_in_range(v):
-    """Acceptance rates, each a probability."""
-    if v is not None and any(not 0.0 <= r <= 1.0 for r in v):
-        raise ValueError(f"every rate must be in [0, 1], got {', '.join(f'{r:g}' for r in v)}")
-    return v
 
 
 class Service(BaseModel):
@@ -424,7 +418,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
             spec = scenario.service_spec(service)
         except ValidationError as err:  # what the file's own fields do not say: a headroom beyond the range
             lines += [f"{at}.{_path(e['loc'])}: {validation_message(e)}" for e in err.errors()
-                      if e["loc"] in (("headroom",), ("speculative_acceptance",))]
+                      if e["loc"] == ("headroom",)]
             continue
         method = spec.speculative_method
         if method is not None and method.lower() not in model.speculative_methods:

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from planner.commands.plan import acceptance_option, vllm_version_option
+from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
@@ -108,9 +108,8 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
     kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
     report = memory_report(kernel, tokens)
-    if speculative_acceptance and not kernel.engine.spec_tokens:
-        click.echo("note: --speculative-acceptance has no effect: no speculative decoding (--num-speculative-tokens "
-                   "0)", err=True)
+    for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
+        click.echo(f"note: {note}", err=True)
     speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
     if as_json:
         out = report.model_dump()

@@ -206,10 +206,9 @@ def unused_prices(request: PlanRequest) -> list[str]:
             f"({', '.join(sorted(planned))})" for chip, price in request.limits.prices.items() if chip not in planned]
 
 
-def unused_acceptance(request: PlanRequest) -> list[str]:
+def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) -> list[str]:
     """`--speculative-acceptance` without speculative decoding has no effect: say so."""
-    s = request.service
-    if s.speculative_acceptance and not s.num_speculative_tokens:
+    if rates and not speculative_tokens:
         return ["--speculative-acceptance has no effect: no speculative decoding (--num-speculative-tokens 0)"]
     return []
 
@@ -227,7 +226,8 @@ def run(ctx: click.Context, **options) -> None:
     freeze_imported()
     request = request_from(options)
     result = plan(request)
-    result.notes[:0] = unused_prices(request) + unused_acceptance(request)
+    result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
+                                                                    request.service.num_speculative_tokens)
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
         for line in result.explanations + [f"note: {n}" for n in result.notes]:
