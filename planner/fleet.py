@@ -299,8 +299,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")
             elif timed_out:
-                limit = time_limit or defaults.value("solver.max_time_in_seconds")
-                reason = f"the solver found no plan within its {limit:g} s time limit (--time-limit raises it); "
+                reason = f"{search.no_plan_in_time(time_limit)} (--time-limit raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
             alone, brief = _alone(p)

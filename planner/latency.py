@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from planner.oracle import ChipTable, Row, context_length, deployment
 from planner.request import ServiceSpec
 from planner.result import StepFigures
+from planner.step_fields import step_fields
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
 from pricing.step import StepModel, has_rates, missing_rates
@@ -148,17 +149,10 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
         if by_rate > by_concurrency:
             binds = "requests per second"
     return StepFigures(
-        batch_per_rank=batch, context_tokens=wl.mean_context if wl else length,
-        prompt_tokens=wl.isl if wl else length, tpot_ms=round(s.tpot_seconds * 1000, 3),
-        ttft_ms=round(s.ttft_seconds * 1000, 1),
-        output_tokens_per_second=round(s.output_tokens_per_second, 1),
-        output_tokens_per_second_per_gpu=round(s.output_tokens_per_second_per_gpu, 1),
+        **step_fields(s, batch, wl.mean_context if wl else length, wl.isl if wl else length),
         pool_output_tokens_per_second=round(s.output_tokens_per_second * replicas, 1),
         pool_requests_per_second=round(s.requests_per_second * replicas, 3) if s.requests_per_second else None,
-        step_bound=s.bound, binds=binds,
-        parts_ms={k: round(v * 1000, 3) for k, v in s.step.parts.items()},
-        step_ms=round(s.step.seconds * 1000, 3), tokens_per_step=round(s.tokens_per_step, 4),
-        acceptance=list(s.acceptance), speculative=s.speculation)
+        binds=binds)
 
 
 def memory_only_gpus(table: ChipTable, service: ServiceSpec) -> int:

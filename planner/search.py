@@ -152,11 +152,21 @@ class Solution:
     picks: list[tuple[int, Option, int]]  # per service: the chosen option's index, the option, its replicas
 
 
+def time_limit_of(time_limit: float | None) -> float:
+    """The solver's wall-clock bound: --time-limit, or planner/defaults.yaml solver.max_time_in_seconds."""
+    return time_limit or defaults.value("solver.max_time_in_seconds")
+
+
+def no_plan_in_time(time_limit: float | None) -> str:
+    """What a search the time limit ended before any plan says (`plan` and `plan scenario` add their tail)."""
+    return f"the solver found no plan within its {time_limit_of(time_limit):g} s time limit"
+
+
 def solver(time_limit: float | None = None) -> cp_model.CpSolver:
     """A CP-SAT solver with the planner's explicit parameters (planner/defaults.yaml solver.*)."""
     sol = cp_model.CpSolver()
     sol.parameters.num_workers = defaults.value("solver.num_workers")
-    sol.parameters.max_time_in_seconds = time_limit or defaults.value("solver.max_time_in_seconds")
+    sol.parameters.max_time_in_seconds = time_limit_of(time_limit)
     sol.parameters.max_deterministic_time = defaults.value("solver.max_deterministic_time")
     sol.parameters.random_seed = 0
     return sol
@@ -290,8 +300,7 @@ def plan(request: PlanRequest) -> PlanResult:
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
-        limit = limits.time_limit or defaults.value("solver.max_time_in_seconds")
-        explanations = [f"the solver found no plan within its {limit:g} s time limit ({found.evaluated:,} candidates; "
+        explanations = [f"{no_plan_in_time(limits.time_limit)} ({found.evaluated:,} candidates; "
                         "--time-limit raises it)"]
     else:
         explanations = [explain(t, service, limits) for t in found.tables]

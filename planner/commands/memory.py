@@ -136,6 +136,7 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
     `batch` requests per rank (default: what one rank holds) at `tokens` of context, or at the
     workload's mean context with --isl/--osl; speculating, at `rates_accepted` (default: the
     registry's acceptance)."""
+    from planner.step_fields import step_fields
     from pricing.errors import InputError
     from pricing.step import StepModel, has_rates
     from pricing.step.serving import Workload, serving
@@ -151,15 +152,8 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
     wl = Workload(isl, osl) if isl else None
     context = max(1, tokens)
     s = serving(StepModel(kernel, rates_accepted=rates_accepted), b, context, wl)
-    return {"batch_per_rank": b, "context_tokens": wl.mean_context if wl else context,
-            "prompt_tokens": wl.isl if wl else context, "tpot_ms": round(s.tpot_seconds * 1000, 3),
-            "ttft_ms": round(s.ttft_seconds * 1000, 1),
-            "output_tokens_per_second": round(s.output_tokens_per_second, 1),
-            "output_tokens_per_second_per_gpu": round(s.output_tokens_per_second_per_gpu, 1),
-            "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None,
-            "step_bound": s.bound, "parts_ms": {k: round(v * 1000, 3) for k, v in s.step.parts.items()},
-            "step_ms": round(s.step.seconds * 1000, 3), "tokens_per_step": round(s.tokens_per_step, 4),
-            "acceptance": list(s.acceptance), "speculative": s.speculation}
+    return {**step_fields(s, b, wl.mean_context if wl else context, wl.isl if wl else context),
+            "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None}
 
 
 def console_for_output(width: int = 140) -> Console:

@@ -20,6 +20,7 @@ from planner.commands.memory import console_for_output
 from planner.commands.plan import options_list, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.render import command
+from planner.request import validation_message
 from planner.result import price_footnotes, star
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
 from pricing.errors import InputError
@@ -300,7 +301,8 @@ def compare_command(ctx, file, fmt, chart_path, **options):
     except ValidationError as err:
         e = err.errors()[0]
         field = str(e["loc"][-1]) if e["loc"] else "input"
-        raise InputError(f"--{field.replace('_', '-')}", e["msg"].lower(), "see `plan compare --help`") from None
+        raise InputError(f"--{field.replace('_', '-')}", validation_message(e).lower(),
+                         "see `plan compare --help`") from None
     problems = []
     for _, s in scenarios:
         # a point beyond the model's positions is answered (infeasible, with vLLM's reason), not an error
