@@ -222,3 +222,24 @@ def test_what_the_log_does_not_state_is_said_not_silently_assumed(capsys, tmp_pa
     assert "not in the log, taken at vLLM's default: tp 1" in capsys.readouterr().out
     r = _check(NATIVE_LOG, capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b")
     assert [a.split(" (")[0] for a in r["assumed"]] == ["max_num_seqs 256"]
+
+
+FP8_DYNAMIC_LOG = (
+    "INFO 04-01 12:00:00 [api_server.py:1] vLLM API server version 0.19.0\n"
+    "INFO 04-01 12:00:00 [utils.py:1] non-default args: {'model': 'RedHatAI/Qwen2.5-7B-Instruct-FP8-dynamic', "
+    "'max_model_len': 8192, 'gpu_memory_utilization': 0.95, 'enable_prefix_caching': False}\n"
+    "INFO 04-01 12:00:30 [gpu_worker.py:1] Available KV cache memory: 64.64 GiB\n")
+
+
+def test_check_log_sizes_a_quantized_checkpoint_as_the_calibration_does(capsys, tmp_path):
+    """record_models.yaml sizes RedHatAI's FP8-dynamic Qwen2.5-7B as vLLM's FP8 of the card: check-log
+    predicts the weights the calibration's path does (one byte a linear weight, ~8.1 GiB; the 16-bit
+    card would be 14.2 GiB), not the 16-bit card's."""
+    from pricing.calibration.predict import predict
+
+    log = tmp_path / "fp8.log"
+    log.write_text(FP8_DYNAMIC_LOG)
+    r = _check(str(log), capsys, "--chip", "h100")
+    weights = next(c for c in r["components"] if c["name"] == "weights")["predicted"]
+    calibrated = predict(parse(FP8_DYNAMIC_LOG).record(gpu="h100"), weights="kernel").predicted["weights"]
+    assert weights == calibrated and weights < 9 * 2**30

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pricing.calibration.predict import Prediction, model_name_for, predict
+from pricing.calibration.predict import Checkpoint, Prediction, checkpoint_for, predict, record_models
 from pricing.calibration.startup_log import ParsedLog
 from pricing.errors import InputError
 from pricing.units import GiB
@@ -41,29 +41,31 @@ class CheckReport(BaseModel):
     assumed: list[str] = []  # settings the log does not state, taken at vLLM's default (and the flag to give)
 
 
-def _resolve_model(log: ParsedLog, given: str | None) -> str:
+def _resolve_model(log: ParsedLog, given: str | None) -> Checkpoint:
+    """The model the log's deployment is sized with: the one given, else the log's checkpoint as
+    record_models.yaml lists it (with its quantization), by id or by a local path's last part,
+    else a card or cached Hugging Face id of that name."""
     from pricing.config import resolve
 
     if given:
-        return given
+        return Checkpoint(given)
     logged = log.deployment.get("model")
     if not logged:
         raise InputError("check-log", "the log names no model (no engine arguments or 'non-default args' line)",
                          "give --model")
-    name = model_name_for(logged)
-    if name is None:  # a local path: match its last part against the known checkpoints
+    checkpoint = checkpoint_for(logged)
+    if checkpoint is None:  # a local path: match its last part against the known checkpoints
         tail = logged.rstrip("/").rsplit("/", 1)[-1].lower()
-        from pricing.calibration.predict import record_models
-
-        name = next((v["model"] for k, v in record_models().items() if k.rsplit("/", 1)[-1] == tail), None)
-    if name is None:
+        known = next((k for k in record_models() if k.rsplit("/", 1)[-1] == tail), None)
+        checkpoint = None if known is None else checkpoint_for(known)
+    if checkpoint is None:
         try:
             resolve(logged)
-            name = logged
+            checkpoint = Checkpoint(logged)
         except InputError:
             raise InputError("check-log", f"the log's model {logged!r} is not a card, a known checkpoint or a "
                              "cached Hugging Face id", "give --model (a card name or a config.json path)") from None
-    return name
+    return checkpoint
 
 
 def check(log: ParsedLog, source: str, model: str | None = None, chip: str | None = None,
@@ -80,9 +82,9 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
                          "give the log up to the KV cache sizing lines")
     if chip is None:
         raise InputError("--chip", "the log does not name the GPU", "give --chip (see `plan chips`)")
-    name = _resolve_model(log, model)
+    checkpoint = _resolve_model(log, model)
     target = get_chip(chip)
-    record = log.record(Path(source).name, model=log.deployment.get("model") or name, gpu=target.id)
+    record = log.record(Path(source).name, model=log.deployment.get("model") or checkpoint.name, gpu=target.id)
     if release:
         record.vllm_version = release
     for key, value in (fill or {}).items():  # what the log does not say (--tp, --max-num-seqs, …)
@@ -91,10 +93,10 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     if record.vllm_version is None:
         raise InputError("check-log", "the log states no release (no 'vLLM API server version' or engine config "
                          "line)", "give --vllm-version, e.g. 0.19.0")
-    p = predict(record, weights="kernel", model_name=name, chip=target)
+    p = predict(record, weights="kernel", checkpoint=checkpoint, chip=target)
     if not p.usable:
         raise InputError("check-log", f"cannot rebuild this deployment: {p.skipped}", "see `plan check-log --help`")
-    report = _report(p, log, source, name)
+    report = _report(p, log, source, checkpoint.name)
     stated = set(log.deployment) | {k for k, v in (fill or {}).items() if v is not None}
     if "max_concurrency_tokens" in log.observed:
         stated.add("max_model_len")  # "Maximum concurrency for L tokens per request" (ParsedLog.record)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from pricing import yaml_fast
 from pricing.calibration.eras import Era, era_of, era_registry, has_sampler_law
@@ -55,19 +56,23 @@ def sampler_path(r: StartupRecord, reg: Registry) -> tuple[str, str]:
     return str(reg.value("vllm_eras.sampler_path_unstated")), "not stated: vllm_eras.sampler_path_unstated"
 
 
-def quantization_for(hf_id: str) -> str | None:
-    """The `--quantization` the record's checkpoint is sized with (record_models.yaml), if any."""
-    entry = record_models().get(hf_id.strip().lower())
-    return None if entry is None else entry.get("quantization")
+class Checkpoint(NamedTuple):
+    """The model description a checkpoint is sized with (record_models.yaml): a card name or the
+    path of a published config, and the `--quantization` it is loaded with, if any."""
+
+    name: str
+    quantization: str | None = None
 
 
-def model_name_for(hf_id: str) -> str | None:
-    """The card name, or the path of a published config (`shared:<file>` is ../shared/models/<file>)."""
+def checkpoint_for(hf_id: str) -> Checkpoint | None:
+    """The checkpoint's entry in record_models.yaml, by Hugging Face id (`shared:<file>` is
+    ../shared/models/<file>); None if it is not listed."""
     entry = record_models().get(hf_id.strip().lower())
     if entry is None:
         return None
     name = entry["model"]
-    return str(SHARED_MODELS / name.removeprefix("shared:")) if name.startswith("shared:") else name
+    path = str(SHARED_MODELS / name.removeprefix("shared:")) if name.startswith("shared:") else name
+    return Checkpoint(path, entry.get("quantization"))
 
 
 def chip_for(gpu: str | None) -> Chip | None:
@@ -128,8 +133,9 @@ def _deployment(r: StartupRecord, era: Era) -> Deployment:
 
 
 def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "auto",
-            model_name: str | None = None, chip: Chip | None = None) -> Prediction:
-    """Predict one record. `weights`: "kernel", "logged", or "auto" (logged where logged)."""
+            checkpoint: Checkpoint | None = None, chip: Chip | None = None) -> Prediction:
+    """Predict one record. `weights`: "kernel", "logged", or "auto" (logged where logged);
+    `checkpoint`: the model it is sized with, else the record's own (checkpoint_for)."""
     from pricing.graph import load_model
 
     reg = registry or load()
@@ -144,8 +150,8 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
                   "non_torch": _bytes(o.non_torch_gib),
                   "cuda_graph": _bytes(o.extra_gib("cuda_graph_estimated_gib")),
                   "available_kv": _bytes(o.available_kv_gib)}
-    name = model_name or model_name_for(r.model)
-    if name is None:
+    checkpoint = checkpoint or checkpoint_for(r.model)
+    if checkpoint is None:
         p.skipped = "no model description for this checkpoint"
         return p
     chip = chip or chip_for(r.gpu)
@@ -161,7 +167,7 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
         p.skipped = "release unknown"
         return p
     try:
-        model = load_model(name, quantization_for(r.model) if model_name is None else None)
+        model = load_model(checkpoint.name, checkpoint.quantization)
         k = Kernel.of(model, _deployment(r, era), chip, reg)
         f = k.fixed_bytes()
     except InputError as err:
