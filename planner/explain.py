@@ -78,7 +78,7 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
         except InputError:
             return False
 
-    return max(0, largest_such(holds, 1, context_length(model, service)))
+    return largest_such(holds, 1, context_length(model, service))  # 0 when no length holds
 
 
 def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:

@@ -272,10 +272,11 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     hours = defaults.value("report.hours_per_month")
     inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
     status, picks = "INFEASIBLE", []
-    decomposed = not refused and all(p.options for p in prepared) and not coupled(prepared, inventory)
+    solvable = not refused and all(p.options for p in prepared)  # every service has a candidate
+    decomposed = solvable and not coupled(prepared, inventory)
     if decomposed:
         status, picks = _solve_apart(prepared, scenario, inventory, time_limit)
-    elif not refused and all(p.options for p in prepared):
+    elif solvable:
         pm = search.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
         _add_node_packing(pm, prepared, scenario)
         sol = search.solve(pm, time_limit)
@@ -287,7 +288,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         plans = []
         short = list(refused.values())
         timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
-        if refused or not all(p.options for p in prepared):
+        if not solvable:
             missing = [i for i, p in enumerate(prepared) if not p.options]
         else:
             missing = range(len(prepared)) if timed_out else _relaxed(prepared, scenario)[0] or range(len(prepared))

@@ -25,11 +25,6 @@ def gib(n: int) -> float:
     return n / GiB
 
 
-def mib(n: int) -> float:
-    """Bytes as MiB, for printing only."""
-    return n / MiB
-
-
 def size(n: int, digits: int = 2) -> str:
     """Bytes for people, one unit family: GiB to `digits` decimals, or MiB (one decimal fewer)
     under 1 GiB (printing only)."""
