@@ -76,6 +76,24 @@ def test_the_dtype_rule_is_sourced_and_said():
     assert any("rotary cos/sin caches" in str(p.value) for p in said)
 
 
+def test_the_kernels_registry_decides_the_dtype():
+    """An override of rotary.cache_dtype, which provenance lists, sizes the buffer: the graph (built
+    once per process) states the rope configuration only, the kernel's registry its dtype."""
+    shipped = load()
+    rule = shipped["rotary.cache_dtype"].value
+    fp32_llama = shipped.with_overrides({"rotary.cache_dtype": {**rule, "llama": "fp32"}})
+    k = kernel("llama-3.1-8b", "h100", registry=fp32_llama)
+    assert buffer_bytes(k.graph, k.engine, k.reg, {}) == 131072 * 128 * FP32
+    said = {p.name: p for p in k.provenance()}
+    assert said["rotary.cache_dtype"].value["llama"] == "fp32"
+    # the weights carry the wider buffer: 2 more bytes for each of 131,072 × 128 elements
+    assert k.fixed_bytes().weights - kernel("llama-3.1-8b", "h100").fixed_bytes().weights == 131072 * 128 * 2
+    bf16_gpt_oss = shipped.with_overrides({"rotary.cache_dtype": {**rule, "gpt_oss": "model"}})
+    k = kernel("gpt-oss-20b", "h100", registry=bf16_gpt_oss)
+    assert buffer_bytes(k.graph, k.engine, k.reg, {}) == 4096 * 32 * 64 * BF16
+    assert cache_bytes("llama-3.1-8b") == 131072 * 128 * BF16  # the shipped figure, the same graph
+
+
 def test_an_unknown_rope_type_is_said_not_silently_sized():
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024,

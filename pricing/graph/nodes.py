@@ -117,7 +117,8 @@ class StatedCache:
 class RotaryCache:
     """The cos/sin cache of one rotary embedding (vLLM rotary_embedding/base.py
     RotaryEmbeddingBase: `register_buffer("cos_sin_cache", ..., persistent=False)`, shape
-    rows × rotary_dim, made at model construction, so inside "Model loading took").
+    rows × rotary_dim, made at model construction, so inside "Model loading took"). Its dtype is
+    not the graph's to state: the kernel reads it from its registry's rotary.cache_dtype.
 
     get_rope memoizes instances in _ROPE_DICT keyed by the whole rope configuration, so every
     layer stating an equal RotaryCache shares one buffer; each rank (each pipeline stage that
@@ -126,14 +127,12 @@ class RotaryCache:
     rope_type  the get_rope dispatch ("default", "llama3", "linear", "yarn", ...)
     rows       positions the cache covers (graph/rotary.py: the law per rope type)
     rotary_dim head size × partial_rotary_factor (cos and sin halves of rotary_dim / 2 each)
-    dtype      dtype key: "model" (get_rope's default, torch's default dtype at load) or explicit ("fp32")
     identity   the rest of the configuration that tells two caches apart (base, scaling parameters)
     """
 
     rope_type: str
     rows: int
     rotary_dim: int
-    dtype: str = "model"
     identity: tuple = ()
 
 

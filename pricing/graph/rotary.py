@@ -8,7 +8,8 @@ Rows per rope type, as each class sizes `_compute_cos_sin_cache`:
   dynamic (alpha)         max_position                         (dynamic_ntk_alpha_rope.py)
   yarn, deepseek_yarn     original_max_position × factor       (yarn_scaling_rope.py, deepseek_scaling_rope.py:
                                                                 get_rope passes the original length)
-rotary_dim = int(head size × partial_rotary_factor); the dtype is the registry's rotary.cache_dtype.
+rotary_dim = int(head size × partial_rotary_factor). The graph states the rope configuration only: the
+kernel sizes the buffer at its own registry's rotary.cache_dtype (kernel/weights.py rotary_cache_bytes).
 A rope type outside this list is said in the graph's conventions and its cache is not counted.
 """
 
@@ -18,7 +19,6 @@ import math
 from fractions import Fraction
 
 from pricing.graph.nodes import RotaryCache
-from pricing.registry import load
 
 ROWS_AT_MAX_POSITION = ("default", "llama3", "mllama4")
 ROWS_SCALED = ("linear",)
@@ -66,8 +66,6 @@ def rotary_cache(m, head_size: int, max_position: int, params: dict, *, base=Non
             "every rank and on each pipeline stage that builds a layer using it, counted with the weights")
     if note not in m.conventions:
         m.conventions.append(note)
-    rule = load()["rotary.cache_dtype"].value
-    dtype = rule.get(m.model_type, rule["default"])
     identity = ((("base", base), ("is_neox_style", is_neox_style))
                 + tuple(sorted((k, _frozen(v)) for k, v in params.items())))
-    return RotaryCache(rope_type, rows, rotary_dim, dtype, identity)
+    return RotaryCache(rope_type, rows, rotary_dim, identity)

@@ -221,11 +221,12 @@ def buffer_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict) -
 
 
 def rotary_cache_bytes(cache: RotaryCache, model: ModelGraph, reg: Registry, used: dict) -> int:
-    """rows × rotary_dim elements of the cache's dtype (the model's unless the rule names one)."""
+    """rows × rotary_dim elements of the dtype this registry's rotary.cache_dtype names for the
+    model's model_type ("model": the checkpoint's dtype, get_rope's default)."""
     rule = reg["rotary.cache_dtype"]
     used[rule.name] = rule
-    return cache.rows * cache.rotary_dim * Mags(reg, used).dtype_bytes[model.dtype if cache.dtype == "model"
-                                                                        else cache.dtype]
+    dtype = rule.value.get(model.model_type, rule.value["default"])
+    return cache.rows * cache.rotary_dim * Mags(reg, used).dtype_bytes[model.dtype if dtype == "model" else dtype]
 
 
 def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, generation: str) -> WeightBytes:
