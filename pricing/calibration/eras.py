@@ -39,7 +39,7 @@ def era_registry(reg: Registry, era: Era, sampler: str = "native") -> Registry:
     from pricing.registry import Sourced
 
     changed = {}
-    for name in _era_laws(reg, era, sampler):
+    for name in era_laws(reg, era, sampler):
         entry = reg[name]
         law = entry.value["law"]
         how = f"era {entry.value.get('since', '')}–{entry.value['until']}: {entry.how}"
@@ -49,10 +49,13 @@ def era_registry(reg: Registry, era: Era, sampler: str = "native") -> Registry:
 
 def has_sampler_law(reg: Registry, era: Era, sampler: str) -> bool:
     """Whether `era` has a law of its own for the sampler path `sampler` (else the native one's applies)."""
-    return any(reg[name].value.get("sampler") == sampler for name in _era_laws(reg, era, sampler))
+    return any(reg[name].value.get("sampler") == sampler for name in era_laws(reg, era, sampler))
 
 
-def _era_laws(reg: Registry, era: Era, sampler: str) -> list[str]:
+def era_laws(reg: Registry, era: Era, sampler: str) -> list[str]:
+    """The names of the vllm_eras.laws_until entries a start-up of `era` whose sampler warm-up
+    took path `sampler` is predicted with (its release within `since`–`until`; the entry's
+    `sampler`, if it names one, that path)."""
     release = era.release if era.release is not None else ((0, 6) if era.engine == "v0" else None)
     if release is None:
         return []

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pricing.calibration.eras import era_laws
 from pricing.calibration.predict import Prediction
 from pricing.kernel import cudagraphs
 from pricing.units import GiB, MiB
@@ -168,20 +169,6 @@ def _free_drop(p: Prediction) -> float | None:
     return (o.total_gpu_memory_gib - free) * GiB
 
 
-def _early_sampler_laws() -> list[tuple[str, str, str]]:
-    """The registry's early-era sampler laws (vllm_eras.laws_until.* of the sampler's bytes per
-    logit): name, top-k/top-p path (native unless the entry names one) and first release."""
-    from pricing.registry import load
-
-    reg = load()
-    out = []
-    for name in reg.names("vllm_eras.laws_until."):
-        entry = reg[name].value
-        if entry["law"] == "cost_model_memory.sampler_bytes_per_logit":
-            out.append((name, entry.get("sampler", "native"), str(entry["since"])))
-    return out
-
-
 def fit(predictions: list[Prediction]) -> list[FittedValue]:
     """Fit every law the records can inform; laws without rows keep the registry's value."""
     # the logged peak and graphs of a pipeline stage are that stage's (the sampler runs on the last
@@ -204,17 +191,21 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
     # 2. sampler warm-up, early V1 (≤ 0.11), one law per top-k/top-p path (the records' logs say
     # which; vllm_eras.laws_until.sampler_bytes_per_logit*): bytes per logit, the hidden term as above.
     # A path no record of the era logs an activation peak for keeps the registry's value.
-    for name, path, since in _early_sampler_laws():
-        rows = [p for p in usable if _early(p) and p.observed["activation"] and _sampler_dominates(p)
-                and p.sampler == path]
-        if not rows or per_hidden is None:
-            continue
+    # Each row informs the era law its own prediction took (eras.era_laws, in the registry it was
+    # predicted with).
+    early: dict[str, list[Prediction]] = {}
+    for p in usable:
+        if per_hidden is not None and p.observed["activation"] and _sampler_dominates(p):
+            for name in era_laws(p.kernel.reg, p.era, p.sampler):
+                if p.kernel.reg[name].value["law"] == "cost_model_memory.sampler_bytes_per_logit":
+                    early.setdefault(name, []).append(p)
+    for name, rows in sorted(early.items()):
+        entry = rows[0].kernel.reg[name]
         target = lambda p: _act_target(p) - per_hidden * _token_hidden(p)  # noqa: E731
         x = _solve(rows, lambda p: [_logits(p)], target, [6], [96])
         out += _emit(rows, x, lambda p: [_logits(p)], target, [name],
-                     [lambda v, path=path, since=since: {
-                         "since": since, "until": "0.11", "law": "cost_model_memory.sampler_bytes_per_logit",
-                         "sampler": path, "value": round(v, 3)}], f"≤0.11 (early V1, {path} top-k/top-p path)",
+                     [lambda v, entry=entry: {**entry.value, "value": round(v, 3)}],
+                     f"≤{entry.value['until']} (early V1, {entry.value.get('sampler', 'native')} top-k/top-p path)",
                      "activation peak − tokens × hidden term = logit rows × vocab × bytes per logit")
     # 3-4. non-torch growth inside the budget, by the largest collective group (1, ≥ 2). It needs
     # no model: every record that logs it counts. It changed across releases (~2 GiB at group
