@@ -22,7 +22,7 @@ shared LM head, and added as one part. Its parts sum to its time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pricing.kernel import Kernel
 from pricing.step.rates import ChipRates, Efficiency, chip_rates
@@ -217,8 +217,7 @@ class StepModel:
     # -- pipeline parallelism -----------------------------------------------------------------
     def _micro(self, step: Step) -> Step:
         """One micro-batch: vLLM keeps pp batches in flight, each of 1/pp of the decoding requests."""
-        return Step(decode=-(-step.decode // len(self.stages)), context=step.context, chunk=step.chunk,
-                    chunk_offset=step.chunk_offset, queries=step.queries)
+        return replace(step, decode=-(-step.decode // len(self.stages)))
 
     def _pipeline_time(self, step: Step) -> StepTime:
         """A request's step under pipeline parallelism: its micro-batch through every stage, and
@@ -243,13 +242,12 @@ class StepModel:
             return self._pipeline_time(step)
         eff = self.eff
         out = StepTime()
-        self._forward(out, self.target, step, step.logits, PART_NAMES)
+        self._forward(out, self.target, step, step.logits)
         if self.drafting:
             drafter = StepTime()
             for p in self.drafting.passes(step):
-                one = Step(decode=p.decode, context=step.context, chunk=p.chunk, chunk_offset=p.chunk_offset,
-                           queries=p.queries)
-                self._forward(drafter, self.drafting.work, one, p.logits, PART_NAMES, head=self.target.groups)
+                one = replace(step, decode=p.decode, chunk=p.chunk, chunk_offset=p.chunk_offset, queries=p.queries)
+                self._forward(drafter, self.drafting.work, one, p.logits, head=self.target.groups)
                 # per pass, the per-layer floor: vLLM replays the drafter in PIECEWISE CUDA graphs
                 # only, attention eager between the pieces (llm_base_proposer.py
                 # initialize_cudagraph_keys); a fixed host cost per pass is not modelled (README)
@@ -262,7 +260,7 @@ class StepModel:
         out.add("step overhead", overhead)
         return out
 
-    def _forward(self, out: StepTime, work: Work, step: Step, logits: int, names: dict,
+    def _forward(self, out: StepTime, work: Work, step: Step, logits: int,
                  head: list[LinearGroup] | None = None) -> None:
         """One forward of `work`'s layers over `step`'s tokens (the LM head at `logits` positions;
         `head`: the groups whose LM head a drafter shares, priced there alone)."""
@@ -289,7 +287,7 @@ class StepModel:
             acc[2] += flops / (r.flops_for(g.fmt) * eff.tensor_compute)
             acc[3] += t_bytes
         for kind, (flops, nbytes, t_flops, t_bytes) in kinds.items():  # one roofline per kind of layer
-            out.roofline_seconds(names.get(kind, kind), flops, nbytes, t_flops, t_bytes)
+            out.roofline_seconds(PART_NAMES.get(kind, kind), flops, nbytes, t_flops, t_bytes)
         flops, nbytes = self._attention_work(work.context, step)
         out.roofline("attention over the context", flops, nbytes, r.bf16_flops * eff.tensor_compute, byte_rate)
         self._collectives(work.comm, step, out)
