@@ -81,6 +81,7 @@ def relative_error(p: Point, efficiency: Efficiency | None = None) -> float:
 
 
 def median_abs_error(points: list[Point], efficiency: Efficiency | None = None) -> float:
+    """median |relative_error| over `points`."""
     return statistics.median(abs(relative_error(p, efficiency)) for p in points)
 
 
@@ -103,6 +104,10 @@ class AiconfiguratorRun:
     def error(self, p: Point) -> float:
         """(aiconfigurator − measured) / measured."""
         return self.predicted[p.id] / p.measured - 1.0
+
+    def median_abs_error(self, points: list[Point]) -> float:
+        """median |error| over `points` (each one it prices)."""
+        return statistics.median(abs(self.error(p)) for p in points)
 
 
 def load_aiconfigurator(path: Path = AICONFIGURATOR) -> AiconfiguratorRun:
