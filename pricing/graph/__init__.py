@@ -65,11 +65,11 @@ def _untowered(graph: ModelGraph, cfg: dict) -> None:
 
 
 def _step_facts(graph: ModelGraph, cfg: dict) -> None:
-    """The config facts the step-time model reads beside the graph (pricing/step): the experts
-    each token routes to, the attention head width, and the sparse-attention selection widths."""
+    """The config facts the step-time model reads (pricing/step): on the MoE layers, the experts
+    each token routes to (their Routing); beside the graph, the attention head width and the
+    sparse-attention selection widths."""
     top_k = cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or cfg.get("moe_topk") or 0
-    graph.extras.setdefault("experts_per_token", int(top_k[0] if isinstance(top_k, list) else top_k))
-    _routing(graph)
+    _routing(graph, int(top_k[0] if isinstance(top_k, list) else top_k))
     for key in ("index_n_heads", "index_head_dim", "candidate_topk_blocks", "candidate_block_size"):
         if cfg.get(key):
             graph.extras.setdefault(key, int(cfg[key]))
@@ -77,10 +77,9 @@ def _step_facts(graph: ModelGraph, cfg: dict) -> None:
     graph.extras.setdefault("head_dim", int(cfg.get("head_dim") or (cfg.get("hidden_size") or 0) // heads))
 
 
-def _routing(graph: ModelGraph) -> None:
+def _routing(graph: ModelGraph, top_k: int) -> None:
     """Every MoE layer that does not state its own routing (graph/nodes.py Routing) routes each
-    token to the config's experts_per_token of the routed experts its tensors hold."""
-    top_k = graph.extras["experts_per_token"]
+    token to `top_k` (the config's experts per token) of the routed experts its tensors hold."""
     for _, data in graph.g.nodes(data=True):
         if data["kind"] != "moe" or data["routing"] is not None:
             continue

@@ -12,6 +12,7 @@ mode's flat figure applies. Zero when eager.
 
 from __future__ import annotations
 
+from pricing.kernel.pipeline import backbone_layers
 from pricing.rules import get as get_release
 from pricing.rules.vllm_0_33 import Ceilings
 
@@ -26,11 +27,9 @@ def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
     return release.rules.capture_ceilings(max_num_seqs, max_num_batched_tokens, spec_tokens, default_max, grid)
 
 
-def decoder_layers(model) -> int:
-    """The decoder layers of the model graph (the piecewise capture splits at each one)."""
-    if "decoder_layers" not in model.extras:
-        model.extras["decoder_layers"] = len({d["layer"] for _, d in model.nodes() if d["layer"] is not None})
-    return model.extras["decoder_layers"]
+# pricing/calibration/fit.py reads the layer count by this name; it is pipeline.backbone_layers, the
+# one count of the decoder layers (drop the name once fit.py reads backbone_layers)
+decoder_layers = backbone_layers
 
 
 def _family_bytes(term: dict, ceiling: int, layers: int) -> float:
@@ -49,7 +48,7 @@ def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceiling
     if law_name in reg:
         law = reg[law_name]
         used[law.name] = law
-        layers = decoder_layers(model)
+        layers = backbone_layers(model)  # the piecewise capture splits at each decoder layer
         total = 0.0
         if engine.cudagraph_mode in ("PIECEWISE", "FULL_AND_PIECEWISE", "FULL"):
             total += _family_bytes(law.value["mixed"], ceilings.mixed, layers)

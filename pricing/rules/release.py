@@ -5,11 +5,11 @@ module that builds its `Release` and one registry data file named after `namespa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from types import ModuleType
 from typing import Any
 
-from pricing.registry import Registry, Sourced, load
+from pricing.registry import Registry, Sourced, load, shipped
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,9 @@ class Release:
         return entry.value
 
     def enumeration(self, name: str) -> tuple[str, ...]:
-        """A set of names the release accepts (cache dtypes, CUDA-graph modes, ...), as shipped."""
-        return _shipped(self.key(f"enumerations.{name}"))
+        """A set of names the release accepts (cache dtypes, CUDA-graph modes, ...), as shipped
+        (read from the shipped registry on each call; the properties below keep theirs)."""
+        return tuple(shipped().value(self.key(f"enumerations.{name}")))
 
     @cached_property  # a shipped enumeration: read once per release
     def kv_cache_dtypes(self) -> tuple[str, ...]:
@@ -63,8 +64,3 @@ class Release:
         """max_concurrent_batches (config/vllm.py:588-609): pp + 1 under asynchronous scheduling
         with the V2 model runner (the default), else pp."""
         return self.rules.in_flight_batches(async_scheduling, pipeline_parallel_size)
-
-
-@lru_cache(maxsize=64)
-def _shipped(name: str) -> tuple[str, ...]:
-    return tuple(load().value(name))
