@@ -18,9 +18,10 @@ The mapping from a measured point to aiconfigurator's inputs is the tables below
 `_database_version` (every choice is written into the data file):
 - chip -> aiconfigurator system: SXM/HGX parts by name; a chip aiconfigurator ships no system for
   (AMD's) is unsupported.
-- model card (+ quantization) -> Hugging Face id aiconfigurator knows (its bundled configs). It ships
-  no DeepSeek-R1 NVFP4 config; nvidia/DeepSeek-V3.1-NVFP4 stands in (config.json identical to
-  DeepSeek-R1's except quantization_config, ModelOpt NVFP4 experts, fp8 KV cache).
+- model card -> its own checkpoint (the card's hf_id, pricing/cards), which aiconfigurator prices
+  if it bundles its config; a quantized point -> the stand-in STAND_IN names, else unsupported.
+  It ships no DeepSeek-R1 NVFP4 config; nvidia/DeepSeek-V3.1-NVFP4 stands in (config.json
+  identical to DeepSeek-R1's except quantization_config, ModelOpt NVFP4 experts, fp8 KV cache).
 - engine family -> backend (trt-llm -> trtllm, sglang -> sglang, vllm -> vllm). aiconfigurator
   answers only for its queryable database versions per (system, backend); the measured engine's
   version maps to the newest queryable version not newer than it, or else the oldest queryable one
@@ -50,16 +51,28 @@ OUT = ROOT / "validation" / "aiconfigurator_points.yaml"
 DEFAULT_VENV = Path.home() / ".cache" / "aic-venv"
 
 SYSTEM_OF_CHIP = {"h100": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm"}
-HF_MODEL = {
-    ("dsr1", None): ("deepseek-ai/DeepSeek-R1", None),
+CARDS = ROOT / "pricing" / "cards"
+# (card, quantization) -> the checkpoint aiconfigurator prices in the card's place, and why
+STAND_IN = {
     ("dsr1", "nvfp4"): ("nvidia/DeepSeek-V3.1-NVFP4",
                         "aiconfigurator 0.12.0 ships no DeepSeek-R1 NVFP4 config; nvidia/DeepSeek-V3.1-NVFP4 has "
                         "DeepSeek-R1's config.json apart from quantization_config (same DeepseekV3ForCausalLM shape) "
                         "and a ModelOpt NVFP4 checkpoint"),
-    ("gpt-oss-120b", None): ("openai/gpt-oss-120b", None),
-    ("qwen3-8b", None): ("Qwen/Qwen3-8B", None),
 }
 BACKEND_OF_ENGINE = {"trt-llm": "trtllm", "sglang": "sglang", "vllm": "vllm"}
+
+
+def hf_model(model: str, quantization: str | None) -> tuple[str | None, str | None]:
+    """The Hugging Face id aiconfigurator is asked for, and the note of a stand-in: the stand-in's,
+    else the card's own checkpoint (its hf_id) unquantized; None for a quantized point without one."""
+    import yaml
+
+    if (model, quantization) in STAND_IN:
+        return STAND_IN[model, quantization]
+    card = CARDS / f"{model}.yaml"
+    if quantization is not None or not card.exists():
+        return None, None
+    return yaml.safe_load(card.read_text())["hf_id"], None
 
 
 def cases(points: list[dict]) -> list[dict]:
@@ -71,7 +84,7 @@ def cases(points: list[dict]) -> list[dict]:
         ep = bool(p.get("enable_expert_parallel"))
         case = {"id": p["id"], "chip": p["chip"], "engine": p["engine"], "system": SYSTEM_OF_CHIP.get(p["chip"]),
                 "backend": BACKEND_OF_ENGINE.get(family), "engine_version": version or None}
-        hf, note = HF_MODEL.get((p["model"], p.get("quantization")), (None, None))
+        hf, note = hf_model(p["model"], p.get("quantization"))
         case.update(model=hf, model_note=note, tp_size=tp, moe_tp_size=1 if ep else tp, moe_ep_size=tp if ep else 1,
                     isl=int(p["isl"]), osl=int(p["osl"]), batch_size=int(p["concurrency"]))
         if case["system"] is None:
@@ -186,6 +199,8 @@ def run(venv: Path) -> dict:
         raise SystemExit(f"{python} not found: set AIC_VENV to a venv with aiconfigurator==0.12.0 "
                          "(see this script's doc)")
     todo = cases(points)
+    model_of_card = {f"{p['model']}{'@' + p['quantization'] if p.get('quantization') else ''}": case["model"]
+                     for p, case in zip(points, todo, strict=True) if case["model"]}
     proc = subprocess.run([str(python), __file__, "--worker"], input=json.dumps(todo), capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"aiconfigurator worker failed:\n{proc.stderr[-4000:]}")
@@ -220,7 +235,7 @@ def run(venv: Path) -> dict:
         "mapping": {
             "system_of_chip": SYSTEM_OF_CHIP,
             "backend_of_engine": BACKEND_OF_ENGINE,
-            "model_of_card": {f"{m}{'@' + q if q else ''}": hf for (m, q), (hf, _) in HF_MODEL.items()},
+            "model_of_card": dict(sorted(model_of_card.items())),
             "database_version": ("newest queryable (system, backend) database not newer than the measured "
                                  "engine's version, else the oldest queryable one; unversioned engine: "
                                  "aiconfigurator's default"),
