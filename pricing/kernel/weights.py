@@ -104,7 +104,8 @@ class WeightSizer:
         self.vocab_pad = pad.value
         self.moe_tp = 0 if engine.ep else engine.tp * engine.dp * engine.pcp
         self.dtype_bytes = self.mags.dtype_bytes
-        self._memo: dict = {}
+        self._shared = _params_table(reg)
+        self._recorded: set = set()  # the (scheme, placement) keys whose reads and refusal are recorded
         self.refusals: list[str] = []
         self.notes: dict[str, tuple[str, str | None, str | None]] = {}
 
@@ -116,29 +117,27 @@ class WeightSizer:
         return self._sized(t)[1]
 
     def _sized(self, t: Tensor) -> tuple[list[Param], int]:
+        """`t`'s sizing from the shared table (_params_table), keyed by the scheme and the whole
+        Placement; each key's registry reads and refusal recorded once for this engine."""
         rows, cols = shard(t, self.engine.tp, self.moe_tp, self.vocab_pad)
-        key = (id(t.fmt), rows, cols, t.cols, t.parts, t.split)  # schemes are shared objects of the graph
-        hit = self._memo.get(key)
-        if hit is None:
-            place = Placement(rows, cols, t.cols, t.parts, self.model.dtype, self.generation,
-                              t.split.startswith("expert"))
-            shared = _params_table(self.reg)
-            sized = shared.get((t.fmt, place))
-            if sized is None:
-                read: dict = {}
-                mags = Mags(self.reg, read)
-                params = t.fmt.params(place, mags)
-                dtype_bytes = mags.dtype_bytes
-                sized = shared[(t.fmt, place)] = Sized(params, sum(p.nbytes(dtype_bytes) for p in params),
-                                                       t.fmt.refuse(place), read)
+        key = (t.fmt, Placement(rows, cols, t.cols, t.parts, self.model.dtype, self.generation,
+                                t.split.startswith("expert")))
+        sized = self._shared.get(key)
+        if sized is None:
+            read: dict = {}
+            mags = Mags(self.reg, read)
+            params = t.fmt.params(key[1], mags)
+            sized = self._shared[key] = Sized(params, sum(p.nbytes(mags.dtype_bytes) for p in params),
+                                              t.fmt.refuse(key[1]), read)
+        if key not in self._recorded:
+            self._recorded.add(key)
             self.used.update(sized.read)
-            hit = self._memo[key] = (sized.params, sized.nbytes, t.fmt)
             if sized.refusal:
                 self.refusals.append(f"{t.name}: {sized.refusal}")
             if str(t.fmt) not in self.notes:
                 note, refusal = t.fmt.serving(self.generation, self.mags)
                 self.notes[str(t.fmt)] = (t.fmt.rule(), note, refusal)
-        return hit[0], hit[1]
+        return sized.params, sized.nbytes
 
     def local_experts(self, count: int) -> int:
         e = self.engine
