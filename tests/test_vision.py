@@ -154,6 +154,17 @@ def test_a_tower_the_project_does_not_size_is_said(shared_models):
     assert not any("not sized" in note for note in load_model("gemma-3-27b").conventions)
 
 
+@pytest.mark.parametrize("name", ["Qwen--Qwen3.5-35B-A3B.json", "deepseek-ai--DeepSeek-V4.1-Flash.json",
+                                  "qwen3.5-35b-a3b", "dsv4.1-flash"])
+def test_an_unsized_tower_is_said_once(shared_models, name):
+    """One note for a wrapper's unsized encoder, whether the config names it (the published files'
+    vision_config) or the card keeps the decoder only: not one saying 'not sized' and another
+    'not counted (text serving)'."""
+    model = load_model(str(shared_models / name) if name.endswith(".json") else name)
+    notes = [note for note in model.conventions if "wrapper" in note or "vision" in note]
+    assert len(notes) == 1 and "not sized" in notes[0] and "--limit-mm-per-prompt" in notes[0], notes
+
+
 TH, TFF, TD, VH, VI = 64, 128, 16, 32, 48  # the tiny wrapper's text and vision widths
 
 

@@ -53,15 +53,19 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
 
 
 def _untowered(graph: ModelGraph, cfg: dict) -> None:
-    """A wrapper's encoder the graph holds no tower for is said: its weights are not counted."""
+    """A wrapper's encoder the graph holds no tower for is said, here and only here (no builder
+    says it): its weights are not counted. The config names it (vision_config, ...), or, where a
+    card keeps the decoder only, the wrapper is all that shows there is one."""
     if graph.tower_nodes:
         return
-    for key in TOWER_KEYS:
-        if isinstance(cfg.get(key), dict):
-            kind = cfg[key].get("model_type") or key
-            graph.conventions.append(f"{key} ({kind}) of the {cfg.get('wrapper_model_type')} wrapper not sized: "
-                                     "its encoder's weights are not counted (vLLM loads them unless every "
-                                     "modality's --limit-mm-per-prompt is 0)")
+    wrapper = cfg.get("wrapper_model_type")
+    towers = [f"{key} ({cfg[key].get('model_type') or key}) of the {wrapper} wrapper"
+              for key in TOWER_KEYS if isinstance(cfg.get(key), dict)]
+    if not towers and wrapper:
+        towers = [f"the {wrapper} wrapper's encoder (the config states none)"]
+    for tower in towers:
+        graph.conventions.append(f"{tower} not sized: its encoder's weights are not counted (vLLM loads them "
+                                 "unless every modality's --limit-mm-per-prompt is 0)")
 
 
 def _step_facts(graph: ModelGraph, cfg: dict) -> None:

@@ -130,8 +130,6 @@ def build(source, override: str | None) -> ModelGraph:
     if v41:
         m.conventions.append("V4.1 engram embedding tables live in host memory (engram_config.verify_host_memory): "
                              "not counted on the GPU")
-        if not isinstance(cfg.get("vision_config"), dict):  # with one, graph.build_graph says it is not sized
-            m.conventions.append("the vision tower of the V4.1 wrapper is not counted (text serving)")
     prev = m.add("embed_tokens", "embedding", tensors=[make.plain("embed_tokens", vocab, hidden, "vocab")])
     hash_layers = cfg.get("num_hash_layers", 0) or 0
     kv_sources = list(cfg.get("kv_source_layer_ids") or [])

@@ -135,8 +135,6 @@ def build_qwen(source, override: str | None) -> ModelGraph:
                     max_position=need(cfg, "max_position_embeddings", model_type), backend="gqa",
                     note="q_proj carries the attention output gate (2 × heads × head_dim rows)",
                     speculative=("mtp",) if n_mtp else ())
-    if cfg.get("wrapper_model_type"):
-        m.conventions.append("the vision tower of the multimodal wrapper is not counted (text serving)")
     hidden, hd = cfg["hidden_size"], cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     kv = cfg["num_key_value_heads"]
     state = gdn_state(cfg)
