@@ -130,3 +130,19 @@ def test_pipeline_parallel_step_sums_its_stages_and_hands_off():
     assert math.isclose(t.seconds, sum(stages) + t.parts["pipeline hand-off"], rel_tol=1e-9)
     r = serving(s, 64, 4096)
     assert math.isclose(r.output_tokens_per_second_per_gpu, 64 / r.tpot_seconds / 4, rel_tol=1e-9)
+
+
+def test_the_step_models_graph_facts_are_dropped_when_the_graph_gains_a_node():
+    """pricing/step/work.py keeps what it reads off the graph in the graph's extras (derived
+    extras): a node added afterwards is counted, not a stale walk."""
+    from dataclasses import replace
+
+    from pricing.step.work import collectives
+
+    base = load_model("llama-3.1-8b")
+    graph = replace(base, g=base.g.copy(), extras=dict(base.extras))  # the shared graph stays as it is
+    k = Kernel.of(graph, Deployment(tensor_parallel_size=2, max_model_len=8192), get_chip("h200"))
+    before = collectives(k)
+    row = next(t for _, d in graph.nodes() for t in d["tensors"] if t.split == "row")
+    graph.add("extra", "mlp", tensors=[replace(row, name="extra.down_proj")])
+    assert collectives(k).all_reduces == before.all_reduces + 1  # one more row-parallel output summed

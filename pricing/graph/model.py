@@ -98,7 +98,8 @@ class ModelGraph:
 # facts the graph caches about its own nodes in `extras` (has_window_caches, the nodes' topological order,
 # weights.tensor_groups, weights.rotary_caches, pipeline.backbone_layers): dropped when a node is added
 # (the order also when an edge is), and derived anew by a pipeline stage's part of the graph
-DERIVED_EXTRAS = ("has_window_caches", "topological_order", "tensor_groups", "rotary_caches", "backbone_layers")
+DERIVED_EXTRAS = ("has_window_caches", "topological_order", "tensor_groups", "rotary_caches", "backbone_layers",
+                  "step_tally", "step_exchanges", "step_attention_layers")  # the last three: pricing/step/work.py
 
 
 def _natural(name: str):

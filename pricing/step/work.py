@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import wraps
 
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import without_name
@@ -131,17 +131,31 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
     return experts * (1.0 - (1.0 - k / experts) ** tokens)
 
 
-@lru_cache(maxsize=64)
+def _graph_fact(name: str):
+    """Keep a fact of (graph, drafter) in the graph's extras under `name`, by drafter: a derived
+    extra (graph.model.DERIVED_EXTRAS), dropped when a node is added and derived anew by a
+    pipeline stage's part of the graph."""
+    def keep(derive):
+        @wraps(derive)
+        def fact(model: ModelGraph, drafter: str | None):
+            cached = model.extras.setdefault(name, {})
+            if drafter not in cached:
+                cached[drafter] = derive(model, drafter)
+            return cached[drafter]
+        return fact
+    return keep
+
+
 def _nodes(model: ModelGraph, drafter: str | None) -> tuple:
-    """The nodes one forward runs, in order (the graph's walk, once per model and drafter): the
-    target's (`drafter` None) or drafter `drafter`'s own; a multimodal encoder is not among them
+    """The nodes one forward runs, in order (walked once per graph and drafter by each fact kept
+    below): the target's (`drafter` None) or drafter `drafter`'s own; a multimodal encoder is not among them
     (it runs once per image, not per step)."""
     if drafter is None:
         return tuple(model.nodes(None, towers=False))
     return tuple((n, d) for n, d in model.nodes(drafter, towers=False) if d["speculative"] == drafter)
 
 
-@lru_cache(maxsize=64)
+@_graph_fact("step_tally")
 def _tally(model: ModelGraph, speculative: str | None) -> tuple[tuple, dict]:
     """The graph's tensors counted by (node kind, routing, tensor without its name), and the MoE
     layers of each (kind, served format, routing): one walk per model, whatever the deployment."""
@@ -205,7 +219,7 @@ def _linear_groups(kernel: Kernel, e, drafter: str | None) -> list[LinearGroup]:
     return out
 
 
-@lru_cache(maxsize=64)
+@_graph_fact("step_exchanges")
 def _exchanges(model: ModelGraph, drafter: str | None) -> tuple[int, int, int, int]:
     """Of the nodes one forward runs (the target's or drafter `drafter`'s): the decoder layers
     (attention or recurrent mixer nodes), the nodes holding a row-parallel or expert-row tensor,
@@ -255,7 +269,7 @@ class _CacheAttention:
     window: int | None
 
 
-@lru_cache(maxsize=64)
+@_graph_fact("step_attention_layers")
 def _attention_layers(model: ModelGraph, drafter: str | None) -> tuple:
     """The layers with a cache among the nodes one forward runs, in order, with what their
     attention costs depend on besides the split (graph facts: once per model and drafter)."""
