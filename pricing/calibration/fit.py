@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from pricing.calibration.eras import era_laws
 from pricing.calibration.predict import Prediction
-from pricing.kernel import cudagraphs
+from pricing.kernel.pipeline import backbone_layers
 from pricing.units import GiB, MiB
 
 CURRENT_ERA = (0, 19)  # the newest releases with component-level records; see the README table
@@ -233,7 +233,7 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
     # 5. CUDA-graph estimate: floor + per-layer-token × decoder layers × capture ceiling, by family
     rows = [p for p in usable if _current(p) and p.observed["cuda_graph"] and p.kernel.engine.cudagraph_mode
             == "FULL_AND_PIECEWISE"]
-    feats = lambda p: [1.0, cudagraphs.decoder_layers(p.kernel.model) * p.kernel.cuda_graph()[1].mixed]  # noqa: E731
+    feats = lambda p: [1.0, backbone_layers(p.kernel.model) * p.kernel.cuda_graph()[1].mixed]  # noqa: E731
     pooled = _solve(rows, feats, lambda p: p.observed["cuda_graph"], [0, 0], [2 * GiB, MiB]) if rows else None
     for family in sorted({p.family for p in rows}):
         own = [p for p in rows if p.family == family]

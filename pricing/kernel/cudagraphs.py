@@ -27,11 +27,6 @@ def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
     return release.rules.capture_ceilings(max_num_seqs, max_num_batched_tokens, spec_tokens, default_max, grid)
 
 
-# pricing/calibration/fit.py reads the layer count by this name; it is pipeline.backbone_layers, the
-# one count of the decoder layers (drop the name once fit.py reads backbone_layers)
-decoder_layers = backbone_layers
-
-
 def _family_bytes(term: dict, ceiling: int, layers: int) -> float:
     return term.get("floor", 0) + (term.get("per_token", 0) + term.get("per_layer_token", 0) * layers) * ceiling
 
