@@ -8,8 +8,11 @@ from pydantic import BaseModel, Field
 
 
 class Target(BaseModel):
-    concurrency: int = Field(description="concurrent requests the user asked for (before headroom)")
+    concurrency: int = Field(description="concurrent requests the user asked for (before headroom); 1 when only "
+                                         "service targets at a rate were asked")
     context_length: int = Field(description="max_model_len every request is sized at")
+    requests_per_second: float | None = Field(None, description="the workload's rate, when asked")
+    service_targets: list[str] = Field(default_factory=list, description="the percentile targets, in words")
 
 
 class StepFigures(BaseModel):
@@ -34,6 +37,22 @@ class StepFigures(BaseModel):
     acceptance: list[float] = Field(default_factory=list, description="speculating: the conditional acceptance "
                                                                       "assumed at each draft position")
     speculative: str | None = Field(None, description="speculating: the acceptance assumed, in words, with its source")
+
+
+class ServingFigures(BaseModel):
+    """The pool's service targets as `vllm bench serve` would measure one instance at its share
+    of the rate (the serving simulator, pricing/serving)."""
+
+    requests_per_second: float = Field(description="the rate the pool serves")
+    requests_per_second_per_instance: float
+    requests_simulated: int
+    ttft_ms: dict[str, float] = Field(description="time to first token by percentile (p50, p90, p99)")
+    tpot_ms: dict[str, float] = Field(description="time per output token after the first, by percentile")
+    itl_ms: dict[str, float] = Field(description="inter-token latency over every token gap, by percentile")
+    e2e_ms: dict[str, float] = Field(description="end-to-end latency by percentile")
+    goodput: float = Field(description="fraction of requests meeting every per-request bound the targets give")
+    preemptions: int = Field(description="preemptions in the simulated benchmark of one instance")
+    targets: list[str] = Field(default_factory=list, description="the targets, in words")
 
 
 class PoolPlan(BaseModel):
@@ -67,6 +86,11 @@ class PoolPlan(BaseModel):
     vllm_serve_nodes: list[str] = Field(default_factory=list, description="one command per node of a multi-node "
                                         "instance, the head node first (vLLM's --nnodes/--node-rank launch)")
     step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
+    serving: ServingFigures | None = Field(None, description="with service targets: the simulated benchmark")
+    cost_per_million_output_tokens: float | None = Field(
+        None, description="USD per million output tokens at the workload: the pool's whole cost over its output")
+    cost_per_million_input_tokens: float | None = Field(
+        None, description="USD per million input tokens at the workload: the pool's whole cost over its input")
 
 
 def price_footnotes(pools) -> list[str]:

@@ -27,7 +27,7 @@ depend on the solver's search order.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
@@ -70,9 +70,12 @@ class Option:
     rank: int  # tie-break order among the service's options (0 is preferred)
 
 
-def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -> list[Option]:
+def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
+            sized: dict | None = None) -> list[Option]:
     """The service's options across chips, ranked for the tie-break; rows whose replica cap
-    cannot reach the target are dropped (they are reported by the explanation instead)."""
+    cannot reach the target are dropped (they are reported by the explanation instead). With
+    service targets, `sized` (planner/candidates/slo.py) gives each row's fewest replicas at the
+    rate; a row it did not size, or sized to none, is no option."""
     need = service.required
     units = defaults.value("solver.price_units_per_dollar")
     kv_order = {kv: i for i, kv in enumerate(service.kv_cache_dtypes)}
@@ -80,7 +83,13 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -
     for chip_order, table in enumerate(tables):
         price = table.chip.price_per_gpu_hour
         for row in table.dominant():
-            rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
+            if service.slo is not None:
+                sizing = (sized or {}).get((table.chip.id, row))
+                if sizing is None or not sizing.replicas:
+                    continue
+                rmin = max(-(-need // row.concurrency), sizing.replicas)
+            else:
+                rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
             cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
             if cap is not None and cap < rmin:
                 continue
@@ -218,6 +227,7 @@ class Search:
     status: str
     evaluated: int
     seconds: float
+    sized: dict = field(default_factory=dict)  # (chip id, row) -> planner.candidates.slo.Sizing
 
 
 def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None) -> list[ChipTable]:
@@ -270,10 +280,15 @@ def search(request: PlanRequest) -> Search:
     wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
     # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
     tables = tables_for(service, limits, keep=None if has_latency_target(service) else wanted)
-    opts = options(tables, service, limits)
+    sized = {}
+    if service.slo is not None:
+        from planner.candidates import slo  # the serving simulator runs only when targets ask for it
+
+        sized = slo.size_tables(load_model(service.model, service.quantization), tables, service, limits, wanted)
+    opts = options(tables, service, limits, sized)
     evaluated = sum(t.evaluated for t in tables)
     if not opts:
-        return Search(tables, opts, [], "INFEASIBLE", evaluated, time.perf_counter() - start)
+        return Search(tables, opts, [], "INFEASIBLE", evaluated, time.perf_counter() - start, sized)
     inventory = {t.chip.id: limits.max_gpus for t in tables} if limits.max_gpus is not None else None
     pm = build([opts], [service.required], inventory)
     ranked: list[tuple[Option, int]] = []
@@ -287,7 +302,7 @@ def search(request: PlanRequest) -> Search:
         index, option, replicas = sol.picks[0]
         ranked.append((option, replicas))
         pm.model.add(pm.x[0][index] == 0)
-    return Search(tables, opts, ranked, status, evaluated, time.perf_counter() - start)
+    return Search(tables, opts, ranked, status, evaluated, time.perf_counter() - start, sized)
 
 
 def plan(request: PlanRequest) -> PlanResult:
@@ -297,7 +312,8 @@ def plan(request: PlanRequest) -> PlanResult:
     model = load_model(service.model, service.quantization)
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
-    pools = [_pool(model, service, by_chip[o.row.chip], o, n) for o, n in found.ranked]
+    pools = [_pool(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)))
+             for o, n in found.ranked]
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
@@ -308,7 +324,10 @@ def plan(request: PlanRequest) -> PlanResult:
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
     provenance = _provenance(model, service, by_chip[pools[0].chip], found.ranked[0][0].row) if pools else []
     return PlanResult(
-        feasible=bool(pools), target=Target(concurrency=service.concurrency, context_length=length),
+        feasible=bool(pools), target=Target(
+            concurrency=service.concurrency, context_length=length,
+            requests_per_second=service.workload.requests_per_second if service.workload else None,
+            service_targets=target_words(service)),
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
                           seconds=round(found.seconds, 3), shapes_skipped=sum(t.skipped for t in found.tables)),
@@ -344,7 +363,7 @@ def margin_of(service: ServiceSpec) -> Margin:
     return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 
 
-def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int) -> PoolPlan:
+def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None) -> PoolPlan:
     row = option.row
     kernel = verify(model, table.chip, service, row)
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
@@ -354,6 +373,14 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
     step = latency.figures(model, table, service, row, replicas)
     binds = latency.binding(table, row, service, step, binds)
+    served = None
+    if sizing is not None:
+        from planner.candidates import slo
+
+        binds = slo.binds(service, sizing) if replicas == sizing.replicas and slo.binds(service, sizing) else binds
+        served = slo.figures(service, sizing, replicas)
+    cost = round(option.price * row.gpus * replicas, 4)
+    per_output, per_input = token_costs(service, step, cost)
     return PoolPlan(
         model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
         tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp,
@@ -362,10 +389,41 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
         max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
-        binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
+        binds=binds, cost_per_hour=cost, price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
         vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization),
-        vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization), step=step)
+        vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization), step=step,
+        serving=served, cost_per_million_output_tokens=per_output, cost_per_million_input_tokens=per_input)
+
+
+def target_words(service: ServiceSpec) -> list[str]:
+    """The service targets in words: 'p99 TTFT ≤ 2,000 ms', 'goodput ≥ 99.0%'."""
+    from planner.request import METRIC_NAMES
+
+    if service.slo is None:
+        return []
+    words = [f"p{p} {METRIC_NAMES[m]} ≤ {ms:,.0f} ms" for m, p, ms in service.slo.targets]
+    if service.slo.goodput is not None:
+        words.append(f"goodput ≥ {service.slo.goodput:.1%}")
+    return words
+
+
+def token_costs(service: ServiceSpec, step, cost_per_hour: float) -> tuple[float | None, float | None]:
+    """USD per million output and input tokens: the pool's cost over the tokens it serves an hour,
+    at the workload's rate (rate × osl, rate × isl), else at the step figures' throughput."""
+    w = service.workload
+    if w is not None and w.requests_per_second is not None:
+        out, inp = w.requests_per_second * w.osl, w.requests_per_second * w.isl
+    elif step is not None:
+        out = step.pool_output_tokens_per_second
+        inp = step.pool_requests_per_second * w.isl if w is not None and step.pool_requests_per_second else None
+    else:
+        return None, None
+
+    def per_million(tokens_per_second):
+        return round(cost_per_hour / (tokens_per_second * 3600) * 1e6, 4) if tokens_per_second else None
+
+    return per_million(out), per_million(inp)
 
 
 def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:

@@ -87,6 +87,7 @@ class Prepared:
     options: list[cpsat.Option]
     node: dict[str, int]
     own_cost: float | None  # USD/hour of its cheapest pool on its own, the stock's replica caps aside
+    sized: dict | None = None  # service targets: (chip id, row) -> planner.candidates.slo.Sizing
 
 
 def _stock(scenario: Scenario, chip: str) -> int | None:
@@ -108,7 +109,13 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
         chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
                                                 "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
         tables.append(candidate_table(spec, chip, chip_limits))
-    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}))
+    sized = None
+    if spec.slo is not None:
+        from planner.candidates import slo  # the serving simulator runs only when targets ask for it
+
+        keep = 1 + defaults.value("report.alternatives")
+        sized = slo.size_tables(load_model(spec.model, spec.quantization), tables, spec, limits, keep)
+    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized)
     capped = []
     for o in opts:
         stock = _stock(scenario, o.row.chip)
@@ -118,7 +125,7 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
         elif cap >= o.rmin:
             capped.append(replace(o, rmax=cap))
     own = min((o.price * o.row.gpus * o.rmin for o in opts), default=None)
-    return Prepared(service.name, spec, limits, tables, capped, node, own)
+    return Prepared(service.name, spec, limits, tables, capped, node, own, sized)
 
 
 def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
@@ -158,6 +165,15 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
         binds = latency.binding(table, row, p.spec, step, binds)
+        sizing = (p.sized or {}).get((row.chip, row))
+        served = None
+        if sizing is not None:
+            from planner.candidates import slo
+
+            binds = slo.binds(p.spec, sizing) if replicas == sizing.replicas and slo.binds(p.spec, sizing) else binds
+            served = slo.figures(p.spec, sizing, replicas)
+        cost = round(option.price * row.gpus * replicas, 4)
+        per_output, per_input = cpsat.token_costs(p.spec, step, cost)
         out.append(ServicePlan(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
@@ -167,7 +183,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
             target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
             headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
-            cost_per_hour=round(option.price * row.gpus * replicas, 4),
+            cost_per_hour=cost, serving=served, cost_per_million_output_tokens=per_output,
+            cost_per_million_input_tokens=per_input,
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of,
             vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),
