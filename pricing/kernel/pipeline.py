@@ -36,7 +36,7 @@ from math import lcm
 
 from pricing.errors import InputError
 from pricing.graph.model import DERIVED_EXTRAS, ModelGraph
-from pricing.rules.vllm_0_33 import Group
+from pricing.rules.shared import Group
 from pricing.units import round_up
 
 

@@ -57,7 +57,7 @@ def _flatten(prefix: str, node: Any, out: dict[str, Sourced]) -> None:
 
 
 class DataFiles(Mapping):
-    """The registry's data files in one folder, by stem (`files["vllm_0_33"]`: that file as parsed;
+    """The registry's data files in one folder, by stem (`files["quantization"]`: that file as parsed;
     `files["chips"]` and `files["chip_rates"]` gather every chip file). Each file is read once and
     parsed the first time it is asked for, whether by stem or by one of its names; `parsed` lists the
     files parsed so far, in order."""

@@ -186,9 +186,9 @@ def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGrou
 def _linear_groups(kernel: Kernel, e, drafter: str | None) -> list[LinearGroup]:
     """`linear_groups` with the engine `e` as the kernel's memo views it (every field read through it)."""
     model = kernel.graph  # the layers this rank builds (its pipeline stage's)
-    pad = kernel.reg.value("vllm_0_33.vocab_padding")
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
     sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
+    pad = sizer.vocab_pad  # the release's vocabulary padding, as the weights read it
     tally, moe_layers = _tally(model, drafter)
     acc: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
     for (kind, routing, t), n in tally:
