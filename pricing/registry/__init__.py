@@ -195,6 +195,18 @@ class Registry:
         self._files = files
         self._overlay = dict(overlay or {})
         self.raw: Mapping[str, Any] = files
+        self._derived: dict = {}
+
+    def derived(self, key, compute):
+        """compute(), once per `key` on this registry: a registry never changes once built (an
+        overlay is a new one), so what is worked out from its values alone (a chip's rates, a
+        scheme's parameters at a placement) is kept on it, keyed by the other values it depends on."""
+        store = self._derived
+        try:
+            return store[key]
+        except KeyError:
+            value = store[key] = compute()
+            return value
 
     def _get(self, name: str) -> Sourced | None:
         return self._overlay[name] if name in self._overlay else self._files.lookup(name)

@@ -132,16 +132,12 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
 
 
 def _graph_fact(name: str):
-    """Keep a fact of (graph, drafter) in the graph's extras under `name`, by drafter: a derived
-    extra (graph.model.DERIVED_EXTRAS), dropped when a node is added and derived anew by a
-    pipeline stage's part of the graph."""
+    """Keep a fact of (graph, drafter) on the graph under `name`, by drafter (ModelGraph.derived:
+    dropped when the graph is edited; a pipeline stage's part of the graph derives its own)."""
     def keep(derive):
         @wraps(derive)
         def fact(model: ModelGraph, drafter: str | None):
-            cached = model.extras.setdefault(name, {})
-            if drafter not in cached:
-                cached[drafter] = derive(model, drafter)
-            return cached[drafter]
+            return model.derived((name, drafter), lambda: derive(model, drafter))
         return fact
     return keep
 
