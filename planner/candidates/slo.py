@@ -21,7 +21,9 @@ import math
 from dataclasses import dataclass, field, replace
 
 from planner import defaults
-from planner.candidates.table import ChipTable, Row, context_length, deployment, replica_cap
+from pydantic import BaseModel, Field
+
+from planner.candidates.shapes import ChipTable, Row, context_length, deployment, replica_cap
 from planner.request import METRIC_NAMES, PoolLimits, ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
@@ -211,19 +213,39 @@ def binds(service: ServiceSpec, sizing: Sizing) -> str | None:
             + f"; at {r} replicas ({rate / r:,.2f} requests/s each): {now}")
 
 
-def figures(service: ServiceSpec, sizing: Sizing, replicas: int):
-    """The plan's simulated figures at `replicas` (simulated now if the search did not)."""
-    from planner.report.result import ServingFigures
+class ServingFigures(BaseModel):
+    """A pool's service targets as `vllm bench serve` would measure one instance at its share of
+    the rate (the serving simulator, pricing/serving)."""
 
+    requests_per_second: float = Field(description="the rate the pool serves")
+    requests_per_second_per_instance: float
+    requests_simulated: int
+    ttft_ms: dict[str, float] = Field(description="time to first token by percentile (p50, p90, p99)")
+    tpot_ms: dict[str, float] = Field(description="time per output token after the first, by percentile")
+    itl_ms: dict[str, float] = Field(description="inter-token latency over every token gap, by percentile")
+    e2e_ms: dict[str, float] = Field(description="end-to-end latency by percentile")
+    goodput: float = Field(description="fraction of requests meeting every per-request bound the targets give")
+    preemptions: int = Field(description="preemptions in the simulated benchmark of one instance")
+    targets: list[str] = Field(default_factory=list, description="the targets, in words")
+
+
+def target_words(service: ServiceSpec) -> list[str]:
+    """The service targets in words: 'p99 TTFT ≤ 2,000 ms', 'goodput ≥ 99.0%'."""
+    words = [f"p{p} {METRIC_NAMES[m]} ≤ {ms:,.0f} ms" for m, p, ms in service.slo.targets]
+    if service.slo.goodput is not None:
+        words.append(f"goodput ≥ {service.slo.goodput:.1%}")
+    return words
+
+
+def figures(service: ServiceSpec, sizing: Sizing, replicas: int) -> ServingFigures:
+    """The plan's simulated figures at `replicas` (simulated now if the search did not)."""
     rate = service.workload.requests_per_second
     served = sizing.at(replicas)
 
     def by_percentile(metric):
         return {f"p{p}": round(served.metric(metric).percentile(p) * 1000, 2) for p in (50, 90, 99)}
 
-    targets = [f"p{p} {METRIC_NAMES[m]} ≤ {ms:,.0f} ms" for m, p, ms in service.slo.targets]
-    if service.slo.goodput is not None:
-        targets.append(f"goodput ≥ {service.slo.goodput:.1%}")
+    targets = target_words(service)
     return ServingFigures(requests_per_second=rate, requests_per_second_per_instance=round(rate / replicas, 4),
                           requests_simulated=served.requests, ttft_ms=by_percentile("ttft"),
                           tpot_ms=by_percentile("tpot"), itl_ms=by_percentile("itl"), e2e_ms=by_percentile("e2e"),

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from planner.candidates.slo import ServingFigures
+from planner.candidates.step_fields import StepFigures
+
 
 class Target(BaseModel):
     concurrency: int = Field(description="concurrent requests the user asked for (before headroom); 1 when only "
@@ -13,46 +16,6 @@ class Target(BaseModel):
     context_length: int = Field(description="max_model_len every request is sized at")
     requests_per_second: float | None = Field(None, description="the workload's rate, when asked")
     service_targets: list[str] = Field(default_factory=list, description="the percentile targets, in words")
-
-
-class StepFigures(BaseModel):
-    """How fast one instance of the pool serves at the planned concurrency (the step model,
-    pricing/step; issue 14): the target spread over the replicas and data-parallel ranks."""
-
-    batch_per_rank: int = Field(description="requests each data-parallel rank decodes at once")
-    context_tokens: int = Field(description="the decoding requests' context (the workload's mean, or max_model_len)")
-    prompt_tokens: int = Field(description="the prompt the time to first token is priced for")
-    tpot_ms: float = Field(description="time per output token: one steady step over the tokens it yields a request")
-    ttft_ms: float = Field(description="time to first token: the prompt's chunked prefill beside the decodes")
-    output_tokens_per_second: float = Field(description="per instance")
-    output_tokens_per_second_per_gpu: float
-    pool_output_tokens_per_second: float
-    pool_requests_per_second: float | None = Field(None, description="with a workload (isl/osl)")
-    step_bound: str = Field(description="what sets the step: memory, compute, communication, overhead or prefill")
-    binds: str = Field(description="what sets the instance's concurrency: memory, tpot, ttft or requests per second")
-    parts_ms: dict[str, float] = Field(default_factory=dict, description="the steady step by part; sums to step_ms")
-    step_ms: float = Field(0.0, description="the steady step (tpot_ms × tokens_per_step)")
-    tokens_per_step: float = Field(1.0, description="output tokens a decoding request gets per step: 1, or 1 + the "
-                                                    "expected accepted draft tokens when speculating")
-    acceptance: list[float] = Field(default_factory=list, description="speculating: the conditional acceptance "
-                                                                      "assumed at each draft position")
-    speculative: str | None = Field(None, description="speculating: the acceptance assumed, in words, with its source")
-
-
-class ServingFigures(BaseModel):
-    """The pool's service targets as `vllm bench serve` would measure one instance at its share
-    of the rate (the serving simulator, pricing/serving)."""
-
-    requests_per_second: float = Field(description="the rate the pool serves")
-    requests_per_second_per_instance: float
-    requests_simulated: int
-    ttft_ms: dict[str, float] = Field(description="time to first token by percentile (p50, p90, p99)")
-    tpot_ms: dict[str, float] = Field(description="time per output token after the first, by percentile")
-    itl_ms: dict[str, float] = Field(description="inter-token latency over every token gap, by percentile")
-    e2e_ms: dict[str, float] = Field(description="end-to-end latency by percentile")
-    goodput: float = Field(description="fraction of requests meeting every per-request bound the targets give")
-    preemptions: int = Field(description="preemptions in the simulated benchmark of one instance")
-    targets: list[str] = Field(default_factory=list, description="the targets, in words")
 
 
 class PoolPlan(BaseModel):
