@@ -11,7 +11,7 @@ import pytest
 from planner.candidates import slo
 from planner.cli import main
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, SloSpec, WorkloadSpec
-from planner.search.cpsat import plan
+from planner.report.plan import plan
 from pricing.graph import load_model
 
 DONE_WHEN = ["--model", "llama-3.1-70b", "--chip", "h100", "--chip", "h200", "--isl", "2000", "--osl", "500",
@@ -52,7 +52,7 @@ def test_the_plan_meets_its_targets_when_simulated_again():
     for pool in [result.best, *result.alternatives]:
         assert pool.serving.ttft_ms["p99"] <= 1000 and pool.serving.tpot_ms["p90"] <= 15
     best = result.best
-    from planner.candidates.table import ChipTable, Row, Shape  # the chosen row, rebuilt from the plan
+    from planner.candidates.shapes import ChipTable, Row, Shape  # the chosen row, rebuilt from the plan
     from pricing.chips import get_chip
 
     table = ChipTable(get_chip("h100"), 8)

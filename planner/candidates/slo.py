@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from planner import defaults
 from pydantic import BaseModel, Field
 
+from planner import defaults
 from planner.candidates.shapes import ChipTable, Row, context_length, deployment, replica_cap
 from planner.request import METRIC_NAMES, PoolLimits, ServiceSpec
 from pricing.graph.model import ModelGraph
