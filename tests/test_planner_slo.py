@@ -10,8 +10,8 @@ import pytest
 
 from planner.candidates import slo
 from planner.cli import main
-from planner.request import PlanRequest, PoolLimits, ServiceSpec, SloSpec, WorkloadSpec
 from planner.report.plan import plan
+from planner.request import PlanRequest, PoolLimits, ServiceSpec, SloSpec, WorkloadSpec
 from pricing.graph import load_model
 
 DONE_WHEN = ["--model", "llama-3.1-70b", "--chip", "h100", "--chip", "h200", "--isl", "2000", "--osl", "500",
