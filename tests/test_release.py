@@ -43,7 +43,8 @@ def test_rules_and_specs_import_alone_and_not_the_kernel(module):
 def test_release_carries_its_pack_namespace_and_enumerations():
     r = get()
     assert isinstance(r, Release) and r.version == "0.33" and r.full_version == "0.33.0"
-    assert get("vllm-0.33") is r and get("0.33.0") is r and list(RELEASES) == ["0.33"]
+    assert get("vllm-0.33") is r and get("0.33.0") is r and list(RELEASES) == ["0.10", "0.11", "0.19", "0.21", "0.26",
+                                                                          "0.33"]
     assert r.rules.RELEASE is r
     assert "fp8" in r.kv_cache_dtypes and "FULL_AND_PIECEWISE" in r.cudagraph_modes
     assert r.in_flight_batches(True) == 2 and r.in_flight_batches(False) == 1

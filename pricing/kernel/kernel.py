@@ -153,11 +153,14 @@ class Kernel:
 
     @classmethod
     def of(cls, model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
-           release: Release | str | None = None, stage: int | None = None) -> Kernel:
+           release: Release | str | None = None, stage: int | None = None, sampler: str | None = None) -> Kernel:
         """The kernel of one rank; with pipeline parallelism, of stage `stage`, or by default of the
-        binding stage (the fewest KV blocks, then the most fixed memory: the fullest rank)."""
-        reg = registry or load()
-        engine = resolve_engine(deployment, model, chip, reg, get_release(release))
+        binding stage (the fewest KV blocks, then the most fixed memory: the fullest rank). The
+        release's fitted fixed-memory laws are laid over the registry (Release.laws; `sampler`: the
+        top-k/top-p path of the sampler warm-up, when known, else the release's default)."""
+        release = get_release(release)
+        reg = release.laws(registry or load(), sampler)
+        engine = resolve_engine(deployment, model, chip, reg, release)
         if engine.pp == 1:
             return cls(model, engine, chip, reg)
         kernels = [cls(model, engine, chip, reg, stage=s) for s in pipeline.stages(model, engine.pp,
@@ -363,7 +366,10 @@ class Kernel:
     def _kv_pool(self) -> int:
         if self.engine.kv_cache_memory_bytes is not None:
             return self.engine.kv_cache_memory_bytes
-        return self.budget() - self.fixed_bytes().total
+        fixed = self.fixed_bytes()
+        if self.release.fact(self.reg, self._used, "graph_estimate_in_budget"):
+            return self.budget() - fixed.total
+        return self.budget() - (fixed.total - fixed.cuda_graph)  # graphs captured after the pool is sized
 
     def rank_blocks(self) -> int:
         """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
@@ -390,11 +396,18 @@ class Kernel:
         return min(max(0, k.kv_pool()) / k.request_bytes() for k in self._pipeline)
 
     def kv_cache_tokens(self) -> int:
-        """vLLM's logged "GPU KV cache size": int(max_concurrency × max_model_len)."""
-        return int(self.max_concurrency() * self.engine.max_model_len)
+        """vLLM's logged "GPU KV cache size", by the release's law (vLLM 0.33: int(max_concurrency ×
+        max_model_len))."""
+        layout = self.layout()
+        if not layout.groups or not layout.grouped:
+            return int(self.max_concurrency() * self.engine.max_model_len)
+        e = self.engine
+        return self.rules.logged_tokens(self.num_blocks(), layout, self.max_concurrency(), e.max_model_len,
+                                        e.dcp * e.pcp)
 
     def fits_one_request(self) -> bool:
-        """vLLM's start-up check, on every stage: (available − one block) ≥ one request at max_model_len."""
+        """vLLM's start-up check, on every stage, by the release's law (vLLM 0.33: available − one
+        block ≥ one request at max_model_len)."""
         return all(k.rank_fits_one_request() for k in self._pipeline)
 
     def rank_fits_one_request(self) -> bool:
@@ -407,9 +420,14 @@ class Kernel:
             return False
         if not layout.groups:
             return True
-        if layout.grouped:
-            return pool - layout.bytes_per_block >= layout.bytes_per_block * self.blocks_per_request()
-        return pool >= self.request_bytes()
+        return self.rules.fits_one_request(pool, layout, self.blocks_per_request(), self._request_layer_bytes())
+
+    def _request_layer_bytes(self) -> int:
+        """One request at max_model_len counted layer by layer at each layer's own page (what a
+        per-layer start-up check sums): Σ over groups of its blocks × its layers' pages."""
+        e = self.engine
+        r = Request(e.max_model_len, e.max_model_len, e.max_in_flight_tokens, e.dcp)
+        return sum(g.blocks(r) * g.layer_bytes for g in self.layout().groups)
 
     def requests_held(self, margin: float = 0.0) -> int:
         """Requests at max_model_len one rank's pool holds at once: whole blocks per group, the

@@ -10,7 +10,8 @@ pricing/rules/ names a release.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -37,6 +38,15 @@ class RulesPack(Protocol):
                          grid: tuple[tuple[int, ...], int, int, int]) -> Ceilings:
         """The CUDA-graph capture ceilings on the release's capture-size grid."""
 
+    def fits_one_request(self, pool: int, layout: Layout, blocks: int, layer_bytes: int) -> bool:
+        """The start-up check: does a KV pool of `pool` bytes hold one request at max_model_len,
+        which needs `blocks` pool blocks of `layout` (Σ over groups), or `layer_bytes` counted layer
+        by layer at each layer's own page (before grouping pads anything)."""
+
+    def logged_tokens(self, num_blocks: int, layout: Layout, max_concurrency: float, max_model_len: int,
+                      context_parallel: int) -> int:
+        """The "GPU KV cache size: N tokens" the release logs."""
+
 
 @dataclass(frozen=True)
 class Release:
@@ -47,6 +57,34 @@ class Release:
     full_version: str
     namespace: str
     rules: RulesPack = field(repr=False)
+    covers: tuple[str, str] = ("", "")  # the first and last vLLM line (major.minor) the pack serves
+
+    def serves(self, release: tuple[int, ...]) -> bool:
+        """Whether the pack's rules are those of vLLM `release` ((0, 19) or (0, 19, 1))."""
+        return release_tuple(self.covers[0]) <= tuple(release[:2]) <= release_tuple(self.covers[1])
+
+    def as_release(self, full_version: str) -> Release:
+        """The pack serving vLLM `full_version` (e.g. "0.19.1"): the same rules and facts, that name."""
+        return self if full_version == self.full_version else replace(self, full_version=full_version)
+
+    @property
+    def served_as(self) -> str:
+        """What a report says of the release: "vLLM 0.19.1 (pack vllm-0.19)"."""
+        return f"vLLM {self.full_version} (pack {self.name})"
+
+    def laws(self, reg: Registry, sampler: str | None = None) -> Registry:
+        """The registry with the fixed-memory laws fitted for this pack's releases laid over the
+        current ones (registry vllm_eras.laws_until: each entry's `since`–`until` holds the pack's
+        line; an entry naming a `sampler` path applies only to start-ups whose top-k/top-p warm-up
+        took it, by default the path vllm_eras.sampler_path_unstated names). `reg` itself when no law
+        of its era differs (vLLM 0.33)."""
+        changed = {}
+        for name in era_law_names(reg, release_tuple(self.full_version), sampler):
+            entry = reg[name]
+            law = entry.value["law"]
+            how = f"era {entry.value.get('since', '')}–{entry.value['until']}: {entry.how}"
+            changed[law] = Sourced(law, entry.value["value"], entry.source, how)
+        return reg.overlay(changed) if changed else reg
 
     @property
     def name(self) -> str:
@@ -61,7 +99,17 @@ class Release:
         entry = reg[self.key(name)]
         if used is not None:
             used[entry.name] = entry
-        return entry.value
+        return self.of_release(entry.value)
+
+    def of_release(self, value: Any) -> Any:
+        """A fact's value for this release: a fact that changed within the pack's releases is
+        written `{by_release: [{since: "0.12", value: ...}, {since: "0.20", value: ...}]}`, and the
+        last row whose `since` this release reaches holds; any other value is the pack's."""
+        if not (isinstance(value, dict) and "by_release" in value):
+            return value
+        mine = release_tuple(self.full_version)
+        rows = [row for row in value["by_release"] if release_tuple(str(row["since"])) <= mine]
+        return (rows or value["by_release"][:1])[-1]["value"]
 
     def enumeration(self, name: str) -> tuple[str, ...]:
         """A set of names the release accepts (cache dtypes, CUDA-graph modes, ...), as shipped
@@ -90,3 +138,26 @@ class Release:
         """max_concurrent_batches (config/vllm.py:588-609): pp + 1 under asynchronous scheduling
         with the V2 model runner (the default), else pp."""
         return self.rules.in_flight_batches(async_scheduling, pipeline_parallel_size)
+
+
+_RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def release_tuple(text: str) -> tuple[int, ...]:
+    """(0, 19) of "0.19", (0, 19, 1) of "0.19.1"; () when the text names no release."""
+    m = _RELEASE.search(text or "")
+    return tuple(int(g) for g in m.groups() if g is not None) if m else ()
+
+
+def era_law_names(reg: Registry, release: tuple[int, ...], sampler: str | None) -> list[str]:
+    """The vllm_eras.laws_until entries a start-up of `release` is predicted with (its line within
+    the entry's `since`–`until`; an entry naming a `sampler` path, only when the warm-up took that
+    path: `sampler`, else vllm_eras.sampler_path_unstated)."""
+    if not release:
+        return []
+    path = sampler or str(reg.value("vllm_eras.sampler_path_unstated"))
+    line = tuple(release[:2])
+    return [name for name in reg.names("vllm_eras.laws_until.")
+            if reg[name].value.get("sampler", path) == path
+            and release_tuple(str(reg[name].value.get("since", "0.0"))) <= line
+            <= release_tuple(str(reg[name].value["until"]))]

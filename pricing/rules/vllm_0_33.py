@@ -15,7 +15,7 @@ from pricing.rules.shared import Group, Layout, align_hybrid_block_size, capture
 from pricing.specs import KVCacheSpec, MambaSpec
 from pricing.units import cdiv, round_up
 
-__all__ = ["RELEASE", "capture_ceilings", "group", "in_flight_batches"]
+__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
 
 
 def _first_appearance(specs: list[KVCacheSpec], key) -> list[list[KVCacheSpec]]:
@@ -52,7 +52,7 @@ def _one_group(specs: list[KVCacheSpec], summed: bool, rule: str) -> Layout:
     return Layout((group,), sum(round_up(s.page_bytes, s.stride_alignment) for s in specs), True, rule)
 
 
-def _unify_pages(specs: list[KVCacheSpec]) -> list[KVCacheSpec] | None:
+def unify_pages(specs: list[KVCacheSpec]) -> list[KVCacheSpec] | None:
     """unify_kv_cache_spec_page_size (§3.2 step 8): recurrent pages are padded to the largest; a
     page that divides the largest grows its block; other non-MLA attention pages are padded;
     anything else cannot be unified."""
@@ -69,7 +69,7 @@ def _unify_pages(specs: list[KVCacheSpec]) -> list[KVCacheSpec] | None:
     return out
 
 
-def _packed(specs: list[KVCacheSpec]) -> Layout | None:
+def packed(specs: list[KVCacheSpec]) -> Layout | None:
     """Block-outermost packing (_get_packed_kv_cache_groups, §3.2 step 7; the layout the
     DeepSeek-V4 backends force): the caches that grow with the context form one group whose block
     holds one page of each; the bounded caches are bucketed by type and dealt round-robin into the
@@ -97,10 +97,10 @@ def _packed(specs: list[KVCacheSpec]) -> Layout | None:
                   "caches packed into it (kv_cache_planning._get_packed_kv_cache_groups)")
 
 
-def fallback(specs: list[KVCacheSpec]) -> Layout:
+def fallback(specs: list[KVCacheSpec], name: str = "vllm-0.33") -> Layout:
     """No rule groups these caches: each stays at its own page, a group of its own."""
     groups = tuple(Group((s,)) for s in specs)
-    return Layout(groups, 0, False, "vllm-0.33 cannot group these caches: each cache priced at its own page")
+    return Layout(groups, 0, False, f"{name} cannot group these caches: each cache priced at its own page")
 
 
 def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
@@ -108,7 +108,7 @@ def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
     if not specs:
         return Layout((), 0, True, "attention-free: no KV cache")
     if any(s.packed for s in specs):
-        return _packed(specs) or fallback(specs)
+        return packed(specs) or fallback(specs)
     if any(isinstance(s, MambaSpec) for s in specs):
         specs = align_hybrid_block_size(specs, max_model_len)
     if len({s.type_key() for s in specs}) == 1:
@@ -117,7 +117,7 @@ def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
                               "is_kv_cache_spec_uniform)")
         return _one_group(specs, True, "same type, different sizes: one group of summed pages "
                           "(UniformTypeKVCacheSpecs)")
-    unified = _unify_pages(specs) if len({s.page_bytes for s in specs}) > 1 else specs
+    unified = unify_pages(specs) if len({s.page_bytes for s in specs}) > 1 else specs
     if unified is None:
         return fallback(specs)
     return _uniform_page(unified)
@@ -129,4 +129,20 @@ def in_flight_batches(async_scheduling: bool, pipeline_parallel_size: int = 1) -
     return pipeline_parallel_size + 1 if async_scheduling else pipeline_parallel_size
 
 
-RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__])
+def fits_one_request(pool: int, layout: Layout, blocks: int, layer_bytes: int) -> bool:
+    """The start-up check (kv_cache_planning, vllm-0.33-memory.md §3.3): the pool less the null
+    block holds one request's blocks; caches no rule groups, their own pages."""
+    if pool <= 0:
+        return False
+    if layout.grouped:
+        return pool - layout.bytes_per_block >= layout.bytes_per_block * blocks
+    return pool >= layer_bytes
+
+
+def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_model_len: int,
+                  context_parallel: int) -> int:
+    """"GPU KV cache size": int(max_concurrency × max_model_len) (kv_cache_utils.update_kv_cache_capacity)."""
+    return int(max_concurrency * max_model_len)
+
+
+RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__], covers=("0.30", "0.33"))

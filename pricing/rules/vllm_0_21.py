@@ -1,0 +1,44 @@
+"""The KV-cache rules of vLLM 0.21–0.25 (the 0.24.0 wheel's v1/core/kv_cache_utils.py).
+
+As 0.19, with two changes that move the figures:
+- "GPU KV cache size" is int(max_concurrency × max_model_len) (_report_kv_cache_config, from 0.21).
+- The DeepSeek-V4 caches are packed block-outermost (group_and_unify_kv_cache_specs, from 0.20).
+From 0.24 an attention page that does not divide the largest is padded when its backend indexes
+pages by the block stride (not modelled: the caches priced here divide). The CUDA-graph estimate
+is taken from the KV budget from 0.21 (registry vllm_0_21.graph_estimate_in_budget).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pricing.rules.release import Release
+from pricing.rules.shared import Layout, align_hybrid_block_size, capture_ceilings
+from pricing.rules.vllm_0_10 import in_flight_batches
+from pricing.rules.vllm_0_19 import fits_one_request, grown_pages, uniform_page
+from pricing.rules.vllm_0_33 import fallback, packed
+from pricing.specs import KVCacheSpec, MambaSpec
+
+__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
+
+NAME = "vllm-0.21"
+
+
+def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
+    """KV cache groups for one rank's caches (in layer order), as vLLM 0.21–0.25 form them."""
+    if not specs:
+        return Layout((), 0, True, "attention-free: no KV cache")
+    if any(s.packed for s in specs):
+        return packed(specs) or fallback(specs, NAME)
+    if any(isinstance(s, MambaSpec) for s in specs):
+        specs = align_hybrid_block_size(specs, max_model_len)
+    return uniform_page(specs, grown_pages, NAME)
+
+
+def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_model_len: int,
+                  context_parallel: int) -> int:
+    """int(max_concurrency × max_model_len)."""
+    return int(max_concurrency * max_model_len)
+
+
+RELEASE = Release("0.21", "0.24.0", "vllm_0_21", sys.modules[__name__], covers=("0.21", "0.25"))

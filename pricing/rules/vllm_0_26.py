@@ -1,0 +1,47 @@
+"""The KV-cache rules of vLLM 0.26–0.29 (the 0.28.0 wheel's v1/core/kv_cache_utils.py,
+v1/kv_cache_interface.py and config/vllm.py).
+
+As 0.21–0.25, with:
+- Sliding windows and chunked-local attention reserve for max_in_flight_tokens =
+  max_concurrent_batches × max_num_batched_tokens: 2 batches under asynchronous scheduling at pp 1
+  (pp + 1 with the V2 model runner, pp with V1, which config/vllm.py use_v2_model_runner picks
+  per model; pp + 1 is taken), else pp (from 0.26).
+- Pages are unified as in 0.33: a recurrent page is padded to the largest (0.26), a dividing page
+  grows its block, another non-MLA attention page is padded.
+- From 0.27 layers of one type whose specs merge share a bucket; from 0.29 the start-up check
+  holds the null block back as 0.33 does (not modelled: the 0.26–0.28 check is).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pricing.rules.release import Release
+from pricing.rules.shared import Layout, align_hybrid_block_size, capture_ceilings
+from pricing.rules.vllm_0_19 import fits_one_request, uniform_page
+from pricing.rules.vllm_0_21 import logged_tokens
+from pricing.rules.vllm_0_33 import fallback, packed, unify_pages
+from pricing.specs import KVCacheSpec, MambaSpec
+
+__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
+
+NAME = "vllm-0.26"
+
+
+def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
+    """KV cache groups for one rank's caches (in layer order), as vLLM 0.26–0.29 form them."""
+    if not specs:
+        return Layout((), 0, True, "attention-free: no KV cache")
+    if any(s.packed for s in specs):
+        return packed(specs) or fallback(specs, NAME)
+    if any(isinstance(s, MambaSpec) for s in specs):
+        specs = align_hybrid_block_size(specs, max_model_len)
+    return uniform_page(specs, unify_pages, NAME)
+
+
+def in_flight_batches(async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:
+    """max_concurrent_batches: pp + 1 under asynchronous scheduling, else pp."""
+    return pipeline_parallel_size + 1 if async_scheduling else pipeline_parallel_size
+
+
+RELEASE = Release("0.26", "0.28.0", "vllm_0_26", sys.modules[__name__], covers=("0.26", "0.29"))
