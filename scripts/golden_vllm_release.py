@@ -133,7 +133,7 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
         key = str(name).replace("torch.", "")
         key = aliases.get(key, key)
         if key.startswith("fp8"):
-            return torch.uint8 if key in ("fp8_ds_mla",) else getattr(torch, "float8_e4m3fn")
+            return torch.uint8 if key in ("fp8_ds_mla",) else torch.float8_e4m3fn
         return getattr(torch, key)
 
     def kv_dtype(cache_dtype, model_dtype):
@@ -172,8 +172,15 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
         return cls
 
     def build_config(inp):
-        from vllm.config import (CacheConfig, DeviceConfig, LoadConfig, ModelConfig, ParallelConfig,
-                                 SchedulerConfig, VllmConfig)
+        from vllm.config import (
+            CacheConfig,
+            DeviceConfig,
+            LoadConfig,
+            ModelConfig,
+            ParallelConfig,
+            SchedulerConfig,
+            VllmConfig,
+        )
 
         hf = json.loads((ROOT / inp["hf_config_file"]).read_text())
         hf.pop("quantization_config", None)

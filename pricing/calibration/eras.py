@@ -1,9 +1,8 @@
 """Which vLLM release a record comes from, and how that release accounted its memory.
 
-The laws are modelled as vLLM 0.33 runs them; a record from an older release is predicted with
-that release's own accounting (whether the CUDA-graph estimate is taken from the KV budget,
-the default utilization), so its residual speaks to the laws and not to the era. The era
-facts live in registry/vllm_eras.yaml with their sources.
+A record is predicted with its release's rules pack (pricing/rules: the pack's defaults, start-up
+check, CUDA-graph accounting and fitted era laws); the era here labels it and names the laws its
+prediction took (registry/vllm_eras.yaml, with their sources).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from pricing.registry import Registry
+from pricing.rules.release import era_law_names
 
 _VERSION = re.compile(r"(\d+)\.(\d+)")
 
@@ -31,22 +31,6 @@ class Era:
         return self.engine == "v0" or self.release is not None
 
 
-def era_registry(reg: Registry, era: Era, sampler: str = "native") -> Registry:
-    """The registry as `era` ran: the current laws, with those that changed since laid over
-    (registry vllm_eras.laws_until, each for the releases `since`–`until`; an entry that names a
-    `sampler` path applies only to a start-up whose warm-up took that path). vLLM 0.33 and unknown
-    releases get the registry as is."""
-    from pricing.registry import Sourced
-
-    changed = {}
-    for name in era_laws(reg, era, sampler):
-        entry = reg[name]
-        law = entry.value["law"]
-        how = f"era {entry.value.get('since', '')}–{entry.value['until']}: {entry.how}"
-        changed[law] = Sourced(law, entry.value["value"], entry.source, how)
-    return reg.overlay(changed) if changed else reg
-
-
 def has_sampler_law(reg: Registry, era: Era, sampler: str) -> bool:
     """Whether `era` has a law of its own for the sampler path `sampler` (else the native one's applies)."""
     return any(reg[name].value.get("sampler") == sampler for name in era_laws(reg, era, sampler))
@@ -54,18 +38,9 @@ def has_sampler_law(reg: Registry, era: Era, sampler: str) -> bool:
 
 def era_laws(reg: Registry, era: Era, sampler: str) -> list[str]:
     """The names of the vllm_eras.laws_until entries a start-up of `era` whose sampler warm-up
-    took path `sampler` is predicted with (its release within `since`–`until`; the entry's
-    `sampler`, if it names one, that path)."""
+    took path `sampler` is predicted with (Release.laws lays the same ones over the registry)."""
     release = era.release if era.release is not None else ((0, 6) if era.engine == "v0" else None)
-    if release is None:
-        return []
-    out = []
-    for name in reg.names("vllm_eras.laws_until."):
-        entry = reg[name].value
-        if entry.get("sampler", sampler) == sampler and \
-                _release(str(entry.get("since", "0.0"))) <= release <= _release(str(entry["until"])):
-            out.append(name)
-    return out
+    return era_law_names(reg, release, sampler) if release is not None else []
 
 
 def _release(text: str) -> tuple[int, int] | None:

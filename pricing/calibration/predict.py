@@ -10,21 +10,22 @@ logged instead (`weights="logged"`), which isolates the fixed-memory laws from t
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
 from pricing import yaml_fast
-from pricing.calibration.eras import Era, era_of, era_registry, has_sampler_law
+from pricing.calibration.eras import Era, era_of, has_sampler_law
 from pricing.calibration.records import StartupRecord
 from pricing.chips import Chip, get_chip
 from pricing.errors import InputError
 from pricing.kernel.deployment import Deployment
 from pricing.kernel.kernel import Kernel
 from pricing.registry import Registry, load
+from pricing.rules import Release
+from pricing.rules import get as get_release
 from pricing.units import GiB
 
 HERE = Path(__file__).parent
@@ -101,6 +102,7 @@ class Prediction:
     starts: bool | None = None
     refusal: str | None = None
     skipped: str | None = None  # why the record could not be predicted
+    pack_note: str = ""  # how the rules pack was chosen, when no pack serves the record's release
     kernel: Kernel | None = None
 
     @property
@@ -119,23 +121,40 @@ def _bytes(gib: float | None) -> int | None:
     return None if gib is None else int(round(gib * GiB))
 
 
-def _deployment(r: StartupRecord, era: Era) -> Deployment:
+def _deployment(r: StartupRecord, default_utilization: float | None) -> Deployment:
     kv = (r.kv_cache_dtype or "auto").lower()
     if kv in ("bfloat16",):
         kv = "bf16"
     return Deployment(
         tensor_parallel_size=r.tp, data_parallel_size=r.dp, pipeline_parallel_size=r.pp,
         enable_expert_parallel=bool(r.ep) and not str(r.ep).lower().startswith(("false", "disabled", "off")),
-        gpu_memory_utilization=r.gpu_memory_utilization or era.default_utilization,
+        gpu_memory_utilization=r.gpu_memory_utilization or default_utilization,
         max_model_len=r.max_model_len, max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
         kv_cache_dtype=kv, block_size=r.block_size, enforce_eager=bool(r.enforce_eager),
         enable_prefix_caching=r.prefix_caching is not False)
 
 
+def pack_for(version: str | None) -> Release | None:
+    """The rules pack serving a record's logged release, named as that release; None when no pack
+    serves it (v0, 0.9, a release not stated)."""
+    from pricing.rules import get
+    from pricing.rules.release import release_tuple
+
+    text = (version or "").strip()
+    if not text or text.lower().startswith(("v0", "not stated")):
+        return None
+    release = release_tuple(text)  # "0.19.0", "0.11.0+582e4e37.nv25.11", "V1 nightly ~0.11.1 (Nov 2025; ...)"
+    try:
+        return get(".".join(map(str, release))) if len(release) >= 2 else None
+    except InputError:
+        return None
+
+
 def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "auto",
             checkpoint: Checkpoint | None = None, chip: Chip | None = None) -> Prediction:
-    """Predict one record. `weights`: "kernel", "logged", or "auto" (logged where logged);
-    `checkpoint`: the model it is sized with, else the record's own (checkpoint_for)."""
+    """Predict one record with its own release's rules pack (the pack's defaults, start-up check,
+    CUDA-graph accounting and fitted era laws). `weights`: "kernel", "logged", or "auto" (logged
+    where logged); `checkpoint`: the model it is sized with, else the record's own (checkpoint_for)."""
     from pricing.graph import load_model
 
     reg = registry or load()
@@ -143,7 +162,6 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
     path, known_from = sampler_path(r, reg)
     if path != "native" and not has_sampler_law(reg, era, path):
         known_from += f"; vLLM {era.label} has no {path} law in the registry: the native path's applies"
-    reg = era_registry(reg, era, path)
     p = Prediction(r, era, path, known_from)
     o = r.observed
     p.observed = {"weights": _bytes(o.weights_gib), "activation": _bytes(o.activation_peak_gib),
@@ -166,31 +184,43 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
     if not era.known:
         p.skipped = "release unknown"
         return p
+    release = pack_for(r.vllm_version)
+    borrowed = release is None  # a v0 or 0.9 start-up: no pack serves it
+    if borrowed:
+        release = get_release()
+        p.pack_note = (f"no rules pack serves vLLM {r.vllm_version}: its KV cache rules are taken as "
+                       f"{release.name}'s, its memory accounting as era {era.label}'s (registry vllm_eras)")
     try:
         model = load_model(checkpoint.name, checkpoint.quantization)
-        k = Kernel.of(model, _deployment(r, era), chip, reg)
+        k = Kernel.of(model, _deployment(r, era.default_utilization if borrowed else None), chip, reg,
+                      release=release, sampler=path)
         f = k.fixed_bytes()
+        pool = k.kv_pool()
     except InputError as err:
         p.skipped = f"deployment not modelled ({err})"
         return p
     p.kernel = k
+    in_budget = bool(release.fact(k.reg, None, "graph_estimate_in_budget"))
+    if borrowed and in_budget and not era.graph_estimate_in_budget:
+        pool += f.cuda_graph
+        in_budget = False
+    p.era = replace(era, graph_estimate_in_budget=in_budget, default_utilization=k.engine.gpu_memory_utilization)
     p.family = model.activation_family
     logged_w = p.observed["weights"]
     use_logged = weights == "logged" or (weights == "auto" and logged_w is not None)
-    w = logged_w if use_logged and logged_w is not None else f.weights + f.eplb_redundant
+    kernel_w = f.weights + f.eplb_redundant
+    w = logged_w if use_logged and logged_w is not None else kernel_w
     p.weights_source = "logged" if use_logged and logged_w is not None else "kernel"
-    graph = f.cuda_graph if era.graph_estimate_in_budget else 0
-    budget = math.ceil(chip.memory_bytes * k.engine.gpu_memory_utilization)
     p.predicted = {"weights": w, "activation": f.activation_peak, "non_torch": f.non_torch,
-                   "cuda_graph": f.cuda_graph, "available_kv": budget - w - f.activation_peak - f.non_torch - graph}
+                   "cuda_graph": f.cuda_graph, "available_kv": pool + kernel_w - w}
     pool = p.predicted["available_kv"]
     if pool <= 0:
         p.starts, p.refusal = False, "No available memory for the cache blocks"
     else:
-        need = k.request_bytes()
-        block = k.layout().bytes_per_block
-        p.starts = pool - block >= need if k.layout().grouped else pool >= need
+        p.starts = k.rules.fits_one_request(pool, k.layout(), k.blocks_per_request(), k._request_layer_bytes()) \
+            if k.layout().groups else True
         if not p.starts:
+            need = k.request_bytes()
             p.refusal = (f"To serve at least one request with the models's max seq len ({k.engine.max_model_len}), "
                          f"({need / GiB:.2f} GiB KV cache is needed, which is larger than the available KV cache "
                          f"memory ({pool / GiB:.2f} GiB)")

@@ -1,0 +1,77 @@
+"""Each older release pack against that release's own KV-cache planner, case for case.
+
+tests/golden/vllm-<release>/ holds what vLLM <release> itself computed (scripts/golden_vllm_release.py
+runs the release's own planning functions in a venv of that release; the case inputs are those of
+scripts/golden_vllm.py, built from the published configs). For each fixture the kernel is built for
+the fixture's `project` under `--vllm-version <release>` and must give exactly that release's groups
+in its order (layers, spec class, block tokens, page_size_bytes, blocks per request at max_model_len),
+the pool block, num_blocks, the logged "GPU KV cache size" and "Maximum concurrency", or its refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pricing.chips import get_chip
+from pricing.kernel import Deployment, Kernel
+from pricing.rules import get
+from tests.test_golden import layer_key, resolve_model
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+RELEASE_DIRS = sorted(p for p in GOLDEN.glob("vllm-*") if p.name != "vllm-0.33")
+FIXTURES = [path for d in RELEASE_DIRS for path in sorted(d.glob("*.json"))]
+
+
+def kernel_for(case: dict) -> Kernel:
+    p = case["project"]
+    deployment = Deployment(**p["deployment"], kv_cache_memory_bytes=p["available_memory_bytes"])
+    return Kernel.of(resolve_model(p["model"]), deployment, get_chip(p["chip"]), release=p["vllm_version"])
+
+
+def ours(k: Kernel) -> list[dict]:
+    e = k.engine
+    return [{"layers": [layer_key(s.id) for s in g.members], "spec": g.vllm_class, "block_size": g.block_tokens,
+             "page_size_bytes": g.page_bytes, "blocks_per_request": k._blocks(g, e.max_model_len,
+                                                                              e.max_in_flight_tokens)}
+            for g in k.layout().groups]
+
+
+def theirs(vllm: dict) -> list[dict]:
+    return [{"layers": [layer_key(n) for n in g["layers"]], "spec": g["spec"], "block_size": g["block_size"],
+             "page_size_bytes": g["page_size_bytes"], "blocks_per_request": g["blocks_per_request"]}
+            for g in vllm["groups"]]
+
+
+def test_every_pack_has_its_fixtures():
+    """At least 15 fixtures per older pack, each from a release that pack serves."""
+    by_pack: dict[str, int] = {}
+    for d in RELEASE_DIRS:
+        release = d.name.removeprefix("vllm-")
+        by_pack[get(release).name] = by_pack.get(get(release).name, 0) + len(list(d.glob("*.json")))
+    assert by_pack and all(n >= 15 for n in by_pack.values()), by_pack
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_pack_agrees_with_its_release(path: Path):
+    case = json.loads(path.read_text())
+    vllm = case["vllm"]
+    assert case["vllm_version"] == path.parent.name.removeprefix("vllm-")
+    k = kernel_for(case)
+    if vllm["error"]:
+        assert not k.fits_one_request(), f"vLLM {case['vllm_version']} refuses: {vllm['error']}"
+        return
+    assert k.fits_one_request()
+    assert ours(k) == theirs(vllm)
+    assert k.layout().bytes_per_block == vllm["bytes_per_block"]
+    assert k.num_blocks() == vllm["num_blocks"]
+    assert k.kv_cache_tokens() == vllm["kv_cache_size_tokens"]
+    assert f"{k.max_concurrency():.2f}" == f"{vllm['max_concurrency']:.2f}"
+    for line in vllm["log_lines"]:  # as the release logged them
+        if line.startswith("GPU KV cache size"):
+            assert re.sub(r"[\d,]+ tokens", f"{k.kv_cache_tokens():,} tokens", line) == line
+        else:
+            assert f"{k.max_concurrency():.2f}x" in line
