@@ -150,7 +150,7 @@ class ServiceSpec(BaseModel):
     def _known_release(cls, v):
         from pricing.rules import get
 
-        return get(v).version
+        return get(v).full_version
 
     @field_validator("tp", "pp", "dp", "dcp", "max_num_batched_tokens")
     @classmethod

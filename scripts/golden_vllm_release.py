@@ -56,10 +56,11 @@ COMMON = [
     "llama-3.1-405b_h200_tp8_fp8", "qwen2.5-7b_a100_tp1_bf16", "qwen3-8b_h100_tp2_bf16",
     "qwen3-30b-a3b_h100_tp1_fp8", "mixtral-8x7b_a100_tp2_bf16", "gpt-oss-120b_h100_tp1_bf16",
     "gpt-oss-120b_h200_tp1_mnbt32768", "gpt-oss-20b_h200_tp1_sync", "gemma-3-27b_h100_tp2_bf16",
-    "dsv3_h200_tp8_fp8", "dsv3_h200_tp8_bf16", "dsr1_b200_tp8_fp8", "kimi-k2_h200_tp8_fp8_refused",
+    "dsv3_h200_tp8_fp8", "dsv3_h200_tp8_bf16", "dsr1_a100_tp16_bf16", "kimi-k2_h200_tp8_fp8_refused",
 ]
-HYBRID = ["qwen3-next-80b-a3b_h200_tp2_align", "qwen3-next-80b-a3b_h200_tp2_none", "nemotron-h-56b_h100_tp4_align",
-          "nemotron-h-56b_h100_tp4_none"]
+# (Nemotron-H's published config names remote code, which these releases' ModelConfig will not load
+# without trust_remote_code: its cases stay with the 0.33 harness)
+HYBRID = ["qwen3-next-80b-a3b_h200_tp2_align", "qwen3-next-80b-a3b_h200_tp2_none"]
 CASES_BY_RELEASE = {
     "0.10.2": COMMON,
     "0.11.0": COMMON,
@@ -71,6 +72,11 @@ CASES_BY_RELEASE = {
 # MLA block size forced by CUDA's check_and_update_config before 0.18 (vllm/platforms/cuda.py): the
 # default backend per generation, then its required block. (release floor, generation) -> tokens.
 MLA_BLOCK = {"sm90": 64, "sm100": 128, "sm80": 16, "sm120": 16}
+
+
+# backends whose module needs CUDA to import (so not on the CPU), and why their block is known anyway
+IMPORTS_CUDA = {"FLASHINFER": "not importable on the CPU; FlashInferBackend.get_supported_kernel_block_sizes "
+                "lists 16, so the preferred block is the default 16"}
 
 
 def out_dir(release: str) -> Path:
@@ -208,6 +214,7 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
               "max_num_batched_tokens": int(inp["max_num_batched_tokens"]), "max_num_seqs": int(inp["max_num_seqs"])}
         if inp.get("async_scheduling") is not None:
             sk["async_scheduling"] = bool(inp["async_scheduling"])
+        sk["enable_chunked_prefill"] = True  # always on in the V1 engine (0.10's SchedulerConfig asks it)
         import inspect
 
         fields = set(inspect.signature(SchedulerConfig).parameters)
@@ -242,8 +249,13 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
         if not hasattr(Platform, "update_block_size_for_backend"):
             return None
         b = backend_cls(inp["attention_backend"])
+        if b is None and inp["attention_backend"] in IMPORTS_CUDA:
+            # FlashInfer's module needs CUDA to import; its kernels take block 16 (flashinfer.py
+            # get_supported_kernel_block_sizes), so update_block_size_for_backend keeps the default
+            return {"backend": inp["attention_backend"], "before": vc.cache_config.block_size,
+                    "after": vc.cache_config.block_size, "note": IMPORTS_CUDA[inp["attention_backend"]]}
         if b is None:
-            return None
+            raise RuntimeError(f"attention backend {inp['attention_backend']} cannot be loaded on this CPU")
         before = vc.cache_config.block_size
         if hasattr(Platform, "_find_non_ssm_backends"):
             orig = Platform.__dict__["_find_non_ssm_backends"]
@@ -485,6 +497,8 @@ def main(argv=None) -> int:
     out = out_dir(args.release)
     out.mkdir(parents=True, exist_ok=True)
     for line in proc.stdout:
+        if not line.startswith("{"):  # something the release prints on import
+            continue
         res = json.loads(line)
         name = res["case"]
         if not res["ok"]:

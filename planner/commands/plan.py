@@ -18,12 +18,20 @@ from pricing.config.quantization import methods_help
 from pricing.errors import InputError
 
 
-def vllm_version_option():
-    """--vllm-version: the vLLM release whose rules, enumerations and defaults apply."""
-    from pricing.rules import DEFAULT, RELEASES
+def _release(ctx, param, value: str) -> str:
+    """Any release a rules pack serves ("0.19.1", "0.27"), as that release; else one line, exit 2."""
+    from pricing.rules import get
 
-    return click.option("--vllm-version", type=click.Choice(sorted(RELEASES)), default=DEFAULT, show_default=True,
-                        help="the vLLM release to plan for (its KV grouping rules and defaults)")
+    return get(value).full_version
+
+
+def vllm_version_option():
+    """--vllm-version: the vLLM release whose rules, enumerations and defaults apply (its pack's)."""
+    from pricing.rules import DEFAULT, served
+
+    return click.option("--vllm-version", default=DEFAULT, show_default=True, callback=_release,
+                        help=f"the vLLM release to plan for, from {served()}: its pack's KV grouping rules, "
+                             "defaults and fitted memory laws")
 
 
 def _check_time_limit(ctx, param, value: float | None) -> float | None:

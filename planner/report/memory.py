@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from pricing.rules import get as get_release
 from pricing.units import block_unit, in_unit, size
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +40,8 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     e = kernel.engine
     console.print(f"[bold]{r.model}[/bold] ({r.hf_id}, from {kernel.model.origin or 'the model graph'}) on "
                   f"{kernel.chip.name}, {size(r.chip_memory)} seen by vLLM", soft_wrap=True, markup=True)
+    if kernel.release.rules is not get_release().rules:  # the default pack's output stays as it was
+        console.print(f"{kernel.release.served_as}: its KV rules, defaults and fitted memory laws", soft_wrap=True)
     console.print(f"tp {e.tp}, " + (f"pp {e.pp}, " if e.pp > 1 else "") + f"dp {e.dp}, ep {'on' if e.ep else 'off'}, "
                   f"dcp {e.dcp}; utilization "
                   f"{e.gpu_memory_utilization}, max_num_batched_tokens {e.max_num_batched_tokens}, max_num_seqs "
@@ -72,6 +75,9 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
             f"no KV pool: the fixed memory exceeds the budget by {size(r.short_by)}")
     console.print(f"budget {size(r.budget)}, {pool}, "
                   + (f"{r.num_blocks:,} blocks of {r.block_bytes:,} bytes" if r.grouped else "ungrouped caches"))
+    if not kernel.release.fact(kernel.reg, None, "graph_estimate_in_budget") and f.cuda_graph:
+        console.print(f"the CUDA graphs ({size(f.cuda_graph)}) are captured after the pool is sized, outside the "
+                      f"budget ({kernel.release.name})", soft_wrap=True)
     if r.starts:
         console.print(f"GPU KV cache size: {r.kv_cache_tokens:,} tokens, Maximum concurrency for "
                       f"{e.max_model_len:,} tokens per request: {r.max_concurrency:.2f}x")
