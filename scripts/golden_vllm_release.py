@@ -207,6 +207,10 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
             ck["enable_prefix_caching"] = bool(inp["enable_prefix_caching"])
         if inp.get("mamba_cache_mode") is not None:
             ck["mamba_cache_mode"] = inp["mamba_cache_mode"]
+        import inspect
+
+        if "swap_space" in inspect.signature(CacheConfig).parameters:
+            ck["swap_space"] = 0  # CPU swap (not the GPU pool); older releases check it against this host's memory
         cc = CacheConfig(**ck)
         if getattr(cc, "block_size", None) is None:
             cc.block_size = 16  # CUDA's check_and_update_config default (vllm/platforms/cuda.py)
@@ -215,8 +219,6 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
         if inp.get("async_scheduling") is not None:
             sk["async_scheduling"] = bool(inp["async_scheduling"])
         sk["enable_chunked_prefill"] = True  # always on in the V1 engine (0.10's SchedulerConfig asks it)
-        import inspect
-
         fields = set(inspect.signature(SchedulerConfig).parameters)
         sk = {k: v for k, v in sk.items() if k in fields}
         sc = SchedulerConfig(**sk)

@@ -35,9 +35,8 @@ def _family_bytes(term: dict, ceiling: int, layers: int) -> float:
 def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceilings | None]:
     if engine.cudagraph_mode == "NONE":
         return 0, None
-    cap = reg[engine.release.key("capture_size_max")]
-    used[cap.name] = cap
-    default_max = cap.value.get(chip.generation, cap.value["default"])
+    cap = engine.release.fact(reg, used, "capture_size_max")
+    default_max = cap.get(chip.generation, cap["default"])
     ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max,
                                 engine.release, reg, used)
     law_name = f"cost_model_memory.cuda_graph_laws.{model.activation_family}"
