@@ -48,9 +48,10 @@ from planner.oracle import (
     start_table,
     verify,
 )
+from planner.placement import ChipNodes, PoolShape, place
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
-from planner.serve import node_commands, serve_command
+from planner.serve import instance_launches, served_model
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
 
@@ -296,7 +297,7 @@ def plan(request: PlanRequest) -> PlanResult:
     model = load_model(service.model, service.quantization)
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
-    pools = [_pool(model, service, by_chip[o.row.chip], o, n) for o, n in found.ranked]
+    pools = [_pool(model, service, by_chip[o.row.chip], o, n, limits.spare) for o, n in found.ranked]
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
@@ -343,7 +344,8 @@ def margin_of(service: ServiceSpec) -> Margin:
     return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 
 
-def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int) -> PoolPlan:
+def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int,
+          spare: int = 0) -> PoolPlan:
     row = option.row
     kernel = verify(model, table.chip, service, row)
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
@@ -362,9 +364,28 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
         binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
-        price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
-        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization),
-        vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization), step=step)
+        price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of, step=step,
+        **launch_fields(served_model(service.model, service.quantization), d, table.chip, table.gpus_per_node,
+                        service.model, replicas, spare))
+
+
+def launch_fields(served, d: Deployment, chip, gpus_per_node: int, pool: str, replicas: int, spare: int) -> dict:
+    """A pool laid on nodes of its own (planner/placement.py), as PoolPlan fields: its instances with
+    their commands, its nodes, and the first instance's commands."""
+    shape = PoolShape(pool, chip.id, replicas, instance_gpus(d), d.tensor_parallel_size)
+    laid = place([shape], {chip.id: ChipNodes(chip.id, gpus_per_node, chip.tp_domain)}, spare)
+    instances = instance_launches(served, d, gpus_per_node, laid.instances)
+    return pool_launch(instances) | {"nodes": laid.nodes}
+
+
+def instance_gpus(d: Deployment) -> int:
+    return d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
+
+
+def pool_launch(instances: list) -> dict:
+    first = instances[0].commands
+    return {"instances": instances, "vllm_serve": first[0].command,
+            "vllm_serve_nodes": [c.command for c in first] if len(first) > 1 else []}
 
 
 def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:
