@@ -129,6 +129,7 @@ class Scenario(BaseModel):
     inventory: dict[str, Stock] = Field(default_factory=dict)
     services: list[Service] = Field(min_length=1)
     variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (1: N+1)")
 
     @field_validator("services")
     @classmethod
@@ -358,7 +359,7 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True) -> li
 
     A context beyond a model's positions is an error of the services as written (`positions`),
     but not of a variant: a what-if across context lengths is answered, the variant infeasible
-    with vLLM's reason (planner/fleet.py `refused_context`)."""
+    with vLLM's reason (planner/search/fleet.py `refused_context`)."""
     lines = check_references(scenario, where, variants=False) + check_limits(scenario, where, positions)
     base = {line.split(": ", 1)[1] for line in lines}
     for name in scenario.variants:

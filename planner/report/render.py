@@ -7,8 +7,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from planner.commands.memory import render_memory, render_provenance
-from planner.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
+from planner.report.memory import render_memory, render_provenance
+from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
@@ -123,7 +123,7 @@ def render_launch(p: PoolPlan, console: Console, label: str = "") -> None:
     """Where every instance of the pool runs and the commands that start it, by node: one
     `vllm serve` per instance within a node (its CUDA_VISIBLE_DEVICES and port), one per node of
     an instance that spans nodes (the head first), and the Ray form of such an instance once."""
-    from planner.serve import across_nodes
+    from planner.report.serve import across_nodes
     from pricing.kernel import Deployment
 
     many = p.replicas > 1

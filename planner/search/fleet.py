@@ -1,7 +1,7 @@
 """A scenario's services planned together over one inventory (issue: scenario files).
 
-Each service's candidates come from the same oracle and ranking as `plan` (planner/oracle.py,
-planner/search.py `options`); the CP-SAT model is `search.build` over all services at once, so
+Each service's candidates come from the same oracle and ranking as `plan` (planner/candidates/table.py,
+planner/search/cpsat.py `options`); the CP-SAT model is `cpsat.build` over all services at once, so
 their pools draw on the same GPUs of each chip, plus node packing: an instance never straddles
 nodes unless it is larger than a node, when it takes whole nodes. Minimises the total cost (then
 GPUs, headroom, rank, as `plan` does).
@@ -19,13 +19,17 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 from pydantic import BaseModel, Field
 
-from planner import defaults, latency, search
-from planner.binds import binding, default_max_num_seqs
-from planner.oracle import ChipTable, candidate_table, context_length, deployment, priced_chip, verify
+from planner import defaults
+from planner.candidates import latency
+from planner.candidates.table import ChipTable, candidate_table, context_length, deployment, priced_chip, verify
+from planner.report.binds import binding, default_max_num_seqs
+from planner.report.result import PoolPlan
+from planner.report.serve import instance_launches, served_model
 from planner.request import PoolLimits, ServiceSpec
-from planner.result import PoolPlan
 from planner.scenario import Scenario, Service
-from planner.serve import node_commands, serve_command
+from planner.search import cpsat
+from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
+from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
 
@@ -72,6 +76,8 @@ class FleetResult(BaseModel):
     solver_status: str
     candidates_evaluated: int
     seconds: float
+    nodes: list[NodeUse] = Field(default_factory=list, description="the inventory's nodes and what runs on each GPU")
+    placement_notes: list[str] = Field(default_factory=list, description="what the placement could not do")
 
 
 @dataclass
@@ -82,7 +88,7 @@ class Prepared:
     spec: ServiceSpec
     limits: PoolLimits
     tables: list[ChipTable]
-    options: list[search.Option]
+    options: list[cpsat.Option]
     node: dict[str, int]
     own_cost: float | None  # USD/hour of its cheapest pool on its own, the stock's replica caps aside
 
@@ -106,11 +112,11 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
         chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
                                                 "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
         tables.append(candidate_table(spec, chip, chip_limits))
-    opts = search.options(tables, spec, limits.model_copy(update={"max_gpus": None}))
+    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}))
     capped = []
     for o in opts:
         stock = _stock(scenario, o.row.chip)
-        cap = search.replica_cap(o.row.gpus, node[o.row.chip], stock)
+        cap = cpsat.replica_cap(o.row.gpus, node[o.row.chip], stock)
         if cap is None:
             capped.append(o)
         elif cap >= o.rmin:
@@ -119,7 +125,7 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
     return Prepared(service.name, spec, limits, tables, capped, node, own)
 
 
-def _add_node_packing(pm: search.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
+def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
     """Instances larger than a node take whole nodes; the rest share nodes (power-of-two sizes
     pack a node exactly), so whole nodes of large instances plus the GPUs of small ones fit."""
     for chip, stock in scenario.inventory.items():
@@ -142,8 +148,9 @@ def _add_node_packing(pm: search.PoolModel, services: list[Prepared], scenario: 
             pm.model.add(node * sum(big) + sum(small) <= stock.gpus)
 
 
-def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServicePlan]:
-    out = []
+def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[ServicePlan], Placement]:
+    """Each service's pool, laid with the others on the inventory's nodes, with its commands."""
+    out, launch = [], []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
         row = option.row
         model = load_model(p.spec.model, p.spec.quantization)
@@ -156,7 +163,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
         binds = latency.binding(table, row, p.spec, step, binds)
-        out.append(ServicePlan(
+        out.append(dict(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
             nodes_per_replica=row.shape.nodes(p.node[row.chip]), data_parallel_size=row.shape.dp,
@@ -167,10 +174,27 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
             cost_per_hour=round(option.price * row.gpus * replicas, 4),
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
-            price_as_of=priced_chip(row.chip, p.limits).price_as_of,
-            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),
-            vllm_serve_nodes=node_commands(model.hf_id, d, p.node[row.chip], p.spec.quantization), step=step))
-    return out
+            price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
+        launch.append((served_model(p.spec.model, p.spec.quantization), d, p.node[row.chip]))
+    shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"])
+              for f in out]
+    laid = lay_out(shapes, scenario, {f["chip"]: p.node[f["chip"]] for p, f in zip(prepared, out, strict=True)})
+    plans = []
+    for fields, (served, d, per_node) in zip(out, launch, strict=True):
+        mine = [i for i in laid.instances if i.pool == fields["service"]]
+        plans.append(ServicePlan(**fields, **cpsat.pool_launch(instance_launches(served, d, per_node, mine))))
+    return plans, laid
+
+
+def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int]) -> Placement:
+    """The fleet's instances on the inventory's whole nodes (planner/search/placement.py), with the
+    scenario's spare nodes kept free."""
+    chips = {}
+    for chip_id, node in per_node.items():
+        stock = scenario.inventory.get(chip_id)
+        nodes = stock.gpus // node if stock is not None and stock.gpus is not None else None
+        chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id).tp_domain, nodes)
+    return place(shapes, chips, scenario.spare)
 
 
 def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], list]:
@@ -197,7 +221,7 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
             m.add(sum(use) <= stock.gpus)
     bound = sum(max((o.price_units * o.row.gpus * o.rmax for o in p.options), default=0) for p in prepared) + 1
     m.maximize(bound * sum(served) - cost)
-    sol = search.solver()
+    sol = cpsat.solver()
     sol.solve(m)
     short = [s for s, (x, _) in enumerate(picks_vars) if not any(sol.boolean_value(v) for v in x)]
     return short, picks_vars
@@ -210,7 +234,7 @@ def _alone(p: Prepared) -> tuple[str, str]:
     tables = [candidate_table(p.spec, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
                                                                         "gpus_per_node": t.gpus_per_node}))
               for t in p.tables]
-    unlimited = search.options(tables, p.spec, limits)
+    unlimited = cpsat.options(tables, p.spec, limits)
     if not unlimited:
         return ("no configuration of this service fits any allowed chip at this context length, whatever the "
                 "inventory", "no chip fits")
@@ -236,9 +260,9 @@ def _solve_apart(prepared: list[Prepared], scenario: Scenario, inventory: dict[s
     every later key) is a sum of independent terms, so each service's optimum is the fleet's."""
     picks, statuses = [], []
     for p in prepared:
-        pm = search.build([p.options], [p.spec.required], inventory)
+        pm = cpsat.build([p.options], [p.spec.required], inventory)
         _add_node_packing(pm, [p], scenario)
-        sol = search.solve(pm, time_limit)
+        sol = cpsat.solve(pm, time_limit)
         if not sol.picks:
             return sol.status, []
         picks.append(sol.picks[0])
@@ -277,15 +301,15 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     if decomposed:
         status, picks = _solve_apart(prepared, scenario, inventory, time_limit)
     elif solvable:
-        pm = search.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
+        pm = cpsat.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
         _add_node_packing(pm, prepared, scenario)
-        sol = search.solve(pm, time_limit)
+        sol = cpsat.solve(pm, time_limit)
         status, picks = sol.status, sol.picks
     if picks:
-        plans = _plans(prepared, picks, scenario)
+        plans, laid = _plans(prepared, picks, scenario)
         short = []
     else:
-        plans = []
+        plans, laid = [], Placement(nodes=[], instances=[])
         short = list(refused.values())
         timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
         if not solvable:
@@ -300,7 +324,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")
             elif timed_out:
-                reason = f"{search.no_plan_in_time(time_limit)} (--time-limit raises it); "
+                reason = f"{cpsat.no_plan_in_time(time_limit)} (--time-limit raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
             alone, brief = _alone(p)
@@ -320,4 +344,5 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        decomposed=decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
-                       candidates_evaluated=evaluated, seconds=round(time.perf_counter() - start, 3))
+                       candidates_evaluated=evaluated, seconds=round(time.perf_counter() - start, 3),
+                       nodes=laid.nodes, placement_notes=laid.notes)

@@ -144,7 +144,7 @@ def _serve(model: ServedModel, port: int | None) -> list[str]:
 def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True,
              head: str = HEAD) -> list[Launch]:
     """The processes of one placed instance, one per node (its `slots`: node, GPU indices, port;
-    planner/placement.py), the head node first. `visible` sets CUDA_VISIBLE_DEVICES from the slot
+    planner/search/placement.py), the head node first. `visible` sets CUDA_VISIBLE_DEVICES from the slot
     (a Kubernetes pod gets its GPUs from the device plugin instead)."""
     flags = engine_flags(model, d)
     out = []
@@ -191,8 +191,8 @@ def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: lis
 
 
 def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list) -> list:
-    """Each placed instance of a pool (planner/placement.py InstancePlacement) with its commands."""
-    from planner.result import CommandLine, InstanceLaunch
+    """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands."""
+    from planner.report.result import CommandLine, InstanceLaunch
 
     def lines(items: list[Launch]) -> list[CommandLine]:
         return [CommandLine(node=x.node, command=x.text, what=x.what) for x in items]

@@ -1,7 +1,7 @@
 """Instances laid onto whole nodes: which node, which GPU indices, which port.
 
-A pool is R identical instances (planner/search.py); a scenario's pools share each chip's nodes
-(planner/fleet.py). The nodes of a chip are its inventory's `gpus // gpus_per_node` (a plan without
+A pool is R identical instances (planner/search/cpsat.py); a scenario's pools share each chip's nodes
+(planner/search/fleet.py). The nodes of a chip are its inventory's `gpus // gpus_per_node` (a plan without
 an inventory takes as many as it needs). A node's GPUs fall into NVLink domains of the chip's
 `tp_domain` GPUs (pricing/chips.py: the NVLink or xGMI domain, or the node over PCIe; a domain wider
 than a node, as GB200 NVL72's, is the node here, since an instance within a node stays in it):
