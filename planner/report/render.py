@@ -123,7 +123,7 @@ def render_launch(p: PoolPlan, console: Console, label: str = "") -> None:
     """Where every instance of the pool runs and the commands that start it, by node: one
     `vllm serve` per instance within a node (its CUDA_VISIBLE_DEVICES and port), one per node of
     an instance that spans nodes (the head first), and the Ray form of such an instance once."""
-    from planner.report.serve import across_nodes
+    from planner.report.serve import WEIGHTS, across_nodes
     from pricing.kernel import Deployment
 
     many = p.replicas > 1
@@ -139,6 +139,9 @@ def render_launch(p: PoolPlan, console: Console, label: str = "") -> None:
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
                       "the node map names (each in its own shell, or end it with &):", soft_wrap=True)
+    if any(WEIGHTS in c.command for i in p.instances for c in i.commands):
+        console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed (--model named a config "
+                      "file with no weights beside it); set it before the commands", soft_wrap=True, markup=False)
     for inst in p.instances:
         for c in inst.commands:
             where = f"# {c.node}: replica {inst.replica}" + (f", {c.what}" if len(inst.commands) > 1 else "")

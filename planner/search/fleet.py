@@ -192,8 +192,7 @@ def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int
     chips = {}
     for chip_id, node in per_node.items():
         stock = scenario.inventory.get(chip_id)
-        nodes = stock.gpus // node if stock is not None and stock.gpus is not None else None
-        chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id).tp_domain, nodes)
+        chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id).tp_domain, stock.gpus if stock else None)
     return place(shapes, chips, scenario.spare)
 
 

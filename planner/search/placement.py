@@ -77,12 +77,21 @@ class PoolShape:
 
 @dataclass(frozen=True)
 class ChipNodes:
-    """A chip's nodes: how many (None: as many as the pools need) and their layout."""
+    """A chip's nodes: the inventory's GPUs of the chip (None: as many nodes as the pools need), in
+    nodes of `gpus_per_node` (the last holds the remainder when the count is not whole nodes)."""
 
     chip: str
     gpus_per_node: int
     domain: int  # GPUs of one NVLink domain within a node
-    nodes: int | None = None
+    gpus: int | None = None
+
+    @property
+    def nodes(self) -> int | None:
+        return None if self.gpus is None else -(-self.gpus // self.gpus_per_node)
+
+    def node_size(self, index: int) -> int:
+        return self.gpus_per_node if self.gpus is None else min(self.gpus_per_node,
+                                                                 self.gpus - index * self.gpus_per_node)
 
 
 @dataclass
@@ -128,8 +137,8 @@ def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int = 0) -
         have = nodes[chip.chip]
         if chip.nodes is not None and len(have) >= chip.nodes:
             return None
-        node = _Node(f"{chip.chip}-{len(have)}", chip.chip, chip.gpus_per_node, min(chip.domain, chip.gpus_per_node),
-                     next_port=base)
+        size = chip.node_size(len(have))
+        node = _Node(f"{chip.chip}-{len(have)}", chip.chip, size, min(chip.domain, size), next_port=base)
         have.append(node)
         return node
 
@@ -143,7 +152,7 @@ def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int = 0) -
             slots = _within_node(pool, label, nodes[pool.chip], lambda c=chip: new_node(c))
         if slots is None:
             raise InputError("placement", f"{label} ({pool.gpus_per_replica} {pool.chip} GPUs) does not fit on the "
-                             f"{chip.nodes} nodes of {chip.gpus_per_node} GPUs", "give the inventory whole nodes")
+                             f"{chip.gpus} GPUs in nodes of {chip.gpus_per_node}", "give the inventory whole nodes")
         placed.append(InstancePlacement(pool=pool.pool, replica=replica, role=pool.role, slots=slots))
     uses = []
     for chip in chips.values():
@@ -182,7 +191,7 @@ def _whole_nodes(pool: PoolShape, chip: ChipNodes, label: str, nodes: dict[str, 
                  new_node) -> list[Slot] | None:
     """An instance larger than a node: whole empty nodes, the head first (it serves the API)."""
     count = -(-pool.gpus_per_replica // chip.gpus_per_node)
-    empty = [n for n in nodes[chip.chip] if n.free() == n.size]
+    empty = [n for n in nodes[chip.chip] if n.free() == n.size == chip.gpus_per_node]
     while len(empty) < count:
         node = new_node(chip)
         if node is None:
