@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from planner.cli import main
+from planner.report.fleet import plan_scenario
+from planner.report.plan import plan
 from planner.report.serve import WEIGHTS, Launch, across_nodes, launches, served_model
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import load_scenario
-from planner.search.cpsat import plan
-from planner.search.fleet import plan_scenario
 from planner.search.placement import Slot
 from pricing.kernel import Deployment
 from tests.vllm_flags import command_problems, parser, problems

@@ -200,3 +200,21 @@ def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, pla
     return [InstanceLaunch(replica=i.replica, role=i.role, slots=i.slots,
                            commands=lines(launches(model, d, gpus_per_node, i.slots)),
                            ray=lines(ray_launch(model, d, gpus_per_node, i.slots))) for i in placed]
+
+
+def pool_launch(instances: list) -> dict:
+    """A pool's launch as PoolPlan fields: its instances, and the first instance's commands."""
+    first = instances[0].commands
+    return {"instances": instances, "vllm_serve": first[0].command,
+            "vllm_serve_nodes": [c.command for c in first] if len(first) > 1 else []}
+
+
+def own_nodes(served: ServedModel, d: Deployment, chip, gpus_per_node: int, pool: str, replicas: int,
+              spare: int) -> dict:
+    """A pool laid on nodes of its own (a plan: planner/search/placement.py), as PoolPlan fields."""
+    from planner.search.placement import ChipNodes, PoolShape, place
+
+    gpus = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
+    shape = PoolShape(pool, chip.id, replicas, gpus, d.tensor_parallel_size)
+    laid = place([shape], {chip.id: ChipNodes(chip.id, gpus_per_node, chip.tp_domain)}, spare)
+    return pool_launch(instance_launches(served, d, gpus_per_node, laid.instances)) | {"nodes": laid.nodes}
