@@ -97,7 +97,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             cost_per_hour=round(option.price * row.gpus * replicas, 4),
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
-        launch.append((served_model(p.spec.model, p.spec.quantization), d, p.node[row.chip]))
+        launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
     shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"])
               for f in out]
     laid = lay_out(shapes, scenario, {f["chip"]: p.node[f["chip"]] for p, f in zip(prepared, out, strict=True)})

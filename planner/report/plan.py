@@ -93,8 +93,8 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
         binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of, step=step,
-        **own_nodes(served_model(service.model, service.quantization), d, table.chip, table.gpus_per_node,
-                    service.model, replicas, spare))
+        **own_nodes(served_model(service.model, service.quantization, service.vllm_version), d, table.chip,
+                    table.gpus_per_node, service.model, replicas, spare))
 
 
 def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:

@@ -44,19 +44,20 @@ class ServedModel:
         return self.name == WEIGHTS
 
 
-def served_model(model: str, quantization: str | None = None, release=None) -> ServedModel:
+def served_model(model: str, quantization: str | None = None, release: str | None = None) -> ServedModel:
     """The model as `vllm serve` is given it (pricing/config resolve: the folder or id as the user
     gave it, the card's HF id, or WEIGHTS for a bare config.json), `--trust-remote-code` for a
-    model type whose checkpoint ships the code vLLM runs (registry vllm_0_33.yaml
+    model type whose checkpoint ships the code the release runs (its registry fact
     remote_code_model_types), and the `--quantization` vLLM is told (a what-if format the
     checkpoint does not carry is refused: pricing/config/quantization.py launch_method)."""
+    from pricing import rules
     from pricing.config import resolve
     from pricing.config.quantization import launch_method
     from pricing.registry import load
 
     source = resolve(model)
     method = launch_method(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
-    remote = source.config.get("model_type") in load()["vllm_0_33.remote_code_model_types"].value
+    remote = source.config.get("model_type") in rules.get(release).fact(load(), None, "remote_code_model_types")
     return ServedModel(source.hf_id or WEIGHTS, trust_remote_code=remote, quantization=method)
 
 
