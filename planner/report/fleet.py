@@ -13,6 +13,7 @@ from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.report.binds import binding, default_max_num_seqs
+from planner.report.plan import serving_figures, token_costs
 from planner.report.result import PoolPlan
 from planner.report.serve import instance_launches, pool_launch, served_model
 from planner.scenario import Scenario, Service
@@ -85,6 +86,9 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
         binds = latency.binding(table, row, p.spec, step, binds)
+        served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds)
+        cost = round(option.price * row.gpus * replicas, 4)
+        per_output, per_input = token_costs(p.spec, step, cost)
         out.append(dict(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
@@ -94,7 +98,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
             target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
             headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
-            cost_per_hour=round(option.price * row.gpus * replicas, 4),
+            cost_per_hour=cost, serving=served, cost_per_million_output_tokens=per_output,
+            cost_per_million_input_tokens=per_input,
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
         launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
@@ -102,9 +107,9 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
               for f in out]
     laid = lay_out(shapes, scenario, {f["chip"]: p.node[f["chip"]] for p, f in zip(prepared, out, strict=True)})
     plans = []
-    for fields, (served, d, per_node) in zip(out, launch, strict=True):
+    for fields, (named, d, per_node) in zip(out, launch, strict=True):
         mine = [i for i in laid.instances if i.pool == fields["service"]]
-        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(served, d, per_node, mine))))
+        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, per_node, mine))))
     return plans, laid
 
 

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
 
 
 class Target(BaseModel):
-    concurrency: int = Field(description="concurrent requests the user asked for (before headroom)")
+    concurrency: int = Field(description="concurrent requests the user asked for (before headroom); 1 when only "
+                                         "service targets at a rate were asked")
     context_length: int = Field(description="max_model_len every request is sized at")
+    requests_per_second: float | None = Field(None, description="the workload's rate, when asked")
+    service_targets: list[str] = Field(default_factory=list, description="the percentile targets, in words")
 
 
 class CommandLine(BaseModel):
@@ -69,6 +73,11 @@ class PoolPlan(BaseModel):
     nodes: list[NodeUse] = Field(default_factory=list, description="the nodes the pool is laid on (a plan's own; "
                                  "a scenario's are the fleet's)")
     step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
+    serving: ServingFigures | None = Field(None, description="with service targets: the simulated benchmark")
+    cost_per_million_output_tokens: float | None = Field(
+        None, description="USD per million output tokens at the workload: the pool's whole cost over its output")
+    cost_per_million_input_tokens: float | None = Field(
+        None, description="USD per million input tokens at the workload: the pool's whole cost over its input")
 
 
 def price_footnotes(pools) -> list[str]:
