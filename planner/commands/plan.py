@@ -12,6 +12,7 @@ import math
 import click
 from pydantic import ValidationError
 
+from planner.commands.flags import PLAN_FLAGS, in_flags
 from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
 from pricing.config.quantization import methods_help
@@ -274,7 +275,10 @@ def run(ctx: click.Context, **options) -> None:
 
     freeze_imported()
     request = request_from(options)
-    result = plan(request)
+    try:
+        result = plan(request)
+    except InputError as err:
+        raise in_flags(err, PLAN_FLAGS.get) from None
     result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
                                                                     request.service.num_speculative_tokens)
     if options["as_json"]:
