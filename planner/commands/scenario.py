@@ -108,7 +108,8 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     from planner.report.render import node_map, render_launch
 
     console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
-                           f"node map: {len(r.nodes)} nodes of the inventory"))
+                           f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes "
+                           "in use"))
     for note in r.placement_notes:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:
@@ -148,6 +149,10 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
             render_comparison(c, console)
     if chart_path:
         chart(c, chart_path)
+        if c.base.feasible and c.base.nodes:
+            from planner.report.review import node_chart, node_chart_path
+
+            node_chart(c.base, node_chart_path(chart_path))
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -157,7 +162,8 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
+@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg), "
+              "and the base's node map beside it (FILE-nodes.png)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
 @spare_option()
