@@ -66,13 +66,10 @@ def node_commands(hf_id: str, d: Deployment, gpus_per_node: int, quantization: s
     return out
 
 
-def ray_commands(hf_id: str, d: Deployment, gpus_per_node: int, quantization: str | None = None) -> list[str]:
-    """The Ray form of the same launch (vLLM docs, distributed serving): a Ray cluster of the
-    instance's nodes, then one `vllm serve --distributed-executor-backend ray` on the head."""
-    nodes = instance_nodes(d, gpus_per_node)
-    if nodes == 1:
-        return []
-    return (["ray start --head --port 6379   # on the head node"]
-            + [f"ray start --address {HEAD}:6379   # on each of the {nodes - 1} other node(s)"]
-            + [serve_command(hf_id, d, gpus_per_node, quantization) + " --distributed-executor-backend ray"
-               "   # on the head node"])
+def ray_alternative() -> str:
+    """The Ray form of a launch across nodes (vLLM docs, distributed serving), in one line beside
+    the per-node commands: a Ray cluster of the instance's nodes, then the head's command with
+    the Ray executor instead of the node flags."""
+    return (f"# or with Ray: `ray start --head` on the head, `ray start --address {HEAD}:6379` on the others, then on "
+            "the head the first command without --nnodes/--node-rank/--master-addr, with "
+            "--distributed-executor-backend ray")
