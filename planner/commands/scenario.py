@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from planner import defaults
-from planner.commands.plan import options_list, time_limit_option
+from planner.commands.plan import options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.report.memory import console_for_output
 from planner.report.render import render_comparison, render_fleet
@@ -95,8 +95,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
+@spare_option()
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -105,6 +106,8 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
     check_output_path(chart_path)
     scenario = load_scenario(file)
+    if spare:
+        scenario = scenario.model_copy(update={"spare": spare})
     from planner.heap import freeze_imported
     from planner.report.review import Ticker, compare
 
