@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from planner import defaults
+from planner.commands import emit
+from planner.commands.emit import apply_k8s_options
 from planner.commands.plan import options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.report.memory import console_for_output
@@ -96,8 +98,10 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
 @spare_option()
+@apply_k8s_options
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare,
+                     **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -105,6 +109,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if not file:
         raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
     check_output_path(chart_path)
+    emit.check(k8s)
     scenario = load_scenario(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
@@ -119,6 +124,9 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     ticker = Ticker(_err_console())
     c = compare(scenario, names, progress=ticker, time_limit=time_limit)
     code = _emit(c, fmt, with_variants, chart_path)
+    if k8s.get("emit") and c.base.feasible:
+        for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
+            click.echo(line, err=fmt == "json")
     ctx.exit(code)
 
 
