@@ -38,7 +38,8 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     """The per-rank breakdown; memory in GiB (MiB under 1 GiB), never a negative byte count."""
     console = console or console_for_output()
     e = kernel.engine
-    console.print(f"[bold]{r.model}[/bold] ({r.hf_id}, from {kernel.model.origin or 'the model graph'}) on "
+    served = r.hf_id or "weights not located"
+    console.print(f"[bold]{r.model}[/bold] ({served}, from {kernel.model.origin or 'the model graph'}) on "
                   f"{kernel.chip.name}, {size(r.chip_memory)} seen by vLLM", soft_wrap=True, markup=True)
     if kernel.release.rules is not get_release().rules:  # the default pack's output stays as it was
         console.print(f"{kernel.release.served_as}: its KV rules, defaults and fitted memory laws", soft_wrap=True)
