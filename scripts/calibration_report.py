@@ -1,11 +1,13 @@
 """Print the calibration's residual table: the kernel (with the shipped registry, or an
-overlay) against the training records of ../shared/calibration, by era and family.
+overlay) against the training records of ../shared/calibration, by era and family, each record
+predicted with its own release's rules pack.
 
     python scripts/calibration_report.py [--registry overlay.yaml] [--weights auto|kernel|logged]
-                                         [RECORDS.jsonl ...]
+                                         [--by-release] [RECORDS.jsonl ...]
 
 --weights auto (default) takes the weights as logged where the record logs them, so the table
-judges the fixed-memory laws; --weights kernel predicts every part.
+judges the fixed-memory laws; --weights kernel predicts every part. --by-release prints the
+markdown table of README's "Release packs" section: per pack, the records it predicted.
 """
 
 from __future__ import annotations
@@ -19,6 +21,29 @@ sys.path.insert(0, str(ROOT))
 TRAINING = ROOT.parent / "shared" / "calibration" / "vllm-startups-train.jsonl"
 
 
+def by_release(predictions) -> str:
+    """Available KV memory per GPU by rules pack: the records each pack predicted, their releases."""
+    from pricing.calibration.residuals import kv_errors, stats
+    from pricing.rules import PACKS
+
+    pairs = kv_errors(predictions)
+    lines = ["| pack | serves | records | releases logged | median \\|e\\| | within 3 % | mean | worst + |",
+             "|---|---|---:|---|---:|---:|---:|---:|"]
+    for pack in PACKS:
+        mine = [(p, e) for p, e in pairs if p.kernel is not None and p.kernel.release.rules is pack.rules
+                and not p.pack_note]
+        logged = sorted({p.kernel.release.full_version for p, _ in mine}, key=lambda v: tuple(map(int, v.split("."))))
+        s = stats([e for _, e in mine])
+        cells = (f"{s.median_abs:.2%} | {s.within_3:.0%} | {s.mean_signed:+.2%} | {s.worst_optimistic:+.2%}"
+                 if s.count else "— | — | — | —")
+        lines.append(f"| {pack.name} | {pack.covers[0]}–{pack.covers[1]} | {s.count} | {', '.join(logged) or '—'} | "
+                     f"{cells} |")
+    s = stats([e for p, e in pairs if not p.pack_note])
+    lines.append(f"| all | 0.10–0.33 | {s.count} | | {s.median_abs:.2%} | {s.within_3:.0%} | {s.mean_signed:+.2%} | "
+                 f"{s.worst_optimistic:+.2%} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     from pricing.calibration.predict import predict_all
     from pricing.calibration.records import load_records
@@ -29,9 +54,11 @@ def main(argv=None) -> int:
     ap.add_argument("records", nargs="*", default=[str(TRAINING)])
     ap.add_argument("--registry", help="overlay YAML laid over the shipped registry")
     ap.add_argument("--weights", choices=("auto", "kernel", "logged"), default="auto")
+    ap.add_argument("--by-release", action="store_true", help="the markdown table per rules pack")
     args = ap.parse_args(argv)
     reg = read_overlay(args.registry) if args.registry else load()
-    print(table(predict_all(load_records(*args.records), reg, args.weights)))
+    predictions = predict_all(load_records(*args.records), reg, args.weights)
+    print(by_release(predictions) if args.by_release else table(predictions))
     return 0
 
 

@@ -50,13 +50,16 @@ import golden_vllm as g33  # noqa: E402  (the case table and the input builder)
 # The cases a release pack is checked on (the 0.33 case names; each is built by golden_vllm.build_input).
 # dense, fp8 KV, tp > 1, a refusal, sliding window (gpt-oss, Gemma 3), MLA, and the recurrent hybrids
 # from the releases whose planner groups them with attention.
+# (Kimi-K2's published config names remote code, which these releases' ModelConfig will not load without
+# trust_remote_code; Gemma 3's rope_scaling fails the 0.10/0.11 configs' check under the transformers those
+# venvs resolve: those cases stay where they load)
 COMMON = [
     "llama-3.1-8b_h100_tp1_bf16", "llama-3.1-8b_a100_tp1_fp8", "llama-3.1-8b_h200_tp1_block32",
     "llama-3.1-8b_h100_tp1_refused", "llama-3.1-70b_h100_tp4_bf16", "llama-3.3-70b_h200_tp2_fp8",
     "llama-3.1-405b_h200_tp8_fp8", "qwen2.5-7b_a100_tp1_bf16", "qwen3-8b_h100_tp2_bf16",
-    "qwen3-30b-a3b_h100_tp1_fp8", "mixtral-8x7b_a100_tp2_bf16", "gpt-oss-120b_h100_tp1_bf16",
-    "gpt-oss-120b_h200_tp1_mnbt32768", "gpt-oss-20b_h200_tp1_sync", "gemma-3-27b_h100_tp2_bf16",
-    "dsv3_h200_tp8_fp8", "dsv3_h200_tp8_bf16", "dsr1_a100_tp16_bf16", "kimi-k2_h200_tp8_fp8_refused",
+    "qwen3-30b-a3b_h100_tp1_fp8", "qwen3-235b-a22b_h200_tp8_bf16", "mixtral-8x7b_a100_tp2_bf16",
+    "gpt-oss-120b_h100_tp1_bf16", "gpt-oss-120b_h200_tp1_mnbt32768", "gpt-oss-20b_h200_tp1_sync",
+    "dsv3_h200_tp8_fp8", "dsv3_h200_tp8_bf16", "dsr1_a100_tp16_bf16",
 ]
 # (Nemotron-H's published config names remote code, which these releases' ModelConfig will not load
 # without trust_remote_code: its cases stay with the 0.33 harness)
@@ -64,9 +67,9 @@ HYBRID = ["qwen3-next-80b-a3b_h200_tp2_align", "qwen3-next-80b-a3b_h200_tp2_none
 CASES_BY_RELEASE = {
     "0.10.2": COMMON,
     "0.11.0": COMMON,
-    "0.19.0": COMMON + HYBRID,
-    "0.24.0": COMMON + HYBRID,
-    "0.28.0": COMMON + HYBRID,
+    "0.19.0": COMMON + ["gemma-3-27b_h100_tp2_bf16", "kimi-k2_h200_tp8_fp8_refused"] + HYBRID,
+    "0.24.0": COMMON + ["gemma-3-27b_h100_tp2_bf16"] + HYBRID,
+    "0.28.0": COMMON + ["gemma-3-27b_h100_tp2_bf16"] + HYBRID,
 }
 
 # MLA block size forced by CUDA's check_and_update_config before 0.18 (vllm/platforms/cuda.py): the

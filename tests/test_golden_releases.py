@@ -114,10 +114,32 @@ def test_a_release_names_its_pack_and_others_are_refused(capsys):
 
     from planner.cli import cli, main
 
-    for asked, pack in (("0.19.1", "vllm-0.19"), ("0.27", "vllm-0.26"), ("0.10.1.1", "vllm-0.10"), ("0.33", "vllm-0.33")):
-        assert get(asked).name == pack
+    served = {"0.19.1": "vllm-0.19", "0.27": "vllm-0.26", "0.10.1.1": "vllm-0.10", "0.33": "vllm-0.33"}
+    assert {asked: get(asked).name for asked in served} == served
     done = CliRunner().invoke(cli, ["memory", "--model", "llama-3.1-8b", "--chip", "h100", "--vllm-version", "0.27"])
     assert done.exit_code == 0 and "vLLM 0.27 (pack vllm-0.26)" in done.output
     assert main(["memory", "--model", "llama-3.1-8b", "--chip", "h100", "--vllm-version", "0.9"]) == 2
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and "--vllm-version" in said[0] and "0.10 to 0.33" in said[0]
+
+
+def test_compare_and_variants_take_the_release_as_an_axis(tmp_path):
+    """`plan compare --vllm-version A --vllm-version B` sweeps releases; a scenario variant sets
+    `vllm_version` as any service field ("what does upgrading from 0.19 to 0.33 buy us?")."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    done = CliRunner().invoke(cli, ["compare", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "16",
+                                    "--context-length", "32768", "--vllm-version", "0.19.0", "--vllm-version", "0.33",
+                                    "--time-limit", "5", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    c = json.loads(done.output)
+    assert [c["base"]["variant"], *(v["variant"] for v in c["variants"])] == ["vLLM 0.19.0", "vLLM 0.33.0"]
+    review = tmp_path / "upgrade.yaml"
+    review.write_text("review: upgrade\ninventory:\n  h100: {gpus: 16, gpus_per_node: 8}\nservices:\n"
+                      "  - {name: chat, model: llama-3.1-8b, concurrency: 16, context_length: 32768, "
+                      "vllm_version: '0.19.0'}\nvariants:\n  upgraded: {vllm_version: '0.33'}\n")
+    done = CliRunner().invoke(cli, ["compare", str(review), "--time-limit", "5", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    assert [v["variant"] for v in json.loads(done.output)["variants"]] == ["upgraded"]

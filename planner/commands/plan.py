@@ -26,10 +26,18 @@ def _release(ctx, param, value: str) -> str:
     return get(value).full_version
 
 
-def vllm_version_option():
-    """--vllm-version: the vLLM release whose rules, enumerations and defaults apply (its pack's)."""
+def _releases(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_release(ctx, param, v) for v in values)
+
+
+def vllm_version_option(multiple: bool = False):
+    """--vllm-version: the vLLM release whose rules, enumerations and defaults apply (its pack's);
+    `multiple`: an axis `plan compare` sweeps (default: the default release alone)."""
     from pricing.rules import DEFAULT, served
 
+    if multiple:
+        return click.option("--vllm-version", multiple=True, callback=_releases,
+                            help=f"the vLLM releases to compare, from {served()} (repeat; default {DEFAULT})")
     return click.option("--vllm-version", default=DEFAULT, show_default=True, callback=_release,
                         help=f"the vLLM release to plan for, from {served()}: its pack's KV grouping rules, "
                              "defaults and fitted memory laws")
@@ -101,7 +109,7 @@ def options_list(axes: bool = False) -> list:
                      help="with service targets: lengths uniform in [isl (1 - r), isl (1 + r)], as vllm bench serve "
                           "--random-range-ratio"),
         *slo_options(),
-        vllm_version_option(),
+        vllm_version_option(multiple=axes),
         click.option("--provenance", "show_provenance", is_flag=True,
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),

@@ -135,7 +135,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     ctx.exit(code)
 
 
-AXES = ("model", "quantization", "concurrency", "context_length", "chip")
+AXES = ("model", "quantization", "concurrency", "context_length", "vllm_version", "chip")
 FILE_OPTIONS = ("time_limit", "as_json", "show_provenance")  # what `plan compare FILE` takes beside the file
 PROVENANCE_NOTE = "--provenance has no effect on compare: `plan --json` carries each plan's provenance"
 
@@ -144,6 +144,7 @@ def sweep_points(options: dict) -> list[dict]:
     """Every combination of the axes given several values, in the order given (chip last)."""
     values = {"model": list(options["model"]), "quantization": list(options["quantization"]) or [None],
               "concurrency": list(options["concurrency"]), "context_length": list(options["context_length"]) or [None],
+              "vllm_version": list(dict.fromkeys(options.get("vllm_version") or ())) or [None],
               "chip": list(dict.fromkeys(options["chip"]))}
     return [dict(zip(AXES, combo, strict=True)) for combo in itertools.product(*(values[a] for a in AXES))]
 
@@ -158,6 +159,7 @@ AXIS_WORDS = {
     "quantization": (_checkpoint, str),
     "concurrency": (lambda v: f"× {v}", lambda v: f"{v:,} concurrent"),
     "context_length": (lambda v: f"@ {tokens_label(v) if v else 'max'}", lambda v: f"{tokens_label(v)} tokens"),
+    "vllm_version": (lambda v: f"vLLM {v}", lambda v: f"vLLM {v}"),
     "chip": (lambda v: f"on {v}", lambda v: f"on {v}"),
 }
 
@@ -170,7 +172,7 @@ def point_label(point: dict, varying: list[str]) -> str:
 def sweep_title(point: dict, varying: list[str]) -> str:
     """What was compared: the fixed values, then the axes that vary."""
     fixed = [AXIS_WORDS[axis][1](point[axis]) for axis in AXES if axis not in varying and point[axis] is not None]
-    names = {"context_length": "context length", "quantization": "quantization"}
+    names = {"context_length": "context length", "quantization": "quantization", "vllm_version": "vLLM release"}
     axes = " and ".join(names.get(a, a) for a in varying)
     return f"{', '.join(fixed)}: GPUs and $/month" + (f" by {axes}" if axes else "")
 
@@ -183,7 +185,7 @@ def point_scenario(point: dict, options: dict, every: float | None, by_chip: dic
     for key, value in (("quantization", point["quantization"]), ("context_length", point["context_length"]),
                        ("speculative_method", options["speculative_method"]),
                        ("speculative_acceptance", list(options["speculative_acceptance"] or []) or None),
-                       ("vllm_version", options.get("vllm_version"))):
+                       ("vllm_version", point["vllm_version"])):
         if value is not None:
             service[key] = value
     for key, flag in (("tp", "tp"), ("dp", "dp"), ("dcp", "dcp"), ("kv_cache_dtype", "kv_cache_dtype"),
