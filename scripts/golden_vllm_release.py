@@ -231,6 +231,10 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
         pc = ParallelConfig(**pk)
         from vllm.platforms import current_platform
 
+        plat = type(current_platform)
+        if plat.__dict__.get("is_async_output_supported") is None and hasattr(plat, "is_async_output_supported"):
+            # 0.10's VllmConfig asks it (V0's async output processing, no KV effect); CUDA: not when eager
+            plat.is_async_output_supported = classmethod(lambda cls, enforce_eager: not enforce_eager)
         if hasattr(type(current_platform), "support_hybrid_kv_cache"):
             type(current_platform).support_hybrid_kv_cache = classmethod(lambda cls: True)  # CUDA's answer
         vc = VllmConfig(model_config=mc, cache_config=cc, scheduler_config=sc, parallel_config=pc,

@@ -143,3 +143,20 @@ def test_compare_and_variants_take_the_release_as_an_axis(tmp_path):
     done = CliRunner().invoke(cli, ["compare", str(review), "--time-limit", "5", "--format", "json"])
     assert done.exit_code == 0, done.output
     assert [v["variant"] for v in json.loads(done.output)["variants"]] == ["upgraded"]
+
+
+def test_readme_shows_the_calibration_by_pack():
+    """README's per-pack table is what scripts/calibration_report.py --by-release prints."""
+    import importlib.util
+
+    from pricing.calibration.predict import predict_all
+    from pricing.calibration.records import load_records
+
+    root = Path(__file__).resolve().parents[1]
+    training = root.parent / "shared" / "calibration" / "vllm-startups-train.jsonl"
+    if not training.exists():
+        pytest.skip("no ../shared/calibration")
+    spec = importlib.util.spec_from_file_location("calibration_report", root / "scripts" / "calibration_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    assert report.by_release(predict_all(load_records(training))) in (root / "README.md").read_text()
