@@ -86,7 +86,7 @@ def options_list(axes: bool = False) -> list:
         click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
         click.option("--osl", type=int, help="mean output tokens of a request (with --isl)"),
         click.option("--requests-per-second", type=float, help="requests the pool must serve each second (needs "
-                     "--isl and --osl)"),
+                     "--isl and --osl)" + repeat, **many),
         click.option("--range-ratio", type=float, default=0.0, show_default=True,
                      help="with service targets: lengths uniform in [isl (1 - r), isl (1 + r)], as vllm bench serve "
                           "--random-range-ratio"),
@@ -95,7 +95,9 @@ def options_list(axes: bool = False) -> list:
         click.option("--provenance", "show_provenance", is_flag=True,
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
-    ]
+    ] + ([] if axes else [click.option("--chart", "chart_path", help="with service targets: draw $/M output tokens "
+                                       "against p99 TPOT over every pool simulated, the chosen one marked (.png or "
+                                       ".svg)")])
 
 
 def slo_options() -> list:
@@ -266,7 +268,21 @@ def run(ctx: click.Context, **options) -> None:
 
     freeze_imported()
     request = request_from(options)
+    chart_path = options.get("chart_path")
+    if chart_path:
+        from planner.commands.scenario import check_output_path
+
+        if request.service.slo is None:
+            raise InputError("--chart", "draws the cost of service targets", "give --p99-ttft-ms or another "
+                             "target with --requests-per-second, --isl and --osl")
+        check_output_path(chart_path)
     result = plan(request)
+    if chart_path and result.feasible:
+        from planner.report.review import pareto_chart
+
+        t = result.target
+        pareto_chart(result.best.serving, chart_path, f"{result.model} at {t.requests_per_second:g} requests/s: "
+                     f"cost per token against p99 TPOT ({', '.join(t.service_targets)})")
     result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
                                                                     request.service.num_speculative_tokens)
     if options["as_json"]:
