@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 
 import click
 from pydantic import ValidationError
@@ -240,6 +242,21 @@ def request_from(options: dict) -> PlanRequest:
     return PlanRequest(service=service, limits=limits)
 
 
+def check_output_path(path: str | None, flag: str = "--chart") -> None:
+    """An output file the tool can write, checked before any work (never half-way)."""
+    if not path:
+        return
+    target = Path(path)
+    if target.suffix.lower() not in (".png", ".svg"):
+        raise InputError(flag, f"{path} is neither .png nor .svg", "name a .png or .svg file")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(flag, f"folder {folder} does not exist", "create it first, or name a file in an existing "
+                         "folder")
+    if target.is_dir() or not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise InputError(flag, f"cannot write {path}", "name a file you can write")
+
+
 def unused_prices(request: PlanRequest) -> list[str]:
     """`--price chip=…` for a chip that is not planned has no effect: say so."""
     from pricing.chips import get_chip
@@ -270,8 +287,6 @@ def run(ctx: click.Context, **options) -> None:
     request = request_from(options)
     chart_path = options.get("chart_path")
     if chart_path:
-        from planner.commands.scenario import check_output_path
-
         if request.service.slo is None:
             raise InputError("--chart", "draws the cost of service targets", "give --p99-ttft-ms or another "
                              "target with --requests-per-second, --isl and --osl")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -16,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner import defaults
-from planner.commands.plan import options_list, time_limit_option
+from planner.commands.plan import check_output_path, options_list, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.report.memory import console_for_output
 from planner.report.render import command
@@ -47,21 +45,6 @@ def apply_options_to(options: list):
             f = option(f)
         return f
     return decorate
-
-
-def check_output_path(path: str | None, flag: str = "--chart") -> None:
-    """An output file the tool can write, checked before any work (never half-way)."""
-    if not path:
-        return
-    target = Path(path)
-    if target.suffix.lower() not in (".png", ".svg"):
-        raise InputError(flag, f"{path} is neither .png nor .svg", "name a .png or .svg file")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(flag, f"folder {folder} does not exist", "create it first, or name a file in an existing "
-                         "folder")
-    if target.is_dir() or not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise InputError(flag, f"cannot write {path}", "name a file you can write")
 
 
 def check_concurrency(n: int, flag: str) -> None:
