@@ -151,3 +151,37 @@ def test_a_chart_without_service_targets_is_a_one_line_error(capsys, tmp_path):
     assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4", "--chart",
                  str(tmp_path / "x.png")]) == 2
     assert "--chart" in capsys.readouterr().err
+
+
+def test_a_scenario_service_takes_an_slo_block_and_the_review_charts_its_cost(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    review = tmp_path / "review.yaml"
+    review.write_text("""review: chat at a rate
+services:
+  - {name: chat, model: llama-3.1-8b, chips: [h100], tp: [1], workload: {isl: 1000, osl: 200, requests_per_second: 8},
+     slo: {p99_ttft_ms: 1000, p90_tpot_ms: 15}}
+variants:
+  busy: {services.chat.workload: {isl: 1000, osl: 200, requests_per_second: 16}}
+""")
+    chart = tmp_path / "review.svg"
+    result = CliRunner().invoke(cli, ["scenario", str(review), "--variants", "--format", "json",
+                                      "--chart", str(chart)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    base, busy = data["base"]["services"][0], data["variants"][0]["services"][0]
+    assert base["serving"]["tpot_ms"]["p90"] <= 15 and busy["serving"]["ttft_ms"]["p99"] <= 1000
+    assert busy["serving"]["requests_per_second"] == 16
+    assert busy["cost_per_hour"] >= base["cost_per_hour"]
+    cost = (tmp_path / "review-cost.svg").read_text()
+    assert 'id="rate-chat"' in cost and 'id="chosen-chat"' in cost
+    assert 'id="bars-h100-' in chart.read_text()
+
+
+def test_a_scenario_slo_without_a_rate_is_an_error_naming_the_path(tmp_path, capsys):
+    review = tmp_path / "review.yaml"
+    review.write_text("services:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], slo: {p99_ttft_ms: 100}}\n")
+    assert main(["scenario", str(review)]) == 2
+    assert "services[0].slo" in capsys.readouterr().err

@@ -82,10 +82,10 @@ def render_fleet(r: FleetResult, console: Console) -> None:
                      for u in r.chips)
     console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
                   f"{search_line(r)}", soft_wrap=True)
-    from planner.report.render import speed_lines
+    from planner.report.render import cost_lines, serving_lines, speed_lines
 
     for p in r.services:
-        for line in speed_lines(p):
+        for line in speed_lines(p) + serving_lines(p) + cost_lines(p):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     for p in r.services:
         command(console, f"# {p.service}" + (f", × {p.replicas} replicas" if p.replicas > 1 else "")

@@ -295,6 +295,47 @@ def chart(c: Comparison, path: str) -> None:
     title = f"{c.review or 'capacity review'}: GPUs and cost per chip, base" + (f" vs {names}" if names else "")
     infeasible = {i: shortfall_label(r, by_service=True) for i, r in enumerate(results) if not r.feasible}
     bar_chart([r.variant for r in results], infeasible, gpus, money, path, title, "variant")
+    if any(s.serving for r in results for s in r.services):
+        targets_chart(c, cost_path(path))
+
+
+def cost_path(path: str) -> str:
+    """Where a review with service targets draws their cost: beside the chart, `-cost` before the suffix."""
+    from pathlib import Path
+
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}-cost{p.suffix}"))
+
+
+def targets_chart(c: Comparison, path: str) -> None:
+    """The services with targets: $/M output tokens against the rate across the variants (each
+    point labelled with its variant), and the base's Pareto front of $/M output tokens against p99
+    TPOT for each, its chosen pool starred."""
+    plt = _pyplot()
+    fig, (ax_rate, ax_front) = plt.subplots(1, 2, figsize=(12, 4.8))
+    names = list(dict.fromkeys(s.service for r in c.results for s in r.services if s.serving))
+    for k, name in enumerate(names):
+        pts = sorted((s.serving.requests_per_second, s.cost_per_million_output_tokens, r.variant)
+                     for r in c.results for s in r.services if s.service == name and s.serving)
+        ax_rate.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[k % len(MARKERS)], color=f"C{k}",
+                     linestyle="none" if len(pts) < 2 else "-", label=name, gid=f"rate-{name}")
+        for x, y, variant in pts:
+            ax_rate.annotate(variant, (x, y), xytext=(0, 8), textcoords="offset points", ha="center", fontsize=7,
+                             color=f"C{k}")
+        base = next((s for s in c.base.services if s.service == name and s.serving), None)
+        if base is not None:
+            _pareto_panel(ax_front, base.serving.pareto, f"C{k}", name, MARKERS[k % len(MARKERS)])
+    ax_rate.set_xlabel("requests per second")
+    for ax in (ax_rate, ax_front):
+        _cost_per_token_axis(ax)
+        ax.set_ylim(0, max(ax.dataLim.y1, 1e-9) * (1 + 2 * HEADROOM_ABOVE_THE_HIGHEST))
+        ax.legend(loc="upper right", fontsize=8)
+    ax_front.set_xlabel("p99 TPOT (ms), simulated (base)")
+    ax_rate.set_title("cost per token against the rate, by variant", fontsize=9)
+    ax_front.set_title("cost per token against a p99 TPOT target (★ chosen)", fontsize=9)
+    fig.suptitle(f"{c.review or 'capacity review'}: the services with targets")
+    fig.tight_layout()
+    _save(fig, path)
 
 
 NUMERIC_AXES = {"context_length": ("context length (tokens)", True), "concurrency": ("concurrent requests", True)}
