@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
+from planner.commands.flags import PLAN_FLAGS, in_flags
 from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
 from pricing.config.quantization import methods_help
@@ -83,6 +84,7 @@ def options_list(axes: bool = False) -> list:
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         time_limit_option(),
+        spare_option(),
         click.option("--tpot-ms", type=float, help="time per output token every request must get, in ms"),
         click.option("--ttft-ms", type=float, help="time to first token of a prompt (--isl tokens), in ms"),
         click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
@@ -100,6 +102,12 @@ def options_list(axes: bool = False) -> list:
     ] + ([] if axes else [click.option("--chart", "chart_path", help="with service targets: draw $/M output tokens "
                                        "against p99 TPOT over every pool simulated, the chosen one marked (.png or "
                                        ".svg)")])
+
+
+def spare_option():
+    """--spare N: whole nodes per chip kept free beside the pools (N+1 capacity: --spare 1)."""
+    return click.option("--spare", type=click.IntRange(min=0), default=0, show_default=True,
+                        help="whole nodes per chip kept free as spare capacity (1 for N+1), shown in the node map")
 
 
 def slo_options() -> list:
@@ -231,7 +239,8 @@ def request_from(options: dict) -> PlanRequest:
             vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
             workload=workload, slo=slo)
         limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
-                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
+                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"],
+                            spare=options.get("spare", 0))
     except ValidationError as err:
         first = err.errors()[0]
         field = str(first["loc"][-1] if first["loc"] else "input")
@@ -291,7 +300,10 @@ def run(ctx: click.Context, **options) -> None:
             raise InputError("--chart", "draws the cost of service targets", "give --p99-ttft-ms or another "
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
-    result = plan(request)
+    try:
+        result = plan(request)
+    except InputError as err:
+        raise in_flags(err, PLAN_FLAGS.get) from None
     if chart_path and result.feasible:
         from planner.report.review import pareto_chart
 
