@@ -130,7 +130,7 @@ def size(candidate: Candidate, memory: int, cap: int | None) -> Sizing:
     def meets(r: int) -> bool:
         return not misses(service, sizing.at(r))
 
-    alone = candidate.run(None, count=max(1, min(50, defaults.value("serving.requests"))))
+    alone = candidate.run(None, count=defaults.value("serving.alone_requests"))
     if misses(service, alone):
         sizing.alone = alone
         return sizing
