@@ -23,6 +23,8 @@ from pricing.kernel import Deployment, Kernel
 from pricing.serving import ClosedLoop, Fixed, Instance, Poisson, StepCost, Traffic, shipped, simulate
 from pricing.step import StepModel
 
+N = 2000  # requests per simulated benchmark
+
 
 def floor() -> float:
     start = time.perf_counter()
@@ -48,11 +50,11 @@ def main() -> None:
     runs = parser.parse_args().runs
     sharegpt = shipped("sharegpt")
     cases = [
-        ("llama-3.1-70b", "h100", 4, "Poisson 2/s, 2000/500", Traffic(Poisson(2.0), Fixed(2000), Fixed(500), count=2000)),
-        ("llama-3.1-70b", "h100", 4, "closed loop 64, 2000/500", Traffic(ClosedLoop(64), Fixed(2000), Fixed(500), count=2000)),
-        ("llama-3.1-70b", "h100", 4, "Poisson 20/s (overloaded)", Traffic(Poisson(20.0), Fixed(2000), Fixed(500), count=2000)),
-        ("llama-3.1-8b", "h100", 1, "Poisson 20/s, ShareGPT", Traffic(Poisson(20.0), *sharegpt, count=2000)),
-        ("qwen3-30b-a3b", "h200", 2, "Poisson 10/s, 1000/1000", Traffic(Poisson(10.0), Fixed(1000), Fixed(1000), count=2000)),
+        ("llama-3.1-70b", "h100", 4, "Poisson 2/s, 2000/500", Traffic(Poisson(2.0), Fixed(2000), Fixed(500), N)),
+        ("llama-3.1-70b", "h100", 4, "closed loop 64, 2000/500", Traffic(ClosedLoop(64), Fixed(2000), Fixed(500), N)),
+        ("llama-3.1-70b", "h100", 4, "Poisson 20/s (overloaded)", Traffic(Poisson(20.0), Fixed(2000), Fixed(500), N)),
+        ("llama-3.1-8b", "h100", 1, "Poisson 20/s, ShareGPT", Traffic(Poisson(20.0), *sharegpt, N)),
+        ("qwen3-30b-a3b", "h200", 2, "Poisson 10/s, 1000/1000", Traffic(Poisson(10.0), Fixed(1000), Fixed(1000), N)),
     ]
     print(f"{'model':14} {'chip':5} {'tp':>2} {'traffic (2,000 requests)':28} {'tables':>8} {'simulate':>9} "
           f"{'CPU':>8} {'floor':>7} {'ratio':>6} {'p99 TTFT':>9} {'p50 TPOT':>9}")

@@ -60,8 +60,9 @@ def section() -> str:
               + ". Where it misses: 128-token prompts of 4 output tokens (a thousand requests at once), whose TTFT is "
               "mostly the server's per-request work outside the engine step (HTTP, tokenizing, detokenizing), which "
               "the simulator does not model; A100 runs (the step model's factors are fitted on H100/H200/B200 and "
-              "MI3xx points only); and releases before 0.33 (each run's own). The step model has not been refitted on "
-              "vLLM's own measurements: its factors are still the shared ones of `pricing/registry/step_model.yaml`.",
+              "MI3xx points only); and releases before 0.33 (each run's own). Each step is priced at vLLM's own "
+              "factors (`step_model.yaml` `engines.vllm`, fitted on six throughput points at a fixed concurrency; "
+              "none of these runs is among them).",
               ""]
     return "\n".join(lines)
 

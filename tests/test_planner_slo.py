@@ -32,7 +32,7 @@ def test_the_issue_command_plans_and_prints_the_percentiles_goodput_and_cost(cap
     s = best["serving"]
     assert s["ttft_ms"]["p99"] <= 2000 and s["tpot_ms"]["p90"] <= 40
     assert set(s["ttft_ms"]) == set(s["tpot_ms"]) == {"p50", "p90", "p99"}
-    assert s["requests_per_second_per_instance"] * best["replicas"] == pytest.approx(20)
+    assert s["requests_per_second_per_instance"] * best["replicas"] == pytest.approx(20, rel=1e-3)
     assert 0 < s["goodput"] <= 1
     # $/M tokens: the pool's cost over the tokens 20 requests/s bring an hour
     assert best["cost_per_million_output_tokens"] == pytest.approx(best["cost_per_hour"] / (20 * 500 * 3600) * 1e6,

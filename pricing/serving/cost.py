@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 from pricing.step.step import Step, StepModel
 
-
 EXACT_UP_TO = 16  # the tables hold every count up to this (small batches, where each request matters most)
 GROWTH = 1.08  # then points 8 % apart: linear interpolation between them stays within the tests' 3 %
 

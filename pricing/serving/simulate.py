@@ -40,7 +40,6 @@ from pricing.errors import InputError
 from pricing.serving.cost import StepCost
 from pricing.serving.traffic import ClosedLoop, Poisson, Traffic
 
-
 DEFAULT_BLOCK_SIZE = 16  # vLLM's CacheConfig.block_size default (vllm/config/cache.py), for a model without KV groups
 
 
