@@ -26,7 +26,8 @@ context); an arrival is found inside such a run by the run's quadratic cumulativ
 Data parallelism: the dp ranks are alike, so one rank is simulated at 1/dp of the traffic (its
 rate, its concurrency), and throughput is dp times the rank's. Not modelled: the host's time
 between steps beyond the step model's overhead, other requests evicting a preempted request's
-cached blocks before it is readmitted, speculative decoding's variance (a decode step yields 1 + E[accepted] tokens on average:
+cached blocks before it is readmitted, speculative decoding's variance (a decode step yields
+1 + E[accepted] tokens on average:
 a request needs ceil((osl − 1) / (1 + E[accepted])) decode steps, its context growing one slot a
 step), and the network and detokenizer times `vllm bench serve` also measures.
 """
