@@ -85,6 +85,10 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
             render_comparison(c, console)
     if chart_path:
         chart(c, chart_path)
+        if c.base.feasible and c.base.nodes:
+            from planner.report.review import node_chart, node_chart_path
+
+            node_chart(c.base, node_chart_path(chart_path))
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -94,7 +98,8 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
+@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg), "
+              "and the base's node map beside it (FILE-nodes.png)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
 @spare_option()
