@@ -110,7 +110,7 @@ def test_b_rotary_caches_are_held_with_the_weights():
     rows = {b.rows for d in attn for b in d["buffers"]}
     assert rows == {1048576}  # plain over max_position; YaRN 65,536 × factor 16
     from pricing.kernel.weights import buffer_bytes
-    assert buffer_bytes(k.graph, k.engine, k.reg, {}) == 2 * 1048576 * 64 * 4
+    assert buffer_bytes(k.graph, k.engine, k.reg) == 2 * 1048576 * 64 * 4
 
 
 def test_engine_sizes_with_the_admission_figure(b):

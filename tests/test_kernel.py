@@ -243,7 +243,7 @@ def test_weights_sized_per_distinct_tensor_equal_the_sum_over_every_node(name, f
     from pricing.kernel.weights import node_weight_bytes
 
     k = kernel(name, **flags)
-    per_node = node_weight_bytes(k.graph, k.engine, k.chip.generation, k.reg, {})
+    per_node = node_weight_bytes(k.graph, k.engine, k.chip.generation, k.reg)
     assert k.weight_bytes().weights == sum(per_node.values())
 
 

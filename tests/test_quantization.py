@@ -132,7 +132,7 @@ def test_ct_w4a16_marlin_tile_padding():
     g = graph_of(with_q(ct(w), **{k: cfg[k] for k in ("hidden_size", "num_attention_heads",
                                                       "num_key_value_heads")}))
     t = next(t for _, d in g.nodes() for t in d["tensors"] if t.name == "layers.0.self_attn.q_proj")
-    sizer = WeightSizer(g, Kernel.of(g, Deployment(), get_chip("h100")).engine, "sm90", load(), {})
+    sizer = WeightSizer(g, Kernel.of(g, Deployment(), get_chip("h100")).engine, "sm90", load())
     assert sizer.one(t) == 320 * 384 // 2 + 2 * (384 // 32) * 320 + 16
 
 
@@ -267,7 +267,7 @@ def tensor(graph, name):
 
 def sizer_for(graph, chip="h100", **flags):
     k = Kernel.of(graph, Deployment(**flags), get_chip(chip))
-    return WeightSizer(graph, k.engine, get_chip(chip).generation, load(), {})
+    return WeightSizer(graph, k.engine, get_chip(chip).generation, load())
 
 
 def test_thebloke_genz_70b_gptq_tp4(shared_models):

@@ -146,3 +146,41 @@ def test_the_identity_memos_are_gone():
 
     assert not hasattr(loader, "cache_info")
     assert not any(hasattr(kernel, n) for n in ("_MEMO", "_BY_IDENTITY", "clear_memo"))
+
+
+# -- provenance records itself --------------------------------------------------------------------
+
+def _cards() -> list[str]:
+    from pricing.config import list_cards
+
+    return sorted(c["name"] for c in list_cards())
+
+
+@pytest.mark.parametrize("card", _cards())
+def test_a_kernels_registry_reads_are_its_provenance(card, monkeypatch):
+    """Every registry value read while a kernel is built and asked everything (on any registry,
+    the global one included) is listed in its provenance, and the provenance lists nothing unread.
+    The release's enumerations (names its flags accept, read once per process to validate a flag)
+    shape no figure."""
+    chip = get_chip("h200")
+    graph = load_model(card)
+    read: set[str] = set()
+    lookup = Registry.__getitem__
+
+    def spy(self, name):
+        read.add(name)
+        return lookup(self, name)
+
+    monkeypatch.setattr(Registry, "__getitem__", spy)
+    reg = Registry(load()._files)  # a registry of its own: nothing derived from it yet
+    k = Kernel.of(graph, Deployment(pipeline_parallel_size=2 if card == "llama-3.1-8b" else 1), chip, reg)
+    k.requests_held(0.01)
+    k.refusal()
+    for stage in k.stages():
+        stage.fixed_bytes()
+        stage.pre_snapshot_bytes()
+    listed = {p.name for p in k.provenance()}
+    read = {n for n in read if ".enumerations." not in n}
+    assert read - listed == set(), "read, not listed"
+    registry_names = {n for n in listed if n in reg and not n.startswith(("chips.", "quantization.scheme."))}
+    assert registry_names - read == set(), "listed, not read"

@@ -100,16 +100,13 @@ def sm_of(generation: str) -> int:
 
 
 class Mags:
-    """Registry magnitudes for layouts, recording each one read (for the provenance)."""
+    """Registry magnitudes for layouts (`reg` a recording view when the reads are provenance)."""
 
-    def __init__(self, reg, used: dict):
+    def __init__(self, reg):
         self.reg = reg
-        self.used = used
 
     def __call__(self, name: str):
-        entry = self.reg[f"quantization.{name}"]
-        self.used[entry.name] = entry
-        return entry.value
+        return self.reg.value(f"quantization.{name}")
 
     @property
     def dtype_bytes(self) -> dict:

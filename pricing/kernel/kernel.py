@@ -28,7 +28,7 @@ from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
 from pricing.kernel import activations, caches, cudagraphs, pipeline, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
-from pricing.registry import Registry, Sourced, load
+from pricing.registry import Reads, Registry, Sourced, load
 from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.specs import KVCacheSpec, Request
@@ -75,8 +75,9 @@ class Memo:
         self.tables: dict = {}
         self.size = 0
 
-    def get(self, what: str, engine, compute):
-        """compute(engine view, used): its value and the registry entries it read, recorded once."""
+    def get(self, what: str, engine, reg: Registry, compute):
+        """compute(engine view, registry view): its value and the registry entries it read (the
+        view records them), kept once."""
         by_fields = self.tables.setdefault(what, {})
         for read, table in by_fields.values():
             hit = table.get(read(engine))
@@ -87,14 +88,14 @@ class Memo:
             self.size = 0
             by_fields = self.tables.setdefault(what, {})
         view = _Reads(engine)
-        used: dict = {}
-        value = compute(view, used)
+        reads = Reads(reg)
+        value = compute(view, reads)
         names = tuple(view._seen)
         if names not in by_fields:
             by_fields[names] = (_reader(names), {})
-        by_fields[names][1][tuple(view._seen.values())] = (value, used)
+        by_fields[names][1][tuple(view._seen.values())] = (value, reads.read)
         self.size += 1
-        return value, used
+        return value, reads.read
 
 
 def _reader(names: tuple[str, ...]):
@@ -157,13 +158,18 @@ class Kernel:
         """The kernel of one rank; with pipeline parallelism, of stage `stage`, or by default of the
         binding stage (the fewest KV blocks, then the most fixed memory: the fullest rank)."""
         reg = registry or load()
-        engine = resolve_engine(deployment, model, chip, reg, get_release(release))
+        defaults = Reads(reg)  # the release's defaults the deployment took shape the figures too
+        engine = resolve_engine(deployment, model, chip, defaults, get_release(release))
         if engine.pp == 1:
-            return cls(model, engine, chip, reg)
-        kernels = [cls(model, engine, chip, reg, stage=s) for s in pipeline.stages(model, engine.pp,
-                                                                                   engine.pp_partition)]
+            kernels = [cls(model, engine, chip, reg)]
+        else:
+            kernels = [cls(model, engine, chip, reg, stage=s) for s in pipeline.stages(model, engine.pp,
+                                                                                       engine.pp_partition)]
         for k in kernels:
             k._pipeline = kernels
+            k._used.update(defaults.read)
+        if engine.pp == 1:
+            return kernels[0]
         if stage is not None:
             return kernels[stage]
         return kernels[0].binding_stage()
@@ -192,34 +198,32 @@ class Kernel:
         memo = self.__dict__.get("_memo")
         if memo is None:
             memo = self._memo = self.model.derived(("kernel", self.chip, self.reg, self.release, self.stage), Memo)
-        value, used = memo.get(what, self.engine, compute)
+        value, used = memo.get(what, self.engine, self.reg, compute)
         self._used.update(used)
         own[what] = value
         return value
 
     def derived(self, what: str, compute):
-        """`compute(engine view, used)` memoised as the kernel's own parts are: on the model, chip,
-        registry, release and stage whole and on the engine fields it reads through the view (so
-        `compute` reads the engine only through the view it is given). For what a layer above
+        """`compute(engine view, registry view)` memoised as the kernel's own parts are: by the model
+        graph, per chip, registry, release and stage, and on the engine fields it reads through the
+        view (so `compute` reads the engine and the registry only through the views it is given,
+        and what it reads of the registry joins the provenance). For what a layer above
         derives from one rank and its graph alone, such as the step model's linear work, which a
         latency sweep asks of many engines differing only in settings it never reads."""
         return self._get(f"derived.{what}", compute)
 
     # -- fixed --------------------------------------------------------------------------------
     def weight_bytes(self) -> weights.WeightBytes:
-        return self._get("weights", lambda e, used: weights.weight_bytes(self.graph, e, self.reg, used,
-                                                                          self.chip.generation))
+        return self._get("weights", lambda e, reg: weights.weight_bytes(self.graph, e, reg, self.chip.generation))
 
     def activation(self) -> activations.Activation:
-        act = self._get("activation", lambda e, used: activations.activation(self.model, e, self.chip, self.reg,
-                                                                              used))
+        act = self._get("activation", lambda e, reg: activations.activation(self.model, e, self.chip, reg))
         if self.stage is not None and not self.stage.is_last:
             return self._once("activation_of_stage", lambda: replace(act, sampler=0))  # the sampler warm-up
         return act  # runs on the last stage only
 
     def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
-        return self._get("cuda_graph", lambda e, used: cudagraphs.cuda_graph_bytes(self.graph, e, self.chip,
-                                                                                    self.reg, used))
+        return self._get("cuda_graph", lambda e, reg: cudagraphs.cuda_graph_bytes(self.graph, e, self.chip, reg))
 
     def non_torch_bytes(self) -> int:
         """Memory outside torch's allocator that appears after vLLM's snapshot and so inside the
@@ -227,9 +231,8 @@ class Kernel:
         vllm-0.33-memory.md §1.4): fitted by the largest collective group the rank joins."""
         return self._get("non_torch", self._non_torch_bytes)
 
-    def _non_torch_bytes(self, e, used: dict) -> int:
-        entry = self.reg["cost_model_primitives.non_torch_in_budget"]
-        used[entry.name] = entry
+    def _non_torch_bytes(self, e, reg: Reads) -> int:
+        entry = reg["cost_model_primitives.non_torch_in_budget"]
         groups = _collective_groups(e)
         size = max(groups.values()) if groups else 1
         return int(entry.value[activations.tp_key(entry.value, size)])
@@ -251,11 +254,9 @@ class Kernel:
         workspace; vLLM starts both before its memory snapshot (vllm-0.33-memory.md §1.1)."""
         return self._get("pre_snapshot", self._pre_snapshot_bytes)
 
-    def _pre_snapshot_bytes(self, e, used: dict) -> int:
-        comm = self.reg["cost_model_primitives.communicator_reservation"]
-        work = self.reg["cost_model_primitives.engine_workspace"]
-        used[comm.name] = comm
-        used[work.name] = work
+    def _pre_snapshot_bytes(self, e, reg: Reads) -> int:
+        comm = reg["cost_model_primitives.communicator_reservation"]
+        work = reg["cost_model_primitives.engine_workspace"]
         table = comm.value
         total = int(work.value)
         for size in _collective_groups(e).values():
@@ -276,8 +277,8 @@ class Kernel:
             self._notes = found[2]
         return found[0], found[1]
 
-    def _layout_of(self, e, used):
-        specs, notes = caches.cache_specs(self.model, e, self.chip, self.reg, used)
+    def _layout_of(self, e, reg: Reads):
+        specs, notes = caches.cache_specs(self.model, e, self.chip, reg)
         layout = e.release.rules.group(specs, e.max_model_len)  # over the whole model, all stages merged
         if self.stage is not None:
             mine = frozenset(self.graph.g.nodes)

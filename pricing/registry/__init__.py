@@ -263,6 +263,43 @@ class Registry:
         return self._cached_key
 
 
+class Reads:
+    """A registry that records every value it returns: what a computation read is, by
+    construction, its provenance (`read`, by name, in the order first read). It answers what a
+    Registry answers; reading through it is the only way the kernel reads the registry."""
+
+    __slots__ = ("registry", "read")
+
+    def __init__(self, registry: Registry | Reads):
+        self.registry = registry
+        self.read: dict[str, Sourced] = {}
+
+    def __getitem__(self, name: str) -> Sourced:
+        entry = self.registry[name]
+        self.read[name] = entry
+        return entry
+
+    def value(self, name: str) -> Any:
+        return self[name].value
+
+    def __contains__(self, name: str) -> bool:  # asking is not reading: a missing law is no value used
+        return name in self.registry
+
+    def record(self, entries: dict[str, Sourced]) -> None:
+        """Entries read for a result shared between computations (a tensor's sizing), or rules a
+        computation states beside the values it read, recorded as if read here."""
+        self.read.update(entries)
+        if isinstance(self.registry, Reads):
+            self.registry.record(entries)
+
+    def nested(self) -> Reads:
+        """A view recording into its own `read` and into this one's."""
+        return Reads(self)
+
+    def derived(self, key, compute):
+        return self.registry.derived(key, compute)
+
+
 def overlay_from(data: dict, base: Registry | None = None) -> Registry:
     """An overlay given as data (the layout of an overlay file) laid over the shipped registry."""
     base = base or shipped()
