@@ -4,6 +4,9 @@ from fractions import Fraction
 
 import pytest
 
+from pricing.chips import get_chip
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
 from pricing.kernel.cudagraphs import capture_ceilings
 from pricing.registry import load
 from pricing.units import GiB, MiB
@@ -260,3 +263,19 @@ def test_tensor_groups_are_dropped_when_the_graph_gains_a_node():
     graph.add("extra", "dense", tensors=[Tensor("extra.w", first.rows, first.cols, first.fmt, first.split)])
     again, _ = tensor_groups(graph, None)
     assert sum(n for _, n in again) == sum(n for _, n in groups) + 1
+
+
+def test_requests_held_leave_the_null_block_out():
+    """vLLM's block pool keeps block 0 as the null block (block_pool.py: null_block = free queue's
+    first, never handed to a request): a pool of exactly n requests' blocks holds n − 1 of them.
+    Llama-3.1-8B at 8,192 tokens: 512 blocks of 16 tokens per request, each block 32 layers ×
+    16 tokens × 8 KV heads × 128 × 2 (K, V) × 2 bytes = 2 MiB."""
+    block, per_request = 32 * 16 * 8 * 128 * 2 * 2, 8192 // 16
+    assert block == 2 << 20
+    d = Deployment(max_model_len=8192, max_num_seqs=64, kv_cache_memory_bytes=3 * per_request * block)
+    k = Kernel.of(load_model("llama-3.1-8b"), d, get_chip("h200"))
+    assert (k.layout().bytes_per_block, k.blocks_per_request(), k.num_blocks()) == (block, per_request,
+                                                                                      3 * per_request)
+    assert k.requests_held() == 2
+    one_more = Deployment(**{**d.model_dump(), "kv_cache_memory_bytes": (3 * per_request + 1) * block})
+    assert Kernel.of(load_model("llama-3.1-8b"), one_more, get_chip("h200")).requests_held() == 3
