@@ -161,8 +161,11 @@ def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> 
         rows = (cdiv(M, ratio) if ratio else 0) + window + T
         return w["prefill_chunk"] * rows * (w["gather_width"] * act_bytes + w["gather_index_bytes"])
 
-    indexer_ratio = 4 if model.extras["version"] == "v4" else smallest
-    indexer_lane = w["indexer_gather_factor"] * M // indexer_ratio * 132 if indexer_ratio else 0
+    # the indexer K gather: 40 × max_model_len // r entries of the indexer's record, r its caches' compress ratio
+    indexer_ratio = min((c.per_record for _, d in model.g.nodes(data=True) for c in d["caches"] if c.name == "indexer"),
+                        default=0)
+    indexer_lane = (w["indexer_gather_factor"] * M // indexer_ratio * reg.value("deepseek_v4.records.indexer_fp8")
+                    if indexer_ratio else 0)
     out = {"prefill gather (target lane)": max(attention_lane(smallest), indexer_lane)}
     speculating = engine.spec_method is not None
     if engine.spec_method == "dspark":
