@@ -6,7 +6,7 @@ import pytest
 
 from pricing.chips import get_chip
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Capacity, Deployment, Kernel, Startup
 from pricing.kernel.cudagraphs import capture_ceilings
 from pricing.registry import load
 from pricing.units import GiB, MiB
@@ -122,8 +122,8 @@ def test_engine_figures_match_vllm_worked_example():
     # appendix: 8 GiB logs 65,536 tokens, 1.00x, yet one 65,536-token request does not fit (null block)
     small = kernel("llama-3.1-8b", kv_cache_memory_bytes=8 * GiB, max_model_len=65536)
     assert small.kv_cache_tokens() == 65536 and small.max_concurrency() == 1.0
-    assert not small.fits_one_request() and small.requests_held() == 0
-    assert "65536" in small.refusal()
+    assert not small.fits_one_request() and Capacity(small).requests_held() == 0
+    assert "65536" in Startup(small).message
 
 
 def test_budget_and_pool():
@@ -265,23 +265,6 @@ def test_tensor_groups_are_dropped_when_the_graph_gains_a_node():
     assert sum(n for _, n in again) == sum(n for _, n in groups) + 1
 
 
-def test_requests_held_leave_the_null_block_out():
-    """vLLM's block pool keeps block 0 as the null block (block_pool.py: null_block = free queue's
-    first, never handed to a request): a pool of exactly n requests' blocks holds n − 1 of them.
-    Llama-3.1-8B at 8,192 tokens: 512 blocks of 16 tokens per request, each block 32 layers ×
-    16 tokens × 8 KV heads × 128 × 2 (K, V) × 2 bytes = 2 MiB."""
-    block, per_request = 32 * 16 * 8 * 128 * 2 * 2, 8192 // 16
-    assert block == 2 << 20
-    d = Deployment(max_model_len=8192, max_num_seqs=64, kv_cache_memory_bytes=3 * per_request * block)
-    k = Kernel.of(load_model("llama-3.1-8b"), d, get_chip("h200"))
-    assert (k.layout().bytes_per_block, k.blocks_per_request(), k.num_blocks()) == (block, per_request,
-                                                                                      3 * per_request)
-    assert k.requests_held() == 2
-    one_more = Deployment(**{**d.model_dump(), "kv_cache_memory_bytes": (3 * per_request + 1) * block})
-    assert Kernel.of(load_model("llama-3.1-8b"), one_more, get_chip("h200")).requests_held() == 3
-
-
-# -- the tensor-parallel rule (vllm/config/model.py verify_with_parallel_config; QKVParallelLinear) --
 @pytest.mark.parametrize("card, accepted", [
     # 64 attention heads, 8 KV heads: tp divides 64; below 8 it divides the KV heads, above it is a multiple
     ("llama-3.1-70b", {1, 2, 4, 8, 16, 32, 64}),
@@ -291,7 +274,6 @@ def test_requests_held_leave_the_null_block_out():
     ("dsv3", {1, 2, 4, 8, 16, 32, 64, 128}),
 ])
 def test_tensor_parallel_sizes_vllm_accepts(card, accepted):
-    from pricing.graph import load_model
     from pricing.kernel.deployment import allows_tensor_parallel
 
     model = load_model(card)
@@ -299,10 +281,8 @@ def test_tensor_parallel_sizes_vllm_accepts(card, accepted):
 
 
 def test_a_refused_tensor_parallel_size_names_the_field_not_a_flag():
-    from pricing.chips import get_chip
     from pricing.errors import InputError
     from pricing.graph import load_model
-    from pricing.kernel import Deployment, Kernel
     from pricing.kernel.deployment import check_tensor_parallel
 
     with pytest.raises(InputError) as err:

@@ -25,7 +25,7 @@ from planner.cli import cli
 from pricing.chips import get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Capacity, Deployment, Kernel, Startup
 from pricing.kernel import kernel as kernel_module
 from pricing.kernel.deployment import resolve_engine
 from pricing.registry import load
@@ -176,8 +176,9 @@ def answers(graph, deployment: Deployment):
         drafter = k.engine.spec_method
         return (k.fixed_bytes(), k.pre_snapshot_bytes(), layout.bytes_per_block,
                 [(g.vllm_class, g.layers, g.block_tokens, g.page_bytes) for g in layout.groups],
-                k.blocks_per_request(), k.num_blocks(), k.kv_cache_tokens(), k.requests_held(),
-                k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.sequence_variable_bytes(4096), k.refusal(),
+                k.blocks_per_request(), k.num_blocks(), k.kv_cache_tokens(), Capacity(k).requests_held(),
+                k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.sequence_variable_bytes(4096),
+                Startup(k).message,
                 linear_groups(k), linear_groups(k, drafter) if drafter else None)
     except InputError as err:
         return str(err)

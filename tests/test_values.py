@@ -22,7 +22,7 @@ import planner
 import pricing
 from pricing.chips import get_chip
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Capacity, Deployment, Kernel, Startup
 from pricing.registry import Registry, load
 
 LLAMA_8B_WEIGHTS = 16_094_076_928  # Llama-3.1-8B at bf16, tp 1 (the spec's worked figure)
@@ -89,9 +89,9 @@ def _work() -> None:
                          ("gemma-3-27b", {"tensor_parallel_size": 2})):
         for registry in (reg, overlay):
             k = Kernel.of(load_model(model), Deployment(**flags), get_chip("h200"), registry)
-            k.requests_held(0.01)
+            Capacity(k).requests_held(0.01)
             k.provenance()
-            k.refusal()
+            Startup(k).refusal()
 
 
 def test_pricing_changes_no_module_level_state():
@@ -174,8 +174,8 @@ def test_a_kernels_registry_reads_are_its_provenance(card, monkeypatch):
     monkeypatch.setattr(Registry, "__getitem__", spy)
     reg = Registry(load()._files)  # a registry of its own: nothing derived from it yet
     k = Kernel.of(graph, Deployment(pipeline_parallel_size=2 if card == "llama-3.1-8b" else 1), chip, reg)
-    k.requests_held(0.01)
-    k.refusal()
+    Capacity(k).requests_held(0.01)
+    Startup(k).refusal()
     for stage in k.stages():
         stage.fixed_bytes()
         stage.pre_snapshot_bytes()

@@ -3,7 +3,7 @@ kernel ahead of the solve (chips-and-solver.md §2.2 item 9, "precompute the ora
 
 A candidate is an instance shape (tp, dp, expert parallel, dcp, KV cache dtype) with a
 utilization and a token budget. Its concurrency at the context length is
-dp × min(max_num_seqs, requests one rank's pool holds) — `Kernel.requests_held()`, which is 0
+dp × min(max_num_seqs, requests one rank's pool holds) — `Capacity.requests_held()`, which is 0
 when vLLM would refuse to start. `max_num_seqs` is set to what the pool holds at vLLM's default
 `max_num_seqs` (so never above that default, 1,024 on chips of 70 GiB or more; and at most the
 token budget, as vLLM requires), so the instance admits
@@ -38,7 +38,7 @@ from pricing.chips import Chip, get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
-from pricing.kernel import Kernel
+from pricing.kernel import Capacity, Kernel, Startup
 from pricing.kernel.deployment import beyond_positions
 
 
@@ -81,7 +81,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     table.evaluated += 1
     utils = utilizations(service, chip, probe.pre_snapshot_bytes())
     if not utils:
-        verdict.refusal = probe.failed_check()
+        verdict.refusal = Startup(probe).failed_check()
         return
     margin = service.kv_margin
     for mbt in sorted(budgets):
@@ -91,7 +91,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
                                                    max_num_batched_tokens=mbt), chip,
                                release=service.vllm_version)
             table.evaluated += 1
-            held = kernel.requests_held(margin)
+            held = Capacity(kernel).requests_held(margin)
             if mbt == min(budgets) and util == utils[0]:
                 _record(verdict, kernel, held)
             if held < top or held == 0:
@@ -104,7 +104,7 @@ def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Ker
     """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
     kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip,
                        release=service.vllm_version)
-    held = kernel.requests_held(service.kv_margin)
+    held = Capacity(kernel).requests_held(service.kv_margin)
     if held != row.held_per_rank:
         raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")
     return kernel
@@ -120,7 +120,7 @@ def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
     verdict.utilization = kernel.engine.gpu_memory_utilization
     verdict.max_num_batched_tokens = kernel.engine.max_num_batched_tokens
     verdict.held_per_rank = held
-    verdict.refusal = kernel.failed_check()
+    verdict.refusal = Startup(kernel).failed_check()
 
 
 _TABLES: dict = {}

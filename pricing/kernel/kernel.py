@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import lru_cache
 from operator import attrgetter
 
 from pricing.chips import Chip
@@ -183,8 +182,9 @@ class Kernel:
         return min(self._pipeline, key=lambda k: (k.rank_blocks(), -k.fixed_bytes().total,
                                                   k.stage.index if k.stage else 0))
 
-    def _once(self, key, compute):
-        """compute() once per instance: the kernel is immutable, so its answer to `key` never changes."""
+    def once(self, key, compute):
+        """compute() once per instance: the kernel is immutable, so its answer to `key` never
+        changes (its own answers, and what a layer above works out from it alone)."""
         own = self._own
         if key in own:
             return own[key]
@@ -219,7 +219,7 @@ class Kernel:
     def activation(self) -> activations.Activation:
         act = self._get("activation", lambda e, reg: activations.activation(self.model, e, self.chip, reg))
         if self.stage is not None and not self.stage.is_last:
-            return self._once("activation_of_stage", lambda: replace(act, sampler=0))  # the sampler warm-up
+            return self.once("activation_of_stage", lambda: replace(act, sampler=0))  # the sampler warm-up
         return act  # runs on the last stage only
 
     def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
@@ -238,7 +238,7 @@ class Kernel:
         return int(entry.value[activations.tp_key(entry.value, size)])
 
     def fixed_bytes(self) -> FixedBytes:
-        return self._once("fixed_bytes", self._fixed_bytes)
+        return self.once("fixed_bytes", self._fixed_bytes)
 
     def _fixed_bytes(self) -> FixedBytes:
         w = self.weight_bytes()
@@ -337,7 +337,7 @@ class Kernel:
     def blocks_per_request(self, admission: bool = True) -> int:
         """Σ over groups of the blocks one request at max_model_len holds (vLLM's
         kv_cache_utils blocks_per_request uses the admission cap for bounded groups)."""
-        return self._once(("blocks_per_request", admission), lambda: self._blocks_per_request(admission))
+        return self.once(("blocks_per_request", admission), lambda: self._blocks_per_request(admission))
 
     def _blocks_per_request(self, admission: bool) -> int:
         e = self.engine
@@ -346,7 +346,7 @@ class Kernel:
 
     def request_bytes(self) -> int:
         """One request at max_model_len as the engine sizes it: admission state + context caches."""
-        return self._once("request_bytes", self._request_bytes)
+        return self.once("request_bytes", self._request_bytes)
 
     def _request_bytes(self) -> int:
         return self.sequence_admission_bytes() + self.sequence_variable_bytes(self.engine.max_model_len)
@@ -359,7 +359,7 @@ class Kernel:
     def kv_pool(self) -> int:
         """available KV cache memory = budget − non-KV memory − CUDA-graph estimate, or the
         --kv-cache-memory-bytes value when set (§1.4)."""
-        return self._once("kv_pool", self._kv_pool)
+        return self.once("kv_pool", self._kv_pool)
 
     def _kv_pool(self) -> int:
         if self.engine.kv_cache_memory_bytes is not None:
@@ -368,7 +368,7 @@ class Kernel:
 
     def rank_blocks(self) -> int:
         """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
-        return self._once("rank_blocks", self._rank_blocks)
+        return self.once("rank_blocks", self._rank_blocks)
 
     def _rank_blocks(self) -> int:
         layout = self.layout()
@@ -399,7 +399,7 @@ class Kernel:
         return all(k.rank_fits_one_request() for k in self._pipeline)
 
     def rank_fits_one_request(self) -> bool:
-        return self._once("rank_fits_one_request", self._rank_fits_one_request)
+        return self.once("rank_fits_one_request", self._rank_fits_one_request)
 
     def _rank_fits_one_request(self) -> bool:
         layout = self.layout()
@@ -411,56 +411,6 @@ class Kernel:
         if layout.grouped:
             return pool - layout.bytes_per_block >= layout.bytes_per_block * self.blocks_per_request()
         return pool >= self.request_bytes()
-
-    def requests_held(self, margin: float = 0.0) -> int:
-        """Requests at max_model_len one rank's pool holds at once: whole blocks per group, the
-        null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start. With a
-        `margin` (a fraction), the pool is taken that much smaller than predicted: the planner's
-        allowance for the fixed-memory laws' measured error (registry cost_model_memory.kv_pool_margin)."""
-        return self._once(("requests_held", margin), lambda: self._requests_held(margin))
-
-    def _requests_held(self, margin: float) -> int:
-        if not self.starts():
-            return 0
-        layout = self.layout()
-        if not layout.groups:
-            return self.engine.max_num_seqs
-        keep = _kept(margin)
-        if layout.grouped:
-            held = (int(self.num_blocks() * keep) - 1) // self.blocks_per_request()
-        else:
-            held = min(int(k.kv_pool() * keep) // k.request_bytes() for k in self._pipeline)
-        return max(0, min(self.engine.max_num_seqs, held))
-
-    def starts(self) -> bool:
-        """vLLM's start-up checks pass on every pipeline stage (pricing/kernel/startup.py): the budget
-        beside what is held before it, a --kv-cache-memory-bytes pool beside the fixed memory, and a
-        pool that holds one request at max_model_len."""
-        return all(k.failed_check() is None for k in self._pipeline)
-
-    def failed_check(self) -> str | None:
-        """The first start-up check this rank (pipeline stage) would fail (`startup.failed_check`)."""
-        from pricing.kernel import startup
-
-        return self._once("failed_check", lambda: startup.failed_check(self))
-
-    def startup_refusal(self):
-        """The start-up check vLLM would fail, with its message and what would fit; None when it
-        starts (with pipeline parallelism: the first stage that fails, named in the message)."""
-        from dataclasses import replace as _replace
-
-        from pricing.kernel import startup
-
-        for k in self._pipeline:
-            r = startup.refusal(k)
-            if r is not None:
-                return r if k.stage is None else _replace(r, message=f"{k.stage}: {r.message}")
-        return None
-
-    def refusal(self) -> str | None:
-        """Why vLLM would not start this deployment, in its own words; None when it starts."""
-        r = self.startup_refusal()
-        return None if r is None else r.message
 
     # -- provenance ---------------------------------------------------------------------------
     def provenance(self) -> list[Sourced]:
@@ -493,12 +443,6 @@ def _collective_groups(e: Engine) -> dict[str, int]:
     if e.ep:
         groups["expert parallel"] = e.ep_size
     return {k: v for k, v in groups.items() if v > 1}
-
-
-@lru_cache(maxsize=64)
-def _kept(margin: float) -> Fraction:
-    """The share of a pool counted on with a `margin` held back, exactly (the margin as written)."""
-    return Fraction(1) - Fraction(str(margin))
 
 
 def evaluate(model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
