@@ -263,8 +263,7 @@ def spec_registry():
     pricing/registry/overlays/spec-reference.yaml), not the refitted laws."""
     from pathlib import Path
 
-    from pricing.registry import activate, read_overlay
+    from pricing.registry import read_overlay, using
 
-    activate(read_overlay(Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml"))
-    yield
-    activate(None)
+    with using(read_overlay(Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml")):
+        yield

@@ -23,7 +23,7 @@ import pricing
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Deployment, Kernel, Startup
-from pricing.registry import Registry, load
+from pricing.registry import Registry, load, shipped
 
 LLAMA_8B_WEIGHTS = 16_094_076_928  # Llama-3.1-8B at bf16, tp 1 (the spec's worked figure)
 VOCAB, HIDDEN = 128_256, 4_096  # meta-llama/Llama-3.1-8B config.json
@@ -82,6 +82,16 @@ def _state(modules) -> dict:
 
 
 def _work() -> None:
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    overlay_file = Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml"
+    for args in (["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "16", "--context-length", "8192",
+                  "--json"],
+                 ["memory", "--model", "llama-3.1-8b", "--chip", "h200", "--registry", str(overlay_file), "--json"]):
+        done = CliRunner().invoke(cli, args)
+        assert done.exit_code == 0, done.output
     reg = load()
     overlay = reg.with_overrides({"cost_model_memory.kv_pool_margin": 0.02})
     for model, flags in (("llama-3.1-8b", {}), ("llama-3.1-8b", {"pipeline_parallel_size": 2}),
@@ -101,6 +111,11 @@ def test_pricing_changes_no_module_level_state():
     after = _state(modules)
     changed = sorted(f"{m}.{n}" for m, n in before if before[(m, n)] != after.get((m, n)))
     assert changed == []
+    from planner.candidates.table import _SHARED
+    from pricing.registry import _IN_USE
+
+    assert _IN_USE.get() is None and _SHARED.get() is None  # a command's overlay and tables end with it
+    assert load() is shipped()
 
 
 VALUE_TYPES = (str, int, float, bool, type(None), Path, Registry)

@@ -21,6 +21,9 @@ shape (see `ChipTable.dominant`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from planner import defaults
 from planner.candidates.shapes import (
@@ -123,13 +126,18 @@ def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
     verdict.refusal = Startup(kernel).failed_check()
 
 
-_TABLES: dict = {}
+_SHARED: ContextVar[dict | None] = ContextVar("candidate_tables", default=None)
 
 
-def clear_tables() -> None:
-    """Forget the candidate tables built so far (benchmarks measure a cold sweep; the kernel's own
-    memo lives on each model graph)."""
-    _TABLES.clear()
+@contextmanager
+def shared_tables() -> Iterator[dict]:
+    """Inside the block, candidate tables are reused by every service and variant of equal
+    `sweep_key` (one command's: the CLI opens the block for each command); on leaving it they go."""
+    token = _SHARED.set({})
+    try:
+        yield _SHARED.get()
+    finally:
+        _SHARED.reset(token)
 
 
 def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
@@ -165,11 +173,12 @@ def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: 
 
 def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
     """Every candidate instance of `service` on `chip` the kernel accepts (the reusable unit of a
-    scenario: one table per service and chip). Tables are reused within the process across
-    services and variants that share a `sweep_key` (a review's services of one model at one
-    context length share one sweep); the table is never changed after it is built."""
-    key = sweep_key(service, chip, limits)
-    table = _TABLES.get(key)
+    scenario: one table per service and chip). Inside a `shared_tables` block, tables are reused
+    across services and variants that share a `sweep_key` (a review's services of one model at
+    one context length share one sweep); the table is never changed after it is built."""
+    tables = _SHARED.get()
+    key = sweep_key(service, chip, limits) if tables is not None else None
+    table = tables.get(key) if tables is not None else None
     if table is None:
         model, table, found = start_table(service, chip, limits)
         for shape in found:
@@ -177,7 +186,8 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
                 evaluate_shape(model, chip, service, shape, table)
         evaluate_staged(model, chip, service, found, table)
         apply_latency(table, model, service)
-        _TABLES[key] = table
+        if tables is not None:
+            tables[key] = table
     return table
 
 

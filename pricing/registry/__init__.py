@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -357,20 +359,23 @@ def _is_table(reg: Registry, dotted: str) -> bool:
     return isinstance(node, dict) and not _is_leaf(node)
 
 
-_ACTIVE: list[Registry] = []
+_IN_USE: ContextVar[Registry | None] = ContextVar("registry_in_use", default=None)
 
 
-def activate(reg: Registry | None) -> None:
-    """Make `reg` the registry every later `load()` returns (the CLI's `--registry`); None
-    restores the shipped one."""
-    _ACTIVE.clear()
-    if reg is not None:
-        _ACTIVE.append(reg)
+@contextmanager
+def using(reg: Registry | None) -> Iterator[Registry | None]:
+    """Inside the block, `load()` returns `reg` (the CLI's `--registry` overlay, for one command);
+    on leaving it, what it returned before. None: the shipped registry."""
+    token = _IN_USE.set(reg)
+    try:
+        yield reg
+    finally:
+        _IN_USE.reset(token)
 
 
 def load() -> Registry:
-    """The registry in use: the shipped one, or the overlay the command line activated."""
-    return _ACTIVE[0] if _ACTIVE else shipped()
+    """The registry in use: the overlay of the `using` block this runs in, else the shipped one."""
+    return _IN_USE.get() or shipped()
 
 
 @lru_cache(maxsize=1)
