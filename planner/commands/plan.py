@@ -165,7 +165,9 @@ def apply_options(options: list, f):
 
 
 def plan_options(f):
-    return apply_options(options_list(), f)
+    from planner.commands.emit import k8s_options
+
+    return apply_options(options_list() + k8s_options(), f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -268,12 +270,14 @@ def run(ctx: click.Context, **options) -> None:
     if not options.get("model"):
         click.echo(ctx.get_help())
         return
+    from planner.commands import emit
     from planner.heap import freeze_imported
     from planner.report.memory import console_for_output
     from planner.report.plan import plan, winner_kernel
     from planner.report.render import render_infeasible, render_plan
 
     freeze_imported()
+    emit.check(options)
     request = request_from(options)
     try:
         result = plan(request)
@@ -291,3 +295,6 @@ def run(ctx: click.Context, **options) -> None:
         render_infeasible(result, console_for_output())
     if not result.feasible:
         ctx.exit(1)
+    if options.get("emit"):
+        for line in emit.emit([(result.best.model, result.best)], options):
+            click.echo(line, err=options["as_json"])
