@@ -150,7 +150,8 @@ class ServiceSpec(BaseModel):
     def _known_release(cls, v):
         from pricing.rules import get
 
-        return get(v).full_version
+        release = get(v)  # the pack's own name when the pack serves it as itself ("0.33"), else the release asked
+        return release.version if release is get(release.version) else release.full_version
 
     @field_validator("tp", "pp", "dp", "dcp", "max_num_batched_tokens")
     @classmethod

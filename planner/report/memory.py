@@ -76,7 +76,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
             f"no KV pool: the fixed memory exceeds the budget by {size(r.short_by)}")
     console.print(f"budget {size(r.budget)}, {pool}, "
                   + (f"{r.num_blocks:,} blocks of {r.block_bytes:,} bytes" if r.grouped else "ungrouped caches"))
-    if not kernel.release.fact(kernel.reg, None, "graph_estimate_in_budget") and f.cuda_graph:
+    if not kernel.release.fact(kernel.reg, "graph_estimate_in_budget") and f.cuda_graph:
         console.print(f"the CUDA graphs ({size(f.cuda_graph)}) are captured after the pool is sized, outside the "
                       f"budget ({kernel.release.name})", soft_wrap=True)
     if r.starts:

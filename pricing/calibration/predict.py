@@ -31,8 +31,6 @@ from pricing.units import GiB
 HERE = Path(__file__).parent
 SHARED_MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
 
-COMPONENTS = ("weights", "activation", "non_torch", "cuda_graph", "available_kv")
-
 
 @cache
 def record_models() -> dict[str, dict]:
@@ -200,7 +198,7 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
         p.skipped = f"deployment not modelled ({err})"
         return p
     p.kernel = k
-    in_budget = bool(release.fact(k.reg, None, "graph_estimate_in_budget"))
+    in_budget = bool(release.fact(k.reg, "graph_estimate_in_budget"))
     if borrowed and in_budget and not era.graph_estimate_in_budget:
         pool += f.cuda_graph
         in_budget = False
