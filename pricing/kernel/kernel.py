@@ -159,7 +159,8 @@ class Kernel:
         release's fitted fixed-memory laws are laid over the registry (Release.laws; `sampler`: the
         top-k/top-p path of the sampler warm-up, when known, else the release's default)."""
         release = get_release(release)
-        reg = release.laws(registry or load(), sampler)
+        chosen = Reads(registry or load())  # which era laws apply is read too
+        reg = release.laws(registry or load(), sampler, chosen)
         defaults = Reads(reg)  # the release's defaults the deployment took shape the figures too
         engine = resolve_engine(deployment, model, chip, defaults, release)
         if engine.pp == 1:
@@ -169,6 +170,7 @@ class Kernel:
                                                                                        engine.pp_partition)]
         for k in kernels:
             k._pipeline = kernels
+            k._used.update(chosen.read)
             k._used.update(defaults.read)
         if engine.pp == 1:
             return kernels[0]

@@ -72,15 +72,19 @@ class Release:
         """What a report says of the release: "vLLM 0.19.1 (pack vllm-0.19)"."""
         return f"vLLM {self.full_version} (pack {self.name})"
 
-    def laws(self, reg: Registry, sampler: str | None = None) -> Registry:
+    def laws(self, reg: Registry, sampler: str | None = None, reads: Reads | None = None) -> Registry:
         """The registry with the fixed-memory laws fitted for this pack's releases laid over the
         current ones (registry vllm_eras.laws_until: each entry's `since`–`until` holds the pack's
         line; an entry naming a `sampler` path applies only to start-ups whose top-k/top-p warm-up
         took it, by default the path vllm_eras.sampler_path_unstated names). `reg` itself when no law
         of its era differs (vLLM 0.33)."""
+        if self.key("era_laws") not in reg:  # a pack whose laws are the registry's own (asking is not reading)
+            return reg
+        look = reads if reads is not None else reg  # a recording view lists what the choice read
+        mine = set(look.value(self.key("era_laws")))
         changed = {}
-        for name in era_law_names(reg, release_tuple(self.full_version), sampler):
-            entry = reg[name]
+        for name in [n for n in era_law_names(reg, release_tuple(self.full_version), sampler, look) if n in mine]:
+            entry = look[name]
             law = entry.value["law"]
             how = f"era {entry.value.get('since', '')}–{entry.value['until']}: {entry.how}"
             changed[law] = Sourced(law, entry.value["value"], entry.source, how)
@@ -146,15 +150,16 @@ def release_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(g) for g in m.groups() if g is not None) if m else ()
 
 
-def era_law_names(reg: Registry, release: tuple[int, ...], sampler: str | None) -> list[str]:
+def era_law_names(reg: Registry, release: tuple[int, ...], sampler: str | None, look=None) -> list[str]:
     """The vllm_eras.laws_until entries a start-up of `release` is predicted with (its line within
     the entry's `since`–`until`; an entry naming a `sampler` path, only when the warm-up took that
     path: `sampler`, else vllm_eras.sampler_path_unstated)."""
     if not release:
         return []
-    path = sampler or str(reg.value("vllm_eras.sampler_path_unstated"))
+    look = reg if look is None else look  # `look`: the view the values are read through
+    path = sampler or str(look["vllm_eras.sampler_path_unstated"].value)
     line = tuple(release[:2])
     return [name for name in reg.names("vllm_eras.laws_until.")
-            if reg[name].value.get("sampler", path) == path
-            and release_tuple(str(reg[name].value.get("since", "0.0"))) <= line
-            <= release_tuple(str(reg[name].value["until"]))]
+            if look[name].value.get("sampler", path) == path
+            and release_tuple(str(look[name].value.get("since", "0.0"))) <= line
+            <= release_tuple(str(look[name].value["until"]))]
