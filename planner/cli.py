@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         click.echo(f"plan: error: {err}", err=True)
         return 2
+    except OverflowError as err:  # the solver's integer range (planner/search.py _weights): input too large
+        click.echo(f"plan: error: {err}", err=True)
+        return 2
     except click.UsageError as err:
         hint = f" (see `plan {err.ctx.info_name if err.ctx and err.ctx.parent else ''} --help`)".replace("  ", " ")
         click.echo(f"plan: error: {err.format_message()}{hint}", err=True)

@@ -10,6 +10,8 @@ from planner import defaults
 MAX_CONCURRENCY = defaults.value("limits.max_concurrency")  # the solver's integer range (planner/defaults.yaml)
 MAX_GPUS = defaults.value("limits.max_gpus")
 MAX_PRICE = defaults.value("limits.max_price")  # USD per GPU-hour
+MAX_RATE = defaults.value("limits.max_requests_per_second")
+MIN_CONTEXT = defaults.value("limits.min_context_length")
 
 
 def rates_in_range(v):
@@ -26,7 +28,8 @@ class WorkloadSpec(BaseModel):
 
     isl: int = Field(ge=1, description="mean input (prompt) tokens of a request")
     osl: int = Field(ge=1, description="mean output tokens of a request")
-    requests_per_second: float | None = Field(None, gt=0, description="requests the pool must serve each second")
+    requests_per_second: float | None = Field(None, gt=0, le=MAX_RATE,
+                                              description="requests the pool must serve each second")
 
 
 class ServiceSpec(BaseModel):
@@ -37,7 +40,7 @@ class ServiceSpec(BaseModel):
     model: str
     quantization: str | None = None
     concurrency: int = Field(ge=1, le=MAX_CONCURRENCY, description="concurrent requests at the context length")
-    context_length: int | None = Field(None, ge=1, description="max_model_len; None: the model's maximum")
+    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="max_model_len; None: the model's maximum")
     headroom: float = Field(0.0, ge=0, description="percent of extra concurrency the pool must hold")
     num_speculative_tokens: int = Field(0, ge=0)
     speculative_method: str | None = None
@@ -143,3 +146,35 @@ def validation_message(error: dict) -> str:
     """One pydantic error's message as the user reads it: without the "Value error, " pydantic puts
     before what a validator raised."""
     return error["msg"].removeprefix("Value error, ")
+
+
+def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
+    """What is wrong with `service` for `model` whatever the instance shape, as (field, problem,
+    fix) with the ServiceSpec field's name: a KV cache dtype the release does not know, a drafter
+    the model does not ship (pricing/kernel/deployment.py resolve_engine's checks, made once for
+    the service instead of once per shape), and a workload whose request does not fit the context
+    (vLLM rejects a prompt longer than max_model_len, and stops a request at it)."""
+    from pricing.rules import get as release_of
+
+    out = []
+    known = release_of(service.vllm_version).kv_cache_dtypes
+    for kv in service.kv_cache_dtypes:
+        if kv.lower() not in known:
+            out.append(("kv_cache_dtypes", f"unknown dtype {kv!r} for vLLM {service.vllm_version}",
+                        f"use one of {', '.join(known)}"))
+    method = service.speculative_method
+    if method is not None and method.lower() not in model.speculative_methods:
+        out.append(("speculative_method", f"{method!r} is not available for {model.name}",
+                    f"supported: {', '.join(model.speculative_methods) or 'none'}"))
+    elif service.num_speculative_tokens and not model.speculative_methods:
+        out.append(("num_speculative_tokens", f"{model.name} ships no drafter (MTP or DSpark)", "set it to 0"))
+    elif method is not None and not service.num_speculative_tokens:
+        out.append(("num_speculative_tokens", "must be at least 1 when a speculative method is set",
+                    "for example 1 for MTP, 5 for DSpark"))
+    w = service.workload
+    length = service.context_length or model.max_position
+    if w is not None and w.isl + w.osl > length:
+        out.append(("workload", f"a request of {w.isl:,} input and {w.osl:,} output tokens does not fit the "
+                    f"{length:,}-token context", f"lower --isl/--osl or raise --context-length to at least "
+                    f"{w.isl + w.osl:,}"))
+    return out

@@ -27,6 +27,7 @@ from planner.request import (
     MAX_CONCURRENCY,
     MAX_GPUS,
     MAX_PRICE,
+    MIN_CONTEXT,
     PoolLimits,
     ServiceSpec,
     WorkloadSpec,
@@ -65,7 +66,7 @@ class Service(BaseModel):
     quantization: str | None = None
     concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY,
                                     description="concurrent requests at the context length")
-    context_length: int | None = Field(None, ge=1, description="tokens per request (max_model_len)")
+    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="tokens per request (max_model_len)")
     headroom: float | None = Field(None, ge=0, description="percent of extra concurrency to hold")
     chips: list[str] | None = Field(None, min_length=1, description="chips this service may run on")
     kv_cache_dtype: list[str] | None = Field(None, min_length=1, description="KV cache dtypes the search may choose")
@@ -262,9 +263,12 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (safe YAML loader); every error reported before any planning."""
     path = Path(path)
     try:
-        raw = yaml_fast.load(path.read_text())
+        raw = yaml_fast.load(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise InputError("FILE", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except UnicodeDecodeError as err:
+        raise InputError(str(path), f"is not UTF-8 text (byte {err.start}: {err.reason})",
+                         "save the scenario file as UTF-8") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from planner.commands import ranges
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
 from pricing.chips import chip_ids, get_chip
@@ -37,31 +38,32 @@ def vllm_flags(f):
     """vLLM 0.33's own flags, as `vllm serve` spells them."""
     options = [
         click.option("--tensor-parallel-size", "-tp", "--tp", "tensor_parallel_size",
-                     type=int, default=1, show_default=True),
-        click.option("--pipeline-parallel-size", "-pp", "--pp", "pipeline_parallel_size", type=int, default=1,
-                     show_default=True, help="pipeline stages (layers split as vLLM's get_pp_indices)"),
+                     type=ranges.at_least(1), default=1, show_default=True),
+        click.option("--pipeline-parallel-size", "-pp", "--pp", "pipeline_parallel_size", type=ranges.at_least(1),
+                     default=1, show_default=True, help="pipeline stages (layers split as vLLM's get_pp_indices)"),
         click.option("--pp-layer-partition", "pp_layer_partition", callback=_partition, metavar="N,N,...",
                      help="layers per stage, as VLLM_PP_LAYER_PARTITION sets them"),
         click.option("--data-parallel-size", "-dp", "--dp", "data_parallel_size",
-                     type=int, default=1, show_default=True),
+                     type=ranges.at_least(1), default=1, show_default=True),
         click.option("--enable-expert-parallel", is_flag=True),
         click.option("--decode-context-parallel-size", "-dcp", "--dcp", "decode_context_parallel_size",
-                     type=int, default=1),
+                     type=ranges.at_least(1), default=1),
         click.option("--prefill-context-parallel-size", "-pcp", "--pcp", "prefill_context_parallel_size",
-                     type=int, default=1),
-        click.option("--gpu-memory-utilization", type=float, help="default 0.92 (vLLM 0.33)"),
-        click.option("--max-num-batched-tokens", type=int, help="default by chip memory (vLLM 0.33)"),
-        click.option("--max-num-seqs", type=int, help="default by chip memory (vLLM 0.33)"),
-        click.option("--max-model-len", type=int, help="default: the model's maximum"),
+                     type=ranges.at_least(1), default=1),
+        click.option("--gpu-memory-utilization", type=ranges.fraction(), help="default 0.92 (vLLM 0.33)"),
+        click.option("--max-num-batched-tokens", type=ranges.at_least(1), help="default by chip memory (vLLM 0.33)"),
+        click.option("--max-num-seqs", type=ranges.at_least(1), help="default by chip memory (vLLM 0.33)"),
+        click.option("--max-model-len", type=ranges.at_least(1), help="default: the model's maximum"),
         click.option("--kv-cache-dtype", default="auto", show_default=True),
-        click.option("--block-size", type=int),
-        click.option("--num-speculative-tokens", type=int, default=0),
+        click.option("--block-size", type=ranges.at_least(1),
+                     help="tokens per KV block (default: the attention backend's)"),
+        click.option("--num-speculative-tokens", type=ranges.at_least(0), default=0),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
         click.option("--enable-eplb", is_flag=True),
-        click.option("--num-redundant-experts", type=int, default=0),
+        click.option("--num-redundant-experts", type=ranges.at_least(0), default=0),
         click.option("--enforce-eager", is_flag=True),
         click.option("--cudagraph-mode", help="NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE"),
-        click.option("--kv-cache-memory-bytes", type=int, help="fix the KV pool, as vLLM's flag does"),
+        click.option("--kv-cache-memory-bytes", type=ranges.at_least(1), help="fix the KV pool, as vLLM's flag does"),
         click.option("--no-enable-prefix-caching", "enable_prefix_caching", is_flag=True, flag_value=False,
                      default=True),
         click.option("--no-async-scheduling", "async_scheduling", is_flag=True, flag_value=False, default=True),
@@ -79,13 +81,16 @@ def vllm_flags(f):
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
 @click.option("--quantization", help=methods_help())
-@click.option("--memory-bytes", type=int, help="override the chip's memory as vLLM sees it")
-@click.option("--tokens", type=int, default=4096, show_default=True, help="length of the request to price")
+@click.option("--memory-bytes", type=ranges.at_least(1), help="override the chip's memory as vLLM sees it")
+@click.option("--tokens", type=ranges.at_least(0), default=4096, show_default=True,
+              help="length of the request to price")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes (provenance included)")
 @click.option("--provenance", "show_provenance", is_flag=True, help="also print every registry value used")
-@click.option("--batch", type=int, help="requests each rank decodes at once, for the step time (default: all it holds)")
-@click.option("--isl", type=int, help="mean input tokens (with --osl: price the step for that workload)")
-@click.option("--osl", type=int, help="mean output tokens (with --isl)")
+@click.option("--batch", type=ranges.at_least(1),
+              help="requests each rank decodes at once, for the step time (default: all it holds)")
+@click.option("--isl", type=ranges.at_least(1),
+              help="mean input tokens (with --osl: price the step for that workload)")
+@click.option("--osl", type=ranges.at_least(1), help="mean output tokens (with --isl)")
 @acceptance_option()
 @vllm_version_option()
 @vllm_flags

@@ -7,13 +7,22 @@ when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 from __future__ import annotations
 
 import json
-import math
 
 import click
 from pydantic import ValidationError
 
+from planner.commands import ranges
 from planner.commands.registry_option import registry_option
-from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
+from planner.request import (
+    MAX_CONCURRENCY,
+    MAX_GPUS,
+    MAX_RATE,
+    MIN_CONTEXT,
+    PlanRequest,
+    PoolLimits,
+    ServiceSpec,
+    validation_message,
+)
 from pricing.config.quantization import methods_help
 from pricing.errors import InputError
 
@@ -26,18 +35,12 @@ def vllm_version_option():
                         help="the vLLM release to plan for (its KV grouping rules and defaults)")
 
 
-def _check_time_limit(ctx, param, value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise InputError("--time-limit", f"must be a positive number of seconds, got {value:g}", "for example 10")
-    return value
-
-
 def time_limit_option():
     """--time-limit, one option on `plan`, `plan compare` and `plan scenario`: the solver's
     wall-clock bound (planner/defaults.yaml solver.max_time_in_seconds when absent)."""
     from planner import defaults
 
-    return click.option("--time-limit", type=float, callback=_check_time_limit,
+    return click.option("--time-limit", type=ranges.positive("for example 10"),
                         help="solver wall-clock bound in seconds (default "
                              f"{defaults.value('solver.max_time_in_seconds'):g}, planner/defaults.yaml)")
 
@@ -50,43 +53,47 @@ def options_list(axes: bool = False) -> list:
     return [
         click.option("--model", help="model card name, config.json path or cached HF id" + repeat, **many),
         click.option("--chip", multiple=True, help="chip id (repeat to choose among chips; see `plan chips`)"),
-        click.option("--concurrency", type=int, help="concurrent requests the pool must hold" + repeat, **many),
-        click.option("--context-length", "--max-model-len", "context_length", type=int,
+        click.option("--concurrency", type=ranges.at_least(1, high=MAX_CONCURRENCY),
+                     help="concurrent requests the pool must hold" + repeat, **many),
+        click.option("--context-length", "--max-model-len", "context_length",
+                     type=ranges.at_least(MIN_CONTEXT, "give the tokens per request, e.g. 32768"),
                      help="tokens per request (max_model_len); default: the model's maximum" + repeat, **many),
-        click.option("--headroom", type=float, default=0.0, show_default=True,
+        click.option("--headroom", type=ranges.percent(), default=0.0, show_default=True,
                      help="percent of extra concurrency the pool must hold"),
-        click.option("--margin", type=float,
+        click.option("--margin", type=ranges.percent(high=100, high_open=True),
                      help="percent of each rank's predicted KV pool not counted on; default: the calibration's "
                           "90th-percentile optimistic error (registry cost_model_memory.kv_pool_margin)"),
-        click.option("--max-gpus", type=int, help="GPUs the pool may use (instances pack into whole nodes)"),
-        click.option("--gpus-per-node", type=int, help="GPUs per node (default: the chip's)"),
-        click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=int,
+        click.option("--max-gpus", type=ranges.at_least(1, high=MAX_GPUS),
+                     help="GPUs the pool may use (instances pack into whole nodes)"),
+        click.option("--gpus-per-node", type=ranges.at_least(1), help="GPUs per node (default: the chip's)"),
+        click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=ranges.at_least(1),
                      help="allowed tensor parallel sizes (repeat)"),
-        click.option("--pp", "-pp", "--pipeline-parallel-size", "pp", multiple=True, type=int,
+        click.option("--pp", "-pp", "--pipeline-parallel-size", "pp", multiple=True, type=ranges.at_least(1),
                      help="allowed pipeline parallel sizes (repeat; stages across nodes)"),
-        click.option("--dp", "-dp", "--data-parallel-size", "dp", multiple=True, type=int,
+        click.option("--dp", "-dp", "--data-parallel-size", "dp", multiple=True, type=ranges.at_least(1),
                      help="allowed data parallel sizes (repeat; MoE models)"),
-        click.option("--dcp", "-dcp", "--decode-context-parallel-size", "dcp", multiple=True, type=int,
+        click.option("--dcp", "-dcp", "--decode-context-parallel-size", "dcp", multiple=True, type=ranges.at_least(1),
                      help="allowed decode context parallel sizes (repeat)"),
         click.option("--kv-cache-dtype", multiple=True, help="KV cache dtypes to choose among (repeat); default auto"),
-        click.option("--gpu-memory-utilization", multiple=True, type=float,
+        click.option("--gpu-memory-utilization", multiple=True, type=ranges.fraction(),
                      help="utilizations to search (repeat); default: planner/defaults.yaml, topped out 1 GiB below "
                           "what the chip holds beside the budget"),
-        click.option("--max-num-batched-tokens", multiple=True, type=int,
+        click.option("--max-num-batched-tokens", multiple=True, type=ranges.at_least(1),
                      help="token budgets to search (repeat); default 2048 … 32768"),
-        click.option("--num-speculative-tokens", type=int, default=0, show_default=True),
+        click.option("--num-speculative-tokens", type=ranges.at_least(0), default=0, show_default=True),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
         acceptance_option(),
         click.option("--quantization", help=methods_help() + repeat, **many),
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         time_limit_option(),
-        click.option("--tpot-ms", type=float, help="time per output token every request must get, in ms"),
-        click.option("--ttft-ms", type=float, help="time to first token of a prompt (--isl tokens), in ms"),
-        click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
-        click.option("--osl", type=int, help="mean output tokens of a request (with --isl)"),
-        click.option("--requests-per-second", type=float, help="requests the pool must serve each second (needs "
-                     "--isl and --osl)"),
+        click.option("--tpot-ms", type=ranges.positive(), help="time per output token every request must get, in ms"),
+        click.option("--ttft-ms", type=ranges.positive(), help="time to first token of a prompt (--isl tokens), in ms"),
+        click.option("--isl", type=ranges.at_least(1),
+                     help="mean input tokens of a request (with --osl: the workload)"),
+        click.option("--osl", type=ranges.at_least(1), help="mean output tokens of a request (with --isl)"),
+        click.option("--requests-per-second", type=ranges.positive(high=MAX_RATE),
+                     help="requests the pool must serve each second (needs --isl and --osl)"),
         vllm_version_option(),
         click.option("--provenance", "show_provenance", is_flag=True,
                      help="also print every registry value and planner default used (always in --json)"),
@@ -197,6 +204,20 @@ def request_from(options: dict) -> PlanRequest:
     return PlanRequest(service=service, limits=limits)
 
 
+FLAGS = {"kv_cache_dtypes": "--kv-cache-dtype", "speculative_method": "--speculative-method",
+         "num_speculative_tokens": "--num-speculative-tokens", "workload": "--isl"}
+
+
+def check_service(service: ServiceSpec) -> None:
+    """The first of what is wrong with the service whatever the shape, as bad input (exit 2)
+    before the search (planner/request.py service_problems)."""
+    from planner.request import service_problems
+    from pricing.graph import load_model
+
+    for field, problem, fix in service_problems(service, load_model(service.model, service.quantization))[:1]:
+        raise InputError(FLAGS[field], problem, fix)
+
+
 def unused_prices(request: PlanRequest) -> list[str]:
     """`--price chip=…` for a chip that is not planned has no effect: say so."""
     from pricing.chips import get_chip
@@ -216,8 +237,9 @@ def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) 
 def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
     if not options.get("model"):
-        click.echo(ctx.get_help())
-        return
+        raise InputError("--model", "is required" if options.get("model") is None else "must not be empty",
+                         "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "
+                         "`plan --help` lists the options")
     from planner.commands.memory import console_for_output
     from planner.heap import freeze_imported
     from planner.render import render_infeasible, render_plan
@@ -225,6 +247,7 @@ def run(ctx: click.Context, **options) -> None:
 
     freeze_imported()
     request = request_from(options)
+    check_service(request.service)
     result = plan(request)
     result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
                                                                     request.service.num_speculative_tokens)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,12 @@ def check_output_path(path: str | None, flag: str = "--chart") -> None:
                          "folder")
     if target.is_dir() or not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise InputError(flag, f"cannot write {path}", "name a file you can write")
+    try:  # the permission bits do not tell (root, /proc, a read-only mount): create a file beside it
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=f".{target.name}.", suffix=".probe"):
+            pass
+    except OSError as err:
+        raise InputError(flag, f"cannot write {path} ({err.strerror})", "name a file in a folder you can write") \
+            from None
 
 
 def check_concurrency(n: int, flag: str) -> None:
