@@ -1,7 +1,7 @@
 """`plan --model M --chip C --concurrency N`: the cheapest pool of GPUs, in which vLLM
 configuration, that holds N concurrent requests at the context length.
 
-Thin: parse the flags into a `PlanRequest`, call `planner.search.plan`, render. Exit status 1
+Thin: parse the flags into a `PlanRequest`, call `planner.search.cpsat.plan`, render. Exit status 1
 when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 
 from __future__ import annotations
@@ -240,10 +240,10 @@ def run(ctx: click.Context, **options) -> None:
         raise InputError("--model", "is required" if options.get("model") is None else "must not be empty",
                          "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "
                          "`plan --help` lists the options")
-    from planner.commands.memory import console_for_output
     from planner.heap import freeze_imported
-    from planner.render import render_infeasible, render_plan
-    from planner.search import plan, winner_kernel
+    from planner.report.memory import console_for_output
+    from planner.report.render import render_infeasible, render_plan
+    from planner.search.cpsat import plan, winner_kernel
 
     freeze_imported()
     request = request_from(options)
