@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from planner.commands import ranges
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
-from planner.report.memory import console_for_output, render_memory
+from planner.report.memory import render_memory
+from planner.report.numbers import count, number
+from planner.report.tables import Col, console_for_output, csv_text, print_table
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
 from pricing.units import GiB
@@ -158,10 +158,19 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
             "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None}
 
 
+TABLE_FORMATS = click.Choice(["table", "csv"])
+MODEL_COLUMNS = (Col("name", "name"), Col("Hugging Face id", "name", drop=1), Col("format", "name", drop=2),
+                 Col("description", "text", drop=3))
+CHIP_COLUMNS = (Col("id", "name"), Col("name", "text", drop=4), Col("generation", "name", drop=3),
+                Col("memory (GiB)"), Col("GPUs/node", drop=2), Col("tp within", "text", drop=5), Col("$/GPU-hour"),
+                Col("as of", "name", drop=1))
+
+
 @click.command()
 @registry_option
 @click.option("--json", "as_json", is_flag=True)
-def models(as_json):
+@click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
+def models(as_json, fmt):
     """The model cards the project ships (--model takes the name)."""
     from pricing.config import list_cards, resolve
     from pricing.config.quantization import served_format
@@ -174,18 +183,19 @@ def models(as_json):
     if as_json:
         click.echo(json.dumps(cards, indent=2))
         return
-    table = Table(title="model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)")
-    for col in ("name", "Hugging Face id", "format", "description"):
-        table.add_column(col)
-    for c in cards:
-        table.add_row(c["name"], c["hf_id"], c["format"], c["description"])
-    Console().print(table)
+    rows = [[c["name"], c["hf_id"], c["format"], c["description"]] for c in cards]
+    if fmt == "csv":
+        click.echo(csv_text(MODEL_COLUMNS, rows), nl=False)
+        return
+    print_table(console_for_output(), "model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)",
+                MODEL_COLUMNS, rows)
 
 
 @click.command()
 @registry_option
 @click.option("--json", "as_json", is_flag=True)
-def chips(as_json):
+@click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
+def chips(as_json, fmt):
     """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a
     default price (`*`: an estimate, dated in the footnote)."""
     rows = [get_chip(c) for c in chip_ids()]
@@ -198,15 +208,13 @@ def chips(as_json):
                                 "sources": {p.name.rsplit(".", 1)[-1]: p.source for p in c.provenance}}
                                for c in rows], indent=2))
         return
-    table = Table(title="chips")
-    for col in ("id", "name", "generation", "memory (GiB)", "GPUs/node", "tp within", "$/GPU-hour", "as of"):
-        table.add_column(col, justify="right" if col in ("memory (GiB)", "GPUs/node", "$/GPU-hour") else "left",
-                         no_wrap=col != "name")
-    for c in rows:
-        table.add_row(c.id, c.name, c.generation, f"{c.memory_bytes / GiB:.2f}", str(c.gpus_per_node),
-                      f"{c.tp_domain} over {c.tp_link}" if c.tp_domain > 1 else "1 (one GPU per node)",
-                      c.price_label, c.price_as_of)
+    cells = [[c.id, c.name, c.generation, number(c.memory_bytes / GiB), count(c.gpus_per_node),
+              f"{c.tp_domain} over {c.tp_link}" if c.tp_domain > 1 else "1 (one GPU per node)", c.price_label,
+              c.price_as_of] for c in rows]
+    if fmt == "csv":
+        click.echo(csv_text(CHIP_COLUMNS, cells), nl=False)
+        return
     console = console_for_output()
-    console.print(table)
+    print_table(console, "chips", CHIP_COLUMNS, cells)
     console.print("* an estimate, not a quote (dated in 'as of'); give your own with --price. A chip without NVLink "
                   "runs tensor parallelism over PCIe within a node, as vLLM allows. Sources: `plan chips --json`.")

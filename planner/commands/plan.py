@@ -129,7 +129,11 @@ def apply_options(options: list, f):
 
 
 def plan_options(f):
-    return apply_options(options_list(), f)
+    """`plan`'s options: the shared ones, and how the plan is printed."""
+    shown = [click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
+             click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True,
+                          help="csv: the plan table (the best pool and the alternatives), every column")]
+    return apply_options(options_list() + shown, f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -242,7 +246,8 @@ def run(ctx: click.Context, **options) -> None:
                          "`plan --help` lists the options")
     from planner.heap import freeze_imported
     from planner.report.memory import console_for_output
-    from planner.report.render import render_infeasible, render_plan
+    from planner.report.render import PLAN_COLUMNS, plan_rows, render_brief, render_infeasible, render_plan
+    from planner.report.tables import csv_text
     from planner.search.cpsat import plan, winner_kernel
 
     freeze_imported()
@@ -255,9 +260,13 @@ def run(ctx: click.Context, **options) -> None:
         click.echo(json.dumps(result.model_dump(), indent=2))
         for line in result.explanations + [f"note: {n}" for n in result.notes]:
             click.echo(line, err=True)
-    elif result.feasible:
-        render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"])
-    else:
+    elif not result.feasible:
         render_infeasible(result, console_for_output())
+    elif options.get("fmt") == "csv":
+        click.echo(csv_text(PLAN_COLUMNS, plan_rows(result)), nl=False)
+    elif options.get("brief"):
+        render_brief(result, console_for_output())
+    else:
+        render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"])
     if not result.feasible:
         ctx.exit(1)

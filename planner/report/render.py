@@ -3,12 +3,23 @@ memory (the kernel's own printout), and the command that starts one instance."""
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from planner.report.memory import render_memory, render_provenance
-from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
+from planner.report.numbers import (
+    amount,
+    count,
+    duration,
+    money,
+    number,
+    percent,
+    percent_value,
+    plural,
+    tokens,
+    with_article,
+)
+from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase
+from planner.report.tables import Col, print_table
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
@@ -17,7 +28,8 @@ def split(p: PoolPlan, names: bool = True) -> str:
     """'2 × (tp 8, pp 1, dp 1, ep off, dcp 1)', or '2 × (8, 1, 1, off, 1)' under a header that names them."""
     parts = (("tp", p.tensor_parallel_size), ("pp", p.pipeline_parallel_size), ("dp", p.data_parallel_size),
              ("ep", "on" if p.enable_expert_parallel else "off"), ("dcp", p.decode_context_parallel_size))
-    return f"{p.replicas} × (" + (", " if names else ",").join(f"{k} {v}" if names else str(v) for k, v in parts) + ")"
+    inner = (", " if names else ",").join(f"{k} {v}" if names else str(v) for k, v in parts)
+    return f"{count(p.replicas)} × ({inner})"
 
 
 def _nodes(p: PoolPlan) -> str:
@@ -25,44 +37,77 @@ def _nodes(p: PoolPlan) -> str:
     return f"{p.replicas} × {p.nodes_per_replica}" if p.nodes_per_replica > 1 else "-"
 
 
-def plans_table(result: PlanResult) -> Table:
+PLAN_COLUMNS = (Col("", "name"), Col("chip", "name"), Col("GPUs"), Col("nodes", drop=3),
+                Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"), Col("util.", drop=4), Col("token\nbudget", drop=5),
+                Col("max_num_seqs", drop=6), Col("held"), Col("headroom", drop=2), Col("$/hour"),
+                Col("$/month", drop=1))
+
+
+def target_phrase(result: PlanResult) -> str:
+    """What was asked, every target restated: '64 concurrent requests at 1,048,576 tokens, TPOT ≤
+    30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
-    title = f"{result.model}: {t.concurrency} concurrent requests at {t.context_length:,} tokens"
-    if result.headroom_percent:
-        title += f" (+{result.headroom_percent:g} % headroom: {result.required} held)"
-    table = Table(box=box.SIMPLE_HEAD, title=title)
-    shape = "replicas × (tp,pp,dp,ep,dcp)"
-    columns = ("", "chip", "GPUs", "nodes", shape, "util.", "token budget", "max_num_seqs", "held", "headroom",
-               "$/hour", "$/month")
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("", "chip", shape) else "right", no_wrap=True)
+    text = f"{count(t.concurrency)} concurrent requests at {count(t.context_length)} tokens"
+    if t.tpot_ms is not None:
+        text += f", TPOT ≤ {duration(t.tpot_ms)}"
+    if t.ttft_ms is not None:
+        text += f", TTFT ≤ {duration(t.ttft_ms)}"
+    if t.requests_per_second is not None:
+        text += f", {number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s"
+    if t.isl is not None:
+        text += f" (prompts of {count(t.isl)}, outputs of {count(t.osl)} tokens)"
+    if t.headroom_percent:
+        text += f" (+{percent_value(t.headroom_percent)} headroom: {count(t.required)} required)"
+    return text
+
+
+def plan_rows(result: PlanResult) -> list[list[str]]:
+    """The best pool and its alternatives, one row each in PLAN_COLUMNS' order."""
+    rows = []
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
-        table.add_row("best" if i == 0 else str(i), p.chip, str(p.gpus), _nodes(p), split(p, names=False) + kv,
-                      f"{p.gpu_memory_utilization:.2f}", f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs),
-                      f"{p.concurrency:,}", f"{p.headroom:.1%}", f"{p.cost_per_hour:,.2f}{star(p)}",
-                      f"{p.cost_per_hour * result.hours_per_month:,.0f}{star(p)}")
-    return table
+        rows.append(["best" if i == 0 else str(i), p.chip, count(p.gpus), _nodes(p), split(p, names=False) + kv,
+                     f"{p.gpu_memory_utilization:.2f}", count(p.max_num_batched_tokens), count(p.max_num_seqs),
+                     count(p.concurrency), percent(p.headroom), amount(p.cost_per_hour, p.price_estimate),
+                     amount(p.cost_per_hour * result.hours_per_month, p.price_estimate, cents=False)])
+    return rows
+
+
+def plans_table(result: PlanResult, console: Console) -> None:
+    """The plan table, fitted to the console (planner/report/tables.py)."""
+    print_table(console, f"{result.model}: {target_phrase(result)}", PLAN_COLUMNS, plan_rows(result))
+
+
+def margin_line(result: PlanResult) -> str:
+    """'margin: 0.9% of each rank's predicted KV pool is not counted on (--margin sets it; --provenance
+    says where it comes from)': short; the source is in the provenance and the JSON."""
+    given = result.margin.source == "--margin"
+    return (f"margin: {percent(result.margin.fraction)} of each rank's predicted KV pool is not counted on ("
+            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says where it comes from")
+            + ")")
+
+
+def best_line(best: PoolPlan) -> str:
+    """'best: 4 × h200 GPUs as 1 × (tp 1, ...), 100 requests held, $18.16*/hour'."""
+    return (f"best: {count(best.gpus)} × {best.chip} GPUs as {split(best)}, {count(best.concurrency)} requests held, "
+            f"{money(best.cost_per_hour, best.price_estimate)}/hour")
 
 
 def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance: bool = False) -> None:
     """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count."""
     best = result.best
-    console.print(plans_table(result))
+    plans_table(result, console)
     for note in price_footnotes([best, *result.alternatives]):
         console.print(note)
-    console.print(f"context length {result.target.context_length:,} tokens (max_model_len); cost is GPUs × "
+    console.print(f"context length {count(result.target.context_length)} tokens (max_model_len); cost is GPUs × "
                   f"$/GPU-hour, {result.hours_per_month} hours a month; ties go to fewer GPUs, then more headroom, "
                   "then the larger token budget")
     if result.margin is not None:
-        console.print(f"margin: {result.margin.fraction:.1%} of each rank's predicted KV pool is not counted on "
-                      f"({result.margin.source}" + ("" if result.margin.source == "--margin" else "; --margin sets it")
-                      + ")", soft_wrap=True)
+        console.print(margin_line(result), soft_wrap=True, markup=False)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
                   f"{solver_phrase(result.search.solver_status)}", soft_wrap=True)
     console.print()
-    console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
-                  f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")
+    console.print(best_line(best))
     console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
     for line in speed_lines(best):
         console.print(line, soft_wrap=True, markup=False)
@@ -71,9 +116,25 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     if provenance:
         render_provenance(result.provenance, console)
     console.print()
+    render_launch(best, console)
+    render_notes(result.notes, console)
+
+
+def render_brief(result: PlanResult, console: Console) -> None:
+    """`plan --brief`: the plan line, what binds, the launch commands."""
+    best = result.best
+    console.print(f"{result.model}: {target_phrase(result)}", soft_wrap=True, markup=False)
+    console.print(best_line(best), soft_wrap=True, markup=False)
+    console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
+    render_launch(best, console)
+    render_notes(result.notes, console)
+
+
+def render_launch(best: PoolPlan, console: Console) -> None:
+    """How to start the pool: one `vllm serve` per instance, or per node of a multi-node instance."""
     if best.vllm_serve_nodes:
         per_node = best.gpus_per_replica // best.nodes_per_replica
-        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
+        console.print(f"start {plural(best.replicas, 'replica')} of {best.gpus_per_replica} "
                       f"GPUs each; one instance takes {best.nodes_per_replica} nodes of {per_node} GPUs (pipeline "
                       "stages across nodes, tp within a node's NVLink domain). On each node of an instance, with "
                       "HEAD_IP the head node's address:")
@@ -84,10 +145,9 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
                       "others, then on the head the first command without --nnodes/--node-rank/--master-addr, "
                       "with --distributed-executor-backend ray", soft_wrap=True, markup=False)
     else:
-        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
-                      f"GPU{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
+        console.print(f"start {plural(best.replicas, 'replica')} of {plural(best.gpus_per_replica, 'GPU')} each, one "
+                      "per instance:")
         command(console, best.vllm_serve)
-    render_notes(result.notes, console)
 
 
 def command(console: Console, text: str) -> None:
@@ -102,17 +162,10 @@ def render_notes(notes: list[str], console: Console) -> None:
 
 
 def render_infeasible(result: PlanResult, console: Console) -> None:
-    t = result.target
-    console.print(f"[bold red]no pool fits[/bold red] {result.model} at {t.concurrency} concurrent requests of "
-                  f"{t.context_length:,} tokens" + (f" ({result.required} with headroom)" if result.headroom_percent
-                                                     else "") + ":")
+    console.print(f"[bold red]no pool fits[/bold red] {result.model}: {target_phrase(result)}", soft_wrap=True)
     for line in result.explanations:
         console.print(f"- {line}", soft_wrap=True)
     render_notes(result.notes, console)
-
-
-def _seconds(ms: float) -> str:
-    return f"{ms:,.1f} ms" if ms < 10_000 else f"{ms / 1000:,.0f} s"
 
 
 def speed_lines(p: PoolPlan) -> list[str]:
@@ -123,10 +176,11 @@ def speed_lines(p: PoolPlan) -> list[str]:
         from pricing.step import missing_rates
 
         return [f"speed: unknown ({missing_rates(get_chip(p.chip))})"]
-    rate = f", {s.pool_requests_per_second:,.2f} requests/s" if s.pool_requests_per_second else ""
-    return [f"speed (step model): {s.tpot_ms:,.1f} ms per output token at {s.batch_per_rank} requests per rank "
-            f"({s.context_tokens:,} tokens of context), first token of a {s.prompt_tokens:,}-token prompt in "
-            f"{_seconds(s.ttft_ms)}; {s.output_tokens_per_second:,.0f} output tokens/s per instance, "
-            f"{s.output_tokens_per_second_per_gpu:,.0f} per GPU, {s.pool_output_tokens_per_second:,.0f} for the "
+    rate = f", {number(s.pool_requests_per_second)} requests/s" if s.pool_requests_per_second else ""
+    return [f"speed (step model): {duration(s.tpot_ms)} per output token at {count(s.batch_per_rank)} requests per "
+            "rank "
+            f"({count(s.context_tokens)} tokens of context), first token of {with_article(tokens(s.prompt_tokens))} "
+            f"prompt in {duration(s.ttft_ms)}; {count(s.output_tokens_per_second)} output tokens/s per instance, "
+            f"{count(s.output_tokens_per_second_per_gpu)} per GPU, {count(s.pool_output_tokens_per_second)} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
                                                                 if s.speculative else [])

@@ -8,8 +8,26 @@ from pydantic import BaseModel, Field
 
 
 class Target(BaseModel):
+    """What was asked, every target restated (the title of every report says it too)."""
+
     concurrency: int = Field(description="concurrent requests the user asked for (before headroom)")
     context_length: int = Field(description="max_model_len every request is sized at")
+    headroom_percent: float = Field(0.0, description="the extra concurrency asked for, in percent (--headroom)")
+    required: int = Field(0, description="requests the pool must hold: concurrency with the headroom")
+    tpot_ms: float | None = Field(None, description="time per output token every request must get (--tpot-ms)")
+    ttft_ms: float | None = Field(None, description="time to first token of a prompt (--ttft-ms)")
+    isl: int | None = Field(None, description="mean input tokens of a request (--isl)")
+    osl: int | None = Field(None, description="mean output tokens of a request (--osl)")
+    requests_per_second: float | None = Field(None, description="requests the pool must serve each second")
+
+    @classmethod
+    def of(cls, service, context_length: int) -> Target:
+        """The target of a planner/request.py ServiceSpec at its resolved context length."""
+        w = service.workload
+        return cls(concurrency=service.concurrency, context_length=context_length,
+                   headroom_percent=service.headroom, required=service.required, tpot_ms=service.tpot_ms,
+                   ttft_ms=service.ttft_ms, isl=w.isl if w else None, osl=w.osl if w else None,
+                   requests_per_second=w.requests_per_second if w else None)
 
 
 class StepFigures(BaseModel):

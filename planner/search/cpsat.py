@@ -308,7 +308,7 @@ def plan(request: PlanRequest) -> PlanResult:
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
     provenance = _provenance(model, service, by_chip[pools[0].chip], found.ranked[0][0].row) if pools else []
     return PlanResult(
-        feasible=bool(pools), target=Target(concurrency=service.concurrency, context_length=length),
+        feasible=bool(pools), target=Target.of(service, length),
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
                           seconds=round(found.seconds, 3), shapes_skipped=sum(t.skipped for t in found.tables)),
