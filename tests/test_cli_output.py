@@ -188,7 +188,7 @@ def test_overflow_is_a_one_line_error_before_any_work(capsys):
     assert main(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", str(10**8)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
-    assert "--concurrency" in captured.err and f"{defaults.value('limits.max_concurrency')}" in captured.err
+    assert "--concurrency" in captured.err and f"{defaults.value('limits.max_concurrency'):,}" in captured.err
 
 
 @pytest.mark.parametrize("target", ["missing/folder/chart.png", "chart.gif"])
@@ -355,7 +355,7 @@ def test_time_limit_is_one_option_with_one_validation_on_plan_compare_and_scenar
         assert captured.out == ""
         errors.append(captured.err)
     assert errors[0].startswith("plan: error: --time-limit: ") and len(set(errors)) == 1, errors
-    helps = {" ".join(re.search(r"--time-limit FLOAT\s+(.*?\))", CliRunner().invoke(cli, [*sub, "--help"]).output,
+    helps = {" ".join(re.search(r"--time-limit NUMBER\s+(.*?\))", CliRunner().invoke(cli, [*sub, "--help"]).output,
                                 re.DOTALL).group(1).split()) for sub in ([], ["compare"], ["scenario"])}
     assert len(helps) == 1 and "solver wall-clock bound in seconds" in helps.pop()
 

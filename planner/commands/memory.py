@@ -107,6 +107,9 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     if tokens < 0:
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
     graph = load_model(model, quantization)
+    if flags.get("mamba_cache_mode") is not None and not any(d["state"] is not None for _, d in graph.nodes()):
+        raise InputError("--mamba-cache-mode", f"{graph.name} has no recurrent (Mamba) state for it to cache",
+                         "drop the flag")
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
     kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
     report = memory_report(kernel, tokens)

@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 from pydantic import ValidationError
+from rich import box as boxes
 from rich.console import Console
-from rich.table import Table
 
 from planner import defaults
 from planner.commands.plan import options_list, time_limit_option
 from planner.commands.registry_option import registry_option
-from planner.report.memory import console_for_output
-from planner.report.render import command
-from planner.report.result import price_footnotes, star
+from planner.report.numbers import amount, count, percent
+from planner.report.render import command, split
+from planner.report.result import price_footnotes
+from planner.report.tables import Col, console_for_output, print_table
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
 from pricing.errors import InputError
@@ -35,7 +36,7 @@ FORMATS = click.Choice(["table", "json", "markdown"])
 
 
 def _console() -> Console:
-    return console_for_output(160)
+    return console_for_output()
 
 
 def _err_console() -> Console:
@@ -77,6 +78,14 @@ def check_concurrency(n: int, flag: str) -> None:
         raise InputError(flag, f"{n:,} is outside 1 … {limit:,}", "give the concurrent requests one review plans for")
 
 
+def fleet_columns(hours: int) -> list[Col]:
+    """The columns of one review's table of services."""
+    return [Col("service", "name"), Col("model", "name", drop=7), Col("chip", "name"), Col("GPUs"),
+            Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"), Col("util.", drop=4), Col("token\nbudget", drop=5),
+            Col("max_num_seqs", drop=6), Col("held /\nasked"), Col("headroom", drop=2), Col("$/hour"),
+            Col(f"$/month\n({hours} h)", drop=1)]
+
+
 def render_fleet(r: FleetResult, console: Console) -> None:
     hours = defaults.value("report.hours_per_month")
     title = f"{r.review or 'scenario'} — {r.variant}"
@@ -88,18 +97,11 @@ def render_fleet(r: FleetResult, console: Console) -> None:
             console.print(f"  {s.service} is short: {s.reason}", markup=False)
         console.print(search_line(r), soft_wrap=True)
         return
-    table = Table(title=title)
-    for col in ("service", "model", "chip", "GPUs", "replicas × (tp, pp, dp, ep, dcp)", "util", "token budget",
-                "max_num_seqs", "concurrency", "headroom", "$/hour", f"$/month ({hours} h)"):
-        table.add_column(col, justify="left" if col in ("service", "model", "chip") else "right")
-    for p in r.services:
-        split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
-                 f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
-        table.add_row(p.service, p.model, p.chip, str(p.gpus), split, f"{p.gpu_memory_utilization:.2f}",
-                      f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), f"{p.concurrency} / {p.target}",
-                      f"{p.headroom * 100:.0f} %", f"{p.cost_per_hour:,.2f}{star(p)}",
-                      f"{p.cost_per_hour * hours:,.0f}{star(p)}")
-    console.print(table)
+    rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
+             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.concurrency)} / {count(p.target)}",
+             percent(p.headroom, 0), amount(p.cost_per_hour, p.price_estimate),
+             amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
+    print_table(console, title, fleet_columns(hours), rows, box=boxes.SIMPLE_HEAD)
     for note in price_footnotes(r.services):
         console.print(note)
     used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
@@ -124,16 +126,18 @@ def render_comparison(c: Comparison, console: Console) -> None:
 
     hours = defaults.value("report.hours_per_month")
     chips = chips_of(c)
-    table = Table(title=f"{c.review or 'scenario'}: variants")
-    for col in ["variant"] + [f"{chip} GPUs" for chip in chips] + ["$/hour", f"$/month ({hours} h)", "vs base",
-                                                                     "binds"]:
-        table.add_column(col, justify="left" if col in ("variant", "binds") else "right")
+    columns = ([Col("variant", "name")] + [Col(f"{chip}\nGPUs") for chip in chips]
+               + [Col("$/hour"), Col(f"$/month\n({hours} h)", drop=2), Col("vs base", drop=1), Col("binds", "text")])
+    rows = []
     for r in c.results:
-        money = ([f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
-                  "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
-                 if r.feasible else ["infeasible", "infeasible", "—"])
-        table.add_row(r.variant, *[str(gpus_by_chip(r, chip)) for chip in chips], *money, binding(r))
-    console.print(table)
+        estimate = any(p.price_estimate for p in r.services)
+        figures = ([amount(r.cost_per_hour, estimate), amount(r.cost_per_month, estimate, cents=False),
+                    "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
+                   if r.feasible else ["infeasible", "infeasible", "—"])
+        rows.append([r.variant, *[count(gpus_by_chip(r, chip)) for chip in chips], *figures, binding(r)])
+    print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=boxes.SIMPLE_HEAD)
+    for note in price_footnotes([p for r in c.results for p in r.services]):
+        console.print(note, soft_wrap=True, markup=False)
 
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:

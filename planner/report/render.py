@@ -103,7 +103,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
                   f"$/GPU-hour, {result.hours_per_month} hours a month; ties go to fewer GPUs, then more headroom, "
                   "then the larger token budget")
     if result.margin is not None:
-        console.print(margin_line(result), soft_wrap=True, markup=False)
+        console.print(margin_line(result), markup=False)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
                   f"{solver_phrase(result.search.solver_status)}", soft_wrap=True)
     console.print()

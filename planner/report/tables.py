@@ -55,7 +55,7 @@ def pipe_width() -> int:
     return int(defaults.value("report.pipe_width"))
 
 
-def console_for_output(stderr: bool = False) -> Console:
+def console_for_output(*, stderr: bool = False) -> Console:
     """A console as wide as the terminal, or `COLUMNS`, or (piped, no COLUMNS) the pipe width."""
     probe = Console(stderr=stderr)
     columns = os.environ.get("COLUMNS", "").strip()
@@ -104,15 +104,12 @@ def fit(title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]]
         box=boxes.SIMPLE_HEAD, caption: str | None = None) -> tuple[Table, list[str]]:
     """The table at `width`, and the headers of the columns dropped to fit it (none when it fits)."""
     keep = list(range(len(columns)))
-    dropped: list[str] = []
     while True:
         table = _table(title, columns, rows, keep, box, caption)
         droppable = [i for i in keep if columns[i].drop > 0]
         if width_needed(table) <= width or not droppable:
-            return table, dropped
-        worst = max(droppable, key=lambda i: (columns[i].drop, i))
-        keep.remove(worst)
-        dropped.insert(0, columns[worst].header.replace("\n", " "))
+            return table, [" ".join(c.header.split()) for i, c in enumerate(columns) if i not in keep]
+        keep.remove(max(droppable, key=lambda i: (columns[i].drop, i)))
 
 
 def print_table(console: Console, title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], *,
@@ -123,7 +120,7 @@ def print_table(console: Console, title: str | None, columns: Sequence[Col], row
     if dropped:
         more = " or `--format csv`" if csv_hint else ""
         console.print(f"(not shown at {console.width} columns: {', '.join(dropped)}; widen the terminal, set "
-                      f"COLUMNS{more} to see every column)", soft_wrap=True, markup=False, highlight=False)
+                      f"COLUMNS{more} to see every column)", markup=False, highlight=False)
     return dropped
 
 

@@ -232,9 +232,6 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         raise InputError("--block-size", f"must be at least 1, got {d.block_size}", "for example 16")
     if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
         raise InputError("--kv-cache-memory-bytes", "must not be negative", "give the KV pool in bytes")
-    if d.mamba_cache_mode is not None and not any(data["state"] is not None for _, data in model.nodes()):
-        raise InputError("--mamba-cache-mode", f"{model.name} has no recurrent (Mamba) state for it to cache",
-                         "drop the flag")
     if d.mega_attention is not None and model.extras.get("version") != "v41":
         raise InputError("--mega-attention/--no-mega-attention", f"is DeepSeek-V4.1's attention backend, and "
                          f"{model.name} is not DeepSeek-V4.1", "drop the flag")
