@@ -1,7 +1,7 @@
 """`plan --model M --chip C --concurrency N`: the cheapest pool of GPUs, in which vLLM
 configuration, that holds N concurrent requests at the context length.
 
-Thin: parse the flags into a `PlanRequest`, call `planner.search.cpsat.plan`, render. Exit status 1
+Thin: parse the flags into a `PlanRequest`, call `planner.report.plan.plan`, render. Exit status 1
 when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 
 from __future__ import annotations
@@ -245,10 +245,9 @@ def run(ctx: click.Context, **options) -> None:
                          "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "
                          "`plan --help` lists the options")
     from planner.heap import freeze_imported
-    from planner.report.memory import console_for_output
+    from planner.report.plan import plan, winner_kernel
     from planner.report.render import PLAN_COLUMNS, plan_rows, render_brief, render_infeasible, render_plan
-    from planner.report.tables import csv_text
-    from planner.search.cpsat import plan, winner_kernel
+    from planner.report.tables import console_for_output, csv_text
 
     freeze_imported()
     request = request_from(options)
