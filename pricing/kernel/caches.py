@@ -46,8 +46,9 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
     default = default_block_size(backend, chip, engine, reg, used)
     if engine.block_size and engine.block_size % default:
         raise InputError("--block-size", f"{engine.block_size} is not a multiple of the {default} tokens the {backend} "
-                         f"attention backend on {chip.generation} takes (vLLM 0.33 get_supported_kernel_block_sizes, "
-                         "e.g. FlashAttention MultipleOf(16); registry vllm_0_33.block_size)",
+                         f"attention backend on {chip.generation} takes ({engine.release.name}'s "
+                         "get_supported_kernel_block_sizes, e.g. FlashAttention MultipleOf(16); the release's "
+                         "block_size in the registry)",
                          f"use a multiple of {default}")
     block = engine.block_size or default
     if cache.kind == "mla":
