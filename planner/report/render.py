@@ -7,6 +7,7 @@ from rich.console import Console
 
 from planner.report.memory import render_memory, render_provenance
 from planner.report.numbers import (
+    ESTIMATE_MARK,
     amount,
     count,
     duration,
@@ -48,11 +49,15 @@ def target_phrase(result: PlanResult) -> str:
     30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
     text = f"{count(t.concurrency)} concurrent requests at {count(t.context_length)} tokens"
+    if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
+        held = f", {count(t.concurrency)} concurrent held" if t.concurrency > 1 else ""
+        text = (f"{number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s at "
+                f"{count(t.context_length)} tokens{held}, " + ", ".join(t.service_targets))
     if t.tpot_ms is not None:
         text += f", TPOT ≤ {duration(t.tpot_ms)}"
     if t.ttft_ms is not None:
         text += f", TTFT ≤ {duration(t.ttft_ms)}"
-    if t.requests_per_second is not None:
+    if t.requests_per_second is not None and not t.service_targets:
         text += f", {number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s"
     if t.isl is not None:
         text += f" (prompts of {count(t.isl)}, outputs of {count(t.osl)} tokens)"
@@ -64,11 +69,13 @@ def target_phrase(result: PlanResult) -> str:
 def plan_rows(result: PlanResult) -> list[list[str]]:
     """The best pool and its alternatives, one row each in PLAN_COLUMNS' order."""
     rows = []
+    implicit = bool(result.target.service_targets) and result.target.concurrency == 1  # no concurrency asked
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
         rows.append(["best" if i == 0 else str(i), p.chip, count(p.gpus), _nodes(p), split(p, names=False) + kv,
                      f"{p.gpu_memory_utilization:.2f}", count(p.max_num_batched_tokens), count(p.max_num_seqs),
-                     count(p.concurrency), percent(p.headroom), amount(p.cost_per_hour, p.price_estimate),
+                     count(p.concurrency), "-" if implicit else percent(p.headroom),
+                     amount(p.cost_per_hour, p.price_estimate),
                      amount(p.cost_per_hour * result.hours_per_month, p.price_estimate, cents=False)])
     return rows
 
@@ -109,7 +116,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     console.print()
     console.print(best_line(best))
     console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
-    for line in speed_lines(best):
+    for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
         console.print(line, soft_wrap=True, markup=False)
     console.print()
     render_memory(memory_report(kernel, result.target.context_length), kernel, console)
@@ -166,6 +173,35 @@ def render_infeasible(result: PlanResult, console: Console) -> None:
     for line in result.explanations:
         console.print(f"- {line}", soft_wrap=True)
     render_notes(result.notes, console)
+
+
+def serving_lines(p: PoolPlan) -> list[str]:
+    """The simulated benchmark of a pool sized to service targets."""
+    s = p.serving
+    if s is None:
+        return []
+
+    def spread(d):
+        return "/".join(f"{d[k]:,.0f}" if d[k] >= 100 else f"{d[k]:,.1f}" for k in ("p50", "p90", "p99"))
+
+    return [f"service targets ({', '.join(s.targets)}) at {s.requests_per_second:g} requests/s, "
+            f"{s.requests_per_second_per_instance:,.2f} per instance (vLLM 0.33's scheduler simulated on the step "
+            f"model, {s.requests_simulated:,} Poisson requests): p50/p90/p99 TTFT {spread(s.ttft_ms)} ms, TPOT "
+            f"{spread(s.tpot_ms)} ms, ITL {spread(s.itl_ms)} ms, E2E {spread(s.e2e_ms)} ms; goodput {s.goodput:.1%} "
+            "of requests meet every bound" + (f"; {s.preemptions} preemptions" if s.preemptions else "")]
+
+
+def cost_lines(p: PoolPlan) -> list[str]:
+    """$/M tokens at the workload (each charges the pool's whole cost to that kind of token)."""
+    if p.cost_per_million_output_tokens is None:
+        return []
+    line = (f"cost per token: ${p.cost_per_million_output_tokens:,.3f}{ESTIMATE_MARK if p.price_estimate else ''} "
+            "per million output tokens")
+    if p.cost_per_million_input_tokens is None:
+        return [line + " (the pool's whole cost over the output of the speed figures above)"]
+    line += (f", ${p.cost_per_million_input_tokens:,.3f}{ESTIMATE_MARK if p.price_estimate else ''} per million "
+             "input tokens")
+    return [line + " (each the pool's whole cost over that kind of token at the workload)"]
 
 
 def speed_lines(p: PoolPlan) -> list[str]:

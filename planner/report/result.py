@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 
 
 class Target(BaseModel):
     """What was asked, every target restated (the title of every report says it too)."""
 
-    concurrency: int = Field(description="concurrent requests the user asked for (before headroom)")
+    concurrency: int = Field(description="concurrent requests the user asked for (before headroom); 1 when only "
+                                         "service targets at a rate were asked")
     context_length: int = Field(description="max_model_len every request is sized at")
     headroom_percent: float = Field(0.0, description="the extra concurrency asked for, in percent (--headroom)")
     required: int = Field(0, description="requests the pool must hold: concurrency with the headroom")
@@ -20,16 +22,17 @@ class Target(BaseModel):
     ttft_ms: float | None = Field(None, description="time to first token of a prompt (--ttft-ms)")
     isl: int | None = Field(None, description="mean input tokens of a request (--isl)")
     osl: int | None = Field(None, description="mean output tokens of a request (--osl)")
-    requests_per_second: float | None = Field(None, description="requests the pool must serve each second")
+    requests_per_second: float | None = Field(None, description="the workload's rate, when asked")
+    service_targets: list[str] = Field(default_factory=list, description="the percentile targets, in words")
 
     @classmethod
-    def of(cls, service, context_length: int) -> Target:
+    def of(cls, service, context_length: int, service_targets: list[str] | None = None) -> Target:
         """The target of a planner/request.py ServiceSpec at its resolved context length."""
         w = service.workload
         return cls(concurrency=service.concurrency, context_length=context_length,
                    headroom_percent=service.headroom, required=service.required, tpot_ms=service.tpot_ms,
                    ttft_ms=service.ttft_ms, isl=w.isl if w else None, osl=w.osl if w else None,
-                   requests_per_second=w.requests_per_second if w else None)
+                   requests_per_second=w.requests_per_second if w else None, service_targets=service_targets or [])
 
 
 class PoolPlan(BaseModel):
@@ -63,6 +66,11 @@ class PoolPlan(BaseModel):
     vllm_serve_nodes: list[str] = Field(default_factory=list, description="one command per node of a multi-node "
                                         "instance, the head node first (vLLM's --nnodes/--node-rank launch)")
     step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
+    serving: ServingFigures | None = Field(None, description="with service targets: the simulated benchmark")
+    cost_per_million_output_tokens: float | None = Field(
+        None, description="USD per million output tokens at the workload: the pool's whole cost over its output")
+    cost_per_million_input_tokens: float | None = Field(
+        None, description="USD per million input tokens at the workload: the pool's whole cost over its input")
 
 
 def price_footnotes(pools) -> list[str]:
