@@ -240,5 +240,6 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
     if w is not None and w.longest > length:
         out.append(("workload", f"a request of up to {w.longest:,} tokens ({w.isl:,} input and {w.osl:,} output"
                     + (f", lengths ±{w.range_ratio:g}" if w.range_ratio else "")
-                    + f") does not fit the {length:,}-token context", f"lower --isl/--osl or raise --context-length to at least {w.longest:,}"))
+                    + f") does not fit the {length:,}-token context",
+                    f"lower --isl/--osl or raise --context-length to at least {w.longest:,}"))
     return out

@@ -112,8 +112,9 @@ def slo_options() -> list:
     out = [click.option(f"--p{p}-{m}-ms", f"p{p}_{m}_ms", type=ranges.positive(),
                         help=f"p{p} {METRIC_NAMES[m]} bound in ms at --requests-per-second" if (m, p) == ("ttft", 99)
                         else f"p{p} {METRIC_NAMES[m]} bound (ms)") for m in METRICS for p in PERCENTILES]
-    out.append(click.option("--goodput", type=ranges.fraction("for example 0.99"), help="fraction of requests that must meet every TTFT, TPOT and "
-                            "E2E bound given (as vllm bench serve --goodput counts them)"))
+    out.append(click.option("--goodput", type=ranges.fraction("for example 0.99"),
+                            help="fraction of requests that must meet every TTFT, TPOT and E2E bound given (as vllm "
+                                 "bench serve --goodput counts them)"))
     return out
 
 
