@@ -233,7 +233,8 @@ def test_disallowed_splits_explained():
 
 
 def test_a_tp_that_does_not_divide_the_heads_is_bad_input():
-    with pytest.raises(InputError, match="--tp: 3 does not divide the 64 attention heads"):
+    """The kernel's rule, raised on the deployment's field (the command line names its flag)."""
+    with pytest.raises(InputError, match="^tensor_parallel_size: 3 does not divide the 64 attention heads"):
         plan(request("llama-3.1-70b", ("h200",), 8, tp=(3, 8)))
 
 

@@ -8,6 +8,7 @@ import json
 import click
 
 from planner.commands import ranges
+from planner.commands.flags import in_flags, vllm_flag
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
 from planner.report.memory import render_memory
@@ -111,7 +112,10 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         raise InputError("--mamba-cache-mode", f"{graph.name} has no recurrent (Mamba) state for it to cache",
                          "drop the flag")
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
-    kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
+    try:
+        kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
+    except InputError as err:
+        raise in_flags(err, lambda field: vllm_flag(field) if field in Deployment.model_fields else None) from None
     report = memory_report(kernel, tokens)
     for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
         click.echo(f"note: {note}", err=True)

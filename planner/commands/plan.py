@@ -12,6 +12,7 @@ import click
 from pydantic import ValidationError
 
 from planner.commands import ranges
+from planner.commands.flags import PLAN_FLAGS, in_flags
 from planner.commands.registry_option import registry_option
 from planner.request import (
     MAX_CONCURRENCY,
@@ -294,7 +295,10 @@ def run(ctx: click.Context, **options) -> None:
     freeze_imported()
     request = request_from(options)
     check_service(request.service)
-    result = plan(request)
+    try:
+        result = plan(request)
+    except InputError as err:
+        raise in_flags(err, PLAN_FLAGS.get) from None
     result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
                                                                     request.service.num_speculative_tokens)
     if options["as_json"]:
