@@ -133,6 +133,7 @@ class Scenario(BaseModel):
     inventory: dict[str, Stock] = Field(default_factory=dict)
     services: list[Service] = Field(min_length=1)
     variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (1: N+1)")
 
     @field_validator("services")
     @classmethod

@@ -88,6 +88,7 @@ def options_list(axes: bool = False) -> list:
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         time_limit_option(),
+        spare_option(),
         click.option("--tpot-ms", type=ranges.positive(), help="time per output token every request must get, in ms"),
         click.option("--ttft-ms", type=ranges.positive(), help="time to first token of a prompt (--isl tokens), in ms"),
         click.option("--isl", type=ranges.at_least(1),
@@ -104,6 +105,12 @@ def options_list(axes: bool = False) -> list:
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
     ]
+
+
+def spare_option():
+    """--spare N: whole nodes per chip kept free beside the pools (N+1 capacity: --spare 1)."""
+    return click.option("--spare", type=ranges.at_least(0), default=0, show_default=True,
+                        help="whole nodes per chip kept free as spare capacity (1 for N+1), shown in the node map")
 
 
 def slo_options() -> list:
@@ -240,7 +247,8 @@ def request_from(options: dict) -> PlanRequest:
             vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
             workload=workload, slo=slo)
         limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
-                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
+                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"],
+                            spare=options.get("spare", 0))
     except ValidationError as err:
         first = err.errors()[0]
         field = str(first["loc"][-1] if first["loc"] else "input")

@@ -17,10 +17,10 @@ from rich import box as boxes
 from rich.console import Console
 
 from planner import defaults
-from planner.commands.plan import options_list, time_limit_option
+from planner.commands.plan import options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
-from planner.report.numbers import amount, count, percent
-from planner.report.render import command, split
+from planner.report.numbers import amount, count, money, percent
+from planner.report.render import split
 from planner.report.result import price_footnotes
 from planner.report.tables import Col, console_for_output, print_table
 from planner.request import validation_message
@@ -106,19 +106,22 @@ def render_fleet(r: FleetResult, console: Console) -> None:
         console.print(note)
     used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
                      for u in r.chips)
-    console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
-                  f"{search_line(r)}", soft_wrap=True)
+    estimate = any(p.price_estimate for p in r.services)
+    console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
+                  f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
     from planner.report.render import speed_lines
 
     for p in r.services:
         for line in speed_lines(p):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
+    from planner.report.render import node_map, render_launch
+
+    console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
+                           f"node map: {len(r.nodes)} nodes of the inventory"))
+    for note in r.placement_notes:
+        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:
-        command(console, f"# {p.service}" + (f", × {p.replicas} replicas" if p.replicas > 1 else "")
-                + (f", {p.nodes_per_replica} nodes each, one command per node (HEAD_IP: the head node's address)"
-                   if p.vllm_serve_nodes else ""))
-        for line in p.vllm_serve_nodes or [p.vllm_serve]:
-            command(console, line)
+        render_launch(p, console, p.service)
 
 
 def render_comparison(c: Comparison, console: Console) -> None:
@@ -168,8 +171,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
+@spare_option()
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -178,6 +182,8 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
     check_output_path(chart_path)
     scenario = load_scenario(file)
+    if spare:
+        scenario = scenario.model_copy(update={"spare": spare})
     from planner.heap import freeze_imported
     from planner.report.review import Ticker, compare
 
