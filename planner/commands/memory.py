@@ -181,8 +181,8 @@ CHIP_COLUMNS = (Col("id", "name"), Col("name", "text", drop=4), Col("generation"
 def models(as_json, fmt):
     """The model cards the project ships (--model takes the name)."""
     from pricing.config import list_cards, resolve
+    from pricing.config.dtypes import model_dtype
     from pricing.config.quantization import served_format
-    from pricing.graph.common import model_dtype
 
     cards = list_cards()
     for c in cards:
