@@ -40,9 +40,7 @@ class Commands(click.Group):
 
     def format_commands(self, ctx, formatter):
         """The subcommands and their short help, none imported."""
-        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
-        rows = [(name, click.utils.make_default_short_help(self.summaries[name], limit))
-                for name in self.list_commands(ctx)]
+        rows = [(name, self.summaries[name]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -17,6 +17,7 @@ service), `price.<chip>`, `gpus.<chip>`, `gpus_per_node.<chip>` (the inventory).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -281,21 +282,116 @@ def load_scenario(path: str | Path) -> Scenario:
     if not isinstance(raw, dict):
         raise InputError(str(path), "does not hold a mapping", "see `plan scenario --schema`")
     _models_from_the_files_folder(raw, path.parent)
+    where = str(path)
+    lines = _raw_inventory(raw, where)
     try:
         scenario = Scenario(**raw)
     except ValidationError as err:
-        lines = []
         for e in err.errors():
             expected = validation_message(e)
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
-        raise ScenarioErrors(lines + _raw_references(raw, str(path)) + _valid_fields_limits(raw, err, str(path))) \
-            from None
-    lines = check_scenario(scenario, str(path))
+        lines += _raw_references(raw, where) + _valid_fields_limits(raw, err, where)
+        scenario = None
+    if scenario is not None:
+        lines += check_scenario(scenario, where)
     if lines:
-        raise ScenarioErrors(lines)
+        raise ScenarioErrors(as_written(list(dict.fromkeys(lines)), where, raw, path.read_text(encoding="utf-8")))
     return scenario
+
+
+def _raw_inventory(raw: dict, where: str) -> list[str]:
+    """The chips the file names outside its services: the inventory's, and those a variant's
+    price.<chip>, gpus.<chip> or gpus_per_node.<chip> names (under the variant's own key); and a
+    service limited to a chip the inventory does not hold (with an inventory, what it lacks is not
+    unlimited)."""
+    from pricing.chips import get_chip
+
+    def unknown(chip) -> str | None:
+        try:
+            get_chip(str(chip))
+        except InputError as err:
+            return err.problem
+        return None
+
+    inventory = raw.get("inventory") if isinstance(raw.get("inventory"), dict) else {}
+    lines = [f"{where}: inventory.{chip}: {problem}" for chip in inventory if (problem := unknown(chip))]
+    for name, overrides in (raw.get("variants") or {}).items() if isinstance(raw.get("variants"), dict) else []:
+        for key in overrides if isinstance(overrides, dict) else []:
+            parts = str(key).split(".")
+            if len(parts) == 2 and parts[0] in ("price", "gpus", "gpus_per_node") and (problem := unknown(parts[1])):
+                lines.append(f"{where}: variants.{name}.{key}: {problem}")
+    if inventory:
+        held = {get_chip(c).id for c in inventory if not unknown(c)}
+        defaults = raw.get("defaults") if isinstance(raw.get("defaults"), dict) else {}
+        services = raw.get("services") if isinstance(raw.get("services"), list) else []
+        for i, service in enumerate(services):
+            if not isinstance(service, dict):
+                continue
+            chips = service.get("chips", defaults.get("chips"))
+            for chip in [chips] if isinstance(chips, str) else chips if isinstance(chips, list) else []:
+                if not unknown(chip) and get_chip(str(chip)).id not in held:
+                    lines.append(f"{where}: services[{i}].chips: {chip} is not in the inventory ("
+                                 f"{', '.join(inventory)}); add it to the inventory with its GPUs, or drop it")
+    return lines
+
+
+PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def as_written(lines: list[str], where: str, raw: dict, text: str) -> list[str]:
+    """Each error line with the path as the file writes it and its line: a service by its name
+    (`services.chat.concurrency`, or 1-based `services[2]` when it has none), `file:LINE: path: ...`
+    (PyYAML's node marks; the deepest node of the path the file has)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        root = None
+    services = raw.get("services") if isinstance(raw.get("services"), list) else []
+
+    def named(m: re.Match) -> str:
+        i = int(m.group(1))
+        name = services[i].get("name") if i < len(services) and isinstance(services[i], dict) else None
+        return f"services.{name}" if isinstance(name, str) and name and "." not in name else f"services[{i + 1}]"
+
+    out: list[tuple[int, str]] = []
+    for line in lines:
+        if not line.startswith(f"{where}: "):
+            out.append((0, line))
+            continue
+        rest = line[len(where) + 2:]
+        path, _, message = rest.partition(": ")
+        number = _line_of(root, path) if root is not None else None
+        path = re.sub(r"^services\[(\d+)\]", named, path)
+        out.append((number or 0, f"{where}{f':{number}' if number else ''}: {path}: {message}"))
+    return [line for _, line in sorted(out, key=lambda pair: pair[0])]
+
+
+def _line_of(node, path: str) -> int | None:
+    """The 1-based line of the deepest node of `path` ('services[0].tp', 'variants.cheap.price.h999':
+    a key may hold dots) that the composed YAML has."""
+    parts = [m.group(1) if m.group(1) is not None else m.group(2) for m in PATH_PART.finditer(path)]
+    line = None
+    while parts and node is not None:
+        if isinstance(node, yaml.SequenceNode) and parts[0].isdigit():
+            i = int(parts.pop(0))
+            node = node.value[i] if i < len(node.value) else None
+            if node is not None:
+                line = node.start_mark.line + 1
+            continue
+        if not isinstance(node, yaml.MappingNode):
+            break
+        for k in range(len(parts), 0, -1):
+            key = ".".join(parts[:k])
+            found = next(((kn, vn) for kn, vn in node.value if kn.value == key), None)
+            if found:
+                line = found[0].start_mark.line + 1
+                node, parts = found[1], parts[k:]
+                break
+        else:
+            break
+    return line
 
 
 def _models_from_the_files_folder(raw: dict, folder: Path) -> None:
@@ -328,7 +424,9 @@ def _valid_fields_limits(raw: dict, err: ValidationError, where: str) -> list[st
         if not isinstance(service, dict):
             continue
         try:
-            one = Scenario(defaults=defaults, services=[{k: v for k, v in service.items() if (i, k) not in bad}])
+            kept = {k: v for k, v in service.items() if (i, k) not in bad}
+            kept.setdefault("name", f"service {i + 1}")  # a missing name is reported above; check the rest
+            one = Scenario(defaults=defaults, services=[kept])
         except ValidationError:
             continue  # the defaults do not validate either: reported above
         lines += [line.replace(f"{where}: services[0]", f"{where}: services[{i}]", 1)
@@ -444,12 +542,7 @@ def check_references(scenario: Scenario, where: str, variants: bool = True) -> l
     from pricing.chips import get_chip
     from pricing.graph import load_model
 
-    lines = []
-    for chip in scenario.inventory:
-        try:
-            get_chip(chip)
-        except InputError as err:
-            lines.append(f"{where}: inventory.{chip}: {err.problem}")
+    lines = []  # the inventory's chips: _raw_inventory, under the key the file writes
     for i, service in enumerate(scenario.services):
         merged = scenario.merged(service)
         if merged.model is None:

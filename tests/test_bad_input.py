@@ -159,3 +159,33 @@ def test_an_unwritable_chart_is_refused_before_planning(monkeypatch):
 
 def test_check_log_of_a_document_is_not_a_startup_log():
     one_line_error(["check-log", str(ROOT / "README.md")], "not a vLLM start-up log")
+
+
+SEVEN = """review: seven errors
+inventory:
+  h200: {gpus: 16}
+  h999: {gpus: 8}
+services:
+  - {name: chat, model: llama-3.1-8b, concurrency: -4, context_length: 8192}
+  - {name: batch, model: no-such-model, concurrency: 16}
+  - {model: qwen3-32b, concurrency: 8, tp: [3], kv_cache_dtype: int4, colour: blue}
+  - {name: lim, model: llama-3.1-8b, concurrency: 8, chips: [h100]}
+variants:
+  cheap: {price.h999: 1.0}
+"""
+
+
+def test_a_scenario_is_checked_whole_with_paths_as_written_and_lines(tmp_path):
+    path = tmp_path / "review.yaml"
+    path.write_text(SEVEN)
+    code, out, err = run(["scenario", str(path)])
+    assert code == 2 and out == "" and "Traceback" not in err
+    lines = err.removeprefix("plan: error: ").splitlines()
+    expected = [(4, "inventory.h999", "unknown chip 'h999'"), (6, "services.chat.concurrency", "greater than"),
+                (7, "services.batch.model", "unknown model"), (8, "services[3].name", "Field required"),
+                (8, "services[3].colour", "unknown key"), (8, "services[3].tp", "does not divide"),
+                (8, "services[3].kv_cache_dtype", "unknown dtype 'int4'"),
+                (9, "services.lim.chips", "h100 is not in the inventory"),
+                (11, "variants.cheap.price.h999", "unknown chip 'h999'")]
+    for line, where, what in expected:  # every error in one round, the service by its name or 1-based number
+        assert any(x.startswith(f"{path}:{line}: {where}: ") and what in x for x in lines), (line, where, lines)

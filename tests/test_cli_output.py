@@ -165,10 +165,11 @@ variants:
     assert result.returncode == 2 and result.stdout == ""
     err = result.stderr
     assert "Traceback" not in err
-    for expected in (f"{path}: services[0].model: unknown model 'dsv41-flash'; did you mean 'dsv4.1-flash'",
-                     f"{path}: services[1].chips: unknown chip 'h20o'; did you mean",
-                     f"{path}: services[3].concurrency: Input should be less than or equal to 1000000",
-                     f"{path}: services[3].colour: unknown key"):
+    # each error with its line and the service by name (the file's first line is blank)
+    for expected in (f"{path}:4: services.a.model: unknown model 'dsv41-flash'; did you mean 'dsv4.1-flash'",
+                     f"{path}:5: services.b.chips: unknown chip 'h20o'; did you mean",
+                     f"{path}:7: services.d.concurrency: Input should be less than or equal to 1000000",
+                     f"{path}:7: services.d.colour: unknown key"):
         assert expected in err, err
     fixed = path.read_text().replace("dsv41-flash", "dsv4.1-flash").replace("h20o", "h200").replace(
         "100000000", "8").replace(", colour: red", "")
@@ -176,8 +177,8 @@ variants:
     result = piped("scenario", str(path))
     assert result.returncode == 2 and result.stdout == ""
     positions = load_model("qwen3-32b").max_position
-    for expected in (f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
-                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
+    for expected in (f"{path}:5: services.b.context_length: 131072 exceeds the {positions} positions of qwen3-32b",
+                     f"{path}:6: services.c.tp: 3 does not divide the 64 attention heads of qwen3-32b"):
         assert expected in result.stderr, result.stderr
     assert "--context-length" not in result.stderr
     # a variant beyond a model's positions is a what-if the review answers (infeasible, with vLLM's reason)
@@ -317,7 +318,7 @@ variants:
                                              "context_length: 65536, chips: [h100]}\nvariants"))
     assert main(["compare", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"{path}: services[1].context_length: 65536 exceeds the" in err
+    assert f"{path}:5: services.code.context_length: 65536 exceeds the" in err
 
 
 def test_a_categorical_sweep_over_chips_marks_each_chips_infeasible_point(tmp_path):
@@ -423,12 +424,12 @@ services:
 """)
     assert main(["scenario", str(path)]) == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and f"{path}: inventory.h100.price: " in captured.err
+    assert captured.out == "" and f"{path}:3: inventory.h100.price: " in captured.err
     path.write_text(path.read_text().replace("1.0e300", "3.0"))
     assert main(["scenario", str(path)]) == 2
     captured = capsys.readouterr()
     limit = defaults.value("limits.max_concurrency")
-    assert captured.err.strip() == (f"plan: error: {path}: services[0].headroom: 1,000 requests with 1e+12 % headroom "
+    assert captured.err.strip() == (f"plan: error: {path}:5: services.a.headroom: 1,000 requests with 1e+12 % headroom "
                                     f"exceed the {limit:,} the solver counts (planner/defaults.yaml "
                                     "limits.max_concurrency)")
 
@@ -461,12 +462,12 @@ services:
     err = capsys.readouterr().err
     positions = load_model("qwen3-32b").max_position
     # schema, names and the limits that depend on the model, each field checked on its own
-    for expected in (f"{path}: services[1].concurrency: Input should be less than or equal to",
-                     f"{path}: services[2].colour: unknown key",
-                     f"{path}: services[0].model: unknown model 'dsv41-flash'",
-                     f"{path}: services[1].chips: unknown chip 'h20o'",
-                     f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
-                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
+    for expected in (f"{path}:4: services.b.concurrency: Input should be less than or equal to",
+                     f"{path}:5: services.c.colour: unknown key",
+                     f"{path}:3: services.a.model: unknown model 'dsv41-flash'",
+                     f"{path}:4: services.b.chips: unknown chip 'h20o'",
+                     f"{path}:4: services.b.context_length: 131072 exceeds the {positions} positions of qwen3-32b",
+                     f"{path}:5: services.c.tp: 3 does not divide the 64 attention heads of qwen3-32b"):
         assert expected in err, err
 
 
