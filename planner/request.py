@@ -144,7 +144,7 @@ class ServiceSpec(BaseModel):
     def _within_range(cls, v, info):
         concurrency = info.data.get("concurrency")
         if concurrency is not None and concurrency * (1 + v / 100) > MAX_CONCURRENCY:
-            raise ValueError(f"{concurrency:,} requests with {v:g} % headroom exceed the {MAX_CONCURRENCY:,} the "
+            raise ValueError(f"{concurrency:,} requests with {v:g}% headroom exceed the {MAX_CONCURRENCY:,} the "
                              "solver counts (planner/defaults.yaml limits.max_concurrency)")
         return v
 

@@ -429,7 +429,7 @@ services:
     assert main(["scenario", str(path)]) == 2
     captured = capsys.readouterr()
     limit = defaults.value("limits.max_concurrency")
-    assert captured.err.strip() == (f"plan: error: {path}:5: services.a.headroom: 1,000 requests with 1e+12 % headroom "
+    assert captured.err.strip() == (f"plan: error: {path}:5: services.a.headroom: 1,000 requests with 1e+12% headroom "
                                     f"exceed the {limit:,} the solver counts (planner/defaults.yaml "
                                     "limits.max_concurrency)")
 

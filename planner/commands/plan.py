@@ -173,11 +173,13 @@ def apply_options(options: list, f):
 
 
 def plan_options(f):
-    """`plan`'s options: the shared ones, and how the plan is printed."""
+    """`plan`'s options: the shared ones, how the plan is printed, and the manifests it can emit."""
+    from planner.commands.emit import k8s_options
+
     shown = [click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
              click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True,
                           help="csv: the plan table (the best pool and the alternatives), every column")]
-    return apply_options(options_list() + shown, f)
+    return apply_options(options_list() + shown + k8s_options(), f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -295,12 +297,14 @@ def run(ctx: click.Context, **options) -> None:
         raise InputError("--model", "is required" if options.get("model") is None else "must not be empty",
                          "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "
                          "`plan --help` lists the options")
+    from planner.commands import emit
     from planner.heap import freeze_imported
     from planner.report.plan import plan, winner_kernel
     from planner.report.render import PLAN_COLUMNS, plan_rows, render_brief, render_infeasible, render_plan
     from planner.report.tables import console_for_output, csv_text
 
     freeze_imported()
+    emit.check(options)
     request = request_from(options)
     check_service(request.service)
     try:
@@ -323,3 +327,6 @@ def run(ctx: click.Context, **options) -> None:
         render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"])
     if not result.feasible:
         ctx.exit(1)
+    if options.get("emit"):
+        for line in emit.emit([(result.best.model, result.best)], options):
+            click.echo(line, err=options["as_json"])

@@ -13,23 +13,21 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 from pydantic import ValidationError
-from rich import box as boxes
 from rich.console import Console
 
 from planner import defaults
+from planner.commands import emit
+from planner.commands.emit import apply_k8s_options
 from planner.commands.plan import options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
-from planner.report.numbers import amount, count, money, percent
-from planner.report.render import split
-from planner.report.result import price_footnotes
-from planner.report.tables import Col, console_for_output, print_table
+from planner.report.render import render_comparison, render_fleet
+from planner.report.tables import console_for_output
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
 from pricing.errors import InputError
 from pricing.units import tokens_label
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.report.fleet import FleetResult
     from planner.report.review import Comparison
 
 FORMATS = click.Choice(["table", "json", "markdown"])
@@ -78,71 +76,6 @@ def check_concurrency(n: int, flag: str) -> None:
         raise InputError(flag, f"{n:,} is outside 1 … {limit:,}", "give the concurrent requests one review plans for")
 
 
-def fleet_columns(hours: int) -> list[Col]:
-    """The columns of one review's table of services."""
-    return [Col("service", "name"), Col("model", "name", drop=7), Col("chip", "name"), Col("GPUs"),
-            Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"), Col("util.", drop=4), Col("token\nbudget", drop=5),
-            Col("max_num_seqs", drop=6), Col("held /\nasked"), Col("headroom", drop=2), Col("$/hour"),
-            Col(f"$/month\n({hours} h)", drop=1)]
-
-
-def render_fleet(r: FleetResult, console: Console) -> None:
-    hours = defaults.value("report.hours_per_month")
-    title = f"{r.review or 'scenario'} — {r.variant}"
-    from planner.report.review import search_line
-
-    if not r.feasible:
-        console.print(f"[bold red]{title}: not every service can be served[/bold red]")
-        for s in r.short:
-            console.print(f"  {s.service} is short: {s.reason}", markup=False)
-        console.print(search_line(r), soft_wrap=True)
-        return
-    rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
-             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.concurrency)} / {count(p.target)}",
-             percent(p.headroom, 0), amount(p.cost_per_hour, p.price_estimate),
-             amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
-    print_table(console, title, fleet_columns(hours), rows, box=boxes.SIMPLE_HEAD)
-    for note in price_footnotes(r.services):
-        console.print(note)
-    used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
-                     for u in r.chips)
-    estimate = any(p.price_estimate for p in r.services)
-    console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
-                  f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
-    from planner.report.render import speed_lines
-
-    for p in r.services:
-        for line in speed_lines(p):
-            console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
-    from planner.report.render import node_map, render_launch
-
-    console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
-                           f"node map: {len(r.nodes)} nodes of the inventory"))
-    for note in r.placement_notes:
-        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
-    for p in r.services:
-        render_launch(p, console, p.service)
-
-
-def render_comparison(c: Comparison, console: Console) -> None:
-    from planner.report.review import binding, chips_of, delta, gpus_by_chip
-
-    hours = defaults.value("report.hours_per_month")
-    chips = chips_of(c)
-    columns = ([Col("variant", "name")] + [Col(f"{chip}\nGPUs") for chip in chips]
-               + [Col("$/hour"), Col(f"$/month\n({hours} h)", drop=2), Col("vs base", drop=1), Col("binds", "text")])
-    rows = []
-    for r in c.results:
-        estimate = any(p.price_estimate for p in r.services)
-        figures = ([amount(r.cost_per_hour, estimate), amount(r.cost_per_month, estimate, cents=False),
-                    "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
-                   if r.feasible else ["infeasible", "infeasible", "—"])
-        rows.append([r.variant, *[count(gpus_by_chip(r, chip)) for chip in chips], *figures, binding(r)])
-    print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=boxes.SIMPLE_HEAD)
-    for note in price_footnotes([p for r in c.results for p in r.services]):
-        console.print(note, soft_wrap=True, markup=False)
-
-
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
     from planner.report.review import Comparison, chart, markdown
 
@@ -159,6 +92,10 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
             render_comparison(c, console)
     if chart_path:
         chart(c, chart_path)
+        if c.base.feasible and c.base.nodes:
+            from planner.report.review import node_chart, node_chart_path
+
+            node_chart(c.base, node_chart_path(chart_path))
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -168,12 +105,15 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
+@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg), "
+              "and the base's node map beside it (FILE-nodes.png)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
 @spare_option()
+@apply_k8s_options
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare,
+                     **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -181,6 +121,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if not file:
         raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
     check_output_path(chart_path)
+    emit.check(k8s)
     scenario = load_scenario(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
@@ -195,6 +136,9 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     ticker = Ticker(_err_console())
     c = compare(scenario, names, progress=ticker, time_limit=time_limit)
     code = _emit(c, fmt, with_variants, chart_path)
+    if k8s.get("emit") and c.base.feasible:
+        for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
+            click.echo(line, err=fmt == "json")
     ctx.exit(code)
 
 

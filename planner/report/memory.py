@@ -119,7 +119,7 @@ def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
         console.print(f"checkpoint        {c.note}", soft_wrap=True)
         return
     console.print(f"checkpoint        {size(c.checkpoint_bytes)} in its files, {size(c.graph_bytes)} in the graph "
-                  f"({100 * c.gap:+.2f} %): {c.note}", soft_wrap=True)
+                  f"({100 * c.gap:+.2f}%): {c.note}", soft_wrap=True)
     if c.warning:
         console.print(f"[yellow]warning: {c.warning}[/yellow]", soft_wrap=True)
     for u in c.unaccounted[:5]:

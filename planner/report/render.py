@@ -1,12 +1,16 @@
 """The plan for people: the table of the best pool and its alternatives, the winner's per-rank
-memory (the kernel's own printout), and the command that starts one instance."""
+memory (the kernel's own printout), and the command that starts one instance; a scenario's pools
+and its variants side by side."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from planner import defaults
 from planner.report.memory import render_memory, render_provenance
 from planner.report.numbers import (
     ESTIMATE_MARK,
@@ -24,6 +28,10 @@ from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_
 from planner.report.tables import Col, print_table
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
+
+if TYPE_CHECKING:  # pragma: no cover
+    from planner.report.fleet import FleetResult
+    from planner.report.review import Comparison
 
 
 def split(p: PoolPlan, names: bool = True) -> str:
@@ -281,3 +289,65 @@ def speed_lines(p: PoolPlan) -> list[str]:
             f"{count(s.output_tokens_per_second_per_gpu)} per GPU, {count(s.pool_output_tokens_per_second)} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
                                                                 if s.speculative else [])
+
+
+def fleet_columns(hours: int) -> list[Col]:
+    """The columns of one review's table of services."""
+    return [Col("service", "name"), Col("model", "name", drop=7), Col("chip", "name"), Col("GPUs"),
+            Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"), Col("util.", drop=4), Col("token\nbudget", drop=5),
+            Col("max_num_seqs", drop=6), Col("held /\nasked"), Col("headroom", drop=2), Col("$/hour"),
+            Col(f"$/month\n({hours} h)", drop=1)]
+
+
+def render_fleet(r: FleetResult, console: Console) -> None:
+    hours = defaults.value("report.hours_per_month")
+    title = f"{r.review or 'scenario'} — {r.variant}"
+    from planner.report.review import search_line
+
+    if not r.feasible:
+        console.print(f"[bold red]{title}: not every service can be served[/bold red]")
+        for s in r.short:
+            console.print(f"  {s.service} is short: {s.reason}", markup=False)
+        console.print(search_line(r), soft_wrap=True)
+        return
+    rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
+             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.concurrency)} / {count(p.target)}",
+             percent(p.headroom, 0), amount(p.cost_per_hour, p.price_estimate),
+             amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
+    print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)
+    for note in price_footnotes(r.services):
+        console.print(note)
+    used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
+                     for u in r.chips)
+    estimate = any(p.price_estimate for p in r.services)
+    console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
+                  f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
+    for p in r.services:
+        for line in speed_lines(p):
+            console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
+    console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
+                           f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes "
+                           "in use"))
+    for note in r.placement_notes:
+        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
+    for p in r.services:
+        render_launch(p, console, p.service)
+
+
+def render_comparison(c: Comparison, console: Console) -> None:
+    from planner.report.review import binding, chips_of, delta, gpus_by_chip
+
+    hours = defaults.value("report.hours_per_month")
+    chips = chips_of(c)
+    columns = ([Col("variant", "name")] + [Col(f"{chip}\nGPUs") for chip in chips]
+               + [Col("$/hour"), Col(f"$/month\n({hours} h)", drop=2), Col("vs base", drop=1), Col("binds", "text")])
+    rows = []
+    for r in c.results:
+        estimate = any(p.price_estimate for p in r.services)
+        figures = ([amount(r.cost_per_hour, estimate), amount(r.cost_per_month, estimate, cents=False),
+                    "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
+                   if r.feasible else ["infeasible", "infeasible", "—"])
+        rows.append([r.variant, *[count(gpus_by_chip(r, chip)) for chip in chips], *figures, binding(r)])
+    print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=box.SIMPLE_HEAD)
+    for note in price_footnotes([p for r in c.results for p in r.services]):
+        console.print(note, soft_wrap=True, markup=False)

@@ -80,7 +80,7 @@ def delta(value: float, base: float) -> str:
     if base == 0:
         return "n/a" if value else "0"
     change = (value - base) / base * 100
-    return f"{change:+.1f} %"
+    return f"{change:+.1f}%"
 
 
 def markdown(c: Comparison) -> str:
@@ -116,7 +116,7 @@ def markdown(c: Comparison) -> str:
             split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
                      f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
             lines.append(f"| {p.service} | {p.model} | {p.chip} | {p.gpus} | {split} | {p.concurrency} / {p.target} "
-                         f"| {p.headroom * 100:.0f} % | {p.cost_per_hour:,.2f}{star(p)} |")
+                         f"| {p.headroom * 100:.0f}% | {p.cost_per_hour:,.2f}{star(p)} |")
         lines.append("")
         notes = price_footnotes(r.services)
         if notes:
@@ -295,6 +295,63 @@ def chart(c: Comparison, path: str) -> None:
     title = f"{c.review or 'capacity review'}: GPUs and cost per chip, base" + (f" vs {names}" if names else "")
     infeasible = {i: shortfall_label(r, by_service=True) for i, r in enumerate(results) if not r.feasible}
     bar_chart([r.variant for r in results], infeasible, gpus, money, path, title, "variant")
+
+
+def node_chart_path(path: str) -> str:
+    """The node map's file beside the chart: `review.png` -> `review-nodes.png`."""
+    from pathlib import Path
+
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}-nodes{p.suffix}"))
+
+
+def node_chart(r: FleetResult, path: str) -> None:
+    """The fleet's node map: one row per node of the inventory, one cell per GPU, coloured by the
+    service whose instance holds it and labelled with the instance (SVG id `node-<node>`); idle GPUs
+    blank, spare nodes hatched."""
+    plt = _pyplot()
+    from matplotlib.patches import Patch, Rectangle
+
+    nodes = r.nodes
+    width = max((n.gpus for n in nodes), default=1)
+    services = list(dict.fromkeys(s.service for s in r.services))
+    colour = {name: f"C{i % 10}" for i, name in enumerate(services)}
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * width + 3), max(2.0, 0.55 * len(nodes) + 1.4)))
+    for row, n in enumerate(nodes):
+        y = len(nodes) - 1 - row
+        if n.spare:
+            ax.add_patch(Rectangle((0, y + 0.1), n.gpus, 0.8, facecolor="none", edgecolor="grey", hatch="//",
+                                   gid=f"node-{n.node}"))
+            ax.text(n.gpus / 2, y + 0.5, "spare (kept free)", ha="center", va="center", fontsize=8, color="dimgrey",
+                    bbox=LABEL_BOX)
+            continue
+        runs: list[list] = []  # [label, first GPU, count]
+        for g, used in enumerate(n.used_by):
+            if runs and runs[-1][0] == used and runs[-1][1] + runs[-1][2] == g:
+                runs[-1][2] += 1
+            else:
+                runs.append([used, g, 1])
+        for label, first, count in runs:
+            service = label.rsplit("/", 1)[0] if label else ""
+            ax.add_patch(Rectangle((first + 0.05, y + 0.1), count - 0.1, 0.8, gid=f"node-{n.node}-{first}",
+                                   facecolor=colour.get(service, "white"), edgecolor="grey", alpha=0.85))
+            text = f"{service} #{label.rsplit('/', 1)[1]}" if label else "idle"
+            ax.text(first + count / 2, y + 0.5, text, ha="center", va="center", fontsize=8,
+                    color="black" if label else "grey", bbox=LABEL_BOX if label else None)
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, max(1, len(nodes)))
+    ax.set_xticks([g + 0.5 for g in range(width)], [str(g) for g in range(width)])
+    ax.set_yticks([len(nodes) - 1 - i + 0.5 for i in range(len(nodes))], [n.node for n in nodes])
+    ax.set_xlabel("GPU index on the node")
+    ax.tick_params(length=0)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if services:
+        ax.legend(handles=[Patch(facecolor=colour[s], alpha=0.85, label=s) for s in services], title="service",
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"{r.review or 'capacity review'}: node map ({r.variant})")
+    fig.tight_layout()
+    _save(fig, path)
 
 
 NUMERIC_AXES = {"context_length": ("context length (tokens)", True), "concurrency": ("concurrent requests", True)}
