@@ -7,13 +7,16 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planner import defaults
-
-MAX_CONCURRENCY = defaults.value("limits.max_concurrency")  # the solver's integer range (planner/defaults.yaml)
-MAX_GPUS = defaults.value("limits.max_gpus")
-MAX_PRICE = defaults.value("limits.max_price")  # USD per GPU-hour
-MAX_RATE = defaults.value("limits.max_requests_per_second")
-MIN_CONTEXT = defaults.value("limits.min_context_length")
+from planner.limits import (  # noqa: F401  (the scenario file and the commands read them here too)
+    MAX_CONCURRENCY,
+    MAX_GPUS,
+    MAX_PRICE,
+    MAX_RATE,
+    METRIC_NAMES,
+    METRICS,
+    MIN_CONTEXT,
+    PERCENTILES,
+)
 
 
 def rates_in_range(v):
@@ -42,9 +45,6 @@ class WorkloadSpec(BaseModel):
         return math.ceil(self.isl * (1 + self.range_ratio)) + math.ceil(self.osl * (1 + self.range_ratio))
 
 
-METRICS = ("ttft", "tpot", "itl", "e2e")  # as `vllm bench serve` reports them
-PERCENTILES = (50, 90, 99)
-METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
 
 
 class SloSpec(BaseModel):

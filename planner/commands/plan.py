@@ -7,24 +7,18 @@ when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
-from pydantic import ValidationError
 
 from planner.commands import ranges
 from planner.commands.flags import PLAN_FLAGS, in_flags
 from planner.commands.registry_option import registry_option
-from planner.request import (
-    MAX_CONCURRENCY,
-    MAX_GPUS,
-    MAX_RATE,
-    MIN_CONTEXT,
-    PlanRequest,
-    PoolLimits,
-    ServiceSpec,
-    validation_message,
-)
-from pricing.config.quantization import methods_help
+from planner.limits import MAX_CONCURRENCY, MAX_GPUS, MAX_RATE, MIN_CONTEXT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from planner.request import PlanRequest, ServiceSpec
+from pricing.config.methods import methods_help
 from pricing.errors import InputError
 
 
@@ -115,7 +109,7 @@ def spare_option():
 
 def slo_options() -> list:
     """--p50-ttft-ms ... --p99-e2e-ms and --goodput: service targets at --requests-per-second."""
-    from planner.request import METRIC_NAMES, METRICS, PERCENTILES
+    from planner.limits import METRIC_NAMES, METRICS, PERCENTILES
 
     out = [click.option(f"--p{p}-{m}-ms", f"p{p}_{m}_ms", type=ranges.positive(),
                         help=f"p{p} {METRIC_NAMES[m]} bound in ms at --requests-per-second" if (m, p) == ("ttft", 99)
@@ -128,7 +122,9 @@ def slo_options() -> list:
 
 def slo_from(options: dict):
     """The service targets the flags give, or None."""
-    from planner.request import METRICS, PERCENTILES, SloSpec
+    from pydantic import ValidationError
+
+    from planner.request import METRICS, PERCENTILES, SloSpec, validation_message
 
     given = {f"p{p}_{m}_ms": options.get(f"p{p}_{m}_ms") for m in METRICS for p in PERCENTILES}
     given = {k: v for k, v in given.items() if v is not None}
@@ -227,6 +223,10 @@ def workload_from(options: dict):
 
 def request_from(options: dict) -> PlanRequest:
     """The flags as a validated request; a pydantic error becomes one InputError line."""
+    from pydantic import ValidationError
+
+    from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
+
     if not options["chip"]:
         raise InputError("--chip", "is required", "give a chip id such as h200 (see `plan chips`), repeat to compare")
     every, by_chip = parse_prices(options["price"])
