@@ -134,3 +134,17 @@ def test_targets_are_restated_in_the_title_and_the_json():
     target = json.loads(out)["target"]
     assert target["tpot_ms"] == 50 and target["isl"] == 1024 and target["osl"] == 256
     assert target["requests_per_second"] == 2 and target["required"] == 16
+
+
+def test_binds_and_the_breakdown_read_the_same_request():
+    # gpt-oss-120b: binds' bytes per request are the breakdown's KV cache plus its admission reservation
+    argv = ["--model", "gpt-oss-120b", "--chip", "h200", "--concurrency", "128", "--context-length", "131072"]
+    code, text = run(argv)
+    assert code == 0
+    binds = next(line for line in text.splitlines() if line.startswith("binds: "))
+    each = re.search(r"([\d.,]+) MiB each: ([\d.,]+) MiB of KV cache and ([\d.,]+) MiB reserved at admission", binds)
+    request = re.search(r"a 131,072-token request: ([\d.,]+) MiB of KV cache per rank", text)
+    assert each and request and each.group(2) == request.group(1), (binds, request)
+    assert abs(float(each.group(1)) - float(each.group(2)) - float(each.group(3))) <= 0.1
+    vllm = re.search(r"Maximum concurrency for 131,072 tokens per request: ([\d.]+)x", text).group(1)
+    assert f"vLLM's maximum concurrency, {vllm}×" in binds  # the breakdown's figure, named as what it is
