@@ -55,9 +55,9 @@ class FleetResult(BaseModel):
     feasible: bool
     services: list[ServicePlan]
     chips: list[ChipUse]
-    cost_per_hour: float
-    cost_per_month: float
-    gpus: int
+    cost_per_hour: float | None = Field(description="USD per hour of every pool; null when not every service is served")
+    cost_per_month: float | None = Field(description="cost_per_hour × the hours of a month; null when infeasible")
+    gpus: int | None = Field(description="GPUs of every pool; null when not every service is served")
     short: list[Shortfall] = []
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
     decomposed: bool = Field(False, description="the inventory couples no services: each was solved on its own")
@@ -198,8 +198,9 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                              cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
     total = round(sum(pl.cost_per_hour for pl in plans), 4)
     return FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
-                       cost_per_hour=total, cost_per_month=round(total * hours, 2),
-                       gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
+                       cost_per_hour=total if plans else None,
+                       cost_per_month=round(total * hours, 2) if plans else None,
+                       gpus=sum(pl.gpus for pl in plans) if plans else None, short=short, solver_status=status,
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),

@@ -347,7 +347,8 @@ def render_comparison(c: Comparison, console: Console) -> None:
         figures = ([amount(r.cost_per_hour, estimate), amount(r.cost_per_month, estimate, cents=False),
                     "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
                    if r.feasible else ["infeasible", "infeasible", "—"])
-        rows.append([r.variant, *[count(gpus_by_chip(r, chip)) for chip in chips], *figures, binding(r)])
+        rows.append([r.variant, *[count(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips], *figures,
+                     binding(r)])
     print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=box.SIMPLE_HEAD)
     for note in price_footnotes([p for r in c.results for p in r.services]):
         console.print(note, soft_wrap=True, markup=False)

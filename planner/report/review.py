@@ -76,7 +76,9 @@ def search_line(r: FleetResult) -> str:
     return f"{solver_phrase(r.solver_status)}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s{how}"
 
 
-def delta(value: float, base: float) -> str:
+def delta(value: float | None, base: float | None) -> str:
+    if value is None or base is None:  # an infeasible point has no cost to compare
+        return "—"
     if base == 0:
         return "n/a" if value else "0"
     change = (value - base) / base * 100
@@ -92,7 +94,7 @@ def markdown(c: Comparison) -> str:
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 2) + ["---"]) + "|")
     for r in c.results:
-        cells = [r.variant] + [str(gpus_by_chip(r, chip)) for chip in chips]
+        cells = [r.variant] + [str(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips]
         if r.feasible:
             cells += [f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
                       "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
