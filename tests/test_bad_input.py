@@ -189,3 +189,10 @@ def test_a_scenario_is_checked_whole_with_paths_as_written_and_lines(tmp_path):
                 (11, "variants.cheap.price.h999", "unknown chip 'h999'")]
     for line, where, what in expected:  # every error in one round, the service by its name or 1-based number
         assert any(x.startswith(f"{path}:{line}: {where}: ") and what in x for x in lines), (line, where, lines)
+
+
+def test_an_infeasible_review_carries_null_not_zeros():
+    code, out, _ = run(["scenario", str(ROOT / "scenarios" / "infeasible-review.yaml"), "--format", "json"])
+    r = json.loads(out)
+    assert code == 1 and r["feasible"] is False
+    assert r["cost_per_hour"] is None and r["cost_per_month"] is None and r["gpus"] is None
