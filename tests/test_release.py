@@ -215,7 +215,7 @@ def test_scenario_services_name_their_release(tmp_path):
     assert scenario.service_spec(scenario.services[0]).vllm_version == "0.33"
     data["services"][0]["vllm_version"] = "0.34"
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(data))
-    with pytest.raises(InputError, match=r"services\[0\]\.vllm_version: unknown vLLM release '0.34'"):
+    with pytest.raises(InputError, match=r"services\.chat\.vllm_version: unknown vLLM release '0.34'"):
         load_scenario(tmp_path / "bad.yaml")
 
 
