@@ -323,7 +323,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
     for p in r.services:
-        for line in speed_lines(p):
+        for line in speed_lines(p) + serving_lines(p) + cost_lines(p):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
                            f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes "
