@@ -1,4 +1,4 @@
-"""The oracle's sweep of one shape (planner/oracle.py `evaluate_shape`: one kernel per token
+"""The oracle's sweep of one shape (planner/candidates/table.py `evaluate_shape`: one kernel per token
 budget, each utilization read off it) equals the sweep that builds one kernel per grid point, on
 every card: the same rows, the same verdict, the same count of points judged."""
 
@@ -11,17 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import defaults
-from planner.oracle import (
-    ChipTable,
-    Row,
-    ShapeVerdict,
-    _record,
-    context_length,
-    deployment_for,
-    evaluate_shape,
-    shapes,
-    utilizations,
-)
+from planner.candidates.shapes import ChipTable, Row, ShapeVerdict, context_length, deployment_for, shapes
+from planner.candidates.table import _record, evaluate_shape, utilizations
 from planner.request import ServiceSpec
 from pricing.chips import get_chip
 from pricing.errors import InputError

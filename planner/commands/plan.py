@@ -1,7 +1,7 @@
 """`plan --model M --chip C --concurrency N`: the cheapest pool of GPUs, in which vLLM
 configuration, that holds N concurrent requests at the context length.
 
-Thin: parse the flags into a `PlanRequest`, call `planner.search.plan`, render. Exit status 1
+Thin: parse the flags into a `PlanRequest`, call `planner.report.plan.plan`, render. Exit status 1
 when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 
 from __future__ import annotations
@@ -87,11 +87,46 @@ def options_list(axes: bool = False) -> list:
         click.option("--osl", type=int, help="mean output tokens of a request (with --isl)"),
         click.option("--requests-per-second", type=float, help="requests the pool must serve each second (needs "
                      "--isl and --osl)"),
+        click.option("--range-ratio", type=float, default=0.0, show_default=True,
+                     help="with service targets: lengths uniform in [isl (1 - r), isl (1 + r)], as vllm bench serve "
+                          "--random-range-ratio"),
+        *slo_options(),
         vllm_version_option(),
         click.option("--provenance", "show_provenance", is_flag=True,
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
     ]
+
+
+def slo_options() -> list:
+    """--p50-ttft-ms ... --p99-e2e-ms and --goodput: service targets at --requests-per-second."""
+    from planner.request import METRIC_NAMES, METRICS, PERCENTILES
+
+    out = [click.option(f"--p{p}-{m}-ms", f"p{p}_{m}_ms", type=float,
+                        help=f"p{p} {METRIC_NAMES[m]} bound in ms at --requests-per-second" if (m, p) == ("ttft", 99)
+                        else f"p{p} {METRIC_NAMES[m]} bound (ms)") for m in METRICS for p in PERCENTILES]
+    out.append(click.option("--goodput", type=float, help="fraction of requests that must meet every TTFT, TPOT and "
+                            "E2E bound given (as vllm bench serve --goodput counts them)"))
+    return out
+
+
+def slo_from(options: dict):
+    """The service targets the flags give, or None."""
+    from planner.request import METRICS, PERCENTILES, SloSpec
+
+    given = {f"p{p}_{m}_ms": options.get(f"p{p}_{m}_ms") for m in METRICS for p in PERCENTILES}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given and options.get("goodput") is None:
+        return None
+    if options.get("requests_per_second") is None:
+        flag = "--" + next(iter(given), "goodput").replace("_", "-")
+        raise InputError(flag, "a service target is met at a rate", "add --requests-per-second with --isl and --osl")
+    try:
+        return SloSpec(**given, goodput=options.get("goodput"))
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = str(first["loc"][-1]) if first["loc"] else "goodput"
+        raise InputError(f"--{field.replace('_', '-')}", validation_message(first), "see `plan --help`") from None
 
 
 def acceptance_option():
@@ -162,20 +197,26 @@ def workload_from(options: dict):
             raise InputError(flag, f"must be at least 1, got {value}", "give tokens per request")
     if rate is not None and rate <= 0:
         raise InputError("--requests-per-second", f"must be positive, got {rate}", "for example 10")
-    return WorkloadSpec(isl=isl, osl=osl, requests_per_second=rate)
+    ratio = options.get("range_ratio") or 0.0
+    if not 0 <= ratio < 1:
+        raise InputError("--range-ratio", f"must be in [0, 1), got {ratio:g}", "for example 0.5")
+    return WorkloadSpec(isl=isl, osl=osl, requests_per_second=rate, range_ratio=ratio)
 
 
 def request_from(options: dict) -> PlanRequest:
     """The flags as a validated request; a pydantic error becomes one InputError line."""
     if not options["chip"]:
         raise InputError("--chip", "is required", "give a chip id such as h200 (see `plan chips`), repeat to compare")
-    if options["concurrency"] is None:
-        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64")
     every, by_chip = parse_prices(options["price"])
     workload = workload_from(options)
+    slo = slo_from(options)
+    if options["concurrency"] is None and slo is None:
+        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64, or service "
+                         "targets at a rate (--requests-per-second with --p99-ttft-ms ...)")
     try:
         service = ServiceSpec(
-            model=options["model"], quantization=options["quantization"], concurrency=options["concurrency"],
+            model=options["model"], quantization=options["quantization"],
+            concurrency=options["concurrency"] if options["concurrency"] is not None else 1,
             context_length=options["context_length"], headroom=options["headroom"], margin=options["margin"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
             speculative_acceptance=options.get("speculative_acceptance"),
@@ -184,7 +225,7 @@ def request_from(options: dict) -> PlanRequest:
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
             max_num_batched_tokens=options["max_num_batched_tokens"] or None,
             vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
-            workload=workload)
+            workload=workload, slo=slo)
         limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
                             gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
     except ValidationError as err:
@@ -218,10 +259,10 @@ def run(ctx: click.Context, **options) -> None:
     if not options.get("model"):
         click.echo(ctx.get_help())
         return
-    from planner.commands.memory import console_for_output
     from planner.heap import freeze_imported
-    from planner.render import render_infeasible, render_plan
-    from planner.search import plan, winner_kernel
+    from planner.report.memory import console_for_output
+    from planner.report.plan import plan, winner_kernel
+    from planner.report.render import render_infeasible, render_plan
 
     freeze_imported()
     request = request_from(options)

@@ -1,31 +1,24 @@
-"""A scenario's services planned together over one inventory (issue: scenario files).
-
-Each service's candidates come from the same oracle and ranking as `plan` (planner/oracle.py,
-planner/search.py `options`); the CP-SAT model is `search.build` over all services at once, so
-their pools draw on the same GPUs of each chip, plus node packing: an instance never straddles
-nodes unless it is larger than a node, when it takes whole nodes. Minimises the total cost (then
-GPUs, headroom, rank, as `plan` does).
-
-When the inventory cannot serve every service, a second model lets services go unserved, serves
-as many as it can at the lowest cost, and the report names the services left short and what they
-would take on their own.
-"""
+"""A scenario's result, as the user reads it: each service's pool (planner/search/fleet.py's picks,
+verified by the kernel, with what binds, the step figures and the launch commands), the chips
+used, the total cost, and the services left short with what each would take on its own."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
 
-from ortools.sat.python import cp_model
 from pydantic import BaseModel, Field
 
-from planner import defaults, latency, search
-from planner.binds import binding, default_max_num_seqs
-from planner.oracle import ChipTable, candidate_table, context_length, deployment, priced_chip, verify
-from planner.request import PoolLimits, ServiceSpec
-from planner.result import PoolPlan
+from planner import defaults
+from planner.candidates import latency
+from planner.candidates.shapes import context_length, deployment
+from planner.candidates.table import candidate_table, priced_chip, verify
+from planner.report.binds import binding, default_max_num_seqs
+from planner.report.plan import serving_figures, token_costs
+from planner.report.result import PoolPlan
+from planner.report.serve import node_commands, serve_command
 from planner.scenario import Scenario, Service
-from planner.serve import node_commands, serve_command
+from planner.search import cpsat
+from planner.search.fleet import Prepared, search_fleet, unserved
 from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
 
@@ -74,74 +67,6 @@ class FleetResult(BaseModel):
     seconds: float
 
 
-@dataclass
-class Prepared:
-    """One service ready for the solver: its spec, limits and ranked options over its chips."""
-
-    name: str
-    spec: ServiceSpec
-    limits: PoolLimits
-    tables: list[ChipTable]
-    options: list[search.Option]
-    node: dict[str, int]
-    own_cost: float | None  # USD/hour of its cheapest pool on its own, the stock's replica caps aside
-
-
-def _stock(scenario: Scenario, chip: str) -> int | None:
-    stock = scenario.inventory.get(chip)
-    return stock.gpus if stock else None
-
-
-def prepare(scenario: Scenario, service: Service) -> Prepared:
-    """The service's candidate tables (one per chip) and its options, each capped by the
-    chip's stock as `plan --max-gpus` would cap it."""
-    spec = scenario.service_spec(service)
-    limits = scenario.limits(service)
-    tables, node = [], {}
-    for chip_id in limits.chips:
-        stock = scenario.inventory.get(chip_id)
-        chip = priced_chip(chip_id, limits)
-        per_node = (stock.gpus_per_node if stock and stock.gpus_per_node else None) or chip.gpus_per_node
-        node[chip.id] = per_node
-        chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
-                                                "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
-        tables.append(candidate_table(spec, chip, chip_limits))
-    opts = search.options(tables, spec, limits.model_copy(update={"max_gpus": None}))
-    capped = []
-    for o in opts:
-        stock = _stock(scenario, o.row.chip)
-        cap = search.replica_cap(o.row.gpus, node[o.row.chip], stock)
-        if cap is None:
-            capped.append(o)
-        elif cap >= o.rmin:
-            capped.append(replace(o, rmax=cap))
-    own = min((o.price * o.row.gpus * o.rmin for o in opts), default=None)
-    return Prepared(service.name, spec, limits, tables, capped, node, own)
-
-
-def _add_node_packing(pm: search.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
-    """Instances larger than a node take whole nodes; the rest share nodes (power-of-two sizes
-    pack a node exactly), so whole nodes of large instances plus the GPUs of small ones fit."""
-    for chip, stock in scenario.inventory.items():
-        if stock.gpus is None:
-            continue
-        node = next((p.node[chip] for p in services if chip in p.node), None)
-        if node is None:
-            continue
-        big, small = [], []
-        for p, r in zip(services, pm.r, strict=True):
-            for o, ri in zip(p.options, r, strict=True):
-                if o.row.chip != chip:
-                    continue
-                if o.row.gpus > node:
-                    big.append(-(-o.row.gpus // node) * ri)
-                else:
-                    small.append(o.row.gpus * ri)
-        if big:
-            pm.model.add(sum(big) <= stock.gpus // node)
-            pm.model.add(node * sum(big) + sum(small) <= stock.gpus)
-
-
 def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServicePlan]:
     out = []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
@@ -156,6 +81,9 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
         binds = latency.binding(table, row, p.spec, step, binds)
+        served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds)
+        cost = round(option.price * row.gpus * replicas, 4)
+        per_output, per_input = token_costs(p.spec, step, cost)
         out.append(ServicePlan(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
@@ -165,42 +93,13 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
             target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
             headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
-            cost_per_hour=round(option.price * row.gpus * replicas, 4),
+            cost_per_hour=cost, serving=served, cost_per_million_output_tokens=per_output,
+            cost_per_million_input_tokens=per_input,
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of,
             vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),
             vllm_serve_nodes=node_commands(model.hf_id, d, p.node[row.chip], p.spec.quantization), step=step))
     return out
-
-
-def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], list]:
-    """Serve as many services as the inventory allows (then at the lowest cost): which are short."""
-    m = cp_model.CpModel()
-    served, picks_vars = [], []
-    cost = 0
-    for s, p in enumerate(prepared):
-        x = [m.new_bool_var(f"x{s}_{i}") for i in range(len(p.options))]
-        r = [m.new_int_var(0, o.rmax, f"r{s}_{i}") for i, o in enumerate(p.options)]
-        for o, xi, ri in zip(p.options, x, r, strict=True):
-            m.add(ri >= o.rmin * xi)
-            m.add(ri <= o.rmax * xi)
-        m.add(sum(x) <= 1)
-        served.append(sum(x))
-        picks_vars.append((x, r))
-        cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(p.options, r, strict=True))
-    for chip, stock in scenario.inventory.items():
-        if stock.gpus is None:
-            continue
-        use = [o.row.gpus * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
-               for o, ri in zip(p.options, r, strict=True) if o.row.chip == chip]
-        if use:
-            m.add(sum(use) <= stock.gpus)
-    bound = sum(max((o.price_units * o.row.gpus * o.rmax for o in p.options), default=0) for p in prepared) + 1
-    m.maximize(bound * sum(served) - cost)
-    sol = search.solver()
-    sol.solve(m)
-    short = [s for s, (x, _) in enumerate(picks_vars) if not any(sol.boolean_value(v) for v in x)]
-    return short, picks_vars
 
 
 def _alone(p: Prepared) -> tuple[str, str]:
@@ -210,7 +109,7 @@ def _alone(p: Prepared) -> tuple[str, str]:
     tables = [candidate_table(p.spec, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
                                                                         "gpus_per_node": t.gpus_per_node}))
               for t in p.tables]
-    unlimited = search.options(tables, p.spec, limits)
+    unlimited = cpsat.options(tables, p.spec, limits)
     if not unlimited:
         return ("no configuration of this service fits any allowed chip at this context length, whatever the "
                 "inventory", "no chip fits")
@@ -219,31 +118,6 @@ def _alone(p: Prepared) -> tuple[str, str]:
     return (f"it needs {gpus} GPUs on its own ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
             f"holding {best.row.concurrency} requests each, ${best.price * best.row.gpus * best.rmin:,.2f}/hour)",
             f"needs {gpus}")
-
-
-def coupled(prepared: list[Prepared], inventory: dict[str, int]) -> bool:
-    """Whether the inventory couples services: a chip with a GPU limit that two services could use."""
-    users: dict[str, set[int]] = {}
-    for i, p in enumerate(prepared):
-        for chip in {o.row.chip for o in p.options} & set(inventory):
-            users.setdefault(chip, set()).add(i)
-    return any(len(who) > 1 for who in users.values())
-
-
-def _solve_apart(prepared: list[Prepared], scenario: Scenario, inventory: dict[str, int],
-                 time_limit: float | None) -> tuple[str, list]:
-    """Services the inventory does not couple are solved one at a time: the total cost (and
-    every later key) is a sum of independent terms, so each service's optimum is the fleet's."""
-    picks, statuses = [], []
-    for p in prepared:
-        pm = search.build([p.options], [p.spec.required], inventory)
-        _add_node_packing(pm, [p], scenario)
-        sol = search.solve(pm, time_limit)
-        if not sol.picks:
-            return sol.status, []
-        picks.append(sol.picks[0])
-        statuses.append(sol.status)
-    return ("OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"), picks
 
 
 def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
@@ -266,21 +140,9 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     at its context length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
     refused = {s.name: why for s in scenario.services if (why := refused_context(scenario, s))}
-    prepared = [prepare(scenario, s) for s in scenario.services if s.name not in refused]
-    unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
-    evaluated = sum(t.evaluated for t in unique.values())
+    found = search_fleet(scenario, set(refused), time_limit)
+    prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
-    inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
-    status, picks = "INFEASIBLE", []
-    solvable = not refused and all(p.options for p in prepared)  # every service has a candidate
-    decomposed = solvable and not coupled(prepared, inventory)
-    if decomposed:
-        status, picks = _solve_apart(prepared, scenario, inventory, time_limit)
-    elif solvable:
-        pm = search.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
-        _add_node_packing(pm, prepared, scenario)
-        sol = search.solve(pm, time_limit)
-        status, picks = sol.status, sol.picks
     if picks:
         plans = _plans(prepared, picks, scenario)
         short = []
@@ -291,7 +153,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         if not solvable:
             missing = [i for i, p in enumerate(prepared) if not p.options]
         else:
-            missing = range(len(prepared)) if timed_out else _relaxed(prepared, scenario)[0] or range(len(prepared))
+            missing = range(len(prepared)) if timed_out else unserved(prepared, scenario) or range(len(prepared))
         for s in missing:
             p = prepared[s]
             stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
@@ -300,7 +162,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")
             elif timed_out:
-                reason = f"{search.no_plan_in_time(time_limit)} (--time-limit raises it); "
+                reason = f"{cpsat.no_plan_in_time(time_limit)} (--time-limit raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
             alone, brief = _alone(p)
@@ -318,6 +180,6 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        cost_per_hour=total, cost_per_month=round(total * hours, 2),
                        gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
-                       decomposed=decomposed, own_cost_per_hour=None if refused or any(
+                       decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
-                       candidates_evaluated=evaluated, seconds=round(time.perf_counter() - start, 3))
+                       candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3))

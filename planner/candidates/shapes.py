@@ -1,36 +1,18 @@
-"""The oracle: every candidate vLLM instance of one service on one chip, judged by the memory
-kernel ahead of the solve (chips-and-solver.md §2.2 item 9, "precompute the oracle").
-
-A candidate is an instance shape (tp, dp, expert parallel, dcp, KV cache dtype) with a
-utilization and a token budget. Its concurrency at the context length is
-dp × min(max_num_seqs, requests one rank's pool holds) — `Kernel.requests_held()`, which is 0
-when vLLM would refuse to start. `max_num_seqs` is set to what the pool holds at vLLM's default
-`max_num_seqs` (so never above that default, 1,024 on chips of 70 GiB or more; and at most the
-token budget, as vLLM requires), so the instance admits
-everything its memory holds and no more. A smaller `max_num_seqs` only shrinks the fixed memory
-(CUDA graphs, sampler), so the pool still holds that many; `verify()` asks the kernel again for
-the rows that are reported.
-
-Monotonicity used to prune (never a second memory model): for one shape and token budget the
-KV pool is budget − fixed memory and the budget grows with utilization. Utilizations are
-scanned from the highest down, and the scan stops at the first that holds fewer requests than
-the one above it: every lower utilization holds no more, so it cannot be the best row of its
-shape (see `ChipTable.dominant`).
-"""
+"""The instance shapes a service may run on a chip, and the rows of a candidate table: what one
+instance is (tp × pp × dp GPUs, expert parallel, dcp, KV cache dtype), how it lays out on nodes,
+and the vLLM flags of one instance (`deployment`). The kernel evaluates them (`table.py`)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from planner import defaults
-from planner.request import PoolLimits, ServiceSpec
-from pricing.chips import Chip, get_chip
+from planner.request import ServiceSpec
+from pricing.chips import Chip
 from pricing.errors import InputError
-from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
-from pricing.kernel import Deployment, Kernel
-from pricing.kernel.deployment import beyond_positions, max_dcp
+from pricing.kernel import Deployment
+from pricing.kernel.deployment import max_dcp
 from pricing.kernel.pipeline import backbone_layers
 
 
@@ -118,7 +100,7 @@ class ChipTable:
     rows: list[Row] = field(default_factory=list)
     verdicts: list[ShapeVerdict] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # shape filters that removed values, in words
-    latency: dict = field(default_factory=dict)  # Row -> planner.latency.Cap, under latency targets
+    latency: dict = field(default_factory=dict)  # Row -> planner.candidates.latency.Cap, under latency targets
     latency_note: str | None = None  # why the latency targets left no row
     evaluated: int = 0
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
@@ -153,16 +135,15 @@ def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | No
     return full // -(-gpus // gpus_per_node)
 
 
-def priced_chip(chip_id: str, limits: PoolLimits) -> Chip:
-    """The chip with the user's price (`--price 3.1` for all, `--price h200=3.1` for one)."""
-    chip = get_chip(chip_id)
-    price = limits.prices.get(chip.id, limits.price)
-    return chip.with_overrides(price=price) if price is not None else chip
-
-
 def context_length(model: ModelGraph, service: ServiceSpec) -> int:
-    """`--context-length`, or vLLM's default: the model's maximum position."""
-    return service.context_length if service.context_length is not None else model.max_position
+    """`--context-length`; with service targets, the workload's longest request (its prompt and
+    output at the top of their range), so the KV pool admits by what requests hold; else vLLM's
+    default, the model's maximum position."""
+    if service.context_length is not None:
+        return service.context_length
+    if service.slo is not None:
+        return min(model.max_position, service.workload.longest)
+    return model.max_position
 
 
 def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:
@@ -249,22 +230,6 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     return sorted(out), notes
 
 
-def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[float]:
-    """The utilization grid, highest first. The default grid tops out where the engine keeps
-    `grids.spare_memory_bytes` free beside the budget and what is held before it (the cap,
-    floored to the grid step, is a candidate when it binds); utilizations the user gives are
-    capped only where vLLM would refuse to start (budget + pre-snapshot beyond the chip)."""
-    grid = sorted(service.gpu_memory_utilization or defaults.value("grids.gpu_memory_utilization"), reverse=True)
-    step = defaults.value("grids.gpu_memory_utilization_step")
-    ticks = round(1 / step)
-    spare = 0 if service.gpu_memory_utilization else int(defaults.value("grids.spare_memory_bytes"))
-    cap = math.floor((chip.memory_bytes - pre_snapshot - spare) * ticks / chip.memory_bytes) / ticks
-    kept = [u for u in grid if u <= cap]
-    if service.gpu_memory_utilization is None and 0 < cap < grid[0] and cap not in kept:
-        kept = [cap] + kept
-    return kept
-
-
 def deployment_for(shape: Shape, service: ServiceSpec, max_model_len: int, **settings) -> Deployment:
     """The vLLM flags of one instance of `shape` for `service` (one place, so no caller drops a field)."""
     return Deployment(tensor_parallel_size=shape.tp, pipeline_parallel_size=shape.pp, data_parallel_size=shape.dp,
@@ -274,145 +239,7 @@ def deployment_for(shape: Shape, service: ServiceSpec, max_model_len: int, **set
                       speculative_method=service.speculative_method, **settings)
 
 
-def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape, table: ChipTable) -> None:
-    """Evaluate one shape over the utilization × token-budget grid, appending rows to `table`.
-
-    One kernel per token budget, at the highest utilization: the utilization changes only the
-    budget, and the pool is affine in it (`Kernel.held_at`), so each utilization's requests and
-    start-up checks are read off that kernel. The scan runs from the highest utilization down and
-    stops at the first that holds fewer requests than the one above it (or none); a token budget
-    whose highest utilization holds none ends the shape, as a larger budget only grows the
-    activation peak and the CUDA-graph captures. `table.evaluated` counts the grid points the scan
-    judged (the points it reached, the one that stopped it included, and one per token budget the
-    last rule ended)."""
-    length = context_length(model, service)
-    verdict = ShapeVerdict(shape)
-    table.verdicts.append(verdict)
-    budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
-    try:
-        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip,
-                          release=service.vllm_version)
-    except InputError as err:
-        verdict.invalid = str(err)
-        table.evaluated += 1
-        return
-    table.evaluated += 1
-    utils = utilizations(service, chip, probe.pre_snapshot_bytes())
-    if not utils:
-        verdict.refusal = probe.failed_check()
-        return
-    margin = service.kv_margin
-    for n, mbt in enumerate(budgets):
-        kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=utils[0],
-                                                 max_num_batched_tokens=mbt), chip, release=service.vllm_version)
-        top = 0
-        for util in utils:
-            table.evaluated += 1
-            held = kernel.held_at(kernel.budget_of(util), margin)
-            if n == 0 and util == utils[0]:
-                _record(verdict, kernel, held)
-            if held < top or held == 0:
-                break  # lower utilizations leave a smaller pool: they hold no more, and this holds less
-            top = held
-            table.rows.append(Row(chip.id, shape, util, mbt, min(held, mbt), min(held, mbt)))
-        if top == 0:  # larger token budgets hold none either
-            table.evaluated += len(budgets) - n - 1
-            return
-
-
 def deployment(row: Row, service: ServiceSpec, max_model_len: int) -> Deployment:
     """The vLLM flags of one candidate instance."""
     return deployment_for(row.shape, service, max_model_len, gpu_memory_utilization=row.gpu_memory_utilization,
                        max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs)
-
-
-def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Kernel:
-    """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
-    kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip,
-                       release=service.vllm_version)
-    held = kernel.requests_held(service.kv_margin)
-    if held != row.held_per_rank:
-        raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")
-    return kernel
-
-
-def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
-    fixed = kernel.fixed_bytes()
-    verdict.weights = fixed.weights
-    verdict.fixed = fixed.total
-    verdict.budget = kernel.budget()
-    verdict.kv_pool = kernel.kv_pool()
-    verdict.request_bytes = kernel.request_bytes()
-    verdict.utilization = kernel.engine.gpu_memory_utilization
-    verdict.max_num_batched_tokens = kernel.engine.max_num_batched_tokens
-    verdict.held_per_rank = held
-    verdict.refusal = kernel.failed_check()
-
-
-_TABLES: dict = {}
-
-
-def clear_tables() -> None:
-    """Forget the candidate tables built so far (benchmarks measure a cold sweep; the kernel's own
-    memo is pricing.kernel.kernel.clear_memo)."""
-    _TABLES.clear()
-
-
-def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
-    """What a candidate table depends on: the whole service but its target (concurrency and
-    headroom, which only the solve reads), the whole chip, the node size, the GPU cap and the
-    registry in use."""
-    from pricing.registry import load
-
-    sweep = service.model_copy(update={"concurrency": 1, "headroom": 0.0})
-    return (sweep, chip, limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
-
-
-def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[ModelGraph, ChipTable, list[Shape]]:
-    """The model, an empty table and the shapes to evaluate on `chip`."""
-    model = load_model(service.model, service.quantization)
-    length = context_length(model, service)
-    if problem := beyond_positions(model, length):
-        raise InputError("--context-length", problem, f"use at most {model.max_position}")
-    per_node = limits.gpus_per_node or chip.gpus_per_node
-    found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
-    return model, ChipTable(chip, per_node, excluded=notes), found
-
-
-def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: list[Shape], table: ChipTable) -> None:
-    """Pipeline-staged shapes, evaluated only when the model needs more than a node (or --pp asks
-    for stages): the single-stage shapes must have been evaluated already."""
-    staged = [s for s in found if s.pp > 1]
-    in_a_node = any(r.shape.nodes(table.gpus_per_node) == 1 for r in table.rows)
-    if service.pp or not in_a_node:
-        for shape in staged:
-            evaluate_shape(model, chip, service, shape, table)
-
-
-def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
-    """Every candidate instance of `service` on `chip` the kernel accepts (the reusable unit of a
-    scenario: one table per service and chip). Tables are reused within the process across
-    services and variants that share a `sweep_key` (a review's services of one model at one
-    context length share one sweep); the table is never changed after it is built."""
-    key = sweep_key(service, chip, limits)
-    table = _TABLES.get(key)
-    if table is None:
-        model, table, found = start_table(service, chip, limits)
-        for shape in found:
-            if shape.pp == 1:
-                evaluate_shape(model, chip, service, shape, table)
-        evaluate_staged(model, chip, service, found, table)
-        apply_latency(table, model, service)
-        _TABLES[key] = table
-    return table
-
-
-def has_latency_target(service: ServiceSpec) -> bool:
-    return service.tpot_ms is not None or service.ttft_ms is not None or service.workload is not None
-
-
-def apply_latency(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
-    if has_latency_target(service):
-        from planner import latency  # the step model is priced only when a target asks for it
-
-        latency.cap_rows(table, model, service)
