@@ -65,7 +65,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
                       f"({result.margin.source}" + ("" if result.margin.source == "--margin" else "; --margin sets it")
                       + ")", soft_wrap=True)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
-                  f"{solver_phrase(result.search.solver_status)}", soft_wrap=True)
+                  f"{solver_phrase(result.search.solver_status, result.search.solver_stages)}", soft_wrap=True)
     console.print()
     console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
                   f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")

@@ -71,9 +71,10 @@ def binding(r: FleetResult) -> str:
 def search_line(r: FleetResult) -> str:
     """How the result was found, as `plan` reports it: the solver's status in words, the
     candidates the oracle evaluated and the wall-clock time."""
-    how = "; each service solved on its own (the inventory couples none)" if r.decomposed and len(r.services) > 1 \
+    how = "; each service's own optimum (they fit the inventory together)" if r.decomposed and len(r.services) > 1 \
         else ""
-    return f"{solver_phrase(r.solver_status)}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s{how}"
+    return (f"{solver_phrase(r.solver_status, r.solver_stages)}, {r.candidates_evaluated:,} candidates in "
+            f"{r.seconds:.2f} s{how}")
 
 
 def delta(value: float, base: float) -> str:
