@@ -180,7 +180,7 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
     services and variants that share a `sweep_key` (a review's services of one model at one
     context length share one sweep); the table is never changed after it is built."""
     key = sweep_key(service, chip, limits)
-    table = _TABLES.get(key)
+    table = built_table(key)
     if table is None:
         model, table, found = start_table(service, chip, limits)
         for shape in found:
@@ -188,8 +188,18 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
                 evaluate_shape(model, chip, service, shape, table)
         evaluate_staged(model, chip, service, found, table)
         apply_latency(table, model, service)
-        _TABLES[key] = table
+        keep_table(key, table)
     return table
+
+
+def built_table(key: tuple) -> ChipTable | None:
+    """The table of `sweep_key` built in this process so far, if any."""
+    return _TABLES.get(key)
+
+
+def keep_table(key: tuple, table: ChipTable) -> None:
+    """Keep a table built here or in a worker (planner/candidates/parallel.py) for its key."""
+    _TABLES[key] = table
 
 
 def has_latency_target(service: ServiceSpec) -> bool:

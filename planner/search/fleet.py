@@ -17,12 +17,14 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
+from planner.candidates.parallel import build_tables
 from planner.candidates.shapes import ChipTable
 from planner.candidates.table import candidate_table, priced_chip
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
 from planner.search.status import STAGES, StageStatus
+from pricing.chips import Chip
 
 
 @dataclass
@@ -44,19 +46,29 @@ def _stock(scenario: Scenario, chip: str) -> int | None:
     return stock.gpus if stock else None
 
 
+def table_requests(scenario: Scenario, service: Service) -> list[tuple[ServiceSpec, Chip, PoolLimits]]:
+    """What the service's candidate table on each of its chips is asked with: its spec, the chip
+    at the review's price, and limits of that chip alone (its node size, its stock as --max-gpus)."""
+    spec = scenario.service_spec(service)
+    limits = scenario.limits(service)
+    out = []
+    for chip_id in limits.chips:
+        stock = scenario.inventory.get(chip_id)
+        chip = priced_chip(chip_id, limits)
+        per_node = (stock.gpus_per_node if stock and stock.gpus_per_node else None) or chip.gpus_per_node
+        out.append((spec, chip, limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
+                                                          "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})))
+    return out
+
+
 def prepare(scenario: Scenario, service: Service) -> Prepared:
     """The service's candidate tables (one per chip) and its options, each capped by the
     chip's stock as `plan --max-gpus` would cap it."""
     spec = scenario.service_spec(service)
     limits = scenario.limits(service)
     tables, node = [], {}
-    for chip_id in limits.chips:
-        stock = scenario.inventory.get(chip_id)
-        chip = priced_chip(chip_id, limits)
-        per_node = (stock.gpus_per_node if stock and stock.gpus_per_node else None) or chip.gpus_per_node
-        node[chip.id] = per_node
-        chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
-                                                "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
+    for spec, chip, chip_limits in table_requests(scenario, service):
+        node[chip.id] = chip_limits.gpus_per_node
         tables.append(candidate_table(spec, chip, chip_limits))
     sized = None
     if spec.slo is not None:
@@ -198,7 +210,9 @@ def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None
     keys are sums over services, and the inventory only removes choices): when the optima fit the
     inventory together they are the fleet's optimum, proven without the coupled model. Otherwise
     the coupled CP-SAT model is solved, started from them (a hint)."""
-    prepared = [prepare(scenario, s) for s in scenario.services if s.name not in refused]
+    served = [s for s in scenario.services if s.name not in refused]
+    build_tables([r for s in served for r in table_requests(scenario, s)])  # in workers, for many tables
+    prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
     inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
