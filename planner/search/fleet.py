@@ -202,7 +202,8 @@ class FleetSearch:
     stages: list[StageStatus]
 
 
-def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None = None) -> FleetSearch:
+def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None = None,
+                 parallel_tables: bool = True) -> FleetSearch:
     """Prepare every service but the `refused` ones and solve them together over the inventory;
     a refused service leaves the scenario unsolvable.
 
@@ -211,7 +212,8 @@ def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None
     inventory together they are the fleet's optimum, proven without the coupled model. Otherwise
     the coupled CP-SAT model is solved, started from them (a hint)."""
     served = [s for s in scenario.services if s.name not in refused]
-    build_tables([r for s in served for r in table_requests(scenario, s)])  # in workers, for many tables
+    if parallel_tables:
+        build_tables([r for s in served for r in table_requests(scenario, s)])  # in workers, for many tables
     prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
