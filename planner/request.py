@@ -184,6 +184,7 @@ class PoolLimits(BaseModel):
     max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
     gpus_per_node: int | None = Field(None, ge=1)
     time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
+    spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (N+1: 1)")
 
 
     @field_validator("prices")

@@ -12,6 +12,7 @@ import math
 import click
 from pydantic import ValidationError
 
+from planner.commands.flags import PLAN_FLAGS, in_flags
 from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
 from pricing.config.quantization import methods_help
@@ -81,6 +82,7 @@ def options_list(axes: bool = False) -> list:
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         time_limit_option(),
+        spare_option(),
         click.option("--tpot-ms", type=float, help="time per output token every request must get, in ms"),
         click.option("--ttft-ms", type=float, help="time to first token of a prompt (--isl tokens), in ms"),
         click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
@@ -96,6 +98,12 @@ def options_list(axes: bool = False) -> list:
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
     ]
+
+
+def spare_option():
+    """--spare N: whole nodes per chip kept free beside the pools (N+1 capacity: --spare 1)."""
+    return click.option("--spare", type=click.IntRange(min=0), default=0, show_default=True,
+                        help="whole nodes per chip kept free as spare capacity (1 for N+1), shown in the node map")
 
 
 def slo_options() -> list:
@@ -157,7 +165,9 @@ def apply_options(options: list, f):
 
 
 def plan_options(f):
-    return apply_options(options_list(), f)
+    from planner.commands.emit import k8s_options
+
+    return apply_options(options_list() + k8s_options(), f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -227,7 +237,8 @@ def request_from(options: dict) -> PlanRequest:
             vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
             workload=workload, slo=slo)
         limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
-                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
+                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"],
+                            spare=options.get("spare", 0))
     except ValidationError as err:
         first = err.errors()[0]
         field = str(first["loc"][-1] if first["loc"] else "input")
@@ -259,14 +270,19 @@ def run(ctx: click.Context, **options) -> None:
     if not options.get("model"):
         click.echo(ctx.get_help())
         return
+    from planner.commands import emit
     from planner.heap import freeze_imported
     from planner.report.memory import console_for_output
     from planner.report.plan import plan, winner_kernel
     from planner.report.render import render_infeasible, render_plan
 
     freeze_imported()
+    emit.check(options)
     request = request_from(options)
-    result = plan(request)
+    try:
+        result = plan(request)
+    except InputError as err:
+        raise in_flags(err, PLAN_FLAGS.get) from None
     result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
                                                                     request.service.num_speculative_tokens)
     if options["as_json"]:
@@ -279,3 +295,6 @@ def run(ctx: click.Context, **options) -> None:
         render_infeasible(result, console_for_output())
     if not result.feasible:
         ctx.exit(1)
+    if options.get("emit"):
+        for line in emit.emit([(result.best.model, result.best)], options):
+            click.echo(line, err=options["as_json"])

@@ -15,11 +15,13 @@ from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.report.binds import binding, default_max_num_seqs
 from planner.report.plan import serving_figures, token_costs
 from planner.report.result import PoolPlan
-from planner.report.serve import node_commands, serve_command
+from planner.report.serve import instance_launches, pool_launch, served_model
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
 from planner.search.fleet import Prepared, search_fleet, unserved
+from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
 from planner.search.status import StageStatus
+from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
 
@@ -69,10 +71,13 @@ class FleetResult(BaseModel):
                                              "proved: status, value, bound, gap")
     candidates_evaluated: int
     seconds: float
+    nodes: list[NodeUse] = Field(default_factory=list, description="the inventory's nodes and what runs on each GPU")
+    placement_notes: list[str] = Field(default_factory=list, description="what the placement could not do")
 
 
-def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServicePlan]:
-    out = []
+def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[ServicePlan], Placement]:
+    """Each service's pool, laid with the others on the inventory's nodes, with its commands."""
+    out, launch = [], []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
         row = option.row
         model = load_model(p.spec.model, p.spec.quantization)
@@ -88,7 +93,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
         served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds)
         cost = round(option.price * row.gpus * replicas, 4)
         per_output, per_input = token_costs(p.spec, step, cost)
-        out.append(ServicePlan(
+        out.append(dict(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
             nodes_per_replica=row.shape.nodes(p.node[row.chip]), data_parallel_size=row.shape.dp,
@@ -100,10 +105,26 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             cost_per_hour=cost, serving=served, cost_per_million_output_tokens=per_output,
             cost_per_million_input_tokens=per_input,
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
-            price_as_of=priced_chip(row.chip, p.limits).price_as_of,
-            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),
-            vllm_serve_nodes=node_commands(model.hf_id, d, p.node[row.chip], p.spec.quantization), step=step))
-    return out
+            price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
+        launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
+    shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"])
+              for f in out]
+    laid = lay_out(shapes, scenario, {f["chip"]: p.node[f["chip"]] for p, f in zip(prepared, out, strict=True)})
+    plans = []
+    for fields, (named, d, per_node) in zip(out, launch, strict=True):
+        mine = [i for i in laid.instances if i.pool == fields["service"]]
+        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, per_node, mine))))
+    return plans, laid
+
+
+def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int]) -> Placement:
+    """The fleet's instances on the inventory's whole nodes (planner/search/placement.py), with the
+    scenario's spare nodes kept free."""
+    chips = {}
+    for chip_id, node in per_node.items():
+        stock = scenario.inventory.get(chip_id)
+        chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id).tp_domain, stock.gpus if stock else None)
+    return place(shapes, chips, scenario.spare)
 
 
 def _alone(p: Prepared) -> tuple[str, str]:
@@ -150,10 +171,10 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
     if picks:
-        plans = _plans(prepared, picks, scenario)
+        plans, laid = _plans(prepared, picks, scenario)
         short = []
     else:
-        plans = []
+        plans, laid = [], Placement(nodes=[], instances=[])
         short = list(refused.values())
         timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
         if not solvable:
@@ -188,4 +209,5 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
-                       candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3))
+                       candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3),
+                       nodes=laid.nodes, placement_notes=laid.notes)

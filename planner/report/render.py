@@ -1,16 +1,24 @@
 """The plan for people: the table of the best pool and its alternatives, the winner's per-rank
-memory (the kernel's own printout), and the command that starts one instance."""
+memory (the kernel's own printout), and the command that starts one instance; a scenario's pools
+and its variants side by side."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from planner import defaults
 from planner.report.memory import render_memory, render_provenance
 from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
+
+if TYPE_CHECKING:  # pragma: no cover
+    from planner.report.fleet import FleetResult
+    from planner.report.review import Comparison
 
 
 def split(p: PoolPlan, names: bool = True) -> str:
@@ -77,23 +85,88 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     if provenance:
         render_provenance(result.provenance, console)
     console.print()
-    if best.vllm_serve_nodes:
-        per_node = best.gpus_per_replica // best.nodes_per_replica
-        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
-                      f"GPUs each; one instance takes {best.nodes_per_replica} nodes of {per_node} GPUs (pipeline "
-                      "stages across nodes, tp within a node's NVLink domain). On each node of an instance, with "
-                      "HEAD_IP the head node's address:")
-        for rank, line in enumerate(best.vllm_serve_nodes):
-            command(console, f"# node {rank}" + (" (head: serves the API)" if rank == 0 else " (worker)"))
-            command(console, line)
-        console.print("# or with Ray: `ray start --head` on the head, `ray start --address $HEAD_IP:6379` on the "
-                      "others, then on the head the first command without --nnodes/--node-rank/--master-addr, "
-                      "with --distributed-executor-backend ray", soft_wrap=True, markup=False)
-    else:
-        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
-                      f"GPU{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
-        command(console, best.vllm_serve)
+    console.print(node_map(best.nodes, [(best.model, best.instances)],
+                           f"node map: {best.chip} nodes of {best.nodes[0].gpus} GPUs" if best.nodes else "node map"))
+    spare = [n for n in best.nodes if n.spare]
+    if spare:
+        gpus = sum(n.gpus for n in spare)
+        console.print(f"spare: {len(spare)} {best.chip} node{'s' if len(spare) > 1 else ''} ({gpus} GPUs) kept free "
+                      f"(--spare), ${gpus * best.price_per_gpu_hour:,.2f}/hour beyond the pool's cost")
+    render_launch(best, console)
     render_notes(result.notes, console)
+
+
+def node_map(nodes, pools, title: str = "node map") -> Table:
+    """One row per instance part on a node (its GPUs, what it serves, its port), then each node's
+    idle GPUs and the spare nodes. `pools`: (name, instances) pairs."""
+    table = Table(box=box.SIMPLE_HEAD, title=title)
+    for col in ("node", "GPUs", "serves", "role", "port"):
+        table.add_column(col, no_wrap=True, justify="right" if col == "port" else "left")
+    rows = []
+    for name, instances in pools:
+        for inst in instances:
+            for rank, slot in enumerate(inst.slots):
+                part = "" if len(inst.slots) == 1 else (", head" if rank == 0 else f", node {rank}")
+                rows.append((slot.node, slot.gpus, f"{name} #{inst.replica}", inst.role + part,
+                             str(slot.port) if slot.port is not None else "-"))
+    order = {n.node: i for i, n in enumerate(nodes)}
+    for n in nodes:
+        idle = [g for g, u in enumerate(n.used_by) if not u]
+        if n.spare:
+            rows.append((n.node, list(range(n.gpus)), "spare (kept free)", "", "-"))
+        elif idle:
+            rows.append((n.node, idle, "idle", "", "-"))
+    for node, gpus, serves, role, port in sorted(rows, key=lambda r: (order.get(r[0], 0), r[1][0])):
+        table.add_row(node, gpu_ranges(gpus), serves, role, port)
+    return table
+
+
+def gpu_ranges(gpus: list[int]) -> str:
+    """[0, 1, 2, 3, 6] -> '0-3,6'."""
+    out, start = [], None
+    for i, g in enumerate(gpus):
+        if start is None:
+            start = g
+        if i + 1 == len(gpus) or gpus[i + 1] != g + 1:
+            out.append(str(start) if start == g else f"{start}-{g}")
+            start = None
+    return ",".join(out)
+
+
+def render_launch(p: PoolPlan, console: Console, label: str = "") -> None:
+    """Where every instance of the pool runs and the commands that start it, by node: one
+    `vllm serve` per instance within a node (its CUDA_VISIBLE_DEVICES and port), one per node of
+    an instance that spans nodes (the head first), and the Ray form of such an instance once."""
+    from planner.report.serve import WEIGHTS, across_nodes
+    from pricing.kernel import Deployment
+
+    many = p.replicas > 1
+    head = f"{label}: " if label else ""
+    if p.nodes_per_replica > 1:
+        d = Deployment(tensor_parallel_size=p.tensor_parallel_size, pipeline_parallel_size=p.pipeline_parallel_size,
+                       data_parallel_size=p.data_parallel_size)
+        per_node = p.gpus_per_replica // p.nodes_per_replica
+        console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} GPUs each; one "
+                      f"instance takes {p.nodes_per_replica} nodes of {per_node} GPUs ({across_nodes(d, per_node)}). "
+                      "On each node of an instance, with HEAD_IP the head node's address:", soft_wrap=True)
+    else:
+        console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
+                      f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
+                      "the node map names (each in its own shell, or end it with &):", soft_wrap=True)
+    if any(WEIGHTS in c.command for i in p.instances for c in i.commands):
+        console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed (--model named a config "
+                      "file with no weights beside it); set it before the commands", soft_wrap=True, markup=False)
+    for inst in p.instances:
+        for c in inst.commands:
+            where = f"# {c.node}: replica {inst.replica}" + (f", {c.what}" if len(inst.commands) > 1 else "")
+            command(console, where)
+            command(console, c.command)
+    first = p.instances[0] if p.instances else None
+    if first is not None and first.ray:
+        command(console, "# or with Ray, for each instance (replica 0 shown; the others likewise on their nodes):")
+        for c in first.ray:
+            command(console, f"# {c.node}: {c.what}")
+            command(console, c.command)
 
 
 def command(console: Console, text: str) -> None:
@@ -163,3 +236,69 @@ def speed_lines(p: PoolPlan) -> list[str]:
             f"{s.output_tokens_per_second_per_gpu:,.0f} per GPU, {s.pool_output_tokens_per_second:,.0f} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
                                                                 if s.speculative else [])
+
+
+def render_fleet(r: FleetResult, console: Console) -> None:
+    hours = defaults.value("report.hours_per_month")
+    title = f"{r.review or 'scenario'} — {r.variant}"
+    from planner.report.review import search_line
+
+    if not r.feasible:
+        console.print(f"[bold red]{title}: not every service can be served[/bold red]")
+        for s in r.short:
+            console.print(f"  {s.service} is short: {s.reason}", markup=False)
+        console.print(search_line(r), soft_wrap=True)
+        return
+    table = Table(title=title)
+    for col in ("service", "model", "chip", "GPUs", "replicas × (tp, pp, dp, ep, dcp)", "util", "token budget",
+                "max_num_seqs", "concurrency", "headroom", "$/hour", f"$/month ({hours} h)"):
+        table.add_column(col, justify="left" if col in ("service", "model", "chip") else "right")
+    for p in r.services:
+        split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
+                 f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
+        table.add_row(p.service, p.model, p.chip, str(p.gpus), split, f"{p.gpu_memory_utilization:.2f}",
+                      f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), f"{p.concurrency} / {p.target}",
+                      f"{p.headroom * 100:.0f} %", f"{p.cost_per_hour:,.2f}{star(p)}",
+                      f"{p.cost_per_hour * hours:,.0f}{star(p)}")
+    console.print(table)
+    for note in price_footnotes(r.services):
+        console.print(note)
+    used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
+                     for u in r.chips)
+    console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
+                  f"{search_line(r)}", soft_wrap=True)
+    for p in r.services:
+        for line in speed_lines(p):
+            console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
+    console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
+                           f"node map: {len(r.nodes)} nodes of the inventory"))
+    for note in r.placement_notes:
+        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
+    for p in r.services:
+        render_launch(p, console, p.service)
+
+
+def render_comparison(c: Comparison, console: Console) -> None:
+    from planner.report.review import binding, chips_of, delta, gpus_by_chip
+
+    hours = defaults.value("report.hours_per_month")
+    chips = chips_of(c)
+    table = Table(title=f"{c.review or 'scenario'}: variants")
+    for col in ["variant"] + [f"{chip} GPUs" for chip in chips] + ["$/hour", f"$/month ({hours} h)", "vs base",
+                                                                     "binds"]:
+        table.add_column(col, justify="left" if col in ("variant", "binds") else "right")
+    for r in c.results:
+        money = ([f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
+                  "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
+                 if r.feasible else ["infeasible", "infeasible", "—"])
+        table.add_row(r.variant, *[str(gpus_by_chip(r, chip)) for chip in chips], *money, binding(r))
+    console.print(table)
+    if c.ranking:
+        ranked = Table(title=f"{c.review or 'scenario'}: grid points by cost")
+        for col in ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"]:
+            ranked.add_column(col, justify="right" if col in ("rank", "GPUs") or col.startswith("$") else "left")
+        for g in c.ranking:
+            ranked.add_row(str(g.rank), *[str(g.values[a]) for a in c.grid],
+                           f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible",
+                           str(g.gpus) if g.feasible else "—")
+        console.print(ranked)
