@@ -24,7 +24,7 @@ def test_every_combination_is_a_variant_named_by_its_values():
                                 "growth 1.5, chips h100"]
     grown = s.apply("growth 1.5, chips h100")
     assert [x.concurrency for x in grown.services] == [75, 50]  # 50 × 1.5, 33 × 1.5 = 49.5 up to 50
-    assert [s.chips_of(x) for x in grown.services] == [["h100"], ["h100"]]
+    assert [grown.chips_of(x) for x in grown.services] == [["h100"], ["h100"]]
 
 
 def test_a_growth_that_is_no_factor_is_bad_input():

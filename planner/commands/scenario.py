@@ -42,9 +42,8 @@ def _err_console() -> Console:
 
 def executor_options() -> list:
     """--executor and --ray-address, on `plan scenario` and `plan compare` (planner/report/executors.py)."""
-    from planner.report.executors import EXECUTORS
-
-    return [click.option("--executor", type=click.Choice(EXECUTORS), default=defaults.value("parallel.executor"),
+    return [click.option("--executor", type=click.Choice(defaults.value("parallel.executors")),
+                         default=defaults.value("parallel.executor"),
                          show_default=True, help="where the variants are planned: one after another, a process "
                                                  "pool (one worker per CPU), or Ray (pip install '.[ray]')"),
             click.option("--ray-address", help="the Ray cluster to run on with --executor ray (ray.init's "

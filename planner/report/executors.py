@@ -13,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable
 
+from planner import defaults
 from planner.candidates.parallel import workers
 from planner.candidates.table import sweep_key
 from planner.report.fleet import FleetResult, plan_scenario
@@ -20,7 +21,7 @@ from planner.scenario import Scenario
 from planner.search.fleet import table_requests
 from pricing.errors import InputError
 
-EXECUTORS = ("sequential", "pool", "ray")
+EXECUTORS = tuple(defaults.value("parallel.executors"))
 Job = tuple[Scenario, str]  # a variant's scenario and its name
 
 
