@@ -40,6 +40,8 @@ from pricing.errors import InputError
 from pricing.serving.cost import StepCost
 from pricing.serving.traffic import ClosedLoop, Poisson, Traffic
 
+DEFAULT_BLOCK_SIZE = 16  # vLLM's CacheConfig.block_size default (vllm/config/cache.py), for a model without KV groups
+
 
 @dataclass(frozen=True)
 class Instance:
@@ -57,7 +59,7 @@ class Instance:
         """The kernel's instance: its "GPU KV cache size" tokens in blocks of its first growing group."""
         e = kernel.engine
         grows = [g for g in kernel.layout().groups if g.grows] or kernel.layout().groups
-        block = grows[0].members[0].block_tokens if grows else (e.block_size or 16)
+        block = grows[0].members[0].block_tokens if grows else (e.block_size or DEFAULT_BLOCK_SIZE)
         return cls(kernel.kv_cache_tokens() // block, block, e.max_num_seqs, e.max_num_batched_tokens,
                    e.max_model_len, e.dp)
 
@@ -458,8 +460,10 @@ class _Run:
 
     def run(self) -> Served:
         n = len(self.send)
+        send = self.send
         while True:
-            self.release()
+            if self.next_send < n and send[self.next_send] <= self.now and self.in_flight < self.cap:
+                self.release()
             if not self.decoders and not self.prefilling and not self.waiting:
                 if self.next_send >= n:
                     break
