@@ -41,7 +41,9 @@ FLOOR = [sys.executable, "-c", FLOOR_IMPORTS]
 CHILD = ("import json, resource, sys\nfrom planner.cli import main\ncode = main(sys.argv[1:])\n"
          "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
          "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-         "print(json.dumps({'self_kib': own, 'children_kib': kids}), file=sys.stderr)\nsys.exit(code)")
+         "cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) "
+         "for f in ('ru_utime', 'ru_stime'))\n"
+         "print(json.dumps({'self_kib': own, 'children_kib': kids, 'cpu': cpu}), file=sys.stderr)\nsys.exit(code)")
 TIMINGS = ("seconds",)
 
 
@@ -101,6 +103,11 @@ def run_sampled(args: list[str], cwd: Path) -> tuple[float, subprocess.Completed
     return seconds, subprocess.CompletedProcess(args, proc.returncode, stdout, stderr), peak
 
 
+def cpu_seconds(done: subprocess.CompletedProcess) -> float:
+    """CPU time of the process and its workers (user + system): what the work costs whatever else runs."""
+    return json.loads(done.stderr.strip().splitlines()[-1])["cpu"]
+
+
 def peak_mib(done: subprocess.CompletedProcess) -> float:
     usage = json.loads(done.stderr.strip().splitlines()[-1])
     return (usage["self_kib"] + usage["children_kib"]) / 1024
@@ -119,9 +126,9 @@ def summary(out: dict) -> str:
     """What the report says: feasibility, every stage's status, gap, GPUs, cost, requests held."""
     results = [out["base"], *out["variants"]] if "base" in out else [out]
     first = results[0]
-    stages = first.get("stages")
+    stages = first.get("solver_stages")
     status = first["solver_status"] if not stages else "; ".join(
-        f"{s['name']} {s['status']}" + (f" gap {s['gap']:.2%}" if s.get("gap") else "") for s in stages)
+        f"{s['stage']} {s['status']}" + (f" gap {s['gap']:.2%}" if s.get("gap") else "") for s in stages)
     held = sum(p["concurrency"] for p in first["services"])
     text = (f"{'feasible' if first['feasible'] else 'infeasible'}, {status}, {first['gpus']} GPUs, "
             f"${first['cost_per_hour']:,.2f}/h, {held:,} held")
@@ -172,6 +179,7 @@ def main() -> None:
     times: dict[str, list[float]] = {"floor": [], **{k: [] for k in found}}
     peaks: dict[str, list[float]] = {k: [] for k in found}
     shared: dict[str, list[float]] = {k: [] for k in found}
+    cpu: dict[str, list[float]] = {k: [] for k in found}
     said: dict[str, str] = {}
     outputs: dict[str, dict] = {}
     for _ in range(opts.runs):
@@ -183,26 +191,32 @@ def main() -> None:
             times[name].append(seconds)
             peaks[name].append(peak_mib(done))
             shared[name].append(pss)
+            cpu[name].append(cpu_seconds(done))
             out = json.loads(done.stdout)
             said[name] = summary(out)
             outputs[name] = untimed(out)
+            print(f"  {seconds:.2f} s, {cpu[name][-1]:.2f} s CPU, {pss:,.0f} MiB PSS: {name}: {said[name]}",
+                  file=sys.stderr, flush=True)
     grids = [k for k in found if k.startswith("grid")]
     agree = len({json.dumps(outputs[k], sort_keys=True) for k in grids}) <= 1
     floor = statistics.median(times["floor"])
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    rows = [(name, statistics.median(times[name]), max(shared[name]), max(peaks[name]), said[name]) for name in found]
+    rows = [(name, statistics.median(times[name]), statistics.median(cpu[name]), max(shared[name]),
+             max(peaks[name]), said[name]) for name in found]
     if opts.markdown:
         print(f"Median of {opts.runs} whole processes each, interleaved with the floor ({floor:.2f} s), {stamp}, "
               f"{os.cpu_count()} cores:\n")
-        print("| review | median s | vs floor | peak MiB (PSS of the tree) | peak RSS, process + largest worker | "
-              "the report says |")
-        print("|---|---:|---:|---:|---:|---|")
-        for name, seconds, pss, peak, text in rows:
-            print(f"| {name} | {seconds:.2f} | {seconds / floor:.1f}× | {pss:,.0f} | {peak:,.0f} | {text} |")
+        print("| review | median s | vs floor | CPU s (process + workers) | peak MiB (PSS of the tree) | "
+              "peak RSS, process + largest worker | the report says |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for name, seconds, used, pss, peak, text in rows:
+            print(f"| {name} | {seconds:.2f} | {seconds / floor:.1f}× | {used:.1f} | {pss:,.0f} | {peak:,.0f} | "
+                  f"{text} |")
     else:
         print(f"floor {floor:.2f} s; median of {opts.runs}; {stamp}; {os.cpu_count()} cores")
-        for name, seconds, pss, peak, text in rows:
-            print(f"{seconds:8.2f} s {seconds / floor:6.1f}× {pss:7,.0f} MiB PSS {peak:7,.0f} MiB RSS  {name}: {text}")
+        for name, seconds, used, pss, peak, text in rows:
+            print(f"{seconds:8.2f} s {seconds / floor:6.1f}× {used:7.1f} s CPU {pss:7,.0f} MiB PSS "
+                  f"{peak:7,.0f} MiB RSS  {name}: {text}")
     if len(grids) > 1:
         print(f"grid executors agree: {agree}")
         sequential = next((k for k in grids if k.endswith("sequential")), None)
