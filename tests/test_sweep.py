@@ -18,6 +18,8 @@ from pricing.chips import get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.kernel import Kernel
+from pricing.kernel.capacity import Capacity
+from pricing.kernel.startup import Startup
 
 CARDS = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "pricing" / "cards").glob("*.yaml"))
 CHIPS = ("h200", "h100", "b200", "a100-80gb", "l40s", "mi300x", "gb200")
@@ -42,7 +44,7 @@ def point_by_point(model, chip, service: ServiceSpec, shape, table: ChipTable) -
     table.evaluated += 1
     utils = utilizations(service, chip, probe.pre_snapshot_bytes())
     if not utils:
-        verdict.refusal = probe.failed_check()
+        verdict.refusal = Startup(probe).failed_check()
         return
     for mbt in budgets:
         top = 0
@@ -50,7 +52,7 @@ def point_by_point(model, chip, service: ServiceSpec, shape, table: ChipTable) -
             kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=util,
                                                      max_num_batched_tokens=mbt), chip)
             table.evaluated += 1
-            held = kernel.requests_held(service.kv_margin)
+            held = Capacity(kernel).requests_held(service.kv_margin)
             if mbt == budgets[0] and util == utils[0]:
                 _record(verdict, kernel, held)
             if held < top or held == 0:

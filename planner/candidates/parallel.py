@@ -10,7 +10,7 @@ import os
 
 from planner import defaults
 from planner.candidates.shapes import ChipTable
-from planner.candidates.table import built_table, candidate_table, keep_table, sweep_key
+from planner.candidates.table import built_table, candidate_table, keep_table, sharing, sweep_key
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip
 
@@ -31,6 +31,8 @@ def build_tables(requests: list[Request]) -> int:
     """Build the tables of `requests` not built yet, in worker processes when there are at
     least parallel.min_tables of them and more than one CPU; returns how many were built there.
     The tables are the ones `candidate_table` builds (the same function runs in the workers)."""
+    if not sharing():  # nowhere to keep them: each is built where it is asked for
+        return 0
     todo: dict[tuple, Request] = {}
     for request in requests:
         key = sweep_key(*request)

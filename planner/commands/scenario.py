@@ -126,6 +126,8 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if k8s.get("emit") and c.base.feasible:
         for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
             click.echo(line, err=fmt == "json")
+    elif k8s.get("emit"):
+        click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)
     ctx.exit(code)
 
 

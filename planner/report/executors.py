@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from planner import defaults
 from planner.candidates.parallel import workers
-from planner.candidates.table import sweep_key
+from planner.candidates.table import shared_tables, sharing, sweep_key
 from planner.report.fleet import FleetResult, plan_scenario
 from planner.scenario import Scenario
 from planner.search.fleet import table_requests
@@ -63,8 +63,12 @@ def _collect(done, found: dict, jobs: list[Job], progress) -> None:
 def _plan_group(task: tuple[list[Job], list[int], float | None]) -> list[tuple[int, FleetResult]]:
     """A worker's share: its variants one after another, tables built here (a worker has no pool)."""
     group, indices, time_limit = task
-    return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False))
-            for i, (scenario, name) in zip(indices, group, strict=True)]
+    if sharing():  # a forked worker keeps the tables the parent had built (the base's)
+        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False))
+                for i, (scenario, name) in zip(indices, group, strict=True)]
+    with shared_tables():  # a Ray worker: its variants share the tables they ask for
+        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False))
+                for i, (scenario, name) in zip(indices, group, strict=True)]
 
 
 def _groups(jobs: list[Job]) -> list[list[int]]:
