@@ -121,7 +121,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     if result.margin is not None:
         console.print(margin_line(result), markup=False)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
-                  f"{solver_phrase(result.search.solver_status)}", soft_wrap=True)
+                  f"{solver_phrase(result.search.solver_status, result.search.solver_stages)}", soft_wrap=True)
     console.print()
     console.print(best_line(best))
     console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
@@ -352,3 +352,12 @@ def render_comparison(c: Comparison, console: Console) -> None:
     print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=box.SIMPLE_HEAD)
     for note in price_footnotes([p for r in c.results for p in r.services]):
         console.print(note, soft_wrap=True, markup=False)
+    if c.ranking:
+        ranked = Table(title=f"{c.review or 'scenario'}: grid points by cost")
+        for col in ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"]:
+            ranked.add_column(col, justify="right" if col in ("rank", "GPUs") or col.startswith("$") else "left")
+        for g in c.ranking:
+            ranked.add_row(str(g.rank), *[str(g.values[a]) for a in c.grid],
+                           f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible",
+                           str(g.gpus) if g.feasible else "—")
+        console.print(ranked)
