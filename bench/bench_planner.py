@@ -42,8 +42,9 @@ def wall(args: list[str], runs: int) -> float:
 
 def stages(chips: tuple[str, ...], runs: int) -> tuple[float, int, float]:
     """Median oracle-sweep seconds, kernel evaluations, and median solve seconds (6 solves)."""
-    from planner import oracle, search
+    from planner.candidates import table
     from planner.request import PoolLimits, ServiceSpec
+    from planner.search import cpsat
     from pricing.chips import get_chip
     from pricing.graph import load_model
     from pricing.kernel import kernel as kernel_module
@@ -56,16 +57,16 @@ def stages(chips: tuple[str, ...], runs: int) -> tuple[float, int, float]:
     sweeps, solves, evaluated = [], [], 0
     for _ in range(runs):
         kernel_module.clear_memo()
-        oracle.clear_tables()  # candidate tables are reused within a process: each run sweeps cold
+        table.clear_tables()  # candidate tables are reused within a process: each run sweeps cold
         start = time.perf_counter()
-        tables = search.tables_for(service, limits)
+        tables = cpsat.tables_for(service, limits)
         sweeps.append(time.perf_counter() - start)
         evaluated = sum(t.evaluated for t in tables)
-        opts = search.options(tables, service, limits)
+        opts = cpsat.options(tables, service, limits)
         start = time.perf_counter()
-        pm = search.build([opts], [service.required])
+        pm = cpsat.build([opts], [service.required])
         for _ in range(6):
-            sol = search.solve(pm)
+            sol = cpsat.solve(pm)
             pm.model.add(pm.x[0][sol.picks[0][0]] == 0)
         solves.append(time.perf_counter() - start)
     return statistics.median(sweeps), evaluated, statistics.median(solves)

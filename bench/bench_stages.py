@@ -4,7 +4,7 @@
 
 Each run is a fresh process that imports what a plan needs, then runs the headline (`plan --model
 dsv4.1-flash --chip h200 --concurrency 64`) with timers around its stages: the oracle sweep
-(`planner.search.tables_for`: the card, the graph, the registry's YAML, the kernel evaluations),
+(`planner.search.cpsat.tables_for`: the card, the graph, the registry's YAML, the kernel evaluations),
 the CP-SAT solves, the reported pools (verification, binds, step figures) and the rendering.
 Printed: the median of each stage over the runs, in milliseconds. bench/bench_cli.py measures the
 whole processes against the floor; this says what inside the work costs what.
@@ -22,7 +22,7 @@ from pathlib import Path
 from bench_cli import FLOOR_IMPORTS, HEADLINE  # bench/ is on the path when a script there runs
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = {"planner.search": ("tables_for", "solve", "_pool"), "planner.render": ("render_plan",)}
+STAGES = {"planner.search.cpsat": ("tables_for", "solve", "_pool"), "planner.report.render": ("render_plan",)}
 
 CHILD = f"""
 import contextlib, io, json, sys, time

@@ -7,7 +7,7 @@ import pytest
 
 from planner.cli import main
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.search import plan
+from planner.search.cpsat import plan
 from pricing.chips import chip_ids, get_chip
 
 ISSUE_12 = ("gh200-96gb", "gh200-144gb", "h100-pcie", "h100-nvl", "h200-nvl", "h20-141gb", "a100-40gb",
@@ -64,7 +64,7 @@ def test_a_pcie_chip_plans_tp_over_pcie_and_says_so():
     assert result.feasible and result.best.tensor_parallel_size >= 4
     free = plan(req.model_copy(update={"service": req.service.model_copy(update={"pp": None})}))
     assert free.best.gpus_per_replica >= 4 and free.best.nodes_per_replica == 1
-    from planner.oracle import candidate_table
+    from planner.candidates.table import candidate_table
     table = candidate_table(req.service, get_chip("l40s"), req.limits)
     assert any("over PCIe" in note for note in table.excluded)
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from planner import defaults
 from planner.cli import cli, main
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.search import plan, winner_kernel
+from planner.search.cpsat import plan, winner_kernel
 from pricing.chips import get_chip
 from pricing.config import card_index, load_card
 from pricing.graph import load_model
@@ -361,16 +361,16 @@ def test_time_limit_is_one_option_with_one_validation_on_plan_compare_and_scenar
 
 
 def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(monkeypatch, capsys):
-    from planner import search
+    from planner.search import cpsat
 
     limits = []
-    solver = search.solver
+    solver = cpsat.solver
 
     def recording(time_limit=None):
         limits.append(time_limit)
         return solver(time_limit)
 
-    monkeypatch.setattr(search, "solver", recording)
+    monkeypatch.setattr(cpsat, "solver", recording)
     assert main(["scenario", str(MIXED), "--time-limit", "7.5", "--format", "markdown"]) == 0
     text = capsys.readouterr().out
     assert 7.5 in limits
@@ -382,9 +382,9 @@ def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(mon
 
 
 def test_a_solve_the_time_limit_ends_without_a_plan_says_so(monkeypatch, capsys):
-    from planner import search
+    from planner.search import cpsat
 
-    monkeypatch.setattr(search, "solve", lambda pm, time_limit=None: search.Solution("UNKNOWN", []))
+    monkeypatch.setattr(cpsat, "solve", lambda pm, time_limit=None: cpsat.Solution("UNKNOWN", []))
     assert main(["--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
                  "--time-limit", "0.5", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
@@ -471,7 +471,7 @@ services:
 
 
 def test_the_inventory_binds_only_where_it_raises_the_cost(tmp_path):
-    from planner.review import binding, compare
+    from planner.report.review import binding, compare
     from planner.scenario import load_scenario
 
     path = tmp_path / "tight.yaml"
@@ -508,7 +508,7 @@ def _one_line_error(capsys, field: str) -> None:
 def test_an_infeasible_mark_stands_clear_of_the_axis_and_the_highest_point_of_the_top(tmp_path, monkeypatch):
     """The ✕ of an infeasible point stands above the x axis (not on the tick labels), and the y axis
     runs from zero to the highest point and some more, whatever the lowest point is."""
-    import planner.review as review
+    import planner.report.review as review
 
     figures = []
     monkeypatch.setattr(review, "_save", lambda fig, path: figures.append(fig))

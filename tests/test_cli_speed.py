@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from planner import fleet, search
-from planner.oracle import candidate_table, priced_chip
+from planner.candidates.table import candidate_table, priced_chip
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import Scenario
+from planner.search import cpsat, fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ("import sys, json\nfrom planner.cli import main\ncode = main(sys.argv[1:])\n"
@@ -78,10 +78,10 @@ def test_a_binding_inventory_is_solved_jointly():
 def test_the_cost_bound_never_changes_the_reported_plans(monkeypatch, model, chips, concurrency):
     request = PlanRequest(service=ServiceSpec(model=model, concurrency=concurrency),
                           limits=PoolLimits(chips=chips))
-    bounded = search.plan(request)
-    full_tables = search.tables_for
-    monkeypatch.setattr(search, "tables_for", lambda service, limits, keep=None: full_tables(service, limits))
-    full = search.plan(request)
+    bounded = cpsat.plan(request)
+    full_tables = cpsat.tables_for
+    monkeypatch.setattr(cpsat, "tables_for", lambda service, limits, keep=None: full_tables(service, limits))
+    full = cpsat.plan(request)
     assert full.search.shapes_skipped == 0
     if model == "dsv4.1-flash":  # 4 GPUs serve it: the 8- to 64-GPU instances are never evaluated
         assert bounded.search.shapes_skipped > 0

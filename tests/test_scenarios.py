@@ -11,10 +11,10 @@ import yaml
 from click.testing import CliRunner
 
 from planner.cli import cli, main
-from planner.fleet import plan_scenario, prepare
 from planner.request import PlanRequest
 from planner.scenario import Scenario, load_scenario
-from planner.search import plan
+from planner.search.cpsat import plan
+from planner.search.fleet import plan_scenario, prepare
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
 

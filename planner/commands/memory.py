@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -12,12 +11,10 @@ from rich.table import Table
 
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
+from planner.report.memory import console_for_output, render_memory
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
-from pricing.units import GiB, block_unit, in_unit, size
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pricing.kernel import Kernel
+from pricing.units import GiB
 
 
 def _partition(ctx, param, value):
@@ -136,7 +133,7 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
     `batch` requests per rank (default: what one rank holds) at `tokens` of context, or at the
     workload's mean context with --isl/--osl; speculating, at `rates_accepted` (default: the
     registry's acceptance)."""
-    from planner.step_fields import step_fields
+    from planner.candidates.step_fields import step_fields
     from pricing.errors import InputError
     from pricing.step import StepModel, has_rates
     from pricing.step.serving import Workload, serving
@@ -154,147 +151,6 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
     s = serving(StepModel(kernel, rates_accepted=rates_accepted), b, context, wl)
     return {**step_fields(s, b, wl.mean_context if wl else context, wl.isl if wl else context),
             "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None}
-
-
-def console_for_output(width: int = 140) -> Console:
-    """A console that does not wrap tables at 80 columns when writing to a file or pipe."""
-    probe = Console()
-    return Console(highlight=False, width=None if probe.is_terminal else width)
-
-
-def layer_span(ids) -> str:
-    """'layers 2, 8, 14, 20 (8 caches)' from cache ids such as 'layers.2.attn.compressed'."""
-    numbers = sorted({int(part.split(".")[1]) for part in ids if part.startswith("layers.")})
-    if not numbers:
-        return f"{len(ids)} caches"
-    runs, start = [], numbers[0]
-    for a, b in zip(numbers, numbers[1:] + [None], strict=True):
-        if b != a + 1:
-            runs.append(f"{start}" if start == a else f"{start}-{a}")
-            start = b
-    return f"layers {', '.join(runs)} ({len(ids)} caches)"
-
-
-def render_memory(r, kernel: Kernel, console: Console | None = None, provenance: bool = False) -> None:
-    """The per-rank breakdown; memory in GiB (MiB under 1 GiB), never a negative byte count."""
-    console = console or console_for_output()
-    e = kernel.engine
-    console.print(f"[bold]{r.model}[/bold] ({r.hf_id}, from {kernel.model.origin or 'the model graph'}) on "
-                  f"{kernel.chip.name}, {size(r.chip_memory)} seen by vLLM", soft_wrap=True, markup=True)
-    console.print(f"tp {e.tp}, " + (f"pp {e.pp}, " if e.pp > 1 else "") + f"dp {e.dp}, ep {'on' if e.ep else 'off'}, "
-                  f"dcp {e.dcp}; utilization "
-                  f"{e.gpu_memory_utilization}, max_num_batched_tokens {e.max_num_batched_tokens}, max_num_seqs "
-                  f"{e.max_num_seqs}, max_model_len {e.max_model_len}, kv_cache_dtype {e.kv_cache_dtype}, "
-                  f"cudagraph_mode {e.cudagraph_mode}"
-                  + (f", speculative {e.spec_method} × {e.spec_tokens}" if e.spec_method else ""), soft_wrap=True)
-    if r.pipeline:
-        render_stages(r.pipeline, console)
-    f = r.fixed
-    rows = [("weights", f.weights), ("activations", f.activation_peak), ("CUDA graphs", f.cuda_graph),
-            ("comm buffers", f.comm_buffers), ("EPLB", f.eplb_redundant), ("non-torch", f.non_torch),
-            ("fixed per rank", f.total), ("before the budget", r.pre_snapshot)]
-    unit = block_unit(value for _, value in rows)  # one unit for the whole block, as the spec prints it
-    console.print()
-    for name, value in rows:
-        console.print(f"{name:<17} {in_unit(value, unit):>9}")
-    render_checkpoint(r, kernel, console)
-    console.print()
-    console.print(f"a {r.sequence.tokens:,}-token request: {size(r.sequence.variable, 1)} of KV cache per rank")
-    if r.sequence.fixed or r.sequence.admission:
-        console.print(f"held regardless of length: {size(r.sequence.fixed)} in steady decode (own pages "
-                      f"{size(r.sequence.own_pages_steady)}), {size(r.sequence.admission)} reserved at admission")
-    if r.recurrent_state:
-        render_recurrent(r.recurrent_state, console)
-    if r.activation.buffers:
-        console.print("model buffers in the activation peak: " + ", ".join(
-            f"{name} {size(value)}" for name, value in r.activation.buffers.items())
-            + f" (total {size(r.activation.model_buffers)})", soft_wrap=True)
-    console.print()
-    pool = (f"KV pool {size(r.kv_pool)}" if not r.short_by else
-            f"no KV pool: the fixed memory exceeds the budget by {size(r.short_by)}")
-    console.print(f"budget {size(r.budget)}, {pool}, "
-                  + (f"{r.num_blocks:,} blocks of {r.block_bytes:,} bytes" if r.grouped else "ungrouped caches"))
-    if r.starts:
-        console.print(f"GPU KV cache size: {r.kv_cache_tokens:,} tokens, Maximum concurrency for "
-                      f"{e.max_model_len:,} tokens per request: {r.max_concurrency:.2f}x")
-    console.print(f"cache records: {r.cache_bytes_per_token:,.0f} bytes per token before pages")
-    if not r.starts:
-        console.print(f"[bold red]vLLM would not start[/bold red] ({r.refusal_check}): {r.refusal}", soft_wrap=True)
-        console.print(f"what would fit: {r.would_fit}", soft_wrap=True)
-    if len(r.kv_groups) > 1 or any(g.kind != "FullAttentionSpec" for g in r.kv_groups):
-        table = Table(title=f"KV cache groups in vLLM's order (one request at max_model_len; page bytes as vLLM "
-                            f"{r.vllm_version}'s page_size_bytes of the group)")
-        for col in ("group", "spec", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"):
-            table.add_column(col, justify="right" if col not in ("spec", "layers") else "left")
-        for i, g in enumerate(r.kv_groups):
-            layers = layer_span(g.layers)
-            spec = g.spec if g.kind == g.spec else f"{g.spec} ({g.kind})"
-            table.add_row(str(i), spec, layers, str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}",
-                          f"{g.blocks_admission:,}")
-        console.print(table)
-    if provenance:
-        render_provenance(r.provenance, console)
-
-
-def render_provenance(rows, console: Console) -> None:
-    table = Table(title="provenance (every registry value used; `--json` adds how each was obtained)")
-    for col, width in (("name", 44), ("value", 36), ("source", None)):
-        table.add_column(col, overflow="fold", max_width=width)
-    for p in rows:
-        p = p if isinstance(p, dict) else {"name": p.name, "value": p.value, "source": p.source}
-        table.add_row(p["name"], str(p["value"]), p["source"])
-    console.print(table)
-
-
-def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
-    """The weights' served format and the checkpoint's own bytes beside the graph's (issue 10)."""
-    quant = kernel.model.quantization
-    if quant != "none":
-        console.print(f"served as         {quant}, each tensor as vLLM 0.33's {quant} loader allocates it")
-    kv = kernel.model.extras.get("checkpoint_kv_cache")
-    if kv:
-        used = ("they scale this fp8 cache" if kernel.engine.kv_cache_dtype.startswith("fp8") else
-                f"the cache here is {kernel.engine.kv_cache_dtype} (the model dtype); vLLM uses the scales only for "
-                "an fp8 cache (--kv-cache-dtype fp8)")
-        console.print(f"checkpoint KV     the checkpoint states KV-cache scales, {kv}: {used}", soft_wrap=True)
-    c = r.checkpoint
-    if c is None:
-        return
-    if not c.found:
-        console.print(f"checkpoint        {c.note}", soft_wrap=True)
-        return
-    console.print(f"checkpoint        {size(c.checkpoint_bytes)} in its files, {size(c.graph_bytes)} in the graph "
-                  f"({100 * c.gap:+.2f} %): {c.note}", soft_wrap=True)
-    if c.warning:
-        console.print(f"[yellow]warning: {c.warning}[/yellow]", soft_wrap=True)
-    for u in c.unaccounted[:5]:
-        console.print(f"  not in the graph: {u.pattern} ({u.tensors} tensors, {size(u.bytes)})", soft_wrap=True)
-
-
-def render_stages(p, console: Console) -> None:
-    """Every pipeline stage's rank; the breakdown that follows is the binding stage's."""
-    table = Table(title=f"pipeline parallel {p.size}: every stage (vLLM plans each and keeps the fewest blocks)")
-    for col in ("stage", "layers", "weights", "activations", "CUDA graphs", "fixed", "KV pool", "block bytes",
-                "own blocks", ""):
-        table.add_column(col, justify="left" if col in ("stage", "layers", "") else "right", no_wrap=True)
-    for s in p.stages:
-        binding = "binding" if s.index == p.binding_stage else ""
-        table.add_row(f"stage {s.index} of {p.size}", f"{s.layers[0]}-{s.layers[1] - 1}", size(s.fixed.weights, 2),
-                      size(s.fixed.activation_peak, 2), size(s.fixed.cuda_graph, 2), size(s.fixed.total, 2),
-                      size(s.kv_pool, 2), f"{s.block_bytes:,}", f"{s.own_num_blocks:,}", binding)
-    console.print(table)
-    first = p.stages[p.binding_stage]
-    console.print(f"binding: stage {p.binding_stage} of {p.size} (layers {first.layers[0]}-{first.layers[1] - 1}); "
-                  "the figures below are its rank's, the KV cache size and concurrency the engine's")
-
-
-def render_recurrent(s, console: Console) -> None:
-    """The recurrent state of a hybrid, apart from the KV cache: its own bytes and the pool pages it takes."""
-    where = "a page per block of context, counted with the KV cache" if s.mode == "all" else "held regardless of length"
-    console.print(f"recurrent state ({', '.join(s.kinds)}, mode {s.mode}, {where}): {s.layers} layers × "
-                  f"{s.state_bytes:,} bytes = {size(s.request_bytes)} per request per rank; {s.pages} page(s) "
-                  f"per layer of {s.page_bytes:,} bytes (padded to the attention page of {s.attention_block_tokens:,} "
-                  f"tokens), {size(s.held_bytes)} of pool blocks in {s.groups} groups", soft_wrap=True)
 
 
 @click.command()

@@ -1,7 +1,7 @@
 """`plan --model M --chip C --concurrency N`: the cheapest pool of GPUs, in which vLLM
 configuration, that holds N concurrent requests at the context length.
 
-Thin: parse the flags into a `PlanRequest`, call `planner.search.plan`, render. Exit status 1
+Thin: parse the flags into a `PlanRequest`, call `planner.search.cpsat.plan`, render. Exit status 1
 when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 
 from __future__ import annotations
@@ -218,10 +218,10 @@ def run(ctx: click.Context, **options) -> None:
     if not options.get("model"):
         click.echo(ctx.get_help())
         return
-    from planner.commands.memory import console_for_output
     from planner.heap import freeze_imported
-    from planner.render import render_infeasible, render_plan
-    from planner.search import plan, winner_kernel
+    from planner.report.memory import console_for_output
+    from planner.report.render import render_infeasible, render_plan
+    from planner.search.cpsat import plan, winner_kernel
 
     freeze_imported()
     request = request_from(options)

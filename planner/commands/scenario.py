@@ -16,19 +16,19 @@ from rich.console import Console
 from rich.table import Table
 
 from planner import defaults
-from planner.commands.memory import console_for_output
 from planner.commands.plan import options_list, time_limit_option
 from planner.commands.registry_option import registry_option
-from planner.render import command
+from planner.report.memory import console_for_output
+from planner.report.render import command
+from planner.report.result import price_footnotes, star
 from planner.request import validation_message
-from planner.result import price_footnotes, star
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
 from pricing.errors import InputError
 from pricing.units import tokens_label
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.fleet import FleetResult
-    from planner.review import Comparison
+    from planner.report.review import Comparison
+    from planner.search.fleet import FleetResult
 
 FORMATS = click.Choice(["table", "json", "markdown"])
 
@@ -73,7 +73,7 @@ def check_concurrency(n: int, flag: str) -> None:
 def render_fleet(r: FleetResult, console: Console) -> None:
     hours = defaults.value("report.hours_per_month")
     title = f"{r.review or 'scenario'} — {r.variant}"
-    from planner.review import search_line
+    from planner.report.review import search_line
 
     if not r.feasible:
         console.print(f"[bold red]{title}: not every service can be served[/bold red]")
@@ -99,7 +99,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
                      for u in r.chips)
     console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
                   f"{search_line(r)}", soft_wrap=True)
-    from planner.render import speed_lines
+    from planner.report.render import speed_lines
 
     for p in r.services:
         for line in speed_lines(p):
@@ -113,7 +113,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
 
 
 def render_comparison(c: Comparison, console: Console) -> None:
-    from planner.review import binding, chips_of, delta, gpus_by_chip
+    from planner.report.review import binding, chips_of, delta, gpus_by_chip
 
     hours = defaults.value("report.hours_per_month")
     chips = chips_of(c)
@@ -130,7 +130,7 @@ def render_comparison(c: Comparison, console: Console) -> None:
 
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
-    from planner.review import Comparison, chart, markdown
+    from planner.report.review import Comparison, chart, markdown
 
     console = _console()
     if fmt == "json":
@@ -168,7 +168,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     check_output_path(chart_path)
     scenario = load_scenario(file)
     from planner.heap import freeze_imported
-    from planner.review import Ticker, compare
+    from planner.report.review import Ticker, compare
 
     freeze_imported()
     for name in variant_names:
@@ -268,9 +268,9 @@ def compare_command(ctx, file, fmt, chart_path, **options):
     `plan` option, with several values for --model, --quantization, --concurrency,
     --context-length and --chip."""
     from planner.commands.plan import parse_prices
-    from planner.fleet import plan_scenario
     from planner.heap import freeze_imported
-    from planner.review import Comparison, Ticker, axis_chart, markdown
+    from planner.report.review import Comparison, Ticker, axis_chart, markdown
+    from planner.search.fleet import plan_scenario
 
     freeze_imported()
     fmt = "json" if options["as_json"] else fmt
@@ -282,7 +282,7 @@ def compare_command(ctx, file, fmt, chart_path, **options):
             raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
                              "put the what-if in the file's services and variants, or drop FILE")
         scenario = load_scenario(file)
-        from planner.review import compare
+        from planner.report.review import compare
 
         c = compare(scenario, progress=Ticker(_err_console()), time_limit=options["time_limit"])
         if options["show_provenance"]:

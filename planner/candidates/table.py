@@ -118,7 +118,7 @@ class ChipTable:
     rows: list[Row] = field(default_factory=list)
     verdicts: list[ShapeVerdict] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # shape filters that removed values, in words
-    latency: dict = field(default_factory=dict)  # Row -> planner.latency.Cap, under latency targets
+    latency: dict = field(default_factory=dict)  # Row -> planner.candidates.latency.Cap, under latency targets
     latency_note: str | None = None  # why the latency targets left no row
     evaluated: int = 0
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
@@ -402,6 +402,6 @@ def has_latency_target(service: ServiceSpec) -> bool:
 
 def apply_latency(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
     if has_latency_target(service):
-        from planner import latency  # the step model is priced only when a target asks for it
+        from planner.candidates import latency  # the step model is priced only when a target asks for it
 
         latency.cap_rows(table, model, service)

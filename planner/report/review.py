@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from planner import defaults
-from planner.binds import inventory_binds
-from planner.fleet import FleetResult, plan_scenario
-from planner.result import price_footnotes, solver_phrase, star
+from planner.report.binds import inventory_binds
+from planner.report.result import price_footnotes, solver_phrase, star
 from planner.scenario import Scenario
+from planner.search.fleet import FleetResult, plan_scenario
 
 
 class Comparison(BaseModel):
@@ -30,7 +30,7 @@ class Comparison(BaseModel):
 def compare(scenario: Scenario, names: list[str] | None = None,
             progress: Callable[[int, int, str], None] | None = None, time_limit: float | None = None) -> Comparison:
     """The scenario as written, then under each variant (in file order, or `names`); `time_limit`
-    bounds each solve (planner/fleet.py `plan_scenario`)."""
+    bounds each solve (planner/search/fleet.py `plan_scenario`)."""
     names = list(scenario.variants) if names is None else names
     total = 1 + len(names)
     if progress:

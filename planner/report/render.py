@@ -7,8 +7,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from planner.commands.memory import render_memory, render_provenance
-from planner.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
+from planner.report.memory import render_memory, render_provenance
+from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 

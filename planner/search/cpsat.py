@@ -31,10 +31,9 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from planner import defaults, latency
-from planner.binds import binding, default_max_num_seqs
-from planner.explain import explain
-from planner.oracle import (
+from planner import defaults
+from planner.candidates import latency
+from planner.candidates.table import (
     ChipTable,
     Row,
     candidate_table,
@@ -48,9 +47,11 @@ from planner.oracle import (
     start_table,
     verify,
 )
+from planner.report.binds import binding, default_max_num_seqs
+from planner.report.explain import explain
+from planner.report.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
+from planner.report.serve import node_commands, serve_command
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
-from planner.serve import node_commands, serve_command
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
 

@@ -101,7 +101,7 @@ class SearchInfo(BaseModel):
     solver_status: str = Field(description="CP-SAT status of the first solve: OPTIMAL means the optimum is proven")
     seconds: float = Field(description="wall time of the oracle sweep and the solves")
     shapes_skipped: int = Field(0, description="instance shapes not evaluated: one instance costs more than the "
-                                               "pools reported (planner/search.py tables_for)")
+                                               "pools reported (planner/search/cpsat.py tables_for)")
 
 
 class Margin(BaseModel):

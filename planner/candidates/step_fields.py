@@ -1,5 +1,5 @@
 """One instance's step figures, rounded as the planner prints them: `plan`'s StepFigures
-(planner/result.py) and `plan memory --json`'s step both start from these. A module of its own so
+(planner/report/result.py) and `plan memory --json`'s step both start from these. A module of its own so
 that `plan memory` reads them without importing the plan's pydantic models."""
 
 from __future__ import annotations

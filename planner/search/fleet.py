@@ -1,7 +1,7 @@
 """A scenario's services planned together over one inventory (issue: scenario files).
 
-Each service's candidates come from the same oracle and ranking as `plan` (planner/oracle.py,
-planner/search.py `options`); the CP-SAT model is `search.build` over all services at once, so
+Each service's candidates come from the same oracle and ranking as `plan` (planner/candidates/table.py,
+planner/search/cpsat.py `options`); the CP-SAT model is `cpsat.build` over all services at once, so
 their pools draw on the same GPUs of each chip, plus node packing: an instance never straddles
 nodes unless it is larger than a node, when it takes whole nodes. Minimises the total cost (then
 GPUs, headroom, rank, as `plan` does).
@@ -19,13 +19,15 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 from pydantic import BaseModel, Field
 
-from planner import defaults, latency, search
-from planner.binds import binding, default_max_num_seqs
-from planner.oracle import ChipTable, candidate_table, context_length, deployment, priced_chip, verify
+from planner import defaults
+from planner.candidates import latency
+from planner.candidates.table import ChipTable, candidate_table, context_length, deployment, priced_chip, verify
+from planner.report.binds import binding, default_max_num_seqs
+from planner.report.result import PoolPlan
+from planner.report.serve import node_commands, serve_command
 from planner.request import PoolLimits, ServiceSpec
-from planner.result import PoolPlan
 from planner.scenario import Scenario, Service
-from planner.serve import node_commands, serve_command
+from planner.search import cpsat
 from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
 
@@ -82,7 +84,7 @@ class Prepared:
     spec: ServiceSpec
     limits: PoolLimits
     tables: list[ChipTable]
-    options: list[search.Option]
+    options: list[cpsat.Option]
     node: dict[str, int]
     own_cost: float | None  # USD/hour of its cheapest pool on its own, the stock's replica caps aside
 
@@ -106,11 +108,11 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
         chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
                                                 "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
         tables.append(candidate_table(spec, chip, chip_limits))
-    opts = search.options(tables, spec, limits.model_copy(update={"max_gpus": None}))
+    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}))
     capped = []
     for o in opts:
         stock = _stock(scenario, o.row.chip)
-        cap = search.replica_cap(o.row.gpus, node[o.row.chip], stock)
+        cap = cpsat.replica_cap(o.row.gpus, node[o.row.chip], stock)
         if cap is None:
             capped.append(o)
         elif cap >= o.rmin:
@@ -119,7 +121,7 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
     return Prepared(service.name, spec, limits, tables, capped, node, own)
 
 
-def _add_node_packing(pm: search.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
+def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
     """Instances larger than a node take whole nodes; the rest share nodes (power-of-two sizes
     pack a node exactly), so whole nodes of large instances plus the GPUs of small ones fit."""
     for chip, stock in scenario.inventory.items():
@@ -197,7 +199,7 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
             m.add(sum(use) <= stock.gpus)
     bound = sum(max((o.price_units * o.row.gpus * o.rmax for o in p.options), default=0) for p in prepared) + 1
     m.maximize(bound * sum(served) - cost)
-    sol = search.solver()
+    sol = cpsat.solver()
     sol.solve(m)
     short = [s for s, (x, _) in enumerate(picks_vars) if not any(sol.boolean_value(v) for v in x)]
     return short, picks_vars
@@ -210,7 +212,7 @@ def _alone(p: Prepared) -> tuple[str, str]:
     tables = [candidate_table(p.spec, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
                                                                         "gpus_per_node": t.gpus_per_node}))
               for t in p.tables]
-    unlimited = search.options(tables, p.spec, limits)
+    unlimited = cpsat.options(tables, p.spec, limits)
     if not unlimited:
         return ("no configuration of this service fits any allowed chip at this context length, whatever the "
                 "inventory", "no chip fits")
@@ -236,9 +238,9 @@ def _solve_apart(prepared: list[Prepared], scenario: Scenario, inventory: dict[s
     every later key) is a sum of independent terms, so each service's optimum is the fleet's."""
     picks, statuses = [], []
     for p in prepared:
-        pm = search.build([p.options], [p.spec.required], inventory)
+        pm = cpsat.build([p.options], [p.spec.required], inventory)
         _add_node_packing(pm, [p], scenario)
-        sol = search.solve(pm, time_limit)
+        sol = cpsat.solve(pm, time_limit)
         if not sol.picks:
             return sol.status, []
         picks.append(sol.picks[0])
@@ -277,9 +279,9 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     if decomposed:
         status, picks = _solve_apart(prepared, scenario, inventory, time_limit)
     elif solvable:
-        pm = search.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
+        pm = cpsat.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
         _add_node_packing(pm, prepared, scenario)
-        sol = search.solve(pm, time_limit)
+        sol = cpsat.solve(pm, time_limit)
         status, picks = sol.status, sol.picks
     if picks:
         plans = _plans(prepared, picks, scenario)
@@ -300,7 +302,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")
             elif timed_out:
-                reason = f"{search.no_plan_in_time(time_limit)} (--time-limit raises it); "
+                reason = f"{cpsat.no_plan_in_time(time_limit)} (--time-limit raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
             alone, brief = _alone(p)

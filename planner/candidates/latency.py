@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from planner.oracle import ChipTable, Row, context_length, deployment
+from planner.candidates.step_fields import step_fields
+from planner.candidates.table import ChipTable, Row, context_length, deployment
+from planner.report.result import StepFigures
 from planner.request import ServiceSpec
-from planner.result import StepFigures
-from planner.step_fields import step_fields
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
 from pricing.step import StepModel, has_rates, missing_rates
