@@ -60,6 +60,9 @@ def test_handover_time_over_the_nic_by_hand():
     assert mla.prefill_rank_bytes == 2 * 16 * 64 * DSV3_TOKEN
     assert mla.seconds == pytest.approx(2 * 16 * 64 * DSV3_TOKEN / NIC_H100)
     assert mla.prefill_rate(dp=1) == pytest.approx(NIC_H100 / (2 * 16 * 64 * DSV3_TOKEN))
+    # 2 decode ranks read from ranks 0 and 2 of a tp-4 prefill: one copy each, two prefill ranks idle
+    wide = handover(16 * 64 * DSV3_TOKEN, prefill_tp=4, decode_tp=2, latent=True, kv_heads=1, link=link)
+    assert wide.prefill_rank_bytes == 16 * 64 * DSV3_TOKEN
 
 
 def test_nvl72_pools_hand_over_on_nvlink_and_mixed_chips_on_the_slower_nic():
