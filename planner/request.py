@@ -3,6 +3,8 @@ limits of the pool it may use. A scenario is several services over one set of li
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner import defaults
@@ -57,6 +59,9 @@ class ServiceSpec(BaseModel):
     tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get")
     ttft_ms: float | None = Field(None, gt=0, description="time to first token of a prompt (the workload's isl)")
     workload: WorkloadSpec | None = None
+    serving: Literal["agg", "disagg", "auto"] = Field(
+        "agg", description="agg: one pool of aggregated instances; disagg: a prefill pool and a decode pool (vLLM's "
+        "NixlConnector); auto: plan both and keep the cheaper")
 
     @property
     def kv_margin(self) -> float:
@@ -120,6 +125,10 @@ class PoolLimits(BaseModel):
     max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
     gpus_per_node: int | None = Field(None, ge=1)
     time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
+    prefill_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated prefill pool may use; "
+                                                  "None: `chips`")
+    decode_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated decode pool may use; "
+                                                 "None: `chips`")
 
 
     @field_validator("prices")

@@ -121,8 +121,19 @@ def apply_options(options: list, f):
     return registry_option(f)
 
 
+def serving_options() -> list:
+    """`plan`'s options of disaggregated serving (prefill and decode pools, vLLM's NixlConnector)."""
+    return [
+        click.option("--serving", type=click.Choice(["agg", "disagg", "auto"]), default="agg", show_default=True,
+                     help="agg: one pool of aggregated instances; disagg: a prefill pool and a decode pool; auto: "
+                          "plan both and keep the cheaper"),
+        click.option("--prefill-chip", multiple=True, help="chips the prefill pool may use (repeat; default --chip)"),
+        click.option("--decode-chip", multiple=True, help="chips the decode pool may use (repeat; default --chip)"),
+    ]
+
+
 def plan_options(f):
-    return apply_options(options_list(), f)
+    return apply_options(options_list() + serving_options(), f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -167,15 +178,21 @@ def workload_from(options: dict):
 
 def request_from(options: dict) -> PlanRequest:
     """The flags as a validated request; a pydantic error becomes one InputError line."""
-    if not options["chip"]:
+    prefill, decode = options.get("prefill_chip") or (), options.get("decode_chip") or ()
+    if (prefill or decode) and options.get("serving", "agg") == "agg":
+        raise InputError("--prefill-chip" if prefill else "--decode-chip", "has no effect on an aggregated plan",
+                         "add --serving disagg or --serving auto")
+    chips = options["chip"] or tuple(dict.fromkeys(prefill + decode))
+    if not chips:
         raise InputError("--chip", "is required", "give a chip id such as h200 (see `plan chips`), repeat to compare")
-    if options["concurrency"] is None:
-        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64")
     every, by_chip = parse_prices(options["price"])
     workload = workload_from(options)
+    concurrency = options["concurrency"]
+    if concurrency is None:
+        concurrency = littles_law(options, workload)
     try:
         service = ServiceSpec(
-            model=options["model"], quantization=options["quantization"], concurrency=options["concurrency"],
+            model=options["model"], quantization=options["quantization"], concurrency=concurrency,
             context_length=options["context_length"], headroom=options["headroom"], margin=options["margin"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
             speculative_acceptance=options.get("speculative_acceptance"),
@@ -184,9 +201,10 @@ def request_from(options: dict) -> PlanRequest:
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
             max_num_batched_tokens=options["max_num_batched_tokens"] or None,
             vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
-            workload=workload)
-        limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
-                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"])
+            workload=workload, serving=options.get("serving", "agg"))
+        limits = PoolLimits(chips=chips, price=every, prices=by_chip, max_gpus=options["max_gpus"],
+                            gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"],
+                            prefill_chips=prefill or None, decode_chips=decode or None)
     except ValidationError as err:
         first = err.errors()[0]
         field = str(first["loc"][-1] if first["loc"] else "input")
@@ -195,6 +213,27 @@ def request_from(options: dict) -> PlanRequest:
         message = validation_message(first)
         raise InputError(f"--{flag}", message[:1].lower() + message[1:], "see `plan --help`") from None
     return PlanRequest(service=service, limits=limits)
+
+
+def littles_law(options: dict, workload) -> int:
+    """Without --concurrency, the requests in flight at --requests-per-second when each takes its
+    whole latency budget (Little's law: rate × (TTFT + osl × TPOT)), the most a pool meeting the
+    targets holds at once."""
+    rate, ttft, tpot = options.get("requests_per_second"), options.get("ttft_ms"), options.get("tpot_ms")
+    if rate is None or ttft is None or tpot is None or workload is None:
+        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64 (or "
+                         "--requests-per-second with --isl, --osl, --ttft-ms and --tpot-ms)")
+    return max(1, math.ceil(rate * (ttft + workload.osl * tpot) / 1000 - 1e-9))
+
+
+def concurrency_note(options: dict, request: PlanRequest) -> list[str]:
+    """Say how the concurrency was derived when --concurrency was not given."""
+    if options["concurrency"] is not None:
+        return []
+    s = request.service
+    return [f"concurrency {s.concurrency:,} = {s.workload.requests_per_second:g} requests/s × ({s.ttft_ms:g} ms + "
+            f"{s.workload.osl:,} × {s.tpot_ms:g} ms) (Little's law at the targets: the requests in flight when each "
+            "takes its whole latency budget)"]
 
 
 def unused_prices(request: PlanRequest) -> list[str]:
@@ -225,9 +264,12 @@ def run(ctx: click.Context, **options) -> None:
 
     freeze_imported()
     request = request_from(options)
+    if request.service.serving != "agg":
+        return run_serving(ctx, request, options)
     result = plan(request)
-    result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
-                                                                    request.service.num_speculative_tokens)
+    result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
+                        + unused_acceptance(request.service.speculative_acceptance,
+                                            request.service.num_speculative_tokens))
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
         for line in result.explanations + [f"note: {n}" for n in result.notes]:
@@ -237,4 +279,47 @@ def run(ctx: click.Context, **options) -> None:
     else:
         render_infeasible(result, console_for_output())
     if not result.feasible:
+        ctx.exit(1)
+
+
+def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
+    """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
+    cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
+    from planner.report.memory import console_for_output
+    from planner.report.render import render_infeasible, render_notes, render_plan
+    from planner.search.cpsat import winner_kernel
+    from planner.search.disagg import plan_serving, role_kernels
+
+    choice = plan_serving(request)
+    notes = concurrency_note(options, request) + unused_prices(request)
+    agg, dis = choice.aggregated, choice.disaggregated
+    if agg is not None:
+        agg.notes[:0] = notes
+    s = request.service
+    workload = (f"{s.model} at {s.workload.requests_per_second:g} requests/s of {s.workload.isl:,} input and "
+                f"{s.workload.osl:,} output tokens, TTFT {s.ttft_ms:g} ms"
+                + (f", TPOT {s.tpot_ms:g} ms" if s.tpot_ms is not None else ""))
+    if options["as_json"]:
+        click.echo(json.dumps({"serving": choice.model_dump()}, indent=2))
+    else:
+        console = console_for_output()
+        if agg is not None:
+            console.print("[bold]aggregated[/bold]")
+            if agg.feasible:
+                render_plan(agg, winner_kernel(request, agg), console, options["show_provenance"])
+            else:
+                render_infeasible(agg, console)
+            console.print()
+            console.print("[bold]disaggregated[/bold]")
+        if dis.feasible:
+            render_disagg(dis, role_kernels(s, request.limits, dis), console, agg.hours_per_month if agg else 730,
+                          workload)
+        else:
+            render_disagg_infeasible(dis, console, workload)
+        if agg is None:
+            render_notes(notes, console)
+        render_choice(choice, console)
+    chosen = agg if choice.chosen == "agg" else dis
+    if not chosen.feasible:
         ctx.exit(1)

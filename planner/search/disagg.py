@@ -99,7 +99,8 @@ def rate_of(service: ServiceSpec) -> float:
 def memory_service(service: ServiceSpec) -> ServiceSpec:
     """The service with its latency targets and workload removed: the oracle's rows by memory alone
     (the roles price their own steps)."""
-    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "pp": (1,)})
+    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "pp": (1,),
+                                      "serving": "agg"})
 
 
 def _side(service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
@@ -265,7 +266,8 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple
     if (top + 1) * rank_range >= cpsat.INT_LIMIT:
         raise OverflowError("the objective exceeds 2^62: lower --max-gpus or the rate")
     best = min(range(len(pairs)), key=lambda i: (pairs[i].cost(units), pairs[i].rank))
-    for var, value in ((ys[best], 1), (ps[best], pairs[best].fewest(units)[0]), (ds[best], pairs[best].fewest(units)[1])):
+    p_best, d_best = pairs[best].fewest(units)
+    for var, value in ((ys[best], 1), (ps[best], p_best), (ds[best], d_best)):
         m.add_hint(var, value)  # the cheapest pair at its fewest counts: optimal without an inventory
     m.minimize(cost)
     sol = cpsat.solver(limits.time_limit)
@@ -283,10 +285,10 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple
     return sol.status_name(status), (pairs[k], int(sol.value(ps[k])), int(sol.value(ds[k])))
 
 
-def search(service: ServiceSpec, limits: PoolLimits, prefill_chips: tuple[str, ...] | None = None,
-           decode_chips: tuple[str, ...] | None = None) -> DisaggSearch:
+def search(service: ServiceSpec, limits: PoolLimits) -> DisaggSearch:
     """The cheapest prefill and decode pools for `service` at its request rate (the chips: --chip,
     or --prefill-chip / --decode-chip)."""
+    prefill_chips, decode_chips = limits.prefill_chips, limits.decode_chips
     start = time.perf_counter()
     rate = rate_of(service)
     model = load_model(service.model, service.quantization)
@@ -342,13 +344,12 @@ def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
     return candidate_table(memory_service(service), chip, limits.model_copy(update={"chips": (chip.id,)}))
 
 
-def plan_disagg(service: ServiceSpec, limits: PoolLimits, prefill_chips: tuple[str, ...] | None = None,
-                decode_chips: tuple[str, ...] | None = None):
+def plan_disagg(service: ServiceSpec, limits: PoolLimits):
     """The disaggregated plan (planner/report/serving.py DisaggPlan), or why none fits."""
     from planner.report.disagg_launch import router, side_channel_base
     from planner.report.serving import DisaggPlan, Handover, TimeToFirstToken
 
-    found = search(service, limits, prefill_chips, decode_chips)
+    found = search(service, limits)
     if found.chosen is None:
         return DisaggPlan(feasible=False, explanations=found.explanations, solver_status=found.status,
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
@@ -382,9 +383,67 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits, prefill_chips: tuple[s
         handover=Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
                           decode_rank_bytes=h.decode_rank_bytes, prefill_rank_bytes=h.prefill_rank_bytes,
                           request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3)),
-        ttft=TimeToFirstToken(queue_ms=round(pair.queue_seconds * 1000, 1), prefill_ms=round(pf.prompt_seconds * 1000, 1),
-                              transfer_ms=round(h.seconds * 1000, 3), first_step_ms=round(dec.step_seconds * 1000, 2),
+        ttft=TimeToFirstToken(queue_ms=round(pair.queue_seconds * 1000, 1),
+                              prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
+                              first_step_ms=round(dec.step_seconds * 1000, 2),
                               total_ms=round(spent * 1000, 1), prefill_utilization=round(util, 4)),
         requests_per_second=rate, gpus=prefill_pool.gpus + decode_pool.gpus, cost_per_hour=round(cost, 4),
         router=router(p, d), solver_status=found.status, candidates_evaluated=found.evaluated,
         pairs=len(found.pairs), seconds=round(found.seconds, 3))
+
+
+def plan_serving(request):
+    """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
+    cheaper (planner/report/serving.py ServingChoice; the aggregated plan wins a tie)."""
+    from planner.report.serving import ServingChoice
+
+    service, limits = request.service, request.limits
+    mode = service.serving
+    agg = cpsat.plan(request) if mode in ("agg", "auto") else None
+    dis = plan_disagg(service, limits) if mode in ("disagg", "auto") else None
+    chosen, why = _cheaper(agg, dis)
+    return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
+
+
+def _cheaper(agg, dis) -> tuple[str, str]:
+    """Which plan is cheaper, and why, with the figures that make it so."""
+    if dis is None:
+        return "agg", "aggregated serving was asked for"
+    if agg is None:
+        return "disagg", "disaggregated serving was asked for"
+    if not agg.feasible and not dis.feasible:
+        return "agg", "neither plan fits"
+    if not dis.feasible:
+        return "agg", "only the aggregated plan fits: " + "; ".join(dis.explanations)
+    if not agg.feasible:
+        return "disagg", "only the disaggregated plan fits: " + "; ".join(agg.explanations)
+    a, p, d = agg.best, dis.prefill, dis.decode
+    delta = dis.cost_per_hour / a.cost_per_hour - 1
+    agg_phrase = (f"aggregated: {a.gpus} {a.chip} GPUs at ${a.cost_per_hour:,.2f}/hour, each instance prefilling "
+                  f"beside its decodes ({a.binds})")
+    dis_phrase = (f"disaggregated: {p.gpus} prefill {p.chip} GPUs + {d.gpus} decode {d.chip} GPUs at "
+                  f"${dis.cost_per_hour:,.2f}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV cache "
+                  f"crosses {dis.handover.link} in {dis.handover.transfer_ms:,.1f} ms)")
+    if dis.cost_per_hour < a.cost_per_hour:
+        return "disagg", f"disaggregated is {-delta:.0%} cheaper. {dis_phrase}; {agg_phrase}"
+    return "agg", ("aggregated is cheaper" + (f" by {delta / (1 + delta):.0%}" if delta > 0 else " (a tie)")
+                   + f". {agg_phrase}; {dis_phrase}")
+
+
+def role_kernels(service: ServiceSpec, limits: PoolLimits, plan) -> dict:
+    """One rank's kernel of each role of a feasible plan (for the per-rank memory printout)."""
+    from pricing.kernel import Deployment, Kernel
+
+    model = load_model(service.model, service.quantization)
+    out = {}
+    for pool in (plan.prefill, plan.decode):
+        d = Deployment(tensor_parallel_size=pool.tensor_parallel_size, data_parallel_size=pool.data_parallel_size,
+                       enable_expert_parallel=pool.enable_expert_parallel,
+                       decode_context_parallel_size=pool.decode_context_parallel_size,
+                       gpu_memory_utilization=pool.gpu_memory_utilization,
+                       max_num_batched_tokens=pool.max_num_batched_tokens, max_num_seqs=pool.max_num_seqs,
+                       max_model_len=pool.max_model_len, kv_cache_dtype=pool.kv_cache_dtype,
+                       num_speculative_tokens=service.num_speculative_tokens,
+                       speculative_method=service.speculative_method, kv_role=pool.kv_role)
+        out[pool.role] = Kernel.of(model, d, priced_chip(pool.chip, limits), release=service.vllm_version)
+    return out
