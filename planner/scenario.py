@@ -358,7 +358,7 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True) -> li
 
     A context beyond a model's positions is an error of the services as written (`positions`),
     but not of a variant: a what-if across context lengths is answered, the variant infeasible
-    with vLLM's reason (planner/search/fleet.py `refused_context`)."""
+    with vLLM's reason (planner/report/fleet.py `refused_context`)."""
     lines = check_references(scenario, where, variants=False) + check_limits(scenario, where, positions)
     base = {line.split(": ", 1)[1] for line in lines}
     for name in scenario.variants:

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from planner.cli import main
+from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.search.cpsat import plan
 from pricing.chips import chip_ids, get_chip
 
 ISSUE_12 = ("gh200-96gb", "gh200-144gb", "h100-pcie", "h100-nvl", "h200-nvl", "h20-141gb", "a100-40gb",

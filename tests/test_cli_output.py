@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from planner import defaults
 from planner.cli import cli, main
+from planner.report.plan import plan, winner_kernel
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.search.cpsat import plan, winner_kernel
 from pricing.chips import get_chip
 from pricing.config import card_index, load_card
 from pricing.graph import load_model

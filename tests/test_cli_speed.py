@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 from planner.candidates.table import candidate_table, priced_chip
+from planner.report import fleet
+from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import Scenario
-from planner.search import cpsat, fleet
+from planner.search import cpsat
+from planner.search import fleet as search_fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ("import sys, json\nfrom planner.cli import main\ncode = main(sys.argv[1:])\n"
@@ -59,7 +62,7 @@ def test_a_non_binding_inventory_is_solved_service_by_service_with_the_joint_opt
     free = _review({"h200": {"gpus_per_node": 8}, "h100": {"gpus_per_node": 8}})
     apart = fleet.plan_scenario(free)
     assert apart.decomposed and apart.solver_status == "OPTIMAL"
-    monkeypatch.setattr(fleet, "coupled", lambda prepared, inventory: True)
+    monkeypatch.setattr(search_fleet, "coupled", lambda prepared, inventory: True)
     joint = fleet.plan_scenario(free)
     assert not joint.decomposed
     assert apart.cost_per_hour == joint.cost_per_hour and apart.gpus == joint.gpus
@@ -78,10 +81,10 @@ def test_a_binding_inventory_is_solved_jointly():
 def test_the_cost_bound_never_changes_the_reported_plans(monkeypatch, model, chips, concurrency):
     request = PlanRequest(service=ServiceSpec(model=model, concurrency=concurrency),
                           limits=PoolLimits(chips=chips))
-    bounded = cpsat.plan(request)
+    bounded = plan(request)
     full_tables = cpsat.tables_for
     monkeypatch.setattr(cpsat, "tables_for", lambda service, limits, keep=None: full_tables(service, limits))
-    full = cpsat.plan(request)
+    full = plan(request)
     assert full.search.shapes_skipped == 0
     if model == "dsv4.1-flash":  # 4 GPUs serve it: the 8- to 64-GPU instances are never evaluated
         assert bounded.search.shapes_skipped > 0

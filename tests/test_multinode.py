@@ -4,10 +4,10 @@ and the per-node `vllm serve` commands of vLLM's multi-node launch."""
 
 import pytest
 
-from planner.candidates.table import placement
+from planner.candidates.shapes import placement
 from planner.cli import main
+from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.search.cpsat import plan
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel

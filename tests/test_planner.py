@@ -10,9 +10,10 @@ import re
 import pytest
 
 from planner import defaults
-from planner.candidates.table import replica_cap
+from planner.candidates.shapes import replica_cap
+from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.search.cpsat import Option, build, plan, solve
+from planner.search.cpsat import Option, build, solve
 from pricing.chips import get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
@@ -239,7 +240,7 @@ def test_a_tp_that_does_not_divide_the_heads_is_bad_input():
 def test_builder_shares_inventory_between_services():
     """Two services, two chips: alone both pick the cheap chip; sharing its 10 GPUs, the solver
     moves the service that loses least (the scenario use of `build`)."""
-    from planner.candidates.table import Row, Shape
+    from planner.candidates.shapes import Row, Shape
 
     def option(chip, price, gpus, rank):
         row = Row(chip, Shape(gpus, 1, False, 1, "auto"), 0.9, 8192, 10, 10)

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from planner.cli import main
+from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, WorkloadSpec
-from planner.search.cpsat import plan
 
 DONE_WHEN = ["--model", "llama-3.1-70b", "--chip", "h100", "--chip", "h200", "--concurrency", "64",
              "--context-length", "8192"]
@@ -101,8 +101,8 @@ def test_when_the_target_costs_gpus_the_phrase_says_so():
 
 
 def test_a_scenario_service_takes_a_workload_and_a_tpot_target(tmp_path):
+    from planner.report.fleet import plan_scenario
     from planner.scenario import load_scenario
-    from planner.search.fleet import plan_scenario
 
     path = tmp_path / "latency.yaml"
     path.write_text("review: latency\nservices:\n  - name: chat\n    model: llama-3.1-70b\n    chips: [h100, h200]\n"

@@ -11,10 +11,11 @@ import yaml
 from click.testing import CliRunner
 
 from planner.cli import cli, main
+from planner.report.fleet import plan_scenario
+from planner.report.plan import plan
 from planner.request import PlanRequest
 from planner.scenario import Scenario, load_scenario
-from planner.search.cpsat import plan
-from planner.search.fleet import plan_scenario, prepare
+from planner.search.fleet import prepare
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
 

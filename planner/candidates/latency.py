@@ -16,9 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from planner.candidates.step_fields import step_fields
-from planner.candidates.table import ChipTable, Row, context_length, deployment
-from planner.report.result import StepFigures
+from planner.candidates.shapes import ChipTable, Row, context_length, deployment
+from planner.candidates.step_fields import StepFigures, step_fields
 from planner.request import ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel

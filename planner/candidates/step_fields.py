@@ -1,8 +1,9 @@
-"""One instance's step figures, rounded as the planner prints them: `plan`'s StepFigures
-(planner/report/result.py) and `plan memory --json`'s step both start from these. A module of its own so
-that `plan memory` reads them without importing the plan's pydantic models."""
+"""One instance's step figures, rounded as the planner prints them: `plan`'s StepFigures (a
+reported pool's `step`) and `plan memory --json`'s step both start from `step_fields`."""
 
 from __future__ import annotations
+
+from pydantic import BaseModel, Field
 
 
 def step_fields(s, batch_per_rank: int, context_tokens: int, prompt_tokens: int) -> dict:
@@ -15,3 +16,27 @@ def step_fields(s, batch_per_rank: int, context_tokens: int, prompt_tokens: int)
             "step_bound": s.bound, "parts_ms": {k: round(v * 1000, 3) for k, v in s.step.parts.items()},
             "step_ms": round(s.step.seconds * 1000, 3), "tokens_per_step": round(s.tokens_per_step, 4),
             "acceptance": list(s.acceptance), "speculative": s.speculation}
+
+
+class StepFigures(BaseModel):
+    """How fast one instance of the pool serves at the planned concurrency (the step model,
+    pricing/step; issue 14): the target spread over the replicas and data-parallel ranks."""
+
+    batch_per_rank: int = Field(description="requests each data-parallel rank decodes at once")
+    context_tokens: int = Field(description="the decoding requests' context (the workload's mean, or max_model_len)")
+    prompt_tokens: int = Field(description="the prompt the time to first token is priced for")
+    tpot_ms: float = Field(description="time per output token: one steady step over the tokens it yields a request")
+    ttft_ms: float = Field(description="time to first token: the prompt's chunked prefill beside the decodes")
+    output_tokens_per_second: float = Field(description="per instance")
+    output_tokens_per_second_per_gpu: float
+    pool_output_tokens_per_second: float
+    pool_requests_per_second: float | None = Field(None, description="with a workload (isl/osl)")
+    step_bound: str = Field(description="what sets the step: memory, compute, communication, overhead or prefill")
+    binds: str = Field(description="what sets the instance's concurrency: memory, tpot, ttft or requests per second")
+    parts_ms: dict[str, float] = Field(default_factory=dict, description="the steady step by part; sums to step_ms")
+    step_ms: float = Field(0.0, description="the steady step (tpot_ms × tokens_per_step)")
+    tokens_per_step: float = Field(1.0, description="output tokens a decoding request gets per step: 1, or 1 + the "
+                                                    "expected accepted draft tokens when speculating")
+    acceptance: list[float] = Field(default_factory=list, description="speculating: the conditional acceptance "
+                                                                      "assumed at each draft position")
+    speculative: str | None = Field(None, description="speculating: the acceptance assumed, in words, with its source")

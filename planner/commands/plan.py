@@ -1,7 +1,7 @@
 """`plan --model M --chip C --concurrency N`: the cheapest pool of GPUs, in which vLLM
 configuration, that holds N concurrent requests at the context length.
 
-Thin: parse the flags into a `PlanRequest`, call `planner.search.cpsat.plan`, render. Exit status 1
+Thin: parse the flags into a `PlanRequest`, call `planner.report.plan.plan`, render. Exit status 1
 when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 
 from __future__ import annotations
@@ -259,8 +259,8 @@ def run(ctx: click.Context, **options) -> None:
         return
     from planner.heap import freeze_imported
     from planner.report.memory import console_for_output
+    from planner.report.plan import plan, winner_kernel
     from planner.report.render import render_infeasible, render_plan
-    from planner.search.cpsat import plan, winner_kernel
 
     freeze_imported()
     request = request_from(options)

@@ -27,8 +27,8 @@ from pricing.errors import InputError
 from pricing.units import tokens_label
 
 if TYPE_CHECKING:  # pragma: no cover
+    from planner.report.fleet import FleetResult
     from planner.report.review import Comparison
-    from planner.search.fleet import FleetResult
 
 FORMATS = click.Choice(["table", "json", "markdown"])
 
@@ -269,8 +269,8 @@ def compare_command(ctx, file, fmt, chart_path, **options):
     --context-length and --chip."""
     from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
+    from planner.report.fleet import plan_scenario
     from planner.report.review import Comparison, Ticker, axis_chart, markdown
-    from planner.search.fleet import plan_scenario
 
     freeze_imported()
     fmt = "json" if options["as_json"] else fmt

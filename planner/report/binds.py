@@ -8,7 +8,7 @@ max_num_seqs (vLLM's default, or the token budget, which max_num_seqs may not ex
 
 from __future__ import annotations
 
-from planner.candidates.table import ChipTable, Row
+from planner.candidates.shapes import ChipTable, Row
 from pricing.units import size
 
 

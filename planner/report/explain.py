@@ -3,7 +3,7 @@ the nearest thing that does fit (issue 5, "When nothing fits")."""
 
 from __future__ import annotations
 
-from planner.candidates.table import ChipTable, ShapeVerdict, context_length, deployment_for, replica_cap
+from planner.candidates.shapes import ChipTable, ShapeVerdict, context_length, deployment_for, replica_cap
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError
 from pricing.graph import load_model

@@ -12,9 +12,9 @@ from pydantic import BaseModel
 
 from planner import defaults
 from planner.report.binds import inventory_binds
+from planner.report.fleet import FleetResult, plan_scenario
 from planner.report.result import price_footnotes, solver_phrase, star
 from planner.scenario import Scenario
-from planner.search.fleet import FleetResult, plan_scenario
 
 
 class Comparison(BaseModel):

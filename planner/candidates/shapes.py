@@ -1,0 +1,239 @@
+"""The instance shapes a service may run on a chip, and the rows of a candidate table: what one
+instance is (tp × pp × dp GPUs, expert parallel, dcp, KV cache dtype), how it lays out on nodes,
+and the vLLM flags of one instance (`deployment`). The kernel evaluates them (`table.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner import defaults
+from planner.request import ServiceSpec
+from pricing.chips import Chip
+from pricing.errors import InputError
+from pricing.graph.model import ModelGraph
+from pricing.kernel import Deployment
+from pricing.kernel.deployment import max_dcp
+from pricing.kernel.pipeline import backbone_layers
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """How one instance is split: tp × pp × dp GPUs, expert parallel across them or not, dcp within tp."""
+
+    tp: int
+    dp: int
+    ep: bool
+    dcp: int
+    kv_cache_dtype: str
+    pp: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def nodes(self, gpus_per_node: int) -> int:
+        """Nodes one instance takes: one when it fits a node, else whole nodes (`placement`)."""
+        return max(1, -(-self.gpus // gpus_per_node))
+
+
+def placement(tp: int, world: int, gpus_per_node: int) -> str | None:
+    """Why an instance of `world` GPUs with tensor parallel `tp` cannot be laid out on nodes of
+    `gpus_per_node`, or None when it can. vLLM's multi-node launch (`--nnodes`, engine/arg_utils.py)
+    splits the world evenly over the nodes ("--nnodes must evenly divide the total world size"),
+    and a tensor-parallel group must not straddle nodes unless the NVLink domain does (GB200 NVL72):
+    so an instance larger than a node fills whole nodes, each holding whole tp groups (or whole
+    nodes per tp group)."""
+    if world <= gpus_per_node:
+        return None
+    if world % gpus_per_node:
+        return f"{world} GPUs do not fill whole {gpus_per_node}-GPU nodes"
+    if gpus_per_node % tp and tp % gpus_per_node:
+        return f"tp {tp} groups do not pack into {gpus_per_node}-GPU nodes"
+    return None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One instance configuration the kernel accepts, with the requests it holds."""
+
+    chip: str
+    shape: Shape
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    held_per_rank: int
+
+    @property
+    def gpus(self) -> int:
+        return self.shape.gpus
+
+    @property
+    def concurrency(self) -> int:
+        """Requests at the context length the instance holds: each DP rank has its own pool."""
+        return self.shape.dp * self.held_per_rank
+
+
+@dataclass
+class ShapeVerdict:
+    """What the kernel said about one shape at its most generous setting (highest utilization,
+    smallest token budget): the figures an infeasibility explanation quotes."""
+
+    shape: Shape
+    weights: int = 0
+    fixed: int = 0
+    budget: int = 0
+    kv_pool: int = 0
+    request_bytes: int = 0
+    utilization: float = 0.0
+    max_num_batched_tokens: int = 0
+    held_per_rank: int = 0
+    refusal: str | None = None  # the start-up check vLLM would fail (pricing/kernel/startup.py), if any
+    invalid: str | None = None  # the kernel's InputError: vLLM would reject the flags
+
+
+@dataclass
+class ChipTable:
+    """The candidate table of one service on one chip."""
+
+    chip: Chip
+    gpus_per_node: int
+    rows: list[Row] = field(default_factory=list)
+    verdicts: list[ShapeVerdict] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)  # shape filters that removed values, in words
+    latency: dict = field(default_factory=dict)  # Row -> planner.candidates.latency.Cap, under latency targets
+    latency_note: str | None = None  # why the latency targets left no row
+    evaluated: int = 0
+    skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
+
+    def dominant(self) -> list[Row]:
+        """The best row of each shape: the most requests held, then the larger token budget,
+        then the lower utilization. Within a shape every row needs the same GPUs per instance,
+        so the row holding the most requests needs the fewest replicas, at the lowest cost,
+        with at least as much headroom: the others can never be chosen."""
+        best: dict[Shape, Row] = {}
+        for row in self.rows:
+            cur = best.get(row.shape)
+            if cur is None or _row_key(row) < _row_key(cur):
+                best[row.shape] = row
+        return [best[s] for s in sorted(best)]
+
+
+def _row_key(row: Row) -> tuple:
+    return (-row.concurrency, -row.max_num_batched_tokens, row.gpu_memory_utilization)
+
+
+def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | None:
+    """Instances of `gpus` GPUs that pack into `max_gpus` GPUs of `gpus_per_node`-GPU nodes.
+
+    An instance never straddles nodes unless it is larger than a node; then it takes whole
+    nodes. The inventory is max_gpus // gpus_per_node full nodes plus one partial node."""
+    if max_gpus is None:
+        return None
+    full, partial = divmod(max_gpus, gpus_per_node)
+    if gpus <= gpus_per_node:
+        return full * (gpus_per_node // gpus) + partial // gpus
+    return full // -(-gpus // gpus_per_node)
+
+
+def context_length(model: ModelGraph, service: ServiceSpec) -> int:
+    """`--context-length`, or vLLM's default: the model's maximum position."""
+    return service.context_length if service.context_length is not None else model.max_position
+
+
+def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:
+    """GPUs one tensor-parallel group may span: the chip's NVLink domain (`Chip.tp_domain`: the
+    node over PCIe on parts without one), shrunk to the node when the domain lives inside one
+    node (HGX) and the user gives smaller nodes."""
+    if chip.tp_domain <= chip.gpus_per_node:
+        return min(chip.tp_domain, gpus_per_node)
+    return chip.tp_domain
+
+
+def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | None,
+           gpus_per_node: int) -> tuple[list[Shape], list[str]]:
+    """Instance shapes to evaluate on `chip`, and the filters that removed values (for explanations).
+
+    tp: within the NVLink domain and dividing the attention heads (vLLM's check); pp: the
+    pipeline grid (stages across nodes, dp 1), at most one stage per layer, evaluated only when no
+    instance within one node holds a request or --pp asks (`candidate_table`); dp: MoE only (dense
+    models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides tp and
+    at most tp / KV heads (the kernel's rule, pricing.kernel.deployment.max_dcp). An instance larger
+    than a node must fill whole nodes with whole tp groups (`placement`)."""
+    notes: list[str] = []
+    heads = model.num_attention_heads
+    domain = nvlink_domain(chip, gpus_per_node)
+    if chip.nvlink_domain <= 1 and domain > 1:
+        notes.append(f"{chip.name} has no NVLink: tp up to {domain} runs over PCIe within a node, as vLLM allows "
+                     "(NCCL; vLLM's custom all-reduce serves at most two PCIe-only GPUs)")
+    tps = service.tp or tuple(t for t in range(1, domain + 1) if heads % t == 0)
+    if service.tp:
+        over = [t for t in tps if t > domain]
+        if over:
+            widest_tp = max(t for t in range(1, domain + 1) if heads % t == 0)
+            notes.append(f"tp {', '.join(map(str, over))} exceeds the {chip.tp_link} domain of {domain} GPUs: "
+                         f"span nodes with pipeline stages instead (--tp {widest_tp} --pp 2, or leave --tp and --pp "
+                         "out)")
+        bad = [t for t in tps if heads % t]
+        if bad:  # the model, not the chip, rules these out: bad input, as vLLM would reject it
+            fits = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
+            raise InputError("--tp", f"{', '.join(map(str, bad))} does not divide the {heads} attention heads of "
+                             f"{model.name}", f"use one of {fits}")
+        tps = tuple(t for t in tps if t <= domain and heads % t == 0)
+    if model.has_experts:
+        dps = service.dp or tuple(defaults.value("grids.data_parallel_size"))
+    else:
+        dps = (1,)
+        if service.dp and service.dp != (1,):
+            notes.append(f"{model.name} is dense: dp is 1 and replicas scale it")
+    cap = None if service.dp else defaults.value("grids.max_gpus_per_instance")
+    if max_gpus is not None:
+        cap = max_gpus if cap is None else min(cap, max_gpus)
+    kv_heads = max(1, model.num_kv_heads) if model.attention_backend == "gqa" else 1
+    layers = backbone_layers(model)
+    pps = tuple(p for p in (service.pp or tuple(defaults.value("grids.pipeline_parallel_size"))) if p <= layers)
+    if service.pp and any(p > layers for p in service.pp):
+        notes.append(f"pp above the {layers} layers of {model.name} is not searched")
+    # pp extends an instance past the NVLink domain: with NVLink, stages are searched at the widest
+    # tp the domain holds (unless --tp says otherwise); without it (PCIe cards, one-GPU nodes) at any tp
+    widest = max(tps, default=1)
+    out = []
+    unplaced = set()
+    for tp in tps:
+        dcps = [d for d in (service.dcp or range(1, tp + 1)) if tp % d == 0 and d <= max_dcp(model, tp)]
+        for pp in pps:
+            if pp > 1 and chip.nvlink_domain > 1 and not service.tp and tp != widest:
+                continue
+            for dp in (dps if pp == 1 else (1,)):
+                world = tp * pp * dp
+                if cap is not None and world > cap:
+                    continue
+                why = placement(tp, world, gpus_per_node)
+                if why is not None:
+                    unplaced.add(why)
+                    continue
+                for ep in ((False, True) if model.has_experts and tp * dp > 1 else (False,)):
+                    for dcp in dcps:
+                        for kv in service.kv_cache_dtypes:
+                            out.append(Shape(tp, dp, ep, dcp, kv, pp))
+    if unplaced and not out:
+        notes.extend(sorted(unplaced))
+    if service.dcp and not any(s.dcp in service.dcp for s in out):
+        notes.append(f"dcp {', '.join(map(str, service.dcp))} must divide tp and stay within tp / {kv_heads} KV heads")
+    if tps and not out and max_gpus is not None:
+        notes.append(f"no tp × dp fits within --max-gpus {max_gpus}")
+    return sorted(out), notes
+
+
+def deployment_for(shape: Shape, service: ServiceSpec, max_model_len: int, **settings) -> Deployment:
+    """The vLLM flags of one instance of `shape` for `service` (one place, so no caller drops a field)."""
+    return Deployment(tensor_parallel_size=shape.tp, pipeline_parallel_size=shape.pp, data_parallel_size=shape.dp,
+                      enable_expert_parallel=shape.ep,
+                      decode_context_parallel_size=shape.dcp, kv_cache_dtype=shape.kv_cache_dtype,
+                      max_model_len=max_model_len, num_speculative_tokens=service.num_speculative_tokens,
+                      speculative_method=service.speculative_method, **settings)
+
+
+def deployment(row: Row, service: ServiceSpec, max_model_len: int) -> Deployment:
+    """The vLLM flags of one candidate instance."""
+    return deployment_for(row.shape, service, max_model_len, gpu_memory_utilization=row.gpu_memory_utilization,
+                       max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs)

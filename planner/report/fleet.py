@@ -1,0 +1,180 @@
+"""A scenario's result, as the user reads it: each service's pool (planner/search/fleet.py's picks,
+verified by the kernel, with what binds, the step figures and the launch commands), the chips
+used, the total cost, and the services left short with what each would take on its own."""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel, Field
+
+from planner import defaults
+from planner.candidates import latency
+from planner.candidates.shapes import context_length, deployment
+from planner.candidates.table import candidate_table, priced_chip, verify
+from planner.report.binds import binding, default_max_num_seqs
+from planner.report.result import PoolPlan
+from planner.report.serve import node_commands, serve_command
+from planner.scenario import Scenario, Service
+from planner.search import cpsat
+from planner.search.fleet import Prepared, search_fleet, unserved
+from pricing.graph import load_model
+from pricing.kernel.deployment import beyond_positions
+
+
+class ServicePlan(PoolPlan):
+    """The pool chosen for one service: `plan`'s pool, with the service it serves."""
+
+    service: str
+    model: str
+    target: int = Field(description="concurrency asked for")
+
+
+class Shortfall(BaseModel):
+    """A service the result does not serve: why, in full, and in a few words for a chart label."""
+
+    service: str
+    reason: str
+    brief: str = Field(description="the reason in a few words (a chart's label): 'needs 4 h100', 'beyond 40,960 "
+                                   "positions'")
+
+
+class ChipUse(BaseModel):
+    chip: str
+    gpus: int
+    available: int | None
+    cost_per_hour: float
+
+
+class FleetResult(BaseModel):
+    review: str
+    variant: str = "base"
+    feasible: bool
+    services: list[ServicePlan]
+    chips: list[ChipUse]
+    cost_per_hour: float
+    cost_per_month: float
+    gpus: int
+    short: list[Shortfall] = []
+    notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
+    decomposed: bool = Field(False, description="the inventory couples no services: each was solved on its own")
+    own_cost_per_hour: float | None = Field(None, description="the sum of each service's cheapest pool on its own, "
+                                            "without the inventory's GPU counts: the inventory binds when the total "
+                                            "exceeds it")
+    solver_status: str
+    candidates_evaluated: int
+    seconds: float
+
+
+def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServicePlan]:
+    out = []
+    for p, (_, option, replicas) in zip(prepared, picks, strict=True):
+        row = option.row
+        model = load_model(p.spec.model, p.spec.quantization)
+        length = context_length(model, p.spec)
+        d = deployment(row, p.spec, length)
+        held = row.concurrency * replicas
+        table = next(t for t in p.tables if t.chip.id == row.chip)
+        kernel = verify(model, table.chip, p.spec, row)
+        binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
+                        default_max_num_seqs(model, table.chip, length))
+        step = latency.figures(model, table, p.spec, row, replicas)
+        binds = latency.binding(table, row, p.spec, step, binds)
+        out.append(ServicePlan(
+            service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
+            gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
+            nodes_per_replica=row.shape.nodes(p.node[row.chip]), data_parallel_size=row.shape.dp,
+            enable_expert_parallel=row.shape.ep, decode_context_parallel_size=row.shape.dcp,
+            gpu_memory_utilization=row.gpu_memory_utilization, max_num_batched_tokens=row.max_num_batched_tokens,
+            max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
+            target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
+            headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
+            cost_per_hour=round(option.price * row.gpus * replicas, 4),
+            price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
+            price_as_of=priced_chip(row.chip, p.limits).price_as_of,
+            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),
+            vllm_serve_nodes=node_commands(model.hf_id, d, p.node[row.chip], p.spec.quantization), step=step))
+    return out
+
+
+def _alone(p: Prepared) -> tuple[str, str]:
+    """What a short service would take on its own, with no inventory limit (the oracle asked
+    again without the stock caps), in full and in a few words."""
+    limits = p.limits.model_copy(update={"max_gpus": None})
+    tables = [candidate_table(p.spec, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
+                                                                        "gpus_per_node": t.gpus_per_node}))
+              for t in p.tables]
+    unlimited = cpsat.options(tables, p.spec, limits)
+    if not unlimited:
+        return ("no configuration of this service fits any allowed chip at this context length, whatever the "
+                "inventory", "no chip fits")
+    best = min(unlimited, key=lambda o: (o.price_units * o.row.gpus * o.rmin, o.row.gpus * o.rmin, o.rank))
+    gpus = f"{best.row.gpus * best.rmin} {best.row.chip}"
+    return (f"it needs {gpus} GPUs on its own ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
+            f"holding {best.row.concurrency} requests each, ${best.price * best.row.gpus * best.rmin:,.2f}/hour)",
+            f"needs {gpus}")
+
+
+def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
+    """Why vLLM would not start the service at its context length, or None: a max_model_len
+    beyond the model's positions is refused before any memory is sized, on every chip."""
+    spec = scenario.service_spec(service)
+    model = load_model(spec.model, spec.quantization)
+    problem = beyond_positions(model, context_length(model, spec))
+    if problem is None:
+        return None
+    return Shortfall(service=service.name, brief=f"beyond {model.max_position:,} positions",
+                     reason=f"vLLM would not start: max_model_len {problem} (vllm/config/model.py: \"User-specified "
+                            f"max_model_len is greater than the derived max_model_len\"); at most "
+                            f"{model.max_position:,} tokens")
+
+
+def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None) -> FleetResult:
+    """Plan every service of the scenario together over its inventory (`time_limit`: the
+    solver's wall-clock bound, default planner/defaults.yaml). A service vLLM would not start
+    at its context length leaves the result infeasible, with vLLM's reason."""
+    start = time.perf_counter()
+    refused = {s.name: why for s in scenario.services if (why := refused_context(scenario, s))}
+    found = search_fleet(scenario, set(refused), time_limit)
+    prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
+    hours = defaults.value("report.hours_per_month")
+    if picks:
+        plans = _plans(prepared, picks, scenario)
+        short = []
+    else:
+        plans = []
+        short = list(refused.values())
+        timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
+        if not solvable:
+            missing = [i for i, p in enumerate(prepared) if not p.options]
+        else:
+            missing = range(len(prepared)) if timed_out else unserved(prepared, scenario) or range(len(prepared))
+        for s in missing:
+            p = prepared[s]
+            stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
+                              if s.gpus is not None and c in p.limits.chips)
+            if not p.options:
+                reason = f"no configuration reaches {p.spec.required} requests" + (
+                    f" within the inventory ({stock}); " if stock else "; ")
+            elif timed_out:
+                reason = f"{cpsat.no_plan_in_time(time_limit)} (--time-limit raises it); "
+            else:
+                reason = f"the inventory ({stock}) cannot hold it beside the other services; "
+            alone, brief = _alone(p)
+            short.append(Shortfall(service=p.name, reason=reason + alone, brief=brief))
+        order = [s.name for s in scenario.services]
+        short.sort(key=lambda x: order.index(x.service))
+    chips = []
+    for chip in sorted({pl.chip for pl in plans} | set(scenario.inventory)):
+        used = [pl for pl in plans if pl.chip == chip]
+        stock = scenario.inventory.get(chip)
+        chips.append(ChipUse(chip=chip, gpus=sum(pl.gpus for pl in used), available=stock.gpus if stock else None,
+                             cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
+    total = round(sum(pl.cost_per_hour for pl in plans), 4)
+    return FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
+                       cost_per_hour=total, cost_per_month=round(total * hours, 2),
+                       gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
+                       notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
+                       decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
+                           p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
+                       candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3))

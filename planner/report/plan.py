@@ -1,0 +1,111 @@
+"""A plan for one service, as the user reads it: the search's picks (planner/search/cpsat.py)
+made into pools, each verified by the kernel, with what binds it, its step figures, its launch
+commands, and, when nothing fits, why; plus the provenance of the best plan."""
+
+from __future__ import annotations
+
+from planner import defaults
+from planner.candidates import latency
+from planner.candidates.shapes import ChipTable, Row, context_length, deployment
+from planner.candidates.table import priced_chip, verify
+from planner.report.binds import binding, default_max_num_seqs
+from planner.report.explain import explain
+from planner.report.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
+from planner.report.serve import node_commands, serve_command
+from planner.request import PlanRequest, ServiceSpec
+from planner.search.cpsat import Option, no_plan_in_time, search
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
+
+
+def plan(request: PlanRequest) -> PlanResult:
+    """The cheapest pool for one service, the next alternatives, and, when nothing fits, why."""
+    service, limits = request.service, request.limits
+    found = search(request)
+    model = load_model(service.model, service.quantization)
+    length = context_length(model, service)
+    by_chip = {t.chip.id: t for t in found.tables}
+    pools = [_pool(model, service, by_chip[o.row.chip], o, n) for o, n in found.ranked]
+    if pools:
+        explanations = []
+    elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
+        explanations = [f"{no_plan_in_time(limits.time_limit)} ({found.evaluated:,} candidates; "
+                        "--time-limit raises it)"]
+    else:
+        explanations = [explain(t, service, limits) for t in found.tables]
+    notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
+    provenance = _provenance(model, service, by_chip[pools[0].chip], found.ranked[0][0].row) if pools else []
+    return PlanResult(
+        feasible=bool(pools), target=Target(concurrency=service.concurrency, context_length=length),
+        best=pools[0] if pools else None, alternatives=pools[1:],
+        search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
+                          seconds=round(found.seconds, 3), shapes_skipped=sum(t.skipped for t in found.tables)),
+        margin=margin_of(service),
+        model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
+        headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),
+        explanations=explanations, notes=notes, provenance=provenance)
+
+
+PLANNER_DEFAULTS = ("grids.gpu_memory_utilization", "grids.spare_memory_bytes", "grids.gpu_memory_utilization_step",
+                    "grids.max_num_batched_tokens", "grids.data_parallel_size", "grids.max_gpus_per_instance",
+                    "report.hours_per_month", "report.alternatives", "solver.max_time_in_seconds",
+                    "solver.num_workers")
+
+
+def _provenance(model, service: ServiceSpec, table: ChipTable, row: Row) -> list[dict]:
+    """Every registry value the best plan's kernel read, and the planner defaults that shaped the search."""
+    kernel = verify(model, table.chip, service, row)
+    rows = [{"name": p.name, "value": p.value, "source": p.source, "how": p.how} for p in kernel.provenance()]
+    for name in PLANNER_DEFAULTS:
+        p = defaults.sourced(name)
+        rows.append({"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how})
+    return rows
+
+
+def margin_of(service: ServiceSpec) -> Margin:
+    """The KV margin a plan keeps, and where it comes from."""
+    from pricing.registry import load
+
+    if service.margin is not None:
+        return Margin(fraction=service.margin / 100, source="--margin")
+    entry = load()["cost_model_memory.kv_pool_margin"]
+    return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
+
+
+def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int) -> PoolPlan:
+    row = option.row
+    kernel = verify(model, table.chip, service, row)
+    d = deployment(row, service, kernel.engine.max_model_len).model_copy(
+        update={"speculative_method": kernel.engine.spec_method})
+    held = row.concurrency * replicas
+    binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
+                    default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
+    step = latency.figures(model, table, service, row, replicas)
+    binds = latency.binding(table, row, service, step, binds)
+    return PoolPlan(
+        model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
+        tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp,
+        nodes_per_replica=row.shape.nodes(table.gpus_per_node), enable_expert_parallel=row.shape.ep,
+        decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
+        max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
+        max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
+        headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
+        binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
+        price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
+        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization),
+        vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization), step=step)
+
+
+def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:
+    """The kernel of one rank of the best plan (for the per-rank memory printout)."""
+    b, service = result.best, request.service
+    model = load_model(service.model, service.quantization)
+    d = Deployment(tensor_parallel_size=b.tensor_parallel_size, pipeline_parallel_size=b.pipeline_parallel_size,
+                   data_parallel_size=b.data_parallel_size,
+                   enable_expert_parallel=b.enable_expert_parallel,
+                   decode_context_parallel_size=b.decode_context_parallel_size,
+                   gpu_memory_utilization=b.gpu_memory_utilization, max_num_batched_tokens=b.max_num_batched_tokens,
+                   max_num_seqs=b.max_num_seqs, max_model_len=b.max_model_len, kv_cache_dtype=b.kv_cache_dtype,
+                   num_speculative_tokens=service.num_speculative_tokens,
+                   speculative_method=service.speculative_method)
+    return Kernel.of(model, d, priced_chip(b.chip, request.limits), release=service.vllm_version)
