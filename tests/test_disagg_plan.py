@@ -13,6 +13,7 @@ import pytest
 from planner.candidates.roles import DECODE
 from planner.candidates.table import candidate_table
 from planner.cli import main
+from planner.report.disagg_plan import plan_disagg
 from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
 from planner.search import disagg
 from pricing.chips import get_chip
@@ -62,7 +63,7 @@ def test_a_decode_rank_holds_the_arriving_requests_beside_the_running_ones():
 
 
 def _plan(service: ServiceSpec, chips=("h100",)):
-    return disagg.plan_disagg(service, PoolLimits(chips=chips))
+    return plan_disagg(service, PoolLimits(chips=chips))
 
 
 def test_the_fleet_adds_up():

@@ -285,11 +285,11 @@ def run(ctx: click.Context, **options) -> None:
 def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
     """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
     cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner.report.disagg_plan import plan_serving, role_kernels
     from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
     from planner.report.memory import console_for_output
+    from planner.report.plan import winner_kernel
     from planner.report.render import render_infeasible, render_notes, render_plan
-    from planner.search.cpsat import winner_kernel
-    from planner.search.disagg import plan_serving, role_kernels
 
     choice = plan_serving(request)
     notes = concurrency_note(options, request) + unused_prices(request)
