@@ -159,3 +159,51 @@ def test_disaggregated_serving_needs_a_rate_and_a_ttft(capsys):
     assert "--serving: disaggregated serving is sized by a workload" in capsys.readouterr().err
     assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--decode-chip", "h200"]) == 2
     assert "no effect on an aggregated plan" in capsys.readouterr().err
+
+
+SCENARIO = """
+review: "P/D beside aggregated"
+inventory:
+  h100: {gpus: 16, gpus_per_node: 8}
+services:
+  - name: chat
+    model: llama-3.1-8b
+    concurrency: 64
+    context_length: 8192
+    tp: [1, 2]
+    serving: SERVING
+    ttft_ms: 1500
+    tpot_ms: 30
+    workload: {isl: 2000, osl: 200, requests_per_second: 5}
+  - {name: batch, model: qwen3-8b, concurrency: 32, context_length: 16384, tp: [1, 2]}
+"""
+
+
+def _review(tmp_path, serving: str):
+    from planner.report.fleet import plan_scenario
+    from planner.scenario import load_scenario
+
+    path = tmp_path / f"{serving}.yaml"
+    path.write_text(SCENARIO.replace("SERVING", serving))
+    return plan_scenario(load_scenario(path))
+
+
+def test_a_disaggregated_service_plans_in_a_fleet_review(tmp_path):
+    result = _review(tmp_path, "disagg")
+    assert result.feasible
+    roles = {p.service: p.role for p in result.services}
+    assert roles == {"chat (prefill)": "prefill", "chat (decode)": "decode", "batch": "aggregated"}
+    assert result.gpus == sum(p.gpus for p in result.services) <= 16
+    assert result.cost_per_hour == pytest.approx(sum(p.cost_per_hour for p in result.services))
+    decode = next(p for p in result.services if p.role == "decode")
+    assert "--kv-transfer-config" in decode.instance_commands[0] and "toy_proxy_server" in decode.instance_commands[-1]
+    # the pools are the ones `plan --serving disagg` chooses for the service on its own
+    alone = plan_disagg(_service(rate=5.0), PoolLimits(chips=("h100",)))
+    assert {p.role: p.gpus for p in result.services if p.role != "aggregated"} == {
+        "prefill": alone.prefill.gpus, "decode": alone.decode.gpus}
+
+
+def test_auto_in_a_review_is_never_dearer_than_either_mode(tmp_path):
+    auto, agg, dis = (_review(tmp_path, mode) for mode in ("auto", "agg", "disagg"))
+    assert auto.feasible and agg.feasible and dis.feasible
+    assert auto.cost_per_hour <= min(agg.cost_per_hour, dis.cost_per_hour) + 1e-9

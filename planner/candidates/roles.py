@@ -3,7 +3,8 @@ decode instance, both vLLM engines sized by the same kernel from the same candid
 with its own flags and its own figures.
 
 A prefill instance (kv_role kv_producer) runs each prompt through its token budget with few
-sequences, and holds each prompt's KV cache until the decode side has read it (pull mode: the
+sequences (a budget of k whole prompts runs them in one step: their linear work together, each
+prompt's causal attention its own), and holds each prompt's KV cache until the decode side has read it (pull mode: the
 blocks are freed when the read is reported, or when the lease expires, registry
 kv_transfer.nixl.kv_lease_seconds). Its figures: one prompt's prefill alone (the service time),
 the prompts a rank prefills per second, and the prompts its pool holds.
@@ -70,10 +71,12 @@ class PrefillRole(Role):
         budget = row.max_num_batched_tokens
         alone = ttft(sm, 1, w.isl, w.isl)
         per_step = budget // w.isl  # whole prompts one step takes
-        if per_step >= 2:
-            rate = per_step / sm.time(sm.decode_step(0, w.isl, chunk=per_step * w.isl)).seconds
-        else:
-            rate = 1.0 / alone
+        rate = 1.0 / alone
+        if per_step >= 2:  # one step of k prompts: their tokens' linear work together, each prompt's own attention
+            step = sm.decode_step(0, w.isl, chunk=per_step * w.isl)
+            one = sm.decode_step(0, w.isl, chunk=w.isl)
+            seconds = sm.time(step).seconds - sm.attention_seconds(step) + per_step * sm.attention_seconds(one)
+            rate = max(rate, per_step / seconds)
         prompt = kernel.request_kv_bytes(w.isl)
         held = int(kernel.kv_pool() * (1 - service.kv_margin)) // prompt if prompt else row.max_num_seqs
         seqs = max(1, min(held, -(-budget // w.isl)))

@@ -102,9 +102,15 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     from planner.report.render import speed_lines
 
     for p in r.services:
-        for line in speed_lines(p):
+        for line in (speed_lines(p) if p.role == "aggregated" else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     for p in r.services:
+        if p.instance_commands:
+            command(console, f"# {p.service}, one line per instance" + (", then the router" if p.role == "decode"
+                                                                        else ""))
+            for line in p.instance_commands:
+                command(console, line)
+            continue
         command(console, f"# {p.service}" + (f", × {p.replicas} replicas" if p.replicas > 1 else "")
                 + (f", {p.nodes_per_replica} nodes each, one command per node (HEAD_IP: the head node's address)"
                    if p.vllm_serve_nodes else ""))

@@ -14,10 +14,11 @@ from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
+from pricing.serving.queueing import md1_wait
 
 
 def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table: ChipTable, row: Row, replicas: int,
-               binds: str, first_side_port: int):
+               binds: str, first_side_port: int, in_flight: int):
     """One role's pool as the report shows it: the row in its role, its memory and its launches."""
     from planner.report.disagg_launch import role_launches
     from planner.report.serving import RolePool
@@ -30,8 +31,8 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
     conn = kernel.connector()
     launches = role_launches(model.hf_id, d, role.name, replicas, table.gpus_per_node, service.quantization,
                              first_side_port)
-    held = row.concurrency * replicas
-    return RolePool(
+    held = row.shape.dp * row.max_num_seqs * replicas
+    return RolePool(in_flight=in_flight,
         role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id, gpus=row.gpus * replicas,
         replicas=replicas, gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=1,
         nodes_per_replica=row.shape.nodes(table.gpus_per_node), data_parallel_size=row.shape.dp,
@@ -47,24 +48,18 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
         connector_gpu_bytes=conn.gpu_bytes, connector_host_bytes=conn.host_bytes)
 
 
-def plan_disagg(service: ServiceSpec, limits: PoolLimits):
-    """The disaggregated plan (planner/report/serving.py DisaggPlan), or why none fits."""
-    from planner.report.disagg_launch import router, side_channel_base
-    from planner.report.serving import DisaggPlan, Handover, TimeToFirstToken
+def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int, rate: float,
+               node: dict[str, int] | None = None):
+    """The prefill pool and the decode pool of `pair` at `p` and `d` instances, each with its binds."""
+    from planner.report.disagg_launch import side_channel_base
 
-    found = search(service, limits)
-    if found.chosen is None:
-        return DisaggPlan(feasible=False, explanations=found.explanations, solver_status=found.status,
-                          candidates_evaluated=found.evaluated, pairs=len(found.pairs),
-                          requests_per_second=found.rate, seconds=round(found.seconds, 3))
-    pair, p, d = found.chosen
-    model, rate, w = found.model, found.rate, service.workload
+    w = service.workload
     pf, dec, h = pair.prefill, pair.decode, pair.handover
     ranks = p * pf.row.shape.dp
     util = rate / (ranks * pf.service_rate)
-    spent = pair.queue_seconds + pf.prompt_seconds + h.seconds + dec.step_seconds
+    wait = md1_wait(rate / ranks, pf.service_rate)
     p_binds = (f"ttft {service.ttft_ms:g} ms at {rate:g} requests/s: {ranks} prefill ranks at {util:.0%} "
-               f"utilization wait {pair.queue_seconds * 1000:,.0f} ms (M/D/1), prefill a {w.isl:,}-token prompt in "
+               f"utilization wait {wait * 1000:,.0f} ms (M/D/1), prefill a {w.isl:,}-token prompt in "
                f"{pf.prompt_seconds * 1000:,.0f} ms, hand it over in {h.seconds * 1000:,.1f} ms")
     if -(-math.ceil(rate * RATE_UNITS) // pair.prefill_link) > pair.prefill_min:
         p_binds = (f"link: {h.link.name} hands over {h.prefill_rate(pf.row.shape.dp):,.1f} requests/s per instance "
@@ -76,10 +71,36 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits):
                + f", {dec.requests_per_second:.2f} requests/s per instance at {dec.tpot_seconds * 1000:.1f} ms "
                  f"per output token")
     base = side_channel_base()
-    prefill_pool = _role_pool(model, service, PREFILL, pair.prefill_chip, _table(service, pair.prefill_chip, limits),
-                              pf.row, p, p_binds, base)
-    decode_pool = _role_pool(model, service, DECODE, pair.decode_chip, _table(service, pair.decode_chip, limits),
-                             dec.row, d, d_binds, base + p * pf.row.shape.dp)
+    node = node or {}
+
+    def table(chip):
+        return _table(service, chip, limits.model_copy(update={"gpus_per_node": node.get(chip.id)}))
+
+    prompts = math.ceil(rate * (wait + pf.prompt_seconds))  # Little's law in each pool
+    running = math.ceil(rate * (w.osl * dec.tpot_seconds))
+    prefill_pool = _role_pool(model, service, PREFILL, pair.prefill_chip, table(pair.prefill_chip), pf.row, p,
+                              p_binds, base, prompts)
+    decode_pool = _role_pool(model, service, DECODE, pair.decode_chip, table(pair.decode_chip), dec.row, d, d_binds,
+                             base + p * pf.row.shape.dp, running)
+    return prefill_pool, decode_pool
+
+
+def plan_disagg(service: ServiceSpec, limits: PoolLimits):
+    """The disaggregated plan (planner/report/serving.py DisaggPlan), or why none fits."""
+    from planner.report.disagg_launch import router
+    from planner.report.serving import DisaggPlan, Handover, TimeToFirstToken
+
+    found = search(service, limits)
+    if found.chosen is None:
+        return DisaggPlan(feasible=False, explanations=found.explanations, solver_status=found.status,
+                          candidates_evaluated=found.evaluated, pairs=len(found.pairs),
+                          requests_per_second=found.rate, seconds=round(found.seconds, 3))
+    pair, p, d = found.chosen
+    model, rate = found.model, found.rate
+    pf, dec, h = pair.prefill, pair.decode, pair.handover
+    util = rate / (p * pf.row.shape.dp * pf.service_rate)
+    spent = pair.queue_seconds + pf.prompt_seconds + h.seconds + dec.step_seconds
+    prefill_pool, decode_pool = role_pools(model, service, limits, pair, p, d, rate)
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
     return DisaggPlan(
         feasible=True, prefill=prefill_pool, decode=decode_pool,

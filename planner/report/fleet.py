@@ -17,17 +17,24 @@ from planner.report.result import PoolPlan
 from planner.report.serve import node_commands, serve_command
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
+from planner.search.disagg import PairOption
 from planner.search.fleet import Prepared, search_fleet, unserved
 from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
 
 
 class ServicePlan(PoolPlan):
-    """The pool chosen for one service: `plan`'s pool, with the service it serves."""
+    """The pool chosen for one service: `plan`'s pool, with the service it serves (a disaggregated
+    service has two: its prefill pool and its decode pool, `role`)."""
 
     service: str
     model: str
     target: int = Field(description="concurrency asked for")
+    role: str = Field("aggregated", description="aggregated, or the prefill or decode pool of a disaggregated "
+                                                "service (vLLM's NixlConnector)")
+    instance_commands: list[str] = Field(default_factory=list, description="a role's pool: one command per instance "
+                                         "(each with its own port and NIXL side channel), then the router on the "
+                                         "decode pool's")
 
 
 class Shortfall(BaseModel):
@@ -69,6 +76,9 @@ class FleetResult(BaseModel):
 def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServicePlan]:
     out = []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
+        if isinstance(option, PairOption):
+            out += _role_plans(p, option)
+            continue
         row = option.row
         model = load_model(p.spec.model, p.spec.quantization)
         length = context_length(model, p.spec)
@@ -97,6 +107,28 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
     return out
 
 
+def _role_plans(p: Prepared, option: PairOption) -> list[ServicePlan]:
+    """A disaggregated service's two pools, as `plan --serving disagg` reports them."""
+    from planner.report.disagg_launch import router
+    from planner.report.disagg_plan import role_pools
+
+    fleet = option.row
+    model = load_model(p.spec.model, p.spec.quantization)
+    rate = p.spec.workload.requests_per_second
+    pools = role_pools(model, p.spec, p.limits, fleet.pair, fleet.prefill, fleet.decode, rate, p.node)
+    out = []
+    for pool in pools:
+        fields = pool.model_dump(include=set(PoolPlan.model_fields))
+        fields.update(headroom=pool.concurrency / max(1, pool.in_flight) - 1, vllm_serve_nodes=[],
+                      headroom_percent=round((pool.concurrency / max(1, pool.in_flight) - 1) * 100, 2))
+        lines = [launch.line for launch in pool.launches]
+        if pool.role == "decode":
+            lines.append(router(fleet.prefill, fleet.decode).line)
+        out.append(ServicePlan(**fields, service=f"{p.name} ({pool.role})", target=pool.in_flight, role=pool.role,
+                               instance_commands=lines))
+    return out
+
+
 def _alone(p: Prepared) -> tuple[str, str]:
     """What a short service would take on its own, with no inventory limit (the oracle asked
     again without the stock caps), in full and in a few words."""
@@ -108,7 +140,7 @@ def _alone(p: Prepared) -> tuple[str, str]:
     if not unlimited:
         return ("no configuration of this service fits any allowed chip at this context length, whatever the "
                 "inventory", "no chip fits")
-    best = min(unlimited, key=lambda o: (o.price_units * o.row.gpus * o.rmin, o.row.gpus * o.rmin, o.rank))
+    best = min(unlimited, key=lambda o: (o.cost_units * o.rmin, o.row.gpus * o.rmin, o.rank))
     gpus = f"{best.row.gpus * best.rmin} {best.row.chip}"
     return (f"it needs {gpus} GPUs on its own ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
             f"holding {best.row.concurrency} requests each, ${best.price * best.row.gpus * best.rmin:,.2f}/hour)",

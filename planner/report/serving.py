@@ -18,11 +18,15 @@ class Launch(BaseModel):
 
 
 class RolePool(PoolPlan):
-    """One role's pool: `replicas` instances of the role (prefill: kv_producer; decode: kv_consumer)."""
+    """One role's pool: `replicas` instances of the role (prefill: kv_producer; decode: kv_consumer).
+    Its `concurrency` is the requests its instances run at once: prompts (max_num_seqs) per prefill
+    rank, running decodes per decode rank."""
 
     role: str = Field(description="prefill or decode")
     kv_role: str = Field(description="the NixlConnector role of its instances")
     binds_role: str = Field("", description="what sets this pool's count, with its numbers")
+    in_flight: int = Field(0, description="requests the rate keeps in this pool at once (Little's law): prompts "
+                                          "waiting or prefilling; running decodes")
     launches: list[Launch] = Field(default_factory=list, description="one per instance")
     memory: dict = Field(default_factory=dict, description="one rank's memory breakdown, bytes "
                                                            "(`plan memory --json`'s shape)")

@@ -312,3 +312,90 @@ def search(service: ServiceSpec, limits: PoolLimits) -> DisaggSearch:
 def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
     return candidate_table(memory_service(service), chip, limits.model_copy(update={"chips": (chip.id,)}))
 
+
+
+@dataclass(frozen=True)
+class FleetPair:
+    """A prefill pool and a decode pool at their fewest counts, as one choice of a scenario's CP-SAT
+    model (planner/search/fleet.py): taken once or not at all, it serves the service's rate, so it
+    counts as holding the service's whole concurrency."""
+
+    pair: Pair
+    prefill: int  # instances
+    decode: int
+    concurrency: int
+
+    @property
+    def chip(self) -> str:
+        return self.pair.prefill_chip.id
+
+    @property
+    def chips(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.pair.prefill_chip.id, self.pair.decode_chip.id)))
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill * self.pair.prefill.row.gpus + self.decode * self.pair.decode.row.gpus
+
+    def instances(self, chip: str) -> list[tuple[int, int]]:
+        out = []
+        if chip == self.pair.prefill_chip.id:
+            out.append((self.pair.prefill.row.gpus, self.prefill))
+        if chip == self.pair.decode_chip.id:
+            out.append((self.pair.decode.row.gpus, self.decode))
+        return out
+
+    def gpus_on(self, chip: str) -> int:
+        return sum(g * n for g, n in self.instances(chip))
+
+
+@dataclass(frozen=True)
+class PairOption(cpsat.Option):
+    """A FleetPair as a scenario option: its cost is both pools'."""
+
+    units: int = 0
+    dollars: float = 0.0
+
+    @property
+    def cost_units(self) -> int:
+        return self.units
+
+    @property
+    def cost(self) -> float:
+        return self.dollars
+
+
+def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int | None], first_rank: int,
+                  per_node: dict[str, int]) -> tuple[list[PairOption], list[str]]:
+    """The service's prefill × decode pairs as scenario options (one replica each, at their fewest
+    counts), those no other pair beats on cost with as few GPUs on every chip, within the stock;
+    and why there are none."""
+    rate = rate_of(service)
+    model = load_model(service.model, service.quantization)
+    chip_limits = {c: limits.model_copy(update={"gpus_per_node": per_node.get(priced_chip(c, limits).id)})
+                   for c in limits.chips}
+    p_sides = [_side(service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
+    d_sides = [_side(service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
+    pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
+    units = math.ceil(rate * RATE_UNITS)
+    price_units = defaults.value("solver.price_units_per_dollar")
+    found = []
+    for pair in pairs:
+        p, d = pair.fewest(units)
+        row = FleetPair(pair, p, d, service.required)
+        if any(stock.get(c) is not None and row.gpus_on(c) > stock[c] for c in row.chips):
+            continue
+        cost_units = (round(pair.prefill_chip.price_per_gpu_hour * price_units) * p * pair.prefill.row.gpus
+                      + round(pair.decode_chip.price_per_gpu_hour * price_units) * d * pair.decode.row.gpus)
+        found.append((cost_units, pair.rank, row, pair.cost(units)))
+    found.sort(key=lambda f: (f[0], f[1]))
+    kept: list = []
+    for cost_units, _, row, dollars in found:  # Pareto: drop a pair another beats on cost and on every chip
+        use = {c: row.gpus_on(c) for c in row.chips}
+        if any(all(k[2].gpus_on(c) <= n for c, n in use.items()) for k in kept):
+            continue
+        kept.append((cost_units, dollars, row))
+    if not kept and not why:
+        why = [f"no prefill × decode pair fits the stock ({', '.join(f'{c} {n}' for c, n in stock.items())})"]
+    return [PairOption(row, 0.0, 0, 1, 1, first_rank + i, cost_units, dollars)
+            for i, (cost_units, dollars, row) in enumerate(kept)], why

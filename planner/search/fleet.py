@@ -56,7 +56,7 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
         chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
                                                 "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
         tables.append(candidate_table(spec, chip, chip_limits))
-    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}))
+    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None})) if spec.serving != "disagg" else []
     capped = []
     for o in opts:
         stock = _stock(scenario, o.row.chip)
@@ -65,7 +65,13 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
             capped.append(o)
         elif cap >= o.rmin:
             capped.append(replace(o, rmax=cap))
-    own = min((o.price * o.row.gpus * o.rmin for o in opts), default=None)
+    if spec.serving != "agg":  # prefill × decode pairs, after the aggregated options in the tie-break
+        from planner.search import disagg
+
+        pairs, _ = disagg.fleet_options(spec, limits, {c: _stock(scenario, c) for c in limits.chips}, len(capped),
+                                        node)
+        opts, capped = opts + pairs, capped + pairs
+    own = min((o.cost * o.rmin for o in opts), default=None)
     return Prepared(service.name, spec, limits, tables, capped, node, own)
 
 
@@ -81,12 +87,11 @@ def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: S
         big, small = [], []
         for p, r in zip(services, pm.r, strict=True):
             for o, ri in zip(p.options, r, strict=True):
-                if o.row.chip != chip:
-                    continue
-                if o.row.gpus > node:
-                    big.append(-(-o.row.gpus // node) * ri)
-                else:
-                    small.append(o.row.gpus * ri)
+                for gpus, count in o.row.instances(chip):
+                    if gpus > node:
+                        big.append(-(-gpus // node) * count * ri)
+                    else:
+                        small.append(gpus * count * ri)
         if big:
             pm.model.add(sum(big) <= stock.gpus // node)
             pm.model.add(node * sum(big) + sum(small) <= stock.gpus)
@@ -106,15 +111,15 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
         m.add(sum(x) <= 1)
         served.append(sum(x))
         picks_vars.append((x, r))
-        cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(p.options, r, strict=True))
+        cost += sum(o.cost_units * ri for o, ri in zip(p.options, r, strict=True))
     for chip, stock in scenario.inventory.items():
         if stock.gpus is None:
             continue
-        use = [o.row.gpus * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
-               for o, ri in zip(p.options, r, strict=True) if o.row.chip == chip]
+        use = [o.row.gpus_on(chip) * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
+               for o, ri in zip(p.options, r, strict=True) if chip in o.row.chips]
         if use:
             m.add(sum(use) <= stock.gpus)
-    bound = sum(max((o.price_units * o.row.gpus * o.rmax for o in p.options), default=0) for p in prepared) + 1
+    bound = sum(max((o.cost_units * o.rmax for o in p.options), default=0) for p in prepared) + 1
     m.maximize(bound * sum(served) - cost)
     sol = cpsat.solver()
     sol.solve(m)
@@ -126,7 +131,7 @@ def coupled(prepared: list[Prepared], inventory: dict[str, int]) -> bool:
     """Whether the inventory couples services: a chip with a GPU limit that two services could use."""
     users: dict[str, set[int]] = {}
     for i, p in enumerate(prepared):
-        for chip in {o.row.chip for o in p.options} & set(inventory):
+        for chip in {c for o in p.options for c in o.row.chips} & set(inventory):
             users.setdefault(chip, set()).add(i)
     return any(len(who) > 1 for who in users.values())
 
