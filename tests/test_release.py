@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import typing
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -27,9 +29,11 @@ from pricing.kernel import Deployment, Kernel
 from pricing.kernel import kernel as kernel_module
 from pricing.kernel.deployment import resolve_engine
 from pricing.rules import RELEASES, Release, get
+from pricing.rules.release import RulesPack
 
 
-@pytest.mark.parametrize("module", ["pricing.rules", "pricing.specs", "pricing.rules.vllm_0_33"])
+@pytest.mark.parametrize("module", ["pricing.rules", "pricing.specs", "pricing.rules.shared",
+                                    *(f"pricing.rules.{r.namespace}" for r in RELEASES.values())])
 def test_rules_and_specs_import_alone_and_not_the_kernel(module):
     code = f"import sys, {module}; assert 'pricing.kernel' not in sys.modules, sorted(sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -46,6 +50,33 @@ def test_release_carries_its_pack_namespace_and_enumerations():
     assert r.key("block_size") == "vllm_0_33.block_size"
     with pytest.raises(InputError, match="--vllm-version"):
         get("0.34")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASE_NAME = re.compile(r"vllm_\d+_\d+")
+
+
+@pytest.mark.parametrize("release", list(RELEASES.values()), ids=str)
+def test_a_pack_is_one_rules_module_and_one_registry_file(release):
+    """The rules module provides what RulesPack lists and builds its own Release, whose namespace
+    is the stem of its registry file and of the module itself."""
+    module = release.rules
+    assert isinstance(module, RulesPack) and module.RELEASE is release
+    assert module.__name__ == f"pricing.rules.{release.namespace}"
+    assert (ROOT / "pricing" / "registry" / f"{release.namespace}.yaml").is_file()
+
+
+def test_no_code_outside_the_rules_packs_names_a_release():
+    """Outside pricing/rules/ a release is read through Release (its facts, its rules), never by
+    name; a release-named registry file belongs to exactly one pack."""
+    rules = ROOT / "pricing" / "rules"
+    named = [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
+             for folder in ("pricing", "planner") for path in sorted((ROOT / folder).rglob("*"))
+             if path.suffix in (".py", ".yaml", ".md") and rules not in path.parents
+             for i, line in enumerate(path.read_text().splitlines(), 1) if RELEASE_NAME.search(line)]
+    assert named == []
+    files = {p.stem for p in (ROOT / "pricing" / "registry").glob("*.yaml") if RELEASE_NAME.fullmatch(p.stem)}
+    assert files == {r.namespace for r in RELEASES.values()}
 
 
 def test_kernel_of_takes_the_release():
@@ -86,10 +117,10 @@ def test_memo_keys_on_the_fields_a_result_read():
         calls.append(1)
         return view.twice_a
 
-    kernel_module.clear_memo()
-    assert kernel_module._memo("probe", (), Probe(1, 1), compute)[0] == 2
-    assert kernel_module._memo("probe", (), Probe(1, 5), compute)[0] == 2 and len(calls) == 1
-    assert kernel_module._memo("probe", (), Probe(3, 1), compute)[0] == 6 and len(calls) == 2
+    memo = kernel_module.Memo()
+    assert memo.get("probe", Probe(1, 1), compute)[0] == 2
+    assert memo.get("probe", Probe(1, 5), compute)[0] == 2 and len(calls) == 1
+    assert memo.get("probe", Probe(3, 1), compute)[0] == 6 and len(calls) == 2
 
 
 MODELS = ["llama-3.1-8b", "gpt-oss-20b", "qwen3-next-80b-a3b", "qwen3-30b-a3b"]
@@ -135,13 +166,13 @@ def _values(name: str) -> list:
 FIELDS = sorted(Deployment.model_fields)
 
 
-def answers(model: str, deployment: Deployment):
+def answers(graph, deployment: Deployment):
     """Every figure the kernel answers for one deployment, and the step model's linear work (which
     the kernel memoises, Kernel.derived), or the refusal of its input."""
     from pricing.step.work import linear_groups
 
     try:
-        k = Kernel.of(load_model(model), deployment, get_chip("h200"))
+        k = Kernel.of(graph, deployment, get_chip("h200"))
         layout = k.layout()
         drafter = k.engine.spec_method
         return (k.fixed_bytes(), k.pre_snapshot_bytes(), layout.bytes_per_block,
@@ -158,15 +189,15 @@ def answers(model: str, deployment: Deployment):
 def test_changing_any_deployment_field_is_never_served_stale(model, field, data):
     value = data.draw(st.sampled_from(_values(field)))
     base = Deployment(max_model_len=32768)
-    answers(model, base)  # warm the memo with the base deployment
+    graph = load_model(model)
+    answers(graph, base)  # warm the graph's memo with the base deployment
     try:
         changed = base.model_copy(update={field: value})
         changed = Deployment(**changed.model_dump())  # validated like a user's flags
     except ValueError:
         return
-    served = answers(model, changed)
-    kernel_module.clear_memo()
-    assert served == answers(model, changed), f"{field}={value!r} was served stale"
+    served = answers(graph, changed)
+    assert served == answers(load_model(model), changed), f"{field}={value!r} was served stale"  # a cold memo
 
 
 def test_every_deployment_field_has_test_values():

@@ -128,7 +128,7 @@ _TABLES: dict = {}
 
 def clear_tables() -> None:
     """Forget the candidate tables built so far (benchmarks measure a cold sweep; the kernel's own
-    memo is pricing.kernel.kernel.clear_memo)."""
+    memo lives on each model graph)."""
     _TABLES.clear()
 
 

@@ -55,7 +55,7 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
 
 
 def default_max_num_seqs(model, chip, max_model_len: int) -> int:
-    """vLLM 0.33's default max_num_seqs on `chip` (pricing/registry/vllm_0_33.yaml scheduler_defaults)."""
+    """The release's default max_num_seqs on `chip` (its registry file's scheduler_defaults)."""
     from pricing.kernel.deployment import Deployment, resolve_engine
 
     return resolve_engine(Deployment(max_model_len=max_model_len), model, chip).max_num_seqs

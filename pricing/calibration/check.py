@@ -163,8 +163,7 @@ def _explain(p: Prediction, component: str) -> list[str]:
         gap = "the CUDA-graph estimate is taken from the budget" if p.era.graph_estimate_in_budget else \
             "this release does not take the CUDA-graph estimate from the budget"
         return [f"requested = ceil(total × {e.gpu_memory_utilization}) − the parts above; {gap}"]
-    release = getattr(k.rules.RELEASE, "full_version", k.rules.RELEASE)
-    return [f"rules pack vLLM {release}: {k.layout().rule}"]
+    return [f"rules pack vLLM {k.release.full_version}: {k.layout().rule}"]
 
 
 def _tokens_for_pool(p: Prediction, pool: int) -> tuple[int, float]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import fields
 from functools import lru_cache
+from pathlib import Path
 
 from pricing.config import ModelSource, resolve
 from pricing.config.defaults import TOWER_KEYS
@@ -92,10 +95,25 @@ def _routing(graph: ModelGraph, top_k: int) -> None:
             data["routing"] = Routing(experts, top_k)
 
 
-@lru_cache(maxsize=64)
 def load_model(model: str, quantization: str | None = None) -> ModelGraph:
-    """The graph for `--model` (card name, path or cached HF id); cached per process."""
-    return build_graph(resolve(model), quantization)
+    """The graph for `--model` (card name, path or cached HF id): a graph of the caller's own, to
+    edit freely. Built once per source by value (its fields and config as text, so an edited
+    config.json is read anew) and copied."""
+    source = resolve(model)
+    return _built(_as_text(source), quantization).copy()
+
+
+def _as_text(source: ModelSource) -> str:
+    return json.dumps({**{f.name: getattr(source, f.name) for f in fields(source)},
+                       "folder": None if source.folder is None else str(source.folder)}, sort_keys=True)
+
+
+@lru_cache(maxsize=64)
+def _built(source: str, quantization: str | None) -> ModelGraph:
+    """The graph of a source given as text (`_as_text`); never handed out, only copied."""
+    data = json.loads(source)
+    folder = data.pop("folder")
+    return build_graph(ModelSource(**data, folder=None if folder is None else Path(folder)), quantization)
 
 
 def _register_extra_families() -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
@@ -12,7 +13,13 @@ from pricing.errors import InputError
 @dataclass(eq=False)
 class ModelGraph:
     """A model as vLLM builds it: nodes are layers (see graph/nodes.py), edges data flow and
-    cache sharing. Model-wide facts sit beside the graph."""
+    cache sharing. Model-wide facts sit beside the graph (`extras`: what the config states).
+
+    What is worked out from the nodes and edges (their walk order, the tensors sized per layer,
+    a pipeline stage's part, the kernel's memo of its answers) is kept in the graph's own derived
+    store, keyed by what it depends on beside the graph, and dropped whole by every edit (`add`,
+    `flow`, `reads_cache`): an answer never outlives the graph it was worked out from. A graph is
+    never a key (it is not hashable): two graphs are two models, however alike."""
 
     name: str
     hf_id: str
@@ -33,9 +40,22 @@ class ModelGraph:
     origin: str = ""  # where the architecture was read: model card, folder, file, Hugging Face cache
     extras: dict = field(default_factory=dict)
     g: nx.DiGraph = field(default_factory=nx.DiGraph)
+    _derived: dict = field(default_factory=dict, init=False, repr=False)
 
-    def __hash__(self) -> int:
-        return id(self)
+    __hash__ = None  # mutable while it is built: never a memo key (its derived store is the memo)
+
+    def derived(self, key, compute):
+        """compute(), once per `key` until the graph is next edited. `key` holds the values the
+        fact depends on beside the graph (a chip, a registry, a stage), never an identity."""
+        store = self._derived
+        try:
+            return store[key]
+        except KeyError:
+            value = store[key] = compute()
+            return value
+
+    def _edited(self) -> None:
+        self._derived.clear()
 
     # -- building ---------------------------------------------------------------------------
     def add(self, node: str, kind: str, *, layer: int | None = None, tensors=(), cache=None, caches=(),
@@ -44,17 +64,26 @@ class ModelGraph:
         self.g.add_node(node, kind=kind, layer=layer, tensors=tuple(tensors), cache=cache, caches=tuple(caches),
                         state=state, speculative=speculative, tower=tower, routing=routing,
                         buffers=tuple(b for b in buffers if b is not None))
-        for fact in DERIVED_EXTRAS:  # facts derived from the nodes are worked out again
-            self.extras.pop(fact, None)
+        self._edited()
         return node
 
     def flow(self, src: str, dst: str) -> None:
         self.g.add_edge(src, dst, flow="data")
-        self.extras.pop("topological_order", None)  # an edge reorders the walk
+        self._edited()
 
     def reads_cache(self, owner: str, reader: str, cache: str) -> None:
         self.g.add_edge(owner, reader, flow="reads_cache", cache=cache)
-        self.extras.pop("topological_order", None)
+        self._edited()
+
+    def part(self, nodes, conventions: list[str]) -> ModelGraph:
+        """A new graph of `nodes` only (a pipeline stage's layers), with the same model-wide facts
+        and `conventions`; it derives its own facts."""
+        return replace(self, g=self.g.subgraph(nodes).copy(), extras=dict(self.extras), conventions=conventions)
+
+    def copy(self) -> ModelGraph:
+        """An independent graph to edit: the same nodes (their data copied, the tensors and caches
+        they hold are immutable values), facts and conventions."""
+        return replace(self, g=self.g.copy(), extras=copy.deepcopy(self.extras), conventions=list(self.conventions))
 
     def validate(self) -> ModelGraph:
         if not nx.is_directed_acyclic_graph(self.g):
@@ -67,9 +96,8 @@ class ModelGraph:
         """(name, data) of the nodes held by a deployment speculating with `speculative`
         (None: not speculating, so drafter nodes are left out), in topological order.
         `towers=False` leaves out the multimodal encoders (held, but not run by a decode step)."""
-        order = self.extras.get("topological_order")
-        if order is None:  # a derived extra: worked out once per graph (DERIVED_EXTRAS)
-            order = self.extras["topological_order"] = tuple(nx.lexicographical_topological_sort(self.g, key=_natural))
+        order = self.derived("topological_order",
+                             lambda: tuple(nx.lexicographical_topological_sort(self.g, key=_natural)))
         nodes = self.g.nodes
         for name in order:
             data = nodes[name]
@@ -88,18 +116,9 @@ class ModelGraph:
     @property
     def has_window_caches(self) -> bool:
         """Whether any layer keeps a sliding-window cache (generic or stated)."""
-        if "has_window_caches" not in self.extras:
-            self.extras["has_window_caches"] = any(
-                (d["cache"] is not None and d["cache"].window) or any(c.bound == "window" for c in d["caches"])
-                for _, d in self.g.nodes(data=True))
-        return self.extras["has_window_caches"]
-
-
-# facts the graph caches about its own nodes in `extras` (has_window_caches, the nodes' topological order,
-# weights.tensor_groups, weights.rotary_caches, pipeline.backbone_layers): dropped when a node is added
-# (the order also when an edge is), and derived anew by a pipeline stage's part of the graph
-DERIVED_EXTRAS = ("has_window_caches", "topological_order", "tensor_groups", "rotary_caches", "backbone_layers",
-                  "step_tally", "step_exchanges", "step_attention_layers")  # the last three: pricing/step/work.py
+        return self.derived("has_window_caches", lambda: any(
+            (d["cache"] is not None and d["cache"].window) or any(c.bound == "window" for c in d["caches"])
+            for _, d in self.g.nodes(data=True)))
 
 
 def _natural(name: str):

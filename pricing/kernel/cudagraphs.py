@@ -13,17 +13,18 @@ mode's flat figure applies. Zero when eager.
 from __future__ import annotations
 
 from pricing.kernel.pipeline import backbone_layers
+from pricing.registry import Registry, load
 from pricing.rules import get as get_release
-from pricing.rules.vllm_0_33 import Ceilings
+from pricing.rules.shared import Ceilings
 
 __all__ = ["Ceilings", "capture_ceilings", "cuda_graph_bytes"]
 
 
 def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, default_max: int,
-                     release=None) -> Ceilings:
-    """The capture ceilings under `release`'s capture-size grid (vLLM 0.33 by default)."""
+                     release=None, reg: Registry | None = None, used: dict | None = None) -> Ceilings:
+    """The capture ceilings under `release`'s capture-size grid (the default release's by default)."""
     release = get_release(release)
-    grid = release.capture_size_grid
+    grid = release.capture_size_grid(reg or load(), used)
     return release.rules.capture_ceilings(max_num_seqs, max_num_batched_tokens, spec_tokens, default_max, grid)
 
 
@@ -38,7 +39,7 @@ def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceiling
     used[cap.name] = cap
     default_max = cap.value.get(chip.generation, cap.value["default"])
     ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max,
-                                engine.release)
+                                engine.release, reg, used)
     law_name = f"cost_model_memory.cuda_graph_laws.{model.activation_family}"
     if law_name in reg:
         law = reg[law_name]

@@ -7,12 +7,13 @@
     sequence_admission_bytes()    the same state at what the engine reserves on admission
     and the engine's own figures: budget, KV pool, blocks, "GPU KV cache size", concurrency.
 
-Each sub-result is memoised on the whole model, chip, registry and release and on the engine
-fields it read (recorded as it runs, never listed by hand), so a planner sweep that varies the
-utilisation or the token budget recomputes only what they change, and a new field cannot return
-a stale answer. A kernel never changes once built (its model, engine, chip, registry and stage
-are fixed), so each of its own answers is also kept on the instance (`_once`): asking twice, as
-the start-up checks and the requests held do, costs one evaluation.
+Each sub-result is memoised by the model graph (dropped when the graph is edited), per chip,
+registry, release and stage (values), and on the engine fields it read (recorded as it runs, never
+listed by hand), so a planner sweep that varies the utilisation or the token budget recomputes
+only what they change, and a new field cannot return a stale answer. A kernel never changes once
+built (its model, engine, chip, registry and stage are fixed), so each of its own answers is also
+kept on the instance (`_once`): asking twice, as the start-up checks and the requests held do,
+costs one evaluation.
 """
 
 from __future__ import annotations
@@ -32,14 +33,12 @@ from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.specs import KVCacheSpec, Request
 
-_MEMO: dict = {}
-_MEMO_LIMIT = 200_000
+MEMO_LIMIT = 200_000  # answers one graph's memo keeps for one chip, registry, release and stage
 
 
 class _Reads:
     """A read-only view of a frozen dataclass (the engine) that records every field a computation
-    reads, properties included. A memo entry is keyed on the whole objects a result depends on:
-    the model, chip, registry and release whole, and the engine by the fields the computation
+    reads, properties included. A memo entry is keyed on the values of the fields the computation
     actually read (so a new field, once read, is part of the key without anyone listing it)."""
 
     __slots__ = ("_obj", "_seen")
@@ -65,63 +64,37 @@ class _Reads:
         raise AttributeError(f"{type(self._obj).__name__} is frozen")
 
 
-class _Whole:
-    """Objects taken whole in a memo key (model, chip, registry, release, stage), hashed once."""
+class Memo:
+    """Answers by what was asked and by the values of the engine fields the computation read: one
+    table per set of fields read, keyed by their values. A model graph keeps one per (chip,
+    registry, release, stage), all values (ModelGraph.derived), so an edit of the graph drops it."""
 
-    __slots__ = ("objs", "_hash")
+    __slots__ = ("tables", "size")
 
-    def __init__(self, objs: tuple):
-        self.objs = objs
-        self._hash = hash(objs)
+    def __init__(self):
+        self.tables: dict = {}
+        self.size = 0
 
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _Whole) and len(self.objs) == len(other.objs) and all(
-            a is b or a == b for a, b in zip(self.objs, other.objs, strict=True))
-
-
-_SIZE = [0]
-_BY_IDENTITY: dict = {}  # ids of the objects of a _Whole -> (those objects, their memo table)
-
-
-def _results_for(objs: tuple) -> dict:
-    """The memo table of `objs` taken whole. Kernels of one sweep share the very same model, chip,
-    registry and release objects: found by identity first (the objects are kept alive beside
-    their ids, so an id is never reused while its entry lives), hashed whole only when new."""
-    key = tuple(map(id, objs))
-    hit = _BY_IDENTITY.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
-        return hit[1]
-    results = _MEMO.setdefault(_Whole(objs), {})
-    _BY_IDENTITY[key] = (objs, results)
-    return results
-
-
-def _memo(what: str, whole, engine: Engine, compute, results: dict | None = None):
-    """compute(engine view, used) memoised on `whole` (objects taken whole) and the values of the
-    engine fields it read: one table per set of fields read, keyed by their values. `results` is
-    the memo's table for `whole` when the caller holds it already."""
-    if results is None:
-        results = _MEMO.setdefault(whole, {})
-    by_fields = results.setdefault(what, {})
-    for read, table in by_fields.values():
-        hit = table.get(read(engine))
-        if hit is not None:
-            return hit
-    if _SIZE[0] > _MEMO_LIMIT:
-        clear_memo()
-        by_fields = _MEMO.setdefault(whole, {}).setdefault(what, {})
-    view = _Reads(engine)
-    used: dict = {}
-    value = compute(view, used)
-    names = tuple(view._seen)
-    if names not in by_fields:
-        by_fields[names] = (_reader(names), {})
-    by_fields[names][1][tuple(view._seen.values())] = (value, used)
-    _SIZE[0] += 1
-    return value, used
+    def get(self, what: str, engine, compute):
+        """compute(engine view, used): its value and the registry entries it read, recorded once."""
+        by_fields = self.tables.setdefault(what, {})
+        for read, table in by_fields.values():
+            hit = table.get(read(engine))
+            if hit is not None:
+                return hit
+        if self.size > MEMO_LIMIT:
+            self.tables.clear()
+            self.size = 0
+            by_fields = self.tables.setdefault(what, {})
+        view = _Reads(engine)
+        used: dict = {}
+        value = compute(view, used)
+        names = tuple(view._seen)
+        if names not in by_fields:
+            by_fields[names] = (_reader(names), {})
+        by_fields[names][1][tuple(view._seen.values())] = (value, used)
+        self.size += 1
+        return value, used
 
 
 def _reader(names: tuple[str, ...]):
@@ -132,13 +105,6 @@ def _reader(names: tuple[str, ...]):
         get = attrgetter(names[0])
         return lambda e: (get(e),)
     return attrgetter(*names)
-
-
-def clear_memo() -> None:
-    _MEMO.clear()
-    _BY_IDENTITY.clear()
-    weights.clear_params()
-    _SIZE[0] = 0
 
 
 @dataclass(frozen=True)
@@ -223,10 +189,10 @@ class Kernel:
         own = self._own
         if what in own:
             return own[what]
-        results = self.__dict__.get("_results")
-        if results is None or _SIZE[0] == 0:
-            results = self._results = _results_for((self.model, self.chip, self.reg, self.engine.release, self.stage))
-        value, used = _memo(what, None, self.engine, compute, results)
+        memo = self.__dict__.get("_memo")
+        if memo is None:
+            memo = self._memo = self.model.derived(("kernel", self.chip, self.reg, self.release, self.stage), Memo)
+        value, used = memo.get(what, self.engine, compute)
         self._used.update(used)
         own[what] = value
         return value

@@ -31,12 +31,11 @@ calibration set (Llama-3.1-8B, tp 1 pp 2, vLLM 0.19) logs 0.07 GiB of non-torch 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from math import lcm
 
 from pricing.errors import InputError
-from pricing.graph.model import DERIVED_EXTRAS, ModelGraph
-from pricing.rules.vllm_0_33 import Group
+from pricing.graph.model import ModelGraph
+from pricing.rules.shared import Group
 from pricing.units import round_up
 
 
@@ -67,10 +66,8 @@ class Stage:
 
 def backbone_layers(model: ModelGraph) -> int:
     """The decoder layers vLLM partitions (config num_hidden_layers): drafter layers are not among them."""
-    if "backbone_layers" not in model.extras:  # a derived extra (graph.model.DERIVED_EXTRAS)
-        model.extras["backbone_layers"] = len({d["layer"] for _, d in model.g.nodes(data=True)
-                                              if d["layer"] is not None and d["speculative"] is None})
-    return model.extras["backbone_layers"]
+    return model.derived("backbone_layers", lambda: len({d["layer"] for _, d in model.g.nodes(data=True)
+                                                         if d["layer"] is not None and d["speculative"] is None}))
 
 
 def layer_partition(num_layers: int, pp: int, partition: tuple[int, ...] | None = None) -> tuple[int, ...]:
@@ -125,23 +122,22 @@ def tied_embedding(model: ModelGraph) -> bool:
 
 
 
-@lru_cache(maxsize=256)
 def _stage_graph(model: ModelGraph, stage: Stage) -> ModelGraph:
     tied = tied_embedding(model)
     nodes = [n for n, d in model.g.nodes(data=True) if holds(stage, d, tied)]
-    extras = {k: v for k, v in model.extras.items() if k not in DERIVED_EXTRAS}
     conventions = list(model.conventions)
     if tied and stage.is_last and not stage.is_first:
         conventions.append("pipeline: the last stage builds its own copy of the tied embedding for the LM head "
                            "(llama.py: embed_tokens on the first rank, or the last when tie_word_embeddings)")
-    return replace(model, g=model.g.subgraph(nodes).copy(), extras=extras, conventions=conventions)
+    return model.part(nodes, conventions)
 
 
 def stage_graph(model: ModelGraph, stage: Stage | None) -> ModelGraph:
-    """The part of the model graph one stage builds (the whole graph without pipeline parallelism)."""
+    """The part of the model graph one stage builds (the whole graph without pipeline parallelism),
+    kept by the graph per stage (ModelGraph.derived)."""
     if stage is None or stage.count == 1:
         return model
-    return _stage_graph(model, stage)
+    return model.derived(("stage", stage), lambda: _stage_graph(model, stage))
 
 
 @dataclass(frozen=True)

@@ -59,10 +59,6 @@ def shard(t: Tensor, tp: int, moe_tp: int, vocab_pad: int) -> tuple[int, int]:
     return t.rows, t.cols
 
 
-_PARAMS: dict = {}  # id(registry) -> (the registry, {(scheme, placement): Sized})
-_PARAMS_REGISTRIES = 16  # registries kept at once (tests lay many overlays; a sweep uses one)
-
-
 @dataclass(frozen=True)
 class Sized:
     """One scheme at one placement under one registry: its parameters, their bytes, vLLM's
@@ -72,23 +68,6 @@ class Sized:
     nbytes: int
     refusal: str | None
     read: dict
-
-
-def _params_table(reg: Registry) -> dict:
-    """The parameters each scheme leaves at each placement under `reg` (the registry by identity,
-    kept alive beside its id), shared by every engine a sweep sizes: a sweep's engines differ in a
-    few splits, so most of their tensors sit at placements sized already."""
-    hit = _PARAMS.get(id(reg))
-    if hit is None or hit[0] is not reg:
-        if len(_PARAMS) >= _PARAMS_REGISTRIES:
-            _PARAMS.clear()
-        hit = _PARAMS[id(reg)] = (reg, {})
-    return hit[1]
-
-
-def clear_params() -> None:
-    """Forget the sized placements (the kernel's clear_memo calls it: a cold memo is cold here too)."""
-    _PARAMS.clear()
 
 
 class WeightSizer:
@@ -104,7 +83,7 @@ class WeightSizer:
         self.vocab_pad = pad.value
         self.moe_tp = 0 if engine.ep else engine.tp * engine.dp * engine.pcp
         self.dtype_bytes = self.mags.dtype_bytes
-        self._shared = _params_table(reg)
+        self._shared = reg.derived("weights.sized", dict)  # {(scheme, placement): Sized}, shared by a sweep
         self._recorded: set = set()  # the (scheme, placement) keys whose reads and refusal are recorded
         self.refusals: list[str] = []
         self.notes: dict[str, tuple[str, str | None, str | None]] = {}
@@ -183,10 +162,9 @@ def tensor_groups(model: ModelGraph, speculative: str | None) -> tuple[tuple[tup
     """The tensors a deployment speculating with `speculative` holds, identical ones (equal in every
     field but the name) taken once, as (the first in topological order, how many), in the order of
     their first appearance; and the MoE layers holding all routed experts. Depends only on the
-    graph, so it is kept in the graph's extras: sizing each engine of a sweep then prices a few
-    dozen distinct shapes instead of every layer's tensors."""
-    cached = model.extras.setdefault("tensor_groups", {})  # a derived extra (graph.model.DERIVED_EXTRAS)
-    if speculative not in cached:
+    graph, so the graph keeps it (ModelGraph.derived): sizing each engine of a sweep then prices a
+    few dozen distinct shapes instead of every layer's tensors."""
+    def derive():
         groups: dict[tuple, list] = {}
         expert_layers = set()
         for _, data in model.nodes(speculative):
@@ -195,22 +173,21 @@ def tensor_groups(model: ModelGraph, speculative: str | None) -> tuple[tuple[tup
                 group[1] += 1
                 if t.split.startswith("expert") and t.count == model.routed_experts:
                     expert_layers.add(t.name.rsplit(".experts", 1)[0])
-        cached[speculative] = (tuple((t, n) for t, n in groups.values()), frozenset(expert_layers))
-    return cached[speculative]
+        return tuple((t, n) for t, n in groups.values()), frozenset(expert_layers)
+    return model.derived(("tensor_groups", speculative), derive)
 
 
 def rotary_caches(model: ModelGraph, speculative: str | None) -> tuple[RotaryCache, ...]:
     """The distinct rotary caches the nodes held by a deployment speculating with `speculative`
-    state, in order of first appearance: one buffer each, however many layers use it. Kept in the
-    graph's extras (a derived extra: a pipeline stage's part of the graph derives its own)."""
-    cached = model.extras.setdefault("rotary_caches", {})
-    if speculative not in cached:
+    state, in order of first appearance: one buffer each, however many layers use it. Kept by the
+    graph (ModelGraph.derived)."""
+    def derive():
         seen: dict[RotaryCache, None] = {}
         for _, data in model.nodes(speculative):
             for b in data["buffers"]:
                 seen.setdefault(b)
-        cached[speculative] = tuple(seen)
-    return cached[speculative]
+        return tuple(seen)
+    return model.derived(("rotary_caches", speculative), derive)
 
 
 def buffer_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict) -> int:

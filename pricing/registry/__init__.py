@@ -58,7 +58,7 @@ def _flatten(prefix: str, node: Any, out: dict[str, Sourced]) -> None:
 
 
 class DataFiles(Mapping):
-    """The registry's data files in one folder, by stem (`files["vllm_0_33"]`: that file as parsed;
+    """The registry's data files in one folder, by stem (`files["quantization"]`: that file as parsed;
     `files["chips"]` and `files["chip_rates"]` gather every chip file). Each file is read once and
     parsed the first time it is asked for, whether by stem or by one of its names; `parsed` lists the
     files parsed so far, in order."""
@@ -196,6 +196,18 @@ class Registry:
         self._files = files
         self._overlay = dict(overlay or {})
         self.raw: Mapping[str, Any] = files
+        self._derived: dict = {}
+
+    def derived(self, key, compute):
+        """compute(), once per `key` on this registry: a registry never changes once built (an
+        overlay is a new one), so what is worked out from its values alone (a chip's rates, a
+        scheme's parameters at a placement) is kept on it, keyed by the other values it depends on."""
+        store = self._derived
+        try:
+            return store[key]
+        except KeyError:
+            value = store[key] = compute()
+            return value
 
     def _get(self, name: str) -> Sourced | None:
         return self._overlay[name] if name in self._overlay else self._files.lookup(name)

@@ -1,15 +1,41 @@
 """A vLLM release as one unit: its rules pack (how it groups caches), its registry namespace (the
-data file of its engine facts), its enumerations and its defaults. Adding a release is one rules
-module that builds its `Release` and one registry data file named after `namespace`."""
+data file of its engine facts), its enumerations and its defaults.
+
+A release pack is one rules module plus one registry file: `pricing/rules/vllm_X_Y.py` provides
+what `RulesPack` lists and builds its `Release`, whose `namespace` is the stem of its registry file
+`pricing/registry/vllm_X_Y.yaml`. Only the pack names that file; everything else reads a release's
+facts through `Release.fact` and its rules through `Release.rules`, so no code outside
+pricing/rules/ names a release.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pricing.registry import Registry, Sourced, load, shipped
+from pricing.registry import Registry, Sourced, shipped
+
+if TYPE_CHECKING:
+    from pricing.rules.shared import Ceilings, Layout
+    from pricing.specs import KVCacheSpec
+
+
+@runtime_checkable
+class RulesPack(Protocol):
+    """What a release's rules module provides (vllm_0_33.py is one)."""
+
+    RELEASE: Release
+
+    def group(self, specs: list[KVCacheSpec], max_model_len: int) -> Layout:
+        """The KV cache groups one rank's caches (in layer order) form, as the release forms them."""
+
+    def in_flight_batches(self, async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:
+        """max_concurrent_batches: the batches the scheduler keeps in flight."""
+
+    def capture_ceilings(self, max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, default_max: int,
+                         grid: tuple[tuple[int, ...], int, int, int]) -> Ceilings:
+        """The CUDA-graph capture ceilings on the release's capture-size grid."""
 
 
 @dataclass(frozen=True)
@@ -20,7 +46,7 @@ class Release:
     version: str
     full_version: str
     namespace: str
-    rules: ModuleType = field(repr=False)
+    rules: RulesPack = field(repr=False)
 
     @property
     def name(self) -> str:
@@ -54,10 +80,10 @@ class Release:
     def mamba_cache_modes(self) -> tuple[str, ...]:
         return self.enumeration("mamba_cache_modes")
 
-    @property
-    def capture_size_grid(self) -> tuple[tuple[int, ...], int, int, int]:
+    def capture_size_grid(self, reg: Registry, used: dict[str, Sourced] | None) -> tuple[tuple[int, ...], int, int,
+                                                                                         int]:
         """The CUDA-graph capture-size grid: (first sizes, step, until, step from `until` on)."""
-        g = load().value(self.key("capture_size_grid"))  # a dict: read per call, small
+        g = self.fact(reg, used, "capture_size_grid")
         return tuple(g["first"]), int(g["step"]), int(g["until"]), int(g["large_step"])
 
     def in_flight_batches(self, async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:

@@ -59,19 +59,18 @@ def load_points(path: Path = POINTS) -> tuple[list[Point], dict]:
 
 
 @lru_cache(maxsize=256)
-def _step_model(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> StepModel:
+def _kernel(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> Kernel:
+    """The kernel of a point's deployment, by the values that name it (a fit prices each point under
+    many efficiencies; the kernel never changes, and its graph is its own)."""
     graph = load_model(model, quantization)
     d = Deployment(tensor_parallel_size=tp, enable_expert_parallel=ep, max_model_len=min(context, graph.max_position))
-    return StepModel(Kernel.of(graph, d, get_chip(chip)))
+    return Kernel.of(graph, d, get_chip(chip))
 
 
 def predict(p: Point, efficiency: Efficiency | None = None) -> float:
     """The step model's output tokens per second per GPU at the point's concurrency and workload."""
-    sm = _step_model(p.model, p.quantization, p.chip, p.tp, p.ep, p.isl + p.osl)
-    if efficiency is not None:
-        sm.eff = efficiency
-    else:
-        sm.eff = Efficiency.from_registry(sm.kernel.reg)
+    kernel = _kernel(p.model, p.quantization, p.chip, p.tp, p.ep, p.isl + p.osl)
+    sm = StepModel(kernel, efficiency=efficiency or Efficiency.from_registry(kernel.reg))
     return serving(sm, p.concurrency, p.isl + p.osl // 2, Workload(p.isl, p.osl)).output_tokens_per_second_per_gpu
 
 

@@ -5,7 +5,6 @@ vendors' data sheets) and the achieved fractions of them with the per-step overh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from pricing.chips import Chip
 from pricing.errors import InputError
@@ -57,12 +56,11 @@ def missing_rates(chip: Chip, registry: Registry | None = None) -> str:
 
 def chip_rates(chip: Chip, registry: Registry | None = None) -> ChipRates:
     """The peak rates of `chip`; a clear error when the registry has none for it."""
-    return _chip_rates(chip, registry or load())
+    reg = registry or load()
+    return reg.derived(("step.chip_rates", chip), lambda: _chip_rates(chip, reg))  # a sweep prices many
 
 
-@lru_cache(maxsize=64)
 def _chip_rates(chip: Chip, reg: Registry) -> ChipRates:
-    """`chip_rates`, once per chip and registry taken whole (a latency sweep prices many step models)."""
     base = f"chip_rates.chip_rates.{chip.id}"
     if f"{base}.bf16_flops" not in reg:
         raise InputError("--chip", f"{missing_rates(chip, reg)}, so its step time cannot be priced",
@@ -108,7 +106,8 @@ class Efficiency:
 
     @classmethod
     def from_registry(cls, registry: Registry | None = None) -> Efficiency:
-        return _efficiency(registry or load())
+        reg = registry or load()
+        return reg.derived("step.efficiency", lambda: cls._read(reg))
 
     @classmethod
     def _read(cls, reg: Registry) -> Efficiency:
@@ -125,12 +124,6 @@ class Efficiency:
                              "fit in progress" if _field_of(p.name) in values else p.source, p.how)
                      for p in self.provenance)
         return replace(self, **values, provenance=prov)
-
-
-@lru_cache(maxsize=64)
-def _efficiency(reg: Registry) -> Efficiency:
-    """`Efficiency.from_registry`, once per registry taken whole."""
-    return Efficiency._read(reg)
 
 
 def _field_of(registry_name: str) -> str:

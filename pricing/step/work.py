@@ -132,16 +132,12 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
 
 
 def _graph_fact(name: str):
-    """Keep a fact of (graph, drafter) in the graph's extras under `name`, by drafter: a derived
-    extra (graph.model.DERIVED_EXTRAS), dropped when a node is added and derived anew by a
-    pipeline stage's part of the graph."""
+    """Keep a fact of (graph, drafter) on the graph under `name`, by drafter (ModelGraph.derived:
+    dropped when the graph is edited; a pipeline stage's part of the graph derives its own)."""
     def keep(derive):
         @wraps(derive)
         def fact(model: ModelGraph, drafter: str | None):
-            cached = model.extras.setdefault(name, {})
-            if drafter not in cached:
-                cached[drafter] = derive(model, drafter)
-            return cached[drafter]
+            return model.derived((name, drafter), lambda: derive(model, drafter))
         return fact
     return keep
 
@@ -186,9 +182,9 @@ def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGrou
 def _linear_groups(kernel: Kernel, e, drafter: str | None) -> list[LinearGroup]:
     """`linear_groups` with the engine `e` as the kernel's memo views it (every field read through it)."""
     model = kernel.graph  # the layers this rank builds (its pipeline stage's)
-    pad = kernel.reg.value("vllm_0_33.vocab_padding")
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
     sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
+    pad = sizer.vocab_pad  # the release's vocabulary padding, as the weights read it
     tally, moe_layers = _tally(model, drafter)
     acc: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
     for (kind, routing, t), n in tally:

@@ -1,0 +1,148 @@
+"""Values, not identities: an answer is kept by what it depends on, never by which object asked.
+
+- The model graph keeps what is worked out from it (its walk, its tensors, a stage's part, the
+  kernel's memo) and drops it with every edit: an lm_head added to a loaded graph is priced at once.
+- No module holds state that changes while the tool runs: every module-level mutable container is
+  the same before and after pricing and planning, and every module-level memo (functools cache) is
+  a pure function of values.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import typing
+from dataclasses import is_dataclass, replace
+from pathlib import Path
+
+import pytest
+
+import planner
+import pricing
+from pricing.chips import get_chip
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel
+from pricing.registry import Registry, load
+
+LLAMA_8B_WEIGHTS = 16_094_076_928  # Llama-3.1-8B at bf16, tp 1 (the spec's worked figure)
+VOCAB, HIDDEN = 128_256, 4_096  # meta-llama/Llama-3.1-8B config.json
+
+
+def _head(graph):
+    return next(t for _, d in graph.g.nodes(data=True) if d["kind"] == "lm_head" for t in d["tensors"])
+
+
+def test_an_lm_head_added_to_a_loaded_graph_is_priced_without_any_reset():
+    graph, chip = load_model("llama-3.1-8b"), get_chip("h200")
+    assert Kernel.of(graph, Deployment(), chip).weight_bytes().weights == LLAMA_8B_WEIGHTS
+    head = _head(graph)
+    assert (head.rows, head.cols) == (VOCAB, HIDDEN)
+    graph.add("lm_head.extra", "lm_head", tensors=[replace(head, name="lm_head.extra")])
+    more = LLAMA_8B_WEIGHTS + VOCAB * HIDDEN * 2  # one more bf16 vocab × hidden matrix (128,256 % 64 == 0)
+    assert more == 17_144_750_080
+    assert Kernel.of(graph, Deployment(), chip).weight_bytes().weights == more
+    assert Kernel.of(load_model("llama-3.1-8b"), Deployment(), chip).weight_bytes().weights == LLAMA_8B_WEIGHTS
+
+
+def test_a_pipeline_stage_sees_an_edit_of_its_model():
+    """A node added to the model is on the stage that holds it (the LM head: the last, pipeline.holds)."""
+    graph, chip, pp2 = load_model("llama-3.1-8b"), get_chip("h200"), Deployment(pipeline_parallel_size=2)
+    assert "lm_head.extra" not in Kernel.of(graph, pp2, chip, stage=1).graph.g
+    before = Kernel.of(graph, pp2, chip, stage=1).weight_bytes().weights
+    graph.add("lm_head.extra", "lm_head", tensors=[replace(_head(graph), name="lm_head.extra")])
+    last = Kernel.of(graph, pp2, chip, stage=1)
+    assert "lm_head.extra" in last.graph.g
+    assert last.weight_bytes().weights - before == VOCAB * HIDDEN * 2
+
+
+def test_a_graph_is_never_a_key():
+    with pytest.raises(TypeError):
+        hash(load_model("llama-3.1-8b"))
+    assert load_model("llama-3.1-8b") is not load_model("llama-3.1-8b")  # each caller edits its own
+
+
+# -- no module-level state ------------------------------------------------------------------------
+
+def _modules():
+    out = []
+    for package in (pricing, planner):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            out.append(importlib.import_module(info.name))
+    return [pricing, planner, *out]
+
+
+MUTABLE = (dict, list, set, bytearray)
+
+
+def _state(modules) -> dict:
+    """Every module-level mutable container, by module and name: its identity and its content."""
+    return {(m.__name__, name): (id(value), repr(value)) for m in modules for name, value in vars(m).items()
+            if isinstance(value, MUTABLE)}
+
+
+def _work() -> None:
+    reg = load()
+    overlay = reg.with_overrides({"cost_model_memory.kv_pool_margin": 0.02})
+    for model, flags in (("llama-3.1-8b", {}), ("llama-3.1-8b", {"pipeline_parallel_size": 2}),
+                         ("dsv4.1-flash", {"kv_cache_dtype": "fp8"}), ("qwen3-next-80b-a3b", {}),
+                         ("gemma-3-27b", {"tensor_parallel_size": 2})):
+        for registry in (reg, overlay):
+            k = Kernel.of(load_model(model), Deployment(**flags), get_chip("h200"), registry)
+            k.requests_held(0.01)
+            k.provenance()
+            k.refusal()
+
+
+def test_pricing_changes_no_module_level_state():
+    modules = _modules()
+    before = _state(modules)
+    _work()
+    after = _state(modules)
+    changed = sorted(f"{m}.{n}" for m, n in before if before[(m, n)] != after.get((m, n)))
+    assert changed == []
+
+
+VALUE_TYPES = (str, int, float, bool, type(None), Path, Registry)
+
+
+def _is_value_type(tp) -> bool:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", typing.Union)):
+        return all(_is_value_type(a) for a in typing.get_args(tp))
+    if origin in (tuple, frozenset):
+        return all(a is Ellipsis or _is_value_type(a) for a in typing.get_args(tp))
+    if tp in (tuple, frozenset) or (isinstance(tp, type) and issubclass(tp, VALUE_TYPES)):
+        return True
+    return is_dataclass(tp) and tp.__dataclass_params__.frozen and tp.__dataclass_params__.eq
+
+
+def _memos(modules):
+    for m in modules:
+        for name, f in vars(m).items():
+            if callable(f) and hasattr(f, "cache_info") and getattr(f, "__module__", None) == m.__name__:
+                yield f"{m.__name__}.{name}", f
+
+
+def test_every_module_level_memo_is_a_pure_function_of_values():
+    """A functools cache at module level is keyed by its arguments: each must be a value (equal
+    values, equal answer), never a mutable object or one compared by identity."""
+    found = dict(_memos(_modules()))
+    assert found, "the walk found no memo at all"
+    bad = {}
+    for name, f in found.items():
+        wrapped = inspect.unwrap(f)
+        hints = typing.get_type_hints(wrapped)
+        params = inspect.signature(wrapped).parameters
+        wrong = [p for p in params if not _is_value_type(hints.get(p, object))]
+        if wrong:
+            bad[name] = wrong
+    assert bad == {}
+
+
+def test_the_identity_memos_are_gone():
+    from pricing.graph import load_model as loader
+    from pricing.kernel import kernel
+
+    assert not hasattr(loader, "cache_info")
+    assert not any(hasattr(kernel, n) for n in ("_MEMO", "_BY_IDENTITY", "clear_memo"))
