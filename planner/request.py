@@ -3,9 +3,10 @@ limits of the pool it may use. A scenario is several services over one set of li
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from planner import defaults
 
@@ -29,6 +30,60 @@ class WorkloadSpec(BaseModel):
     isl: int = Field(ge=1, description="mean input (prompt) tokens of a request")
     osl: int = Field(ge=1, description="mean output tokens of a request")
     requests_per_second: float | None = Field(None, gt=0, description="requests the pool must serve each second")
+    range_ratio: float = Field(0.0, ge=0, lt=1, description="lengths drawn uniform in [n (1 - r), n (1 + r)], as "
+                               "vllm bench serve --random-range-ratio; 0: every request isl/osl")
+
+    @property
+    def longest(self) -> int:
+        """Tokens of the longest request the lengths draw (vllm/benchmarks/datasets.py RandomDataset's
+        range: ceil(n (1 + r)) for the prompt and the output)."""
+        return math.ceil(self.isl * (1 + self.range_ratio)) + math.ceil(self.osl * (1 + self.range_ratio))
+
+
+METRICS = ("ttft", "tpot", "itl", "e2e")  # as `vllm bench serve` reports them
+PERCENTILES = (50, 90, 99)
+METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+
+
+class SloSpec(BaseModel):
+    """Service targets as users write them: a percentile of TTFT, TPOT, ITL or end-to-end latency
+    under a bound in ms (`p99_ttft_ms: 2000`), and the fraction of requests that must meet every
+    per-request bound (`goodput: 0.99`, as `vllm bench serve --goodput` counts them: TTFT, TPOT
+    and E2E; ITL has no per-request value)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    p50_ttft_ms: float | None = Field(None, gt=0)
+    p90_ttft_ms: float | None = Field(None, gt=0)
+    p99_ttft_ms: float | None = Field(None, gt=0)
+    p50_tpot_ms: float | None = Field(None, gt=0)
+    p90_tpot_ms: float | None = Field(None, gt=0)
+    p99_tpot_ms: float | None = Field(None, gt=0)
+    p50_itl_ms: float | None = Field(None, gt=0)
+    p90_itl_ms: float | None = Field(None, gt=0)
+    p99_itl_ms: float | None = Field(None, gt=0)
+    p50_e2e_ms: float | None = Field(None, gt=0)
+    p90_e2e_ms: float | None = Field(None, gt=0)
+    p99_e2e_ms: float | None = Field(None, gt=0)
+    goodput: float | None = Field(None, gt=0, le=1, description="fraction of requests meeting every bound")
+
+    @property
+    def targets(self) -> list[tuple[str, int, float]]:
+        """(metric, percentile, bound in ms) of every target given."""
+        return [(m, p, getattr(self, f"p{p}_{m}_ms")) for m in METRICS for p in PERCENTILES
+                if getattr(self, f"p{p}_{m}_ms") is not None]
+
+    def bound(self, metric: str) -> float | None:
+        """The tightest bound given on `metric` (ms): what one request must meet for goodput."""
+        return min((ms for m, _, ms in self.targets if m == metric), default=None)
+
+    @model_validator(mode="after")
+    def _something(self):
+        if not self.targets:
+            raise ValueError("give at least one percentile target, e.g. p99_ttft_ms: 2000")
+        if self.goodput is not None and not any(m != "itl" for m, _, _ in self.targets):
+            raise ValueError("goodput counts requests meeting TTFT, TPOT or E2E bounds: give one of them")
+        return self
 
 
 class ServiceSpec(BaseModel):
@@ -62,6 +117,14 @@ class ServiceSpec(BaseModel):
     serving: Literal["agg", "disagg", "auto"] = Field(
         "agg", description="agg: one pool of aggregated instances; disagg: a prefill pool and a decode pool (vLLM's "
         "NixlConnector); auto: plan both and keep the cheaper")
+    slo: SloSpec | None = Field(None, description="percentile targets at the workload's rate (the serving simulator)")
+
+    @model_validator(mode="after")
+    def _slo_at_a_rate(self):
+        if self.slo is not None and (self.workload is None or self.workload.requests_per_second is None):
+            raise ValueError("service targets (slo) are met at a rate: give the workload's isl, osl and "
+                             "requests_per_second")
+        return self
 
     @property
     def kv_margin(self) -> float:

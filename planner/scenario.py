@@ -29,6 +29,7 @@ from planner.request import (
     MAX_PRICE,
     PoolLimits,
     ServiceSpec,
+    SloSpec,
     WorkloadSpec,
     rates_in_range,
     validation_message,
@@ -39,7 +40,7 @@ from pricing.errors import InputError, suggest
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
                   "num_speculative_tokens", "speculative_method", "speculative_acceptance", "tp", "pp", "dp", "dcp",
                   "gpu_memory_utilization",
-                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload", "serving")
+                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload", "serving", "slo")
 
 
 class Speculative(BaseModel):
@@ -89,6 +90,8 @@ class Service(BaseModel):
         None, description="agg (default): one pool of aggregated instances; disagg: a prefill pool and a decode pool "
         "(vLLM's NixlConnector, sized by workload.requests_per_second and ttft_ms); auto: whichever is cheaper "
         "within the inventory")
+    slo: SloSpec | None = Field(None, description="percentile targets at the workload's rate, e.g. {p99_ttft_ms: "
+                                "2000, p90_tpot_ms: 40, goodput: 0.99}")
 
     @field_validator("speculative_acceptance")
     @classmethod
@@ -165,7 +168,8 @@ class Scenario(BaseModel):
             s.speculative.tokens if s.speculative else 0)
         method = s.speculative_method or (s.speculative.method if s.speculative else None)
         rates = s.speculative_acceptance or (s.speculative.acceptance if s.speculative else None)
-        return ServiceSpec(model=s.model, quantization=s.quantization, concurrency=s.concurrency,
+        concurrency = s.concurrency if s.concurrency is not None else 1  # service targets alone: a rate
+        return ServiceSpec(model=s.model, quantization=s.quantization, concurrency=concurrency,
                            context_length=s.context_length, headroom=s.headroom or 0.0,
                            num_speculative_tokens=tokens, speculative_method=method,
                            speculative_acceptance=tuple(rates) if rates else None,
@@ -175,7 +179,7 @@ class Scenario(BaseModel):
                            dcp=tuple(s.dcp) if s.dcp else None,
                            gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
                            max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens
-                           else None, tpot_ms=s.tpot_ms, ttft_ms=s.ttft_ms, workload=s.workload,
+                           else None, tpot_ms=s.tpot_ms, ttft_ms=s.ttft_ms, workload=s.workload, slo=s.slo,
                            serving=s.serving or "agg",
                            **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
 
@@ -457,8 +461,12 @@ def check_references(scenario: Scenario, where: str, variants: bool = True) -> l
                 field = "quantization" if err.field == "--quantization" else "model"
                 lines.append(f"{where}: services[{i}].{field}: {err.problem}" + (f" ({err.fix})" if field !=
                                                                                  "model" else ""))
-        if merged.concurrency is None:
-            lines.append(f"{where}: services[{i}].concurrency: required (here or in defaults)")
+        if merged.concurrency is None and merged.slo is None:
+            lines.append(f"{where}: services[{i}].concurrency: required (here or in defaults), or service targets "
+                         "at a rate (slo with a workload's requests_per_second)")
+        if merged.slo is not None and (merged.workload is None or merged.workload.requests_per_second is None):
+            lines.append(f"{where}: services[{i}].slo: service targets are met at a rate: give workload "
+                         "{isl, osl, requests_per_second}")
         for chip in merged.chips or []:
             try:
                 get_chip(chip)

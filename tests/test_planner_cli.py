@@ -19,7 +19,7 @@ POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_si
              "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency",
              "headroom_percent", "binds", "model", "cost_per_hour", "price_per_gpu_hour", "price_estimate",
              "price_as_of", "vllm_serve", "step", "pipeline_parallel_size", "nodes_per_replica",
-             "vllm_serve_nodes"}
+             "vllm_serve_nodes", "serving", "cost_per_million_output_tokens", "cost_per_million_input_tokens"}
 
 
 def run(args, seed: str = "0") -> subprocess.CompletedProcess:
@@ -49,7 +49,13 @@ def test_json_shape(capsys):
     assert out["margin"]["fraction"] == load().value("cost_model_memory.kv_pool_margin") > 0
     assert "kv_pool_margin" in out["margin"]["source"]
     assert out["feasible"] is True
-    assert out["target"] == {"concurrency": 64, "context_length": 1048576}
+    assert out["target"] == {"concurrency": 64, "context_length": 1048576, "requests_per_second": None,
+                             "service_targets": []}
+    # $/M output tokens at the step figures' throughput (no workload: no input-token figure)
+    best = out["best"]
+    assert best["cost_per_million_output_tokens"] == pytest.approx(
+        best["cost_per_hour"] / (best["step"]["pool_output_tokens_per_second"] * 3600) * 1e6, rel=1e-3)
+    assert best["cost_per_million_input_tokens"] is None and best["serving"] is None
     assert set(out["best"]) == POOL_KEYS
     assert len(out["alternatives"]) == 5 and all(set(a) == POOL_KEYS for a in out["alternatives"])
     assert set(out["search"]) == {"candidates_evaluated", "solver_status", "seconds", "shapes_skipped"}

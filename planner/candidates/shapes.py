@@ -149,8 +149,14 @@ def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | No
 
 
 def context_length(model: ModelGraph, service: ServiceSpec) -> int:
-    """`--context-length`, or vLLM's default: the model's maximum position."""
-    return service.context_length if service.context_length is not None else model.max_position
+    """`--context-length`; with service targets, the workload's longest request (its prompt and
+    output at the top of their range), so the KV pool admits by what requests hold; else vLLM's
+    default, the model's maximum position."""
+    if service.context_length is not None:
+        return service.context_length
+    if service.slo is not None:
+        return min(model.max_position, service.workload.longest)
+    return model.max_position
 
 
 def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:

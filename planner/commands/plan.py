@@ -87,11 +87,46 @@ def options_list(axes: bool = False) -> list:
         click.option("--osl", type=int, help="mean output tokens of a request (with --isl)"),
         click.option("--requests-per-second", type=float, help="requests the pool must serve each second (needs "
                      "--isl and --osl)"),
+        click.option("--range-ratio", type=float, default=0.0, show_default=True,
+                     help="with service targets: lengths uniform in [isl (1 - r), isl (1 + r)], as vllm bench serve "
+                          "--random-range-ratio"),
+        *slo_options(),
         vllm_version_option(),
         click.option("--provenance", "show_provenance", is_flag=True,
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
     ]
+
+
+def slo_options() -> list:
+    """--p50-ttft-ms ... --p99-e2e-ms and --goodput: service targets at --requests-per-second."""
+    from planner.request import METRIC_NAMES, METRICS, PERCENTILES
+
+    out = [click.option(f"--p{p}-{m}-ms", f"p{p}_{m}_ms", type=float,
+                        help=f"p{p} {METRIC_NAMES[m]} bound in ms at --requests-per-second" if (m, p) == ("ttft", 99)
+                        else f"p{p} {METRIC_NAMES[m]} bound (ms)") for m in METRICS for p in PERCENTILES]
+    out.append(click.option("--goodput", type=float, help="fraction of requests that must meet every TTFT, TPOT and "
+                            "E2E bound given (as vllm bench serve --goodput counts them)"))
+    return out
+
+
+def slo_from(options: dict):
+    """The service targets the flags give, or None."""
+    from planner.request import METRICS, PERCENTILES, SloSpec
+
+    given = {f"p{p}_{m}_ms": options.get(f"p{p}_{m}_ms") for m in METRICS for p in PERCENTILES}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given and options.get("goodput") is None:
+        return None
+    if options.get("requests_per_second") is None:
+        flag = "--" + next(iter(given), "goodput").replace("_", "-")
+        raise InputError(flag, "a service target is met at a rate", "add --requests-per-second with --isl and --osl")
+    try:
+        return SloSpec(**given, goodput=options.get("goodput"))
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = str(first["loc"][-1]) if first["loc"] else "goodput"
+        raise InputError(f"--{field.replace('_', '-')}", validation_message(first), "see `plan --help`") from None
 
 
 def acceptance_option():
@@ -173,7 +208,10 @@ def workload_from(options: dict):
             raise InputError(flag, f"must be at least 1, got {value}", "give tokens per request")
     if rate is not None and rate <= 0:
         raise InputError("--requests-per-second", f"must be positive, got {rate}", "for example 10")
-    return WorkloadSpec(isl=isl, osl=osl, requests_per_second=rate)
+    ratio = options.get("range_ratio") or 0.0
+    if not 0 <= ratio < 1:
+        raise InputError("--range-ratio", f"must be in [0, 1), got {ratio:g}", "for example 0.5")
+    return WorkloadSpec(isl=isl, osl=osl, requests_per_second=rate, range_ratio=ratio)
 
 
 def request_from(options: dict) -> PlanRequest:
@@ -187,9 +225,10 @@ def request_from(options: dict) -> PlanRequest:
         raise InputError("--chip", "is required", "give a chip id such as h200 (see `plan chips`), repeat to compare")
     every, by_chip = parse_prices(options["price"])
     workload = workload_from(options)
+    slo = slo_from(options)
     concurrency = options["concurrency"]
-    if concurrency is None:
-        concurrency = littles_law(options, workload)
+    if concurrency is None:  # service targets at a rate size the pool themselves; else Little's law at the targets
+        concurrency = 1 if slo is not None else littles_law(options, workload)
     try:
         service = ServiceSpec(
             model=options["model"], quantization=options["quantization"], concurrency=concurrency,
@@ -201,7 +240,7 @@ def request_from(options: dict) -> PlanRequest:
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
             max_num_batched_tokens=options["max_num_batched_tokens"] or None,
             vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
-            workload=workload, serving=options.get("serving", "agg"))
+            workload=workload, slo=slo, serving=options.get("serving", "agg"))
         limits = PoolLimits(chips=chips, price=every, prices=by_chip, max_gpus=options["max_gpus"],
                             gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"],
                             prefill_chips=prefill or None, decode_chips=decode or None)
@@ -221,16 +260,17 @@ def littles_law(options: dict, workload) -> int:
     targets holds at once."""
     rate, ttft, tpot = options.get("requests_per_second"), options.get("ttft_ms"), options.get("tpot_ms")
     if rate is None or ttft is None or tpot is None or workload is None:
-        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64 (or "
-                         "--requests-per-second with --isl, --osl, --ttft-ms and --tpot-ms)")
+        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64, or "
+                         "--requests-per-second with --isl, --osl, --ttft-ms and --tpot-ms, or service targets at a "
+                         "rate (--requests-per-second with --p99-ttft-ms ...)")
     return max(1, math.ceil(rate * (ttft + workload.osl * tpot) / 1000 - 1e-9))
 
 
 def concurrency_note(options: dict, request: PlanRequest) -> list[str]:
     """Say how the concurrency was derived when --concurrency was not given."""
-    if options["concurrency"] is not None:
-        return []
     s = request.service
+    if options["concurrency"] is not None or s.slo is not None:
+        return []
     return [f"concurrency {s.concurrency:,} = {s.workload.requests_per_second:g} requests/s × ({s.ttft_ms:g} ms + "
             f"{s.workload.osl:,} × {s.tpot_ms:g} ms) (Little's law at the targets: the requests in flight when each "
             "takes its whole latency budget)"]

@@ -13,6 +13,7 @@ from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.report.binds import binding, default_max_num_seqs
+from planner.report.plan import serving_figures, token_costs
 from planner.report.result import PoolPlan
 from planner.report.serve import node_commands, serve_command
 from planner.scenario import Scenario, Service
@@ -90,6 +91,9 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
         binds = latency.binding(table, row, p.spec, step, binds)
+        served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds)
+        cost = round(option.price * row.gpus * replicas, 4)
+        per_output, per_input = token_costs(p.spec, step, cost)
         out.append(ServicePlan(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
@@ -99,7 +103,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
             target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
             headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
-            cost_per_hour=round(option.price * row.gpus * replicas, 4),
+            cost_per_hour=cost, serving=served, cost_per_million_output_tokens=per_output,
+            cost_per_million_input_tokens=per_input,
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of,
             vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),

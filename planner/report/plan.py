@@ -25,7 +25,8 @@ def plan(request: PlanRequest) -> PlanResult:
     model = load_model(service.model, service.quantization)
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
-    pools = [_pool(model, service, by_chip[o.row.chip], o, n) for o, n in found.ranked]
+    pools = [_pool(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)))
+             for o, n in found.ranked]
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
@@ -36,7 +37,10 @@ def plan(request: PlanRequest) -> PlanResult:
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
     provenance = _provenance(model, service, by_chip[pools[0].chip], found.ranked[0][0].row) if pools else []
     return PlanResult(
-        feasible=bool(pools), target=Target(concurrency=service.concurrency, context_length=length),
+        feasible=bool(pools), target=Target(
+            concurrency=service.concurrency, context_length=length,
+            requests_per_second=service.workload.requests_per_second if service.workload else None,
+            service_targets=target_words(service)),
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
                           seconds=round(found.seconds, 3), shapes_skipped=sum(t.skipped for t in found.tables)),
@@ -72,7 +76,7 @@ def margin_of(service: ServiceSpec) -> Margin:
     return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 
 
-def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int) -> PoolPlan:
+def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None) -> PoolPlan:
     row = option.row
     kernel = verify(model, table.chip, service, row)
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
@@ -82,6 +86,9 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
     step = latency.figures(model, table, service, row, replicas)
     binds = latency.binding(table, row, service, step, binds)
+    served, binds = serving_figures(service, sizing, replicas, binds)
+    cost = round(option.price * row.gpus * replicas, 4)
+    per_output, per_input = token_costs(service, step, cost)
     return PoolPlan(
         model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
         tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp,
@@ -90,10 +97,47 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
         max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
-        binds=binds, cost_per_hour=round(option.price * row.gpus * replicas, 4), price_per_gpu_hour=option.price,
+        binds=binds, cost_per_hour=cost, price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
         vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization),
-        vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization), step=step)
+        vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization), step=step,
+        serving=served, cost_per_million_output_tokens=per_output, cost_per_million_input_tokens=per_input)
+
+
+def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str):
+    """The simulated benchmark of a pool sized to service targets (None without them), and the
+    binds phrase: the target that sets the replica count when one does."""
+    if sizing is None:
+        return None, binds
+    from planner.candidates import slo
+
+    said = slo.binds(service, sizing) if replicas == sizing.replicas else None
+    return slo.figures(service, sizing, replicas), said or binds
+
+
+def target_words(service: ServiceSpec) -> list[str]:
+    """The service targets in words: 'p99 TTFT ≤ 2,000 ms', 'goodput ≥ 99.0%'."""
+    from planner.candidates.slo import target_words as words
+
+    return words(service) if service.slo is not None else []
+
+
+def token_costs(service: ServiceSpec, step, cost_per_hour: float) -> tuple[float | None, float | None]:
+    """USD per million output and input tokens: the pool's cost over the tokens it serves an hour,
+    at the workload's rate (rate × osl, rate × isl), else at the step figures' throughput."""
+    w = service.workload
+    if w is not None and w.requests_per_second is not None:
+        out, inp = w.requests_per_second * w.osl, w.requests_per_second * w.isl
+    elif step is not None:
+        out = step.pool_output_tokens_per_second
+        inp = step.pool_requests_per_second * w.isl if w is not None and step.pool_requests_per_second else None
+    else:
+        return None, None
+
+    def per_million(tokens_per_second):
+        return round(cost_per_hour / (tokens_per_second * 3600) * 1e6, 4) if tokens_per_second else None
+
+    return per_million(out), per_million(inp)
 
 
 def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:

@@ -28,6 +28,10 @@ def _nodes(p: PoolPlan) -> str:
 def plans_table(result: PlanResult) -> Table:
     t = result.target
     title = f"{result.model}: {t.concurrency} concurrent requests at {t.context_length:,} tokens"
+    if t.service_targets:
+        held = f", {t.concurrency} concurrent held" if t.concurrency > 1 else ""
+        title = (f"{result.model}: {t.requests_per_second:g} requests/s at {t.context_length:,} tokens{held}, "
+                 + ", ".join(t.service_targets))
     if result.headroom_percent:
         title += f" (+{result.headroom_percent:g} % headroom: {result.required} held)"
     table = Table(box=box.SIMPLE_HEAD, title=title)
@@ -36,11 +40,13 @@ def plans_table(result: PlanResult) -> Table:
                "$/hour", "$/month")
     for col in columns:
         table.add_column(col, justify="left" if col in ("", "chip", shape) else "right", no_wrap=True)
+    implicit = bool(t.service_targets) and t.concurrency == 1  # no concurrency asked: headroom says nothing
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
         table.add_row("best" if i == 0 else str(i), p.chip, str(p.gpus), _nodes(p), split(p, names=False) + kv,
                       f"{p.gpu_memory_utilization:.2f}", f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs),
-                      f"{p.concurrency:,}", f"{p.headroom:.1%}", f"{p.cost_per_hour:,.2f}{star(p)}",
+                      f"{p.concurrency:,}", "-" if implicit else f"{p.headroom:.1%}",
+                      f"{p.cost_per_hour:,.2f}{star(p)}",
                       f"{p.cost_per_hour * result.hours_per_month:,.0f}{star(p)}")
     return table
 
@@ -64,7 +70,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
                   f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")
     console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
-    for line in speed_lines(best):
+    for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
         console.print(line, soft_wrap=True, markup=False)
     console.print()
     render_memory(memory_report(kernel, result.target.context_length), kernel, console)
@@ -113,6 +119,33 @@ def render_infeasible(result: PlanResult, console: Console) -> None:
 
 def _seconds(ms: float) -> str:
     return f"{ms:,.1f} ms" if ms < 10_000 else f"{ms / 1000:,.0f} s"
+
+
+def serving_lines(p: PoolPlan) -> list[str]:
+    """The simulated benchmark of a pool sized to service targets."""
+    s = p.serving
+    if s is None:
+        return []
+
+    def spread(d):
+        return "/".join(f"{d[k]:,.0f}" if d[k] >= 100 else f"{d[k]:,.1f}" for k in ("p50", "p90", "p99"))
+
+    return [f"service targets ({', '.join(s.targets)}) at {s.requests_per_second:g} requests/s, "
+            f"{s.requests_per_second_per_instance:,.2f} per instance (vLLM 0.33's scheduler simulated on the step "
+            f"model, {s.requests_simulated:,} Poisson requests): p50/p90/p99 TTFT {spread(s.ttft_ms)} ms, TPOT "
+            f"{spread(s.tpot_ms)} ms, ITL {spread(s.itl_ms)} ms, E2E {spread(s.e2e_ms)} ms; goodput {s.goodput:.1%} "
+            "of requests meet every bound" + (f"; {s.preemptions} preemptions" if s.preemptions else "")]
+
+
+def cost_lines(p: PoolPlan) -> list[str]:
+    """$/M tokens at the workload (each charges the pool's whole cost to that kind of token)."""
+    if p.cost_per_million_output_tokens is None:
+        return []
+    line = f"cost per token: ${p.cost_per_million_output_tokens:,.3f}{star(p)} per million output tokens"
+    if p.cost_per_million_input_tokens is None:
+        return [line + " (the pool's whole cost over the output of the speed figures above)"]
+    line += f", ${p.cost_per_million_input_tokens:,.3f}{star(p)} per million input tokens"
+    return [line + " (each the pool's whole cost over that kind of token at the workload)"]
 
 
 def speed_lines(p: PoolPlan) -> list[str]:

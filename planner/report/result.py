@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 
 
 class Target(BaseModel):
-    concurrency: int = Field(description="concurrent requests the user asked for (before headroom)")
+    concurrency: int = Field(description="concurrent requests the user asked for (before headroom); 1 when only "
+                                         "service targets at a rate were asked")
     context_length: int = Field(description="max_model_len every request is sized at")
+    requests_per_second: float | None = Field(None, description="the workload's rate, when asked")
+    service_targets: list[str] = Field(default_factory=list, description="the percentile targets, in words")
 
 
 class PoolPlan(BaseModel):
@@ -45,6 +49,11 @@ class PoolPlan(BaseModel):
     vllm_serve_nodes: list[str] = Field(default_factory=list, description="one command per node of a multi-node "
                                         "instance, the head node first (vLLM's --nnodes/--node-rank launch)")
     step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
+    serving: ServingFigures | None = Field(None, description="with service targets: the simulated benchmark")
+    cost_per_million_output_tokens: float | None = Field(
+        None, description="USD per million output tokens at the workload: the pool's whole cost over its output")
+    cost_per_million_input_tokens: float | None = Field(
+        None, description="USD per million input tokens at the workload: the pool's whole cost over its input")
 
 
 def price_footnotes(pools) -> list[str]:

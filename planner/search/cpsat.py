@@ -27,7 +27,7 @@ depend on the solver's search order.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
@@ -69,9 +69,12 @@ class Option:
         return self.price * self.row.gpus
 
 
-def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -> list[Option]:
+def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
+            sized: dict | None = None) -> list[Option]:
     """The service's options across chips, ranked for the tie-break; rows whose replica cap
-    cannot reach the target are dropped (they are reported by the explanation instead)."""
+    cannot reach the target are dropped (they are reported by the explanation instead). With
+    service targets, `sized` (planner/candidates/slo.py) gives each row's fewest replicas at the
+    rate; a row it did not size, or sized to none, is no option."""
     need = service.required
     units = defaults.value("solver.price_units_per_dollar")
     kv_order = {kv: i for i, kv in enumerate(service.kv_cache_dtypes)}
@@ -79,7 +82,13 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits) -
     for chip_order, table in enumerate(tables):
         price = table.chip.price_per_gpu_hour
         for row in table.dominant():
-            rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
+            if service.slo is not None:
+                sizing = (sized or {}).get((table.chip.id, row))
+                if sizing is None or not sizing.replicas:
+                    continue
+                rmin = max(-(-need // row.concurrency), sizing.replicas)
+            else:
+                rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
             cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
             if cap is not None and cap < rmin:
                 continue
@@ -217,6 +226,7 @@ class Search:
     status: str
     evaluated: int
     seconds: float
+    sized: dict = field(default_factory=dict)  # (chip id, row) -> planner.candidates.slo.Sizing
 
 
 def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None) -> list[ChipTable]:
@@ -269,10 +279,16 @@ def search(request: PlanRequest) -> Search:
     wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
     # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
     tables = tables_for(service, limits, keep=None if has_latency_target(service) else wanted)
-    opts = options(tables, service, limits)
+    sized = {}
+    if service.slo is not None:
+        from planner.candidates import slo  # the serving simulator runs only when targets ask for it
+        from pricing.graph import load_model
+
+        sized = slo.size_tables(load_model(service.model, service.quantization), tables, service, limits, wanted)
+    opts = options(tables, service, limits, sized)
     evaluated = sum(t.evaluated for t in tables)
     if not opts:
-        return Search(tables, opts, [], "INFEASIBLE", evaluated, time.perf_counter() - start)
+        return Search(tables, opts, [], "INFEASIBLE", evaluated, time.perf_counter() - start, sized)
     inventory = {t.chip.id: limits.max_gpus for t in tables} if limits.max_gpus is not None else None
     pm = build([opts], [service.required], inventory)
     ranked: list[tuple[Option, int]] = []
@@ -286,4 +302,4 @@ def search(request: PlanRequest) -> Search:
         index, option, replicas = sol.picks[0]
         ranked.append((option, replicas))
         pm.model.add(pm.x[0][index] == 0)
-    return Search(tables, opts, ranked, status, evaluated, time.perf_counter() - start)
+    return Search(tables, opts, ranked, status, evaluated, time.perf_counter() - start, sized)

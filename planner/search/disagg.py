@@ -99,7 +99,7 @@ def rate_of(service: ServiceSpec) -> float:
 def memory_service(service: ServiceSpec) -> ServiceSpec:
     """The service with its latency targets and workload removed: the oracle's rows by memory alone
     (the roles price their own steps)."""
-    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "pp": (1,),
+    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None, "pp": (1,),
                                       "serving": "agg"})
 
 

@@ -35,6 +35,7 @@ class Prepared:
     options: list[cpsat.Option]
     node: dict[str, int]
     own_cost: float | None  # USD/hour of its cheapest pool on its own, the stock's replica caps aside
+    sized: dict | None = None  # service targets: (chip id, row) -> planner.candidates.slo.Sizing
 
 
 def _stock(scenario: Scenario, chip: str) -> int | None:
@@ -56,7 +57,16 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
         chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
                                                 "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
         tables.append(candidate_table(spec, chip, chip_limits))
-    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None})) if spec.serving != "disagg" else []
+    sized = None
+    if spec.slo is not None and spec.serving != "disagg":
+        from planner import defaults
+        from planner.candidates import slo  # the serving simulator runs only when targets ask for it
+        from pricing.graph import load_model
+
+        keep = 1 + defaults.value("report.alternatives")
+        sized = slo.size_tables(load_model(spec.model, spec.quantization), tables, spec, limits, keep)
+    opts = (cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized)
+            if spec.serving != "disagg" else [])
     capped = []
     for o in opts:
         stock = _stock(scenario, o.row.chip)
@@ -72,7 +82,7 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
                                         node)
         opts, capped = opts + pairs, capped + pairs
     own = min((o.cost * o.rmin for o in opts), default=None)
-    return Prepared(service.name, spec, limits, tables, capped, node, own)
+    return Prepared(service.name, spec, limits, tables, capped, node, own, sized)
 
 
 def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: Scenario) -> None:

@@ -62,31 +62,39 @@ class Instance:
                    e.max_model_len, e.dp)
 
 
-@dataclass(frozen=True)
 class Distribution:
-    """Sorted samples (with weights, for ITL), read at percentiles as numpy's default (linear)."""
+    """Samples (with weights, for ITL), read at percentiles as numpy's default (linear); sorted
+    when first read."""
 
-    values: tuple[float, ...]
-    weights: tuple[float, ...] | None = None
+    def __init__(self, values, weights=None):
+        self._raw = (values, weights)
+        self._sorted = None
 
     @classmethod
     def of(cls, values, weights=None) -> Distribution:
-        if weights is None:
-            return cls(tuple(sorted(values)))
-        pairs = sorted(zip(values, weights, strict=True))
-        return cls(tuple(v for v, _ in pairs), tuple(w for _, w in pairs))
+        return cls(values, weights)
+
+    def _samples(self) -> tuple[list[float], list[float] | None]:
+        if self._sorted is None:
+            values, weights = self._raw
+            if weights is None:
+                self._sorted = (sorted(values), None)
+            else:
+                order = sorted(range(len(values)), key=values.__getitem__)
+                self._sorted = ([values[i] for i in order], [weights[i] for i in order])
+        return self._sorted
 
     def percentile(self, p: float) -> float:
-        v = self.values
+        v, weights = self._samples()
         if not v:
             return math.nan
-        if self.weights is None:
+        if weights is None:
             x = p / 100 * (len(v) - 1)
             i = min(int(x), len(v) - 2) if len(v) > 1 else 0
             return v[i] + (v[min(i + 1, len(v) - 1)] - v[i]) * (x - i)
-        target = p / 100 * sum(self.weights)
+        target = p / 100 * sum(weights)
         acc = 0.0
-        for value, w in zip(v, self.weights, strict=True):
+        for value, w in zip(v, weights, strict=True):
             acc += w
             if acc >= target:
                 return value
@@ -94,11 +102,12 @@ class Distribution:
 
     @property
     def mean(self) -> float:
-        if not self.values:
+        values, weights = self._raw
+        if not values:
             return math.nan
-        if self.weights is None:
-            return sum(self.values) / len(self.values)
-        return sum(a * w for a, w in zip(self.values, self.weights, strict=True)) / sum(self.weights)
+        if weights is None:
+            return sum(values) / len(values)
+        return sum(a * w for a, w in zip(values, weights, strict=True)) / sum(weights)
 
 
 @dataclass(frozen=True)
@@ -195,7 +204,7 @@ class _Run:
         self.preemptions = 0
         # decoding requests in aggregate: id -> key (context - gen), residue counts, sums
         self.decoders: dict[int, int] = {}
-        self.by_residue = [0] * bs
+        self.by_residue = [0] * (2 * bs)  # decoding requests by key mod bs, the list twice over
         self.blocks_held = 0
         self.key_sum = 0
         self.gen = 0  # decode steps every decoding request has taken
@@ -219,9 +228,9 @@ class _Run:
             return self.blocks_held + (self.by_residue[-self.gen % bs] if steps else 0)
         cycles, rest = divmod(steps, bs)
         added = cycles * len(self.decoders)
-        if rest:
-            counts, g = self.by_residue, self.gen
-            added += sum(counts[(-g - j) % bs] for j in range(rest))
+        if rest:  # residues -gen, -gen - 1, ..., -gen - rest + 1: one run of the doubled counts
+            start = (-self.gen - rest + 1) % bs
+            added += sum(self.by_residue[start:start + rest])
         return self.blocks_held + added
 
     def start_decoding(self, i: int, context: int, produced: int) -> None:
@@ -231,7 +240,9 @@ class _Run:
             return
         key = context - self.gen
         self.decoders[i] = key
-        self.by_residue[key % self.inst.block_size] += 1
+        r = key % self.inst.block_size
+        self.by_residue[r] += 1
+        self.by_residue[r + self.inst.block_size] += 1
         self.blocks_held += -(-context // self.inst.block_size)
         self.key_sum += key
         self.done_at[i] = self.gen + left
@@ -240,7 +251,9 @@ class _Run:
     def stop_decoding(self, i: int) -> int:
         """Take `i` out of the aggregate; the decode steps it has produced."""
         key = self.decoders.pop(i)
-        self.by_residue[key % self.inst.block_size] -= 1
+        r = key % self.inst.block_size
+        self.by_residue[r] -= 1
+        self.by_residue[r + self.inst.block_size] -= 1
         self.blocks_held -= -(-(key + self.gen) // self.inst.block_size)
         self.key_sum -= key
         return self.steps_out[i] - (self.done_at.pop(i) - self.gen)
@@ -388,56 +401,60 @@ class _Run:
             self.finished(i)
 
     def jump(self) -> bool:
-        """Take a run of identical pure-decode steps at once, when the next is one; False if not."""
+        """Take runs of identical pure-decode steps at once while the next step is one (through
+        the finishes that change nothing else); False if the next step is not one."""
         inst, cost = self.inst, self.cost
-        decode = len(self.decoders)
-        if not decode or self.prefilling or decode * cost.queries > inst.max_num_batched_tokens:
+        if self.prefilling:
             return False
-        if self.waiting and decode < inst.max_num_seqs:
-            i = self.waiting[0]
-            need = -(-(self.start(i) + 1) // inst.block_size)
+        if self.waiting and len(self.decoders) < inst.max_num_seqs:
+            need = -(-(self.start(self.waiting[0]) + 1) // inst.block_size)
             if need <= inst.blocks - self.decode_blocks(1):
                 return False  # it would be admitted next step
         done, done_at = self.done, self.done_at
-        while done_at.get(done[0][1]) != done[0][0]:
-            heapq.heappop(done)
-        steps = done[0][0] - self.gen
-        bound = self.blocks_held + (steps // inst.block_size + 1) * decode
-        if bound > inst.blocks and self.decode_blocks(steps) > inst.blocks:  # the pool runs out first
-            lo, hi = 0, steps
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if self.decode_blocks(mid) <= inst.blocks:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            steps = lo
-        if steps <= 1:
-            return False
-        base = self.key_sum + decode * self.gen
-        t1 = cost.seconds(decode, base + decode, [])
-        tk = cost.seconds(decode, base + decode * steps, [])
-        arrival = self.next_arrival()
-        if arrival < math.inf:
-            slope = (tk - t1) / (steps - 1)
-            gap = arrival - self.now
-            # smallest k with k t1 + slope k (k - 1) / 2 >= gap
-            if slope > 0:
-                b = t1 - slope / 2
-                k = math.ceil((-b + math.sqrt(b * b + 2 * slope * gap)) / slope)
-            else:
-                k = math.ceil(gap / t1)
-            k = max(1, k)
-            if k < steps:
-                steps = k
-                tk = cost.seconds(decode, base + decode * steps, [])
+        moved = False
+        while True:
+            decode = len(self.decoders)
+            if not decode or decode * cost.queries > inst.max_num_batched_tokens:
+                return moved
+            while done_at.get(done[0][1]) != done[0][0]:
+                heapq.heappop(done)
+            steps = done[0][0] - self.gen
+            bound = self.blocks_held + (steps // inst.block_size + 1) * decode
+            if bound > inst.blocks and self.decode_blocks(steps) > inst.blocks:  # the pool runs out first
+                lo, hi = 0, steps
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if self.decode_blocks(mid) <= inst.blocks:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                steps = lo
             if steps <= 1:
-                return False
-        total = steps * (t1 + tk) / 2
-        self.itl_values += [t1, tk]
-        self.itl_weights += [decode * steps / 2] * 2
-        self.advance(total, steps, 0)
-        return True
+                return moved
+            base = self.key_sum + decode * self.gen
+            t1 = cost.decode_seconds(decode, base + decode)
+            tk = cost.decode_seconds(decode, base + decode * steps)
+            arrival = self.next_arrival()
+            if arrival < math.inf:
+                slope = (tk - t1) / (steps - 1)
+                gap = arrival - self.now
+                # the smallest k with k t1 + slope k (k - 1) / 2 >= gap: the step it arrives in
+                if slope > 0:
+                    b = t1 - slope / 2
+                    k = max(1, math.ceil((-b + math.sqrt(b * b + 2 * slope * gap)) / slope))
+                else:
+                    k = max(1, math.ceil(gap / t1))
+                if k < steps:
+                    steps = k
+                    tk = cost.decode_seconds(decode, base + decode * steps)
+                if steps <= 1:
+                    return moved
+            self.itl_values += (t1, tk)
+            self.itl_weights += (decode * steps / 2, decode * steps / 2)
+            self.advance(steps * (t1 + tk) / 2, steps, 0)
+            moved = True
+            if self.waiting or self.next_arrival() <= self.now:
+                return True
 
     def run(self) -> Served:
         n = len(self.send)

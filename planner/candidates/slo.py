@@ -1,0 +1,252 @@
+"""Service targets at a rate: the fewest replicas of a candidate instance that serve the
+workload's requests per second within every percentile target, found with the serving simulator
+(pricing/serving: vLLM 0.33's scheduler step by step on the step model).
+
+R replicas share the rate evenly, so each instance is simulated at rate / R as `vllm bench serve
+--request-rate` would run it (Poisson arrivals, planner/defaults.yaml serving.requests requests,
+seed serving.seed). A higher rate per instance never lowers a percentile (property-tested), so
+the fewest replicas is the smallest R whose simulation meets the targets: searched down from the
+step model's closed-form estimate (rate over one instance's throughput at its batch cap) while it
+meets them, else up by doubling and bisection. An instance that misses a target even alone (one
+request at a time) is dropped with its figures.
+
+Only the instance shapes that could be among the cheapest are simulated: in order of a lower bound
+on their pool's cost (the closed form's replicas with planner/defaults.yaml
+serving.capacity_allowance), until `keep` simulated pools cost less than the next bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from pydantic import BaseModel, Field
+
+from planner import defaults
+from planner.candidates.shapes import ChipTable, Row, context_length, deployment, replica_cap
+from planner.request import METRIC_NAMES, PoolLimits, ServiceSpec
+from pricing.graph.model import ModelGraph
+from pricing.kernel import Kernel
+from pricing.serving import ClosedLoop, Fixed, Instance, Poisson, Served, StepCost, Traffic, Uniform, simulate
+from pricing.step import StepModel, has_rates
+from pricing.step.serving import Workload, largest_batch, serving
+
+
+@dataclass
+class Sizing:
+    """One row sized to the targets: its fewest replicas and the benchmarks simulated on the way."""
+
+    replicas: int  # 0: no replica count meets the targets
+    runs: dict[int, Served] = field(default_factory=dict)  # replicas -> the benchmark of one instance at rate / R
+    memory: int = 1  # the replicas memory alone needs
+    alone: Served | None = None  # one request at a time, when even that misses
+    candidate: Candidate | None = None
+
+    def at(self, replicas: int) -> Served:
+        """The benchmark of one instance at rate / `replicas` (simulated if not yet)."""
+        if replicas not in self.runs:
+            self.runs[replicas] = self.candidate.run(self.candidate.service.workload.requests_per_second / replicas)
+        return self.runs[replicas]
+
+    @property
+    def served(self) -> Served:
+        return self.runs[self.replicas]
+
+
+def traffic(service: ServiceSpec, rate: float | None, count: int | None = None) -> Traffic:
+    """The benchmark one instance sees at `rate` requests/s (None: one request at a time)."""
+    w = service.workload
+    if w.range_ratio:
+        prompt, output = Uniform.around(w.isl, w.range_ratio), Uniform.around(w.osl, w.range_ratio)
+    else:
+        prompt, output = Fixed(w.isl), Fixed(w.osl)
+    arrivals = Poisson(rate) if rate is not None else ClosedLoop(1)
+    return Traffic(arrivals, prompt, output, count=count or defaults.value("serving.requests"),
+                   seed=defaults.value("serving.seed"))
+
+
+def misses(service: ServiceSpec, served: Served) -> list[tuple[str, int, float, float]]:
+    """The targets `served` misses: (metric, percentile, bound ms, measured ms); goodput as
+    ('goodput', 0, fraction asked, fraction met)."""
+    slo = service.slo
+    out = []
+    for metric, p, ms in slo.targets:
+        got = served.metric(metric).percentile(p) * 1000
+        if got > ms:
+            out.append((metric, p, ms, got))
+    if slo.goodput is not None:
+        met = goodput(service, served)
+        if met < slo.goodput:
+            out.append(("goodput", 0, slo.goodput, met))
+    return out
+
+
+def goodput(service: ServiceSpec, served: Served) -> float:
+    """The fraction of requests meeting every per-request bound the targets give."""
+    slo = service.slo
+
+    def seconds(metric):
+        ms = slo.bound(metric)
+        return ms / 1000 if ms is not None else None
+
+    return served.goodput(ttft=seconds("ttft"), tpot=seconds("tpot"), e2e=seconds("e2e"))
+
+
+class Candidate:
+    """One row's instance, ready to simulate."""
+
+    def __init__(self, model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row):
+        kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), table.chip,
+                           release=service.vllm_version)
+        inst = Instance.of(kernel)
+        self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin)))
+        self.step = StepModel(kernel, rates_accepted=service.speculative_acceptance)
+        self.cost = StepCost(self.step, inst.max_num_seqs, inst.max_num_batched_tokens + inst.max_num_seqs,
+                             inst.max_model_len)
+        self.service, self.row = service, row
+
+    def run(self, rate: float | None, count: int | None = None) -> Served:
+        return simulate(self.instance, self.cost, traffic(self.service, rate, count))
+
+    def estimate(self) -> float:
+        """Requests/s of one instance by the step model's closed form, at the largest batch whose
+        steady step meets the tightest TPOT bound (its batch cap without one)."""
+        w = self.service.workload
+        workload = Workload(w.isl, w.osl)
+        held = max(1, self.row.held_per_rank)
+        tpot = self.service.slo.bound("tpot")
+        if tpot is not None:
+            held = max(1, largest_batch(self.step, held, self.instance.max_model_len, workload,
+                                        tpot_seconds=tpot / 1000))
+        return serving(self.step, held, self.instance.max_model_len, workload).requests_per_second
+
+
+def size(candidate: Candidate, memory: int, cap: int | None) -> Sizing:
+    """The fewest replicas (at least `memory`, at most `cap`) whose instance meets the targets."""
+    service = candidate.service
+    rate = service.workload.requests_per_second
+    sizing = Sizing(0, memory=memory, candidate=candidate)
+
+    def meets(r: int) -> bool:
+        return not misses(service, sizing.at(r))
+
+    alone = candidate.run(None, count=max(1, min(50, defaults.value("serving.requests"))))
+    if misses(service, alone):
+        sizing.alone = alone
+        return sizing
+    limit = cap if cap is not None else defaults.value("limits.max_gpus")
+    r = min(limit, max(memory, math.ceil(rate / candidate.estimate())))
+    if meets(r):
+        while r > memory and meets(r - 1):
+            r -= 1
+        sizing.replicas = r
+        return sizing
+    lo = r  # misses
+    hi = r + 1
+    while not meets(hi):
+        lo = hi
+        if hi >= limit:
+            return sizing
+        hi = min(limit, max(hi + 1, math.ceil(hi * 1.25)))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    sizing.replicas = hi
+    return sizing
+
+
+def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
+                keep: int) -> dict[tuple[str, Row], Sizing]:
+    """Each promising row of `tables` (the best of each shape) sized to the service's targets, by
+    (chip id, row); rows left out are never cheaper than the `keep` cheapest sized."""
+    allowance = defaults.value("serving.capacity_allowance")
+    rate = service.workload.requests_per_second
+    bounds = []
+    for table in tables:
+        if not has_rates(table.chip):
+            continue
+        for row in table.dominant():
+            memory = -(-service.required // row.concurrency)
+            candidate = Candidate(model, table, service, row)
+            low = max(memory, math.floor(rate / (candidate.estimate() * allowance)), 1)
+            price = row.gpus * table.chip.price_per_gpu_hour
+            bounds.append((low * price, table, row, candidate, memory, price))
+    bounds.sort(key=lambda b: b[0])
+    sized: dict[tuple[str, Row], Sizing] = {}
+    costs: list[float] = []
+    for bound, table, row, candidate, memory, price in bounds:
+        if len(costs) >= keep and bound > sorted(costs)[keep - 1]:
+            break
+        s = size(candidate, memory, replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus))
+        sized[(table.chip.id, row)] = s
+        if s.replicas:
+            costs.append(s.replicas * price)
+    return sized
+
+
+def describe(service: ServiceSpec, served: Served) -> str:
+    """The measured percentiles the targets name, in words."""
+    return ", ".join(f"p{p} {METRIC_NAMES[m]} {served.metric(m).percentile(p) * 1000:,.0f} ms"
+                     for m, p, _ in service.slo.targets)
+
+
+def binds(service: ServiceSpec, sizing: Sizing) -> str | None:
+    """Which target sets the replica count, with the figures one replica fewer; None when memory
+    (the concurrency held) does."""
+    r = sizing.replicas
+    if r <= sizing.memory or (r - 1) not in sizing.runs:
+        return None
+    rate = service.workload.requests_per_second
+    missed = misses(service, sizing.runs[r - 1])
+    said = []
+    for metric, p, bound, got in missed:
+        if metric == "goodput":
+            said.append(f"goodput {bound:.1%} (at {r - 1} replicas {got:.1%} of requests meet every bound)")
+        else:
+            said.append(f"p{p} {METRIC_NAMES[metric]} ≤ {bound:,.0f} ms (at {r - 1} replicas, "
+                        f"{rate / (r - 1):,.2f} requests/s each: {got:,.0f} ms)")
+    now = describe(service, sizing.served)
+    return (f"service targets at {rate:g} requests/s: " + "; ".join(said)
+            + f"; at {r} replicas ({rate / r:,.2f} requests/s each): {now}")
+
+
+class ServingFigures(BaseModel):
+    """A pool's service targets as `vllm bench serve` would measure one instance at its share of
+    the rate (the serving simulator, pricing/serving)."""
+
+    requests_per_second: float = Field(description="the rate the pool serves")
+    requests_per_second_per_instance: float
+    requests_simulated: int
+    ttft_ms: dict[str, float] = Field(description="time to first token by percentile (p50, p90, p99)")
+    tpot_ms: dict[str, float] = Field(description="time per output token after the first, by percentile")
+    itl_ms: dict[str, float] = Field(description="inter-token latency over every token gap, by percentile")
+    e2e_ms: dict[str, float] = Field(description="end-to-end latency by percentile")
+    goodput: float = Field(description="fraction of requests meeting every per-request bound the targets give")
+    preemptions: int = Field(description="preemptions in the simulated benchmark of one instance")
+    targets: list[str] = Field(default_factory=list, description="the targets, in words")
+
+
+def target_words(service: ServiceSpec) -> list[str]:
+    """The service targets in words: 'p99 TTFT ≤ 2,000 ms', 'goodput ≥ 99.0%'."""
+    words = [f"p{p} {METRIC_NAMES[m]} ≤ {ms:,.0f} ms" for m, p, ms in service.slo.targets]
+    if service.slo.goodput is not None:
+        words.append(f"goodput ≥ {service.slo.goodput:.1%}")
+    return words
+
+
+def figures(service: ServiceSpec, sizing: Sizing, replicas: int) -> ServingFigures:
+    """The plan's simulated figures at `replicas` (simulated now if the search did not)."""
+    rate = service.workload.requests_per_second
+    served = sizing.at(replicas)
+
+    def by_percentile(metric):
+        return {f"p{p}": round(served.metric(metric).percentile(p) * 1000, 2) for p in (50, 90, 99)}
+
+    targets = target_words(service)
+    return ServingFigures(requests_per_second=rate, requests_per_second_per_instance=round(rate / replicas, 4),
+                          requests_simulated=served.requests, ttft_ms=by_percentile("ttft"),
+                          tpot_ms=by_percentile("tpot"), itl_ms=by_percentile("itl"), e2e_ms=by_percentile("e2e"),
+                          goodput=round(goodput(service, served), 4), preemptions=served.preemptions, targets=targets)
