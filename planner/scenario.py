@@ -136,6 +136,7 @@ class Scenario(BaseModel):
     inventory: dict[str, Stock] = Field(default_factory=dict)
     services: list[Service] = Field(min_length=1)
     variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (1: N+1)")
 
     @field_validator("services")
     @classmethod
@@ -387,7 +388,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
     `positions`), a tensor-parallel size that does not divide its heads, a drafter it does not
     ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
     from pricing.graph import load_model
-    from pricing.kernel.deployment import beyond_positions
+    from pricing.kernel.deployment import beyond_positions, check_tensor_parallel
     from pricing.rules import get as release_of
 
     lines = []
@@ -407,12 +408,12 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
         at = f"{where}: services[{i}]"
         if positions and s.context_length is not None and (problem := beyond_positions(model, s.context_length)):
             lines.append(f"{at}.context_length: {problem} (use at most {model.max_position})")
-        heads = model.num_attention_heads
-        bad = [t for t in s.tp or [] if t < 1 or heads % t]
-        if bad:
-            fits = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
-            lines.append(f"{at}.tp: {', '.join(map(str, bad))} does not divide the {heads} attention heads of "
-                         f"{model.name} (use one of {fits})")
+        for tp in s.tp or []:
+            try:
+                check_tensor_parallel(model, tp)
+            except InputError as err:
+                lines.append(f"{at}.tp: {err.problem} ({err.fix})")
+                break
         for key, values in (("dp", s.dp), ("dcp", s.dcp), ("max_num_batched_tokens", s.max_num_batched_tokens)):
             if any(v < 1 for v in values or []):
                 lines.append(f"{at}.{key}: every value must be at least 1")

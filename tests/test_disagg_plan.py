@@ -111,10 +111,13 @@ def test_an_infeasible_ttft_explains_itself_with_numbers():
 
 def test_launch_flags_are_vllms():
     """Each instance names NixlConnector with its role (config/kv_transfer.py KVRole: kv_producer,
-    kv_consumer, kv_both), its own API port and a side channel of its own: ranges of dp ports
-    (base + data_parallel_index, nixl/base_scheduler.py) disjoint over the fleet."""
+    kv_consumer, kv_both), is placed with its own GPUs and port, and has a side channel of its own:
+    ranges of dp ports (base + data_parallel_index, nixl/base_scheduler.py) disjoint over the fleet.
+    Every command passes vLLM 0.33's parser and envs.py (tests/vllm_flags.py)."""
+    from tests.vllm_flags import command_problems
+
     plan = _plan(_service(rate=40.0))
-    seen = []
+    seen, gpus = [], []
     for pool in (plan.prefill, plan.decode):
         for launch in pool.launches:
             i = launch.args.index("--kv-transfer-config")
@@ -122,12 +125,16 @@ def test_launch_flags_are_vllms():
             assert config == {"kv_connector": "NixlConnector", "kv_role": pool.kv_role}
             port = int(launch.env["VLLM_NIXL_SIDE_CHANNEL_PORT"])
             seen.append(set(range(port, port + pool.data_parallel_size)))
+            assert launch.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "$" + launch.node.upper().replace("-", "_") + "_IP"
+            gpus.append((launch.node, launch.env["CUDA_VISIBLE_DEVICES"]))
             assert launch.args[:2] == ["vllm", "serve"] and "--port" in launch.args
+            assert command_problems(launch.line) == [], launch.line
     assert sum(len(s) for s in seen) == len(set().union(*seen))
+    assert len(set(gpus)) == len(gpus)  # no two instances on the same GPUs
     assert plan.prefill.replicas + plan.decode.replicas > 2
     args = plan.router.args
-    assert args[args.index("--prefiller-ports") + 1:args.index("--decoder-hosts")] == [
-        str(8100 + i) for i in range(plan.prefill.replicas)]
+    ports = [str(i.slots[0].port) for i in plan.prefill.instances]
+    assert args[args.index("--prefiller-ports") + 1:args.index("--decoder-hosts")] == ports
 
 
 def test_heterogeneous_pools_plan_on_their_own_chips(capsys):

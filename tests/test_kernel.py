@@ -260,3 +260,36 @@ def test_tensor_groups_are_dropped_when_the_graph_gains_a_node():
     graph.add("extra", "dense", tensors=[Tensor("extra.w", first.rows, first.cols, first.fmt, first.split)])
     again, _ = tensor_groups(graph, None)
     assert sum(n for _, n in again) == sum(n for _, n in groups) + 1
+
+
+# -- the tensor-parallel rule (vllm/config/model.py verify_with_parallel_config; QKVParallelLinear) --
+@pytest.mark.parametrize("card, accepted", [
+    # 64 attention heads, 8 KV heads: tp divides 64; below 8 it divides the KV heads, above it is a multiple
+    ("llama-3.1-70b", {1, 2, 4, 8, 16, 32, 64}),
+    # 28 heads, 4 KV heads: of the divisors of 28, 7 and 14 are neither divisors nor multiples of 4
+    ("qwen2.5-7b", {1, 2, 4, 28}),
+    # MLA: one latent KV shared by every head, so only the 128 attention heads constrain tp
+    ("dsv3", {1, 2, 4, 8, 16, 32, 64, 128}),
+])
+def test_tensor_parallel_sizes_vllm_accepts(card, accepted):
+    from pricing.graph import load_model
+    from pricing.kernel.deployment import allows_tensor_parallel
+
+    model = load_model(card)
+    assert {tp for tp in range(1, 129) if allows_tensor_parallel(model, tp)} == accepted
+
+
+def test_a_refused_tensor_parallel_size_names_the_field_not_a_flag():
+    from pricing.chips import get_chip
+    from pricing.errors import InputError
+    from pricing.graph import load_model
+    from pricing.kernel import Deployment, Kernel
+    from pricing.kernel.deployment import check_tensor_parallel
+
+    with pytest.raises(InputError) as err:
+        Kernel.of(load_model("llama-3.1-70b"), Deployment(tensor_parallel_size=3), get_chip("h200"))
+    assert (err.value.field, err.value.problem) == ("tensor_parallel_size",
+                                                    "3 does not divide the 64 attention heads of llama-3.1-70b")
+    with pytest.raises(InputError, match="^tensor_parallel_size: 7 is not a multiple of the 4 KV heads"):
+        check_tensor_parallel(load_model("qwen2.5-7b"), 7)
+

@@ -87,7 +87,7 @@ def test_plan_prints_the_commands_per_node(capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert "one instance takes 2 nodes of 8 GPUs" in out
-    assert "# node 0 (head: serves the API)" in out and "# node 1 (worker)" in out
+    assert "# h100-0: replica 0, head: serves the API" in out and "# h100-1: replica 0, worker" in out
     assert "--distributed-executor-backend ray" in out
     assert "1 × 2" in out  # the nodes column: one instance of two nodes
 

@@ -19,7 +19,8 @@ POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_si
              "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency",
              "headroom_percent", "binds", "model", "cost_per_hour", "price_per_gpu_hour", "price_estimate",
              "price_as_of", "vllm_serve", "step", "pipeline_parallel_size", "nodes_per_replica",
-             "vllm_serve_nodes", "serving", "cost_per_million_output_tokens", "cost_per_million_input_tokens"}
+             "vllm_serve_nodes", "serving", "cost_per_million_output_tokens", "cost_per_million_input_tokens",
+             "instances", "nodes"}
 
 
 def run(args, seed: str = "0") -> subprocess.CompletedProcess:
@@ -35,7 +36,7 @@ def test_same_input_same_bytes_across_processes():
     text = first.stdout.decode()
     assert "dsv4.1-flash: 64 concurrent requests at 1,048,576 tokens" in text
     assert "solver OPTIMAL (optimum proven)" in text
-    assert "vllm serve deepseek-ai/DeepSeek-V4.1-Flash --tensor-parallel-size" in text
+    assert "vllm serve deepseek-ai/DeepSeek-V4.1-Flash --host 0.0.0.0 --port 8000 --tensor-parallel-size" in text
     assert "GPU KV cache size" in text  # the winner's per-rank memory breakdown
 
 

@@ -36,7 +36,7 @@ def test_every_scenario_runs(path):
         assert r["gpus"] == sum(s["gpus"] for s in r["services"])
         for s in r["services"]:
             assert s["concurrency"] >= s["target"]
-            assert s["vllm_serve"].startswith("vllm serve ")
+            assert s["vllm_serve"].split(" ", 1)[1].startswith("vllm serve ")  # after CUDA_VISIBLE_DEVICES
 
 
 def _single_service_runs():

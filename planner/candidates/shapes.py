@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from planner import defaults
 from planner.request import ServiceSpec
 from pricing.chips import Chip
-from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment
-from pricing.kernel.deployment import max_dcp
+from pricing.kernel.deployment import allows_tensor_parallel, check_tensor_parallel, max_dcp
 from pricing.kernel.pipeline import backbone_layers
 
 
@@ -34,6 +33,13 @@ class Shape:
     def nodes(self, gpus_per_node: int) -> int:
         """Nodes one instance takes: one when it fits a node, else whole nodes (`placement`)."""
         return max(1, -(-self.gpus // gpus_per_node))
+
+    def split(self) -> str:
+        """The parallel split in words: 'tp 1 × pp 2 × dp 4 with expert parallel, dcp 2' (factors of 1
+        and expert parallel off are left out; the KV cache dtype is not part of the split)."""
+        text = f"tp {self.tp}" + (f" × pp {self.pp}" if self.pp > 1 else "")
+        text += (f" × dp {self.dp}" if self.dp > 1 else "") + (" with expert parallel" if self.ep else "")
+        return text + (f", dcp {self.dcp}" if self.dcp > 1 else "")
 
 
 def placement(tp: int, world: int, gpus_per_node: int) -> str | None:
@@ -172,32 +178,29 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
            gpus_per_node: int) -> tuple[list[Shape], list[str]]:
     """Instance shapes to evaluate on `chip`, and the filters that removed values (for explanations).
 
-    tp: within the NVLink domain and dividing the attention heads (vLLM's check); pp: the
+    tp: within the NVLink domain and allowed by the heads (the kernel's rule,
+    pricing.kernel.deployment.check_tensor_parallel); pp: the
     pipeline grid (stages across nodes, dp 1), at most one stage per layer, evaluated only when no
     instance within one node holds a request or --pp asks (`candidate_table`); dp: MoE only (dense
     models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides tp and
     at most tp / KV heads (the kernel's rule, pricing.kernel.deployment.max_dcp). An instance larger
     than a node must fill whole nodes with whole tp groups (`placement`)."""
     notes: list[str] = []
-    heads = model.num_attention_heads
     domain = nvlink_domain(chip, gpus_per_node)
     if chip.nvlink_domain <= 1 and domain > 1:
         notes.append(f"{chip.name} has no NVLink: tp up to {domain} runs over PCIe within a node, as vLLM allows "
                      "(NCCL; vLLM's custom all-reduce serves at most two PCIe-only GPUs)")
-    tps = service.tp or tuple(t for t in range(1, domain + 1) if heads % t == 0)
+    allowed = tuple(t for t in range(1, domain + 1) if allows_tensor_parallel(model, t))
+    tps = service.tp or allowed
     if service.tp:
         over = [t for t in tps if t > domain]
         if over:
-            widest_tp = max(t for t in range(1, domain + 1) if heads % t == 0)
             notes.append(f"tp {', '.join(map(str, over))} exceeds the {chip.tp_link} domain of {domain} GPUs: "
-                         f"span nodes with pipeline stages instead (--tp {widest_tp} --pp 2, or leave --tp and --pp "
-                         "out)")
-        bad = [t for t in tps if heads % t]
-        if bad:  # the model, not the chip, rules these out: bad input, as vLLM would reject it
-            fits = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
-            raise InputError("--tp", f"{', '.join(map(str, bad))} does not divide the {heads} attention heads of "
-                             f"{model.name}", f"use one of {fits}")
-        tps = tuple(t for t in tps if t <= domain and heads % t == 0)
+                         f"span nodes with pipeline stages instead (--tp {max(allowed)} --pp 2, or leave --tp and "
+                         "--pp out)")
+        for t in tps:  # the model, not the chip, rules these out: bad input, as vLLM would reject it
+            check_tensor_parallel(model, t)
+        tps = tuple(t for t in tps if t <= domain)
     if model.has_experts:
         dps = service.dp or tuple(defaults.value("grids.data_parallel_size"))
     else:

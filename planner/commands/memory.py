@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from planner.commands.flags import in_flags, vllm_flag
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
 from planner.report.memory import console_for_output, render_memory
@@ -55,12 +56,13 @@ def vllm_flags(f):
         click.option("--num-speculative-tokens", type=int, default=0),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
         click.option("--enable-eplb", is_flag=True),
-        click.option("--num-redundant-experts", type=int, default=0),
+        click.option("--num-redundant-experts", type=int, default=0,
+                     help="vLLM 0.33 takes it in --eplb-config '{\"num_redundant_experts\": N}'"),
         click.option("--enforce-eager", is_flag=True),
         click.option("--cudagraph-mode", help="NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE"),
         click.option("--kv-cache-memory-bytes", type=int, help="fix the KV pool, as vLLM's flag does"),
-        click.option("--no-enable-prefix-caching", "enable_prefix_caching", is_flag=True, flag_value=False,
-                     default=True),
+        click.option("--disable-prefix-caching", "--no-enable-prefix-caching", "enable_prefix_caching", is_flag=True,
+                     flag_value=False, default=True, help="vLLM 0.33's spelling; the second is kept as an alias"),
         click.option("--no-async-scheduling", "async_scheduling", is_flag=True, flag_value=False, default=True),
         click.option("--mamba-cache-mode", type=click.Choice(["none", "align", "all"])),
         click.option("--mega-attention/--no-mega-attention", default=None,
@@ -103,7 +105,10 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
     graph = load_model(model, quantization)
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
-    kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
+    try:
+        kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
+    except InputError as err:
+        raise in_flags(err, lambda field: vllm_flag(field) if field in Deployment.model_fields else None) from None
     report = memory_report(kernel, tokens)
     for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
         click.echo(f"note: {note}", err=True)

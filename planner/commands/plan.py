@@ -12,6 +12,7 @@ import math
 import click
 from pydantic import ValidationError
 
+from planner.commands.flags import PLAN_FLAGS, in_flags
 from planner.commands.registry_option import registry_option
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
 from pricing.config.quantization import methods_help
@@ -81,6 +82,7 @@ def options_list(axes: bool = False) -> list:
         click.option("--price", multiple=True,
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         time_limit_option(),
+        spare_option(),
         click.option("--tpot-ms", type=float, help="time per output token every request must get, in ms"),
         click.option("--ttft-ms", type=float, help="time to first token of a prompt (--isl tokens), in ms"),
         click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
@@ -96,6 +98,12 @@ def options_list(axes: bool = False) -> list:
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
     ]
+
+
+def spare_option():
+    """--spare N: whole nodes per chip kept free beside the pools (N+1 capacity: --spare 1)."""
+    return click.option("--spare", type=click.IntRange(min=0), default=0, show_default=True,
+                        help="whole nodes per chip kept free as spare capacity (1 for N+1), shown in the node map")
 
 
 def slo_options() -> list:
@@ -243,7 +251,7 @@ def request_from(options: dict) -> PlanRequest:
             workload=workload, slo=slo, serving=options.get("serving", "agg"))
         limits = PoolLimits(chips=chips, price=every, prices=by_chip, max_gpus=options["max_gpus"],
                             gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"],
-                            prefill_chips=prefill or None, decode_chips=decode or None)
+                            spare=options.get("spare", 0), prefill_chips=prefill or None, decode_chips=decode or None)
     except ValidationError as err:
         first = err.errors()[0]
         field = str(first["loc"][-1] if first["loc"] else "input")
@@ -306,7 +314,10 @@ def run(ctx: click.Context, **options) -> None:
     request = request_from(options)
     if request.service.serving != "agg":
         return run_serving(ctx, request, options)
-    result = plan(request)
+    try:
+        result = plan(request)
+    except InputError as err:
+        raise in_flags(err, PLAN_FLAGS.get) from None
     result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
                         + unused_acceptance(request.service.speculative_acceptance,
                                             request.service.num_speculative_tokens))

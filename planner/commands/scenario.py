@@ -16,10 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from planner import defaults
-from planner.commands.plan import options_list, time_limit_option
+from planner.commands.plan import options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.report.memory import console_for_output
-from planner.report.render import command
 from planner.report.result import price_footnotes, star
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
@@ -104,6 +103,12 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     for p in r.services:
         for line in (speed_lines(p) if p.role == "aggregated" else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
+    from planner.report.render import command, node_map, render_launch
+
+    console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
+                           f"node map: {len(r.nodes)} nodes of the inventory"))
+    for note in r.placement_notes:
+        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:
         if p.instance_commands:
             command(console, f"# {p.service}, one line per instance" + (", then the router" if p.role == "decode"
@@ -111,11 +116,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
             for line in p.instance_commands:
                 command(console, line)
             continue
-        command(console, f"# {p.service}" + (f", × {p.replicas} replicas" if p.replicas > 1 else "")
-                + (f", {p.nodes_per_replica} nodes each, one command per node (HEAD_IP: the head node's address)"
-                   if p.vllm_serve_nodes else ""))
-        for line in p.vllm_serve_nodes or [p.vllm_serve]:
-            command(console, line)
+        render_launch(p, console, p.service)
 
 
 def render_comparison(c: Comparison, console: Console) -> None:
@@ -163,8 +164,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
+@spare_option()
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -173,6 +175,8 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
     check_output_path(chart_path)
     scenario = load_scenario(file)
+    if spare:
+        scenario = scenario.model_copy(update={"spare": spare})
     from planner.heap import freeze_imported
     from planner.report.review import Ticker, compare
 

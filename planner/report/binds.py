@@ -12,16 +12,10 @@ from planner.candidates.shapes import ChipTable, Row
 from pricing.units import size
 
 
-def _split(row) -> str:
-    s = row.shape
-    text = f"tp {s.tp}" + (f" × pp {s.pp}" if s.pp > 1 else "") + (f" × dp {s.dp}" if s.dp > 1 else "")
-    return text + (" with expert parallel" if s.ep else "")
-
-
 def _narrower(v) -> str:
     """Why a narrower split serves nothing: its fixed memory exceeds the budget, or leaves a pool
     short of one request at the context length."""
-    at = f"at {v.shape.gpus} GPU{'s' if v.shape.gpus > 1 else ''} ({_split(v)})"
+    at = f"at {v.shape.gpus} GPU{'s' if v.shape.gpus > 1 else ''} ({v.shape.split()})"
     if v.fixed >= v.budget or not v.request_bytes:
         return f"{at} the fixed memory is {size(v.fixed)} per rank against a {size(v.budget)} budget"
     return (f"{at} the fixed memory ({size(v.fixed)} per rank) leaves a {size(v.kv_pool)} KV pool of the "
@@ -42,7 +36,8 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
             domain = f" (the NVLink domain is {table.chip.nvlink_domain} GPUs)" \
                 if row.shape.tp == table.chip.nvlink_domain else ""
             return (f"weights force the split: {size(kernel.fixed_bytes().weights)} of weights per rank need "
-                    f"{row.gpus} GPUs ({_split(row)}){domain}{where}; one instance holds {held} of the {target} asked")
+                    f"{row.gpus} GPUs ({row.shape.split()}){domain}{where}; one instance holds {held} of the {target} "
+                    "asked")
         if row.gpus == 1:
             return f"one GPU is the smallest pool: it holds {held} of the {target} asked"
     per_rank = row.held_per_rank

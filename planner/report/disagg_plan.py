@@ -18,41 +18,56 @@ from pricing.serving.queueing import md1_wait
 
 
 def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table: ChipTable, row: Row, replicas: int,
-               binds: str, first_side_port: int, in_flight: int):
-    """One role's pool as the report shows it: the row in its role, its memory and its launches."""
-    from planner.report.disagg_launch import role_launches
+               binds: str, in_flight: int):
+    """One role's pool as the report shows it: the row in its role, its memory, its connector and
+    binds; its launch follows its placement (`launch_pools`). Also the role's deployment."""
     from planner.report.serving import RolePool
     from pricing.kernel.report import memory_report
 
     kernel = role.kernel(model, chip, service, row)
     e = kernel.engine
-    d = kernel.engine.as_deployment()
     mem = memory_report(kernel, e.max_model_len)
     conn = kernel.connector()
-    launches = role_launches(model.hf_id, d, role.name, replicas, table.gpus_per_node, service.quantization,
-                             first_side_port)
     held = row.shape.dp * row.max_num_seqs * replicas
-    return RolePool(in_flight=in_flight,
-        role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id, gpus=row.gpus * replicas,
-        replicas=replicas, gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=1,
-        nodes_per_replica=row.shape.nodes(table.gpus_per_node), data_parallel_size=row.shape.dp,
-        enable_expert_parallel=row.shape.ep, decode_context_parallel_size=row.shape.dcp,
-        gpu_memory_utilization=row.gpu_memory_utilization, max_num_batched_tokens=row.max_num_batched_tokens,
-        max_num_seqs=row.max_num_seqs, max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype,
-        concurrency=held, headroom=0.0, binds=binds, binds_role=binds,
-        cost_per_hour=round(chip.price_per_gpu_hour * row.gpus * replicas, 4),
+    pool = RolePool(
+        in_flight=in_flight, role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id,
+        gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp,
+        pipeline_parallel_size=1, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
+        data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
+        decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
+        max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
+        max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held, headroom=0.0,
+        binds=binds, binds_role=binds, cost_per_hour=round(chip.price_per_gpu_hour * row.gpus * replicas, 4),
         price_per_gpu_hour=chip.price_per_gpu_hour, price_estimate=chip.price_estimate, price_as_of=chip.price_as_of,
-        vllm_serve=launches[0].line, launches=launches,
-        memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
-                "block_bytes": mem.block_bytes, "num_blocks": mem.num_blocks, "requests_held": mem.requests_held},
+        vllm_serve="", memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
+                               "block_bytes": mem.block_bytes, "num_blocks": mem.num_blocks,
+                               "requests_held": mem.requests_held},
         connector_gpu_bytes=conn.gpu_bytes, connector_host_bytes=conn.host_bytes)
+    return pool, e.as_deployment(), table.gpus_per_node
+
+
+def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_port: int) -> list:
+    """Each role pool (RolePool, its deployment, GPUs per node) with the launches of its placed
+    instances (`placed`: planner/search/placement.py InstancePlacement of every pool, by role),
+    side-channel ports disjoint over the fleet from `first_side_port`; the pools returned updated."""
+    from planner.report.disagg_launch import role_instances
+    from planner.report.serve import served_model
+
+    served = served_model(service.model, service.quantization, service.vllm_version)
+    out, port = [], first_side_port
+    for pool, d, per_node in pools:
+        mine = [i for i in placed if i.role == pool.role]
+        instances, data = role_instances(served, d, per_node, mine, port)
+        port += len(mine) * d.data_parallel_size
+        first = instances[0].commands
+        out.append(pool.model_copy(update={"instances": instances, "launches": data, "vllm_serve": first[0].command,
+                                           "vllm_serve_nodes": [c.command for c in first] if len(first) > 1 else []}))
+    return out
 
 
 def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int, rate: float,
                node: dict[str, int] | None = None):
     """The prefill pool and the decode pool of `pair` at `p` and `d` instances, each with its binds."""
-    from planner.report.disagg_launch import side_channel_base
-
     w = service.workload
     pf, dec, h = pair.prefill, pair.decode, pair.handover
     ranks = p * pf.row.shape.dp
@@ -70,7 +85,6 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
                   f"{dec.arriving_per_rank:.2f} more arriving)")
                + f", {dec.requests_per_second:.2f} requests/s per instance at {dec.tpot_seconds * 1000:.1f} ms "
                  f"per output token")
-    base = side_channel_base()
     node = node or {}
 
     def table(chip):
@@ -78,11 +92,10 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
 
     prompts = math.ceil(rate * (wait + pf.prompt_seconds))  # Little's law in each pool
     running = math.ceil(rate * (w.osl * dec.tpot_seconds))
-    prefill_pool = _role_pool(model, service, PREFILL, pair.prefill_chip, table(pair.prefill_chip), pf.row, p,
-                              p_binds, base, prompts)
-    decode_pool = _role_pool(model, service, DECODE, pair.decode_chip, table(pair.decode_chip), dec.row, d, d_binds,
-                             base + p * pf.row.shape.dp, running)
-    return prefill_pool, decode_pool
+    return (_role_pool(model, service, PREFILL, pair.prefill_chip, table(pair.prefill_chip), pf.row, p, p_binds,
+                       prompts),
+            _role_pool(model, service, DECODE, pair.decode_chip, table(pair.decode_chip), dec.row, d, d_binds,
+                       running))
 
 
 def plan_disagg(service: ServiceSpec, limits: PoolLimits):
@@ -100,7 +113,16 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits):
     pf, dec, h = pair.prefill, pair.decode, pair.handover
     util = rate / (p * pf.row.shape.dp * pf.service_rate)
     spent = pair.queue_seconds + pf.prompt_seconds + h.seconds + dec.step_seconds
-    prefill_pool, decode_pool = role_pools(model, service, limits, pair, p, d, rate)
+    from planner.report.disagg_launch import side_channel_base
+    from planner.search.placement import ChipNodes, PoolShape, place
+
+    roles = role_pools(model, service, limits, pair, p, d, rate)
+    shapes = [PoolShape(pool.role, pool.chip, pool.replicas, pool.gpus_per_replica, pool.tensor_parallel_size,
+                        role=pool.role) for pool, _, _ in roles]
+    chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits).tp_domain)
+             for pool, _, per_node in roles}
+    laid = place(shapes, chips, limits.spare)
+    prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base())
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
     return DisaggPlan(
         feasible=True, prefill=prefill_pool, decode=decode_pool,
@@ -112,8 +134,9 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits):
                               first_step_ms=round(dec.step_seconds * 1000, 2),
                               total_ms=round(spent * 1000, 1), prefill_utilization=round(util, 4)),
         requests_per_second=rate, gpus=prefill_pool.gpus + decode_pool.gpus, cost_per_hour=round(cost, 4),
-        router=router(p, d), solver_status=found.status, candidates_evaluated=found.evaluated,
-        pairs=len(found.pairs), seconds=round(found.seconds, 3))
+        router=router(prefill_pool.instances, decode_pool.instances), nodes=laid.nodes,
+        solver_status=found.status, candidates_evaluated=found.evaluated, pairs=len(found.pairs),
+        seconds=round(found.seconds, 3))
 
 
 def plan_serving(request):

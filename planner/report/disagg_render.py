@@ -61,8 +61,8 @@ def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int,
     console.print()
     for p in (plan.prefill, plan.decode):
         console.print(f"start {p.replicas} {p.role} instance{'s' if p.replicas > 1 else ''} of {p.gpus_per_replica} "
-                      f"GPU{'s' if p.gpus_per_replica > 1 else ''} each (${p.role.upper()}_i_HOST: the address of "
-                      "the host it runs on):")
+                      f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one line per process ($<NODE>_IP: the "
+                      "address of that node, which the NIXL side channel listens on):", soft_wrap=True)
         for launch in p.launches:
             command(console, launch.line)
     console.print("then the router in front of both pools (vLLM's documented proxy; llm-d's inference scheduler or "

@@ -16,16 +16,8 @@ def _gib(n: int) -> str:
 
 
 def _split(shape) -> str:
-    text = f"tp {shape.tp}"
-    if shape.dp > 1:
-        text += f" × dp {shape.dp}"
-    if shape.ep:
-        text += " with expert parallel"
-    if shape.dcp > 1:
-        text += f", dcp {shape.dcp}"
-    if shape.kv_cache_dtype != "auto":
-        text += f", kv cache {shape.kv_cache_dtype}"
-    return text
+    """The shape's split, with its KV cache dtype when it is not the model's."""
+    return shape.split() + (f", kv cache {shape.kv_cache_dtype}" if shape.kv_cache_dtype != "auto" else "")
 
 
 def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:

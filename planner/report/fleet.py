@@ -5,6 +5,7 @@ used, the total cost, and the services left short with what each would take on i
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -13,13 +14,17 @@ from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.report.binds import binding, default_max_num_seqs
+from planner.report.disagg_plan import launch_pools
 from planner.report.plan import serving_figures, token_costs
 from planner.report.result import PoolPlan
-from planner.report.serve import node_commands, serve_command
+from planner.report.serve import instance_launches, pool_launch, served_model
+from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
 from planner.search.disagg import PairOption
 from planner.search.fleet import Prepared, search_fleet, unserved
+from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
+from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
 
@@ -72,13 +77,18 @@ class FleetResult(BaseModel):
     solver_status: str
     candidates_evaluated: int
     seconds: float
+    nodes: list[NodeUse] = Field(default_factory=list, description="the inventory's nodes and what runs on each GPU")
+    placement_notes: list[str] = Field(default_factory=list, description="what the placement could not do")
 
 
-def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServicePlan]:
-    out = []
+def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[ServicePlan], Placement]:
+    """Each service's pool, laid with the others on the inventory's nodes, with its commands."""
+    out, launch = [], []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
         if isinstance(option, PairOption):
-            out += _role_plans(p, option)
+            for fields, role in _role_fields(p, option):
+                out.append(fields)
+                launch.append(role)
             continue
         row = option.row
         model = load_model(p.spec.model, p.spec.quantization)
@@ -94,7 +104,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
         served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds)
         cost = round(option.price * row.gpus * replicas, 4)
         per_output, per_input = token_costs(p.spec, step, cost)
-        out.append(ServicePlan(
+        out.append(dict(
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
             nodes_per_replica=row.shape.nodes(p.node[row.chip]), data_parallel_size=row.shape.dp,
@@ -106,31 +116,80 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> list[ServiceP
             cost_per_hour=cost, serving=served, cost_per_million_output_tokens=per_output,
             cost_per_million_input_tokens=per_input,
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
-            price_as_of=priced_chip(row.chip, p.limits).price_as_of,
-            vllm_serve=serve_command(model.hf_id, d, p.node[row.chip], p.spec.quantization),
-            vllm_serve_nodes=node_commands(model.hf_id, d, p.node[row.chip], p.spec.quantization), step=step))
-    return out
+            price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
+        launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
+    shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"],
+                        role=f.get("role", "aggregated")) for f in out]
+    per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
+    laid = lay_out(shapes, scenario, per_node)
+    plans, side_port = [], None
+    for fields, entry in zip(out, launch, strict=True):
+        mine = [i for i in laid.instances if i.pool == fields["service"]]
+        if isinstance(entry, RoleLaunch):  # a disaggregated service's pool: its connector and side channel
+            from planner.report.disagg_launch import side_channel_base
+
+            side_port = side_channel_base() if side_port is None else side_port
+            (pool,) = launch_pools(entry.spec, [(entry.pool, entry.deployment, entry.per_node)], mine, side_port)
+            side_port += len(mine) * entry.deployment.data_parallel_size
+            fields["instance_commands"] = [x.line for x in pool.launches]
+            plans.append(ServicePlan(**fields, **{k: getattr(pool, k) for k in ("instances", "vllm_serve",
+                                                                                 "vllm_serve_nodes")}))
+            continue
+        named, d, node = entry
+        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, node, mine))))
+    _add_routers(plans)
+    return plans, laid
 
 
-def _role_plans(p: Prepared, option: PairOption) -> list[ServicePlan]:
-    """A disaggregated service's two pools, as `plan --serving disagg` reports them."""
+@dataclass(frozen=True)
+class RoleLaunch:
+    """What a role pool's launch needs once it is placed."""
+
+    spec: ServiceSpec
+    pool: object  # RolePool
+    deployment: object
+    per_node: int
+
+
+def _add_routers(plans: list[ServicePlan]) -> None:
+    """Each disaggregated service's router, after its decode pool's instance commands."""
     from planner.report.disagg_launch import router
+
+    for plan in plans:
+        if plan.role != "decode":
+            continue
+        name = plan.service.removesuffix(" (decode)")
+        prefill = next(p for p in plans if p.service == f"{name} (prefill)")
+        plan.instance_commands.append(router(prefill.instances, plan.instances).line)
+
+
+def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int]) -> Placement:
+    """The fleet's instances on the inventory's whole nodes (planner/search/placement.py), with the
+    scenario's spare nodes kept free."""
+    chips = {}
+    for chip_id, node in per_node.items():
+        stock = scenario.inventory.get(chip_id)
+        chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id).tp_domain, stock.gpus if stock else None)
+    return place(shapes, chips, scenario.spare)
+
+
+def _role_fields(p: Prepared, option: PairOption) -> list[tuple[dict, RoleLaunch]]:
+    """A disaggregated service's two pools as `plan --serving disagg` reports them, as ServicePlan
+    fields before placement, each with what its launch needs."""
     from planner.report.disagg_plan import role_pools
 
     fleet = option.row
     model = load_model(p.spec.model, p.spec.quantization)
     rate = p.spec.workload.requests_per_second
-    pools = role_pools(model, p.spec, p.limits, fleet.pair, fleet.prefill, fleet.decode, rate, p.node)
     out = []
-    for pool in pools:
-        fields = pool.model_dump(include=set(PoolPlan.model_fields))
-        fields.update(headroom=pool.concurrency / max(1, pool.in_flight) - 1, vllm_serve_nodes=[],
-                      headroom_percent=round((pool.concurrency / max(1, pool.in_flight) - 1) * 100, 2))
-        lines = [launch.line for launch in pool.launches]
-        if pool.role == "decode":
-            lines.append(router(fleet.prefill, fleet.decode).line)
-        out.append(ServicePlan(**fields, service=f"{p.name} ({pool.role})", target=pool.in_flight, role=pool.role,
-                               instance_commands=lines))
+    for pool, d, per_node in role_pools(model, p.spec, p.limits, fleet.pair, fleet.prefill, fleet.decode, rate,
+                                        p.node):
+        fields = pool.model_dump(include=set(PoolPlan.model_fields) - {"instances", "vllm_serve", "vllm_serve_nodes",
+                                                                         "nodes"})
+        spare = pool.concurrency / max(1, pool.in_flight) - 1
+        fields.update(headroom=spare, headroom_percent=round(spare * 100, 2), service=f"{p.name} ({pool.role})",
+                      target=pool.in_flight, role=pool.role)
+        out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
     return out
 
 
@@ -176,10 +235,10 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
     if picks:
-        plans = _plans(prepared, picks, scenario)
+        plans, laid = _plans(prepared, picks, scenario)
         short = []
     else:
-        plans = []
+        plans, laid = [], Placement(nodes=[], instances=[])
         short = list(refused.values())
         timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
         if not solvable:
@@ -214,4 +273,5 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
-                       candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3))
+                       candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3),
+                       nodes=laid.nodes, placement_notes=laid.notes)

@@ -37,7 +37,8 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     """The per-rank breakdown; memory in GiB (MiB under 1 GiB), never a negative byte count."""
     console = console or console_for_output()
     e = kernel.engine
-    console.print(f"[bold]{r.model}[/bold] ({r.hf_id}, from {kernel.model.origin or 'the model graph'}) on "
+    served = r.hf_id or "weights not located"
+    console.print(f"[bold]{r.model}[/bold] ({served}, from {kernel.model.origin or 'the model graph'}) on "
                   f"{kernel.chip.name}, {size(r.chip_memory)} seen by vLLM", soft_wrap=True, markup=True)
     console.print(f"tp {e.tp}, " + (f"pp {e.pp}, " if e.pp > 1 else "") + f"dp {e.dp}, ep {'on' if e.ep else 'off'}, "
                   f"dcp {e.dcp}; utilization "

@@ -11,7 +11,7 @@ from planner.candidates.table import priced_chip, verify
 from planner.report.binds import binding, default_max_num_seqs
 from planner.report.explain import explain
 from planner.report.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
-from planner.report.serve import node_commands, serve_command
+from planner.report.serve import own_nodes, served_model
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
 from pricing.graph import load_model
@@ -25,7 +25,7 @@ def plan(request: PlanRequest) -> PlanResult:
     model = load_model(service.model, service.quantization)
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
-    pools = [_pool(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)))
+    pools = [_pool(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)), limits.spare)
              for o, n in found.ranked]
     if pools:
         explanations = []
@@ -76,7 +76,8 @@ def margin_of(service: ServiceSpec) -> Margin:
     return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 
 
-def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None) -> PoolPlan:
+def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
+          spare: int = 0) -> PoolPlan:
     row = option.row
     kernel = verify(model, table.chip, service, row)
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
@@ -98,10 +99,10 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
         binds=binds, cost_per_hour=cost, price_per_gpu_hour=option.price,
-        price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of,
-        vllm_serve=serve_command(model.hf_id, d, table.gpus_per_node, service.quantization),
-        vllm_serve_nodes=node_commands(model.hf_id, d, table.gpus_per_node, service.quantization), step=step,
-        serving=served, cost_per_million_output_tokens=per_output, cost_per_million_input_tokens=per_input)
+        price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of, step=step,
+        serving=served, cost_per_million_output_tokens=per_output, cost_per_million_input_tokens=per_input,
+        **own_nodes(served_model(service.model, service.quantization, service.vllm_version), d, table.chip,
+                    table.gpus_per_node, service.model, replicas, spare))
 
 
 def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str):

@@ -77,23 +77,88 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     if provenance:
         render_provenance(result.provenance, console)
     console.print()
-    if best.vllm_serve_nodes:
-        per_node = best.gpus_per_replica // best.nodes_per_replica
-        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
-                      f"GPUs each; one instance takes {best.nodes_per_replica} nodes of {per_node} GPUs (pipeline "
-                      "stages across nodes, tp within a node's NVLink domain). On each node of an instance, with "
-                      "HEAD_IP the head node's address:")
-        for rank, line in enumerate(best.vllm_serve_nodes):
-            command(console, f"# node {rank}" + (" (head: serves the API)" if rank == 0 else " (worker)"))
-            command(console, line)
-        console.print("# or with Ray: `ray start --head` on the head, `ray start --address $HEAD_IP:6379` on the "
-                      "others, then on the head the first command without --nnodes/--node-rank/--master-addr, "
-                      "with --distributed-executor-backend ray", soft_wrap=True, markup=False)
-    else:
-        console.print(f"start {best.replicas} replica{'s' if best.replicas > 1 else ''} of {best.gpus_per_replica} "
-                      f"GPU{'s' if best.gpus_per_replica > 1 else ''} each, one per instance:")
-        command(console, best.vllm_serve)
+    console.print(node_map(best.nodes, [(best.model, best.instances)],
+                           f"node map: {best.chip} nodes of {best.nodes[0].gpus} GPUs" if best.nodes else "node map"))
+    spare = [n for n in best.nodes if n.spare]
+    if spare:
+        gpus = sum(n.gpus for n in spare)
+        console.print(f"spare: {len(spare)} {best.chip} node{'s' if len(spare) > 1 else ''} ({gpus} GPUs) kept free "
+                      f"(--spare), ${gpus * best.price_per_gpu_hour:,.2f}/hour beyond the pool's cost")
+    render_launch(best, console)
     render_notes(result.notes, console)
+
+
+def node_map(nodes, pools, title: str = "node map") -> Table:
+    """One row per instance part on a node (its GPUs, what it serves, its port), then each node's
+    idle GPUs and the spare nodes. `pools`: (name, instances) pairs."""
+    table = Table(box=box.SIMPLE_HEAD, title=title)
+    for col in ("node", "GPUs", "serves", "role", "port"):
+        table.add_column(col, no_wrap=True, justify="right" if col == "port" else "left")
+    rows = []
+    for name, instances in pools:
+        for inst in instances:
+            for rank, slot in enumerate(inst.slots):
+                part = "" if len(inst.slots) == 1 else (", head" if rank == 0 else f", node {rank}")
+                rows.append((slot.node, slot.gpus, f"{name} #{inst.replica}", inst.role + part,
+                             str(slot.port) if slot.port is not None else "-"))
+    order = {n.node: i for i, n in enumerate(nodes)}
+    for n in nodes:
+        idle = [g for g, u in enumerate(n.used_by) if not u]
+        if n.spare:
+            rows.append((n.node, list(range(n.gpus)), "spare (kept free)", "", "-"))
+        elif idle:
+            rows.append((n.node, idle, "idle", "", "-"))
+    for node, gpus, serves, role, port in sorted(rows, key=lambda r: (order.get(r[0], 0), r[1][0])):
+        table.add_row(node, gpu_ranges(gpus), serves, role, port)
+    return table
+
+
+def gpu_ranges(gpus: list[int]) -> str:
+    """[0, 1, 2, 3, 6] -> '0-3,6'."""
+    out, start = [], None
+    for i, g in enumerate(gpus):
+        if start is None:
+            start = g
+        if i + 1 == len(gpus) or gpus[i + 1] != g + 1:
+            out.append(str(start) if start == g else f"{start}-{g}")
+            start = None
+    return ",".join(out)
+
+
+def render_launch(p: PoolPlan, console: Console, label: str = "") -> None:
+    """Where every instance of the pool runs and the commands that start it, by node: one
+    `vllm serve` per instance within a node (its CUDA_VISIBLE_DEVICES and port), one per node of
+    an instance that spans nodes (the head first), and the Ray form of such an instance once."""
+    from planner.report.serve import WEIGHTS, across_nodes
+    from pricing.kernel import Deployment
+
+    many = p.replicas > 1
+    head = f"{label}: " if label else ""
+    if p.nodes_per_replica > 1:
+        d = Deployment(tensor_parallel_size=p.tensor_parallel_size, pipeline_parallel_size=p.pipeline_parallel_size,
+                       data_parallel_size=p.data_parallel_size)
+        per_node = p.gpus_per_replica // p.nodes_per_replica
+        console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} GPUs each; one "
+                      f"instance takes {p.nodes_per_replica} nodes of {per_node} GPUs ({across_nodes(d, per_node)}). "
+                      "On each node of an instance, with HEAD_IP the head node's address:", soft_wrap=True)
+    else:
+        console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
+                      f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
+                      "the node map names (each in its own shell, or end it with &):", soft_wrap=True)
+    if any(WEIGHTS in c.command for i in p.instances for c in i.commands):
+        console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed (--model named a config "
+                      "file with no weights beside it); set it before the commands", soft_wrap=True, markup=False)
+    for inst in p.instances:
+        for c in inst.commands:
+            where = f"# {c.node}: replica {inst.replica}" + (f", {c.what}" if len(inst.commands) > 1 else "")
+            command(console, where)
+            command(console, c.command)
+    first = p.instances[0] if p.instances else None
+    if first is not None and first.ray:
+        command(console, "# or with Ray, for each instance (replica 0 shown; the others likewise on their nodes):")
+        for c in first.ray:
+            command(console, f"# {c.node}: {c.what}")
+            command(console, c.command)
 
 
 def command(console: Console, text: str) -> None:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
+from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
 
 
 class Target(BaseModel):
@@ -16,6 +17,25 @@ class Target(BaseModel):
     context_length: int = Field(description="max_model_len every request is sized at")
     requests_per_second: float | None = Field(None, description="the workload's rate, when asked")
     service_targets: list[str] = Field(default_factory=list, description="the percentile targets, in words")
+
+
+class CommandLine(BaseModel):
+    """One command to run on one node, complete (environment, host, port)."""
+
+    node: str
+    command: str
+    what: str = Field("", description="what the process is: the instance, the head, a worker, the Ray head ...")
+
+
+class InstanceLaunch(BaseModel):
+    """One instance of a pool where it runs (planner/search/placement.py) and the commands that start it."""
+
+    replica: int
+    role: str = Field(ROLE_AGGREGATED, description="aggregated: the instance prefills and decodes")
+    slots: list[Slot] = Field(description="node, GPU indices and port, one per node, the head first")
+    commands: list[CommandLine] = Field(description="one per node, the head first (vLLM's own launch, no Ray)")
+    ray: list[CommandLine] = Field(default_factory=list, description="a multi-node instance: the same launch "
+                                   "with Ray (a Ray cluster of its nodes, one `vllm serve` on the head)")
 
 
 class PoolPlan(BaseModel):
@@ -45,9 +65,13 @@ class PoolPlan(BaseModel):
     price_per_gpu_hour: float = Field(0.0, description="USD per GPU-hour the cost is counted at")
     price_estimate: bool = Field(False, description="the price is the catalogue's estimate, not a quote")
     price_as_of: str = Field("", description="the date of the catalogue price")
-    vllm_serve: str = Field(description="the command that starts one instance (on its head node)")
-    vllm_serve_nodes: list[str] = Field(default_factory=list, description="one command per node of a multi-node "
-                                        "instance, the head node first (vLLM's --nnodes/--node-rank launch)")
+    vllm_serve: str = Field(description="the command that starts the first instance (on its head node)")
+    vllm_serve_nodes: list[str] = Field(default_factory=list, description="one command per node of the first "
+                                        "instance when it spans nodes, the head node first")
+    instances: list[InstanceLaunch] = Field(default_factory=list, description="every instance: where it runs and "
+                                            "the commands that start it")
+    nodes: list[NodeUse] = Field(default_factory=list, description="the nodes the pool is laid on (a plan's own; "
+                                 "a scenario's are the fleet's)")
     step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
     serving: ServingFigures | None = Field(None, description="with service targets: the simulated benchmark")
     cost_per_million_output_tokens: float | None = Field(

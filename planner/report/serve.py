@@ -1,25 +1,100 @@
-"""The exact `vllm serve` command for one instance of a plan (vLLM 0.33 flag spelling)."""
+"""The exact commands that start a plan's instances, in vLLM 0.33's own flag spelling: every flag
+printed is one of `vllm serve`'s parser (tests/fixtures/vllm-0.33/serve_flags.json, written from
+that parser by scripts/vllm_flags.py, holds them; a test checks every command against it).
+
+An instance within one node is one `vllm serve` with its GPUs (`CUDA_VISIBLE_DEVICES`) and its
+port. An instance larger than a node is one process per node, as vLLM 0.33 launches across nodes
+without Ray:
+  pipeline or tensor parallel across nodes   `--nnodes N --node-rank R --master-addr <head>` on
+                                              every node, `--headless` on the others
+                                              (engine/arg_utils.py, entrypoints/cli/serve.py)
+  data parallel across nodes (tp within one)  `--data-parallel-size-local L --data-parallel-address
+                                              <head> --data-parallel-rpc-port P` on every node; the
+                                              others `--headless --data-parallel-start-rank r × L`
+                                              (vLLM docs, data parallel deployment)
+and Ray is the alternative (one `vllm serve` on the head of a Ray cluster of the nodes).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
+from dataclasses import dataclass
 
-from pricing.config.quantization import vllm_flag
+from planner import defaults
 from pricing.kernel import Deployment
 
+HEAD = "$HEAD_IP"  # the head node's address, for the user to fill in
+WEIGHTS = "$MODEL_WEIGHTS"  # a model given as a bare config.json: where the weights are, for the user to fill in
 
-def serve_command(hf_id: str, d: Deployment, gpus_per_node: int, quantization: str | None = None) -> str:
-    """`vllm serve` with every flag the plan sets. Flags left at vLLM's default (dp 1, expert
-    parallel off, dcp 1, kv cache dtype auto) are omitted. An instance larger than a node runs
-    its data-parallel ranks across nodes: `--data-parallel-size-local` is the ranks per node."""
-    args = ["vllm", "serve", hf_id, "--tensor-parallel-size", str(d.tensor_parallel_size)]
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What `vllm serve` is given: the model as the user named it (folder path, Hugging Face id,
+    or the card's id; `WEIGHTS` for a bare config.json), whether its checkpoint runs custom code
+    (`--trust-remote-code`), and the `--quantization` method vLLM is told (None: the checkpoint's)."""
+
+    name: str
+    trust_remote_code: bool = False
+    quantization: str | None = None
+
+    @property
+    def placeholder(self) -> bool:
+        return self.name == WEIGHTS
+
+
+def served_model(model: str, quantization: str | None = None, release: str | None = None) -> ServedModel:
+    """The model as `vllm serve` is given it (pricing/config resolve: the folder or id as the user
+    gave it, the card's HF id, or WEIGHTS for a bare config.json), `--trust-remote-code` for a
+    model type whose checkpoint ships the code the release runs (its registry fact
+    remote_code_model_types), and the `--quantization` vLLM is told (a what-if format the
+    checkpoint does not carry is refused: pricing/config/quantization.py launch_method)."""
+    from pricing import rules
+    from pricing.config import resolve
+    from pricing.config.quantization import launch_method
+    from pricing.registry import load
+
+    source = resolve(model)
+    method = launch_method(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
+    remote = source.config.get("model_type") in rules.get(release).fact(load(), None, "remote_code_model_types")
+    return ServedModel(source.hf_id or WEIGHTS, trust_remote_code=remote, quantization=method)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One process to start on one node: its environment, its command, and what it is."""
+
+    node: str
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    what: str = ""
+
+    @property
+    def text(self) -> str:
+        """The command as a shell line: the placeholders ($HEAD_IP, $MODEL_WEIGHTS) left for the shell."""
+        env = " ".join(f"{k}={_quote(v)}" for k, v in self.env)
+        return (env + " " if env else "") + " ".join(_quote(a) for a in self.args)
+
+
+_PLAIN = re.compile(r"[\w@%+=:,./$-]+")
+
+
+def _quote(arg: str) -> str:
+    """shlex.quote, except that a word holding only a placeholder and safe characters stays bare
+    (so the shell expands $HEAD_IP)."""
+    return arg if "$" in arg and _PLAIN.fullmatch(arg) else shlex.quote(arg)
+
+
+def engine_flags(model: ServedModel, d: Deployment) -> list[str]:
+    """The flags every process of the instance carries: the plan's parallel shape and engine
+    settings. Flags left at vLLM's default (pp 1, dp 1, expert parallel off, dcp 1, kv cache dtype
+    auto) are omitted."""
+    args = ["--tensor-parallel-size", str(d.tensor_parallel_size)]
     if d.pipeline_parallel_size > 1:
         args += ["--pipeline-parallel-size", str(d.pipeline_parallel_size)]
     if d.data_parallel_size > 1:
         args += ["--data-parallel-size", str(d.data_parallel_size)]
-        if d.tensor_parallel_size * d.data_parallel_size > gpus_per_node >= d.tensor_parallel_size:
-            args += ["--data-parallel-size-local", str(gpus_per_node // d.tensor_parallel_size)]
     if d.enable_expert_parallel:
         args.append("--enable-expert-parallel")
     if d.decode_context_parallel_size > 1:
@@ -30,16 +105,14 @@ def serve_command(hf_id: str, d: Deployment, gpus_per_node: int, quantization: s
              "--max-model-len", str(d.max_model_len)]
     if d.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", d.kv_cache_dtype]
-    method = vllm_flag(quantization)  # registry/quantization.yaml: the one list of methods
-    if method:
-        args += ["--quantization", method]
+    if model.quantization:
+        args += ["--quantization", model.quantization]
     if d.num_speculative_tokens:
         spec = {"method": d.speculative_method, "num_speculative_tokens": d.num_speculative_tokens}
         args += ["--speculative-config", json.dumps(spec)]
-    return shlex.join(args)
-
-
-HEAD = "$HEAD_IP"  # the head node's address, for the user to fill in
+    if model.trust_remote_code:
+        args.append("--trust-remote-code")
+    return args
 
 
 def instance_nodes(d: Deployment, gpus_per_node: int) -> int:
@@ -47,32 +120,102 @@ def instance_nodes(d: Deployment, gpus_per_node: int) -> int:
     return max(1, -(-world // gpus_per_node))
 
 
-def node_commands(hf_id: str, d: Deployment, gpus_per_node: int, quantization: str | None = None) -> list[str]:
-    """The commands that start one instance larger than a node, one per node, as vLLM 0.33
-    launches across nodes without Ray (engine/arg_utils.py, entrypoints/cli/serve.py): every node
-    runs the same `vllm serve` with `--nnodes N --node-rank R --master-addr <head>`; the head node
-    (rank 0) serves the API, the others run `--headless`. vLLM splits the world evenly over the
-    nodes (and infers each node's data-parallel ranks). Empty for an instance within one node."""
-    nodes = instance_nodes(d, gpus_per_node)
-    if nodes == 1:
-        return []
-    base = serve_command(hf_id, d, gpus_per_node, quantization)
+def spans_by_data_parallel(d: Deployment, gpus_per_node: int) -> bool:
+    """A multi-node instance whose data-parallel ranks go across nodes, each rank's tp within one
+    (pp 1): vLLM's multi-node data-parallel launch; otherwise the `--nnodes` launch."""
+    return d.pipeline_parallel_size == 1 and d.data_parallel_size > 1 and d.tensor_parallel_size <= gpus_per_node
+
+
+def across_nodes(d: Deployment, gpus_per_node: int) -> str:
+    """What goes across the nodes of a multi-node instance, in words."""
+    if spans_by_data_parallel(d, gpus_per_node):
+        return "data-parallel ranks across nodes, tp within a node"
+    if d.pipeline_parallel_size > 1:
+        return "pipeline stages across nodes, tp within a node's NVLink domain"
+    return "tensor parallel across the nodes of one NVLink domain"
+
+
+def _serve(model: ServedModel, port: int | None) -> list[str]:
+    args = ["vllm", "serve", model.name]
+    if port is not None:
+        args += ["--host", defaults.value("launch.host"), "--port", str(port)]
+    return args
+
+
+def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True,
+             head: str = HEAD) -> list[Launch]:
+    """The processes of one placed instance, one per node (its `slots`: node, GPU indices, port;
+    planner/search/placement.py), the head node first. `visible` sets CUDA_VISIBLE_DEVICES from the slot
+    (a Kubernetes pod gets its GPUs from the device plugin instead)."""
+    flags = engine_flags(model, d)
     out = []
-    for rank in range(nodes):
-        extra = ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", HEAD]
-        if rank:
-            extra.append("--headless")
-        out.append(base + " " + " ".join(extra))
+    nodes = len(slots)
+    for rank, slot in enumerate(slots):
+        env = (("CUDA_VISIBLE_DEVICES", ",".join(map(str, slot.gpus))),) if visible else ()
+        args = _serve(model, slot.port) + flags
+        if nodes == 1:
+            out.append(Launch(slot.node, tuple(args), env, "the instance"))
+            continue
+        if spans_by_data_parallel(d, gpus_per_node):
+            local = gpus_per_node // d.tensor_parallel_size
+            args += ["--data-parallel-size-local", str(local), "--data-parallel-address", head,
+                     "--data-parallel-rpc-port", str(defaults.value("launch.data_parallel_rpc_port"))]
+            if rank:
+                args += ["--headless", "--data-parallel-start-rank", str(rank * local)]
+        else:
+            args += ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", head]
+            if rank:
+                args.append("--headless")
+        out.append(Launch(slot.node, tuple(args), env, "head: serves the API" if rank == 0 else "worker"))
     return out
 
 
-def ray_commands(hf_id: str, d: Deployment, gpus_per_node: int, quantization: str | None = None) -> list[str]:
-    """The Ray form of the same launch (vLLM docs, distributed serving): a Ray cluster of the
-    instance's nodes, then one `vllm serve --distributed-executor-backend ray` on the head."""
-    nodes = instance_nodes(d, gpus_per_node)
-    if nodes == 1:
+def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list) -> list[Launch]:
+    """The Ray form of a multi-node instance (vLLM docs, distributed serving and data parallel
+    deployment): a Ray cluster of the instance's nodes, then one `vllm serve` on the head with
+    Ray as the executor (`--distributed-executor-backend ray`), or for data parallel across nodes
+    `--data-parallel-backend ray`, which starts the ranks on the other nodes itself."""
+    if len(slots) == 1:
         return []
-    return (["ray start --head --port 6379   # on the head node"]
-            + [f"ray start --address {HEAD}:6379   # on each of the {nodes - 1} other node(s)"]
-            + [serve_command(hf_id, d, gpus_per_node, quantization) + " --distributed-executor-backend ray"
-               "   # on the head node"])
+    port = defaults.value("launch.ray_port")
+    out = [Launch(slots[0].node, ("ray", "start", "--head", "--port", str(port)), what="Ray head")]
+    out += [Launch(s.node, ("ray", "start", f"--address={HEAD}:{port}"), what="joins the Ray cluster")
+            for s in slots[1:]]
+    args = _serve(model, slots[0].port) + engine_flags(model, d)
+    if spans_by_data_parallel(d, gpus_per_node):
+        args += ["--data-parallel-size-local", str(gpus_per_node // d.tensor_parallel_size),
+                 "--data-parallel-address", HEAD, "--data-parallel-backend", "ray"]
+    else:
+        args += ["--distributed-executor-backend", "ray"]
+    out.append(Launch(slots[0].node, tuple(args), what="serves the API on the head"))
+    return out
+
+
+def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list) -> list:
+    """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands."""
+    from planner.report.result import CommandLine, InstanceLaunch
+
+    def lines(items: list[Launch]) -> list[CommandLine]:
+        return [CommandLine(node=x.node, command=x.text, what=x.what) for x in items]
+
+    return [InstanceLaunch(replica=i.replica, role=i.role, slots=i.slots,
+                           commands=lines(launches(model, d, gpus_per_node, i.slots)),
+                           ray=lines(ray_launch(model, d, gpus_per_node, i.slots))) for i in placed]
+
+
+def pool_launch(instances: list) -> dict:
+    """A pool's launch as PoolPlan fields: its instances, and the first instance's commands."""
+    first = instances[0].commands
+    return {"instances": instances, "vllm_serve": first[0].command,
+            "vllm_serve_nodes": [c.command for c in first] if len(first) > 1 else []}
+
+
+def own_nodes(served: ServedModel, d: Deployment, chip, gpus_per_node: int, pool: str, replicas: int,
+              spare: int) -> dict:
+    """A pool laid on nodes of its own (a plan: planner/search/placement.py), as PoolPlan fields."""
+    from planner.search.placement import ChipNodes, PoolShape, place
+
+    gpus = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
+    shape = PoolShape(pool, chip.id, replicas, gpus, d.tensor_parallel_size)
+    laid = place([shape], {chip.id: ChipNodes(chip.id, gpus_per_node, chip.tp_domain)}, spare)
+    return pool_launch(instance_launches(served, d, gpus_per_node, laid.instances)) | {"nodes": laid.nodes}

@@ -12,7 +12,8 @@ from planner.report.result import PlanResult, PoolPlan
 class Launch(BaseModel):
     """One instance's start as data: its environment and its argument list."""
 
-    env: dict[str, str] = Field(default_factory=dict, description="variables to set (the NIXL side channel)")
+    node: str = Field("", description="the node it runs on (planner/search/placement.py); '' for the router")
+    env: dict[str, str] = Field(default_factory=dict, description="variables to set (GPUs, the NIXL side channel)")
     args: list[str] = Field(description="the command as an argument list (`vllm serve ...`)")
     line: str = Field(description="the same as one shell line")
 
@@ -27,7 +28,8 @@ class RolePool(PoolPlan):
     binds_role: str = Field("", description="what sets this pool's count, with its numbers")
     in_flight: int = Field(0, description="requests the rate keeps in this pool at once (Little's law): prompts "
                                           "waiting or prefilling; running decodes")
-    launches: list[Launch] = Field(default_factory=list, description="one per instance")
+    launches: list[Launch] = Field(default_factory=list, description="one per process: every instance, each node "
+                                                                     "of a multi-node one")
     memory: dict = Field(default_factory=dict, description="one rank's memory breakdown, bytes "
                                                            "(`plan memory --json`'s shape)")
     connector_gpu_bytes: int = Field(0, description="what the connector adds on the GPU beyond the KV pool")
@@ -64,6 +66,7 @@ class DisaggPlan(BaseModel):
     gpus: int = 0
     cost_per_hour: float = 0.0
     router: Launch | None = Field(None, description="the proxy to start in front of the two pools")
+    nodes: list = Field(default_factory=list, description="the nodes both pools are laid on")
     explanations: list[str] = Field(default_factory=list, description="why no fleet fits, one line per role")
     solver_status: str = ""
     candidates_evaluated: int = 0

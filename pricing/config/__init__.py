@@ -134,11 +134,17 @@ def _card_for(key: str) -> Path | None:
     return None
 
 
+def _holds_weights(folder: Path) -> bool:
+    """A folder vLLM can load weights from: safetensors (or their index) beside the config."""
+    return (folder / "model.safetensors.index.json").exists() or any(folder.glob("*.safetensors"))
+
+
 def resolve(model: str) -> ModelSource:
     """`--model`: a path to config.json or its folder, a Hugging Face id in the local cache, or a
     card's short name or HF id. The user's own file wins over a card of the same name (and says
     so in `origin`); `hf_id` is what `vllm serve` is given: the path or id as the user gave it, or
-    the card's HF id."""
+    the card's HF id; empty for a bare config file (no weights beside it): the weights' location is
+    then unknown, never the config's `_name_or_path` or the file's name."""
     if not model or not model.strip():
         raise InputError("--model", "is empty", "give a card name (see `plan models`), a config.json path or a HF id")
     key = model.strip().lower()
@@ -153,7 +159,7 @@ def resolve(model: str) -> ModelSource:
         raw = _read_json(path, "config.json")
         quant = path.parent / "hf_quant_config.json"
         hf_quant = _read_json(quant, "hf_quant_config.json") if quant.exists() and path.name == "config.json" else None
-        served = str(Path(model).parent) if path.name == "config.json" else raw.get("_name_or_path", path.stem)
+        served = str(Path(model).parent) if path.name == "config.json" and _holds_weights(path.parent) else ""
         return ModelSource(path.stem if path.name != "config.json" else path.parent.name or path.stem, served,
                            decoder_config(raw), hf_quant, f"file {path}{shadow}",
                            folder=path.parent if path.name == "config.json" else None)

@@ -863,7 +863,8 @@ def read(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None, whe
             return _bitsandbytes({}, where, online=True)
         if override not in (None, "none"):
             raise InputError("--quantization", f"{override} needs a checkpoint quantized with it, and {where} is "
-                             "unquantized", "vLLM quantizes online only with fp8 or bitsandbytes")
+                             "unquantized", "vLLM quantizes online only with "
+                             + " or ".join(_registry_file()["online"]["value"]))
         return UNQUANTIZED
     if hf_quant and (method in ("", "modelopt", "modelopt_fp4", "modelopt_mixed") or
                      str((hf_quant.get("quantization") or {}).get("quant_algo", "")).upper() == "MIXED_PRECISION"):
@@ -897,6 +898,34 @@ def read(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None, whe
                          "vLLM refuses a method that differs from the checkpoint's",
                          "drop --quantization or give the checkpoint's method")
     return found
+
+
+def launch_method(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None, where: str) -> str | None:
+    """The `vllm serve --quantization` of a plan: the method vLLM 0.33 is given for this checkpoint.
+    A what-if of a format the checkpoint does not carry (fp8_block, nvfp4, mxfp4 experts) has no
+    launch: vLLM quantizes online only with the registry's `online` methods (fp8: Fp8Config on a
+    16-bit checkpoint; bitsandbytes: bitsandbytes_loader.py), and every other method loads weights
+    already in its format. A what-if the checkpoint does carry needs no flag (vLLM reads the
+    checkpoint's quantization_config)."""
+    if override in (None, "none", "bf16"):
+        return None
+    served = read(cfg, hf_quant, dtype, override, where)
+    if not any(n.startswith("what-if") for n in served.notes):
+        return vllm_flag(override)
+    own = read(cfg, hf_quant, dtype, None, where)
+    wanted, have = _kinds(served), _kinds(own)
+    if wanted <= have:
+        return None
+    online = ", ".join(_registry_file()["online"]["value"])
+    raise InputError("--quantization", f"{override} plans the weights as {', '.join(sorted(wanted))}, and {where} is "
+                     f"{own.label}: vLLM 0.33 loads that format only from a checkpoint quantized in it (it "
+                     f"quantizes online only with {online})",
+                     "give --model a checkpoint in that format, or drop --quantization (`plan memory` sizes the "
+                     "what-if)")
+
+
+def _kinds(q: QuantConfig) -> set[str]:
+    return {str(s) for s in (q.default, q.experts, *(r.scheme for r in q.rules)) if s is not None}
 
 
 def _compatible(override: str, method: str) -> bool:

@@ -135,23 +135,44 @@ def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
 
+def check_tensor_parallel(model: ModelGraph, tp: int) -> None:
+    """vLLM's rule for a tensor-parallel size, raised on the field `tensor_parallel_size`: tp
+    divides the attention heads (vllm/config/model.py, verify_with_parallel_config: "Total number
+    of attention heads must be divisible by tensor parallel size"), and with grouped KV heads
+    either tp divides them or they divide tp, each replicated (QKVParallelLinear,
+    vllm/model_executor/layers/linear.py: divide(total_num_kv_heads, tp_size) or
+    divide(tp_size, total_num_kv_heads))."""
+    if tp < 1:
+        raise InputError("tensor_parallel_size", f"must be at least 1, got {tp}", "for example 1")
+    heads = model.num_attention_heads
+    if heads % tp:
+        raise InputError("tensor_parallel_size", f"{tp} does not divide the {heads} attention heads of {model.name}",
+                         f"use one of {_divisors(heads)}")
+    kv = model.num_kv_heads
+    if model.attention_backend == "gqa" and kv > tp and kv % tp:
+        raise InputError("tensor_parallel_size", f"{tp} does not divide the {kv} KV heads of {model.name}",
+                         f"use one of {_divisors(kv)}")
+    if model.attention_backend == "gqa" and kv < tp and tp % kv:
+        raise InputError("tensor_parallel_size", f"{tp} is not a multiple of the {kv} KV heads of {model.name}",
+                         "use a multiple of the KV heads")
+
+
+def allows_tensor_parallel(model: ModelGraph, tp: int) -> bool:
+    """Whether vLLM accepts tensor parallel `tp` for the model (`check_tensor_parallel`)."""
+    try:
+        check_tensor_parallel(model, tp)
+    except InputError:
+        return False
+    return True
+
+
 def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Registry | None = None,
                    release: Release | str | None = None) -> Engine:
     """Fill the release's defaults (vLLM 0.33 by default) and check the flags against the model, as vLLM would."""
     reg = registry or load()
     release = get_release(release)
     tp, dp = d.tensor_parallel_size, d.data_parallel_size
-    heads = model.num_attention_heads
-    if heads % tp:
-        raise InputError("--tensor-parallel-size", f"{tp} does not divide the {heads} attention heads of {model.name}",
-                         f"use one of {_divisors(heads)}")
-    kv = model.num_kv_heads
-    if model.attention_backend == "gqa" and kv > tp and kv % tp:
-        raise InputError("--tensor-parallel-size", f"{tp} does not divide the {kv} KV heads of {model.name}",
-                         f"use one of {_divisors(kv)}")
-    if model.attention_backend == "gqa" and kv < tp and tp % kv:
-        raise InputError("--tensor-parallel-size", f"{tp} is not a multiple of the {kv} KV heads of {model.name}",
-                         "use a multiple of the KV heads")
+    check_tensor_parallel(model, tp)
     dcp = d.decode_context_parallel_size
     if tp % dcp:
         raise InputError("--decode-context-parallel-size", f"{dcp} does not divide tensor parallel {tp}",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pricing.errors import InputError
+from pricing.kernel.deployment import allows_tensor_parallel
 from pricing.units import largest_such
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,9 +85,8 @@ def wider_split(k: Kernel) -> str | None:
     """The narrowest wider tensor-parallel split (with expert parallel on a MoE model) within the
     chip's NVLink domain that starts at the same settings, as a flag string."""
     e = k.engine
-    heads = k.model.num_attention_heads
     for tp in range(e.tp + 1, k.chip.tp_domain + 1):
-        if heads % tp:
+        if not allows_tensor_parallel(k.model, tp):
             continue
         ep = k.model.has_experts
         wider = _same(k, tensor_parallel_size=tp, enable_expert_parallel=ep or e.ep)
