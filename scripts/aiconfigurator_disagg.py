@@ -218,7 +218,10 @@ def write_readme(doc: dict) -> None:
              "aiconfigurator's disaggregated search on a total of "
              "GPUs, and this planner asked to serve the request rate aiconfigurator's answer serves, within the "
              "same targets, at max_model_len isl + osl. tok/s/GPU is output tokens per second over all the "
-             "fleet's GPUs.\n\n" + table(doc) + f"\n{END}")
+             "fleet's GPUs. aiconfigurator is asked for each card's checkpoint as its support matrix lists it "
+             f"({', '.join(f'{c}: {m}' for c, m in MODEL_OF_CARD.items())}); it reports prefill and decode "
+             "workers as tp·pp·dp with expert tp/ep (etp/ep), this planner as replicas × (tp, dp, ep).\n\n"
+             + table(doc) + f"\n{END}")
     if BEGIN in text:
         start, end = text.index(BEGIN), text.index(END) + len(END)
         text = text[:start] + block + text[end:]

@@ -235,8 +235,8 @@ def request_from(options: dict) -> PlanRequest:
     workload = workload_from(options)
     slo = slo_from(options)
     concurrency = options["concurrency"]
-    if concurrency is None:  # service targets at a rate size the pool themselves; else Little's law at the targets
-        concurrency = 1 if slo is not None else littles_law(options, workload)
+    if concurrency is None:  # a rate sizes the pool by its throughput within the targets (concurrency_note)
+        concurrency = 1 if slo is not None else rate_only(options, workload)
     try:
         service = ServiceSpec(
             model=options["model"], quantization=options["quantization"], concurrency=concurrency,
@@ -262,26 +262,26 @@ def request_from(options: dict) -> PlanRequest:
     return PlanRequest(service=service, limits=limits)
 
 
-def littles_law(options: dict, workload) -> int:
-    """Without --concurrency, the requests in flight at --requests-per-second when each takes its
-    whole latency budget (Little's law: rate × (TTFT + osl × TPOT)), the most a pool meeting the
-    targets holds at once."""
+def rate_only(options: dict, workload) -> int:
+    """Without --concurrency, a request rate with its latency targets sizes the pool by itself (each
+    candidate's replicas serve the rate at its throughput within the targets, as the disaggregated
+    decode pool is sized): the concurrency floor is one request."""
     rate, ttft, tpot = options.get("requests_per_second"), options.get("ttft_ms"), options.get("tpot_ms")
-    if rate is None or ttft is None or tpot is None or workload is None:
+    if rate is None or (ttft is None and tpot is None) or workload is None:
         raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64, or "
-                         "--requests-per-second with --isl, --osl, --ttft-ms and --tpot-ms, or service targets at a "
-                         "rate (--requests-per-second with --p99-ttft-ms ...)")
-    return max(1, math.ceil(rate * (ttft + workload.osl * tpot) / 1000 - 1e-9))
+                         "--requests-per-second with --isl, --osl and --ttft-ms or --tpot-ms, or service targets at "
+                         "a rate (--requests-per-second with --p99-ttft-ms ...)")
+    return 1
 
 
 def concurrency_note(options: dict, request: PlanRequest) -> list[str]:
-    """Say how the concurrency was derived when --concurrency was not given."""
+    """Say how the pool was sized when --concurrency was not given."""
     s = request.service
     if options["concurrency"] is not None or s.slo is not None:
         return []
-    return [f"concurrency {s.concurrency:,} = {s.workload.requests_per_second:g} requests/s × ({s.ttft_ms:g} ms + "
-            f"{s.workload.osl:,} × {s.tpot_ms:g} ms) (Little's law at the targets: the requests in flight when each "
-            "takes its whole latency budget)"]
+    return [f"no --concurrency: the aggregated pool is sized by {s.workload.requests_per_second:g} requests/s at "
+            "each candidate's throughput within the targets (its TTFT is the chunked prefill beside the decodes, "
+            "without queueing for admission), so 'held' and 'headroom' count against one request"]
 
 
 def unused_prices(request: PlanRequest) -> list[str]:

@@ -167,8 +167,12 @@ def _cheaper(agg, dis) -> tuple[str, str]:
         return "disagg", "only the disaggregated plan fits: " + "; ".join(agg.explanations)
     a, p, d = agg.best, dis.prefill, dis.decode
     delta = dis.cost_per_hour / a.cost_per_hour - 1
+    speed = ""
+    if a.step is not None and a.step.pool_requests_per_second:
+        speed = (f"; {a.step.pool_requests_per_second:,.2f} requests/s at {a.step.tpot_ms:,.1f} ms per output token, "
+                 f"first token in {a.step.ttft_ms:,.0f} ms of chunked prefill (no queueing for admission modelled)")
     agg_phrase = (f"aggregated: {a.gpus} {a.chip} GPUs at ${a.cost_per_hour:,.2f}/hour, each instance prefilling "
-                  f"beside its decodes ({a.binds})")
+                  f"beside its decodes ({a.binds}{speed})")
     dis_phrase = (f"disaggregated: {p.gpus} prefill {p.chip} GPUs + {d.gpus} decode {d.chip} GPUs at "
                   f"${dis.cost_per_hour:,.2f}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV cache "
                   f"crosses {dis.handover.link} in {dis.handover.transfer_ms:,.1f} ms)")
