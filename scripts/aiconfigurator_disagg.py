@@ -126,7 +126,7 @@ def ours(q: dict, rate: float) -> dict:
 
     return {"feasible": True, "prefill": pool(p), "decode": pool(d), "gpus": plan.gpus,
             "tokens_per_second_per_gpu": round(rate * q["osl"] / plan.gpus, 2), "ttft_ms": plan.ttft.total_ms,
-            "tpot_ms": round(float(d.binds_role.split(" at ")[-1].split(" ms")[0]), 1),
+            "tpot_ms": round(plan.tpot_ms, 1),
             "transfer_ms": plan.handover.transfer_ms, "cost_per_hour": plan.cost_per_hour}
 
 

@@ -133,7 +133,8 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits):
                               prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
                               first_step_ms=round(dec.step_seconds * 1000, 2),
                               total_ms=round(spent * 1000, 1), prefill_utilization=round(util, 4)),
-        requests_per_second=rate, gpus=prefill_pool.gpus + decode_pool.gpus, cost_per_hour=round(cost, 4),
+        requests_per_second=rate, tpot_ms=round(dec.tpot_seconds * 1000, 3), gpus=prefill_pool.gpus + decode_pool.gpus,
+        cost_per_hour=round(cost, 4),
         router=router(prefill_pool.instances, decode_pool.instances), nodes=laid.nodes,
         solver_status=found.status, candidates_evaluated=found.evaluated, pairs=len(found.pairs),
         seconds=round(found.seconds, 3))

@@ -63,6 +63,7 @@ class DisaggPlan(BaseModel):
     handover: Handover | None = None
     ttft: TimeToFirstToken | None = None
     requests_per_second: float = Field(0.0, description="the rate the fleet is sized for")
+    tpot_ms: float = Field(0.0, description="the decode ranks' time per output token at their running batch")
     gpus: int = 0
     cost_per_hour: float = 0.0
     router: Launch | None = Field(None, description="the proxy to start in front of the two pools")
