@@ -267,3 +267,11 @@ def spec_registry():
     activate(read_overlay(Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml"))
     yield
     activate(None)
+
+
+def test_a_split_is_described_once_factors_of_one_left_out():
+    from planner.candidates.shapes import Shape
+
+    assert Shape(tp=2, dp=4, ep=True, dcp=2, kv_cache_dtype="fp8", pp=2).split() == \
+        "tp 2 × pp 2 × dp 4 with expert parallel, dcp 2"
+    assert Shape(tp=8, dp=1, ep=False, dcp=1, kv_cache_dtype="auto").split() == "tp 8"

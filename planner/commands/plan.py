@@ -176,7 +176,9 @@ def serving_options() -> list:
 
 
 def plan_options(f):
-    return apply_options(options_list() + serving_options(), f)
+    from planner.commands.emit import k8s_options
+
+    return apply_options(options_list() + serving_options() + k8s_options(), f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -305,12 +307,14 @@ def run(ctx: click.Context, **options) -> None:
     if not options.get("model"):
         click.echo(ctx.get_help())
         return
+    from planner.commands import emit
     from planner.heap import freeze_imported
     from planner.report.memory import console_for_output
     from planner.report.plan import plan, winner_kernel
     from planner.report.render import render_infeasible, render_plan
 
     freeze_imported()
+    emit.check(options)
     request = request_from(options)
     if request.service.serving != "agg":
         return run_serving(ctx, request, options)
@@ -331,6 +335,9 @@ def run(ctx: click.Context, **options) -> None:
         render_infeasible(result, console_for_output())
     if not result.feasible:
         ctx.exit(1)
+    if options.get("emit"):
+        for line in emit.emit([(result.best.model, result.best)], options):
+            click.echo(line, err=options["as_json"])
 
 
 def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:

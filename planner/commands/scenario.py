@@ -13,20 +13,20 @@ import click
 from click.core import ParameterSource
 from pydantic import ValidationError
 from rich.console import Console
-from rich.table import Table
 
 from planner import defaults
+from planner.commands import emit
+from planner.commands.emit import apply_k8s_options
 from planner.commands.plan import options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.report.memory import console_for_output
-from planner.report.result import price_footnotes, star
+from planner.report.render import render_comparison, render_fleet
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
 from pricing.errors import InputError
 from pricing.units import tokens_label
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.report.fleet import FleetResult
     from planner.report.review import Comparison
 
 FORMATS = click.Choice(["table", "json", "markdown"])
@@ -69,73 +69,6 @@ def check_concurrency(n: int, flag: str) -> None:
         raise InputError(flag, f"{n:,} is outside 1 … {limit:,}", "give the concurrent requests one review plans for")
 
 
-def render_fleet(r: FleetResult, console: Console) -> None:
-    hours = defaults.value("report.hours_per_month")
-    title = f"{r.review or 'scenario'} — {r.variant}"
-    from planner.report.review import search_line
-
-    if not r.feasible:
-        console.print(f"[bold red]{title}: not every service can be served[/bold red]")
-        for s in r.short:
-            console.print(f"  {s.service} is short: {s.reason}", markup=False)
-        console.print(search_line(r), soft_wrap=True)
-        return
-    table = Table(title=title)
-    for col in ("service", "model", "chip", "GPUs", "replicas × (tp, pp, dp, ep, dcp)", "util", "token budget",
-                "max_num_seqs", "concurrency", "headroom", "$/hour", f"$/month ({hours} h)"):
-        table.add_column(col, justify="left" if col in ("service", "model", "chip") else "right")
-    for p in r.services:
-        split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
-                 f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
-        table.add_row(p.service, p.model, p.chip, str(p.gpus), split, f"{p.gpu_memory_utilization:.2f}",
-                      f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), f"{p.concurrency} / {p.target}",
-                      f"{p.headroom * 100:.0f} %", f"{p.cost_per_hour:,.2f}{star(p)}",
-                      f"{p.cost_per_hour * hours:,.0f}{star(p)}")
-    console.print(table)
-    for note in price_footnotes(r.services):
-        console.print(note)
-    used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
-                     for u in r.chips)
-    console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
-                  f"{search_line(r)}", soft_wrap=True)
-    from planner.report.render import speed_lines
-
-    for p in r.services:
-        for line in (speed_lines(p) if p.role == "aggregated" else [f"binds: {p.binds}"]):
-            console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
-    from planner.report.render import command, node_map, render_launch
-
-    console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
-                           f"node map: {len(r.nodes)} nodes of the inventory"))
-    for note in r.placement_notes:
-        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
-    for p in r.services:
-        if p.instance_commands:
-            command(console, f"# {p.service}, one line per instance" + (", then the router" if p.role == "decode"
-                                                                        else ""))
-            for line in p.instance_commands:
-                command(console, line)
-            continue
-        render_launch(p, console, p.service)
-
-
-def render_comparison(c: Comparison, console: Console) -> None:
-    from planner.report.review import binding, chips_of, delta, gpus_by_chip
-
-    hours = defaults.value("report.hours_per_month")
-    chips = chips_of(c)
-    table = Table(title=f"{c.review or 'scenario'}: variants")
-    for col in ["variant"] + [f"{chip} GPUs" for chip in chips] + ["$/hour", f"$/month ({hours} h)", "vs base",
-                                                                     "binds"]:
-        table.add_column(col, justify="left" if col in ("variant", "binds") else "right")
-    for r in c.results:
-        money = ([f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
-                  "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
-                 if r.feasible else ["infeasible", "infeasible", "—"])
-        table.add_row(r.variant, *[str(gpus_by_chip(r, chip)) for chip in chips], *money, binding(r))
-    console.print(table)
-
-
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
     from planner.report.review import Comparison, chart, markdown
 
@@ -165,8 +98,10 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
 @spare_option()
+@apply_k8s_options
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare,
+                     **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -174,6 +109,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if not file:
         raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
     check_output_path(chart_path)
+    emit.check(k8s)
     scenario = load_scenario(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
@@ -188,6 +124,9 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     ticker = Ticker(_err_console())
     c = compare(scenario, names, progress=ticker, time_limit=time_limit)
     code = _emit(c, fmt, with_variants, chart_path)
+    if k8s.get("emit") and c.base.feasible:
+        for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
+            click.echo(line, err=fmt == "json")
     ctx.exit(code)
 
 

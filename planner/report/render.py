@@ -1,16 +1,24 @@
 """The plan for people: the table of the best pool and its alternatives, the winner's per-rank
-memory (the kernel's own printout), and the command that starts one instance."""
+memory (the kernel's own printout), and the command that starts one instance; a scenario's pools
+and its variants side by side."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from planner import defaults
 from planner.report.memory import render_memory, render_provenance
 from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
+
+if TYPE_CHECKING:  # pragma: no cover
+    from planner.report.fleet import FleetResult
+    from planner.report.review import Comparison
 
 
 def split(p: PoolPlan, names: bool = True) -> str:
@@ -228,3 +236,66 @@ def speed_lines(p: PoolPlan) -> list[str]:
             f"{s.output_tokens_per_second_per_gpu:,.0f} per GPU, {s.pool_output_tokens_per_second:,.0f} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
                                                                 if s.speculative else [])
+
+
+def render_fleet(r: FleetResult, console: Console) -> None:
+    hours = defaults.value("report.hours_per_month")
+    title = f"{r.review or 'scenario'} — {r.variant}"
+    from planner.report.review import search_line
+
+    if not r.feasible:
+        console.print(f"[bold red]{title}: not every service can be served[/bold red]")
+        for s in r.short:
+            console.print(f"  {s.service} is short: {s.reason}", markup=False)
+        console.print(search_line(r), soft_wrap=True)
+        return
+    table = Table(title=title)
+    for col in ("service", "model", "chip", "GPUs", "replicas × (tp, pp, dp, ep, dcp)", "util", "token budget",
+                "max_num_seqs", "concurrency", "headroom", "$/hour", f"$/month ({hours} h)"):
+        table.add_column(col, justify="left" if col in ("service", "model", "chip") else "right")
+    for p in r.services:
+        split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
+                 f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
+        table.add_row(p.service, p.model, p.chip, str(p.gpus), split, f"{p.gpu_memory_utilization:.2f}",
+                      f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), f"{p.concurrency} / {p.target}",
+                      f"{p.headroom * 100:.0f} %", f"{p.cost_per_hour:,.2f}{star(p)}",
+                      f"{p.cost_per_hour * hours:,.0f}{star(p)}")
+    console.print(table)
+    for note in price_footnotes(r.services):
+        console.print(note)
+    used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
+                     for u in r.chips)
+    console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
+                  f"{search_line(r)}", soft_wrap=True)
+    for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
+        for line in (speed_lines(p) if p.role == "aggregated" else [f"binds: {p.binds}"]):
+            console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
+    console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
+                           f"node map: {len(r.nodes)} nodes of the inventory"))
+    for note in r.placement_notes:
+        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
+    for p in r.services:
+        if p.instance_commands:  # a role's pool: one line per process, the decode pool's then the router
+            command(console, f"# {p.service}, one line per process" + (", then the router" if p.role == "decode"
+                                                                       else ""))
+            for line in p.instance_commands:
+                command(console, line)
+            continue
+        render_launch(p, console, p.service)
+
+
+def render_comparison(c: Comparison, console: Console) -> None:
+    from planner.report.review import binding, chips_of, delta, gpus_by_chip
+
+    hours = defaults.value("report.hours_per_month")
+    chips = chips_of(c)
+    table = Table(title=f"{c.review or 'scenario'}: variants")
+    for col in ["variant"] + [f"{chip} GPUs" for chip in chips] + ["$/hour", f"$/month ({hours} h)", "vs base",
+                                                                     "binds"]:
+        table.add_column(col, justify="left" if col in ("variant", "binds") else "right")
+    for r in c.results:
+        money = ([f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
+                  "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
+                 if r.feasible else ["infeasible", "infeasible", "—"])
+        table.add_row(r.variant, *[str(gpus_by_chip(r, chip)) for chip in chips], *money, binding(r))
+    console.print(table)

@@ -25,6 +25,8 @@ class CommandLine(BaseModel):
     node: str
     command: str
     what: str = Field("", description="what the process is: the instance, the head, a worker, the Ray head ...")
+    args: list[str] = Field(default_factory=list, description="the command as words (program first)")
+    env: dict[str, str] = Field(default_factory=dict, description="the environment it is started with")
 
 
 class InstanceLaunch(BaseModel):

@@ -196,7 +196,8 @@ def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, pla
     from planner.report.result import CommandLine, InstanceLaunch
 
     def lines(items: list[Launch]) -> list[CommandLine]:
-        return [CommandLine(node=x.node, command=x.text, what=x.what) for x in items]
+        return [CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
+                for x in items]
 
     return [InstanceLaunch(replica=i.replica, role=i.role, slots=i.slots,
                            commands=lines(launches(model, d, gpus_per_node, i.slots)),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
-from planner.candidates.shapes import ChipTable
+from planner.candidates.shapes import ChipTable, replica_cap
 from planner.candidates.table import candidate_table, priced_chip
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario, Service
@@ -70,7 +70,7 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
     capped = []
     for o in opts:
         stock = _stock(scenario, o.row.chip)
-        cap = cpsat.replica_cap(o.row.gpus, node[o.row.chip], stock)
+        cap = replica_cap(o.row.gpus, node[o.row.chip], stock)
         if cap is None:
             capped.append(o)
         elif cap >= o.rmin:

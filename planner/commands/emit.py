@@ -1,0 +1,61 @@
+"""`--emit k8s -o DIR` on `plan` and `plan scenario`: the plan's pools as Kubernetes manifests
+(planner/report/k8s.py), one file per pool, written whole or not at all."""
+
+from __future__ import annotations
+
+import click
+
+from pricing.errors import InputError
+
+
+def k8s_options() -> list:
+    from planner import defaults
+
+    return [
+        click.option("--emit", type=click.Choice(["k8s"]), help="also write the plan as Kubernetes manifests (-o DIR)"),
+        click.option("-o", "--output", "output_dir", metavar="DIR", help="the folder --emit writes (created)"),
+        click.option("--image", help="the vLLM image of every pod (default "
+                     f"{defaults.value('kubernetes.image')}, planner/defaults.yaml)"),
+        click.option("--model-source", help="what the pods serve: a Hugging Face id or a path inside the pod "
+                     "(default: the model as the plan names it)"),
+        click.option("--hf-token-secret", metavar="SECRET", help="a Secret holding the Hugging Face token under key "
+                     "`token`: the pods read HF_TOKEN from it (never written into a manifest)"),
+        click.option("--model-cache-claim", metavar="PVC", help="a PersistentVolumeClaim for the model cache "
+                     "(default: an emptyDir per pod)"),
+        click.option("--namespace", help="the namespace of every resource (default: none, kubectl's own)"),
+        click.option("--k8s-target", type=click.Choice(["plain", "llm-d"]), default="plain", show_default=True,
+                     help="llm-d adds an InferencePool per pool, for llm-d's scheduler"),
+    ]
+
+
+def apply_k8s_options(f):
+    for option in reversed(k8s_options()):
+        f = option(f)
+    return f
+
+
+def check(options: dict) -> None:
+    """Before any planning: -o with --emit, and --emit with -o."""
+    if options.get("emit") and not options.get("output_dir"):
+        raise InputError("--emit", "needs the folder to write", "add -o DIR")
+    if options.get("output_dir") and not options.get("emit"):
+        raise InputError("-o", "has nothing to write", "add --emit k8s")
+
+
+def emit(pools: list[tuple[str, object]], options: dict) -> list[str]:
+    """Write each (name, pool) as `<name>.yaml`; the paths written and the notes, as lines."""
+    from planner.report import k8s
+    from pricing.chips import get_chip
+
+    opts = k8s.K8sOptions(image=options.get("image") or k8s.default_image(), model_source=options.get("model_source"),
+                          hf_token_secret=options.get("hf_token_secret"),
+                          model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
+                          target=options.get("k8s_target") or "plain")
+    files, notes = {}, []
+    for name, pool in pools:
+        resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), opts)
+        files[f"{k8s._name(name)}.yaml"] = resources
+        notes += said
+    written = k8s.write(files, options["output_dir"])
+    return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [
+        f"note: {n}" for n in notes]

@@ -1,0 +1,237 @@
+"""Kubernetes manifests of a plan or a scenario: built as dicts, dumped once (`--emit k8s -o DIR`).
+
+Per pool:
+  Deployment (apps/v1)                 instances within one node: one pod per instance, asking for
+                                       exactly its GPUs (requests = limits)
+  LeaderWorkerSet                      instances larger than a node (kubernetes-sigs/lws, API
+  (leaderworkerset.x-k8s.io/v1)        leaderworkerset.x-k8s.io/v1): one group per instance, a pod
+                                       per node, each asking for the GPUs its node gives; the leader
+                                       runs the head's command, the workers the others' (vLLM's
+                                       multi-node launch, planner/report/serve.py), the addresses
+                                       from the variables LWS sets (LWS_LEADER_ADDRESS,
+                                       LWS_WORKER_INDEX)
+  Service (v1)                         the pool's API port (the leaders of a LeaderWorkerSet)
+  InferencePool                        with the llm-d target: the pool behind llm-d's scheduler
+  (inference.networking.k8s.io/v1)     (the Gateway API inference extension's resource; its
+                                       endpoint picker is deployed with llm-d's own chart)
+Every pod: the exact `vllm serve` arguments of the plan, a node selector on the GPU product label
+NVIDIA's GPU feature discovery sets (the chip registry's gpu_product_label), /dev/shm in memory,
+the model cache volume, probes on vLLM's /health (200 once the engine serves, 503 when it died:
+vllm/entrypoints/serve/instrumentator/health.py), and a Hugging Face token only as a reference to a
+Secret the user names (secretKeyRef), never a value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner import defaults
+from pricing.errors import InputError
+
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
+LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"  # LWS sets it in every pod of a group; Kubernetes expands $(VAR) in args
+WORKER_INDEX = "LWS_WORKER_INDEX"
+GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the device plugins' resource names
+CACHE_MOUNT = "/root/.cache/huggingface"  # HF_HOME of the vllm/vllm-openai image (runs as root)
+
+
+@dataclass(frozen=True)
+class K8sOptions:
+    """What the manifests are built with; every value a user may change has an option."""
+
+    image: str
+    model_source: str | None = None  # what the pods serve instead of the plan's model name
+    hf_token_secret: str | None = None  # a Secret holding the Hugging Face token (key `token`)
+    model_cache_claim: str | None = None  # a PersistentVolumeClaim for the model cache (else emptyDir)
+    namespace: str | None = None
+    target: str = "plain"  # plain | llm-d
+    epp_port: int = 9002
+
+
+def default_image() -> str:
+    return str(defaults.value("kubernetes.image"))
+
+
+def _name(text: str) -> str:
+    """A DNS-1123 label from a pool's name."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:50].strip("-")
+    return name or "pool"
+
+
+def _gpu(chip) -> tuple[str, dict]:
+    """The GPU resource and the node selector of a chip (its registry gpu_product_label)."""
+    from pricing.registry import load
+
+    data = load().chip_file(chip.id)["chip"]
+    label = data.get("gpu_product_label")
+    selector = {"nvidia.com/gpu.product": str(label["value"])} if label and chip.vendor == "nvidia" else {}
+    return GPU_RESOURCE[chip.vendor], selector
+
+
+def _serve_args(args: list[str], model: str, leader: bool) -> list[str]:
+    """`vllm serve`'s arguments in a pod: the model as the pods get it, the API on the pod's own port,
+    the head's address from LWS; the command's --host/--port (a node's own) left out."""
+    out, i = [model], 3  # args[0:3] = vllm serve MODEL
+    while i < len(args):
+        if args[i] in ("--host", "--port"):
+            i += 2
+            continue
+        out.append(LEADER_ADDRESS if args[i] == "$HEAD_IP" else args[i])
+        i += 1
+    if leader:
+        out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(defaults.value("launch.port"))]
+    return out
+
+
+def _worker_command(args: list[str]) -> tuple[list[str], list[str]]:
+    """A worker's container command and args: its rank from LWS_WORKER_INDEX. --node-rank is the
+    index itself (Kubernetes expands $(VAR) in args); a data-parallel start rank is the index times
+    the ranks per node, which needs the shell's arithmetic."""
+    out = list(args)
+    if "--node-rank" in out:
+        out[out.index("--node-rank") + 1] = f"$({WORKER_INDEX})"
+        return ["vllm", "serve"], out
+    if "--data-parallel-start-rank" in out:
+        local = out[out.index("--data-parallel-size-local") + 1]
+        # $$ is Kubernetes' escape of $: the shell gets $((...)) (Kubernetes leaves $(VAR) to its own expansion)
+        out[out.index("--data-parallel-start-rank") + 1] = f"$$(({WORKER_INDEX}*{local}))"
+        line = " ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])
+        return ["sh", "-c"], [line.replace(LEADER_ADDRESS, "${LWS_LEADER_ADDRESS}")]
+    return ["vllm", "serve"], out
+
+
+def _shell_word(arg: str) -> str:
+    import shlex
+
+    return arg if arg.startswith("$$((") or arg == LEADER_ADDRESS else shlex.quote(arg)
+
+
+def _container(name: str, command: list[str], args: list[str], gpus: int, resource: str, options: K8sOptions,
+               serves_api: bool) -> dict:
+    env = [{"name": "HF_HOME", "value": CACHE_MOUNT}]
+    if options.hf_token_secret:
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret,
+                                                                         "key": "token"}}})
+    container = {
+        "name": name, "image": options.image, "command": command, "args": args, "env": env,
+        "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
+                         {"name": "model-cache", "mountPath": CACHE_MOUNT}],
+    }
+    if serves_api:
+        port = int(defaults.value("launch.port"))
+        probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}
+        container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+        container["startupProbe"] = probe | {"failureThreshold": int(defaults.value("kubernetes.startup_probes"))}
+        container["readinessProbe"] = probe | {"failureThreshold": 3}
+        container["livenessProbe"] = probe | {"failureThreshold": 3}
+    return container
+
+
+def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict) -> dict:
+    cache = ({"persistentVolumeClaim": {"claimName": options.model_cache_claim}} if options.model_cache_claim
+             else {"emptyDir": {}})
+    spec = {"containers": [container],
+            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}, {"name": "model-cache", **cache}]}
+    if selector:
+        spec["nodeSelector"] = selector
+    return {"metadata": {"labels": labels}, "spec": spec}
+
+
+def _meta(name: str, labels: dict, options: K8sOptions) -> dict:
+    meta = {"name": name, "labels": labels}
+    if options.namespace:
+        meta["namespace"] = options.namespace
+    return meta
+
+
+def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[list[dict], list[str]]:
+    """The resources of one pool (a PoolPlan with its instances' commands) and notes on them."""
+    notes = []
+    name = _name(pool_name)
+    labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name,
+              "app.kubernetes.io/managed-by": "deployment-planner"}
+    resource, selector = _gpu(chip)
+    if not selector:
+        notes.append(f"{name}: no GPU product label is known for {chip.id} (registry gpu_product_label): the pods "
+                     "have no node selector; add one for your nodes")
+    first = pool.instances[0]
+    commands = [c.args for c in first.commands]
+    served = commands[0][2]
+    model = options.model_source or served
+    if model.startswith("$"):
+        raise InputError("--model-source", "the weights' location is needed (--model named a config file with no "
+                         "weights beside it)", "give the folder or Hugging Face id the pods serve")
+    port = int(defaults.value("launch.port"))
+    per_pod = [len(s.gpus) for s in first.slots]
+    leader_args = _serve_args(commands[0], model, leader=True)
+    head = _container("vllm", ["vllm", "serve"], leader_args, per_pod[0], resource, options, serves_api=True)
+    out = []
+    if len(commands) == 1:
+        out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
+                    "spec": {"replicas": pool.replicas, "selector": {"matchLabels": labels},
+                             "template": _pod(head, selector, options, labels)}})
+        service_selector = labels
+    else:
+        if len(set(per_pod)) != 1:
+            raise InputError("placement", f"{name}: the nodes of one instance give {per_pod} GPUs",
+                             "a LeaderWorkerSet asks every worker for the same GPUs")
+        command, worker_args = _worker_command(_serve_args(commands[1], model, leader=False))
+        worker = _container("vllm", command, worker_args, per_pod[1], resource, options, serves_api=False)
+        out.append({"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": _meta(name, labels, options),
+                    "spec": {"replicas": pool.replicas, "startupPolicy": "LeaderCreated",
+                             "leaderWorkerTemplate": {
+                                 "size": len(commands), "restartPolicy": "RecreateGroupOnPodRestart",
+                                 "leaderTemplate": _pod(head, selector, options, labels),
+                                 "workerTemplate": _pod(worker, selector, options, labels)}}})
+        service_selector = labels | {"leaderworkerset.sigs.k8s.io/worker-index": "0"}  # the leaders serve the API
+    out.append({"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, labels, options),
+                "spec": {"selector": service_selector,
+                         "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]}})
+    if options.target == "llm-d":
+        out.append({"apiVersion": INFERENCE_POOL_API, "kind": "InferencePool", "metadata": _meta(name, labels, options),
+                    "spec": {"selector": {"matchLabels": service_selector}, "targetPorts": [{"number": port}],
+                             "endpointPickerRef": {"name": f"{name}-epp", "port": {"number": options.epp_port}}}})
+        notes.append(f"{name}: the InferencePool's endpoint picker is the Service {name}-epp (port "
+                     f"{options.epp_port}), deployed with llm-d's inference scheduler chart")
+    return out, notes
+
+
+def dump(resources: list[dict]) -> str:
+    """The resources as one YAML stream, each object written out in full (no anchors)."""
+    import yaml
+
+    class Plain(yaml.SafeDumper):
+        def ignore_aliases(self, data) -> bool:
+            return True
+
+    return yaml.dump_all(resources, Dumper=Plain, sort_keys=False, default_flow_style=False)
+
+
+def write(files: dict[str, list[dict]], out_dir: str) -> list[Path]:
+    """Each file's resources into `out_dir`, nothing written half-way: every file is written into a
+    temporary folder beside it first, then moved into place."""
+    target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise InputError("-o", f"{target} is not a folder", "name a folder (it is created)")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise InputError("-o", f"cannot write into {parent}", "name a folder in a place you can write")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
+    try:
+        for file, resources in files.items():
+            (tmp / file).write_text(dump(resources))
+        target.mkdir(exist_ok=True)
+        written = []
+        for file in files:
+            os.replace(tmp / file, target / file)
+            written.append(target / file)
+        return written
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

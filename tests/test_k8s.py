@@ -1,0 +1,207 @@
+"""Kubernetes manifests (`--emit k8s -o DIR`): every resource validates, offline, against the
+Kubernetes 1.33 schemas kubernetes-validate ships and the custom resources' published schemas
+(tests/fixtures/crds/, written by scripts/crd_schemas.py: LeaderWorkerSet from kubernetes-sigs/lws
+v0.10.0, InferencePool from kubernetes-sigs/gateway-api-inference-extension v1.6.0); the pods ask
+for exactly their GPUs, run the plan's own `vllm serve` arguments (every flag in vLLM 0.33's
+parser), and nothing secret is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from planner.cli import main
+from tests.vllm_flags import problems
+
+ROOT = Path(__file__).resolve().parents[1]
+CRDS = Path(__file__).parent / "fixtures" / "crds"
+KUBERNETES = "1.33.0"  # a release kubernetes-validate ships schemas for
+
+
+@cache
+def crd_schemas() -> dict[tuple[str, str], dict]:
+    out = {}
+    for path in CRDS.glob("*.json"):
+        data = json.loads(path.read_text())
+        out[(data["apiVersion"], data["kind"])] = data
+    return out
+
+
+def validate(resource: dict) -> None:
+    """One resource against its schema; raises on the first error."""
+    crd = crd_schemas().get((resource["apiVersion"], resource["kind"]))
+    if crd is None:
+        kubernetes_validate.validate(resource, KUBERNETES, strict=True)
+        return
+    jsonschema.validate(resource, crd["schema"])
+    if resource["kind"] == "LeaderWorkerSet":  # the pods in full, strictly, as Kubernetes sees them
+        lwt = resource["spec"]["leaderWorkerTemplate"]
+        for template in (lwt["leaderTemplate"], lwt["workerTemplate"]):
+            kubernetes_validate.validate({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
+                                          "template": template}, KUBERNETES, strict=True)
+
+
+def emitted(folder: Path) -> dict[str, list[dict]]:
+    return {p.name: [d for d in yaml.safe_load_all(p.read_text()) if d] for p in sorted(folder.glob("*.yaml"))}
+
+
+def container_problems(container: dict) -> list[str]:
+    """The container's `vllm serve` against vLLM 0.33's parser, after Kubernetes' own expansion of
+    $$ (and a shell line's words)."""
+    if container["command"] == ["vllm", "serve"]:
+        return problems(container["args"])
+    assert container["command"] == ["sh", "-c"]
+    words = shlex.split(container["args"][0].replace("$$", "$"))
+    assert words[:3] == ["exec", "vllm", "serve"]
+    return problems([re.sub(r"^\$\(\([A-Z_]+\*\d+\)\)$", "1", w) for w in words[3:]])
+
+
+def run(capsys, *args) -> str:
+    code = main(list(args))
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out + out.err
+
+
+@pytest.fixture(scope="module")
+def plan_405b(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("k8s") / "out"
+    assert main(["--model", "llama-3.1-405b", "--chip", "h100", "--concurrency", "16", "--context-length", "32768",
+                 "--emit", "k8s", "-o", str(folder), "--hf-token-secret", "hf-token"]) == 0
+    return emitted(folder)
+
+
+def test_the_schemas_are_the_published_ones():
+    schemas = crd_schemas()
+    lws = schemas[("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")]["source"]
+    pool = schemas[("inference.networking.k8s.io/v1", "InferencePool")]["source"]
+    assert (lws["repository"], lws["tag"]) == ("https://github.com/kubernetes-sigs/lws", "v0.10.0")
+    assert pool["tag"] == "v1.6.0" and "gateway-api-inference-extension" in pool["repository"]
+    assert KUBERNETES in [f"{v}.0" if v.count(".") == 1 else v for v in kubernetes_validate.utils.all_versions()]
+
+
+def test_validation_catches_a_bad_manifest():
+    """The check itself: a GPU count as a list, a LeaderWorkerSet without its template."""
+    bad = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"ports": [{"port": "http"}]}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate(bad)
+    with pytest.raises(jsonschema.ValidationError):
+        validate({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                  "metadata": {"name": "x"}, "spec": {"replicas": 1}})
+
+
+def test_405b_is_a_leaderworkerset_of_two_pods_of_eight_gpus(plan_405b):
+    """Done when: llama-3.1-405b at 16 × 32k on H100 writes a LeaderWorkerSet of 2 pods × 8 GPUs that validates."""
+    (resources,) = plan_405b.values()
+    kinds = [r["kind"] for r in resources]
+    assert kinds == ["LeaderWorkerSet", "Service"]
+    for r in resources:
+        validate(r)
+    lws = resources[0]["spec"]
+    assert lws["leaderWorkerTemplate"]["size"] == 2 and lws["replicas"] == 1
+    for role in ("leaderTemplate", "workerTemplate"):
+        pod = lws["leaderWorkerTemplate"][role]["spec"]
+        (container,) = pod["containers"]
+        assert container["resources"]["requests"] == container["resources"]["limits"] == {"nvidia.com/gpu": 8}
+        assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+        assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
+        assert container_problems(container) == []
+        token = next(e for e in container["env"] if e["name"] == "HF_TOKEN")
+        assert token == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}
+    leader = lws["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    worker = lws["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert leader["readinessProbe"]["httpGet"]["path"] == "/health" and "readinessProbe" not in worker
+    assert leader["args"][leader["args"].index("--node-rank") + 1] == "0"
+    assert worker["args"][worker["args"].index("--node-rank") + 1] == "$(LWS_WORKER_INDEX)"
+    assert "--headless" in worker["args"] and "$(LWS_LEADER_ADDRESS)" in worker["args"]
+    service = resources[1]["spec"]
+    assert service["selector"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
+
+
+def test_every_scenario_pool_gets_its_set_and_all_validate(tmp_path, capsys):
+    """Done when: `plan scenario FILE --emit k8s -o DIR` writes one set per pool, all valid (llm-d target:
+    an InferencePool per pool too)."""
+    out = tmp_path / "fleet"
+    text = run(capsys, "scenario", str(ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml"), "--emit", "k8s",
+               "-o", str(out), "--k8s-target", "llm-d")
+    files = emitted(out)
+    assert sorted(files) == ["agents.yaml", "analytics.yaml", "chat.yaml"] and "wrote" in text
+    for resources in files.values():
+        assert [r["kind"] for r in resources] == ["Deployment", "Service", "InferencePool"]
+        for r in resources:
+            validate(r)
+        deployment, pool = resources[0], resources[2]
+        assert pool["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        assert container_problems(container) == []
+        assert container["args"][container["args"].index("--port") + 1] == "8000"
+
+
+def test_data_parallel_across_nodes_in_a_leaderworkerset(tmp_path, capsys):
+    out = tmp_path / "dp"
+    run(capsys, "--model", "qwen3-235b-a22b", "--chip", "h200", "--concurrency", "64", "--tp", "4", "--dp", "4",
+        "--pp", "1", "--gpus-per-node", "8", "--emit", "k8s", "-o", str(out))
+    (resources,) = emitted(out).values()
+    for r in resources:
+        validate(r)
+    lwt = resources[0]["spec"]["leaderWorkerTemplate"]
+    worker = lwt["workerTemplate"]["spec"]["containers"][0]
+    assert worker["command"] == ["sh", "-c"] and "--data-parallel-start-rank $$((LWS_WORKER_INDEX*2))" in worker[
+        "args"][0]
+    assert container_problems(worker) == [] and container_problems(lwt["leaderTemplate"]["spec"]["containers"][0]) == []
+
+
+def test_no_secret_is_ever_written(tmp_path, capsys, monkeypatch):
+    """A token in the environment never reaches a manifest: only the Secret's name does."""
+    token = "hf_" + "Zq8w" * 9
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", token)
+    out = tmp_path / "secret"
+    run(capsys, "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
+        "--emit", "k8s", "-o", str(out), "--hf-token-secret", "my-hf")
+    text = "".join(p.read_text() for p in out.glob("*"))
+    secrets = [v for k, v in os.environ.items() if re.search(r"TOKEN|SECRET|PASSWORD|KEY", k) and len(v) >= 8]
+    assert token in secrets and not [v for v in secrets if v in text]
+    assert not re.search(r"hf_[A-Za-z0-9]{20,}", text) and "name: my-hf" in text
+
+
+def test_nothing_is_written_half_way(tmp_path, monkeypatch):
+    from planner.report import k8s
+
+    target = tmp_path / "out"
+    calls = []
+
+    def failing(resources):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return "kind: x\n"
+
+    monkeypatch.setattr(k8s, "dump", failing)
+    with pytest.raises(OSError):
+        k8s.write({"a.yaml": [{}], "b.yaml": [{}]}, str(target))
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_bad_emit_input_is_one_line(tmp_path, capsys, shared_models):
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--emit", "k8s"]) == 2
+    assert "--emit" in capsys.readouterr().err
+    bare = tmp_path / "Qwen--Qwen3-8B.json"
+    bare.write_text((shared_models / "Qwen--Qwen3-8B.json").read_text())
+    code = main(["--model", str(bare), "--chip", "h100", "--concurrency", "4", "--context-length", "8192",
+                 "--emit", "k8s", "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--model-source" in err and not (tmp_path / "o").exists()
+    assert main(["--model", str(bare), "--chip", "h100", "--concurrency", "4", "--context-length", "8192",
+                 "--emit", "k8s", "-o", str(tmp_path / "o"), "--model-source", "Qwen/Qwen3-8B"]) == 0
+    (resources,) = emitted(tmp_path / "o").values()
+    assert resources[0]["spec"]["template"]["spec"]["containers"][0]["args"][0] == "Qwen/Qwen3-8B"
