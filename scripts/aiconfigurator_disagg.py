@@ -42,13 +42,13 @@ MODEL_OF_CARD = {"dsv4-flash": "sgl-project/DeepSeek-V4-Flash-FP8", "llama-3.1-7
                  "gpt-oss-120b": "openai/gpt-oss-120b", "qwen3-235b-a22b-fp8": "Qwen/Qwen3-235B-A22B-FP8",
                  "dsr1": "deepseek-ai/DeepSeek-R1"}
 QUESTIONS = [  # card, chip, total GPUs, isl, osl, TTFT ms, TPOT ms
-    ("llama-3.1-70b", "h200", 16, 1024, 1024, 1000, 30),
-    ("llama-3.1-70b", "h200", 16, 8192, 1024, 2000, 50),
-    ("llama-3.1-70b", "b200", 16, 32768, 2048, 5000, 50),
+    ("llama-3.1-70b", "h200", 8, 1024, 1024, 1000, 30),
+    ("llama-3.1-70b", "h200", 8, 8192, 1024, 2000, 50),
+    ("llama-3.1-70b", "b200", 8, 32768, 2048, 5000, 50),
     ("gpt-oss-120b", "h200", 8, 1024, 1024, 1000, 20),
     ("gpt-oss-120b", "gb200", 8, 8192, 1024, 2000, 30),
-    ("qwen3-235b-a22b-fp8", "h200", 16, 8192, 1024, 2000, 50),
-    ("qwen3-235b-a22b-fp8", "b200", 16, 1024, 1024, 1000, 30),
+    ("qwen3-235b-a22b-fp8", "h200", 8, 8192, 1024, 2000, 50),
+    ("qwen3-235b-a22b-fp8", "b200", 8, 1024, 1024, 1000, 30),
     ("dsv4-flash", "h200", 16, 8192, 1024, 3000, 50),
     ("dsv4-flash", "b200", 16, 32768, 2048, 5000, 50),
     ("dsr1", "gb200", 16, 1024, 1024, 1000, 30),
@@ -93,6 +93,7 @@ def worker() -> None:
             return {"workers": int(row[f"({p})workers"]), "parallel": str(row[f"({p})parallel"]),
                     "gpus_per_worker": int(row[f"({p})tp"]) * int(row[f"({p})pp"]) * int(row[f"({p})dp"]),
                     "batch": int(row[f"({p})bs"]), "memory_gib": round(float(row[f"({p})memory"]), 2),
+                    "seq_per_second_per_worker": round(float(row[f"({p})seq/s/worker"]), 4),
                     "kvcache": str(row[f"({p})kvcache"]), "gemm": str(row[f"({p})gemm"]),
                     "version": str(row[f"({p})version"])}
 
@@ -127,7 +128,9 @@ def ours(q: dict, rate: float) -> dict:
     return {"feasible": True, "prefill": pool(p), "decode": pool(d), "gpus": plan.gpus,
             "tokens_per_second_per_gpu": round(rate * q["osl"] / plan.gpus, 2), "ttft_ms": plan.ttft.total_ms,
             "tpot_ms": round(plan.tpot_ms, 1),
-            "transfer_ms": plan.handover.transfer_ms, "cost_per_hour": plan.cost_per_hour}
+            "transfer_ms": plan.handover.transfer_ms, "cost_per_hour": plan.cost_per_hour,
+            "prefill_ms": plan.ttft.prefill_ms, "queue_ms": plan.ttft.queue_ms,
+            "prefill_utilization": plan.ttft.prefill_utilization}
 
 
 def questions() -> list[dict]:
@@ -139,15 +142,38 @@ def questions() -> list[dict]:
     return out
 
 
-def run(venv: Path) -> dict:
+def _ask(python: Path, q: dict, cache: Path) -> dict:
+    """One question to aiconfigurator in its own process; answers are kept in `cache` (one JSON
+    line each) so an interrupted run resumes."""
+    proc = subprocess.run([str(python), __file__, "--worker"], input=json.dumps([q]), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"aiconfigurator worker failed on {q['id']}:\n{proc.stderr[-4000:]}")
+    got = json.loads(proc.stdout)
+    ans = got["answers"][0] | {"aiconfigurator": got["aiconfigurator"]}
+    with cache.open("a") as f:
+        f.write(json.dumps(ans) + "\n")
+    return ans
+
+
+def run(venv: Path, jobs: int, cache: Path, cached_only: bool = False) -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
     python = venv / "bin" / "python"
     if not python.exists():
         raise SystemExit(f"{python} not found: set AIC_VENV to a venv with aiconfigurator==0.12.0 (see the doc)")
     todo = questions()
-    proc = subprocess.run([str(python), __file__, "--worker"], input=json.dumps(todo), capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"aiconfigurator worker failed:\n{proc.stderr[-4000:]}")
-    got = json.loads(proc.stdout)
+    done = {}
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            ans = json.loads(line)
+            done[ans["id"]] = ans
+    if cached_only:  # the questions aiconfigurator has not answered yet are left out, and said so
+        todo = [q for q in todo if q["id"] in done]
+    with ThreadPoolExecutor(jobs) as pool:
+        for ans in pool.map(lambda q: _ask(python, q, cache), [q for q in todo if q["id"] not in done]):
+            done[ans["id"]] = ans
+    got = {"aiconfigurator": next(iter(done.values()))["aiconfigurator"],
+           "answers": [{k: v for k, v in done[q["id"]].items() if k != "aiconfigurator"} for q in todo]}
     rows = []
     for q, ans in zip(todo, got["answers"], strict=True):
         row = {k: q[k] for k in ("id", "card", "chip", "model", "system", "gpus", "isl", "osl", "ttft_ms", "tpot_ms")}
@@ -170,23 +196,34 @@ def _split(x: dict, ours_side: bool) -> str:
     return f"{x['workers']} × {x['parallel'].replace('pp1', '').replace('etp1', '').replace('ep1', '')}"
 
 
+def _gpus(side: dict, ours_side: bool) -> int:
+    return side["replicas"] * side["gpus_per_replica"] if ours_side else side["workers"] * side["gpus_per_worker"]
+
+
 def _why(row: dict) -> str:
+    """Where the two answers part, from the figures both report."""
     a, o = row["aiconfigurator"], row.get("planner")
     if not a["supported"]:
         return a["reason"]
     if o is None or not o["feasible"]:
         return "this planner: " + "; ".join(o["why"] if o else [])
     parts = []
-    if o["decode"]["binds"].startswith("memory"):
-        parts.append(f"our decode ranks are held by memory at {row['isl'] + row['osl']:,} tokens "
-                     f"({o['decode']['max_num_seqs']} running per rank; aiconfigurator batches "
-                     f"{a['decode']['batch']} per decode worker)")
-    elif o["tpot_ms"] < a["tpot_ms"] * 0.8 or o["tpot_ms"] > a["tpot_ms"] * 1.25:
-        parts.append(f"decode TPOT {o['tpot_ms']:g} ms (step model) against its {a['tpot_ms']:g} ms")
-    ttft_a, ttft_o = a["ttft_ms"], o["ttft_ms"]
-    if abs(ttft_o - ttft_a) > 0.25 * ttft_a:
-        parts.append(f"TTFT {ttft_o:,.0f} ms with an M/D/1 prefill queue against its {ttft_a:,.0f} ms")
-    return "; ".join(parts) or "close"
+    ap, op = _gpus(a["prefill"], False), _gpus(o["prefill"], True)
+    if op != ap:
+        util = ""
+        if "seq_per_second_per_worker" in a["prefill"]:
+            served = a["prefill"]["workers"] * a["prefill"]["seq_per_second_per_worker"]
+            util = f" at {a['request_rate'] / served:.0%} utilization"
+        parts.append(f"prefill {op} GPUs against {ap}: a prompt takes {o['prefill_ms']:,.0f} ms here plus a "
+                     f"{o['queue_ms']:,.0f} ms M/D/1 wait at {o['prefill_utilization']:.0%} utilization; its "
+                     f"workers{util} count no queue (TTFT {a['ttft_ms']:,.0f} ms)")
+    ad, od = _gpus(a["decode"], False), _gpus(o["decode"], True)
+    if od != ad:
+        held = o["decode"]["binds"].split(":")[0]
+        parts.append(f"decode {od} GPUs against {ad}: {held} sets our batch ({o['decode']['max_num_seqs']} per rank "
+                     f"at {o['tpot_ms']:g} ms per token; its {a['decode']['batch']} per worker at "
+                     f"{a['tpot_ms']:g} ms)")
+    return "; ".join(parts) or "the same GPUs"
 
 
 def table(doc: dict) -> str:
@@ -235,6 +272,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--readme", action="store_true", help="rewrite README's table from the data file")
+    ap.add_argument("--cached-only", action="store_true", help="only the questions the cache has answers for")
+    ap.add_argument("--jobs", type=int, default=2, help="aiconfigurator processes at once")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/aiconfigurator_disagg.jsonl"),
+                    help="answers kept as they come (a rerun resumes from them)")
     args = ap.parse_args()
     if args.worker:
         worker()
@@ -245,7 +286,7 @@ def main() -> None:
         doc = yaml.safe_load(OUT.read_text())
     else:
         sys.path.insert(0, str(ROOT))
-        doc = run(Path(os.environ.get("AIC_VENV", DEFAULT_VENV)))
+        doc = run(Path(os.environ.get("AIC_VENV", DEFAULT_VENV)), args.jobs, args.cache, args.cached_only)
         OUT.write_text(yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True))
     write_readme(doc)
 
