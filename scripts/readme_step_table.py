@@ -70,7 +70,36 @@ def section() -> None:
           "the tensor efficiency at its floor (0.3): prefill in these runs is slower than its FLOPs at peak, so TTFT "
           "for dense models is likely pessimistic.")
     print()
+    by_engine(points)
     versus_aiconfigurator(points, aic)
+
+
+def by_engine(points) -> None:
+    """Training and held-back errors per engine, and per engine and chip: median |error| and the
+    signed median of output tokens/s per GPU (one set of factors is fitted for every engine)."""
+    import statistics
+
+    def cell(subset) -> str:
+        if not subset:
+            return "—"
+        errs = [relative_error(p) for p in subset]
+        return (f"{len(errs)}: {statistics.median(abs(e) for e in errs):.1%} "
+                f"({statistics.median(errs):+.1%})")
+
+    print("By engine and chip (points: median |error| (signed median) of output tokens/s per GPU; one set of "
+          "factors serves every engine):")
+    print()
+    print("| engine | chip | training | held back |")
+    print("| --- | --- | --- | --- |")
+    groups: dict[tuple, list] = {}
+    for p in points:
+        engine = p.engine.split()[0]
+        groups.setdefault((engine, "all"), []).append(p)
+        groups.setdefault((engine, p.chip), []).append(p)
+    for (engine, chip), subset in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "all", kv[0][1])):
+        print(f"| {engine} | {chip} | {cell([p for p in subset if not p.held_back])} "
+              f"| {cell([p for p in subset if p.held_back])} |")
+    print()
 
 
 def versus_aiconfigurator(points, aic) -> None:

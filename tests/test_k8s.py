@@ -205,3 +205,26 @@ def test_bad_emit_input_is_one_line(tmp_path, capsys, shared_models):
                  "--emit", "k8s", "-o", str(tmp_path / "o"), "--model-source", "Qwen/Qwen3-8B"]) == 0
     (resources,) = emitted(tmp_path / "o").values()
     assert resources[0]["spec"]["template"]["spec"]["containers"][0]["args"][0] == "Qwen/Qwen3-8B"
+
+
+def test_replicas_and_amd_gpus(tmp_path, capsys):
+    """A pool of single-node instances is one Deployment of `replicas` pods, each asking for its
+    instance's GPUs; an AMD chip asks for amd.com/gpu and, with no GPU product label known, says so."""
+    out = tmp_path / "rep"
+    run(capsys, "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "400", "--context-length", "8192",
+        "--emit", "k8s", "-o", str(out))
+    (resources,) = emitted(out).values()
+    deployment = resources[0]
+    assert deployment["kind"] == "Deployment" and deployment["spec"]["replicas"] == 7
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert "CUDA_VISIBLE_DEVICES" not in json.dumps(deployment)  # the device plugin gives each pod its GPUs
+    amd = tmp_path / "amd"
+    text = run(capsys, "--model", "llama-3.1-70b", "--chip", "mi300x", "--concurrency", "16", "--context-length",
+               "8192", "--emit", "k8s", "-o", str(amd))
+    (resources,) = emitted(amd).values()
+    for r in resources:
+        validate(r)
+    pod = resources[0]["spec"]["template"]["spec"]
+    assert list(pod["containers"][0]["resources"]["limits"]) == ["amd.com/gpu"] and "nodeSelector" not in pod
+    assert "no GPU product label is known for mi300x" in text

@@ -234,3 +234,57 @@ def test_a_launch_line_keeps_the_placeholders_for_the_shell():
                         json.dumps({"method": "mtp"})), (("CUDA_VISIBLE_DEVICES", "0,1"),)).text
     assert line.startswith("CUDA_VISIBLE_DEVICES=0,1 vllm serve $MODEL_WEIGHTS --master-addr $HEAD_IP ")
     assert shlex.split(line)[-1] == '{"method": "mtp"}'
+
+
+def test_placement_never_splits_a_tp_group_or_shares_a_gpu():
+    """Bin-packing properties on 8-GPU nodes of two 4-GPU NVLink domains (a bridged or tray layout):
+    every instance's GPUs are its own, each tp group within one domain, small instances on one node,
+    large ones on whole nodes, ports distinct per node, spare nodes untouched."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from planner.search.placement import ChipNodes, PoolShape, place
+
+    pool = st.tuples(st.sampled_from([(1, 1), (2, 2), (4, 4), (2, 4), (1, 8), (4, 8), (8, 16), (4, 16)]),
+                     st.integers(1, 4))
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(pool, min_size=1, max_size=4), st.integers(0, 2))
+    def check(pools, spare):
+        shapes = [PoolShape(f"p{i}", "x", n, gpus, tp) for i, ((tp, gpus), n) in enumerate(pools)]
+        laid = place(shapes, {"x": ChipNodes("x", 8, 4)}, spare)
+        held: dict[tuple[str, int], str] = {}
+        ports: set[tuple[str, int]] = set()
+        for inst in laid.instances:
+            shape = next(s for s in shapes if s.pool == inst.pool)
+            assert sum(len(s.gpus) for s in inst.slots) == shape.gpus_per_replica
+            if shape.gpus_per_replica <= 8:
+                assert len(inst.slots) == 1
+            else:
+                assert all(len(s.gpus) == 8 for s in inst.slots)
+            gpus = inst.slots[0].gpus
+            if len(inst.slots) == 1 and shape.tensor_parallel_size <= 4:
+                domains = [g // 4 for g in gpus]  # each tp group (consecutive in the list) in one domain
+                tp = shape.tensor_parallel_size
+                assert all(len(set(domains[k:k + tp])) == 1 for k in range(0, len(gpus), tp))
+            for s in inst.slots:
+                for g in s.gpus:
+                    assert (s.node, g) not in held
+                    held[s.node, g] = inst.pool
+                if s.port is not None:
+                    assert (s.node, s.port) not in ports
+                    ports.add((s.node, s.port))
+        spares = [n for n in laid.nodes if n.spare]
+        assert len(spares) == spare and not {(n.node, g) for n in spares for g in range(n.gpus)} & set(held)
+
+    check()
+
+
+def test_the_scenario_chart_draws_the_node_map(tmp_path, capsys):
+    chart = tmp_path / "review.svg"
+    assert main(["scenario", str(ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml"), "--chart", str(chart),
+                 "--spare", "1"]) == 0
+    svg = (tmp_path / "review-nodes.svg").read_text()
+    for node in ("b200-0", "b200-1", "h200-0", "h200-3"):
+        assert f'id="node-{node}' in svg
+    assert "spare (kept free)" in svg and "analytics #0" in svg

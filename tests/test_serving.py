@@ -216,3 +216,17 @@ def test_goodput_counts_the_requests_meeting_every_bound():
     assert served.goodput() == 1.0
     assert served.goodput(ttft=bound, tpot=0.0) == 0.0
     assert not math.isnan(served.itl.mean)
+
+
+def test_the_last_admitted_request_is_the_one_preempted():
+    """Two requests of 100 + 400 tokens need 32 blocks each at the end; a pool of 40 holds one:
+    the second (admitted last) is preempted, recomputed after, and finishes after the first."""
+    step, inst, cost = LLAMA8
+    small = Instance(blocks=40, block_size=16, max_num_seqs=8, max_num_batched_tokens=2048, max_model_len=8192)
+    served = simulate(small, cost, Traffic(ClosedLoop(2), Fixed(100), Fixed(400), count=2))
+    assert served.preemptions >= 1
+    (_, _, first_e2e), (_, _, second_e2e) = served.per_request
+    assert first_e2e < second_e2e
+    # the first ran without interruption: its decodes are the step model's at batch 2, then alone
+    alone = simulate(small, cost, Traffic(ClosedLoop(1), Fixed(100), Fixed(400), count=1))
+    assert first_e2e < 1.5 * alone.e2e.percentile(50)

@@ -130,7 +130,7 @@ def size(candidate: Candidate, memory: int, cap: int | None) -> Sizing:
     def meets(r: int) -> bool:
         return not misses(service, sizing.at(r))
 
-    alone = candidate.run(None, count=max(1, min(50, defaults.value("serving.requests"))))
+    alone = candidate.run(None, count=defaults.value("serving.alone_requests"))
     if misses(service, alone):
         sizing.alone = alone
         return sizing
@@ -213,6 +213,43 @@ def binds(service: ServiceSpec, sizing: Sizing) -> str | None:
             + f"; at {r} replicas ({rate / r:,.2f} requests/s each): {now}")
 
 
+class ParetoPoint(BaseModel):
+    """One simulated pool: a shape at a replica count, its p99 TPOT and its cost per token."""
+
+    chip: str
+    split: str = Field(description="the instance's split, 'tp 8' or 'tp 1 × dp 4'")
+    replicas: int
+    p99_tpot_ms: float
+    cost_per_million_output_tokens: float
+    front: bool = Field(description="on the Pareto front: no simulated pool both cheaper and faster")
+    chosen: bool = Field(False, description="the pool the plan reports")
+
+
+def frontier(service: ServiceSpec, sized: dict, prices: dict[str, float]) -> list[ParetoPoint]:
+    """Every pool simulated while sizing (shape × replicas) that meets the targets other than
+    TPOT's, as (p99 TPOT, $/M output tokens): the cost of each TPOT target, its front the
+    cheapest pool for each. `prices`: USD per GPU-hour by chip."""
+    w = service.workload
+    tokens_an_hour = w.requests_per_second * w.osl * 3600
+    points = []
+    for (chip, row), sizing in sized.items():
+        split = f"tp {row.shape.tp}" + (f" × pp {row.shape.pp}" if row.shape.pp > 1 else "") + (
+            f" × dp {row.shape.dp}" if row.shape.dp > 1 else "")
+        for r, served in sorted(sizing.runs.items()):
+            if r < sizing.memory or any(m != "tpot" for m, _, _, _ in misses(service, served)):
+                continue
+            cost = r * row.gpus * prices[chip] / tokens_an_hour * 1e6
+            points.append([chip, split, r, served.tpot.percentile(99) * 1000, cost])
+    points.sort(key=lambda p: (p[3], p[4]))
+    out, cheapest = [], math.inf
+    for chip, split, r, tpot, cost in points:
+        front = cost < cheapest
+        cheapest = min(cheapest, cost)
+        out.append(ParetoPoint(chip=chip, split=split, replicas=r, p99_tpot_ms=round(tpot, 2),
+                               cost_per_million_output_tokens=round(cost, 4), front=front))
+    return out
+
+
 class ServingFigures(BaseModel):
     """A pool's service targets as `vllm bench serve` would measure one instance at its share of
     the rate (the serving simulator, pricing/serving)."""
@@ -227,6 +264,8 @@ class ServingFigures(BaseModel):
     goodput: float = Field(description="fraction of requests meeting every per-request bound the targets give")
     preemptions: int = Field(description="preemptions in the simulated benchmark of one instance")
     targets: list[str] = Field(default_factory=list, description="the targets, in words")
+    pareto: list[ParetoPoint] = Field(default_factory=list, description="every pool simulated while sizing that "
+                                      "meets the targets other than TPOT's: $/M output tokens against p99 TPOT")
 
 
 def target_words(service: ServiceSpec) -> list[str]:
@@ -237,8 +276,10 @@ def target_words(service: ServiceSpec) -> list[str]:
     return words
 
 
-def figures(service: ServiceSpec, sizing: Sizing, replicas: int) -> ServingFigures:
-    """The plan's simulated figures at `replicas` (simulated now if the search did not)."""
+def figures(service: ServiceSpec, sizing: Sizing, replicas: int, sized: dict | None = None,
+            prices: dict[str, float] | None = None) -> ServingFigures:
+    """The plan's simulated figures at `replicas` (simulated now if the search did not), with
+    the Pareto front of every pool `sized` simulated (this one marked)."""
     rate = service.workload.requests_per_second
     served = sizing.at(replicas)
 
@@ -249,4 +290,13 @@ def figures(service: ServiceSpec, sizing: Sizing, replicas: int) -> ServingFigur
     return ServingFigures(requests_per_second=rate, requests_per_second_per_instance=round(rate / replicas, 4),
                           requests_simulated=served.requests, ttft_ms=by_percentile("ttft"),
                           tpot_ms=by_percentile("tpot"), itl_ms=by_percentile("itl"), e2e_ms=by_percentile("e2e"),
-                          goodput=round(goodput(service, served), 4), preemptions=served.preemptions, targets=targets)
+                          goodput=round(goodput(service, served), 4), preemptions=served.preemptions, targets=targets,
+                          pareto=_marked(frontier(service, sized, prices), sizing, replicas) if sized else [])
+
+
+def _marked(points: list[ParetoPoint], sizing: Sizing, replicas: int) -> list[ParetoPoint]:
+    row = sizing.candidate.row
+    split = f"tp {row.shape.tp}" + (f" × pp {row.shape.pp}" if row.shape.pp > 1 else "") + (
+        f" × dp {row.shape.dp}" if row.shape.dp > 1 else "")
+    return [p.model_copy(update={"chosen": True}) if (p.chip, p.split, p.replicas) == (row.chip, split, replicas)
+            else p for p in points]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from pathlib import Path
 
 import click
 from pydantic import ValidationError
@@ -88,7 +90,7 @@ def options_list(axes: bool = False) -> list:
         click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
         click.option("--osl", type=int, help="mean output tokens of a request (with --isl)"),
         click.option("--requests-per-second", type=float, help="requests the pool must serve each second (needs "
-                     "--isl and --osl)"),
+                     "--isl and --osl)" + repeat, **many),
         click.option("--range-ratio", type=float, default=0.0, show_default=True,
                      help="with service targets: lengths uniform in [isl (1 - r), isl (1 + r)], as vllm bench serve "
                           "--random-range-ratio"),
@@ -97,7 +99,9 @@ def options_list(axes: bool = False) -> list:
         click.option("--provenance", "show_provenance", is_flag=True,
                      help="also print every registry value and planner default used (always in --json)"),
         click.option("--json", "as_json", is_flag=True, help="one JSON object (see README for its shape)"),
-    ]
+    ] + ([] if axes else [click.option("--chart", "chart_path", help="with service targets: draw $/M output tokens "
+                                       "against p99 TPOT over every pool simulated, the chosen one marked (.png or "
+                                       ".svg)")])
 
 
 def spare_option():
@@ -264,6 +268,21 @@ def request_from(options: dict) -> PlanRequest:
     return PlanRequest(service=service, limits=limits)
 
 
+def check_output_path(path: str | None, flag: str = "--chart") -> None:
+    """An output file the tool can write, checked before any work (never half-way)."""
+    if not path:
+        return
+    target = Path(path)
+    if target.suffix.lower() not in (".png", ".svg"):
+        raise InputError(flag, f"{path} is neither .png nor .svg", "name a .png or .svg file")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(flag, f"folder {folder} does not exist", "create it first, or name a file in an existing "
+                         "folder")
+    if target.is_dir() or not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise InputError(flag, f"cannot write {path}", "name a file you can write")
+
+
 def rate_only(options: dict, workload) -> int:
     """Without --concurrency, a request rate with its latency targets sizes the pool by itself (each
     candidate's replicas serve the rate at its throughput within the targets, as the disaggregated
@@ -318,10 +337,22 @@ def run(ctx: click.Context, **options) -> None:
     request = request_from(options)
     if request.service.serving != "agg":
         return run_serving(ctx, request, options)
+    chart_path = options.get("chart_path")
+    if chart_path:
+        if request.service.slo is None:
+            raise InputError("--chart", "draws the cost of service targets", "give --p99-ttft-ms or another "
+                             "target with --requests-per-second, --isl and --osl")
+        check_output_path(chart_path)
     try:
         result = plan(request)
     except InputError as err:
         raise in_flags(err, PLAN_FLAGS.get) from None
+    if chart_path and result.feasible:
+        from planner.report.review import pareto_chart
+
+        t = result.target
+        pareto_chart(result.best.serving, chart_path, f"{result.model} at {t.requests_per_second:g} requests/s: "
+                     f"cost per token against p99 TPOT ({', '.join(t.service_targets)})")
     result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
                         + unused_acceptance(request.service.speculative_acceptance,
                                             request.service.num_speculative_tokens))

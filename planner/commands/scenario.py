@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -17,7 +15,7 @@ from rich.console import Console
 from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
-from planner.commands.plan import options_list, spare_option, time_limit_option
+from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.report.memory import console_for_output
 from planner.report.render import render_comparison, render_fleet
@@ -48,21 +46,6 @@ def apply_options_to(options: list):
     return decorate
 
 
-def check_output_path(path: str | None, flag: str = "--chart") -> None:
-    """An output file the tool can write, checked before any work (never half-way)."""
-    if not path:
-        return
-    target = Path(path)
-    if target.suffix.lower() not in (".png", ".svg"):
-        raise InputError(flag, f"{path} is neither .png nor .svg", "name a .png or .svg file")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(flag, f"folder {folder} does not exist", "create it first, or name a file in an existing "
-                         "folder")
-    if target.is_dir() or not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise InputError(flag, f"cannot write {path}", "name a file you can write")
-
-
 def check_concurrency(n: int, flag: str) -> None:
     limit = defaults.value("limits.max_concurrency")
     if n < 1 or n > limit:
@@ -85,6 +68,10 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
             render_comparison(c, console)
     if chart_path:
         chart(c, chart_path)
+        if c.base.feasible and c.base.nodes:
+            from planner.report.review import node_chart, node_chart_path
+
+            node_chart(c.base, node_chart_path(chart_path))
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -94,7 +81,8 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg)")
+@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg), "
+              "and the base's node map beside it (FILE-nodes.png)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
 @spare_option()
@@ -127,10 +115,12 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if k8s.get("emit") and c.base.feasible:
         for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
             click.echo(line, err=fmt == "json")
+    elif k8s.get("emit"):
+        click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)
     ctx.exit(code)
 
 
-AXES = ("model", "quantization", "concurrency", "context_length", "chip")
+AXES = ("model", "quantization", "concurrency", "context_length", "requests_per_second", "chip")
 FILE_OPTIONS = ("time_limit", "as_json", "show_provenance")  # what `plan compare FILE` takes beside the file
 PROVENANCE_NOTE = "--provenance has no effect on compare: `plan --json` carries each plan's provenance"
 
@@ -138,7 +128,9 @@ PROVENANCE_NOTE = "--provenance has no effect on compare: `plan --json` carries 
 def sweep_points(options: dict) -> list[dict]:
     """Every combination of the axes given several values, in the order given (chip last)."""
     values = {"model": list(options["model"]), "quantization": list(options["quantization"]) or [None],
-              "concurrency": list(options["concurrency"]), "context_length": list(options["context_length"]) or [None],
+              "concurrency": list(options["concurrency"]) or [None],
+              "context_length": list(options["context_length"]) or [None],
+              "requests_per_second": list(options["requests_per_second"]) or [None],
               "chip": list(dict.fromkeys(options["chip"]))}
     return [dict(zip(AXES, combo, strict=True)) for combo in itertools.product(*(values[a] for a in AXES))]
 
@@ -153,6 +145,7 @@ AXIS_WORDS = {
     "quantization": (_checkpoint, str),
     "concurrency": (lambda v: f"× {v}", lambda v: f"{v:,} concurrent"),
     "context_length": (lambda v: f"@ {tokens_label(v) if v else 'max'}", lambda v: f"{tokens_label(v)} tokens"),
+    "requests_per_second": (lambda v: f"{v:g}/s", lambda v: f"{v:g} requests/s"),
     "chip": (lambda v: f"on {v}", lambda v: f"on {v}"),
 }
 
@@ -165,16 +158,31 @@ def point_label(point: dict, varying: list[str]) -> str:
 def sweep_title(point: dict, varying: list[str]) -> str:
     """What was compared: the fixed values, then the axes that vary."""
     fixed = [AXIS_WORDS[axis][1](point[axis]) for axis in AXES if axis not in varying and point[axis] is not None]
-    names = {"context_length": "context length", "quantization": "quantization"}
+    names = {"context_length": "context length", "quantization": "quantization",
+             "requests_per_second": "requests per second"}
     axes = " and ".join(names.get(a, a) for a in varying)
-    return f"{', '.join(fixed)}: GPUs and $/month" + (f" by {axes}" if axes else "")
+    what = "$/M tokens" if "requests_per_second" in varying else "GPUs and $/month"
+    return f"{', '.join(fixed)}: {what}" + (f" by {axes}" if axes else "")
 
 
 def point_scenario(point: dict, options: dict, every: float | None, by_chip: dict[str, float]) -> Scenario:
     """One point of the sweep as a one-service scenario carrying every `plan` option."""
-    service = {"name": "what-if", "model": point["model"], "concurrency": point["concurrency"],
-               "chips": [point["chip"]], "headroom": options["headroom"],
+    from planner.commands.plan import slo_from, workload_from
+
+    service = {"name": "what-if", "model": point["model"], "chips": [point["chip"]], "headroom": options["headroom"],
                "num_speculative_tokens": options["num_speculative_tokens"]}
+    if point["concurrency"] is not None:
+        service["concurrency"] = point["concurrency"]
+    at_rate = {**options, "requests_per_second": point["requests_per_second"]}
+    workload = workload_from(at_rate)
+    if workload is not None:
+        service["workload"] = workload.model_dump()
+    slo = slo_from(at_rate)
+    if slo is not None:
+        service["slo"] = slo.model_dump(exclude_none=True)
+    for key in ("tpot_ms", "ttft_ms"):
+        if options.get(key) is not None:
+            service[key] = options[key]
     for key, value in (("quantization", point["quantization"]), ("context_length", point["context_length"]),
                        ("speculative_method", options["speculative_method"]),
                        ("speculative_acceptance", list(options["speculative_acceptance"] or []) or None),
@@ -237,7 +245,8 @@ def compare_command(ctx, file, fmt, chart_path, **options):
         if options["show_provenance"]:
             click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
         ctx.exit(_emit(c, fmt, True, chart_path))
-    if not options["model"] or not options["chip"] or not options["concurrency"]:
+    has_targets = any(options.get(k) is not None for k in options if k.endswith("_ms") and k[0] == "p")
+    if not options["model"] or not options["chip"] or not (options["concurrency"] or has_targets):
         raise InputError("compare", "needs a scenario FILE, or --model, --chip and --concurrency",
                          "for example: plan compare --model dsv4.1-flash --chip h200 --chip b200 --concurrency 64")
     for n in options["concurrency"]:

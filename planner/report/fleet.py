@@ -101,7 +101,9 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
         binds = latency.binding(table, row, p.spec, step, binds)
-        served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds)
+        prices = {t.chip.id: t.chip.price_per_gpu_hour for t in p.tables}
+        served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds,
+                                        (p.sized, prices))
         cost = round(option.price * row.gpus * replicas, 4)
         per_output, per_input = token_costs(p.spec, step, cost)
         out.append(dict(

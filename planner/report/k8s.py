@@ -152,16 +152,17 @@ def _meta(name: str, labels: dict, options: K8sOptions) -> dict:
 
 
 def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[list[dict], list[str]]:
-    """The resources of one pool (a PoolPlan with its instances' commands) and notes on them."""
+    """The resources of one pool (a PoolPlan with its instances' commands) and notes on them. The
+    pool's role (aggregated, or a disaggregated role) is its `app.kubernetes.io/component` label."""
     notes = []
     name = _name(pool_name)
+    first = pool.instances[0]
     labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name,
-              "app.kubernetes.io/managed-by": "deployment-planner"}
+              "app.kubernetes.io/component": first.role, "app.kubernetes.io/managed-by": "deployment-planner"}
     resource, selector = _gpu(chip)
     if not selector:
         notes.append(f"{name}: no GPU product label is known for {chip.id} (registry gpu_product_label): the pods "
                      "have no node selector; add one for your nodes")
-    first = pool.instances[0]
     commands = [c.args for c in first.commands]
     served = commands[0][2]
     model = options.model_source or served

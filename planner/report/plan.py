@@ -25,8 +25,9 @@ def plan(request: PlanRequest) -> PlanResult:
     model = load_model(service.model, service.quantization)
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
-    pools = [_pool(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)), limits.spare)
-             for o, n in found.ranked]
+    prices = {t.chip.id: t.chip.price_per_gpu_hour for t in found.tables}
+    pools = [_pool(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)),
+                   (found.sized, prices), limits.spare) for o, n in found.ranked]
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
@@ -77,7 +78,7 @@ def margin_of(service: ServiceSpec) -> Margin:
 
 
 def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
-          spare: int = 0) -> PoolPlan:
+          every=None, spare: int = 0) -> PoolPlan:
     row = option.row
     kernel = verify(model, table.chip, service, row)
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
@@ -87,7 +88,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
     step = latency.figures(model, table, service, row, replicas)
     binds = latency.binding(table, row, service, step, binds)
-    served, binds = serving_figures(service, sizing, replicas, binds)
+    served, binds = serving_figures(service, sizing, replicas, binds, every)
     cost = round(option.price * row.gpus * replicas, 4)
     per_output, per_input = token_costs(service, step, cost)
     return PoolPlan(
@@ -105,15 +106,17 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
                     table.gpus_per_node, service.model, replicas, spare))
 
 
-def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str):
-    """The simulated benchmark of a pool sized to service targets (None without them), and the
-    binds phrase: the target that sets the replica count when one does."""
+def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str, every=None):
+    """The simulated benchmark of a pool sized to service targets (None without them), with the
+    Pareto front of every pool simulated (`every`: the sizings by row and the chips' prices), and
+    the binds phrase: the target that sets the replica count when one does."""
     if sizing is None:
         return None, binds
     from planner.candidates import slo
 
     said = slo.binds(service, sizing) if replicas == sizing.replicas else None
-    return slo.figures(service, sizing, replicas), said or binds
+    sized, prices = every or (None, None)
+    return slo.figures(service, sizing, replicas, sized, prices), said or binds
 
 
 def target_words(service: ServiceSpec) -> list[str]:

@@ -268,10 +268,12 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
                   f"{search_line(r)}", soft_wrap=True)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
-        for line in (speed_lines(p) if p.role == "aggregated" else [f"binds: {p.binds}"]):
+        for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
+                     else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
-                           f"node map: {len(r.nodes)} nodes of the inventory"))
+                           f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes "
+                           "in use"))
     for note in r.placement_notes:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:

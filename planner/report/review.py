@@ -295,6 +295,104 @@ def chart(c: Comparison, path: str) -> None:
     title = f"{c.review or 'capacity review'}: GPUs and cost per chip, base" + (f" vs {names}" if names else "")
     infeasible = {i: shortfall_label(r, by_service=True) for i, r in enumerate(results) if not r.feasible}
     bar_chart([r.variant for r in results], infeasible, gpus, money, path, title, "variant")
+    if any(s.serving for r in results for s in r.services):
+        targets_chart(c, cost_path(path))
+
+
+def cost_path(path: str) -> str:
+    """Where a review with service targets draws their cost: beside the chart, `-cost` before the suffix."""
+    from pathlib import Path
+
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}-cost{p.suffix}"))
+
+
+def targets_chart(c: Comparison, path: str) -> None:
+    """The services with targets: $/M output tokens against the rate across the variants (each
+    point labelled with its variant), and the base's Pareto front of $/M output tokens against p99
+    TPOT for each, its chosen pool starred."""
+    plt = _pyplot()
+    fig, (ax_rate, ax_front) = plt.subplots(1, 2, figsize=(12, 4.8))
+    names = list(dict.fromkeys(s.service for r in c.results for s in r.services if s.serving))
+    for k, name in enumerate(names):
+        pts = sorted((s.serving.requests_per_second, s.cost_per_million_output_tokens, r.variant)
+                     for r in c.results for s in r.services if s.service == name and s.serving)
+        ax_rate.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[k % len(MARKERS)], color=f"C{k}",
+                     linestyle="none" if len(pts) < 2 else "-", label=name, gid=f"rate-{name}")
+        for x, y, variant in pts:
+            ax_rate.annotate(variant, (x, y), xytext=(0, 8), textcoords="offset points", ha="center", fontsize=7,
+                             color=f"C{k}")
+        base = next((s for s in c.base.services if s.service == name and s.serving), None)
+        if base is not None:
+            _pareto_panel(ax_front, base.serving.pareto, f"C{k}", name, MARKERS[k % len(MARKERS)])
+    ax_rate.set_xlabel("requests per second")
+    for ax in (ax_rate, ax_front):
+        _cost_per_token_axis(ax)
+        ax.set_ylim(0, max(ax.dataLim.y1, 1e-9) * (1 + 2 * HEADROOM_ABOVE_THE_HIGHEST))
+        ax.legend(loc="upper right", fontsize=8)
+    ax_front.set_xlabel("p99 TPOT (ms), simulated (base)")
+    ax_rate.set_title("cost per token against the rate, by variant", fontsize=9)
+    ax_front.set_title("cost per token against a p99 TPOT target (★ chosen)", fontsize=9)
+    fig.suptitle(f"{c.review or 'capacity review'}: the services with targets")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def node_chart_path(path: str) -> str:
+    """The node map's file beside the chart: `review.png` -> `review-nodes.png`."""
+    from pathlib import Path
+
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}-nodes{p.suffix}"))
+
+
+def node_chart(r: FleetResult, path: str) -> None:
+    """The fleet's node map: one row per node of the inventory, one cell per GPU, coloured by the
+    service whose instance holds it and labelled with the instance (SVG id `node-<node>`); idle GPUs
+    blank, spare nodes hatched."""
+    plt = _pyplot()
+    from matplotlib.patches import Patch, Rectangle
+
+    nodes = r.nodes
+    width = max((n.gpus for n in nodes), default=1)
+    services = list(dict.fromkeys(s.service for s in r.services))
+    colour = {name: f"C{i % 10}" for i, name in enumerate(services)}
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * width + 3), max(2.0, 0.55 * len(nodes) + 1.4)))
+    for row, n in enumerate(nodes):
+        y = len(nodes) - 1 - row
+        if n.spare:
+            ax.add_patch(Rectangle((0, y + 0.1), n.gpus, 0.8, facecolor="none", edgecolor="grey", hatch="//",
+                                   gid=f"node-{n.node}"))
+            ax.text(n.gpus / 2, y + 0.5, "spare (kept free)", ha="center", va="center", fontsize=8, color="dimgrey",
+                    bbox=LABEL_BOX)
+            continue
+        runs: list[list] = []  # [label, first GPU, count]
+        for g, used in enumerate(n.used_by):
+            if runs and runs[-1][0] == used and runs[-1][1] + runs[-1][2] == g:
+                runs[-1][2] += 1
+            else:
+                runs.append([used, g, 1])
+        for label, first, count in runs:
+            service = label.rsplit("/", 1)[0] if label else ""
+            ax.add_patch(Rectangle((first + 0.05, y + 0.1), count - 0.1, 0.8, gid=f"node-{n.node}-{first}",
+                                   facecolor=colour.get(service, "white"), edgecolor="grey", alpha=0.85))
+            text = f"{service} #{label.rsplit('/', 1)[1]}" if label else "idle"
+            ax.text(first + count / 2, y + 0.5, text, ha="center", va="center", fontsize=8,
+                    color="black" if label else "grey", bbox=LABEL_BOX if label else None)
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, max(1, len(nodes)))
+    ax.set_xticks([g + 0.5 for g in range(width)], [str(g) for g in range(width)])
+    ax.set_yticks([len(nodes) - 1 - i + 0.5 for i in range(len(nodes))], [n.node for n in nodes])
+    ax.set_xlabel("GPU index on the node")
+    ax.tick_params(length=0)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if services:
+        ax.legend(handles=[Patch(facecolor=colour[s], alpha=0.85, label=s) for s in services], title="service",
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"{r.review or 'capacity review'}: node map ({r.variant})")
+    fig.tight_layout()
+    _save(fig, path)
 
 
 NUMERIC_AXES = {"context_length": ("context length (tokens)", True), "concurrency": ("concurrent requests", True)}
@@ -307,6 +405,9 @@ def axis_chart(points: list[dict], varying: list[str], results: list[FleetResult
     from pricing.units import tokens_label
 
     hours = defaults.value("report.hours_per_month")
+    if "requests_per_second" in varying:
+        rate_chart(points, results, path, title)
+        return
     numeric = [a for a in ("context_length", "concurrency") if a in varying]
     if not numeric:
         others = [a for a in varying if a != "chip"]
@@ -346,6 +447,103 @@ def axis_chart(points: list[dict], varying: list[str], results: list[FleetResult
     x_label, log_x = NUMERIC_AXES[x_axis]
     fmt = tokens_label if x_axis == "context_length" else (lambda v: f"{v:,}")
     line_chart({k: sorted(v) for k, v in series.items()}, path, x_label, title, log_x=log_x, x_format=fmt)
+
+
+def _pareto_panel(ax, points: list, colour: str, label: str, marker: str = "o", below: bool = False) -> None:
+    """$/M output tokens against p99 TPOT: every pool simulated (faint), the front as a step line,
+    the chosen pool as a star."""
+    if not points:
+        return
+    ax.scatter([p.p99_tpot_ms for p in points], [p.cost_per_million_output_tokens for p in points], s=14,
+               color=colour, alpha=0.25, marker=marker, linewidths=0)
+    front = sorted((p for p in points if p.front), key=lambda p: p.p99_tpot_ms)
+    ax.step([p.p99_tpot_ms for p in front], [p.cost_per_million_output_tokens for p in front], where="post",
+            color=colour, marker=marker, markersize=5, label=label, gid=f"front-{label}")
+    for p in points:
+        if p.chosen:
+            ax.scatter([p.p99_tpot_ms], [p.cost_per_million_output_tokens], marker="*", s=260, color=colour,
+                       edgecolors="black", linewidths=0.8, zorder=5, gid=f"chosen-{label}")
+            ax.annotate(f"chosen: {p.replicas} × {p.chip} {p.split}", (p.p99_tpot_ms, p.cost_per_million_output_tokens),
+                        xytext=(8, -16 if below else 8), textcoords="offset points", fontsize=8, bbox=LABEL_BOX,
+                        zorder=6)
+
+
+def _cost_per_token_axis(ax) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.2f}"))
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("$ per million output tokens")
+    ax.grid(alpha=0.3)
+
+
+def pareto_chart(serving, path: str, title: str) -> None:
+    """One plan's Pareto front: $/M output tokens against p99 TPOT over every pool the sizing
+    simulated that meets the other targets, the chosen pool marked."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    _pareto_panel(ax, serving.pareto, "C0", "cheapest pool for each p99 TPOT")
+    for t in serving.targets:
+        if "p99 TPOT" in t:
+            bound = float(t.split("≤")[1].replace("ms", "").replace(",", ""))
+            ax.axvline(bound, color="dimgrey", linestyle=":", label=f"target: {t}")
+    ax.set_xlabel("p99 TPOT (ms), simulated")
+    _cost_per_token_axis(ax)
+    ax.set_ylim(0, ax.dataLim.y1 * (1 + 2 * HEADROOM_ABOVE_THE_HIGHEST))
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def rate_chart(points: list[dict], results: list[FleetResult], path: str, title: str) -> None:
+    """A sweep over the request rate: $/M output tokens against the rate (one line per value of
+    the other axes, the chosen pool at each rate), and each rate's Pareto front of $/M output
+    tokens against p99 TPOT with its chosen pool marked."""
+    plt = _pyplot()
+    fig, (ax_rate, ax_front) = plt.subplots(1, 2, figsize=(12, 4.8))
+    series: dict[str, list] = {}
+    for p, r in zip(points, results, strict=True):
+        label = p["chip"] if len({q["chip"] for q in points}) > 1 else p["model"]
+        pool = r.services[0] if r.feasible and r.services else None
+        series.setdefault(label, []).append((p["requests_per_second"], pool))
+    for k, (label, pts) in enumerate(sorted(series.items())):
+        pts.sort(key=lambda t: t[0])
+        xs = [x for x, pool in pts if pool is not None and pool.cost_per_million_output_tokens is not None]
+        ys = [pool.cost_per_million_output_tokens for _, pool in pts
+              if pool is not None and pool.cost_per_million_output_tokens is not None]
+        ax_rate.plot(xs, ys, marker=MARKERS[k % len(MARKERS)], color=f"C{k}", label=label, gid=f"rate-{label}")
+        for x, pool in pts:
+            if pool is None:
+                ax_rate.plot([x], [INFEASIBLE_MARK_HEIGHT], marker="x", color=f"C{k}", markersize=12,
+                             transform=_on_the_floor(ax_rate), clip_on=False)
+            else:
+                ax_rate.annotate(f"{pool.replicas} × {pool.chip} tp {pool.tensor_parallel_size}",
+                                 (x, pool.cost_per_million_output_tokens), xytext=(0, 8 if k % 2 == 0 else -16),
+                                 textcoords="offset points", ha="center", fontsize=7, color=f"C{k}")
+    rates = sorted({p["requests_per_second"] for p in points})
+    labels = sorted(series)
+    for j, rate in enumerate(rates):  # a colour per rate, a marker per line of the left panel
+        for p, r in zip(points, results, strict=True):
+            if p["requests_per_second"] == rate and r.feasible and r.services and r.services[0].serving:
+                k = labels.index(p["chip"] if len({q["chip"] for q in points}) > 1 else p["model"])
+                _pareto_panel(ax_front, r.services[0].serving.pareto, f"C{j + len(series)}",
+                              f"{rate:g} requests/s" + (f" on {labels[k]}" if len(series) > 1 else ""),
+                              MARKERS[k % len(MARKERS)], below=k % 2 == 1)
+    ax_rate.set_xlabel("requests per second")
+    ax_rate.set_xticks(rates, [f"{x:g}" for x in rates])
+    _cost_per_token_axis(ax_rate)
+    ax_rate.legend(loc="upper right", fontsize=8)
+    ax_front.set_xlabel("p99 TPOT (ms), simulated")
+    _cost_per_token_axis(ax_front)
+    for ax in (ax_rate, ax_front):  # room above the highest point for its label
+        ax.set_ylim(0, ax.dataLim.y1 * (1 + 2 * HEADROOM_ABOVE_THE_HIGHEST))
+    ax_front.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax_rate.set_title("cost per token against the rate (the chosen pool at each)", fontsize=9)
+    ax_front.set_title("cost per token against a p99 TPOT target (★ chosen)", fontsize=9)
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)
 
 
 class Ticker:

@@ -12,7 +12,8 @@ multi-node data-parallel launches split the world evenly over them.
 First fit, largest instances first, each tp group into the fullest domain that still holds it
 (best fit), so small instances fill the gaps large ones leave. Ports count up from the base port
 per node (two instances on one node never share a port). `spare` whole nodes per chip are kept
-free (N+1 capacity): they are laid out and named, never used.
+free (N+1 capacity): they are laid out and named, never used. Every node of an inventory is listed,
+the idle ones too.
 """
 
 from __future__ import annotations
@@ -163,6 +164,8 @@ def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int = 0) -
                              "instances)")
                 break
             node.used_by = ["spare"] * node.size
+        while chip.nodes is not None and new_node(chip) is not None:
+            pass  # the inventory's other nodes, idle
         uses += [NodeUse(node=n.name, chip=n.chip, gpus=n.size, spare=n.used_by[:1] == ["spare"],
                          used_by=[] if n.used_by[:1] == ["spare"] else n.used_by) for n in nodes[chip.chip]]
     placed.sort(key=lambda i: ([p.pool for p in pools].index(i.pool), i.replica))

@@ -6,7 +6,9 @@ in the order they were admitted: each takes min(tokens it has not computed, budg
 (1 + k for a decoding request verifying k drafts), and the KV blocks those tokens need, whole
 blocks of block_size (`KVCacheManager.allocate_slots`); when the pool has too few free blocks the
 last-admitted running request is preempted (its blocks freed, back to the front of the waiting
-queue, recomputed from scratch when readmitted: prompt and the tokens it has produced). Then,
+queue, and recomputed when readmitted: prompt and the tokens it has produced, less the whole blocks
+the prefix cache still holds, which is all it had computed: a freed block keeps its hash, and the
+blocks freed last are evicted last, `FreeKVCacheBlockQueue`). Then,
 when no request was preempted in this step, waiting requests are admitted in order while budget
 is left, fewer than max_num_seqs run and the pool holds the blocks of their first chunk (a
 prompt's prefix-cache hit is not computed again; its blocks are counted as held). A request whose
@@ -23,8 +25,9 @@ context); an arrival is found inside such a run by the run's quadratic cumulativ
 
 Data parallelism: the dp ranks are alike, so one rank is simulated at 1/dp of the traffic (its
 rate, its concurrency), and throughput is dp times the rank's. Not modelled: the host's time
-between steps beyond the step model's overhead, the prefix cache keeping a preempted request's
-blocks, speculative decoding's variance (a decode step yields 1 + E[accepted] tokens on average:
+between steps beyond the step model's overhead, other requests evicting a preempted request's
+cached blocks before it is readmitted, speculative decoding's variance (a decode step yields
+1 + E[accepted] tokens on average:
 a request needs ceil((osl − 1) / (1 + E[accepted])) decode steps, its context growing one slot a
 step), and the network and detokenizer times `vllm bench serve` also measures.
 """
@@ -40,6 +43,8 @@ from pricing.errors import InputError
 from pricing.serving.cost import StepCost
 from pricing.serving.traffic import ClosedLoop, Poisson, Traffic
 
+DEFAULT_BLOCK_SIZE = 16  # vLLM's CacheConfig.block_size default (vllm/config/cache.py), for a model without KV groups
+
 
 @dataclass(frozen=True)
 class Instance:
@@ -51,15 +56,16 @@ class Instance:
     max_num_batched_tokens: int
     max_model_len: int
     dp: int = 1
+    prefix_caching: bool = True  # --enable-prefix-caching (vLLM's default)
 
     @classmethod
     def of(cls, kernel) -> Instance:
         """The kernel's instance: its "GPU KV cache size" tokens in blocks of its first growing group."""
         e = kernel.engine
         grows = [g for g in kernel.layout().groups if g.grows] or kernel.layout().groups
-        block = grows[0].members[0].block_tokens if grows else (e.block_size or 16)
+        block = grows[0].members[0].block_tokens if grows else (e.block_size or DEFAULT_BLOCK_SIZE)
         return cls(kernel.kv_cache_tokens() // block, block, e.max_num_seqs, e.max_num_batched_tokens,
-                   e.max_model_len, e.dp)
+                   e.max_model_len, e.dp, e.prefix_caching)
 
 
 class Distribution:
@@ -196,6 +202,7 @@ class _Run:
         self.produced = [0] * n  # output tokens (decode steps) so far, when not decoding in aggregate
         self.computed = [0] * n
         self.held = [0] * n  # blocks of a prefilling request
+        self.resume = [0] * n  # tokens a preempted request finds in the prefix cache when readmitted
         self.started = [False] * n
         cap = traffic.arrivals.max_concurrency
         self.cap = cap if cap else n
@@ -286,12 +293,16 @@ class _Run:
             i = self.prefilling.pop()
             self.prefill_blocks -= self.held[i]
             self.held[i] = 0
+            done = self.computed[i]
         elif self.decoders:
             i = next(reversed(self.decoders))
+            done = self.decoders[i] + self.gen
             self.produced[i] = self.stop_decoding(i)
             self.last_token[i] = self.now
         else:
             return None
+        if self.inst.prefix_caching:  # its freed blocks keep their hashes: readmitted, it hits them
+            self.resume[i] = done // self.inst.block_size * self.inst.block_size
         self.computed[i] = 0
         self.waiting.appendleft(i)
         self.preemptions += 1
@@ -299,9 +310,10 @@ class _Run:
 
     def start(self, i: int) -> int:
         """Tokens of waiting request `i` already in the cache when it is admitted: its prefix-cache
-        hit (its whole prompt when it arrives prefilled); none after a preemption."""
+        hit (its whole prompt when it arrives prefilled); after a preemption, the whole blocks it had
+        computed when the prefix cache is on (none when off), never its last token."""
         if self.started[i]:
-            return 0
+            return min(self.resume[i], self.prompt[i] + self.produced[i] - 1)
         return self.prompt[i] if self.traffic.prefilled else self.cached[i]
 
     # -- one step -----------------------------------------------------------------------------
@@ -458,8 +470,10 @@ class _Run:
 
     def run(self) -> Served:
         n = len(self.send)
+        send = self.send
         while True:
-            self.release()
+            if self.next_send < n and send[self.next_send] <= self.now and self.in_flight < self.cap:
+                self.release()
             if not self.decoders and not self.prefilling and not self.waiting:
                 if self.next_send >= n:
                     break

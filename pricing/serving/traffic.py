@@ -161,7 +161,7 @@ class Traffic:
     arrivals: Poisson | ClosedLoop
     prompt: Lengths
     output: Lengths
-    count: int = 2000
+    count: int = 1000  # vllm bench serve's default --num-prompts
     prefix_hit: float = 0.0
     seed: int = 0
     prefilled: bool = False

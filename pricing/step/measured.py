@@ -70,7 +70,7 @@ def _kernel(model: str, quantization: str | None, chip: str, tp: int, ep: bool, 
 def predict(p: Point, efficiency: Efficiency | None = None) -> float:
     """The step model's output tokens per second per GPU at the point's concurrency and workload."""
     kernel = _kernel(p.model, p.quantization, p.chip, p.tp, p.ep, p.isl + p.osl)
-    sm = StepModel(kernel, efficiency=efficiency or Efficiency.from_registry(kernel.reg))
+    sm = StepModel(kernel, efficiency=efficiency or Efficiency.from_registry(kernel.reg, p.engine.split()[0]))
     return serving(sm, p.concurrency, p.isl + p.osl // 2, Workload(p.isl, p.osl)).output_tokens_per_second_per_gpu
 
 

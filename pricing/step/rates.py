@@ -105,13 +105,19 @@ class Efficiency:
              "activation_bytes": "activation_bytes"}
 
     @classmethod
-    def from_registry(cls, registry: Registry | None = None) -> Efficiency:
+    def from_registry(cls, registry: Registry | None = None, engine: str | None = None) -> Efficiency:
+        """The factors of `engine` (step_model.yaml `engines.<engine>`, where it has its own; the
+        shared ones for the rest), or the shared ones."""
         reg = registry or load()
-        return reg.derived("step.efficiency", lambda: cls._read(reg))
+        return reg.derived(("step.efficiency", engine), lambda: cls._read(reg, engine))
 
     @classmethod
-    def _read(cls, reg: Registry) -> Efficiency:
-        prov = {field: reg[f"step_model.{name}"] for field, name in cls.NAMES.items()}
+    def _read(cls, reg: Registry, engine: str | None = None) -> Efficiency:
+        def entry(name: str):
+            own = f"step_model.engines.{engine}.{name}"
+            return reg[own] if engine and own in reg else reg[f"step_model.{name}"]
+
+        prov = {field: entry(name) for field, name in cls.NAMES.items()}
         values = {field: float(p.value) for field, p in prov.items()}
         values["activation_bytes"] = int(values["activation_bytes"])
         return cls(**values, provenance=tuple(prov.values()))

@@ -167,17 +167,21 @@ class Drafting:
         return self.acceptance.tokens_per_step(self.drafts)
 
 
+ENGINE = "vllm"  # the deployments the kernel sizes are vLLM's: its own factors (step_model.yaml engines.vllm)
+
+
 class StepModel:
     """The step time of one rank of the deployment the memory kernel `kernel` describes: same
-    model graph, same resolved engine, same chip. `rates_accepted`: the drafter's conditional
-    acceptance by draft position when the user gives it (default: the registry's)."""
+    model graph, same resolved engine, same chip, at vLLM's own fitted factors unless `efficiency`
+    is given. `rates_accepted`: the drafter's conditional acceptance by draft position when the
+    user gives it (default: the registry's)."""
 
     def __init__(self, kernel: Kernel, rates: ChipRates | None = None, efficiency: Efficiency | None = None,
                  _stage: bool = False, rates_accepted: tuple[float, ...] | None = None):
         self.kernel = kernel
         self.engine = kernel.engine
         self.rates = rates or chip_rates(kernel.chip, kernel.reg)
-        self._eff = efficiency or Efficiency.from_registry(kernel.reg)
+        self._eff = efficiency or Efficiency.from_registry(kernel.reg, ENGINE)
         self.target = Work.of(kernel)
         self.groups, self.comm, self.context = self.target.groups, self.target.comm, self.target.context
         e = kernel.engine
