@@ -167,12 +167,14 @@ def run(venv: Path, jobs: int, cache: Path, cached_only: bool = False) -> dict:
         for line in cache.read_text().splitlines():
             ans = json.loads(line)
             done[ans["id"]] = ans
-    if cached_only:  # the questions aiconfigurator has not answered yet are left out, and said so
-        todo = [q for q in todo if q["id"] in done]
+    if cached_only:  # the questions aiconfigurator has not answered yet are said so
+        for q in todo:
+            done.setdefault(q["id"], {"id": q["id"], "unsupported": "not run: aiconfigurator's search was stopped "
+                                      "for time (python scripts/aiconfigurator_disagg.py resumes from its cache)"})
     with ThreadPoolExecutor(jobs) as pool:
         for ans in pool.map(lambda q: _ask(python, q, cache), [q for q in todo if q["id"] not in done]):
             done[ans["id"]] = ans
-    got = {"aiconfigurator": next(iter(done.values()))["aiconfigurator"],
+    got = {"aiconfigurator": next(a["aiconfigurator"] for a in done.values() if "aiconfigurator" in a),
            "answers": [{k: v for k, v in done[q["id"]].items() if k != "aiconfigurator"} for q in todo]}
     rows = []
     for q, ans in zip(todo, got["answers"], strict=True):
