@@ -2,10 +2,10 @@
 
     python bench/bench_kernel.py
 
-One evaluation = a Kernel for one deployment, answering requests_held() (the planner's
+One evaluation = a Kernel for one deployment, answering Capacity.requests_held() (the planner's
 question), from a cold memo. The sweep walks 10,000 deployments of one model on one chip
 (tp × utilization × token budget × max_num_seqs × context length) through Kernel.of(...)
-.requests_held(), as the planner's oracle does: five token budgets, five max_num_seqs, five
+Capacity(...).requests_held(), as the planner's oracle does: five token budgets, five max_num_seqs, five
 context lengths and the model's tp values, with as many utilizations (0.99 down, in steps of
 0.01) as make 10,000 points. Target: the whole sweep under one second on a 2-core machine.
 """
@@ -18,7 +18,7 @@ import time
 
 from pricing.chips import get_chip
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Capacity, Deployment, Kernel
 
 SWEEP = 10_000  # deployments per sweep
 
@@ -26,7 +26,7 @@ SWEEP = 10_000  # deployments per sweep
 def one_evaluation(model: str, chip: str, **flags) -> float:
     graph, target = load_model(model), get_chip(chip)  # a graph of its own: a cold memo
     start = time.perf_counter()
-    Kernel.of(graph, Deployment(**flags), target).requests_held()
+    Capacity(Kernel.of(graph, Deployment(**flags), target)).requests_held()
     return time.perf_counter() - start
 
 
@@ -44,7 +44,7 @@ def sweep(model: str, chip: str, tps, extra: dict) -> tuple[float, int]:
         length = min(length, graph.max_position)
         d = Deployment(tensor_parallel_size=tp, gpu_memory_utilization=util, max_num_batched_tokens=budget,
                        max_num_seqs=n, max_model_len=length, **extra)
-        held += Kernel.of(graph, d, target).requests_held()
+        held += Capacity(Kernel.of(graph, d, target)).requests_held()
     return time.perf_counter() - start, len(grid)
 
 

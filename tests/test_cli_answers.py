@@ -12,6 +12,7 @@ from planner.cli import main
 from pricing.chips import get_chip
 from pricing.config import card_index, load_card
 from pricing.errors import InputError
+from pricing.kernel import Startup
 from pricing.units import GiB
 from tests.helpers import kernel
 
@@ -70,7 +71,7 @@ def test_memory_refuses_one_request_too_long_and_names_the_longest_that_fits(cap
 
 def test_estimated_max_model_len_is_the_longest_that_fits():
     k = kernel("llama-3.1-70b", "h100", tensor_parallel_size=2, max_model_len=131072)
-    r = k.startup_refusal()
+    r = Startup(k).refusal()
     assert r.check == "one_request"
     longest = int(r.would_fit.split()[1])
     fits = kernel("llama-3.1-70b", "h100", tensor_parallel_size=2, max_model_len=longest,
@@ -162,7 +163,7 @@ def test_a_local_folder_wins_over_a_card_of_the_same_name_and_is_served_by_its_p
 
 
 def test_the_kernel_refusal_is_none_when_it_starts():
-    assert kernel("llama-3.1-8b", "h200").startup_refusal() is None
+    assert Startup(kernel("llama-3.1-8b", "h200")).refusal() is None
     with pytest.raises(InputError):
         kernel("llama-3.1-8b", "h200", max_model_len=10**9)
 
@@ -178,5 +179,5 @@ def test_the_refusal_is_vllms_own_text(path):
     project = case["project"]
     k = kernel(project["model"], project["chip"], kv_cache_memory_bytes=project["available_memory_bytes"],
                **project["deployment"])
-    assert k.startup_refusal() is not None and k.startup_refusal().check == "one_request"
-    assert k.refusal() == case["vllm"]["error"]
+    assert Startup(k).refusal() is not None and Startup(k).refusal().check == "one_request"
+    assert Startup(k).message == case["vllm"]["error"]

@@ -21,6 +21,7 @@ from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.chips import get_chip
 from pricing.config import card_index, load_card
 from pricing.graph import load_model
+from pricing.kernel import Capacity
 from pricing.units import GiB, MiB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +107,7 @@ def test_binds_names_the_kv_cache_with_its_numbers():
     b = result.best
     assert b.replicas > 1
     k = winner_kernel(request, result)
-    assert b.binds == (f"KV cache: {k.requests_held()} requests of 131,072 tokens per rank "
+    assert b.binds == (f"KV cache: {Capacity(k).requests_held()} requests of 131,072 tokens per rank "
                        f"({k.kv_pool() / GiB:.2f} GiB pool, {k.request_bytes() / GiB:.2f} GiB each)")
 
 

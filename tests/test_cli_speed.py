@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.candidates.table import candidate_table, priced_chip
+from planner.candidates.table import candidate_table, priced_chip, shared_tables
 from planner.report import fleet
 from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
@@ -47,8 +47,10 @@ def test_services_of_one_model_share_one_oracle_table():
     a = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=32768)
     b = ServiceSpec(model="llama-3.1-8b", concurrency=256, context_length=32768, headroom=20)
     c = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=65536)
-    assert candidate_table(a, chip, limits) is candidate_table(b, chip, limits)
-    assert candidate_table(a, chip, limits) is not candidate_table(c, chip, limits)
+    with shared_tables():
+        assert candidate_table(a, chip, limits) is candidate_table(b, chip, limits)
+        assert candidate_table(a, chip, limits) is not candidate_table(c, chip, limits)
+    assert candidate_table(a, chip, limits) is not candidate_table(a, chip, limits)  # outside a command: none kept
 
 
 def _review(inventory: dict) -> Scenario:

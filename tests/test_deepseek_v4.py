@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import cli
+from pricing.kernel import Capacity
 from pricing.units import MB, GiB, cdiv, round_up
 from tests.helpers import kernel
 
@@ -110,7 +111,7 @@ def test_b_rotary_caches_are_held_with_the_weights():
     rows = {b.rows for d in attn for b in d["buffers"]}
     assert rows == {1048576}  # plain over max_position; YaRN 65,536 × factor 16
     from pricing.kernel.weights import buffer_bytes
-    assert buffer_bytes(k.graph, k.engine, k.reg, {}) == 2 * 1048576 * 64 * 4
+    assert buffer_bytes(k.graph, k.engine, k.reg) == 2 * 1048576 * 64 * 4
 
 
 def test_engine_sizes_with_the_admission_figure(b):
@@ -288,7 +289,7 @@ def test_a_model_the_pack_cannot_group_still_prices():
     ring = round_up(512 * 584, 576)
     steady = cdiv(WINDOW - 1 + 6, 512) + 1
     assert k.sequence_fixed_bytes() == 43 * steady * ring + 3 * 8 * 4096
-    assert k.requests_held() > 0 and k.kv_cache_tokens() > 0
+    assert Capacity(k).requests_held() > 0 and k.kv_cache_tokens() > 0
     grouping = {p.name: p for p in k.provenance()}["rules.grouping"]
     assert "cannot group" in grouping.value
 

@@ -36,7 +36,9 @@ def test_connector_adds_nothing_on_the_gpu_and_stages_the_pool_on_the_host_only_
 
 def test_a_connector_leaves_the_pool_and_the_requests_held_as_they_are():
     plain, role = _kernel("llama-3.1-8b", "h100"), _kernel("llama-3.1-8b", "h100", kv_role="kv_producer")
-    assert role.kv_pool() == plain.kv_pool() and role.requests_held() == plain.requests_held()
+    from pricing.kernel.capacity import Capacity
+
+    assert role.kv_pool() == plain.kv_pool() and Capacity(role).requests_held() == Capacity(plain).requests_held()
 
 
 def test_request_bytes_are_whole_blocks_of_the_prompt():

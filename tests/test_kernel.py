@@ -4,6 +4,9 @@ from fractions import Fraction
 
 import pytest
 
+from pricing.chips import get_chip
+from pricing.graph import load_model
+from pricing.kernel import Capacity, Deployment, Kernel, Startup
 from pricing.kernel.cudagraphs import capture_ceilings
 from pricing.registry import load
 from pricing.units import GiB, MiB
@@ -119,8 +122,8 @@ def test_engine_figures_match_vllm_worked_example():
     # appendix: 8 GiB logs 65,536 tokens, 1.00x, yet one 65,536-token request does not fit (null block)
     small = kernel("llama-3.1-8b", kv_cache_memory_bytes=8 * GiB, max_model_len=65536)
     assert small.kv_cache_tokens() == 65536 and small.max_concurrency() == 1.0
-    assert not small.fits_one_request() and small.requests_held() == 0
-    assert "65536" in small.refusal()
+    assert not small.fits_one_request() and Capacity(small).requests_held() == 0
+    assert "65536" in Startup(small).message
 
 
 def test_budget_and_pool():
@@ -243,7 +246,7 @@ def test_weights_sized_per_distinct_tensor_equal_the_sum_over_every_node(name, f
     from pricing.kernel.weights import node_weight_bytes
 
     k = kernel(name, **flags)
-    per_node = node_weight_bytes(k.graph, k.engine, k.chip.generation, k.reg, {})
+    per_node = node_weight_bytes(k.graph, k.engine, k.chip.generation, k.reg)
     assert k.weight_bytes().weights == sum(per_node.values())
 
 
@@ -262,7 +265,6 @@ def test_tensor_groups_are_dropped_when_the_graph_gains_a_node():
     assert sum(n for _, n in again) == sum(n for _, n in groups) + 1
 
 
-# -- the tensor-parallel rule (vllm/config/model.py verify_with_parallel_config; QKVParallelLinear) --
 @pytest.mark.parametrize("card, accepted", [
     # 64 attention heads, 8 KV heads: tp divides 64; below 8 it divides the KV heads, above it is a multiple
     ("llama-3.1-70b", {1, 2, 4, 8, 16, 32, 64}),
@@ -272,7 +274,6 @@ def test_tensor_groups_are_dropped_when_the_graph_gains_a_node():
     ("dsv3", {1, 2, 4, 8, 16, 32, 64, 128}),
 ])
 def test_tensor_parallel_sizes_vllm_accepts(card, accepted):
-    from pricing.graph import load_model
     from pricing.kernel.deployment import allows_tensor_parallel
 
     model = load_model(card)
@@ -280,10 +281,8 @@ def test_tensor_parallel_sizes_vllm_accepts(card, accepted):
 
 
 def test_a_refused_tensor_parallel_size_names_the_field_not_a_flag():
-    from pricing.chips import get_chip
     from pricing.errors import InputError
     from pricing.graph import load_model
-    from pricing.kernel import Deployment, Kernel
     from pricing.kernel.deployment import check_tensor_parallel
 
     with pytest.raises(InputError) as err:

@@ -10,7 +10,7 @@ from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.chips import get_chip
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Capacity, Deployment, Kernel, Startup
 
 
 def request(model, chip, concurrency, context, **service):
@@ -52,7 +52,8 @@ def test_models_larger_than_an_h100_node_get_multi_node_plans(model):
                    max_num_batched_tokens=best.max_num_batched_tokens, max_num_seqs=best.max_num_seqs,
                    max_model_len=32768)
     k = Kernel.of(model_graph, d, chip)
-    assert k.starts() and k.requests_held() * best.replicas * best.data_parallel_size == best.concurrency
+    assert Startup(k).starts
+    assert Capacity(k).requests_held() * best.replicas * best.data_parallel_size == best.concurrency
 
 
 def test_llama_405b_on_h100_needs_pipeline_stages_since_tp_16_exceeds_the_domain():

@@ -17,7 +17,7 @@ from planner.search.cpsat import Option, build, solve
 from pricing.chips import get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Capacity, Deployment, Kernel
 from pricing.registry import load
 
 
@@ -56,7 +56,7 @@ def brute_force(model_name: str, chip_id: str, need: int, context: int | None = 
                 for util, mbt in itertools.product(utils, budgets):
                     k = Kernel.of(model, Deployment(**flags, gpu_memory_utilization=util,
                                                     max_num_batched_tokens=mbt), chip)
-                    held = min(k.requests_held(margin), mbt)  # the planner's KV margin, as it keeps it
+                    held = min(Capacity(k).requests_held(margin), mbt)  # the planner's KV margin, as it keeps it
                     if held:
                         replicas = -(-need // (dp * held))
                         cost = replicas * tp * dp * chip.price_per_gpu_hour
@@ -93,8 +93,8 @@ def test_plan_matches_brute_force(model, chip, context):
         decode_context_parallel_size=best.decode_context_parallel_size,
         gpu_memory_utilization=best.gpu_memory_utilization, max_num_batched_tokens=best.max_num_batched_tokens,
         max_num_seqs=best.max_num_seqs, max_model_len=best.max_model_len), get_chip(chip))
-    assert best.replicas * best.data_parallel_size * k.requests_held() == best.concurrency
-    assert k.requests_held() == best.max_num_seqs
+    assert best.replicas * best.data_parallel_size * Capacity(k).requests_held() == best.concurrency
+    assert Capacity(k).requests_held() == best.max_num_seqs
 
 
 def test_headline_answer():
@@ -209,8 +209,9 @@ def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
     utilization = float(re.search(r"at utilization (\d+\.\d+)", line).group(1))
 
     def held(length):
-        return Kernel.of(model, Deployment(tensor_parallel_size=2, gpu_memory_utilization=utilization,
-                                           max_num_batched_tokens=2048, max_model_len=length), chip).requests_held()
+        return Capacity(Kernel.of(model, Deployment(tensor_parallel_size=2, gpu_memory_utilization=utilization,
+                                                    max_num_batched_tokens=2048, max_model_len=length), chip)
+                        ).requests_held()
 
     assert held(fits) >= 1 and held(fits + 1) == 0
 
@@ -262,11 +263,10 @@ def spec_registry():
     pricing/registry/overlays/spec-reference.yaml), not the refitted laws."""
     from pathlib import Path
 
-    from pricing.registry import activate, read_overlay
+    from pricing.registry import read_overlay, using
 
-    activate(read_overlay(Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml"))
-    yield
-    activate(None)
+    with using(read_overlay(Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml")):
+        yield
 
 
 def test_a_split_is_described_once_factors_of_one_left_out():

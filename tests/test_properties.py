@@ -3,6 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pricing.kernel import Capacity, Startup
 from tests.helpers import kernel
 
 MODELS = st.sampled_from([
@@ -37,8 +38,8 @@ def test_more_memory_never_fits_fewer_requests(model, chip, u1, u2, tokens, max_
     common = dict(flags, max_num_batched_tokens=tokens, max_model_len=min(max_len, load_model(name).max_position))
     small = kernel(name, chip, gpu_memory_utilization=lo / 100, **common)
     large = kernel(name, chip, gpu_memory_utilization=hi / 100, **common)
-    if large.starts():  # a budget that does not fit the chip is refused whatever it could hold
-        assert small.requests_held() <= large.requests_held()
+    if Startup(large).starts:  # a budget that does not fit the chip is refused whatever it could hold
+        assert Capacity(small).requests_held() <= Capacity(large).requests_held()
     assert small.kv_pool() <= large.kv_pool()
     assert small.kv_cache_tokens() <= large.kv_cache_tokens()
 
@@ -56,7 +57,7 @@ def test_parts_sum_to_the_total_and_every_figure_is_a_non_negative_integer(model
         a.buffers.values())
     figures = parts + (f.total, k.pre_snapshot_bytes(), k.budget(), k.sequence_variable_bytes(length),
                        k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.num_blocks(), k.kv_cache_tokens(),
-                       k.requests_held())
+                       Capacity(k).requests_held())
     for value in figures:
         assert isinstance(value, int) and value >= 0
     assert k.sequence_fixed_bytes() <= k.sequence_admission_bytes()

@@ -12,7 +12,7 @@ from planner.cli import main as cli_main
 from pricing.chips import get_chip
 from pricing.config import ModelSource, decoder_config, resolve
 from pricing.graph import build_graph
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Deployment, Kernel, Startup
 from pricing.kernel.weights import WeightSizer
 from pricing.registry import load
 
@@ -132,7 +132,7 @@ def test_ct_w4a16_marlin_tile_padding():
     g = graph_of(with_q(ct(w), **{k: cfg[k] for k in ("hidden_size", "num_attention_heads",
                                                       "num_key_value_heads")}))
     t = next(t for _, d in g.nodes() for t in d["tensors"] if t.name == "layers.0.self_attn.q_proj")
-    sizer = WeightSizer(g, Kernel.of(g, Deployment(), get_chip("h100")).engine, "sm90", load(), {})
+    sizer = WeightSizer(g, Kernel.of(g, Deployment(), get_chip("h100")).engine, "sm90", load())
     assert sizer.one(t) == 320 * 384 // 2 + 2 * (384 // 32) * 320 + 16
 
 
@@ -267,7 +267,7 @@ def tensor(graph, name):
 
 def sizer_for(graph, chip="h100", **flags):
     k = Kernel.of(graph, Deployment(**flags), get_chip(chip))
-    return WeightSizer(graph, k.engine, get_chip(chip).generation, load(), {})
+    return WeightSizer(graph, k.engine, get_chip(chip).generation, load())
 
 
 def test_thebloke_genz_70b_gptq_tp4(shared_models):
@@ -293,7 +293,7 @@ def test_ldcc_qwen25_72b_awq(shared_models):
     assert sizer_for(g).one(tensor(g, "layers.0.mlp.down_proj")) == n * k // 2 + 2 * 231 * n + 4 * 231 * (n // 8)
     # at tp 2 the row-parallel shard is 14,784 wide, 115.5 groups: vLLM refuses to load it
     k2 = Kernel.of(g, Deployment(tensor_parallel_size=2), get_chip("h100"))
-    assert not k2.starts() and "not aligned" in k2.refusal()
+    assert not Startup(k2).starts and "not aligned" in Startup(k2).message
 
 
 def test_kocdigital_bnb_nf4(shared_models):

@@ -25,9 +25,10 @@ from planner.cli import cli
 from pricing.chips import get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Capacity, Deployment, Kernel, Startup
 from pricing.kernel import kernel as kernel_module
 from pricing.kernel.deployment import resolve_engine
+from pricing.registry import load
 from pricing.rules import RELEASES, Release, get
 from pricing.rules.release import RulesPack
 
@@ -113,14 +114,14 @@ def test_memo_keys_on_the_fields_a_result_read():
 
     calls = []
 
-    def compute(view, used):
+    def compute(view, reg):
         calls.append(1)
         return view.twice_a
 
-    memo = kernel_module.Memo()
-    assert memo.get("probe", Probe(1, 1), compute)[0] == 2
-    assert memo.get("probe", Probe(1, 5), compute)[0] == 2 and len(calls) == 1
-    assert memo.get("probe", Probe(3, 1), compute)[0] == 6 and len(calls) == 2
+    memo, reg = kernel_module.Memo(), load()
+    assert memo.get("probe", Probe(1, 1), reg, compute)[0] == 2
+    assert memo.get("probe", Probe(1, 5), reg, compute)[0] == 2 and len(calls) == 1
+    assert memo.get("probe", Probe(3, 1), reg, compute)[0] == 6 and len(calls) == 2
 
 
 MODELS = ["llama-3.1-8b", "gpt-oss-20b", "qwen3-next-80b-a3b", "qwen3-30b-a3b"]
@@ -177,8 +178,9 @@ def answers(graph, deployment: Deployment):
         drafter = k.engine.spec_method
         return (k.fixed_bytes(), k.pre_snapshot_bytes(), layout.bytes_per_block,
                 [(g.vllm_class, g.layers, g.block_tokens, g.page_bytes) for g in layout.groups],
-                k.blocks_per_request(), k.num_blocks(), k.kv_cache_tokens(), k.requests_held(),
-                k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.sequence_variable_bytes(4096), k.refusal(),
+                k.blocks_per_request(), k.num_blocks(), k.kv_cache_tokens(), Capacity(k).requests_held(),
+                k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.sequence_variable_bytes(4096),
+                Startup(k).message,
                 linear_groups(k), linear_groups(k, drafter) if drafter else None, k.connector())
     except InputError as err:
         return str(err)

@@ -15,7 +15,7 @@ BF16, FP32 = 2, 4
 
 def cache_bytes(name: str, chip: str = "h100", **flags) -> int:
     k = kernel(name, chip, **flags)
-    return buffer_bytes(k.graph, k.engine, k.reg, {})
+    return buffer_bytes(k.graph, k.engine, k.reg)
 
 
 @pytest.mark.parametrize(("name", "expected"), [
@@ -64,7 +64,7 @@ def test_a_stage_holds_the_caches_its_layers_use():
         layers = range(stage.stage.first_layer, stage.stage.end_layer)
         has_global = any((i + 1) % 6 == 0 for i in layers)
         held.append((131072 * 8 * has_global + 131072) * 128 * BF16)
-        assert buffer_bytes(stage.graph, stage.engine, stage.reg, {}) == held[-1]
+        assert buffer_bytes(stage.graph, stage.engine, stage.reg) == held[-1]
     assert 131072 * 128 * BF16 in held and (131072 * 9) * 128 * BF16 in held
 
 
@@ -83,14 +83,14 @@ def test_the_kernels_registry_decides_the_dtype():
     rule = shipped["rotary.cache_dtype"].value
     fp32_llama = shipped.with_overrides({"rotary.cache_dtype": {**rule, "llama": "fp32"}})
     k = kernel("llama-3.1-8b", "h100", registry=fp32_llama)
-    assert buffer_bytes(k.graph, k.engine, k.reg, {}) == 131072 * 128 * FP32
+    assert buffer_bytes(k.graph, k.engine, k.reg) == 131072 * 128 * FP32
     said = {p.name: p for p in k.provenance()}
     assert said["rotary.cache_dtype"].value["llama"] == "fp32"
     # the weights carry the wider buffer: 2 more bytes for each of 131,072 × 128 elements
     assert k.fixed_bytes().weights - kernel("llama-3.1-8b", "h100").fixed_bytes().weights == 131072 * 128 * 2
     bf16_gpt_oss = shipped.with_overrides({"rotary.cache_dtype": {**rule, "gpt_oss": "model"}})
     k = kernel("gpt-oss-20b", "h100", registry=bf16_gpt_oss)
-    assert buffer_bytes(k.graph, k.engine, k.reg, {}) == 4096 * 32 * 64 * BF16
+    assert buffer_bytes(k.graph, k.engine, k.reg) == 4096 * 32 * 64 * BF16
     assert cache_bytes("llama-3.1-8b") == 131072 * 128 * BF16  # the shipped figure, the same graph
 
 

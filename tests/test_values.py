@@ -22,8 +22,8 @@ import planner
 import pricing
 from pricing.chips import get_chip
 from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
-from pricing.registry import Registry, load
+from pricing.kernel import Capacity, Deployment, Kernel, Startup
+from pricing.registry import Registry, load, shipped
 
 LLAMA_8B_WEIGHTS = 16_094_076_928  # Llama-3.1-8B at bf16, tp 1 (the spec's worked figure)
 VOCAB, HIDDEN = 128_256, 4_096  # meta-llama/Llama-3.1-8B config.json
@@ -82,6 +82,16 @@ def _state(modules) -> dict:
 
 
 def _work() -> None:
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    overlay_file = Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml"
+    for args in (["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "16", "--context-length", "8192",
+                  "--json"],
+                 ["memory", "--model", "llama-3.1-8b", "--chip", "h200", "--registry", str(overlay_file), "--json"]):
+        done = CliRunner().invoke(cli, args)
+        assert done.exit_code == 0, done.output
     reg = load()
     overlay = reg.with_overrides({"cost_model_memory.kv_pool_margin": 0.02})
     for model, flags in (("llama-3.1-8b", {}), ("llama-3.1-8b", {"pipeline_parallel_size": 2}),
@@ -89,9 +99,9 @@ def _work() -> None:
                          ("gemma-3-27b", {"tensor_parallel_size": 2})):
         for registry in (reg, overlay):
             k = Kernel.of(load_model(model), Deployment(**flags), get_chip("h200"), registry)
-            k.requests_held(0.01)
+            Capacity(k).requests_held(0.01)
             k.provenance()
-            k.refusal()
+            Startup(k).refusal()
 
 
 def test_pricing_changes_no_module_level_state():
@@ -101,6 +111,11 @@ def test_pricing_changes_no_module_level_state():
     after = _state(modules)
     changed = sorted(f"{m}.{n}" for m, n in before if before[(m, n)] != after.get((m, n)))
     assert changed == []
+    from planner.candidates.table import _SHARED
+    from pricing.registry import _IN_USE
+
+    assert _IN_USE.get() is None and _SHARED.get() is None  # a command's overlay and tables end with it
+    assert load() is shipped()
 
 
 VALUE_TYPES = (str, int, float, bool, type(None), Path, Registry)
@@ -146,3 +161,41 @@ def test_the_identity_memos_are_gone():
 
     assert not hasattr(loader, "cache_info")
     assert not any(hasattr(kernel, n) for n in ("_MEMO", "_BY_IDENTITY", "clear_memo"))
+
+
+# -- provenance records itself --------------------------------------------------------------------
+
+def _cards() -> list[str]:
+    from pricing.config import list_cards
+
+    return sorted(c["name"] for c in list_cards())
+
+
+@pytest.mark.parametrize("card", _cards())
+def test_a_kernels_registry_reads_are_its_provenance(card, monkeypatch):
+    """Every registry value read while a kernel is built and asked everything (on any registry,
+    the global one included) is listed in its provenance, and the provenance lists nothing unread.
+    The release's enumerations (names its flags accept, read once per process to validate a flag)
+    shape no figure."""
+    chip = get_chip("h200")
+    graph = load_model(card)
+    read: set[str] = set()
+    lookup = Registry.__getitem__
+
+    def spy(self, name):
+        read.add(name)
+        return lookup(self, name)
+
+    monkeypatch.setattr(Registry, "__getitem__", spy)
+    reg = Registry(load()._files)  # a registry of its own: nothing derived from it yet
+    k = Kernel.of(graph, Deployment(pipeline_parallel_size=2 if card == "llama-3.1-8b" else 1), chip, reg)
+    Capacity(k).requests_held(0.01)
+    Startup(k).refusal()
+    for stage in k.stages():
+        stage.fixed_bytes()
+        stage.pre_snapshot_bytes()
+    listed = {p.name for p in k.provenance()}
+    read = {n for n in read if ".enumerations." not in n}
+    assert read - listed == set(), "read, not listed"
+    registry_names = {n for n in listed if n in reg and not n.startswith(("chips.", "quantization.scheme."))}
+    assert registry_names - read == set(), "listed, not read"

@@ -3,7 +3,7 @@ kernel ahead of the solve (chips-and-solver.md §2.2 item 9, "precompute the ora
 
 A candidate is an instance shape (tp, dp, expert parallel, dcp, KV cache dtype) with a
 utilization and a token budget. Its concurrency at the context length is
-dp × min(max_num_seqs, requests one rank's pool holds) — `Kernel.requests_held()`, which is 0
+dp × min(max_num_seqs, requests one rank's pool holds) — `Capacity.requests_held()`, which is 0
 when vLLM would refuse to start. `max_num_seqs` is set to what the pool holds at vLLM's default
 `max_num_seqs` (so never above that default, 1,024 on chips of 70 GiB or more; and at most the
 token budget, as vLLM requires), so the instance admits
@@ -21,6 +21,9 @@ shape (see `ChipTable.dominant`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from planner import defaults
 from planner.candidates.shapes import (
@@ -38,7 +41,7 @@ from pricing.chips import Chip, get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
-from pricing.kernel import Kernel
+from pricing.kernel import Capacity, Kernel, Startup
 from pricing.kernel.deployment import beyond_positions
 
 
@@ -81,7 +84,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     table.evaluated += 1
     utils = utilizations(service, chip, probe.pre_snapshot_bytes())
     if not utils:
-        verdict.refusal = probe.failed_check()
+        verdict.refusal = Startup(probe).failed_check()
         return
     margin = service.kv_margin
     for mbt in sorted(budgets):
@@ -91,7 +94,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
                                                    max_num_batched_tokens=mbt), chip,
                                release=service.vllm_version)
             table.evaluated += 1
-            held = kernel.requests_held(margin)
+            held = Capacity(kernel).requests_held(margin)
             if mbt == min(budgets) and util == utils[0]:
                 _record(verdict, kernel, held)
             if held < top or held == 0:
@@ -104,7 +107,7 @@ def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Ker
     """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
     kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip,
                        release=service.vllm_version)
-    held = kernel.requests_held(service.kv_margin)
+    held = Capacity(kernel).requests_held(service.kv_margin)
     if held != row.held_per_rank:
         raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")
     return kernel
@@ -120,16 +123,21 @@ def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
     verdict.utilization = kernel.engine.gpu_memory_utilization
     verdict.max_num_batched_tokens = kernel.engine.max_num_batched_tokens
     verdict.held_per_rank = held
-    verdict.refusal = kernel.failed_check()
+    verdict.refusal = Startup(kernel).failed_check()
 
 
-_TABLES: dict = {}
+_SHARED: ContextVar[dict | None] = ContextVar("candidate_tables", default=None)
 
 
-def clear_tables() -> None:
-    """Forget the candidate tables built so far (benchmarks measure a cold sweep; the kernel's own
-    memo lives on each model graph)."""
-    _TABLES.clear()
+@contextmanager
+def shared_tables() -> Iterator[dict]:
+    """Inside the block, candidate tables are reused by every service and variant of equal
+    `sweep_key` (one command's: the CLI opens the block for each command); on leaving it they go."""
+    token = _SHARED.set({})
+    try:
+        yield _SHARED.get()
+    finally:
+        _SHARED.reset(token)
 
 
 def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
@@ -165,11 +173,12 @@ def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: 
 
 def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
     """Every candidate instance of `service` on `chip` the kernel accepts (the reusable unit of a
-    scenario: one table per service and chip). Tables are reused within the process across
-    services and variants that share a `sweep_key` (a review's services of one model at one
-    context length share one sweep); the table is never changed after it is built."""
-    key = sweep_key(service, chip, limits)
-    table = _TABLES.get(key)
+    scenario: one table per service and chip). Inside a `shared_tables` block, tables are reused
+    across services and variants that share a `sweep_key` (a review's services of one model at
+    one context length share one sweep); the table is never changed after it is built."""
+    tables = _SHARED.get()
+    key = sweep_key(service, chip, limits) if tables is not None else None
+    table = tables.get(key) if tables is not None else None
     if table is None:
         model, table, found = start_table(service, chip, limits)
         for shape in found:
@@ -177,7 +186,8 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
                 evaluate_shape(model, chip, service, shape, table)
         evaluate_staged(model, chip, service, found, table)
         apply_latency(table, model, service)
-        _TABLES[key] = table
+        if tables is not None:
+            tables[key] = table
     return table
 
 

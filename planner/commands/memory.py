@@ -140,6 +140,7 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
     registry's acceptance)."""
     from planner.candidates.step_fields import step_fields
     from pricing.errors import InputError
+    from pricing.kernel import Capacity
     from pricing.step import StepModel, has_rates
     from pricing.step.serving import Workload, serving
 
@@ -150,7 +151,7 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
         raise InputError("--batch", f"must be at least 1, got {batch}", "give requests per rank")
     if not has_rates(kernel.chip):
         return None
-    b = batch or max(1, min(kernel.engine.max_num_seqs, kernel.requests_held() or 1))
+    b = batch or max(1, min(kernel.engine.max_num_seqs, Capacity(kernel).requests_held() or 1))
     wl = Workload(isl, osl) if isl else None
     context = max(1, tokens)
     s = serving(StepModel(kernel, rates_accepted=rates_accepted), b, context, wl)

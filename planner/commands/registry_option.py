@@ -1,5 +1,6 @@
 """`--registry overlay.yaml`: every command can lay an overlay (a team's own fitted laws, as
-`plan calibrate --out` writes) over the shipped registry. It applies to the whole process."""
+`plan calibrate --out` writes) over the shipped registry. It applies to that command (the
+registry's `using` block lasts as long as the command's click context)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import click
 
 def _activate(ctx: click.Context, param: click.Parameter, value: str | None):
     if value:
-        from pricing.registry import activate, read_overlay
+        from pricing.registry import read_overlay, using
 
-        activate(read_overlay(value))
+        ctx.with_resource(using(read_overlay(value)))
     return value
 
 

@@ -7,7 +7,7 @@ from planner.candidates.shapes import ChipTable, ShapeVerdict, context_length, d
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError
 from pricing.graph import load_model
-from pricing.kernel import Kernel
+from pricing.kernel import Capacity, Kernel
 from pricing.units import GiB, largest_such
 
 
@@ -66,7 +66,8 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
         d = deployment_for(v.shape, service, length, gpu_memory_utilization=v.utilization,
                            max_num_batched_tokens=v.max_num_batched_tokens)
         try:
-            return Kernel.of(model, d, table.chip, release=service.vllm_version).requests_held(service.kv_margin) > 0
+            kernel = Kernel.of(model, d, table.chip, release=service.vllm_version)
+            return Capacity(kernel).requests_held(service.kv_margin) > 0
         except InputError:
             return False
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from planner import defaults
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
@@ -142,4 +143,4 @@ class PlanResult(BaseModel):
     # for the rendering only
     required: int = Field(0, exclude=True, description="concurrency with the headroom the user asked for")
     headroom_percent: float = Field(0.0, exclude=True)
-    hours_per_month: int = Field(730, exclude=True)
+    hours_per_month: int = Field(default_factory=lambda: defaults.value("report.hours_per_month"), exclude=True)

@@ -57,7 +57,7 @@ def served_model(model: str, quantization: str | None = None, release: str | Non
 
     source = resolve(model)
     method = launch_method(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
-    remote = source.config.get("model_type") in rules.get(release).fact(load(), None, "remote_code_model_types")
+    remote = source.config.get("model_type") in rules.get(release).fact(load(), "remote_code_model_types")
     return ServedModel(source.hf_id or WEIGHTS, trust_remote_code=remote, quantization=method)
 
 

@@ -63,28 +63,29 @@ def era_laws(reg: Registry, era: Era, sampler: str) -> list[str]:
     for name in reg.names("vllm_eras.laws_until."):
         entry = reg[name].value
         if entry.get("sampler", sampler) == sampler and \
-                _release(str(entry.get("since", "0.0"))) <= release <= _release(str(entry["until"])):
+                release_of(str(entry.get("since", "0.0"))) <= release <= release_of(str(entry["until"])):
             out.append(name)
     return out
 
 
-def _release(text: str) -> tuple[int, int] | None:
+def release_of(text: str) -> tuple[int, int] | None:
+    """(major, minor) of a version text ("0.19.1", "V1 ~0.11.1 (…)"), None when it names none."""
     m = _VERSION.search(text)
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def era_of(version: str | None, reg: Registry) -> Era:
     """The era of a logged version string ("0.19.0", "V1 ~0.11.1 (…)", "v0 engine (~0.6)", None)."""
-    since = _release(str(reg.value("vllm_eras.graph_estimate_in_budget_since")))
+    since = release_of(str(reg.value("vllm_eras.graph_estimate_in_budget_since")))
     util_rows = reg.value("vllm_eras.default_gpu_memory_utilization")
     text = (version or "").strip()
     if text.lower().startswith("v0"):
         return Era("v0", None, "v0", False, float(util_rows[0]["value"]))
-    release = _release(text) if text and not text.lower().startswith("not stated") else None
+    release = release_of(text) if text and not text.lower().startswith("not stated") else None
     if release is None:
         return Era("unknown", None, "v1", True, float(util_rows[-1]["value"]))
     util = float(util_rows[0]["value"])
     for row in util_rows:
-        if release >= _release(str(row["since"])):
+        if release >= release_of(str(row["since"])):
             util = float(row["value"])
     return Era(f"{release[0]}.{release[1]}", release, "v1", release >= since, util)

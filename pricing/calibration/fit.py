@@ -16,16 +16,13 @@ Laws (registry names):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from pricing.calibration.eras import era_laws
+from pricing.calibration.eras import era_laws, release_of
 from pricing.calibration.predict import Prediction
 from pricing.kernel.pipeline import backbone_layers
+from pricing.registry import Registry, load
 from pricing.units import GiB, MiB
-
-CURRENT_ERA = (0, 19)  # the newest releases with component-level records; see the README table
-EARLY_SINCE, EARLY_UNTIL = (0, 8), (0, 11)
 
 
 def bounded_lstsq(rows: list[list[float]], target: list[float], lower: list[float], upper: list[float]):
@@ -85,33 +82,26 @@ class FittedValue:
                 f"max {self.residual_max / GiB:.3f} GiB")
 
 
-@dataclass
-class Law:
-    """One linear law: parameters with bounds, rows from predictions, a writer to registry values."""
-
-    name: str
-    description: str
-    params: list[str]
-    lower: list[float]
-    upper: list[float]
-    era: str
-    select: Callable[[Prediction], bool]
-    features: Callable[[Prediction], list[float]]
-    target: Callable[[Prediction], float]
-    rows: list = field(default_factory=list)
-
-
 def _release(p: Prediction):
     return p.era.release or ((0, 6) if p.era.engine == "v0" else None)
 
 
-def _current(p: Prediction) -> bool:
-    return _release(p) is not None and _release(p) >= CURRENT_ERA
+def _current(reg: Registry):
+    """Whether a record is of the releases the current laws are fitted on (vllm_eras.current_laws_since)."""
+    since = release_of(str(reg.value("vllm_eras.current_laws_since")))
+    return lambda p: _release(p) is not None and _release(p) >= since
 
 
-def _early(p: Prediction) -> bool:
-    """Early V1 releases (V1 the default from 0.8) up to 0.11."""
-    return p.era.release is not None and EARLY_SINCE <= p.era.release <= EARLY_UNTIL
+def _span(reg: Registry, law: str) -> tuple[str, str]:
+    """The releases (since, until) the era law `law` (registry vllm_eras.laws_until.<law>) holds for."""
+    entry = reg.value(f"vllm_eras.laws_until.{law}")
+    return str(entry["since"]), str(entry["until"])
+
+
+def _within(reg: Registry, law: str):
+    """Whether a record's release is within the era law `law`'s releases."""
+    since, until = (release_of(v) for v in _span(reg, law))
+    return lambda p: p.era.release is not None and since <= p.era.release <= until
 
 
 def _logits(p: Prediction) -> float:
@@ -144,17 +134,9 @@ def _unified(p: Prediction) -> bool:
 
 
 def _graph_era(p: Prediction) -> bool:
-    """Releases that take the CUDA-graph estimate from the budget (0.21 on), the nearest to 0.33."""
-    return p.era.release is not None and p.era.release >= (0, 21)
-
-
-def _mid(p: Prediction) -> bool:
-    return p.era.release is not None and (0, 12) <= p.era.release <= (0, 20)
-
-
-def _group(p: Prediction) -> int:
-    groups = p.kernel.collective_groups()
-    return max(groups.values()) if groups else 1
+    """Releases that take the CUDA-graph estimate from the budget (registry
+    vllm_eras.graph_estimate_in_budget_since), the nearest to the current release."""
+    return p.era.release is not None and p.era.graph_estimate_in_budget
 
 
 def _act_target(p: Prediction) -> float:
@@ -169,8 +151,11 @@ def _free_drop(p: Prediction) -> float | None:
     return (o.total_gpu_memory_gib - free) * GiB
 
 
-def fit(predictions: list[Prediction]) -> list[FittedValue]:
-    """Fit every law the records can inform; laws without rows keep the registry's value."""
+def fit(predictions: list[Prediction], registry: Registry | None = None) -> list[FittedValue]:
+    """Fit every law the records can inform; laws without rows keep the registry's value. The
+    releases each law is fitted on are the registry's (vllm_eras)."""
+    reg = registry or load()
+    current = _current(reg)
     # the logged peak and graphs of a pipeline stage are that stage's (the sampler runs on the last
     # one only): pipeline-parallel records inform the laws below through their own module, not here
     usable = [p for p in predictions if p.usable and p.record.pp == 1]
@@ -178,7 +163,7 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
 
     # 1. sampler warm-up, current era: rows × vocab × a + tokens × hidden × b (the native path:
     # a start-up whose log states FlashInfer's sampler is not this law's)
-    rows = [p for p in usable if _current(p) and p.observed["activation"] and _sampler_dominates(p)
+    rows = [p for p in usable if current(p) and p.observed["activation"] and _sampler_dominates(p)
             and p.sampler == "native"]
     per_hidden = None
     if len(rows) >= 2:
@@ -186,7 +171,8 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
         per_hidden = x[1]
         out += _emit(rows, x, lambda p: [_logits(p), _token_hidden(p)], _act_target,
                      ["cost_model_memory.sampler_bytes_per_logit", "cost_model_memory.sampler_hidden_bytes"],
-                     [lambda v: round(v, 3), lambda v: round(v, 3)], "≥0.19 (V1 model runner)",
+                     [lambda v: round(v, 3), lambda v: round(v, 3)],
+                     f"≥{reg.value('vllm_eras.current_laws_since')} (V1 model runner)",
                      "activation peak = logit rows × vocab × bytes per logit + tokens × hidden × bytes")
     # 2. sampler warm-up, early V1 (≤ 0.11), one law per top-k/top-p path (the records' logs say
     # which; vllm_eras.laws_until.sampler_bytes_per_logit*): bytes per logit, the hidden term as above.
@@ -212,10 +198,12 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
     # size ≥ 2 in 0.17-0.19, under 1 GiB from 0.21), so each era has its own value and vLLM 0.33
     # takes the newest era's.
     every = [p for p in predictions if p.observed.get("non_torch") is not None and p.record.pp == 1]
-    for select, name, era, span in (
-            (_graph_era, "cost_model_primitives.non_torch_in_budget", "≥0.21", None),
-            (_mid, "vllm_eras.laws_until.non_torch_mid", "0.12–0.20", ("0.12", "0.20")),
-            (_early, "vllm_eras.laws_until.non_torch_in_budget", "0.8–0.11", ("0.8", "0.11"))):
+    eras = [(_graph_era, "cost_model_primitives.non_torch_in_budget",
+             f"≥{reg.value('vllm_eras.graph_estimate_in_budget_since')}", None)]
+    for law in ("non_torch_mid", "non_torch_in_budget"):
+        span = _span(reg, law)
+        eras.append((_within(reg, law), f"vllm_eras.laws_until.{law}", "–".join(span), span))
+    for select, name, era, span in eras:
         table, used, resid = {}, [], []
         for size, match in ((1, lambda g: g == 1), (2, lambda g: g >= 2)):
             rows = [p for p in every if select(p) and match(_record_group(p))]
@@ -231,7 +219,7 @@ def fit(predictions: list[Prediction]) -> list[FittedValue]:
             out.append(FittedValue(name, value, _ids(used), _rms(resid), max(abs(r) for r in resid), era,
                                    "non-torch memory = a constant per collective group size (1, ≥ 2)"))
     # 5. CUDA-graph estimate: floor + per-layer-token × decoder layers × capture ceiling, by family
-    rows = [p for p in usable if _current(p) and p.observed["cuda_graph"] and p.kernel.engine.cudagraph_mode
+    rows = [p for p in usable if current(p) and p.observed["cuda_graph"] and p.kernel.engine.cudagraph_mode
             == "FULL_AND_PIECEWISE"]
     feats = lambda p: [1.0, backbone_layers(p.kernel.model) * p.kernel.cuda_graph()[1].mixed]  # noqa: E731
     pooled = _solve(rows, feats, lambda p: p.observed["cuda_graph"], [0, 0], [2 * GiB, MiB]) if rows else None

@@ -30,8 +30,6 @@ from pricing.units import GiB
 HERE = Path(__file__).parent
 SHARED_MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
 
-COMPONENTS = ("weights", "activation", "non_torch", "cuda_graph", "available_kv")
-
 
 @cache
 def record_models() -> dict[str, dict]:

@@ -30,6 +30,11 @@ def _registry_file() -> dict:
     return shipped().raw["quantization"]
 
 
+def _marlin_group_sizes() -> tuple[int, ...]:
+    """The group sizes vLLM's Marlin kernels serve (registry quantization.marlin_group_sizes)."""
+    return tuple(_registry_file()["marlin_group_sizes"]["value"])
+
+
 def methods() -> dict[str, dict]:
     """`--quantization` choices (the one list): name -> {vllm, reads}."""
     return {name: entry["value"] for name, entry in _registry_file()["methods"].items()}
@@ -100,16 +105,13 @@ def sm_of(generation: str) -> int:
 
 
 class Mags:
-    """Registry magnitudes for layouts, recording each one read (for the provenance)."""
+    """Registry magnitudes for layouts (`reg` a recording view when the reads are provenance)."""
 
-    def __init__(self, reg, used: dict):
+    def __init__(self, reg):
         self.reg = reg
-        self.used = used
 
     def __call__(self, name: str):
-        entry = self.reg[f"quantization.{name}"]
-        self.used[entry.name] = entry
-        return entry.value
+        return self.reg.value(f"quantization.{name}")
 
     @property
     def dtype_bytes(self) -> dict:
@@ -720,11 +722,12 @@ def _gptq(qc: dict, where: str, override: str | None) -> QuantConfig:
         raise _bad("gptq", where, f"bits {bits} (vLLM gptq.py: 2, 3, 4 or 8)")
     if qc.get("dynamic"):
         raise _bad("gptq", where, "per-module `dynamic` overrides")
-    marlin_ok = bits in (4, 8) and sym and group in (-1, 32, 64, 128)
+    marlin_ok = bits in (4, 8) and sym and group in _marlin_group_sizes()
     marlin = marlin_ok and override != "gptq"
     if override == "gptq_marlin" and not marlin_ok:
         raise InputError("--quantization", f"gptq_marlin cannot serve {where}: bits {bits}, sym {sym}, group {group}",
-                         "vLLM's Marlin needs 4/8-bit symmetric, group -1/32/64/128; use gptq")
+                         f"vLLM's Marlin needs 4/8-bit symmetric, group {'/'.join(map(str, _marlin_group_sizes()))}; "
+                         "use gptq")
     scheme = PackedInt(bits, group, sym, desc_act, "marlin" if marlin else "gptq", "gptq")
     head = scheme if qc.get("lm_head") else None
     return QuantConfig("gptq_marlin" if marlin else "gptq", scheme, scheme, lm_head=head)
@@ -735,7 +738,7 @@ def _awq(qc: dict, where: str, override: str | None) -> QuantConfig:
     zero = bool(qc.get("zero_point", True))
     if bits != 4:
         raise _bad("awq", where, f"bits {bits} (vLLM awq.py: 4 only)")
-    marlin = group in (-1, 32, 64, 128) and override != "awq"
+    marlin = group in _marlin_group_sizes() and override != "awq"
     scheme = PackedInt(bits, group, not zero, False, "marlin" if marlin else "awq", "awq")
     skip = tuple(qc.get("modules_to_not_convert") or ())
     rules = (Rule(skip, None, "component"),) if skip else ()
@@ -764,7 +767,8 @@ def _modelopt_algo(algo: str, group: int | None, where: str) -> Scheme:
     if algo == "FP8_PER_CHANNEL_PER_TOKEN":
         return Fp8("channel", None, False, source="modelopt")
     if algo == "FP8_PB_WO":
-        return Fp8("block", (128, 128), False, source="modelopt")
+        return Fp8("block", tuple(_registry_file()["layouts"]["modelopt_fp8_pb_wo"]["value"]["block"]), False,
+                   source="modelopt")
     if algo == "NVFP4":
         return Nvfp4(source="modelopt")
     if algo == "W4A16_NVFP4":

@@ -14,6 +14,7 @@ from pricing.errors import InputError
 from pricing.graph import mla, transformer
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import Routing
+from pricing.registry import Registry, load
 
 BUILDERS = {}
 for _family in transformer.FAMILIES:
@@ -100,7 +101,7 @@ def load_model(model: str, quantization: str | None = None) -> ModelGraph:
     edit freely. Built once per source by value (its fields and config as text, so an edited
     config.json is read anew) and copied."""
     source = resolve(model)
-    return _built(_as_text(source), quantization).copy()
+    return _built(_as_text(source), quantization, load()).copy()
 
 
 def _as_text(source: ModelSource) -> str:
@@ -109,8 +110,9 @@ def _as_text(source: ModelSource) -> str:
 
 
 @lru_cache(maxsize=64)
-def _built(source: str, quantization: str | None) -> ModelGraph:
-    """The graph of a source given as text (`_as_text`); never handed out, only copied."""
+def _built(source: str, quantization: str | None, registry: Registry) -> ModelGraph:
+    """The graph of a source given as text (`_as_text`) under the registry in use (a tower's
+    layout reads it); never handed out, only copied."""
     data = json.loads(source)
     folder = data.pop("folder")
     return build_graph(ModelSource(**data, folder=None if folder is None else Path(folder)), quantization)

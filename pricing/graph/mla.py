@@ -95,7 +95,7 @@ def build(source, override: str | None) -> ModelGraph:
     cache = AttentionCache("mla", 1, kv_lora + rope, 0, sparse_indexer=sparse)
     if sparse:
         m.extras["index_head_dim"] = cfg["index_head_dim"]
-        m.extras["index_topk"] = cfg.get("index_topk", 2048)
+        m.extras["index_topk"] = need(cfg, "index_topk", model_type)  # or its class default (config_defaults)
     prev = m.add("embed_tokens", "embedding", tensors=[make.plain("embed_tokens", vocab, hidden, "vocab")])
     # deepseek_v2.py: the attention's rope is GPT-J style (is_neox_style=False); a sparse model's
     # indexer builds its own, NeoX style unless indexer_rope_interleave (then the same instance)

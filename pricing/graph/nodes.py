@@ -19,7 +19,7 @@ Edges carry `flow`: "data" (activations) or "reads_cache" (owner -> reader: the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from operator import attrgetter
 
 from pricing.config.quantization import Scheme
@@ -95,9 +95,9 @@ class AttentionCache:
 
 @dataclass(frozen=True)
 class StatedCache:
-    """A cache a layer states itself.
+    """A cache a layer states itself (the kernel reads its record bytes and page geometry from
+    the registry: the backend picks the record format).
 
-    record       bytes of one stored record, by record format (the backend picks the format)
     per_record   context tokens one record covers (a compress ratio; 1 for plain caches)
     bound        "context" (grows with the request), "window" (a ring of `window` tokens) or
                  "entries" (a fixed ring of `entries` records for the request's whole life)
@@ -105,7 +105,6 @@ class StatedCache:
     """
 
     name: str
-    record: dict = field(hash=False, compare=False)
     per_record: int = 1
     bound: str = "context"
     window: int = 0

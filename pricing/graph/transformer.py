@@ -36,7 +36,7 @@ def layer_windows(cfg: dict, n_layers: int) -> list[int | None]:
         return [int(window) if t == "sliding_attention" else None for t in types[:n_layers]]
     model_type = cfg.get("model_type", "")
     if window and model_type.startswith("gemma3"):
-        pattern = int(cfg.get("sliding_window_pattern", 6))
+        pattern = int(need(cfg, "sliding_window_pattern", model_type))  # or Gemma3TextConfig's (config_defaults)
         return [None if (i + 1) % pattern == 0 else int(window) for i in range(n_layers)]
     if window and model_type == "gemma2":
         return [int(window) if i % 2 == 0 else None for i in range(n_layers)]

@@ -20,9 +20,9 @@ from fractions import Fraction
 from pricing.graph.model import ModelGraph
 from pricing.kernel.caches import DTYPE_BYTES  # noqa: F401  (model-dtype widths, used by model hooks)
 from pricing.kernel.deployment import Engine
-from pricing.registry import Registry
+from pricing.registry import Reads
 
-# model family (attention_backend) -> function(model, engine, chip, reg, used) -> dict name -> bytes
+# model family (attention_backend) -> function(model, engine, chip, reg) -> dict name -> bytes
 MODEL_BUFFERS: dict[str, Callable] = {}
 
 
@@ -47,24 +47,20 @@ def tp_key(table: dict, tp: int):
     return chosen if chosen in table else str(chosen)
 
 
-def activation(model: ModelGraph, engine: Engine, chip, reg: Registry, used: dict) -> Activation:
+def activation(model: ModelGraph, engine: Engine, chip, reg: Reads) -> Activation:
     counts = reg[f"cost_model_memory.activation_buffers.{model.activation_family}"]
     floor = reg["cost_model_memory.activation_floor_bytes"]
     width = reg["cost_model_memory.activation_element_bytes"]
-    for entry in (counts, floor, width):
-        used[entry.name] = entry
     count = Fraction(str(counts.value[tp_key(counts.value, engine.tp)]))
     forward = int(count * engine.max_num_batched_tokens * model.hidden_size * width.value)
     forward = max(forward, int(floor.value))
     per_logit = reg["cost_model_memory.sampler_bytes_per_logit"]
     per_hidden = reg["cost_model_memory.sampler_hidden_bytes"]
-    used[per_logit.name] = per_logit
-    used[per_hidden.name] = per_hidden
     rows = min(engine.max_num_seqs, engine.max_num_batched_tokens)
     sampler = int(Fraction(str(per_logit.value)) * rows * model.vocab_size
                   + Fraction(str(per_hidden.value)) * engine.max_num_batched_tokens * model.hidden_size)
     buffers = {}
     hook = MODEL_BUFFERS.get(model.attention_backend)
     if hook is not None:
-        buffers = hook(model, engine, chip, reg, used)
+        buffers = hook(model, engine, chip, reg)
     return Activation(forward, sampler, sum(buffers.values()), buffers)

@@ -17,56 +17,53 @@ from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache
 from pricing.kernel.deployment import Engine
-from pricing.registry import Registry, Sourced
+from pricing.registry import Reads
 from pricing.specs import FullAttentionSpec, KVCacheSpec, MLAAttentionSpec, SlidingWindowSpec
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
-def kv_element_bytes(engine: Engine, model: ModelGraph, reg: Registry, used: dict) -> int:
+def kv_element_bytes(engine: Engine, model: ModelGraph, reg: Reads) -> int:
     dtype = engine.kv_cache_dtype
     if dtype == "auto":
         return DTYPE_BYTES.get(model.dtype, 2)
     entry = reg[f"formats.kv_cache_dtypes.{dtype}"]
-    used[entry.name] = entry
     return int(entry.value)
 
 
-def default_block_size(kind: str, chip: Chip, engine: Engine, reg: Registry, used: dict) -> int:
+def default_block_size(kind: str, chip: Chip, engine: Engine, reg: Reads) -> int:
     """The release's default tokens per block for an attention backend kind on this chip."""
-    table = engine.release.fact(reg, used, "block_size")[kind]
+    table = engine.release.fact(reg, "block_size")[kind]
     return int(table.get(chip.generation, table["default"]))
 
 
-def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
-                  used: dict, drafter: bool) -> list[KVCacheSpec]:
+def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: Engine, chip: Chip, reg: Reads,
+                  drafter: bool) -> list[KVCacheSpec]:
     """Specs of a layer under the generic KV law."""
     backend = "sparse_mla" if cache.sparse_indexer else ("mla" if cache.kind == "mla" else "gqa")
-    block = engine.block_size or default_block_size(backend, chip, engine, reg, used)
+    block = engine.block_size or default_block_size(backend, chip, engine, reg)
     if cache.kind == "mla":
         packed_key = None
         if engine.kv_cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla"):
             packed_key = engine.kv_cache_dtype
         elif cache.sparse_indexer:
-            record = _sparse_record(chip, engine, reg, used)
+            record = _sparse_record(chip, engine, reg)
             if record == "fp8_ds_mla" or (record == "fp8_ds_mla_if_fp8" and engine.kv_cache_dtype.startswith("fp8")):
                 packed_key = "fp8_ds_mla"
         if packed_key:
             entry = reg[f"formats.packed_records.{packed_key}"]
-            used[entry.name] = entry
             per_token = int(entry.value)
         else:
-            per_token = cache.head_dim * kv_element_bytes(engine, model, reg, used)
+            per_token = cache.head_dim * kv_element_bytes(engine, model, reg)
     else:
         heads = max(1, cache.kv_heads // engine.tp)
-        per_token = heads * (cache.head_dim + cache.head_dim_v) * kv_element_bytes(engine, model, reg, used)
+        per_token = heads * (cache.head_dim + cache.head_dim_v) * kv_element_bytes(engine, model, reg)
     page = block * per_token
     common = dict(layer=node, name="kv", block_tokens=block, page_bytes=page, raw_page_bytes=page,
                   per_token=Fraction(per_token), drafter=drafter)
     specs: list[KVCacheSpec] = []
     if cache.sparse_indexer:  # vLLM registers the indexer's K cache before the attention's own
         entry = reg["formats.packed_records.indexer_fp8"]
-        used[entry.name] = entry
         rec = int(entry.value)
         specs.append(MLAAttentionSpec(node, "indexer", block, block * rec, block * rec, Fraction(rec),
                                       drafter=drafter))
@@ -79,19 +76,19 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
     return specs
 
 
-def _sparse_record(chip: Chip, engine: Engine, reg: Registry, used: dict) -> str:
+def _sparse_record(chip: Chip, engine: Engine, reg: Reads) -> str:
     """How this chip's sparse-MLA backend stores a record: plain rows, or the fp8_ds_mla record."""
-    table = engine.release.fact(reg, used, "sparse_mla_record")
+    table = engine.release.fact(reg, "sparse_mla_record")
     return str(table.get(chip.generation, table["default"]))
 
 
-# family -> function(model, engine, chip, reg, used) -> (specs, notes): resolves stated caches
+# family -> function(model, engine, chip, reg) -> (specs, notes): resolves stated caches
 STATED_RESOLVERS: dict[str, Callable] = {}
-# family -> function(model, engine, chip, reg, used) -> list[KVCacheSpec]: recurrent state specs
+# family -> function(model, engine, chip, reg) -> list[KVCacheSpec]: recurrent state specs
 STATE_RESOLVERS: dict[str, Callable] = {}
 
 
-def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict[str, Sourced]
+def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads
                 ) -> tuple[list[KVCacheSpec], list[str]]:
     """Every cache one rank holds, in layer order (vLLM orders groups by first appearance), and
     notes for provenance."""
@@ -103,17 +100,17 @@ def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, us
     for name, data in model.nodes(engine.spec_method):
         order[name] = len(order)
         if data["cache"] is not None:
-            specs += generic_specs(name, data["cache"], model, engine, chip, reg, used, data["speculative"] is not None)
+            specs += generic_specs(name, data["cache"], model, engine, chip, reg, data["speculative"] is not None)
         if data["caches"]:
             stated = True
         if data["state"] is not None:
             has_state = True
     if stated:
         resolver = STATED_RESOLVERS[model.attention_backend]
-        more, why = resolver(model, engine, chip, reg, used)
+        more, why = resolver(model, engine, chip, reg)
         specs += more
         notes += why
     if has_state:
-        specs += STATE_RESOLVERS[model.family](model, engine, chip, reg, used)
+        specs += STATE_RESOLVERS[model.family](model, engine, chip, reg)
     specs.sort(key=lambda s: order[s.layer])  # stable: a layer's own caches keep their order
     return specs, notes

@@ -48,7 +48,7 @@ class CheckpointCheck:
 def graph_stored_bytes(model: ModelGraph, reg: Registry) -> tuple[int, set[str]]:
     """Bytes of every tensor of every node (drafters included: checkpoints ship them) in the
     layout the checkpoint stores, and the graph's tensor names."""
-    mags = Mags(reg, {})
+    mags = Mags(reg)
     dtype_bytes = mags.dtype_bytes
     total, names = 0, set()
     for _, data in model.g.nodes(data=True):

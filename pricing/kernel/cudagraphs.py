@@ -13,7 +13,7 @@ mode's flat figure applies. Zero when eager.
 from __future__ import annotations
 
 from pricing.kernel.pipeline import backbone_layers
-from pricing.registry import Registry, load
+from pricing.registry import Reads, Registry, load
 from pricing.rules import get as get_release
 from pricing.rules.shared import Ceilings
 
@@ -21,10 +21,10 @@ __all__ = ["Ceilings", "capture_ceilings", "cuda_graph_bytes"]
 
 
 def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, default_max: int,
-                     release=None, reg: Registry | None = None, used: dict | None = None) -> Ceilings:
+                     release=None, reg: Registry | Reads | None = None) -> Ceilings:
     """The capture ceilings under `release`'s capture-size grid (the default release's by default)."""
     release = get_release(release)
-    grid = release.capture_size_grid(reg or load(), used)
+    grid = release.capture_size_grid(reg or load())
     return release.rules.capture_ceilings(max_num_seqs, max_num_batched_tokens, spec_tokens, default_max, grid)
 
 
@@ -32,18 +32,16 @@ def _family_bytes(term: dict, ceiling: int, layers: int) -> float:
     return term.get("floor", 0) + (term.get("per_token", 0) + term.get("per_layer_token", 0) * layers) * ceiling
 
 
-def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceilings | None]:
+def cuda_graph_bytes(model, engine, chip, reg: Reads) -> tuple[int, Ceilings | None]:
     if engine.cudagraph_mode == "NONE":
         return 0, None
     cap = reg[engine.release.key("capture_size_max")]
-    used[cap.name] = cap
     default_max = cap.value.get(chip.generation, cap.value["default"])
     ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max,
-                                engine.release, reg, used)
+                                engine.release, reg)
     law_name = f"cost_model_memory.cuda_graph_laws.{model.activation_family}"
     if law_name in reg:
         law = reg[law_name]
-        used[law.name] = law
         layers = backbone_layers(model)  # the piecewise capture splits at each decoder layer
         total = 0.0
         if engine.cudagraph_mode in ("PIECEWISE", "FULL_AND_PIECEWISE", "FULL"):
@@ -52,5 +50,4 @@ def cuda_graph_bytes(model, engine, chip, reg, used: dict) -> tuple[int, Ceiling
             total += _family_bytes(law.value["decode"], ceilings.decode, layers)
         return int(total), ceilings
     flat = reg[f"cost_model_memory.cuda_graph_flat.{engine.cudagraph_mode}"]
-    used[flat.name] = flat
     return int(flat.value), ceilings

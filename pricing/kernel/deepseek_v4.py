@@ -13,31 +13,25 @@ from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
 from pricing.kernel import activations, caches
 from pricing.kernel.deployment import Engine
-from pricing.registry import Registry
+from pricing.registry import Reads
 from pricing.specs import CircularBufferSpec, KVCacheSpec, MLAAttentionSpec, SlidingWindowMLASpec
 from pricing.units import cdiv, round_up
 
 FP8_NAMES = ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla")
 
 
-def _get(reg: Registry, used: dict, name: str):
-    entry = reg[f"deepseek_v4.{name}"]
-    used[entry.name] = entry
-    return entry.value
-
-
 def _by_generation(table: dict, chip: Chip):
     return table.get(chip.generation, table.get("default"))
 
 
-def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> tuple[bool, str]:
+def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> tuple[bool, str]:
     """Whether V4.1's mega attention serves this tensor-parallel width on this chip, and why."""
     if not chip.sm100_family:
         if engine.mega_attention:
             raise InputError("--mega-attention", f"needs the SM100 family; {chip.id} is {chip.generation}",
                              "drop the flag")
         return False, f"{chip.generation}: mega attention exists only on the SM100 family"
-    rule = _get(reg, used, "mega_attention")
+    rule = reg.value("deepseek_v4.mega_attention")
     local = model.num_attention_heads // engine.tp
     per_group = model.num_attention_heads // model.extras["o_groups"]
     serves = local % rule["heads_multiple"] == 0 and per_group == rule["heads_per_group"]
@@ -52,7 +46,7 @@ def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
     return serves, why
 
 
-def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> tuple[dict, str]:
+def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> tuple[dict, str]:
     """The record format per cache role the attention backend actually runs, and the reason."""
     kv = engine.kv_cache_dtype
     if kv not in FP8_NAMES + ("nvfp4_ds_mla",):
@@ -70,7 +64,7 @@ def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
                              f"{chip.generation}", "use fp8")
         return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
                 f"{chip.generation}: V4.1 serves {kv} as fp8_ds_mla (584-byte records, FlashMLA sparse)")
-    mega, why = mega_attention(model, engine, chip, reg, used)
+    mega, why = mega_attention(model, engine, chip, reg)
     if mega and kv in ("auto", "fp8", "fp8_e4m3", "nvfp4_ds_mla"):
         return ({"compressed": "nvfp4_ds_mla", "window": "mxfp8", "indexer": "fp8"},
                 f"{chip.generation}: {why}; kv_cache_dtype {kv} resolves to nvfp4_ds_mla (288-byte compressed records, "
@@ -88,34 +82,34 @@ def _next_pow2(n: int) -> int:
     return p
 
 
-def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict
+def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads
                    ) -> tuple[list[KVCacheSpec], list[str]]:
     """Specs of every stated cache this rank holds (the drafter's only while speculating), as
     vLLM 0.33's DeepSeek-V4 modules build them: window rings SlidingWindowMLASpec; compressed and
     indexer caches MLAAttentionSpec with their tokens per record; V4's compressor states
     SlidingWindowMLASpec of a few rows; V4.1's compressor states CircularBufferSpec rings."""
     v41 = model.extras["version"] == "v41"
-    formats, why = record_formats(model, engine, chip, reg, used)
+    formats, why = record_formats(model, engine, chip, reg)
     if v41:
-        align = _by_generation(_get(reg, used, "alignment.v41"), chip)
-        state_align = _get(reg, used, "alignment.v41_state")
-        block = _by_generation(_get(reg, used, "page_tokens.v41_compressed"), chip)
-        window_tokens = _by_generation(_get(reg, used, "page_tokens.v41_window"), chip)
-        state = _get(reg, used, "compressor_state.v41")
+        align = _by_generation(reg.value("deepseek_v4.alignment.v41"), chip)
+        state_align = reg.value("deepseek_v4.alignment.v41_state")
+        block = _by_generation(reg.value("deepseek_v4.page_tokens.v41_compressed"), chip)
+        window_tokens = _by_generation(reg.value("deepseek_v4.page_tokens.v41_window"), chip)
+        state = reg.value("deepseek_v4.compressor_state.v41")
         rows = max(state["min_rows"], _next_pow2(engine.spec_tokens + 2))
         states = {"state": {"rows": rows, "row_bytes": state["row_bytes"]}}
-        window_stride = _by_generation(_get(reg, used, "alignment.v41_window_stride"), chip)
+        window_stride = _by_generation(reg.value("deepseek_v4.alignment.v41_window_stride"), chip)
     else:
-        align = state_align = _get(reg, used, "alignment.v4")
-        geometry = _get(reg, used, "page_tokens.v4")
+        align = state_align = reg.value("deepseek_v4.alignment.v4")
+        geometry = reg.value("deepseek_v4.page_tokens.v4")
         block, window_tokens = geometry["compressed"], geometry["window"]
-        state = _get(reg, used, "compressor_state.v4")
+        state = reg.value("deepseek_v4.compressor_state.v4")
         states = {f"state_ratio_{r}": state[f"ratio_{r}"] for r in (4, 128)}
         states["state_indexer"] = state["indexer"]
         window_stride = False
     record_names = {"fp8_ds_mla": "records.fp8_ds_mla_v4", "mxfp8": "records.mxfp8_v41",
                     "nvfp4_ds_mla": "records.nvfp4_ds_mla_v41", "fp8": "records.indexer_fp8"}
-    records = {role: _get(reg, used, record_names[fmt]) for role, fmt in formats.items()}
+    records = {role: reg.value(f"deepseek_v4.{record_names[fmt]}") for role, fmt in formats.items()}
     stride = math.lcm(records["window"], records["compressed"]) if window_stride else 1
     specs: list[KVCacheSpec] = []
     notes = [why]
@@ -147,14 +141,14 @@ def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry,
     return specs, notes
 
 
-def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> dict[str, int]:
+def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> dict[str, int]:
     """Buffers the model's own code allocates before the KV cache (vLLM's profiler counts them):
     the prefill gather workspaces (one lane at the larger request: the attention's or the
     indexer's; DSpark's in a second lane), the indexer's logits stand-in, the top-k buffers (one
     more for DSpark), the candidate-block buffer and the drafter's hidden-state buffer while
     speculating. (The plain and YaRN rotary caches are the layers' own buffers, graph nodes'
     `buffers`, counted with the weights as vLLM's "Model loading took" counts them.)"""
-    w = {k: _get(reg, used, f"workspaces.{k}") for k in (
+    w = {k: reg.value(f"deepseek_v4.workspaces.{k}") for k in (
         "prefill_chunk", "gather_width", "gather_index_bytes", "indexer_gather_factor", "indexer_logits_bytes",
         "index_bytes")}
     M, T = engine.max_model_len, engine.max_num_batched_tokens
@@ -167,8 +161,11 @@ def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, 
         rows = (cdiv(M, ratio) if ratio else 0) + window + T
         return w["prefill_chunk"] * rows * (w["gather_width"] * act_bytes + w["gather_index_bytes"])
 
-    indexer_ratio = 4 if model.extras["version"] == "v4" else smallest
-    indexer_lane = w["indexer_gather_factor"] * M // indexer_ratio * 132 if indexer_ratio else 0
+    # the indexer K gather: 40 × max_model_len // r entries of the indexer's record, r its caches' compress ratio
+    indexer_ratio = min((c.per_record for _, d in model.g.nodes(data=True) for c in d["caches"] if c.name == "indexer"),
+                        default=0)
+    indexer_lane = (w["indexer_gather_factor"] * M // indexer_ratio * reg.value("deepseek_v4.records.indexer_fp8")
+                    if indexer_ratio else 0)
     out = {"prefill gather (target lane)": max(attention_lane(smallest), indexer_lane)}
     speculating = engine.spec_method is not None
     if engine.spec_method == "dspark":

@@ -188,7 +188,7 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
                          "(SlidingWindowSpec asserts 'DCP not support sliding window', vllm-0.33-memory.md §2.2)",
                          "use 1")
     util = d.gpu_memory_utilization if d.gpu_memory_utilization is not None else release.fact(
-        reg, None, "gpu_memory_utilization")
+        reg, "gpu_memory_utilization")
     if not 0 < util <= 1:
         raise InputError("--gpu-memory-utilization", f"must be in (0, 1], got {util}", "for example 0.92")
     ep = d.enable_expert_parallel
@@ -209,7 +209,7 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         raise InputError("--max-model-len", f"must be at least 1, got {max_len}", "give the context length in tokens")
     if problem := beyond_positions(model, max_len):
         raise InputError("--max-model-len", problem, f"use at most {model.max_position}")
-    rows = release.fact(reg, None, "scheduler_defaults")
+    rows = release.fact(reg, "scheduler_defaults")
     memory_gib = chip.memory_bytes / GiB
     for row in rows:
         if memory_gib >= row["min_memory_gib"] and chip.generation not in row.get("exclude_generations", []):
@@ -248,7 +248,7 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         if d.num_speculative_tokens == 0:
             raise InputError("--num-speculative-tokens", "must be at least 1 when a speculative method is set",
                              "for example 1 for MTP, 5 for DSpark")
-    default_mode = release.fact(reg, None, "default_cudagraph_mode")
+    default_mode = release.fact(reg, "default_cudagraph_mode")
     mode = "NONE" if d.enforce_eager else (d.cudagraph_mode or default_mode).upper()
     if mode not in release.cudagraph_modes:
         raise InputError("--cudagraph-mode", f"unknown mode {d.cudagraph_mode!r} for {release.name}",

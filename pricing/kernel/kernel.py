@@ -21,14 +21,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import lru_cache
 from operator import attrgetter
 
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
 from pricing.kernel import activations, caches, cudagraphs, pipeline, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
-from pricing.registry import Registry, Sourced, load
+from pricing.registry import Reads, Registry, Sourced, load
 from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.specs import KVCacheSpec, Request
@@ -75,8 +74,9 @@ class Memo:
         self.tables: dict = {}
         self.size = 0
 
-    def get(self, what: str, engine, compute):
-        """compute(engine view, used): its value and the registry entries it read, recorded once."""
+    def get(self, what: str, engine, reg: Registry, compute):
+        """compute(engine view, registry view): its value and the registry entries it read (the
+        view records them), kept once."""
         by_fields = self.tables.setdefault(what, {})
         for read, table in by_fields.values():
             hit = table.get(read(engine))
@@ -87,14 +87,14 @@ class Memo:
             self.size = 0
             by_fields = self.tables.setdefault(what, {})
         view = _Reads(engine)
-        used: dict = {}
-        value = compute(view, used)
+        reads = Reads(reg)
+        value = compute(view, reads)
         names = tuple(view._seen)
         if names not in by_fields:
             by_fields[names] = (_reader(names), {})
-        by_fields[names][1][tuple(view._seen.values())] = (value, used)
+        by_fields[names][1][tuple(view._seen.values())] = (value, reads.read)
         self.size += 1
-        return value, used
+        return value, reads.read
 
 
 def _reader(names: tuple[str, ...]):
@@ -157,13 +157,18 @@ class Kernel:
         """The kernel of one rank; with pipeline parallelism, of stage `stage`, or by default of the
         binding stage (the fewest KV blocks, then the most fixed memory: the fullest rank)."""
         reg = registry or load()
-        engine = resolve_engine(deployment, model, chip, reg, get_release(release))
+        defaults = Reads(reg)  # the release's defaults the deployment took shape the figures too
+        engine = resolve_engine(deployment, model, chip, defaults, get_release(release))
         if engine.pp == 1:
-            return cls(model, engine, chip, reg)
-        kernels = [cls(model, engine, chip, reg, stage=s) for s in pipeline.stages(model, engine.pp,
-                                                                                   engine.pp_partition)]
+            kernels = [cls(model, engine, chip, reg)]
+        else:
+            kernels = [cls(model, engine, chip, reg, stage=s) for s in pipeline.stages(model, engine.pp,
+                                                                                       engine.pp_partition)]
         for k in kernels:
             k._pipeline = kernels
+            k._used.update(defaults.read)
+        if engine.pp == 1:
+            return kernels[0]
         if stage is not None:
             return kernels[stage]
         return kernels[0].binding_stage()
@@ -177,8 +182,9 @@ class Kernel:
         return min(self._pipeline, key=lambda k: (k.rank_blocks(), -k.fixed_bytes().total,
                                                   k.stage.index if k.stage else 0))
 
-    def _once(self, key, compute):
-        """compute() once per instance: the kernel is immutable, so its answer to `key` never changes."""
+    def once(self, key, compute):
+        """compute() once per instance: the kernel is immutable, so its answer to `key` never
+        changes (its own answers, and what a layer above works out from it alone)."""
         own = self._own
         if key in own:
             return own[key]
@@ -192,34 +198,32 @@ class Kernel:
         memo = self.__dict__.get("_memo")
         if memo is None:
             memo = self._memo = self.model.derived(("kernel", self.chip, self.reg, self.release, self.stage), Memo)
-        value, used = memo.get(what, self.engine, compute)
+        value, used = memo.get(what, self.engine, self.reg, compute)
         self._used.update(used)
         own[what] = value
         return value
 
     def derived(self, what: str, compute):
-        """`compute(engine view, used)` memoised as the kernel's own parts are: on the model, chip,
-        registry, release and stage whole and on the engine fields it reads through the view (so
-        `compute` reads the engine only through the view it is given). For what a layer above
+        """`compute(engine view, registry view)` memoised as the kernel's own parts are: by the model
+        graph, per chip, registry, release and stage, and on the engine fields it reads through the
+        view (so `compute` reads the engine and the registry only through the views it is given,
+        and what it reads of the registry joins the provenance). For what a layer above
         derives from one rank and its graph alone, such as the step model's linear work, which a
         latency sweep asks of many engines differing only in settings it never reads."""
         return self._get(f"derived.{what}", compute)
 
     # -- fixed --------------------------------------------------------------------------------
     def weight_bytes(self) -> weights.WeightBytes:
-        return self._get("weights", lambda e, used: weights.weight_bytes(self.graph, e, self.reg, used,
-                                                                          self.chip.generation))
+        return self._get("weights", lambda e, reg: weights.weight_bytes(self.graph, e, reg, self.chip.generation))
 
     def activation(self) -> activations.Activation:
-        act = self._get("activation", lambda e, used: activations.activation(self.model, e, self.chip, self.reg,
-                                                                              used))
+        act = self._get("activation", lambda e, reg: activations.activation(self.model, e, self.chip, reg))
         if self.stage is not None and not self.stage.is_last:
-            return self._once("activation_of_stage", lambda: replace(act, sampler=0))  # the sampler warm-up
+            return self.once("activation_of_stage", lambda: replace(act, sampler=0))  # the sampler warm-up
         return act  # runs on the last stage only
 
     def cuda_graph(self) -> tuple[int, cudagraphs.Ceilings | None]:
-        return self._get("cuda_graph", lambda e, used: cudagraphs.cuda_graph_bytes(self.graph, e, self.chip,
-                                                                                    self.reg, used))
+        return self._get("cuda_graph", lambda e, reg: cudagraphs.cuda_graph_bytes(self.graph, e, self.chip, reg))
 
     def non_torch_bytes(self) -> int:
         """Memory outside torch's allocator that appears after vLLM's snapshot and so inside the
@@ -227,15 +231,14 @@ class Kernel:
         vllm-0.33-memory.md §1.4): fitted by the largest collective group the rank joins."""
         return self._get("non_torch", self._non_torch_bytes)
 
-    def _non_torch_bytes(self, e, used: dict) -> int:
-        entry = self.reg["cost_model_primitives.non_torch_in_budget"]
-        used[entry.name] = entry
+    def _non_torch_bytes(self, e, reg: Reads) -> int:
+        entry = reg["cost_model_primitives.non_torch_in_budget"]
         groups = _collective_groups(e)
         size = max(groups.values()) if groups else 1
         return int(entry.value[activations.tp_key(entry.value, size)])
 
     def fixed_bytes(self) -> FixedBytes:
-        return self._once("fixed_bytes", self._fixed_bytes)
+        return self.once("fixed_bytes", self._fixed_bytes)
 
     def _fixed_bytes(self) -> FixedBytes:
         w = self.weight_bytes()
@@ -251,11 +254,9 @@ class Kernel:
         workspace; vLLM starts both before its memory snapshot (vllm-0.33-memory.md §1.1)."""
         return self._get("pre_snapshot", self._pre_snapshot_bytes)
 
-    def _pre_snapshot_bytes(self, e, used: dict) -> int:
-        comm = self.reg["cost_model_primitives.communicator_reservation"]
-        work = self.reg["cost_model_primitives.engine_workspace"]
-        used[comm.name] = comm
-        used[work.name] = work
+    def _pre_snapshot_bytes(self, e, reg: Reads) -> int:
+        comm = reg["cost_model_primitives.communicator_reservation"]
+        work = reg["cost_model_primitives.engine_workspace"]
         table = comm.value
         total = int(work.value)
         for size in _collective_groups(e).values():
@@ -276,8 +277,8 @@ class Kernel:
             self._notes = found[2]
         return found[0], found[1]
 
-    def _layout_of(self, e, used):
-        specs, notes = caches.cache_specs(self.model, e, self.chip, self.reg, used)
+    def _layout_of(self, e, reg: Reads):
+        specs, notes = caches.cache_specs(self.model, e, self.chip, reg)
         layout = e.release.rules.group(specs, e.max_model_len)  # over the whole model, all stages merged
         if self.stage is not None:
             mine = frozenset(self.graph.g.nodes)
@@ -351,7 +352,7 @@ class Kernel:
     def blocks_per_request(self, admission: bool = True) -> int:
         """Σ over groups of the blocks one request at max_model_len holds (vLLM's
         kv_cache_utils blocks_per_request uses the admission cap for bounded groups)."""
-        return self._once(("blocks_per_request", admission), lambda: self._blocks_per_request(admission))
+        return self.once(("blocks_per_request", admission), lambda: self._blocks_per_request(admission))
 
     def _blocks_per_request(self, admission: bool) -> int:
         e = self.engine
@@ -360,7 +361,7 @@ class Kernel:
 
     def request_bytes(self) -> int:
         """One request at max_model_len as the engine sizes it: admission state + context caches."""
-        return self._once("request_bytes", self._request_bytes)
+        return self.once("request_bytes", self._request_bytes)
 
     def _request_bytes(self) -> int:
         return self.sequence_admission_bytes() + self.sequence_variable_bytes(self.engine.max_model_len)
@@ -373,7 +374,7 @@ class Kernel:
     def kv_pool(self) -> int:
         """available KV cache memory = budget − non-KV memory − CUDA-graph estimate, or the
         --kv-cache-memory-bytes value when set (§1.4)."""
-        return self._once("kv_pool", self._kv_pool)
+        return self.once("kv_pool", self._kv_pool)
 
     def _kv_pool(self) -> int:
         if self.engine.kv_cache_memory_bytes is not None:
@@ -382,7 +383,7 @@ class Kernel:
 
     def rank_blocks(self) -> int:
         """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
-        return self._once("rank_blocks", self._rank_blocks)
+        return self.once("rank_blocks", self._rank_blocks)
 
     def _rank_blocks(self) -> int:
         layout = self.layout()
@@ -413,7 +414,7 @@ class Kernel:
         return all(k.rank_fits_one_request() for k in self._pipeline)
 
     def rank_fits_one_request(self) -> bool:
-        return self._once("rank_fits_one_request", self._rank_fits_one_request)
+        return self.once("rank_fits_one_request", self._rank_fits_one_request)
 
     def _rank_fits_one_request(self) -> bool:
         layout = self.layout()
@@ -425,56 +426,6 @@ class Kernel:
         if layout.grouped:
             return pool - layout.bytes_per_block >= layout.bytes_per_block * self.blocks_per_request()
         return pool >= self.request_bytes()
-
-    def requests_held(self, margin: float = 0.0) -> int:
-        """Requests at max_model_len one rank's pool holds at once: whole blocks per group, the
-        null block held back, capped by max_num_seqs; 0 when vLLM would refuse to start. With a
-        `margin` (a fraction), the pool is taken that much smaller than predicted: the planner's
-        allowance for the fixed-memory laws' measured error (registry cost_model_memory.kv_pool_margin)."""
-        return self._once(("requests_held", margin), lambda: self._requests_held(margin))
-
-    def _requests_held(self, margin: float) -> int:
-        if not self.starts():
-            return 0
-        layout = self.layout()
-        if not layout.groups:
-            return self.engine.max_num_seqs
-        keep = _kept(margin)
-        if layout.grouped:
-            held = (int(self.num_blocks() * keep) - 1) // self.blocks_per_request()
-        else:
-            held = min(int(k.kv_pool() * keep) // k.request_bytes() for k in self._pipeline)
-        return max(0, min(self.engine.max_num_seqs, held))
-
-    def starts(self) -> bool:
-        """vLLM's start-up checks pass on every pipeline stage (pricing/kernel/startup.py): the budget
-        beside what is held before it, a --kv-cache-memory-bytes pool beside the fixed memory, and a
-        pool that holds one request at max_model_len."""
-        return all(k.failed_check() is None for k in self._pipeline)
-
-    def failed_check(self) -> str | None:
-        """The first start-up check this rank (pipeline stage) would fail (`startup.failed_check`)."""
-        from pricing.kernel import startup
-
-        return self._once("failed_check", lambda: startup.failed_check(self))
-
-    def startup_refusal(self):
-        """The start-up check vLLM would fail, with its message and what would fit; None when it
-        starts (with pipeline parallelism: the first stage that fails, named in the message)."""
-        from dataclasses import replace as _replace
-
-        from pricing.kernel import startup
-
-        for k in self._pipeline:
-            r = startup.refusal(k)
-            if r is not None:
-                return r if k.stage is None else _replace(r, message=f"{k.stage}: {r.message}")
-        return None
-
-    def refusal(self) -> str | None:
-        """Why vLLM would not start this deployment, in its own words; None when it starts."""
-        r = self.startup_refusal()
-        return None if r is None else r.message
 
     # -- provenance ---------------------------------------------------------------------------
     def provenance(self) -> list[Sourced]:
@@ -507,12 +458,6 @@ def _collective_groups(e: Engine) -> dict[str, int]:
     if e.ep:
         groups["expert parallel"] = e.ep_size
     return {k: v for k, v in groups.items() if v > 1}
-
-
-@lru_cache(maxsize=64)
-def _kept(margin: float) -> Fraction:
-    """The share of a pool counted on with a `margin` held back, exactly (the margin as written)."""
-    return Fraction(1) - Fraction(str(margin))
 
 
 def evaluate(model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,

@@ -17,14 +17,8 @@ from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import RecurrentState
 from pricing.kernel.caches import DTYPE_BYTES, STATE_RESOLVERS, default_block_size
 from pricing.kernel.deployment import Engine
-from pricing.registry import Registry
+from pricing.registry import Reads
 from pricing.specs import FullAttentionSpec, HybridAlignment, KVCacheSpec, MambaSpec, SlidingWindowSpec
-
-
-def _get(reg: Registry, used: dict, name: str):
-    entry = reg[f"recurrent.{name}"]
-    used[entry.name] = entry
-    return entry.value
 
 
 def groups_per_rank(state: RecurrentState, tp: int) -> int:
@@ -53,28 +47,28 @@ def state_page_bytes(state: RecurrentState, model: ModelGraph, tp: int, spec_tok
     return c1 * c2 * _bytes(state.conv_dtype, model) + h * d * n * _bytes(state.ssm_dtype, model)
 
 
-def kernel_alignment(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> int:
+def kernel_alignment(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> int:
     """max(the attention backend's smallest kernel block, block_size), raised to 128 for MLA."""
     backend = "mla" if model.attention_backend == "mla" else "gqa"
-    smallest = default_block_size(backend, chip, engine, reg, used)
+    smallest = default_block_size(backend, chip, engine, reg)
     align = max(smallest, engine.block_size or smallest)
     if backend == "mla":
-        align = max(align, int(_get(reg, used, "mla_min_alignment")))
+        align = max(align, int(reg.value("recurrent.mla_min_alignment")))
     return align
 
 
-def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Registry, used: dict) -> list[KVCacheSpec]:
+def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> list[KVCacheSpec]:
     """One MambaSpec per recurrent layer this deployment holds, at its unpadded page."""
-    align = kernel_alignment(model, engine, chip, reg, used)
+    align = kernel_alignment(model, engine, chip, reg)
     specs: list[KVCacheSpec] = []
     for name, data in model.nodes(engine.spec_method):
         state: RecurrentState | None = data["state"]
         if state is None:
             continue
-        checkpoint = _get(reg, used, f"prefill_checkpoint.{state.kind}")
+        checkpoint = reg.value(f"recurrent.prefill_checkpoint.{state.kind}")
         chunk = state.chunk_size
         if not chunk and engine.mamba_cache_mode == "all":
-            chunk = int(_get(reg, used, "default_chunk_size"))
+            chunk = int(reg.value("recurrent.default_chunk_size"))
         hybrid = HybridAlignment(align, align, int(checkpoint["alignment"]), chunk)
         page = state_page_bytes(state, model, engine.tp, engine.spec_tokens)
         specs.append(MambaSpec(name, "state", engine.block_size or align, page, page,

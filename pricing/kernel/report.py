@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from pricing.kernel import startup
+from pricing.kernel.capacity import Capacity
 from pricing.kernel.kernel import Kernel
+from pricing.kernel.startup import Startup
 
 
 class FixedOut(BaseModel):
@@ -158,8 +161,6 @@ def _fixed(f) -> FixedOut:
 def _pipeline(k: Kernel) -> PipelineOut | None:
     if k.stage is None:
         return None
-    from pricing.kernel import startup
-
     stages = []
     for s in k.stages():
         r = startup.refusal(s)
@@ -177,7 +178,7 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
     a = k.activation()
     e = k.engine
     layout = k.layout()
-    refusal = k.startup_refusal()
+    refusal = Startup(k).refusal()
     groups = []
     for g in layout.groups:
         steady = k._blocks(g, e.max_model_len, 1 + e.spec_tokens)
@@ -200,7 +201,7 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
                              admission=k.sequence_admission_bytes(), own_pages_steady=k.own_page_bytes_steady()),
         block_bytes=layout.bytes_per_block, num_blocks=k.num_blocks(), grouped=layout.grouped, kv_groups=groups,
         cache_bytes_per_token=float(k.cache_bytes_per_token()), kv_cache_tokens=k.kv_cache_tokens(),
-        max_concurrency=k.max_concurrency(), requests_held=k.requests_held(), starts=refusal is None,
+        max_concurrency=k.max_concurrency(), requests_held=Capacity(k).requests_held(), starts=refusal is None,
         refusal=refusal.message if refusal else None, refusal_check=refusal.check if refusal else None,
         would_fit=refusal.would_fit if refusal else None,
         recurrent_state=_recurrent(k, tokens), pipeline=_pipeline(k),

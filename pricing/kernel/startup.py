@@ -18,15 +18,12 @@ In the order vLLM meets them:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
 from pricing.errors import InputError
 from pricing.kernel.deployment import allows_tensor_parallel
+from pricing.kernel.kernel import Kernel
 from pricing.units import largest_such
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pricing.kernel.kernel import Kernel
 
 CONSERVING_MEMORY = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
 
@@ -71,8 +68,6 @@ def estimated_max_model_len(k: Kernel) -> int:
 def _same(k: Kernel, **changes):
     """The kernel's deployment with some flags changed (None when vLLM would reject the flags):
     the resolved settings pinned, as vLLM's estimate changes only what it names."""
-    from pricing.kernel.kernel import Kernel
-
     flags = k.engine.as_deployment().model_copy(update=changes)
     try:
         return Kernel.of(k.model, flags, k.chip, k.reg, release=k.release,
@@ -90,7 +85,7 @@ def wider_split(k: Kernel) -> str | None:
             continue
         ep = k.model.has_experts
         wider = _same(k, tensor_parallel_size=tp, enable_expert_parallel=ep or e.ep)
-        if wider is not None and wider.failed_check() is None:
+        if wider is not None and failed_check(wider) is None:
             return f"-tp {tp}" + (" --enable-expert-parallel" if ep and not e.ep else "")
     return None
 
@@ -103,7 +98,12 @@ def highest_utilization(k: Kernel, step: float = 0.01) -> float:
 
 
 def failed_check(k: Kernel) -> str | None:
-    """The name of the first start-up check vLLM would fail (cheap: no message, no estimate)."""
+    """The name of the first start-up check this rank (pipeline stage) would fail (cheap: no
+    message, no estimate), kept on the kernel."""
+    return k.once("startup.failed_check", lambda: _failed_check(k))
+
+
+def _failed_check(k: Kernel) -> str | None:
     e = k.engine
     total = k.chip.memory_bytes
     pre = k.pre_snapshot_bytes()
@@ -117,13 +117,46 @@ def failed_check(k: Kernel) -> str | None:
         return None
     if kv_pool_check(k) <= 0:
         return "no_cache_memory"
-    if not k.rank_fits_one_request():  # this rank (pipeline stage); Kernel.starts asks every stage
+    if not k.rank_fits_one_request():  # this rank (pipeline stage); Startup.starts asks every stage
         return "one_request"
     return None
 
 
+@dataclass(frozen=True)
+class Startup:
+    """vLLM's start-up verdict on one engine: its checks on every pipeline stage (vLLM plans every
+    worker), the first that fails named in vLLM's words with what would fit."""
+
+    kernel: Kernel
+
+    @property
+    def starts(self) -> bool:
+        """Every stage passes: the budget beside what is held before it, a --kv-cache-memory-bytes
+        pool beside the fixed memory, and a pool that holds one request at max_model_len."""
+        return all(failed_check(k) is None for k in self.kernel.stages())
+
+    def failed_check(self) -> str | None:
+        """The first check this rank (pipeline stage) fails."""
+        return failed_check(self.kernel)
+
+    def refusal(self) -> Refusal | None:
+        """The check vLLM would fail, with its message and what would fit; None when it starts (with
+        pipeline parallelism: the first stage that fails, named in the message)."""
+        for k in self.kernel.stages():
+            r = refusal(k)
+            if r is not None:
+                return r if k.stage is None else replace(r, message=f"{k.stage}: {r.message}")
+        return None
+
+    @property
+    def message(self) -> str | None:
+        """Why vLLM would not start this deployment, in its own words; None when it starts."""
+        r = self.refusal()
+        return None if r is None else r.message
+
+
 def refusal(k: Kernel) -> Refusal | None:
-    """The first start-up check vLLM would fail, in vLLM's words, or None when the instance starts."""
+    """The first start-up check this rank would fail, in vLLM's words, or None when it starts."""
     check = failed_check(k)
     if check is None:
         return None

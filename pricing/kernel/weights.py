@@ -28,7 +28,7 @@ from pricing.config.quantization import Mags, Param, Placement
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import RotaryCache, Tensor, without_name
 from pricing.kernel.deployment import Engine
-from pricing.registry import Registry, Sourced
+from pricing.registry import Reads, Registry, Sourced
 from pricing.units import cdiv, round_up
 
 
@@ -71,19 +71,17 @@ class Sized:
 
 
 class WeightSizer:
-    """Sizes tensors for one engine on one chip generation, with the registry values it reads."""
+    """Sizes tensors for one engine on one chip generation, reading the registry through `reg`
+    (a recording view: what it reads is the provenance; a plain registry is viewed so)."""
 
-    def __init__(self, model: ModelGraph, engine: Engine, generation: str, reg: Registry, used: dict):
+    def __init__(self, model: ModelGraph, engine: Engine, generation: str, reg: Registry | Reads):
         self.model, self.engine, self.generation = model, engine, generation
-        self.reg = reg
-        self.mags = Mags(reg, used)
-        self.used = used
-        pad = reg[engine.release.key("vocab_padding")]
-        used[pad.name] = pad
-        self.vocab_pad = pad.value
+        self.reg = reg if isinstance(reg, Reads) else Reads(reg)
+        self.mags = Mags(self.reg)
+        self.vocab_pad = engine.release.fact(self.reg, "vocab_padding")
         self.moe_tp = 0 if engine.ep else engine.tp * engine.dp * engine.pcp
         self.dtype_bytes = self.mags.dtype_bytes
-        self._shared = reg.derived("weights.sized", dict)  # {(scheme, placement): Sized}, shared by a sweep
+        self._shared = self.reg.derived("weights.sized", dict)  # {(scheme, placement): Sized}, shared by a sweep
         self._recorded: set = set()  # the (scheme, placement) keys whose reads and refusal are recorded
         self.refusals: list[str] = []
         self.notes: dict[str, tuple[str, str | None, str | None]] = {}
@@ -96,21 +94,21 @@ class WeightSizer:
         return self._sized(t)[1]
 
     def _sized(self, t: Tensor) -> tuple[list[Param], int]:
-        """`t`'s sizing from the shared table (_params_table), keyed by the scheme and the whole
+        """`t`'s sizing from the registry's shared table, keyed by the scheme and the whole
         Placement; each key's registry reads and refusal recorded once for this engine."""
         rows, cols = shard(t, self.engine.tp, self.moe_tp, self.vocab_pad)
         key = (t.fmt, Placement(rows, cols, t.cols, t.parts, self.model.dtype, self.generation,
                                 t.split.startswith("expert")))
         sized = self._shared.get(key)
         if sized is None:
-            read: dict = {}
-            mags = Mags(self.reg, read)
+            reads = self.reg.nested()
+            mags = Mags(reads)
             params = t.fmt.params(key[1], mags)
             sized = self._shared[key] = Sized(params, sum(p.nbytes(mags.dtype_bytes) for p in params),
-                                              t.fmt.refuse(key[1]), read)
+                                              t.fmt.refuse(key[1]), reads.read)
         if key not in self._recorded:
             self._recorded.add(key)
-            self.used.update(sized.read)
+            self.reg.record(sized.read)
             if sized.refusal:
                 self.refusals.append(f"{t.name}: {sized.refusal}")
             if str(t.fmt) not in self.notes:
@@ -137,16 +135,17 @@ class WeightSizer:
             if key in ("bf16", "fp16", "fp32"):
                 continue
             name = f"quantization.scheme.{key}"
-            self.used[name] = Sourced(name, rule, f"vLLM 0.33 {self.model.quantization} loader, as sized by "
-                                      "pricing/config/quantization.py", note or f"native on {self.generation}")
+            self.reg.record({name: Sourced(name, rule, f"vLLM {self.engine.release.version} {self.model.quantization} "
+                                           "loader, as sized by pricing/config/quantization.py",
+                                           note or f"native on {self.generation}")})
             refusal = refusal or refused
         return refusal
 
 
-def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: Registry, used: dict) -> dict[str, int]:
+def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: Reads) -> dict[str, int]:
     """Bytes this rank holds for each node of the graph (routed experts at its local share); a
     buffer the nodes share (a rotary cache) on the first node, in topological order, that states it."""
-    sizer = WeightSizer(model, engine, generation, reg, used)
+    sizer = WeightSizer(model, engine, generation, reg)
     out = {name: sum(sizer.tensor_bytes(t) for t in data["tensors"]) for name, data in model.nodes(engine.spec_method)}
     sizer.record()
     placed: set[RotaryCache] = set()
@@ -154,7 +153,7 @@ def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: R
         for b in data["buffers"]:
             if b not in placed:
                 placed.add(b)
-                out[name] += rotary_cache_bytes(b, model, reg, used)
+                out[name] += rotary_cache_bytes(b, model, reg)
     return out
 
 
@@ -190,24 +189,23 @@ def rotary_caches(model: ModelGraph, speculative: str | None) -> tuple[RotaryCac
     return model.derived(("rotary_caches", speculative), derive)
 
 
-def buffer_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict) -> int:
+def buffer_bytes(model: ModelGraph, engine: Engine, reg: Reads) -> int:
     """This rank's share of the layers' buffers: each distinct rotary cache whole (rows × rotary_dim
     at its dtype: the model's, or the one the registry's rotary.cache_dtype names)."""
-    return sum(rotary_cache_bytes(c, model, reg, used) for c in rotary_caches(model, engine.spec_method))
+    return sum(rotary_cache_bytes(c, model, reg) for c in rotary_caches(model, engine.spec_method))
 
 
-def rotary_cache_bytes(cache: RotaryCache, model: ModelGraph, reg: Registry, used: dict) -> int:
+def rotary_cache_bytes(cache: RotaryCache, model: ModelGraph, reg: Reads) -> int:
     """rows × rotary_dim elements of the dtype this registry's rotary.cache_dtype names for the
     model's model_type ("model": the checkpoint's dtype, get_rope's default)."""
     rule = reg["rotary.cache_dtype"]
-    used[rule.name] = rule
     dtype = rule.value.get(model.model_type, rule.value["default"])
-    return cache.rows * cache.rotary_dim * Mags(reg, used).dtype_bytes[model.dtype if dtype == "model" else dtype]
+    return cache.rows * cache.rotary_dim * Mags(reg).dtype_bytes[model.dtype if dtype == "model" else dtype]
 
 
-def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, generation: str) -> WeightBytes:
+def weight_bytes(model: ModelGraph, engine: Engine, reg: Reads, generation: str) -> WeightBytes:
     """This rank's weights on a chip of `generation` (its kernels decide Marlin, swizzling, padding)."""
-    sizer = WeightSizer(model, engine, generation, reg, used)
+    sizer = WeightSizer(model, engine, generation, reg)
     experts = model.routed_experts
     local = sizer.local_experts(experts)
     total = 0
@@ -219,7 +217,7 @@ def weight_bytes(model: ModelGraph, engine: Engine, reg: Registry, used: dict, g
         else:
             total += sizer.tensor_bytes(t) * n
     refusal = sizer.record()
-    total += buffer_bytes(model, engine, reg, used)
+    total += buffer_bytes(model, engine, reg)
     eplb = 0
     per_layer = expert_total // max(1, len(expert_layers)) if expert_layers else 0
     if engine.eplb and experts:

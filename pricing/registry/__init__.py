@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -264,6 +266,43 @@ class Registry:
         return self._cached_key
 
 
+class Reads:
+    """A registry that records every value it returns: what a computation read is, by
+    construction, its provenance (`read`, by name, in the order first read). It answers what a
+    Registry answers; reading through it is the only way the kernel reads the registry."""
+
+    __slots__ = ("registry", "read")
+
+    def __init__(self, registry: Registry | Reads):
+        self.registry = registry
+        self.read: dict[str, Sourced] = {}
+
+    def __getitem__(self, name: str) -> Sourced:
+        entry = self.registry[name]
+        self.read[name] = entry
+        return entry
+
+    def value(self, name: str) -> Any:
+        return self[name].value
+
+    def __contains__(self, name: str) -> bool:  # asking is not reading: a missing law is no value used
+        return name in self.registry
+
+    def record(self, entries: dict[str, Sourced]) -> None:
+        """Entries read for a result shared between computations (a tensor's sizing), or rules a
+        computation states beside the values it read, recorded as if read here."""
+        self.read.update(entries)
+        if isinstance(self.registry, Reads):
+            self.registry.record(entries)
+
+    def nested(self) -> Reads:
+        """A view recording into its own `read` and into this one's."""
+        return Reads(self)
+
+    def derived(self, key, compute):
+        return self.registry.derived(key, compute)
+
+
 def overlay_from(data: dict, base: Registry | None = None) -> Registry:
     """An overlay given as data (the layout of an overlay file) laid over the shipped registry."""
     base = base or shipped()
@@ -321,20 +360,23 @@ def _is_table(reg: Registry, dotted: str) -> bool:
     return isinstance(node, dict) and not _is_leaf(node)
 
 
-_ACTIVE: list[Registry] = []
+_IN_USE: ContextVar[Registry | None] = ContextVar("registry_in_use", default=None)
 
 
-def activate(reg: Registry | None) -> None:
-    """Make `reg` the registry every later `load()` returns (the CLI's `--registry`); None
-    restores the shipped one."""
-    _ACTIVE.clear()
-    if reg is not None:
-        _ACTIVE.append(reg)
+@contextmanager
+def using(reg: Registry | None) -> Iterator[Registry | None]:
+    """Inside the block, `load()` returns `reg` (the CLI's `--registry` overlay, for one command);
+    on leaving it, what it returned before. None: the shipped registry."""
+    token = _IN_USE.set(reg)
+    try:
+        yield reg
+    finally:
+        _IN_USE.reset(token)
 
 
 def load() -> Registry:
-    """The registry in use: the shipped one, or the overlay the command line activated."""
-    return _ACTIVE[0] if _ACTIVE else shipped()
+    """The registry in use: the overlay of the `using` block this runs in, else the shipped one."""
+    return _IN_USE.get() or shipped()
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pricing.registry import Registry, Sourced, shipped
+from pricing.registry import Reads, Registry, shipped
 
 if TYPE_CHECKING:
     from pricing.rules.shared import Ceilings, Layout
@@ -56,12 +56,9 @@ class Release:
         """The registry name of one of this release's facts."""
         return f"{self.namespace}.{name}"
 
-    def fact(self, reg: Registry, used: dict[str, Sourced] | None, name: str) -> Any:
-        """One of this release's facts from `reg`, recorded in `used` for provenance."""
-        entry = reg[self.key(name)]
-        if used is not None:
-            used[entry.name] = entry
-        return entry.value
+    def fact(self, reg: Registry | Reads, name: str) -> Any:
+        """One of this release's facts from `reg` (a recording view records it for provenance)."""
+        return reg.value(self.key(name))
 
     def enumeration(self, name: str) -> tuple[str, ...]:
         """A set of names the release accepts (cache dtypes, CUDA-graph modes, ...), as shipped
@@ -80,10 +77,9 @@ class Release:
     def mamba_cache_modes(self) -> tuple[str, ...]:
         return self.enumeration("mamba_cache_modes")
 
-    def capture_size_grid(self, reg: Registry, used: dict[str, Sourced] | None) -> tuple[tuple[int, ...], int, int,
-                                                                                         int]:
+    def capture_size_grid(self, reg: Registry | Reads) -> tuple[tuple[int, ...], int, int, int]:
         """The CUDA-graph capture-size grid: (first sizes, step, until, step from `until` on)."""
-        g = self.fact(reg, used, "capture_size_grid")
+        g = self.fact(reg, "capture_size_grid")
         return tuple(g["first"]), int(g["step"]), int(g["until"]), int(g["large_step"])
 
     def in_flight_batches(self, async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:

@@ -176,14 +176,14 @@ def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGrou
     """The rank's linear work, grouped by (node kind, served format): the target's, or drafter
     `drafter`'s own layers. Identical tensors (one per layer) are sized once and counted. Memoised
     by the kernel (`Kernel.derived`: on the engine fields it reads, the splits)."""
-    return kernel.derived(f"linear_groups.{drafter}", lambda e, used: _linear_groups(kernel, e, drafter))
+    return kernel.derived(f"linear_groups.{drafter}", lambda e, reg: _linear_groups(kernel, e, reg, drafter))
 
 
-def _linear_groups(kernel: Kernel, e, drafter: str | None) -> list[LinearGroup]:
-    """`linear_groups` with the engine `e` as the kernel's memo views it (every field read through it)."""
+def _linear_groups(kernel: Kernel, e, reg, drafter: str | None) -> list[LinearGroup]:
+    """`linear_groups` with the engine `e` and the registry `reg` as the kernel's memo views them."""
     model = kernel.graph  # the layers this rank builds (its pipeline stage's)
     moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
-    sizer = WeightSizer(model, e, kernel.chip.generation, kernel.reg, {})
+    sizer = WeightSizer(model, e, kernel.chip.generation, reg)
     pad = sizer.vocab_pad  # the release's vocabulary padding, as the weights read it
     tally, moe_layers = _tally(model, drafter)
     acc: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))

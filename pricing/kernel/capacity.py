@@ -1,0 +1,48 @@
+"""What a planner counts on from one engine: the requests at max_model_len one rank's pool holds
+at once (vLLM's block pool, kv_cache_utils / block_pool.py), when vLLM starts.
+
+Whole blocks per group, the null block held back (block_pool.py: block 0 is the null block, never
+handed to a request), capped by max_num_seqs; 0 when vLLM would refuse to start. With a `margin`
+(a fraction), the pool is taken that much smaller than predicted: the planner's allowance for the
+fixed-memory laws' measured error (registry cost_model_memory.kv_pool_margin).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from pricing.kernel.kernel import Kernel
+from pricing.kernel.startup import Startup
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The requests one rank of `kernel`'s engine holds (kept on the kernel, per margin)."""
+
+    kernel: Kernel
+
+    def requests_held(self, margin: float = 0.0) -> int:
+        k = self.kernel
+        return k.once(("capacity.requests_held", margin), lambda: self._held(margin))
+
+    def _held(self, margin: float) -> int:
+        k = self.kernel
+        if not Startup(k).starts:
+            return 0
+        layout = k.layout()
+        if not layout.groups:
+            return k.engine.max_num_seqs
+        keep = _kept(margin)
+        if layout.grouped:
+            held = (int(k.num_blocks() * keep) - 1) // k.blocks_per_request()  # less the null block
+        else:
+            held = min(int(s.kv_pool() * keep) // s.request_bytes() for s in k.stages())
+        return max(0, min(k.engine.max_num_seqs, held))
+
+
+@lru_cache(maxsize=64)
+def _kept(margin: float) -> Fraction:
+    """The share of a pool counted on with a `margin` held back, exactly (the margin as written)."""
+    return Fraction(1) - Fraction(str(margin))
