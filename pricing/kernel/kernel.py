@@ -313,7 +313,7 @@ class Kernel:
         """The KV connector's memory on this rank (pricing/kernel/connector.py), None without a kv_role."""
         from pricing.kernel import connector
 
-        found = self._once("connector", lambda: connector.connector_memory(self))
+        found = self.once("connector", lambda: connector.connector_memory(self))
         if found is not None:
             self._used.update({p.name: p for p in found.provenance})
         return found
