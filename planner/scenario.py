@@ -17,11 +17,13 @@ service), `price.<chip>`, `gpus.<chip>`, `gpus_per_node.<chip>` (the inventory).
 
 from __future__ import annotations
 
+import itertools
+import math
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from planner.request import (
     MAX_CONCURRENCY,
@@ -136,6 +138,28 @@ class Scenario(BaseModel):
     inventory: dict[str, Stock] = Field(default_factory=dict)
     services: list[Service] = Field(min_length=1)
     variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="what-if axes, each a variant key "
+                                       "(growth, chips, context_length, price.<chip>, ...) with its values: every "
+                                       "combination is a variant named by its values")
+
+    @field_validator("grid")
+    @classmethod
+    def _axes(cls, grid):
+        for axis, values in grid.items():
+            if not values:
+                raise ValueError(f"grid.{axis} has no values")
+        points = math.prod(len(v) for v in grid.values()) if grid else 0
+        if points > MAX_GRID_POINTS:
+            raise ValueError(f"the grid has {points:,} points; at most {MAX_GRID_POINTS:,}")
+        return grid
+
+    @model_validator(mode="after")
+    def _grid_points_are_variants(self):
+        for name, overrides in grid_points(self.grid):
+            if name in self.variants:
+                raise ValueError(f"grid point {name!r} has the name of a variant")
+            self.variants[name] = overrides
+        return self
     spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (1: N+1)")
 
     @field_validator("services")
@@ -201,6 +225,7 @@ class Scenario(BaseModel):
         overrides = self.variants[variant]
         data = self.model_dump(exclude_unset=True)
         data.pop("variants", None)
+        data.pop("grid", None)
         data.setdefault("defaults", {})
         for key, value in overrides.items():
             _override(data, key, value, f"variants.{variant}.{key}")
@@ -210,9 +235,39 @@ class Scenario(BaseModel):
             raise InputError(f"variants.{variant}", _first_error(err), "fix the variant's value") from None
 
 
+MAX_GRID_POINTS = 10_000  # a grid's points are whole reviews each: beyond this, split the grid
+
+
+def grid_points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Every combination of the grid's axes (the first axis slowest), each a variant's overrides
+    named by its values: "growth 1.5, price.h200 3.5"."""
+    if not grid:
+        return []
+    out = []
+    for combo in itertools.product(*grid.values()):
+        overrides = dict(zip(grid, combo, strict=True))
+        out.append((", ".join(f"{axis} {point_word(v)}" for axis, v in overrides.items()), overrides))
+    return out
+
+
+def point_word(value: Any) -> str:
+    if isinstance(value, list):
+        return "+".join(map(str, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _override(data: dict, key: str, value: Any, where: str) -> None:
     parts = key.split(".")
     head = parts[0]
+    if head == "growth" and len(parts) == 1:  # every service's concurrency × the factor, rounded up
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise InputError(where, f"growth {value!r} is not a positive factor", "give e.g. 1.5 for 50 % more")
+        every = data["defaults"].get("concurrency")
+        for s in data["services"]:
+            base = s.get("concurrency", every)
+            if base is not None:
+                s["concurrency"] = math.ceil(base * value)
+        return
     if head in ("chip", "chips") and len(parts) == 1:
         chips = [value] if isinstance(value, str) else list(value)
         data["defaults"]["chips"] = chips
@@ -240,7 +295,7 @@ def _override(data: dict, key: str, value: Any, where: str) -> None:
             s.pop(head, None)
         return
     raise InputError(where, f"{key!r} is not a field a variant can set",
-                     "use chip, price.<chip>, gpus.<chip>, services.<name>.<field>, or a service field ("
+                     "use chip, growth, price.<chip>, gpus.<chip>, services.<name>.<field>, or a service field ("
                      + ", ".join(SERVICE_FIELDS) + ")")
 
 

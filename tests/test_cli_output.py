@@ -361,38 +361,58 @@ def test_time_limit_is_one_option_with_one_validation_on_plan_compare_and_scenar
     assert len(helps) == 1 and "solver wall-clock bound in seconds" in helps.pop()
 
 
-def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(monkeypatch, capsys):
+COUPLED = """review: coupled
+inventory:
+  h200: {gpus: 16, gpus_per_node: 8}
+  h100: {gpus_per_node: 8}
+services:
+  - {name: a, model: llama-3.1-8b, concurrency: 64, context_length: 32768, chips: [h200]}
+  - {name: b, model: qwen3-32b, concurrency: 32, context_length: 32768, chips: [h200, h100]}
+  - {name: c, model: llama-3.1-8b, concurrency: 300, context_length: 32768, chips: [h200]}
+variants:
+  more-h200: {gpus.h200: 24}
+"""
+
+
+def coupled(tmp_path) -> str:
+    """A review whose services' own optima (17 h200 GPUs) do not fit its 16: the coupled model runs."""
+    path = tmp_path / "coupled.yaml"
+    path.write_text(COUPLED)
+    return str(path)
+
+
+def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(monkeypatch, capsys, tmp_path):
     from planner.search import cpsat
 
     limits = []
     solver = cpsat.solver
 
-    def recording(time_limit=None):
-        limits.append(time_limit)
-        return solver(time_limit)
+    def recording(time_limit=None, deadline=None):
+        limits.append(deadline.limit if deadline is not None else time_limit)
+        return solver(time_limit, deadline)
 
     monkeypatch.setattr(cpsat, "solver", recording)
-    assert main(["scenario", str(MIXED), "--time-limit", "7.5", "--format", "markdown"]) == 0
+    assert main(["scenario", coupled(tmp_path), "--time-limit", "7.5", "--format", "markdown"]) == 0
     text = capsys.readouterr().out
     assert 7.5 in limits
     # a binding review (the inventory couples its services) says how it was found, as `plan` does
     assert re.search(r"solver OPTIMAL \(optimum proven\), [\d,]+ candidates in \d+\.\d\d s\n", text), text
     limits.clear()
-    assert main(["compare", str(MIXED), "--time-limit", "7.5", "--format", "json"]) == 0
+    assert main(["compare", coupled(tmp_path), "--time-limit", "7.5", "--format", "json"]) == 0
     assert limits and all(t == 7.5 for t in limits if t is not None)
 
 
-def test_a_solve_the_time_limit_ends_without_a_plan_says_so(monkeypatch, capsys):
+def test_a_solve_the_time_limit_ends_without_a_plan_says_so(monkeypatch, capsys, tmp_path):
     from planner.search import cpsat
 
-    monkeypatch.setattr(cpsat, "solve", lambda pm, time_limit=None: cpsat.Solution("UNKNOWN", []))
+    monkeypatch.setattr(cpsat, "solve", lambda pm, time_limit=None, deadline=None: cpsat.Solution("UNKNOWN", []))
     assert main(["--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
                  "--time-limit", "0.5", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["search"]["solver_status"] == "UNKNOWN"
     assert out["explanations"] == [f"the solver found no plan within its 0.5 s time limit "
                                    f"({out['search']['candidates_evaluated']:,} candidates; --time-limit raises it)"]
-    assert main(["scenario", str(MIXED), "--time-limit", "0.5"]) == 1
+    assert main(["scenario", coupled(tmp_path), "--time-limit", "0.5"]) == 1
     text = capsys.readouterr().out
     assert "inventory" not in text.split("not every service can be served", 1)[1].split("solver UNKNOWN")[0]
     assert text.count("the solver found no plan within its 0.5 s time limit (--time-limit raises it)") == 3

@@ -64,7 +64,7 @@ def test_a_non_binding_inventory_is_solved_service_by_service_with_the_joint_opt
     free = _review({"h200": {"gpus_per_node": 8}, "h100": {"gpus_per_node": 8}})
     apart = fleet.plan_scenario(free)
     assert apart.decomposed and apart.solver_status == "OPTIMAL"
-    monkeypatch.setattr(search_fleet, "coupled", lambda prepared, inventory: True)
+    monkeypatch.setattr(search_fleet, "fits", lambda prepared, picks, scenario: False)
     joint = fleet.plan_scenario(free)
     assert not joint.decomposed
     assert apart.cost_per_hour == joint.cost_per_hour and apart.gpus == joint.gpus
@@ -73,7 +73,7 @@ def test_a_non_binding_inventory_is_solved_service_by_service_with_the_joint_opt
 
 
 def test_a_binding_inventory_is_solved_jointly():
-    tight = fleet.plan_scenario(_review({"h200": {"gpus": 8, "gpus_per_node": 8}, "h100": {"gpus_per_node": 8}}))
+    tight = fleet.plan_scenario(_review({"h200": {"gpus": 12, "gpus_per_node": 8}, "h100": {"gpus_per_node": 8}}))
     assert not tight.decomposed and tight.solver_status in ("OPTIMAL", "FEASIBLE") and tight.seconds > 0
 
 

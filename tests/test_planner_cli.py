@@ -59,7 +59,9 @@ def test_json_shape(capsys):
     assert best["cost_per_million_input_tokens"] is None and best["serving"] is None
     assert set(out["best"]) == POOL_KEYS
     assert len(out["alternatives"]) == 5 and all(set(a) == POOL_KEYS for a in out["alternatives"])
-    assert set(out["search"]) == {"candidates_evaluated", "solver_status", "seconds", "shapes_skipped"}
+    assert set(out["search"]) == {"candidates_evaluated", "solver_status", "solver_stages", "seconds",
+                                  "shapes_skipped"}
+    assert [s["status"] for s in out["search"]["solver_stages"]] == ["OPTIMAL", "OPTIMAL"]
     assert out["search"]["solver_status"] == "OPTIMAL" and out["search"]["candidates_evaluated"] > 100
     again = main([*HEADLINE, "--json"])
     second = json.loads(capsys.readouterr().out)

@@ -24,6 +24,7 @@ from planner.search import cpsat
 from planner.search.disagg import PairOption
 from planner.search.fleet import Prepared, search_fleet, unserved
 from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
+from planner.search.status import StageStatus
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
@@ -70,11 +71,14 @@ class FleetResult(BaseModel):
     gpus: int
     short: list[Shortfall] = []
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
-    decomposed: bool = Field(False, description="the inventory couples no services: each was solved on its own")
+    decomposed: bool = Field(False, description="each service's own optimum is the answer: they fit the inventory "
+                                                "together, so no coupled model was solved")
     own_cost_per_hour: float | None = Field(None, description="the sum of each service's cheapest pool on its own, "
                                             "without the inventory's GPU counts: the inventory binds when the total "
                                             "exceeds it")
-    solver_status: str
+    solver_status: str = Field(description="OPTIMAL only when every stage proved its optimum")
+    solver_stages: list[StageStatus] = Field(default_factory=list, description="what each stage of the solve "
+                                             "proved: status, value, bound, gap")
     candidates_evaluated: int
     seconds: float
     nodes: list[NodeUse] = Field(default_factory=list, description="the inventory's nodes and what runs on each GPU")
@@ -227,13 +231,15 @@ def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
                             f"{model.max_position:,} tokens")
 
 
-def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None) -> FleetResult:
+def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
+                  parallel_tables: bool = True) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
-    solver's wall-clock bound, default planner/defaults.yaml). A service vLLM would not start
-    at its context length leaves the result infeasible, with vLLM's reason."""
+    solver's wall-clock bound, default planner/defaults.yaml; `parallel_tables`: many candidate
+    tables may be built in worker processes). A service vLLM would not start at its context
+    length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
     refused = {s.name: why for s in scenario.services if (why := refused_context(scenario, s))}
-    found = search_fleet(scenario, set(refused), time_limit)
+    found = search_fleet(scenario, set(refused), time_limit, parallel_tables)
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
     if picks:
@@ -271,7 +277,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     total = round(sum(pl.cost_per_hour for pl in plans), 4)
     return FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
                        cost_per_hour=total, cost_per_month=round(total * hours, 2),
-                       gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
+                       gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status, solver_stages=found.stages,
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),

@@ -73,7 +73,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
                       f"({result.margin.source}" + ("" if result.margin.source == "--margin" else "; --margin sets it")
                       + ")", soft_wrap=True)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
-                  f"{solver_phrase(result.search.solver_status)}", soft_wrap=True)
+                  f"{solver_phrase(result.search.solver_status, result.search.solver_stages)}", soft_wrap=True)
     console.print()
     console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
                   f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")
@@ -301,3 +301,12 @@ def render_comparison(c: Comparison, console: Console) -> None:
                  if r.feasible else ["infeasible", "infeasible", "—"])
         table.add_row(r.variant, *[str(gpus_by_chip(r, chip)) for chip in chips], *money, binding(r))
     console.print(table)
+    if c.ranking:
+        ranked = Table(title=f"{c.review or 'scenario'}: grid points by cost")
+        for col in ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"]:
+            ranked.add_column(col, justify="right" if col in ("rank", "GPUs") or col.startswith("$") else "left")
+        for g in c.ranking:
+            ranked.add_row(str(g.rank), *[str(g.values[a]) for a in c.grid],
+                           f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible",
+                           str(g.gpus) if g.feasible else "—")
+        console.print(ranked)

@@ -10,6 +10,7 @@ from planner import defaults
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
+from planner.search.status import StageStatus
 
 
 class Target(BaseModel):
@@ -97,22 +98,45 @@ def star(p) -> str:
     return "*" if p.price_estimate else ""
 
 
-def solver_phrase(status: str) -> str:
-    """The solver's status in words, as every report prints it: OPTIMAL is a proven optimum,
-    FEASIBLE a plan found before the time limit ended the search (planner/defaults.yaml
-    solver.max_time_in_seconds and max_deterministic_time; --time-limit sets the first)."""
+def solver_phrase(status: str, stages: list[StageStatus] | None = None) -> str:
+    """The solver's status in words, as every report prints it: OPTIMAL is an optimum every stage
+    proved; otherwise each stage's status, and where a stage has a solution without its proof, its
+    value, the solver's bound and the gap between them (planner/search/cpsat.py `solve`)."""
     if status == "OPTIMAL":
         return "solver OPTIMAL (optimum proven)"
-    if status == "FEASIBLE":
-        return "solver FEASIBLE (optimum not proven within the time limit; --time-limit raises it)"
     if status == "UNKNOWN":
         return "solver UNKNOWN (no plan found within the time limit; --time-limit raises it)"
-    return f"solver {status}"
+    if status != "FEASIBLE":
+        return f"solver {status}"
+    if not stages:
+        return "solver FEASIBLE (optimum not proven within the time limit; --time-limit raises it)"
+    return "solver FEASIBLE (optimum not proven: " + "; ".join(stage_words(s) for s in stages) + \
+        "; --time-limit raises it)"
+
+
+def stage_words(s: StageStatus) -> str:
+    """One stage's status, with its value, bound and gap when it has a solution it did not prove."""
+    limit = {"time": "the time limit", "deterministic": "the deterministic-work limit "
+             "(planner/defaults.yaml solver.max_deterministic_time)"}.get(s.limit or "", "its limit")
+    if s.status == "OPTIMAL":
+        return f"{s.stage} OPTIMAL"
+    if s.kept_previous:
+        return f"{s.stage} {s.status} ({limit} ended it without a solution: the previous stage's plan is kept)"
+    if s.value is None:
+        return f"{s.stage} {s.status}"
+    if s.stage.startswith("cost"):
+        figures = f"${s.value:,.2f}/hour, at least ${s.bound:,.2f}"
+    else:
+        figures = f"{s.value:,.0f} requests held, at most {s.bound:,.0f}"
+    return f"{s.stage} {s.status} when {limit} ended it: {figures}, gap {s.gap:.2%}"
 
 
 class SearchInfo(BaseModel):
     candidates_evaluated: int = Field(description="kernel evaluations in the oracle sweep")
-    solver_status: str = Field(description="CP-SAT status of the first solve: OPTIMAL means the optimum is proven")
+    solver_status: str = Field(description="CP-SAT status of the best pool's solve: OPTIMAL means every stage "
+                                           "proved its optimum")
+    solver_stages: list[StageStatus] = Field(default_factory=list, description="what each stage of that solve "
+                                             "proved: status, value, bound, gap")
     seconds: float = Field(description="wall time of the oracle sweep and the solves")
     shapes_skipped: int = Field(0, description="instance shapes not evaluated: one instance costs more than the "
                                                "pools reported (planner/search/cpsat.py tables_for)")

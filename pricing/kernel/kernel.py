@@ -369,7 +369,11 @@ class Kernel:
     # -- the engine's own figures -------------------------------------------------------------
     def budget(self) -> int:
         """requested_memory = ceil(total × gpu_memory_utilization) (vllm-0.33-memory.md §1.3)."""
-        return math.ceil(self.chip.memory_bytes * self.engine.gpu_memory_utilization)
+        return self.budget_of(self.engine.gpu_memory_utilization)
+
+    def budget_of(self, utilization: float) -> int:
+        """The budget this rank's engine would request at `utilization` (the same law as `budget`)."""
+        return math.ceil(self.chip.memory_bytes * utilization)
 
     def kv_pool(self) -> int:
         """available KV cache memory = budget − non-KV memory − CUDA-graph estimate, or the
@@ -377,19 +381,25 @@ class Kernel:
         return self.once("kv_pool", self._kv_pool)
 
     def _kv_pool(self) -> int:
+        return self.pool_at(self.budget())
+
+    def pool_at(self, budget: int) -> int:
+        """The KV pool at `budget`, every other setting held: budget − the fixed memory (which no
+        utilization changes: the pool is affine in the budget), or --kv-cache-memory-bytes (§1.4)."""
         if self.engine.kv_cache_memory_bytes is not None:
             return self.engine.kv_cache_memory_bytes
-        return self.budget() - self.fixed_bytes().total
+        return budget - self.fixed_bytes().total
 
     def rank_blocks(self) -> int:
         """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
-        return self.once("rank_blocks", self._rank_blocks)
+        return self.once("rank_blocks", lambda: self.blocks_at(self.budget()))
 
-    def _rank_blocks(self) -> int:
+    def blocks_at(self, budget: int) -> int:
+        """Blocks this rank's own pool holds at `budget`."""
         layout = self.layout()
         if not layout.grouped or layout.bytes_per_block == 0:
             return 0
-        return max(0, self.kv_pool() // layout.bytes_per_block)
+        return max(0, self.pool_at(budget) // layout.bytes_per_block)
 
     def num_blocks(self) -> int:
         """The engine's block count: the fewest any stage's pool holds (get_kv_cache_configs)."""
@@ -414,11 +424,12 @@ class Kernel:
         return all(k.rank_fits_one_request() for k in self._pipeline)
 
     def rank_fits_one_request(self) -> bool:
-        return self.once("rank_fits_one_request", self._rank_fits_one_request)
+        return self.once("rank_fits_one_request", lambda: self.fits_one_request_at(self.budget()))
 
-    def _rank_fits_one_request(self) -> bool:
+    def fits_one_request_at(self, budget: int) -> bool:
+        """This rank's check at `budget`: (pool − one block) ≥ one request at max_model_len."""
         layout = self.layout()
-        pool = self.kv_pool()
+        pool = self.pool_at(budget)
         if pool <= 0:
             return False
         if not layout.groups:
