@@ -4,6 +4,7 @@ limits of the pool it may use. A scenario is several services over one set of li
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -116,6 +117,9 @@ class ServiceSpec(BaseModel):
     tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get")
     ttft_ms: float | None = Field(None, gt=0, description="time to first token of a prompt (the workload's isl)")
     workload: WorkloadSpec | None = None
+    serving: Literal["agg", "disagg", "auto"] = Field(
+        "agg", description="agg: one pool of aggregated instances; disagg: a prefill pool and a decode pool (vLLM's "
+        "NixlConnector); auto: plan both and keep the cheaper")
     slo: SloSpec | None = Field(None, description="percentile targets at the workload's rate (the serving simulator)")
 
     @model_validator(mode="after")
@@ -188,6 +192,10 @@ class PoolLimits(BaseModel):
     gpus_per_node: int | None = Field(None, ge=1)
     time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
     spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (N+1: 1)")
+    prefill_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated prefill pool may use; "
+                                                  "None: `chips`")
+    decode_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated decode pool may use; "
+                                                 "None: `chips`")
 
 
     @field_validator("prices")

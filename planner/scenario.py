@@ -21,7 +21,7 @@ import itertools
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -44,7 +44,7 @@ from pricing.errors import InputError, suggest
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
                   "num_speculative_tokens", "speculative_method", "speculative_acceptance", "tp", "pp", "dp", "dcp",
                   "gpu_memory_utilization",
-                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload", "slo")
+                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload", "serving", "slo")
 
 
 class Speculative(BaseModel):
@@ -90,6 +90,10 @@ class Service(BaseModel):
     tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get, in ms")
     ttft_ms: float | None = Field(None, gt=0, description="time to first token of the workload's prompt, in ms")
     workload: WorkloadSpec | None = Field(None, description="isl, osl and requests_per_second of the requests")
+    serving: Literal["agg", "disagg", "auto"] | None = Field(
+        None, description="agg (default): one pool of aggregated instances; disagg: a prefill pool and a decode pool "
+        "(vLLM's NixlConnector, sized by workload.requests_per_second and ttft_ms); auto: whichever is cheaper "
+        "within the inventory")
     slo: SloSpec | None = Field(None, description="percentile targets at the workload's rate, e.g. {p99_ttft_ms: "
                                 "2000, p90_tpot_ms: 40, goodput: 0.99}")
 
@@ -203,6 +207,7 @@ class Scenario(BaseModel):
                            gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
                            max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens
                            else None, tpot_ms=s.tpot_ms, ttft_ms=s.ttft_ms, workload=s.workload, slo=s.slo,
+                           serving=s.serving or "agg",
                            **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
 
     def limits(self, service: Service) -> PoolLimits:

@@ -173,6 +173,17 @@ def apply_options(options: list, f):
     return registry_option(f)
 
 
+def serving_options() -> list:
+    """`plan`'s options of disaggregated serving (prefill and decode pools, vLLM's NixlConnector)."""
+    return [
+        click.option("--serving", type=click.Choice(["agg", "disagg", "auto"]), default="agg", show_default=True,
+                     help="agg: one pool of aggregated instances; disagg: a prefill pool and a decode pool; auto: "
+                          "plan both and keep the cheaper"),
+        click.option("--prefill-chip", multiple=True, help="chips the prefill pool may use (repeat; default --chip)"),
+        click.option("--decode-chip", multiple=True, help="chips the decode pool may use (repeat; default --chip)"),
+    ]
+
+
 def plan_options(f):
     """`plan`'s options: the shared ones, how the plan is printed, and the manifests it can emit."""
     from planner.commands.emit import k8s_options
@@ -180,7 +191,7 @@ def plan_options(f):
     shown = [click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
              click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True,
                           help="csv: the plan table (the best pool and the alternatives), every column")]
-    return apply_options(options_list() + shown + k8s_options(), f)
+    return apply_options(options_list() + serving_options() + shown + k8s_options(), f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -232,18 +243,22 @@ def request_from(options: dict) -> PlanRequest:
 
     from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
 
-    if not options["chip"]:
+    prefill, decode = options.get("prefill_chip") or (), options.get("decode_chip") or ()
+    if (prefill or decode) and options.get("serving", "agg") == "agg":
+        raise InputError("--prefill-chip" if prefill else "--decode-chip", "has no effect on an aggregated plan",
+                         "add --serving disagg or --serving auto")
+    chips = options["chip"] or tuple(dict.fromkeys(prefill + decode))
+    if not chips:
         raise InputError("--chip", "is required", "give a chip id such as h200 (see `plan chips`), repeat to compare")
     every, by_chip = parse_prices(options["price"])
     workload = workload_from(options)
     slo = slo_from(options)
-    if options["concurrency"] is None and slo is None:
-        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64, or service "
-                         "targets at a rate (--requests-per-second with --p99-ttft-ms ...)")
+    concurrency = options["concurrency"]
+    if concurrency is None:  # a rate sizes the pool by its throughput within the targets (concurrency_note)
+        concurrency = 1 if slo is not None else rate_only(options, workload)
     try:
         service = ServiceSpec(
-            model=options["model"], quantization=options["quantization"],
-            concurrency=options["concurrency"] if options["concurrency"] is not None else 1,
+            model=options["model"], quantization=options["quantization"], concurrency=concurrency,
             context_length=options["context_length"], headroom=options["headroom"], margin=options["margin"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
             speculative_acceptance=options.get("speculative_acceptance"),
@@ -252,10 +267,10 @@ def request_from(options: dict) -> PlanRequest:
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
             max_num_batched_tokens=options["max_num_batched_tokens"] or None,
             vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
-            workload=workload, slo=slo)
-        limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
+            workload=workload, slo=slo, serving=options.get("serving", "agg"))
+        limits = PoolLimits(chips=chips, price=every, prices=by_chip, max_gpus=options["max_gpus"],
                             gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"],
-                            spare=options.get("spare", 0))
+                            spare=options.get("spare", 0), prefill_chips=prefill or None, decode_chips=decode or None)
     except ValidationError as err:
         first = err.errors()[0]
         field = str(first["loc"][-1] if first["loc"] else "input")
@@ -301,6 +316,28 @@ def check_output_path(path: str | None, flag: str = "--chart") -> None:
             from None
 
 
+def rate_only(options: dict, workload) -> int:
+    """Without --concurrency, a request rate with its latency targets sizes the pool by itself (each
+    candidate's replicas serve the rate at its throughput within the targets, as the disaggregated
+    decode pool is sized): the concurrency floor is one request."""
+    rate, ttft, tpot = options.get("requests_per_second"), options.get("ttft_ms"), options.get("tpot_ms")
+    if rate is None or (ttft is None and tpot is None) or workload is None:
+        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64, or "
+                         "--requests-per-second with --isl, --osl and --ttft-ms or --tpot-ms, or service targets at "
+                         "a rate (--requests-per-second with --p99-ttft-ms ...)")
+    return 1
+
+
+def concurrency_note(options: dict, request: PlanRequest) -> list[str]:
+    """Say how the pool was sized when --concurrency was not given."""
+    s = request.service
+    if options["concurrency"] is not None or s.slo is not None:
+        return []
+    return [f"no --concurrency: the aggregated pool is sized by {s.workload.requests_per_second:g} requests/s at "
+            "each candidate's throughput within the targets (its TTFT is the chunked prefill beside the decodes, "
+            "without queueing for admission), so 'held' and 'headroom' count against one request"]
+
+
 def unused_prices(request: PlanRequest) -> list[str]:
     """`--price chip=…` for a chip that is not planned has no effect: say so."""
     from pricing.chips import get_chip
@@ -333,6 +370,8 @@ def run(ctx: click.Context, **options) -> None:
     emit.check(options)
     request = request_from(options)
     check_service(request.service)
+    if request.service.serving != "agg":
+        return run_serving(ctx, request, options)
     chart_path = options.get("chart_path")
     if chart_path:
         if request.service.slo is None:
@@ -349,8 +388,9 @@ def run(ctx: click.Context, **options) -> None:
         t = result.target
         pareto_chart(result.best.serving, chart_path, f"{result.model} at {t.requests_per_second:g} requests/s: "
                      f"cost per token against p99 TPOT ({', '.join(t.service_targets)})")
-    result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
-                                                                    request.service.num_speculative_tokens)
+    result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
+                        + unused_acceptance(request.service.speculative_acceptance,
+                                            request.service.num_speculative_tokens))
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
         for line in result.explanations + [f"note: {n}" for n in result.notes]:
@@ -368,3 +408,46 @@ def run(ctx: click.Context, **options) -> None:
     if options.get("emit"):
         for line in emit.emit([(result.best.model, result.best)], options):
             click.echo(line, err=options["as_json"])
+
+
+def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
+    """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
+    cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner.report.disagg_plan import plan_serving, role_kernels
+    from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
+    from planner.report.memory import console_for_output
+    from planner.report.plan import winner_kernel
+    from planner.report.render import render_infeasible, render_notes, render_plan
+
+    choice = plan_serving(request)
+    notes = concurrency_note(options, request) + unused_prices(request)
+    agg, dis = choice.aggregated, choice.disaggregated
+    if agg is not None:
+        agg.notes[:0] = notes
+    s = request.service
+    workload = (f"{s.model} at {s.workload.requests_per_second:g} requests/s of {s.workload.isl:,} input and "
+                f"{s.workload.osl:,} output tokens, TTFT {s.ttft_ms:g} ms"
+                + (f", TPOT {s.tpot_ms:g} ms" if s.tpot_ms is not None else ""))
+    if options["as_json"]:
+        click.echo(json.dumps({"serving": choice.model_dump()}, indent=2))
+    else:
+        console = console_for_output()
+        if agg is not None:
+            console.print("[bold]aggregated[/bold]")
+            if agg.feasible:
+                render_plan(agg, winner_kernel(request, agg), console, options["show_provenance"])
+            else:
+                render_infeasible(agg, console)
+            console.print()
+            console.print("[bold]disaggregated[/bold]")
+        if dis.feasible:
+            render_disagg(dis, role_kernels(s, request.limits, dis), console, agg.hours_per_month if agg else 730,
+                          workload)
+        else:
+            render_disagg_infeasible(dis, console, workload)
+        if agg is None:
+            render_notes(notes, console)
+        render_choice(choice, console)
+    chosen = agg if choice.chosen == "agg" else dis
+    if not chosen.feasible:
+        ctx.exit(1)

@@ -322,8 +322,11 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     estimate = any(p.price_estimate for p in r.services)
     console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
-    for p in r.services:
-        for line in speed_lines(p) + serving_lines(p) + cost_lines(p):
+    console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
+                  f"{search_line(r)}", soft_wrap=True)
+    for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
+        for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
+                     else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
                            f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes "
@@ -331,6 +334,12 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     for note in r.placement_notes:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:
+        if p.instance_commands:  # a role's pool: one line per process, the decode pool's then the router
+            command(console, f"# {p.service}, one line per process" + (", then the router" if p.role == "decode"
+                                                                       else ""))
+            for line in p.instance_commands:
+                command(console, line)
+            continue
         render_launch(p, console, p.service)
 
 

@@ -60,6 +60,16 @@ class Option:
     rmax: int  # most replicas the limits allow (packing into nodes within --max-gpus)
     rank: int  # tie-break order among the service's options (0 is preferred)
 
+    @property
+    def cost_units(self) -> int:
+        """One replica's cost per hour in price units (a disaggregated choice sums its two pools)."""
+        return self.price_units * self.row.gpus
+
+    @property
+    def cost(self) -> float:
+        """One replica's cost in USD per hour."""
+        return self.price * self.row.gpus
+
 
 def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
             sized: dict | None = None) -> list[Option]:
@@ -120,13 +130,13 @@ def build(services: list[list[Option]], required: list[int], inventory: dict[str
         xs.append(x)
         rs.append(r)
     for chip, limit in sorted((inventory or {}).items()):
-        use = [o.row.gpus * ri for opts, r in zip(services, rs, strict=True)
-               for o, ri in zip(opts, r, strict=True) if o.row.chip == chip]
+        use = [o.row.gpus_on(chip) * ri for opts, r in zip(services, rs, strict=True)
+               for o, ri in zip(opts, r, strict=True) if chip in o.row.chips]
         if use:
             m.add(sum(use) <= limit)
     cost = gpus = held = rank = 0
     for opts, x, r in zip(services, xs, rs, strict=True):
-        cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
+        cost += sum(o.cost_units * ri for o, ri in zip(opts, r, strict=True))
         gpus += sum(o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
         held += sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True))
         rank += sum(o.rank * xi for o, xi in zip(opts, x, strict=True))
@@ -140,7 +150,7 @@ def _weights(services: list[list[Option]]) -> tuple[int, int]:
     """Weights that fold two keys into one integer: each exceeds the range of the key after it
     (cost over GPUs in the primary stage, requests held over rank in the secondary)."""
     gpus_range = sum(max((o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
-    cost_range = sum(max((o.price_units * o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
+    cost_range = sum(max((o.cost_units * o.rmax for o in opts), default=0) for opts in services) + 1
     held_range = sum(max((o.row.concurrency * o.rmax for o in opts), default=0) for opts in services) + 1
     rank_range = sum(len(opts) for opts in services) + 1
     if cost_range * (gpus_range + 1) >= INT_LIMIT or held_range * (rank_range + 1) >= INT_LIMIT:

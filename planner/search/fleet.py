@@ -71,14 +71,15 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
         node[chip.id] = chip_limits.gpus_per_node
         tables.append(candidate_table(spec, chip, chip_limits))
     sized = None
-    if spec.slo is not None:
+    if spec.slo is not None and spec.serving != "disagg":
         from planner import defaults
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
         from pricing.graph import load_model
 
         keep = 1 + defaults.value("report.alternatives")
         sized = slo.size_tables(load_model(spec.model, spec.quantization), tables, spec, limits, keep)
-    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized)
+    opts = (cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized)
+            if spec.serving != "disagg" else [])
     capped = []
     for o in opts:
         stock = _stock(scenario, o.row.chip)
@@ -87,7 +88,13 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
             capped.append(o)
         elif cap >= o.rmin:
             capped.append(replace(o, rmax=cap))
-    own = min((o.price * o.row.gpus * o.rmin for o in opts), default=None)
+    if spec.serving != "agg":  # prefill × decode pairs, after the aggregated options in the tie-break
+        from planner.search import disagg
+
+        pairs, _ = disagg.fleet_options(spec, limits, {c: _stock(scenario, c) for c in limits.chips}, len(capped),
+                                        node)
+        opts, capped = opts + pairs, capped + pairs
+    own = min((o.cost * o.rmin for o in opts), default=None)
     return Prepared(service.name, spec, limits, tables, capped, node, own, sized)
 
 
@@ -103,12 +110,11 @@ def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: S
         big, small = [], []
         for p, r in zip(services, pm.r, strict=True):
             for o, ri in zip(p.options, r, strict=True):
-                if o.row.chip != chip:
-                    continue
-                if o.row.gpus > node:
-                    big.append(-(-o.row.gpus // node) * ri)
-                else:
-                    small.append(o.row.gpus * ri)
+                for gpus, count in o.row.instances(chip):
+                    if gpus > node:
+                        big.append(-(-gpus // node) * count * ri)
+                    else:
+                        small.append(gpus * count * ri)
         if big:
             pm.model.add(sum(big) <= stock.gpus // node)
             pm.model.add(node * sum(big) + sum(small) <= stock.gpus)
@@ -128,15 +134,15 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
         m.add(sum(x) <= 1)
         served.append(sum(x))
         picks_vars.append((x, r))
-        cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(p.options, r, strict=True))
+        cost += sum(o.cost_units * ri for o, ri in zip(p.options, r, strict=True))
     for chip, stock in scenario.inventory.items():
         if stock.gpus is None:
             continue
-        use = [o.row.gpus * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
-               for o, ri in zip(p.options, r, strict=True) if o.row.chip == chip]
+        use = [o.row.gpus_on(chip) * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
+               for o, ri in zip(p.options, r, strict=True) if chip in o.row.chips]
         if use:
             m.add(sum(use) <= stock.gpus)
-    bound = sum(max((o.price_units * o.row.gpus * o.rmax for o in p.options), default=0) for p in prepared) + 1
+    bound = sum(max((o.cost_units * o.rmax for o in p.options), default=0) for p in prepared) + 1
     m.maximize(bound * sum(served) - cost)
     sol = cpsat.solver()
     sol.solve(m)
@@ -148,7 +154,7 @@ def own_optimum(p: Prepared) -> tuple[int, cpsat.Option, int] | None:
     """The service's optimum on its own, within its chips' stock (its options' replica caps):
     every option at its fewest replicas (more only costs more), the least by the search's keys,
     cost, then GPUs, then most requests held, then rank. Exact by enumeration, so proven."""
-    units = [(o.price_units * o.row.gpus * o.rmin, o.row.gpus * o.rmin, -o.row.concurrency * o.rmin, o.rank, i)
+    units = [(o.cost_units * o.rmin, o.row.gpus * o.rmin, -o.row.concurrency * o.rmin, o.rank, i)
              for i, o in enumerate(p.options)]
     if not units:
         return None
@@ -165,12 +171,11 @@ def fits(prepared: list[Prepared], picks: list[tuple[int, cpsat.Option, int]], s
         node = next((p.node[chip] for p in prepared if chip in p.node), None)
         big = small = 0
         for _, o, replicas in picks:
-            if o.row.chip != chip:
-                continue
-            if node is not None and o.row.gpus > node:
-                big += -(-o.row.gpus // node) * replicas
-            else:
-                small += o.row.gpus * replicas
+            for gpus, count in o.row.instances(chip):
+                if node is not None and gpus > node:
+                    big += -(-gpus // node) * count * replicas
+                else:
+                    small += gpus * count * replicas
         if node is None:
             if small > stock.gpus:
                 return False
@@ -181,7 +186,7 @@ def fits(prepared: list[Prepared], picks: list[tuple[int, cpsat.Option, int]], s
 
 def proven(picks: list[tuple[int, cpsat.Option, int]]) -> list[StageStatus]:
     """The stages of an answer proven without the solver (each service's own optimum, which fit)."""
-    cost = round(sum(o.price * o.row.gpus * r for _, o, r in picks), 4)
+    cost = round(sum(o.cost * r for _, o, r in picks), 4)
     held = sum(o.row.concurrency * r for _, o, r in picks)
     return [StageStatus(stage=STAGES[0], status="OPTIMAL", value=cost, bound=cost, gap=0.0),
             StageStatus(stage=STAGES[1], status="OPTIMAL", value=held, bound=held, gap=0.0)]

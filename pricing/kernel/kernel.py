@@ -303,6 +303,21 @@ class Kernel:
         groups = [g for g in self.layout().groups if g.grows]
         return self._bytes(groups, tokens, 1 + self.engine.spec_tokens)
 
+    def request_kv_bytes(self, tokens: int) -> int:
+        """Every cache one request of `tokens` holds on this rank, growing and bounded groups (window
+        rings clipped to their window, recurrent state) in whole pool blocks: what a KV connector
+        moves for it (NIXL transfers whole blocks, nixl/pull_scheduler.py get_exchange_clipped_blocks)."""
+        return self._bytes(self.layout().groups, tokens, 1 + self.engine.spec_tokens)
+
+    def connector(self):
+        """The KV connector's memory on this rank (pricing/kernel/connector.py), None without a kv_role."""
+        from pricing.kernel import connector
+
+        found = self.once("connector", lambda: connector.connector_memory(self))
+        if found is not None:
+            self._used.update({p.name: p for p in found.provenance})
+        return found
+
     def _bounded(self):
         return [g for g in self.layout().groups if not g.grows]
 
