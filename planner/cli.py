@@ -21,8 +21,28 @@ class Commands(click.Group):
             "check-log": "planner.commands.calibration:check_log",
             "calibrate": "planner.commands.calibration:calibrate"}
 
+    # each subcommand's first docstring line, so that `plan --help` lists them without importing them
+    # (tests/test_bad_input.py checks it against the commands' own help)
+    summaries = {"memory": "One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size "
+                           "and maximum concurrency",
+                  "models": "The model cards the project ships (--model takes the name).",
+                  "chips": "The chips the project knows, with the memory vLLM sees, how their GPUs connect and a "
+                          "default price",
+                  "scenario": "Plan every service of a scenario FILE together over its inventory.",
+                  "compare": "The same scenario under each variant (FILE), or a sweep given on the command line",
+                  "check-log": "Read a vLLM start-up log (FILE, or - for standard input) of any release from 0.6 to "
+                              "0.33, rebuild its deployment, and print predicted against logged memory per component",
+                  "calibrate": "Fit the fixed-memory laws (sampler bytes per logit, non-torch memory, CUDA-graph "
+                              "laws, engine workspace) to RECORDS"}
+
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def format_commands(self, ctx, formatter):
+        """The subcommands and their short help, none imported."""
+        rows = [(name, self.summaries[name]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx, name):
         found = super().get_command(ctx, name)
@@ -46,9 +66,10 @@ def cli(ctx: click.Context, **options):
     deployment's per-rank memory), models, chips, scenario, compare, check-log (a vLLM start-up
     log against the kernel), calibrate (fit the fixed-memory laws to start-up records).
     """
-    from planner.candidates.table import shared_tables
+    if ctx.invoked_subcommand not in ("models", "chips"):  # those print text: no candidate tables, no kernel
+        from planner.candidates.table import shared_tables
 
-    ctx.with_resource(shared_tables())  # one command's services and variants share their candidate tables
+        ctx.with_resource(shared_tables())  # one command's services and variants share their candidate tables
     if ctx.invoked_subcommand is None:
         plan.run(ctx, **options)
 
@@ -58,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = cli.main(args=argv, prog_name="plan", standalone_mode=False)
     except InputError as err:
+        click.echo(f"plan: error: {err}", err=True)
+        return 2
+    except OverflowError as err:  # the solver's integer range (planner/search.py _weights): input too large
         click.echo(f"plan: error: {err}", err=True)
         return 2
     except click.UsageError as err:

@@ -4,14 +4,20 @@ limits of the pool it may use. A scenario is several services over one set of li
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planner import defaults
-
-MAX_CONCURRENCY = defaults.value("limits.max_concurrency")  # the solver's integer range (planner/defaults.yaml)
-MAX_GPUS = defaults.value("limits.max_gpus")
-MAX_PRICE = defaults.value("limits.max_price")  # USD per GPU-hour
+from planner.limits import (  # noqa: F401  (the scenario file and the commands read them here too)
+    MAX_CONCURRENCY,
+    MAX_GPUS,
+    MAX_PRICE,
+    MAX_RATE,
+    METRIC_NAMES,
+    METRICS,
+    MIN_CONTEXT,
+    PERCENTILES,
+)
 
 
 def rates_in_range(v):
@@ -28,7 +34,8 @@ class WorkloadSpec(BaseModel):
 
     isl: int = Field(ge=1, description="mean input (prompt) tokens of a request")
     osl: int = Field(ge=1, description="mean output tokens of a request")
-    requests_per_second: float | None = Field(None, gt=0, description="requests the pool must serve each second")
+    requests_per_second: float | None = Field(None, gt=0, le=MAX_RATE,
+                                              description="requests the pool must serve each second")
     range_ratio: float = Field(0.0, ge=0, lt=1, description="lengths drawn uniform in [n (1 - r), n (1 + r)], as "
                                "vllm bench serve --random-range-ratio; 0: every request isl/osl")
 
@@ -39,9 +46,6 @@ class WorkloadSpec(BaseModel):
         return math.ceil(self.isl * (1 + self.range_ratio)) + math.ceil(self.osl * (1 + self.range_ratio))
 
 
-METRICS = ("ttft", "tpot", "itl", "e2e")  # as `vllm bench serve` reports them
-PERCENTILES = (50, 90, 99)
-METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
 
 
 class SloSpec(BaseModel):
@@ -93,7 +97,7 @@ class ServiceSpec(BaseModel):
     model: str
     quantization: str | None = None
     concurrency: int = Field(ge=1, le=MAX_CONCURRENCY, description="concurrent requests at the context length")
-    context_length: int | None = Field(None, ge=1, description="max_model_len; None: the model's maximum")
+    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="max_model_len; None: the model's maximum")
     headroom: float = Field(0.0, ge=0, description="percent of extra concurrency the pool must hold")
     num_speculative_tokens: int = Field(0, ge=0)
     speculative_method: str | None = None
@@ -113,6 +117,9 @@ class ServiceSpec(BaseModel):
     tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get")
     ttft_ms: float | None = Field(None, gt=0, description="time to first token of a prompt (the workload's isl)")
     workload: WorkloadSpec | None = None
+    serving: Literal["agg", "disagg", "auto"] = Field(
+        "agg", description="agg: one pool of aggregated instances; disagg: a prefill pool and a decode pool (vLLM's "
+        "NixlConnector); auto: plan both and keep the cheaper")
     slo: SloSpec | None = Field(None, description="percentile targets at the workload's rate (the serving simulator)")
 
     @model_validator(mode="after")
@@ -141,7 +148,7 @@ class ServiceSpec(BaseModel):
     def _within_range(cls, v, info):
         concurrency = info.data.get("concurrency")
         if concurrency is not None and concurrency * (1 + v / 100) > MAX_CONCURRENCY:
-            raise ValueError(f"{concurrency:,} requests with {v:g} % headroom exceed the {MAX_CONCURRENCY:,} the "
+            raise ValueError(f"{concurrency:,} requests with {v:g}% headroom exceed the {MAX_CONCURRENCY:,} the "
                              "solver counts (planner/defaults.yaml limits.max_concurrency)")
         return v
 
@@ -186,6 +193,10 @@ class PoolLimits(BaseModel):
     gpus_per_node: int | None = Field(None, ge=1)
     time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
     spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (N+1: 1)")
+    prefill_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated prefill pool may use; "
+                                                  "None: `chips`")
+    decode_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated decode pool may use; "
+                                                 "None: `chips`")
 
 
     @field_validator("prices")
@@ -209,3 +220,36 @@ def validation_message(error: dict) -> str:
     """One pydantic error's message as the user reads it: without the "Value error, " pydantic puts
     before what a validator raised."""
     return error["msg"].removeprefix("Value error, ")
+
+
+def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
+    """What is wrong with `service` for `model` whatever the instance shape, as (field, problem,
+    fix) with the ServiceSpec field's name: a KV cache dtype the release does not know, a drafter
+    the model does not ship (pricing/kernel/deployment.py resolve_engine's checks, made once for
+    the service instead of once per shape), and a workload whose request does not fit the context
+    (vLLM rejects a prompt longer than max_model_len, and stops a request at it)."""
+    from pricing.rules import get as release_of
+
+    out = []
+    known = release_of(service.vllm_version).kv_cache_dtypes
+    for kv in service.kv_cache_dtypes:
+        if kv.lower() not in known:
+            out.append(("kv_cache_dtypes", f"unknown dtype {kv!r} for vLLM {service.vllm_version}",
+                        f"use one of {', '.join(known)}"))
+    method = service.speculative_method
+    if method is not None and method.lower() not in model.speculative_methods:
+        out.append(("speculative_method", f"{method!r} is not available for {model.name}",
+                    f"supported: {', '.join(model.speculative_methods) or 'none'}"))
+    elif service.num_speculative_tokens and not model.speculative_methods:
+        out.append(("num_speculative_tokens", f"{model.name} ships no drafter (MTP or DSpark)", "set it to 0"))
+    elif method is not None and not service.num_speculative_tokens:
+        out.append(("num_speculative_tokens", "must be at least 1 when a speculative method is set",
+                    "for example 1 for MTP, 5 for DSpark"))
+    w = service.workload
+    length = service.context_length or model.max_position
+    if w is not None and w.longest > length:
+        out.append(("workload", f"a request of up to {w.longest:,} tokens ({w.isl:,} input and {w.osl:,} output"
+                    + (f", lengths ±{w.range_ratio:g}" if w.range_ratio else "")
+                    + f") does not fit the {length:,}-token context",
+                    f"lower --isl/--osl or raise --context-length to at least {w.longest:,}"))
+    return out

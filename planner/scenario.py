@@ -17,16 +17,20 @@ service), `price.<chip>`, `gpus.<chip>`, `gpus_per_node.<chip>` (the inventory).
 
 from __future__ import annotations
 
+import itertools
+import math
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from planner.request import (
     MAX_CONCURRENCY,
     MAX_GPUS,
     MAX_PRICE,
+    MIN_CONTEXT,
     PoolLimits,
     ServiceSpec,
     SloSpec,
@@ -40,7 +44,7 @@ from pricing.errors import InputError, suggest
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
                   "num_speculative_tokens", "speculative_method", "speculative_acceptance", "tp", "pp", "dp", "dcp",
                   "gpu_memory_utilization",
-                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload", "slo")
+                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload", "serving", "slo")
 
 
 class Speculative(BaseModel):
@@ -66,7 +70,7 @@ class Service(BaseModel):
     quantization: str | None = None
     concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY,
                                     description="concurrent requests at the context length")
-    context_length: int | None = Field(None, ge=1, description="tokens per request (max_model_len)")
+    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="tokens per request (max_model_len)")
     headroom: float | None = Field(None, ge=0, description="percent of extra concurrency to hold")
     chips: list[str] | None = Field(None, min_length=1, description="chips this service may run on")
     kv_cache_dtype: list[str] | None = Field(None, min_length=1, description="KV cache dtypes the search may choose")
@@ -86,6 +90,10 @@ class Service(BaseModel):
     tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get, in ms")
     ttft_ms: float | None = Field(None, gt=0, description="time to first token of the workload's prompt, in ms")
     workload: WorkloadSpec | None = Field(None, description="isl, osl and requests_per_second of the requests")
+    serving: Literal["agg", "disagg", "auto"] | None = Field(
+        None, description="agg (default): one pool of aggregated instances; disagg: a prefill pool and a decode pool "
+        "(vLLM's NixlConnector, sized by workload.requests_per_second and ttft_ms); auto: whichever is cheaper "
+        "within the inventory")
     slo: SloSpec | None = Field(None, description="percentile targets at the workload's rate, e.g. {p99_ttft_ms: "
                                 "2000, p90_tpot_ms: 40, goodput: 0.99}")
 
@@ -132,6 +140,28 @@ class Scenario(BaseModel):
     inventory: dict[str, Stock] = Field(default_factory=dict)
     services: list[Service] = Field(min_length=1)
     variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="what-if axes, each a variant key "
+                                       "(growth, chips, context_length, price.<chip>, ...) with its values: every "
+                                       "combination is a variant named by its values")
+
+    @field_validator("grid")
+    @classmethod
+    def _axes(cls, grid):
+        for axis, values in grid.items():
+            if not values:
+                raise ValueError(f"grid.{axis} has no values")
+        points = math.prod(len(v) for v in grid.values()) if grid else 0
+        if points > MAX_GRID_POINTS:
+            raise ValueError(f"the grid has {points:,} points; at most {MAX_GRID_POINTS:,}")
+        return grid
+
+    @model_validator(mode="after")
+    def _grid_points_are_variants(self):
+        for name, overrides in grid_points(self.grid):
+            if name in self.variants:
+                raise ValueError(f"grid point {name!r} has the name of a variant")
+            self.variants[name] = overrides
+        return self
     spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (1: N+1)")
 
     @field_validator("services")
@@ -177,6 +207,7 @@ class Scenario(BaseModel):
                            gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
                            max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens
                            else None, tpot_ms=s.tpot_ms, ttft_ms=s.ttft_ms, workload=s.workload, slo=s.slo,
+                           serving=s.serving or "agg",
                            **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
 
     def limits(self, service: Service) -> PoolLimits:
@@ -196,6 +227,7 @@ class Scenario(BaseModel):
         overrides = self.variants[variant]
         data = self.model_dump(exclude_unset=True)
         data.pop("variants", None)
+        data.pop("grid", None)
         data.setdefault("defaults", {})
         for key, value in overrides.items():
             _override(data, key, value, f"variants.{variant}.{key}")
@@ -205,9 +237,39 @@ class Scenario(BaseModel):
             raise InputError(f"variants.{variant}", _first_error(err), "fix the variant's value") from None
 
 
+MAX_GRID_POINTS = 10_000  # a grid's points are whole reviews each: beyond this, split the grid
+
+
+def grid_points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Every combination of the grid's axes (the first axis slowest), each a variant's overrides
+    named by its values: "growth 1.5, price.h200 3.5"."""
+    if not grid:
+        return []
+    out = []
+    for combo in itertools.product(*grid.values()):
+        overrides = dict(zip(grid, combo, strict=True))
+        out.append((", ".join(f"{axis} {point_word(v)}" for axis, v in overrides.items()), overrides))
+    return out
+
+
+def point_word(value: Any) -> str:
+    if isinstance(value, list):
+        return "+".join(map(str, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _override(data: dict, key: str, value: Any, where: str) -> None:
     parts = key.split(".")
     head = parts[0]
+    if head == "growth" and len(parts) == 1:  # every service's concurrency × the factor, rounded up
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise InputError(where, f"growth {value!r} is not a positive factor", "give e.g. 1.5 for 50 % more")
+        every = data["defaults"].get("concurrency")
+        for s in data["services"]:
+            base = s.get("concurrency", every)
+            if base is not None:
+                s["concurrency"] = math.ceil(base * value)
+        return
     if head in ("chip", "chips") and len(parts) == 1:
         chips = [value] if isinstance(value, str) else list(value)
         data["defaults"]["chips"] = chips
@@ -235,7 +297,7 @@ def _override(data: dict, key: str, value: Any, where: str) -> None:
             s.pop(head, None)
         return
     raise InputError(where, f"{key!r} is not a field a variant can set",
-                     "use chip, price.<chip>, gpus.<chip>, services.<name>.<field>, or a service field ("
+                     "use chip, growth, price.<chip>, gpus.<chip>, services.<name>.<field>, or a service field ("
                      + ", ".join(SERVICE_FIELDS) + ")")
 
 
@@ -267,9 +329,12 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (safe YAML loader); every error reported before any planning."""
     path = Path(path)
     try:
-        raw = yaml_fast.load(path.read_text())
+        raw = yaml_fast.load(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise InputError("FILE", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except UnicodeDecodeError as err:
+        raise InputError(str(path), f"is not UTF-8 text (byte {err.start}: {err.reason})",
+                         "save the scenario file as UTF-8") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -277,21 +342,116 @@ def load_scenario(path: str | Path) -> Scenario:
     if not isinstance(raw, dict):
         raise InputError(str(path), "does not hold a mapping", "see `plan scenario --schema`")
     _models_from_the_files_folder(raw, path.parent)
+    where = str(path)
+    lines = _raw_inventory(raw, where)
     try:
         scenario = Scenario(**raw)
     except ValidationError as err:
-        lines = []
         for e in err.errors():
             expected = validation_message(e)
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
-        raise ScenarioErrors(lines + _raw_references(raw, str(path)) + _valid_fields_limits(raw, err, str(path))) \
-            from None
-    lines = check_scenario(scenario, str(path))
+        lines += _raw_references(raw, where) + _valid_fields_limits(raw, err, where)
+        scenario = None
+    if scenario is not None:
+        lines += check_scenario(scenario, where)
     if lines:
-        raise ScenarioErrors(lines)
+        raise ScenarioErrors(as_written(list(dict.fromkeys(lines)), where, raw, path.read_text(encoding="utf-8")))
     return scenario
+
+
+def _raw_inventory(raw: dict, where: str) -> list[str]:
+    """The chips the file names outside its services: the inventory's, and those a variant's
+    price.<chip>, gpus.<chip> or gpus_per_node.<chip> names (under the variant's own key); and a
+    service limited to a chip the inventory does not hold (with an inventory, what it lacks is not
+    unlimited)."""
+    from pricing.chips import get_chip
+
+    def unknown(chip) -> str | None:
+        try:
+            get_chip(str(chip))
+        except InputError as err:
+            return err.problem
+        return None
+
+    inventory = raw.get("inventory") if isinstance(raw.get("inventory"), dict) else {}
+    lines = [f"{where}: inventory.{chip}: {problem}" for chip in inventory if (problem := unknown(chip))]
+    for name, overrides in (raw.get("variants") or {}).items() if isinstance(raw.get("variants"), dict) else []:
+        for key in overrides if isinstance(overrides, dict) else []:
+            parts = str(key).split(".")
+            if len(parts) == 2 and parts[0] in ("price", "gpus", "gpus_per_node") and (problem := unknown(parts[1])):
+                lines.append(f"{where}: variants.{name}.{key}: {problem}")
+    if inventory:
+        held = {get_chip(c).id for c in inventory if not unknown(c)}
+        defaults = raw.get("defaults") if isinstance(raw.get("defaults"), dict) else {}
+        services = raw.get("services") if isinstance(raw.get("services"), list) else []
+        for i, service in enumerate(services):
+            if not isinstance(service, dict):
+                continue
+            chips = service.get("chips", defaults.get("chips"))
+            for chip in [chips] if isinstance(chips, str) else chips if isinstance(chips, list) else []:
+                if not unknown(chip) and get_chip(str(chip)).id not in held:
+                    lines.append(f"{where}: services[{i}].chips: {chip} is not in the inventory ("
+                                 f"{', '.join(inventory)}); add it to the inventory with its GPUs, or drop it")
+    return lines
+
+
+PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def as_written(lines: list[str], where: str, raw: dict, text: str) -> list[str]:
+    """Each error line with the path as the file writes it and its line: a service by its name
+    (`services.chat.concurrency`, or 1-based `services[2]` when it has none), `file:LINE: path: ...`
+    (PyYAML's node marks; the deepest node of the path the file has)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        root = None
+    services = raw.get("services") if isinstance(raw.get("services"), list) else []
+
+    def named(m: re.Match) -> str:
+        i = int(m.group(1))
+        name = services[i].get("name") if i < len(services) and isinstance(services[i], dict) else None
+        return f"services.{name}" if isinstance(name, str) and name and "." not in name else f"services[{i + 1}]"
+
+    out: list[tuple[int, str]] = []
+    for line in lines:
+        if not line.startswith(f"{where}: "):
+            out.append((0, line))
+            continue
+        rest = line[len(where) + 2:]
+        path, _, message = rest.partition(": ")
+        number = _line_of(root, path) if root is not None else None
+        path = re.sub(r"^services\[(\d+)\]", named, path)
+        out.append((number or 0, f"{where}{f':{number}' if number else ''}: {path}: {message}"))
+    return [line for _, line in sorted(out, key=lambda pair: pair[0])]
+
+
+def _line_of(node, path: str) -> int | None:
+    """The 1-based line of the deepest node of `path` ('services[0].tp', 'variants.cheap.price.h999':
+    a key may hold dots) that the composed YAML has."""
+    parts = [m.group(1) if m.group(1) is not None else m.group(2) for m in PATH_PART.finditer(path)]
+    line = None
+    while parts and node is not None:
+        if isinstance(node, yaml.SequenceNode) and parts[0].isdigit():
+            i = int(parts.pop(0))
+            node = node.value[i] if i < len(node.value) else None
+            if node is not None:
+                line = node.start_mark.line + 1
+            continue
+        if not isinstance(node, yaml.MappingNode):
+            break
+        for k in range(len(parts), 0, -1):
+            key = ".".join(parts[:k])
+            found = next(((kn, vn) for kn, vn in node.value if kn.value == key), None)
+            if found:
+                line = found[0].start_mark.line + 1
+                node, parts = found[1], parts[k:]
+                break
+        else:
+            break
+    return line
 
 
 def _models_from_the_files_folder(raw: dict, folder: Path) -> None:
@@ -324,7 +484,9 @@ def _valid_fields_limits(raw: dict, err: ValidationError, where: str) -> list[st
         if not isinstance(service, dict):
             continue
         try:
-            one = Scenario(defaults=defaults, services=[{k: v for k, v in service.items() if (i, k) not in bad}])
+            kept = {k: v for k, v in service.items() if (i, k) not in bad}
+            kept.setdefault("name", f"service {i + 1}")  # a missing name is reported above; check the rest
+            one = Scenario(defaults=defaults, services=[kept])
         except ValidationError:
             continue  # the defaults do not validate either: reported above
         lines += [line.replace(f"{where}: services[0]", f"{where}: services[{i}]", 1)
@@ -440,12 +602,7 @@ def check_references(scenario: Scenario, where: str, variants: bool = True) -> l
     from pricing.chips import get_chip
     from pricing.graph import load_model
 
-    lines = []
-    for chip in scenario.inventory:
-        try:
-            get_chip(chip)
-        except InputError as err:
-            lines.append(f"{where}: inventory.{chip}: {err.problem}")
+    lines = []  # the inventory's chips: _raw_inventory, under the key the file writes
     for i, service in enumerate(scenario.services):
         merged = scenario.merged(service)
         if merged.model is None:

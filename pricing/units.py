@@ -25,24 +25,6 @@ def gib(n: int) -> float:
     return n / GiB
 
 
-def size(n: int, digits: int = 2) -> str:
-    """Bytes for people, one unit family: GiB to `digits` decimals, or MiB (one decimal fewer)
-    under 1 GiB (printing only)."""
-    if abs(n) >= GiB:
-        return f"{n / GiB:.{digits}f} GiB"
-    return f"{n / MiB:.{max(0, digits - 1)}f} MiB"
-
-
-def block_unit(values) -> tuple[int, str]:
-    """The one unit a block of figures prints in: GiB when any of them reaches 1 GiB, else MiB."""
-    return (GiB, "GiB") if any(abs(v) >= GiB for v in values) else (MiB, "MiB")
-
-
-def in_unit(n: int, unit: tuple[int, str], digits: int = 1) -> str:
-    """Bytes in a block's unit (printing only)."""
-    return f"{n / unit[0]:.{digits}f} {unit[1]}"
-
-
 def tokens_label(n: int) -> str:
     """A token count as people say it: 32k, 128k, 1M (2^10 = k, 2^20 = M, as context lengths are)."""
     if n >= 1 << 20 and n % (1 << 20) == 0:

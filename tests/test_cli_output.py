@@ -108,7 +108,8 @@ def test_binds_names_the_kv_cache_with_its_numbers():
     assert b.replicas > 1
     k = winner_kernel(request, result)
     assert b.binds == (f"KV cache: {Capacity(k).requests_held()} requests of 131,072 tokens per rank "
-                       f"({k.kv_pool() / GiB:.2f} GiB pool, {k.request_bytes() / GiB:.2f} GiB each)")
+                       f"({k.kv_pool() / GiB:.2f} GiB pool, {k.request_bytes() / GiB:.2f} GiB each; vLLM's maximum "
+                       f"concurrency, {k.max_concurrency():.2f}×, is before the KV margin and whole blocks per group)")
 
 
 def test_infeasible_json_explains(capsys):
@@ -166,10 +167,11 @@ variants:
     assert result.returncode == 2 and result.stdout == ""
     err = result.stderr
     assert "Traceback" not in err
-    for expected in (f"{path}: services[0].model: unknown model 'dsv41-flash'; did you mean 'dsv4.1-flash'",
-                     f"{path}: services[1].chips: unknown chip 'h20o'; did you mean",
-                     f"{path}: services[3].concurrency: Input should be less than or equal to 1000000",
-                     f"{path}: services[3].colour: unknown key"):
+    # each error with its line and the service by name (the file's first line is blank)
+    for expected in (f"{path}:4: services.a.model: unknown model 'dsv41-flash'; did you mean 'dsv4.1-flash'",
+                     f"{path}:5: services.b.chips: unknown chip 'h20o'; did you mean",
+                     f"{path}:7: services.d.concurrency: Input should be less than or equal to 1000000",
+                     f"{path}:7: services.d.colour: unknown key"):
         assert expected in err, err
     fixed = path.read_text().replace("dsv41-flash", "dsv4.1-flash").replace("h20o", "h200").replace(
         "100000000", "8").replace(", colour: red", "")
@@ -177,8 +179,8 @@ variants:
     result = piped("scenario", str(path))
     assert result.returncode == 2 and result.stdout == ""
     positions = load_model("qwen3-32b").max_position
-    for expected in (f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
-                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
+    for expected in (f"{path}:5: services.b.context_length: 131072 exceeds the {positions} positions of qwen3-32b",
+                     f"{path}:6: services.c.tp: 3 does not divide the 64 attention heads of qwen3-32b"):
         assert expected in result.stderr, result.stderr
     assert "--context-length" not in result.stderr
     # a variant beyond a model's positions is a what-if the review answers (infeasible, with vLLM's reason)
@@ -189,7 +191,7 @@ def test_overflow_is_a_one_line_error_before_any_work(capsys):
     assert main(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", str(10**8)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
-    assert "--concurrency" in captured.err and f"{defaults.value('limits.max_concurrency')}" in captured.err
+    assert "--concurrency" in captured.err and f"{defaults.value('limits.max_concurrency'):,}" in captured.err
 
 
 @pytest.mark.parametrize("target", ["missing/folder/chart.png", "chart.gif"])
@@ -318,7 +320,7 @@ variants:
                                              "context_length: 65536, chips: [h100]}\nvariants"))
     assert main(["compare", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"{path}: services[1].context_length: 65536 exceeds the" in err
+    assert f"{path}:5: services.code.context_length: 65536 exceeds the" in err
 
 
 def test_a_categorical_sweep_over_chips_marks_each_chips_infeasible_point(tmp_path):
@@ -356,43 +358,63 @@ def test_time_limit_is_one_option_with_one_validation_on_plan_compare_and_scenar
         assert captured.out == ""
         errors.append(captured.err)
     assert errors[0].startswith("plan: error: --time-limit: ") and len(set(errors)) == 1, errors
-    helps = {" ".join(re.search(r"--time-limit FLOAT\s+(.*?\))", CliRunner().invoke(cli, [*sub, "--help"]).output,
+    helps = {" ".join(re.search(r"--time-limit NUMBER\s+(.*?\))", CliRunner().invoke(cli, [*sub, "--help"]).output,
                                 re.DOTALL).group(1).split()) for sub in ([], ["compare"], ["scenario"])}
     assert len(helps) == 1 and "solver wall-clock bound in seconds" in helps.pop()
 
 
-def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(monkeypatch, capsys):
+COUPLED = """review: coupled
+inventory:
+  h200: {gpus: 16, gpus_per_node: 8}
+  h100: {gpus_per_node: 8}
+services:
+  - {name: a, model: llama-3.1-8b, concurrency: 64, context_length: 32768, chips: [h200]}
+  - {name: b, model: qwen3-32b, concurrency: 32, context_length: 32768, chips: [h200, h100]}
+  - {name: c, model: llama-3.1-8b, concurrency: 300, context_length: 32768, chips: [h200]}
+variants:
+  more-h200: {gpus.h200: 24}
+"""
+
+
+def coupled(tmp_path) -> str:
+    """A review whose services' own optima (17 h200 GPUs) do not fit its 16: the coupled model runs."""
+    path = tmp_path / "coupled.yaml"
+    path.write_text(COUPLED)
+    return str(path)
+
+
+def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(monkeypatch, capsys, tmp_path):
     from planner.search import cpsat
 
     limits = []
     solver = cpsat.solver
 
-    def recording(time_limit=None):
-        limits.append(time_limit)
-        return solver(time_limit)
+    def recording(time_limit=None, deadline=None):
+        limits.append(deadline.limit if deadline is not None else time_limit)
+        return solver(time_limit, deadline)
 
     monkeypatch.setattr(cpsat, "solver", recording)
-    assert main(["scenario", str(MIXED), "--time-limit", "7.5", "--format", "markdown"]) == 0
+    assert main(["scenario", coupled(tmp_path), "--time-limit", "7.5", "--format", "markdown"]) == 0
     text = capsys.readouterr().out
     assert 7.5 in limits
     # a binding review (the inventory couples its services) says how it was found, as `plan` does
     assert re.search(r"solver OPTIMAL \(optimum proven\), [\d,]+ candidates in \d+\.\d\d s\n", text), text
     limits.clear()
-    assert main(["compare", str(MIXED), "--time-limit", "7.5", "--format", "json"]) == 0
+    assert main(["compare", coupled(tmp_path), "--time-limit", "7.5", "--format", "json"]) == 0
     assert limits and all(t == 7.5 for t in limits if t is not None)
 
 
-def test_a_solve_the_time_limit_ends_without_a_plan_says_so(monkeypatch, capsys):
+def test_a_solve_the_time_limit_ends_without_a_plan_says_so(monkeypatch, capsys, tmp_path):
     from planner.search import cpsat
 
-    monkeypatch.setattr(cpsat, "solve", lambda pm, time_limit=None: cpsat.Solution("UNKNOWN", []))
+    monkeypatch.setattr(cpsat, "solve", lambda pm, time_limit=None, deadline=None: cpsat.Solution("UNKNOWN", []))
     assert main(["--model", "qwen3-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
                  "--time-limit", "0.5", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["search"]["solver_status"] == "UNKNOWN"
     assert out["explanations"] == [f"the solver found no plan within its 0.5 s time limit "
                                    f"({out['search']['candidates_evaluated']:,} candidates; --time-limit raises it)"]
-    assert main(["scenario", str(MIXED), "--time-limit", "0.5"]) == 1
+    assert main(["scenario", coupled(tmp_path), "--time-limit", "0.5"]) == 1
     text = capsys.readouterr().out
     assert "inventory" not in text.split("not every service can be served", 1)[1].split("solver UNKNOWN")[0]
     assert text.count("the solver found no plan within its 0.5 s time limit (--time-limit raises it)") == 3
@@ -424,12 +446,12 @@ services:
 """)
     assert main(["scenario", str(path)]) == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and f"{path}: inventory.h100.price: " in captured.err
+    assert captured.out == "" and f"{path}:3: inventory.h100.price: " in captured.err
     path.write_text(path.read_text().replace("1.0e300", "3.0"))
     assert main(["scenario", str(path)]) == 2
     captured = capsys.readouterr()
     limit = defaults.value("limits.max_concurrency")
-    assert captured.err.strip() == (f"plan: error: {path}: services[0].headroom: 1,000 requests with 1e+12 % headroom "
+    assert captured.err.strip() == (f"plan: error: {path}:5: services.a.headroom: 1,000 requests with 1e+12% headroom "
                                     f"exceed the {limit:,} the solver counts (planner/defaults.yaml "
                                     "limits.max_concurrency)")
 
@@ -462,12 +484,12 @@ services:
     err = capsys.readouterr().err
     positions = load_model("qwen3-32b").max_position
     # schema, names and the limits that depend on the model, each field checked on its own
-    for expected in (f"{path}: services[1].concurrency: Input should be less than or equal to",
-                     f"{path}: services[2].colour: unknown key",
-                     f"{path}: services[0].model: unknown model 'dsv41-flash'",
-                     f"{path}: services[1].chips: unknown chip 'h20o'",
-                     f"{path}: services[1].context_length: 131072 exceeds the {positions} positions of qwen3-32b",
-                     f"{path}: services[2].tp: 3 does not divide the 64 attention heads of qwen3-32b"):
+    for expected in (f"{path}:4: services.b.concurrency: Input should be less than or equal to",
+                     f"{path}:5: services.c.colour: unknown key",
+                     f"{path}:3: services.a.model: unknown model 'dsv41-flash'",
+                     f"{path}:4: services.b.chips: unknown chip 'h20o'",
+                     f"{path}:4: services.b.context_length: 131072 exceeds the {positions} positions of qwen3-32b",
+                     f"{path}:5: services.c.tp: 3 does not divide the 64 attention heads of qwen3-32b"):
         assert expected in err, err
 
 

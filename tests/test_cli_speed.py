@@ -22,7 +22,9 @@ from planner.search import fleet as search_fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ("import sys, json\nfrom planner.cli import main\ncode = main(sys.argv[1:])\n"
-         "print(json.dumps(sorted(m for m in ('ortools', 'matplotlib', 'pandas') if m in sys.modules)), "
+         "print(json.dumps(sorted(m for m in ('ortools', 'matplotlib', 'pandas') + tuple(sys.argv[1:2] != ['memory'] "
+         "and sys.argv[2:3] != ['--help'] and ('networkx', 'pricing.kernel', 'pricing.graph') or ()) "
+         "if m in sys.modules)), "
          "file=sys.stderr)\nsys.exit(code)")
 
 
@@ -34,7 +36,18 @@ def imported(*args) -> list[str]:
 
 @pytest.mark.parametrize("args", [["--help"], ["models"], ["chips"], ["scenario", "--help"], ["compare", "--help"]])
 def test_light_commands_import_neither_the_solver_nor_matplotlib(args):
+    # nor networkx, the model graph or the kernel: printing text needs none of them
     assert imported(*args) == []
+
+
+def test_the_listed_summaries_are_the_commands_own():
+    import click
+
+    from planner.cli import cli
+
+    ctx = click.Context(cli)
+    for name, summary in cli.summaries.items():
+        assert " ".join(cli.get_command(ctx, name).help.split()).startswith(summary), name
 
 
 def test_plan_memory_does_not_import_the_solver():
@@ -64,7 +77,7 @@ def test_a_non_binding_inventory_is_solved_service_by_service_with_the_joint_opt
     free = _review({"h200": {"gpus_per_node": 8}, "h100": {"gpus_per_node": 8}})
     apart = fleet.plan_scenario(free)
     assert apart.decomposed and apart.solver_status == "OPTIMAL"
-    monkeypatch.setattr(search_fleet, "coupled", lambda prepared, inventory: True)
+    monkeypatch.setattr(search_fleet, "fits", lambda prepared, picks, scenario: False)
     joint = fleet.plan_scenario(free)
     assert not joint.decomposed
     assert apart.cost_per_hour == joint.cost_per_hour and apart.gpus == joint.gpus
@@ -73,7 +86,7 @@ def test_a_non_binding_inventory_is_solved_service_by_service_with_the_joint_opt
 
 
 def test_a_binding_inventory_is_solved_jointly():
-    tight = fleet.plan_scenario(_review({"h200": {"gpus": 8, "gpus_per_node": 8}, "h100": {"gpus_per_node": 8}}))
+    tight = fleet.plan_scenario(_review({"h200": {"gpus": 12, "gpus_per_node": 8}, "h100": {"gpus_per_node": 8}}))
     assert not tight.decomposed and tight.solver_status in ("OPTIMAL", "FEASIBLE") and tight.seconds > 0
 
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # the planner's stages, in the order a request flows through them; pricing comes before them all
 PLANNER_STAGES = (
     ("pricing",),
-    ("planner.defaults", "planner.request", "planner.scenario", "planner.heap"),  # inputs shared by every stage
+    ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap"),  # inputs
     ("planner.candidates",),
     ("planner.search",),
     ("planner.report",),

@@ -103,7 +103,7 @@ def test_a_scenario_service_larger_than_a_node_gets_its_commands_per_node(tmp_pa
 
     result = CliRunner().invoke(cli, ["scenario", str(path)])
     assert result.exit_code == 0, result.output
-    assert "1 × (8, 2, 1, off, 1)" in result.output
+    assert "1 × (8,2,1,off,1)" in result.output  # one spelling of the split in every table
     assert "--nnodes 2 --node-rank 1 --master-addr $HEAD_IP --headless" in result.output
     assert "need 16 GPUs (tp 8 × pp 2)" in CliRunner().invoke(cli, ["scenario", str(path), "--format",
                                                                     "markdown"]).output

@@ -50,7 +50,8 @@ def test_json_shape(capsys):
     assert out["margin"]["fraction"] == load().value("cost_model_memory.kv_pool_margin") > 0
     assert "kv_pool_margin" in out["margin"]["source"]
     assert out["feasible"] is True
-    assert out["target"] == {"concurrency": 64, "context_length": 1048576, "requests_per_second": None,
+    assert out["target"] == {"concurrency": 64, "context_length": 1048576, "headroom_percent": 0.0, "required": 64,
+                             "tpot_ms": None, "ttft_ms": None, "isl": None, "osl": None, "requests_per_second": None,
                              "service_targets": []}
     # $/M output tokens at the step figures' throughput (no workload: no input-token figure)
     best = out["best"]
@@ -59,7 +60,9 @@ def test_json_shape(capsys):
     assert best["cost_per_million_input_tokens"] is None and best["serving"] is None
     assert set(out["best"]) == POOL_KEYS
     assert len(out["alternatives"]) == 5 and all(set(a) == POOL_KEYS for a in out["alternatives"])
-    assert set(out["search"]) == {"candidates_evaluated", "solver_status", "seconds", "shapes_skipped"}
+    assert set(out["search"]) == {"candidates_evaluated", "solver_status", "solver_stages", "seconds",
+                                  "shapes_skipped"}
+    assert [s["status"] for s in out["search"]["solver_stages"]] == ["OPTIMAL", "OPTIMAL"]
     assert out["search"]["solver_status"] == "OPTIMAL" and out["search"]["candidates_evaluated"] > 100
     again = main([*HEADLINE, "--json"])
     second = json.loads(capsys.readouterr().out)
@@ -72,7 +75,7 @@ def test_json_shape(capsys):
 def test_infeasible_exit_1_with_explanation(capsys):
     assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8"]) == 1
     text = capsys.readouterr().out
-    assert "no pool fits dsv3 at 8 concurrent requests of 163,840 tokens" in text
+    assert "no pool fits dsv3: 8 concurrent requests at 163,840 tokens" in text
     assert "weights alone need 626.9 GiB per rank at tp 1" in text
     assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8", "--json"]) == 1
     captured = capsys.readouterr()
@@ -82,11 +85,11 @@ def test_infeasible_exit_1_with_explanation(capsys):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--concurrency", "0"], "plan: error: --concurrency: input should be greater than or equal to 1"),
+    (["--concurrency", "0"], "plan: error: --concurrency: must be in [1, 1,000,000], got 0"),
     (["--concurrency", "8", "--price", "cheap"], "plan: error: --price: 'cheap' is not a price"),
     (["--concurrency", "8", "--context-length", "200000"], "plan: error: --context-length: 200000 exceeds"),
     (["--concurrency", "8", "--chip", "tpu"], "plan: error: --chip: unknown chip 'tpu'"),
-    (["--concurrency", "8", "--headroom", "-5"], "plan: error: --headroom: input should be greater than or equal"),
+    (["--concurrency", "8", "--headroom", "-5"], "plan: error: --headroom: must be at least 0, got -5"),
 ])
 def test_bad_input_exit_2_one_line(capsys, args, message):
     base = ["--model", "llama-3.1-70b", "--chip", "h200"]

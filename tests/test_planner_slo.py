@@ -184,4 +184,4 @@ def test_a_scenario_slo_without_a_rate_is_an_error_naming_the_path(tmp_path, cap
     review = tmp_path / "review.yaml"
     review.write_text("services:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], slo: {p99_ttft_ms: 100}}\n")
     assert main(["scenario", str(review)]) == 2
-    assert "services[0].slo" in capsys.readouterr().err
+    assert "review.yaml:2: services.chat.slo" in capsys.readouterr().err  # the service by name, with its line

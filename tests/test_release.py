@@ -147,6 +147,8 @@ CHOICES = {  # values each field may take; a field not listed takes values from 
     "kv_cache_memory_bytes": [None, 20 << 30],
     "mamba_cache_mode": [None, "none", "align"],
     "mega_attention": [None, False],
+    "kv_role": [None, "kv_producer", "kv_consumer"],
+    "kv_buffer_device": ["cuda", "cpu"],
 }
 
 
@@ -181,7 +183,7 @@ def answers(graph, deployment: Deployment):
                 k.blocks_per_request(), k.num_blocks(), k.kv_cache_tokens(), Capacity(k).requests_held(),
                 k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.sequence_variable_bytes(4096),
                 Startup(k).message,
-                linear_groups(k), linear_groups(k, drafter) if drafter else None)
+                linear_groups(k), linear_groups(k, drafter) if drafter else None, k.connector())
     except InputError as err:
         return str(err)
 
@@ -219,7 +221,7 @@ def test_scenario_services_name_their_release(tmp_path):
     assert scenario.service_spec(scenario.services[0]).vllm_version == "0.33"
     data["services"][0]["vllm_version"] = "0.34"
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(data))
-    with pytest.raises(InputError, match=r"services\[0\]\.vllm_version: unknown vLLM release '0.34'"):
+    with pytest.raises(InputError, match=r"services\.chat\.vllm_version: unknown vLLM release '0.34'"):
         load_scenario(tmp_path / "bad.yaml")
 
 

@@ -245,7 +245,7 @@ def test_a_scenario_service_gives_its_acceptance(tmp_path):
     scenario = load_scenario(path)
     assert scenario.service_spec(scenario.services[0]).speculative_acceptance == (0.8, 0.7)
     path.write_text(path.read_text().replace("0.7]", "1.7]"))
-    with pytest.raises(InputError, match=r"services\[0\]\.speculative\.acceptance: every rate must be in \[0, 1\]"):
+    with pytest.raises(InputError, match=r"services\.chat\.speculative\.acceptance: every rate must be in \[0, 1\]"):
         load_scenario(path)
 
 

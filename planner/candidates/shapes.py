@@ -78,6 +78,19 @@ class Row:
         """Requests at the context length the instance holds: each DP rank has its own pool."""
         return self.shape.dp * self.held_per_rank
 
+    @property
+    def chips(self) -> tuple[str, ...]:
+        """The chips one replica of this choice takes GPUs on (a disaggregated choice takes two)."""
+        return (self.chip,)
+
+    def gpus_on(self, chip: str) -> int:
+        """GPUs one replica takes on `chip`."""
+        return self.gpus if chip == self.chip else 0
+
+    def instances(self, chip: str) -> list[tuple[int, int]]:
+        """(GPUs per instance, instances) one replica places on `chip`, for node packing."""
+        return [(self.gpus, 1)] if chip == self.chip else []
+
 
 @dataclass
 class ShapeVerdict:

@@ -69,13 +69,22 @@ def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[fl
 
 
 def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape, table: ChipTable) -> None:
-    """Evaluate one shape over the utilization × token-budget grid, appending rows to `table`."""
+    """Evaluate one shape over the utilization × token-budget grid, appending rows to `table`.
+
+    One kernel per token budget, at the highest utilization: the utilization changes only the
+    budget, and the pool is affine in it (`Kernel.held_at`), so each utilization's requests and
+    start-up checks are read off that kernel. The scan runs from the highest utilization down and
+    stops at the first that holds fewer requests than the one above it (or none); a token budget
+    whose highest utilization holds none ends the shape, as a larger budget only grows the
+    activation peak and the CUDA-graph captures. `table.evaluated` counts the grid points the scan
+    judged (the points it reached, the one that stopped it included, and one per token budget the
+    last rule ended)."""
     length = context_length(model, service)
     verdict = ShapeVerdict(shape)
     table.verdicts.append(verdict)
-    budgets = service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens"))
+    budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
     try:
-        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=min(budgets)), chip,
+        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip,
                           release=service.vllm_version)
     except InputError as err:
         verdict.invalid = str(err)
@@ -87,20 +96,22 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
         verdict.refusal = Startup(probe).failed_check()
         return
     margin = service.kv_margin
-    for mbt in sorted(budgets):
+    for n, mbt in enumerate(budgets):
+        kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=utils[0],
+                                                 max_num_batched_tokens=mbt), chip, release=service.vllm_version)
         top = 0
         for util in utils:
-            kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=util,
-                                                   max_num_batched_tokens=mbt), chip,
-                               release=service.vllm_version)
             table.evaluated += 1
-            held = Capacity(kernel).requests_held(margin)
-            if mbt == min(budgets) and util == utils[0]:
+            held = Capacity(kernel).held_at(kernel.budget_of(util), margin)
+            if n == 0 and util == utils[0]:
                 _record(verdict, kernel, held)
             if held < top or held == 0:
                 break  # lower utilizations leave a smaller pool: they hold no more, and this holds less
             top = held
             table.rows.append(Row(chip.id, shape, util, mbt, min(held, mbt), min(held, mbt)))
+        if top == 0:  # larger token budgets hold none either
+            table.evaluated += len(budgets) - n - 1
+            return
 
 
 def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Kernel:
@@ -189,6 +200,24 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
         if tables is not None:
             tables[key] = table
     return table
+
+
+def built_table(key: tuple) -> ChipTable | None:
+    """The table of `sweep_key` built inside the open `shared_tables` block, if any."""
+    tables = _SHARED.get()
+    return tables.get(key) if tables is not None else None
+
+
+def keep_table(key: tuple, table: ChipTable) -> None:
+    """Keep a table built in a worker (planner/candidates/parallel.py) in the open block."""
+    tables = _SHARED.get()
+    if tables is not None:
+        tables[key] = table
+
+
+def sharing() -> bool:
+    """Whether a `shared_tables` block is open (tables built now are kept for the command)."""
+    return _SHARED.get() is not None
 
 
 def has_latency_target(service: ServiceSpec) -> bool:

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from planner.commands import ranges
 from planner.commands.registry_option import registry_option
 
 
@@ -29,9 +30,9 @@ def _read(path: str) -> tuple[str, str]:
 @click.option("--model", help="model card name or config.json path, when the log's own is not known")
 @click.option("--chip", help="chip id (see `plan chips`); logs do not name the GPU")
 @click.option("--vllm-version", "release", help="the release, when the log does not state it (e.g. 0.19.0)")
-@click.option("--tp", type=int, help="tensor parallel size, when the log does not state it")
-@click.option("--max-num-seqs", type=int, help="max_num_seqs, when the log does not state it")
-@click.option("--gpu-memory-utilization", type=float, help="when the log does not state it")
+@click.option("--tp", type=ranges.at_least(1), help="tensor parallel size, when the log does not state it")
+@click.option("--max-num-seqs", type=ranges.at_least(1), help="max_num_seqs, when the log does not state it")
+@click.option("--gpu-memory-utilization", type=ranges.fraction(), help="when the log does not state it")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object (bytes as integers)")
 def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilization, as_json):
     """Read a vLLM start-up log (FILE, or - for standard input) of any release from 0.6 to 0.33,

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
-from rich.table import Table
 
+from planner.commands import ranges
 from planner.commands.flags import in_flags, vllm_flag
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
-from planner.report.memory import console_for_output, render_memory
+from planner.report.memory import render_memory
+from planner.report.numbers import count, number
+from planner.report.tables import Col, console_for_output, csv_text, print_table
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
 from pricing.units import GiB
@@ -35,32 +36,33 @@ def vllm_flags(f):
     """vLLM 0.33's own flags, as `vllm serve` spells them."""
     options = [
         click.option("--tensor-parallel-size", "-tp", "--tp", "tensor_parallel_size",
-                     type=int, default=1, show_default=True),
-        click.option("--pipeline-parallel-size", "-pp", "--pp", "pipeline_parallel_size", type=int, default=1,
-                     show_default=True, help="pipeline stages (layers split as vLLM's get_pp_indices)"),
+                     type=ranges.at_least(1), default=1, show_default=True),
+        click.option("--pipeline-parallel-size", "-pp", "--pp", "pipeline_parallel_size", type=ranges.at_least(1),
+                     default=1, show_default=True, help="pipeline stages (layers split as vLLM's get_pp_indices)"),
         click.option("--pp-layer-partition", "pp_layer_partition", callback=_partition, metavar="N,N,...",
                      help="layers per stage, as VLLM_PP_LAYER_PARTITION sets them"),
         click.option("--data-parallel-size", "-dp", "--dp", "data_parallel_size",
-                     type=int, default=1, show_default=True),
+                     type=ranges.at_least(1), default=1, show_default=True),
         click.option("--enable-expert-parallel", is_flag=True),
         click.option("--decode-context-parallel-size", "-dcp", "--dcp", "decode_context_parallel_size",
-                     type=int, default=1),
+                     type=ranges.at_least(1), default=1),
         click.option("--prefill-context-parallel-size", "-pcp", "--pcp", "prefill_context_parallel_size",
-                     type=int, default=1),
-        click.option("--gpu-memory-utilization", type=float, help="default 0.92 (vLLM 0.33)"),
-        click.option("--max-num-batched-tokens", type=int, help="default by chip memory (vLLM 0.33)"),
-        click.option("--max-num-seqs", type=int, help="default by chip memory (vLLM 0.33)"),
-        click.option("--max-model-len", type=int, help="default: the model's maximum"),
+                     type=ranges.at_least(1), default=1),
+        click.option("--gpu-memory-utilization", type=ranges.fraction(), help="default 0.92 (vLLM 0.33)"),
+        click.option("--max-num-batched-tokens", type=ranges.at_least(1), help="default by chip memory (vLLM 0.33)"),
+        click.option("--max-num-seqs", type=ranges.at_least(1), help="default by chip memory (vLLM 0.33)"),
+        click.option("--max-model-len", type=ranges.at_least(1), help="default: the model's maximum"),
         click.option("--kv-cache-dtype", default="auto", show_default=True),
-        click.option("--block-size", type=int),
-        click.option("--num-speculative-tokens", type=int, default=0),
+        click.option("--block-size", type=ranges.at_least(1),
+                     help="tokens per KV block (default: the attention backend's)"),
+        click.option("--num-speculative-tokens", type=ranges.at_least(0), default=0),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
         click.option("--enable-eplb", is_flag=True),
-        click.option("--num-redundant-experts", type=int, default=0,
+        click.option("--num-redundant-experts", type=ranges.at_least(0), default=0,
                      help="vLLM 0.33 takes it in --eplb-config '{\"num_redundant_experts\": N}'"),
         click.option("--enforce-eager", is_flag=True),
         click.option("--cudagraph-mode", help="NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE"),
-        click.option("--kv-cache-memory-bytes", type=int, help="fix the KV pool, as vLLM's flag does"),
+        click.option("--kv-cache-memory-bytes", type=ranges.at_least(1), help="fix the KV pool, as vLLM's flag does"),
         click.option("--disable-prefix-caching", "--no-enable-prefix-caching", "enable_prefix_caching", is_flag=True,
                      flag_value=False, default=True, help="vLLM 0.33's spelling; the second is kept as an alias"),
         click.option("--no-async-scheduling", "async_scheduling", is_flag=True, flag_value=False, default=True),
@@ -78,13 +80,16 @@ def vllm_flags(f):
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
 @click.option("--quantization", help=methods_help())
-@click.option("--memory-bytes", type=int, help="override the chip's memory as vLLM sees it")
-@click.option("--tokens", type=int, default=4096, show_default=True, help="length of the request to price")
+@click.option("--memory-bytes", type=ranges.at_least(1), help="override the chip's memory as vLLM sees it")
+@click.option("--tokens", type=ranges.at_least(0), default=4096, show_default=True,
+              help="length of the request to price")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes (provenance included)")
 @click.option("--provenance", "show_provenance", is_flag=True, help="also print every registry value used")
-@click.option("--batch", type=int, help="requests each rank decodes at once, for the step time (default: all it holds)")
-@click.option("--isl", type=int, help="mean input tokens (with --osl: price the step for that workload)")
-@click.option("--osl", type=int, help="mean output tokens (with --isl)")
+@click.option("--batch", type=ranges.at_least(1),
+              help="requests each rank decodes at once, for the step time (default: all it holds)")
+@click.option("--isl", type=ranges.at_least(1),
+              help="mean input tokens (with --osl: price the step for that workload)")
+@click.option("--osl", type=ranges.at_least(1), help="mean output tokens (with --isl)")
 @acceptance_option()
 @vllm_version_option()
 @vllm_flags
@@ -104,6 +109,9 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     if tokens < 0:
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
     graph = load_model(model, quantization)
+    if flags.get("mamba_cache_mode") is not None and not any(d["state"] is not None for _, d in graph.nodes()):
+        raise InputError("--mamba-cache-mode", f"{graph.name} has no recurrent (Mamba) state for it to cache",
+                         "drop the flag")
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
     try:
         kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
@@ -159,14 +167,23 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
             "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None}
 
 
+TABLE_FORMATS = click.Choice(["table", "csv"])
+MODEL_COLUMNS = (Col("name", "name"), Col("Hugging Face id", "name", drop=1), Col("format", "name", drop=2),
+                 Col("description", "text", drop=3))
+CHIP_COLUMNS = (Col("id", "name"), Col("name", "text", drop=4), Col("generation", "name", drop=3),
+                Col("memory (GiB)"), Col("GPUs/node", drop=2), Col("tp within", "text", drop=5), Col("$/GPU-hour"),
+                Col("as of", "name", drop=1))
+
+
 @click.command()
 @registry_option
 @click.option("--json", "as_json", is_flag=True)
-def models(as_json):
+@click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
+def models(as_json, fmt):
     """The model cards the project ships (--model takes the name)."""
     from pricing.config import list_cards, resolve
+    from pricing.config.dtypes import model_dtype
     from pricing.config.quantization import served_format
-    from pricing.graph.common import model_dtype
 
     cards = list_cards()
     for c in cards:
@@ -175,18 +192,19 @@ def models(as_json):
     if as_json:
         click.echo(json.dumps(cards, indent=2))
         return
-    table = Table(title="model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)")
-    for col in ("name", "Hugging Face id", "format", "description"):
-        table.add_column(col)
-    for c in cards:
-        table.add_row(c["name"], c["hf_id"], c["format"], c["description"])
-    Console().print(table)
+    rows = [[c["name"], c["hf_id"], c["format"], c["description"]] for c in cards]
+    if fmt == "csv":
+        click.echo(csv_text(MODEL_COLUMNS, rows), nl=False)
+        return
+    print_table(console_for_output(), "model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)",
+                MODEL_COLUMNS, rows)
 
 
 @click.command()
 @registry_option
 @click.option("--json", "as_json", is_flag=True)
-def chips(as_json):
+@click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
+def chips(as_json, fmt):
     """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a
     default price (`*`: an estimate, dated in the footnote)."""
     rows = [get_chip(c) for c in chip_ids()]
@@ -199,15 +217,13 @@ def chips(as_json):
                                 "sources": {p.name.rsplit(".", 1)[-1]: p.source for p in c.provenance}}
                                for c in rows], indent=2))
         return
-    table = Table(title="chips")
-    for col in ("id", "name", "generation", "memory (GiB)", "GPUs/node", "tp within", "$/GPU-hour", "as of"):
-        table.add_column(col, justify="right" if col in ("memory (GiB)", "GPUs/node", "$/GPU-hour") else "left",
-                         no_wrap=col != "name")
-    for c in rows:
-        table.add_row(c.id, c.name, c.generation, f"{c.memory_bytes / GiB:.2f}", str(c.gpus_per_node),
-                      f"{c.tp_domain} over {c.tp_link}" if c.tp_domain > 1 else "1 (one GPU per node)",
-                      c.price_label, c.price_as_of)
+    cells = [[c.id, c.name, c.generation, number(c.memory_bytes / GiB), count(c.gpus_per_node),
+              f"{c.tp_domain} over {c.tp_link}" if c.tp_domain > 1 else "1 (one GPU per node)", c.price_label,
+              c.price_as_of] for c in rows]
+    if fmt == "csv":
+        click.echo(csv_text(CHIP_COLUMNS, cells), nl=False)
+        return
     console = console_for_output()
-    console.print(table)
+    print_table(console, "chips", CHIP_COLUMNS, cells)
     console.print("* an estimate, not a quote (dated in 'as of'); give your own with --price. A chip without NVLink "
                   "runs tensor parallelism over PCIe within a node, as vLLM allows. Sources: `plan chips --json`.")

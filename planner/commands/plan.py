@@ -7,17 +7,21 @@ when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 from __future__ import annotations
 
 import json
-import math
 import os
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from pydantic import ValidationError
 
+from planner.commands import ranges
 from planner.commands.flags import PLAN_FLAGS, in_flags
 from planner.commands.registry_option import registry_option
-from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
-from pricing.config.quantization import methods_help
+from planner.limits import MAX_CONCURRENCY, MAX_GPUS, MAX_RATE, MIN_CONTEXT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from planner.request import PlanRequest, ServiceSpec
+from pricing.config.methods import methods_help
 from pricing.errors import InputError
 
 
@@ -45,18 +49,12 @@ def vllm_version_option(multiple: bool = False):
                              "defaults and fitted memory laws")
 
 
-def _check_time_limit(ctx, param, value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise InputError("--time-limit", f"must be a positive number of seconds, got {value:g}", "for example 10")
-    return value
-
-
 def time_limit_option():
     """--time-limit, one option on `plan`, `plan compare` and `plan scenario`: the solver's
     wall-clock bound (planner/defaults.yaml solver.max_time_in_seconds when absent)."""
     from planner import defaults
 
-    return click.option("--time-limit", type=float, callback=_check_time_limit,
+    return click.option("--time-limit", type=ranges.positive("for example 10"),
                         help="solver wall-clock bound in seconds (default "
                              f"{defaults.value('solver.max_time_in_seconds'):g}, planner/defaults.yaml)")
 
@@ -69,31 +67,34 @@ def options_list(axes: bool = False) -> list:
     return [
         click.option("--model", help="model card name, config.json path or cached HF id" + repeat, **many),
         click.option("--chip", multiple=True, help="chip id (repeat to choose among chips; see `plan chips`)"),
-        click.option("--concurrency", type=int, help="concurrent requests the pool must hold" + repeat, **many),
-        click.option("--context-length", "--max-model-len", "context_length", type=int,
+        click.option("--concurrency", type=ranges.at_least(1, high=MAX_CONCURRENCY),
+                     help="concurrent requests the pool must hold" + repeat, **many),
+        click.option("--context-length", "--max-model-len", "context_length",
+                     type=ranges.at_least(MIN_CONTEXT, "give the tokens per request, e.g. 32768"),
                      help="tokens per request (max_model_len); default: the model's maximum" + repeat, **many),
-        click.option("--headroom", type=float, default=0.0, show_default=True,
+        click.option("--headroom", type=ranges.percent(), default=0.0, show_default=True,
                      help="percent of extra concurrency the pool must hold"),
-        click.option("--margin", type=float,
+        click.option("--margin", type=ranges.percent(high=100, high_open=True),
                      help="percent of each rank's predicted KV pool not counted on; default: the calibration's "
                           "90th-percentile optimistic error (registry cost_model_memory.kv_pool_margin)"),
-        click.option("--max-gpus", type=int, help="GPUs the pool may use (instances pack into whole nodes)"),
-        click.option("--gpus-per-node", type=int, help="GPUs per node (default: the chip's)"),
-        click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=int,
+        click.option("--max-gpus", type=ranges.at_least(1, high=MAX_GPUS),
+                     help="GPUs the pool may use (instances pack into whole nodes)"),
+        click.option("--gpus-per-node", type=ranges.at_least(1), help="GPUs per node (default: the chip's)"),
+        click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=ranges.at_least(1),
                      help="allowed tensor parallel sizes (repeat)"),
-        click.option("--pp", "-pp", "--pipeline-parallel-size", "pp", multiple=True, type=int,
+        click.option("--pp", "-pp", "--pipeline-parallel-size", "pp", multiple=True, type=ranges.at_least(1),
                      help="allowed pipeline parallel sizes (repeat; stages across nodes)"),
-        click.option("--dp", "-dp", "--data-parallel-size", "dp", multiple=True, type=int,
+        click.option("--dp", "-dp", "--data-parallel-size", "dp", multiple=True, type=ranges.at_least(1),
                      help="allowed data parallel sizes (repeat; MoE models)"),
-        click.option("--dcp", "-dcp", "--decode-context-parallel-size", "dcp", multiple=True, type=int,
+        click.option("--dcp", "-dcp", "--decode-context-parallel-size", "dcp", multiple=True, type=ranges.at_least(1),
                      help="allowed decode context parallel sizes (repeat)"),
         click.option("--kv-cache-dtype", multiple=True, help="KV cache dtypes to choose among (repeat); default auto"),
-        click.option("--gpu-memory-utilization", multiple=True, type=float,
+        click.option("--gpu-memory-utilization", multiple=True, type=ranges.fraction(),
                      help="utilizations to search (repeat); default: planner/defaults.yaml, topped out 1 GiB below "
                           "what the chip holds beside the budget"),
-        click.option("--max-num-batched-tokens", multiple=True, type=int,
+        click.option("--max-num-batched-tokens", multiple=True, type=ranges.at_least(1),
                      help="token budgets to search (repeat); default 2048 … 32768"),
-        click.option("--num-speculative-tokens", type=int, default=0, show_default=True),
+        click.option("--num-speculative-tokens", type=ranges.at_least(0), default=0, show_default=True),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
         acceptance_option(),
         click.option("--quantization", help=methods_help() + repeat, **many),
@@ -101,15 +102,16 @@ def options_list(axes: bool = False) -> list:
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         time_limit_option(),
         spare_option(),
-        click.option("--tpot-ms", type=float, help="time per output token every request must get, in ms"),
-        click.option("--ttft-ms", type=float, help="time to first token of a prompt (--isl tokens), in ms"),
-        click.option("--isl", type=int, help="mean input tokens of a request (with --osl: the workload)"),
-        click.option("--osl", type=int, help="mean output tokens of a request (with --isl)"),
-        click.option("--requests-per-second", type=float, help="requests the pool must serve each second (needs "
-                     "--isl and --osl)" + repeat, **many),
-        click.option("--range-ratio", type=float, default=0.0, show_default=True,
-                     help="with service targets: lengths uniform in [isl (1 - r), isl (1 + r)], as vllm bench serve "
-                          "--random-range-ratio"),
+        click.option("--tpot-ms", type=ranges.positive(), help="time per output token every request must get, in ms"),
+        click.option("--ttft-ms", type=ranges.positive(), help="time to first token of a prompt (--isl tokens), in ms"),
+        click.option("--isl", type=ranges.at_least(1),
+                     help="mean input tokens of a request (with --osl: the workload)"),
+        click.option("--osl", type=ranges.at_least(1), help="mean output tokens of a request (with --isl)"),
+        click.option("--requests-per-second", type=ranges.positive(high=MAX_RATE),
+                     help="requests the pool must serve each second (needs --isl and --osl)" + repeat, **many),
+        click.option("--range-ratio", type=ranges.Bounded(float, 0, 1, high_open=True), default=0.0,
+                     show_default=True, help="with service targets: lengths uniform in [isl (1 - r), isl (1 + r)], "
+                     "as vllm bench serve --random-range-ratio"),
         *slo_options(),
         vllm_version_option(multiple=axes),
         click.option("--provenance", "show_provenance", is_flag=True,
@@ -122,25 +124,28 @@ def options_list(axes: bool = False) -> list:
 
 def spare_option():
     """--spare N: whole nodes per chip kept free beside the pools (N+1 capacity: --spare 1)."""
-    return click.option("--spare", type=click.IntRange(min=0), default=0, show_default=True,
+    return click.option("--spare", type=ranges.at_least(0), default=0, show_default=True,
                         help="whole nodes per chip kept free as spare capacity (1 for N+1), shown in the node map")
 
 
 def slo_options() -> list:
     """--p50-ttft-ms ... --p99-e2e-ms and --goodput: service targets at --requests-per-second."""
-    from planner.request import METRIC_NAMES, METRICS, PERCENTILES
+    from planner.limits import METRIC_NAMES, METRICS, PERCENTILES
 
-    out = [click.option(f"--p{p}-{m}-ms", f"p{p}_{m}_ms", type=float,
+    out = [click.option(f"--p{p}-{m}-ms", f"p{p}_{m}_ms", type=ranges.positive(),
                         help=f"p{p} {METRIC_NAMES[m]} bound in ms at --requests-per-second" if (m, p) == ("ttft", 99)
                         else f"p{p} {METRIC_NAMES[m]} bound (ms)") for m in METRICS for p in PERCENTILES]
-    out.append(click.option("--goodput", type=float, help="fraction of requests that must meet every TTFT, TPOT and "
-                            "E2E bound given (as vllm bench serve --goodput counts them)"))
+    out.append(click.option("--goodput", type=ranges.fraction("for example 0.99"),
+                            help="fraction of requests that must meet every TTFT, TPOT and E2E bound given (as vllm "
+                                 "bench serve --goodput counts them)"))
     return out
 
 
 def slo_from(options: dict):
     """The service targets the flags give, or None."""
-    from planner.request import METRICS, PERCENTILES, SloSpec
+    from pydantic import ValidationError
+
+    from planner.request import METRICS, PERCENTILES, SloSpec, validation_message
 
     given = {f"p{p}_{m}_ms": options.get(f"p{p}_{m}_ms") for m in METRICS for p in PERCENTILES}
     given = {k: v for k, v in given.items() if v is not None}
@@ -184,10 +189,25 @@ def apply_options(options: list, f):
     return registry_option(f)
 
 
+def serving_options() -> list:
+    """`plan`'s options of disaggregated serving (prefill and decode pools, vLLM's NixlConnector)."""
+    return [
+        click.option("--serving", type=click.Choice(["agg", "disagg", "auto"]), default="agg", show_default=True,
+                     help="agg: one pool of aggregated instances; disagg: a prefill pool and a decode pool; auto: "
+                          "plan both and keep the cheaper"),
+        click.option("--prefill-chip", multiple=True, help="chips the prefill pool may use (repeat; default --chip)"),
+        click.option("--decode-chip", multiple=True, help="chips the decode pool may use (repeat; default --chip)"),
+    ]
+
+
 def plan_options(f):
+    """`plan`'s options: the shared ones, how the plan is printed, and the manifests it can emit."""
     from planner.commands.emit import k8s_options
 
-    return apply_options(options_list() + k8s_options(), f)
+    shown = [click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
+             click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True,
+                          help="csv: the plan table (the best pool and the alternatives), every column")]
+    return apply_options(options_list() + serving_options() + shown + k8s_options(), f)
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -235,18 +255,26 @@ def workload_from(options: dict):
 
 def request_from(options: dict) -> PlanRequest:
     """The flags as a validated request; a pydantic error becomes one InputError line."""
-    if not options["chip"]:
+    from pydantic import ValidationError
+
+    from planner.request import PlanRequest, PoolLimits, ServiceSpec, validation_message
+
+    prefill, decode = options.get("prefill_chip") or (), options.get("decode_chip") or ()
+    if (prefill or decode) and options.get("serving", "agg") == "agg":
+        raise InputError("--prefill-chip" if prefill else "--decode-chip", "has no effect on an aggregated plan",
+                         "add --serving disagg or --serving auto")
+    chips = options["chip"] or tuple(dict.fromkeys(prefill + decode))
+    if not chips:
         raise InputError("--chip", "is required", "give a chip id such as h200 (see `plan chips`), repeat to compare")
     every, by_chip = parse_prices(options["price"])
     workload = workload_from(options)
     slo = slo_from(options)
-    if options["concurrency"] is None and slo is None:
-        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64, or service "
-                         "targets at a rate (--requests-per-second with --p99-ttft-ms ...)")
+    concurrency = options["concurrency"]
+    if concurrency is None:  # a rate sizes the pool by its throughput within the targets (concurrency_note)
+        concurrency = 1 if slo is not None else rate_only(options, workload)
     try:
         service = ServiceSpec(
-            model=options["model"], quantization=options["quantization"],
-            concurrency=options["concurrency"] if options["concurrency"] is not None else 1,
+            model=options["model"], quantization=options["quantization"], concurrency=concurrency,
             context_length=options["context_length"], headroom=options["headroom"], margin=options["margin"],
             num_speculative_tokens=options["num_speculative_tokens"], speculative_method=options["speculative_method"],
             speculative_acceptance=options.get("speculative_acceptance"),
@@ -255,10 +283,10 @@ def request_from(options: dict) -> PlanRequest:
             gpu_memory_utilization=options["gpu_memory_utilization"] or None,
             max_num_batched_tokens=options["max_num_batched_tokens"] or None,
             vllm_version=options["vllm_version"], tpot_ms=options.get("tpot_ms"), ttft_ms=options.get("ttft_ms"),
-            workload=workload, slo=slo)
-        limits = PoolLimits(chips=options["chip"], price=every, prices=by_chip, max_gpus=options["max_gpus"],
+            workload=workload, slo=slo, serving=options.get("serving", "agg"))
+        limits = PoolLimits(chips=chips, price=every, prices=by_chip, max_gpus=options["max_gpus"],
                             gpus_per_node=options["gpus_per_node"], time_limit=options["time_limit"],
-                            spare=options.get("spare", 0))
+                            spare=options.get("spare", 0), prefill_chips=prefill or None, decode_chips=decode or None)
     except ValidationError as err:
         first = err.errors()[0]
         field = str(first["loc"][-1] if first["loc"] else "input")
@@ -267,6 +295,20 @@ def request_from(options: dict) -> PlanRequest:
         message = validation_message(first)
         raise InputError(f"--{flag}", message[:1].lower() + message[1:], "see `plan --help`") from None
     return PlanRequest(service=service, limits=limits)
+
+
+FLAGS = {"kv_cache_dtypes": "--kv-cache-dtype", "speculative_method": "--speculative-method",
+         "num_speculative_tokens": "--num-speculative-tokens", "workload": "--isl"}
+
+
+def check_service(service: ServiceSpec) -> None:
+    """The first of what is wrong with the service whatever the shape, as bad input (exit 2)
+    before the search (planner/request.py service_problems)."""
+    from planner.request import service_problems
+    from pricing.graph import load_model
+
+    for field, problem, fix in service_problems(service, load_model(service.model, service.quantization))[:1]:
+        raise InputError(FLAGS[field], problem, fix)
 
 
 def check_output_path(path: str | None, flag: str = "--chart") -> None:
@@ -282,6 +324,34 @@ def check_output_path(path: str | None, flag: str = "--chart") -> None:
                          "folder")
     if target.is_dir() or not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise InputError(flag, f"cannot write {path}", "name a file you can write")
+    try:  # the permission bits do not tell (root, /proc, a read-only mount): create a file beside it
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=f".{target.name}.", suffix=".probe"):
+            pass
+    except OSError as err:
+        raise InputError(flag, f"cannot write {path} ({err.strerror})", "name a file in a folder you can write") \
+            from None
+
+
+def rate_only(options: dict, workload) -> int:
+    """Without --concurrency, a request rate with its latency targets sizes the pool by itself (each
+    candidate's replicas serve the rate at its throughput within the targets, as the disaggregated
+    decode pool is sized): the concurrency floor is one request."""
+    rate, ttft, tpot = options.get("requests_per_second"), options.get("ttft_ms"), options.get("tpot_ms")
+    if rate is None or (ttft is None and tpot is None) or workload is None:
+        raise InputError("--concurrency", "is required", "give the concurrent requests to serve, e.g. 64, or "
+                         "--requests-per-second with --isl, --osl and --ttft-ms or --tpot-ms, or service targets at "
+                         "a rate (--requests-per-second with --p99-ttft-ms ...)")
+    return 1
+
+
+def concurrency_note(options: dict, request: PlanRequest) -> list[str]:
+    """Say how the pool was sized when --concurrency was not given."""
+    s = request.service
+    if options["concurrency"] is not None or s.slo is not None:
+        return []
+    return [f"no --concurrency: the aggregated pool is sized by {s.workload.requests_per_second:g} requests/s at "
+            "each candidate's throughput within the targets (its TTFT is the chunked prefill beside the decodes, "
+            "without queueing for admission), so 'held' and 'headroom' count against one request"]
 
 
 def unused_prices(request: PlanRequest) -> list[str]:
@@ -303,17 +373,21 @@ def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) 
 def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
     if not options.get("model"):
-        click.echo(ctx.get_help())
-        return
+        raise InputError("--model", "is required" if options.get("model") is None else "must not be empty",
+                         "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "
+                         "`plan --help` lists the options")
     from planner.commands import emit
     from planner.heap import freeze_imported
-    from planner.report.memory import console_for_output
     from planner.report.plan import plan, winner_kernel
-    from planner.report.render import render_infeasible, render_plan
+    from planner.report.render import PLAN_COLUMNS, plan_rows, render_brief, render_infeasible, render_plan
+    from planner.report.tables import console_for_output, csv_text
 
     freeze_imported()
     emit.check(options)
     request = request_from(options)
+    check_service(request.service)
+    if request.service.serving != "agg":
+        return run_serving(ctx, request, options)
     chart_path = options.get("chart_path")
     if chart_path:
         if request.service.slo is None:
@@ -330,18 +404,66 @@ def run(ctx: click.Context, **options) -> None:
         t = result.target
         pareto_chart(result.best.serving, chart_path, f"{result.model} at {t.requests_per_second:g} requests/s: "
                      f"cost per token against p99 TPOT ({', '.join(t.service_targets)})")
-    result.notes[:0] = unused_prices(request) + unused_acceptance(request.service.speculative_acceptance,
-                                                                    request.service.num_speculative_tokens)
+    result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
+                        + unused_acceptance(request.service.speculative_acceptance,
+                                            request.service.num_speculative_tokens))
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
         for line in result.explanations + [f"note: {n}" for n in result.notes]:
             click.echo(line, err=True)
-    elif result.feasible:
-        render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"])
-    else:
+    elif not result.feasible:
         render_infeasible(result, console_for_output())
+    elif options.get("fmt") == "csv":
+        click.echo(csv_text(PLAN_COLUMNS, plan_rows(result)), nl=False)
+    elif options.get("brief"):
+        render_brief(result, console_for_output())
+    else:
+        render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"])
     if not result.feasible:
         ctx.exit(1)
     if options.get("emit"):
         for line in emit.emit([(result.best.model, result.best)], options):
             click.echo(line, err=options["as_json"])
+
+
+def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
+    """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
+    cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner.report.disagg_plan import plan_serving, role_kernels
+    from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
+    from planner.report.memory import console_for_output
+    from planner.report.plan import winner_kernel
+    from planner.report.render import render_infeasible, render_notes, render_plan
+
+    choice = plan_serving(request)
+    notes = concurrency_note(options, request) + unused_prices(request)
+    agg, dis = choice.aggregated, choice.disaggregated
+    if agg is not None:
+        agg.notes[:0] = notes
+    s = request.service
+    workload = (f"{s.model} at {s.workload.requests_per_second:g} requests/s of {s.workload.isl:,} input and "
+                f"{s.workload.osl:,} output tokens, TTFT {s.ttft_ms:g} ms"
+                + (f", TPOT {s.tpot_ms:g} ms" if s.tpot_ms is not None else ""))
+    if options["as_json"]:
+        click.echo(json.dumps({"serving": choice.model_dump()}, indent=2))
+    else:
+        console = console_for_output()
+        if agg is not None:
+            console.print("[bold]aggregated[/bold]")
+            if agg.feasible:
+                render_plan(agg, winner_kernel(request, agg), console, options["show_provenance"])
+            else:
+                render_infeasible(agg, console)
+            console.print()
+            console.print("[bold]disaggregated[/bold]")
+        if dis.feasible:
+            render_disagg(dis, role_kernels(s, request.limits, dis), console, agg.hours_per_month if agg else 730,
+                          workload)
+        else:
+            render_disagg_infeasible(dis, console, workload)
+        if agg is None:
+            render_notes(notes, console)
+        render_choice(choice, console)
+    chosen = agg if choice.chosen == "agg" else dis
+    if not chosen.feasible:
+        ctx.exit(1)

@@ -17,8 +17,8 @@ from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
 from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
-from planner.report.memory import console_for_output
 from planner.report.render import render_comparison, render_fleet
+from planner.report.tables import console_for_output
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
 from pricing.errors import InputError
@@ -31,11 +31,21 @@ FORMATS = click.Choice(["table", "json", "markdown"])
 
 
 def _console() -> Console:
-    return console_for_output(160)
+    return console_for_output()
 
 
 def _err_console() -> Console:
     return Console(stderr=True)
+
+
+def executor_options() -> list:
+    """--executor and --ray-address, on `plan scenario` and `plan compare` (planner/report/executors.py)."""
+    return [click.option("--executor", type=click.Choice(defaults.value("parallel.executors")),
+                         default=defaults.value("parallel.executor"),
+                         show_default=True, help="where the variants are planned: one after another, a process "
+                                                 "pool (one worker per CPU), or Ray (pip install '.[ray]')"),
+            click.option("--ray-address", help="the Ray cluster to run on with --executor ray (ray.init's "
+                                               "address, e.g. ray://head:10001); default: a local Ray runtime")]
 
 
 def apply_options_to(options: list):
@@ -85,11 +95,12 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
               "and the base's node map beside it (FILE-nodes.png)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
+@apply_options_to(executor_options())
 @spare_option()
 @apply_k8s_options
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, spare,
-                     **k8s):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, executor,
+                     ray_address, spare, **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_schema:
         click.echo(json.dumps(schema(), indent=2))
@@ -110,7 +121,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     names = list(dict.fromkeys(variant_names)) if variant_names else (None if with_variants else [])
     with_variants = with_variants or bool(variant_names)
     ticker = Ticker(_err_console())
-    c = compare(scenario, names, progress=ticker, time_limit=time_limit)
+    c = compare(scenario, names, progress=ticker, time_limit=time_limit, executor=executor, ray_address=ray_address)
     code = _emit(c, fmt, with_variants, chart_path)
     if k8s.get("emit") and c.base.feasible:
         for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
@@ -221,14 +232,14 @@ def get_chip_id(name: str) -> str:
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, lines "
                                             "against context length or concurrency")
+@apply_options_to(executor_options())
 @click.pass_context
-def compare_command(ctx, file, fmt, chart_path, **options):
+def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options):
     """The same scenario under each variant (FILE), or a sweep given on the command line: every
     `plan` option, with several values for --model, --quantization, --concurrency,
     --context-length and --chip."""
     from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
-    from planner.report.fleet import plan_scenario
     from planner.report.review import Comparison, Ticker, axis_chart, markdown
 
     freeze_imported()
@@ -243,7 +254,8 @@ def compare_command(ctx, file, fmt, chart_path, **options):
         scenario = load_scenario(file)
         from planner.report.review import compare
 
-        c = compare(scenario, progress=Ticker(_err_console()), time_limit=options["time_limit"])
+        c = compare(scenario, progress=Ticker(_err_console()), time_limit=options["time_limit"], executor=executor,
+                    ray_address=ray_address)
         if options["show_provenance"]:
             click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
         ctx.exit(_emit(c, fmt, True, chart_path))
@@ -275,11 +287,18 @@ def compare_command(ctx, file, fmt, chart_path, **options):
              for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
     if options["show_provenance"]:
         notes.append(PROVENANCE_NOTE)
+    from planner.report.executors import plan_variants
+
     ticker = Ticker(_err_console())
-    results = []
-    for i, (label, s) in enumerate(scenarios):
-        ticker(i, len(scenarios), label)
-        results.append(plan_scenario(s, label, time_limit=options["time_limit"]))
+    done = [0]
+
+    def tick(label: str) -> None:
+        done[0] += 1
+        ticker(done[0], len(scenarios), label)
+
+    ticker(0, len(scenarios), scenarios[0][0])
+    results = plan_variants([(s, label) for label, s in scenarios], options["time_limit"], executor, ray_address,
+                            tick)
     ticker(len(scenarios), len(scenarios), "done")
     notes += [n for r in results for n in r.notes]
     title = sweep_title(points[0], varying)

@@ -9,7 +9,7 @@ max_num_seqs (vLLM's default, or the token budget, which max_num_seqs may not ex
 from __future__ import annotations
 
 from planner.candidates.shapes import ChipTable, Row
-from pricing.units import size
+from planner.report.numbers import count, ratio, size
 
 
 def _narrower(v) -> str:
@@ -45,8 +45,13 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
         return f"token budget: max_num_seqs may not exceed max_num_batched_tokens {row.max_num_batched_tokens:,}"
     if per_rank >= seqs_cap:
         return f"max_num_seqs: vLLM's default cap of {seqs_cap:,} requests per rank"
-    return (f"KV cache: {per_rank} requests of {kernel.engine.max_model_len:,} tokens per rank "
-            f"({size(kernel.kv_pool())} pool, {size(kernel.request_bytes())} each)")
+    length = kernel.engine.max_model_len
+    admission = kernel.sequence_admission_bytes()
+    each = (f"{size(kernel.request_bytes())} each: {size(kernel.sequence_variable_bytes(length))} of KV cache and "
+            f"{size(admission)} reserved at admission" if admission else f"{size(kernel.request_bytes())} each")
+    return (f"KV cache: {count(per_rank)} requests of {count(length)} tokens per rank ({size(kernel.kv_pool())} pool, "
+            f"{each}; vLLM's maximum concurrency, {ratio(kernel.max_concurrency())}, is before the KV margin and "
+            "whole blocks per group)")
 
 
 def default_max_num_seqs(model, chip, max_model_len: int) -> int:

@@ -5,6 +5,7 @@ used, the total cost, and the services left short with what each would take on i
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -13,24 +14,34 @@ from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.report.binds import binding, default_max_num_seqs
+from planner.report.disagg_plan import launch_pools
 from planner.report.plan import serving_figures, token_costs
 from planner.report.result import PoolPlan
 from planner.report.serve import instance_launches, pool_launch, served_model
+from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
+from planner.search.disagg import PairOption
 from planner.search.fleet import Prepared, search_fleet, unserved
 from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
+from planner.search.status import StageStatus
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
 
 
 class ServicePlan(PoolPlan):
-    """The pool chosen for one service: `plan`'s pool, with the service it serves."""
+    """The pool chosen for one service: `plan`'s pool, with the service it serves (a disaggregated
+    service has two: its prefill pool and its decode pool, `role`)."""
 
     service: str
     model: str
     target: int = Field(description="concurrency asked for")
+    role: str = Field("aggregated", description="aggregated, or the prefill or decode pool of a disaggregated "
+                                                "service (vLLM's NixlConnector)")
+    instance_commands: list[str] = Field(default_factory=list, description="a role's pool: one command per instance "
+                                         "(each with its own port and NIXL side channel), then the router on the "
+                                         "decode pool's")
 
 
 class Shortfall(BaseModel):
@@ -55,16 +66,19 @@ class FleetResult(BaseModel):
     feasible: bool
     services: list[ServicePlan]
     chips: list[ChipUse]
-    cost_per_hour: float
-    cost_per_month: float
-    gpus: int
+    cost_per_hour: float | None = Field(description="USD per hour of every pool; null when not every service is served")
+    cost_per_month: float | None = Field(description="cost_per_hour × the hours of a month; null when infeasible")
+    gpus: int | None = Field(description="GPUs of every pool; null when not every service is served")
     short: list[Shortfall] = []
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
-    decomposed: bool = Field(False, description="the inventory couples no services: each was solved on its own")
+    decomposed: bool = Field(False, description="each service's own optimum is the answer: they fit the inventory "
+                                                "together, so no coupled model was solved")
     own_cost_per_hour: float | None = Field(None, description="the sum of each service's cheapest pool on its own, "
                                             "without the inventory's GPU counts: the inventory binds when the total "
                                             "exceeds it")
-    solver_status: str
+    solver_status: str = Field(description="OPTIMAL only when every stage proved its optimum")
+    solver_stages: list[StageStatus] = Field(default_factory=list, description="what each stage of the solve "
+                                             "proved: status, value, bound, gap")
     candidates_evaluated: int
     seconds: float
     nodes: list[NodeUse] = Field(default_factory=list, description="the inventory's nodes and what runs on each GPU")
@@ -75,6 +89,11 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
     """Each service's pool, laid with the others on the inventory's nodes, with its commands."""
     out, launch = [], []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
+        if isinstance(option, PairOption):
+            for fields, role in _role_fields(p, option):
+                out.append(fields)
+                launch.append(role)
+            continue
         row = option.row
         model = load_model(p.spec.model, p.spec.quantization)
         length = context_length(model, p.spec)
@@ -105,14 +124,49 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
         launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
-    shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"])
-              for f in out]
-    laid = lay_out(shapes, scenario, {f["chip"]: p.node[f["chip"]] for p, f in zip(prepared, out, strict=True)})
-    plans = []
-    for fields, (named, d, per_node) in zip(out, launch, strict=True):
+    shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"],
+                        role=f.get("role", "aggregated")) for f in out]
+    per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
+    laid = lay_out(shapes, scenario, per_node)
+    plans, side_port = [], None
+    for fields, entry in zip(out, launch, strict=True):
         mine = [i for i in laid.instances if i.pool == fields["service"]]
-        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, per_node, mine))))
+        if isinstance(entry, RoleLaunch):  # a disaggregated service's pool: its connector and side channel
+            from planner.report.disagg_launch import side_channel_base
+
+            side_port = side_channel_base() if side_port is None else side_port
+            (pool,) = launch_pools(entry.spec, [(entry.pool, entry.deployment, entry.per_node)], mine, side_port)
+            side_port += len(mine) * entry.deployment.data_parallel_size
+            fields["instance_commands"] = [x.line for x in pool.launches]
+            plans.append(ServicePlan(**fields, **{k: getattr(pool, k) for k in ("instances", "vllm_serve",
+                                                                                 "vllm_serve_nodes")}))
+            continue
+        named, d, node = entry
+        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, node, mine))))
+    _add_routers(plans)
     return plans, laid
+
+
+@dataclass(frozen=True)
+class RoleLaunch:
+    """What a role pool's launch needs once it is placed."""
+
+    spec: ServiceSpec
+    pool: object  # RolePool
+    deployment: object
+    per_node: int
+
+
+def _add_routers(plans: list[ServicePlan]) -> None:
+    """Each disaggregated service's router, after its decode pool's instance commands."""
+    from planner.report.disagg_launch import router
+
+    for plan in plans:
+        if plan.role != "decode":
+            continue
+        name = plan.service.removesuffix(" (decode)")
+        prefill = next(p for p in plans if p.service == f"{name} (prefill)")
+        plan.instance_commands.append(router(prefill.instances, plan.instances).line)
 
 
 def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int]) -> Placement:
@@ -123,6 +177,26 @@ def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int
         stock = scenario.inventory.get(chip_id)
         chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id).tp_domain, stock.gpus if stock else None)
     return place(shapes, chips, scenario.spare)
+
+
+def _role_fields(p: Prepared, option: PairOption) -> list[tuple[dict, RoleLaunch]]:
+    """A disaggregated service's two pools as `plan --serving disagg` reports them, as ServicePlan
+    fields before placement, each with what its launch needs."""
+    from planner.report.disagg_plan import role_pools
+
+    fleet = option.row
+    model = load_model(p.spec.model, p.spec.quantization)
+    rate = p.spec.workload.requests_per_second
+    out = []
+    for pool, d, per_node in role_pools(model, p.spec, p.limits, fleet.pair, fleet.prefill, fleet.decode, rate,
+                                        p.node):
+        fields = pool.model_dump(include=set(PoolPlan.model_fields) - {"instances", "vllm_serve", "vllm_serve_nodes",
+                                                                         "nodes"})
+        spare = pool.concurrency / max(1, pool.in_flight) - 1
+        fields.update(headroom=spare, headroom_percent=round(spare * 100, 2), service=f"{p.name} ({pool.role})",
+                      target=pool.in_flight, role=pool.role)
+        out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
+    return out
 
 
 def _alone(p: Prepared) -> tuple[str, str]:
@@ -136,7 +210,7 @@ def _alone(p: Prepared) -> tuple[str, str]:
     if not unlimited:
         return ("no configuration of this service fits any allowed chip at this context length, whatever the "
                 "inventory", "no chip fits")
-    best = min(unlimited, key=lambda o: (o.price_units * o.row.gpus * o.rmin, o.row.gpus * o.rmin, o.rank))
+    best = min(unlimited, key=lambda o: (o.cost_units * o.rmin, o.row.gpus * o.rmin, o.rank))
     gpus = f"{best.row.gpus * best.rmin} {best.row.chip}"
     return (f"it needs {gpus} GPUs on its own ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
             f"holding {best.row.concurrency} requests each, ${best.price * best.row.gpus * best.rmin:,.2f}/hour)",
@@ -157,13 +231,15 @@ def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
                             f"{model.max_position:,} tokens")
 
 
-def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None) -> FleetResult:
+def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
+                  parallel_tables: bool = True) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
-    solver's wall-clock bound, default planner/defaults.yaml). A service vLLM would not start
-    at its context length leaves the result infeasible, with vLLM's reason."""
+    solver's wall-clock bound, default planner/defaults.yaml; `parallel_tables`: many candidate
+    tables may be built in worker processes). A service vLLM would not start at its context
+    length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
     refused = {s.name: why for s in scenario.services if (why := refused_context(scenario, s))}
-    found = search_fleet(scenario, set(refused), time_limit)
+    found = search_fleet(scenario, set(refused), time_limit, parallel_tables)
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
     if picks:
@@ -200,8 +276,10 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                              cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
     total = round(sum(pl.cost_per_hour for pl in plans), 4)
     return FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
-                       cost_per_hour=total, cost_per_month=round(total * hours, 2),
-                       gpus=sum(pl.gpus for pl in plans), short=short, solver_status=status,
+                       cost_per_hour=total if plans else None,
+                       cost_per_month=round(total * hours, 2) if plans else None,
+                       gpus=sum(pl.gpus for pl in plans) if plans else None, short=short, solver_status=status,
+                       solver_stages=found.stages,
                        notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),

@@ -8,17 +8,12 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from planner.report.numbers import block_unit, in_unit, size, tokens, with_article
+from planner.report.tables import console_for_output
 from pricing.rules import get as get_release
-from pricing.units import block_unit, in_unit, size
 
 if TYPE_CHECKING:  # pragma: no cover
     from pricing.kernel import Kernel
-
-
-def console_for_output(width: int = 140) -> Console:
-    """A console that does not wrap tables at 80 columns when writing to a file or pipe."""
-    probe = Console()
-    return Console(highlight=False, width=None if probe.is_terminal else width)
 
 
 def layer_span(ids) -> str:
@@ -61,7 +56,8 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
         console.print(f"{name:<17} {in_unit(value, unit):>9}")
     render_checkpoint(r, kernel, console)
     console.print()
-    console.print(f"a {r.sequence.tokens:,}-token request: {size(r.sequence.variable, 1)} of KV cache per rank")
+    console.print(f"{with_article(tokens(r.sequence.tokens))} request: {size(r.sequence.variable)} of KV cache per "
+                  "rank")
     if r.sequence.fixed or r.sequence.admission:
         console.print(f"held regardless of length: {size(r.sequence.fixed)} in steady decode (own pages "
                       f"{size(r.sequence.own_pages_steady)}), {size(r.sequence.admission)} reserved at admission")
@@ -129,7 +125,7 @@ def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
         console.print(f"checkpoint        {c.note}", soft_wrap=True)
         return
     console.print(f"checkpoint        {size(c.checkpoint_bytes)} in its files, {size(c.graph_bytes)} in the graph "
-                  f"({100 * c.gap:+.2f} %): {c.note}", soft_wrap=True)
+                  f"({100 * c.gap:+.2f}%): {c.note}", soft_wrap=True)
     if c.warning:
         console.print(f"[yellow]warning: {c.warning}[/yellow]", soft_wrap=True)
     for u in c.unaccounted[:5]:
@@ -144,9 +140,9 @@ def render_stages(p, console: Console) -> None:
         table.add_column(col, justify="left" if col in ("stage", "layers", "") else "right", no_wrap=True)
     for s in p.stages:
         binding = "binding" if s.index == p.binding_stage else ""
-        table.add_row(f"stage {s.index} of {p.size}", f"{s.layers[0]}-{s.layers[1] - 1}", size(s.fixed.weights, 2),
-                      size(s.fixed.activation_peak, 2), size(s.fixed.cuda_graph, 2), size(s.fixed.total, 2),
-                      size(s.kv_pool, 2), f"{s.block_bytes:,}", f"{s.own_num_blocks:,}", binding)
+        table.add_row(f"stage {s.index} of {p.size}", f"{s.layers[0]}-{s.layers[1] - 1}", size(s.fixed.weights),
+                      size(s.fixed.activation_peak), size(s.fixed.cuda_graph), size(s.fixed.total),
+                      size(s.kv_pool), f"{s.block_bytes:,}", f"{s.own_num_blocks:,}", binding)
     console.print(table)
     first = p.stages[p.binding_stage]
     console.print(f"binding: stage {p.binding_stage} of {p.size} (layers {first.layers[0]}-{first.layers[1] - 1}); "

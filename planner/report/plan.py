@@ -38,13 +38,11 @@ def plan(request: PlanRequest) -> PlanResult:
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
     provenance = _provenance(model, service, by_chip[pools[0].chip], found.ranked[0][0].row) if pools else []
     return PlanResult(
-        feasible=bool(pools), target=Target(
-            concurrency=service.concurrency, context_length=length,
-            requests_per_second=service.workload.requests_per_second if service.workload else None,
-            service_targets=target_words(service)),
+        feasible=bool(pools), target=Target.of(service, length, target_words(service)),
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
-                          seconds=round(found.seconds, 3), shapes_skipped=sum(t.skipped for t in found.tables)),
+                          solver_stages=found.stages, seconds=round(found.seconds, 3),
+                          shapes_skipped=sum(t.skipped for t in found.tables)),
         margin=margin_of(service),
         model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
         headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),

@@ -12,7 +12,20 @@ from rich.table import Table
 
 from planner import defaults
 from planner.report.memory import render_memory, render_provenance
-from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase, star
+from planner.report.numbers import (
+    ESTIMATE_MARK,
+    amount,
+    count,
+    duration,
+    money,
+    number,
+    percent,
+    percent_value,
+    tokens,
+    with_article,
+)
+from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase
+from planner.report.tables import Col, print_table
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
@@ -25,7 +38,8 @@ def split(p: PoolPlan, names: bool = True) -> str:
     """'2 × (tp 8, pp 1, dp 1, ep off, dcp 1)', or '2 × (8, 1, 1, off, 1)' under a header that names them."""
     parts = (("tp", p.tensor_parallel_size), ("pp", p.pipeline_parallel_size), ("dp", p.data_parallel_size),
              ("ep", "on" if p.enable_expert_parallel else "off"), ("dcp", p.decode_context_parallel_size))
-    return f"{p.replicas} × (" + (", " if names else ",").join(f"{k} {v}" if names else str(v) for k, v in parts) + ")"
+    inner = (", " if names else ",").join(f"{k} {v}" if names else str(v) for k, v in parts)
+    return f"{count(p.replicas)} × ({inner})"
 
 
 def _nodes(p: PoolPlan) -> str:
@@ -33,50 +47,83 @@ def _nodes(p: PoolPlan) -> str:
     return f"{p.replicas} × {p.nodes_per_replica}" if p.nodes_per_replica > 1 else "-"
 
 
-def plans_table(result: PlanResult) -> Table:
+PLAN_COLUMNS = (Col("", "name"), Col("chip", "name"), Col("GPUs"), Col("nodes", drop=3),
+                Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"), Col("util.", drop=4), Col("token\nbudget", drop=5),
+                Col("max_num_seqs", drop=6), Col("held"), Col("headroom", drop=2), Col("$/hour"),
+                Col("$/month", drop=1))
+
+
+def target_phrase(result: PlanResult) -> str:
+    """What was asked, every target restated: '64 concurrent requests at 1,048,576 tokens, TPOT ≤
+    30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
-    title = f"{result.model}: {t.concurrency} concurrent requests at {t.context_length:,} tokens"
-    if t.service_targets:
-        held = f", {t.concurrency} concurrent held" if t.concurrency > 1 else ""
-        title = (f"{result.model}: {t.requests_per_second:g} requests/s at {t.context_length:,} tokens{held}, "
-                 + ", ".join(t.service_targets))
-    if result.headroom_percent:
-        title += f" (+{result.headroom_percent:g} % headroom: {result.required} held)"
-    table = Table(box=box.SIMPLE_HEAD, title=title)
-    shape = "replicas × (tp,pp,dp,ep,dcp)"
-    columns = ("", "chip", "GPUs", "nodes", shape, "util.", "token budget", "max_num_seqs", "held", "headroom",
-               "$/hour", "$/month")
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("", "chip", shape) else "right", no_wrap=True)
-    implicit = bool(t.service_targets) and t.concurrency == 1  # no concurrency asked: headroom says nothing
+    text = f"{count(t.concurrency)} concurrent requests at {count(t.context_length)} tokens"
+    if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
+        held = f", {count(t.concurrency)} concurrent held" if t.concurrency > 1 else ""
+        text = (f"{number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s at "
+                f"{count(t.context_length)} tokens{held}, " + ", ".join(t.service_targets))
+    if t.tpot_ms is not None:
+        text += f", TPOT ≤ {duration(t.tpot_ms)}"
+    if t.ttft_ms is not None:
+        text += f", TTFT ≤ {duration(t.ttft_ms)}"
+    if t.requests_per_second is not None and not t.service_targets:
+        text += f", {number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s"
+    if t.isl is not None:
+        text += f" (prompts of {count(t.isl)}, outputs of {count(t.osl)} tokens)"
+    if t.headroom_percent:
+        text += f" (+{percent_value(t.headroom_percent)} headroom: {count(t.required)} required)"
+    return text
+
+
+def plan_rows(result: PlanResult) -> list[list[str]]:
+    """The best pool and its alternatives, one row each in PLAN_COLUMNS' order."""
+    rows = []
+    implicit = bool(result.target.service_targets) and result.target.concurrency == 1  # no concurrency asked
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
-        table.add_row("best" if i == 0 else str(i), p.chip, str(p.gpus), _nodes(p), split(p, names=False) + kv,
-                      f"{p.gpu_memory_utilization:.2f}", f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs),
-                      f"{p.concurrency:,}", "-" if implicit else f"{p.headroom:.1%}",
-                      f"{p.cost_per_hour:,.2f}{star(p)}",
-                      f"{p.cost_per_hour * result.hours_per_month:,.0f}{star(p)}")
-    return table
+        rows.append(["best" if i == 0 else str(i), p.chip, count(p.gpus), _nodes(p), split(p, names=False) + kv,
+                     f"{p.gpu_memory_utilization:.2f}", count(p.max_num_batched_tokens), count(p.max_num_seqs),
+                     count(p.concurrency), "-" if implicit else percent(p.headroom),
+                     amount(p.cost_per_hour, p.price_estimate),
+                     amount(p.cost_per_hour * result.hours_per_month, p.price_estimate, cents=False)])
+    return rows
+
+
+def plans_table(result: PlanResult, console: Console) -> None:
+    """The plan table, fitted to the console (planner/report/tables.py)."""
+    print_table(console, f"{result.model}: {target_phrase(result)}", PLAN_COLUMNS, plan_rows(result))
+
+
+def margin_line(result: PlanResult) -> str:
+    """'margin: 0.9% of each rank's predicted KV pool is not counted on (--margin sets it; --provenance
+    says where it comes from)': short; the source is in the provenance and the JSON."""
+    given = result.margin.source == "--margin"
+    return (f"margin: {percent(result.margin.fraction)} of each rank's predicted KV pool is not counted on ("
+            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says where it comes from")
+            + ")")
+
+
+def best_line(best: PoolPlan) -> str:
+    """'best: 4 × h200 GPUs as 1 × (tp 1, ...), 100 requests held, $18.16*/hour'."""
+    return (f"best: {count(best.gpus)} × {best.chip} GPUs as {split(best)}, {count(best.concurrency)} requests held, "
+            f"{money(best.cost_per_hour, best.price_estimate)}/hour")
 
 
 def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance: bool = False) -> None:
     """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count."""
     best = result.best
-    console.print(plans_table(result))
+    plans_table(result, console)
     for note in price_footnotes([best, *result.alternatives]):
         console.print(note)
-    console.print(f"context length {result.target.context_length:,} tokens (max_model_len); cost is GPUs × "
+    console.print(f"context length {count(result.target.context_length)} tokens (max_model_len); cost is GPUs × "
                   f"$/GPU-hour, {result.hours_per_month} hours a month; ties go to fewer GPUs, then more headroom, "
                   "then the larger token budget")
     if result.margin is not None:
-        console.print(f"margin: {result.margin.fraction:.1%} of each rank's predicted KV pool is not counted on "
-                      f"({result.margin.source}" + ("" if result.margin.source == "--margin" else "; --margin sets it")
-                      + ")", soft_wrap=True)
+        console.print(margin_line(result), markup=False)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
-                  f"{solver_phrase(result.search.solver_status)}", soft_wrap=True)
+                  f"{solver_phrase(result.search.solver_status, result.search.solver_stages)}", soft_wrap=True)
     console.print()
-    console.print(f"[bold]best:[/bold] {best.gpus} × {best.chip} GPUs as {split(best)}, "
-                  f"{best.concurrency:,} requests held, ${best.cost_per_hour:,.2f}{star(best)}/hour")
+    console.print(best_line(best))
     console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
     for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
         console.print(line, soft_wrap=True, markup=False)
@@ -92,6 +139,16 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
         gpus = sum(n.gpus for n in spare)
         console.print(f"spare: {len(spare)} {best.chip} node{'s' if len(spare) > 1 else ''} ({gpus} GPUs) kept free "
                       f"(--spare), ${gpus * best.price_per_gpu_hour:,.2f}/hour beyond the pool's cost")
+    render_launch(best, console)
+    render_notes(result.notes, console)
+
+
+def render_brief(result: PlanResult, console: Console) -> None:
+    """`plan --brief`: the plan line, what binds, the launch commands."""
+    best = result.best
+    console.print(f"{result.model}: {target_phrase(result)}", soft_wrap=True, markup=False)
+    console.print(best_line(best), soft_wrap=True, markup=False)
+    console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
     render_launch(best, console)
     render_notes(result.notes, console)
 
@@ -181,17 +238,10 @@ def render_notes(notes: list[str], console: Console) -> None:
 
 
 def render_infeasible(result: PlanResult, console: Console) -> None:
-    t = result.target
-    console.print(f"[bold red]no pool fits[/bold red] {result.model} at {t.concurrency} concurrent requests of "
-                  f"{t.context_length:,} tokens" + (f" ({result.required} with headroom)" if result.headroom_percent
-                                                     else "") + ":")
+    console.print(f"[bold red]no pool fits[/bold red] {result.model}: {target_phrase(result)}", soft_wrap=True)
     for line in result.explanations:
         console.print(f"- {line}", soft_wrap=True)
     render_notes(result.notes, console)
-
-
-def _seconds(ms: float) -> str:
-    return f"{ms:,.1f} ms" if ms < 10_000 else f"{ms / 1000:,.0f} s"
 
 
 def serving_lines(p: PoolPlan) -> list[str]:
@@ -214,10 +264,12 @@ def cost_lines(p: PoolPlan) -> list[str]:
     """$/M tokens at the workload (each charges the pool's whole cost to that kind of token)."""
     if p.cost_per_million_output_tokens is None:
         return []
-    line = f"cost per token: ${p.cost_per_million_output_tokens:,.3f}{star(p)} per million output tokens"
+    line = (f"cost per token: ${p.cost_per_million_output_tokens:,.3f}{ESTIMATE_MARK if p.price_estimate else ''} "
+            "per million output tokens")
     if p.cost_per_million_input_tokens is None:
         return [line + " (the pool's whole cost over the output of the speed figures above)"]
-    line += f", ${p.cost_per_million_input_tokens:,.3f}{star(p)} per million input tokens"
+    line += (f", ${p.cost_per_million_input_tokens:,.3f}{ESTIMATE_MARK if p.price_estimate else ''} per million "
+             "input tokens")
     return [line + " (each the pool's whole cost over that kind of token at the workload)"]
 
 
@@ -229,13 +281,22 @@ def speed_lines(p: PoolPlan) -> list[str]:
         from pricing.step import missing_rates
 
         return [f"speed: unknown ({missing_rates(get_chip(p.chip))})"]
-    rate = f", {s.pool_requests_per_second:,.2f} requests/s" if s.pool_requests_per_second else ""
-    return [f"speed (step model): {s.tpot_ms:,.1f} ms per output token at {s.batch_per_rank} requests per rank "
-            f"({s.context_tokens:,} tokens of context), first token of a {s.prompt_tokens:,}-token prompt in "
-            f"{_seconds(s.ttft_ms)}; {s.output_tokens_per_second:,.0f} output tokens/s per instance, "
-            f"{s.output_tokens_per_second_per_gpu:,.0f} per GPU, {s.pool_output_tokens_per_second:,.0f} for the "
+    rate = f", {number(s.pool_requests_per_second)} requests/s" if s.pool_requests_per_second else ""
+    return [f"speed (step model): {duration(s.tpot_ms)} per output token at {count(s.batch_per_rank)} requests per "
+            "rank "
+            f"({count(s.context_tokens)} tokens of context), first token of {with_article(tokens(s.prompt_tokens))} "
+            f"prompt in {duration(s.ttft_ms)}; {count(s.output_tokens_per_second)} output tokens/s per instance, "
+            f"{count(s.output_tokens_per_second_per_gpu)} per GPU, {count(s.pool_output_tokens_per_second)} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
                                                                 if s.speculative else [])
+
+
+def fleet_columns(hours: int) -> list[Col]:
+    """The columns of one review's table of services."""
+    return [Col("service", "name"), Col("model", "name", drop=7), Col("chip", "name"), Col("GPUs"),
+            Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"), Col("util.", drop=4), Col("token\nbudget", drop=5),
+            Col("max_num_seqs", drop=6), Col("held /\nasked"), Col("headroom", drop=2), Col("$/hour"),
+            Col(f"$/month\n({hours} h)", drop=1)]
 
 
 def render_fleet(r: FleetResult, console: Console) -> None:
@@ -249,26 +310,23 @@ def render_fleet(r: FleetResult, console: Console) -> None:
             console.print(f"  {s.service} is short: {s.reason}", markup=False)
         console.print(search_line(r), soft_wrap=True)
         return
-    table = Table(title=title)
-    for col in ("service", "model", "chip", "GPUs", "replicas × (tp, pp, dp, ep, dcp)", "util", "token budget",
-                "max_num_seqs", "concurrency", "headroom", "$/hour", f"$/month ({hours} h)"):
-        table.add_column(col, justify="left" if col in ("service", "model", "chip") else "right")
-    for p in r.services:
-        split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
-                 f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
-        table.add_row(p.service, p.model, p.chip, str(p.gpus), split, f"{p.gpu_memory_utilization:.2f}",
-                      f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), f"{p.concurrency} / {p.target}",
-                      f"{p.headroom * 100:.0f} %", f"{p.cost_per_hour:,.2f}{star(p)}",
-                      f"{p.cost_per_hour * hours:,.0f}{star(p)}")
-    console.print(table)
+    rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
+             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.concurrency)} / {count(p.target)}",
+             percent(p.headroom, 0), amount(p.cost_per_hour, p.price_estimate),
+             amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
+    print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)
     for note in price_footnotes(r.services):
         console.print(note)
     used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
                      for u in r.chips)
+    estimate = any(p.price_estimate for p in r.services)
+    console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
+                  f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
     console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
                   f"{search_line(r)}", soft_wrap=True)
-    for p in r.services:
-        for line in speed_lines(p) + serving_lines(p) + cost_lines(p):
+    for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
+        for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
+                     else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
                            f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes "
@@ -276,6 +334,12 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     for note in r.placement_notes:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:
+        if p.instance_commands:  # a role's pool: one line per process, the decode pool's then the router
+            command(console, f"# {p.service}, one line per process" + (", then the router" if p.role == "decode"
+                                                                       else ""))
+            for line in p.instance_commands:
+                command(console, line)
+            continue
         render_launch(p, console, p.service)
 
 
@@ -284,13 +348,25 @@ def render_comparison(c: Comparison, console: Console) -> None:
 
     hours = defaults.value("report.hours_per_month")
     chips = chips_of(c)
-    table = Table(title=f"{c.review or 'scenario'}: variants")
-    for col in ["variant"] + [f"{chip} GPUs" for chip in chips] + ["$/hour", f"$/month ({hours} h)", "vs base",
-                                                                     "binds"]:
-        table.add_column(col, justify="left" if col in ("variant", "binds") else "right")
+    columns = ([Col("variant", "name")] + [Col(f"{chip}\nGPUs") for chip in chips]
+               + [Col("$/hour"), Col(f"$/month\n({hours} h)", drop=2), Col("vs base", drop=1), Col("binds", "text")])
+    rows = []
     for r in c.results:
-        money = ([f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
-                  "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
-                 if r.feasible else ["infeasible", "infeasible", "—"])
-        table.add_row(r.variant, *[str(gpus_by_chip(r, chip)) for chip in chips], *money, binding(r))
-    console.print(table)
+        estimate = any(p.price_estimate for p in r.services)
+        figures = ([amount(r.cost_per_hour, estimate), amount(r.cost_per_month, estimate, cents=False),
+                    "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
+                   if r.feasible else ["infeasible", "infeasible", "—"])
+        rows.append([r.variant, *[count(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips], *figures,
+                     binding(r)])
+    print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=box.SIMPLE_HEAD)
+    for note in price_footnotes([p for r in c.results for p in r.services]):
+        console.print(note, soft_wrap=True, markup=False)
+    if c.ranking:
+        ranked = Table(title=f"{c.review or 'scenario'}: grid points by cost")
+        for col in ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"]:
+            ranked.add_column(col, justify="right" if col in ("rank", "GPUs") or col.startswith("$") else "left")
+        for g in c.ranking:
+            ranked.add_row(str(g.rank), *[str(g.values[a]) for a in c.grid],
+                           f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible",
+                           str(g.gpus) if g.feasible else "—")
+        console.print(ranked)

@@ -10,14 +10,32 @@ from planner import defaults
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
+from planner.search.status import StageStatus
 
 
 class Target(BaseModel):
+    """What was asked, every target restated (the title of every report says it too)."""
+
     concurrency: int = Field(description="concurrent requests the user asked for (before headroom); 1 when only "
                                          "service targets at a rate were asked")
     context_length: int = Field(description="max_model_len every request is sized at")
+    headroom_percent: float = Field(0.0, description="the extra concurrency asked for, in percent (--headroom)")
+    required: int = Field(0, description="requests the pool must hold: concurrency with the headroom")
+    tpot_ms: float | None = Field(None, description="time per output token every request must get (--tpot-ms)")
+    ttft_ms: float | None = Field(None, description="time to first token of a prompt (--ttft-ms)")
+    isl: int | None = Field(None, description="mean input tokens of a request (--isl)")
+    osl: int | None = Field(None, description="mean output tokens of a request (--osl)")
     requests_per_second: float | None = Field(None, description="the workload's rate, when asked")
     service_targets: list[str] = Field(default_factory=list, description="the percentile targets, in words")
+
+    @classmethod
+    def of(cls, service, context_length: int, service_targets: list[str] | None = None) -> Target:
+        """The target of a planner/request.py ServiceSpec at its resolved context length."""
+        w = service.workload
+        return cls(concurrency=service.concurrency, context_length=context_length,
+                   headroom_percent=service.headroom, required=service.required, tpot_ms=service.tpot_ms,
+                   ttft_ms=service.ttft_ms, isl=w.isl if w else None, osl=w.osl if w else None,
+                   requests_per_second=w.requests_per_second if w else None, service_targets=service_targets or [])
 
 
 class CommandLine(BaseModel):
@@ -97,22 +115,45 @@ def star(p) -> str:
     return "*" if p.price_estimate else ""
 
 
-def solver_phrase(status: str) -> str:
-    """The solver's status in words, as every report prints it: OPTIMAL is a proven optimum,
-    FEASIBLE a plan found before the time limit ended the search (planner/defaults.yaml
-    solver.max_time_in_seconds and max_deterministic_time; --time-limit sets the first)."""
+def solver_phrase(status: str, stages: list[StageStatus] | None = None) -> str:
+    """The solver's status in words, as every report prints it: OPTIMAL is an optimum every stage
+    proved; otherwise each stage's status, and where a stage has a solution without its proof, its
+    value, the solver's bound and the gap between them (planner/search/cpsat.py `solve`)."""
     if status == "OPTIMAL":
         return "solver OPTIMAL (optimum proven)"
-    if status == "FEASIBLE":
-        return "solver FEASIBLE (optimum not proven within the time limit; --time-limit raises it)"
     if status == "UNKNOWN":
         return "solver UNKNOWN (no plan found within the time limit; --time-limit raises it)"
-    return f"solver {status}"
+    if status != "FEASIBLE":
+        return f"solver {status}"
+    if not stages:
+        return "solver FEASIBLE (optimum not proven within the time limit; --time-limit raises it)"
+    return "solver FEASIBLE (optimum not proven: " + "; ".join(stage_words(s) for s in stages) + \
+        "; --time-limit raises it)"
+
+
+def stage_words(s: StageStatus) -> str:
+    """One stage's status, with its value, bound and gap when it has a solution it did not prove."""
+    limit = {"time": "the time limit", "deterministic": "the deterministic-work limit "
+             "(planner/defaults.yaml solver.max_deterministic_time)"}.get(s.limit or "", "its limit")
+    if s.status == "OPTIMAL":
+        return f"{s.stage} OPTIMAL"
+    if s.kept_previous:
+        return f"{s.stage} {s.status} ({limit} ended it without a solution: the previous stage's plan is kept)"
+    if s.value is None:
+        return f"{s.stage} {s.status}"
+    if s.stage.startswith("cost"):
+        figures = f"${s.value:,.2f}/hour, at least ${s.bound:,.2f}"
+    else:
+        figures = f"{s.value:,.0f} requests held, at most {s.bound:,.0f}"
+    return f"{s.stage} {s.status} when {limit} ended it: {figures}, gap {s.gap:.2%}"
 
 
 class SearchInfo(BaseModel):
     candidates_evaluated: int = Field(description="kernel evaluations in the oracle sweep")
-    solver_status: str = Field(description="CP-SAT status of the first solve: OPTIMAL means the optimum is proven")
+    solver_status: str = Field(description="CP-SAT status of the best pool's solve: OPTIMAL means every stage "
+                                           "proved its optimum")
+    solver_stages: list[StageStatus] = Field(default_factory=list, description="what each stage of that solve "
+                                             "proved: status, value, bound, gap")
     seconds: float = Field(description="wall time of the oracle sweep and the solves")
     shapes_skipped: int = Field(0, description="instance shapes not evaluated: one instance costs more than the "
                                                "pools reported (planner/search/cpsat.py tables_for)")

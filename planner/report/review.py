@@ -7,20 +7,35 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from planner import defaults
 from planner.report.binds import inventory_binds
 from planner.report.fleet import FleetResult, plan_scenario
 from planner.report.result import price_footnotes, solver_phrase, star
-from planner.scenario import Scenario
+from planner.scenario import Scenario, grid_points, point_word
+
+
+class GridPoint(BaseModel):
+    """One point of a scenario's grid, in the ranking: cheapest first, infeasible last."""
+
+    rank: int
+    variant: str
+    values: dict[str, Any] = Field(description="the point's value of each axis")
+    feasible: bool
+    cost_per_month: float | None
+    gpus: int | None
 
 
 class Comparison(BaseModel):
     review: str
     base: FleetResult
     variants: list[FleetResult]
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="the scenario's grid axes and values")
+    ranking: list[GridPoint] = Field(default_factory=list, description="the grid's points by cost (then GPUs), "
+                                     "feasible first")
 
     @property
     def results(self) -> list[FleetResult]:
@@ -28,22 +43,43 @@ class Comparison(BaseModel):
 
 
 def compare(scenario: Scenario, names: list[str] | None = None,
-            progress: Callable[[int, int, str], None] | None = None, time_limit: float | None = None) -> Comparison:
+            progress: Callable[[int, int, str], None] | None = None, time_limit: float | None = None,
+            executor: str = "sequential", ray_address: str | None = None) -> Comparison:
     """The scenario as written, then under each variant (in file order, or `names`); `time_limit`
-    bounds each solve (planner/search/fleet.py `plan_scenario`)."""
+    bounds each solve (planner/report/fleet.py `plan_scenario`); the variants are planned by
+    `executor` (planner/report/executors.py), with the same results in the same order."""
+    from planner.report.executors import plan_variants
+
     names = list(scenario.variants) if names is None else names
     total = 1 + len(names)
     if progress:
         progress(0, total, "base")
     base = plan_scenario(scenario, "base", time_limit)
-    out = []
-    for i, name in enumerate(names, start=1):
+    done = [1]
+
+    def tick(name: str) -> None:
         if progress:
-            progress(i, total, name)
-        out.append(plan_scenario(scenario.apply(name), name, time_limit))
+            progress(done[0], total, name)
+        done[0] += 1
+
+    out = plan_variants([(scenario.apply(name), name) for name in names], time_limit, executor, ray_address,
+                        tick if progress else None)
     if progress:
         progress(total, total, "done")
-    return Comparison(review=scenario.review, base=base, variants=out)
+    return Comparison(review=scenario.review, base=base, variants=out, grid=scenario.grid,
+                      ranking=rank_grid(scenario, out))
+
+
+def rank_grid(scenario: Scenario, results: list[FleetResult]) -> list[GridPoint]:
+    """The grid's points (the variants `grid_points` names) ranked by $/month, then GPUs; the
+    points nothing serves last, in grid order."""
+    points = dict(grid_points(scenario.grid))
+    mine = [r for r in results if r.variant in points]
+    order = sorted(mine, key=lambda r: (not r.feasible, r.cost_per_month if r.feasible else 0,
+                                        r.gpus if r.feasible else 0))
+    return [GridPoint(rank=i, variant=r.variant, values=points[r.variant], feasible=r.feasible,
+                      cost_per_month=r.cost_per_month if r.feasible else None, gpus=r.gpus if r.feasible else None)
+            for i, r in enumerate(order, start=1)]
 
 
 def chips_of(c: Comparison) -> list[str]:
@@ -71,16 +107,19 @@ def binding(r: FleetResult) -> str:
 def search_line(r: FleetResult) -> str:
     """How the result was found, as `plan` reports it: the solver's status in words, the
     candidates the oracle evaluated and the wall-clock time."""
-    how = "; each service solved on its own (the inventory couples none)" if r.decomposed and len(r.services) > 1 \
+    how = "; each service's own optimum (they fit the inventory together)" if r.decomposed and len(r.services) > 1 \
         else ""
-    return f"{solver_phrase(r.solver_status)}, {r.candidates_evaluated:,} candidates in {r.seconds:.2f} s{how}"
+    return (f"{solver_phrase(r.solver_status, r.solver_stages)}, {r.candidates_evaluated:,} candidates in "
+            f"{r.seconds:.2f} s{how}")
 
 
-def delta(value: float, base: float) -> str:
+def delta(value: float | None, base: float | None) -> str:
+    if value is None or base is None:  # an infeasible point has no cost to compare
+        return "—"
     if base == 0:
         return "n/a" if value else "0"
     change = (value - base) / base * 100
-    return f"{change:+.1f} %"
+    return f"{change:+.1f}%"
 
 
 def markdown(c: Comparison) -> str:
@@ -92,7 +131,7 @@ def markdown(c: Comparison) -> str:
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 2) + ["---"]) + "|")
     for r in c.results:
-        cells = [r.variant] + [str(gpus_by_chip(r, chip)) for chip in chips]
+        cells = [r.variant] + [str(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips]
         if r.feasible:
             cells += [f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
                       "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
@@ -101,6 +140,15 @@ def markdown(c: Comparison) -> str:
         cells.append(binding(r).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    if c.ranking:
+        axes = list(c.grid)
+        lines += ["### grid points by cost", "", "| rank | " + " | ".join(axes) + f" | $/month ({hours} h) | GPUs |",
+                  "|---:|" + "---|" * len(axes) + "---:|---:|"]
+        for g in c.ranking:
+            money = f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible"
+            lines.append(f"| {g.rank} | " + " | ".join(str(g.values[a]) for a in axes) +
+                         f" | {money} | {g.gpus if g.feasible else '—'} |")
+        lines.append("")
     for r in c.results:
         lines.append(f"### {r.variant}")
         lines.append("")
@@ -116,7 +164,7 @@ def markdown(c: Comparison) -> str:
             split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
                      f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
             lines.append(f"| {p.service} | {p.model} | {p.chip} | {p.gpus} | {split} | {p.concurrency} / {p.target} "
-                         f"| {p.headroom * 100:.0f} % | {p.cost_per_hour:,.2f}{star(p)} |")
+                         f"| {p.headroom * 100:.0f}% | {p.cost_per_hour:,.2f}{star(p)} |")
         lines.append("")
         notes = price_footnotes(r.services)
         if notes:
@@ -283,8 +331,47 @@ def _on_the_floor(ax):
     return blended_transform_factory(ax.transData, ax.transAxes)
 
 
+def grid_chart(c: Comparison, path: str) -> None:
+    """A grid: $/month of every point against each axis (one panel per axis, the points at each
+    value side by side, the cheapest joined by a line); a point nothing serves is an ✕ on the axis."""
+    plt = _pyplot()
+    hours = defaults.value("report.hours_per_month")
+    axes = list(c.grid)
+    fig, panels = plt.subplots(1, len(axes), figsize=(4.2 * len(axes) + 1, 4.4), squeeze=False)
+    for ax, axis in zip(panels[0], axes, strict=True):
+        values = c.grid[axis]
+        labels = [point_word(v) for v in values]
+        cheapest = []
+        for i, value in enumerate(values):
+            here = [g for g in c.ranking if g.values[axis] == value]
+            costs = [g.cost_per_month for g in here if g.feasible]
+            spread = [i + (k - (len(costs) - 1) / 2) * 0.35 / max(1, len(costs)) for k in range(len(costs))]
+            ax.scatter(spread, costs, s=14, alpha=0.6, color="C0", gid=f"points-{axis}-{i}")
+            missed = len(here) - len(costs)
+            if missed:
+                ax.plot([i], [INFEASIBLE_MARK_HEIGHT], marker="x", color="C3", markersize=10, linestyle="none",
+                        transform=_on_the_floor(ax), clip_on=False, gid=f"infeasible-{axis}-{i}")
+                ax.annotate(f"{missed} infeasible", (i, INFEASIBLE_MARK_HEIGHT), xycoords=_on_the_floor(ax),
+                            xytext=(0, 10), textcoords="offset points", ha="center", fontsize=8, color="C3")
+            cheapest.append(min(costs) if costs else float("nan"))
+        ax.plot(range(len(values)), cheapest, color="C1", marker="o", label="cheapest", gid=f"cheapest-{axis}")
+        ax.set_xticks(range(len(values)), labels)
+        ax.set_xlabel(axis.replace("_", " "))
+        ax.set_ylabel(f"$/month ({hours} h)")
+        ax.grid(alpha=0.3)
+        _money_axis(ax)
+    panels[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"{c.review or 'capacity review'}: $/month of {len(c.ranking)} grid points against each axis")
+    fig.tight_layout()
+    _save(fig, path)
+
+
 def chart(c: Comparison, path: str) -> None:
-    """A scenario's variants are categories: grouped bars of GPUs and $/month per chip."""
+    """A scenario's variants are categories: grouped bars of GPUs and $/month per chip; a grid's
+    points are charted against its axes (`grid_chart`)."""
+    if c.ranking:
+        grid_chart(c, path)
+        return
     hours = defaults.value("report.hours_per_month")
     chips = chips_of(c)
     results = c.results

@@ -26,6 +26,7 @@ depend on the solver's search order.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -43,6 +44,7 @@ from planner.candidates.table import (
     start_table,
 )
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from planner.search.status import STAGES, StageStatus, _gap, overall
 
 INT_LIMIT = 2**62
 
@@ -57,6 +59,16 @@ class Option:
     rmin: int  # fewest replicas that reach the target
     rmax: int  # most replicas the limits allow (packing into nodes within --max-gpus)
     rank: int  # tie-break order among the service's options (0 is preferred)
+
+    @property
+    def cost_units(self) -> int:
+        """One replica's cost per hour in price units (a disaggregated choice sums its two pools)."""
+        return self.price_units * self.row.gpus
+
+    @property
+    def cost(self) -> float:
+        """One replica's cost in USD per hour."""
+        return self.price * self.row.gpus
 
 
 def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
@@ -100,6 +112,7 @@ class PoolModel:
     r: list[list[cp_model.IntVar]]
     primary: cp_model.LinearExpr | int = 0
     secondary: cp_model.LinearExpr | int = 0
+    weights: tuple[int, int] = (1, 1)  # (w_cost, w_held): the folds of `_weights`
 
 
 def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None) -> PoolModel:
@@ -117,18 +130,18 @@ def build(services: list[list[Option]], required: list[int], inventory: dict[str
         xs.append(x)
         rs.append(r)
     for chip, limit in sorted((inventory or {}).items()):
-        use = [o.row.gpus * ri for opts, r in zip(services, rs, strict=True)
-               for o, ri in zip(opts, r, strict=True) if o.row.chip == chip]
+        use = [o.row.gpus_on(chip) * ri for opts, r in zip(services, rs, strict=True)
+               for o, ri in zip(opts, r, strict=True) if chip in o.row.chips]
         if use:
             m.add(sum(use) <= limit)
     cost = gpus = held = rank = 0
     for opts, x, r in zip(services, xs, rs, strict=True):
-        cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
+        cost += sum(o.cost_units * ri for o, ri in zip(opts, r, strict=True))
         gpus += sum(o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
         held += sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True))
         rank += sum(o.rank * xi for o, xi in zip(opts, x, strict=True))
     w_cost, w_held = _weights(services)
-    pm = PoolModel(m, services, xs, rs, w_cost * cost + gpus, rank - w_held * held)
+    pm = PoolModel(m, services, xs, rs, w_cost * cost + gpus, rank - w_held * held, (w_cost, w_held))
     m.minimize(pm.primary)
     return pm
 
@@ -137,7 +150,7 @@ def _weights(services: list[list[Option]]) -> tuple[int, int]:
     """Weights that fold two keys into one integer: each exceeds the range of the key after it
     (cost over GPUs in the primary stage, requests held over rank in the secondary)."""
     gpus_range = sum(max((o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
-    cost_range = sum(max((o.price_units * o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
+    cost_range = sum(max((o.cost_units * o.rmax for o in opts), default=0) for opts in services) + 1
     held_range = sum(max((o.row.concurrency * o.rmax for o in opts), default=0) for opts in services) + 1
     rank_range = sum(len(opts) for opts in services) + 1
     if cost_range * (gpus_range + 1) >= INT_LIMIT or held_range * (rank_range + 1) >= INT_LIMIT:
@@ -149,6 +162,20 @@ def _weights(services: list[list[Option]]) -> tuple[int, int]:
 class Solution:
     status: str
     picks: list[tuple[int, Option, int]]  # per service: the chosen option's index, the option, its replicas
+    stages: list[StageStatus] = field(default_factory=list)
+
+
+class Deadline:
+    """The wall clock a whole solve may take, shared by its stages and re-solves: --time-limit,
+    or planner/defaults.yaml solver.max_time_in_seconds."""
+
+    def __init__(self, time_limit: float | None = None):
+        self.given = time_limit is not None
+        self.limit = time_limit_of(time_limit)
+        self.end = time.monotonic() + self.limit
+
+    def left(self) -> float:
+        return max(0.0, self.end - time.monotonic())
 
 
 def time_limit_of(time_limit: float | None) -> float:
@@ -161,49 +188,105 @@ def no_plan_in_time(time_limit: float | None) -> str:
     return f"the solver found no plan within its {time_limit_of(time_limit):g} s time limit"
 
 
-def solver(time_limit: float | None = None) -> cp_model.CpSolver:
-    """A CP-SAT solver with the planner's explicit parameters (planner/defaults.yaml solver.*)."""
+def deterministic_limit(deadline: Deadline) -> float:
+    """The deterministic-work cap of a stage: planner/defaults.yaml solver.max_deterministic_time,
+    raised to --time-limit when one is given, so that the user's bound is the one that ends a solve."""
+    cap = defaults.value("solver.max_deterministic_time")
+    return max(cap, deadline.limit) if deadline.given else cap
+
+
+def solver(time_limit: float | None = None, deadline: Deadline | None = None) -> cp_model.CpSolver:
+    """A CP-SAT solver with the planner's explicit parameters (planner/defaults.yaml solver.*),
+    bounded by what is left of `deadline` (else `time_limit`)."""
+    deadline = deadline or Deadline(time_limit)
     sol = cp_model.CpSolver()
     sol.parameters.num_workers = defaults.value("solver.num_workers")
-    sol.parameters.max_time_in_seconds = time_limit_of(time_limit)
-    sol.parameters.max_deterministic_time = defaults.value("solver.max_deterministic_time")
+    sol.parameters.max_time_in_seconds = max(deadline.left(), 1e-3)
+    sol.parameters.max_deterministic_time = deterministic_limit(deadline)
     sol.parameters.random_seed = 0
     return sol
 
 
-def solve(pm: PoolModel, time_limit: float | None = None) -> Solution:
-    """Solve lexicographically in two stages and read the solution into plain data (no picks
-    when nothing is feasible). Stage 1 minimises cost, then GPUs; stage 2 holds stage 1's value
-    (a constraint switched on by an assumption literal, so the model stays reusable) and
-    minimises the secondary key: most requests held, then the candidate's rank."""
-    sol = solver(time_limit)
-    m = pm.model
-    status = sol.solve(m)
+def _ended_by(sol: cp_model.CpSolver) -> str:
+    """Which limit stopped a stage that did not prove its optimum."""
+    params = sol.parameters
+    return "deterministic" if sol.deterministic_time >= params.max_deterministic_time * 0.99 else "time"
+
+
+def _stage(i: int, pm: PoolModel, sol: cp_model.CpSolver, status: int, kept: bool = False) -> StageStatus:
+    """Stage `i`'s status in the reviewer's units (the folded integer read back into its key)."""
+    name = sol.status_name(status)
+    limit = _ended_by(sol) if status in (cp_model.FEASIBLE, cp_model.UNKNOWN) else None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Solution(sol.status_name(status), [])
-    proven = status == cp_model.OPTIMAL
-    best = int(sol.objective_value)
-    hold = m.new_bool_var(f"hold_primary_{len(m.proto.constraints)}")
-    m.add(pm.primary <= best).only_enforce_if(hold)
-    m.add_assumptions([hold])
-    m.minimize(pm.secondary)
-    try:
-        second = sol.solve(m)
-        if second in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            status, proven = second, proven and second == cp_model.OPTIMAL
-        else:  # cannot happen: stage 1's solution satisfies stage 2; keep stage 1's answer
-            sol = solver(time_limit)
-            m.clear_assumptions()
-            m.minimize(pm.primary)
-            sol.solve(m)
-    finally:
-        m.clear_assumptions()
-        m.minimize(pm.primary)
+        return StageStatus(stage=STAGES[i], status=name, kept_previous=kept, limit=limit)
+    w_cost, w_held = pm.weights
+    objective = int(sol.value(pm.primary if i == 0 else pm.secondary))  # exact: the float may round
+    bound = min(objective, math.ceil(sol.best_objective_bound - 1e-6))  # the objective is an integer
+    if i == 0:  # primary = w_cost · cost + GPUs, 0 ≤ GPUs < w_cost: cost = primary // w_cost
+        units = defaults.value("solver.price_units_per_dollar")
+        value, least = (objective // w_cost) / units, (max(bound, 0) // w_cost) / units
+    else:  # secondary = rank − w_held · held, 0 ≤ rank < w_held: held = −(secondary // w_held)
+        value, least = -(objective // w_held), (w_held - 1 - bound) // w_held
+    return StageStatus(stage=STAGES[i], status=name, value=value, bound=least, gap=_gap(i, value, least),
+                       limit=limit)
+
+
+def _read(pm: PoolModel, sol: cp_model.CpSolver) -> list[tuple[int, Option, int]]:
     picks = []
     for opts, x, r in zip(pm.services, pm.x, pm.r, strict=True):
         i = next(i for i, xi in enumerate(x) if sol.boolean_value(xi))
         picks.append((i, opts[i], int(sol.value(r[i]))))
-    return Solution("OPTIMAL" if proven else "FEASIBLE", picks)
+    return picks
+
+
+class ImpossibleSolve(RuntimeError):
+    """A solver state the model rules out (a defect of the model, never an answer)."""
+
+
+def solve(pm: PoolModel, time_limit: float | None = None, deadline: Deadline | None = None) -> Solution:
+    """Solve lexicographically in two stages and read the solution into plain data (no picks
+    when nothing is feasible). Stage 1 minimises cost, then GPUs; stage 2 holds stage 1's value
+    (a constraint switched on by an assumption literal, so the model stays reusable), starts from
+    stage 1's solution (a hint) and minimises the secondary key: most requests held, then the
+    candidate's rank. Both share one deadline (`time_limit` or `deadline`). A stage 2 that ends
+    without a solution leaves stage 1's plan, and says so; one the model makes impossible (stage
+    1's solution satisfies it) raises."""
+    deadline = deadline or Deadline(time_limit)
+    m = pm.model
+    sol = solver(deadline=deadline)
+    status = sol.solve(m)
+    if status == cp_model.MODEL_INVALID:
+        raise ImpossibleSolve(f"stage one: the model is invalid ({m.validate()})")
+    first = _stage(0, pm, sol, status)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Solution(first.status, [], [first])
+    picks = _read(pm, sol)
+    best = int(sol.value(pm.primary))
+    hold = m.new_bool_var(f"hold_primary_{len(m.proto.constraints)}")
+    m.add(pm.primary <= best).only_enforce_if(hold)
+    m.add_assumptions([hold])
+    m.minimize(pm.secondary)
+    m.clear_hints()
+    for xs, rs in zip(pm.x, pm.r, strict=True):
+        for xi, ri in zip(xs, rs, strict=True):
+            m.add_hint(xi, sol.boolean_value(xi))
+            m.add_hint(ri, sol.value(ri))
+    try:
+        second_solver = solver(deadline=deadline)
+        second = second_solver.solve(m)
+        if second in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            picks = _read(pm, second_solver)
+            stages = [first, _stage(1, pm, second_solver, second)]
+        elif second == cp_model.UNKNOWN:  # its limit ended it before any solution: stage one's plan stands
+            stages = [first, _stage(1, pm, second_solver, second, kept=True)]
+        else:
+            raise ImpossibleSolve(f"stage two is {second_solver.status_name(second)}, but stage one's solution "
+                                  "satisfies it")
+    finally:
+        m.clear_assumptions()
+        m.clear_hints()
+        m.minimize(pm.primary)
+    return Solution(overall(stages), picks, stages)
 
 
 @dataclass
@@ -217,6 +300,7 @@ class Search:
     evaluated: int
     seconds: float
     sized: dict = field(default_factory=dict)  # (chip id, row) -> planner.candidates.slo.Sizing
+    stages: list[StageStatus] = field(default_factory=list)  # what each stage of the best pool's solve proved
 
 
 def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None) -> list[ChipTable]:
@@ -282,14 +366,15 @@ def search(request: PlanRequest) -> Search:
     inventory = {t.chip.id: limits.max_gpus for t in tables} if limits.max_gpus is not None else None
     pm = build([opts], [service.required], inventory)
     ranked: list[tuple[Option, int]] = []
-    status = "INFEASIBLE"
+    status, stages = "INFEASIBLE", []
+    deadline = Deadline(limits.time_limit)  # the best pool and its alternatives share --time-limit
     for n in range(min(wanted, len(opts))):
-        sol = solve(pm, limits.time_limit)
+        sol = solve(pm, deadline=deadline)
         if n == 0:
-            status = sol.status
+            status, stages = sol.status, sol.stages
         if not sol.picks:
             break
         index, option, replicas = sol.picks[0]
         ranked.append((option, replicas))
         pm.model.add(pm.x[0][index] == 0)
-    return Search(tables, opts, ranked, status, evaluated, time.perf_counter() - start, sized)
+    return Search(tables, opts, ranked, status, evaluated, time.perf_counter() - start, sized, stages)

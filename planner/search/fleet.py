@@ -17,11 +17,14 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
+from planner.candidates.parallel import build_tables
 from planner.candidates.shapes import ChipTable, replica_cap
 from planner.candidates.table import candidate_table, priced_chip
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
+from planner.search.status import STAGES, StageStatus
+from pricing.chips import Chip
 
 
 @dataclass
@@ -43,29 +46,40 @@ def _stock(scenario: Scenario, chip: str) -> int | None:
     return stock.gpus if stock else None
 
 
+def table_requests(scenario: Scenario, service: Service) -> list[tuple[ServiceSpec, Chip, PoolLimits]]:
+    """What the service's candidate table on each of its chips is asked with: its spec, the chip
+    at the review's price, and limits of that chip alone (its node size, its stock as --max-gpus)."""
+    spec = scenario.service_spec(service)
+    limits = scenario.limits(service)
+    out = []
+    for chip_id in limits.chips:
+        stock = scenario.inventory.get(chip_id)
+        chip = priced_chip(chip_id, limits)
+        per_node = (stock.gpus_per_node if stock and stock.gpus_per_node else None) or chip.gpus_per_node
+        out.append((spec, chip, limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
+                                                          "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})))
+    return out
+
+
 def prepare(scenario: Scenario, service: Service) -> Prepared:
     """The service's candidate tables (one per chip) and its options, each capped by the
     chip's stock as `plan --max-gpus` would cap it."""
     spec = scenario.service_spec(service)
     limits = scenario.limits(service)
     tables, node = [], {}
-    for chip_id in limits.chips:
-        stock = scenario.inventory.get(chip_id)
-        chip = priced_chip(chip_id, limits)
-        per_node = (stock.gpus_per_node if stock and stock.gpus_per_node else None) or chip.gpus_per_node
-        node[chip.id] = per_node
-        chip_limits = limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
-                                                "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})
+    for spec, chip, chip_limits in table_requests(scenario, service):
+        node[chip.id] = chip_limits.gpus_per_node
         tables.append(candidate_table(spec, chip, chip_limits))
     sized = None
-    if spec.slo is not None:
+    if spec.slo is not None and spec.serving != "disagg":
         from planner import defaults
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
         from pricing.graph import load_model
 
         keep = 1 + defaults.value("report.alternatives")
         sized = slo.size_tables(load_model(spec.model, spec.quantization), tables, spec, limits, keep)
-    opts = cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized)
+    opts = (cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized)
+            if spec.serving != "disagg" else [])
     capped = []
     for o in opts:
         stock = _stock(scenario, o.row.chip)
@@ -74,7 +88,13 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
             capped.append(o)
         elif cap >= o.rmin:
             capped.append(replace(o, rmax=cap))
-    own = min((o.price * o.row.gpus * o.rmin for o in opts), default=None)
+    if spec.serving != "agg":  # prefill × decode pairs, after the aggregated options in the tie-break
+        from planner.search import disagg
+
+        pairs, _ = disagg.fleet_options(spec, limits, {c: _stock(scenario, c) for c in limits.chips}, len(capped),
+                                        node)
+        opts, capped = opts + pairs, capped + pairs
+    own = min((o.cost * o.rmin for o in opts), default=None)
     return Prepared(service.name, spec, limits, tables, capped, node, own, sized)
 
 
@@ -90,12 +110,11 @@ def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: S
         big, small = [], []
         for p, r in zip(services, pm.r, strict=True):
             for o, ri in zip(p.options, r, strict=True):
-                if o.row.chip != chip:
-                    continue
-                if o.row.gpus > node:
-                    big.append(-(-o.row.gpus // node) * ri)
-                else:
-                    small.append(o.row.gpus * ri)
+                for gpus, count in o.row.instances(chip):
+                    if gpus > node:
+                        big.append(-(-gpus // node) * count * ri)
+                    else:
+                        small.append(gpus * count * ri)
         if big:
             pm.model.add(sum(big) <= stock.gpus // node)
             pm.model.add(node * sum(big) + sum(small) <= stock.gpus)
@@ -115,15 +134,15 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
         m.add(sum(x) <= 1)
         served.append(sum(x))
         picks_vars.append((x, r))
-        cost += sum(o.price_units * o.row.gpus * ri for o, ri in zip(p.options, r, strict=True))
+        cost += sum(o.cost_units * ri for o, ri in zip(p.options, r, strict=True))
     for chip, stock in scenario.inventory.items():
         if stock.gpus is None:
             continue
-        use = [o.row.gpus * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
-               for o, ri in zip(p.options, r, strict=True) if o.row.chip == chip]
+        use = [o.row.gpus_on(chip) * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
+               for o, ri in zip(p.options, r, strict=True) if chip in o.row.chips]
         if use:
             m.add(sum(use) <= stock.gpus)
-    bound = sum(max((o.price_units * o.row.gpus * o.rmax for o in p.options), default=0) for p in prepared) + 1
+    bound = sum(max((o.cost_units * o.rmax for o in p.options), default=0) for p in prepared) + 1
     m.maximize(bound * sum(served) - cost)
     sol = cpsat.solver()
     sol.solve(m)
@@ -131,36 +150,53 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
     return short, picks_vars
 
 
-def coupled(prepared: list[Prepared], inventory: dict[str, int]) -> bool:
-    """Whether the inventory couples services: a chip with a GPU limit that two services could use."""
-    users: dict[str, set[int]] = {}
-    for i, p in enumerate(prepared):
-        for chip in {o.row.chip for o in p.options} & set(inventory):
-            users.setdefault(chip, set()).add(i)
-    return any(len(who) > 1 for who in users.values())
+def own_optimum(p: Prepared) -> tuple[int, cpsat.Option, int] | None:
+    """The service's optimum on its own, within its chips' stock (its options' replica caps):
+    every option at its fewest replicas (more only costs more), the least by the search's keys,
+    cost, then GPUs, then most requests held, then rank. Exact by enumeration, so proven."""
+    units = [(o.cost_units * o.rmin, o.row.gpus * o.rmin, -o.row.concurrency * o.rmin, o.rank, i)
+             for i, o in enumerate(p.options)]
+    if not units:
+        return None
+    *_, i = min(units)
+    return i, p.options[i], p.options[i].rmin
 
 
-def _solve_apart(prepared: list[Prepared], scenario: Scenario, inventory: dict[str, int],
-                 time_limit: float | None) -> tuple[str, list]:
-    """Services the inventory does not couple are solved one at a time: the total cost (and
-    every later key) is a sum of independent terms, so each service's optimum is the fleet's."""
-    picks, statuses = [], []
-    for p in prepared:
-        pm = cpsat.build([p.options], [p.spec.required], inventory)
-        _add_node_packing(pm, [p], scenario)
-        sol = cpsat.solve(pm, time_limit)
-        if not sol.picks:
-            return sol.status, []
-        picks.append(sol.picks[0])
-        statuses.append(sol.status)
-    return ("OPTIMAL" if all(s == "OPTIMAL" for s in statuses) else "FEASIBLE"), picks
+def fits(prepared: list[Prepared], picks: list[tuple[int, cpsat.Option, int]], scenario: Scenario) -> bool:
+    """Whether the picks fit the inventory together: on each chip with a GPU count, the GPUs, and
+    the node packing `_add_node_packing` states (whole nodes for instances larger than a node)."""
+    for chip, stock in scenario.inventory.items():
+        if stock.gpus is None:
+            continue
+        node = next((p.node[chip] for p in prepared if chip in p.node), None)
+        big = small = 0
+        for _, o, replicas in picks:
+            for gpus, count in o.row.instances(chip):
+                if node is not None and gpus > node:
+                    big += -(-gpus // node) * count * replicas
+                else:
+                    small += gpus * count * replicas
+        if node is None:
+            if small > stock.gpus:
+                return False
+        elif big > stock.gpus // node or node * big + small > stock.gpus:
+            return False
+    return True
+
+
+def proven(picks: list[tuple[int, cpsat.Option, int]]) -> list[StageStatus]:
+    """The stages of an answer proven without the solver (each service's own optimum, which fit)."""
+    cost = round(sum(o.cost * r for _, o, r in picks), 4)
+    held = sum(o.row.concurrency * r for _, o, r in picks)
+    return [StageStatus(stage=STAGES[0], status="OPTIMAL", value=cost, bound=cost, gap=0.0),
+            StageStatus(stage=STAGES[1], status="OPTIMAL", value=held, bound=held, gap=0.0)]
 
 
 @dataclass
 class FleetSearch:
     """The outcome of a scenario's solve: each service prepared, the status, one pick per service
-    (none when nothing was found), whether every service had a candidate and whether the
-    inventory coupled none of them (each solved on its own)."""
+    (none when nothing was found), whether every service had a candidate, whether the services'
+    own optima were the answer (they fit the inventory together), and what each stage proved."""
 
     prepared: list[Prepared]
     status: str
@@ -168,26 +204,39 @@ class FleetSearch:
     solvable: bool
     decomposed: bool
     evaluated: int
+    stages: list[StageStatus]
 
 
-def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None = None) -> FleetSearch:
+def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None = None,
+                 parallel_tables: bool = True) -> FleetSearch:
     """Prepare every service but the `refused` ones and solve them together over the inventory;
-    a refused service leaves the scenario unsolvable."""
-    prepared = [prepare(scenario, s) for s in scenario.services if s.name not in refused]
+    a refused service leaves the scenario unsolvable.
+
+    Each service's own optimum (`own_optimum`) is a lower bound of the fleet's on every key (the
+    keys are sums over services, and the inventory only removes choices): when the optima fit the
+    inventory together they are the fleet's optimum, proven without the coupled model. Otherwise
+    the coupled CP-SAT model is solved, started from them (a hint)."""
+    served = [s for s in scenario.services if s.name not in refused]
+    if parallel_tables:
+        build_tables([r for s in served for r in table_requests(scenario, s)])  # in workers, for many tables
+    prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
     inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
-    status, picks = "INFEASIBLE", []
     solvable = not refused and all(p.options for p in prepared)  # every service has a candidate
-    decomposed = solvable and not coupled(prepared, inventory)
-    if decomposed:
-        status, picks = _solve_apart(prepared, scenario, inventory, time_limit)
-    elif solvable:
-        pm = cpsat.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
-        _add_node_packing(pm, prepared, scenario)
-        sol = cpsat.solve(pm, time_limit)
-        status, picks = sol.status, sol.picks
-    return FleetSearch(prepared, status, picks, solvable, decomposed, evaluated)
+    if not solvable:
+        return FleetSearch(prepared, "INFEASIBLE", [], solvable, False, evaluated, [])
+    own = [own_optimum(p) for p in prepared]
+    if fits(prepared, own, scenario):
+        return FleetSearch(prepared, "OPTIMAL", own, solvable, True, evaluated, proven(own))
+    pm = cpsat.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
+    _add_node_packing(pm, prepared, scenario)
+    for (i, _, replicas), xs, rs in zip(own, pm.x, pm.r, strict=True):
+        for j, (xj, rj) in enumerate(zip(xs, rs, strict=True)):
+            pm.model.add_hint(xj, j == i)
+            pm.model.add_hint(rj, replicas if j == i else 0)
+    sol = cpsat.solve(pm, time_limit)
+    return FleetSearch(prepared, sol.status, sol.picks, solvable, False, evaluated, sol.stages)
 
 
 def unserved(prepared: list[Prepared], scenario: Scenario) -> list[int]:

@@ -73,8 +73,9 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     """Compare one parsed log with the kernel's prediction of the same deployment."""
     from pricing.chips import get_chip
 
-    if log.empty:
-        raise InputError("check-log", f"{source} is not a vLLM start-up log (no line of one was found)",
+    if not log.startup_log:
+        raise InputError("check-log", f"{source} is not a vLLM start-up log (it states no release nor engine "
+                         f"arguments, and {len(set(log.evidence.values()))} of its {log.lines:,} lines are vLLM's)",
                          "give the engine's start-up output, from its first line to 'Maximum concurrency'")
     if "available_kv_gib" not in log.observed and log.refusal is None:
         raise InputError("check-log", f"{source} has no 'Available KV cache memory' line (nor v0's 'the rest of "

@@ -105,6 +105,10 @@ ARG_KEYS = {  # non-default args key -> record field
 }
 
 
+FACT_SHARE = 0.05  # the least share of a log excerpt's lines that are vLLM's: every shipped log is above 0.28
+# (tests/fixtures/startup_logs), a full start-up log states its release; README.md's quotes are 0.004
+
+
 @dataclass
 class ParsedLog:
     """What a start-up log says, and on which line (1-based) each fact was read."""
@@ -116,10 +120,22 @@ class ParsedLog:
     refusal: str | None = None
     sampler: str | None = None  # "flashinfer" | "native" as the sampler's line states; None: no line
     evidence: dict = field(default_factory=dict)  # fact -> line number
+    lines: int = 0  # lines that are not blank
 
     @property
     def empty(self) -> bool:
         return not self.observed and not self.deployment and self.release is None and self.refusal is None
+
+    @property
+    def startup_log(self) -> bool:
+        """Whether the text reads as a start-up log: it states the release or the engine's arguments,
+        or its lines are mostly vLLM's (a log excerpt). A document that quotes a few of vLLM's lines
+        (a README: 3 fact lines in 761) is not one (FACT_SHARE)."""
+        if self.empty:
+            return False
+        if self.release is not None or self.deployment:
+            return True
+        return len(set(self.evidence.values())) >= FACT_SHARE * max(1, self.lines)
 
     def record(self, name: str = "log", model: str | None = None, gpu: str | None = None) -> StartupRecord:
         """The log as a start-up record (the calibration's format)."""
@@ -208,6 +224,7 @@ def parse(text: str) -> ParsedLog:
     log = ParsedLog()
     patterns = {name: [re.compile(p) for p in pats] for name, pats in OBSERVED_PATTERNS.items()}
     refusals = [re.compile(p) for p in REFUSALS]
+    log.lines = sum(1 for line in text.splitlines() if line.strip())
     for number, line in _lines(text):
         if log.release is None:
             for rx in VERSION:

@@ -63,10 +63,13 @@ def list_cards() -> list[dict[str, Any]]:
 
 def _read_json(path: Path, what: str) -> dict:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise InputError("--model", f"{path} is not valid JSON ({err.msg} at line {err.lineno})",
                          f"fix the {what} or point --model at another one") from None
+    except UnicodeDecodeError as err:
+        raise InputError("--model", f"{path} is not UTF-8 text (byte {err.start}: {err.reason})",
+                         f"save the {what} as UTF-8 JSON") from None
     except OSError as err:
         raise InputError("--model", f"cannot read {path}: {err.strerror}", "check the path") from None
     if not isinstance(data, dict):

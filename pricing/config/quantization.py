@@ -18,30 +18,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from pricing.config.methods import _registry_file, methods, methods_help  # noqa: F401  (read here too)
 from pricing.errors import InputError
 from pricing.units import cdiv, round_up
-
-
-def _registry_file() -> dict:
-    """registry/quantization.yaml as the shipped registry parsed it (the file is parsed once per
-    process, by whichever reads it first)."""
-    from pricing.registry import shipped
-
-    return shipped().raw["quantization"]
 
 
 def _marlin_group_sizes() -> tuple[int, ...]:
     """The group sizes vLLM's Marlin kernels serve (registry quantization.marlin_group_sizes)."""
     return tuple(_registry_file()["marlin_group_sizes"]["value"])
-
-
-def methods() -> dict[str, dict]:
-    """`--quantization` choices (the one list): name -> {vllm, reads}."""
-    return {name: entry["value"] for name, entry in _registry_file()["methods"].items()}
-
-
-def methods_help() -> str:
-    return "override the checkpoint's method or served width: " + ", ".join(methods())
 
 
 def vllm_flag(override: str | None) -> str | None:

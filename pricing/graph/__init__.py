@@ -49,11 +49,22 @@ def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGr
         raise InputError("config.json", f"malformed for the {model_type} family ({err})",
                          "check the model's config.json fields") from None
     graph.origin = source.origin
+    _grouped_heads(graph)
     _untowered(graph, source.config)
     _step_facts(graph, source.config)
     graph.extras["source_folder"] = source.folder  # the checkpoint cross-check reads its files
     graph.extras["checkpoint_kv_cache"] = quant.kv_cache  # the KV-cache scheme the checkpoint states
     return graph.validate()
+
+
+def _grouped_heads(graph: ModelGraph) -> None:
+    """Grouped-query attention shares each KV head among a whole number of query heads: vLLM's
+    Attention layer asserts `num_heads % num_kv_heads == 0` (vllm/model_executor/layers/attention/attention.py)."""
+    heads, kv = graph.num_attention_heads, graph.num_kv_heads
+    if graph.attention_backend == "gqa" and kv and heads % kv:
+        raise InputError("config.json num_key_value_heads", f"{kv} KV heads do not divide the {heads} attention "
+                         f"heads of {graph.name} (each KV head serves a whole number of query heads)",
+                         "check num_attention_heads and num_key_value_heads")
 
 
 def _untowered(graph: ModelGraph, cfg: dict) -> None:

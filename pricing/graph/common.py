@@ -3,11 +3,10 @@ tensor (the checkpoint's quantization), and the layers every decoder has."""
 
 from __future__ import annotations
 
+from pricing.config.dtypes import DTYPES, model_dtype  # noqa: F401  (the builders read them here)
 from pricing.config.quantization import QuantConfig, Unquantized, checkpoint_names, read
 from pricing.errors import InputError
 from pricing.graph.nodes import Tensor
-
-DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "bf16": "bf16", "fp16": "fp16", "half": "fp16"}
 
 
 def need(cfg: dict, field: str, family: str):
@@ -16,11 +15,6 @@ def need(cfg: dict, field: str, family: str):
         raise InputError(f"config.json: {field}", f"missing, and the {family} family needs it",
                          "add the field to the model's config.json")
     return cfg[field]
-
-
-def model_dtype(cfg: dict) -> str:
-    raw = cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"
-    return DTYPES.get(str(raw), "bf16")
 
 
 def quantization(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None,

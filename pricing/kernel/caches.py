@@ -14,6 +14,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from pricing.chips import Chip
+from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache
 from pricing.kernel.deployment import Engine
@@ -41,7 +42,14 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
                   drafter: bool) -> list[KVCacheSpec]:
     """Specs of a layer under the generic KV law."""
     backend = "sparse_mla" if cache.sparse_indexer else ("mla" if cache.kind == "mla" else "gqa")
-    block = engine.block_size or default_block_size(backend, chip, engine, reg)
+    default = default_block_size(backend, chip, engine, reg)
+    if engine.block_size and engine.block_size % default:
+        raise InputError("--block-size", f"{engine.block_size} is not a multiple of the {default} tokens the {backend} "
+                         f"attention backend on {chip.generation} takes ({engine.release.name}'s "
+                         "get_supported_kernel_block_sizes, e.g. FlashAttention MultipleOf(16); the release's "
+                         "block_size in the registry)",
+                         f"use a multiple of {default}")
+    block = engine.block_size or default
     if cache.kind == "mla":
         packed_key = None
         if engine.kv_cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla"):

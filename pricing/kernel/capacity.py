@@ -14,7 +14,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from pricing.kernel.kernel import Kernel
-from pricing.kernel.startup import Startup
+from pricing.kernel.startup import Startup, failed_check_at
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,28 @@ class Capacity:
         k = self.kernel
         if not Startup(k).starts:
             return 0
+        return self._within(k.num_blocks(), [s.kv_pool() for s in k.stages()], margin)
+
+    def held_at(self, budget: int, margin: float = 0.0) -> int:
+        """`requests_held` at `budget`, every other setting held: the pool is affine in the budget
+        and nothing else a rank holds depends on it, so a sweep over utilizations asks this of one
+        kernel instead of building one per utilization (the start-up checks at that budget too)."""
+        k = self.kernel
+        if any(failed_check_at(s, budget) is not None for s in k.stages()):
+            return 0
+        return self._within(min(s.blocks_at(budget) for s in k.stages()), [s.pool_at(budget) for s in k.stages()],
+                            margin)
+
+    def _within(self, blocks: int, pools: list[int], margin: float) -> int:
+        k = self.kernel
         layout = k.layout()
         if not layout.groups:
             return k.engine.max_num_seqs
         keep = _kept(margin)
         if layout.grouped:
-            held = (int(k.num_blocks() * keep) - 1) // k.blocks_per_request()  # less the null block
+            held = (int(blocks * keep) - 1) // k.blocks_per_request()  # less the null block
         else:
-            held = min(int(s.kv_pool() * keep) // s.request_bytes() for s in k.stages())
+            held = min(int(pool * keep) // s.request_bytes() for pool, s in zip(pools, k.stages(), strict=True))
         return max(0, min(k.engine.max_num_seqs, held))
 
 

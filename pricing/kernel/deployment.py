@@ -47,6 +47,8 @@ class Deployment(BaseModel):
     async_scheduling: bool = True
     mamba_cache_mode: Literal["none", "align", "all"] | None = None
     mega_attention: bool | None = None  # DeepSeek-V4.1 on SM100: None = the backend's own choice
+    kv_role: Literal["kv_producer", "kv_consumer"] | None = None  # NixlConnector's role; None: no connector
+    kv_buffer_device: Literal["cuda", "cpu"] = "cuda"  # KVTransferConfig.kv_buffer_device (vLLM's default: cuda)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ class Engine:
     release: Release = field(default_factory=get_release)
     pp: int = 1
     pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION
+    kv_role: str | None = None  # the KV connector's role (kv_producer: prefill, kv_consumer: decode)
+    kv_buffer_device: str = "cuda"
 
     def as_deployment(self) -> Deployment:
         """The flags that resolve to exactly this engine (every default pinned to its resolved
@@ -93,7 +97,7 @@ class Engine:
             num_redundant_experts=self.redundant_experts, cudagraph_mode=self.cudagraph_mode,
             kv_cache_memory_bytes=self.kv_cache_memory_bytes, enable_prefix_caching=self.prefix_caching,
             async_scheduling=self.async_scheduling, mamba_cache_mode=self.mamba_cache_mode,
-            mega_attention=self.mega_attention)
+            mega_attention=self.mega_attention, kv_role=self.kv_role, kv_buffer_device=self.kv_buffer_device)
 
     @property
     def in_flight_batches(self) -> int:
@@ -253,6 +257,12 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         raise InputError("--block-size", f"must be at least 1, got {d.block_size}", "for example 16")
     if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
         raise InputError("--kv-cache-memory-bytes", "must not be negative", "give the KV pool in bytes")
+    if d.mega_attention is not None and model.extras.get("version") != "v41":
+        raise InputError("--mega-attention/--no-mega-attention", f"is DeepSeek-V4.1's attention backend, and "
+                         f"{model.name} is not DeepSeek-V4.1", "drop the flag")
+    if d.mega_attention and not chip.sm100_family:
+        raise InputError("--mega-attention", f"needs the SM100 family; {chip.id} is {chip.generation}",
+                         "drop the flag")
     mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
     if mamba == "align" and not d.enable_prefix_caching:
         mamba = "none"  # vLLM 0.33 MambaModelConfig: prefix caching off resolves the mode to none (golden fixture)
@@ -261,7 +271,26 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if mamba not in release.mamba_cache_modes:
         raise InputError("--mamba-cache-mode", f"unknown mode {mamba!r} for {release.name}",
                          f"use one of {', '.join(release.mamba_cache_modes)}")
+    if d.kv_role is not None:
+        _check_connector(d, model, tp)
     return Engine(tp, dp, ep, ep_size, dcp, d.prefill_context_parallel_size, float(util), int(tokens), int(seqs),
                   int(max_len), kv_dtype, d.block_size, d.num_speculative_tokens, method, d.enable_eplb,
                   d.num_redundant_experts, mode, d.kv_cache_memory_bytes, d.enable_prefix_caching, d.async_scheduling,
-                  mamba, d.mega_attention, release, pp=d.pipeline_parallel_size, pp_partition=d.pp_layer_partition)
+                  mamba, d.mega_attention, release, pp=d.pipeline_parallel_size, pp_partition=d.pp_layer_partition,
+                  kv_role=d.kv_role, kv_buffer_device=d.kv_buffer_device)
+
+
+def _check_connector(d: Deployment, model: ModelGraph, tp: int) -> None:
+    """What vLLM 0.33 refuses of a NixlConnector instance (registry kv_transfer.nixl.dcp_rule and
+    consumer_pipeline_rule): dcp must be 1 or the transfer tp (config/vllm.py), and above 1 only with
+    MLA; a kv_consumer runs without pipeline stages (nixl/base_worker.py)."""
+    dcp, transfer_tp = d.decode_context_parallel_size, max(tp, d.prefill_context_parallel_size)
+    if dcp not in (1, transfer_tp):
+        raise InputError("--decode-context-parallel-size", f"{dcp} with NixlConnector must be 1 or the transfer "
+                         f"parallel size {transfer_tp} (vLLM config/vllm.py)", f"use 1 or {transfer_tp}")
+    if dcp > 1 and model.attention_backend == "gqa":
+        raise InputError("--decode-context-parallel-size", "P/D with dcp > 1 is only supported for MLA models "
+                         "(vLLM config/vllm.py)", "use 1")
+    if d.kv_role == "kv_consumer" and d.pipeline_parallel_size > 1:
+        raise InputError("--pipeline-parallel-size", "a NixlConnector kv_consumer (decode) does not support "
+                         "pipeline_parallel_size > 1 (vLLM nixl/base_worker.py)", "use 1")

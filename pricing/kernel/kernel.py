@@ -308,6 +308,21 @@ class Kernel:
         groups = [g for g in self.layout().groups if g.grows]
         return self._bytes(groups, tokens, 1 + self.engine.spec_tokens)
 
+    def request_kv_bytes(self, tokens: int) -> int:
+        """Every cache one request of `tokens` holds on this rank, growing and bounded groups (window
+        rings clipped to their window, recurrent state) in whole pool blocks: what a KV connector
+        moves for it (NIXL transfers whole blocks, nixl/pull_scheduler.py get_exchange_clipped_blocks)."""
+        return self._bytes(self.layout().groups, tokens, 1 + self.engine.spec_tokens)
+
+    def connector(self):
+        """The KV connector's memory on this rank (pricing/kernel/connector.py), None without a kv_role."""
+        from pricing.kernel import connector
+
+        found = self.once("connector", lambda: connector.connector_memory(self))
+        if found is not None:
+            self._used.update({p.name: p for p in found.provenance})
+        return found
+
     def _bounded(self):
         return [g for g in self.layout().groups if not g.grows]
 
@@ -359,7 +374,11 @@ class Kernel:
     # -- the engine's own figures -------------------------------------------------------------
     def budget(self) -> int:
         """requested_memory = ceil(total × gpu_memory_utilization) (vllm-0.33-memory.md §1.3)."""
-        return math.ceil(self.chip.memory_bytes * self.engine.gpu_memory_utilization)
+        return self.budget_of(self.engine.gpu_memory_utilization)
+
+    def budget_of(self, utilization: float) -> int:
+        """The budget this rank's engine would request at `utilization` (the same law as `budget`)."""
+        return math.ceil(self.chip.memory_bytes * utilization)
 
     def kv_pool(self) -> int:
         """available KV cache memory = budget − non-KV memory − CUDA-graph estimate, or the
@@ -367,24 +386,30 @@ class Kernel:
         return self.once("kv_pool", self._kv_pool)
 
     def _kv_pool(self) -> int:
+        return self.pool_at(self.budget())
+
+    def pool_at(self, budget: int) -> int:
+        """The KV pool at `budget`, every other setting held: budget − the fixed memory (which no
+        utilization changes: the pool is affine in the budget), or --kv-cache-memory-bytes (§1.4)."""
         if self.engine.kv_cache_memory_bytes is not None:
             return self.engine.kv_cache_memory_bytes
         fixed = self.fixed_bytes()
         entry = self.reg[self.release.key("graph_estimate_in_budget")]
         self._used[entry.name] = entry
         if self.release.of_release(entry.value):
-            return self.budget() - fixed.total
-        return self.budget() - (fixed.total - fixed.cuda_graph)  # graphs captured after the pool is sized
+            return budget - fixed.total
+        return budget - (fixed.total - fixed.cuda_graph)  # graphs captured after the pool is sized
 
     def rank_blocks(self) -> int:
         """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
-        return self.once("rank_blocks", self._rank_blocks)
+        return self.once("rank_blocks", lambda: self.blocks_at(self.budget()))
 
-    def _rank_blocks(self) -> int:
+    def blocks_at(self, budget: int) -> int:
+        """Blocks this rank's own pool holds at `budget`."""
         layout = self.layout()
         if not layout.grouped or layout.bytes_per_block == 0:
             return 0
-        return max(0, self.kv_pool() // layout.bytes_per_block)
+        return max(0, self.pool_at(budget) // layout.bytes_per_block)
 
     def num_blocks(self) -> int:
         """The engine's block count: the fewest any stage's pool holds (get_kv_cache_configs)."""
@@ -416,11 +441,12 @@ class Kernel:
         return all(k.rank_fits_one_request() for k in self._pipeline)
 
     def rank_fits_one_request(self) -> bool:
-        return self.once("rank_fits_one_request", self._rank_fits_one_request)
+        return self.once("rank_fits_one_request", lambda: self.fits_one_request_at(self.budget()))
 
-    def _rank_fits_one_request(self) -> bool:
+    def fits_one_request_at(self, budget: int) -> bool:
+        """This rank's check at `budget`: (pool − one block) ≥ one request at max_model_len."""
         layout = self.layout()
-        pool = self.kv_pool()
+        pool = self.pool_at(budget)
         if pool <= 0:
             return False
         if not layout.groups:

@@ -42,11 +42,11 @@ class Refusal:
     would_fit: str
 
 
-def kv_pool_check(k: Kernel) -> int:
+def kv_pool_check(k: Kernel, budget: int | None = None) -> int:
     """What vLLM checks the pool against: the pool less the null block (kv_cache_planning.py:
-    'Reserve the null block BlockPool permanently holds back')."""
+    'Reserve the null block BlockPool permanently holds back'); at `budget` when given."""
     layout = k.layout()
-    pool = k.kv_pool()
+    pool = k.kv_pool() if budget is None else k.pool_at(budget)
     return pool - layout.bytes_per_block if layout.grouped and layout.groups else pool
 
 
@@ -100,24 +100,27 @@ def highest_utilization(k: Kernel, step: float = 0.01) -> float:
 def failed_check(k: Kernel) -> str | None:
     """The name of the first start-up check this rank (pipeline stage) would fail (cheap: no
     message, no estimate), kept on the kernel."""
-    return k.once("startup.failed_check", lambda: _failed_check(k))
+    return k.once("startup.failed_check", lambda: failed_check_at(k))
 
 
-def _failed_check(k: Kernel) -> str | None:
+def failed_check_at(k: Kernel, budget: int | None = None) -> str | None:
+    """`failed_check` at `budget` instead of the engine's own when given (the only input of the
+    checks a utilization changes: the pool is affine in it)."""
     e = k.engine
     total = k.chip.memory_bytes
     pre = k.pre_snapshot_bytes()
     if k.weight_bytes().refusal:
         return "quantization"
-    if k.budget() > total - pre:
+    if (k.budget() if budget is None else budget) > total - pre:
         return "free_memory"
     if e.kv_cache_memory_bytes is not None and e.kv_cache_memory_bytes + k.fixed_bytes().total + pre > total:
         return "kv_cache_memory_bytes"
     if not k.layout().groups:
         return None
-    if kv_pool_check(k) <= 0:
+    if kv_pool_check(k, budget) <= 0:
         return "no_cache_memory"
-    if not k.rank_fits_one_request():  # this rank (pipeline stage); Startup.starts asks every stage
+    # this rank (pipeline stage); Startup.starts asks every stage
+    if not (k.rank_fits_one_request() if budget is None else k.fits_one_request_at(budget)):
         return "one_request"
     return None
 

@@ -5,7 +5,8 @@ where it came from, and how it was obtained. `Registry[name]` returns a `Sourced
 names are the dotted path inside the file, prefixed by the file's stem
 (`cost_model_memory.activation_floor_bytes`). The chips are one file each, `chips/<id>.yaml`
 (chips/README.md): its `chip` part is named `chips.chips.<id>.…`, its `rates` part
-`chip_rates.chip_rates.<id>.…` and its `unsourced` entry `chip_rates.unsourced.<id>`. The kernel
+`chip_rates.chip_rates.<id>.…`, its `unsourced` entry `chip_rates.unsourced.<id>` and its `network`
+part `chip_network.chip_network.<id>.…`. The kernel
 lists every value it read in its provenance.
 
 A file is parsed the first time a name under it (or its stem in `raw`) is read, so a plan on one
@@ -32,8 +33,8 @@ HERE = Path(__file__).parent
 # A chip file's parts, each with the (stem, table) its registry names start with: the `rates` of
 # chips/h200.yaml are chip_rates.chip_rates.h200.<field>.
 CHIP_PARTS = {"chip": ("chips", "chips"), "rates": ("chip_rates", "chip_rates"),
-              "unsourced": ("chip_rates", "unsourced")}
-CHIP_STEMS = ("chips", "chip_rates")
+              "unsourced": ("chip_rates", "unsourced"), "network": ("chip_network", "chip_network")}
+CHIP_STEMS = ("chips", "chip_rates", "chip_network")
 
 
 @dataclass(frozen=True)

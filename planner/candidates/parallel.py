@@ -1,0 +1,58 @@
+"""Candidate tables built in worker processes: a review of many services on many chips needs
+hundreds of tables, each independent of the others (planner/candidates/table.py
+`candidate_table`), so they are swept one worker per CPU and sent back whole. Below
+planner/defaults.yaml parallel.min_tables they are built where they are asked for."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+from planner import defaults
+from planner.candidates.shapes import ChipTable
+from planner.candidates.table import built_table, candidate_table, keep_table, sharing, sweep_key
+from planner.request import PoolLimits, ServiceSpec
+from pricing.chips import Chip
+
+Request = tuple[ServiceSpec, Chip, PoolLimits]
+
+
+def workers() -> int:
+    """CPUs this process may run on (its affinity, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def in_worker() -> bool:
+    """A pool's worker builds its tables itself (a daemonic process has no children)."""
+    return multiprocessing.current_process().daemon
+
+
+def build_tables(requests: list[Request]) -> int:
+    """Build the tables of `requests` not built yet, in worker processes when there are at
+    least parallel.min_tables of them and more than one CPU; returns how many were built there.
+    The tables are the ones `candidate_table` builds (the same function runs in the workers)."""
+    if not sharing():  # nowhere to keep them: each is built where it is asked for
+        return 0
+    todo: dict[tuple, Request] = {}
+    for request in requests:
+        key = sweep_key(*request)
+        if key not in todo and built_table(key) is None:
+            todo[key] = request
+    if len(todo) < defaults.value("parallel.min_tables") or workers() < 2 or in_worker():
+        return 0
+    keys = list(todo)
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        service, chip, _ = todo[key]
+        groups.setdefault((service.model, service.quantization, chip.id), []).append(i)
+    jobs = sorted(groups.values(), key=len, reverse=True)  # the longest first, so no worker waits alone at the end
+    with multiprocessing.get_context("fork").Pool(min(workers(), len(jobs))) as pool:
+        for indices, tables in pool.imap_unordered(_build, [(idx, [todo[keys[i]] for i in idx]) for idx in jobs]):
+            for i, table in zip(indices, tables, strict=True):
+                keep_table(keys[i], table)
+    return len(keys)
+
+
+def _build(job: tuple[list[int], list[Request]]) -> tuple[list[int], list[ChipTable]]:
+    indices, requests = job
+    return indices, [candidate_table(*r) for r in requests]

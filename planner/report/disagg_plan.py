@@ -1,0 +1,202 @@
+"""A disaggregated plan as the user reads it: the search's pair and counts (planner/search/disagg.py)
+made into a prefill pool and a decode pool, each in its role's kernel with its memory, connector,
+binds and launches; the hand-over and the time to first token by part; and, with `--serving auto`,
+the aggregated plan beside it and which is cheaper, and why."""
+
+from __future__ import annotations
+
+import math
+
+from planner.candidates.roles import DECODE, PREFILL
+from planner.candidates.table import ChipTable, Row, context_length, priced_chip
+from planner.request import PoolLimits, ServiceSpec
+from planner.search.disagg import RATE_UNITS, _table, search
+from pricing.chips import Chip
+from pricing.graph import load_model
+from pricing.graph.model import ModelGraph
+from pricing.serving.queueing import md1_wait
+
+
+def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table: ChipTable, row: Row, replicas: int,
+               binds: str, in_flight: int):
+    """One role's pool as the report shows it: the row in its role, its memory, its connector and
+    binds; its launch follows its placement (`launch_pools`). Also the role's deployment."""
+    from planner.report.serving import RolePool
+    from pricing.kernel.report import memory_report
+
+    kernel = role.kernel(model, chip, service, row)
+    e = kernel.engine
+    mem = memory_report(kernel, e.max_model_len)
+    conn = kernel.connector()
+    held = row.shape.dp * row.max_num_seqs * replicas
+    pool = RolePool(
+        in_flight=in_flight, role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id,
+        gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp,
+        pipeline_parallel_size=1, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
+        data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
+        decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
+        max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
+        max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held, headroom=0.0,
+        binds=binds, binds_role=binds, cost_per_hour=round(chip.price_per_gpu_hour * row.gpus * replicas, 4),
+        price_per_gpu_hour=chip.price_per_gpu_hour, price_estimate=chip.price_estimate, price_as_of=chip.price_as_of,
+        vllm_serve="", memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
+                               "block_bytes": mem.block_bytes, "num_blocks": mem.num_blocks,
+                               "requests_held": mem.requests_held},
+        connector_gpu_bytes=conn.gpu_bytes, connector_host_bytes=conn.host_bytes)
+    return pool, e.as_deployment(), table.gpus_per_node
+
+
+def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_port: int) -> list:
+    """Each role pool (RolePool, its deployment, GPUs per node) with the launches of its placed
+    instances (`placed`: planner/search/placement.py InstancePlacement of every pool, by role),
+    side-channel ports disjoint over the fleet from `first_side_port`; the pools returned updated."""
+    from planner.report.disagg_launch import role_instances
+    from planner.report.serve import served_model
+
+    served = served_model(service.model, service.quantization, service.vllm_version)
+    out, port = [], first_side_port
+    for pool, d, per_node in pools:
+        mine = [i for i in placed if i.role == pool.role]
+        instances, data = role_instances(served, d, per_node, mine, port)
+        port += len(mine) * d.data_parallel_size
+        first = instances[0].commands
+        out.append(pool.model_copy(update={"instances": instances, "launches": data, "vllm_serve": first[0].command,
+                                           "vllm_serve_nodes": [c.command for c in first] if len(first) > 1 else []}))
+    return out
+
+
+def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int, rate: float,
+               node: dict[str, int] | None = None):
+    """The prefill pool and the decode pool of `pair` at `p` and `d` instances, each with its binds."""
+    w = service.workload
+    pf, dec, h = pair.prefill, pair.decode, pair.handover
+    ranks = p * pf.row.shape.dp
+    util = rate / (ranks * pf.service_rate)
+    wait = md1_wait(rate / ranks, pf.service_rate)
+    p_binds = (f"ttft {service.ttft_ms:g} ms at {rate:g} requests/s: {ranks} prefill ranks at {util:.0%} "
+               f"utilization wait {wait * 1000:,.0f} ms (M/D/1), prefill a {w.isl:,}-token prompt in "
+               f"{pf.prompt_seconds * 1000:,.0f} ms, hand it over in {h.seconds * 1000:,.1f} ms")
+    if -(-math.ceil(rate * RATE_UNITS) // pair.prefill_link) > pair.prefill_min:
+        p_binds = (f"link: {h.link.name} hands over {h.prefill_rate(pf.row.shape.dp):,.1f} requests/s per instance "
+                   f"({h.prefill_rank_bytes:,} bytes from the busiest rank each)")
+    d_binds = (f"{'tpot' if dec.binds == 'tpot' else 'memory'}: {dec.batch_per_rank} running requests per rank "
+               + (f"within {service.tpot_ms:g} ms per output token" if dec.binds == "tpot" else
+                  f"(its pool holds {dec.memory_per_rank} of {context_length(model, service):,} tokens, "
+                  f"{dec.arriving_per_rank:.2f} more arriving)")
+               + f", {dec.requests_per_second:.2f} requests/s per instance at {dec.tpot_seconds * 1000:.1f} ms "
+                 f"per output token")
+    node = node or {}
+
+    def table(chip):
+        return _table(service, chip, limits.model_copy(update={"gpus_per_node": node.get(chip.id)}))
+
+    prompts = math.ceil(rate * (wait + pf.prompt_seconds))  # Little's law in each pool
+    running = math.ceil(rate * (w.osl * dec.tpot_seconds))
+    return (_role_pool(model, service, PREFILL, pair.prefill_chip, table(pair.prefill_chip), pf.row, p, p_binds,
+                       prompts),
+            _role_pool(model, service, DECODE, pair.decode_chip, table(pair.decode_chip), dec.row, d, d_binds,
+                       running))
+
+
+def plan_disagg(service: ServiceSpec, limits: PoolLimits):
+    """The disaggregated plan (planner/report/serving.py DisaggPlan), or why none fits."""
+    from planner.report.disagg_launch import router
+    from planner.report.serving import DisaggPlan, Handover, TimeToFirstToken
+
+    found = search(service, limits)
+    if found.chosen is None:
+        return DisaggPlan(feasible=False, explanations=found.explanations, solver_status=found.status,
+                          candidates_evaluated=found.evaluated, pairs=len(found.pairs),
+                          requests_per_second=found.rate, seconds=round(found.seconds, 3))
+    pair, p, d = found.chosen
+    model, rate = found.model, found.rate
+    pf, dec, h = pair.prefill, pair.decode, pair.handover
+    util = rate / (p * pf.row.shape.dp * pf.service_rate)
+    spent = pair.queue_seconds + pf.prompt_seconds + h.seconds + dec.step_seconds
+    from planner.report.disagg_launch import side_channel_base
+    from planner.search.placement import ChipNodes, PoolShape, place
+
+    roles = role_pools(model, service, limits, pair, p, d, rate)
+    shapes = [PoolShape(pool.role, pool.chip, pool.replicas, pool.gpus_per_replica, pool.tensor_parallel_size,
+                        role=pool.role) for pool, _, _ in roles]
+    chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits).tp_domain)
+             for pool, _, per_node in roles}
+    laid = place(shapes, chips, limits.spare)
+    prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base())
+    cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
+    return DisaggPlan(
+        feasible=True, prefill=prefill_pool, decode=decode_pool,
+        handover=Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
+                          decode_rank_bytes=h.decode_rank_bytes, prefill_rank_bytes=h.prefill_rank_bytes,
+                          request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3)),
+        ttft=TimeToFirstToken(queue_ms=round(pair.queue_seconds * 1000, 1),
+                              prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
+                              first_step_ms=round(dec.step_seconds * 1000, 2),
+                              total_ms=round(spent * 1000, 1), prefill_utilization=round(util, 4)),
+        requests_per_second=rate, tpot_ms=round(dec.tpot_seconds * 1000, 3), gpus=prefill_pool.gpus + decode_pool.gpus,
+        cost_per_hour=round(cost, 4),
+        router=router(prefill_pool.instances, decode_pool.instances), nodes=laid.nodes,
+        solver_status=found.status, candidates_evaluated=found.evaluated, pairs=len(found.pairs),
+        seconds=round(found.seconds, 3))
+
+
+def plan_serving(request):
+    """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
+    cheaper (planner/report/serving.py ServingChoice; the aggregated plan wins a tie)."""
+    from planner.report.plan import plan
+    from planner.report.serving import ServingChoice
+
+    service, limits = request.service, request.limits
+    mode = service.serving
+    agg = plan(request) if mode in ("agg", "auto") else None
+    dis = plan_disagg(service, limits) if mode in ("disagg", "auto") else None
+    chosen, why = _cheaper(agg, dis)
+    return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
+
+
+def _cheaper(agg, dis) -> tuple[str, str]:
+    """Which plan is cheaper, and why, with the figures that make it so."""
+    if dis is None:
+        return "agg", "aggregated serving was asked for"
+    if agg is None:
+        return "disagg", "disaggregated serving was asked for"
+    if not agg.feasible and not dis.feasible:
+        return "agg", "neither plan fits"
+    if not dis.feasible:
+        return "agg", "only the aggregated plan fits: " + "; ".join(dis.explanations)
+    if not agg.feasible:
+        return "disagg", "only the disaggregated plan fits: " + "; ".join(agg.explanations)
+    a, p, d = agg.best, dis.prefill, dis.decode
+    delta = dis.cost_per_hour / a.cost_per_hour - 1
+    speed = ""
+    if a.step is not None and a.step.pool_requests_per_second:
+        speed = (f"; {a.step.pool_requests_per_second:,.2f} requests/s at {a.step.tpot_ms:,.1f} ms per output token, "
+                 f"first token in {a.step.ttft_ms:,.0f} ms of chunked prefill (no queueing for admission modelled)")
+    agg_phrase = (f"aggregated: {a.gpus} {a.chip} GPUs at ${a.cost_per_hour:,.2f}/hour, each instance prefilling "
+                  f"beside its decodes ({a.binds}{speed})")
+    dis_phrase = (f"disaggregated: {p.gpus} prefill {p.chip} GPUs + {d.gpus} decode {d.chip} GPUs at "
+                  f"${dis.cost_per_hour:,.2f}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV cache "
+                  f"crosses {dis.handover.link} in {dis.handover.transfer_ms:,.1f} ms)")
+    if dis.cost_per_hour < a.cost_per_hour:
+        return "disagg", f"disaggregated is {-delta:.0%} cheaper. {dis_phrase}; {agg_phrase}"
+    return "agg", ("aggregated is cheaper" + (f" by {delta / (1 + delta):.0%}" if delta > 0 else " (a tie)")
+                   + f". {agg_phrase}; {dis_phrase}")
+
+
+def role_kernels(service: ServiceSpec, limits: PoolLimits, plan) -> dict:
+    """One rank's kernel of each role of a feasible plan (for the per-rank memory printout)."""
+    from pricing.kernel import Deployment, Kernel
+
+    model = load_model(service.model, service.quantization)
+    out = {}
+    for pool in (plan.prefill, plan.decode):
+        d = Deployment(tensor_parallel_size=pool.tensor_parallel_size, data_parallel_size=pool.data_parallel_size,
+                       enable_expert_parallel=pool.enable_expert_parallel,
+                       decode_context_parallel_size=pool.decode_context_parallel_size,
+                       gpu_memory_utilization=pool.gpu_memory_utilization,
+                       max_num_batched_tokens=pool.max_num_batched_tokens, max_num_seqs=pool.max_num_seqs,
+                       max_model_len=pool.max_model_len, kv_cache_dtype=pool.kv_cache_dtype,
+                       num_speculative_tokens=service.num_speculative_tokens,
+                       speculative_method=service.speculative_method, kv_role=pool.kv_role)
+        out[pool.role] = Kernel.of(model, d, priced_chip(pool.chip, limits), release=service.vllm_version)
+    return out

@@ -1,0 +1,88 @@
+"""A disaggregated plan for people: the prefill and decode pools side by side, the hand-over, the
+time to first token by part, each role's per-rank memory, and the commands that start the fleet."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from planner.report.memory import render_memory
+from planner.report.render import command, render_notes, split
+from planner.report.result import star
+from planner.report.serving import DisaggPlan, RolePool, ServingChoice
+
+
+def pools_table(plan: DisaggPlan, title: str, hours: int) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title=title)
+    shape = "replicas × (tp,pp,dp,ep,dcp)"
+    for col in ("role", "chip", "GPUs", shape, "util.", "token budget", "max_num_seqs", "kv_role", "$/hour",
+                "$/month"):
+        table.add_column(col, justify="left" if col in ("role", "chip", shape, "kv_role") else "right", no_wrap=True)
+    for p in (plan.prefill, plan.decode):
+        kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
+        table.add_row(p.role, p.chip, str(p.gpus), split(p, names=False) + kv, f"{p.gpu_memory_utilization:.2f}",
+                      f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), p.kv_role,
+                      f"{p.cost_per_hour:,.2f}{star(p)}", f"{p.cost_per_hour * hours:,.0f}{star(p)}")
+    table.add_row("total", "", str(plan.gpus), "", "", "", "", "", f"{plan.cost_per_hour:,.2f}",
+                  f"{plan.cost_per_hour * hours:,.0f}")
+    return table
+
+
+def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int, workload: str) -> None:
+    """The feasible disaggregated plan; `kernels` holds each role's kernel for its memory printout."""
+    from planner.report.result import solver_phrase
+    from pricing.kernel.report import memory_report
+    from pricing.units import size
+
+    console.print(pools_table(plan, f"disaggregated: {workload}", hours))
+    h, t = plan.handover, plan.ttft
+    console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
+                  f"{solver_phrase(plan.solver_status)}", soft_wrap=True)
+    console.print(f"hand-over: {h.request_bytes:,} bytes of KV cache per request ({h.decode_rank_bytes:,} read by "
+                  f"each decode rank, {h.prefill_rank_bytes:,} sent by the busiest prefill rank) over {h.link} at "
+                  f"{h.link_gbps_per_gpu:g} GB/s per GPU: {h.transfer_ms:,.2f} ms", soft_wrap=True, markup=False)
+    console.print(f"time to first token: queue {t.queue_ms:,.0f} ms (M/D/1 per prefill rank, "
+                  f"{t.prefill_utilization:.0%} utilized) + prefill {t.prefill_ms:,.0f} ms + hand-over "
+                  f"{t.transfer_ms:,.1f} ms + first decode step {t.first_step_ms:,.1f} ms = {t.total_ms:,.0f} ms",
+                  soft_wrap=True, markup=False)
+    for p in (plan.prefill, plan.decode):
+        console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=True, markup=False)
+        console.print(f"{p.role} connector: NixlConnector {p.kv_role}, {size(p.connector_gpu_bytes)} on the GPU "
+                      f"beyond the {size(p.memory['kv_pool'])} KV pool it registers, "
+                      f"{size(p.connector_host_bytes)} host buffer per rank (kv_buffer_device "
+                      f"{'cpu' if p.connector_host_bytes else 'cuda'}); NIXL/UCX's own memory is outside vLLM's "
+                      "accounting", soft_wrap=True, markup=False)
+    for p in (plan.prefill, plan.decode):
+        console.print()
+        console.print(f"[bold]{p.role}[/bold]: {p.gpus} × {p.chip} GPUs as {split(p)}, one rank:")
+        kernel = kernels[p.role]
+        render_memory(memory_report(kernel, kernel.engine.max_model_len), kernel, console)
+    console.print()
+    for p in (plan.prefill, plan.decode):
+        console.print(f"start {p.replicas} {p.role} instance{'s' if p.replicas > 1 else ''} of {p.gpus_per_replica} "
+                      f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one line per process ($<NODE>_IP: the "
+                      "address of that node, which the NIXL side channel listens on):", soft_wrap=True)
+        for launch in p.launches:
+            command(console, launch.line)
+    console.print("then the router in front of both pools (vLLM's documented proxy; llm-d's inference scheduler or "
+                  "Dynamo's router serve the same role in production):", soft_wrap=True)
+    command(console, plan.router.line)
+
+
+def render_disagg_infeasible(plan: DisaggPlan, console: Console, workload: str) -> None:
+    console.print(f"[bold red]no disaggregated fleet fits[/bold red] {workload}:")
+    for line in plan.explanations:
+        console.print(f"- {line}", soft_wrap=True, markup=False)
+
+
+def render_choice(choice: ServingChoice, console: Console) -> None:
+    console.print()
+    label = {"agg": "aggregated", "disagg": "disaggregated"}[choice.chosen]
+    console.print(f"[bold]serving {choice.mode}:[/bold] {label}. {choice.why}", soft_wrap=True)
+    if choice.aggregated is not None:
+        render_notes([], console)
+
+
+def role_of(pool: RolePool) -> str:
+    return pool.role

@@ -1,0 +1,95 @@
+"""Where a review's variants are planned: one after another in this process (`sequential`), in a
+process pool on this machine (`pool`, one worker per CPU), or on a Ray cluster (`ray`:
+`pip install '.[ray]'`; `ray.init(address=...)` with --ray-address, so a KubeRay cluster serves
+it; without one, a local Ray runtime of one CPU per worker). Each variant is a whole review,
+independent of the others, so every executor gives the same results in the same order.
+
+Variants that ask for the same candidate tables (planner/candidates/table.py `sweep_key`: the
+same models, context lengths, chips and prices) are sent to one worker together, so that worker
+sweeps each table once; the base is planned first, here, and a pool's workers start from its tables."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable
+
+from planner import defaults
+from planner.candidates.parallel import workers
+from planner.candidates.table import shared_tables, sharing, sweep_key
+from planner.report.fleet import FleetResult, plan_scenario
+from planner.scenario import Scenario
+from planner.search.fleet import table_requests
+from pricing.errors import InputError
+
+EXECUTORS = tuple(defaults.value("parallel.executors"))
+Job = tuple[Scenario, str]  # a variant's scenario and its name
+
+
+def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_address: str | None = None,
+                  progress: Callable[[str], None] | None = None) -> list[FleetResult]:
+    """Every job planned, in the order given, by `executor`; `progress(name)` as each is done."""
+    if executor == "sequential" or len(jobs) < 2:
+        out = []
+        for scenario, name in jobs:
+            out.append(plan_scenario(scenario, name, time_limit))
+            if progress:
+                progress(name)
+        return out
+    groups = _groups(jobs)
+    found: dict[int, FleetResult] = {}
+    if executor == "pool":
+        with multiprocessing.get_context("fork").Pool(min(workers(), len(groups))) as pool:
+            for done in pool.imap_unordered(_plan_group, [([jobs[i] for i in g], g, time_limit) for g in groups]):
+                _collect(done, found, jobs, progress)
+    elif executor == "ray":
+        ray = _ray(ray_address)
+        remote = ray.remote(_plan_group)
+        pending = [remote.remote(([jobs[i] for i in g], g, time_limit)) for g in groups]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            _collect(ray.get(ready[0]), found, jobs, progress)
+    else:
+        raise InputError("--executor", f"no executor named {executor!r}", f"use one of {', '.join(EXECUTORS)}")
+    return [found[i] for i in range(len(jobs))]
+
+
+def _collect(done, found: dict, jobs: list[Job], progress) -> None:
+    for i, result in done:
+        found[i] = result
+        if progress:
+            progress(jobs[i][1])
+
+
+def _plan_group(task: tuple[list[Job], list[int], float | None]) -> list[tuple[int, FleetResult]]:
+    """A worker's share: its variants one after another, tables built here (a worker has no pool)."""
+    group, indices, time_limit = task
+    if sharing():  # a forked worker keeps the tables the parent had built (the base's)
+        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False))
+                for i, (scenario, name) in zip(indices, group, strict=True)]
+    with shared_tables():  # a Ray worker: its variants share the tables they ask for
+        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False))
+                for i, (scenario, name) in zip(indices, group, strict=True)]
+
+
+def _groups(jobs: list[Job]) -> list[list[int]]:
+    """The jobs' indices grouped by the candidate tables they ask for, the largest groups first."""
+    by_tables: dict[frozenset, list[int]] = {}
+    for i, (scenario, _) in enumerate(jobs):
+        keys = frozenset(hash(sweep_key(*r)) for s in scenario.services for r in table_requests(scenario, s))
+        by_tables.setdefault(keys, []).append(i)
+    return sorted(by_tables.values(), key=len, reverse=True)
+
+
+def _ray(address: str | None):
+    """Ray, connected: to the cluster at `address`, else to a local runtime (started if none runs)."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--executor", "ray is not installed", "pip install 'deployment-planner[ray]', or use "
+                         "--executor pool") from None
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers(), include_dashboard=False, log_to_driver=False)
+    return ray

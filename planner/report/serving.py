@@ -1,0 +1,85 @@
+"""A disaggregated plan as data (`plan --serving disagg|auto --json`, under `serving`): the prefill
+pool and the decode pool, each a `PoolPlan` with its role's launch, the link between them, and how a
+request's time to first token is made up."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from planner.report.result import PlanResult, PoolPlan
+
+
+class Launch(BaseModel):
+    """One instance's start as data: its environment and its argument list."""
+
+    node: str = Field("", description="the node it runs on (planner/search/placement.py); '' for the router")
+    env: dict[str, str] = Field(default_factory=dict, description="variables to set (GPUs, the NIXL side channel)")
+    args: list[str] = Field(description="the command as an argument list (`vllm serve ...`)")
+    line: str = Field(description="the same as one shell line")
+
+
+class RolePool(PoolPlan):
+    """One role's pool: `replicas` instances of the role (prefill: kv_producer; decode: kv_consumer).
+    Its `concurrency` is the requests its instances run at once: prompts (max_num_seqs) per prefill
+    rank, running decodes per decode rank."""
+
+    role: str = Field(description="prefill or decode")
+    kv_role: str = Field(description="the NixlConnector role of its instances")
+    binds_role: str = Field("", description="what sets this pool's count, with its numbers")
+    in_flight: int = Field(0, description="requests the rate keeps in this pool at once (Little's law): prompts "
+                                          "waiting or prefilling; running decodes")
+    launches: list[Launch] = Field(default_factory=list, description="one per process: every instance, each node "
+                                                                     "of a multi-node one")
+    memory: dict = Field(default_factory=dict, description="one rank's memory breakdown, bytes "
+                                                           "(`plan memory --json`'s shape)")
+    connector_gpu_bytes: int = Field(0, description="what the connector adds on the GPU beyond the KV pool")
+    connector_host_bytes: int = Field(0, description="the connector's host buffer per rank (kv_buffer_device cpu)")
+
+
+class Handover(BaseModel):
+    link: str = Field(description="what the KV cache crosses: the NIC, or NVLink within an NVL72 rack")
+    link_gbps_per_gpu: float = Field(description="achieved bytes/s per GPU per direction / 1e9")
+    decode_rank_bytes: int = Field(description="KV bytes each decode rank reads for one request")
+    prefill_rank_bytes: int = Field(description="KV bytes the busiest prefill rank sends for one request")
+    request_bytes: int = Field(description="KV bytes of one request over all the decode ranks that read it")
+    transfer_ms: float
+
+
+class TimeToFirstToken(BaseModel):
+    """A request's time to first token in a disaggregated fleet, by part (means)."""
+
+    queue_ms: float = Field(description="waiting at the prefill pool (M/D/1 per rank, pricing/serving/queueing.py)")
+    prefill_ms: float = Field(description="the prompt's prefill alone on a prefill rank")
+    transfer_ms: float = Field(description="the KV cache crossing to the decode rank")
+    first_step_ms: float = Field(description="the decode rank's first step for it")
+    total_ms: float
+    prefill_utilization: float = Field(description="arrivals over what the prefill ranks serve")
+
+
+class DisaggPlan(BaseModel):
+    feasible: bool
+    prefill: RolePool | None = None
+    decode: RolePool | None = None
+    handover: Handover | None = None
+    ttft: TimeToFirstToken | None = None
+    requests_per_second: float = Field(0.0, description="the rate the fleet is sized for")
+    tpot_ms: float = Field(0.0, description="the decode ranks' time per output token at their running batch")
+    gpus: int = 0
+    cost_per_hour: float = 0.0
+    router: Launch | None = Field(None, description="the proxy to start in front of the two pools")
+    nodes: list = Field(default_factory=list, description="the nodes both pools are laid on")
+    explanations: list[str] = Field(default_factory=list, description="why no fleet fits, one line per role")
+    solver_status: str = ""
+    candidates_evaluated: int = 0
+    pairs: int = Field(0, description="prefill × decode candidates the CP-SAT model chose among")
+    seconds: float = 0.0
+
+
+class ServingChoice(BaseModel):
+    """`--serving auto`: both plans, and which is cheaper and why."""
+
+    mode: str = Field(description="agg, disagg or auto, as asked")
+    chosen: str = Field(description="agg or disagg: the cheaper (agg on a tie)")
+    why: str
+    aggregated: PlanResult | None = None
+    disaggregated: DisaggPlan | None = None

@@ -1,0 +1,401 @@
+"""The disaggregated search: a prefill pool and a decode pool chosen together, with CP-SAT.
+
+Candidates are the oracle's rows (planner/candidates/table.py, memory only, pipeline stages aside:
+vLLM 0.33's NixlConnector runs a kv_consumer without them) taken in their roles
+(planner/candidates/roles.py): per instance shape, the prefill row with the largest token budget and
+the decode row that holds the most. Every prefill × decode pair k is priced in Python first:
+
+    t_x[k]     a request's KV hand-over (pricing/step/transfer.py) over the pair's link
+    decode     the largest batch per rank within TPOT whose pool also holds the arriving requests,
+               and the requests per second an instance serves (X_d)
+    prefill    the fewest prefill ranks whose M/D/1 wait (pricing/serving/queueing.py) keeps
+               wait + prompt + t_x + first decode step within the TTFT target, as instances: P_ttft
+
+then the model, for pairs k with y[k] ∈ {0,1} (exactly one), p[k], d[k] the instance counts:
+
+    p[k] ≥ P_ttft[k] · y[k]                       the prefill pool meets TTFT at the rate, queueing included
+    link_p[k] · p[k] ≥ rate · y[k]                 the prefill ranks' links hand over the rate's KV bytes
+    X_d[k] · d[k] ≥ rate · y[k]                    the decode pool serves the rate within TPOT and memory
+    link_d[k] · d[k] ≥ rate · y[k]                 the decode ranks' links take the rate's KV bytes in
+    Σ gpus on chip c ≤ --max-gpus                  (rates in 1/1000 request per second, capacities floored)
+
+minimising cost per hour, then GPUs, then the pair's rank (larger prefill budget, then the smaller
+shapes), in one objective folded as cpsat.py folds its keys.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from planner import defaults
+from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures
+from planner.candidates.table import ChipTable, Row, candidate_table, priced_chip
+from planner.request import PoolLimits, ServiceSpec
+from planner.search import cpsat
+from pricing.chips import Chip
+from pricing.errors import InputError
+from pricing.graph import load_model
+from pricing.graph.model import ModelGraph
+from pricing.serving.queueing import md1_wait, servers_for_wait
+from pricing.step.transfer import Handover, handover, link_between
+
+RATE_UNITS = 1000  # requests per second are counted in thousandths in the model
+
+
+@dataclass(frozen=True)
+class Side:
+    """One role's candidates on one chip."""
+
+    chip: Chip
+    table: ChipTable
+    rows: list[Row]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One prefill × decode choice, priced: its fewest counts and what sets them."""
+
+    prefill: PrefillFigures
+    prefill_chip: Chip
+    decode: DecodeFigures
+    decode_chip: Chip
+    handover: Handover
+    prefill_min: int  # instances the TTFT target with queueing needs
+    prefill_link: int  # capacity per instance, RATE_UNITS
+    decode_serve: int  # capacity per instance, RATE_UNITS
+    decode_link: int
+    queue_seconds: float  # at the counts the model picks, filled in afterwards
+    rank: int = 0
+
+    def fewest(self, rate_units: int) -> tuple[int, int]:
+        p = max(self.prefill_min, -(-rate_units // self.prefill_link))
+        d = max(-(-rate_units // self.decode_serve), -(-rate_units // self.decode_link))
+        return p, d
+
+    def cost(self, rate_units: int) -> float:
+        p, d = self.fewest(rate_units)
+        return (p * self.prefill.row.gpus * self.prefill_chip.price_per_gpu_hour
+                + d * self.decode.row.gpus * self.decode_chip.price_per_gpu_hour)
+
+
+def rate_of(service: ServiceSpec) -> float:
+    """The request rate a disaggregated fleet is sized for: --requests-per-second."""
+    w = service.workload
+    if w is None:
+        raise InputError("--serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
+    if w.requests_per_second is None:
+        raise InputError("--serving", "disaggregated serving is sized by a request rate",
+                         "add --requests-per-second (or --concurrency with --ttft-ms and --tpot-ms)")
+    if service.ttft_ms is None:
+        raise InputError("--serving", "the prefill pool is sized by the time to first token, queueing included",
+                         "add --ttft-ms")
+    return w.requests_per_second
+
+
+def memory_service(service: ServiceSpec) -> ServiceSpec:
+    """The service with its latency targets and workload removed: the oracle's rows by memory alone
+    (the roles price their own steps)."""
+    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None, "pp": (1,),
+                                      "serving": "agg"})
+
+
+def _side(service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
+    chip = priced_chip(chip_id, limits)
+    table = _table(service, chip, limits)
+    if role is PREFILL:  # per shape: the largest token budget, then the most prompts held
+        best: dict = {}
+        for row in table.rows:
+            cur = best.get(row.shape)
+            if cur is None or (row.max_num_batched_tokens, row.held_per_rank) > (cur.max_num_batched_tokens,
+                                                                                 cur.held_per_rank):
+                best[row.shape] = row
+        rows = [best[s] for s in sorted(best)]
+    else:
+        rows = table.dominant()
+    return Side(chip, table, [r for r in rows if r.shape.pp == 1])
+
+
+def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[list, list[str]]:
+    """The side's rows the connector accepts, priced in their role (or why each is refused)."""
+    out, why = [], []
+    for row in side.rows:
+        try:
+            if role is PREFILL:
+                found = PREFILL.figures(model, side.chip, service, row)
+            else:
+                found = (row, DECODE.step_model(model, side.chip, service, row))
+        except InputError as err:
+            why.append(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: {err}")
+            continue
+        if isinstance(found, str):
+            why.append(f"{side.chip.id} tp {row.shape.tp} × dp {row.shape.dp}: {found}")
+        else:
+            out.append(found)
+    return out, why
+
+
+@dataclass
+class DisaggSearch:
+    pairs: list[Pair]
+    chosen: tuple[Pair, int, int] | None
+    status: str
+    evaluated: int
+    seconds: float
+    explanations: list[str]
+    model: ModelGraph
+    rate: float
+
+
+def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side], decode_sides: list[Side],
+              rate: float) -> tuple[list[Pair], list[str]]:
+    """Every prefill × decode pair that meets the targets at `rate`, priced; and why the rest do not."""
+    w = service.workload
+    ttft = service.ttft_ms / 1000
+    latent = model.attention_backend != "gqa"
+    kv_heads = max(1, model.num_kv_heads)
+    units = math.ceil(rate * RATE_UNITS)
+    prefills, decodes, why = [], [], []
+    for side in prefill_sides:
+        found, refused = _valid(model, service, side, PREFILL)
+        prefills += [(side, f) for f in found]
+        why += refused
+    for side in decode_sides:
+        found, refused = _valid(model, service, side, DECODE)
+        decodes += [(side, row, sm) for row, sm in found]
+        why += refused
+    if not prefills:
+        why.append("prefill: no candidate instance" + (f" ({why[0]})" if why else ""))
+    if not decodes:
+        why.append("decode: no candidate instance")
+    pairs: list[Pair] = []
+    best_ttft: tuple[float, str] | None = None
+    decode_memo: dict = {}
+    for pside, pf in prefills:
+        for dside, drow, sm in decodes:
+            link = link_between(pside.chip, dside.chip)
+            if isinstance(link, str):
+                why.append(link)
+                continue
+            kernel = sm.kernel
+            bytes_per_rank = kernel.request_kv_bytes(w.isl)
+            h = handover(bytes_per_rank, pf.row.shape.tp, drow.shape.tp, latent, kv_heads, link)
+            key = (id(sm), round(h.seconds, 6))
+            dec = decode_memo.get(key)
+            if dec is None:
+                share = bytes_per_rank / kernel.request_bytes()
+                dec = decode_memo[key] = DECODE.figures(sm, service, drow, h.seconds, share)
+            if isinstance(dec, str):
+                why.append(f"decode {dside.chip.id} tp {drow.shape.tp} × dp {drow.shape.dp}: {dec}")
+                continue
+            budget = ttft - pf.prompt_seconds - h.seconds - dec.step_seconds
+            spent = pf.prompt_seconds + h.seconds + dec.step_seconds
+            if best_ttft is None or spent < best_ttft[0]:
+                best_ttft = (spent, f"the fastest pair (prefill {pside.chip.id} tp {pf.row.shape.tp} × dp "
+                                    f"{pf.row.shape.dp}, decode {dside.chip.id} tp {drow.shape.tp} × dp "
+                                    f"{drow.shape.dp}) takes {pf.prompt_seconds * 1000:,.0f} ms to prefill a "
+                                    f"{w.isl:,}-token prompt, {h.seconds * 1000:,.1f} ms to hand it over and "
+                                    f"{dec.step_seconds * 1000:,.1f} ms for the first decode step, "
+                                    f"{spent * 1000:,.0f} ms before any queueing, against {service.ttft_ms:g} ms")
+            servers = servers_for_wait(rate, pf.service_rate, budget)
+            if servers is None:
+                continue
+            dp_p, dp_d = pf.row.shape.dp, drow.shape.dp
+            p_link = math.floor(h.prefill_rate(dp_p) * RATE_UNITS)
+            d_link = math.floor(h.decode_rate(dp_d) * RATE_UNITS)
+            d_serve = math.floor(dec.requests_per_second * RATE_UNITS)
+            if min(p_link, d_link, d_serve) < 1:
+                continue
+            pairs.append(Pair(pf, pside.chip, dec, dside.chip, h, -(-servers // dp_p), p_link, d_serve, d_link,
+                              0.0))
+    if not pairs and best_ttft is not None:
+        why.append(f"ttft: {best_ttft[1]}")
+    order = sorted(range(len(pairs)), key=lambda i: _rank_key(pairs[i], units))
+    ranked = [pairs[i] for i in order]
+    return [Pair(**{**p.__dict__, "rank": i}) for i, p in enumerate(ranked)], list(dict.fromkeys(why))
+
+
+def _rank_key(p: Pair, units: int) -> tuple:
+    ps, ds = p.prefill.row.shape, p.decode.row.shape
+    return (round(p.cost(units), 6), -p.prefill.row.max_num_batched_tokens, ps.tp, ps.dp, ps.ep, ds.tp, ds.dp,
+            ds.ep, ds.dcp, p.prefill_chip.id, p.decode_chip.id)
+
+
+def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple[str, tuple[Pair, int, int] | None]:
+    """The CP-SAT model of the module's docstring; the chosen pair and its two counts."""
+    units = math.ceil(rate * RATE_UNITS)
+    m = cp_model.CpModel()
+    price_units = defaults.value("solver.price_units_per_dollar")
+    cap = limits.max_gpus
+    ys, ps, ds = [], [], []
+    cost = gpus = rank = 0
+    top = 0
+    for k, pair in enumerate(pairs):
+        p_lo, d_lo = pair.fewest(units)
+        p_hi = max(p_lo, cap // pair.prefill.row.gpus) if cap else p_lo
+        d_hi = max(d_lo, cap // pair.decode.row.gpus) if cap else d_lo
+        y = m.new_bool_var(f"y{k}")
+        p = m.new_int_var(0, p_hi, f"p{k}")
+        d = m.new_int_var(0, d_hi, f"d{k}")
+        m.add(p >= pair.prefill_min * y)
+        m.add(pair.prefill_link * p >= units * y)
+        m.add(pair.decode_serve * d >= units * y)
+        m.add(pair.decode_link * d >= units * y)
+        m.add(p <= p_hi * y)
+        m.add(d <= d_hi * y)
+        pu = round(pair.prefill_chip.price_per_gpu_hour * price_units)
+        du = round(pair.decode_chip.price_per_gpu_hour * price_units)
+        cost += pu * pair.prefill.row.gpus * p + du * pair.decode.row.gpus * d
+        gpus += pair.prefill.row.gpus * p + pair.decode.row.gpus * d
+        rank += pair.rank * y
+        top = max(top, pu * pair.prefill.row.gpus * p_hi + du * pair.decode.row.gpus * d_hi)
+        ys.append(y)
+        ps.append(p)
+        ds.append(d)
+    m.add_exactly_one(ys)
+    if cap is not None:
+        for chip in {c for pair in pairs for c in (pair.prefill_chip.id, pair.decode_chip.id)}:
+            use = [pair.prefill.row.gpus * p for pair, p in zip(pairs, ps, strict=True)
+                   if pair.prefill_chip.id == chip]
+            use += [pair.decode.row.gpus * d for pair, d in zip(pairs, ds, strict=True) if pair.decode_chip.id == chip]
+            m.add(sum(use) <= cap)
+    rank_range = len(pairs) + 1
+    if (top + 1) * rank_range >= cpsat.INT_LIMIT:
+        raise OverflowError("the objective exceeds 2^62: lower --max-gpus or the rate")
+    best = min(range(len(pairs)), key=lambda i: (pairs[i].cost(units), pairs[i].rank))
+    p_best, d_best = pairs[best].fewest(units)
+    for var, value in ((ys[best], 1), (ps[best], p_best), (ds[best], d_best)):
+        m.add_hint(var, value)  # the cheapest pair at its fewest counts: optimal without an inventory
+    m.minimize(cost)
+    sol = cpsat.solver(limits.time_limit)
+    status = sol.solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return sol.status_name(status), None
+    proven = status == cp_model.OPTIMAL
+    m.add(cost <= int(sol.objective_value))  # stage 2: at that cost, the fewest GPUs, then the rank
+    m.minimize(gpus * rank_range + rank)
+    second = sol.solve(m)
+    if second not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise AssertionError("stage 1's solution satisfies stage 2")
+    status = cp_model.OPTIMAL if proven and second == cp_model.OPTIMAL else cp_model.FEASIBLE
+    k = next(i for i, y in enumerate(ys) if sol.boolean_value(y))
+    return sol.status_name(status), (pairs[k], int(sol.value(ps[k])), int(sol.value(ds[k])))
+
+
+def search(service: ServiceSpec, limits: PoolLimits) -> DisaggSearch:
+    """The cheapest prefill and decode pools for `service` at its request rate (the chips: --chip,
+    or --prefill-chip / --decode-chip)."""
+    prefill_chips, decode_chips = limits.prefill_chips, limits.decode_chips
+    start = time.perf_counter()
+    rate = rate_of(service)
+    model = load_model(service.model, service.quantization)
+    p_sides = [_side(service, c, limits, PREFILL) for c in (prefill_chips or limits.chips)]
+    d_sides = [_side(service, c, limits, DECODE) for c in (decode_chips or limits.chips)]
+    evaluated = sum(s.table.evaluated for s in {id(s.table): s for s in p_sides + d_sides}.values())
+    pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
+    if not pairs:
+        return DisaggSearch([], None, "INFEASIBLE", evaluated, time.perf_counter() - start, why, model, rate)
+    status, chosen = build_and_solve(pairs, rate, limits)
+    if chosen is not None:
+        pair, p, d = chosen
+        ranks = p * pair.prefill.row.shape.dp
+        wait = md1_wait(rate / ranks, pair.prefill.service_rate)
+        chosen = (Pair(**{**pair.__dict__, "queue_seconds": wait}), p, d)
+    else:
+        why = why or [f"no prefill × decode pair fits within --max-gpus {limits.max_gpus}"]
+    return DisaggSearch(pairs, chosen, status, evaluated, time.perf_counter() - start, why, model, rate)
+
+
+def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
+    return candidate_table(memory_service(service), chip, limits.model_copy(update={"chips": (chip.id,)}))
+
+
+
+@dataclass(frozen=True)
+class FleetPair:
+    """A prefill pool and a decode pool at their fewest counts, as one choice of a scenario's CP-SAT
+    model (planner/search/fleet.py): taken once or not at all, it serves the service's rate, so it
+    counts as holding the service's whole concurrency."""
+
+    pair: Pair
+    prefill: int  # instances
+    decode: int
+    concurrency: int
+
+    @property
+    def chip(self) -> str:
+        return self.pair.prefill_chip.id
+
+    @property
+    def chips(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.pair.prefill_chip.id, self.pair.decode_chip.id)))
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill * self.pair.prefill.row.gpus + self.decode * self.pair.decode.row.gpus
+
+    def instances(self, chip: str) -> list[tuple[int, int]]:
+        out = []
+        if chip == self.pair.prefill_chip.id:
+            out.append((self.pair.prefill.row.gpus, self.prefill))
+        if chip == self.pair.decode_chip.id:
+            out.append((self.pair.decode.row.gpus, self.decode))
+        return out
+
+    def gpus_on(self, chip: str) -> int:
+        return sum(g * n for g, n in self.instances(chip))
+
+
+@dataclass(frozen=True)
+class PairOption(cpsat.Option):
+    """A FleetPair as a scenario option: its cost is both pools'."""
+
+    units: int = 0
+    dollars: float = 0.0
+
+    @property
+    def cost_units(self) -> int:
+        return self.units
+
+    @property
+    def cost(self) -> float:
+        return self.dollars
+
+
+def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int | None], first_rank: int,
+                  per_node: dict[str, int]) -> tuple[list[PairOption], list[str]]:
+    """The service's prefill × decode pairs as scenario options (one replica each, at their fewest
+    counts), those no other pair beats on cost with as few GPUs on every chip, within the stock;
+    and why there are none."""
+    rate = rate_of(service)
+    model = load_model(service.model, service.quantization)
+    chip_limits = {c: limits.model_copy(update={"gpus_per_node": per_node.get(priced_chip(c, limits).id)})
+                   for c in limits.chips}
+    p_sides = [_side(service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
+    d_sides = [_side(service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
+    pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
+    units = math.ceil(rate * RATE_UNITS)
+    price_units = defaults.value("solver.price_units_per_dollar")
+    found = []
+    for pair in pairs:
+        p, d = pair.fewest(units)
+        row = FleetPair(pair, p, d, service.required)
+        if any(stock.get(c) is not None and row.gpus_on(c) > stock[c] for c in row.chips):
+            continue
+        cost_units = (round(pair.prefill_chip.price_per_gpu_hour * price_units) * p * pair.prefill.row.gpus
+                      + round(pair.decode_chip.price_per_gpu_hour * price_units) * d * pair.decode.row.gpus)
+        found.append((cost_units, pair.rank, row, pair.cost(units)))
+    found.sort(key=lambda f: (f[0], f[1]))
+    kept: list = []
+    for cost_units, _, row, dollars in found:  # Pareto: drop a pair another beats on cost and on every chip
+        use = {c: row.gpus_on(c) for c in row.chips}
+        if any(all(k[2].gpus_on(c) <= n for c, n in use.items()) for k in kept):
+            continue
+        kept.append((cost_units, dollars, row))
+    if not kept and not why:
+        why = [f"no prefill × decode pair fits the stock ({', '.join(f'{c} {n}' for c, n in stock.items())})"]
+    return [PairOption(row, 0.0, 0, 1, 1, first_rank + i, cost_units, dollars)
+            for i, (cost_units, dollars, row) in enumerate(kept)], why

@@ -1,0 +1,198 @@
+"""Bad input is one line on stderr naming the field and the fix, exit status 2, before any work;
+a property feeds every numeric option of every command values outside its range."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+
+import click
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.cli import cli, main
+from planner.commands.ranges import Bounded
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT.parent / "shared" / "models"
+if not MODELS.is_dir():  # CI lays shared/ beside the clone
+    MODELS = Path("/work/shared/models")
+MIXED = ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml"
+# the arguments each command needs besides the option under test (the range is checked as click parses it)
+BASE = {"": ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4"],
+        "memory": ["--model", "llama-3.1-8b", "--chip", "h100"],
+        "compare": ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4"],
+        "scenario": [str(MIXED)], "check-log": [str(ROOT / "README.md")],
+        "calibrate": ["x.jsonl", "--out", "x.yaml"], "models": [], "chips": []}
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line_error(argv: list[str], *needles: str) -> str:
+    code, out, err = run(argv)
+    assert code == 2, (argv, code, out[-500:], err)
+    assert out == "" and err.count("\n") == 1 and err.startswith("plan: error: "), (argv, err)
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, (argv, err)
+    return err
+
+
+def commands() -> dict[str, click.Command]:
+    ctx = click.Context(cli)
+    found = {"": cli}
+    for name in cli.list_commands(ctx):
+        found[name] = cli.get_command(ctx, name)
+    return found
+
+
+def numeric_options() -> list[tuple[str, click.Option]]:
+    return [(name, p) for name, command in commands().items() for p in command.params
+            if isinstance(p, click.Option) and isinstance(p.type, Bounded)]
+
+
+def test_every_numeric_option_of_every_command_has_its_range():
+    plain = [(name or "plan", p.opts[0]) for name, command in commands().items() for p in command.params
+             if isinstance(p, click.Option) and isinstance(p.type, (click.types.IntParamType,
+                                                                     click.types.FloatParamType))]
+    assert plain == []  # an int or float option without a range is not checked (planner/commands/ranges.py)
+    assert len(numeric_options()) >= 40
+
+
+def outside(b: Bounded):
+    """Values outside a Bounded range (and, for floats, not finite)."""
+    options = []
+    if b.low is not None:
+        options.append(st.integers(max_value=math.ceil(b.low) - (0 if b.low_open else 1), min_value=-10**12)
+                       if b.kind is int else st.floats(max_value=b.low, exclude_max=not b.low_open,
+                                                       min_value=-1e12))
+    if b.high is not None:
+        options.append(st.integers(min_value=math.floor(b.high) + (0 if b.high_open else 1), max_value=10**15)
+                       if b.kind is int else st.floats(min_value=b.high, exclude_min=not b.high_open, max_value=1e18))
+    if b.kind is float:
+        options.append(st.sampled_from([math.nan, math.inf, -math.inf]))
+    options.append(st.sampled_from(["x", "1.5.2", ""]) if b.kind is float else st.sampled_from(["x", "1.5"]))
+    return st.one_of(options)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_numeric_option_refuses_values_outside_its_range(data):
+    name, option = data.draw(st.sampled_from(numeric_options()), label="option")
+    value = data.draw(outside(option.type), label="value")
+    flag = next(o for o in option.opts if o.startswith("--"))
+    argv = ([name] if name else []) + BASE[name] + [f"{flag}={value}"]
+    one_line_error(argv, flag)
+
+
+# -- the issue's list, one by one -----------------------------------------------------------------
+MEMORY = ["memory", "--model", "llama-3.1-8b", "--chip", "h100"]
+PLAN = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4"]
+
+
+@pytest.mark.parametrize("flags,field", [
+    (["-tp", "0"], "--tensor-parallel-size"), (["-tp", "-2"], "--tensor-parallel-size"),
+    (["-pp", "-1"], "--pipeline-parallel-size"), (["-dp", "0"], "--data-parallel-size"),
+    (["-dcp", "0"], "--decode-context-parallel-size"), (["--num-speculative-tokens", "-1"], "--num-speculative-tokens"),
+    (["--num-redundant-experts", "-3"], "--num-redundant-experts"), (["--isl", "-1", "--osl", "10"], "--isl"),
+    (["--block-size", "7"], "--block-size"), (["--mamba-cache-mode", "align"], "--mamba-cache-mode"),
+])
+def test_plan_memory_bad_flags(flags, field):
+    one_line_error(MEMORY + flags, field)
+
+
+def test_mega_attention_needs_sm100_and_v41():
+    one_line_error(["memory", "--model", "dsv4.1-flash", "--chip", "h100", "-tp", "8", "--mega-attention"],
+                   "--mega-attention", "SM100")
+    one_line_error(MEMORY + ["--mega-attention"], "--mega-attention", "not DeepSeek-V4.1")
+
+
+@pytest.mark.parametrize("flags,field", [
+    (["--kv-cache-dtype", "int4"], "--kv-cache-dtype"), (["--num-speculative-tokens", "3"], "--num-speculative-tokens"),
+    (["--isl", "8000", "--osl", "10", "--context-length", "4096"], "--isl"),
+    (["--context-length", "1"], "--context-length"),
+    (["--isl", "100", "--osl", "10", "--requests-per-second", "1e9"], "--requests-per-second"),
+])
+def test_plan_bad_flags(flags, field):
+    one_line_error(PLAN + flags, field)
+
+
+@pytest.mark.parametrize("argv", [["--chip", "h100", "--concurrency", "4"],
+                                  ["--model", "", "--chip", "h100", "--concurrency", "4"]])
+def test_no_model_is_exit_2_not_help(argv):
+    one_line_error(argv, "--model")
+
+
+def test_a_config_that_is_not_utf8_or_whose_heads_do_not_group(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_bytes(b'\xff\xfe{"a": 1}')
+    one_line_error(["memory", "--model", str(bad), "--chip", "h100"], "--model", "UTF-8")
+    cfg = json.loads((MODELS / "Qwen--Qwen3-8B.json").read_text())
+    cfg.update(num_attention_heads=30, num_key_value_heads=8)
+    odd = tmp_path / "odd" / "config.json"
+    odd.parent.mkdir()
+    odd.write_text(json.dumps(cfg))
+    one_line_error(["memory", "--model", str(odd), "--chip", "h100"], "num_key_value_heads", "30")
+
+
+def test_a_scenario_that_is_not_utf8(tmp_path):
+    bad = tmp_path / "review.yaml"
+    bad.write_bytes(b"review: x\n\xff\n")
+    one_line_error(["scenario", str(bad)], "UTF-8")
+
+
+def test_an_unwritable_chart_is_refused_before_planning(monkeypatch):
+    from planner.report import review
+
+    monkeypatch.setattr(review, "compare", lambda *a, **k: pytest.fail("planned before checking --chart"))
+    one_line_error(["scenario", str(MIXED), "--chart", "/proc/x.png"], "--chart", "/proc/x.png")
+
+
+def test_check_log_of_a_document_is_not_a_startup_log():
+    one_line_error(["check-log", str(ROOT / "README.md")], "not a vLLM start-up log")
+
+
+SEVEN = """review: seven errors
+inventory:
+  h200: {gpus: 16}
+  h999: {gpus: 8}
+services:
+  - {name: chat, model: llama-3.1-8b, concurrency: -4, context_length: 8192}
+  - {name: batch, model: no-such-model, concurrency: 16}
+  - {model: qwen3-32b, concurrency: 8, tp: [3], kv_cache_dtype: int4, colour: blue}
+  - {name: lim, model: llama-3.1-8b, concurrency: 8, chips: [h100]}
+variants:
+  cheap: {price.h999: 1.0}
+"""
+
+
+def test_a_scenario_is_checked_whole_with_paths_as_written_and_lines(tmp_path):
+    path = tmp_path / "review.yaml"
+    path.write_text(SEVEN)
+    code, out, err = run(["scenario", str(path)])
+    assert code == 2 and out == "" and "Traceback" not in err
+    lines = err.removeprefix("plan: error: ").splitlines()
+    expected = [(4, "inventory.h999", "unknown chip 'h999'"), (6, "services.chat.concurrency", "greater than"),
+                (7, "services.batch.model", "unknown model"), (8, "services[3].name", "Field required"),
+                (8, "services[3].colour", "unknown key"), (8, "services[3].tp", "does not divide"),
+                (8, "services[3].kv_cache_dtype", "unknown dtype 'int4'"),
+                (9, "services.lim.chips", "h100 is not in the inventory"),
+                (11, "variants.cheap.price.h999", "unknown chip 'h999'")]
+    for line, where, what in expected:  # every error in one round, the service by its name or 1-based number
+        assert any(x.startswith(f"{path}:{line}: {where}: ") and what in x for x in lines), (line, where, lines)
+
+
+def test_an_infeasible_review_carries_null_not_zeros():
+    code, out, _ = run(["scenario", str(ROOT / "scenarios" / "infeasible-review.yaml"), "--format", "json"])
+    r = json.loads(out)
+    assert code == 1 and r["feasible"] is False
+    assert r["cost_per_hour"] is None and r["cost_per_month"] is None and r["gpus"] is None

@@ -1,0 +1,217 @@
+"""Disaggregated planning: the decode role's admission with the connector's arriving requests (by
+hand), the prefill pool's queueing (Pollaczek–Khinchine by hand), the search's properties (a higher
+rate, a longer prompt, a tighter TTFT never cost less or need fewer prefill GPUs), the launch flags
+and the CLI's answers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from planner.candidates.roles import DECODE
+from planner.candidates.table import candidate_table
+from planner.cli import main
+from planner.report.disagg_plan import plan_disagg
+from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
+from planner.search import disagg
+from pricing.chips import get_chip
+from pricing.graph import load_model
+from pricing.serving.queueing import md1_wait, servers_for_wait
+
+GRID = {"tp": (1, 2), "max_num_batched_tokens": (8192,), "gpu_memory_utilization": (0.9,)}
+
+
+def _service(rate=5.0, isl=2000, osl=200, ttft=1500.0, tpot=30.0, context=8192, **extra) -> ServiceSpec:
+    return ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=context, ttft_ms=ttft, tpot_ms=tpot,
+                       workload=WorkloadSpec(isl=isl, osl=osl, requests_per_second=rate), serving="disagg",
+                       **{**GRID, **extra})
+
+
+def test_md1_wait_by_hand():
+    # λ = 3/s at μ = 4/s: ρ = 0.75, W = 0.75 / (2 · 4 · 0.25) = 0.375 s
+    assert md1_wait(3.0, 4.0) == pytest.approx(0.375)
+    assert md1_wait(4.0, 4.0) == math.inf
+    # 10/s at 4/s per server within 0.1 s: ρ ≤ 0.8 / 1.8 = 0.444, so 10 / (4 · 0.444) = 5.6: 6 servers
+    assert servers_for_wait(10.0, 4.0, 0.1) == 6
+    assert md1_wait(10.0 / 6, 4.0) <= 0.1 < md1_wait(10.0 / 5, 4.0)
+    assert servers_for_wait(10.0, 4.0, -0.01) is None
+
+
+def test_a_decode_rank_holds_the_arriving_requests_beside_the_running_ones():
+    """Llama-3.1-8B at 131,072 tokens on one H100: its pool holds 3 requests. With a hand-over as
+    long as a request's decode (t = osl · TPOT), as many requests arrive as run, each holding its
+    whole prompt (a prompt of the context length: share 1): b + b ≤ 3, so one runs."""
+    service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=131072,
+                          workload=WorkloadSpec(isl=131072 - 200, osl=200, requests_per_second=1.0),
+                          tp=(1,), gpu_memory_utilization=(0.9,), max_num_batched_tokens=(8192,))
+    model, chip = load_model("llama-3.1-8b"), get_chip("h100")
+    table = candidate_table(disagg.memory_service(service), chip, PoolLimits(chips=("h100",)))
+    row = table.dominant()[0]
+    assert row.held_per_rank == 3
+    sm = DECODE.step_model(model, chip, service, row)
+    alone = DECODE.figures(sm, service, row, 0.0, 1.0)
+    assert alone.batch_per_rank == 3 and alone.arriving_per_rank == 0
+    tpot = alone.tpot_seconds
+    long = DECODE.figures(sm, service, row, 200 * tpot * 1.01, 1.0)
+    assert long.batch_per_rank == 1  # 1 running + ceil(1.01 · 1 · TPOT(1) / TPOT(3)...) ≤ 3; 2 + 2 > 3
+    assert long.batch_per_rank + math.ceil(long.arriving_per_rank) <= row.held_per_rank
+    assert long.requests_per_second < alone.requests_per_second
+    # the decode kernel states its connector role
+    assert sm.kernel.engine.kv_role == "kv_consumer" and sm.kernel.connector().gpu_bytes == 0
+
+
+def _plan(service: ServiceSpec, chips=("h100",)):
+    return plan_disagg(service, PoolLimits(chips=chips))
+
+
+def test_the_fleet_adds_up():
+    plan = _plan(_service())
+    assert plan.feasible
+    t = plan.ttft
+    assert t.total_ms == pytest.approx(t.queue_ms + t.prefill_ms + t.transfer_ms + t.first_step_ms, abs=0.2)
+    assert t.total_ms <= 1500
+    assert plan.gpus == plan.prefill.gpus + plan.decode.gpus
+    assert plan.cost_per_hour == pytest.approx(plan.gpus * get_chip("h100").price_per_gpu_hour)
+    # the hand-over's bytes are the decode rank's pool blocks of the prompt: 125 blocks of 16 tokens, 2 MiB each
+    assert plan.handover.request_bytes == 125 * 2 * 1024 * 1024
+    assert plan.prefill.kv_role == "kv_producer" and plan.decode.kv_role == "kv_consumer"
+
+
+@pytest.mark.parametrize("low,high", [(2.0, 6.0), (6.0, 20.0)])
+def test_a_higher_rate_never_costs_less(low, high):
+    a, b = _plan(_service(rate=low)), _plan(_service(rate=high))
+    assert a.feasible and b.feasible
+    assert b.cost_per_hour >= a.cost_per_hour
+    assert b.prefill.gpus >= a.prefill.gpus and b.decode.gpus >= a.decode.gpus
+
+
+@pytest.mark.parametrize("short,long", [(1000, 4000), (4000, 7000)])
+def test_a_longer_prompt_never_needs_fewer_prefill_gpus(short, long):
+    a, b = _plan(_service(rate=20.0, isl=short, osl=100)), _plan(_service(rate=20.0, isl=long, osl=100))
+    assert a.feasible and b.feasible
+    assert b.prefill.gpus >= a.prefill.gpus
+    assert b.cost_per_hour >= a.cost_per_hour
+
+
+@pytest.mark.parametrize("loose,tight", [(2000.0, 400.0), (400.0, 200.0)])
+def test_a_tighter_ttft_never_costs_less(loose, tight):
+    a, b = _plan(_service(rate=20.0, isl=4000, ttft=loose)), _plan(_service(rate=20.0, isl=4000, ttft=tight))
+    assert a.feasible and b.feasible
+    assert b.cost_per_hour >= a.cost_per_hour and b.ttft.total_ms <= tight
+
+
+def test_an_infeasible_ttft_explains_itself_with_numbers():
+    plan = _plan(_service(isl=7000, ttft=20.0))
+    assert not plan.feasible
+    (line,) = [e for e in plan.explanations if e.startswith("ttft:")]
+    assert "to prefill a 7,000-token prompt" in line and "against 20 ms" in line
+
+
+def test_launch_flags_are_vllms():
+    """Each instance names NixlConnector with its role (config/kv_transfer.py KVRole: kv_producer,
+    kv_consumer, kv_both), is placed with its own GPUs and port, and has a side channel of its own:
+    ranges of dp ports (base + data_parallel_index, nixl/base_scheduler.py) disjoint over the fleet.
+    Every command passes vLLM 0.33's parser and envs.py (tests/vllm_flags.py)."""
+    from tests.vllm_flags import command_problems
+
+    plan = _plan(_service(rate=40.0))
+    seen, gpus = [], []
+    for pool in (plan.prefill, plan.decode):
+        for launch in pool.launches:
+            i = launch.args.index("--kv-transfer-config")
+            config = json.loads(launch.args[i + 1])
+            assert config == {"kv_connector": "NixlConnector", "kv_role": pool.kv_role}
+            port = int(launch.env["VLLM_NIXL_SIDE_CHANNEL_PORT"])
+            seen.append(set(range(port, port + pool.data_parallel_size)))
+            assert launch.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "$" + launch.node.upper().replace("-", "_") + "_IP"
+            gpus.append((launch.node, launch.env["CUDA_VISIBLE_DEVICES"]))
+            assert launch.args[:2] == ["vllm", "serve"] and "--port" in launch.args
+            assert command_problems(launch.line) == [], launch.line
+    assert sum(len(s) for s in seen) == len(set().union(*seen))
+    assert len(set(gpus)) == len(gpus)  # no two instances on the same GPUs
+    assert plan.prefill.replicas + plan.decode.replicas > 2
+    args = plan.router.args
+    ports = [str(i.slots[0].port) for i in plan.prefill.instances]
+    assert args[args.index("--prefiller-ports") + 1:args.index("--decoder-hosts")] == ports
+
+
+def test_heterogeneous_pools_plan_on_their_own_chips(capsys):
+    code = main(["--model", "llama-3.1-8b", "--prefill-chip", "b200", "--decode-chip", "h200", "--isl", "2000",
+                 "--osl", "200", "--requests-per-second", "5", "--ttft-ms", "1500", "--tpot-ms", "30",
+                 "--context-length", "8192", "--tp", "1", "--tp", "2", "--serving", "disagg", "--json"])
+    assert code == 0
+    plan = json.loads(capsys.readouterr().out)["serving"]["disaggregated"]
+    assert plan["prefill"]["chip"] == "b200" and plan["decode"]["chip"] == "h200"
+    assert plan["handover"]["link"].startswith("400 Gb/s")
+
+
+def test_auto_shows_both_and_says_which_is_cheaper(capsys):
+    code = main(["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200",
+                 "--requests-per-second", "5", "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192",
+                 "--tp", "1", "--tp", "2", "--serving", "auto", "--json"])
+    assert code == 0
+    serving = json.loads(capsys.readouterr().out)["serving"]
+    agg, dis = serving["aggregated"], serving["disaggregated"]
+    assert agg["feasible"] and dis["feasible"]
+    cheaper = "disagg" if dis["cost_per_hour"] < agg["best"]["cost_per_hour"] else "agg"
+    assert serving["chosen"] == cheaper and "cheaper" in serving["why"]
+    # without --concurrency the aggregated pool is sized by the rate at its own throughput, as the decode pool is
+    assert agg["target"]["concurrency"] == 1
+    assert agg["best"]["step"]["pool_requests_per_second"] >= 5
+
+
+def test_disaggregated_serving_needs_a_rate_and_a_ttft(capsys):
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--serving", "disagg"]) == 2
+    assert "--serving: disaggregated serving is sized by a workload" in capsys.readouterr().err
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--decode-chip", "h200"]) == 2
+    assert "no effect on an aggregated plan" in capsys.readouterr().err
+
+
+SCENARIO = """
+review: "P/D beside aggregated"
+inventory:
+  h100: {gpus: 16, gpus_per_node: 8}
+services:
+  - name: chat
+    model: llama-3.1-8b
+    concurrency: 64
+    context_length: 8192
+    tp: [1, 2]
+    serving: SERVING
+    ttft_ms: 1500
+    tpot_ms: 30
+    workload: {isl: 2000, osl: 200, requests_per_second: 5}
+  - {name: batch, model: qwen3-8b, concurrency: 32, context_length: 16384, tp: [1, 2]}
+"""
+
+
+def _review(tmp_path, serving: str):
+    from planner.report.fleet import plan_scenario
+    from planner.scenario import load_scenario
+
+    path = tmp_path / f"{serving}.yaml"
+    path.write_text(SCENARIO.replace("SERVING", serving))
+    return plan_scenario(load_scenario(path))
+
+
+def test_a_disaggregated_service_plans_in_a_fleet_review(tmp_path):
+    result = _review(tmp_path, "disagg")
+    assert result.feasible
+    roles = {p.service: p.role for p in result.services}
+    assert roles == {"chat (prefill)": "prefill", "chat (decode)": "decode", "batch": "aggregated"}
+    assert result.gpus == sum(p.gpus for p in result.services) <= 16
+    assert result.cost_per_hour == pytest.approx(sum(p.cost_per_hour for p in result.services))
+    decode = next(p for p in result.services if p.role == "decode")
+    assert "--kv-transfer-config" in decode.instance_commands[0] and "toy_proxy_server" in decode.instance_commands[-1]
+    # the pools are the ones `plan --serving disagg` chooses for the service on its own
+    alone = plan_disagg(_service(rate=5.0), PoolLimits(chips=("h100",)))
+    assert {p.role: p.gpus for p in result.services if p.role != "aggregated"} == {
+        "prefill": alone.prefill.gpus, "decode": alone.decode.gpus}
+
+
+def test_auto_in_a_review_is_never_dearer_than_either_mode(tmp_path):
+    auto, agg, dis = (_review(tmp_path, mode) for mode in ("auto", "agg", "disagg"))
+    assert auto.feasible and agg.feasible and dis.feasible
+    assert auto.cost_per_hour <= min(agg.cost_per_hour, dis.cost_per_hour) + 1e-9

@@ -1,0 +1,49 @@
+"""A review's variants give the same results, in the same order, one after another, through the
+process pool and on a real local Ray runtime (planner/report/executors.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from planner.report.review import compare
+from planner.scenario import Scenario
+
+
+def review() -> Scenario:
+    return Scenario(review="executors", inventory={"h200": {"gpus_per_node": 8}, "h100": {"gpus": 16}},
+                    services=[{"name": "chat", "model": "llama-3.1-8b", "concurrency": 64, "context_length": 32768},
+                              {"name": "code", "model": "qwen3-8b", "concurrency": 32, "context_length": 16384}],
+                    variants={"double": {"services.chat.concurrency": 128}, "short": {"context_length": 8192},
+                              "h100-only": {"chips": ["h100"]}, "dear-h200": {"price.h200": 9.0}})
+
+
+def untimed(c) -> dict:
+    out = c.model_dump()
+    for r in [out["base"], *out["variants"]]:
+        r.pop("seconds")
+    return out
+
+
+@pytest.fixture(scope="module")
+def sequential():
+    return untimed(compare(review(), executor="sequential"))
+
+
+def test_the_pool_gives_the_sequential_results(sequential):
+    pooled = untimed(compare(review(), executor="pool"))
+    assert pooled == sequential
+    assert [r["variant"] for r in pooled["variants"]] == ["double", "short", "h100-only", "dear-h200"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install '.[ray]')")
+def test_ray_gives_the_sequential_results(sequential, monkeypatch):
+    import ray
+
+    monkeypatch.setenv("RAY_raylet_start_wait_time_s", "300")  # a loaded machine starts the raylet slowly
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        assert untimed(compare(review(), executor="ray")) == sequential
+    finally:
+        ray.shutdown()

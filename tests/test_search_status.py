@@ -1,0 +1,159 @@
+"""The search layer's honesty: the lexicographic solve reports what every stage proved, a stage
+that ends without a solution keeps the previous stage's plan and says so, an impossible solver
+state raises, and the services' own optima are the answer exactly when they fit the inventory."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from ortools.sat.python import cp_model
+
+from planner import defaults
+from planner.candidates.shapes import Row, Shape
+from planner.report import fleet
+from planner.report.result import solver_phrase
+from planner.scenario import Scenario
+from planner.search import cpsat
+from planner.search import fleet as search_fleet
+
+
+def option(chip: str, gpus: int, held: int, price: float, rmin: int, rmax: int, rank: int) -> cpsat.Option:
+    row = Row(chip, Shape(gpus, 1, False, 1, "auto"), 0.9, 2048, held, held)
+    return cpsat.Option(row, price, round(price * defaults.value("solver.price_units_per_dollar")), rmin, rmax, rank)
+
+
+def test_the_cheapest_pool_wins_and_both_stages_prove_it():
+    """Worked by hand: 10 requests; 4 GPUs holding 4 at $2 need 3 replicas ($24/hour); 2 GPUs
+    holding 1 at $1 need 10 ($20); 8 GPUs holding 12 at $1.2 need 1 ($9.60): the last is cheapest,
+    and holds 12."""
+    opts = [option("a", 4, 4, 2.0, 3, 10, 0), option("a", 2, 1, 1.0, 10, 20, 1), option("b", 8, 12, 1.2, 1, 4, 2)]
+    sol = cpsat.solve(cpsat.build([opts], [10]))
+    (index, picked, replicas), = sol.picks
+    assert (index, picked.row.chip, replicas) == (2, "b", 1)
+    assert sol.status == "OPTIMAL" and [s.status for s in sol.stages] == ["OPTIMAL", "OPTIMAL"]
+    assert (sol.stages[0].value, sol.stages[0].bound, sol.stages[0].gap) == (9.6, 9.6, 0.0)
+    assert (sol.stages[1].value, sol.stages[1].bound) == (12, 12)
+
+
+def test_stage_two_holds_stage_one_and_then_holds_the_most_requests():
+    """Two options cost the same ($8/hour for 8 GPUs): stage two picks the one holding more."""
+    opts = [option("a", 8, 10, 1.0, 1, 2, 0), option("a", 4, 6, 1.0, 2, 4, 1), option("a", 2, 1, 1.0, 10, 40, 2)]
+    sol = cpsat.solve(cpsat.build([opts], [10]))
+    (index, _, replicas), = sol.picks
+    assert (index, replicas) == (1, 2)  # 2 × 6 = 12 held beside 10 for the same $8
+    assert sol.stages[1].value == 12
+
+
+def coupled_fleet(services: int, seed: int = 7) -> tuple[list[list[cpsat.Option]], list[int], dict[str, int]]:
+    """Many services over two chips of one inventory that cannot hold every service's cheapest
+    pool: the second stage's knapsack is hard."""
+    rng = random.Random(seed)
+    fleet_opts, required = [], []
+    for _ in range(services):
+        opts = []
+        for rank in range(12):
+            gpus = rng.choice((1, 2, 4, 8))
+            held = rng.randint(4, 60) * gpus
+            need = rng.randint(50, 400)
+            rmin = -(-need // held)
+            opts.append(option(rng.choice(("a", "b")), gpus, held, 1.0, rmin, rmin + 6, rank))
+        fleet_opts.append(opts)
+        required.append(need)
+    return fleet_opts, required, {"a": 20 * services, "b": 20 * services}
+
+
+def limited(monkeypatch, work: float) -> None:
+    real = defaults.value
+    monkeypatch.setattr(defaults, "value", lambda name: work if name == "solver.max_deterministic_time" else real(name))
+
+
+def test_a_stage_that_cannot_finish_reports_feasible_with_its_gap(monkeypatch):
+    """A coupled model of 20 services whose stage one proves its optimum within a tiny
+    deterministic-work limit and whose stage two cannot: FEASIBLE, with stage two's value, bound
+    and gap in the words every report prints."""
+    limited(monkeypatch, 0.05)
+    opts, required, inventory = coupled_fleet(20)
+    sol = cpsat.solve(cpsat.build(opts, required, inventory))
+    assert sol.picks and sol.status == "FEASIBLE"
+    first, second = sol.stages
+    assert first.status == "OPTIMAL" and first.gap == 0
+    assert second.status == "FEASIBLE" and second.limit == "deterministic" and not second.kept_previous
+    assert second.value < second.bound and second.gap == pytest.approx((second.bound - second.value) / second.bound,
+                                                                       abs=1e-6)
+    held = sum(o.row.concurrency * r for _, o, r in sol.picks)
+    assert held == second.value
+    words = solver_phrase(sol.status, sol.stages)
+    assert "optimum not proven" in words and f"gap {second.gap:.2%}" in words and "proven)" not in words
+
+
+def test_a_stage_two_its_limit_ends_before_any_solution_keeps_stage_one(monkeypatch):
+    limited(monkeypatch, 0.01)
+    opts, required, inventory = coupled_fleet(60)
+    sol = cpsat.solve(cpsat.build(opts, required, inventory))
+    assert sol.status == "FEASIBLE" and len(sol.picks) == 60
+    assert sol.stages[0].status == "OPTIMAL"
+    assert sol.stages[1].status == "UNKNOWN" and sol.stages[1].kept_previous
+    assert sum(o.price * o.row.gpus * r for _, o, r in sol.picks) == pytest.approx(sol.stages[0].value)
+
+
+def test_a_second_stage_without_a_solution_keeps_the_first_stage_plan(monkeypatch):
+    opts = [option("a", 4, 4, 2.0, 3, 10, 0), option("b", 8, 12, 1.2, 1, 4, 1)]
+    real = cp_model.CpSolver.solve
+    calls = []
+
+    def second_unknown(self, model, *args, **kwargs):
+        calls.append(1)
+        status = real(self, model, *args, **kwargs)
+        return status if len(calls) == 1 else cp_model.UNKNOWN
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", second_unknown)
+    sol = cpsat.solve(cpsat.build([opts], [10]))
+    assert sol.status == "FEASIBLE" and sol.picks[0][1].row.chip == "b"
+    assert sol.stages[1].status == "UNKNOWN" and sol.stages[1].kept_previous
+    assert "previous stage's plan is kept" in solver_phrase(sol.status, sol.stages)
+
+
+def test_an_impossible_second_stage_raises(monkeypatch):
+    """Stage one's solution satisfies stage two: an INFEASIBLE stage two is a defect, not an answer."""
+    opts = [option("a", 4, 4, 2.0, 3, 10, 0)]
+    real = cp_model.CpSolver.solve
+    calls = []
+
+    def second_infeasible(self, model, *args, **kwargs):
+        calls.append(1)
+        status = real(self, model, *args, **kwargs)
+        return status if len(calls) == 1 else cp_model.INFEASIBLE
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", second_infeasible)
+    with pytest.raises(cpsat.ImpossibleSolve):
+        cpsat.solve(cpsat.build([opts], [10]))
+
+
+def review(h200: int | None) -> Scenario:
+    """Own optima (worked by the search): a 3 h200 GPUs, b 4, c 10: 17 together; b may move to h100."""
+    stock = {"gpus_per_node": 8, **({"gpus": h200} if h200 else {})}
+    return Scenario(review="t", inventory={"h200": stock, "h100": {"gpus_per_node": 8}}, services=[
+        {"name": "a", "model": "llama-3.1-8b", "concurrency": 64, "context_length": 32768, "chips": ["h200"]},
+        {"name": "b", "model": "qwen3-32b", "concurrency": 32, "context_length": 32768, "chips": ["h200", "h100"]},
+        {"name": "c", "model": "llama-3.1-8b", "concurrency": 300, "context_length": 32768, "chips": ["h200"]}])
+
+
+def test_the_own_optima_are_taken_exactly_when_they_fit(monkeypatch):
+    alone = fleet.plan_scenario(review(None))
+    assert alone.decomposed and alone.gpus == 17 and alone.solver_status == "OPTIMAL"
+    fit = fleet.plan_scenario(review(17))
+    assert fit.decomposed and fit.solver_status == "OPTIMAL"
+    assert [(p.chip, p.gpus, p.tensor_parallel_size, p.concurrency) for p in fit.services] == \
+        [(p.chip, p.gpus, p.tensor_parallel_size, p.concurrency) for p in alone.services]
+    short = fleet.plan_scenario(review(16))
+    assert not short.decomposed and short.feasible and short.solver_status == "OPTIMAL"
+    assert sum(p.gpus for p in short.services if p.chip == "h200") <= 16
+    assert short.cost_per_hour > alone.cost_per_hour  # b moves to h100
+    monkeypatch.setattr(search_fleet, "fits", lambda prepared, picks, scenario: False)
+    joint = fleet.plan_scenario(review(17))  # the coupled model agrees with the decomposition on every key
+    assert not joint.decomposed and joint.solver_status == "OPTIMAL"
+    assert [(p.chip, p.gpus, p.tensor_parallel_size, p.concurrency, p.max_num_batched_tokens,
+             p.gpu_memory_utilization) for p in joint.services] == \
+        [(p.chip, p.gpus, p.tensor_parallel_size, p.concurrency, p.max_num_batched_tokens,
+          p.gpu_memory_utilization) for p in fit.services]

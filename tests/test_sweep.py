@@ -1,0 +1,103 @@
+"""The oracle's sweep of one shape (planner/candidates/table.py `evaluate_shape`: one kernel per token
+budget, each utilization read off it) equals the sweep that builds one kernel per grid point, on
+every card: the same rows, the same verdict, the same count of points judged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner import defaults
+from planner.candidates.shapes import ChipTable, Row, ShapeVerdict, context_length, deployment_for, shapes
+from planner.candidates.table import _record, evaluate_shape, utilizations
+from planner.request import ServiceSpec
+from pricing.chips import get_chip
+from pricing.errors import InputError
+from pricing.graph import load_model
+from pricing.kernel import Kernel
+from pricing.kernel.capacity import Capacity
+from pricing.kernel.startup import Startup
+
+CARDS = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "pricing" / "cards").glob("*.yaml"))
+CHIPS = ("h200", "h100", "b200", "a100-80gb", "l40s", "mi300x", "gb200")
+CONTEXTS = (4096, 8192, 32768, 131072)
+UTILIZATIONS = (0.5, 0.7, 0.8, 0.85, 0.9, 0.92, 0.95, 0.97, 0.99)
+BUDGETS = (512, 2048, 8192, 16384, 65536)
+
+
+def point_by_point(model, chip, service: ServiceSpec, shape, table: ChipTable) -> None:
+    """The sweep as the spec reads: a kernel for every (token budget, utilization) point, the
+    utilizations from the highest down until one holds fewer requests than the one above it."""
+    length = context_length(model, service)
+    verdict = ShapeVerdict(shape)
+    table.verdicts.append(verdict)
+    budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
+    try:
+        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip)
+    except InputError as err:
+        verdict.invalid = str(err)
+        table.evaluated += 1
+        return
+    table.evaluated += 1
+    utils = utilizations(service, chip, probe.pre_snapshot_bytes())
+    if not utils:
+        verdict.refusal = Startup(probe).failed_check()
+        return
+    for mbt in budgets:
+        top = 0
+        for util in utils:
+            kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=util,
+                                                     max_num_batched_tokens=mbt), chip)
+            table.evaluated += 1
+            held = Capacity(kernel).requests_held(service.kv_margin)
+            if mbt == budgets[0] and util == utils[0]:
+                _record(verdict, kernel, held)
+            if held < top or held == 0:
+                break
+            top = held
+            table.rows.append(Row(chip.id, shape, util, mbt, min(held, mbt), min(held, mbt)))
+
+
+@pytest.mark.parametrize("card", CARDS)
+@settings(max_examples=3, deadline=None, derandomize=True, database=None)
+@given(data=st.data())
+def test_fast_sweep_equals_point_by_point(card, data):
+    model = load_model(card)
+    chip = get_chip(data.draw(st.sampled_from(CHIPS), label="chip"))
+    length = data.draw(st.sampled_from([c for c in CONTEXTS if c <= model.max_position]), label="context")
+    utils = data.draw(st.none() | st.lists(st.sampled_from(UTILIZATIONS), min_size=1, max_size=4, unique=True),
+                      label="utilizations")
+    budgets = data.draw(st.none() | st.lists(st.sampled_from(BUDGETS), min_size=1, max_size=3, unique=True),
+                        label="token budgets")
+    service = ServiceSpec(model=card, concurrency=1, context_length=length,
+                          gpu_memory_utilization=tuple(utils) if utils else None,
+                          max_num_batched_tokens=tuple(budgets) if budgets else None)
+    found, _ = shapes(model, chip, service, None, chip.gpus_per_node)
+    if not found:
+        return
+    picked = data.draw(st.lists(st.sampled_from(found), min_size=1, max_size=3, unique=True), label="shapes")
+    for shape in picked:
+        fast, slow = ChipTable(chip, chip.gpus_per_node), ChipTable(chip, chip.gpus_per_node)
+        evaluate_shape(model, chip, service, shape, fast)
+        point_by_point(model, chip, service, shape, slow)
+        assert fast.rows == slow.rows, shape
+        assert fast.verdicts == slow.verdicts, shape
+        assert fast.evaluated == slow.evaluated, shape
+
+
+def test_the_fast_sweep_reads_lower_utilizations_off_one_kernel():
+    """A shape whose pool holds the same requests at the two highest utilizations keeps both rows
+    (the lower one is the row `dominant` prefers), as the point-by-point sweep does."""
+    model = load_model("llama-3.1-8b")
+    chip = get_chip("h200")
+    service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=131072,
+                          gpu_memory_utilization=(0.9, 0.9001), max_num_batched_tokens=(2048,))
+    found, _ = shapes(model, chip, service, None, 8)
+    fast, slow = ChipTable(chip, 8), ChipTable(chip, 8)
+    evaluate_shape(model, chip, service, found[0], fast)
+    point_by_point(model, chip, service, found[0], slow)
+    assert [r.gpu_memory_utilization for r in fast.rows] == [0.9001, 0.9]
+    assert fast.rows == slow.rows

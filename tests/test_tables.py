@@ -1,0 +1,152 @@
+"""Tables fit the console they are printed to (the terminal, COLUMNS, or the pipe width) and never
+cut a number or a name: a column that does not fit is left out whole, and named under the table."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+
+import pytest
+
+from planner import defaults
+from planner.cli import main
+from planner.report.numbers import duration, percent, size, tokens, with_article
+from planner.report.tables import Col, csv_text, fit, width_needed
+
+# wide figures (GPUs and $/month in the thousands and millions) at a size the per-node launch listing prints fast;
+# the issue's 1,000,000-request case (14,344 GPUs) reads the same, checked by hand at 80, 120 and piped
+MILLION = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "100000", "--context-length", "8192"]
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def million() -> dict:
+    code, out = run([*MILLION, "--json"])
+    assert code == 0
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("columns", ["80", "120", None])
+def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)  # piped, no COLUMNS: the pipe width
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns or defaults.value("report.pipe_width"))
+    code, text = run(MILLION)
+    assert code == 0
+    table = text[:text.index("\nbest: ")]  # the table, its notes and the footnotes: all fitted to the width
+    assert all(len(line) <= width for line in table.splitlines()), table
+    dropped = re.search(r"\(not shown at (\d+) columns: (.*?); widen", " ".join(table.split()))
+    hidden = dropped.group(2).split(", ") if dropped else []
+    assert (dropped is None) == (columns is None)  # the pipe width shows every column
+    if dropped:
+        assert dropped.group(1) == columns
+    hours = defaults.value("report.hours_per_month")
+    for pool in [million["best"], *million["alternatives"]]:
+        cells = {"GPUs": f"{pool['gpus']:,}", "held": f"{pool['concurrency']:,}",
+                 "$/hour": f"{pool['cost_per_hour']:,.2f}", "$/month": f"{pool['cost_per_hour'] * hours:,.0f}",
+                 "token budget": f"{pool['max_num_batched_tokens']:,}", "max_num_seqs": f"{pool['max_num_seqs']:,}"}
+        for header, cell in cells.items():
+            if header in hidden:
+                continue
+            assert re.search(rf"(?<![\d,.]){re.escape(cell)}(?![\d,])", table), (header, cell, table)
+    assert f"{million['best']['gpus']:,}" in table and million["best"]["gpus"] >= 1000  # a figure with a separator
+
+
+@pytest.mark.parametrize("columns", ["80", None])
+def test_model_cards_are_never_cut(monkeypatch, columns):
+    from pricing.config import list_cards
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    code, text = run(["models"])
+    assert code == 0
+    words = set(text.split())
+    assert all(card["name"] in words for card in list_cards())
+    assert "…" not in text
+
+
+def test_fit_drops_the_least_important_column_first_and_never_a_kept_one():
+    cols = [Col("name", "name"), Col("big", drop=2), Col("less", drop=1), Col("text", "text")]
+    rows = [["a-very-long-model-name", "1,234,567,890", "9,876,543", "some words that wrap"]]
+    # name 22 + less 9 + text 5 ("words"), 2 of padding each, 4 of edges and separators: 46
+    table, dropped = fit(None, cols, rows, 50)
+    assert dropped == ["big"] and width_needed(table) == 46
+    table, dropped = fit(None, cols, rows, 40)
+    assert dropped == ["big", "less"] and width_needed(table) <= 40
+    table, dropped = fit(None, cols, rows, 200)
+    assert dropped == []
+
+
+def test_csv_carries_every_column_with_plain_numbers():
+    cols = [Col("chip", "name"), Col("GPUs"), Col("token\nbudget")]
+    assert csv_text(cols, [["h200", "14,344", "2,048"]]) == "chip,GPUs,token budget\nh200,14344,2048\n"
+
+
+def test_plan_csv_and_brief(million):
+    code, text = run([*MILLION, "--format", "csv"])
+    assert code == 0
+    header, *rows = text.splitlines()
+    assert header.startswith(",chip,GPUs,nodes") and len(rows) == 1 + len(million["alternatives"])
+    assert rows[0].split(",")[:3] == ["best", "h100", str(million["best"]["gpus"])]
+    code, text = run([*MILLION, "--brief"])
+    assert code == 0
+    lines = text.splitlines()
+    assert lines[0] == "llama-3.1-8b: 100,000 concurrent requests at 8,192 tokens"
+    assert lines[1].startswith(f"best: {million['best']['gpus']:,} × h100 GPUs") and lines[2].startswith("binds: ")
+    assert any("vllm serve " in line for line in lines) and "KV cache groups" not in text
+
+
+# -- one number style ------------------------------------------------------------------------------
+def test_the_number_style():
+    assert size(82_258_362_368) == "76.61 GiB" and size(671_088_640) == "640.0 MiB"
+    assert size(1008 * 2**20) == "1,008.0 MiB" and size(4096) == "4,096 bytes"
+    assert percent(0.562) == "56.2%" and percent(2.41, 0) == "241%"
+    assert duration(3642.7) == "3,642.7 ms" and duration(17_240) == "17.2 s" and duration(448_000) == "448 s"
+    assert with_article(tokens(8192)) == "an 8,192-token" and with_article(tokens(1_048_576)) == "a 1,048,576-token"
+    assert with_article(tokens(11)) == "an 11-token" and with_article(tokens(110)) == "a 110-token"
+    assert with_article(tokens(18_000)) == "an 18,000-token"
+
+
+def test_headroom_title_says_required_not_held():
+    code, text = run(["--model", "llama-3.1-70b", "--chip", "h200", "--concurrency", "256", "--context-length",
+                      "32768", "--headroom", "20", "--brief"])
+    assert code == 0
+    assert text.splitlines()[0].endswith("(+20% headroom: 308 required)")  # ceil(256 × 1.2) = 308
+
+
+def test_targets_are_restated_in_the_title_and_the_json():
+    argv = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "16", "--context-length", "8192",
+            "--tpot-ms", "50", "--isl", "1024", "--osl", "256", "--requests-per-second", "2"]
+    code, text = run([*argv, "--brief"])
+    assert code == 0
+    assert "TPOT ≤ 50.0 ms" in text.splitlines()[0] and "2 requests/s" in text.splitlines()[0]
+    code, out = run([*argv, "--json"])
+    target = json.loads(out)["target"]
+    assert target["tpot_ms"] == 50 and target["isl"] == 1024 and target["osl"] == 256
+    assert target["requests_per_second"] == 2 and target["required"] == 16
+
+
+def test_binds_and_the_breakdown_read_the_same_request():
+    # gpt-oss-120b: binds' bytes per request are the breakdown's KV cache plus its admission reservation
+    argv = ["--model", "gpt-oss-120b", "--chip", "h200", "--concurrency", "128", "--context-length", "131072"]
+    code, text = run(argv)
+    assert code == 0
+    binds = next(line for line in text.splitlines() if line.startswith("binds: "))
+    each = re.search(r"([\d.,]+) MiB each: ([\d.,]+) MiB of KV cache and ([\d.,]+) MiB reserved at admission", binds)
+    request = re.search(r"a 131,072-token request: ([\d.,]+) MiB of KV cache per rank", text)
+    assert each and request and each.group(2) == request.group(1), (binds, request)
+    assert abs(float(each.group(1)) - float(each.group(2)) - float(each.group(3))) <= 0.1
+    vllm = re.search(r"Maximum concurrency for 131,072 tokens per request: ([\d.]+)x", text).group(1)
+    assert f"vLLM's maximum concurrency, {vllm}×" in binds  # the breakdown's figure, named as what it is
