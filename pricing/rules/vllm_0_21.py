@@ -24,15 +24,21 @@ __all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_fligh
 NAME = "vllm-0.21"
 
 
-def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
-    """KV cache groups for one rank's caches (in layer order), as vLLM 0.21–0.25 form them."""
+def group_unified_by(specs: list[KVCacheSpec], max_model_len: int, unify, name: str) -> Layout:
+    """KV cache groups as vLLM 0.21 and later form them: packed specs first, then the hybrid block
+    alignment, then page-uniform groups once `unify` has made the pages one size."""
     if not specs:
         return Layout((), 0, True, "attention-free: no KV cache")
     if any(s.packed for s in specs):
-        return packed(specs) or fallback(specs, NAME)
+        return packed(specs) or fallback(specs, name)
     if any(isinstance(s, MambaSpec) for s in specs):
         specs = align_hybrid_block_size(specs, max_model_len)
-    return uniform_page(specs, grown_pages, NAME)
+    return uniform_page(specs, unify, name)
+
+
+def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
+    """KV cache groups for one rank's caches (in layer order), as vLLM 0.21–0.25 form them (pages grown)."""
+    return group_unified_by(specs, max_model_len, grown_pages, NAME)
 
 
 def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_model_len: int,

@@ -17,11 +17,11 @@ from __future__ import annotations
 import sys
 
 from pricing.rules.release import Release
-from pricing.rules.shared import Layout, align_hybrid_block_size, capture_ceilings
-from pricing.rules.vllm_0_19 import fits_one_request, uniform_page
-from pricing.rules.vllm_0_21 import logged_tokens
-from pricing.rules.vllm_0_33 import fallback, packed, unify_pages
-from pricing.specs import KVCacheSpec, MambaSpec
+from pricing.rules.shared import Layout, capture_ceilings
+from pricing.rules.vllm_0_19 import fits_one_request
+from pricing.rules.vllm_0_21 import group_unified_by, logged_tokens
+from pricing.rules.vllm_0_33 import unify_pages
+from pricing.specs import KVCacheSpec
 
 __all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
 
@@ -29,14 +29,8 @@ NAME = "vllm-0.26"
 
 
 def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
-    """KV cache groups for one rank's caches (in layer order), as vLLM 0.26–0.29 form them."""
-    if not specs:
-        return Layout((), 0, True, "attention-free: no KV cache")
-    if any(s.packed for s in specs):
-        return packed(specs) or fallback(specs, NAME)
-    if any(isinstance(s, MambaSpec) for s in specs):
-        specs = align_hybrid_block_size(specs, max_model_len)
-    return uniform_page(specs, unify_pages, NAME)
+    """KV cache groups for one rank's caches (in layer order), as vLLM 0.26–0.29 form them (pages unified as 0.33)."""
+    return group_unified_by(specs, max_model_len, unify_pages, NAME)
 
 
 def in_flight_batches(async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:
