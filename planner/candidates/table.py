@@ -161,9 +161,27 @@ def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
     return (sweep, chip, limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
 
 
+def sweep_model(model: str, quantization: str | None) -> ModelGraph:
+    """The graph of `model` the command's sweeps and checks read: inside a `shared_tables` block,
+    one graph per model, quantization and registry, so the kernel's memo it keeps (weights,
+    activations, caches: each keyed by the engine fields it read) serves every table of the model,
+    at every context length, and the check of every row reported (the planner never edits a
+    graph); outside one, a graph of the caller's own (`load_model`)."""
+    tables = _SHARED.get()
+    if tables is None:
+        return load_model(model, quantization)
+    from pricing.registry import load
+
+    key = ("model", model, quantization, load())
+    graph = tables.get(key)
+    if graph is None:
+        graph = tables[key] = load_model(model, quantization)
+    return graph
+
+
 def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[ModelGraph, ChipTable, list[Shape]]:
     """The model, an empty table and the shapes to evaluate on `chip`."""
-    model = load_model(service.model, service.quantization)
+    model = sweep_model(service.model, service.quantization)
     length = context_length(model, service)
     if problem := beyond_positions(model, length):
         raise InputError("--context-length", problem, f"use at most {model.max_position}")

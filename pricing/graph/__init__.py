@@ -115,6 +115,12 @@ def load_model(model: str, quantization: str | None = None) -> ModelGraph:
     return _built(_as_text(source), quantization, load()).copy()
 
 
+def read_model(model: str, quantization: str | None = None) -> ModelGraph:
+    """The graph for `--model` to read and never to edit (checks of a model's facts: its positions,
+    heads, drafters): the graph `load_model` copies, without the copy."""
+    return _built(_as_text(resolve(model)), quantization, load())
+
+
 def _as_text(source: ModelSource) -> str:
     return json.dumps({**{f.name: getattr(source, f.name) for f in fields(source)},
                        "folder": None if source.folder is None else str(source.folder)}, sort_keys=True)

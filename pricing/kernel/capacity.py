@@ -50,13 +50,22 @@ class Capacity:
             return k.engine.max_num_seqs
         keep = _kept(margin)
         if layout.grouped:
-            held = (int(blocks * keep) - 1) // k.blocks_per_request()  # less the null block
+            held = (_counted(blocks, keep) - 1) // k.blocks_per_request()  # less the null block
         else:
-            held = min(int(pool * keep) // s.request_bytes() for pool, s in zip(pools, k.stages(), strict=True))
+            held = min(_counted(pool, keep) // s.request_bytes() for pool, s in zip(pools, k.stages(), strict=True))
         return max(0, min(k.engine.max_num_seqs, held))
 
 
 @lru_cache(maxsize=64)
-def _kept(margin: float) -> Fraction:
-    """The share of a pool counted on with a `margin` held back, exactly (the margin as written)."""
-    return Fraction(1) - Fraction(str(margin))
+def _kept(margin: float) -> tuple[int, int]:
+    """The share of a pool counted on with a `margin` held back, exactly (the margin as written),
+    as a fraction's numerator and denominator."""
+    keep = Fraction(1) - Fraction(str(margin))
+    return keep.numerator, keep.denominator
+
+
+def _counted(n: int, keep: tuple[int, int]) -> int:
+    """int(n × keep), exactly, in integers (truncated toward zero, as int() of a Fraction is)."""
+    num, den = keep
+    scaled = n * num
+    return scaled // den if scaled >= 0 else -(-scaled // den)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pricing.registry import Reads, Registry, Sourced, shipped
@@ -144,6 +144,7 @@ class Release:
 _RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
+@lru_cache(maxsize=256)  # a few release names, asked for by every kernel and registry fact
 def release_tuple(text: str) -> tuple[int, ...]:
     """(0, 19) of "0.19", (0, 19, 1) of "0.19.1"; () when the text names no release."""
     m = _RELEASE.search(text or "")
