@@ -130,10 +130,19 @@ class ChipTable:
         so the row holding the most requests needs the fewest replicas, at the lowest cost,
         with at least as much headroom: the others can never be chosen."""
         best: dict[Shape, Row] = {}
+        shape = cur = least = None
         for row in self.rows:
-            cur = best.get(row.shape)
-            if cur is None or _row_key(row) < _row_key(cur):
-                best[row.shape] = row
+            if row.shape is not shape:  # a shape's rows come one after another: look it up once
+                if shape is not None:
+                    best[shape] = cur
+                shape = row.shape
+                cur = best.get(shape)
+                least = None if cur is None else _row_key(cur)
+            key = _row_key(row)
+            if cur is None or key < least:
+                cur, least = row, key
+        if shape is not None:
+            best[shape] = cur
         return [best[s] for s in sorted(best)]
 
 

@@ -26,7 +26,6 @@ from planner.search.fleet import Prepared, search_fleet, unserved
 from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
 from planner.search.status import StageStatus
 from pricing.chips import get_chip
-from pricing.graph import read_model
 from pricing.kernel.deployment import beyond_positions
 
 
@@ -221,7 +220,7 @@ def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
     """Why vLLM would not start the service at its context length, or None: a max_model_len
     beyond the model's positions is refused before any memory is sized, on every chip."""
     spec = scenario.service_spec(service)
-    model = read_model(spec.model, spec.quantization)
+    model = sweep_model(spec.model, spec.quantization)
     problem = beyond_positions(model, context_length(model, spec))
     if problem is None:
         return None
