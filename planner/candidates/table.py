@@ -100,9 +100,10 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
         kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=utils[0],
                                                  max_num_batched_tokens=mbt), chip, release=service.vllm_version)
         top = 0
+        capacity = Capacity(kernel)
         for util in utils:
             table.evaluated += 1
-            held = Capacity(kernel).held_at(kernel.budget_of(util), margin)
+            held = capacity.held_at(kernel.budget_of(util), margin)
             if n == 0 and util == utils[0]:
                 _record(verdict, kernel, held)
             if held < top or held == 0:

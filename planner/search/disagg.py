@@ -29,8 +29,6 @@ import math
 import time
 from dataclasses import dataclass
 
-from ortools.sat.python import cp_model
-
 from planner import defaults
 from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures
 from planner.candidates.table import ChipTable, Row, candidate_table, priced_chip
@@ -226,6 +224,7 @@ def _rank_key(p: Pair, units: int) -> tuple:
 
 def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple[str, tuple[Pair, int, int] | None]:
     """The CP-SAT model of the module's docstring; the chosen pair and its two counts."""
+    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     units = math.ceil(rate * RATE_UNITS)
     m = cp_model.CpModel()
     price_units = defaults.value("solver.price_units_per_dollar")

@@ -37,11 +37,11 @@ class Capacity:
         """`requests_held` at `budget`, every other setting held: the pool is affine in the budget
         and nothing else a rank holds depends on it, so a sweep over utilizations asks this of one
         kernel instead of building one per utilization (the start-up checks at that budget too)."""
-        k = self.kernel
-        if any(failed_check_at(s, budget) is not None for s in k.stages()):
-            return 0
-        return self._within(min(s.blocks_at(budget) for s in k.stages()), [s.pool_at(budget) for s in k.stages()],
-                            margin)
+        stages = self.kernel.stages()
+        for s in stages:
+            if failed_check_at(s, budget) is not None:
+                return 0
+        return self._within(min(s.blocks_at(budget) for s in stages), [s.pool_at(budget) for s in stages], margin)
 
     def _within(self, blocks: int, pools: list[int], margin: float) -> int:
         k = self.kernel

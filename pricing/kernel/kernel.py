@@ -450,10 +450,13 @@ class Kernel:
 
     def fits_one_request_at(self, budget: int) -> bool:
         """This rank's check at `budget`: (pool − one block) ≥ one request at max_model_len."""
-        layout = self.layout()
-        pool = self.pool_at(budget)
+        return self.fits_one_request_in(self.pool_at(budget))
+
+    def fits_one_request_in(self, pool: int) -> bool:
+        """This rank's check on a pool of `pool` bytes (`fits_one_request_at`)."""
         if pool <= 0:
             return False
+        layout = self.layout()
         if not layout.groups:
             return True
         return self.rules.fits_one_request(pool, layout, self.blocks_per_request(), self._request_layer_bytes())

@@ -45,8 +45,11 @@ class Refusal:
 def kv_pool_check(k: Kernel, budget: int | None = None) -> int:
     """What vLLM checks the pool against: the pool less the null block (kv_cache_planning.py:
     'Reserve the null block BlockPool permanently holds back'); at `budget` when given."""
+    return _less_null_block(k, k.kv_pool() if budget is None else k.pool_at(budget))
+
+
+def _less_null_block(k: Kernel, pool: int) -> int:
     layout = k.layout()
-    pool = k.kv_pool() if budget is None else k.pool_at(budget)
     return pool - layout.bytes_per_block if layout.grouped and layout.groups else pool
 
 
@@ -136,10 +139,11 @@ def failed_check_at(k: Kernel, budget: int | None = None) -> str | None:
         return "kv_cache_memory_bytes"
     if not k.layout().groups:
         return None
-    if kv_pool_check(k, budget) <= 0:
+    pool = k.kv_pool() if budget is None else k.pool_at(budget)
+    if _less_null_block(k, pool) <= 0:  # kv_pool_check
         return "no_cache_memory"
     # this rank (pipeline stage); Startup.starts asks every stage
-    if not (k.rank_fits_one_request() if budget is None else k.fits_one_request_at(budget)):
+    if not k.fits_one_request_in(pool):
         return "one_request"
     return None
 
