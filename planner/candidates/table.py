@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 
 from planner import defaults
 from planner.candidates.shapes import (
@@ -154,12 +155,19 @@ def shared_tables() -> Iterator[dict]:
 
 def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
     """What a candidate table depends on: the whole service but its target (concurrency and
-    headroom, which only the solve reads), the whole chip, the node size, the GPU cap and the
-    registry in use."""
+    headroom, which only the solve reads), the whole chip but its price (which only the solve
+    reads: `candidate_table` gives the table at another price as the same rows under that chip),
+    the node size, the GPU cap and the registry in use."""
     from pricing.registry import load
 
     sweep = service.model_copy(update={"concurrency": 1, "headroom": 0.0})
-    return (sweep, chip, limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
+    return (sweep, unpriced(chip), limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
+
+
+def unpriced(chip: Chip) -> Chip:
+    """The chip as a sweep reads it: without its price and the price's provenance."""
+    return replace(chip, price_per_gpu_hour=0.0, price_estimate=False, price_as_of="",
+                   provenance=tuple(p for p in chip.provenance if not p.name.endswith(".price_per_gpu_hour")))
 
 
 def sweep_model(model: str, quantization: str | None) -> ModelGraph:
@@ -209,6 +217,11 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
     tables = _SHARED.get()
     key = sweep_key(service, chip, limits) if tables is not None else None
     table = tables.get(key) if tables is not None else None
+    if table is not None and table.chip != chip:  # the same sweep at another price: its rows, this chip
+        priced = tables.get((key, chip))
+        if priced is None:
+            priced = tables[(key, chip)] = replace(table, chip=chip)
+        table = priced
     if table is None:
         model, table, found = start_table(service, chip, limits)
         for shape in found:
