@@ -118,3 +118,19 @@ def test_placement_keeps_the_last_whole_nodes_as_spares():
                                                               ("x-2", 4, False)]
     assert sorted(s.node for i in laid.instances for s in i.slots) == ["x-0", "x-0", "x-2"]
     assert laid.notes == []
+
+
+def test_a_disaggregated_plan_without_room_for_its_spares_is_refused():
+    """plan --serving disagg's search does not count the spares yet: pools of 4 + 6 H100 GPUs beside
+    one 8-GPU spare node need 18 GPUs, more than --max-gpus 16, so the plan is refused, saying so;
+    within 18 it stands."""
+    from types import SimpleNamespace
+
+    from planner.report.disagg_plan import spares_beyond
+    from planner.request import PoolLimits
+
+    roles = [(SimpleNamespace(chip="h100", gpus=4), None, 8), (SimpleNamespace(chip="h100", gpus=6), None, 8)]
+    (why,) = spares_beyond(roles, PoolLimits(chips=("h100",), max_gpus=16, spare=1))
+    assert "take 10 GPUs" in why and "leaves 8" in why and "raise --max-gpus to 18" in why
+    assert spares_beyond(roles, PoolLimits(chips=("h100",), max_gpus=18, spare=1)) == []
+    assert spares_beyond(roles, PoolLimits(chips=("h100",), max_gpus=16)) == []
