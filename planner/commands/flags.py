@@ -5,7 +5,6 @@ their own shorter ones where those differ."""
 from __future__ import annotations
 
 from pricing.errors import InputError
-from pricing.kernel import Deployment
 
 PLAN_FLAGS = {"tensor_parallel_size": "--tp", "context_length": "--context-length"}  # `plan`'s own names
 MEMORY_FIELDS = ("batch", "isl", "osl")  # `plan memory`'s fields beside the deployment's
@@ -18,11 +17,15 @@ def option_flag(field: str) -> str:
 
 def memory_flag(field: str) -> str | None:
     """`plan memory`'s flag for a field (vLLM's own for a deployment's), None for no flag."""
+    from pricing.kernel import Deployment  # here: `plan --help` and the light commands import no kernel
+
     return option_flag(field) if field in Deployment.model_fields or field in MEMORY_FIELDS else None
 
 
 def plan_flag(field: str) -> str | None:
     """`plan`'s flag for a field: its own name, else vLLM's for a deployment's; None for no flag."""
+    from pricing.kernel import Deployment
+
     return PLAN_FLAGS.get(field) or (option_flag(field) if field in Deployment.model_fields else None)
 
 
