@@ -6,13 +6,6 @@ from __future__ import annotations
 
 from pricing.errors import InputError
 
-
-def _deployment_fields() -> dict:
-    from pricing.kernel.deployment import Deployment  # when an error is named: `plan --help` loads no kernel
-
-    return Deployment.model_fields
-
-
 PLAN_FLAGS = {"tensor_parallel_size": "--tp", "context_length": "--context-length"}  # `plan`'s own names
 MEMORY_FIELDS = ("batch", "isl", "osl")  # `plan memory`'s fields beside the deployment's
 
@@ -24,12 +17,16 @@ def option_flag(field: str) -> str:
 
 def memory_flag(field: str) -> str | None:
     """`plan memory`'s flag for a field (vLLM's own for a deployment's), None for no flag."""
-    return option_flag(field) if field in _deployment_fields() or field in MEMORY_FIELDS else None
+    from pricing.kernel import Deployment  # here: `plan --help` and the light commands import no kernel
+
+    return option_flag(field) if field in Deployment.model_fields or field in MEMORY_FIELDS else None
 
 
 def plan_flag(field: str) -> str | None:
     """`plan`'s flag for a field: its own name, else vLLM's for a deployment's; None for no flag."""
-    return PLAN_FLAGS.get(field) or (option_flag(field) if field in _deployment_fields() else None)
+    from pricing.kernel import Deployment
+
+    return PLAN_FLAGS.get(field) or (option_flag(field) if field in Deployment.model_fields else None)
 
 
 def service_flag(path: str) -> str:

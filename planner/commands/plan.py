@@ -385,6 +385,8 @@ def run(ctx: click.Context, **options) -> None:
     freeze_imported()
     emit.check(options)
     request = request_from(options)
+    limits = request.limits
+    emit.check_chips(options, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
     check_service(request.service)
     if request.service.serving != "agg":
         return run_serving(ctx, request, options)

@@ -113,6 +113,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     scenario = load_scenario(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
+    emit.check_chips(k8s, [c for s in scenario.services for c in scenario.limits(s).chips])
     from planner.heap import freeze_imported
     from planner.report.review import Ticker, compare
 
