@@ -109,7 +109,8 @@ def test_binds_names_the_kv_cache_with_its_numbers():
     k = winner_kernel(request, result)
     assert b.binds == (f"KV cache: {Capacity(k).requests_held()} requests of 131,072 tokens per rank "
                        f"({k.kv_pool() / GiB:.2f} GiB pool, {k.request_bytes() / GiB:.2f} GiB each; vLLM's maximum "
-                       f"concurrency, {k.max_concurrency():.2f}×, is before the KV margin and whole blocks per group)")
+                       f"concurrency, {k.instance.max_concurrency():.2f}×, is before the KV margin and whole blocks "
+                       "per group)")
 
 
 def test_infeasible_json_explains(capsys):

@@ -58,7 +58,7 @@ def estimated_max_model_len(k: Kernel) -> int:
 
     def fits(length: int) -> bool:
         shorter = _same(k, max_model_len=length, kv_cache_memory_bytes=max(0, pool))
-        return shorter is not None and shorter.fits_one_request()
+        return shorter is not None and shorter.instance.fits_one_request()
 
     if pool <= 0:
         return 0
@@ -136,7 +136,7 @@ class Startup:
     def starts(self) -> bool:
         """Every stage passes: the budget beside what is held before it, a --kv-cache-memory-bytes
         pool beside the fixed memory, and a pool that holds one request at max_model_len."""
-        return all(failed_check(k) is None for k in self.kernel.stages())
+        return all(failed_check(k) is None for k in self.kernel.instance.ranks)
 
     def failed_check(self) -> str | None:
         """The first check this rank (pipeline stage) fails."""
@@ -145,7 +145,7 @@ class Startup:
     def refusal(self) -> Refusal | None:
         """The check vLLM would fail, with its message and what would fit; None when it starts (with
         pipeline parallelism: the first stage that fails, named in the message)."""
-        for k in self.kernel.stages():
+        for k in self.kernel.instance.ranks:
             r = refusal(k)
             if r is not None:
                 return r if k.stage is None else replace(r, message=f"{k.stage}: {r.message}")
