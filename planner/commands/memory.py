@@ -121,6 +121,10 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
         click.echo(f"note: {note}", err=True)
     speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
+    if not report.starts:  # the answer first: vLLM's reason in one line on stderr, the breakdown after
+        from planner.report.memory import refusal_line
+
+        click.echo(refusal_line(report), err=True)
     if as_json:
         out = report.model_dump()
         out["step"] = speed

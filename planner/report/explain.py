@@ -7,7 +7,7 @@ from planner.candidates.shapes import ChipTable, ShapeVerdict, context_length, d
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError
 from pricing.graph import load_model
-from pricing.kernel import Capacity, Kernel
+from pricing.kernel import Capacity, Kernel, Startup
 from pricing.units import GiB, largest_such
 
 
@@ -29,11 +29,25 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
         return f"{name}: no instance shape is allowed ({why})."
     if not valid:
         return f"{name}: vLLM rejects every allowed shape, e.g. {table.verdicts[0].invalid}."
+    if all(v.refusal == "quantization" for v in valid):
+        return _not_loaded(table, service, valid)
     if not table.rows and table.latency_note:
         return f"{name}: {table.latency_note}."
     if not table.rows:
         return _no_request(table, service, valid)
     return _too_few(table, service, limits)
+
+
+def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:
+    """The model loader refuses the checkpoint at every allowed split: vLLM's words for the first,
+    and the split (or chip) that loads it (pricing/kernel/startup.py `loading_split`)."""
+    model = load_model(service.model, service.quantization)
+    first = min(valid, key=lambda v: (v.shape.gpus, v.shape))
+    d = deployment_for(first.shape, service, context_length(model, service))
+    refusal = Startup(Kernel.of(model, d, table.chip, release=service.vllm_version)).refusal()
+    splits = ", ".join(dict.fromkeys(_split(v.shape) for v in sorted(valid, key=lambda v: (v.shape.gpus, v.shape))))
+    return (f"{table.chip.name}: vLLM would not load the checkpoint at {splits}: {refusal.message}. Nearest fit: "
+            f"{refusal.would_fit.replace('-tp ', '--tp ')}.")
 
 
 def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:
