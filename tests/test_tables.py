@@ -150,3 +150,25 @@ def test_binds_and_the_breakdown_read_the_same_request():
     assert abs(float(each.group(1)) - float(each.group(2)) - float(each.group(3))) <= 0.1
     vllm = re.search(r"Maximum concurrency for 131,072 tokens per request: ([\d.]+)x", text).group(1)
     assert f"vLLM's maximum concurrency, {vllm}×" in binds  # the breakdown's figure, named as what it is
+
+
+def test_each_requests_per_rank_figure_is_named_as_what_it_is():
+    # 40 requests/s within a 40 ms TPOT: binds counts what a rank holds within the targets, the speed line
+    # the load the rate brings per rank; one output must not say "at 58 per rank" and then "at 33" unexplained
+    argv = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "16", "--context-length", "8192",
+            "--isl", "1024", "--osl", "256", "--requests-per-second", "40", "--tpot-ms", "40"]
+    code, text = run(argv)
+    assert code == 0
+    binds = next(line for line in text.splitlines() if line.startswith("binds: "))
+    speed = next(line for line in text.splitlines() if line.startswith("speed (step model): "))
+    code, out = run([*argv, "--json"])
+    best = json.loads(out)["best"]
+    ranks = best["replicas"] * best["data_parallel_size"]
+    holds = best["concurrency"] // ranks  # what each rank of the pool holds, by hand from the JSON
+    load = best["step"]["batch_per_rank"]
+    assert load < holds  # the case the issue found: two figures per rank in one output
+    assert f"at the {holds:,} requests per rank it holds" in binds
+    assert f"at {load:,} requests per rank (" in speed
+    assert f"the load asked over the pool's {ranks:,} ranks, each holding up to {holds:,}" in speed
+    per_rank = {int(n.replace(",", "")) for n in re.findall(r"([\d,]+) requests per rank", binds + speed)}
+    assert per_rank == {load, holds}

@@ -12,6 +12,7 @@ never an f-string of your own, for a figure a reviewer reads:
     money(13257, cents=False)  '$13,257'
     tokens(8192)           '8,192-token'    with_article(tokens(8192)) 'an 8,192-token'
     ratio(217.1)           '217.10×'
+    given(2.5)             '2.5'            a figure the user gave (a rate, a target), as given: '40', '1,000'
 
 Bytes are integers until here (pricing/units.py names the units). The figures are rounded only
 in the strings these return, never in the data they come from."""
@@ -54,6 +55,12 @@ def count(n: int | float) -> str:
 def number(x: float, digits: int = 2) -> str:
     """A measured quantity to `digits` decimals with thousands separators ('1,234.57')."""
     return f"{x:,.{digits}f}"
+
+
+def given(x: float) -> str:
+    """A figure the user gave (a rate, a bound), as given, with thousands separators: '40', '2.5',
+    '1,000', '0.125'; never in exponent form."""
+    return f"{x:,.3f}".rstrip("0").rstrip(".")
 
 
 def percent(fraction: float, digits: int = 1) -> str:

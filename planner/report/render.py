@@ -17,6 +17,7 @@ from planner.report.numbers import (
     amount,
     count,
     duration,
+    given,
     money,
     number,
     percent,
@@ -60,14 +61,14 @@ def target_phrase(result: PlanResult) -> str:
     text = f"{count(t.concurrency)} concurrent requests at {count(t.context_length)} tokens"
     if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
         held = f", {count(t.concurrency)} concurrent held" if t.concurrency > 1 else ""
-        text = (f"{number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s at "
+        text = (f"{given(t.requests_per_second)} requests/s at "
                 f"{count(t.context_length)} tokens{held}, " + ", ".join(t.service_targets))
     if t.tpot_ms is not None:
         text += f", TPOT ≤ {duration(t.tpot_ms)}"
     if t.ttft_ms is not None:
         text += f", TTFT ≤ {duration(t.ttft_ms)}"
     if t.requests_per_second is not None and not t.service_targets:
-        text += f", {number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s"
+        text += f", {given(t.requests_per_second)} requests/s"
     if t.isl is not None:
         text += f" (prompts of {count(t.isl)}, outputs of {count(t.osl)} tokens)"
     if t.headroom_percent:
@@ -282,9 +283,13 @@ def speed_lines(p: PoolPlan) -> list[str]:
 
         return [f"speed: unknown ({missing_rates(get_chip(p.chip))})"]
     rate = f", {number(s.pool_requests_per_second)} requests/s" if s.pool_requests_per_second else ""
+    ranks = p.replicas * p.data_parallel_size
+    holds = p.concurrency // ranks  # what binds counts: each rank's held requests
+    load = "" if s.batch_per_rank == holds else (f"; the load asked over the pool's {count(ranks)} ranks, each "
+                                                  f"holding up to {count(holds)}")
     return [f"speed (step model): {duration(s.tpot_ms)} per output token at {count(s.batch_per_rank)} requests per "
-            "rank "
-            f"({count(s.context_tokens)} tokens of context), first token of {with_article(tokens(s.prompt_tokens))} "
+            f"rank ({count(s.context_tokens)} tokens of context{load}), first token of "
+            f"{with_article(tokens(s.prompt_tokens))} "
             f"prompt in {duration(s.ttft_ms)}; {count(s.output_tokens_per_second)} output tokens/s per instance, "
             f"{count(s.output_tokens_per_second_per_gpu)} per GPU, {count(s.pool_output_tokens_per_second)} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
