@@ -172,3 +172,35 @@ def test_each_requests_per_rank_figure_is_named_as_what_it_is():
     assert f"the load asked over the pool's {ranks:,} ranks, each holding up to {holds:,}" in speed
     per_rank = {int(n.replace(",", "")) for n in re.findall(r"([\d,]+) requests per rank", binds + speed)}
     assert per_rank == {load, holds}
+
+
+ESTIMATES = """review: estimates
+services:
+  - {name: small, model: llama-3.1-8b, concurrency: 8, context_length: 8192, chips: [l40s]}
+variants:
+  quoted: {price.l40s: 1.5}
+"""
+
+
+def test_estimated_prices_are_marked_wherever_a_price_is_shown(tmp_path):
+    from pricing.chips import get_chip
+
+    assert get_chip("l40s").price_estimate  # the catalogue's l40s price is an estimate; the variant quotes one
+    path = tmp_path / "estimates.yaml"
+    path.write_text(ESTIMATES)
+    code, md = run(["scenario", str(path), "--variants", "--format", "markdown"])
+    assert code == 0
+    base, quoted = md.split("\n### base\n")[1].split("\n### quoted\n")
+    summary = md.split("\n### base\n")[0]
+    row = {line.split(" | ")[0].strip("| "): line for line in summary.splitlines() if line.startswith("| ")}
+    money_cells = [cell.strip() for cell in row["base"].split("|")[-5:-3]]  # $/hour, $/month of the estimate
+    assert all(cell.endswith("\\*") for cell in money_cells), row["base"]
+    assert "\\*" not in row["quoted"]  # a quoted price carries no mark
+    assert "\n\\* l40s: $" in summary and "is an estimate" in summary  # the mark explained, never a list item
+    total = next(line for line in base.splitlines() if line.startswith("total: "))
+    assert total.count("\\*") == 2 and total.startswith("total: 1 GPU, ")
+    assert "\\*" not in next(line for line in quoted.splitlines() if line.startswith("total: "))
+    code, text = run(["scenario", str(path), "--variants"])
+    totals = [line for line in text.splitlines() if line.startswith("total: ")]
+    assert len(totals) == 2  # one total per result, not an unmarked copy beside the marked one
+    assert totals[0].count("*") == 2 and "*" not in totals[1]

@@ -7,6 +7,7 @@ never an f-string of your own, for a figure a reviewer reads:
     count(14344)           '14,344'         thousands separators, always
     percent(0.562)         '56.2%'          a fraction as percent, no space before %
     percent_value(20)      '20%'            a percentage as given (--headroom 20)
+    change(0.123)          '+12.3%'         a change against a base, signed
     duration(3642.7)       '3,642.7 ms'     ms under 10 s, seconds from 10 s up ('17.2 s', '448 s')
     money(18.16)           '$18.16'         USD; money(18.16, estimate=True) '$18.16*' (* = an estimate)
     money(13257, cents=False)  '$13,257'
@@ -66,6 +67,11 @@ def given(x: float) -> str:
 def percent(fraction: float, digits: int = 1) -> str:
     """A fraction as a percentage ('56.2%'); no space before the sign."""
     return f"{fraction * 100:,.{digits}f}%"
+
+
+def change(fraction: float, digits: int = 1) -> str:
+    """A change against a base, signed: '+12.3%', '-4.0%'."""
+    return f"{fraction * 100:+,.{digits}f}%"
 
 
 def percent_value(value: float) -> str:

@@ -22,6 +22,7 @@ from planner.report.numbers import (
     number,
     percent,
     percent_value,
+    plural,
     tokens,
     with_article,
 )
@@ -285,7 +286,7 @@ def speed_lines(p: PoolPlan) -> list[str]:
     rate = f", {number(s.pool_requests_per_second)} requests/s" if s.pool_requests_per_second else ""
     ranks = p.replicas * p.data_parallel_size
     holds = p.concurrency // ranks  # what binds counts: each rank's held requests
-    load = "" if s.batch_per_rank == holds else (f"; the load asked over the pool's {count(ranks)} ranks, each "
+    load = "" if s.batch_per_rank == holds else (f"; the load asked over the pool's {plural(ranks, 'rank')}, each "
                                                   f"holding up to {count(holds)}")
     return [f"speed (step model): {duration(s.tpot_ms)} per output token at {count(s.batch_per_rank)} requests per "
             f"rank ({count(s.context_tokens)} tokens of context{load}), first token of "
@@ -322,13 +323,11 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)
     for note in price_footnotes(r.services):
         console.print(note)
-    used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
+    used = ", ".join(f"{u.chip} {count(u.gpus)}" + (f" of {count(u.available)}" if u.available is not None else "")
                      for u in r.chips)
     estimate = any(p.price_estimate for p in r.services)
-    console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
+    console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
-    console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
-                  f"{search_line(r)}", soft_wrap=True)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
                      else [f"binds: {p.binds}"]):
@@ -370,8 +369,9 @@ def render_comparison(c: Comparison, console: Console) -> None:
         ranked = Table(title=f"{c.review or 'scenario'}: grid points by cost")
         for col in ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"]:
             ranked.add_column(col, justify="right" if col in ("rank", "GPUs") or col.startswith("$") else "left")
+        marked = {r.variant for r in c.results if any(p.price_estimate for p in r.services)}
         for g in c.ranking:
-            ranked.add_row(str(g.rank), *[str(g.values[a]) for a in c.grid],
-                           f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible",
-                           str(g.gpus) if g.feasible else "—")
+            ranked.add_row(count(g.rank), *[str(g.values[a]) for a in c.grid],
+                           amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
+                           count(g.gpus) if g.feasible else "—")
         console.print(ranked)
