@@ -4,15 +4,12 @@ the nearest thing that does fit (issue 5, "When nothing fits")."""
 from __future__ import annotations
 
 from planner.candidates.shapes import ChipTable, ShapeVerdict, context_length, deployment_for, replica_cap
+from planner.report.numbers import count, size
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Kernel, Startup
-from pricing.units import GiB, largest_such
-
-
-def _gib(n: int) -> str:
-    return f"{n / GiB:.1f} GiB"
+from pricing.units import largest_such
 
 
 def _split(shape) -> str:
@@ -56,18 +53,18 @@ def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
     smallest = min(valid, key=lambda v: (v.shape.gpus, v.shape))
     if not started:
         widest = min(valid, key=lambda v: (v.fixed or 2**63, v.shape))
-        return (f"{name}: weights alone need {_gib(smallest.weights)} per rank at {_split(smallest.shape)}; the widest "
-                f"split allowed, {_split(widest.shape)}, still holds {_gib(widest.fixed)} of fixed memory per rank "
-                f"against a budget of {_gib(widest.budget)} at utilization {widest.utilization:g}. Nearest fit: "
-                f"{_gib(widest.fixed - widest.budget)} more per rank is needed: a chip with more memory, a wider split "
+        return (f"{name}: weights alone need {size(smallest.weights)} per rank at {_split(smallest.shape)}; the widest "
+                f"split allowed, {_split(widest.shape)}, still holds {size(widest.fixed)} of fixed memory per rank "
+                f"against a budget of {size(widest.budget)} at utilization {widest.utilization:g}. Nearest fit: "
+                f"{size(widest.fixed - widest.budget)} more per rank is needed: a chip with more memory, a wider split "
                 "(--tp, --dp, --max-gpus) or a smaller --quantization.")
     best = max(started, key=lambda v: (v.kv_pool - v.request_bytes, v.shape))
     length = context_length(load_model(service.model, service.quantization), service)
     fits = _longest_context(table, service, best)
-    nearest = (f"the longest context this split holds is {fits:,} tokens (--context-length {fits})" if fits
+    nearest = (f"the longest context this split holds is {count(fits)} tokens (--context-length {fits})" if fits
                else "no context length fits this split")
-    return (f"{name}: one request at {length:,} tokens needs {_gib(best.request_bytes)} of KV cache per rank at "
-            f"{_split(best.shape)}, more than the {_gib(best.kv_pool)} pool left after {_gib(best.fixed)} of fixed "
+    return (f"{name}: one request at {count(length)} tokens needs {size(best.request_bytes)} of KV cache per rank at "
+            f"{_split(best.shape)}, more than the {size(best.kv_pool)} pool left after {size(best.fixed)} of fixed "
             f"memory at utilization {best.utilization:g}. Nearest fit: {nearest}.")
 
 
@@ -109,6 +106,6 @@ def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
 
     cheapest = min(rows, key=lambda r: (gpus_needed(r), r.shape))
     return (f"{name}: within --max-gpus {limits.max_gpus} on {per_node}-GPU nodes the most concurrency reachable is "
-            f"{cap * top.concurrency} ({cap} × {_split(top.shape)}, {top.concurrency} requests each) against "
-            f"{need} required. Nearest fit: --max-gpus {gpus_needed(cheapest)} "
-            f"({-(-need // cheapest.concurrency)} × {_split(cheapest.shape)}).")
+            f"{count(cap * top.concurrency)} ({count(cap)} × {_split(top.shape)}, {count(top.concurrency)} requests "
+            f"each) against {count(need)} required. Nearest fit: --max-gpus {gpus_needed(cheapest)} "
+            f"({count(-(-need // cheapest.concurrency))} × {_split(cheapest.shape)}).")

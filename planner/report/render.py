@@ -17,6 +17,7 @@ from planner.report.numbers import (
     amount,
     count,
     duration,
+    durations,
     given,
     money,
     number,
@@ -100,9 +101,8 @@ def margin_line(result: PlanResult) -> str:
     """'margin: 0.9% of each rank's predicted KV pool is not counted on (--margin sets it; --provenance
     says where it comes from)': short; the source is in the provenance and the JSON."""
     given = result.margin.source == "--margin"
-    return (f"margin: {percent(result.margin.fraction)} of each rank's predicted KV pool is not counted on ("
-            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says where it comes from")
-            + ")")
+    return (f"margin: {percent(result.margin.fraction)} of each rank's KV pool not counted on ("
+            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says why") + ")")
 
 
 def best_line(best: PoolPlan) -> str:
@@ -253,13 +253,13 @@ def serving_lines(p: PoolPlan) -> list[str]:
         return []
 
     def spread(d):
-        return "/".join(f"{d[k]:,.0f}" if d[k] >= 100 else f"{d[k]:,.1f}" for k in ("p50", "p90", "p99"))
+        return durations([d[k] for k in ("p50", "p90", "p99")])
 
-    return [f"service targets ({', '.join(s.targets)}) at {s.requests_per_second:g} requests/s, "
-            f"{s.requests_per_second_per_instance:,.2f} per instance (vLLM 0.33's scheduler simulated on the step "
-            f"model, {s.requests_simulated:,} Poisson requests): p50/p90/p99 TTFT {spread(s.ttft_ms)} ms, TPOT "
-            f"{spread(s.tpot_ms)} ms, ITL {spread(s.itl_ms)} ms, E2E {spread(s.e2e_ms)} ms; goodput {s.goodput:.1%} "
-            "of requests meet every bound" + (f"; {s.preemptions} preemptions" if s.preemptions else "")]
+    return [f"service targets ({', '.join(s.targets)}) at {given(s.requests_per_second)} requests/s, "
+            f"{number(s.requests_per_second_per_instance)} per instance (vLLM 0.33's scheduler simulated on the step "
+            f"model, {count(s.requests_simulated)} Poisson requests): p50/p90/p99 TTFT {spread(s.ttft_ms)}, TPOT "
+            f"{spread(s.tpot_ms)}, ITL {spread(s.itl_ms)}, E2E {spread(s.e2e_ms)}; goodput {percent(s.goodput)} "
+            "of requests meet every bound" + (f"; {plural(s.preemptions, 'preemption')}" if s.preemptions else "")]
 
 
 def cost_lines(p: PoolPlan) -> list[str]:
