@@ -232,7 +232,7 @@ def test_v41_rejects_formats_the_chip_cannot_serve():
 
     with pytest.raises(InputError, match="SM100"):
         kernel("dsv4.1-flash", "h200", tensor_parallel_size=8, kv_cache_dtype="nvfp4_ds_mla").layout()
-    with pytest.raises(InputError, match="kv-cache-dtype"):
+    with pytest.raises(InputError, match="kv_cache_dtype"):
         kernel("dsv4.1-flash", "h200", tensor_parallel_size=8, kv_cache_dtype="bf16").layout()
 
 

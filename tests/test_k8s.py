@@ -209,7 +209,8 @@ def test_bad_emit_input_is_one_line(tmp_path, capsys, shared_models):
 
 def test_replicas_and_amd_gpus(tmp_path, capsys):
     """A pool of single-node instances is one Deployment of `replicas` pods, each asking for its
-    instance's GPUs; an AMD chip asks for amd.com/gpu and, with no GPU product label known, says so."""
+    instance's GPUs; an AMD chip asks for amd.com/gpu and selects nodes on the AMD node labeller's
+    device ID (MI300X: 74a1, the example of ROCm/k8s-device-plugin docs/user-guide/installation.md)."""
     out = tmp_path / "rep"
     run(capsys, "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "400", "--context-length", "8192",
         "--emit", "k8s", "-o", str(out))
@@ -226,5 +227,61 @@ def test_replicas_and_amd_gpus(tmp_path, capsys):
     for r in resources:
         validate(r)
     pod = resources[0]["spec"]["template"]["spec"]
-    assert list(pod["containers"][0]["resources"]["limits"]) == ["amd.com/gpu"] and "nodeSelector" not in pod
-    assert "no GPU product label is known for mi300x" in text
+    assert list(pod["containers"][0]["resources"]["limits"]) == ["amd.com/gpu"]
+    assert pod["nodeSelector"] == {"amd.com/gpu.device-id": "74a1"} and "note:" not in text
+
+
+def _sanitised(nvml: str) -> str:
+    """GPU feature discovery's product label of an NVML name, by hand: characters outside
+    [A-Za-z0-9-_. ] dropped, runs of spaces joined by '-' (k8s-device-plugin internal/lm/resource.go)."""
+    kept = "".join(c for c in nvml if c.isascii() and (c.isalnum() or c in "-_. "))
+    return "-".join(kept.split())
+
+
+def test_every_chip_names_its_node_label_or_says_why_not():
+    """Each chip file states its node label's value with its source, or null with the reason; an
+    NVIDIA value is GPU feature discovery's sanitised NVML name the source quotes."""
+    from pricing.chips import get_chip
+    from pricing.registry import load
+
+    reg = load()
+    files = sorted((ROOT / "pricing" / "registry" / "chips").glob("*.yaml"))
+    unknown = []
+    for path in files:
+        chip = get_chip(path.stem)
+        entry = reg.chip_file(path.stem)["chip"]["gpu_product_label"]
+        assert entry["source"].strip() and entry["how"].strip(), path.name
+        if entry["value"] is None:
+            assert entry["how"].startswith("unknown:") and "--node-selector" in entry["how"], path.name
+            unknown.append(path.stem)
+            continue
+        if chip.vendor == "nvidia":
+            (nvml,) = re.findall(r"NVML name '([^']+)'", entry["source"])
+            assert entry["value"] == _sanitised(nvml), path.name
+        else:
+            assert re.fullmatch(r"[0-9a-f]{4}", entry["value"]) and entry["value"].upper() in entry["source"]
+    assert unknown == ["h20-141gb", "mi250x"]
+    assert _sanitised("NVIDIA H100 PCIe") == "NVIDIA-H100-PCIe"  # GFD's own MIG label reads NVIDIA-H100-PCIe-MIG-…
+    values = {p.stem: reg.chip_file(p.stem)["chip"]["gpu_product_label"]["value"] for p in files}
+    assert values["rtx-pro-6000"] == "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"
+    assert values["gh200-144gb"] == "NVIDIA-GH200-144G-HBM3e" and values["mi355x"] == "75a3"
+
+
+def test_a_chip_without_a_known_label_needs_node_selector(tmp_path, capsys):
+    """No guess: without a known label value, emitting asks for --node-selector before any planning
+    (exit 2, nothing written); the option gives the selector, and `none` says the pods have none."""
+    args = ["--model", "llama-3.1-8b", "--chip", "mi250x", "--concurrency", "4", "--context-length", "8192",
+            "--emit", "k8s"]
+    assert main([*args, "-o", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "--node-selector" in err and "mi250x" in err and not (tmp_path / "a").exists()
+    run(capsys, *args, "-o", str(tmp_path / "b"), "--node-selector", "amd.com/gpu.device-id=7408")
+    (resources,) = emitted(tmp_path / "b").values()
+    for r in resources:
+        validate(r)
+    assert resources[0]["spec"]["template"]["spec"]["nodeSelector"] == {"amd.com/gpu.device-id": "7408"}
+    text = run(capsys, *args, "-o", str(tmp_path / "c"), "--node-selector", "none")
+    (resources,) = emitted(tmp_path / "c").values()
+    assert "nodeSelector" not in resources[0]["spec"]["template"]["spec"] and "no node selector" in text
+    assert main([*args, "-o", str(tmp_path / "d"), "--node-selector", "gpu"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err

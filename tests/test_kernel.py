@@ -221,7 +221,7 @@ def test_dcp_is_refused_for_models_with_sliding_windows():
     from pricing.errors import InputError
 
     for model in ("gpt-oss-20b", "dsv4.1-flash"):
-        with pytest.raises(InputError, match="decode-context-parallel-size"):
+        with pytest.raises(InputError, match="decode_context_parallel_size"):
             kernel(model, tensor_parallel_size=2, decode_context_parallel_size=2)
 
 

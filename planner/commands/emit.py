@@ -23,6 +23,9 @@ def k8s_options() -> list:
         click.option("--model-cache-claim", metavar="PVC", help="a PersistentVolumeClaim for the model cache "
                      "(default: an emptyDir per pod)"),
         click.option("--namespace", help="the namespace of every resource (default: none, kubectl's own)"),
+        click.option("--node-selector", multiple=True, metavar="KEY=VALUE", help="the pods' node selector "
+                     "(repeat), instead of the GPU's label from the chip registry (nvidia.com/gpu.product, "
+                     "amd.com/gpu.device-id); `none`: any node with the GPU resource"),
         click.option("--k8s-target", type=click.Choice(["plain", "llm-d"]), default="plain", show_default=True,
                      help="llm-d adds an InferencePool per pool, for llm-d's scheduler"),
     ]
@@ -40,6 +43,24 @@ def check(options: dict) -> None:
         raise InputError("--emit", "needs the folder to write", "add -o DIR")
     if options.get("output_dir") and not options.get("emit"):
         raise InputError("-o", "has nothing to write", "add --emit k8s")
+    if options.get("emit"):
+        from planner.report.k8s import node_selector
+
+        node_selector(tuple(options.get("node_selector") or ()))
+
+
+def check_chips(options: dict, chips) -> None:
+    """Before any planning: every chip the manifests may name has its node label's value, or
+    --node-selector gives the selector (planner/report/k8s.py `unlabelled`)."""
+    if not options.get("emit") or options.get("node_selector"):
+        return
+    from planner.report.k8s import unlabelled
+    from pricing.chips import get_chip
+
+    for chip_id in dict.fromkeys(chips):
+        problem = unlabelled(get_chip(chip_id))
+        if problem is not None:
+            raise problem
 
 
 def emit(pools: list[tuple[str, object]], options: dict) -> list[str]:
@@ -50,7 +71,8 @@ def emit(pools: list[tuple[str, object]], options: dict) -> list[str]:
     opts = k8s.K8sOptions(image=options.get("image") or k8s.default_image(), model_source=options.get("model_source"),
                           hf_token_secret=options.get("hf_token_secret"),
                           model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
-                          target=options.get("k8s_target") or "plain")
+                          target=options.get("k8s_target") or "plain",
+                          node_selector=k8s.node_selector(tuple(options.get("node_selector") or ())))
     files, notes = {}, []
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), opts)

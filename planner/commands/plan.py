@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import PLAN_FLAGS, in_flags
+from planner.commands.flags import in_flags, plan_flag
 from planner.commands.registry_option import registry_option
 from planner.limits import MAX_CONCURRENCY, MAX_GPUS, MAX_RATE, MIN_CONTEXT
 
@@ -385,6 +385,8 @@ def run(ctx: click.Context, **options) -> None:
     freeze_imported()
     emit.check(options)
     request = request_from(options)
+    limits = request.limits
+    emit.check_chips(options, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
     check_service(request.service)
     if request.service.serving != "agg":
         return run_serving(ctx, request, options)
@@ -397,7 +399,7 @@ def run(ctx: click.Context, **options) -> None:
     try:
         result = plan(request)
     except InputError as err:
-        raise in_flags(err, PLAN_FLAGS.get) from None
+        raise in_flags(err, plan_flag) from None
     if chart_path and result.feasible:
         from planner.report.review import pareto_chart
 

@@ -3,7 +3,14 @@ the nearest thing that does fit (issue 5, "When nothing fits")."""
 
 from __future__ import annotations
 
-from planner.candidates.shapes import ChipTable, ShapeVerdict, context_length, deployment_for, replica_cap
+from planner.candidates.shapes import (
+    ChipTable,
+    ShapeVerdict,
+    context_length,
+    deployment_for,
+    pool_gpus,
+    replica_cap,
+)
 from planner.report.numbers import count, size
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError
@@ -86,16 +93,19 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
 
 
 def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
+    """The most a chip's --max-gpus reaches, less its --spare nodes, and the nearest --max-gpus that fits."""
     name = table.chip.name
     need = service.required
     per_node = table.gpus_per_node
     rows = table.dominant()
+    stock = pool_gpus(limits.max_gpus, per_node, limits.spare)
+    kept = limits.spare * per_node
 
     def reach(row):
-        return (replica_cap(row.gpus, per_node, limits.max_gpus) or 0) * row.concurrency
+        return (replica_cap(row.gpus, per_node, stock) or 0) * row.concurrency
 
     top = max(rows, key=lambda r: (reach(r), -r.gpus, r.shape))
-    cap = replica_cap(top.gpus, per_node, limits.max_gpus) or 0
+    cap = replica_cap(top.gpus, per_node, stock) or 0
 
     def gpus_needed(row) -> int:
         replicas = -(-need // row.concurrency)
@@ -105,7 +115,15 @@ def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
         return budget
 
     cheapest = min(rows, key=lambda r: (gpus_needed(r), r.shape))
-    return (f"{name}: within --max-gpus {limits.max_gpus} on {per_node}-GPU nodes the most concurrency reachable is "
+    within = f"within --max-gpus {limits.max_gpus} on {per_node}-GPU nodes"
+    if limits.spare:
+        nodes = f"{limits.spare} spare node{'s' if limits.spare > 1 else ''}"
+        within = (f"within --max-gpus {limits.max_gpus} less the {kept} GPUs of the {nodes} kept free (--spare "
+                  f"{limits.spare}), {stock} GPUs on {per_node}-GPU nodes," if stock else
+                  f"--max-gpus {limits.max_gpus} on {per_node}-GPU nodes leaves no GPU for the pool beside the {nodes} "
+                  f"kept free (--spare {limits.spare}, {kept} GPUs), so")
+    spare_fix = f" with the spares kept, or --spare 0 (--max-gpus {gpus_needed(cheapest)} without)" if kept else ""
+    return (f"{name}: {within} the most concurrency reachable is "
             f"{count(cap * top.concurrency)} ({count(cap)} × {_split(top.shape)}, {count(top.concurrency)} requests "
-            f"each) against {count(need)} required. Nearest fit: --max-gpus {gpus_needed(cheapest)} "
-            f"({count(-(-need // cheapest.concurrency))} × {_split(cheapest.shape)}).")
+            f"each) against {count(need)} required. Nearest fit: --max-gpus {gpus_needed(cheapest) + kept} "
+            f"({count(-(-need // cheapest.concurrency))} × {_split(cheapest.shape)}){spare_fix}.")

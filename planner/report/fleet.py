@@ -257,6 +257,9 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
             p = prepared[s]
             stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
                               if s.gpus is not None and c in p.limits.chips)
+            if stock and scenario.spare:
+                stock += (f", less {scenario.spare} spare node{'s' if scenario.spare > 1 else ''} of each chip in use "
+                          f"(spare: {scenario.spare})")
             if not p.options:
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")

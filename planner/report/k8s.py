@@ -14,8 +14,10 @@ Per pool:
   InferencePool                        with the llm-d target: the pool behind llm-d's scheduler
   (inference.networking.k8s.io/v1)     (the Gateway API inference extension's resource; its
                                        endpoint picker is deployed with llm-d's own chart)
-Every pod: the exact `vllm serve` arguments of the plan, a node selector on the GPU product label
-NVIDIA's GPU feature discovery sets (the chip registry's gpu_product_label), /dev/shm in memory,
+Every pod: the exact `vllm serve` arguments of the plan, a node selector on the label that names the
+GPU (NODE_LABEL: GPU feature discovery's nvidia.com/gpu.product, the AMD node labeller's
+amd.com/gpu.device-id; its value the chip registry's gpu_product_label, or `--node-selector`; a chip
+whose value no public source gives needs `--node-selector`, never a guess), /dev/shm in memory,
 the model cache volume, probes on vLLM's /health (200 once the engine serves, 503 when it died:
 vllm/entrypoints/serve/instrumentator/health.py), and a Hugging Face token only as a reference to a
 Secret the user names (secretKeyRef), never a value.
@@ -38,6 +40,10 @@ INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
 LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"  # LWS sets it in every pod of a group; Kubernetes expands $(VAR) in args
 WORKER_INDEX = "LWS_WORKER_INDEX"
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the device plugins' resource names
+# the node label whose value names the GPU: NVIDIA GPU feature discovery's product label
+# (k8s-device-plugin internal/lm/resource.go), the AMD node labeller's PCI device ID (ROCm/k8s-device-plugin
+# cmd/k8s-node-labeller/main.go; its product-name label comes from the board's FRU data and varies by board)
+NODE_LABEL = {"nvidia": "nvidia.com/gpu.product", "amd": "amd.com/gpu.device-id"}
 CACHE_MOUNT = "/root/.cache/huggingface"  # HF_HOME of the vllm/vllm-openai image (runs as root)
 
 
@@ -52,6 +58,8 @@ class K8sOptions:
     namespace: str | None = None
     target: str = "plain"  # plain | llm-d
     epp_port: int = 9002
+    node_selector: tuple[tuple[str, str], ...] | None = None  # --node-selector: replaces the registry's label;
+    # () schedules on any node with the GPU resource (--node-selector none)
 
 
 def default_image() -> str:
@@ -64,14 +72,54 @@ def _name(text: str) -> str:
     return name or "pool"
 
 
-def _gpu(chip) -> tuple[str, dict]:
-    """The GPU resource and the node selector of a chip (its registry gpu_product_label)."""
+def _label(chip) -> str | None:
+    """The value of the chip's node label (NODE_LABEL), from the chip registry's gpu_product_label."""
     from pricing.registry import load
 
-    data = load().chip_file(chip.id)["chip"]
-    label = data.get("gpu_product_label")
-    selector = {"nvidia.com/gpu.product": str(label["value"])} if label and chip.vendor == "nvidia" else {}
-    return GPU_RESOURCE[chip.vendor], selector
+    entry = load().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
+    return None if entry.get("value") is None else str(entry["value"])
+
+
+def unlabelled(chip) -> InputError | None:
+    """Why the manifests of `chip` need --node-selector (no public value of its node label is known:
+    the registry's null, its `how` saying why), or None."""
+    from pricing.registry import load
+
+    if _label(chip) is not None:
+        return None
+    entry = load().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
+    why = entry.get("how", "the chip registry has no gpu_product_label for it")
+    key, resource = NODE_LABEL[chip.vendor], GPU_RESOURCE[chip.vendor]
+    return InputError("--node-selector", f"no {key} value is known for {chip.id} ({why})",
+                      f"give the label your {chip.id} nodes carry, e.g. --node-selector {key}=VALUE (kubectl get "
+                      f"nodes --show-labels), or --node-selector none for any node with {resource}")
+
+
+def _gpu(chip, options: K8sOptions) -> tuple[str, dict]:
+    """The GPU resource and the node selector of a chip: `--node-selector` when given, else the
+    vendor's label (NODE_LABEL) at the chip registry's gpu_product_label."""
+    if options.node_selector is not None:
+        return GPU_RESOURCE[chip.vendor], dict(options.node_selector)
+    problem = unlabelled(chip)
+    if problem is not None:
+        raise problem
+    return GPU_RESOURCE[chip.vendor], {NODE_LABEL[chip.vendor]: _label(chip)}
+
+
+def node_selector(values: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None:
+    """`--node-selector KEY=VALUE` (repeat), or `none`: the pods' node selector instead of the registry's."""
+    if not values:
+        return None
+    if values == ("none",):
+        return ()
+    out = []
+    for text in values:
+        key, eq, value = text.partition("=")
+        if not eq or not key or "none" in values:
+            raise InputError("--node-selector", f"{text!r} is not KEY=VALUE",
+                             "give a node label, e.g. nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3, or none alone")
+        out.append((key, value))
+    return tuple(out)
 
 
 def _serve_args(args: list[str], model: str, leader: bool) -> list[str]:
@@ -159,10 +207,9 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     first = pool.instances[0]
     labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name,
               "app.kubernetes.io/component": first.role, "app.kubernetes.io/managed-by": "deployment-planner"}
-    resource, selector = _gpu(chip)
+    resource, selector = _gpu(chip, options)
     if not selector:
-        notes.append(f"{name}: no GPU product label is known for {chip.id} (registry gpu_product_label): the pods "
-                     "have no node selector; add one for your nodes")
+        notes.append(f"{name}: no node selector (--node-selector none): the pods go to any node with {resource}")
     commands = [c.args for c in first.commands]
     served = commands[0][2]
     model = options.model_source or served

@@ -1,6 +1,6 @@
 """The memory kernel for one rank of a deployment (shared/spec/memory-model.md).
 
-    fixed_bytes()                 weights, activation peak, CUDA graphs, comm buffers, EPLB, total
+    fixed_bytes()                 weights, activation peak, CUDA graphs, EPLB, non-torch, total (no comm buffers)
     pre_snapshot_bytes()          communicator reservation + engine workspace, outside the budget
     sequence_variable_bytes(t)    the KV cache a t-token request holds, in whole pool blocks
     sequence_fixed_bytes()        window rings, fixed rings and recurrent state in steady decode
@@ -112,14 +112,20 @@ class FixedBytes:
     weights: int
     activation_peak: int
     cuda_graph: int
-    comm_buffers: int
     eplb_redundant: int
     non_torch: int = 0  # memory outside torch's allocator that grows after the snapshot
 
     @property
+    def comm_buffers(self) -> int:
+        """Communication buffers inside the budget: none. vLLM initialises the distributed environment
+        (NCCL, custom all-reduce) before its memory snapshot (gpu_worker.py init_device,
+        vllm-0.33-memory.md §1.1 step 2), so they are part of pre_snapshot_bytes, beyond the budget
+        (memory-model.md, "Communication buffers")."""
+        return 0
+
+    @property
     def total(self) -> int:
-        return (self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
-                + self.non_torch)
+        return self.weights + self.activation_peak + self.cuda_graph + self.eplb_redundant + self.non_torch
 
 
 class Kernel:
@@ -247,7 +253,7 @@ class Kernel:
 
     def _fixed_bytes(self) -> FixedBytes:
         w = self.weight_bytes()
-        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant,
+        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], w.eplb_redundant,
                           self.non_torch_bytes())
 
     def collective_groups(self) -> dict[str, int]:
