@@ -11,6 +11,7 @@ from planner.commands import ranges
 from planner.commands.flags import in_flags, memory_flag
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
+from planner.report import numbers as fmt
 from planner.report.memory import render_memory, step_speed
 from planner.report.numbers import count, number
 from planner.report.tables import Col, console_for_output, csv_text, print_table
@@ -124,6 +125,10 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
     except InputError as err:
         raise in_flags(err, memory_flag) from None
+    if not report.starts:  # the answer first: vLLM's reason in one line on stderr, the breakdown after
+        from planner.report.memory import refusal_line
+
+        click.echo(refusal_line(report), err=True)
     if as_json:
         out = report.model_dump()
         out["step"] = speed
@@ -131,11 +136,11 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     else:
         render_memory(report, kernel, provenance=show_provenance)
         if speed:
-            click.echo(f"speed (step model): {speed['tpot_ms']:,.1f} ms per output token at {speed['batch_per_rank']} "
-                       f"requests per rank ({speed['context_tokens']:,} tokens of context), first token of a "
-                       f"{speed['prompt_tokens']:,}-token prompt in {speed['ttft_ms']:,.1f} ms; "
-                       f"{speed['output_tokens_per_second']:,.0f} output tokens/s per instance, "
-                       f"{speed['output_tokens_per_second_per_gpu']:,.0f} per GPU; the step is "
+            click.echo(f"speed (step model): {fmt.duration(speed['tpot_ms'])} per output token at "
+                       f"{count(speed['batch_per_rank'])} requests per rank ({count(speed['context_tokens'])} tokens "
+                       f"of context), first token of {fmt.with_article(fmt.tokens(speed['prompt_tokens']))} prompt in "
+                       f"{fmt.duration(speed['ttft_ms'])}; {count(speed['output_tokens_per_second'])} output tokens/s "
+                       f"per instance, {count(speed['output_tokens_per_second_per_gpu'])} per GPU; the step is "
                        f"{speed['step_bound']}-bound")
             if speed["speculative"]:
                 click.echo(f"speculative decoding: {speed['speculative']}")

@@ -114,6 +114,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
     emit.check_chips(k8s, [c for s in scenario.services for c in scenario.limits(s).chips])
+    emit.check_serving(k8s, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
     from planner.heap import freeze_imported
     from planner.report.review import Ticker, compare
 
@@ -126,7 +127,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     c = compare(scenario, names, progress=ticker, time_limit=time_limit, executor=executor, ray_address=ray_address)
     code = _emit(c, fmt, with_variants, chart_path)
     if k8s.get("emit") and c.base.feasible:
-        for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
+        for line in emit.emit(*emit.fleet_pools(c.base.services), options=k8s):
             click.echo(line, err=fmt == "json")
     elif k8s.get("emit"):
         click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)

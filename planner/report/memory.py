@@ -79,9 +79,6 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
         console.print(f"GPU KV cache size: {r.kv_cache_tokens:,} tokens, Maximum concurrency for "
                       f"{e.max_model_len:,} tokens per request: {r.max_concurrency:.2f}x")
     console.print(f"cache records: {r.cache_bytes_per_token:,.0f} bytes per token before pages")
-    if not r.starts:
-        console.print(f"[bold red]vLLM would not start[/bold red] ({r.refusal_check}): {r.refusal}", soft_wrap=True)
-        console.print(f"what would fit: {r.would_fit}", soft_wrap=True)
     if len(r.kv_groups) > 1 or any(g.kind != "FullAttentionSpec" for g in r.kv_groups):
         table = Table(title=f"KV cache groups in vLLM's order (one request at max_model_len; page bytes as vLLM "
                             f"{r.vllm_version}'s page_size_bytes of the group)")
@@ -95,6 +92,11 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
         console.print(table)
     if provenance:
         render_provenance(r.provenance, console)
+
+
+def refusal_line(r) -> str:
+    """vLLM's refusal as the one line `plan memory` puts on stderr before the breakdown (exit 1)."""
+    return f"plan: vLLM would not start ({r.refusal_check}): {r.refusal}; what would fit: {r.would_fit}"
 
 
 def render_provenance(rows, console: Console) -> None:

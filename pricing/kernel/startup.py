@@ -90,6 +90,29 @@ def wider_split(k: Kernel) -> str | None:
     return None
 
 
+def loading_split(k: Kernel) -> str:
+    """What would fit when the loader refuses the checkpoint: the nearest other tensor-parallel
+    size within the chip's NVLink domain (narrower first at equal distance) that starts at the same
+    settings; else the nearest whose shards the loader takes; else another chip generation (the
+    refusal is the chip's, whatever the split)."""
+    e = k.engine
+    loads = None
+    for tp in sorted(range(1, k.chip.tp_domain + 1), key=lambda tp: (abs(tp - e.tp), tp)):
+        if tp == e.tp or not allows_tensor_parallel(k.model, tp):
+            continue
+        other = _same(k, tensor_parallel_size=tp)
+        if other is None or other.weight_bytes().refusal:
+            continue
+        if all(failed_check(s) is None for s in other.stages()):
+            return f"-tp {tp} starts (the loader takes its shards)"
+        loads = loads or tp
+    if loads is not None:
+        return (f"-tp {loads} loads the checkpoint, but does not start at these settings (plan memory -tp {loads} "
+                "says why)")
+    return "no tensor-parallel size within the NVLink domain loads it on this chip: a chip whose generation serves " \
+           "this quantization"
+
+
 def highest_utilization(k: Kernel, step: float = 0.01) -> float:
     """The largest utilization (floored to `step`) whose budget the free memory at the snapshot covers."""
     ticks = round(1 / step)
@@ -164,7 +187,7 @@ def refusal(k: Kernel) -> Refusal | None:
     if check is None:
         return None
     if check == "quantization":  # the model loader refuses the checkpoint on this chip
-        return Refusal(check, k.weight_bytes().refusal, "a chip whose generation serves this quantization")
+        return Refusal(check, k.weight_bytes().refusal, loading_split(k))
     e = k.engine
     total = k.chip.memory_bytes
     pre = k.pre_snapshot_bytes()
