@@ -103,7 +103,7 @@ def loading_split(k: Kernel) -> str:
         other = _same(k, tensor_parallel_size=tp)
         if other is None or other.weight_bytes().refusal:
             continue
-        if all(failed_check(s) is None for s in other.stages()):
+        if all(failed_check(s) is None for s in other.instance.ranks):
             return f"-tp {tp} starts (the loader takes its shards)"
         loads = loads or tp
     if loads is not None:
