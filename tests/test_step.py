@@ -125,7 +125,7 @@ def test_pipeline_parallel_step_sums_its_stages_and_hands_off():
                        get_chip("h100"))
     s = StepModel(kernel)
     t = s.decode(64, 4096)
-    stages = [StepModel(k, _stage=True).decode(32, 4096).seconds for k in kernel.stages()]
+    stages = [StepModel(k, _stage=True).decode(32, 4096).seconds for k in kernel.instance.ranks]
     assert t.parts["pipeline hand-off"] > 0
     assert math.isclose(t.seconds, sum(stages) + t.parts["pipeline hand-off"], rel_tol=1e-9)
     r = serving(s, 64, 4096)

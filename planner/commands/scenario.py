@@ -15,6 +15,7 @@ from rich.console import Console
 from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
+from planner.commands.flags import option_flag, service_flag
 from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option
 from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet
@@ -112,6 +113,8 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     scenario = load_scenario(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
+    emit.check_chips(k8s, [c for s in scenario.services for c in scenario.limits(s).chips])
+    emit.check_serving(k8s, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
     from planner.heap import freeze_imported
     from planner.report.review import Ticker, compare
 
@@ -124,7 +127,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     c = compare(scenario, names, progress=ticker, time_limit=time_limit, executor=executor, ray_address=ray_address)
     code = _emit(c, fmt, with_variants, chart_path)
     if k8s.get("emit") and c.base.feasible:
-        for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
+        for line in emit.emit(*emit.fleet_pools(c.base.services), options=k8s):
             click.echo(line, err=fmt == "json")
     elif k8s.get("emit"):
         click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)
@@ -273,7 +276,7 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     except ValidationError as err:
         e = err.errors()[0]
         field = str(e["loc"][-1]) if e["loc"] else "input"
-        raise InputError(f"--{field.replace('_', '-')}", validation_message(e).lower(),
+        raise InputError(option_flag(field), validation_message(e).lower(),
                          "see `plan compare --help`") from None
     problems = []
     for _, s in scenarios:
@@ -281,8 +284,7 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
         problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False)]
     if problems:
         flags = [line.split(": ", 1) for line in problems]  # services[0].context_length: ... -> --context-length: ...
-        raise ScenarioErrors(list(dict.fromkeys(f"{field.replace('services[0].', '--').replace('_', '-')}: {text}"
-                                                for field, text in flags)))
+        raise ScenarioErrors(list(dict.fromkeys(f"{service_flag(field)}: {text}" for field, text in flags)))
     notes = [f"--price {chip}={price:g} has no effect: {chip} is not compared"
              for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
     if options["show_provenance"]:

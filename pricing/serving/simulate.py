@@ -65,7 +65,7 @@ class Instance:
         e = kernel.engine
         grows = [g for g in kernel.layout().groups if g.grows] or kernel.layout().groups
         block = grows[0].members[0].block_tokens if grows else (e.block_size or DEFAULT_BLOCK_SIZE)
-        return cls(kernel.kv_cache_tokens() // block, block, e.max_num_seqs, e.max_num_batched_tokens,
+        return cls(kernel.instance.kv_cache_tokens() // block, block, e.max_num_seqs, e.max_num_batched_tokens,
                    e.max_model_len, e.dp, e.prefix_caching)
 
 
