@@ -15,7 +15,7 @@ from rich.console import Console
 from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
-from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option
+from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option, written
 from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet
 from planner.report.tables import console_for_output
@@ -63,7 +63,7 @@ def check_concurrency(n: int, flag: str) -> None:
 
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
-    from planner.report.review import Comparison, chart, markdown
+    from planner.report.review import Comparison, markdown
 
     console = _console()
     if fmt == "json":
@@ -77,11 +77,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
         if with_variants:
             render_comparison(c, console)
     if chart_path:
-        chart(c, chart_path)
-        if c.base.feasible and c.base.nodes:
-            from planner.report.review import node_chart, node_chart_path
+        from planner.report.charts import chart
 
-            node_chart(c.base, node_chart_path(chart_path))
+        written(lambda: chart(c, chart_path), chart_path)
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -240,7 +238,7 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     --context-length and --chip."""
     from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
-    from planner.report.review import Comparison, Ticker, axis_chart, markdown
+    from planner.report.review import Comparison, Ticker, markdown
 
     freeze_imported()
     fmt = "json" if options["as_json"] else fmt
@@ -312,7 +310,9 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     for note in dict.fromkeys(notes):
         click.echo(f"plan: note: {note}", err=True)
     if chart_path:
-        axis_chart(points, varying, results, chart_path, title)
+        from planner.report.charts import axis_chart
+
+        written(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title))], chart_path)
     ctx.exit(0 if all(r.feasible for r in results) else 1)
 
 

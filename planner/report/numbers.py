@@ -10,6 +10,7 @@ never an f-string of your own, for a figure a reviewer reads:
     duration(3642.7)       '3,642.7 ms'     ms under 10 s, seconds from 10 s up ('17.2 s', '448 s')
     money(18.16)           '$18.16'         USD; money(18.16, estimate=True) '$18.16*' (* = an estimate)
     money(13257, cents=False)  '$13,257'
+    per_million_tokens(4.983)  '$4.983'    USD per million tokens, to a tenth of a cent
     tokens(8192)           '8,192-token'    with_article(tokens(8192)) 'an 8,192-token'
     ratio(217.1)           '217.10×'
 
@@ -80,6 +81,11 @@ def money(usd: float, estimate: bool = False, cents: bool = True) -> str:
     """USD: '$18.16', '$13,257' (cents=False), with the estimate mark when the price is one."""
     text = f"${usd:,.2f}" if cents else f"${usd:,.0f}"
     return text + (ESTIMATE_MARK if estimate else "")
+
+
+def per_million_tokens(usd: float, estimate: bool = False) -> str:
+    """USD per million tokens, to a tenth of a cent as the plan prints it: '$4.983', '$4.983*'."""
+    return f"${usd:,.3f}" + (ESTIMATE_MARK if estimate else "")
 
 
 def amount(usd: float, estimate: bool = False, cents: bool = True) -> str:
