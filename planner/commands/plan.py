@@ -339,7 +339,7 @@ def written(draw, path: str, flag: str = "--chart") -> None:
     try:
         files = draw()
     except OSError as err:
-        raise InputError(flag, f"cannot write {err.filename or path} ({err.strerror})",
+        raise InputError(flag, f"cannot write {err.filename or path}: {err.strerror or err}",
                          "name a file on a disk with room, in a folder you can write") from None
     for name, what in files:
         click.echo(f"plan: wrote {name} ({what})", err=True)
