@@ -109,7 +109,8 @@ def test_binds_names_the_kv_cache_with_its_numbers():
     k = winner_kernel(request, result)
     assert b.binds == (f"KV cache: {Capacity(k).requests_held()} requests of 131,072 tokens per rank "
                        f"({k.kv_pool() / GiB:.2f} GiB pool, {k.request_bytes() / GiB:.2f} GiB each; vLLM's maximum "
-                       f"concurrency, {k.max_concurrency():.2f}×, is before the KV margin and whole blocks per group)")
+                       f"concurrency, {k.instance.max_concurrency():.2f}×, is before the KV margin and whole blocks "
+                       "per group)")
 
 
 def test_infeasible_json_explains(capsys):
@@ -398,7 +399,7 @@ def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(mon
     text = capsys.readouterr().out
     assert 7.5 in limits
     # a binding review (the inventory couples its services) says how it was found, as `plan` does
-    assert re.search(r"solver OPTIMAL \(optimum proven\), [\d,]+ candidates in \d+\.\d\d s\n", text), text
+    assert re.search(r"solver OPTIMAL \(optimum proven\), [\d,]+ candidates in [\d,]+(\.\d)? m?s\n", text), text
     limits.clear()
     assert main(["compare", coupled(tmp_path), "--time-limit", "7.5", "--format", "json"]) == 0
     assert limits and all(t == 7.5 for t in limits if t is not None)

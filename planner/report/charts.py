@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 from planner import defaults
-from planner.report.numbers import count, duration, money, per_million_tokens
+from planner.report.numbers import count, duration, given, money, per_million_tokens
 from planner.report.result import price_footnotes
 from planner.report.review import Comparison, delta
 from planner.scenario import point_word
@@ -797,10 +797,10 @@ def rate_chart(points: list[dict], results: list, path: str, title_text: str) ->
             if p["requests_per_second"] == rate and r.feasible and r.services and r.services[0].serving:
                 k = names.index(p["chip"] if many_chips else p["model"])
                 labels += _pareto_panel(ax_front, r.services[0].serving.pareto, f"C{j + len(series)}",
-                                        f"{rate:g} requests/s" + (f" on {names[k]}" if len(series) > 1 else ""),
+                                        f"{given(rate)} requests/s" + (f" on {names[k]}" if len(series) > 1 else ""),
                                         MARKERS[k % len(MARKERS)], r.services[0].chip in estimated)
     ax_rate.set_xlabel("requests per second")
-    ax_rate.set_xticks(rates, [f"{x:g}" for x in rates])
+    ax_rate.set_xticks(rates, [given(x) for x in rates])
     ax_rate.margins(x=0.2)
     ax_front.set_xlabel("p99 TPOT, simulated (ms)")
     for ax in (ax_rate, ax_front):

@@ -11,9 +11,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from planner import defaults
+from planner.report import numbers as fmt
 from planner.report.binds import inventory_binds
 from planner.report.fleet import FleetResult, plan_scenario
-from planner.report.result import price_footnotes, solver_phrase, star
+from planner.report.result import price_footnotes, solver_phrase
 from planner.scenario import Scenario, grid_points
 
 
@@ -108,8 +109,8 @@ def search_line(r: FleetResult) -> str:
     candidates the oracle evaluated and the wall-clock time."""
     how = "; each service's own optimum (they fit the inventory together)" if r.decomposed and len(r.services) > 1 \
         else ""
-    return (f"{solver_phrase(r.solver_status, r.solver_stages)}, {r.candidates_evaluated:,} candidates in "
-            f"{r.seconds:.2f} s{how}")
+    return (f"{solver_phrase(r.solver_status, r.solver_stages)}, {fmt.count(r.candidates_evaluated)} candidates in "
+            f"{fmt.duration(r.seconds * 1000)}{how}")
 
 
 def delta(value: float | None, base: float | None) -> str:
@@ -117,12 +118,25 @@ def delta(value: float | None, base: float | None) -> str:
         return "—"
     if base == 0:
         return "n/a" if value else "0"
-    change = (value - base) / base * 100
-    return f"{change:+.1f}%"
+    return fmt.change((value - base) / base)
+
+
+def estimated(r: FleetResult) -> bool:
+    """Whether a result's cost rests on a catalogue estimate (any of its pools' prices)."""
+    return any(p.price_estimate for p in r.services)
+
+
+MD_MARK = "\\" + fmt.ESTIMATE_MARK  # the estimate mark in Markdown, escaped so that it never opens emphasis
+
+
+def md_amount(usd: float, estimate: bool, cents: bool = True) -> str:
+    """A Markdown cell of USD, the estimate mark escaped."""
+    return fmt.amount(usd, cents=cents) + (MD_MARK if estimate else "")
 
 
 def markdown(c: Comparison) -> str:
-    """A Markdown report a capacity review can paste in as is."""
+    """A Markdown report a capacity review can paste in as is; every cost resting on an estimated
+    price carries the mark, explained under the table."""
     hours = defaults.value("report.hours_per_month")
     chips = chips_of(c)
     lines = [f"## {c.review or 'Capacity review'}", ""]
@@ -130,23 +144,25 @@ def markdown(c: Comparison) -> str:
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 2) + ["---"]) + "|")
     for r in c.results:
-        cells = [r.variant] + [str(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips]
+        cells = [r.variant] + [fmt.count(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips]
         if r.feasible:
-            cells += [f"{r.cost_per_hour:,.2f}", f"{r.cost_per_month:,.0f}",
+            cells += [md_amount(r.cost_per_hour, estimated(r)), md_amount(r.cost_per_month, estimated(r), cents=False),
                       "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
         else:
             cells += ["infeasible", "infeasible", "—"]
         cells.append(binding(r).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    lines += md_footnotes([p for r in c.results for p in r.services])
     if c.ranking:
         axes = list(c.grid)
+        marked = {r.variant for r in c.results if estimated(r)}
         lines += ["### grid points by cost", "", "| rank | " + " | ".join(axes) + f" | $/month ({hours} h) | GPUs |",
                   "|---:|" + "---|" * len(axes) + "---:|---:|"]
         for g in c.ranking:
-            money = f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible"
-            lines.append(f"| {g.rank} | " + " | ".join(str(g.values[a]) for a in axes) +
-                         f" | {money} | {g.gpus if g.feasible else '—'} |")
+            money_cell = md_amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible"
+            lines.append(f"| {fmt.count(g.rank)} | " + " | ".join(str(g.values[a]) for a in axes) +
+                         f" | {money_cell} | {fmt.count(g.gpus) if g.feasible else '—'} |")
         lines.append("")
     for r in c.results:
         lines.append(f"### {r.variant}")
@@ -156,20 +172,30 @@ def markdown(c: Comparison) -> str:
                 lines.append(f"- **{s.service}** is short: {s.reason}")
             lines += ["", search_line(r), ""]
             continue
-        lines.append("| service | model | chip | GPUs | replicas × (tp, pp, dp, ep, dcp) | concurrency | headroom "
+        lines.append("| service | model | chip | GPUs | replicas × (tp, pp, dp, ep, dcp) | held / asked | headroom "
                      "| $/hour |")
         lines.append("|---|---|---|---:|---|---:|---:|---:|")
         for p in r.services:
-            split = (f"{p.replicas} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, {p.data_parallel_size}, "
-                     f"{'on' if p.enable_expert_parallel else 'off'}, {p.decode_context_parallel_size})")
-            lines.append(f"| {p.service} | {p.model} | {p.chip} | {p.gpus} | {split} | {p.concurrency} / {p.target} "
-                         f"| {p.headroom * 100:.0f}% | {p.cost_per_hour:,.2f}{star(p)} |")
+            split = (f"{fmt.count(p.replicas)} × ({p.tensor_parallel_size}, {p.pipeline_parallel_size}, "
+                     f"{p.data_parallel_size}, {'on' if p.enable_expert_parallel else 'off'}, "
+                     f"{p.decode_context_parallel_size})")
+            lines.append(f"| {p.service} | {p.model} | {p.chip} | {fmt.count(p.gpus)} | {split} | "
+                         f"{fmt.count(p.concurrency)} / {fmt.count(p.target)} | {fmt.percent(p.headroom, 0)} | "
+                         f"{md_amount(p.cost_per_hour, p.price_estimate)} |")
         lines.append("")
-        notes = price_footnotes(r.services)
-        if notes:
-            lines += [note.replace("*", "\\*", 1) for note in notes] + [""]
+        mark = MD_MARK if estimated(r) else ""
+        lines.append(f"total: {fmt.plural(r.gpus, 'GPU')}, {fmt.money(r.cost_per_hour)}{mark}/hour, "
+                     f"{fmt.money(r.cost_per_month, cents=False)}{mark}/month")
+        lines.append("")
+        lines += md_footnotes(r.services)
         lines += [search_line(r), ""]
     return "\n".join(lines) + "\n"
+
+
+def md_footnotes(pools) -> list[str]:
+    """The estimate footnotes under a Markdown table (the mark escaped, so a footnote is no list item)."""
+    notes = price_footnotes(pools)
+    return [note.replace(fmt.ESTIMATE_MARK, MD_MARK, 1) for note in notes] + ([""] if notes else [])
 
 
 class Ticker:
