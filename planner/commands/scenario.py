@@ -16,7 +16,7 @@ from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
 from planner.commands.flags import option_flag, service_flag
-from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option
+from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option, write_charts
 from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet
 from planner.report.tables import console_for_output
@@ -64,7 +64,7 @@ def check_concurrency(n: int, flag: str) -> None:
 
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
-    from planner.report.review import Comparison, chart, markdown
+    from planner.report.review import Comparison, markdown
 
     console = _console()
     if fmt == "json":
@@ -78,11 +78,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
         if with_variants:
             render_comparison(c, console)
     if chart_path:
-        chart(c, chart_path)
-        if c.base.feasible and c.base.nodes:
-            from planner.report.review import node_chart, node_chart_path
+        from planner.report.charts import chart
 
-            node_chart(c.base, node_chart_path(chart_path))
+        write_charts(lambda: chart(c, chart_path), chart_path)
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -92,8 +90,8 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg), "
-              "and the base's node map beside it (FILE-nodes.png)")
+@click.option("--chart", "chart_path", help="draw GPUs per chip and $/month, stacked by service, for the base and "
+              "variants (.png or .svg), and the base's node map beside it (FILE-nodes.png)")
 @click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @time_limit_option()
 @apply_options_to(executor_options())
@@ -233,8 +231,8 @@ def get_chip_id(name: str) -> str:
 @click.argument("file", required=False)
 @apply_options_to(options_list(axes=True))
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, lines "
-                                            "against context length or concurrency")
+@click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, "
+                                            "markers against context length, concurrency or the rate")
 @apply_options_to(executor_options())
 @click.pass_context
 def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options):
@@ -243,7 +241,7 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     --context-length and --chip."""
     from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
-    from planner.report.review import Comparison, Ticker, axis_chart, markdown
+    from planner.report.review import Comparison, Ticker, markdown
 
     freeze_imported()
     fmt = "json" if options["as_json"] else fmt
@@ -314,7 +312,9 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     for note in dict.fromkeys(notes):
         click.echo(f"plan: note: {note}", err=True)
     if chart_path:
-        axis_chart(points, varying, results, chart_path, title)
+        from planner.report.charts import axis_chart
+
+        write_charts(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title))], chart_path)
     ctx.exit(0 if all(r.feasible for r in results) else 1)
 
 
