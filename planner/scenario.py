@@ -222,7 +222,7 @@ class Scenario(BaseModel):
         """This scenario under one named variant's overrides."""
         if variant not in self.variants:
             near = suggest(variant, list(self.variants))
-            raise InputError("--variant", f"no variant named {variant!r}" + (f"; {near}" if near else ""),
+            raise InputError("variant", f"no variant named {variant!r}" + (f"; {near}" if near else ""),
                              f"use one of {', '.join(self.variants) or '(the file has none)'}")
         overrides = self.variants[variant]
         data = self.model_dump(exclude_unset=True)
@@ -611,7 +611,7 @@ def check_references(scenario: Scenario, where: str, variants: bool = True) -> l
             try:
                 load_model(merged.model, merged.quantization)
             except InputError as err:
-                field = "quantization" if err.field == "--quantization" else "model"
+                field = "quantization" if err.field == "quantization" else "model"
                 lines.append(f"{where}: services[{i}].{field}: {err.problem}" + (f" ({err.fix})" if field !=
                                                                                  "model" else ""))
         if merged.concurrency is None and merged.slo is None:

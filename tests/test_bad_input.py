@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import math
+import tempfile
 from pathlib import Path
 
 import click
@@ -117,9 +118,9 @@ def test_mega_attention_needs_sm100_and_v41():
 
 
 def test_the_library_names_fields_and_the_commands_name_flags():
-    """The kernel's and the candidate tables' errors name the field, never a flag (read from the
-    syntax tree: no InputError there is raised with a flag word); each command names its flag for
-    the field, in planner/commands/flags.py alone."""
+    """The library's errors (every module of pricing/ and of planner/ but its commands) name the
+    field, never a flag (read from the syntax tree: no InputError there is raised with a flag word);
+    each command names its flag for the field, in planner/commands/flags.py alone."""
     import ast
 
     from pricing.chips import get_chip
@@ -128,13 +129,16 @@ def test_the_library_names_fields_and_the_commands_name_flags():
     from pricing.kernel import Deployment, Kernel
 
     flagged = []
-    for folder in ("pricing/kernel", "planner/candidates"):
-        for path in (ROOT / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "InputError" and node.args
-                        and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("-")):
+    library = [p for folder in ("pricing", "planner") for p in sorted((ROOT / folder).rglob("*.py"))
+               if "commands" not in p.parts and p.name != "cli.py"]
+    for path in library:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "InputError" and node.args:
+                first = node.args[0]
+                first = first.values[0] if isinstance(first, ast.JoinedStr) and first.values else first
+                if isinstance(first, ast.Constant) and str(first.value).startswith("-"):
                     flagged.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert flagged == []
+    assert len(library) > 100 and flagged == []
     graph, chip = load_model("llama-3.1-8b"), get_chip("h200")
     for flags, field in (({"tensor_parallel_size": 2, "decode_context_parallel_size": 3},
                           "decode_context_parallel_size"), ({"max_model_len": 10_000_000}, "max_model_len")):
@@ -146,6 +150,50 @@ def test_the_library_names_fields_and_the_commands_name_flags():
     one_line_error(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "1", "--context-length", "10000000"],
                    "--context-length: 10000000 exceeds")
     one_line_error(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "1", "--tp", "3"], "--tp: 3 does")
+
+
+LLAMA = ["--model", "llama-3.1-8b", "--chip", "h100"]
+SWEEP = ["compare", *LLAMA, "--concurrency", "4", "--context-length", "4096"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "nope", "--chip", "h100", "--concurrency", "4"], "--model: unknown model 'nope'"),  # pricing/config
+    (["memory", "--model", "nope", "--chip", "h100"], "--model: unknown model 'nope'"),
+    (["compare", "--model", "nope", "--chip", "h100", "--concurrency", "4", "--context-length", "4096"],
+     "--model: unknown model 'nope'"),
+    ([*LLAMA, "--concurrency", "4", "--quantization", "bogus"], "--quantization: unknown method 'bogus'"),
+    (["memory", *LLAMA, "--quantization", "bogus"], "--quantization: unknown method 'bogus'"),
+    (["--model", "llama-3.1-8b", "--chip", "nochip", "--concurrency", "4"], "--chip: unknown chip 'nochip'"),  # chips
+    (["memory", "--model", "llama-3.1-8b", "--chip", "nochip"], "--chip: unknown chip 'nochip'"),
+    ([*SWEEP[:4], "nochip", *SWEEP[5:]], "--chip: unknown chip 'nochip'"),
+    ([*LLAMA, "--concurrency", "4", "--vllm-version", "9.9"], "--vllm-version: unknown vLLM release '9.9'"),  # rules
+    (["memory", *LLAMA, "--vllm-version", "9.9"], "--vllm-version: unknown vLLM release '9.9'"),
+    ([*SWEEP, "--vllm-version", "9.9"], "--vllm-version: unknown vLLM release '9.9'"),
+    ([*LLAMA, "--concurrency", "4", "--registry", "/nonexistent/overlay.yaml"], "--registry: cannot read"),  # registry
+    (["memory", *LLAMA, "--registry", "/nonexistent/overlay.yaml"], "--registry: cannot read"),
+    (["scenario", str(MIXED), "--registry", "/nonexistent/overlay.yaml"], "--registry: cannot read"),
+    ([*LLAMA, "--concurrency", "4", "--serving", "disagg"], "--serving: disaggregated serving is sized by a workload"),
+    (["scenario", str(MIXED), "--variant", "nope"], "--variant: no variant named 'nope'"),  # planner/scenario
+    ([*LLAMA, "--concurrency", "4", "--emit", "k8s", "-o", str(ROOT / "README.md")],
+     "-o: " + str(ROOT / "README.md") + " is not a folder"),  # report/k8s, before any planning
+    ([*LLAMA, "--concurrency", "4", "--emit", "k8s", "-o", str(Path(tempfile.gettempdir()) / "never-written"),
+      "--node-selector", "gpu"],
+     "--node-selector: 'gpu' is not KEY=VALUE"),
+    (["check-log", str(ROOT / "tests" / "fixtures" / "startup_logs" / "v0.10-issue25350-fp8-kv-100k.log"), "--model",
+      "llama-3.1-8b"], "--chip: the log does not name the GPU"),  # pricing/calibration/check
+])
+def test_library_errors_name_the_flag_typed(argv, needle):
+    """Each library error a command line reaches names the flag given (the library names the
+    field: `model`, `chip`, `vllm_version`, `registry`, `serving`, `variant`, `output_dir`, ...)."""
+    one_line_error(argv, needle)
+
+
+def test_executor_errors_name_the_flag(monkeypatch):
+    """planner/report/executors.py names `executor`; `plan scenario` says --executor."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    one_line_error(["scenario", str(MIXED), "--variants", "--executor", "ray"], "--executor: ray is not installed")
 
 
 @pytest.mark.parametrize("flags,field", [

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import in_flags, plan_flag
+from planner.commands.flags import in_flags, names_flags, own_flag, plan_flag
 from planner.commands.registry_option import registry_option
 from planner.limits import MAX_CONCURRENCY, MAX_GPUS, MAX_RATE, MIN_CONTEXT
 
@@ -29,7 +29,10 @@ def _release(ctx, param, value: str) -> str:
     """Any release a rules pack serves ("0.19.1", "0.27"), as that release; else one line, exit 2."""
     from pricing.rules import get
 
-    return get(value).full_version
+    try:
+        return get(value).full_version
+    except InputError as err:
+        raise in_flags(err, lambda field: own_flag(field, ctx)) from None
 
 
 def _releases(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -383,6 +386,7 @@ def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) 
     return []
 
 
+@names_flags(plan_flag)
 def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
     if not options.get("model"):

@@ -86,12 +86,12 @@ def rate_of(service: ServiceSpec) -> float:
     """The request rate a disaggregated fleet is sized for: --requests-per-second."""
     w = service.workload
     if w is None:
-        raise InputError("--serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
+        raise InputError("serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
     if w.requests_per_second is None:
-        raise InputError("--serving", "disaggregated serving is sized by a request rate",
+        raise InputError("serving", "disaggregated serving is sized by a request rate",
                          "add --requests-per-second (or --concurrency with --ttft-ms and --tpot-ms)")
     if service.ttft_ms is None:
-        raise InputError("--serving", "the prefill pool is sized by the time to first token, queueing included",
+        raise InputError("serving", "the prefill pool is sized by the time to first token, queueing included",
                          "add --ttft-ms")
     return w.requests_per_second
 
