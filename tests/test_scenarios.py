@@ -38,7 +38,7 @@ def test_every_scenario_runs(path):
         assert r["cost_per_hour"] == pytest.approx(sum(s["cost_per_hour"] for s in r["services"]))
         assert r["gpus"] == sum(s["gpus"] for s in r["services"])
         for s in r["services"]:
-            assert s["concurrency"] >= s["target"]
+            assert s["held"] >= s["asked"]
             assert s["vllm_serve"].split(" ", 1)[1].startswith("vllm serve ")  # after CUDA_VISIBLE_DEVICES
 
 
@@ -169,7 +169,7 @@ def test_unsafe_yaml_is_not_executed(tmp_path, capsys):
 
 
 def test_schema_is_published():
-    result = CliRunner().invoke(cli, ["scenario", "--schema"])
+    result = CliRunner().invoke(cli, ["scenario", "--file-schema"])
     schema = json.loads(result.output)
     assert {"services", "inventory", "variants", "defaults"} <= set(schema["properties"])
     assert schema["required"] == ["services"]
