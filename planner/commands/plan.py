@@ -424,6 +424,10 @@ def run(ctx: click.Context, **options) -> None:
     result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
                         + unused_acceptance(request.service.speculative_acceptance,
                                             request.service.num_speculative_tokens))
+    if not result.feasible:  # the answer first, one line on stderr; the reason per chip follows
+        from planner.report.render import infeasible_line
+
+        click.echo(infeasible_line(result), err=True)
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
         for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:

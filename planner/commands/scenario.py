@@ -25,7 +25,7 @@ from planner.commands.plan import (
     time_limit_option,
 )
 from planner.commands.registry_option import registry_option
-from planner.report.render import render_comparison, render_fleet
+from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
@@ -74,6 +74,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
     from planner.report.review import Comparison, chart, markdown
 
     console = _console()
+    for r in c.results if with_variants else [c.base]:  # the answer first, one line each on stderr
+        if not r.feasible:
+            click.echo(short_line(r), err=True)
     if fmt == "json":
         payload = c.model_dump() if with_variants else c.base.model_dump()
         click.echo(json.dumps(payload, indent=2))
@@ -317,6 +320,9 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     notes += [n for r in results for n in r.notes]
     title = sweep_title(points[0], varying)
     comparison = Comparison(review=title, base=results[0], variants=results[1:])
+    for r in comparison.results:  # the answer first, one line each on stderr
+        if not r.feasible:
+            click.echo(short_line(r), err=True)
     if fmt == "json":
         click.echo(json.dumps(comparison.model_dump(), indent=2))
     elif fmt == "markdown":

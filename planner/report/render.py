@@ -239,6 +239,20 @@ def render_notes(notes: list[str], console: Console) -> None:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
 
 
+def infeasible_line(result: PlanResult) -> str:
+    """`plan`'s answer when nothing fits, as the one line on stderr before the reasons."""
+    why = ", ".join(f"{e.chip}: {e.constraint.replace('_', ' ')}" if e.chip else e.constraint.replace("_", " ")
+                    for e in result.explanations)
+    return f"plan: no pool fits {result.model}: {target_phrase(result)}" + (f" ({why}; the reasons follow)"
+                                                                            if why else "")
+
+
+def short_line(r: FleetResult) -> str:
+    """A review's answer when not every service is served, as the one line on stderr."""
+    return (f"plan: {r.review or 'scenario'} — {r.variant}: not every service can be served: "
+            + "; ".join(f"{s.service} ({s.brief})" for s in r.short))
+
+
 def render_infeasible(result: PlanResult, console: Console) -> None:
     console.print(f"[bold red]no pool fits[/bold red] {result.model}: {target_phrase(result)}", soft_wrap=True)
     for e in result.explanations:
