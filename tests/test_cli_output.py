@@ -271,7 +271,7 @@ def test_a_context_sweep_answers_a_point_beyond_the_models_positions_as_infeasib
     chart = tmp_path / "sweep.svg"
     result = CliRunner().invoke(cli, [*QWEN_SWEEP, "--json", "--chart", str(chart)])
     assert result.exit_code == 1, result.output  # as a compare with a memory-infeasible point: answered, exit 1
-    out = json.loads(result.output)
+    out = json.loads(result.stdout)
     short, long = out["base"], out["variants"][0]
     assert short["feasible"] and short["services"][0]["max_model_len"] == 32768
     assert not long["feasible"] and [s["service"] for s in long["short"]] == ["what-if"]
@@ -329,7 +329,7 @@ def test_a_categorical_sweep_over_chips_marks_each_chips_infeasible_point(tmp_pa
                                       "--chip", "h200", "--concurrency", "8", "--context-length", "40960",
                                       "--max-gpus", "1", "--json", "--chart", str(out)])
     assert result.exit_code == 1, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     results = {r["variant"]: r for r in [data["base"], *data["variants"]]}
     assert not results["qwen3-32b on h100"]["feasible"] and not results["qwen3-32b on h200"]["feasible"]
     assert results["llama-3.1-8b on h100"]["feasible"] and results["llama-3.1-8b on h200"]["feasible"]

@@ -27,7 +27,7 @@ def test_there_are_at_least_six_scenarios():
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_every_scenario_runs(path):
     result = CliRunner().invoke(cli, ["scenario", str(path), "--variants", "--format", "json"])
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     results = [data["base"]] + data["variants"]
     assert [r["variant"] for r in results] == ["base"] + list(load_scenario(path).variants)
     assert result.exit_code == (0 if all(r["feasible"] for r in results) else 1)
@@ -170,7 +170,7 @@ def test_unsafe_yaml_is_not_executed(tmp_path, capsys):
 
 def test_schema_is_published():
     result = CliRunner().invoke(cli, ["scenario", "--file-schema"])
-    schema = json.loads(result.output)
+    schema = json.loads(result.stdout)
     assert {"services", "inventory", "variants", "defaults"} <= set(schema["properties"])
     assert schema["required"] == ["services"]
 
@@ -214,7 +214,7 @@ def test_compare_from_the_command_line(tmp_path):
                                       "--concurrency", "16", "--context-length", "8192", "--context-length", "32768",
                                       "--format", "json", "--chart", str(chart)])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     results = [data["base"]] + data["variants"]
     assert len(results) == 4 and all(r["feasible"] for r in results)
     svg = chart.read_text()
