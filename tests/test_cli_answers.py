@@ -83,7 +83,7 @@ def test_estimated_max_model_len_is_the_longest_that_fits():
                   kv_cache_memory_bytes=k.kv_pool())
     over = kernel("llama-3.1-70b", "h100", tensor_parallel_size=2, max_model_len=longest + 16,
                   kv_cache_memory_bytes=k.kv_pool())
-    assert fits.fits_one_request() and not over.fits_one_request()
+    assert fits.instance.fits_one_request() and not over.instance.fits_one_request()
 
 
 def test_kv_cache_memory_bytes_beyond_the_chip_is_refused(capsys):

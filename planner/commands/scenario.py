@@ -23,6 +23,7 @@ from planner.commands.plan import (
     schema_option,
     spare_option,
     time_limit_option,
+    write_charts,
 )
 from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet, short_line
@@ -71,7 +72,7 @@ def check_concurrency(n: int, flag: str) -> None:
 
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
-    from planner.report.review import Comparison, chart, markdown
+    from planner.report.review import Comparison, markdown
 
     console = _console()
     for r in c.results if with_variants else [c.base]:  # the answer first, one line each on stderr
@@ -88,11 +89,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
         if with_variants:
             render_comparison(c, console)
     if chart_path:
-        chart(c, chart_path)
-        if c.base.feasible and c.base.nodes:
-            from planner.report.review import node_chart, node_chart_path
+        from planner.report.charts import chart
 
-            node_chart(c.base, node_chart_path(chart_path))
+        write_charts(lambda: chart(c, chart_path), chart_path)
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -102,8 +101,8 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg), "
-              "and the base's node map beside it (FILE-nodes.png)")
+@click.option("--chart", "chart_path", help="draw GPUs per chip and $/month, stacked by service, for the base and "
+              "variants (.png or .svg), and the base's node map beside it (FILE-nodes.png)")
 @click.option("--file-schema", "show_file_schema", is_flag=True, help="print the scenario file's JSON Schema")
 @schema_option()
 @time_limit_option()
@@ -127,6 +126,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
     emit.check_chips(k8s, [c for s in scenario.services for c in scenario.limits(s).chips])
+    emit.check_serving(k8s, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
     from planner.heap import freeze_imported
     from planner.report.review import Ticker, compare
 
@@ -139,7 +139,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     c = compare(scenario, names, progress=ticker, time_limit=time_limit, executor=executor, ray_address=ray_address)
     code = _emit(c, fmt, with_variants, chart_path)
     if k8s.get("emit") and c.base.feasible:
-        for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
+        for line in emit.emit(*emit.fleet_pools(c.base.services), options=k8s):
             click.echo(line, err=fmt == "json")
     elif k8s.get("emit"):
         click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)
@@ -246,8 +246,8 @@ def get_chip_id(name: str) -> str:
 @apply_options_to(options_list(axes=True))
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @schema_option()
-@click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, lines "
-                                            "against context length or concurrency")
+@click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, "
+                                            "markers against context length, concurrency or the rate")
 @apply_options_to(executor_options())
 @click.pass_context
 def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_address, **options):
@@ -256,7 +256,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     --context-length and --chip."""
     from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
-    from planner.report.review import Comparison, Ticker, axis_chart, markdown
+    from planner.report.review import Comparison, Ticker, markdown
 
     if show_schema:
         return print_schema()
@@ -332,7 +332,9 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     for note in dict.fromkeys(notes):
         click.echo(f"plan: note: {note}", err=True)
     if chart_path:
-        axis_chart(points, varying, results, chart_path, title)
+        from planner.report.charts import axis_chart
+
+        write_charts(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title))], chart_path)
     ctx.exit(0 if all(r.feasible for r in results) else 1)
 
 

@@ -53,8 +53,8 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
     each = (f"{size(kernel.request_bytes())} each: {size(kernel.sequence_variable_bytes(length))} of KV cache and "
             f"{size(admission)} reserved at admission" if admission else f"{size(kernel.request_bytes())} each")
     return (f"KV cache: {count(per_rank)} requests of {count(length)} tokens per rank ({size(kernel.kv_pool())} pool, "
-            f"{each}; vLLM's maximum concurrency, {ratio(kernel.max_concurrency())}, is before the KV margin and "
-            "whole blocks per group)")
+            f"{each}; vLLM's maximum concurrency, {ratio(kernel.instance.max_concurrency())}, is before the KV margin "
+            "and whole blocks per group)")
 
 
 def latency_binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None, memory: str) -> str:

@@ -12,6 +12,7 @@ never an f-string of your own, for a figure a reviewer reads:
     durations([120, 560])  '120.0/560.0 ms' several in one unit, the largest's
     money(18.16)           '$18.16'         USD; money(18.16, estimate=True) '$18.16*' (* = an estimate)
     money(13257, cents=False)  '$13,257'
+    per_million_tokens(4.983)  '$4.983'    USD per million tokens, to a tenth of a cent
     tokens(8192)           '8,192-token'    with_article(tokens(8192)) 'an 8,192-token'
     ratio(217.1)           '217.10×'
     given(2.5)             '2.5'            a figure the user gave (a rate, a target), as given: '40', '1,000'
@@ -103,6 +104,11 @@ def money(usd: float, estimate: bool = False, cents: bool = True) -> str:
     """USD: '$18.16', '$13,257' (cents=False), with the estimate mark when the price is one."""
     text = f"${usd:,.2f}" if cents else f"${usd:,.0f}"
     return text + (ESTIMATE_MARK if estimate else "")
+
+
+def per_million_tokens(usd: float, estimate: bool = False) -> str:
+    """USD per million tokens, to a tenth of a cent as the plan prints it: '$4.983', '$4.983*'."""
+    return f"${usd:,.3f}" + (ESTIMATE_MARK if estimate else "")
 
 
 def amount(usd: float, estimate: bool = False, cents: bool = True) -> str:

@@ -58,7 +58,7 @@ def estimated_max_model_len(k: Kernel) -> int:
 
     def fits(length: int) -> bool:
         shorter = _same(k, max_model_len=length, kv_cache_memory_bytes=max(0, pool))
-        return shorter is not None and shorter.fits_one_request()
+        return shorter is not None and shorter.instance.fits_one_request()
 
     if pool <= 0:
         return 0
@@ -103,7 +103,7 @@ def loading_split(k: Kernel) -> str:
         other = _same(k, tensor_parallel_size=tp)
         if other is None or other.weight_bytes().refusal:
             continue
-        if all(failed_check(s) is None for s in other.stages()):
+        if all(failed_check(s) is None for s in other.instance.ranks):
             return f"-tp {tp} starts (the loader takes its shards)"
         loads = loads or tp
     if loads is not None:
@@ -159,7 +159,7 @@ class Startup:
     def starts(self) -> bool:
         """Every stage passes: the budget beside what is held before it, a --kv-cache-memory-bytes
         pool beside the fixed memory, and a pool that holds one request at max_model_len."""
-        return all(failed_check(k) is None for k in self.kernel.stages())
+        return all(failed_check(k) is None for k in self.kernel.instance.ranks)
 
     def failed_check(self) -> str | None:
         """The first check this rank (pipeline stage) fails."""
@@ -168,7 +168,7 @@ class Startup:
     def refusal(self) -> Refusal | None:
         """The check vLLM would fail, with its message and what would fit; None when it starts (with
         pipeline parallelism: the first stage that fails, named in the message)."""
-        for k in self.kernel.stages():
+        for k in self.kernel.instance.ranks:
             r = refusal(k)
             if r is not None:
                 return r if k.stage is None else replace(r, message=f"{k.stage}: {r.message}")
