@@ -28,7 +28,7 @@ def step_fields(s, batch_per_rank: int, context_tokens: int, prompt_tokens: int)
 
 class StepFigures(BaseModel):
     """How fast one instance of the pool serves at the planned concurrency (the step model,
-    pricing/step; issue 14): the target spread over the replicas and data-parallel ranks."""
+    pricing/step): the target spread over the replicas and data-parallel ranks."""
 
     batch_per_rank: int = Field(description="requests each data-parallel rank decodes at once")
     context_tokens: int = Field(description="the decoding requests' context (the workload's mean, or max_model_len)")

@@ -472,6 +472,7 @@ def run(ctx: click.Context, **options) -> None:
 def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
     """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
     cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner import defaults
     from planner.commands import emit
     from planner.report.disagg_plan import plan_serving, role_kernels
     from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
@@ -503,8 +504,8 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
             console.print()
             console.print("[bold]disaggregated[/bold]")
         if dis.feasible:
-            render_disagg(dis, role_kernels(s, request.limits, dis), console, agg.hours_per_month if agg else 730,
-                          workload)
+            hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
+            render_disagg(dis, role_kernels(s, request.limits, dis), console, hours, workload)
         else:
             render_disagg_infeasible(dis, console, workload)
         if agg is None:

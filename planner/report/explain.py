@@ -1,5 +1,5 @@
 """Why nothing fits: one sentence per chip naming the binding constraint with its numbers, and
-the nearest thing that does fit (issue 5, "When nothing fits")."""
+the nearest thing that does fit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The plan as data: the JSON object `plan --json` prints (issue 5, "What the user sees").
+"""The plan as data: the JSON object `plan --json` prints.
 
 Fields marked `exclude=True` feed the rich rendering and are not part of the JSON shape."""
 
