@@ -60,7 +60,7 @@ def target_phrase(result: PlanResult) -> str:
     """What was asked, every target restated: '64 concurrent requests at 1,048,576 tokens, TPOT ≤
     30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
-    text = f"{count(t.asked)} concurrent requests at {count(t.context_length)} tokens"
+    text = f"{plural(t.asked, 'concurrent request')} at {count(t.context_length)} tokens"
     if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
         held = f", {count(t.asked)} concurrent held" if t.asked > 1 else ""
         text = (f"{given(t.requests_per_second)} requests/s at "
