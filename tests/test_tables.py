@@ -208,7 +208,8 @@ def test_estimated_prices_are_marked_wherever_a_price_is_shown(tmp_path):
 
 # -- one voice: every figure through planner/report/numbers.py --------------------------------------
 # lines that are not prose: launch commands, their comments, the node map (ports), provenance values
-NOT_PROSE = re.compile(r"vllm serve|toy_proxy_server|^\s*#|CUDA_VISIBLE_DEVICES|ray start|^\s*\S+-\d+\s+[\d,-]+\s|--\S+=")
+NOT_PROSE = re.compile(r"vllm serve|toy_proxy_server|^\s*#|CUDA_VISIBLE_DEVICES|ray start|^\s*\S+-\d+\s+[\d,-]+\s|"
+                       r"--\S+=")
 FLAG = re.compile(r"(?<!\w)--?[a-z][\w-]* \d+")
 VOICE = {
     "a space before %": re.compile(r"\d %"),
