@@ -204,6 +204,11 @@ def test_estimated_prices_are_marked_wherever_a_price_is_shown(tmp_path):
     totals = [line for line in text.splitlines() if line.startswith("total: ")]
     assert len(totals) == 2  # one total per result, not an unmarked copy beside the marked one
     assert totals[0].count("*") == 2 and "*" not in totals[1]
+    variants = text[text.index("estimates: variants"):]  # the variant summary, as `plan compare` prints it too
+    base_row = next(line for line in variants.splitlines() if line.strip().startswith("base "))
+    quoted_row = next(line for line in variants.splitlines() if line.strip().startswith("quoted "))
+    assert base_row.count("*") == 2 and "*" not in quoted_row and "\n* l40s: $" in variants
+    assert "cost per token: $" in text and re.search(r"cost per token: \$[\d.,]+\* per million", text)
 
 
 # -- one voice: every figure through planner/report/numbers.py --------------------------------------
