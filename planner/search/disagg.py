@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
@@ -41,7 +41,7 @@ from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.serving.queueing import md1_wait, servers_for_wait
-from pricing.step.transfer import Handover, handover, link_between
+from pricing.step.transfer import Handover, handover, link_between, link_within_node
 
 RATE_UNITS = 1000  # requests per second are counted in thousandths in the model
 
@@ -70,6 +70,10 @@ class Pair:
     decode_link: int
     queue_seconds: float  # at the counts the model picks, filled in afterwards
     rank: int = 0
+    node_gpus: int | None = None  # both pools within one node of this many GPUs (over its NVLink); None: any nodes
+
+    def gpus(self, p: int, d: int) -> int:
+        return p * self.prefill.row.gpus + d * self.decode.row.gpus
 
     def fewest(self, rate_units: int) -> tuple[int, int]:
         p = max(self.prefill_min, -(-rate_units // self.prefill_link))
@@ -148,11 +152,16 @@ class DisaggSearch:
     explanations: list[str]
     model: ModelGraph
     rate: float
+    ranked: list[tuple[Pair, int, int]] = field(default_factory=list)  # the chosen, then the alternatives
 
 
 def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side], decode_sides: list[Side],
-              rate: float) -> tuple[list[Pair], list[str]]:
-    """Every prefill × decode pair that meets the targets at `rate`, priced; and why the rest do not."""
+              rate: float, one_node: bool = True) -> tuple[list[Pair], list[str]]:
+    """Every prefill × decode pair that meets the targets at `rate`, priced; and why the rest do not.
+
+    A pair of one chip whose node is one NVLink domain is priced twice: over the network (pools on
+    any nodes), and, with `one_node`, over NVLink with both pools within one node (kept when its
+    fewest counts fit the node; the model holds it there)."""
     w = service.workload
     ttft = service.ttft_ms / 1000
     latent = model.attention_backend != "gqa"
@@ -180,37 +189,45 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
             if isinstance(link, str):
                 why.append(link)
                 continue
-            kernel = sm.kernel
-            bytes_per_rank = kernel.request_kv_bytes(w.isl)
-            h = handover(bytes_per_rank, pf.row.shape.tp, drow.shape.tp, latent, kv_heads, link)
-            key = (id(sm), round(h.seconds, 6))
-            dec = decode_memo.get(key)
-            if dec is None:
-                share = bytes_per_rank / kernel.request_bytes()
-                dec = decode_memo[key] = DECODE.figures(sm, service, drow, h.seconds, share)
-            if isinstance(dec, str):
-                why.append(f"decode {dside.chip.id} tp {drow.shape.tp} × dp {drow.shape.dp}: {dec}")
-                continue
-            budget = ttft - pf.prompt_seconds - h.seconds - dec.step_seconds
-            spent = pf.prompt_seconds + h.seconds + dec.step_seconds
-            if best_ttft is None or spent < best_ttft[0]:
-                best_ttft = (spent, f"the fastest pair (prefill {pside.chip.id} tp {pf.row.shape.tp} × dp "
-                                    f"{pf.row.shape.dp}, decode {dside.chip.id} tp {drow.shape.tp} × dp "
-                                    f"{drow.shape.dp}) takes {pf.prompt_seconds * 1000:,.0f} ms to prefill a "
-                                    f"{w.isl:,}-token prompt, {h.seconds * 1000:,.1f} ms to hand it over and "
-                                    f"{dec.step_seconds * 1000:,.1f} ms for the first decode step, "
-                                    f"{spent * 1000:,.0f} ms before any queueing, against {service.ttft_ms:g} ms")
-            servers = servers_for_wait(rate, pf.service_rate, budget)
-            if servers is None:
-                continue
-            dp_p, dp_d = pf.row.shape.dp, drow.shape.dp
-            p_link = math.floor(h.prefill_rate(dp_p) * RATE_UNITS)
-            d_link = math.floor(h.decode_rate(dp_d) * RATE_UNITS)
-            d_serve = math.floor(dec.requests_per_second * RATE_UNITS)
-            if min(p_link, d_link, d_serve) < 1:
-                continue
-            pairs.append(Pair(pf, pside.chip, dec, dside.chip, h, -(-servers // dp_p), p_link, d_serve, d_link,
-                              0.0))
+            links = [(link, None)]
+            node = link_within_node(pside.chip) if one_node and pside.chip.id == dside.chip.id else None
+            if node is not None and not link.name.startswith("NVLink"):
+                links.insert(0, (node, pside.table.gpus_per_node))
+            for lk, node_gpus in links:
+                kernel = sm.kernel
+                bytes_per_rank = kernel.request_kv_bytes(w.isl)
+                h = handover(bytes_per_rank, pf.row.shape.tp, drow.shape.tp, latent, kv_heads, lk)
+                key = (id(sm), round(h.seconds, 6))
+                dec = decode_memo.get(key)
+                if dec is None:
+                    share = bytes_per_rank / kernel.request_bytes()
+                    dec = decode_memo[key] = DECODE.figures(sm, service, drow, h.seconds, share)
+                if isinstance(dec, str):
+                    why.append(f"decode {dside.chip.id} tp {drow.shape.tp} × dp {drow.shape.dp}: {dec}")
+                    continue
+                budget = ttft - pf.prompt_seconds - h.seconds - dec.step_seconds
+                spent = pf.prompt_seconds + h.seconds + dec.step_seconds
+                if best_ttft is None or spent < best_ttft[0]:
+                    best_ttft = (spent, f"the fastest pair (prefill {pside.chip.id} tp {pf.row.shape.tp} × dp "
+                                        f"{pf.row.shape.dp}, decode {dside.chip.id} tp {drow.shape.tp} × dp "
+                                        f"{drow.shape.dp}) takes {pf.prompt_seconds * 1000:,.0f} ms to prefill a "
+                                        f"{w.isl:,}-token prompt, {h.seconds * 1000:,.1f} ms to hand it over and "
+                                        f"{dec.step_seconds * 1000:,.1f} ms for the first decode step, "
+                                        f"{spent * 1000:,.0f} ms before any queueing, against {service.ttft_ms:g} ms")
+                servers = servers_for_wait(rate, pf.service_rate, budget)
+                if servers is None:
+                    continue
+                dp_p, dp_d = pf.row.shape.dp, drow.shape.dp
+                p_link = math.floor(h.prefill_rate(dp_p) * RATE_UNITS)
+                d_link = math.floor(h.decode_rate(dp_d) * RATE_UNITS)
+                d_serve = math.floor(dec.requests_per_second * RATE_UNITS)
+                if min(p_link, d_link, d_serve) < 1:
+                    continue
+                pair = Pair(pf, pside.chip, dec, dside.chip, h, -(-servers // dp_p), p_link, d_serve, d_link, 0.0,
+                            node_gpus=node_gpus)
+                if node_gpus is not None and pair.gpus(*pair.fewest(units)) > node_gpus:
+                    continue  # the two pools do not fit one node: their hand-over crosses the network
+                pairs.append(pair)
     if not pairs and best_ttft is not None:
         why.append(f"ttft: {best_ttft[1]}")
     order = sorted(range(len(pairs)), key=lambda i: _rank_key(pairs[i], units))
@@ -220,12 +237,38 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
 
 def _rank_key(p: Pair, units: int) -> tuple:
     ps, ds = p.prefill.row.shape, p.decode.row.shape
-    return (round(p.cost(units), 6), -p.prefill.row.max_num_batched_tokens, ps.tp, ps.dp, ps.ep, ds.tp, ds.dp,
-            ds.ep, ds.dcp, p.prefill_chip.id, p.decode_chip.id)
+    return (round(p.cost(units), 6), p.node_gpus is None, -p.prefill.row.max_num_batched_tokens, ps.tp, ps.dp, ps.ep,
+            ds.tp, ds.dp, ds.ep, ds.dcp, p.prefill_chip.id, p.decode_chip.id)
 
 
-def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple[str, tuple[Pair, int, int] | None]:
-    """The CP-SAT model of the module's docstring; the chosen pair and its two counts."""
+def shapes_of(pair: Pair) -> tuple:
+    """What an alternative must differ in: the two pools' chips and instance shapes."""
+    return pair.prefill_chip.id, pair.prefill.row.shape, pair.decode_chip.id, pair.decode.row.shape
+
+
+def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits,
+                    wanted: int = 1) -> tuple[str, list[tuple[Pair, int, int]]]:
+    """The best fleet (the CP-SAT model of the module's docstring: the chosen pair and its two
+    counts), then the best fleets of the next shapes, `wanted` in all: each re-solve leaves out
+    every pair of the shapes already reported, as the aggregated plan's alternatives do
+    (planner/search/cpsat.py search). The status is the first solve's."""
+    status, ranked, left = "INFEASIBLE", [], list(pairs)
+    for n in range(wanted):
+        found_status, found = _solve(left, rate, limits)
+        if n == 0:
+            status = found_status
+        if found is None:
+            break
+        ranked.append(found)
+        seen = shapes_of(found[0])
+        left = [q for q in left if shapes_of(q) != seen]
+        if not left:
+            break
+    return status, ranked
+
+
+def _solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple[str, tuple[Pair, int, int] | None]:
+    """One solve of the module's CP-SAT model over `pairs`."""
     units = math.ceil(rate * RATE_UNITS)
     m = cp_model.CpModel()
     price_units = defaults.value("solver.price_units_per_dollar")
@@ -246,6 +289,8 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple
         m.add(pair.decode_link * d >= units * y)
         m.add(p <= p_hi * y)
         m.add(d <= d_hi * y)
+        if pair.node_gpus is not None:  # priced over one node's NVLink: both pools stay within the node
+            m.add(pair.prefill.row.gpus * p + pair.decode.row.gpus * d <= pair.node_gpus)
         pu = round(pair.prefill_chip.price_per_gpu_hour * price_units)
         du = round(pair.decode_chip.price_per_gpu_hour * price_units)
         cost += pu * pair.prefill.row.gpus * p + du * pair.decode.row.gpus * d
@@ -262,7 +307,7 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple
                    if pair.prefill_chip.id == chip]
             use += [pair.decode.row.gpus * d for pair, d in zip(pairs, ds, strict=True) if pair.decode_chip.id == chip]
             m.add(sum(use) <= cap)
-    rank_range = len(pairs) + 1
+    rank_range = max(p.rank for p in pairs) + 2
     if (top + 1) * rank_range >= cpsat.INT_LIMIT:
         raise OverflowError("the objective exceeds 2^62: lower --max-gpus or the rate")
     best = min(range(len(pairs)), key=lambda i: (pairs[i].cost(units), pairs[i].rank))
@@ -285,9 +330,11 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple
     return sol.status_name(status), (pairs[k], int(sol.value(ps[k])), int(sol.value(ds[k])))
 
 
-def search(service: ServiceSpec, limits: PoolLimits) -> DisaggSearch:
+def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None) -> DisaggSearch:
     """The cheapest prefill and decode pools for `service` at its request rate (the chips: --chip,
-    or --prefill-chip / --decode-chip)."""
+    or --prefill-chip / --decode-chip), and the best fleets of the next `alternatives` shapes
+    (default: the planner's report.alternatives)."""
+    wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
     prefill_chips, decode_chips = limits.prefill_chips, limits.decode_chips
     start = time.perf_counter()
     rate = rate_of(service)
@@ -298,15 +345,15 @@ def search(service: ServiceSpec, limits: PoolLimits) -> DisaggSearch:
     pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
     if not pairs:
         return DisaggSearch([], None, "INFEASIBLE", evaluated, time.perf_counter() - start, why, model, rate)
-    status, chosen = build_and_solve(pairs, rate, limits)
-    if chosen is not None:
-        pair, p, d = chosen
-        ranks = p * pair.prefill.row.shape.dp
-        wait = md1_wait(rate / ranks, pair.prefill.service_rate)
-        chosen = (Pair(**{**pair.__dict__, "queue_seconds": wait}), p, d)
-    else:
+    status, ranked = build_and_solve(pairs, rate, limits, wanted)
+    ranked = [(Pair(**{**pair.__dict__, "queue_seconds": md1_wait(rate / (p * pair.prefill.row.shape.dp),
+                                                                   pair.prefill.service_rate)}), p, d)
+              for pair, p, d in ranked]
+    chosen = ranked[0] if ranked else None
+    if chosen is None:
         why = why or [f"no prefill × decode pair fits within --max-gpus {limits.max_gpus}"]
-    return DisaggSearch(pairs, chosen, status, evaluated, time.perf_counter() - start, why, model, rate)
+    return DisaggSearch(pairs, chosen, status, evaluated, time.perf_counter() - start, why, model, rate,
+                        ranked)
 
 
 def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
@@ -376,7 +423,7 @@ def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int
                    for c in limits.chips}
     p_sides = [_side(service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
     d_sides = [_side(service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
-    pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
+    pairs, why = pairs_for(model, service, p_sides, d_sides, rate, one_node=False)  # nodes shared: over the network
     units = math.ceil(rate * RATE_UNITS)
     price_units = defaults.value("solver.price_units_per_dollar")
     found = []
