@@ -20,7 +20,12 @@ then the model, for pairs k with y[k] ∈ {0,1} (exactly one), p[k], d[k] the in
     Σ gpus on chip c ≤ --max-gpus                  (rates in 1/1000 request per second, capacities floored)
 
 minimising cost per hour, then GPUs, then the pair's rank (larger prefill budget, then the smaller
-shapes), in one objective folded as cpsat.py folds its keys.
+shapes), in one objective folded as cpsat.py folds its keys. The model takes each pair at its fewest
+counts (more only cost more), so a pair priced over one node's NVLink is kept only when those counts
+fit the node (`pairs_for`), and the report checks that placement laid it there.
+
+Alternatives are re-solves without the shapes already reported (`build_and_solve`), as the
+aggregated plan's are.
 """
 
 from __future__ import annotations
@@ -289,8 +294,6 @@ def _solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple[str, tup
         m.add(pair.decode_link * d >= units * y)
         m.add(p <= p_hi * y)
         m.add(d <= d_hi * y)
-        if pair.node_gpus is not None:  # priced over one node's NVLink: both pools stay within the node
-            m.add(pair.prefill.row.gpus * p + pair.decode.row.gpus * d <= pair.node_gpus)
         pu = round(pair.prefill_chip.price_per_gpu_hour * price_units)
         du = round(pair.decode_chip.price_per_gpu_hour * price_units)
         cost += pu * pair.prefill.row.gpus * p + du * pair.decode.row.gpus * d
