@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -116,6 +117,33 @@ def test_the_alternatives_are_the_next_shapes_each_a_whole_fleet_cheapest_first(
     again = _plan(_service(rate=20.0, tp=(1, 2, 4)))  # the same ranking each time
     assert [(shapes(f), f.cost_per_hour) for f in [again, *again.alternatives]] == [
         (shapes(f), f.cost_per_hour) for f in fleets]
+
+
+def test_a_prefill_instance_of_two_stages_prefills_twice_the_prompts_and_holds_half_of_each():
+    """Llama-3.1-8B on H100 at tp 1: two stages of 16 layers each. A prompt crosses both in turn,
+    so its prefill alone takes about what one GPU takes (plus one hand-off of its hidden states);
+    vLLM keeps two batches in flight, so the instance prefills twice the prompts per second of one
+    traversal; each stage's pool holds its own layers' half of every prompt."""
+    from planner.candidates.roles import PREFILL
+
+    model, chip = load_model("llama-3.1-8b"), get_chip("h100")
+    service = _service(rate=20.0, isl=4000, osl=100, tp=(1,), pp=(1, 2))
+    side = disagg._side(model, service, "h100", PoolLimits(chips=("h100",)), PREFILL)
+    one, two = (next(PREFILL.figures(model, chip, service, r) for r in side.rows if r.shape.pp == pp) for pp in (1, 2))
+    assert two.stage_share == Fraction(16, 32) and one.stage_share == 1
+    assert two.prompt_seconds == pytest.approx(one.prompt_seconds, rel=0.05)
+    # one traversal of the two stages: the prompts per second at its own prompt time, times the stages
+    assert two.service_rate == pytest.approx(2 * one.service_rate * one.prompt_seconds / two.prompt_seconds,
+                                             rel=0.02)
+    plan = _plan(_service(rate=20.0, isl=4000, osl=100, tp=(1,), pp=(2,)))
+    assert plan.prefill.pipeline_parallel_size == 2 and plan.decode.pipeline_parallel_size == 1
+    assert plan.handover.prefill_rank_bytes * 2 == plan.handover.request_bytes
+    assert all("--pipeline-parallel-size 2" in launch.line for launch in plan.prefill.launches)
+    # a hybrid model's prefill instances run no stages: vLLM's pull connector refuses them
+    hybrid = ServiceSpec(model="gpt-oss-120b", concurrency=1, context_length=8192, ttft_ms=2000.0, tpot_ms=50.0,
+                         workload=WorkloadSpec(isl=4000, osl=100, requests_per_second=5.0), serving="disagg",
+                         tp=(2,), pp=(2,), max_num_batched_tokens=(8192,), gpu_memory_utilization=(0.9,))
+    assert any("hybrid KV cache layouts" in why for why in _plan(hybrid, chips=("h200",)).explanations)
 
 
 def test_the_disaggregated_plan_prints(capsys):

@@ -32,7 +32,7 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
     pool = RolePool(
         in_flight=in_flight, role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id,
         gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp,
-        pipeline_parallel_size=1, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
+        pipeline_parallel_size=row.shape.pp, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
         data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
@@ -201,6 +201,7 @@ def role_kernels(service: ServiceSpec, limits: PoolLimits, plan) -> dict:
     out = {}
     for pool in (plan.prefill, plan.decode):
         d = Deployment(tensor_parallel_size=pool.tensor_parallel_size, data_parallel_size=pool.data_parallel_size,
+                       pipeline_parallel_size=pool.pipeline_parallel_size,
                        enable_expert_parallel=pool.enable_expert_parallel,
                        decode_context_parallel_size=pool.decode_context_parallel_size,
                        gpu_memory_utilization=pool.gpu_memory_utilization,

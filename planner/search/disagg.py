@@ -1,7 +1,8 @@
 """The disaggregated search: a prefill pool and a decode pool chosen together, with CP-SAT.
 
-Candidates are the oracle's rows (planner/candidates/table.py, memory only, pipeline stages aside:
-vLLM 0.33's NixlConnector runs a kv_consumer without them) taken in their roles
+Candidates are the oracle's rows (planner/candidates/table.py, memory only; pipeline stages for
+prefill instances alone: vLLM 0.33's NixlConnector runs a kv_consumer without them, and a
+kv_producer with them only on full-attention layouts, pricing/kernel/connector.py) taken in their roles
 (planner/candidates/roles.py): per instance shape, the prefill row with the largest token budget and
 the decode row that holds the most. Every prefill × decode pair k is priced in Python first:
 
@@ -45,6 +46,7 @@ from pricing.chips import Chip
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
+from pricing.kernel.connector import stages_refused
 from pricing.serving.queueing import md1_wait, servers_for_wait
 from pricing.step.transfer import Handover, handover, link_between, link_within_node
 
@@ -105,16 +107,22 @@ def rate_of(service: ServiceSpec) -> float:
     return w.requests_per_second
 
 
-def memory_service(service: ServiceSpec) -> ServiceSpec:
+def memory_service(service: ServiceSpec, stages: bool = False) -> ServiceSpec:
     """The service with its latency targets and workload removed: the oracle's rows by memory alone
-    (the roles price their own steps)."""
-    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None, "pp": (1,),
-                                      "serving": "agg"})
+    (the roles price their own steps); with `stages`, its pipeline sizes kept (a prefill instance
+    may run them), else none (a decode instance runs none)."""
+    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None,
+                                      "pp": service.pp if stages else (1,), "serving": "agg"})
 
 
-def _side(service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
+def _side(model: ModelGraph, service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
     chip = priced_chip(chip_id, limits)
     table = _table(service, chip, limits)
+    if role is PREFILL and (service.pp or table.rows and stages_refused(PREFILL.kernel(model, chip, service,
+                                                                                       table.rows[0])) is None):
+        # the stages --pp asks for (each refused with vLLM's reason where it refuses them), or the default
+        # grid's when the caches allow a prefill instance stages
+        table = _table(service, chip, limits, stages=True)
     if role is PREFILL:  # per shape: the largest token budget, then the most prompts held
         best: dict = {}
         for row in table.rows:
@@ -125,7 +133,7 @@ def _side(service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
         rows = [best[s] for s in sorted(best)]
     else:
         rows = table.dominant()
-    return Side(chip, table, [r for r in rows if r.shape.pp == 1])
+    return Side(chip, table, rows if role is PREFILL else [r for r in rows if r.shape.pp == 1])
 
 
 def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[list, list[str]]:
@@ -201,7 +209,8 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
             for lk, node_gpus in links:
                 kernel = sm.kernel
                 bytes_per_rank = kernel.request_kv_bytes(w.isl)
-                h = handover(bytes_per_rank, pf.row.shape.tp, drow.shape.tp, latent, kv_heads, lk)
+                h = handover(bytes_per_rank, pf.row.shape.tp, drow.shape.tp, latent, kv_heads, lk,
+                             pf.stage_share)
                 key = (id(sm), round(h.seconds, 6))
                 dec = decode_memo.get(key)
                 if dec is None:
@@ -342,8 +351,8 @@ def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = 
     start = time.perf_counter()
     rate = rate_of(service)
     model = load_model(service.model, service.quantization)
-    p_sides = [_side(service, c, limits, PREFILL) for c in (prefill_chips or limits.chips)]
-    d_sides = [_side(service, c, limits, DECODE) for c in (decode_chips or limits.chips)]
+    p_sides = [_side(model, service, c, limits, PREFILL) for c in (prefill_chips or limits.chips)]
+    d_sides = [_side(model, service, c, limits, DECODE) for c in (decode_chips or limits.chips)]
     evaluated = sum(s.table.evaluated for s in {id(s.table): s for s in p_sides + d_sides}.values())
     pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
     if not pairs:
@@ -359,8 +368,8 @@ def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = 
                         ranked)
 
 
-def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
-    return candidate_table(memory_service(service), chip, limits.model_copy(update={"chips": (chip.id,)}))
+def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits, stages: bool = False) -> ChipTable:
+    return candidate_table(memory_service(service, stages), chip, limits.model_copy(update={"chips": (chip.id,)}))
 
 
 
@@ -424,8 +433,8 @@ def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int
     model = load_model(service.model, service.quantization)
     chip_limits = {c: limits.model_copy(update={"gpus_per_node": per_node.get(priced_chip(c, limits).id)})
                    for c in limits.chips}
-    p_sides = [_side(service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
-    d_sides = [_side(service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
+    p_sides = [_side(model, service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
+    d_sides = [_side(model, service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
     pairs, why = pairs_for(model, service, p_sides, d_sides, rate, one_node=False)  # nodes shared: over the network
     units = math.ceil(rate * RATE_UNITS)
     price_units = defaults.value("solver.price_units_per_dollar")

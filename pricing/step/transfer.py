@@ -20,7 +20,9 @@ on each data-parallel rank.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from pricing.chips import Chip
 from pricing.registry import Registry, Sourced, load
@@ -106,10 +108,13 @@ def sources(prefill_tp: int, decode_tp: int, latent: bool, kv_heads: int) -> int
 
 
 def handover(decode_rank_bytes: int, prefill_tp: int, decode_tp: int, latent: bool, kv_heads: int,
-             link: Link) -> Handover:
-    """The hand-over of a request whose KV cache takes `decode_rank_bytes` on each decode rank."""
+             link: Link, stage_share: Fraction = Fraction(1)) -> Handover:
+    """The hand-over of a request whose KV cache takes `decode_rank_bytes` on each decode rank.
+    A prefill instance of pipeline stages sends from every stage, each its own layers' blocks
+    (the decode side reads every stage: nixl/base_worker.py _nixl_handshake), so its busiest rank
+    sends the largest stage's `stage_share` of what one rank of one stage would."""
     served_by = sources(prefill_tp, decode_tp, latent, kv_heads)
     total = decode_tp * decode_rank_bytes
-    busiest = -(-total // served_by)
+    busiest = math.ceil(total * stage_share / served_by)  # exact: a Fraction
     seconds = max(decode_rank_bytes, busiest) / link.bandwidth
     return Handover(decode_rank_bytes, busiest, total, seconds, link)
