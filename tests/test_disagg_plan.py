@@ -315,3 +315,15 @@ def test_auto_in_a_review_is_never_dearer_than_either_mode(tmp_path):
     auto, agg, dis = (_review(tmp_path, mode) for mode in ("auto", "agg", "disagg"))
     assert auto.feasible and agg.feasible and dis.feasible
     assert auto.cost_per_hour <= min(agg.cost_per_hour, dis.cost_per_hour) + 1e-9
+
+
+def test_the_example_scenario_plans_its_disaggregated_service(capsys):
+    """scenarios/disaggregated-chat-h200-b200.yaml: the chat's two pools and the batch pool in one
+    review, printed once each (one total line)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
+    assert main(["scenario", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "chat (prefill)" in out and "chat (decode)" in out and "kv_producer" in out
+    assert sum(line.startswith("total: ") for line in out.splitlines()) == 1

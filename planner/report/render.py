@@ -322,8 +322,6 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     estimate = any(p.price_estimate for p in r.services)
     console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
-    console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
-                  f"{search_line(r)}", soft_wrap=True)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
                      else [f"binds: {p.binds}"]):
