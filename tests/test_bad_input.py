@@ -116,6 +116,38 @@ def test_mega_attention_needs_sm100_and_v41():
     one_line_error(MEMORY + ["--mega-attention"], "--mega-attention", "not DeepSeek-V4.1")
 
 
+def test_the_library_names_fields_and_the_commands_name_flags():
+    """The kernel's and the candidate tables' errors name the field, never a flag (read from the
+    syntax tree: no InputError there is raised with a flag word); each command names its flag for
+    the field, in planner/commands/flags.py alone."""
+    import ast
+
+    from pricing.chips import get_chip
+    from pricing.errors import InputError
+    from pricing.graph import load_model
+    from pricing.kernel import Deployment, Kernel
+
+    flagged = []
+    for folder in ("pricing/kernel", "planner/candidates"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "InputError" and node.args
+                        and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("-")):
+                    flagged.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert flagged == []
+    graph, chip = load_model("llama-3.1-8b"), get_chip("h200")
+    for flags, field in (({"tensor_parallel_size": 2, "decode_context_parallel_size": 3},
+                          "decode_context_parallel_size"), ({"max_model_len": 10_000_000}, "max_model_len")):
+        with pytest.raises(InputError) as err:
+            Kernel.of(graph, Deployment(**flags), chip)
+        assert err.value.field == field
+    one_line_error(MEMORY + ["-tp", "2", "-dcp", "3"], "--decode-context-parallel-size: 3 does not divide")
+    one_line_error(MEMORY + ["--max-model-len", "10000000"], "--max-model-len: 10000000 exceeds")
+    one_line_error(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "1", "--context-length", "10000000"],
+                   "--context-length: 10000000 exceeds")
+    one_line_error(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "1", "--tp", "3"], "--tp: 3 does")
+
+
 @pytest.mark.parametrize("flags,field", [
     (["--kv-cache-dtype", "int4"], "--kv-cache-dtype"), (["--num-speculative-tokens", "3"], "--num-speculative-tokens"),
     (["--isl", "8000", "--osl", "10", "--context-length", "4096"], "--isl"),

@@ -117,7 +117,7 @@ def test_b_rotary_caches_are_held_with_the_weights():
 def test_engine_sizes_with_the_admission_figure(b):
     per_request = b.blocks_per_request()
     assert per_request == cdiv(b.engine.max_model_len, 64) + 8 * 517 + 1
-    assert b.kv_cache_tokens() == int(b.num_blocks() / per_request * b.engine.max_model_len)
+    assert b.instance.kv_cache_tokens() == int(b.instance.num_blocks() / per_request * b.engine.max_model_len)
 
 
 # -- speculation and scheduling switches ---------------------------------------------------------
@@ -232,7 +232,7 @@ def test_v41_rejects_formats_the_chip_cannot_serve():
 
     with pytest.raises(InputError, match="SM100"):
         kernel("dsv4.1-flash", "h200", tensor_parallel_size=8, kv_cache_dtype="nvfp4_ds_mla").layout()
-    with pytest.raises(InputError, match="kv-cache-dtype"):
+    with pytest.raises(InputError, match="kv_cache_dtype"):
         kernel("dsv4.1-flash", "h200", tensor_parallel_size=8, kv_cache_dtype="bf16").layout()
 
 
@@ -289,7 +289,7 @@ def test_a_model_the_pack_cannot_group_still_prices():
     ring = round_up(512 * 584, 576)
     steady = cdiv(WINDOW - 1 + 6, 512) + 1
     assert k.sequence_fixed_bytes() == 43 * steady * ring + 3 * 8 * 4096
-    assert Capacity(k).requests_held() > 0 and k.kv_cache_tokens() > 0
+    assert Capacity(k).requests_held() > 0 and k.instance.kv_cache_tokens() > 0
     grouping = {p.name: p for p in k.provenance()}["rules.grouping"]
     assert "cannot group" in grouping.value
 

@@ -62,19 +62,19 @@ def test_pack_agrees_with_its_release(path: Path):
     assert case["vllm_version"] == path.parent.name.removeprefix("vllm-")
     k = kernel_for(case)
     if vllm["error"]:
-        assert not k.fits_one_request(), f"vLLM {case['vllm_version']} refuses: {vllm['error']}"
+        assert not k.instance.fits_one_request(), f"vLLM {case['vllm_version']} refuses: {vllm['error']}"
         return
-    assert k.fits_one_request()
+    assert k.instance.fits_one_request()
     assert ours(k) == theirs(vllm)
     assert k.layout().bytes_per_block == vllm["bytes_per_block"]
-    assert k.num_blocks() == vllm["num_blocks"]
-    assert k.kv_cache_tokens() == vllm["kv_cache_size_tokens"]
-    assert f"{k.max_concurrency():.2f}" == f"{vllm['max_concurrency']:.2f}"
+    assert k.instance.num_blocks() == vllm["num_blocks"]
+    assert k.instance.kv_cache_tokens() == vllm["kv_cache_size_tokens"]
+    assert f"{k.instance.max_concurrency():.2f}" == f"{vllm['max_concurrency']:.2f}"
     for line in vllm["log_lines"]:  # as the release logged them
         if line.startswith("GPU KV cache size"):
-            assert re.sub(r"[\d,]+ tokens", f"{k.kv_cache_tokens():,} tokens", line) == line
+            assert re.sub(r"[\d,]+ tokens", f"{k.instance.kv_cache_tokens():,} tokens", line) == line
         else:
-            assert f"{k.max_concurrency():.2f}x" in line
+            assert f"{k.instance.max_concurrency():.2f}x" in line
 
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "startup_logs"

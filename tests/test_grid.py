@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.report.review import compare, grid_chart, markdown
+from planner.report.charts import grid_chart
+from planner.report.review import compare, markdown
 from planner.scenario import Scenario
 from pricing.errors import InputError
 
@@ -44,4 +45,4 @@ def test_the_report_ranks_the_points_by_cost_and_charts_them(tmp_path):
     path = tmp_path / "grid.svg"
     grid_chart(c, str(path))
     svg = path.read_text()
-    assert 'id="cheapest-growth"' in svg and 'id="cheapest-chips"' in svg
+    assert 'id="cheapest-growth-0"' in svg and 'id="cheapest-chips-1"' in svg  # the cheapest at each value

@@ -194,14 +194,14 @@ def test_infeasible_weights_explained():
     result = plan(request("dsv3", ("l40s",), 8, max_gpus=8))  # one node: tp 8 over PCIe is the widest
     assert not result.feasible and result.best is None and result.alternatives == []
     [line] = result.explanations
-    assert line.startswith("NVIDIA L40S 48GB: weights alone need 626.9 GiB per rank at tp 1")
+    assert line.startswith("NVIDIA L40S 48GB: weights alone need 626.94 GiB per rank at tp 1")
     assert "more per rank is needed" in line
 
 
 def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
     result = plan(request("llama-3.1-70b", ("h100",), 8, context_length=131072, tp=(2,), pp=(1,)))
     [line] = result.explanations
-    assert "one request at 131,072 tokens needs 20.0 GiB of KV cache per rank at tp 2" in line
+    assert "one request at 131,072 tokens needs 20.00 GiB of KV cache per rank at tp 2" in line
     fits = int(line.rsplit("--context-length ", 1)[1].rstrip(").")) if "--context-length" in line else 0
     assert fits > 0
     model, chip = load_model("llama-3.1-70b"), get_chip("h100")

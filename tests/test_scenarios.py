@@ -203,9 +203,9 @@ def test_chart_has_one_line_per_chip(tmp_path, suffix):
     else:
         text = data.decode()
         assert text.lstrip().startswith("<?xml") and "<svg" in text
-        # categorical variants are bars, one group per chip (issue 13)
-        assert text.count('id="bars-h200-') == 2 and text.count('id="bars-b200-') == 2  # base and b200
-        assert 'id="line-' not in text
+        # categorical variants are bars (issue 13): the base on h200, the variant on b200, nothing else
+        assert text.count('id="bars-h200-0-chat"') == 1 and text.count('id="bars-b200-1-chat"') == 1
+        assert 'id="bars-h200-1' not in text and 'id="bars-b200-0' not in text and 'id="line-' not in text
 
 
 def test_compare_from_the_command_line(tmp_path):
@@ -214,7 +214,7 @@ def test_compare_from_the_command_line(tmp_path):
                                       "--concurrency", "16", "--context-length", "8192", "--context-length", "32768",
                                       "--format", "json", "--chart", str(chart)])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     results = [data["base"]] + data["variants"]
     assert len(results) == 4 and all(r["feasible"] for r in results)
     svg = chart.read_text()

@@ -191,7 +191,7 @@ def test_a_kernels_registry_reads_are_its_provenance(card, monkeypatch):
     k = Kernel.of(graph, Deployment(pipeline_parallel_size=2 if card == "llama-3.1-8b" else 1), chip, reg)
     Capacity(k).requests_held(0.01)
     Startup(k).refusal()
-    for stage in k.stages():
+    for stage in k.instance.ranks:
         stage.fixed_bytes()
         stage.pre_snapshot_bytes()
     listed = {p.name for p in k.provenance()}

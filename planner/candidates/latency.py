@@ -161,28 +161,6 @@ def memory_only_gpus(table: ChipTable, service: ServiceSpec) -> int:
                default=0)
 
 
-def binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None, memory: str) -> str:
-    """The phrase naming what sets the pool's size: a latency target when it needs more
-    replicas than memory would, else `memory` (the memory phrase), noting a target's cap on
-    max_num_seqs when it lowers it."""
-    cap = table.latency.get(row)
-    if step is None or cap is None:
-        return memory
-    if step.binds == "requests per second":
-        return (f"requests per second: {service.workload.requests_per_second:g} asked, "
-                f"{cap.requests_per_second:.2f} per instance at {cap.held} requests per rank")
-    if step.binds in ("tpot", "ttft"):
-        target = service.tpot_ms if step.binds == "tpot" else service.ttft_ms
-        return (f"{step.binds}: within {target:g} ms a rank of this split serves {cap.held} requests (max_num_seqs "
-                f"{cap.held}) where its memory holds {cap.memory}; memory alone would need "
-                f"{memory_only_gpus(table, service)} {table.chip.id} GPUs, the target "
-                f"{row.gpus * step_replicas(step, row)}")
-    if cap.binds != "memory":
-        target = service.tpot_ms if cap.binds == "tpot" else service.ttft_ms
-        return f"{memory}; {cap.binds} {target:g} ms caps max_num_seqs at {cap.held} (memory would hold {cap.memory})"
-    return memory
-
-
 def step_replicas(step: StepFigures, row: Row) -> int:
     """Replicas of `row` the figures were priced for (pool throughput over one instance's)."""
     return max(1, round(step.pool_output_tokens_per_second / step.output_tokens_per_second))

@@ -92,7 +92,7 @@ class PrefillRole(Role):
             seconds = sm.time(step).seconds - sm.attention_seconds(step) + per_step * sm.attention_seconds(one)
             rate = max(rate, per_step / seconds)
         rate *= row.shape.pp  # pp batches in flight, one per stage
-        stages = kernel.stages()
+        stages = kernel.instance.ranks  # every stage's rank
         prompts = [k.request_kv_bytes(w.isl) for k in stages]
         held = min(int(k.kv_pool() * (1 - service.kv_margin)) // b if b else row.max_num_seqs
                    for k, b in zip(stages, prompts, strict=True))

@@ -166,7 +166,7 @@ def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[M
     model = load_model(service.model, service.quantization)
     length = context_length(model, service)
     if problem := beyond_positions(model, length):
-        raise InputError("--context-length", problem, f"use at most {model.max_position}")
+        raise InputError("context_length", problem, f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
     return model, ChipTable(chip, per_node, excluded=notes), found

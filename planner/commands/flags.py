@@ -1,16 +1,38 @@
-"""The library's errors name a field (`tensor_parallel_size`); each command names its own flag for
-it: `plan memory` takes vLLM's flags, `plan` its shorter ones."""
+"""The library's errors name a field (`tensor_parallel_size`, `context_length`); the commands name
+their flag for it, here and only here: `plan memory` takes vLLM's flags, `plan` and `plan compare`
+their own shorter ones where those differ."""
 
 from __future__ import annotations
 
 from pricing.errors import InputError
 
-PLAN_FLAGS = {"tensor_parallel_size": "--tp"}  # fields whose `plan` flag is not vLLM's name
+PLAN_FLAGS = {"tensor_parallel_size": "--tp", "context_length": "--context-length"}  # `plan`'s own names
+MEMORY_FIELDS = ("batch", "isl", "osl")  # `plan memory`'s fields beside the deployment's
 
 
-def vllm_flag(field: str) -> str:
-    """vLLM's flag for a deployment field: `tensor_parallel_size` -> `--tensor-parallel-size`."""
+def option_flag(field: str) -> str:
+    """The flag spelling of a field: `tensor_parallel_size` -> `--tensor-parallel-size`."""
     return "--" + field.replace("_", "-")
+
+
+def memory_flag(field: str) -> str | None:
+    """`plan memory`'s flag for a field (vLLM's own for a deployment's), None for no flag."""
+    from pricing.kernel import Deployment  # here: `plan --help` and the light commands import no kernel
+
+    return option_flag(field) if field in Deployment.model_fields or field in MEMORY_FIELDS else None
+
+
+def plan_flag(field: str) -> str | None:
+    """`plan`'s flag for a field: its own name, else vLLM's for a deployment's; None for no flag."""
+    from pricing.kernel import Deployment
+
+    return PLAN_FLAGS.get(field) or (option_flag(field) if field in Deployment.model_fields else None)
+
+
+def service_flag(path: str) -> str:
+    """`plan compare`'s flag for a scenario path of its one service: `services[0].context_length`
+    -> `--context-length`."""
+    return path.replace("services[0].", "--").replace("_", "-")
 
 
 def in_flags(err: InputError, flag) -> InputError:

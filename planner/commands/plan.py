@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import PLAN_FLAGS, in_flags
+from planner.commands.flags import in_flags, plan_flag
 from planner.commands.registry_option import registry_option
 from planner.limits import MAX_CONCURRENCY, MAX_GPUS, MAX_RATE, MIN_CONTEXT
 
@@ -332,6 +332,19 @@ def check_output_path(path: str | None, flag: str = "--chart") -> None:
             from None
 
 
+def write_charts(draw, path: str, flag: str = "--chart") -> None:
+    """Draw the charts (`draw` returns each file written and what it shows) and say where each
+    went, on standard error; a file the system refuses half-way is one line, exit 2, and no file
+    (planner/report/charts.py `save` writes whole or not at all)."""
+    try:
+        files = draw()
+    except OSError as err:
+        raise InputError(flag, f"cannot write {err.filename or path}: {err.strerror or err}",
+                         "name a file on a disk with room, in a folder you can write") from None
+    for name, what in files:
+        click.echo(f"plan: wrote {name} ({what})", err=True)
+
+
 def rate_only(options: dict, workload) -> int:
     """Without --concurrency, a request rate with its latency targets sizes the pool by itself (each
     candidate's replicas serve the rate at its throughput within the targets, as the disaggregated
@@ -385,6 +398,9 @@ def run(ctx: click.Context, **options) -> None:
     freeze_imported()
     emit.check(options)
     request = request_from(options)
+    limits = request.limits
+    emit.check_chips(options, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
+    emit.check_serving(options, [(request.service.model, request.service.serving)])
     check_service(request.service)
     if request.service.serving != "agg":
         return run_serving(ctx, request, options)
@@ -397,13 +413,21 @@ def run(ctx: click.Context, **options) -> None:
     try:
         result = plan(request)
     except InputError as err:
-        raise in_flags(err, PLAN_FLAGS.get) from None
+        raise in_flags(err, plan_flag) from None
     if chart_path and result.feasible:
-        from planner.report.review import pareto_chart
+        from planner.report import numbers as fmt
+        from planner.report.charts import pareto_chart
+        from planner.report.result import price_footnotes
 
-        t = result.target
-        pareto_chart(result.best.serving, chart_path, f"{result.model} at {t.requests_per_second:g} requests/s: "
-                     f"cost per token against p99 TPOT ({', '.join(t.service_targets)})")
+        t, pools = result.target, [result.best, *result.alternatives]
+        chips = {p.chip for p in result.best.serving.pareto}
+        drawn = [p for p in pools if p.chip in chips]
+        write_charts(lambda: [(chart_path, pareto_chart(
+            result.best.serving, chart_path, f"{result.model} at {fmt.given(t.requests_per_second)} requests/s: "
+            f"{', '.join(t.service_targets)}", {p.chip for p in drawn if p.price_estimate},
+            price_footnotes(drawn)))], chart_path)
+    elif chart_path:
+        result.notes.append(f"--chart wrote nothing: no pool fits ({chart_path} not written)")
     result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
                         + unused_acceptance(request.service.speculative_acceptance,
                                             request.service.num_speculative_tokens))
@@ -422,13 +446,14 @@ def run(ctx: click.Context, **options) -> None:
     if not result.feasible:
         ctx.exit(1)
     if options.get("emit"):
-        for line in emit.emit([(result.best.model, result.best)], options):
+        for line in emit.emit([(result.best.model, result.best)], options=options):
             click.echo(line, err=options["as_json"])
 
 
 def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
     """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
     cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner.commands import emit
     from planner.report.disagg_plan import plan_serving, role_kernels
     from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
     from planner.report.memory import console_for_output
@@ -467,3 +492,8 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
     chosen = agg if choice.chosen == "agg" else dis
     if not chosen.feasible:
         ctx.exit(1)
+    if options.get("emit"):  # the chosen plan's manifests
+        written = (emit.emit([(agg.best.model, agg.best)], options=options) if choice.chosen == "agg" else
+                   emit.emit(*emit.disaggregated(s.model, dis.prefill, dis.decode), options=options))
+        for line in written:
+            click.echo(line, err=options["as_json"])

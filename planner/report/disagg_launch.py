@@ -57,9 +57,12 @@ def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed
         port = first_side_port + n * d.data_parallel_size
         own = [_with_connector(x, d.kv_role, port) for x in launches(model, d, gpus_per_node, inst.slots)]
         ray = [_with_connector(x, d.kv_role, port) for x in ray_launch(model, d, gpus_per_node, inst.slots)]
-        out.append(InstanceLaunch(replica=inst.replica, role=inst.role, slots=inst.slots,
-                                  commands=[CommandLine(node=x.node, command=x.text, what=x.what) for x in own],
-                                  ray=[CommandLine(node=x.node, command=x.text, what=x.what) for x in ray]))
+        out.append(InstanceLaunch(
+            replica=inst.replica, role=inst.role, slots=inst.slots,
+            commands=[CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
+                      for x in own],
+            ray=[CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
+                 for x in ray]))
         data += [LaunchData(node=x.node, env=dict(x.env), args=list(x.args), line=x.text) for x in own]
     return out, data
 

@@ -13,7 +13,7 @@ from planner import defaults
 from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, verify
-from planner.report.binds import binding, default_max_num_seqs
+from planner.report.binds import binding, default_max_num_seqs, latency_binding
 from planner.report.disagg_plan import launch_pools
 from planner.report.plan import serving_figures, token_costs
 from planner.report.result import PoolPlan
@@ -104,7 +104,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
-        binds = latency.binding(table, row, p.spec, step, binds)
+        binds = latency_binding(table, row, p.spec, step, binds)
         prices = {t.chip.id: t.chip.price_per_gpu_hour for t in p.tables}
         served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds,
                                         (p.sized, prices))
@@ -257,6 +257,9 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
             p = prepared[s]
             stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
                               if s.gpus is not None and c in p.limits.chips)
+            if stock and scenario.spare:
+                stock += (f", less {scenario.spare} spare node{'s' if scenario.spare > 1 else ''} of each chip in use "
+                          f"(spare: {scenario.spare})")
             if not p.options:
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")

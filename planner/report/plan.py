@@ -8,7 +8,7 @@ from planner import defaults
 from planner.candidates import latency
 from planner.candidates.shapes import ChipTable, Row, context_length, deployment
 from planner.candidates.table import priced_chip, verify
-from planner.report.binds import binding, default_max_num_seqs
+from planner.report.binds import binding, default_max_num_seqs, latency_binding
 from planner.report.explain import explain
 from planner.report.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
 from planner.report.serve import own_nodes, served_model
@@ -85,7 +85,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
     step = latency.figures(model, table, service, row, replicas)
-    binds = latency.binding(table, row, service, step, binds)
+    binds = latency_binding(table, row, service, step, binds)
     served, binds = serving_figures(service, sizing, replicas, binds, every)
     cost = round(option.price * row.gpus * replicas, 4)
     per_output, per_input = token_costs(service, step, cost)

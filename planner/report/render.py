@@ -17,10 +17,13 @@ from planner.report.numbers import (
     amount,
     count,
     duration,
+    durations,
+    given,
     money,
     number,
     percent,
     percent_value,
+    plural,
     tokens,
     with_article,
 )
@@ -60,14 +63,14 @@ def target_phrase(result: PlanResult) -> str:
     text = f"{count(t.concurrency)} concurrent requests at {count(t.context_length)} tokens"
     if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
         held = f", {count(t.concurrency)} concurrent held" if t.concurrency > 1 else ""
-        text = (f"{number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s at "
+        text = (f"{given(t.requests_per_second)} requests/s at "
                 f"{count(t.context_length)} tokens{held}, " + ", ".join(t.service_targets))
     if t.tpot_ms is not None:
         text += f", TPOT ≤ {duration(t.tpot_ms)}"
     if t.ttft_ms is not None:
         text += f", TTFT ≤ {duration(t.ttft_ms)}"
     if t.requests_per_second is not None and not t.service_targets:
-        text += f", {number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s"
+        text += f", {given(t.requests_per_second)} requests/s"
     if t.isl is not None:
         text += f" (prompts of {count(t.isl)}, outputs of {count(t.osl)} tokens)"
     if t.headroom_percent:
@@ -98,9 +101,8 @@ def margin_line(result: PlanResult) -> str:
     """'margin: 0.9% of each rank's predicted KV pool is not counted on (--margin sets it; --provenance
     says where it comes from)': short; the source is in the provenance and the JSON."""
     given = result.margin.source == "--margin"
-    return (f"margin: {percent(result.margin.fraction)} of each rank's predicted KV pool is not counted on ("
-            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says where it comes from")
-            + ")")
+    return (f"margin: {percent(result.margin.fraction)} of each rank's KV pool not counted on ("
+            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says why") + ")")
 
 
 def best_line(best: PoolPlan) -> str:
@@ -251,13 +253,13 @@ def serving_lines(p: PoolPlan) -> list[str]:
         return []
 
     def spread(d):
-        return "/".join(f"{d[k]:,.0f}" if d[k] >= 100 else f"{d[k]:,.1f}" for k in ("p50", "p90", "p99"))
+        return durations([d[k] for k in ("p50", "p90", "p99")])
 
-    return [f"service targets ({', '.join(s.targets)}) at {s.requests_per_second:g} requests/s, "
-            f"{s.requests_per_second_per_instance:,.2f} per instance (vLLM 0.33's scheduler simulated on the step "
-            f"model, {s.requests_simulated:,} Poisson requests): p50/p90/p99 TTFT {spread(s.ttft_ms)} ms, TPOT "
-            f"{spread(s.tpot_ms)} ms, ITL {spread(s.itl_ms)} ms, E2E {spread(s.e2e_ms)} ms; goodput {s.goodput:.1%} "
-            "of requests meet every bound" + (f"; {s.preemptions} preemptions" if s.preemptions else "")]
+    return [f"service targets ({', '.join(s.targets)}) at {given(s.requests_per_second)} requests/s, "
+            f"{number(s.requests_per_second_per_instance)} per instance (vLLM 0.33's scheduler simulated on the step "
+            f"model, {count(s.requests_simulated)} Poisson requests): p50/p90/p99 TTFT {spread(s.ttft_ms)}, TPOT "
+            f"{spread(s.tpot_ms)}, ITL {spread(s.itl_ms)}, E2E {spread(s.e2e_ms)}; goodput {percent(s.goodput)} "
+            "of requests meet every bound" + (f"; {plural(s.preemptions, 'preemption')}" if s.preemptions else "")]
 
 
 def cost_lines(p: PoolPlan) -> list[str]:
@@ -282,9 +284,13 @@ def speed_lines(p: PoolPlan) -> list[str]:
 
         return [f"speed: unknown ({missing_rates(get_chip(p.chip))})"]
     rate = f", {number(s.pool_requests_per_second)} requests/s" if s.pool_requests_per_second else ""
+    ranks = p.replicas * p.data_parallel_size
+    holds = p.concurrency // ranks  # what binds counts: each rank's held requests
+    load = "" if s.batch_per_rank == holds else (f"; the load asked over the pool's {plural(ranks, 'rank')}, each "
+                                                  f"holding up to {count(holds)}")
     return [f"speed (step model): {duration(s.tpot_ms)} per output token at {count(s.batch_per_rank)} requests per "
-            "rank "
-            f"({count(s.context_tokens)} tokens of context), first token of {with_article(tokens(s.prompt_tokens))} "
+            f"rank ({count(s.context_tokens)} tokens of context{load}), first token of "
+            f"{with_article(tokens(s.prompt_tokens))} "
             f"prompt in {duration(s.ttft_ms)}; {count(s.output_tokens_per_second)} output tokens/s per instance, "
             f"{count(s.output_tokens_per_second_per_gpu)} per GPU, {count(s.pool_output_tokens_per_second)} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
@@ -317,10 +323,10 @@ def render_fleet(r: FleetResult, console: Console) -> None:
     print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)
     for note in price_footnotes(r.services):
         console.print(note)
-    used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
+    used = ", ".join(f"{u.chip} {count(u.gpus)}" + (f" of {count(u.available)}" if u.available is not None else "")
                      for u in r.chips)
     estimate = any(p.price_estimate for p in r.services)
-    console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
+    console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
@@ -363,8 +369,9 @@ def render_comparison(c: Comparison, console: Console) -> None:
         ranked = Table(title=f"{c.review or 'scenario'}: grid points by cost")
         for col in ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"]:
             ranked.add_column(col, justify="right" if col in ("rank", "GPUs") or col.startswith("$") else "left")
+        marked = {r.variant for r in c.results if any(p.price_estimate for p in r.services)}
         for g in c.ranking:
-            ranked.add_row(str(g.rank), *[str(g.values[a]) for a in c.grid],
-                           f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible",
-                           str(g.gpus) if g.feasible else "—")
+            ranked.add_row(count(g.rank), *[str(g.values[a]) for a in c.grid],
+                           amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
+                           count(g.gpus) if g.feasible else "—")
         console.print(ranked)

@@ -174,7 +174,7 @@ def _tokens_for_pool(p: Prediction, pool: int) -> tuple[int, float]:
     k = p.kernel
     engine = k.engine.__class__(**{**k.engine.__dict__, "kv_cache_memory_bytes": max(0, int(pool))})
     probe = Kernel(k.model, engine, k.chip, k.reg)
-    return probe.kv_cache_tokens(), probe.max_concurrency()
+    return probe.instance.kv_cache_tokens(), probe.instance.max_concurrency()
 
 
 def _report(p: Prediction, log: ParsedLog, source: str, name: str) -> CheckReport:

@@ -11,22 +11,14 @@ from pricing.config import ModelSource, resolve
 from pricing.config.defaults import TOWER_KEYS
 from pricing.config.quantization import read as read_quantization
 from pricing.errors import InputError
-from pricing.graph import mla, transformer
+from pricing.graph import deepseek_v4, mla, recurrent, transformer
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import Routing
 from pricing.registry import Registry, load
 
-BUILDERS = {}
-for _family in transformer.FAMILIES:
-    BUILDERS[_family] = transformer.build
-for _family in mla.FAMILIES:
-    BUILDERS[_family] = mla.build
-
-
-def register(model_types, builder) -> None:
-    """Families in other modules (DeepSeek-V4, recurrent hybrids) register their builder here."""
-    for model_type in model_types:
-        BUILDERS[model_type] = builder
+# each family module names the model types it builds (FAMILIES) and builds them (build)
+BUILDERS = {model_type: family.build for family in (transformer, mla, deepseek_v4, recurrent)
+            for model_type in family.FAMILIES}
 
 
 def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGraph:
@@ -127,10 +119,3 @@ def _built(source: str, quantization: str | None, registry: Registry) -> ModelGr
     data = json.loads(source)
     folder = data.pop("folder")
     return build_graph(ModelSource(**data, folder=None if folder is None else Path(folder)), quantization)
-
-
-def _register_extra_families() -> None:
-    from pricing.graph import families  # noqa: F401  (registers DeepSeek-V4, recurrent hybrids)
-
-
-_register_extra_families()

@@ -28,7 +28,7 @@ def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) ->
     """Whether V4.1's mega attention serves this tensor-parallel width on this chip, and why."""
     if not chip.sm100_family:
         if engine.mega_attention:
-            raise InputError("--mega-attention", f"needs the SM100 family; {chip.id} is {chip.generation}",
+            raise InputError("mega_attention", f"needs the SM100 family; {chip.id} is {chip.generation}",
                              "drop the flag")
         return False, f"{chip.generation}: mega attention exists only on the SM100 family"
     rule = reg.value("deepseek_v4.mega_attention")
@@ -39,7 +39,7 @@ def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) ->
            + ("serves this width" if serves
               else "does not serve this width (needs a multiple of 8 local heads and 8 per group)"))
     if engine.mega_attention is True and not serves:
-        raise InputError("--mega-attention", why,
+        raise InputError("mega_attention", why,
                          "use a tensor-parallel size that leaves a multiple of 8 heads per rank")
     if engine.mega_attention is False:
         return False, "mega attention switched off by --no-mega-attention"
@@ -50,17 +50,17 @@ def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) ->
     """The record format per cache role the attention backend actually runs, and the reason."""
     kv = engine.kv_cache_dtype
     if kv not in FP8_NAMES + ("nvfp4_ds_mla",):
-        raise InputError("--kv-cache-dtype", f"{kv!r} is not served by the DeepSeek-V4 backends (only fp8 caches)",
+        raise InputError("kv_cache_dtype", f"{kv!r} is not served by the DeepSeek-V4 backends (only fp8 caches)",
                          "use fp8 (or leave it auto)")
     if model.extras["version"] == "v4":
         if kv == "nvfp4_ds_mla":
-            raise InputError("--kv-cache-dtype", "nvfp4_ds_mla is a DeepSeek-V4.1 format", "use fp8")
+            raise InputError("kv_cache_dtype", "nvfp4_ds_mla is a DeepSeek-V4.1 format", "use fp8")
         return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
                 f"V4 rewrites kv_cache_dtype {kv} to fp8_ds_mla (584-byte records) on every chip (SM120's FlashInfer "
                 "sparse backend included)")
     if not chip.sm100_family:
         if kv == "nvfp4_ds_mla":
-            raise InputError("--kv-cache-dtype", f"FlashMLA decodes nvfp4_ds_mla only on SM100; {chip.id} is "
+            raise InputError("kv_cache_dtype", f"FlashMLA decodes nvfp4_ds_mla only on SM100; {chip.id} is "
                              f"{chip.generation}", "use fp8")
         return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
                 f"{chip.generation}: V4.1 serves {kv} as fp8_ds_mla (584-byte records, FlashMLA sparse)")
@@ -70,7 +70,7 @@ def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) ->
                 f"{chip.generation}: {why}; kv_cache_dtype {kv} resolves to nvfp4_ds_mla (288-byte compressed records, "
                 "528-byte window records)")
     if kv == "nvfp4_ds_mla":
-        raise InputError("--kv-cache-dtype", f"nvfp4_ds_mla needs mega attention, and {why}", "use fp8")
+        raise InputError("kv_cache_dtype", f"nvfp4_ds_mla needs mega attention, and {why}", "use fp8")
     return ({"compressed": "mxfp8", "window": "mxfp8", "indexer": "fp8"},
             f"{chip.generation}: {why}; V4.1 serves {kv} as the 528-byte MXFP8 record (FlashMLA)")
 

@@ -133,5 +133,8 @@ class Efficiency:
 
 
 def _field_of(registry_name: str) -> str:
+    """The field a registry entry fills: `step_model.<name>` or an engine's own `step_model.engines.<e>.<name>`."""
     short = registry_name.removeprefix("step_model.")
+    if short.startswith("engines."):
+        short = short.split(".", 2)[2]
     return next(f for f, n in Efficiency.NAMES.items() if n == short)

@@ -192,7 +192,7 @@ class StepModel:
                                      given or acceptance(kernel.reg, e.spec_method))
         self.stages = None
         if kernel.engine.pp > 1 and not _stage:
-            self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.stages()]
+            self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.instance.ranks]
 
     @property
     def eff(self) -> Efficiency:
