@@ -36,7 +36,7 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
         data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
-        max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held, headroom=0.0,
+        max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, held=held, headroom=0.0,
         binds=binds, binds_role=binds, cost_per_hour=round(chip.price_per_gpu_hour * row.gpus * replicas, 4),
         price_per_gpu_hour=chip.price_per_gpu_hour, price_estimate=chip.price_estimate, price_as_of=chip.price_as_of,
         vllm_serve="", memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
@@ -207,7 +207,7 @@ def _cheaper(agg, dis) -> tuple[str, str]:
     if not dis.feasible:
         return "agg", "only the aggregated plan fits: " + "; ".join(dis.explanations)
     if not agg.feasible:
-        return "disagg", "only the disaggregated plan fits: " + "; ".join(agg.explanations)
+        return "disagg", "only the disaggregated plan fits: " + "; ".join(e.text for e in agg.explanations)
     a, p, d = agg.best, dis.prefill, dis.decode
     delta = dis.cost_per_hour / a.cost_per_hour - 1
     speed = ""

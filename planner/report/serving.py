@@ -4,6 +4,8 @@ request's time to first token is made up."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from planner.report.result import PlanResult, PoolPlan
@@ -20,7 +22,7 @@ class Launch(BaseModel):
 
 class RolePool(PoolPlan):
     """One role's pool: `replicas` instances of the role (prefill: kv_producer; decode: kv_consumer).
-    Its `concurrency` is the requests its instances run at once: prompts (max_num_seqs) per prefill
+    Its `held` is the requests its instances run at once: prompts (max_num_seqs) per prefill
     rank, running decodes per decode rank."""
 
     role: str = Field(description="prefill or decode")
@@ -88,3 +90,11 @@ class ServingChoice(BaseModel):
     why: str
     aggregated: PlanResult | None = None
     disaggregated: DisaggPlan | None = None
+
+
+class ServingOutput(BaseModel):
+    """`plan --serving disagg|auto --json`: the choice between the two kinds of plan."""
+
+    kind: Literal["plan_serving"] = Field("plan_serving", description="which report this is (the schema's "
+                                                                      "discriminator)")
+    serving: ServingChoice
