@@ -45,6 +45,8 @@ class Handover(BaseModel):
     prefill_rank_bytes: int = Field(description="KV bytes the busiest prefill rank sends for one request")
     request_bytes: int = Field(description="KV bytes of one request over all the decode ranks that read it")
     transfer_ms: float
+    one_node: bool = Field(False, description="both pools sit on one node and hand over on its NVLink (the plan "
+                                              "keeps them there); false: over the network, on any nodes")
 
 
 class TimeToFirstToken(BaseModel):
@@ -75,6 +77,9 @@ class DisaggPlan(BaseModel):
     candidates_evaluated: int = 0
     pairs: int = Field(0, description="prefill × decode candidates the CP-SAT model chose among")
     seconds: float = 0.0
+    alternatives: list[DisaggPlan] = Field(default_factory=list, description="the best fleets of the next "
+                                           "prefill × decode shapes (chips, tp, dp, ep, dcp, kv dtype), cheapest "
+                                           "first, as the aggregated plan's alternatives")
 
 
 class ServingChoice(BaseModel):
