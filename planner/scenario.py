@@ -324,6 +324,9 @@ class ScenarioErrors(InputError):
         ValueError.__init__(self, "\n".join(lines))
         self.field, self.problem, self.fix = "scenario", lines[0], ""
 
+    def __reduce__(self):
+        return (type(self), (self.lines,))
+
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (safe YAML loader); every error reported before any planning."""

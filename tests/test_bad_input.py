@@ -276,3 +276,38 @@ def test_an_infeasible_review_carries_null_not_zeros():
     r = json.loads(out)
     assert code == 1 and r["feasible"] is False
     assert r["cost_per_hour"] is None and r["cost_per_month"] is None and r["gpus"] is None
+
+
+def test_an_error_quoted_in_a_plan_names_the_flag():
+    """An error a plan prints inside its answer (a shape vLLM rejects, a disaggregated role that
+    cannot be priced) names the field in the library and the command's flag in `plan`'s output;
+    the quoted error survives a worker process (pickled)."""
+    import dataclasses
+    import pickle
+
+    from planner.candidates.table import candidate_table
+    from planner.commands.flags import plan_flag
+    from planner.report.disagg_plan import plan_disagg
+    from planner.report.explain import explain
+    from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
+    from pricing.chips import get_chip
+    from pricing.errors import InputError, Quoted
+
+    service, limits = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192), PoolLimits(chips=("h200",))
+    rejected = InputError("tensor_parallel_size", "3 does not divide 32 attention heads", "use 1, 2, 4 or 8")
+    table = candidate_table(service, get_chip("h200"), limits)
+    invalid = pickle.loads(pickle.dumps(Quoted("", rejected)))  # every shape rejected, as a worker returns it
+    table = dataclasses.replace(table, verdicts=[dataclasses.replace(v, invalid=invalid) for v in table.verdicts])
+    assert "e.g. tensor_parallel_size: 3 does not divide" in explain(table, service, limits).text
+    assert "e.g. --tp: 3 does not divide 32 attention heads (use 1, 2, 4 or 8)." in explain(
+        table, service, limits, plan_flag).text
+    # a10g states no tensor rate: each disaggregated role's step time cannot be priced
+    disagg = ServiceSpec(model="llama-3.1-8b", concurrency=1, ttft_ms=1000, serving="disagg",
+                         workload=WorkloadSpec(isl=1000, osl=100, requests_per_second=1))
+    found = plan_disagg(disagg, PoolLimits(chips=("a10g",)))
+    assert "a10g tp 2 dcp 1: chip: a10g: no vendor-sourced bf16_flops" in found.explanations[0]
+    code, out, err = run(["--model", "llama-3.1-8b", "--chip", "a10g", "--isl", "1000", "--osl", "100",
+                          "--requests-per-second", "1", "--ttft-ms", "1000", "--serving", "disagg"])
+    assert code == 1 and "Traceback" not in err
+    assert "- a10g tp 2 dcp 1: --chip: a10g: no vendor-sourced bf16_flops" in out + err
+    assert "- prefill: no candidate instance (a10g tp 2 dcp 1: --chip: a10g: no vendor-sourced" in out + err

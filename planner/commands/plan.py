@@ -430,7 +430,7 @@ def run(ctx: click.Context, **options) -> None:
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
     try:
-        result = plan(request)
+        result = plan(request, plan_flag)
     except InputError as err:
         raise in_flags(err, plan_flag) from None
     if chart_path and result.feasible:
@@ -484,7 +484,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
     from planner.report.plan import winner_kernel
     from planner.report.render import render_infeasible, render_notes, render_plan
 
-    choice = plan_serving(request)
+    choice = plan_serving(request, plan_flag)
     notes = concurrency_note(options, request) + unused_prices(request)
     agg, dis = choice.aggregated, choice.disaggregated
     if agg is not None:
