@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import sys
 from pathlib import Path
 
@@ -69,17 +68,9 @@ def main() -> int:
     ap.add_argument("--note", default="", help="how the checkout stands to the release, when it is not the tag")
     ap.add_argument("--check", action="store_true", help="compare with the file, write nothing (exit 1 on a change)")
     args = ap.parse_args()
-    text = json.dumps(collect(args.checkout, args.release, args.commit, args.note), indent=1) + "\n"
-    if args.check:
-        same = OUT.exists() and OUT.read_text() == text
-        print(f"{OUT.relative_to(ROOT)}: " + ("unchanged" if same else "differs"))
-        return 0 if same else 1
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(OUT)
-    print(f"wrote {OUT.relative_to(ROOT)}")
-    return 0
+    from vllm_flags import write_fixture  # scripts/vllm_flags.py, beside this script
+
+    return write_fixture(OUT, collect(args.checkout, args.release, args.commit, args.note), args.check)
 
 
 if __name__ == "__main__":
