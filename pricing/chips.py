@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache, lru_cache
 
 from pricing.errors import InputError, suggest
 from pricing.registry import Sourced, load
@@ -75,21 +74,28 @@ class Chip:
         return replace(chip, provenance=tuple(prov))
 
 
-@lru_cache(maxsize=1)
 def _aliases() -> dict[str, str]:
-    """Alias (lower case) -> chip id; reads every chip's file."""
-    chips = load().raw["chips"]["chips"]
-    return {alias.lower(): chip_id for chip_id, data in chips.items() for alias in data.get("aliases", [])}
+    """Alias (lower case) -> chip id; reads every chip's file (once per registry: Registry.derived)."""
+    reg = load()
+
+    def aliases() -> dict[str, str]:
+        chips = reg.raw["chips"]["chips"]
+        return {alias.lower(): chip_id for chip_id, data in chips.items() for alias in data.get("aliases", [])}
+
+    return reg.derived(("chips.aliases",), aliases)
 
 
 def chip_ids() -> list[str]:
     return sorted(load().chip_ids())
 
 
-@cache
 def get_chip(name: str) -> Chip:
     """A chip by id or alias (case-insensitive). An id reads that chip's file only; an alias or a
-    misspelt name reads them all."""
+    misspelt name reads them all. Built once per registry in use and name (Registry.derived)."""
+    return load().derived(("chips.chip", name), lambda: _chip(name))
+
+
+def _chip(name: str) -> Chip:
     key = (name or "").strip().lower()
     chip_id = key if key in load().chip_ids() else _aliases().get(key)
     if chip_id is None:

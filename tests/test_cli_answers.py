@@ -205,3 +205,22 @@ def test_an_awq_shard_refusal_suggests_the_split_that_starts_not_another_chip(ca
     text = capsys.readouterr().out
     assert "vLLM would not load the checkpoint at tp 2" in text and "Nearest fit: --tp 1 starts" in text
     assert "KV cache per rank" not in text  # not a memory story: no request is too large here
+
+
+def test_when_nothing_fits_the_answer_is_one_line_on_stderr_before_the_reasons(capsys):
+    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == ("plan: no pool fits dsv3: 8 concurrent requests at 163,840 tokens (l40s: weights; the "
+                            "reasons follow)\n")
+    assert "weights alone need" in captured.out  # the breakdown after, on stdout
+    review = Path(__file__).resolve().parents[1] / "scenarios" / "infeasible-review.yaml"
+    assert main(["scenario", str(review)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("plan: Kimi K2 on one H100 node (infeasible) — base: not every service can be served: kimi (")
+    assert err.count("\n") == 1
+    # a point vLLM would not start (qwen3-32b has 40,960 positions) is refused in its words' short form
+    assert main(["compare", "--model", "qwen3-32b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
+                 "--context-length", "131072"]) == 1
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("plan: ")] == [
+        "plan: what-if sweep — @ 128k: not every service can be served: what-if (beyond 40,960 positions)"]

@@ -50,7 +50,7 @@ def test_plan_prints_provenance_only_on_request_and_json_always_carries_it(capsy
     names = {p["name"] for p in out["provenance"]}
     assert "planner.grids.spare_memory_bytes" in names and any(n.startswith("vllm_0_33.") for n in names)
     assert out["best"]["model"] == "dsv4.1-flash" and out["model"] == "dsv4.1-flash"
-    assert out["best"]["headroom_percent"] == round((out["best"]["concurrency"] / 64 - 1) * 100, 2)
+    assert out["best"]["headroom_percent"] == round((out["best"]["held"] / 64 - 1) * 100, 2)
 
 
 def test_version():
@@ -116,7 +116,7 @@ def test_binds_names_the_kv_cache_with_its_numbers():
 def test_infeasible_json_explains(capsys):
     assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
-    assert out["feasible"] is False and out["explanations"] and "L40S" in out["explanations"][0]
+    assert out["feasible"] is False and out["explanations"] and "L40S" in out["explanations"][0]["text"]
 
 
 # -- input ----------------------------------------------------------------------------------------
@@ -413,7 +413,7 @@ def test_a_solve_the_time_limit_ends_without_a_plan_says_so(monkeypatch, capsys,
                  "--time-limit", "0.5", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["search"]["solver_status"] == "UNKNOWN"
-    assert out["explanations"] == [f"the solver found no plan within its 0.5 s time limit "
+    assert [e["text"] for e in out["explanations"]] == [f"the solver found no plan within its 0.5 s time limit "
                                    f"({out['search']['candidates_evaluated']:,} candidates; --time-limit raises it)"]
     assert main(["scenario", coupled(tmp_path), "--time-limit", "0.5"]) == 1
     text = capsys.readouterr().out

@@ -40,7 +40,7 @@ def test_the_report_ranks_the_points_by_cost_and_charts_them(tmp_path):
     by_name = {r.variant: r for r in c.variants}
     assert all(by_name[g.variant].cost_per_month == g.cost_per_month for g in c.ranking)
     grown = by_name["growth 2, chips h200"]
-    assert [p.target for p in grown.services] == [100, 66]
+    assert [p.asked for p in grown.services] == [100, 66]
     assert "### grid points by cost" in markdown(c)
     path = tmp_path / "grid.svg"
     grid_chart(c, str(path))

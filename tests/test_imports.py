@@ -116,3 +116,17 @@ def test_the_walk_sees_function_level_imports():
     """The walk reads imports inside functions: the planner's CLI imports its commands there."""
     assert GRAPH.has_edge("planner.commands.plan", "planner.report.plan")
     assert GRAPH.has_edge("pricing.kernel.report", "pricing.kernel.checkpoint_check")  # inside memory_report
+
+
+def test_no_docstring_cites_the_tracker():
+    """Docstrings state the law and its source, not the history of the work (no "issue 14")."""
+    import re
+
+    cited = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node) or ""
+                if re.search(r"\bissues? \d+", doc):
+                    cited.append(f"{name}: {getattr(node, 'name', '(module)')}")
+    assert cited == []

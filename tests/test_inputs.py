@@ -131,7 +131,7 @@ def test_each_card_file_is_named_after_its_card_and_found_by_any_of_its_names():
 
 def test_plan_models_lists_the_cards():
     result = CliRunner().invoke(__import__("planner.cli", fromlist=["cli"]).cli, ["models", "--json"])
-    names = {c["name"] for c in json.loads(result.output)}
+    names = {c["name"] for c in json.loads(result.stdout)}
     required = {"dsv3", "dsv3.2", "kimi-k2", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-8b", "qwen3-32b",
                 "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b", "gpt-oss-20b", "gpt-oss-120b", "gemma-3-27b",
                 "dsv4-flash", "dsv4-pro", "dsv4.1-flash"}

@@ -27,7 +27,7 @@ def test_there_are_at_least_six_scenarios():
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_every_scenario_runs(path):
     result = CliRunner().invoke(cli, ["scenario", str(path), "--variants", "--format", "json"])
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     results = [data["base"]] + data["variants"]
     assert [r["variant"] for r in results] == ["base"] + list(load_scenario(path).variants)
     assert result.exit_code == (0 if all(r["feasible"] for r in results) else 1)
@@ -38,7 +38,7 @@ def test_every_scenario_runs(path):
         assert r["cost_per_hour"] == pytest.approx(sum(s["cost_per_hour"] for s in r["services"]))
         assert r["gpus"] == sum(s["gpus"] for s in r["services"])
         for s in r["services"]:
-            assert s["concurrency"] >= s["target"]
+            assert s["held"] >= s["asked"]
             assert s["vllm_serve"].split(" ", 1)[1].startswith("vllm serve ")  # after CUDA_VISIBLE_DEVICES
 
 
@@ -169,8 +169,8 @@ def test_unsafe_yaml_is_not_executed(tmp_path, capsys):
 
 
 def test_schema_is_published():
-    result = CliRunner().invoke(cli, ["scenario", "--schema"])
-    schema = json.loads(result.output)
+    result = CliRunner().invoke(cli, ["scenario", "--file-schema"])
+    schema = json.loads(result.stdout)
     assert {"services", "inventory", "variants", "defaults"} <= set(schema["properties"])
     assert schema["required"] == ["services"]
 

@@ -28,12 +28,12 @@ def test_spare_nodes_come_out_of_max_gpus(capsys):
     code, free, _ = _plan(capsys, "--max-gpus", "8")
     assert code == 0
     best = free["best"]
-    per = best["concurrency"] // best["replicas"]
+    per = best["held"] // best["replicas"]
     assert best["gpus_per_replica"] == 1 and best["replicas"] == -(-400 // per) == 7  # 7 × 1 GPU on one node
     # --max-gpus 8 is one node: with --spare 1 it is the spare, and no GPU is left for the pool
     code, kept, err = _plan(capsys, "--max-gpus", "8", "--spare", "1")
     assert code == 1 and not kept["feasible"]
-    (why,) = kept["explanations"]
+    (why,) = [e["text"] for e in kept["explanations"]]
     assert "--spare 1" in why and "leaves no GPU for the pool" in why
     assert "Nearest fit: --max-gpus 15" in why  # 7 GPUs for the pool + 8 of the spare node, by hand
     # 15 GPUs: one whole node kept free, 7 left: exactly the pool

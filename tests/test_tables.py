@@ -52,7 +52,7 @@ def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
         assert dropped.group(1) == columns
     hours = defaults.value("report.hours_per_month")
     for pool in [million["best"], *million["alternatives"]]:
-        cells = {"GPUs": f"{pool['gpus']:,}", "held": f"{pool['concurrency']:,}",
+        cells = {"GPUs": f"{pool['gpus']:,}", "held": f"{pool['held']:,}",
                  "$/hour": f"{pool['cost_per_hour']:,.2f}", "$/month": f"{pool['cost_per_hour'] * hours:,.0f}",
                  "token budget": f"{pool['max_num_batched_tokens']:,}", "max_num_seqs": f"{pool['max_num_seqs']:,}"}
         for header, cell in cells.items():
@@ -164,7 +164,7 @@ def test_each_requests_per_rank_figure_is_named_as_what_it_is():
     code, out = run([*argv, "--json"])
     best = json.loads(out)["best"]
     ranks = best["replicas"] * best["data_parallel_size"]
-    holds = best["concurrency"] // ranks  # what each rank of the pool holds, by hand from the JSON
+    holds = best["held"] // ranks  # what each rank of the pool holds, by hand from the JSON
     load = best["step"]["batch_per_rank"]
     assert load < holds  # the case the issue found: two figures per rank in one output
     assert f"at the {holds:,} requests per rank it holds" in binds

@@ -1,4 +1,4 @@
-"""Latency and throughput in the search (issue 14): the step model (pricing/step) priced for the
+"""Latency and throughput in the search: the step model (pricing/step) priced for the
 oracle's candidate rows, turned into the integers CP-SAT works on.
 
 A latency target caps the requests one rank may run at once: the largest batch whose steady

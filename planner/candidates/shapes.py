@@ -156,7 +156,7 @@ def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | No
 
 def pool_gpus(max_gpus: int | None, gpus_per_node: int, spare: int) -> int | None:
     """GPUs an inventory of `max_gpus` leaves to the pools once `spare` whole nodes of
-    `gpus_per_node` are kept free (N+1 capacity: issue 25); 0 when it has fewer whole nodes than
+    `gpus_per_node` are kept free (N+1 capacity); 0 when it has fewer whole nodes than
     spares; None without an inventory (the spares are then nodes beyond the pools')."""
     if max_gpus is None:
         return None

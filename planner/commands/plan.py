@@ -204,10 +204,23 @@ def plan_options(f):
     """`plan`'s options: the shared ones, how the plan is printed, and the manifests it can emit."""
     from planner.commands.emit import k8s_options
 
-    shown = [click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
+    shown = [schema_option(),
+             click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
              click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True,
                           help="csv: the plan table (the best pool and the alternatives), every column")]
     return apply_options(options_list() + serving_options() + shown + k8s_options(), f)
+
+
+def schema_option():
+    """--schema on `plan`, `plan scenario` and `plan compare`: the one JSON Schema of their JSON."""
+    return click.option("--schema", "show_schema", is_flag=True, help="print the JSON Schema of this command's JSON "
+                        "(one schema for plan, plan scenario and plan compare, the report told by `kind`) and exit")
+
+
+def print_schema() -> None:
+    from planner.report.schema import report_schema
+
+    click.echo(json.dumps(report_schema(), indent=2))
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -385,6 +398,8 @@ def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) 
 
 def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
+    if options.get("show_schema"):
+        return print_schema()
     if not options.get("model"):
         raise InputError("--model", "is required" if options.get("model") is None else "must not be empty",
                          "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "
@@ -431,9 +446,13 @@ def run(ctx: click.Context, **options) -> None:
     result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
                         + unused_acceptance(request.service.speculative_acceptance,
                                             request.service.num_speculative_tokens))
+    if not result.feasible:  # the answer first, one line on stderr; the reason per chip follows
+        from planner.report.render import infeasible_line
+
+        click.echo(infeasible_line(result), err=True)
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
-        for line in result.explanations + [f"note: {n}" for n in result.notes]:
+        for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:
             click.echo(line, err=True)
     elif not result.feasible:
         render_infeasible(result, console_for_output())
@@ -453,6 +472,7 @@ def run(ctx: click.Context, **options) -> None:
 def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
     """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
     cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner import defaults
     from planner.commands import emit
     from planner.report.disagg_plan import plan_serving, role_kernels
     from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
@@ -470,7 +490,9 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
                 f"{s.workload.osl:,} output tokens, TTFT {s.ttft_ms:g} ms"
                 + (f", TPOT {s.tpot_ms:g} ms" if s.tpot_ms is not None else ""))
     if options["as_json"]:
-        click.echo(json.dumps({"serving": choice.model_dump()}, indent=2))
+        from planner.report.serving import ServingOutput
+
+        click.echo(json.dumps(ServingOutput(serving=choice).model_dump(), indent=2))
     else:
         console = console_for_output()
         if agg is not None:
@@ -482,8 +504,8 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
             console.print()
             console.print("[bold]disaggregated[/bold]")
         if dis.feasible:
-            render_disagg(dis, role_kernels(s, request.limits, dis), console, agg.hours_per_month if agg else 730,
-                          workload)
+            hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
+            render_disagg(dis, role_kernels(s, request.limits, dis), console, hours, workload)
         else:
             render_disagg_infeasible(dis, console, workload)
         if agg is None:

@@ -16,9 +16,17 @@ from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
 from planner.commands.flags import option_flag, service_flag
-from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option, write_charts
+from planner.commands.plan import (
+    check_output_path,
+    options_list,
+    print_schema,
+    schema_option,
+    spare_option,
+    time_limit_option,
+    write_charts,
+)
 from planner.commands.registry_option import registry_option
-from planner.report.render import render_comparison, render_fleet
+from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
@@ -67,6 +75,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
     from planner.report.review import Comparison, markdown
 
     console = _console()
+    for r in c.results if with_variants else [c.base]:  # the answer first, one line each on stderr
+        if not r.feasible:
+            click.echo(short_line(r), err=True)
     if fmt == "json":
         payload = c.model_dump() if with_variants else c.base.model_dump()
         click.echo(json.dumps(payload, indent=2))
@@ -92,20 +103,23 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("--chart", "chart_path", help="draw GPUs per chip and $/month, stacked by service, for the base and "
               "variants (.png or .svg), and the base's node map beside it (FILE-nodes.png)")
-@click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
+@click.option("--file-schema", "show_file_schema", is_flag=True, help="print the scenario file's JSON Schema")
+@schema_option()
 @time_limit_option()
 @apply_options_to(executor_options())
 @spare_option()
 @apply_k8s_options
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, executor,
-                     ray_address, spare, **k8s):
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_file_schema, show_schema,
+                     time_limit, executor, ray_address, spare, **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
-    if show_schema:
+    if show_file_schema:
         click.echo(json.dumps(schema(), indent=2))
         return 0
+    if show_schema:
+        return print_schema()
     if not file:
-        raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
+        raise InputError("FILE", "missing", "give a scenario file, or --file-schema for its format")
     check_output_path(chart_path)
     emit.check(k8s)
     scenario = load_scenario(file)
@@ -231,11 +245,12 @@ def get_chip_id(name: str) -> str:
 @click.argument("file", required=False)
 @apply_options_to(options_list(axes=True))
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@schema_option()
 @click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, "
                                             "markers against context length, concurrency or the rate")
 @apply_options_to(executor_options())
 @click.pass_context
-def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options):
+def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_address, **options):
     """The same scenario under each variant (FILE), or a sweep given on the command line: every
     `plan` option, with several values for --model, --quantization, --concurrency,
     --context-length and --chip."""
@@ -243,6 +258,8 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     from planner.heap import freeze_imported
     from planner.report.review import Comparison, Ticker, markdown
 
+    if show_schema:
+        return print_schema()
     freeze_imported()
     fmt = "json" if options["as_json"] else fmt
     check_output_path(chart_path)
@@ -303,6 +320,9 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     notes += [n for r in results for n in r.notes]
     title = sweep_title(points[0], varying)
     comparison = Comparison(review=title, base=results[0], variants=results[1:])
+    for r in comparison.results:  # the answer first, one line each on stderr
+        if not r.feasible:
+            click.echo(short_line(r), err=True)
     if fmt == "json":
         click.echo(json.dumps(comparison.model_dump(), indent=2))
     elif fmt == "markdown":

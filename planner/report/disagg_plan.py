@@ -32,11 +32,11 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
     pool = RolePool(
         in_flight=in_flight, role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id,
         gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp,
-        pipeline_parallel_size=1, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
+        pipeline_parallel_size=row.shape.pp, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
         data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
-        max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held, headroom=0.0,
+        max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, held=held, headroom=0.0,
         binds=binds, binds_role=binds, cost_per_hour=round(chip.price_per_gpu_hour * row.gpus * replicas, 4),
         price_per_gpu_hour=chip.price_per_gpu_hour, price_estimate=chip.price_estimate, price_as_of=chip.price_as_of,
         vllm_serve="", memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
@@ -123,24 +123,33 @@ def spares_beyond(roles: list, limits: PoolLimits) -> list[str]:
     return out
 
 
-def plan_disagg(service: ServiceSpec, limits: PoolLimits):
-    """The disaggregated plan (planner/report/serving.py DisaggPlan), or why none fits."""
-    from planner.report.disagg_launch import router
-    from planner.report.serving import DisaggPlan, Handover, TimeToFirstToken
+def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None):
+    """The disaggregated plan (planner/report/serving.py DisaggPlan) with the best fleets of the
+    next shapes as its alternatives, or why none fits."""
+    from planner.report.serving import DisaggPlan
 
-    found = search(service, limits)
+    found = search(service, limits, alternatives)
     if found.chosen is None:
         return DisaggPlan(feasible=False, explanations=found.explanations, solver_status=found.status,
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
                           requests_per_second=found.rate, seconds=round(found.seconds, 3))
-    pair, p, d = found.chosen
+    best, *rest = [_fleet(found, service, limits, *choice) for choice in found.ranked]
+    if not best.feasible:  # its pools leave --spare no room within --max-gpus
+        return best
+    return best.model_copy(update={"alternatives": [f for f in rest if f.feasible]})
+
+
+def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int):
+    """One chosen pair at its counts as a plan: both pools placed and launched, the hand-over and
+    the time to first token by part."""
+    from planner.report.disagg_launch import router, side_channel_base
+    from planner.report.serving import DisaggPlan, Handover, TimeToFirstToken
+    from planner.search.placement import ChipNodes, PoolShape, place
+
     model, rate = found.model, found.rate
     pf, dec, h = pair.prefill, pair.decode, pair.handover
     util = rate / (p * pf.row.shape.dp * pf.service_rate)
     spent = pair.queue_seconds + pf.prompt_seconds + h.seconds + dec.step_seconds
-    from planner.report.disagg_launch import side_channel_base
-    from planner.search.placement import ChipNodes, PoolShape, place
-
     roles = role_pools(model, service, limits, pair, p, d, rate)
     beyond = spares_beyond(roles, limits)
     if beyond:
@@ -152,13 +161,16 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits):
     chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits).tp_domain)
              for pool, _, per_node in roles}
     laid = place(shapes, chips, limits.spare)
+    if pair.node_gpus is not None and len({s.node for i in laid.instances for s in i.slots}) != 1:
+        raise AssertionError("a pair priced over one node's NVLink was laid over more than one node")
     prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base())
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
     return DisaggPlan(
         feasible=True, prefill=prefill_pool, decode=decode_pool,
         handover=Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
                           decode_rank_bytes=h.decode_rank_bytes, prefill_rank_bytes=h.prefill_rank_bytes,
-                          request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3)),
+                          request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3),
+                          one_node=pair.node_gpus is not None),
         ttft=TimeToFirstToken(queue_ms=round(pair.queue_seconds * 1000, 1),
                               prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
                               first_step_ms=round(dec.step_seconds * 1000, 2),
@@ -179,7 +191,7 @@ def plan_serving(request):
     service, limits = request.service, request.limits
     mode = service.serving
     agg = plan(request) if mode in ("agg", "auto") else None
-    dis = plan_disagg(service, limits) if mode in ("disagg", "auto") else None
+    dis = plan_disagg(service, limits, request.alternatives) if mode in ("disagg", "auto") else None
     chosen, why = _cheaper(agg, dis)
     return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
 
@@ -195,7 +207,7 @@ def _cheaper(agg, dis) -> tuple[str, str]:
     if not dis.feasible:
         return "agg", "only the aggregated plan fits: " + "; ".join(dis.explanations)
     if not agg.feasible:
-        return "disagg", "only the disaggregated plan fits: " + "; ".join(agg.explanations)
+        return "disagg", "only the disaggregated plan fits: " + "; ".join(e.text for e in agg.explanations)
     a, p, d = agg.best, dis.prefill, dis.decode
     delta = dis.cost_per_hour / a.cost_per_hour - 1
     speed = ""
@@ -221,6 +233,7 @@ def role_kernels(service: ServiceSpec, limits: PoolLimits, plan) -> dict:
     out = {}
     for pool in (plan.prefill, plan.decode):
         d = Deployment(tensor_parallel_size=pool.tensor_parallel_size, data_parallel_size=pool.data_parallel_size,
+                       pipeline_parallel_size=pool.pipeline_parallel_size,
                        enable_expert_parallel=pool.enable_expert_parallel,
                        decode_context_parallel_size=pool.decode_context_parallel_size,
                        gpu_memory_utilization=pool.gpu_memory_utilization,

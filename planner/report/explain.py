@@ -1,5 +1,5 @@
 """Why nothing fits: one sentence per chip naming the binding constraint with its numbers, and
-the nearest thing that does fit (issue 5, "When nothing fits")."""
+the nearest thing that does fit."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from planner.candidates.shapes import (
     replica_cap,
 )
 from planner.report.numbers import count, size
+from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError
 from pricing.graph import load_model
@@ -24,22 +25,28 @@ def _split(shape) -> str:
     return shape.split() + (f", kv cache {shape.kv_cache_dtype}" if shape.kv_cache_dtype != "auto" else "")
 
 
-def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
-    """The binding constraint on one chip, with the nearest feasible change."""
+def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> Explanation:
+    """The binding constraint on one chip, named (Explanation.constraint) and in a sentence with
+    its numbers and the nearest feasible change."""
     name = table.chip.name
+
+    def said(constraint: str, text: str) -> Explanation:
+        return Explanation(chip=table.chip.id, constraint=constraint, text=text)
+
     valid = [v for v in table.verdicts if v.invalid is None]
     if not table.verdicts:
         why = "; ".join(table.excluded) or "the allowed splits leave no instance shape"
-        return f"{name}: no instance shape is allowed ({why})."
+        return said("no_shape", f"{name}: no instance shape is allowed ({why}).")
     if not valid:
-        return f"{name}: vLLM rejects every allowed shape, e.g. {table.verdicts[0].invalid}."
+        return said("flags", f"{name}: vLLM rejects every allowed shape, e.g. {table.verdicts[0].invalid}.")
     if all(v.refusal == "quantization" for v in valid):
-        return _not_loaded(table, service, valid)
+        return said("checkpoint", _not_loaded(table, service, valid))
     if not table.rows and table.latency_note:
-        return f"{name}: {table.latency_note}."
+        return said("latency", f"{name}: {table.latency_note}.")
     if not table.rows:
-        return _no_request(table, service, valid)
-    return _too_few(table, service, limits)
+        started = any(v.budget and v.fixed < v.budget for v in valid)
+        return said("context" if started else "weights", _no_request(table, service, valid))
+    return said("max_gpus", _too_few(table, service, limits))
 
 
 def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:

@@ -14,7 +14,7 @@ Per pool:
   InferencePool                        with the llm-d target: the pool behind llm-d's scheduler
   (inference.networking.k8s.io/v1)     (the Gateway API inference extension's resource; its
                                        endpoint picker is deployed with llm-d's own chart)
-A disaggregated service (issue 20) is two such pools, its prefill pool and its decode pool, each
+A disaggregated service is two such pools, its prefill pool and its decode pool, each
 with its role's own `vllm serve` arguments (`--kv-transfer-config` with NixlConnector and its
 kv_role, as the plan prints them) and its NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_HOST the pod's
 own IP from the downward API, which the other side reaches; VLLM_NIXL_SIDE_CHANNEL_PORT the

@@ -110,7 +110,7 @@ def render_provenance(rows, console: Console) -> None:
 
 
 def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
-    """The weights' served format and the checkpoint's own bytes beside the graph's (issue 10)."""
+    """The weights' served format and the checkpoint's own bytes beside the graph's."""
     quant = kernel.model.quantization
     if quant != "none":
         console.print(f"served as         {quant}, each tensor as vLLM 0.33's {quant} loader allocates it")

@@ -60,9 +60,9 @@ def target_phrase(result: PlanResult) -> str:
     """What was asked, every target restated: '64 concurrent requests at 1,048,576 tokens, TPOT ≤
     30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
-    text = f"{count(t.concurrency)} concurrent requests at {count(t.context_length)} tokens"
+    text = f"{count(t.asked)} concurrent requests at {count(t.context_length)} tokens"
     if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
-        held = f", {count(t.concurrency)} concurrent held" if t.concurrency > 1 else ""
+        held = f", {count(t.asked)} concurrent held" if t.asked > 1 else ""
         text = (f"{given(t.requests_per_second)} requests/s at "
                 f"{count(t.context_length)} tokens{held}, " + ", ".join(t.service_targets))
     if t.tpot_ms is not None:
@@ -81,12 +81,12 @@ def target_phrase(result: PlanResult) -> str:
 def plan_rows(result: PlanResult) -> list[list[str]]:
     """The best pool and its alternatives, one row each in PLAN_COLUMNS' order."""
     rows = []
-    implicit = bool(result.target.service_targets) and result.target.concurrency == 1  # no concurrency asked
+    implicit = bool(result.target.service_targets) and result.target.asked == 1  # no concurrency asked
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
         rows.append(["best" if i == 0 else str(i), p.chip, count(p.gpus), _nodes(p), split(p, names=False) + kv,
                      f"{p.gpu_memory_utilization:.2f}", count(p.max_num_batched_tokens), count(p.max_num_seqs),
-                     count(p.concurrency), "-" if implicit else percent(p.headroom),
+                     count(p.held), "-" if implicit else percent(p.headroom),
                      amount(p.cost_per_hour, p.price_estimate),
                      amount(p.cost_per_hour * result.hours_per_month, p.price_estimate, cents=False)])
     return rows
@@ -107,7 +107,7 @@ def margin_line(result: PlanResult) -> str:
 
 def best_line(best: PoolPlan) -> str:
     """'best: 4 × h200 GPUs as 1 × (tp 1, ...), 100 requests held, $18.16*/hour'."""
-    return (f"best: {count(best.gpus)} × {best.chip} GPUs as {split(best)}, {count(best.concurrency)} requests held, "
+    return (f"best: {count(best.gpus)} × {best.chip} GPUs as {split(best)}, {count(best.held)} requests held, "
             f"{money(best.cost_per_hour, best.price_estimate)}/hour")
 
 
@@ -130,7 +130,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
         console.print(line, soft_wrap=True, markup=False)
     console.print()
-    render_memory(memory_report(kernel, result.target.context_length), kernel, console)
+    render_memory(best.memory or memory_report(kernel, result.target.context_length), kernel, console)
     if provenance:
         render_provenance(result.provenance, console)
     console.print()
@@ -239,10 +239,24 @@ def render_notes(notes: list[str], console: Console) -> None:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
 
 
+def infeasible_line(result: PlanResult) -> str:
+    """`plan`'s answer when nothing fits, as the one line on stderr before the reasons."""
+    why = ", ".join(f"{e.chip}: {e.constraint.replace('_', ' ')}" if e.chip else e.constraint.replace("_", " ")
+                    for e in result.explanations)
+    return f"plan: no pool fits {result.model}: {target_phrase(result)}" + (f" ({why}; the reasons follow)"
+                                                                            if why else "")
+
+
+def short_line(r: FleetResult) -> str:
+    """A review's answer when not every service is served, as the one line on stderr."""
+    return (f"plan: {r.review or 'scenario'} — {r.variant}: not every service can be served: "
+            + "; ".join(f"{s.service} ({s.brief})" for s in r.short))
+
+
 def render_infeasible(result: PlanResult, console: Console) -> None:
     console.print(f"[bold red]no pool fits[/bold red] {result.model}: {target_phrase(result)}", soft_wrap=True)
-    for line in result.explanations:
-        console.print(f"- {line}", soft_wrap=True)
+    for e in result.explanations:
+        console.print(f"- {e.text}", soft_wrap=True, markup=False)
     render_notes(result.notes, console)
 
 
@@ -285,7 +299,7 @@ def speed_lines(p: PoolPlan) -> list[str]:
         return [f"speed: unknown ({missing_rates(get_chip(p.chip))})"]
     rate = f", {number(s.pool_requests_per_second)} requests/s" if s.pool_requests_per_second else ""
     ranks = p.replicas * p.data_parallel_size
-    holds = p.concurrency // ranks  # what binds counts: each rank's held requests
+    holds = p.held // ranks  # what binds counts: each rank's held requests
     load = "" if s.batch_per_rank == holds else (f"; the load asked over the pool's {plural(ranks, 'rank')}, each "
                                                   f"holding up to {count(holds)}")
     return [f"speed (step model): {duration(s.tpot_ms)} per output token at {count(s.batch_per_rank)} requests per "
@@ -317,7 +331,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
         console.print(search_line(r), soft_wrap=True)
         return
     rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
-             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.concurrency)} / {count(p.target)}",
+             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.held)} / {count(p.asked)}",
              percent(p.headroom, 0), amount(p.cost_per_hour, p.price_estimate),
              amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
     print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -30,6 +30,11 @@ class GridPoint(BaseModel):
 
 
 class Comparison(BaseModel):
+    """`plan scenario --variants --format json` and `plan compare --json`: the base and each variant
+    (each a scenario's result), with the grid's ranking when the file has a grid."""
+
+    kind: Literal["comparison"] = Field("comparison", description="which report this is (the schema's "
+                                                                  "discriminator)")
     review: str
     base: FleetResult
     variants: list[FleetResult]
@@ -180,7 +185,7 @@ def markdown(c: Comparison) -> str:
                      f"{p.data_parallel_size}, {'on' if p.enable_expert_parallel else 'off'}, "
                      f"{p.decode_context_parallel_size})")
             lines.append(f"| {p.service} | {p.model} | {p.chip} | {fmt.count(p.gpus)} | {split} | "
-                         f"{fmt.count(p.concurrency)} / {fmt.count(p.target)} | {fmt.percent(p.headroom, 0)} | "
+                         f"{fmt.count(p.held)} / {fmt.count(p.asked)} | {fmt.percent(p.headroom, 0)} | "
                          f"{md_amount(p.cost_per_hour, p.price_estimate)} |")
         lines.append("")
         mark = MD_MARK if estimated(r) else ""

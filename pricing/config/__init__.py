@@ -9,13 +9,13 @@ import copy
 import json
 import os
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pricing import yaml_fast
 from pricing.config.defaults import decoder_config
 from pricing.errors import InputError, suggest
+from pricing.registry import shipped
 
 CARDS = Path(__file__).resolve().parent.parent / "cards"
 
@@ -33,15 +33,18 @@ class ModelSource:
     folder: Path | None = field(default=None, hash=False, compare=False)  # where its files are (checkpoint check)
 
 
-@cache
 def _card(path: Path) -> dict:
-    """One card file, read once per process (never mutated: callers copy what they change)."""
-    return yaml_fast.load(path.read_text())
+    """One card file, read once and kept by the shipped registry, the owner of the package's data
+    (Registry.derived; never mutated: callers copy what they change)."""
+    return shipped().derived(("config.card", path), lambda: yaml_fast.load(path.read_text()))
 
 
-@cache
 def card_index() -> dict[str, Path]:
-    """Short name -> card file, with aliases."""
+    """Short name -> card file, with aliases (kept as the cards are)."""
+    return shipped().derived(("config.card_index",), _card_index)
+
+
+def _card_index() -> dict[str, Path]:
     index: dict[str, Path] = {}
     for path in sorted(CARDS.glob("*.yaml")):
         card = _card(path)

@@ -20,7 +20,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -379,7 +378,10 @@ def load() -> Registry:
     return _IN_USE.get() or shipped()
 
 
-@lru_cache(maxsize=1)
+SHIPPED = Registry(DataFiles(HERE))  # the package's own data: each file parsed when first read
+
+
 def shipped() -> Registry:
-    """The registry shipped with the package (its files parsed as their values are read)."""
-    return Registry(DataFiles(HERE))
+    """The registry shipped with the package (its files parsed as their values are read): the one
+    owner of what is worked out from the package's data files alone (`Registry.derived`)."""
+    return SHIPPED

@@ -331,9 +331,11 @@ class _Run:
         bs, total_blocks = inst.block_size, inst.blocks
         budget = inst.max_num_batched_tokens
         preempted = False
-        while self.decoders and self.decode_blocks(1) + self.prefill_blocks > total_blocks:
+        grown = self.blocks_held + self.by_residue[-self.gen % bs]  # decode_blocks(1)
+        while self.decoders and grown + self.prefill_blocks > total_blocks:
             self.preempt()
             preempted = True
+            grown = self.decode_blocks(1)
         decode = len(self.decoders)
         budget -= decode * cost.queries
         chunks: list[tuple[int, int]] = []
@@ -346,9 +348,10 @@ class _Run:
                 break
             tokens = min(prompt[i] + produced[i] - computed[i], budget)
             blocks = -(-(computed[i] + tokens) // bs) - held[i]
-            while blocks > total_blocks - self.decode_blocks(1) - self.prefill_blocks:
+            while blocks > total_blocks - grown - self.prefill_blocks:
                 victim = self.preempt()
                 preempted = True
+                grown = self.decode_blocks(1)
                 if victim is None or victim == i:
                     break
             if i not in prefilling:
@@ -360,7 +363,7 @@ class _Run:
             budget -= tokens
         waiting = self.waiting
         if not preempted and waiting:
-            free = total_blocks - self.decode_blocks(1) - self.prefill_blocks
+            free = total_blocks - grown - self.prefill_blocks
             while waiting and budget > 0 and decode + len(prefilling) < inst.max_num_seqs:
                 i = waiting[0]
                 start = self.start(i)

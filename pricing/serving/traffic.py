@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from pricing.errors import InputError
+from pricing.registry import shipped as shipped_registry
 from pricing.yaml_fast import load as load_yaml
 
 HISTOGRAMS = Path(__file__).with_name("lengths")
@@ -93,9 +93,13 @@ class Histogram(Lengths):
         return rng.randrange(self.edges[i], self.edges[i + 1])
 
 
-@lru_cache(maxsize=8)
 def shipped(name: str) -> tuple[Histogram, Histogram]:
-    """The prompt and output length histograms shipped as `lengths/<name>.yaml`, with their source."""
+    """The prompt and output length histograms shipped as `lengths/<name>.yaml`, with their source
+    (read once, kept by the shipped registry: Registry.derived)."""
+    return shipped_registry().derived(("serving.lengths", name), lambda: _histograms(name))
+
+
+def _histograms(name: str) -> tuple[Histogram, Histogram]:
     path = HISTOGRAMS / f"{name}.yaml"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in HISTOGRAMS.glob("*.yaml")))

@@ -1,4 +1,4 @@
-"""The time of one engine step on one rank (issue 14): a roofline per group of layers at the chip's
+"""The time of one engine step on one rank: a roofline per group of layers at the chip's
 peak rates, plus the collectives and a per-step overhead.
 
     layer kind   max(Σ FLOPs / (peak FLOP/s of their served format × tensor efficiency),
