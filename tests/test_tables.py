@@ -204,17 +204,24 @@ def test_estimated_prices_are_marked_wherever_a_price_is_shown(tmp_path):
     totals = [line for line in text.splitlines() if line.startswith("total: ")]
     assert len(totals) == 2  # one total per result, not an unmarked copy beside the marked one
     assert totals[0].count("*") == 2 and "*" not in totals[1]
+    variants = text[text.index("estimates: variants"):]  # the variant summary, as `plan compare` prints it too
+    base_row = next(line for line in variants.splitlines() if line.strip().startswith("base "))
+    quoted_row = next(line for line in variants.splitlines() if line.strip().startswith("quoted "))
+    assert base_row.count("*") == 2 and "*" not in quoted_row and "\n* l40s: $" in variants
+    assert "cost per token: $" in text and re.search(r"cost per token: \$[\d.,]+\* per million", text)
 
 
 # -- one voice: every figure through planner/report/numbers.py --------------------------------------
 # lines that are not prose: launch commands, their comments, the node map (ports), provenance values
-NOT_PROSE = re.compile(r"vllm serve|^\s*#|CUDA_VISIBLE_DEVICES|ray start|^\s*\S+-\d+\s+[\d,-]+\s|--\S+=")
+NOT_PROSE = re.compile(r"vllm serve|toy_proxy_server|^\s*#|CUDA_VISIBLE_DEVICES|ray start|^\s*\S+-\d+\s+[\d,-]+\s|"
+                       r"--\S+=")
 FLAG = re.compile(r"(?<!\w)--?[a-z][\w-]* \d+")
 VOICE = {
     "a space before %": re.compile(r"\d %"),
     "GiB not to two decimals": re.compile(r"(?<![\d.,])\d[\d,]*(?:\.\d|\.\d{3,})? GiB\b"),
     "MiB not to one decimal": re.compile(r"(?<![\d.,])\d[\d,]*(?:\.\d{2,})? MiB\b"),
     "'a' before a number spoken with 'an'": re.compile(r"\ba (?:8|11[-,]|18[-,])"),
+    "a plural after one": re.compile(r"(?<![\d.,])1 (?:concurrent )?requests\b"),
     "ms at or above 10 s": re.compile(r"(?<![\d.,])\d{2,3},\d{3}(?:\.\d)? ms\b"),
     "s under 10 s": re.compile(r"(?<![\d.,])\d(?:\.\d+)? s\b"),
     "s under 100 s without its decimal": re.compile(r"(?<![\d.,])\d{2} s\b"),
@@ -229,6 +236,8 @@ VOICES = [
     ["--model", "llama-3.1-70b", "--chip", "h100", "--concurrency", "8", "--context-length", "131072", "--tp", "2",
      "--pp", "1"],  # why nothing fits: one request's KV cache
     ["memory", "--model", "gpt-oss-120b", "--chip", "h200"],
+    ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "8192", "--osl", "256", "--requests-per-second", "10",
+     "--ttft-ms", "2000", "--serving", "auto"],  # the aggregated plan, the disaggregated one and the choice
     ["scenario", "scenarios/mixed-fleet-shared-inventory.yaml", "--variants"],
     ["scenario", "scenarios/mixed-fleet-shared-inventory.yaml", "--variants", "--format", "markdown"],
 ]

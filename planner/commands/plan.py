@@ -486,9 +486,11 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
     if agg is not None:
         agg.notes[:0] = notes
     s = request.service
-    workload = (f"{s.model} at {s.workload.requests_per_second:g} requests/s of {s.workload.isl:,} input and "
-                f"{s.workload.osl:,} output tokens, TTFT {s.ttft_ms:g} ms"
-                + (f", TPOT {s.tpot_ms:g} ms" if s.tpot_ms is not None else ""))
+    from planner.report import numbers as fmt
+
+    workload = (f"{s.model} at {fmt.given(s.workload.requests_per_second)} requests/s of {fmt.count(s.workload.isl)} "
+                f"input and {fmt.count(s.workload.osl)} output tokens, TTFT {fmt.duration(s.ttft_ms)}"
+                + (f", TPOT {fmt.duration(s.tpot_ms)}" if s.tpot_ms is not None else ""))
     if options["as_json"]:
         from planner.report.serving import ServingOutput
 

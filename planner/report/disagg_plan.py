@@ -9,6 +9,7 @@ import math
 
 from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.table import ChipTable, Row, context_length, priced_chip
+from planner.report.numbers import count, duration, given, money, number, percent, size, tokens, with_article
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
@@ -73,18 +74,19 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
     ranks = p * pf.row.shape.dp
     util = rate / (ranks * pf.service_rate)
     wait = md1_wait(rate / ranks, pf.service_rate)
-    p_binds = (f"ttft {service.ttft_ms:g} ms at {rate:g} requests/s: {ranks} prefill ranks at {util:.0%} "
-               f"utilization wait {wait * 1000:,.0f} ms (M/D/1), prefill a {w.isl:,}-token prompt in "
-               f"{pf.prompt_seconds * 1000:,.0f} ms, hand it over in {h.seconds * 1000:,.1f} ms")
+    p_binds = (f"ttft {duration(service.ttft_ms)} at {given(rate)} requests/s: {count(ranks)} prefill ranks at "
+               f"{percent(util, 0)} utilization wait {duration(wait * 1000)} (M/D/1), prefill "
+               f"{with_article(tokens(w.isl))} prompt in {duration(pf.prompt_seconds * 1000)}, hand it over in "
+               f"{duration(h.seconds * 1000)}")
     if -(-math.ceil(rate * RATE_UNITS) // pair.prefill_link) > pair.prefill_min:
-        p_binds = (f"link: {h.link.name} hands over {h.prefill_rate(pf.row.shape.dp):,.1f} requests/s per instance "
-                   f"({h.prefill_rank_bytes:,} bytes from the busiest rank each)")
-    d_binds = (f"{'tpot' if dec.binds == 'tpot' else 'memory'}: {dec.batch_per_rank} running requests per rank "
-               + (f"within {service.tpot_ms:g} ms per output token" if dec.binds == "tpot" else
-                  f"(its pool holds {dec.memory_per_rank} of {context_length(model, service):,} tokens, "
-                  f"{dec.arriving_per_rank:.2f} more arriving)")
-               + f", {dec.requests_per_second:.2f} requests/s per instance at {dec.tpot_seconds * 1000:.1f} ms "
-                 f"per output token")
+        p_binds = (f"link: {h.link.name} hands over {number(h.prefill_rate(pf.row.shape.dp), 1)} requests/s per "
+                   f"instance ({size(h.prefill_rank_bytes)} from the busiest rank each)")
+    d_binds = (f"{'tpot' if dec.binds == 'tpot' else 'memory'}: {count(dec.batch_per_rank)} running requests per "
+               "rank " + (f"within {duration(service.tpot_ms)} per output token" if dec.binds == "tpot" else
+                          f"(its pool holds {count(dec.memory_per_rank)} of {count(context_length(model, service))} "
+                          f"tokens, {number(dec.arriving_per_rank)} more arriving)")
+               + f", {number(dec.requests_per_second)} requests/s per instance at "
+                 f"{duration(dec.tpot_seconds * 1000)} per output token")
     node = node or {}
 
     def table(chip):
@@ -180,16 +182,18 @@ def _cheaper(agg, dis) -> tuple[str, str]:
     delta = dis.cost_per_hour / a.cost_per_hour - 1
     speed = ""
     if a.step is not None and a.step.pool_requests_per_second:
-        speed = (f"; {a.step.pool_requests_per_second:,.2f} requests/s at {a.step.tpot_ms:,.1f} ms per output token, "
-                 f"first token in {a.step.ttft_ms:,.0f} ms of chunked prefill (no queueing for admission modelled)")
-    agg_phrase = (f"aggregated: {a.gpus} {a.chip} GPUs at ${a.cost_per_hour:,.2f}/hour, each instance prefilling "
-                  f"beside its decodes ({a.binds}{speed})")
-    dis_phrase = (f"disaggregated: {p.gpus} prefill {p.chip} GPUs + {d.gpus} decode {d.chip} GPUs at "
-                  f"${dis.cost_per_hour:,.2f}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV cache "
-                  f"crosses {dis.handover.link} in {dis.handover.transfer_ms:,.1f} ms)")
+        speed = (f"; {number(a.step.pool_requests_per_second)} requests/s at {duration(a.step.tpot_ms)} per output "
+                 f"token, first token in {duration(a.step.ttft_ms)} of chunked prefill (no queueing for admission "
+                 "modelled)")
+    agg_phrase = (f"aggregated: {count(a.gpus)} {a.chip} GPUs at {money(a.cost_per_hour, a.price_estimate)}/hour, each "
+                  f"instance prefilling beside its decodes ({a.binds}{speed})")
+    estimate = p.price_estimate or d.price_estimate
+    dis_phrase = (f"disaggregated: {count(p.gpus)} prefill {p.chip} GPUs + {count(d.gpus)} decode {d.chip} GPUs at "
+                  f"{money(dis.cost_per_hour, estimate)}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV "
+                  f"cache crosses {dis.handover.link} in {duration(dis.handover.transfer_ms)})")
     if dis.cost_per_hour < a.cost_per_hour:
-        return "disagg", f"disaggregated is {-delta:.0%} cheaper. {dis_phrase}; {agg_phrase}"
-    return "agg", ("aggregated is cheaper" + (f" by {delta / (1 + delta):.0%}" if delta > 0 else " (a tie)")
+        return "disagg", f"disaggregated is {percent(-delta, 0)} cheaper. {dis_phrase}; {agg_phrase}"
+    return "agg", ("aggregated is cheaper" + (f" by {percent(delta / (1 + delta), 0)}" if delta > 0 else " (a tie)")
                    + f". {agg_phrase}; {dis_phrase}")
 
 

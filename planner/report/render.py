@@ -13,7 +13,6 @@ from rich.table import Table
 from planner import defaults
 from planner.report.memory import render_memory, render_provenance
 from planner.report.numbers import (
-    ESTIMATE_MARK,
     amount,
     count,
     duration,
@@ -21,6 +20,7 @@ from planner.report.numbers import (
     given,
     money,
     number,
+    per_million_tokens,
     percent,
     percent_value,
     plural,
@@ -60,7 +60,7 @@ def target_phrase(result: PlanResult) -> str:
     """What was asked, every target restated: '64 concurrent requests at 1,048,576 tokens, TPOT ≤
     30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
-    text = f"{count(t.asked)} concurrent requests at {count(t.context_length)} tokens"
+    text = f"{plural(t.asked, 'concurrent request')} at {count(t.context_length)} tokens"
     if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
         held = f", {count(t.asked)} concurrent held" if t.asked > 1 else ""
         text = (f"{given(t.requests_per_second)} requests/s at "
@@ -280,12 +280,11 @@ def cost_lines(p: PoolPlan) -> list[str]:
     """$/M tokens at the workload (each charges the pool's whole cost to that kind of token)."""
     if p.cost_per_million_output_tokens is None:
         return []
-    line = (f"cost per token: ${p.cost_per_million_output_tokens:,.3f}{ESTIMATE_MARK if p.price_estimate else ''} "
-            "per million output tokens")
+    line = (f"cost per token: {per_million_tokens(p.cost_per_million_output_tokens, p.price_estimate)} per million "
+            "output tokens")
     if p.cost_per_million_input_tokens is None:
         return [line + " (the pool's whole cost over the output of the speed figures above)"]
-    line += (f", ${p.cost_per_million_input_tokens:,.3f}{ESTIMATE_MARK if p.price_estimate else ''} per million "
-             "input tokens")
+    line += f", {per_million_tokens(p.cost_per_million_input_tokens, p.price_estimate)} per million input tokens"
     return [line + " (each the pool's whole cost over that kind of token at the workload)"]
 
 
