@@ -24,10 +24,10 @@ HOURS = defaults.value("report.hours_per_month")
 
 # -- results built by hand ----------------------------------------------------------------------
 def pool(service: str, chip: str, gpus: int, price: float, estimate: bool = False, **more) -> ServicePlan:
-    return ServicePlan.model_construct(service=service, chip=chip, gpus=gpus, replicas=gpus, tensor_parallel_size=1,
-                                       cost_per_hour=gpus * price, price_per_gpu_hour=price, price_estimate=estimate,
-                                       price_as_of="2026-05-01", serving=None, cost_per_million_output_tokens=None,
-                                       **more)
+    fields = dict(service=service, chip=chip, gpus=gpus, replicas=gpus, tensor_parallel_size=1,
+                  cost_per_hour=gpus * price, price_per_gpu_hour=price, price_estimate=estimate,
+                  price_as_of="2026-05-01", serving=None, cost_per_million_output_tokens=None)
+    return ServicePlan.model_construct(**{**fields, **more})
 
 
 def result(variant: str, pools: list[ServicePlan], stock: dict[str, int] | None = None,
@@ -138,15 +138,44 @@ def every_chart(tmp_path_factory):
         for name, review in (("small", SMALL), ("crowded", CROWDED)):
             drawn = []
             patch.setattr(charts, "save", lambda fig, path, drawn=drawn: drawn.append(fig))
-            draw_every_chart(review, tmp_path_factory.mktemp(name))
-            figures.update({(name, chart): fig for chart, fig in zip(("variants", "bars", "lines", "pareto"), drawn,
-                                                                      strict=True)})
+            draw_every_chart(review, tmp_path_factory.mktemp(name), crowded=name == "crowded")
+            figures.update({(name, chart): fig for chart, fig in zip(CHARTS, drawn, strict=True)})
     yield figures
     for fig in figures.values():
         charts._pyplot().close(fig)
 
 
-def draw_every_chart(review: Comparison, tmp_path) -> None:
+CHARTS = ("variants", "bars", "lines", "pareto", "rate", "targets")
+
+
+def served(name: str, chip: str, rate: float, cost: float, shift: float = 0.0, estimate: bool = False) -> ServicePlan:
+    """A pool with service targets at `rate`: its $/M output tokens and a front whose chosen pool
+    lies `shift` ms and dollars from the others'."""
+    serving = ServingFigures.model_construct(
+        requests_per_second=rate, targets=["p99 TTFT ≤ 2,000 ms"], pareto=[
+            ParetoPoint(chip=chip, split="tp 4", replicas=4 + r, p99_tpot_ms=40 + 2 * r + shift,
+                        cost_per_million_output_tokens=cost + 0.3 * (2 - r) + shift / 10, front=True, chosen=r == 1)
+            for r in range(3)])
+    return pool(name, chip, 8, 4.54 if chip == "h200" else 2.99, estimate, serving=serving,
+                cost_per_million_output_tokens=cost, replicas=5)
+
+
+def rate_sweep(crowded: bool) -> tuple[list[dict], list[FleetResult]]:
+    chips = ("h100", "h200", "l40s") if crowded else ("h100", "h200")
+    rates = (5, 10, 20) if crowded else (10, 20)
+    points, results = [], []
+    for j, chip in enumerate(chips):
+        for k, rate in enumerate(rates):
+            points.append({"chip": chip, "model": "llama-3.1-70b", "requests_per_second": rate})
+            if crowded and (j, k) == (2, 2):
+                results.append(result(f"{rate} on {chip}", [], short=[("what-if", "needs 64 l40s")]))
+            else:
+                results.append(result(f"{rate} on {chip}", [served("what-if", chip, rate, 5.0 + 0.05 * j - 0.1 * k,
+                                                                   shift=j, estimate=chip == "l40s")]))
+    return points, results
+
+
+def draw_every_chart(review: Comparison, tmp_path, crowded: bool = False) -> None:
     charts.variants_chart(review, str(tmp_path / "v.png"))
     groups = [r.variant for r in review.results]
     gpus = {"h100": [r.gpus for r in review.results], "h200": [r.gpus and r.gpus + 1 for r in review.results]}
@@ -159,10 +188,17 @@ def draw_every_chart(review: Comparison, tmp_path) -> None:
                      for k, x in enumerate((8192, 32768, 131072, 1 << 20))] for chip in ("h100", "h200")}
     charts.line_chart(series, str(tmp_path / "l.png"), "context length (tokens)", review.review, log_x=True)
     charts.pareto_chart(pareto(), str(tmp_path / "p.png"), f"{review.review} at 20 requests/s", {"h100"})
+    points, results = rate_sweep(crowded)
+    charts.rate_chart(points, results, str(tmp_path / "r.png"), review.review)
+    names = LONG[:4] if crowded else ["chat"]
+    targets = review_of(*[result(v, [served(n, "h200", rate * (1 + i), 1.0 + 0.02 * i, shift=i)
+                                      for i, n in enumerate(names)])
+                          for v, rate in (("base", 8), ("busy", 16), ("peak", 24))], name=review.review)
+    charts.targets_chart(targets, str(tmp_path / "t.png"))
 
 
 @pytest.mark.parametrize("review", ["small", "crowded"])
-@pytest.mark.parametrize("chart", ["variants", "bars", "lines", "pareto"])
+@pytest.mark.parametrize("chart", CHARTS)
 def test_no_two_texts_overlap_in_any_chart(every_chart, review, chart):
     assert overlaps(every_chart[review, chart]) == []
 
@@ -197,7 +233,7 @@ def test_the_two_chip_plan_chart_of_issue_21_has_no_overlapping_label(tmp_path, 
 def test_the_two_chip_compare_chart_of_issue_21_has_no_overlapping_label(tmp_path, monkeypatch):
     """`plan compare` of issue 21's workload on h100 and h200 at two rates: on main the chosen
     pools' labels of three fronts lay over each other ('chosen: 4 × h100 tp 8' over 'chosen: 15 ×
-    h100 tp 4' and 'chosen: 13 × h200 tp 4')."""
+    h100 tp 4' and 'chosen: 13 × h200 tp 4'); each is named once, beside its rate."""
     from click.testing import CliRunner
 
     from planner.cli import cli
@@ -219,8 +255,8 @@ def test_the_two_chip_compare_chart_of_issue_21_has_no_overlapping_label(tmp_pat
     data = json.loads(result.stdout)
     for r in [data["base"], *data["variants"]]:  # every rate's chosen pool is labelled, with its $/M as printed
         p = r["services"][0]
-        assert sum(t.startswith(f"chosen: {p['replicas']} × {p['chip']} tp {p['tensor_parallel_size']}\n"
-                                f"${p['cost_per_million_output_tokens']:,.3f}") for t in texts) == 1
+        assert texts.count(f"{p['replicas']} × {p['chip']} tp {p['tensor_parallel_size']}\n"
+                           f"${p['cost_per_million_output_tokens']:,.3f}") == 1
     assert f"plan: wrote {out} (" in result.stderr
 
 
@@ -409,3 +445,34 @@ def test_a_review_says_every_chart_file_it_wrote(tmp_path):
     assert [p for p, _ in written] == [str(tmp_path / "r.svg"), str(tmp_path / "r-nodes.svg")]
     assert all((tmp_path / p).exists() for p, _ in written)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r-nodes.svg", "r.svg"]
+
+
+def test_a_review_writes_all_its_charts_or_none(tmp_path, monkeypatch):
+    """The node map failing after the variants chart was drawn leaves neither file (nor a part of one)."""
+    from matplotlib.figure import Figure
+
+    review = SMALL.model_copy(update={"base": SMALL.base.model_copy(update={"nodes": [
+        NodeUse(node="h200-0", chip="h200", gpus=8, used_by=["chat/0"] * 8)]})})
+    real, calls = Figure.savefig, []
+
+    def second_fails(self, out, **kwargs):
+        calls.append(out)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, out, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", second_fails)
+    with pytest.raises(OSError):
+        charts.chart(review, str(tmp_path / "r.svg"))
+    assert len(calls) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_a_plan_nothing_fits_says_its_chart_was_not_written(tmp_path, capsys):
+    from planner.cli import main
+
+    out = tmp_path / "front.png"
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--max-gpus", "1", "--isl", "1000",
+                 "--osl", "200", "--requests-per-second", "50", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "15",
+                 "--chart", str(out)]) == 1
+    assert f"--chart wrote nothing: no pool fits ({out} not written)" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []

@@ -39,7 +39,10 @@ def test_every_scenario_runs(path):
         assert r["gpus"] == sum(s["gpus"] for s in r["services"])
         for s in r["services"]:
             assert s["held"] >= s["asked"]
-            assert s["vllm_serve"].split(" ", 1)[1].startswith("vllm serve ")  # after CUDA_VISIBLE_DEVICES
+            words = s["vllm_serve"].split(" ")
+            assert words[0].startswith("CUDA_VISIBLE_DEVICES=")
+            program = next(i for i, w in enumerate(words) if "=" not in w)  # after its environment (a role's NIXL)
+            assert " ".join(words[program:]).startswith("vllm serve ")
 
 
 def _single_service_runs():

@@ -34,6 +34,7 @@ INFEASIBLE_MARK_HEIGHT = 0.04  # an infeasible point's ✕, as a fraction of the
 LABEL_GAP_PX = 2  # the least room between two texts
 SHORTFALL_LINE = 28  # characters of a line of why a variant is infeasible, under its ✕
 MARK_RADIUS_PT = 7  # a labelled point's mark: no label covers it
+AXIS_RAISES = 4  # times an axis' top rises by a fifth to keep its labels inside, at most (then they stand above it)
 WIDEST_INCHES = 14.0  # a figure wider than this puts its panels one above the other (a 16:9 slide at 144 dpi)
 TITLE_CHARACTERS_PER_INCH = 10  # a title wraps at the figure's width (12-point text: about 10 characters an inch)
 
@@ -57,10 +58,33 @@ def figure(width: float, height: float, panels: int = 1):
     return fig, list(axes.flat)
 
 
+_BATCHES: list[list[tuple[str, Path]]] = []  # the files of each open `all_or_none`, written but not yet renamed
+
+
+@contextlib.contextmanager
+def all_or_none():
+    """The charts saved inside are renamed into place together when it ends, or, on an error in any,
+    none is: every target stays as it was and no temporary file is left."""
+    batch: list[tuple[str, Path]] = []
+    _BATCHES.append(batch)
+    try:
+        yield
+    except BaseException:
+        for part, _ in batch:
+            with contextlib.suppress(OSError):
+                os.unlink(part)
+        raise
+    finally:
+        _BATCHES.pop()
+    for part, target in batch:
+        os.replace(part, target)
+
+
 def save(fig, path: str) -> None:
     """Write the figure whole or not at all: into a temporary file beside `path`, then renamed over
-    it (an error half-way leaves no file and the old one as it was). The tight bounding box takes
-    in legends, footnotes and long labels."""
+    it (an error half-way leaves no file and the old one as it was; inside `all_or_none`, renamed
+    with the others at its end). The tight bounding box takes in legends, footnotes and long
+    labels."""
     plt = _pyplot()
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
@@ -71,7 +95,10 @@ def save(fig, path: str) -> None:
         mask = os.umask(0)
         os.umask(mask)
         os.chmod(part, 0o666 & ~mask)  # as a file the user creates, not mkstemp's 0600
-        os.replace(part, target)
+        if _BATCHES:
+            _BATCHES[-1].append((part, target))
+        else:
+            os.replace(part, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(part)
@@ -125,21 +152,29 @@ def _mark(a, fig):
 
 
 def place_labels(fig, labels: list) -> None:
-    """Move each value label (an annotation in offset points) up until it overlaps no other text
-    and no labelled point's mark; where one is pushed above its axes, raise the axes' top and
-    place them all again."""
+    """Move each value label (an annotation in offset points) inside its axes' sides, then up until
+    it overlaps no other text, no legend, no bar and no labelled point's mark; where one is pushed above
+    its axes, raise the axes' top and place them all again (at most AXIS_RAISES times)."""
     if not labels:
         return
-    start = {id(a): a.xyann for a in labels}
-    for _ in range(8):
+    start = {id(a): a.__dict__.setdefault("home", a.xyann) for a in labels}  # where each was first put
+    for _ in range(AXIS_RAISES + 1):
         for a in labels:
             a.xyann = start[id(a)]
         fig.draw_without_rendering()
         renderer = fig.canvas.get_renderer()
         mine = {id(a) for a in labels}
-        placed = [extent(t, renderer) for t in texts(fig) if id(t) not in mine] + [_mark(a, fig) for a in labels]
+        placed = ([extent(t, renderer) for t in texts(fig) if id(t) not in mine] + [_mark(a, fig) for a in labels]
+                  + [ax.get_legend().get_window_extent(renderer) for ax in fig.axes if ax.get_legend() is not None]
+                  + [bar.get_window_extent(renderer) for ax in fig.axes for bar in ax.patches
+                     if bar.get_width() * bar.get_height() > 0])  # no label over a bar
         for a in sorted(labels, key=lambda a: extent(a, renderer).y0):
-            box = extent(a, renderer)
+            box, frame = extent(a, renderer), a.axes.bbox
+            if box.width < frame.width and (box.x1 > frame.x1 or box.x0 < frame.x0):  # within its axes' sides
+                x, y = a.xyann
+                inward = frame.x1 - LABEL_GAP_PX - box.x1 if box.x1 > frame.x1 else frame.x0 + LABEL_GAP_PX - box.x0
+                a.xyann = (x + inward * 72 / fig.dpi, y)
+                box = extent(a, renderer)
             for _ in range(200):
                 hits = [b for b in placed if _overlap(box, b)]
                 if not hits:
@@ -150,7 +185,7 @@ def place_labels(fig, labels: list) -> None:
             placed.append(box)
         high = {a.axes for a in labels if a.axes is not None
                 and extent(a, renderer).y1 > a.axes.bbox.y1 - LABEL_GAP_PX}
-        if not high:
+        if not high or _ == AXIS_RAISES:  # placed; or as high as the axis may rise: above it, clear of all
             for a in labels:  # a leader line only to a label moved well off its place
                 if a.arrow_patch is not None:
                     a.arrow_patch.set_visible(abs(a.xyann[1] - start[id(a)][1]) > 2 * MARK_RADIUS_PT)
@@ -265,7 +300,7 @@ def _legend(ax, handles: list | None = None, **how) -> None:
 def _finish(fig, path: str, labels: list, notes: list[str] | None = None) -> None:
     """Lay the figure out, place its labels (again when placing them raised an axis, whose new
     ticks the layout must make room for), add the footnotes and write it."""
-    for _ in range(3):
+    for _ in range(2):
         fig.tight_layout()
         limits = [ax.get_ylim() for ax in fig.axes]
         place_labels(fig, labels)
@@ -279,7 +314,7 @@ def shortfall_label(r, by_service: bool) -> str:
     """"infeasible" and why in a few words, a line each, for a chart (`by_service`: name the service
     short, or how many are when several are short for the same reason)."""
     if not by_service:
-        return "\n".join(["infeasible", *(s.brief for s in r.short)])
+        return "\n".join(["infeasible", *dict.fromkeys(s.brief for s in r.short)])
     why: dict[str, list[str]] = {}
     for s in r.short:
         why.setdefault(s.brief, []).append(s.service)
@@ -297,7 +332,12 @@ def _estimated(results) -> tuple[set[str], list[str]]:
 def chart(c: Comparison, path: str) -> list[tuple[str, str]]:
     """Every chart of a review, each (path, what it shows): the variants (or the grid's points),
     with service targets their cost per token beside it (`-cost`), and the base's node map
-    (`-nodes`)."""
+    (`-nodes`); all written, or none."""
+    with all_or_none():
+        return _review_charts(c, path)
+
+
+def _review_charts(c: Comparison, path: str) -> list[tuple[str, str]]:
     hours = defaults.value("report.hours_per_month")
     if c.ranking:
         grid_chart(c, path)
@@ -470,7 +510,7 @@ def targets_chart(c: Comparison, path: str) -> None:
     for ax in (ax_rate, ax_front):
         _per_token_axis(ax)
         _from_zero(ax)
-        _legend(ax, loc="upper right")
+    _legend(ax_front, title="service")  # one legend for both panels, outside them
     ax_front.set_xlabel("p99 TPOT, simulated (ms)")
     ax_rate.set_title("cost per token against the rate, by variant", fontsize=9)
     ax_front.set_title("the base's cost per token against a p99 TPOT target (★ the pool chosen)", fontsize=9)
@@ -686,10 +726,11 @@ def line_chart(series: dict[str, list[tuple]], path: str, x_label: str, title_te
     _finish(fig, path, labels, notes)
 
 
-def _pareto_panel(ax, points: list, colour: str, label: str, marker: str = "o", estimate: bool = False) -> list:
+def _pareto_panel(ax, points: list, colour: str, label: str, marker: str = "o", estimate: bool = False,
+                  words: bool = True) -> list:
     """$/M output tokens against p99 TPOT: every pool simulated (faint), the front as a step line
-    (the cheapest pool for each TPOT target), the chosen pool as a star with its figures; returns
-    the star's label."""
+    (the cheapest pool for each TPOT target), the chosen pool as a star, with its figures when
+    `words` (a panel of several fronts leaves them to the panel beside it); returns the label."""
     if not points:
         return []
     ax.scatter([p.p99_tpot_ms for p in points], [p.cost_per_million_output_tokens for p in points], s=14,
@@ -702,6 +743,8 @@ def _pareto_panel(ax, points: list, colour: str, label: str, marker: str = "o", 
         if p.chosen:
             ax.scatter([p.p99_tpot_ms], [p.cost_per_million_output_tokens], marker="*", s=260, color=colour,
                        edgecolors="black", linewidths=0.8, zorder=5, gid=f"chosen-{label}")
+            if not words:
+                continue
             out.append(ax.annotate(chosen_words(p, estimate), (p.p99_tpot_ms, p.cost_per_million_output_tokens),
                                    xytext=(10, 6), textcoords="offset points", fontsize=8, bbox=LABEL_BOX, zorder=6,
                                    color=colour, arrowprops=LEADER))
@@ -764,8 +807,9 @@ def tpot_targets(serving) -> list[float]:
 
 def rate_chart(points: list[dict], results: list, path: str, title_text: str) -> None:
     """A sweep over the request rate: $/M output tokens against the rate (one series of markers per
-    value of the other axes, each point the pool chosen at that rate), and each rate's Pareto
-    front of $/M output tokens against p99 TPOT with its chosen pool marked."""
+    value of the other axes, each point labelled with the pool chosen at that rate and its $/M),
+    and each rate's Pareto front of $/M output tokens against p99 TPOT with its chosen pool starred
+    (named on the left, so the fronts' panel carries no words of its own)."""
     fig, (ax_rate, ax_front) = figure(5.8, 5.0, panels=2)
     estimated, notes = _estimated(results)
     many_chips = len({q["chip"] for q in points}) > 1
@@ -798,7 +842,8 @@ def rate_chart(points: list[dict], results: list, path: str, title_text: str) ->
                 k = names.index(p["chip"] if many_chips else p["model"])
                 labels += _pareto_panel(ax_front, r.services[0].serving.pareto, f"C{j + len(series)}",
                                         f"{given(rate)} requests/s" + (f" on {names[k]}" if len(series) > 1 else ""),
-                                        MARKERS[k % len(MARKERS)], r.services[0].chip in estimated)
+                                        MARKERS[k % len(MARKERS)], r.services[0].chip in estimated,
+                                        words=len(points) == 1)
     ax_rate.set_xlabel("requests per second")
     ax_rate.set_xticks(rates, [given(x) for x in rates])
     ax_rate.margins(x=0.2)
@@ -806,8 +851,8 @@ def rate_chart(points: list[dict], results: list, path: str, title_text: str) ->
     for ax in (ax_rate, ax_front):
         _per_token_axis(ax)
         _from_zero(ax)
-    _legend(ax_rate, loc="upper right")
-    _legend(ax_front)
+    left, right = (ax.get_legend_handles_labels()[0] for ax in (ax_rate, ax_front))
+    _legend(ax_front, left + right, title="left: chosen pools; right: fronts")  # outside both panels
     ax_rate.set_title("cost per token against the rate (the pool chosen at each)", fontsize=9)
     ax_front.set_title("cost per token against a p99 TPOT target (★ the pool chosen)", fontsize=9)
     title(fig, title_text)
