@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -237,6 +238,49 @@ def test_launch_flags_are_vllms():
     assert args[args.index("--prefiller-ports") + 1:args.index("--decoder-hosts")] == ports
 
 
+def _proxy_line(out: str) -> list[str]:
+    import shlex
+
+    (line,) = [x for x in out.splitlines() if "toy_proxy_server.py" in x and "--port" in x]
+    words = shlex.split(line, comments=True)
+    assert words[:2] == ["python", "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"]
+    return words[2:]
+
+
+def test_the_printed_router_is_vllms_proxy_listening_for_the_other_nodes(capsys):
+    """The router line the plan prints parses as vLLM's proxy parses it (its parse_args rebuilt from
+    tests/fixtures/vllm-0.33/proxy_flags.json, its hosts-to-ports check included) and listens on
+    every interface: the proxy's own --host default (127.0.0.1 in the fixture) is loopback alone,
+    where no client on another machine reaches it. Its prefillers and decoders are the plan's
+    instances, head node and port each."""
+    import ipaddress
+
+    from tests.vllm_flags import proxy_flags, proxy_parse
+
+    assert ipaddress.ip_address(proxy_flags()["flags"]["--host"]["default"]).is_loopback
+    argv = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200",
+            "--requests-per-second", "40", "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192",
+            "--tp", "1", "--tp", "2", "--serving", "disagg"]
+    assert main(argv) == 0
+    printed = _proxy_line(capsys.readouterr().out)
+    assert main([*argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["serving"]["disaggregated"]
+    assert printed == plan["router"]["args"][2:]
+    ns = proxy_parse(printed)
+    assert ipaddress.ip_address(ns.host).is_unspecified  # 0.0.0.0: every interface of the router's node
+    for side, pool in (("prefiller", plan["prefill"]), ("decoder", plan["decode"])):
+        heads = [i["slots"][0] for i in pool["instances"]]
+        assert getattr(ns, f"{side}_ports") == [s["port"] for s in heads]
+        assert getattr(ns, f"{side}_hosts") == ["$" + s["node"].upper().replace("-", "_") + "_IP" for s in heads]
+    # a scenario review prints the same router after its decode pool's commands
+    from planner.report.fleet import plan_scenario
+    from planner.scenario import load_scenario
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
+    decode = next(p for p in plan_scenario(load_scenario(path)).services if p.role == "decode")
+    assert ipaddress.ip_address(proxy_parse(_proxy_line(decode.instance_commands[-1])).host).is_unspecified
+
+
 def test_heterogeneous_pools_plan_on_their_own_chips(capsys):
     code = main(["--model", "llama-3.1-8b", "--prefill-chip", "b200", "--decode-chip", "h200", "--isl", "2000",
                  "--osl", "200", "--requests-per-second", "5", "--ttft-ms", "1500", "--tpot-ms", "30",
@@ -320,7 +364,6 @@ def test_auto_in_a_review_is_never_dearer_than_either_mode(tmp_path):
 def test_the_example_scenario_plans_its_disaggregated_service(capsys):
     """scenarios/disaggregated-chat-h200-b200.yaml: the chat's two pools and the batch pool in one
     review, printed once each (one total line)."""
-    from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
     assert main(["scenario", str(path)]) == 0

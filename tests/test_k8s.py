@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from planner.cli import main
-from tests.vllm_flags import problems
+from tests.vllm_flags import problems, proxy_parse
 
 ROOT = Path(__file__).resolve().parents[1]
 CRDS = Path(__file__).parent / "fixtures" / "crds"
@@ -355,6 +355,7 @@ def test_a_disaggregated_plan_is_one_set_per_role_and_its_router(pd_plan):
     assert a[a.index("--decoder-hosts") + 1] == "llama-3-1-8b-decode"
     assert a[a.index("--prefiller-ports") + 1] == a[a.index("--decoder-ports") + 1] == "8000"
     assert a[a.index("--host") + 1] == "0.0.0.0"  # the proxy's own default is 127.0.0.1
+    assert proxy_parse(a).decoder_ports == [8000]  # the flags vLLM's proxy parses (tests/vllm_flags.py)
     assert a[a.index("--port") + 1] == plan["router"]["args"][plan["router"]["args"].index("--port") + 1]
     (fetch,) = router["spec"]["template"]["spec"]["initContainers"]
     assert fetch["args"][1].endswith("/v0.33.0/tests/v1/kv_connector/nixl_integration/toy_proxy_server.py")

@@ -9,6 +9,7 @@ requests take ceil(400 / PER_H100) = 7 of them), and the inventories are whole 8
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -120,17 +121,95 @@ def test_placement_keeps_the_last_whole_nodes_as_spares():
     assert laid.notes == []
 
 
-def test_a_disaggregated_plan_without_room_for_its_spares_is_refused():
-    """plan --serving disagg's search does not count the spares yet: pools of 4 + 6 H100 GPUs beside
-    one 8-GPU spare node need 18 GPUs, more than --max-gpus 16, so the plan is refused, saying so;
-    within 18 it stands."""
+def _pair(chips: tuple[str, str], prices: dict[str, float], prefill: int, decode: int, rank: int):
+    """A prefill × decode pair of 1-GPU instances whose fewest counts at 1 request/s are `prefill`
+    and `decode` (each prefill instance hands over 1/s; each decode instance serves 1/decode per
+    second), priced per GPU-hour by chip."""
     from types import SimpleNamespace
 
-    from planner.report.disagg_plan import spares_beyond
-    from planner.request import PoolLimits
+    from planner.search.disagg import RATE_UNITS, Pair
 
-    roles = [(SimpleNamespace(chip="h100", gpus=4), None, 8), (SimpleNamespace(chip="h100", gpus=6), None, 8)]
-    (why,) = spares_beyond(roles, PoolLimits(chips=("h100",), max_gpus=16, spare=1))
-    assert "take 10 GPUs" in why and "leaves 8" in why and "raise --max-gpus to 18" in why
-    assert spares_beyond(roles, PoolLimits(chips=("h100",), max_gpus=18, spare=1)) == []
-    assert spares_beyond(roles, PoolLimits(chips=("h100",), max_gpus=16)) == []
+    def one(role):
+        return SimpleNamespace(row=SimpleNamespace(gpus=1, shape=(role, rank)))
+
+    chip = {c: SimpleNamespace(id=c, price_per_gpu_hour=prices[c]) for c in chips}
+    return Pair(prefill=one("prefill"), prefill_chip=chip[chips[0]], decode=one("decode"), decode_chip=chip[chips[1]],
+                handover=None,
+                prefill_min=prefill, prefill_link=RATE_UNITS, decode_serve=-(-RATE_UNITS // decode),
+                decode_link=RATE_UNITS * 100, queue_seconds=0.0, rank=rank)
+
+
+def test_the_disaggregated_search_keeps_the_spare_nodes_of_the_chips_it_uses():
+    """By hand, chips a ($2/GPU-hour) and b ($4), 8-GPU nodes, --max-gpus 16 on each:
+    A: 5 prefill + 4 decode on a = 9 GPUs, $18;  C: 6 prefill on a + 2 decode on b, $12 + $8 = $20;
+    B: 3 + 3 on b = 6 GPUs, $24. Without spares A is the cheapest. With --spare 1 each chip in use
+    keeps 8 of its 16 GPUs: A (9 on a) no longer fits, C (6 on a, 2 on b) does and beats B. At
+    --max-gpus 17 A fits beside one spare node of a (9 + 8 = 17): one spare per chip, not per pool.
+    With --spare 2 nothing fits 16 beside 16 spare GPUs; the nearest fit is B's 6 + 16 = 22."""
+    from planner.request import PoolLimits
+    from planner.search.disagg import beyond_inventory, build_and_solve
+
+    prices = {"a": 2.0, "b": 4.0}
+    a, c, b = (_pair(("a", "a"), prices, 5, 4, 0), _pair(("a", "b"), prices, 6, 2, 1),
+               _pair(("b", "b"), prices, 3, 3, 2))
+    nodes = {"a": 8, "b": 8}
+
+    def chosen(max_gpus, spare):
+        limits = PoolLimits(chips=("h100",), max_gpus=max_gpus, spare=spare)
+        status, ranked = build_and_solve([a, c, b], 1.0, limits, 1, nodes)
+        return (status, ranked[0]) if ranked else (status, None)
+
+    assert chosen(16, 0) == ("OPTIMAL", (a, 5, 4))
+    assert chosen(16, 1) == ("OPTIMAL", (c, 6, 2))
+    assert chosen(17, 1) == ("OPTIMAL", (a, 5, 4))
+    assert chosen(16, 2) == ("INFEASIBLE", None)
+    why = beyond_inventory([a, c, b], 1.0, PoolLimits(chips=("h100",), max_gpus=16, spare=2), nodes)
+    assert "--spare 2 whole nodes kept free" in why and why.endswith("nearest fit: --max-gpus 22")
+
+
+PD = dict(model="llama-3.1-8b", concurrency=1, context_length=8192, ttft_ms=1500.0, tpot_ms=30.0, serving="disagg",
+          tp=(1, 2), max_num_batched_tokens=(8192,), gpu_memory_utilization=(0.9,))
+
+
+def _on_chips(plan) -> dict[str, int]:
+    """A disaggregated plan's GPUs on each chip it uses."""
+    use = {plan.prefill.chip: plan.prefill.gpus}
+    use[plan.decode.chip] = use.get(plan.decode.chip, 0) + plan.decode.gpus
+    return use
+
+
+def test_spares_move_a_disaggregated_fleet_within_max_gpus():
+    """plan --serving disagg on H100 and H200 at 60 requests/s within --max-gpus 16: the cheapest
+    fleet takes more than 8 GPUs of one chip, so with --spare 1 (8 of each chip's 16 kept free) it
+    no longer fits. The plan is then, by the law of the search, the cheapest of every priced
+    prefill × decode pair at its fewest counts whose GPUs on each chip it uses are at most 16 − 8;
+    placement keeps each chip's last node as its spare, off the pools."""
+    from planner.report.disagg_plan import plan_disagg
+    from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
+    from planner.search import disagg
+
+    service = ServiceSpec(**PD, workload=WorkloadSpec(isl=2000, osl=200, requests_per_second=60.0))
+    chips = ("h100", "h200")
+    free = plan_disagg(service, PoolLimits(chips=chips, max_gpus=16))
+    assert free.feasible and max(_on_chips(free).values()) > 8
+    found = disagg.search(service, PoolLimits(chips=chips), alternatives=0)
+    units = math.ceil(60.0 * disagg.RATE_UNITS)
+
+    def on_chips(pair) -> dict[str, int]:
+        p, d = pair.fewest(units)
+        use = {pair.prefill_chip.id: p * pair.prefill.row.gpus}
+        use[pair.decode_chip.id] = use.get(pair.decode_chip.id, 0) + d * pair.decode.row.gpus
+        return use
+
+    fitting = [q for q in found.pairs if max(on_chips(q).values()) <= 16 - 8]
+    cheapest = min(round(q.cost(units), 4) for q in fitting)
+    kept = plan_disagg(service, PoolLimits(chips=chips, max_gpus=16, spare=1))
+    assert kept.feasible and kept.cost_per_hour == pytest.approx(cheapest)
+    use = _on_chips(kept)
+    assert use in [on_chips(q) for q in fitting if round(q.cost(units), 4) == cheapest]
+    assert kept.cost_per_hour > free.cost_per_hour
+    spares = {n.node for n in kept.nodes if n.spare}
+    assert spares == {f"{c}-1" for c in use}  # each chip's last node of its 16
+    held = {s.node for pool in (kept.prefill, kept.decode) for i in pool.instances for s in i.slots}
+    assert not held & spares
+    assert all(max(_on_chips(alt).values()) <= 8 for alt in kept.alternatives)  # they keep the spares' room too

@@ -100,31 +100,6 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
                        running))
 
 
-def spares_beyond(roles: list, limits: PoolLimits) -> list[str]:
-    """Why the chosen pools and their --spare nodes do not fit --max-gpus on a chip, one line per
-    chip (none when they fit): the disaggregated search (planner/search/disagg.py) does not yet
-    count the spares, so a plan that leaves them no room is no answer."""
-    if limits.max_gpus is None or not limits.spare:
-        return []
-    from planner.candidates.shapes import pool_gpus
-
-    use: dict[str, int] = {}
-    per_node: dict[str, int] = {}
-    for pool, _, node in roles:
-        use[pool.chip] = use.get(pool.chip, 0) + pool.gpus
-        per_node[pool.chip] = node
-    out = []
-    for chip, gpus in use.items():
-        left = pool_gpus(limits.max_gpus, per_node[chip], limits.spare)
-        if gpus > left:
-            out.append(f"{chip}: the prefill and decode pools take {gpus} GPUs, and --max-gpus {limits.max_gpus} "
-                       f"leaves {left} beside the {limits.spare} spare node{'s' if limits.spare > 1 else ''} of "
-                       f"{per_node[chip]} GPUs kept free (--spare {limits.spare}); the disaggregated search does not "
-                       f"count the spares, so raise --max-gpus to {gpus + limits.spare * per_node[chip]} or lower "
-                       "--spare")
-    return out
-
-
 def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None):
     """The disaggregated plan (planner/report/serving.py DisaggPlan) with the best fleets of the
     next shapes as its alternatives, or why none fits."""
@@ -136,9 +111,7 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | No
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
                           requests_per_second=found.rate, seconds=round(found.seconds, 3))
     best, *rest = [_fleet(found, service, limits, *choice) for choice in found.ranked]
-    if not best.feasible:  # its pools leave --spare no room within --max-gpus
-        return best
-    return best.model_copy(update={"alternatives": [f for f in rest if f.feasible]})
+    return best.model_copy(update={"alternatives": rest})
 
 
 def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int):
@@ -153,11 +126,6 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
     util = rate / (p * pf.row.shape.dp * pf.service_rate)
     spent = pair.queue_seconds + pf.prompt_seconds + h.seconds + dec.step_seconds
     roles = role_pools(model, service, limits, pair, p, d, rate)
-    beyond = spares_beyond(roles, limits)
-    if beyond:
-        return DisaggPlan(feasible=False, explanations=beyond, solver_status=found.status,
-                          candidates_evaluated=found.evaluated, pairs=len(found.pairs),
-                          requests_per_second=found.rate, seconds=round(found.seconds, 3))
     shapes = [PoolShape(pool.role, pool.chip, pool.replicas, pool.gpus_per_replica, pool.tensor_parallel_size,
                         role=pool.role) for pool, _, _ in roles]
     chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits).tp_domain)

@@ -301,7 +301,7 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
     """The router of a disaggregated service in front of its prefill and decode pools' Services
     (`prefill`, `decode`: their pool names): vLLM's proxy, as the plan names it (planner/report/
     disagg_launch.py `router`), on all addresses (its own default is 127.0.0.1), with a Service."""
-    from planner.report.disagg_launch import ROUTER_PORT
+    from planner.report.disagg_launch import ROUTER_PORT, router_host
 
     router = _name(name)
     if options.target == "llm-d":
@@ -316,7 +316,7 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
              "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
     probe = {"httpGet": {"path": "/healthcheck", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
     proxy = {"name": "router", "image": options.image, "command": ["python3", path],
-             "args": ["--host", "0.0.0.0", "--port", str(ROUTER_PORT), "--prefiller-hosts", _name(prefill),
+             "args": ["--host", router_host(), "--port", str(ROUTER_PORT), "--prefiller-hosts", _name(prefill),
                       "--prefiller-ports", api, "--decoder-hosts", _name(decode), "--decoder-ports", api],
              "ports": [{"name": "http", "containerPort": ROUTER_PORT, "protocol": "TCP"}],
              "readinessProbe": probe, "livenessProbe": probe,

@@ -18,7 +18,10 @@ then the model, for pairs k with y[k] ∈ {0,1} (exactly one), p[k], d[k] the in
     link_p[k] · p[k] ≥ rate · y[k]                 the prefill ranks' links hand over the rate's KV bytes
     X_d[k] · d[k] ≥ rate · y[k]                    the decode pool serves the rate within TPOT and memory
     link_d[k] · d[k] ≥ rate · y[k]                 the decode ranks' links take the rate's KV bytes in
-    Σ gpus on chip c ≤ --max-gpus                  (rates in 1/1000 request per second, capacities floored)
+    Σ gpus on chip c + spare[c] · Σ_{k on c} y[k] ≤ --max-gpus
+                                                   shared GPUs, less the spare whole nodes' GPUs (--spare N:
+                                                   N × the chip's node) of a chip the chosen pair uses
+                                                   (rates in 1/1000 request per second, capacities floored)
 
 minimising cost per hour, then GPUs, then the pair's rank (larger prefill budget, then the smaller
 shapes), in one objective folded as cpsat.py folds its keys. The model takes each pair at its fewest
@@ -260,15 +263,16 @@ def shapes_of(pair: Pair) -> tuple:
     return pair.prefill_chip.id, pair.prefill.row.shape, pair.decode_chip.id, pair.decode.row.shape
 
 
-def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits,
-                    wanted: int = 1) -> tuple[str, list[tuple[Pair, int, int]]]:
+def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: int = 1,
+                    per_node: dict[str, int] | None = None) -> tuple[str, list[tuple[Pair, int, int]]]:
     """The best fleet (the CP-SAT model of the module's docstring: the chosen pair and its two
     counts), then the best fleets of the next shapes, `wanted` in all: each re-solve leaves out
     every pair of the shapes already reported, as the aggregated plan's alternatives do
-    (planner/search/cpsat.py search). The status is the first solve's."""
+    (planner/search/cpsat.py search). `per_node`: GPUs per node of each chip, for its --spare
+    nodes. The status is the first solve's."""
     status, ranked, left = "INFEASIBLE", [], list(pairs)
     for n in range(wanted):
-        found_status, found = _solve(left, rate, limits)
+        found_status, found = _solve(left, rate, limits, per_node or {})
         if n == 0:
             status = found_status
         if found is None:
@@ -281,19 +285,28 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits,
     return status, ranked
 
 
-def _solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple[str, tuple[Pair, int, int] | None]:
+def spare_gpus(limits: PoolLimits, per_node: dict[str, int]) -> dict[str, int]:
+    """GPUs of each chip's --spare whole nodes, where an inventory (--max-gpus) must keep them."""
+    if limits.max_gpus is None or not limits.spare:
+        return {}
+    return {chip: limits.spare * node for chip, node in per_node.items()}
+
+
+def _solve(pairs: list[Pair], rate: float, limits: PoolLimits,
+           per_node: dict[str, int]) -> tuple[str, tuple[Pair, int, int] | None]:
     """One solve of the module's CP-SAT model over `pairs`."""
     units = math.ceil(rate * RATE_UNITS)
     m = cp_model.CpModel()
     price_units = defaults.value("solver.price_units_per_dollar")
     cap = limits.max_gpus
+    kept = spare_gpus(limits, per_node)
     ys, ps, ds = [], [], []
     cost = gpus = rank = 0
     top = 0
     for k, pair in enumerate(pairs):
         p_lo, d_lo = pair.fewest(units)
-        p_hi = max(p_lo, cap // pair.prefill.row.gpus) if cap else p_lo
-        d_hi = max(d_lo, cap // pair.decode.row.gpus) if cap else d_lo
+        p_hi = max(p_lo, (cap - kept.get(pair.prefill_chip.id, 0)) // pair.prefill.row.gpus) if cap else p_lo
+        d_hi = max(d_lo, (cap - kept.get(pair.decode_chip.id, 0)) // pair.decode.row.gpus) if cap else d_lo
         y = m.new_bool_var(f"y{k}")
         p = m.new_int_var(0, p_hi, f"p{k}")
         d = m.new_int_var(0, d_hi, f"d{k}")
@@ -318,7 +331,12 @@ def _solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple[str, tup
             use = [pair.prefill.row.gpus * p for pair, p in zip(pairs, ps, strict=True)
                    if pair.prefill_chip.id == chip]
             use += [pair.decode.row.gpus * d for pair, d in zip(pairs, ds, strict=True) if pair.decode_chip.id == chip]
-            m.add(sum(use) <= cap)
+            if kept.get(chip):  # exactly one y is 1: their sum over the pairs on the chip is whether it is used
+                used = [y for pair, y in zip(pairs, ys, strict=True) if chip in (pair.prefill_chip.id,
+                                                                                 pair.decode_chip.id)]
+                m.add(sum(use) + kept[chip] * sum(used) <= cap)
+            else:
+                m.add(sum(use) <= cap)
     rank_range = max(p.rank for p in pairs) + 2
     if (top + 1) * rank_range >= cpsat.INT_LIMIT:
         raise OverflowError("the objective exceeds 2^62: lower --max-gpus or the rate")
@@ -357,15 +375,36 @@ def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = 
     pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
     if not pairs:
         return DisaggSearch([], None, "INFEASIBLE", evaluated, time.perf_counter() - start, why, model, rate)
-    status, ranked = build_and_solve(pairs, rate, limits, wanted)
+    per_node = {s.chip.id: s.table.gpus_per_node for s in p_sides + d_sides}
+    status, ranked = build_and_solve(pairs, rate, limits, wanted, per_node)
     ranked = [(Pair(**{**pair.__dict__, "queue_seconds": md1_wait(rate / (p * pair.prefill.row.shape.dp),
                                                                    pair.prefill.service_rate)}), p, d)
               for pair, p, d in ranked]
     chosen = ranked[0] if ranked else None
     if chosen is None:
-        why = why or [f"no prefill × decode pair fits within --max-gpus {limits.max_gpus}"]
+        why = why or [beyond_inventory(pairs, rate, limits, per_node)]
     return DisaggSearch(pairs, chosen, status, evaluated, time.perf_counter() - start, why, model, rate,
                         ranked)
+
+
+def beyond_inventory(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dict[str, int]) -> str:
+    """Why no pair fits --max-gpus (with its --spare nodes kept on every chip the pair uses), and
+    the nearest --max-gpus that holds one: the least, over the pairs at their fewest counts, of the
+    most GPUs the pair and its spares take on one chip."""
+    units = math.ceil(rate * RATE_UNITS)
+    kept = spare_gpus(limits, per_node)
+
+    def need(pair: Pair) -> int:
+        fleet = FleetPair(pair, *pair.fewest(units), 0)
+        return max(fleet.gpus_on(c) + kept.get(c, 0) for c in fleet.chips)
+
+    spares = ""
+    if kept:
+        nodes = ", ".join(f"{n} GPUs of {c}" for c, n in sorted(kept.items()))
+        plural = "s" if limits.spare > 1 else ""
+        spares = f" beside the --spare {limits.spare} whole node{plural} kept free on each chip a pair uses ({nodes})"
+    return (f"no prefill × decode pair fits within --max-gpus {limits.max_gpus}{spares}; nearest fit: --max-gpus "
+            f"{min(need(p) for p in pairs)}")
 
 
 def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits, stages: bool = False) -> ChipTable:
