@@ -25,6 +25,7 @@ def test_every_run_is_fully_stated_with_its_source():
         b = r.benchmark
         assert b["dataset"] == "random" and b["input_len"] > 0 and b["output_len"] > 0 and b["num_prompts"] > 0
         assert b["request_rate"] == "inf" and b["seed"] == 42
+        assert b["backend"] == "openai-chat" and b["endpoint"] == "/v1/chat/completions"  # the client, as stated
         assert all(r.measured[k] > 0 for k in FIGURES), r.id
         # the lengths are the run's own: its totals over its requests
         assert abs(r.measured["input_tokens"] / r.measured["requests"] / b["input_len"] - 1) <= 0.01 + 1e-9

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 
 from pricing.kernel.kernel import Kernel
 from pricing.kernel.startup import Startup, failed_check_at
@@ -31,17 +30,17 @@ class Capacity:
         k = self.kernel
         if not Startup(k).starts:
             return 0
-        return self._within(k.num_blocks(), [s.kv_pool() for s in k.stages()], margin)
+        return self._within(k.instance.num_blocks(), [s.kv_pool() for s in k.instance.ranks], margin)
 
     def held_at(self, budget: int, margin: float = 0.0) -> int:
         """`requests_held` at `budget`, every other setting held: the pool is affine in the budget
         and nothing else a rank holds depends on it, so a sweep over utilizations asks this of one
         kernel instead of building one per utilization (the start-up checks at that budget too)."""
         k = self.kernel
-        if any(failed_check_at(s, budget) is not None for s in k.stages()):
+        ranks = k.instance.ranks
+        if any(failed_check_at(s, budget) is not None for s in ranks):
             return 0
-        return self._within(min(s.blocks_at(budget) for s in k.stages()), [s.pool_at(budget) for s in k.stages()],
-                            margin)
+        return self._within(min(s.blocks_at(budget) for s in ranks), [s.pool_at(budget) for s in ranks], margin)
 
     def _within(self, blocks: int, pools: list[int], margin: float) -> int:
         k = self.kernel
@@ -52,11 +51,10 @@ class Capacity:
         if layout.grouped:
             held = (int(blocks * keep) - 1) // k.blocks_per_request()  # less the null block
         else:
-            held = min(int(pool * keep) // s.request_bytes() for pool, s in zip(pools, k.stages(), strict=True))
+            held = min(int(pool * keep) // s.request_bytes() for pool, s in zip(pools, k.instance.ranks, strict=True))
         return max(0, min(k.engine.max_num_seqs, held))
 
 
-@lru_cache(maxsize=64)
 def _kept(margin: float) -> Fraction:
     """The share of a pool counted on with a `margin` held back, exactly (the margin as written)."""
     return Fraction(1) - Fraction(str(margin))

@@ -8,7 +8,6 @@ A pack (one module per vLLM release, `RulesPack` in pricing/rules/release.py) co
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from math import lcm
 
 from pricing.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, Request
@@ -141,7 +140,6 @@ class Ceilings:
     sizes: tuple[int, ...]
 
 
-@lru_cache(maxsize=4096)
 def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, default_max: int,
                      grid: tuple[tuple[int, ...], int, int, int]) -> Ceilings:
     """CUDA-graph capture sizes (config/vllm.py:2398-2640, vllm-0.33-memory.md §9.3) on the
