@@ -476,3 +476,13 @@ def test_a_plan_nothing_fits_says_its_chart_was_not_written(tmp_path, capsys):
                  "--chart", str(out)]) == 1
     assert f"--chart wrote nothing: no pool fits ({out} not written)" in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_chip_in_stock_that_no_variant_uses_shows_its_inventory(drawn, tmp_path):
+    """Idle inventory is part of the answer: its line stands over an empty place."""
+    review = review_of(result("base", [pool("chat", "b200", 9, 6.03)], {"h200": 32, "b200": 16}))
+    charts.variants_chart(review, str(tmp_path / "v.png"))
+    (fig,) = drawn
+    assert {a.get_gid() for a in by_gid(fig, "inventory-")} == {"inventory-b200-0", "inventory-h200-0"}
+    assert {a.get_gid() for a in by_gid(fig, "bars-")} == {"bars-b200-0-chat"}
+    assert {"32 h200 in stock", "16 b200 in stock", "9 b200"} <= set(words(fig)) and overlaps(fig) == []

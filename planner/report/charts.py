@@ -381,7 +381,8 @@ def variants_chart(c: Comparison, path: str) -> None:
     results = c.results
     services = list(dict.fromkeys(p.service for r in results for p in r.services))
     colour = {name: f"C{i % 10}" for i, name in enumerate(services)}
-    chips = sorted({p.chip for r in results for p in r.services})
+    chips = sorted({p.chip for r in results for p in r.services}  # the chips used, and those in stock unused
+                   | {u.chip for r in results if r.feasible for u in r.chips if u.available})
     estimated, notes = _estimated(results)
     width = 0.8 / max(1, len(chips))
     fig, (ax_gpus, ax_cost) = figure(max(4.0, (1.0 + 0.4 * len(chips)) * len(results) + 0.5), 4.6, panels=2)

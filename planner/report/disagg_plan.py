@@ -13,6 +13,7 @@ from planner.report.numbers import count, duration, given, money, number, percen
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
+from pricing.errors import quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.serving.queueing import md1_wait
@@ -100,14 +101,16 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
                        running))
 
 
-def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None):
+def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None, named=None):
     """The disaggregated plan (planner/report/serving.py DisaggPlan) with the best fleets of the
-    next shapes as its alternatives, or why none fits."""
+    next shapes as its alternatives, or why none fits (a rejected flag named as `named` calls its
+    field: the command's flag; None: the field)."""
     from planner.report.serving import DisaggPlan
 
     found = search(service, limits, alternatives)
     if found.chosen is None:
-        return DisaggPlan(feasible=False, explanations=found.explanations, solver_status=found.status,
+        return DisaggPlan(feasible=False, explanations=[quoted(line, named) for line in found.explanations],
+                          solver_status=found.status,
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
                           requests_per_second=found.rate, seconds=round(found.seconds, 3))
     best, *rest = [_fleet(found, service, limits, *choice) for choice in found.ranked]
@@ -160,7 +163,7 @@ def handover_of(pair):
                     one_node=pair.node_gpus is not None)
 
 
-def plan_serving(request):
+def plan_serving(request, named=None):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
     cheaper (planner/report/serving.py ServingChoice; the aggregated plan wins a tie)."""
     from planner.report.plan import plan
@@ -168,8 +171,8 @@ def plan_serving(request):
 
     service, limits = request.service, request.limits
     mode = service.serving
-    agg = plan(request) if mode in ("agg", "auto") else None
-    dis = plan_disagg(service, limits, request.alternatives) if mode in ("disagg", "auto") else None
+    agg = plan(request, named) if mode in ("agg", "auto") else None
+    dis = plan_disagg(service, limits, request.alternatives, named) if mode in ("disagg", "auto") else None
     chosen, why = _cheaper(agg, dis)
     return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
 

@@ -46,7 +46,7 @@ from planner.candidates.table import ChipTable, Row, candidate_table, priced_chi
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
 from pricing.chips import Chip
-from pricing.errors import InputError
+from pricing.errors import InputError, Quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel.connector import stages_refused
@@ -100,12 +100,12 @@ def rate_of(service: ServiceSpec) -> float:
     """The request rate a disaggregated fleet is sized for: --requests-per-second."""
     w = service.workload
     if w is None:
-        raise InputError("--serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
+        raise InputError("serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
     if w.requests_per_second is None:
-        raise InputError("--serving", "disaggregated serving is sized by a request rate",
+        raise InputError("serving", "disaggregated serving is sized by a request rate",
                          "add --requests-per-second (or --concurrency with --ttft-ms and --tpot-ms)")
     if service.ttft_ms is None:
-        raise InputError("--serving", "the prefill pool is sized by the time to first token, queueing included",
+        raise InputError("serving", "the prefill pool is sized by the time to first token, queueing included",
                          "add --ttft-ms")
     return w.requests_per_second
 
@@ -149,7 +149,7 @@ def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[l
             else:
                 found = (row, DECODE.step_model(model, side.chip, service, row))
         except InputError as err:
-            why.append(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: {err}")
+            why.append(Quoted(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: ", err))
             continue
         if isinstance(found, str):
             why.append(f"{side.chip.id} tp {row.shape.tp} × dp {row.shape.dp}: {found}")
@@ -194,7 +194,9 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
         decodes += [(side, row, sm) for row, sm in found]
         why += refused
     if not prefills:
-        why.append("prefill: no candidate instance" + (f" ({why[0]})" if why else ""))
+        first = why[0] if why else None
+        why.append(first.within("prefill: no candidate instance (", ")") if isinstance(first, Quoted)
+                   else "prefill: no candidate instance" + (f" ({first})" if first else ""))
     if not decodes:
         why.append("decode: no candidate instance")
     pairs: list[Pair] = []
