@@ -129,7 +129,7 @@ def summary(out: dict) -> str:
     stages = first.get("solver_stages")
     status = first["solver_status"] if not stages else "; ".join(
         f"{s['stage']} {s['status']}" + (f" gap {s['gap']:.2%}" if s.get("gap") else "") for s in stages)
-    held = sum(p["concurrency"] for p in first["services"])
+    held = sum(p["held"] for p in first["services"])
     text = (f"{'feasible' if first['feasible'] else 'infeasible'}, {status}, {first['gpus']} GPUs, "
             f"${first['cost_per_hour']:,.2f}/h, {held:,} held")
     if len(results) > 1:

@@ -3,18 +3,22 @@ parameters, each `{value, source, how}` like the pricing registry."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pricing import yaml_fast
-from pricing.registry import Sourced
+from pricing.registry import Sourced, shipped
 
 PATH = Path(__file__).with_name("defaults.yaml")
 
 
-@lru_cache(maxsize=1)
 def _values() -> dict[str, Sourced]:
+    """planner/defaults.yaml by name, read once and kept by the shipped registry, the owner of the
+    package's data (Registry.derived)."""
+    return shipped().derived(("planner.defaults",), _read)
+
+
+def _read() -> dict[str, Sourced]:
     out: dict[str, Sourced] = {}
 
     def walk(prefix: str, node: Any) -> None:

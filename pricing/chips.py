@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache, lru_cache
 
 from pricing.errors import InputError, suggest
 from pricing.registry import Sourced, load
@@ -62,39 +61,46 @@ class Chip:
         prov = list(self.provenance)
         if memory_bytes is not None:
             if memory_bytes <= 0:
-                raise InputError("--memory-bytes", f"must be positive, got {memory_bytes}", "give the chip's bytes")
+                raise InputError("memory_bytes", f"must be positive, got {memory_bytes}", "give the chip's bytes")
             chip = replace(chip, memory_bytes=int(memory_bytes))
             prov = [p for p in prov if not p.name.endswith(".memory_bytes")]
             prov.append(Sourced(f"chips.{self.id}.memory_bytes", int(memory_bytes), "user override", "given"))
         if price is not None:
             if price < 0:
-                raise InputError("--price", f"must not be negative, got {price}", "give USD per GPU-hour")
+                raise InputError("price", f"must not be negative, got {price}", "give USD per GPU-hour")
             chip = replace(chip, price_per_gpu_hour=float(price), price_estimate=False, price_as_of="given")
             prov = [p for p in prov if not p.name.endswith(".price_per_gpu_hour")]
             prov.append(Sourced(f"chips.{self.id}.price_per_gpu_hour", float(price), "user override", "given"))
         return replace(chip, provenance=tuple(prov))
 
 
-@lru_cache(maxsize=1)
 def _aliases() -> dict[str, str]:
-    """Alias (lower case) -> chip id; reads every chip's file."""
-    chips = load().raw["chips"]["chips"]
-    return {alias.lower(): chip_id for chip_id, data in chips.items() for alias in data.get("aliases", [])}
+    """Alias (lower case) -> chip id; reads every chip's file (once per registry: Registry.derived)."""
+    reg = load()
+
+    def aliases() -> dict[str, str]:
+        chips = reg.raw["chips"]["chips"]
+        return {alias.lower(): chip_id for chip_id, data in chips.items() for alias in data.get("aliases", [])}
+
+    return reg.derived(("chips.aliases",), aliases)
 
 
 def chip_ids() -> list[str]:
     return sorted(load().chip_ids())
 
 
-@cache
 def get_chip(name: str) -> Chip:
     """A chip by id or alias (case-insensitive). An id reads that chip's file only; an alias or a
-    misspelt name reads them all."""
+    misspelt name reads them all. Built once per registry in use and name (Registry.derived)."""
+    return load().derived(("chips.chip", name), lambda: _chip(name))
+
+
+def _chip(name: str) -> Chip:
     key = (name or "").strip().lower()
     chip_id = key if key in load().chip_ids() else _aliases().get(key)
     if chip_id is None:
         near = suggest(key, [*chip_ids(), *_aliases()])
-        raise InputError("--chip", f"unknown chip {name!r}" + (f"; {near}" if near else ""),
+        raise InputError("chip", f"unknown chip {name!r}" + (f"; {near}" if near else ""),
                          "see `plan chips`" if near else f"use one of {', '.join(chip_ids())}")
     reg = load()
     data = reg.chip_file(chip_id)["chip"]

@@ -4,11 +4,13 @@ validation/vllm_serving_runs.yaml (the serving simulator's validation, README "S
     python scripts/gpustack_serving_runs.py DOCS_DIR COMMIT   # DOCS_DIR: a gpustack checkout's docs/performance-lab
 
 A run is kept when its document states the hardware, the vLLM release, the `vllm serve` command (only flags the
-planner models: tp, dp, expert parallel, max-model-len, max-num-seqs, max-num-batched-tokens, gpu-memory-
-utilization, async scheduling), and the benchmark is one of its random datasets (fixed lengths, every request
-sent at once: `vllm bench serve --dataset-name random --random-input-len I --random-output-len O --num-prompts N
---seed 42`, no --request-rate, no --max-concurrency). ShareGPT runs are left out: their per-request lengths are not
-stated. Every figure is copied from the document's result block.
+planner models: tp, dp, pp, expert parallel, max-model-len, max-num-seqs, max-num-batched-tokens, gpu-memory-
+utilization, async scheduling; the API server's tokenizer mode and reasoning and tool parsers are passed over, as
+the engine never sees them), on at most the GPUs its hardware states, and the benchmark is one of its random
+datasets (fixed lengths, every request sent at once, the client's backend and endpoint stated: `vllm bench serve
+--backend openai-chat --endpoint /v1/chat/completions --dataset-name random --random-input-len I
+--random-output-len O --num-prompts N --seed 42`, no --request-rate, no --max-concurrency). ShareGPT runs are
+left out: their per-request lengths are not stated. Every figure is copied from the document's result block.
 """
 
 from __future__ import annotations
@@ -23,13 +25,20 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "validation" / "vllm_serving_runs.yaml"
 CARDS = {"Qwen/Qwen3-32B": "qwen3-32b", "openai/gpt-oss-20b": "gpt-oss-20b", "openai/gpt-oss-120b": "gpt-oss-120b",
          "Qwen/Qwen3-8B": "qwen3-8b", "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",
-         "deepseek-ai/DeepSeek-R1-0528": "dsr1"}
+         "deepseek-ai/DeepSeek-R1-0528": "dsr1", "deepseek-ai/DeepSeek-V3.2": "dsv3.2",
+         # the 2507 FP8 checkpoint: the card's architecture and FP8 block quantization, its 40,960 positions
+         # (2507's 262,144 only raise max_model_len, which no run here reaches)
+         "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "qwen3-235b-a22b-fp8"}
 CHIPS = {"H100 SXM": "h100", "H100 80GB": "h100", "H200": "h200", "A100 SXM 80GB": "a100-80gb"}
 FLAGS = {"--tensor-parallel-size": "tensor_parallel_size", "-tp": "tensor_parallel_size",
          "--tp": "tensor_parallel_size",
          "--max-model-len": "max_model_len", "--max-num-seqs": "max_num_seqs",
          "--max-num-batched-tokens": "max_num_batched_tokens", "--gpu-memory-utilization": "gpu_memory_utilization",
-         "--data-parallel-size": "data_parallel_size", "-dp": "data_parallel_size"}
+         "--data-parallel-size": "data_parallel_size", "-dp": "data_parallel_size",
+         "--pipeline-parallel-size": "pipeline_parallel_size", "-pp": "pipeline_parallel_size"}
+# the API server's own: how text becomes tokens and replies are parsed, nothing the engine schedules or runs
+FRONTEND = {"--tokenizer-mode": True, "--reasoning-parser": True, "--tool-call-parser": True,
+            "--enable-auto-tool-choice": False}
 SWITCHES = {"--enable-expert-parallel": ("enable_expert_parallel", True),
             "--async-scheduling": ("async_scheduling", True)}
 METRICS = {"Successful requests": "requests", "Benchmark duration (s)": "duration_s",
@@ -58,6 +67,8 @@ def flags_of(command: str) -> dict | None:
             out[FLAGS[key]] = float(value) if "." in value else int(value)
         elif key in SWITCHES:
             out[SWITCHES[key][0]] = SWITCHES[key][1]
+        elif key in FRONTEND:
+            i += FRONTEND[key] and not value
         else:
             return None
         i += 1
@@ -69,7 +80,13 @@ def runs_of(path: Path, url: str) -> list[dict]:
     release = re.search(r"- vLLM: (v[\d.]+\S*)", text)
     hardware = re.search(r"### Hardware\s+(.+)", text)
     lengths = [tuple(int(x) for x in m) for m in re.findall(r"(\d+) input tokens, (\d+) output tokens", text)]
-    if not release or not hardware or not lengths:
+    bench = re.search(r"vllm bench serve[^\n]*--dataset-name random[^\n]*", text)
+    if not release or not hardware or not lengths or not bench:
+        return []
+    words = bench.group(0).split()
+    client = {k: words[words.index(f) + 1] for k, f in (("backend", "--backend"), ("backend", "--endpoint-type"),
+                                                        ("endpoint", "--endpoint"), ("seed", "--seed")) if f in words}
+    if set(client) != {"backend", "endpoint", "seed"}:
         return []
     hw = hardware.group(1)
     chip = next((c for name, c in CHIPS.items() if name in hw), None)
@@ -81,13 +98,14 @@ def runs_of(path: Path, url: str) -> list[dict]:
         if deployment is None or deployment["hf_id"] not in CARDS or chip is None:
             continue
         for result in m.group("out").split("Serving Benchmark Result")[1:]:
-            run = _run(result, lengths, deployment, chip, gpus, release.group(1), url)
+            run = _run(result, lengths, deployment, chip, gpus, release.group(1), url, client)
             if run is not None:
                 found.append(run)
     return found
 
 
-def _run(result: str, lengths, deployment: dict, chip: str, gpus: int, release: str, url: str) -> dict | None:
+def _run(result: str, lengths, deployment: dict, chip: str, gpus: int, release: str, url: str,
+         client: dict) -> dict | None:
     """One result block as a run, when its lengths are one of the document's random datasets (mean
     input within 1 %, every output token generated to within 1 %)."""
     deployment = dict(deployment)
@@ -104,8 +122,9 @@ def _run(result: str, lengths, deployment: dict, chip: str, gpus: int, release: 
     if match is None:  # ShareGPT, or outputs that stopped early: lengths not as stated
         return None
     deployment.setdefault("tensor_parallel_size", 1)
-    world = deployment["tensor_parallel_size"] * deployment.get("data_parallel_size", 1)
-    if world != gpus:
+    world = (deployment["tensor_parallel_size"] * deployment.get("data_parallel_size", 1)
+             * deployment.get("pipeline_parallel_size", 1))
+    if world > gpus:  # a run on fewer of the machine's GPUs than it has is as stated (tp 4 on an 8-GPU node)
         return None
     flags = "".join(f":{k}={v}" for k, v in sorted(deployment.items())
                     if k not in ("hf_id", "tensor_parallel_size"))
@@ -113,8 +132,10 @@ def _run(result: str, lengths, deployment: dict, chip: str, gpus: int, release: 
         "id": f"gpustack:{CARDS[deployment['hf_id']]}:{chip}:tp{world}{flags}:{match[0]}/{match[1]}:n{n}",
         "url": url, "model": CARDS[deployment.pop("hf_id")], "chip": chip, "release": release,
         "deployment": deployment,
+        # the client's backend and endpoint: openai-chat sends each prompt through the model's chat template
         "benchmark": {"dataset": "random", "input_len": match[0], "output_len": match[1], "num_prompts": n,
-                      "request_rate": "inf", "max_concurrency": None, "seed": 42},
+                      "request_rate": "inf", "max_concurrency": None, "seed": int(client["seed"]),
+                      "backend": client["backend"], "endpoint": client["endpoint"]},
         "measured": {k: figures[k] for k in METRICS.values() if k in figures},
     }
 

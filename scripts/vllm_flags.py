@@ -115,16 +115,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the file, write nothing (exit 1 on a change)")
     args = ap.parse_args()
-    text = json.dumps(collect(), indent=1) + "\n"
-    if args.check:
-        same = OUT.exists() and OUT.read_text() == text
-        print(f"{OUT.relative_to(ROOT)}: " + ("unchanged" if same else "differs"))
+    return write_fixture(OUT, collect(), args.check)
+
+
+def write_fixture(out: Path, data: dict, check: bool) -> int:
+    """Write `data` as the fixture `out` (whole or not at all), or with `check` compare only: exit
+    status 1 when it differs."""
+    text = json.dumps(data, indent=1) + "\n"
+    if check:
+        same = out.exists() and out.read_text() == text
+        print(f"{out.relative_to(ROOT)}: " + ("unchanged" if same else "differs"))
         return 0 if same else 1
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".tmp")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
     tmp.write_text(text)
-    tmp.replace(OUT)
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    tmp.replace(out)
+    print(f"wrote {out.relative_to(ROOT)}")
     return 0
 
 

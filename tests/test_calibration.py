@@ -215,5 +215,5 @@ def test_a_margin_never_holds_more():
     held = [Capacity(k).requests_held(m) for m in (0.0, 0.007, 0.05, 0.2, 0.9)]
     assert held == sorted(held, reverse=True) and held[0] == Capacity(k).requests_held() > held[-1]
     # by hand: the blocks kept are floor(num_blocks × (1 − m)), less the null block, per request
-    assert Capacity(k).requests_held(0.2) == min(k.engine.max_num_seqs, (int(k.num_blocks() * 0.8) - 1)
+    assert Capacity(k).requests_held(0.2) == min(k.engine.max_num_seqs, (int(k.instance.num_blocks() * 0.8) - 1)
                                        // k.blocks_per_request())

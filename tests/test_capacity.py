@@ -15,7 +15,7 @@ def test_requests_held_leave_the_null_block_out():
     assert block == 2 << 20
     d = Deployment(max_model_len=8192, max_num_seqs=64, kv_cache_memory_bytes=3 * per_request * block)
     k = Kernel.of(load_model("llama-3.1-8b"), d, get_chip("h200"))
-    assert (k.layout().bytes_per_block, k.blocks_per_request(), k.num_blocks()) == (block, per_request,
+    assert (k.layout().bytes_per_block, k.blocks_per_request(), k.instance.num_blocks()) == (block, per_request,
                                                                                       3 * per_request)
     assert Capacity(k).requests_held() == 2
     one_more = Deployment(**{**d.model_dump(), "kv_cache_memory_bytes": (3 * per_request + 1) * block})

@@ -243,3 +243,21 @@ def test_check_log_sizes_a_quantized_checkpoint_as_the_calibration_does(capsys, 
     weights = next(c for c in r["components"] if c["name"] == "weights")["predicted"]
     calibrated = predict(parse(FP8_DYNAMIC_LOG).record(gpu="h100"), weights="kernel").predicted["weights"]
     assert weights == calibrated and weights < 9 * 2**30
+
+
+def test_the_share_of_fact_lines_a_log_needs_is_the_registrys_and_sits_between_the_logs_and_readme():
+    from pricing.registry import load, overlay_from, using
+
+    entry = load()["startup_logs.fact_share"]
+    readme = parse((Path(__file__).resolve().parents[1] / "README.md").read_text())
+    excerpts = [parse(p.read_text()) for p in LOGS.glob("*.log")]
+    excerpts = [r for r in excerpts if r.release is None and not r.deployment]  # read as logs by their share alone
+    shares = [len(set(r.evidence.values())) / r.lines for r in excerpts]
+    assert excerpts and all(r.startup_log for r in excerpts) and not readme.startup_log
+    assert len(set(readme.evidence.values())) / readme.lines < entry.value < min(shares)
+    assert "0.375" in entry.source and "README.md" in entry.source  # the lowest excerpt's share, as measured here
+    assert round(min(shares), 3) == 0.375
+    # the value is read from the registry: an overlay that lowers it below README's share makes README a log
+    low = overlay_from({"startup_logs": {"fact_share": {"value": 0.001, "source": "test", "how": "test"}}})
+    with using(low):
+        assert readme.startup_log

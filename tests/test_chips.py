@@ -77,7 +77,7 @@ def test_a_plan_runs_on_every_chip(chip):
     result = plan(req)
     assert result.feasible, result.explanations
     best = result.best
-    assert best.concurrency >= 4 and best.price_estimate == get_chip(chip).price_estimate
+    assert best.held >= 4 and best.price_estimate == get_chip(chip).price_estimate
     assert best.cost_per_hour == pytest.approx(best.gpus * get_chip(chip).price_per_gpu_hour, abs=1e-4)
 
 

@@ -48,8 +48,13 @@ def test_memory_refuses_a_negative_pool_with_vllms_words(capsys):
 
 def test_memory_text_refusal_exits_1_and_prints_no_negative_pool(capsys):
     assert main(["memory", "--model", "dsv4.1-flash", "--chip", "h200"]) == 1
-    text = capsys.readouterr().out
-    assert "vLLM would not start" in text and "No available memory for the cache blocks" in text
+    captured = capsys.readouterr()
+    text, err = captured.out, captured.err
+    # the answer first: vLLM's reason as one line on stderr, the breakdown on stdout after it
+    assert err.count("\n") == 1 and err.startswith("plan: vLLM would not start (no_cache_memory): No available "
+                                                    "memory for the cache blocks")
+    assert "-tp 4 --enable-expert-parallel starts" in err
+    assert "vLLM would not start" not in text and text.startswith("dsv4.1-flash")
     k = kernel("dsv4.1-flash", "h200")
     short = (k.fixed_bytes().total - k.budget()) / GiB  # the registry's laws decide the figure
     assert short > 100 and "KV pool -" not in text and f"-{short:.0f}" not in text
@@ -78,7 +83,7 @@ def test_estimated_max_model_len_is_the_longest_that_fits():
                   kv_cache_memory_bytes=k.kv_pool())
     over = kernel("llama-3.1-70b", "h100", tensor_parallel_size=2, max_model_len=longest + 16,
                   kv_cache_memory_bytes=k.kv_pool())
-    assert fits.fits_one_request() and not over.fits_one_request()
+    assert fits.instance.fits_one_request() and not over.instance.fits_one_request()
 
 
 def test_kv_cache_memory_bytes_beyond_the_chip_is_refused(capsys):
@@ -181,3 +186,41 @@ def test_the_refusal_is_vllms_own_text(path):
                **project["deployment"])
     assert Startup(k).refusal() is not None and Startup(k).refusal().check == "one_request"
     assert Startup(k).message == case["vllm"]["error"]
+
+
+AWQ_72B = "LDCC--Qwen2.5-72B-Instruct-ko-AWQ.json"  # 29,568-wide MLP: 231 groups of 128, odd, so tp 2 splits one
+
+
+def test_an_awq_shard_refusal_suggests_the_split_that_starts_not_another_chip(capsys, shared_models):
+    # at tp 2 the down projection's 14,784-wide input shard is 115.5 groups of 128: the loader refuses it;
+    # at tp 1 the 231 groups are whole and the ~39 GiB of weights fit an H100 (the same chip generation)
+    config = str(shared_models / AWQ_72B)
+    code, out = _memory(capsys, "--model", config, "--chip", "h100", "-tp", "2")
+    assert code == 1 and out["refusal_check"] == "quantization" and "not aligned" in out["refusal"]
+    assert out["would_fit"].startswith("-tp 1 starts") and "generation" not in out["would_fit"]
+    code, out = _memory(capsys, "--model", config, "--chip", "h100", "-tp", "1")
+    assert code == 0 and out["starts"] is True  # the suggestion is true
+    assert main(["--model", config, "--chip", "h100", "--concurrency", "4", "--context-length", "8192",
+                 "--tp", "2"]) == 1
+    text = capsys.readouterr().out
+    assert "vLLM would not load the checkpoint at tp 2" in text and "Nearest fit: --tp 1 starts" in text
+    assert "KV cache per rank" not in text  # not a memory story: no request is too large here
+
+
+def test_when_nothing_fits_the_answer_is_one_line_on_stderr_before_the_reasons(capsys):
+    assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == ("plan: no pool fits dsv3: 8 concurrent requests at 163,840 tokens (l40s: weights; the "
+                            "reasons follow)\n")
+    assert "weights alone need" in captured.out  # the breakdown after, on stdout
+    review = Path(__file__).resolve().parents[1] / "scenarios" / "infeasible-review.yaml"
+    assert main(["scenario", str(review)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("plan: Kimi K2 on one H100 node (infeasible) — base: not every service can be served: kimi (")
+    assert err.count("\n") == 1
+    # a point vLLM would not start (qwen3-32b has 40,960 positions) is refused in its words' short form
+    assert main(["compare", "--model", "qwen3-32b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
+                 "--context-length", "131072"]) == 1
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("plan: ")] == [
+        "plan: what-if sweep — @ 128k: not every service can be served: what-if (beyond 40,960 positions)"]

@@ -117,7 +117,7 @@ def test_b_rotary_caches_are_held_with_the_weights():
 def test_engine_sizes_with_the_admission_figure(b):
     per_request = b.blocks_per_request()
     assert per_request == cdiv(b.engine.max_model_len, 64) + 8 * 517 + 1
-    assert b.kv_cache_tokens() == int(b.num_blocks() / per_request * b.engine.max_model_len)
+    assert b.instance.kv_cache_tokens() == int(b.instance.num_blocks() / per_request * b.engine.max_model_len)
 
 
 # -- speculation and scheduling switches ---------------------------------------------------------
@@ -232,7 +232,7 @@ def test_v41_rejects_formats_the_chip_cannot_serve():
 
     with pytest.raises(InputError, match="SM100"):
         kernel("dsv4.1-flash", "h200", tensor_parallel_size=8, kv_cache_dtype="nvfp4_ds_mla").layout()
-    with pytest.raises(InputError, match="kv-cache-dtype"):
+    with pytest.raises(InputError, match="kv_cache_dtype"):
         kernel("dsv4.1-flash", "h200", tensor_parallel_size=8, kv_cache_dtype="bf16").layout()
 
 
@@ -289,7 +289,7 @@ def test_a_model_the_pack_cannot_group_still_prices():
     ring = round_up(512 * 584, 576)
     steady = cdiv(WINDOW - 1 + 6, 512) + 1
     assert k.sequence_fixed_bytes() == 43 * steady * ring + 3 * 8 * 4096
-    assert Capacity(k).requests_held() > 0 and k.kv_cache_tokens() > 0
+    assert Capacity(k).requests_held() > 0 and k.instance.kv_cache_tokens() > 0
     grouping = {p.name: p for p in k.provenance()}["rules.grouping"]
     assert "cannot group" in grouping.value
 
@@ -319,3 +319,22 @@ def test_v4_flash_on_rtx_pro_6000_keeps_the_fp8_ds_mla_layout():
     sm120 = kernel("dsv4-flash", "rtx-pro-6000", tensor_parallel_size=4, max_model_len=131072,
                    max_num_batched_tokens=8192)
     assert sm120.layout().bytes_per_block == h200.layout().bytes_per_block == v4_block(21, 20)
+
+
+def test_record_notes_read_the_registry():
+    """The cache notes state the record sizes the registry holds (deepseek_v4.records), not copies:
+    an overlay that changes them changes the notes."""
+    from pricing.registry import overlay_from
+
+    def notes(model, chip, registry=None):
+        k = kernel(model, chip, registry=registry, max_model_len=8192)
+        return " ".join(p.value for p in k.provenance() if p.name.startswith("rules.note."))
+
+    assert "fp8_ds_mla (584-byte records)" in notes("dsv4-flash", "h200")
+    assert "(288-byte compressed records, 528-byte window records)" in notes("dsv4.1-flash", "b200")
+    changed = overlay_from({"deepseek_v4": {"records": {
+        name: {"value": value, "source": "test", "how": "test"}
+        for name, value in (("fp8_ds_mla_v4", 600), ("nvfp4_ds_mla_v41", 296), ("mxfp8_v41", 544))}}})
+    assert "fp8_ds_mla (600-byte records)" in notes("dsv4-flash", "h200", changed)
+    assert "(296-byte compressed records, 544-byte window records)" in notes("dsv4.1-flash", "b200", changed)
+    assert "as fp8_ds_mla (600-byte records, FlashMLA sparse)" in notes("dsv4.1-flash", "h200", changed)

@@ -81,3 +81,32 @@ def test_vllm_refuses_what_the_connector_cannot_serve():
     with pytest.raises(InputError, match="pipeline_parallel_size > 1"):
         _kernel("llama-3.1-8b", "h100", pipeline_parallel_size=2, kv_role="kv_consumer")
     _kernel("dsv3", "h200", tensor_parallel_size=8, decode_context_parallel_size=8, kv_role="kv_consumer")
+
+
+def test_a_prefill_instance_runs_pipeline_stages_only_on_full_attention_caches():
+    """vLLM 0.33 nixl/base_worker.py: a kv_producer with pp > 1 is refused when any layer's cache is
+    not full attention (hybrid layouts, HMA); MLA is full attention (MLAAttentionSpec subclasses
+    FullAttentionSpec)."""
+    from pricing.kernel.connector import pipeline_refusal
+
+    assert pipeline_refusal(_kernel("llama-3.1-8b", "h100", pipeline_parallel_size=2, kv_role="kv_producer")) is None
+    assert pipeline_refusal(_kernel("dsv3", "h200", tensor_parallel_size=8, pipeline_parallel_size=2,
+                                    kv_role="kv_producer")) is None
+    for model in ("gpt-oss-120b", "dsv4-flash", "qwen3-next-80b-a3b"):  # sliding windows; Mamba state
+        k = _kernel(model, "h200", tensor_parallel_size=8, pipeline_parallel_size=2, kv_role="kv_producer")
+        assert "does not support pipeline_parallel_size > 1 with hybrid KV cache layouts" in pipeline_refusal(k)
+    assert pipeline_refusal(_kernel("gpt-oss-120b", "h200", tensor_parallel_size=8, kv_role="kv_producer")) is None
+
+
+def test_pipeline_stages_each_send_their_own_layers():
+    """Llama-3.1-8B's 32 layers in two stages of 16: each stage's rank sends half of a request's
+    blocks (1,000 tokens: 63 blocks of 2 MiB over the 32 layers), so over the NIC the decode rank's
+    whole read binds: 63 × 2 MiB / 42.5 GB/s = 3.11 ms."""
+    from fractions import Fraction
+
+    link = link_between(get_chip("h100"), get_chip("h100"))
+    staged = handover(63 * LLAMA_8B_BLOCK, prefill_tp=1, decode_tp=1, latent=False, kv_heads=8, link=link,
+                      stage_share=Fraction(16, 32))
+    assert staged.prefill_rank_bytes == 63 * LLAMA_8B_BLOCK // 2
+    assert staged.seconds == pytest.approx(63 * LLAMA_8B_BLOCK / NIC_H100)
+    assert staged.prefill_rate(dp=1) == pytest.approx(2 * NIC_H100 / (63 * LLAMA_8B_BLOCK))

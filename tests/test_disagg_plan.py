@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from planner.candidates.roles import DECODE
 from planner.candidates.table import candidate_table
@@ -79,27 +83,124 @@ def test_the_fleet_adds_up():
     assert plan.prefill.kv_role == "kv_producer" and plan.decode.kv_role == "kv_consumer"
 
 
-@pytest.mark.parametrize("low,high", [(2.0, 6.0), (6.0, 20.0)])
-def test_a_higher_rate_never_costs_less(low, high):
-    a, b = _plan(_service(rate=low)), _plan(_service(rate=high))
-    assert a.feasible and b.feasible
-    assert b.cost_per_hour >= a.cost_per_hour
-    assert b.prefill.gpus >= a.prefill.gpus and b.decode.gpus >= a.decode.gpus
+def test_pools_on_one_node_hand_over_on_its_nvlink_and_a_wider_fleet_over_the_nic():
+    """At 5 requests/s the fleet is 2 H100s: both pools fit one HGX node, whose 8 GPUs share one
+    NVSwitch domain, so the 125 blocks of 2 MiB cross NVLink at 450 GB/s per direction (H100 data
+    sheet) × 0.85 (registry kv_transfer.link_efficiency): 262,144,000 / 382.5e9 = 0.685 ms, and the
+    plan keeps both pools on that node. At 80 requests/s the fleet outgrows the node: the hand-over
+    is priced over the 400 Gb/s ConnectX-7, 262,144,000 / 42.5e9 = 6.168 ms."""
+    small = _plan(_service(rate=5.0))
+    assert small.handover.one_node and small.handover.link == "NVLink (one 8-GPU node)"
+    assert small.handover.transfer_ms == pytest.approx(262_144_000 / (450e9 * 0.85) * 1000, abs=1e-3)
+    assert small.ttft.transfer_ms == small.handover.transfer_ms
+    assert {launch.node for pool in (small.prefill, small.decode) for launch in pool.launches} == {"h100-0"}
+    wide = _plan(_service(rate=80.0))
+    assert wide.gpus > 8 and not wide.handover.one_node and wide.handover.link.startswith("400 Gb/s")
+    assert wide.handover.transfer_ms == pytest.approx(262_144_000 / (400e9 / 8 * 0.85) * 1000, abs=1e-3)
+    assert len({launch.node for pool in (wide.prefill, wide.decode) for launch in pool.launches}) > 1
 
 
-@pytest.mark.parametrize("short,long", [(1000, 4000), (4000, 7000)])
-def test_a_longer_prompt_never_needs_fewer_prefill_gpus(short, long):
-    a, b = _plan(_service(rate=20.0, isl=short, osl=100)), _plan(_service(rate=20.0, isl=long, osl=100))
-    assert a.feasible and b.feasible
-    assert b.prefill.gpus >= a.prefill.gpus
-    assert b.cost_per_hour >= a.cost_per_hour
+def test_the_alternatives_are_the_next_shapes_each_a_whole_fleet_cheapest_first():
+    plan = _plan(_service(rate=20.0, tp=(1, 2, 4)))
+    fleets = [plan, *plan.alternatives]
+    assert len(fleets) == 6  # report.alternatives: the best and the next five
+
+    def shapes(f):
+        return tuple((p.chip, p.tensor_parallel_size, p.data_parallel_size, p.enable_expert_parallel)
+                     for p in (f.prefill, f.decode))
+
+    assert len({shapes(f) for f in fleets}) == len(fleets)
+    costs = [f.cost_per_hour for f in fleets]
+    assert costs == sorted(costs)
+    for f in fleets:  # each meets the targets and adds up as the chosen one does
+        assert f.ttft.total_ms <= 1500 and f.tpot_ms <= 30
+        assert f.gpus == f.prefill.gpus + f.decode.gpus and f.prefill.launches and f.router is not None
+    again = _plan(_service(rate=20.0, tp=(1, 2, 4)))  # the same ranking each time
+    assert [(shapes(f), f.cost_per_hour) for f in [again, *again.alternatives]] == [
+        (shapes(f), f.cost_per_hour) for f in fleets]
 
 
-@pytest.mark.parametrize("loose,tight", [(2000.0, 400.0), (400.0, 200.0)])
-def test_a_tighter_ttft_never_costs_less(loose, tight):
-    a, b = _plan(_service(rate=20.0, isl=4000, ttft=loose)), _plan(_service(rate=20.0, isl=4000, ttft=tight))
-    assert a.feasible and b.feasible
-    assert b.cost_per_hour >= a.cost_per_hour and b.ttft.total_ms <= tight
+def test_a_prefill_instance_of_two_stages_prefills_twice_the_prompts_and_holds_half_of_each():
+    """Llama-3.1-8B on H100 at tp 1: two stages of 16 layers each. A prompt crosses both in turn,
+    so its prefill alone takes about what one GPU takes (plus one hand-off of its hidden states);
+    vLLM keeps two batches in flight, so the instance prefills twice the prompts per second of one
+    traversal; each stage's pool holds its own layers' half of every prompt."""
+    from planner.candidates.roles import PREFILL
+
+    model, chip = load_model("llama-3.1-8b"), get_chip("h100")
+    service = _service(rate=20.0, isl=4000, osl=100, tp=(1,), pp=(1, 2))
+    side = disagg._side(model, service, "h100", PoolLimits(chips=("h100",)), PREFILL)
+    one, two = (next(PREFILL.figures(model, chip, service, r) for r in side.rows if r.shape.pp == pp) for pp in (1, 2))
+    assert two.stage_share == Fraction(16, 32) and one.stage_share == 1
+    assert two.prompt_seconds == pytest.approx(one.prompt_seconds, rel=0.05)
+    # one traversal of the two stages: the prompts per second at its own prompt time, times the stages
+    assert two.service_rate == pytest.approx(2 * one.service_rate * one.prompt_seconds / two.prompt_seconds,
+                                             rel=0.02)
+    plan = _plan(_service(rate=20.0, isl=4000, osl=100, tp=(1,), pp=(2,)))
+    assert plan.prefill.pipeline_parallel_size == 2 and plan.decode.pipeline_parallel_size == 1
+    assert plan.handover.prefill_rank_bytes * 2 == plan.handover.request_bytes
+    assert all("--pipeline-parallel-size 2" in launch.line for launch in plan.prefill.launches)
+    # a hybrid model's prefill instances run no stages: vLLM's pull connector refuses them
+    hybrid = ServiceSpec(model="gpt-oss-120b", concurrency=1, context_length=8192, ttft_ms=2000.0, tpot_ms=50.0,
+                         workload=WorkloadSpec(isl=4000, osl=100, requests_per_second=5.0), serving="disagg",
+                         tp=(2,), pp=(2,), max_num_batched_tokens=(8192,), gpu_memory_utilization=(0.9,))
+    assert any("hybrid KV cache layouts" in why for why in _plan(hybrid, chips=("h200",)).explanations)
+
+
+def test_the_disaggregated_plan_prints(capsys):
+    code = main(["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200",
+                 "--requests-per-second", "20", "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192",
+                 "--tp", "1", "--tp", "2", "--serving", "disagg"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "the chosen fleet and the best fleets of the next prefill × decode shapes" in out
+    assert "over NVLink (one 8-GPU node)" in out and "toy_proxy_server.py" in out
+
+
+def _fleet(service: ServiceSpec) -> tuple[float, int] | None:
+    """The cheapest fleet's cost per hour and prefill GPUs (the search alone: no placement, no
+    launches), or None when none fits."""
+    found = disagg.search(service, PoolLimits(chips=("h100",)), alternatives=0)
+    if found.chosen is None:
+        return None
+    pair, p, d = found.chosen
+    cost = (p * pair.prefill.row.gpus * pair.prefill_chip.price_per_gpu_hour
+            + d * pair.decode.row.gpus * pair.decode_chip.price_per_gpu_hour)
+    return round(cost, 6), p * pair.prefill.row.gpus
+
+
+# properties over small Llama-3.1-8B fleets on H100 (tp 1 or 2, one token budget): few examples, each a
+# search of about 0.1 s, no deadline
+PROPERTY = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(low=st.floats(0.5, 30.0), more=st.floats(0.0, 30.0))
+def test_a_higher_rate_never_costs_less(low, more):
+    """Every pair's fewest counts grow with the rate (its TTFT needs more prefill ranks, its
+    capacities are fixed), and a pair that fails at a rate fails above it: the cheapest cannot fall."""
+    a, b = _fleet(_service(rate=low)), _fleet(_service(rate=low + more))
+    assert a is not None
+    assert b is None or b[0] >= a[0]
+
+
+@PROPERTY
+@given(short=st.integers(200, 6000), more=st.integers(0, 1900), rate=st.floats(1.0, 30.0))
+def test_a_longer_prompt_never_needs_fewer_prefill_gpus(short, more, rate):
+    a, b = (_fleet(_service(rate=rate, isl=isl, osl=100)) for isl in (short, short + more))
+    if b is None:  # the longer prompt fits no fleet: nothing to compare
+        return
+    assert a is not None
+    assert b[1] >= a[1] and b[0] >= a[0]
+
+
+@PROPERTY
+@given(tight=st.floats(150.0, 1500.0), looser=st.floats(0.0, 1500.0), rate=st.floats(1.0, 30.0))
+def test_a_tighter_ttft_never_costs_less(tight, looser, rate):
+    a, b = (_fleet(_service(rate=rate, isl=4000, ttft=t)) for t in (tight + looser, tight))
+    if b is None:
+        return
+    assert a is not None and b[0] >= a[0]
 
 
 def test_an_infeasible_ttft_explains_itself_with_numbers():
@@ -137,6 +238,49 @@ def test_launch_flags_are_vllms():
     assert args[args.index("--prefiller-ports") + 1:args.index("--decoder-hosts")] == ports
 
 
+def _proxy_line(out: str) -> list[str]:
+    import shlex
+
+    (line,) = [x for x in out.splitlines() if "toy_proxy_server.py" in x and "--port" in x]
+    words = shlex.split(line, comments=True)
+    assert words[:2] == ["python", "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"]
+    return words[2:]
+
+
+def test_the_printed_router_is_vllms_proxy_listening_for_the_other_nodes(capsys):
+    """The router line the plan prints parses as vLLM's proxy parses it (its parse_args rebuilt from
+    tests/fixtures/vllm-0.33/proxy_flags.json, its hosts-to-ports check included) and listens on
+    every interface: the proxy's own --host default (127.0.0.1 in the fixture) is loopback alone,
+    where no client on another machine reaches it. Its prefillers and decoders are the plan's
+    instances, head node and port each."""
+    import ipaddress
+
+    from tests.vllm_flags import proxy_flags, proxy_parse
+
+    assert ipaddress.ip_address(proxy_flags()["flags"]["--host"]["default"]).is_loopback
+    argv = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200",
+            "--requests-per-second", "40", "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192",
+            "--tp", "1", "--tp", "2", "--serving", "disagg"]
+    assert main(argv) == 0
+    printed = _proxy_line(capsys.readouterr().out)
+    assert main([*argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["serving"]["disaggregated"]
+    assert printed == plan["router"]["args"][2:]
+    ns = proxy_parse(printed)
+    assert ipaddress.ip_address(ns.host).is_unspecified  # 0.0.0.0: every interface of the router's node
+    for side, pool in (("prefiller", plan["prefill"]), ("decoder", plan["decode"])):
+        heads = [i["slots"][0] for i in pool["instances"]]
+        assert getattr(ns, f"{side}_ports") == [s["port"] for s in heads]
+        assert getattr(ns, f"{side}_hosts") == ["$" + s["node"].upper().replace("-", "_") + "_IP" for s in heads]
+    # a scenario review prints the same router after its decode pool's commands
+    from planner.report.fleet import plan_scenario
+    from planner.scenario import load_scenario
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
+    decode = next(p for p in plan_scenario(load_scenario(path)).services if p.role == "decode")
+    assert ipaddress.ip_address(proxy_parse(_proxy_line(decode.instance_commands[-1])).host).is_unspecified
+
+
 def test_heterogeneous_pools_plan_on_their_own_chips(capsys):
     code = main(["--model", "llama-3.1-8b", "--prefill-chip", "b200", "--decode-chip", "h200", "--isl", "2000",
                  "--osl", "200", "--requests-per-second", "5", "--ttft-ms", "1500", "--tpot-ms", "30",
@@ -158,7 +302,7 @@ def test_auto_shows_both_and_says_which_is_cheaper(capsys):
     cheaper = "disagg" if dis["cost_per_hour"] < agg["best"]["cost_per_hour"] else "agg"
     assert serving["chosen"] == cheaper and "cheaper" in serving["why"]
     # without --concurrency the aggregated pool is sized by the rate at its own throughput, as the decode pool is
-    assert agg["target"]["concurrency"] == 1
+    assert agg["target"]["asked"] == 1
     assert agg["best"]["step"]["pool_requests_per_second"] >= 5
 
 
@@ -215,3 +359,59 @@ def test_auto_in_a_review_is_never_dearer_than_either_mode(tmp_path):
     auto, agg, dis = (_review(tmp_path, mode) for mode in ("auto", "agg", "disagg"))
     assert auto.feasible and agg.feasible and dis.feasible
     assert auto.cost_per_hour <= min(agg.cost_per_hour, dis.cost_per_hour) + 1e-9
+
+
+SPLIT = """
+review: "P/D pools split by placement"
+inventory:
+  b200: {gpus: 16, gpus_per_node: 8}
+services:
+  - {name: chat, model: llama-3.1-70b, concurrency: 1, context_length: 9216, serving: disagg, ttft_ms: 2000,
+     tpot_ms: 50, workload: {isl: 8192, osl: 1024, requests_per_second: 2}}
+  - {name: batch, model: qwen3-8b, concurrency: 256, context_length: 16384, tp: [4]}
+"""
+
+
+def test_a_review_hands_over_on_nvlink_only_where_placement_lays_both_pools_on_one_node(tmp_path):
+    """A scenario chooses a disaggregated service's pools over the network (its nodes are shared),
+    then states the hand-over as placement lays them. The chat service of
+    scenarios/disaggregated-chat-h200-b200.yaml, 3 × tp 2 prefill + 1 × tp 2 decode instances of
+    Llama-3.1-70B on B200, lands on one 8-GPU node: its KV cache crosses the node's NVLink. Beside a
+    tp 4 batch instance laid first (the largest instance first) the same pools span two nodes: the
+    NIC. By hand, each decode rank reads an 8,192-token prompt's KV of its 4 of 8 KV heads: 8,192 ×
+    80 layers × 4 heads × 128 × 2 (K, V) × 2 bytes, from one prefill rank (tp 2 to tp 2), at the
+    link's rate × the registry's efficiency (B200: NVLink 900 GB/s, NIC 400 Gb/s)."""
+    from planner.report.fleet import plan_scenario
+    from planner.scenario import load_scenario
+    from pricing.registry import load
+
+    reg = load()
+    eff = float(reg.value("kv_transfer.link_efficiency"))
+    rank_bytes = 8192 * 80 * 4 * 128 * 2 * 2
+    nvlink = float(reg.value("chip_rates.chip_rates.b200.scale_up_bandwidth")) * eff
+    nic = float(reg.value("chip_network.chip_network.b200.scale_out_bandwidth")) * eff
+    split = tmp_path / "split.yaml"
+    split.write_text(SPLIT)
+    example = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
+    for path, link, rate in ((example, "NVLink (one 8-GPU node)", nvlink), (split, "400 Gb/s", nic)):
+        pools = [p for p in plan_scenario(load_scenario(path)).services if p.role != "aggregated"]
+        nodes = {s.node for p in pools for i in p.instances for s in i.slots}
+        assert [(p.role, p.chip, p.gpus) for p in pools] == [("prefill", "b200", 6), ("decode", "b200", 2)]
+        assert len(nodes) == (1 if path == example else 2)
+        for pool in pools:
+            h = pool.handover
+            assert h.link.startswith(link) and h.one_node == (path == example)
+            assert h.decode_rank_bytes == h.prefill_rank_bytes == rank_bytes
+            assert h.transfer_ms == pytest.approx(rank_bytes / rate * 1000, abs=1e-3)
+        assert f"over {pools[0].handover.link}" in pools[0].binds
+
+
+def test_the_example_scenario_plans_its_disaggregated_service(capsys):
+    """scenarios/disaggregated-chat-h200-b200.yaml: the chat's two pools and the batch pool in one
+    review, printed once each (one total line)."""
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
+    assert main(["scenario", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "chat (prefill)" in out and "chat (decode)" in out and "kv_producer" in out
+    assert sum(line.startswith("total: ") for line in out.splitlines()) == 1

@@ -97,9 +97,9 @@ def test_kernel_agrees_with_vllm(path: Path):
     vllm = case["vllm"]
     k = kernel_for(case)
     if vllm["error"]:  # vLLM's KV planner refuses: not enough memory for one request at max_model_len
-        assert not k.fits_one_request(), f"vLLM refuses: {vllm['error']}"
+        assert not k.instance.fits_one_request(), f"vLLM refuses: {vllm['error']}"
         return
-    assert k.fits_one_request()
+    assert k.instance.fits_one_request()
     layout = k.layout()
     e = k.engine
     ours = []
@@ -114,9 +114,9 @@ def test_kernel_agrees_with_vllm(path: Path):
     assert [len(g["layers"]) for g in ours] == [g["num_layers"] for g in vllm["groups"]]
     assert ours == theirs
     assert layout.bytes_per_block == vllm["bytes_per_block"]
-    assert k.num_blocks() == vllm["num_blocks"]
-    assert k.kv_cache_tokens() == vllm["kv_cache_size_tokens"]
-    assert f"{k.max_concurrency():.2f}" == f"{vllm['max_concurrency']:.2f}"
+    assert k.instance.num_blocks() == vllm["num_blocks"]
+    assert k.instance.kv_cache_tokens() == vllm["kv_cache_size_tokens"]
+    assert f"{k.instance.max_concurrency():.2f}" == f"{vllm['max_concurrency']:.2f}"
     if vllm["log_line"]:  # vLLM logs it once per process
-        assert vllm["log_line"] == (f"GPU KV cache size: {k.kv_cache_tokens():,} tokens, Maximum concurrency for "
-                                    f"{e.max_model_len:,} tokens per request: {k.max_concurrency():.2f}x")
+        assert vllm["log_line"] == (f"GPU KV cache size: {k.instance.kv_cache_tokens():,} tokens, Maximum concurrency "
+                                    f"for {e.max_model_len:,} tokens per request: {k.instance.max_concurrency():.2f}x")

@@ -19,6 +19,7 @@ import pytest
 from pricing.chips import get_chip
 from pricing.kernel import Deployment, Kernel
 from pricing.rules import get
+from tests.helpers import script
 from tests.test_golden import layer_key, resolve_model
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -62,19 +63,19 @@ def test_pack_agrees_with_its_release(path: Path):
     assert case["vllm_version"] == path.parent.name.removeprefix("vllm-")
     k = kernel_for(case)
     if vllm["error"]:
-        assert not k.fits_one_request(), f"vLLM {case['vllm_version']} refuses: {vllm['error']}"
+        assert not k.instance.fits_one_request(), f"vLLM {case['vllm_version']} refuses: {vllm['error']}"
         return
-    assert k.fits_one_request()
+    assert k.instance.fits_one_request()
     assert ours(k) == theirs(vllm)
     assert k.layout().bytes_per_block == vllm["bytes_per_block"]
-    assert k.num_blocks() == vllm["num_blocks"]
-    assert k.kv_cache_tokens() == vllm["kv_cache_size_tokens"]
-    assert f"{k.max_concurrency():.2f}" == f"{vllm['max_concurrency']:.2f}"
-    for line in vllm["log_lines"]:  # as the release logged them
+    assert k.instance.num_blocks() == vllm["num_blocks"]
+    assert k.instance.kv_cache_tokens() == vllm["kv_cache_size_tokens"]
+    assert f"{k.instance.max_concurrency():.2f}" == f"{vllm['max_concurrency']:.2f}"
+    for line in vllm["log_lines"]:  # as the release logged them (from 0.28 both figures on one line)
         if line.startswith("GPU KV cache size"):
-            assert re.sub(r"[\d,]+ tokens", f"{k.kv_cache_tokens():,} tokens", line) == line
-        else:
-            assert f"{k.max_concurrency():.2f}x" in line
+            assert re.sub(r"[\d,]+ tokens", f"{k.instance.kv_cache_tokens():,} tokens", line, count=1) == line
+        if "Maximum concurrency" in line:
+            assert f"{k.instance.max_concurrency():.2f}x" in line
 
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "startup_logs"
@@ -99,7 +100,7 @@ def test_plan_memory_predicts_a_held_out_019_log():
     def answer(release: str) -> dict:
         done = CliRunner().invoke(cli, [*flags, "--vllm-version", release])
         assert done.exit_code == 0, done.output
-        return json.loads(done.output)
+        return json.loads(done.stdout)
 
     logged = {"kv_pool": log.observed["available_kv_gib"] * GiB, "kv_cache_tokens": log.observed["kv_cache_tokens"],
               "max_concurrency": log.observed["max_concurrency"]}
@@ -134,7 +135,7 @@ def test_compare_and_variants_take_the_release_as_an_axis(tmp_path):
                                     "--context-length", "32768", "--vllm-version", "0.19.0", "--vllm-version", "0.33",
                                     "--time-limit", "5", "--format", "json"])
     assert done.exit_code == 0, done.output
-    c = json.loads(done.output)
+    c = json.loads(done.stdout)
     assert [c["base"]["variant"], *(v["variant"] for v in c["variants"])] == ["vLLM 0.19.0", "vLLM 0.33.0"]
     review = tmp_path / "upgrade.yaml"
     review.write_text("review: upgrade\ninventory:\n  h100: {gpus: 16, gpus_per_node: 8}\nservices:\n"
@@ -142,13 +143,11 @@ def test_compare_and_variants_take_the_release_as_an_axis(tmp_path):
                       "vllm_version: '0.19.0'}\nvariants:\n  upgraded: {vllm_version: '0.33'}\n")
     done = CliRunner().invoke(cli, ["compare", str(review), "--time-limit", "5", "--format", "json"])
     assert done.exit_code == 0, done.output
-    assert [v["variant"] for v in json.loads(done.output)["variants"]] == ["upgraded"]
+    assert [v["variant"] for v in json.loads(done.stdout)["variants"]] == ["upgraded"]
 
 
 def test_readme_shows_the_calibration_by_pack():
     """README's per-pack table is what scripts/calibration_report.py --by-release prints."""
-    import importlib.util
-
     from pricing.calibration.predict import predict_all
     from pricing.calibration.records import load_records
 
@@ -156,7 +155,5 @@ def test_readme_shows_the_calibration_by_pack():
     training = root.parent / "shared" / "calibration" / "vllm-startups-train.jsonl"
     if not training.exists():
         pytest.skip("no ../shared/calibration")
-    spec = importlib.util.spec_from_file_location("calibration_report", root / "scripts" / "calibration_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = script("calibration_report")
     assert report.by_release(predict_all(load_records(training))) in (root / "README.md").read_text()

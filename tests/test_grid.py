@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.report.review import compare, grid_chart, markdown
+from planner.report.charts import grid_chart
+from planner.report.review import compare, markdown
 from planner.scenario import Scenario
 from pricing.errors import InputError
 
@@ -39,9 +40,9 @@ def test_the_report_ranks_the_points_by_cost_and_charts_them(tmp_path):
     by_name = {r.variant: r for r in c.variants}
     assert all(by_name[g.variant].cost_per_month == g.cost_per_month for g in c.ranking)
     grown = by_name["growth 2, chips h200"]
-    assert [p.target for p in grown.services] == [100, 66]
+    assert [p.asked for p in grown.services] == [100, 66]
     assert "### grid points by cost" in markdown(c)
     path = tmp_path / "grid.svg"
     grid_chart(c, str(path))
     svg = path.read_text()
-    assert 'id="cheapest-growth"' in svg and 'id="cheapest-chips"' in svg
+    assert 'id="cheapest-growth-0"' in svg and 'id="cheapest-chips-1"' in svg  # the cheapest at each value

@@ -96,8 +96,9 @@ def test_hugging_face_cache_offline(tmp_path, monkeypatch, shared_models):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     source = resolve("acme/tiny-llama")
     assert source.hf_id == "acme/tiny-llama" and source.config["hidden_size"] == 4096
-    with pytest.raises(InputError, match="--model"):
+    with pytest.raises(InputError, match="^model: ") as err:  # the field; `plan` says --model
         resolve("acme/not-cached")
+    assert err.value.field == "model"
 
 
 def test_graph_is_a_dag_with_data_flow(shared_models):
@@ -131,7 +132,7 @@ def test_each_card_file_is_named_after_its_card_and_found_by_any_of_its_names():
 
 def test_plan_models_lists_the_cards():
     result = CliRunner().invoke(__import__("planner.cli", fromlist=["cli"]).cli, ["models", "--json"])
-    names = {c["name"] for c in json.loads(result.output)}
+    names = {c["name"] for c in json.loads(result.stdout)}
     required = {"dsv3", "dsv3.2", "kimi-k2", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-8b", "qwen3-32b",
                 "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b", "gpt-oss-20b", "gpt-oss-120b", "gemma-3-27b",
                 "dsv4-flash", "dsv4-pro", "dsv4.1-flash"}

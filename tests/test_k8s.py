@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from planner.cli import main
-from tests.vllm_flags import problems
+from tests.vllm_flags import problems, proxy_parse
 
 ROOT = Path(__file__).resolve().parents[1]
 CRDS = Path(__file__).parent / "fixtures" / "crds"
@@ -209,7 +209,8 @@ def test_bad_emit_input_is_one_line(tmp_path, capsys, shared_models):
 
 def test_replicas_and_amd_gpus(tmp_path, capsys):
     """A pool of single-node instances is one Deployment of `replicas` pods, each asking for its
-    instance's GPUs; an AMD chip asks for amd.com/gpu and, with no GPU product label known, says so."""
+    instance's GPUs; an AMD chip asks for amd.com/gpu and selects nodes on the AMD node labeller's
+    device ID (MI300X: 74a1, the example of ROCm/k8s-device-plugin docs/user-guide/installation.md)."""
     out = tmp_path / "rep"
     run(capsys, "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "400", "--context-length", "8192",
         "--emit", "k8s", "-o", str(out))
@@ -226,5 +227,174 @@ def test_replicas_and_amd_gpus(tmp_path, capsys):
     for r in resources:
         validate(r)
     pod = resources[0]["spec"]["template"]["spec"]
-    assert list(pod["containers"][0]["resources"]["limits"]) == ["amd.com/gpu"] and "nodeSelector" not in pod
-    assert "no GPU product label is known for mi300x" in text
+    assert list(pod["containers"][0]["resources"]["limits"]) == ["amd.com/gpu"]
+    assert pod["nodeSelector"] == {"amd.com/gpu.device-id": "74a1"} and "note:" not in text
+
+
+def _sanitised(nvml: str) -> str:
+    """GPU feature discovery's product label of an NVML name, by hand: characters outside
+    [A-Za-z0-9-_. ] dropped, runs of spaces joined by '-' (k8s-device-plugin internal/lm/resource.go)."""
+    kept = "".join(c for c in nvml if c.isascii() and (c.isalnum() or c in "-_. "))
+    return "-".join(kept.split())
+
+
+def test_every_chip_names_its_node_label_or_says_why_not():
+    """Each chip file states its node label's value with its source, or null with the reason; an
+    NVIDIA value is GPU feature discovery's sanitised NVML name the source quotes."""
+    from pricing.chips import get_chip
+    from pricing.registry import load
+
+    reg = load()
+    files = sorted((ROOT / "pricing" / "registry" / "chips").glob("*.yaml"))
+    unknown = []
+    for path in files:
+        chip = get_chip(path.stem)
+        entry = reg.chip_file(path.stem)["chip"]["gpu_product_label"]
+        assert entry["source"].strip() and entry["how"].strip(), path.name
+        if entry["value"] is None:
+            assert entry["how"].startswith("unknown:") and "--node-selector" in entry["how"], path.name
+            unknown.append(path.stem)
+            continue
+        if chip.vendor == "nvidia":
+            (nvml,) = re.findall(r"NVML name '([^']+)'", entry["source"])
+            assert entry["value"] == _sanitised(nvml), path.name
+        else:
+            assert re.fullmatch(r"[0-9a-f]{4}", entry["value"]) and entry["value"].upper() in entry["source"]
+    assert unknown == ["h20-141gb", "mi250x"]
+    assert _sanitised("NVIDIA H100 PCIe") == "NVIDIA-H100-PCIe"  # GFD's own MIG label reads NVIDIA-H100-PCIe-MIG-…
+    values = {p.stem: reg.chip_file(p.stem)["chip"]["gpu_product_label"]["value"] for p in files}
+    assert values["rtx-pro-6000"] == "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"
+    assert values["gh200-144gb"] == "NVIDIA-GH200-144G-HBM3e" and values["mi355x"] == "75a3"
+
+
+def test_a_chip_without_a_known_label_needs_node_selector(tmp_path, capsys):
+    """No guess: without a known label value, emitting asks for --node-selector before any planning
+    (exit 2, nothing written); the option gives the selector, and `none` says the pods have none."""
+    args = ["--model", "llama-3.1-8b", "--chip", "mi250x", "--concurrency", "4", "--context-length", "8192",
+            "--emit", "k8s"]
+    assert main([*args, "-o", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "--node-selector" in err and "mi250x" in err and not (tmp_path / "a").exists()
+    run(capsys, *args, "-o", str(tmp_path / "b"), "--node-selector", "amd.com/gpu.device-id=7408")
+    (resources,) = emitted(tmp_path / "b").values()
+    for r in resources:
+        validate(r)
+    assert resources[0]["spec"]["template"]["spec"]["nodeSelector"] == {"amd.com/gpu.device-id": "7408"}
+    text = run(capsys, *args, "-o", str(tmp_path / "c"), "--node-selector", "none")
+    (resources,) = emitted(tmp_path / "c").values()
+    assert "nodeSelector" not in resources[0]["spec"]["template"]["spec"] and "no node selector" in text
+    assert main([*args, "-o", str(tmp_path / "d"), "--node-selector", "gpu"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+
+
+PD = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--requests-per-second", "40",
+      "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192", "--tp", "1", "--tp", "2"]
+
+
+def _without_host_port(args: list[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(args):
+        if args[i] in ("--host", "--port"):
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def pd_plan(tmp_path_factory):
+    """`plan --serving disagg --emit k8s`: the plan's JSON and the files written."""
+    import contextlib
+    import io
+
+    folder = tmp_path_factory.mktemp("pd") / "out"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*PD, "--serving", "disagg", "--json", "--emit", "k8s", "-o", str(folder)]) == 0
+    return json.loads(out.getvalue())["serving"]["disaggregated"], emitted(folder)
+
+
+def test_a_disaggregated_plan_is_one_set_per_role_and_its_router(pd_plan):
+    """Issue 20: a Deployment and a Service per role pool, each pod asking for its instance's GPUs
+    and running its role's exact `vllm serve` arguments (`--kv-transfer-config` as the plan prints it:
+    NixlConnector with kv_producer or kv_consumer), its NIXL side channel on the pod's own IP; and
+    vLLM's proxy in front, given the two pools' Services. Every file validates."""
+    plan, files = pd_plan
+    assert sorted(files) == ["llama-3-1-8b-decode.yaml", "llama-3-1-8b-prefill.yaml", "llama-3-1-8b-router.yaml"]
+    for resources in files.values():
+        for r in resources:
+            validate(r)
+    assert plan["prefill"]["replicas"] + plan["decode"]["replicas"] > 2  # a fleet, not one of each
+    for role, kv_role in (("prefill", "kv_producer"), ("decode", "kv_consumer")):
+        pool = plan[role]
+        deployment, service = files[f"llama-3-1-8b-{role}.yaml"]
+        assert (deployment["kind"], service["kind"]) == ("Deployment", "Service")
+        assert deployment["spec"]["replicas"] == pool["replicas"]
+        assert deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == role
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        gpus = {"nvidia.com/gpu": pool["gpus_per_replica"]}
+        assert container["resources"]["requests"] == container["resources"]["limits"] == gpus
+        args = container["args"]
+        printed = pool["launches"][0]["args"]  # the plan's own launch of its first instance
+        assert _without_host_port(args) == _without_host_port(printed[2:])  # the same flags, in the same order
+        assert args[args.index("--port") + 1] == "8000" and args[args.index("--host") + 1] == "0.0.0.0"
+        config = args[args.index("--kv-transfer-config") + 1]
+        assert config == printed[printed.index("--kv-transfer-config") + 1]
+        assert json.loads(config) == {"kv_connector": "NixlConnector", "kv_role": kv_role}
+        env = {e["name"]: e for e in container["env"]}
+        assert env["VLLM_NIXL_SIDE_CHANNEL_HOST"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+        assert env["VLLM_NIXL_SIDE_CHANNEL_PORT"]["value"] == "5600"  # vLLM's default, free in the pod's own netns
+        assert "CUDA_VISIBLE_DEVICES" not in env
+        assert container_problems(container) == []
+        assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    router, router_service = files["llama-3-1-8b-router.yaml"]
+    (proxy,) = router["spec"]["template"]["spec"]["containers"]
+    a = proxy["args"]
+    assert a[a.index("--prefiller-hosts") + 1] == "llama-3-1-8b-prefill"
+    assert a[a.index("--decoder-hosts") + 1] == "llama-3-1-8b-decode"
+    assert a[a.index("--prefiller-ports") + 1] == a[a.index("--decoder-ports") + 1] == "8000"
+    assert a[a.index("--host") + 1] == "0.0.0.0"  # the proxy's own default is 127.0.0.1
+    assert proxy_parse(a).decoder_ports == [8000]  # the flags vLLM's proxy parses (tests/vllm_flags.py)
+    assert a[a.index("--port") + 1] == plan["router"]["args"][plan["router"]["args"].index("--port") + 1]
+    (fetch,) = router["spec"]["template"]["spec"]["initContainers"]
+    assert fetch["args"][1].endswith("/v0.33.0/tests/v1/kv_connector/nixl_integration/toy_proxy_server.py")
+    assert router_service["spec"]["ports"][0]["port"] == 8192
+
+
+def test_a_disaggregated_scenario_service_gets_its_pools_and_router(tmp_path, capsys):
+    """A scenario service with `serving: disagg` is its two role pools and its router, beside the
+    other services' pools; the llm-d target, which would need llm-d's P/D scheduler, is refused
+    before any planning and writes nothing."""
+    from tests.test_disagg_plan import SCENARIO
+
+    path = tmp_path / "pd.yaml"
+    path.write_text(SCENARIO.replace("SERVING", "disagg"))
+    run(capsys, "scenario", str(path), "--emit", "k8s", "-o", str(tmp_path / "out"))
+    files = emitted(tmp_path / "out")
+    assert sorted(files) == ["batch.yaml", "chat-decode.yaml", "chat-prefill.yaml", "chat-router.yaml"]
+    for resources in files.values():
+        for r in resources:
+            validate(r)
+    for role, kv_role in (("prefill", "kv_producer"), ("decode", "kv_consumer")):
+        (container,) = files[f"chat-{role}.yaml"][0]["spec"]["template"]["spec"]["containers"]
+        config = json.loads(container["args"][container["args"].index("--kv-transfer-config") + 1])
+        assert config["kv_role"] == kv_role and container_problems(container) == []
+    (batch,) = files["batch.yaml"][0]["spec"]["template"]["spec"]["containers"]
+    assert "--kv-transfer-config" not in batch["args"]
+    assert main(["scenario", str(path), "--emit", "k8s", "-o", str(tmp_path / "llmd"), "--k8s-target", "llm-d"]) == 2
+    assert "llm-d" in capsys.readouterr().err and not (tmp_path / "llmd").exists()
+
+
+def test_auto_emits_the_plan_it_chose(tmp_path, capsys):
+    """`--serving auto --emit k8s` writes the cheaper plan's manifests: a router and two role pools
+    when disaggregated serving wins, one pool when aggregated does."""
+    assert main([*PD, "--serving", "auto", "--json", "--emit", "k8s", "-o", str(tmp_path / "auto")]) == 0
+    chosen = json.loads(capsys.readouterr().out)["serving"]["chosen"]
+    files = emitted(tmp_path / "auto")
+    expected = (["llama-3-1-8b-decode.yaml", "llama-3-1-8b-prefill.yaml", "llama-3-1-8b-router.yaml"]
+                if chosen == "disagg" else ["llama-3-1-8b.yaml"])
+    assert sorted(files) == expected
+    for resources in files.values():
+        for r in resources:
+            validate(r)

@@ -114,15 +114,15 @@ def test_engine_figures_match_vllm_worked_example():
     # vllm-0.33-memory.md §10: Llama-3.1-8B, 50 GiB available, 131,072-token requests
     k = kernel("llama-3.1-8b", kv_cache_memory_bytes=50 * GiB, max_model_len=131072)
     assert k.layout().bytes_per_block == 2 * MiB
-    assert k.num_blocks() == 25600
+    assert k.instance.num_blocks() == 25600
     assert k.blocks_per_request() == 8192
-    assert k.max_concurrency() == pytest.approx(3.125)
-    assert k.kv_cache_tokens() == 409_600
-    assert k.fits_one_request()
+    assert k.instance.max_concurrency() == pytest.approx(3.125)
+    assert k.instance.kv_cache_tokens() == 409_600
+    assert k.instance.fits_one_request()
     # appendix: 8 GiB logs 65,536 tokens, 1.00x, yet one 65,536-token request does not fit (null block)
     small = kernel("llama-3.1-8b", kv_cache_memory_bytes=8 * GiB, max_model_len=65536)
-    assert small.kv_cache_tokens() == 65536 and small.max_concurrency() == 1.0
-    assert not small.fits_one_request() and Capacity(small).requests_held() == 0
+    assert small.instance.kv_cache_tokens() == 65536 and small.instance.max_concurrency() == 1.0
+    assert not small.instance.fits_one_request() and Capacity(small).requests_held() == 0
     assert "65536" in Startup(small).message
 
 
@@ -130,7 +130,7 @@ def test_budget_and_pool():
     k = kernel("llama-3.1-8b", gpu_memory_utilization=0.9)
     assert k.budget() == -(-int(k.chip.memory_bytes * 9) // 10) or k.budget() == int(k.chip.memory_bytes * 0.9) + 1
     assert k.kv_pool() == k.budget() - k.fixed_bytes().total
-    assert k.num_blocks() == k.kv_pool() // (2 * MiB)
+    assert k.instance.num_blocks() == k.kv_pool() // (2 * MiB)
 
 
 def test_vllm_defaults_by_chip():
@@ -221,7 +221,7 @@ def test_dcp_is_refused_for_models_with_sliding_windows():
     from pricing.errors import InputError
 
     for model in ("gpt-oss-20b", "dsv4.1-flash"):
-        with pytest.raises(InputError, match="decode-context-parallel-size"):
+        with pytest.raises(InputError, match="decode_context_parallel_size"):
             kernel(model, tensor_parallel_size=2, decode_context_parallel_size=2)
 
 

@@ -36,7 +36,7 @@ def test_models_larger_than_an_h100_node_get_multi_node_plans(model):
     assert best.tensor_parallel_size <= chip.nvlink_domain  # tp within the NVLink domain, pp across nodes
     assert best.gpus_per_replica == best.nodes_per_replica * chip.gpus_per_node  # whole nodes
     assert best.cost_per_hour == pytest.approx(best.gpus * chip.price_per_gpu_hour, abs=1e-4)
-    assert best.concurrency >= 16
+    assert best.held >= 16
     commands = best.vllm_serve_nodes
     assert len(commands) == best.nodes_per_replica
     for rank, command in enumerate(commands):
@@ -53,7 +53,7 @@ def test_models_larger_than_an_h100_node_get_multi_node_plans(model):
                    max_model_len=32768)
     k = Kernel.of(model_graph, d, chip)
     assert Startup(k).starts
-    assert Capacity(k).requests_held() * best.replicas * best.data_parallel_size == best.concurrency
+    assert Capacity(k).requests_held() * best.replicas * best.data_parallel_size == best.held
 
 
 def test_llama_405b_on_h100_needs_pipeline_stages_since_tp_16_exceeds_the_domain():

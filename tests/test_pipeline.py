@@ -122,7 +122,7 @@ def test_dense_stage_weights_by_hand(pp):
     k = kernel("llama-3.1-8b", "h100", pipeline_parallel_size=pp)
     counts = (32 // pp,) * pp
     expected = hand_stage_weights(c, lambda i: llama_layer_bytes(c), counts)
-    assert [s.fixed_bytes().weights for s in k.stages()] == expected
+    assert [s.fixed_bytes().weights for s in k.instance.ranks] == expected
     # untied: nothing held twice but the rotary cache, which every stage builds
     assert sum(expected) - (pp - 1) * rotary_bytes(c) == kernel("llama-3.1-8b", "h100").fixed_bytes().weights
 
@@ -132,7 +132,7 @@ def test_moe_stage_weights_by_hand(pp):
     c = config("Qwen--Qwen3-30B-A3B.json")
     k = kernel("qwen3-30b-a3b", "h100", pipeline_parallel_size=pp)
     expected = hand_stage_weights(c, lambda i: qwen3_moe_layer_bytes(c), (48 // pp,) * pp)
-    assert [s.fixed_bytes().weights for s in k.stages()] == expected
+    assert [s.fixed_bytes().weights for s in k.instance.ranks] == expected
 
 
 @pytest.mark.parametrize("pp,counts", [(2, (31, 30)), (4, (15, 15, 16, 15))])
@@ -140,7 +140,7 @@ def test_mla_stage_weights_by_hand(pp, counts):
     c = config("deepseek-ai--DeepSeek-V3.json")
     k = kernel("dsv3", "b200", quantization="bf16", tensor_parallel_size=8, pipeline_parallel_size=pp)
     expected = hand_stage_weights(c, lambda i: dsv3_layer_bytes(c, i, 8), counts, tp=8)
-    assert [s.fixed_bytes().weights for s in k.stages()] == expected
+    assert [s.fixed_bytes().weights for s in k.instance.ranks] == expected
 
 
 # the tied embedding on the first and the last stage, with gemma-3's vision tower on both:
@@ -150,10 +150,10 @@ def test_mla_stage_weights_by_hand(pp, counts):
 def test_a_drafter_sits_on_the_last_stage():
     plain = kernel("dsv3", "h200", tensor_parallel_size=8, pipeline_parallel_size=2)
     mtp = kernel("dsv3", "h200", tensor_parallel_size=8, pipeline_parallel_size=2, num_speculative_tokens=1)
-    first, last = (s.fixed_bytes().weights for s in plain.stages())
-    first_mtp, last_mtp = (s.fixed_bytes().weights for s in mtp.stages())
+    first, last = (s.fixed_bytes().weights for s in plain.instance.ranks)
+    first_mtp, last_mtp = (s.fixed_bytes().weights for s in mtp.instance.ranks)
     assert first_mtp == first and last_mtp > last
-    assert len(mtp.stages()[1].specs()) == 31  # 30 layers + the MTP layer's cache
+    assert len(mtp.instance.ranks[1].specs()) == 31  # 30 layers + the MTP layer's cache
 
 
 # -- KV per stage and the binding rank, by hand ---------------------------------------------------
@@ -182,26 +182,46 @@ def test_dense_stage_pools_and_the_binding_rank_by_hand(pp):
     assert k.budget() == budget
     block = (32 // pp) * 16 * 8 * 128 * 2 * 2
     blocks = []
-    for i, stage in enumerate(k.stages()):
+    for i, stage in enumerate(k.instance.ranks):
         act = max(forward, sampler) if i == pp - 1 else forward
         assert stage.cuda_graph()[0] == graphs  # this stage's 32 / pp layers
         fixed = weights[i] + act + graphs + stage.non_torch_bytes()
         assert stage.fixed_bytes().total == fixed
         assert stage.layout().bytes_per_block == block
         blocks.append((budget - fixed) // block)
-    assert k.num_blocks() == min(blocks)
+    assert k.instance.num_blocks() == min(blocks)
     assert k.stage.index == pp - 1 == blocks.index(min(blocks))
-    assert k.kv_cache_tokens() == min(blocks) * 16  # a full-attention model: blocks × block tokens
+    assert k.instance.kv_cache_tokens() == min(blocks) * 16  # a full-attention model: blocks × block tokens
     # a request at 4,096 tokens holds 256 blocks of this stage's size on every stage
     assert k.sequence_variable_bytes(4096) == 256 * block
+
+
+def test_a_kernel_is_one_rank_and_its_instance_combines_the_stages():
+    """Kernel holds one rank's memory; the stages' combination (fewest blocks, every stage's start-up
+    check, the binding stage) is the Instance's (pricing/kernel/instance.py), the same for every rank."""
+    from pricing.chips import get_chip
+    from pricing.graph import load_model
+    from pricing.kernel import Deployment, Kernel
+    from pricing.kernel.instance import Instance
+
+    assert [n for n in ("stages", "binding_stage", "num_blocks", "max_concurrency", "kv_cache_tokens",
+                        "fits_one_request") if hasattr(Kernel, n)] == []
+    k = Kernel.of(load_model("llama-3.1-8b"), Deployment(pipeline_parallel_size=3), get_chip("h200"))
+    instance = k.instance
+    assert isinstance(instance, Instance) and [s.stage.index for s in instance.ranks] == [0, 1, 2]
+    assert all(s.instance is instance for s in instance.ranks) and instance.binding() is k
+    assert instance.num_blocks() == min(s.rank_blocks() for s in instance.ranks)
+    assert instance.fits_one_request() == all(s.rank_fits_one_request() for s in instance.ranks)
+    one = Kernel.of(load_model("llama-3.1-8b"), Deployment(), get_chip("h200"))
+    assert one.instance.ranks == (one,) and one.instance.num_blocks() == one.rank_blocks()
 
 
 def test_the_stage_with_more_layers_binds():
     """32 layers at pp 3 split 11 + 11 + 10: the 10-layer last stage has the smaller block."""
     k = kernel("llama-3.1-8b", "h100", pipeline_parallel_size=3, kv_cache_memory_bytes=30 * GiB)
-    blocks = [s.layout().bytes_per_block for s in k.stages()]
+    blocks = [s.layout().bytes_per_block for s in k.instance.ranks]
     assert blocks == [11 * 65536, 11 * 65536, 10 * 65536]
-    assert k.num_blocks() == 30 * GiB // (11 * 65536) and k.stage.index == 0
+    assert k.instance.num_blocks() == 30 * GiB // (11 * 65536) and k.stage.index == 0
 
 
 def test_mla_stage_blocks_and_binding_by_hand():
@@ -209,8 +229,8 @@ def test_mla_stage_blocks_and_binding_by_hand():
     64-token blocks (FlashMLA); 61 layers as 15, 15, 16, 15, so the third stage's block is widest."""
     k = kernel("kimi-k2", "h100", tensor_parallel_size=8, pipeline_parallel_size=4, kv_cache_dtype="fp8",
                max_model_len=32768, kv_cache_memory_bytes=20 * GiB)
-    assert [s.layout().bytes_per_block for s in k.stages()] == [n * 64 * 576 for n in (15, 15, 16, 15)]
-    assert k.num_blocks() == 20 * GiB // (16 * 64 * 576) and k.stage.index == 2
+    assert [s.layout().bytes_per_block for s in k.instance.ranks] == [n * 64 * 576 for n in (15, 15, 16, 15)]
+    assert k.instance.num_blocks() == 20 * GiB // (16 * 64 * 576) and k.stage.index == 2
     assert k.blocks_per_request() == 32768 // 64
 
 
@@ -240,7 +260,7 @@ def test_golden_pp_fixture(path):
     memory = p["available_memory_bytes"]
     per_stage = memory if isinstance(memory, list) else [memory] * p["deployment"]["pipeline_parallel_size"]
     k = kernel(p["model"], p["chip"], kv_cache_memory_bytes=per_stage[0], **p["deployment"])
-    stages = k.stages()
+    stages = k.instance.ranks
     assert [s.layout().bytes_per_block for s in stages] == [w["bytes_per_block"] for w in v["workers"]]
     assert [len(s.specs()) for s in stages] == [w["layers"] for w in v["workers"]]
     assert k.blocks_per_request() == v["blocks_per_request_total"]
@@ -250,10 +270,10 @@ def test_golden_pp_fixture(path):
         assert [len(g.layers) for g in stage.layout().groups] == [len(m) for m in mine]
     assert min(m // s.layout().bytes_per_block for m, s in zip(per_stage, stages, strict=True)) == v["num_blocks"]
     if not isinstance(memory, list):
-        assert k.num_blocks() == v["num_blocks"]
-        assert k.kv_cache_tokens() == v["kv_cache_size_tokens"]
-        assert k.max_concurrency() == pytest.approx(v["max_concurrency"], rel=1e-12)
-        assert f"{k.kv_cache_tokens():,} tokens" in v["log_line"]
+        assert k.instance.num_blocks() == v["num_blocks"]
+        assert k.instance.kv_cache_tokens() == v["kv_cache_size_tokens"]
+        assert k.instance.max_concurrency() == pytest.approx(v["max_concurrency"], rel=1e-12)
+        assert f"{k.instance.kv_cache_tokens():,} tokens" in v["log_line"]
 
 
 def _in_stage(vllm_layer: str, stage) -> bool:
@@ -280,7 +300,7 @@ def test_stage_weights_match_the_logged_pp_startups_within_1_percent(record):
     card, chip = CARDS[record["model"]]
     k = kernel(card, chip, tensor_parallel_size=record["tp"], pipeline_parallel_size=record["pp"])
     logged = record["observed"]["weights_gib"]
-    for stage in k.stages():  # every worker logged the same 'Model loading took' figure
+    for stage in k.instance.ranks:  # every worker logged the same 'Model loading took' figure
         assert stage.fixed_bytes().weights / GiB == pytest.approx(logged, rel=0.01)
 
 

@@ -85,7 +85,7 @@ def test_plan_matches_brute_force(model, chip, context):
         for r in range(1, replicas):
             assert r * per_instance < 64
         assert cost >= best.cost_per_hour - 1e-9
-    assert best.concurrency >= 64 and best.concurrency == best.replicas * (best.concurrency // best.replicas)
+    assert best.held >= 64 and best.held == best.replicas * (best.held // best.replicas)
     # the reported plan is what the kernel says at its own max_num_seqs
     k = Kernel.of(load_model(model), Deployment(
         tensor_parallel_size=best.tensor_parallel_size, data_parallel_size=best.data_parallel_size,
@@ -93,7 +93,7 @@ def test_plan_matches_brute_force(model, chip, context):
         decode_context_parallel_size=best.decode_context_parallel_size,
         gpu_memory_utilization=best.gpu_memory_utilization, max_num_batched_tokens=best.max_num_batched_tokens,
         max_num_seqs=best.max_num_seqs, max_model_len=best.max_model_len), get_chip(chip))
-    assert best.replicas * best.data_parallel_size * Capacity(k).requests_held() == best.concurrency
+    assert best.replicas * best.data_parallel_size * Capacity(k).requests_held() == best.held
     assert Capacity(k).requests_held() == best.max_num_seqs
 
 
@@ -104,7 +104,7 @@ def test_headline_answer():
     assert result.target.context_length == 1_048_576
     assert (b.chip, b.gpus, b.replicas, b.gpus_per_replica) == ("h200", 4, 1, 4)
     assert b.cost_per_hour == pytest.approx(4 * 4.54)
-    assert b.concurrency >= 64 and b.headroom == pytest.approx(b.concurrency / 64 - 1)
+    assert b.held >= 64 and b.headroom == pytest.approx(b.held / 64 - 1)
     assert b.vllm_serve.startswith(f"CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve deepseek-ai/DeepSeek-V4.1-Flash --host "
                                    f"0.0.0.0 --port 8000 --tensor-parallel-size {b.tensor_parallel_size} ")
     assert (f"--gpu-memory-utilization {b.gpu_memory_utilization:g} --max-num-batched-tokens "
@@ -115,7 +115,7 @@ def test_headline_answer():
 def test_alternatives_are_ranked_and_distinct():
     result = plan(request("llama-3.1-70b", ("h200", "b200", "h100"), 64, context_length=131072))
     plans = [result.best, *result.alternatives]
-    keys = [(p.cost_per_hour, p.gpus, -p.concurrency, -p.max_num_batched_tokens) for p in plans]
+    keys = [(p.cost_per_hour, p.gpus, -p.held, -p.max_num_batched_tokens) for p in plans]
     assert keys == sorted(keys)  # cost, then fewer GPUs, then more headroom, then the larger token budget
     shapes = {(p.chip, p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size,
                p.enable_expert_parallel, p.decode_context_parallel_size) for p in plans}
@@ -175,10 +175,10 @@ def test_allowed_splits():
 
 def test_headroom(spec_registry):
     plain = plan(request("qwen3-235b-a22b", ("h200",), 64))
-    assert plain.best.concurrency == 84
+    assert plain.best.held == 84
     more = plan(request("qwen3-235b-a22b", ("h200",), 64, headroom=50))
-    assert more.best.concurrency >= 96
-    assert more.best.headroom == pytest.approx(more.best.concurrency / 64 - 1)
+    assert more.best.held >= 96
+    assert more.best.headroom == pytest.approx(more.best.held / 64 - 1)
     assert more.best.cost_per_hour > plain.best.cost_per_hour
 
 
@@ -193,15 +193,15 @@ def test_kv_cache_dtype_choice():
 def test_infeasible_weights_explained():
     result = plan(request("dsv3", ("l40s",), 8, max_gpus=8))  # one node: tp 8 over PCIe is the widest
     assert not result.feasible and result.best is None and result.alternatives == []
-    [line] = result.explanations
-    assert line.startswith("NVIDIA L40S 48GB: weights alone need 626.9 GiB per rank at tp 1")
+    [line] = [e.text for e in result.explanations]
+    assert line.startswith("NVIDIA L40S 48GB: weights alone need 626.94 GiB per rank at tp 1")
     assert "more per rank is needed" in line
 
 
 def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
     result = plan(request("llama-3.1-70b", ("h100",), 8, context_length=131072, tp=(2,), pp=(1,)))
-    [line] = result.explanations
-    assert "one request at 131,072 tokens needs 20.0 GiB of KV cache per rank at tp 2" in line
+    [line] = [e.text for e in result.explanations]
+    assert "one request at 131,072 tokens needs 20.00 GiB of KV cache per rank at tp 2" in line
     fits = int(line.rsplit("--context-length ", 1)[1].rstrip(").")) if "--context-length" in line else 0
     assert fits > 0
     model, chip = load_model("llama-3.1-70b"), get_chip("h100")
@@ -218,7 +218,7 @@ def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
 
 def test_infeasible_max_gpus_names_the_nearest_fit(spec_registry):
     result = plan(request("llama-3.1-70b", ("h200", "b200"), 64, context_length=131072, max_gpus=16, pp=(1,)))
-    assert result.explanations == [
+    assert [e.text for e in result.explanations] == [
         "NVIDIA H200 SXM 141GB: within --max-gpus 16 on 8-GPU nodes the most concurrency reachable is 46 "
         "(2 × tp 8, 23 requests each) against 64 required. Nearest fit: --max-gpus 24 (3 × tp 8).",
         "NVIDIA B200 (HGX) 180GB: within --max-gpus 16 on 8-GPU nodes the most concurrency reachable is 62 "
@@ -228,9 +228,10 @@ def test_infeasible_max_gpus_names_the_nearest_fit(spec_registry):
 
 def test_disallowed_splits_explained():
     result = plan(request("llama-3.1-70b", ("h200",), 8, tp=(16,)))
-    assert result.explanations == ["NVIDIA H200 SXM 141GB: no instance shape is allowed (tp 16 exceeds the NVLink "
-                                   "domain of 8 GPUs: span nodes with pipeline stages instead (--tp 8 --pp 2, or "
-                                   "leave --tp and --pp out))."]
+    assert [e.text for e in result.explanations] == [
+        "NVIDIA H200 SXM 141GB: no instance shape is allowed (tp 16 exceeds the NVLink domain of 8 GPUs: span nodes "
+        "with pipeline stages instead (--tp 8 --pp 2, or leave --tp and --pp out))."]
+    assert [e.constraint for e in result.explanations] == ["no_shape"]
 
 
 def test_a_tp_that_does_not_divide_the_heads_is_bad_input():

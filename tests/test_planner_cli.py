@@ -16,11 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
 POOL_KEYS = {"chip", "gpus", "replicas", "gpus_per_replica", "tensor_parallel_size", "data_parallel_size",
              "enable_expert_parallel", "decode_context_parallel_size", "gpu_memory_utilization",
-             "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "concurrency",
+             "max_num_batched_tokens", "max_num_seqs", "max_model_len", "kv_cache_dtype", "held",
              "headroom_percent", "binds", "model", "cost_per_hour", "price_per_gpu_hour", "price_estimate",
              "price_as_of", "vllm_serve", "step", "pipeline_parallel_size", "nodes_per_replica",
              "vllm_serve_nodes", "serving", "cost_per_million_output_tokens", "cost_per_million_input_tokens",
-             "instances", "nodes"}
+             "instances", "nodes", "memory"}
 
 
 def run(args, seed: str = "0") -> subprocess.CompletedProcess:
@@ -43,14 +43,14 @@ def test_same_input_same_bytes_across_processes():
 def test_json_shape(capsys):
     assert main([*HEADLINE, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"feasible", "target", "best", "alternatives", "search", "model", "hf_id", "origin",
+    assert set(out) == {"kind", "feasible", "target", "best", "alternatives", "search", "model", "hf_id", "origin",
                         "explanations", "notes", "provenance", "margin"}
     from pricing.registry import load
 
     assert out["margin"]["fraction"] == load().value("cost_model_memory.kv_pool_margin") > 0
     assert "kv_pool_margin" in out["margin"]["source"]
     assert out["feasible"] is True
-    assert out["target"] == {"concurrency": 64, "context_length": 1048576, "headroom_percent": 0.0, "required": 64,
+    assert out["target"] == {"asked": 64, "context_length": 1048576, "headroom_percent": 0.0, "required": 64,
                              "tpot_ms": None, "ttft_ms": None, "isl": None, "osl": None, "requests_per_second": None,
                              "service_targets": []}
     # $/M output tokens at the step figures' throughput (no workload: no input-token figure)
@@ -76,7 +76,7 @@ def test_infeasible_exit_1_with_explanation(capsys):
     assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8"]) == 1
     text = capsys.readouterr().out
     assert "no pool fits dsv3: 8 concurrent requests at 163,840 tokens" in text
-    assert "weights alone need 626.9 GiB per rank at tp 1" in text
+    assert "weights alone need 626.94 GiB per rank at tp 1" in text
     assert main(["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8", "--json"]) == 1
     captured = capsys.readouterr()
     out = json.loads(captured.out)
@@ -115,9 +115,9 @@ def test_margin_holds_back_part_of_the_pool(capsys):
     assert main([*flags, "--margin", "20"]) == 0
     kept = json.loads(capsys.readouterr().out)
     assert kept["margin"] == {"fraction": 0.2, "source": "--margin"}
-    per_gpu_bare = bare["best"]["concurrency"] / bare["best"]["gpus"]
-    per_gpu_kept = kept["best"]["concurrency"] / kept["best"]["gpus"]
+    per_gpu_bare = bare["best"]["held"] / bare["best"]["gpus"]
+    per_gpu_kept = kept["best"]["held"] / kept["best"]["gpus"]
     assert per_gpu_kept < per_gpu_bare and kept["best"]["gpus"] >= bare["best"]["gpus"]
     assert main(flags[:-1]) == 0
-    assert "margin: 0.9% of each rank's predicted KV pool is not counted on" in capsys.readouterr().out
+    assert "margin: 0.9% of each rank's KV pool not counted on" in capsys.readouterr().out
     assert main([*flags, "--margin", "100"]) == 2

@@ -97,7 +97,7 @@ def test_every_plan_carries_its_step_figures_without_targets(capsys):
 
 def test_when_the_target_costs_gpus_the_phrase_says_so():
     p = _plan(concurrency=256, tpot_ms=30)
-    assert p.best.step.binds == "tpot" and p.best.binds.startswith("tpot: within 30 ms")
+    assert p.best.step.binds == "tpot" and p.best.binds.startswith("tpot: within 30.0 ms")
 
 
 def test_a_scenario_service_takes_a_workload_and_a_tpot_target(tmp_path):

@@ -139,7 +139,7 @@ def test_compare_sweeps_the_rate_and_charts_cost_per_token(tmp_path):
                                       "16", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "15", "--format", "json",
                                       "--chart", str(chart)])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     low, high = (r["services"][0] for r in [data["base"], *data["variants"]])
     assert low["serving"]["requests_per_second"] == 4 and high["serving"]["requests_per_second"] == 16
     assert high["cost_per_hour"] >= low["cost_per_hour"]
@@ -170,7 +170,7 @@ variants:
     result = CliRunner().invoke(cli, ["scenario", str(review), "--variants", "--format", "json",
                                       "--chart", str(chart)])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     base, busy = data["base"]["services"][0], data["variants"][0]["services"][0]
     assert base["serving"]["tpot_ms"]["p90"] <= 15 and busy["serving"]["ttft_ms"]["p99"] <= 1000
     assert busy["serving"]["requests_per_second"] == 16

@@ -41,7 +41,7 @@ def test_more_memory_never_fits_fewer_requests(model, chip, u1, u2, tokens, max_
     if Startup(large).starts:  # a budget that does not fit the chip is refused whatever it could hold
         assert Capacity(small).requests_held() <= Capacity(large).requests_held()
     assert small.kv_pool() <= large.kv_pool()
-    assert small.kv_cache_tokens() <= large.kv_cache_tokens()
+    assert small.instance.kv_cache_tokens() <= large.instance.kv_cache_tokens()
 
 
 @FAST
@@ -56,7 +56,8 @@ def test_parts_sum_to_the_total_and_every_figure_is_a_non_negative_integer(model
     assert f.activation_peak == max(a.forward, a.sampler) + a.model_buffers == max(a.forward, a.sampler) + sum(
         a.buffers.values())
     figures = parts + (f.total, k.pre_snapshot_bytes(), k.budget(), k.sequence_variable_bytes(length),
-                       k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.num_blocks(), k.kv_cache_tokens(),
+                       k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.instance.num_blocks(),
+                       k.instance.kv_cache_tokens(),
                        Capacity(k).requests_held())
     for value in figures:
         assert isinstance(value, int) and value >= 0

@@ -92,7 +92,7 @@ def test_cli_json_has_integer_bytes():
                                       "--kv-cache-dtype", "fp8", "--max-num-batched-tokens", "8192",
                                       "--max-num-seqs", "1024", "--json"])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert set(data["fixed"]) == {"weights", "activation_peak", "cuda_graph", "comm_buffers", "eplb_redundant",
                                   "non_torch", "total"}
     assert all(isinstance(v, int) for v in data["fixed"].values())

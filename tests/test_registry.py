@@ -83,7 +83,7 @@ from pricing.step import chip_rates
 
 chip = get_chip("h200")
 kernel = Kernel.of(load_model("dsv4.1-flash"), Deployment(tensor_parallel_size=8), chip)
-kernel.max_concurrency(), kernel.provenance(), chip_rates(chip)
+kernel.instance.max_concurrency(), kernel.provenance(), chip_rates(chip)
 print(json.dumps({"parsed": parsed, "read": sorted(read)}))
 """
 

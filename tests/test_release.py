@@ -50,7 +50,7 @@ def test_release_carries_its_pack_namespace_and_enumerations():
     assert "fp8" in r.kv_cache_dtypes and "FULL_AND_PIECEWISE" in r.cudagraph_modes
     assert r.in_flight_batches(True) == 2 and r.in_flight_batches(False) == 1
     assert r.key("block_size") == "vllm_0_33.block_size"
-    with pytest.raises(InputError, match="--vllm-version"):
+    with pytest.raises(InputError, match="^vllm_version: unknown vLLM release"):
         get("0.34")
 
 
@@ -85,7 +85,7 @@ def test_kernel_of_takes_the_release():
     model, chip = load_model("llama-3.1-8b"), get_chip("h200")
     k = Kernel.of(model, Deployment(), chip, release=get("0.33"))
     assert k.release is get() and k.engine.release is get()
-    assert k.kv_cache_tokens() == Kernel.of(model, Deployment(), chip).kv_cache_tokens()
+    assert k.instance.kv_cache_tokens() == Kernel.of(model, Deployment(), chip).instance.kv_cache_tokens()
     with pytest.raises(InputError, match="unknown vLLM release"):
         Kernel.of(model, Deployment(), chip, release="0.1")
 
@@ -180,7 +180,8 @@ def answers(graph, deployment: Deployment):
         drafter = k.engine.spec_method
         return (k.fixed_bytes(), k.pre_snapshot_bytes(), layout.bytes_per_block,
                 [(g.vllm_class, g.layers, g.block_tokens, g.page_bytes) for g in layout.groups],
-                k.blocks_per_request(), k.num_blocks(), k.kv_cache_tokens(), Capacity(k).requests_held(),
+                k.blocks_per_request(), k.instance.num_blocks(), k.instance.kv_cache_tokens(),
+                Capacity(k).requests_held(),
                 k.sequence_fixed_bytes(), k.sequence_admission_bytes(), k.sequence_variable_bytes(4096),
                 Startup(k).message,
                 linear_groups(k), linear_groups(k, drafter) if drafter else None, k.connector())

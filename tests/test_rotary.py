@@ -60,7 +60,7 @@ def test_a_stage_holds_the_caches_its_layers_use():
     6th, layers 5, 11, ...) holds only the sliding layers' 32 MiB cache."""
     k = kernel("gemma-3-27b", "h100", pipeline_parallel_size=12)
     held = []
-    for stage in k.stages():
+    for stage in k.instance.ranks:
         layers = range(stage.stage.first_layer, stage.stage.end_layer)
         has_global = any((i + 1) % 6 == 0 for i in layers)
         held.append((131072 * 8 * has_global + 131072) * 128 * BF16)

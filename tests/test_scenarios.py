@@ -27,7 +27,7 @@ def test_there_are_at_least_six_scenarios():
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_every_scenario_runs(path):
     result = CliRunner().invoke(cli, ["scenario", str(path), "--variants", "--format", "json"])
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     results = [data["base"]] + data["variants"]
     assert [r["variant"] for r in results] == ["base"] + list(load_scenario(path).variants)
     assert result.exit_code == (0 if all(r["feasible"] for r in results) else 1)
@@ -38,8 +38,11 @@ def test_every_scenario_runs(path):
         assert r["cost_per_hour"] == pytest.approx(sum(s["cost_per_hour"] for s in r["services"]))
         assert r["gpus"] == sum(s["gpus"] for s in r["services"])
         for s in r["services"]:
-            assert s["concurrency"] >= s["target"]
-            assert s["vllm_serve"].split(" ", 1)[1].startswith("vllm serve ")  # after CUDA_VISIBLE_DEVICES
+            assert s["held"] >= s["asked"]
+            words = s["vllm_serve"].split(" ")
+            assert words[0].startswith("CUDA_VISIBLE_DEVICES=")
+            program = next(i for i, w in enumerate(words) if "=" not in w)  # after its environment (a role's NIXL)
+            assert " ".join(words[program:]).startswith("vllm serve ")
 
 
 def _single_service_runs():
@@ -169,8 +172,8 @@ def test_unsafe_yaml_is_not_executed(tmp_path, capsys):
 
 
 def test_schema_is_published():
-    result = CliRunner().invoke(cli, ["scenario", "--schema"])
-    schema = json.loads(result.output)
+    result = CliRunner().invoke(cli, ["scenario", "--file-schema"])
+    schema = json.loads(result.stdout)
     assert {"services", "inventory", "variants", "defaults"} <= set(schema["properties"])
     assert schema["required"] == ["services"]
 
@@ -203,9 +206,9 @@ def test_chart_has_one_line_per_chip(tmp_path, suffix):
     else:
         text = data.decode()
         assert text.lstrip().startswith("<?xml") and "<svg" in text
-        # categorical variants are bars, one group per chip (issue 13)
-        assert text.count('id="bars-h200-') == 2 and text.count('id="bars-b200-') == 2  # base and b200
-        assert 'id="line-' not in text
+        # categorical variants are bars (issue 13): the base on h200, the variant on b200, nothing else
+        assert text.count('id="bars-h200-0-chat"') == 1 and text.count('id="bars-b200-1-chat"') == 1
+        assert 'id="bars-h200-1' not in text and 'id="bars-b200-0' not in text and 'id="line-' not in text
 
 
 def test_compare_from_the_command_line(tmp_path):
@@ -214,7 +217,7 @@ def test_compare_from_the_command_line(tmp_path):
                                       "--concurrency", "16", "--context-length", "8192", "--context-length", "32768",
                                       "--format", "json", "--chart", str(chart)])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     results = [data["base"]] + data["variants"]
     assert len(results) == 4 and all(r["feasible"] for r in results)
     svg = chart.read_text()

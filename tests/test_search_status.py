@@ -144,8 +144,8 @@ def test_the_own_optima_are_taken_exactly_when_they_fit(monkeypatch):
     assert alone.decomposed and alone.gpus == 17 and alone.solver_status == "OPTIMAL"
     fit = fleet.plan_scenario(review(17))
     assert fit.decomposed and fit.solver_status == "OPTIMAL"
-    assert [(p.chip, p.gpus, p.tensor_parallel_size, p.concurrency) for p in fit.services] == \
-        [(p.chip, p.gpus, p.tensor_parallel_size, p.concurrency) for p in alone.services]
+    assert [(p.chip, p.gpus, p.tensor_parallel_size, p.held) for p in fit.services] == \
+        [(p.chip, p.gpus, p.tensor_parallel_size, p.held) for p in alone.services]
     short = fleet.plan_scenario(review(16))
     assert not short.decomposed and short.feasible and short.solver_status == "OPTIMAL"
     assert sum(p.gpus for p in short.services if p.chip == "h200") <= 16
@@ -153,7 +153,7 @@ def test_the_own_optima_are_taken_exactly_when_they_fit(monkeypatch):
     monkeypatch.setattr(search_fleet, "fits", lambda prepared, picks, scenario: False)
     joint = fleet.plan_scenario(review(17))  # the coupled model agrees with the decomposition on every key
     assert not joint.decomposed and joint.solver_status == "OPTIMAL"
-    assert [(p.chip, p.gpus, p.tensor_parallel_size, p.concurrency, p.max_num_batched_tokens,
+    assert [(p.chip, p.gpus, p.tensor_parallel_size, p.held, p.max_num_batched_tokens,
              p.gpu_memory_utilization) for p in joint.services] == \
-        [(p.chip, p.gpus, p.tensor_parallel_size, p.concurrency, p.max_num_batched_tokens,
+        [(p.chip, p.gpus, p.tensor_parallel_size, p.held, p.max_num_batched_tokens,
           p.gpu_memory_utilization) for p in fit.services]

@@ -1,19 +1,16 @@
 """The serving simulator against public `vllm bench serve` runs (validation/vllm_serving_runs.yaml):
 every run fully stated with its source, and README's table recomputed from the file."""
 
-import importlib.util
 from pathlib import Path
 
 from pricing.serving.validation import FIGURES, runs
+from tests.helpers import script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("readme_serving_table", ROOT / "scripts" / "readme_serving_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("readme_serving_table")
 
 
 def test_every_run_is_fully_stated_with_its_source():
@@ -25,6 +22,7 @@ def test_every_run_is_fully_stated_with_its_source():
         b = r.benchmark
         assert b["dataset"] == "random" and b["input_len"] > 0 and b["output_len"] > 0 and b["num_prompts"] > 0
         assert b["request_rate"] == "inf" and b["seed"] == 42
+        assert b["backend"] == "openai-chat" and b["endpoint"] == "/v1/chat/completions"  # the client, as stated
         assert all(r.measured[k] > 0 for k in FIGURES), r.id
         # the lengths are the run's own: its totals over its requests
         assert abs(r.measured["input_tokens"] / r.measured["requests"] / b["input_len"] - 1) <= 0.01 + 1e-9

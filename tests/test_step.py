@@ -125,7 +125,7 @@ def test_pipeline_parallel_step_sums_its_stages_and_hands_off():
                        get_chip("h100"))
     s = StepModel(kernel)
     t = s.decode(64, 4096)
-    stages = [StepModel(k, _stage=True).decode(32, 4096).seconds for k in kernel.stages()]
+    stages = [StepModel(k, _stage=True).decode(32, 4096).seconds for k in kernel.instance.ranks]
     assert t.parts["pipeline hand-off"] > 0
     assert math.isclose(t.seconds, sum(stages) + t.parts["pipeline hand-off"], rel_tol=1e-9)
     r = serving(s, 64, 4096)
@@ -146,3 +146,16 @@ def test_the_step_models_graph_facts_are_dropped_when_the_graph_gains_a_node():
     row = next(t for _, d in graph.nodes() for t in d["tensors"] if t.split == "row")
     graph.add("extra", "mlp", tensors=[replace(row, name="extra.down_proj")])
     assert collectives(k).all_reduces == before.all_reduces + 1  # one more row-parallel output summed
+
+
+def test_an_engines_own_factors_can_be_replaced_and_say_so():
+    """vLLM's own factors (step_model.yaml engines.vllm) take a what-if like the shared ones: the
+    replaced value is read, its provenance says the fit, the rest keep their engine's source."""
+    from pricing.step.rates import Efficiency
+
+    own = Efficiency.from_registry(None, "vllm")
+    trial = own.replaced(tensor_compute=0.5)
+    assert trial.tensor_compute == 0.5 and trial.step_seconds == own.step_seconds
+    by_name = {p.name: p for p in trial.provenance}
+    assert by_name["step_model.engines.vllm.efficiency.tensor_compute"].source == "fit in progress"
+    assert "vllm" in by_name["step_model.engines.vllm.overhead.step_seconds"].source

@@ -103,6 +103,18 @@ def test_the_fast_sweep_reads_lower_utilizations_off_one_kernel():
     assert fast.rows == slow.rows
 
 
+@pytest.mark.parametrize("card,tps", [
+    ("llama-3.1-8b", {1, 2, 4, 8}),  # 32 heads, 8 KV heads: every power of two within the 8-GPU domain
+    ("qwen2.5-7b", {1, 2, 4}),  # 28 heads, 4 KV heads: 7 divides the heads, but neither divides the other's KV
+])
+def test_the_shapes_offer_only_the_tensor_parallel_sizes_vllm_accepts(card, tps):
+    """The candidate shapes' tp filter is the kernel's rule (check_tensor_parallel), worked out here
+    by hand from each config's heads on an 8-GPU NVLink domain."""
+    model, chip = load_model(card), get_chip("h200")
+    found, _ = shapes(model, chip, ServiceSpec(model=card, concurrency=1, context_length=4096), None, 8)
+    assert {s.tp for s in found} == tps
+
+
 def test_a_table_sent_from_a_worker_arrives_whole():
     """A candidate table built in a worker goes back to the parent pickled (planner/candidates/parallel.py),
     its rows packed as tuples: it arrives equal in every field, rows in their order, rows of one shape

@@ -52,7 +52,7 @@ def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
         assert dropped.group(1) == columns
     hours = defaults.value("report.hours_per_month")
     for pool in [million["best"], *million["alternatives"]]:
-        cells = {"GPUs": f"{pool['gpus']:,}", "held": f"{pool['concurrency']:,}",
+        cells = {"GPUs": f"{pool['gpus']:,}", "held": f"{pool['held']:,}",
                  "$/hour": f"{pool['cost_per_hour']:,.2f}", "$/month": f"{pool['cost_per_hour'] * hours:,.0f}",
                  "token budget": f"{pool['max_num_batched_tokens']:,}", "max_num_seqs": f"{pool['max_num_seqs']:,}"}
         for header, cell in cells.items():
@@ -150,3 +150,118 @@ def test_binds_and_the_breakdown_read_the_same_request():
     assert abs(float(each.group(1)) - float(each.group(2)) - float(each.group(3))) <= 0.1
     vllm = re.search(r"Maximum concurrency for 131,072 tokens per request: ([\d.]+)x", text).group(1)
     assert f"vLLM's maximum concurrency, {vllm}×" in binds  # the breakdown's figure, named as what it is
+
+
+def test_each_requests_per_rank_figure_is_named_as_what_it_is():
+    # 40 requests/s within a 40 ms TPOT: binds counts what a rank holds within the targets, the speed line
+    # the load the rate brings per rank; one output must not say "at 58 per rank" and then "at 33" unexplained
+    argv = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "16", "--context-length", "8192",
+            "--isl", "1024", "--osl", "256", "--requests-per-second", "40", "--tpot-ms", "40"]
+    code, text = run(argv)
+    assert code == 0
+    binds = next(line for line in text.splitlines() if line.startswith("binds: "))
+    speed = next(line for line in text.splitlines() if line.startswith("speed (step model): "))
+    code, out = run([*argv, "--json"])
+    best = json.loads(out)["best"]
+    ranks = best["replicas"] * best["data_parallel_size"]
+    holds = best["held"] // ranks  # what each rank of the pool holds, by hand from the JSON
+    load = best["step"]["batch_per_rank"]
+    assert load < holds  # the case the issue found: two figures per rank in one output
+    assert f"at the {holds:,} requests per rank it holds" in binds
+    assert f"at {load:,} requests per rank (" in speed
+    assert f"the load asked over the pool's {ranks:,} ranks, each holding up to {holds:,}" in speed
+    per_rank = {int(n.replace(",", "")) for n in re.findall(r"([\d,]+) requests per rank", binds + speed)}
+    assert per_rank == {load, holds}
+
+
+ESTIMATES = """review: estimates
+services:
+  - {name: small, model: llama-3.1-8b, concurrency: 8, context_length: 8192, chips: [l40s]}
+variants:
+  quoted: {price.l40s: 1.5}
+"""
+
+
+def test_estimated_prices_are_marked_wherever_a_price_is_shown(tmp_path):
+    from pricing.chips import get_chip
+
+    assert get_chip("l40s").price_estimate  # the catalogue's l40s price is an estimate; the variant quotes one
+    path = tmp_path / "estimates.yaml"
+    path.write_text(ESTIMATES)
+    code, md = run(["scenario", str(path), "--variants", "--format", "markdown"])
+    assert code == 0
+    base, quoted = md.split("\n### base\n")[1].split("\n### quoted\n")
+    summary = md.split("\n### base\n")[0]
+    row = {line.split(" | ")[0].strip("| "): line for line in summary.splitlines() if line.startswith("| ")}
+    money_cells = [cell.strip() for cell in row["base"].split("|")[-5:-3]]  # $/hour, $/month of the estimate
+    assert all(cell.endswith("\\*") for cell in money_cells), row["base"]
+    assert "\\*" not in row["quoted"]  # a quoted price carries no mark
+    assert "\n\\* l40s: $" in summary and "is an estimate" in summary  # the mark explained, never a list item
+    total = next(line for line in base.splitlines() if line.startswith("total: "))
+    assert total.count("\\*") == 2 and total.startswith("total: 1 GPU, ")
+    assert "\\*" not in next(line for line in quoted.splitlines() if line.startswith("total: "))
+    code, text = run(["scenario", str(path), "--variants"])
+    totals = [line for line in text.splitlines() if line.startswith("total: ")]
+    assert len(totals) == 2  # one total per result, not an unmarked copy beside the marked one
+    assert totals[0].count("*") == 2 and "*" not in totals[1]
+    variants = text[text.index("estimates: variants"):]  # the variant summary, as `plan compare` prints it too
+    base_row = next(line for line in variants.splitlines() if line.strip().startswith("base "))
+    quoted_row = next(line for line in variants.splitlines() if line.strip().startswith("quoted "))
+    assert base_row.count("*") == 2 and "*" not in quoted_row and "\n* l40s: $" in variants
+    assert "cost per token: $" in text and re.search(r"cost per token: \$[\d.,]+\* per million", text)
+
+
+# -- one voice: every figure through planner/report/numbers.py --------------------------------------
+# lines that are not prose: launch commands, their comments, the node map (ports), provenance values
+NOT_PROSE = re.compile(r"vllm serve|toy_proxy_server|^\s*#|CUDA_VISIBLE_DEVICES|ray start|^\s*\S+-\d+\s+[\d,-]+\s|"
+                       r"--\S+=")
+FLAG = re.compile(r"(?<!\w)--?[a-z][\w-]* \d+")
+VOICE = {
+    "a space before %": re.compile(r"\d %"),
+    "GiB not to two decimals": re.compile(r"(?<![\d.,])\d[\d,]*(?:\.\d|\.\d{3,})? GiB\b"),
+    "MiB not to one decimal": re.compile(r"(?<![\d.,])\d[\d,]*(?:\.\d{2,})? MiB\b"),
+    "'a' before a number spoken with 'an'": re.compile(r"\ba (?:8|11[-,]|18[-,])"),
+    "a plural after one": re.compile(r"(?<![\d.,])1 (?:concurrent )?requests\b"),
+    "ms at or above 10 s": re.compile(r"(?<![\d.,])\d{2,3},\d{3}(?:\.\d)? ms\b"),
+    "s under 10 s": re.compile(r"(?<![\d.,])\d(?:\.\d+)? s\b"),
+    "s under 100 s without its decimal": re.compile(r"(?<![\d.,])\d{2} s\b"),
+    "a count without separators": re.compile(r"(?<![\w.,/:=$-])\d{4,}(?![\d.,%x×\w-])"),
+}
+VOICES = [
+    ["--model", "gpt-oss-120b", "--chip", "h200", "--concurrency", "128", "--context-length", "131072",
+     "--headroom", "20"],
+    ["--model", "llama-3.1-8b", "--chip", "h100", "--context-length", "8192", "--isl", "1024", "--osl", "256",
+     "--requests-per-second", "10", "--p99-ttft-ms", "2000"],
+    ["--model", "dsv3", "--chip", "l40s", "--concurrency", "8", "--max-gpus", "8"],  # why nothing fits: weights
+    ["--model", "llama-3.1-70b", "--chip", "h100", "--concurrency", "8", "--context-length", "131072", "--tp", "2",
+     "--pp", "1"],  # why nothing fits: one request's KV cache
+    ["memory", "--model", "gpt-oss-120b", "--chip", "h200"],
+    ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "8192", "--osl", "256", "--requests-per-second", "10",
+     "--ttft-ms", "2000", "--serving", "auto"],  # the aggregated plan, the disaggregated one and the choice
+    ["scenario", "scenarios/mixed-fleet-shared-inventory.yaml", "--variants"],
+    ["scenario", "scenarios/mixed-fleet-shared-inventory.yaml", "--variants", "--format", "markdown"],
+]
+
+
+@pytest.mark.parametrize("argv", VOICES, ids=lambda a: " ".join(a[:4]))
+def test_one_voice_for_every_figure(monkeypatch, argv):
+    from pathlib import Path
+
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    _, text = run(argv)
+    prose = [FLAG.sub("", line) for line in text.splitlines() if not NOT_PROSE.search(line)]  # a flag as typed
+    found = [(name, m.group(0), line.strip()[:160]) for line in prose for name, rule in VOICE.items()
+             for m in rule.finditer(line)]
+    assert found == []
+    assert all(len(line) <= 120 for line in text.splitlines() if line.startswith("margin: "))
+
+
+def test_the_voice_rules_catch_what_the_issue_found():
+    said = ["76.6 GiB", "1008 MiB", "640 MiB", "241 %", "1000000 concurrent requests", "a 8,192-token prompt",
+            "in 17 s", "in 12,345.0 ms", "took 0.35 s"]
+    for text in said:
+        assert any(rule.search(text) for rule in VOICE.values()), text
+    for text in ["76.61 GiB", "1,008.0 MiB", "640.0 MiB", "241%", "1,000,000 concurrent requests",
+                 "an 8,192-token prompt", "in 17.2 s", "in 3,642.7 ms", "in 350.0 ms"]:
+        assert not any(rule.search(text) for rule in VOICE.values()), text

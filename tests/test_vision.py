@@ -119,14 +119,14 @@ def test_every_pipeline_stage_holds_the_tower():
     stage builds the vision tower and projector."""
     one = kernel("gemma-3-27b", "h200").fixed_bytes().weights
     k = kernel("gemma-3-27b", "h200", pipeline_parallel_size=2)
-    stages = [s.fixed_bytes().weights for s in k.stages()]
+    stages = [s.fixed_bytes().weights for s in k.instance.ranks]
     _, tower = gemma3_by_hand({"text_config": _text(), "vision_config": _vision()}, 1)
     embed = 262208 * 5376 * BF16
     # layers 0-30 and 31-61 each hold global (every 6th) and sliding layers: the second stage builds
     # both rotary caches again (linear ×8 over 131,072 positions, and the unscaled one, head_dim 128)
     rotary = (131072 * 8 + 131072) * 128 * BF16
     assert sum(stages) == one + embed + tower + rotary
-    assert all(set(k.model.tower_nodes) <= set(s.model.g.nodes) for s in k.stages())
+    assert all(set(k.model.tower_nodes) <= set(s.model.g.nodes) for s in k.instance.ranks)
 
 
 def test_fp8_quantizes_the_tower_attention_not_its_mlp():

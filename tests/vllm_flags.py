@@ -91,3 +91,39 @@ def command_problems(text: str) -> list[str]:
     if words[:2] != ["vllm", "serve"]:
         return [f"not a `vllm serve` command: {text[:60]}"]
     return problems(words[2:], env)
+
+
+PROXY_FIXTURE = FIXTURE.parent / "proxy_flags.json"
+TYPES = {"int": int, "str": str}
+
+
+@cache
+def proxy_flags() -> dict:
+    return json.loads(PROXY_FIXTURE.read_text())
+
+
+def proxy_parse(args: list[str]):
+    """The printed proxy's flags (after `python toy_proxy_server.py`) as vLLM's proxy parses them:
+    its argparse parser rebuilt from tests/fixtures/vllm-0.33/proxy_flags.json (written by
+    scripts/proxy_flags.py from the file's parse_args), then its own check that hosts and ports pair
+    up. Returns the namespace; raises ValueError on what the proxy would refuse."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="toy_proxy_server.py", exit_on_error=False)
+    for entry in {e["dest"]: e for e in proxy_flags()["flags"].values()}.values():
+        kwargs = {"default": entry.get("default")}
+        if entry["takes_value"]:
+            kwargs |= {"type": TYPES[entry["type"]]} | ({"nargs": entry["nargs"]} if "nargs" in entry else {})
+        else:
+            kwargs["action"] = "store_true"
+        parser.add_argument(*entry["spellings"], **kwargs)
+    try:
+        ns, extra = parser.parse_known_args(args)
+    except argparse.ArgumentError as err:
+        raise ValueError(str(err)) from err
+    if extra:
+        raise ValueError(f"not flags of vLLM's proxy: {extra}")
+    for side in ("prefiller", "decoder"):
+        if len(getattr(ns, f"{side}_hosts")) != len(getattr(ns, f"{side}_ports")):
+            raise ValueError(f"Number of {side} hosts must match number of {side} ports")
+    return ns

@@ -1,4 +1,4 @@
-"""Latency and throughput in the search (issue 14): the step model (pricing/step) priced for the
+"""Latency and throughput in the search: the step model (pricing/step) priced for the
 oracle's candidate rows, turned into the integers CP-SAT works on.
 
 A latency target caps the requests one rank may run at once: the largest batch whose steady
@@ -159,28 +159,6 @@ def memory_only_gpus(table: ChipTable, service: ServiceSpec) -> int:
     requests per rank)."""
     return min((r.gpus * math.ceil(service.required / (r.shape.dp * c.memory)) for r, c in table.latency.items()),
                default=0)
-
-
-def binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None, memory: str) -> str:
-    """The phrase naming what sets the pool's size: a latency target when it needs more
-    replicas than memory would, else `memory` (the memory phrase), noting a target's cap on
-    max_num_seqs when it lowers it."""
-    cap = table.latency.get(row)
-    if step is None or cap is None:
-        return memory
-    if step.binds == "requests per second":
-        return (f"requests per second: {service.workload.requests_per_second:g} asked, "
-                f"{cap.requests_per_second:.2f} per instance at {cap.held} requests per rank")
-    if step.binds in ("tpot", "ttft"):
-        target = service.tpot_ms if step.binds == "tpot" else service.ttft_ms
-        return (f"{step.binds}: within {target:g} ms a rank of this split serves {cap.held} requests (max_num_seqs "
-                f"{cap.held}) where its memory holds {cap.memory}; memory alone would need "
-                f"{memory_only_gpus(table, service)} {table.chip.id} GPUs, the target "
-                f"{row.gpus * step_replicas(step, row)}")
-    if cap.binds != "memory":
-        target = service.tpot_ms if cap.binds == "tpot" else service.ttft_ms
-        return f"{memory}; {cap.binds} {target:g} ms caps max_num_seqs at {cap.held} (memory would hold {cap.memory})"
-    return memory
 
 
 def step_replicas(step: StepFigures, row: Row) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from planner.candidates.table import Row, context_length, deployment
 from planner.request import ServiceSpec
@@ -53,6 +54,7 @@ class PrefillFigures:
     prompts_per_second_per_rank: float
     prompts_held_per_rank: int  # isl-token prompts the rank's pool holds (margin applied)
     max_num_seqs: int  # prompts one step takes: ceil(budget / isl)
+    stage_share: Fraction = Fraction(1)  # the largest pipeline stage's part of a prompt's KV bytes (1 without stages)
 
     @property
     def service_rate(self) -> float:
@@ -64,9 +66,21 @@ class PrefillRole(Role):
     name = "prefill"
 
     def figures(self, model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> PrefillFigures | str:
-        """The row as a prefill instance, or why it cannot be one (its pool holds no prompt)."""
+        """The row as a prefill instance, or why it cannot be one (its pool holds no prompt; vLLM
+        refuses its pipeline stages).
+
+        With pp stages a prompt crosses every stage in turn (the step model's pipeline time: its
+        prefill alone), while vLLM keeps pp batches in flight, one per stage (a request is in one
+        batch at a time): the instance prefills pp times the prompts per second of one traversal,
+        and queues like one server at a stage's time (an arrival waits only for the first stage).
+        Each stage's pool holds its own layers' blocks of every prompt."""
+        from pricing.kernel.connector import pipeline_refusal
+
         w = service.workload
         kernel = self.kernel(model, chip, service, row)
+        refused = pipeline_refusal(kernel)
+        if refused is not None:
+            return refused
         sm = StepModel(kernel, rates_accepted=service.speculative_acceptance)
         budget = row.max_num_batched_tokens
         alone = ttft(sm, 1, w.isl, w.isl)
@@ -77,12 +91,16 @@ class PrefillRole(Role):
             one = sm.decode_step(0, w.isl, chunk=w.isl)
             seconds = sm.time(step).seconds - sm.attention_seconds(step) + per_step * sm.attention_seconds(one)
             rate = max(rate, per_step / seconds)
-        prompt = kernel.request_kv_bytes(w.isl)
-        held = int(kernel.kv_pool() * (1 - service.kv_margin)) // prompt if prompt else row.max_num_seqs
+        rate *= row.shape.pp  # pp batches in flight, one per stage
+        stages = kernel.instance.ranks  # every stage's rank
+        prompts = [k.request_kv_bytes(w.isl) for k in stages]
+        held = min(int(k.kv_pool() * (1 - service.kv_margin)) // b if b else row.max_num_seqs
+                   for k, b in zip(stages, prompts, strict=True))
         seqs = max(1, min(held, -(-budget // w.isl)))
         if held < 1:
             return f"its pool holds no {w.isl:,}-token prompt"
-        return PrefillFigures(replace(row, max_num_seqs=seqs), alone, rate, held, seqs)
+        share = Fraction(max(prompts), sum(prompts)) if sum(prompts) else Fraction(1)
+        return PrefillFigures(replace(row, max_num_seqs=seqs), alone, rate, held, seqs, share)
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ class ShapeVerdict:
     max_num_batched_tokens: int = 0
     held_per_rank: int = 0
     refusal: str | None = None  # the start-up check vLLM would fail (pricing/kernel/startup.py), if any
-    invalid: str | None = None  # the kernel's InputError: vLLM would reject the flags
+    invalid: str | None = None  # the kernel's InputError, quoted (pricing.errors.Quoted): vLLM would reject the flags
 
 
 @dataclass
@@ -172,10 +172,19 @@ def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | No
     nodes. The inventory is max_gpus // gpus_per_node full nodes plus one partial node."""
     if max_gpus is None:
         return None
-    full, partial = divmod(max_gpus, gpus_per_node)
+    full, partial = divmod(max(max_gpus, 0), gpus_per_node)
     if gpus <= gpus_per_node:
         return full * (gpus_per_node // gpus) + partial // gpus
     return full // -(-gpus // gpus_per_node)
+
+
+def pool_gpus(max_gpus: int | None, gpus_per_node: int, spare: int) -> int | None:
+    """GPUs an inventory of `max_gpus` leaves to the pools once `spare` whole nodes of
+    `gpus_per_node` are kept free (N+1 capacity); 0 when it has fewer whole nodes than
+    spares; None without an inventory (the spares are then nodes beyond the pools')."""
+    if max_gpus is None:
+        return None
+    return max_gpus - spare * gpus_per_node if max_gpus // gpus_per_node >= spare else 0
 
 
 def context_length(model: ModelGraph, service: ServiceSpec) -> int:

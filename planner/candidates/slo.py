@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pydantic import BaseModel, Field
 
 from planner import defaults
-from planner.candidates.shapes import ChipTable, Row, context_length, deployment, replica_cap
+from planner.candidates.shapes import ChipTable, Row, context_length, deployment, pool_gpus, replica_cap
 from planner.request import METRIC_NAMES, PoolLimits, ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
@@ -180,7 +180,8 @@ def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec
     for bound, table, row, candidate, memory, price in bounds:
         if len(costs) >= keep and bound > sorted(costs)[keep - 1]:
             break
-        s = size(candidate, memory, replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus))
+        stock = pool_gpus(limits.max_gpus, table.gpus_per_node, limits.spare)
+        s = size(candidate, memory, replica_cap(row.gpus, table.gpus_per_node, stock))
         sized[(table.chip.id, row)] = s
         if s.replicas:
             costs.append(s.replicas * price)

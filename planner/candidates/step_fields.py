@@ -3,7 +3,15 @@ reported pool's `step`) and `plan memory --json`'s step both start from `step_fi
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, Field
+
+
+def part_key(name: str) -> str:
+    """A step part's name (pricing/step: 'tensor-parallel all-reduce', 'LM head') as a JSON key:
+    lower case, every run of other characters one underscore ('tensor_parallel_all_reduce', 'lm_head')."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
 def step_fields(s, batch_per_rank: int, context_tokens: int, prompt_tokens: int) -> dict:
@@ -13,14 +21,14 @@ def step_fields(s, batch_per_rank: int, context_tokens: int, prompt_tokens: int)
             "tpot_ms": round(s.tpot_seconds * 1000, 3), "ttft_ms": round(s.ttft_seconds * 1000, 1),
             "output_tokens_per_second": round(s.output_tokens_per_second, 1),
             "output_tokens_per_second_per_gpu": round(s.output_tokens_per_second_per_gpu, 1),
-            "step_bound": s.bound, "parts_ms": {k: round(v * 1000, 3) for k, v in s.step.parts.items()},
+            "step_bound": s.bound, "parts_ms": {part_key(k): round(v * 1000, 3) for k, v in s.step.parts.items()},
             "step_ms": round(s.step.seconds * 1000, 3), "tokens_per_step": round(s.tokens_per_step, 4),
             "acceptance": list(s.acceptance), "speculative": s.speculation}
 
 
 class StepFigures(BaseModel):
     """How fast one instance of the pool serves at the planned concurrency (the step model,
-    pricing/step; issue 14): the target spread over the replicas and data-parallel ranks."""
+    pricing/step): the target spread over the replicas and data-parallel ranks."""
 
     batch_per_rank: int = Field(description="requests each data-parallel rank decodes at once")
     context_tokens: int = Field(description="the decoding requests' context (the workload's mean, or max_model_len)")
@@ -33,7 +41,8 @@ class StepFigures(BaseModel):
     pool_requests_per_second: float | None = Field(None, description="with a workload (isl/osl)")
     step_bound: str = Field(description="what sets the step: memory, compute, communication, overhead or prefill")
     binds: str = Field(description="what sets the instance's concurrency: memory, tpot, ttft or requests per second")
-    parts_ms: dict[str, float] = Field(default_factory=dict, description="the steady step by part; sums to step_ms")
+    parts_ms: dict[str, float] = Field(default_factory=dict, description="the steady step by part (keys: the part's "
+                                       "name as an identifier, `part_key`); sums to step_ms")
     step_ms: float = Field(0.0, description="the steady step (tpot_ms × tokens_per_step)")
     tokens_per_step: float = Field(1.0, description="output tokens a decoding request gets per step: 1, or 1 + the "
                                                     "expected accepted draft tokens when speculating")

@@ -39,7 +39,7 @@ from planner.candidates.shapes import (
 )
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip, get_chip
-from pricing.errors import InputError
+from pricing.errors import InputError, Quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Capacity, Kernel, Startup
@@ -88,7 +88,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
         probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip,
                           release=service.vllm_version)
     except InputError as err:
-        verdict.invalid = str(err)
+        verdict.invalid = Quoted("", err)  # the report names the field as its reader wrote it
         table.evaluated += 1
         return
     table.evaluated += 1
@@ -193,7 +193,7 @@ def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[M
     model = sweep_model(service.model, service.quantization)
     length = context_length(model, service)
     if problem := beyond_positions(model, length):
-        raise InputError("--context-length", problem, f"use at most {model.max_position}")
+        raise InputError("context_length", problem, f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
     return model, ChipTable(chip, per_node, excluded=notes), found

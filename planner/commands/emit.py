@@ -23,6 +23,11 @@ def k8s_options() -> list:
         click.option("--model-cache-claim", metavar="PVC", help="a PersistentVolumeClaim for the model cache "
                      "(default: an emptyDir per pod)"),
         click.option("--namespace", help="the namespace of every resource (default: none, kubectl's own)"),
+        click.option("--node-selector", multiple=True, metavar="KEY=VALUE", help="the pods' node selector "
+                     "(repeat), instead of the GPU's label from the chip registry (nvidia.com/gpu.product, "
+                     "amd.com/gpu.device-id); `none`: any node with the GPU resource"),
+        click.option("--router-script", metavar="URL", help="where a disaggregated service's router pod fetches "
+                     "vLLM's proxy (default: vLLM v0.33.0's toy_proxy_server.py on GitHub, planner/defaults.yaml)"),
         click.option("--k8s-target", type=click.Choice(["plain", "llm-d"]), default="plain", show_default=True,
                      help="llm-d adds an InferencePool per pool, for llm-d's scheduler"),
     ]
@@ -35,27 +40,87 @@ def apply_k8s_options(f):
 
 
 def check(options: dict) -> None:
-    """Before any planning: -o with --emit, and --emit with -o."""
+    """Before any planning: -o with --emit, and --emit with -o, a folder it can write."""
     if options.get("emit") and not options.get("output_dir"):
         raise InputError("--emit", "needs the folder to write", "add -o DIR")
     if options.get("output_dir") and not options.get("emit"):
         raise InputError("-o", "has nothing to write", "add --emit k8s")
+    if options.get("emit"):
+        from planner.report.k8s import node_selector, writable_folder
+
+        writable_folder(options["output_dir"])
+        node_selector(tuple(options.get("node_selector") or ()))
 
 
-def emit(pools: list[tuple[str, object]], options: dict) -> list[str]:
-    """Write each (name, pool) as `<name>.yaml`; the paths written and the notes, as lines."""
+def check_serving(options: dict, services: list[tuple[str, str]]) -> None:
+    """Before any planning: the llm-d target writes no disaggregated service ((name, serving) pairs;
+    `auto` is known only once planned, and refused then, before anything is written)."""
+    if options.get("emit") and options.get("k8s_target") == "llm-d":
+        from planner.report.k8s import no_llm_d
+
+        for name, serving in services:
+            if serving == "disagg":
+                raise no_llm_d(name)
+
+
+def check_chips(options: dict, chips) -> None:
+    """Before any planning: every chip the manifests may name has its node label's value, or
+    --node-selector gives the selector (planner/report/k8s.py `unlabelled`)."""
+    if not options.get("emit") or options.get("node_selector"):
+        return
+    from planner.report.k8s import unlabelled
+    from pricing.chips import get_chip
+
+    for chip_id in dict.fromkeys(chips):
+        problem = unlabelled(get_chip(chip_id))
+        if problem is not None:
+            raise problem
+
+
+def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = (), *, options: dict) -> list[str]:
+    """Write each (name, pool) as `<name>.yaml`, and each disaggregated service's router (`routers`:
+    its name, its prefill pool's and its decode pool's) as `<name>.yaml`; the paths written and the
+    notes, as lines. A role pool's name is `<service> <role>` (its file `<service>-<role>.yaml`)."""
     from planner.report import k8s
     from pricing.chips import get_chip
 
     opts = k8s.K8sOptions(image=options.get("image") or k8s.default_image(), model_source=options.get("model_source"),
                           hf_token_secret=options.get("hf_token_secret"),
                           model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
-                          target=options.get("k8s_target") or "plain")
+                          target=options.get("k8s_target") or "plain",
+                          node_selector=k8s.node_selector(tuple(options.get("node_selector") or ())),
+                          router_script=options.get("router_script"))
     files, notes = {}, []
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), opts)
         files[f"{k8s._name(name)}.yaml"] = resources
         notes += said
+    for name, prefill, decode in routers:
+        resources, said = k8s.router_manifests(name, prefill, decode, opts)
+        files[f"{k8s._name(name)}.yaml"] = resources
+        notes += said
     written = k8s.write(files, options["output_dir"])
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [
         f"note: {n}" for n in notes]
+
+
+def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:
+    """A disaggregated service's two pools and its router, as `emit` takes them."""
+    p, d = f"{name} prefill", f"{name} decode"
+    return [(p, prefill), (d, decode)], [(f"{name} router", p, d)]
+
+
+def fleet_pools(services: list) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:
+    """A scenario's pools as `emit` takes them: aggregated ones by service, a disaggregated
+    service's two role pools (`<service> (prefill)`, `(decode)`) and its router."""
+    pools, routers = [], []
+    for s in services:
+        if s.role == "aggregated":
+            pools.append((s.service, s))
+        elif s.role == "decode":
+            name = s.service.removesuffix(" (decode)")
+            prefill = next(p for p in services if p.service == f"{name} (prefill)")
+            more, router = disaggregated(name, prefill, s)
+            pools += more
+            routers += router
+    return pools, routers

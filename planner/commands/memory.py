@@ -8,10 +8,11 @@ import json
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import in_flags, vllm_flag
+from planner.commands.flags import in_flags, memory_flag, names_flags
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
-from planner.report.memory import render_memory
+from planner.report import numbers as fmt
+from planner.report.memory import render_memory, step_speed
 from planner.report.numbers import count, number
 from planner.report.tables import Col, console_for_output, csv_text, print_table
 from pricing.chips import chip_ids, get_chip
@@ -94,6 +95,7 @@ def vllm_flags(f):
 @vllm_version_option()
 @vllm_flags
 @click.pass_context
+@names_flags(memory_flag)
 def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, batch, isl,
            osl, speculative_acceptance, **flags):
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
@@ -113,14 +115,21 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         raise InputError("--mamba-cache-mode", f"{graph.name} has no recurrent (Mamba) state for it to cache",
                          "drop the flag")
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
+    if (isl is None) != (osl is None):
+        missing, given = ("--isl", "--osl") if isl is None else ("--osl", "--isl")
+        raise InputError(missing, f"is required with {given}", "give both the mean input and output tokens")
     try:
         kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
+        report = memory_report(kernel, tokens)
+        for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
+            click.echo(f"note: {note}", err=True)
+        speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
     except InputError as err:
-        raise in_flags(err, lambda field: vllm_flag(field) if field in Deployment.model_fields else None) from None
-    report = memory_report(kernel, tokens)
-    for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
-        click.echo(f"note: {note}", err=True)
-    speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
+        raise in_flags(err, memory_flag) from None
+    if not report.starts:  # the answer first: vLLM's reason in one line on stderr, the breakdown after
+        from planner.report.memory import refusal_line
+
+        click.echo(refusal_line(report), err=True)
     if as_json:
         out = report.model_dump()
         out["step"] = speed
@@ -128,43 +137,16 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     else:
         render_memory(report, kernel, provenance=show_provenance)
         if speed:
-            click.echo(f"speed (step model): {speed['tpot_ms']:,.1f} ms per output token at {speed['batch_per_rank']} "
-                       f"requests per rank ({speed['context_tokens']:,} tokens of context), first token of a "
-                       f"{speed['prompt_tokens']:,}-token prompt in {speed['ttft_ms']:,.1f} ms; "
-                       f"{speed['output_tokens_per_second']:,.0f} output tokens/s per instance, "
-                       f"{speed['output_tokens_per_second_per_gpu']:,.0f} per GPU; the step is "
+            click.echo(f"speed (step model): {fmt.duration(speed['tpot_ms'])} per output token at "
+                       f"{count(speed['batch_per_rank'])} requests per rank ({count(speed['context_tokens'])} tokens "
+                       f"of context), first token of {fmt.with_article(fmt.tokens(speed['prompt_tokens']))} prompt in "
+                       f"{fmt.duration(speed['ttft_ms'])}; {count(speed['output_tokens_per_second'])} output tokens/s "
+                       f"per instance, {count(speed['output_tokens_per_second_per_gpu'])} per GPU; the step is "
                        f"{speed['step_bound']}-bound")
             if speed["speculative"]:
                 click.echo(f"speculative decoding: {speed['speculative']}")
     if not report.starts:
         ctx.exit(1)
-
-
-def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int | None,
-               rates_accepted: tuple[float, ...] | None = None) -> dict | None:
-    """The step model's figures for this deployment (None when the chip has no peak rates):
-    `batch` requests per rank (default: what one rank holds) at `tokens` of context, or at the
-    workload's mean context with --isl/--osl; speculating, at `rates_accepted` (default: the
-    registry's acceptance)."""
-    from planner.candidates.step_fields import step_fields
-    from pricing.errors import InputError
-    from pricing.kernel import Capacity
-    from pricing.step import StepModel, has_rates
-    from pricing.step.serving import Workload, serving
-
-    if (isl is None) != (osl is None):
-        missing, given = ("--isl", "--osl") if isl is None else ("--osl", "--isl")
-        raise InputError(missing, f"is required with {given}", "give both the mean input and output tokens")
-    if batch is not None and batch < 1:
-        raise InputError("--batch", f"must be at least 1, got {batch}", "give requests per rank")
-    if not has_rates(kernel.chip):
-        return None
-    b = batch or max(1, min(kernel.engine.max_num_seqs, Capacity(kernel).requests_held() or 1))
-    wl = Workload(isl, osl) if isl else None
-    context = max(1, tokens)
-    s = serving(StepModel(kernel, rates_accepted=rates_accepted), b, context, wl)
-    return {**step_fields(s, b, wl.mean_context if wl else context, wl.isl if wl else context),
-            "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None}
 
 
 TABLE_FORMATS = click.Choice(["table", "csv"])
@@ -179,6 +161,7 @@ CHIP_COLUMNS = (Col("id", "name"), Col("name", "text", drop=4), Col("generation"
 @registry_option
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
+@names_flags()
 def models(as_json, fmt):
     """The model cards the project ships (--model takes the name)."""
     from pricing.config import list_cards, resolve
@@ -204,6 +187,7 @@ def models(as_json, fmt):
 @registry_option
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
+@names_flags()
 def chips(as_json, fmt):
     """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a
     default price (`*`: an estimate, dated in the footnote)."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import PLAN_FLAGS, in_flags
+from planner.commands.flags import in_flags, names_flags, own_flag, plan_flag
 from planner.commands.registry_option import registry_option
 from planner.limits import MAX_CONCURRENCY, MAX_GPUS, MAX_RATE, MIN_CONTEXT
 
@@ -29,7 +29,10 @@ def _release(ctx, param, value: str) -> str:
     """Any release a rules pack serves ("0.19.1", "0.27"), as that release; else one line, exit 2."""
     from pricing.rules import get
 
-    return get(value).full_version
+    try:
+        return get(value).full_version
+    except InputError as err:
+        raise in_flags(err, lambda field: own_flag(field, ctx)) from None
 
 
 def _releases(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -204,10 +207,23 @@ def plan_options(f):
     """`plan`'s options: the shared ones, how the plan is printed, and the manifests it can emit."""
     from planner.commands.emit import k8s_options
 
-    shown = [click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
+    shown = [schema_option(),
+             click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
              click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True,
                           help="csv: the plan table (the best pool and the alternatives), every column")]
     return apply_options(options_list() + serving_options() + shown + k8s_options(), f)
+
+
+def schema_option():
+    """--schema on `plan`, `plan scenario` and `plan compare`: the one JSON Schema of their JSON."""
+    return click.option("--schema", "show_schema", is_flag=True, help="print the JSON Schema of this command's JSON "
+                        "(one schema for plan, plan scenario and plan compare, the report told by `kind`) and exit")
+
+
+def print_schema() -> None:
+    from planner.report.schema import report_schema
+
+    click.echo(json.dumps(report_schema(), indent=2))
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -332,6 +348,19 @@ def check_output_path(path: str | None, flag: str = "--chart") -> None:
             from None
 
 
+def write_charts(draw, path: str, flag: str = "--chart") -> None:
+    """Draw the charts (`draw` returns each file written and what it shows) and say where each
+    went, on standard error; a file the system refuses half-way is one line, exit 2, and no file
+    (planner/report/charts.py `save` writes whole or not at all)."""
+    try:
+        files = draw()
+    except OSError as err:
+        raise InputError(flag, f"cannot write {err.filename or path}: {err.strerror or err}",
+                         "name a file on a disk with room, in a folder you can write") from None
+    for name, what in files:
+        click.echo(f"plan: wrote {name} ({what})", err=True)
+
+
 def rate_only(options: dict, workload) -> int:
     """Without --concurrency, a request rate with its latency targets sizes the pool by itself (each
     candidate's replicas serve the rate at its throughput within the targets, as the disaggregated
@@ -370,8 +399,11 @@ def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) 
     return []
 
 
+@names_flags(plan_flag)
 def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
+    if options.get("show_schema"):
+        return print_schema()
     if not options.get("model"):
         raise InputError("--model", "is required" if options.get("model") is None else "must not be empty",
                          "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "
@@ -387,6 +419,9 @@ def run(ctx: click.Context, **options) -> None:
     freeze_imported()
     emit.check(options)
     request = request_from(options)
+    limits = request.limits
+    emit.check_chips(options, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
+    emit.check_serving(options, [(request.service.model, request.service.serving)])
     check_service(request.service)
     if request.service.serving != "agg":
         return run_serving(ctx, request, options)
@@ -397,21 +432,33 @@ def run(ctx: click.Context, **options) -> None:
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
     try:
-        result = plan(request)
+        result = plan(request, plan_flag)
     except InputError as err:
-        raise in_flags(err, PLAN_FLAGS.get) from None
+        raise in_flags(err, plan_flag) from None
     if chart_path and result.feasible:
-        from planner.report.review import pareto_chart
+        from planner.report import numbers as fmt
+        from planner.report.charts import pareto_chart
+        from planner.report.result import price_footnotes
 
-        t = result.target
-        pareto_chart(result.best.serving, chart_path, f"{result.model} at {t.requests_per_second:g} requests/s: "
-                     f"cost per token against p99 TPOT ({', '.join(t.service_targets)})")
+        t, pools = result.target, [result.best, *result.alternatives]
+        chips = {p.chip for p in result.best.serving.pareto}
+        drawn = [p for p in pools if p.chip in chips]
+        write_charts(lambda: [(chart_path, pareto_chart(
+            result.best.serving, chart_path, f"{result.model} at {fmt.given(t.requests_per_second)} requests/s: "
+            f"{', '.join(t.service_targets)}", {p.chip for p in drawn if p.price_estimate},
+            price_footnotes(drawn)))], chart_path)
+    elif chart_path:
+        result.notes.append(f"--chart wrote nothing: no pool fits ({chart_path} not written)")
     result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
                         + unused_acceptance(request.service.speculative_acceptance,
                                             request.service.num_speculative_tokens))
+    if not result.feasible:  # the answer first, one line on stderr; the reason per chip follows
+        from planner.report.render import infeasible_line
+
+        click.echo(infeasible_line(result), err=True)
     if options["as_json"]:
         click.echo(json.dumps(result.model_dump(), indent=2))
-        for line in result.explanations + [f"note: {n}" for n in result.notes]:
+        for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:
             click.echo(line, err=True)
     elif not result.feasible:
         render_infeasible(result, console_for_output())
@@ -424,30 +471,36 @@ def run(ctx: click.Context, **options) -> None:
     if not result.feasible:
         ctx.exit(1)
     if options.get("emit"):
-        for line in emit.emit([(result.best.model, result.best)], options):
+        for line in emit.emit([(result.best.model, result.best)], options=options):
             click.echo(line, err=options["as_json"])
 
 
 def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
     """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
     cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner import defaults
+    from planner.commands import emit
     from planner.report.disagg_plan import plan_serving, role_kernels
     from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
     from planner.report.memory import console_for_output
     from planner.report.plan import winner_kernel
     from planner.report.render import render_infeasible, render_notes, render_plan
 
-    choice = plan_serving(request)
+    choice = plan_serving(request, plan_flag)
     notes = concurrency_note(options, request) + unused_prices(request)
     agg, dis = choice.aggregated, choice.disaggregated
     if agg is not None:
         agg.notes[:0] = notes
     s = request.service
-    workload = (f"{s.model} at {s.workload.requests_per_second:g} requests/s of {s.workload.isl:,} input and "
-                f"{s.workload.osl:,} output tokens, TTFT {s.ttft_ms:g} ms"
-                + (f", TPOT {s.tpot_ms:g} ms" if s.tpot_ms is not None else ""))
+    from planner.report import numbers as fmt
+
+    workload = (f"{s.model} at {fmt.given(s.workload.requests_per_second)} requests/s of {fmt.count(s.workload.isl)} "
+                f"input and {fmt.count(s.workload.osl)} output tokens, TTFT {fmt.duration(s.ttft_ms)}"
+                + (f", TPOT {fmt.duration(s.tpot_ms)}" if s.tpot_ms is not None else ""))
     if options["as_json"]:
-        click.echo(json.dumps({"serving": choice.model_dump()}, indent=2))
+        from planner.report.serving import ServingOutput
+
+        click.echo(json.dumps(ServingOutput(serving=choice).model_dump(), indent=2))
     else:
         console = console_for_output()
         if agg is not None:
@@ -459,8 +512,8 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
             console.print()
             console.print("[bold]disaggregated[/bold]")
         if dis.feasible:
-            render_disagg(dis, role_kernels(s, request.limits, dis), console, agg.hours_per_month if agg else 730,
-                          workload)
+            hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
+            render_disagg(dis, role_kernels(s, request.limits, dis), console, hours, workload)
         else:
             render_disagg_infeasible(dis, console, workload)
         if agg is None:
@@ -469,3 +522,8 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
     chosen = agg if choice.chosen == "agg" else dis
     if not chosen.feasible:
         ctx.exit(1)
+    if options.get("emit"):  # the chosen plan's manifests
+        written = (emit.emit([(agg.best.model, agg.best)], options=options) if choice.chosen == "agg" else
+                   emit.emit(*emit.disaggregated(s.model, dis.prefill, dis.decode), options=options))
+        for line in written:
+            click.echo(line, err=options["as_json"])

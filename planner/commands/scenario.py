@@ -15,9 +15,18 @@ from rich.console import Console
 from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
-from planner.commands.plan import check_output_path, options_list, spare_option, time_limit_option
+from planner.commands.flags import names_flags, option_flag, plan_flag, service_flag
+from planner.commands.plan import (
+    check_output_path,
+    options_list,
+    print_schema,
+    schema_option,
+    spare_option,
+    time_limit_option,
+    write_charts,
+)
 from planner.commands.registry_option import registry_option
-from planner.report.render import render_comparison, render_fleet
+from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
@@ -63,9 +72,12 @@ def check_concurrency(n: int, flag: str) -> None:
 
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
-    from planner.report.review import Comparison, chart, markdown
+    from planner.report.review import Comparison, markdown
 
     console = _console()
+    for r in c.results if with_variants else [c.base]:  # the answer first, one line each on stderr
+        if not r.feasible:
+            click.echo(short_line(r), err=True)
     if fmt == "json":
         payload = c.model_dump() if with_variants else c.base.model_dump()
         click.echo(json.dumps(payload, indent=2))
@@ -77,11 +89,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
         if with_variants:
             render_comparison(c, console)
     if chart_path:
-        chart(c, chart_path)
-        if c.base.feasible and c.base.nodes:
-            from planner.report.review import node_chart, node_chart_path
+        from planner.report.charts import chart
 
-            node_chart(c.base, node_chart_path(chart_path))
+        write_charts(lambda: chart(c, chart_path), chart_path)
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -91,27 +101,33 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw GPUs and $/month per chip for the base and variants (.png or .svg), "
-              "and the base's node map beside it (FILE-nodes.png)")
-@click.option("--schema", "show_schema", is_flag=True, help="print the scenario file's JSON Schema")
+@click.option("--chart", "chart_path", help="draw GPUs per chip and $/month, stacked by service, for the base and "
+              "variants (.png or .svg), and the base's node map beside it (FILE-nodes.png)")
+@click.option("--file-schema", "show_file_schema", is_flag=True, help="print the scenario file's JSON Schema")
+@schema_option()
 @time_limit_option()
 @apply_options_to(executor_options())
 @spare_option()
 @apply_k8s_options
 @click.pass_context
-def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_schema, time_limit, executor,
-                     ray_address, spare, **k8s):
+@names_flags()
+def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_file_schema, show_schema,
+                     time_limit, executor, ray_address, spare, **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
-    if show_schema:
+    if show_file_schema:
         click.echo(json.dumps(schema(), indent=2))
         return 0
+    if show_schema:
+        return print_schema()
     if not file:
-        raise InputError("FILE", "missing", "give a scenario file, or --schema for its format")
+        raise InputError("FILE", "missing", "give a scenario file, or --file-schema for its format")
     check_output_path(chart_path)
     emit.check(k8s)
     scenario = load_scenario(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
+    emit.check_chips(k8s, [c for s in scenario.services for c in scenario.limits(s).chips])
+    emit.check_serving(k8s, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
     from planner.heap import freeze_imported
     from planner.report.review import Ticker, compare
 
@@ -124,7 +140,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     c = compare(scenario, names, progress=ticker, time_limit=time_limit, executor=executor, ray_address=ray_address)
     code = _emit(c, fmt, with_variants, chart_path)
     if k8s.get("emit") and c.base.feasible:
-        for line in emit.emit([(s.service, s) for s in c.base.services], k8s):
+        for line in emit.emit(*emit.fleet_pools(c.base.services), options=k8s):
             click.echo(line, err=fmt == "json")
     elif k8s.get("emit"):
         click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)
@@ -230,11 +246,13 @@ def get_chip_id(name: str) -> str:
 @click.argument("file", required=False)
 @apply_options_to(options_list(axes=True))
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, lines "
-                                            "against context length or concurrency")
+@schema_option()
+@click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, "
+                                            "markers against context length, concurrency or the rate")
 @apply_options_to(executor_options())
 @click.pass_context
-def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options):
+@names_flags(plan_flag)
+def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_address, **options):
     """The same scenario under each variant (FILE), or a sweep given on the command line: every
     `plan` option, with several values for --model, --quantization, --concurrency,
     --context-length and --chip."""
@@ -242,8 +260,10 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
 
     from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
-    from planner.report.review import Comparison, Ticker, axis_chart, markdown
+    from planner.report.review import Comparison, Ticker, markdown
 
+    if show_schema:
+        return print_schema()
     freeze_imported()
     fmt = "json" if options["as_json"] else fmt
     check_output_path(chart_path)
@@ -275,7 +295,7 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     except ValidationError as err:
         e = err.errors()[0]
         field = str(e["loc"][-1]) if e["loc"] else "input"
-        raise InputError(f"--{field.replace('_', '-')}", validation_message(e).lower(),
+        raise InputError(option_flag(field), validation_message(e).lower(),
                          "see `plan compare --help`") from None
     problems = []
     for _, s in scenarios:
@@ -283,8 +303,7 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
         problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False)]
     if problems:
         flags = [line.split(": ", 1) for line in problems]  # services[0].context_length: ... -> --context-length: ...
-        raise ScenarioErrors(list(dict.fromkeys(f"{field.replace('services[0].', '--').replace('_', '-')}: {text}"
-                                                for field, text in flags)))
+        raise ScenarioErrors(list(dict.fromkeys(f"{service_flag(field)}: {text}" for field, text in flags)))
     notes = [f"--price {chip}={price:g} has no effect: {chip} is not compared"
              for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
     if options["show_provenance"]:
@@ -305,6 +324,9 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     notes += [n for r in results for n in r.notes]
     title = sweep_title(points[0], varying)
     comparison = Comparison(review=title, base=results[0], variants=results[1:])
+    for r in comparison.results:  # the answer first, one line each on stderr
+        if not r.feasible:
+            click.echo(short_line(r), err=True)
     if fmt == "json":
         click.echo(json.dumps(comparison.model_dump(), indent=2))
     elif fmt == "markdown":
@@ -314,7 +336,9 @@ def compare_command(ctx, file, fmt, chart_path, executor, ray_address, **options
     for note in dict.fromkeys(notes):
         click.echo(f"plan: note: {note}", err=True)
     if chart_path:
-        axis_chart(points, varying, results, chart_path, title)
+        from planner.report.charts import axis_chart
+
+        write_charts(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title))], chart_path)
     ctx.exit(0 if all(r.feasible for r in results) else 1)
 
 

@@ -8,8 +8,11 @@ max_num_seqs (vLLM's default, or the token budget, which max_num_seqs may not ex
 
 from __future__ import annotations
 
+from planner.candidates.latency import memory_only_gpus, step_replicas
 from planner.candidates.shapes import ChipTable, Row
-from planner.report.numbers import count, ratio, size
+from planner.candidates.step_fields import StepFigures
+from planner.report.numbers import count, duration, given, money, number, ratio, size
+from planner.request import ServiceSpec
 
 
 def _narrower(v) -> str:
@@ -50,8 +53,32 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
     each = (f"{size(kernel.request_bytes())} each: {size(kernel.sequence_variable_bytes(length))} of KV cache and "
             f"{size(admission)} reserved at admission" if admission else f"{size(kernel.request_bytes())} each")
     return (f"KV cache: {count(per_rank)} requests of {count(length)} tokens per rank ({size(kernel.kv_pool())} pool, "
-            f"{each}; vLLM's maximum concurrency, {ratio(kernel.max_concurrency())}, is before the KV margin and "
-            "whole blocks per group)")
+            f"{each}; vLLM's maximum concurrency, {ratio(kernel.instance.max_concurrency())}, is before the KV margin "
+            "and whole blocks per group)")
+
+
+def latency_binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None, memory: str) -> str:
+    """The phrase naming what sets the pool's size: a latency target when it needs more
+    replicas than memory would, else `memory` (the memory phrase), noting a target's cap on
+    max_num_seqs when it lowers it."""
+    cap = table.latency.get(row)
+    if step is None or cap is None:
+        return memory
+    if step.binds == "requests per second":
+        return (f"requests per second: {given(service.workload.requests_per_second)} asked; one instance serves at "
+                f"most {number(cap.requests_per_second)} requests/s within the targets, at the {count(cap.held)} "
+                "requests per rank it holds")
+    if step.binds in ("tpot", "ttft"):
+        target = service.tpot_ms if step.binds == "tpot" else service.ttft_ms
+        return (f"{step.binds}: within {duration(target)} a rank of this split serves {count(cap.held)} requests "
+                f"(max_num_seqs {count(cap.held)}) where its memory holds {count(cap.memory)}; memory alone would need "
+                f"{count(memory_only_gpus(table, service))} {table.chip.id} GPUs, the target "
+                f"{count(row.gpus * step_replicas(step, row))}")
+    if cap.binds != "memory":
+        target = service.tpot_ms if cap.binds == "tpot" else service.ttft_ms
+        return (f"{memory}; {cap.binds} {duration(target)} caps max_num_seqs at {count(cap.held)} (memory would hold "
+                f"{count(cap.memory)})")
+    return memory
 
 
 def default_max_num_seqs(model, chip, max_model_len: int) -> int:
@@ -64,5 +91,5 @@ def default_max_num_seqs(model, chip, max_model_len: int) -> int:
 def inventory_binds(full: list[tuple[str, int, int]], extra: float) -> str:
     """The inventory binds when its GPU counts make the fleet dearer than each service's cheapest
     pool on its own: by how much, and which chips it uses to the last GPU (chip, used, available)."""
-    used = "".join(f"{used} of {available} {chip} GPUs in use, " for chip, used, available in full)
-    return f"inventory: {used}${extra:,.2f}/hour over each service's cheapest pool on its own"
+    used = "".join(f"{count(used)} of {count(available)} {chip} GPUs in use, " for chip, used, available in full)
+    return f"inventory: {used}{money(extra)}/hour over each service's cheapest pool on its own"

@@ -7,7 +7,8 @@ other side connects to it), and VLLM_NIXL_SIDE_CHANNEL_PORT, of which an instanc
 port .. port + dp − 1 (nixl/base_scheduler.py: the port plus the data-parallel index). Ranges are
 disjoint over the whole fleet. In front of both pools runs the proxy vLLM's docs name
 (toy_proxy_server.py, from vLLM's source tree; the wheel ships no router), given every prefiller's
-and decoder's head node and port.
+and decoder's head node and port, and listening on every interface of its node (launch.host: the
+proxy's own default, 127.0.0.1, takes no connection from another machine).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from planner import defaults
 from planner.report.serve import Launch, ServedModel, _quote, launches, ray_launch
 from planner.report.serving import Launch as LaunchData
 from pricing.kernel import Deployment
@@ -57,11 +59,20 @@ def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed
         port = first_side_port + n * d.data_parallel_size
         own = [_with_connector(x, d.kv_role, port) for x in launches(model, d, gpus_per_node, inst.slots)]
         ray = [_with_connector(x, d.kv_role, port) for x in ray_launch(model, d, gpus_per_node, inst.slots)]
-        out.append(InstanceLaunch(replica=inst.replica, role=inst.role, slots=inst.slots,
-                                  commands=[CommandLine(node=x.node, command=x.text, what=x.what) for x in own],
-                                  ray=[CommandLine(node=x.node, command=x.text, what=x.what) for x in ray]))
+        out.append(InstanceLaunch(
+            replica=inst.replica, role=inst.role, slots=inst.slots,
+            commands=[CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
+                      for x in own],
+            ray=[CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
+                 for x in ray]))
         data += [LaunchData(node=x.node, env=dict(x.env), args=list(x.args), line=x.text) for x in own]
     return out, data
+
+
+def router_host() -> str:
+    """Where the proxy listens: every interface (planner/defaults.yaml launch.host), never its own
+    default of loopback alone (tests/fixtures/vllm-0.33/proxy_flags.json --host)."""
+    return str(defaults.value("launch.host"))
 
 
 def router(prefill: list, decode: list) -> LaunchData:
@@ -71,7 +82,8 @@ def router(prefill: list, decode: list) -> LaunchData:
 
     p_hosts, p_ports = hosts(prefill)
     d_hosts, d_ports = hosts(decode)
-    args = ["python", "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py", "--port", str(ROUTER_PORT),
+    args = ["python", "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py", "--host", router_host(),
+            "--port", str(ROUTER_PORT),
             "--prefiller-hosts", *p_hosts, "--prefiller-ports", *p_ports,
             "--decoder-hosts", *d_hosts, "--decoder-ports", *d_ports]
     return LaunchData(node="", env={}, args=args,

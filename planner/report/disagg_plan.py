@@ -9,9 +9,11 @@ import math
 
 from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.table import ChipTable, Row, context_length, priced_chip
+from planner.report.numbers import count, duration, given, money, number, percent, size, tokens, with_article
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
+from pricing.errors import quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.serving.queueing import md1_wait
@@ -32,11 +34,11 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
     pool = RolePool(
         in_flight=in_flight, role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id,
         gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp,
-        pipeline_parallel_size=1, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
+        pipeline_parallel_size=row.shape.pp, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
         data_parallel_size=row.shape.dp, enable_expert_parallel=row.shape.ep,
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
-        max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held, headroom=0.0,
+        max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, held=held, headroom=0.0,
         binds=binds, binds_role=binds, cost_per_hour=round(chip.price_per_gpu_hour * row.gpus * replicas, 4),
         price_per_gpu_hour=chip.price_per_gpu_hour, price_estimate=chip.price_estimate, price_as_of=chip.price_as_of,
         vllm_serve="", memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
@@ -73,18 +75,19 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
     ranks = p * pf.row.shape.dp
     util = rate / (ranks * pf.service_rate)
     wait = md1_wait(rate / ranks, pf.service_rate)
-    p_binds = (f"ttft {service.ttft_ms:g} ms at {rate:g} requests/s: {ranks} prefill ranks at {util:.0%} "
-               f"utilization wait {wait * 1000:,.0f} ms (M/D/1), prefill a {w.isl:,}-token prompt in "
-               f"{pf.prompt_seconds * 1000:,.0f} ms, hand it over in {h.seconds * 1000:,.1f} ms")
+    p_binds = (f"ttft {duration(service.ttft_ms)} at {given(rate)} requests/s: {count(ranks)} prefill ranks at "
+               f"{percent(util, 0)} utilization wait {duration(wait * 1000)} (M/D/1), prefill "
+               f"{with_article(tokens(w.isl))} prompt in {duration(pf.prompt_seconds * 1000)}, hand it over in "
+               f"{duration(h.seconds * 1000)} over {h.link.name}")
     if -(-math.ceil(rate * RATE_UNITS) // pair.prefill_link) > pair.prefill_min:
-        p_binds = (f"link: {h.link.name} hands over {h.prefill_rate(pf.row.shape.dp):,.1f} requests/s per instance "
-                   f"({h.prefill_rank_bytes:,} bytes from the busiest rank each)")
-    d_binds = (f"{'tpot' if dec.binds == 'tpot' else 'memory'}: {dec.batch_per_rank} running requests per rank "
-               + (f"within {service.tpot_ms:g} ms per output token" if dec.binds == "tpot" else
-                  f"(its pool holds {dec.memory_per_rank} of {context_length(model, service):,} tokens, "
-                  f"{dec.arriving_per_rank:.2f} more arriving)")
-               + f", {dec.requests_per_second:.2f} requests/s per instance at {dec.tpot_seconds * 1000:.1f} ms "
-                 f"per output token")
+        p_binds = (f"link: {h.link.name} hands over {number(h.prefill_rate(pf.row.shape.dp), 1)} requests/s per "
+                   f"instance ({size(h.prefill_rank_bytes)} from the busiest rank each)")
+    d_binds = (f"{'tpot' if dec.binds == 'tpot' else 'memory'}: {count(dec.batch_per_rank)} running requests per "
+               "rank " + (f"within {duration(service.tpot_ms)} per output token" if dec.binds == "tpot" else
+                          f"(its pool holds {count(dec.memory_per_rank)} of {count(context_length(model, service))} "
+                          f"tokens, {number(dec.arriving_per_rank)} more arriving)")
+               + f", {number(dec.requests_per_second)} requests/s per instance at "
+                 f"{duration(dec.tpot_seconds * 1000)} per output token")
     node = node or {}
 
     def table(chip):
@@ -98,37 +101,46 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
                        running))
 
 
-def plan_disagg(service: ServiceSpec, limits: PoolLimits):
-    """The disaggregated plan (planner/report/serving.py DisaggPlan), or why none fits."""
-    from planner.report.disagg_launch import router
-    from planner.report.serving import DisaggPlan, Handover, TimeToFirstToken
+def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None, named=None):
+    """The disaggregated plan (planner/report/serving.py DisaggPlan) with the best fleets of the
+    next shapes as its alternatives, or why none fits (a rejected flag named as `named` calls its
+    field: the command's flag; None: the field)."""
+    from planner.report.serving import DisaggPlan
 
-    found = search(service, limits)
+    found = search(service, limits, alternatives)
     if found.chosen is None:
-        return DisaggPlan(feasible=False, explanations=found.explanations, solver_status=found.status,
+        return DisaggPlan(feasible=False, explanations=[quoted(line, named) for line in found.explanations],
+                          solver_status=found.status,
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
                           requests_per_second=found.rate, seconds=round(found.seconds, 3))
-    pair, p, d = found.chosen
+    best, *rest = [_fleet(found, service, limits, *choice) for choice in found.ranked]
+    return best.model_copy(update={"alternatives": rest})
+
+
+def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int):
+    """One chosen pair at its counts as a plan: both pools placed and launched, the hand-over and
+    the time to first token by part."""
+    from planner.report.disagg_launch import router, side_channel_base
+    from planner.report.serving import DisaggPlan, TimeToFirstToken
+    from planner.search.placement import ChipNodes, PoolShape, place
+
     model, rate = found.model, found.rate
     pf, dec, h = pair.prefill, pair.decode, pair.handover
     util = rate / (p * pf.row.shape.dp * pf.service_rate)
     spent = pair.queue_seconds + pf.prompt_seconds + h.seconds + dec.step_seconds
-    from planner.report.disagg_launch import side_channel_base
-    from planner.search.placement import ChipNodes, PoolShape, place
-
     roles = role_pools(model, service, limits, pair, p, d, rate)
     shapes = [PoolShape(pool.role, pool.chip, pool.replicas, pool.gpus_per_replica, pool.tensor_parallel_size,
                         role=pool.role) for pool, _, _ in roles]
     chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits).tp_domain)
              for pool, _, per_node in roles}
     laid = place(shapes, chips, limits.spare)
+    if pair.node_gpus is not None and len({s.node for i in laid.instances for s in i.slots}) != 1:
+        raise AssertionError("a pair priced over one node's NVLink was laid over more than one node")
     prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base())
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
     return DisaggPlan(
         feasible=True, prefill=prefill_pool, decode=decode_pool,
-        handover=Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
-                          decode_rank_bytes=h.decode_rank_bytes, prefill_rank_bytes=h.prefill_rank_bytes,
-                          request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3)),
+        handover=handover_of(pair),
         ttft=TimeToFirstToken(queue_ms=round(pair.queue_seconds * 1000, 1),
                               prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
                               first_step_ms=round(dec.step_seconds * 1000, 2),
@@ -140,7 +152,18 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits):
         seconds=round(found.seconds, 3))
 
 
-def plan_serving(request):
+def handover_of(pair):
+    """A pair's hand-over as the report states it (planner/report/serving.py Handover)."""
+    from planner.report.serving import Handover
+
+    h = pair.handover
+    return Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
+                    decode_rank_bytes=h.decode_rank_bytes, prefill_rank_bytes=h.prefill_rank_bytes,
+                    request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3),
+                    one_node=pair.node_gpus is not None)
+
+
+def plan_serving(request, named=None):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
     cheaper (planner/report/serving.py ServingChoice; the aggregated plan wins a tie)."""
     from planner.report.plan import plan
@@ -148,8 +171,8 @@ def plan_serving(request):
 
     service, limits = request.service, request.limits
     mode = service.serving
-    agg = plan(request) if mode in ("agg", "auto") else None
-    dis = plan_disagg(service, limits) if mode in ("disagg", "auto") else None
+    agg = plan(request, named) if mode in ("agg", "auto") else None
+    dis = plan_disagg(service, limits, request.alternatives, named) if mode in ("disagg", "auto") else None
     chosen, why = _cheaper(agg, dis)
     return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
 
@@ -165,21 +188,23 @@ def _cheaper(agg, dis) -> tuple[str, str]:
     if not dis.feasible:
         return "agg", "only the aggregated plan fits: " + "; ".join(dis.explanations)
     if not agg.feasible:
-        return "disagg", "only the disaggregated plan fits: " + "; ".join(agg.explanations)
+        return "disagg", "only the disaggregated plan fits: " + "; ".join(e.text for e in agg.explanations)
     a, p, d = agg.best, dis.prefill, dis.decode
     delta = dis.cost_per_hour / a.cost_per_hour - 1
     speed = ""
     if a.step is not None and a.step.pool_requests_per_second:
-        speed = (f"; {a.step.pool_requests_per_second:,.2f} requests/s at {a.step.tpot_ms:,.1f} ms per output token, "
-                 f"first token in {a.step.ttft_ms:,.0f} ms of chunked prefill (no queueing for admission modelled)")
-    agg_phrase = (f"aggregated: {a.gpus} {a.chip} GPUs at ${a.cost_per_hour:,.2f}/hour, each instance prefilling "
-                  f"beside its decodes ({a.binds}{speed})")
-    dis_phrase = (f"disaggregated: {p.gpus} prefill {p.chip} GPUs + {d.gpus} decode {d.chip} GPUs at "
-                  f"${dis.cost_per_hour:,.2f}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV cache "
-                  f"crosses {dis.handover.link} in {dis.handover.transfer_ms:,.1f} ms)")
+        speed = (f"; {number(a.step.pool_requests_per_second)} requests/s at {duration(a.step.tpot_ms)} per output "
+                 f"token, first token in {duration(a.step.ttft_ms)} of chunked prefill (no queueing for admission "
+                 "modelled)")
+    agg_phrase = (f"aggregated: {count(a.gpus)} {a.chip} GPUs at {money(a.cost_per_hour, a.price_estimate)}/hour, each "
+                  f"instance prefilling beside its decodes ({a.binds}{speed})")
+    estimate = p.price_estimate or d.price_estimate
+    dis_phrase = (f"disaggregated: {count(p.gpus)} prefill {p.chip} GPUs + {count(d.gpus)} decode {d.chip} GPUs at "
+                  f"{money(dis.cost_per_hour, estimate)}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV "
+                  f"cache crosses {dis.handover.link} in {duration(dis.handover.transfer_ms)})")
     if dis.cost_per_hour < a.cost_per_hour:
-        return "disagg", f"disaggregated is {-delta:.0%} cheaper. {dis_phrase}; {agg_phrase}"
-    return "agg", ("aggregated is cheaper" + (f" by {delta / (1 + delta):.0%}" if delta > 0 else " (a tie)")
+        return "disagg", f"disaggregated is {percent(-delta, 0)} cheaper. {dis_phrase}; {agg_phrase}"
+    return "agg", ("aggregated is cheaper" + (f" by {percent(delta / (1 + delta), 0)}" if delta > 0 else " (a tie)")
                    + f". {agg_phrase}; {dis_phrase}")
 
 
@@ -191,6 +216,7 @@ def role_kernels(service: ServiceSpec, limits: PoolLimits, plan) -> dict:
     out = {}
     for pool in (plan.prefill, plan.decode):
         d = Deployment(tensor_parallel_size=pool.tensor_parallel_size, data_parallel_size=pool.data_parallel_size,
+                       pipeline_parallel_size=pool.pipeline_parallel_size,
                        enable_expert_parallel=pool.enable_expert_parallel,
                        decode_context_parallel_size=pool.decode_context_parallel_size,
                        gpu_memory_utilization=pool.gpu_memory_utilization,

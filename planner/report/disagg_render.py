@@ -8,9 +8,11 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.report.memory import render_memory
+from planner.report.numbers import amount, count, duration
 from planner.report.render import command, render_notes, split
 from planner.report.result import star
 from planner.report.serving import DisaggPlan, RolePool, ServingChoice
+from planner.report.tables import Col, print_table
 
 
 def pools_table(plan: DisaggPlan, title: str, hours: int) -> Table:
@@ -29,23 +31,43 @@ def pools_table(plan: DisaggPlan, title: str, hours: int) -> Table:
     return table
 
 
+ALTERNATIVE_COLUMNS = (Col("", "name"), Col("prefill: chip replicas ×\n(tp,pp,dp,ep,dcp)", "name"),
+                       Col("decode: chip replicas ×\n(tp,pp,dp,ep,dcp)", "name"), Col("GPUs"),
+                       Col("hand-over", "name", drop=2), Col("TTFT", drop=3), Col("$/hour"), Col("$/month", drop=1))
+
+
+def alternatives_rows(plan: DisaggPlan, hours: int) -> list[list[str]]:
+    """The chosen fleet and the best fleets of the next shapes, one row each."""
+    rows = []
+    for i, f in enumerate([plan, *plan.alternatives]):
+        p, d, estimate = f.prefill, f.decode, f.prefill.price_estimate or f.decode.price_estimate
+        rows.append(["best" if i == 0 else str(i), f"{p.chip} {split(p, names=False)}",
+                     f"{d.chip} {split(d, names=False)}", count(f.gpus),
+                     f"{duration(f.handover.transfer_ms)} over {f.handover.link}", duration(f.ttft.total_ms),
+                     amount(f.cost_per_hour, estimate), amount(f.cost_per_hour * hours, estimate, cents=False)])
+    return rows
+
+
 def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int, workload: str) -> None:
     """The feasible disaggregated plan; `kernels` holds each role's kernel for its memory printout."""
+    from planner.report.numbers import percent, size
     from planner.report.result import solver_phrase
     from pricing.kernel.report import memory_report
-    from pricing.units import size
 
     console.print(pools_table(plan, f"disaggregated: {workload}", hours))
+    if plan.alternatives:
+        print_table(console, "the chosen fleet and the best fleets of the next prefill × decode shapes",
+                    ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))
     h, t = plan.handover, plan.ttft
     console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
                   f"{solver_phrase(plan.solver_status)}", soft_wrap=True)
-    console.print(f"hand-over: {h.request_bytes:,} bytes of KV cache per request ({h.decode_rank_bytes:,} read by "
-                  f"each decode rank, {h.prefill_rank_bytes:,} sent by the busiest prefill rank) over {h.link} at "
-                  f"{h.link_gbps_per_gpu:g} GB/s per GPU: {h.transfer_ms:,.2f} ms", soft_wrap=True, markup=False)
-    console.print(f"time to first token: queue {t.queue_ms:,.0f} ms (M/D/1 per prefill rank, "
-                  f"{t.prefill_utilization:.0%} utilized) + prefill {t.prefill_ms:,.0f} ms + hand-over "
-                  f"{t.transfer_ms:,.1f} ms + first decode step {t.first_step_ms:,.1f} ms = {t.total_ms:,.0f} ms",
-                  soft_wrap=True, markup=False)
+    console.print(f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
+                  f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
+                  f"{h.link_gbps_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}", soft_wrap=True, markup=False)
+    console.print(f"time to first token: queue {duration(t.queue_ms)} (M/D/1 per prefill rank, "
+                  f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
+                  f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
+                  f"{duration(t.total_ms)}", soft_wrap=True, markup=False)
     for p in (plan.prefill, plan.decode):
         console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=True, markup=False)
         console.print(f"{p.role} connector: NixlConnector {p.kv_role}, {size(p.connector_gpu_bytes)} on the GPU "

@@ -1,18 +1,23 @@
 """Why nothing fits: one sentence per chip naming the binding constraint with its numbers, and
-the nearest thing that does fit (issue 5, "When nothing fits")."""
+the nearest thing that does fit."""
 
 from __future__ import annotations
 
-from planner.candidates.shapes import ChipTable, ShapeVerdict, context_length, deployment_for, replica_cap
+from planner.candidates.shapes import (
+    ChipTable,
+    ShapeVerdict,
+    context_length,
+    deployment_for,
+    pool_gpus,
+    replica_cap,
+)
+from planner.report.numbers import count, size
+from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
-from pricing.errors import InputError
+from pricing.errors import InputError, quoted
 from pricing.graph import load_model
-from pricing.kernel import Capacity, Kernel
-from pricing.units import GiB, largest_such
-
-
-def _gib(n: int) -> str:
-    return f"{n / GiB:.1f} GiB"
+from pricing.kernel import Capacity, Kernel, Startup
+from pricing.units import largest_such
 
 
 def _split(shape) -> str:
@@ -20,20 +25,42 @@ def _split(shape) -> str:
     return shape.split() + (f", kv cache {shape.kv_cache_dtype}" if shape.kv_cache_dtype != "auto" else "")
 
 
-def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
-    """The binding constraint on one chip, with the nearest feasible change."""
+def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=None) -> Explanation:
+    """The binding constraint on one chip, named (Explanation.constraint) and in a sentence with
+    its numbers and the nearest feasible change; a rejected flag named as `named` calls its field
+    (the command's flag; None: the field)."""
     name = table.chip.name
+
+    def said(constraint: str, text: str) -> Explanation:
+        return Explanation(chip=table.chip.id, constraint=constraint, text=text)
+
     valid = [v for v in table.verdicts if v.invalid is None]
     if not table.verdicts:
         why = "; ".join(table.excluded) or "the allowed splits leave no instance shape"
-        return f"{name}: no instance shape is allowed ({why})."
+        return said("no_shape", f"{name}: no instance shape is allowed ({why}).")
     if not valid:
-        return f"{name}: vLLM rejects every allowed shape, e.g. {table.verdicts[0].invalid}."
+        example = quoted(table.verdicts[0].invalid, named)
+        return said("flags", f"{name}: vLLM rejects every allowed shape, e.g. {example}.")
+    if all(v.refusal == "quantization" for v in valid):
+        return said("checkpoint", _not_loaded(table, service, valid))
     if not table.rows and table.latency_note:
-        return f"{name}: {table.latency_note}."
+        return said("latency", f"{name}: {table.latency_note}.")
     if not table.rows:
-        return _no_request(table, service, valid)
-    return _too_few(table, service, limits)
+        started = any(v.budget and v.fixed < v.budget for v in valid)
+        return said("context" if started else "weights", _no_request(table, service, valid))
+    return said("max_gpus", _too_few(table, service, limits))
+
+
+def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:
+    """The model loader refuses the checkpoint at every allowed split: vLLM's words for the first,
+    and the split (or chip) that loads it (pricing/kernel/startup.py `loading_split`)."""
+    model = load_model(service.model, service.quantization)
+    first = min(valid, key=lambda v: (v.shape.gpus, v.shape))
+    d = deployment_for(first.shape, service, context_length(model, service))
+    refusal = Startup(Kernel.of(model, d, table.chip, release=service.vllm_version)).refusal()
+    splits = ", ".join(dict.fromkeys(_split(v.shape) for v in sorted(valid, key=lambda v: (v.shape.gpus, v.shape))))
+    return (f"{table.chip.name}: vLLM would not load the checkpoint at {splits}: {refusal.message}. Nearest fit: "
+            f"{refusal.would_fit.replace('-tp ', '--tp ')}.")
 
 
 def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:
@@ -42,18 +69,18 @@ def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
     smallest = min(valid, key=lambda v: (v.shape.gpus, v.shape))
     if not started:
         widest = min(valid, key=lambda v: (v.fixed or 2**63, v.shape))
-        return (f"{name}: weights alone need {_gib(smallest.weights)} per rank at {_split(smallest.shape)}; the widest "
-                f"split allowed, {_split(widest.shape)}, still holds {_gib(widest.fixed)} of fixed memory per rank "
-                f"against a budget of {_gib(widest.budget)} at utilization {widest.utilization:g}. Nearest fit: "
-                f"{_gib(widest.fixed - widest.budget)} more per rank is needed: a chip with more memory, a wider split "
+        return (f"{name}: weights alone need {size(smallest.weights)} per rank at {_split(smallest.shape)}; the widest "
+                f"split allowed, {_split(widest.shape)}, still holds {size(widest.fixed)} of fixed memory per rank "
+                f"against a budget of {size(widest.budget)} at utilization {widest.utilization:g}. Nearest fit: "
+                f"{size(widest.fixed - widest.budget)} more per rank is needed: a chip with more memory, a wider split "
                 "(--tp, --dp, --max-gpus) or a smaller --quantization.")
     best = max(started, key=lambda v: (v.kv_pool - v.request_bytes, v.shape))
     length = context_length(load_model(service.model, service.quantization), service)
     fits = _longest_context(table, service, best)
-    nearest = (f"the longest context this split holds is {fits:,} tokens (--context-length {fits})" if fits
+    nearest = (f"the longest context this split holds is {count(fits)} tokens (--context-length {fits})" if fits
                else "no context length fits this split")
-    return (f"{name}: one request at {length:,} tokens needs {_gib(best.request_bytes)} of KV cache per rank at "
-            f"{_split(best.shape)}, more than the {_gib(best.kv_pool)} pool left after {_gib(best.fixed)} of fixed "
+    return (f"{name}: one request at {count(length)} tokens needs {size(best.request_bytes)} of KV cache per rank at "
+            f"{_split(best.shape)}, more than the {size(best.kv_pool)} pool left after {size(best.fixed)} of fixed "
             f"memory at utilization {best.utilization:g}. Nearest fit: {nearest}.")
 
 
@@ -75,16 +102,19 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
 
 
 def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
+    """The most a chip's --max-gpus reaches, less its --spare nodes, and the nearest --max-gpus that fits."""
     name = table.chip.name
     need = service.required
     per_node = table.gpus_per_node
     rows = table.dominant()
+    stock = pool_gpus(limits.max_gpus, per_node, limits.spare)
+    kept = limits.spare * per_node
 
     def reach(row):
-        return (replica_cap(row.gpus, per_node, limits.max_gpus) or 0) * row.concurrency
+        return (replica_cap(row.gpus, per_node, stock) or 0) * row.concurrency
 
     top = max(rows, key=lambda r: (reach(r), -r.gpus, r.shape))
-    cap = replica_cap(top.gpus, per_node, limits.max_gpus) or 0
+    cap = replica_cap(top.gpus, per_node, stock) or 0
 
     def gpus_needed(row) -> int:
         replicas = -(-need // row.concurrency)
@@ -94,7 +124,15 @@ def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
         return budget
 
     cheapest = min(rows, key=lambda r: (gpus_needed(r), r.shape))
-    return (f"{name}: within --max-gpus {limits.max_gpus} on {per_node}-GPU nodes the most concurrency reachable is "
-            f"{cap * top.concurrency} ({cap} × {_split(top.shape)}, {top.concurrency} requests each) against "
-            f"{need} required. Nearest fit: --max-gpus {gpus_needed(cheapest)} "
-            f"({-(-need // cheapest.concurrency)} × {_split(cheapest.shape)}).")
+    within = f"within --max-gpus {limits.max_gpus} on {per_node}-GPU nodes"
+    if limits.spare:
+        nodes = f"{limits.spare} spare node{'s' if limits.spare > 1 else ''}"
+        within = (f"within --max-gpus {limits.max_gpus} less the {kept} GPUs of the {nodes} kept free (--spare "
+                  f"{limits.spare}), {stock} GPUs on {per_node}-GPU nodes," if stock else
+                  f"--max-gpus {limits.max_gpus} on {per_node}-GPU nodes leaves no GPU for the pool beside the {nodes} "
+                  f"kept free (--spare {limits.spare}, {kept} GPUs), so")
+    spare_fix = f" with the spares kept, or --spare 0 (--max-gpus {gpus_needed(cheapest)} without)" if kept else ""
+    return (f"{name}: {within} the most concurrency reachable is "
+            f"{count(cap * top.concurrency)} ({count(cap)} × {_split(top.shape)}, {count(top.concurrency)} requests "
+            f"each) against {count(need)} required. Nearest fit: --max-gpus {gpus_needed(cheapest) + kept} "
+            f"({count(-(-need // cheapest.concurrency))} × {_split(cheapest.shape)}){spare_fix}.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -13,11 +14,12 @@ from planner import defaults
 from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, sweep_model, verify
-from planner.report.binds import binding, default_max_num_seqs
+from planner.report.binds import binding, default_max_num_seqs, latency_binding
 from planner.report.disagg_plan import launch_pools
-from planner.report.plan import serving_figures, token_costs
-from planner.report.result import PoolPlan
+from planner.report.plan import serving_figures, target_words, token_costs
+from planner.report.result import PoolPlan, Target
 from planner.report.serve import instance_launches, pool_launch, served_model
+from planner.report.serving import Handover
 from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
@@ -35,12 +37,16 @@ class ServicePlan(PoolPlan):
 
     service: str
     model: str
-    target: int = Field(description="concurrency asked for")
+    asked: int = Field(description="requests this pool is asked to hold: the service's concurrency, or a "
+                                   "disaggregated role pool's requests in flight")
+    target: Target = Field(description="what the service asks, every target restated (as `plan`'s `target`)")
     role: str = Field("aggregated", description="aggregated, or the prefill or decode pool of a disaggregated "
                                                 "service (vLLM's NixlConnector)")
     instance_commands: list[str] = Field(default_factory=list, description="a role's pool: one command per instance "
                                          "(each with its own port and NIXL side channel), then the router on the "
                                          "decode pool's")
+    handover: Handover | None = Field(None, description="a role's pool: its service's KV hand-over, over one node's "
+                                                        "NVLink only where placement laid both pools on that node")
 
 
 class Shortfall(BaseModel):
@@ -60,6 +66,10 @@ class ChipUse(BaseModel):
 
 
 class FleetResult(BaseModel):
+    """`plan scenario --format json`: every service's pool over the inventory, the chips used and
+    the total cost, or the services left short and why."""
+
+    kind: Literal["scenario"] = Field("scenario", description="which report this is (the schema's discriminator)")
     review: str
     variant: str = "base"
     feasible: bool
@@ -86,9 +96,10 @@ class FleetResult(BaseModel):
 
 def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[ServicePlan], Placement]:
     """Each service's pool, laid with the others on the inventory's nodes, with its commands."""
-    out, launch = [], []
+    out, launch, paired = [], [], []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
         if isinstance(option, PairOption):
+            paired.append((len(out), p, option))
             for fields, role in _role_fields(p, option):
                 out.append(fields)
                 launch.append(role)
@@ -103,7 +114,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
-        binds = latency.binding(table, row, p.spec, step, binds)
+        binds = latency_binding(table, row, p.spec, step, binds)
         prices = {t.chip.id: t.chip.price_per_gpu_hour for t in p.tables}
         served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds,
                                         (p.sized, prices))
@@ -116,7 +127,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             enable_expert_parallel=row.shape.ep, decode_context_parallel_size=row.shape.dcp,
             gpu_memory_utilization=row.gpu_memory_utilization, max_num_batched_tokens=row.max_num_batched_tokens,
             max_num_seqs=row.max_num_seqs, max_model_len=length, kv_cache_dtype=row.shape.kv_cache_dtype,
-            target=p.spec.concurrency, concurrency=held, headroom=round(held / p.spec.concurrency - 1, 4),
+            asked=p.spec.concurrency, target=Target.of(p.spec, length, target_words(p.spec)), held=held,
+            headroom=round(held / p.spec.concurrency - 1, 4),
             headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
             cost_per_hour=cost, serving=served, cost_per_million_output_tokens=per_output,
             cost_per_million_input_tokens=per_input,
@@ -127,6 +139,12 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
                         role=f.get("role", "aggregated")) for f in out]
     per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
     laid = lay_out(shapes, scenario, per_node)
+    for at, p, option in paired:  # both pools laid on one node: they hand over on its NVLink (same rows, counts)
+        twin = option.row.within_node
+        names = {out[at]["service"], out[at + 1]["service"]}
+        if twin is not None and len({s.node for i in laid.instances if i.pool in names for s in i.slots}) == 1:
+            for k, (fields, role) in enumerate(_role_fields(p, option, twin)):
+                out[at + k], launch[at + k] = fields, role
     plans, side_port = [], None
     for fields, entry in zip(out, launch, strict=True):
         mine = [i for i in laid.instances if i.pool == fields["service"]]
@@ -178,22 +196,25 @@ def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int
     return place(shapes, chips, scenario.spare)
 
 
-def _role_fields(p: Prepared, option: PairOption) -> list[tuple[dict, RoleLaunch]]:
+def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict, RoleLaunch]]:
     """A disaggregated service's two pools as `plan --serving disagg` reports them, as ServicePlan
-    fields before placement, each with what its launch needs."""
-    from planner.report.disagg_plan import role_pools
+    fields, each with what its launch needs: priced as `pair` hands over (default: the option's,
+    over the network)."""
+    from planner.report.disagg_plan import handover_of, role_pools
 
     fleet = option.row
+    pair = pair or fleet.pair
     model = sweep_model(p.spec.model, p.spec.quantization)
     rate = p.spec.workload.requests_per_second
     out = []
-    for pool, d, per_node in role_pools(model, p.spec, p.limits, fleet.pair, fleet.prefill, fleet.decode, rate,
-                                        p.node):
+    for pool, d, per_node in role_pools(model, p.spec, p.limits, pair, fleet.prefill, fleet.decode, rate, p.node):
         fields = pool.model_dump(include=set(PoolPlan.model_fields) - {"instances", "vllm_serve", "vllm_serve_nodes",
-                                                                         "nodes"})
-        spare = pool.concurrency / max(1, pool.in_flight) - 1
+                                                                         "nodes", "memory"})
+        spare = pool.held / max(1, pool.in_flight) - 1
         fields.update(headroom=spare, headroom_percent=round(spare * 100, 2), service=f"{p.name} ({pool.role})",
-                      target=pool.in_flight, role=pool.role)
+                      asked=pool.in_flight, target=Target.of(p.spec, context_length(model, p.spec),
+                                                             target_words(p.spec)), role=pool.role,
+                      handover=handover_of(pair))
         out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
     return out
 
@@ -256,6 +277,9 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
             p = prepared[s]
             stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
                               if s.gpus is not None and c in p.limits.chips)
+            if stock and scenario.spare:
+                stock += (f", less {scenario.spare} spare node{'s' if scenario.spare > 1 else ''} of each chip in use "
+                          f"(spare: {scenario.spare})")
             if not p.options:
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")

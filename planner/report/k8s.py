@@ -14,8 +14,20 @@ Per pool:
   InferencePool                        with the llm-d target: the pool behind llm-d's scheduler
   (inference.networking.k8s.io/v1)     (the Gateway API inference extension's resource; its
                                        endpoint picker is deployed with llm-d's own chart)
-Every pod: the exact `vllm serve` arguments of the plan, a node selector on the GPU product label
-NVIDIA's GPU feature discovery sets (the chip registry's gpu_product_label), /dev/shm in memory,
+A disaggregated service is two such pools, its prefill pool and its decode pool, each
+with its role's own `vllm serve` arguments (`--kv-transfer-config` with NixlConnector and its
+kv_role, as the plan prints them) and its NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_HOST the pod's
+own IP from the downward API, which the other side reaches; VLLM_NIXL_SIDE_CHANNEL_PORT the
+release's base port, free in every pod's own network namespace), plus the router the plan names:
+  Deployment + Service <service>-router  vLLM's documented proxy (toy_proxy_server.py, fetched by an
+                                         init container: defaults kubernetes.router_script), given
+                                         the two pools' Services as its prefiller and decoder hosts;
+                                         it hands each request to a prefill pod, then to a decode
+                                         pod with the kv_transfer_params the prefill pod returned
+Every pod: the exact `vllm serve` arguments of the plan, a node selector on the label that names the
+GPU (NODE_LABEL: GPU feature discovery's nvidia.com/gpu.product, the AMD node labeller's
+amd.com/gpu.device-id; its value the chip registry's gpu_product_label, or `--node-selector`; a chip
+whose value no public source gives needs `--node-selector`, never a guess), /dev/shm in memory,
 the model cache volume, probes on vLLM's /health (200 once the engine serves, 503 when it died:
 vllm/entrypoints/serve/instrumentator/health.py), and a Hugging Face token only as a reference to a
 Secret the user names (secretKeyRef), never a value.
@@ -38,6 +50,10 @@ INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
 LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"  # LWS sets it in every pod of a group; Kubernetes expands $(VAR) in args
 WORKER_INDEX = "LWS_WORKER_INDEX"
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the device plugins' resource names
+# the node label whose value names the GPU: NVIDIA GPU feature discovery's product label
+# (k8s-device-plugin internal/lm/resource.go), the AMD node labeller's PCI device ID (ROCm/k8s-device-plugin
+# cmd/k8s-node-labeller/main.go; its product-name label comes from the board's FRU data and varies by board)
+NODE_LABEL = {"nvidia": "nvidia.com/gpu.product", "amd": "amd.com/gpu.device-id"}
 CACHE_MOUNT = "/root/.cache/huggingface"  # HF_HOME of the vllm/vllm-openai image (runs as root)
 
 
@@ -52,6 +68,9 @@ class K8sOptions:
     namespace: str | None = None
     target: str = "plain"  # plain | llm-d
     epp_port: int = 9002
+    node_selector: tuple[tuple[str, str], ...] | None = None  # --node-selector: replaces the registry's label;
+    # () schedules on any node with the GPU resource (--node-selector none)
+    router_script: str | None = None  # where a disaggregated service's router fetches vLLM's proxy
 
 
 def default_image() -> str:
@@ -64,14 +83,54 @@ def _name(text: str) -> str:
     return name or "pool"
 
 
-def _gpu(chip) -> tuple[str, dict]:
-    """The GPU resource and the node selector of a chip (its registry gpu_product_label)."""
+def _label(chip) -> str | None:
+    """The value of the chip's node label (NODE_LABEL), from the chip registry's gpu_product_label."""
     from pricing.registry import load
 
-    data = load().chip_file(chip.id)["chip"]
-    label = data.get("gpu_product_label")
-    selector = {"nvidia.com/gpu.product": str(label["value"])} if label and chip.vendor == "nvidia" else {}
-    return GPU_RESOURCE[chip.vendor], selector
+    entry = load().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
+    return None if entry.get("value") is None else str(entry["value"])
+
+
+def unlabelled(chip) -> InputError | None:
+    """Why the manifests of `chip` need --node-selector (no public value of its node label is known:
+    the registry's null, its `how` saying why), or None."""
+    from pricing.registry import load
+
+    if _label(chip) is not None:
+        return None
+    entry = load().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
+    why = entry.get("how", "the chip registry has no gpu_product_label for it")
+    key, resource = NODE_LABEL[chip.vendor], GPU_RESOURCE[chip.vendor]
+    return InputError("node_selector", f"no {key} value is known for {chip.id} ({why})",
+                      f"give the label your {chip.id} nodes carry, e.g. --node-selector {key}=VALUE (kubectl get "
+                      f"nodes --show-labels), or --node-selector none for any node with {resource}")
+
+
+def _gpu(chip, options: K8sOptions) -> tuple[str, dict]:
+    """The GPU resource and the node selector of a chip: `--node-selector` when given, else the
+    vendor's label (NODE_LABEL) at the chip registry's gpu_product_label."""
+    if options.node_selector is not None:
+        return GPU_RESOURCE[chip.vendor], dict(options.node_selector)
+    problem = unlabelled(chip)
+    if problem is not None:
+        raise problem
+    return GPU_RESOURCE[chip.vendor], {NODE_LABEL[chip.vendor]: _label(chip)}
+
+
+def node_selector(values: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None:
+    """`--node-selector KEY=VALUE` (repeat), or `none`: the pods' node selector instead of the registry's."""
+    if not values:
+        return None
+    if values == ("none",):
+        return ()
+    out = []
+    for text in values:
+        key, eq, value = text.partition("=")
+        if not eq or not key or "none" in values:
+            raise InputError("node_selector", f"{text!r} is not KEY=VALUE",
+                             "give a node label, e.g. nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3, or none alone")
+        out.append((key, value))
+    return tuple(out)
 
 
 def _serve_args(args: list[str], model: str, leader: bool) -> list[str]:
@@ -112,9 +171,32 @@ def _shell_word(arg: str) -> str:
     return arg if arg.startswith("$$((") or arg == LEADER_ADDRESS else shlex.quote(arg)
 
 
+SIDE_CHANNEL_HOST, SIDE_CHANNEL_PORT = "VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT"
+
+
+def _launch_env(env: dict[str, str]) -> list[dict]:
+    """A command's environment as a pod's: its GPUs are the device plugin's (no CUDA_VISIBLE_DEVICES);
+    the NIXL side channel listens on the pod's own IP (downward API status.podIP) at the release's
+    base port (each pod has its own network namespace, so the plan's per-node port ranges are not
+    needed); anything else as the plan sets it."""
+    from planner.report.disagg_launch import side_channel_base
+
+    out = []
+    for key, value in env.items():
+        if key == "CUDA_VISIBLE_DEVICES":
+            continue
+        if key == SIDE_CHANNEL_HOST:
+            out.append({"name": key, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+        elif key == SIDE_CHANNEL_PORT:
+            out.append({"name": key, "value": str(side_channel_base())})
+        else:
+            out.append({"name": key, "value": value})
+    return out
+
+
 def _container(name: str, command: list[str], args: list[str], gpus: int, resource: str, options: K8sOptions,
-               serves_api: bool) -> dict:
-    env = [{"name": "HF_HOME", "value": CACHE_MOUNT}]
+               serves_api: bool, launch_env: dict[str, str] | None = None) -> dict:
+    env = [{"name": "HF_HOME", "value": CACHE_MOUNT}, *_launch_env(launch_env or {})]
     if options.hf_token_secret:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret,
                                                                          "key": "token"}}})
@@ -159,20 +241,21 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     first = pool.instances[0]
     labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name,
               "app.kubernetes.io/component": first.role, "app.kubernetes.io/managed-by": "deployment-planner"}
-    resource, selector = _gpu(chip)
+    resource, selector = _gpu(chip, options)
     if not selector:
-        notes.append(f"{name}: no GPU product label is known for {chip.id} (registry gpu_product_label): the pods "
-                     "have no node selector; add one for your nodes")
+        notes.append(f"{name}: no node selector (--node-selector none): the pods go to any node with {resource}")
     commands = [c.args for c in first.commands]
+    envs = [c.env for c in first.commands]
     served = commands[0][2]
     model = options.model_source or served
     if model.startswith("$"):
-        raise InputError("--model-source", "the weights' location is needed (--model named a config file with no "
+        raise InputError("model_source", "the weights' location is needed (--model named a config file with no "
                          "weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
     per_pod = [len(s.gpus) for s in first.slots]
     leader_args = _serve_args(commands[0], model, leader=True)
-    head = _container("vllm", ["vllm", "serve"], leader_args, per_pod[0], resource, options, serves_api=True)
+    head = _container("vllm", ["vllm", "serve"], leader_args, per_pod[0], resource, options, serves_api=True,
+                      launch_env=envs[0])
     out = []
     if len(commands) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
@@ -184,7 +267,8 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
             raise InputError("placement", f"{name}: the nodes of one instance give {per_pod} GPUs",
                              "a LeaderWorkerSet asks every worker for the same GPUs")
         command, worker_args = _worker_command(_serve_args(commands[1], model, leader=False))
-        worker = _container("vllm", command, worker_args, per_pod[1], resource, options, serves_api=False)
+        worker = _container("vllm", command, worker_args, per_pod[1], resource, options, serves_api=False,
+                            launch_env=envs[1])
         out.append({"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "startupPolicy": "LeaderCreated",
                              "leaderWorkerTemplate": {
@@ -195,12 +279,58 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     out.append({"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, labels, options),
                 "spec": {"selector": service_selector,
                          "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]}})
+    if options.target == "llm-d" and first.role != "aggregated":
+        raise no_llm_d(name)
     if options.target == "llm-d":
         out.append({"apiVersion": INFERENCE_POOL_API, "kind": "InferencePool", "metadata": _meta(name, labels, options),
                     "spec": {"selector": {"matchLabels": service_selector}, "targetPorts": [{"number": port}],
                              "endpointPickerRef": {"name": f"{name}-epp", "port": {"number": options.epp_port}}}})
         notes.append(f"{name}: the InferencePool's endpoint picker is the Service {name}-epp (port "
                      f"{options.epp_port}), deployed with llm-d's inference scheduler chart")
+    return out, notes
+
+
+def no_llm_d(name: str) -> InputError:
+    """The llm-d target and a disaggregated service: not written (never half of it)."""
+    return InputError("k8s_target", f"{name}: llm-d's prefill/decode scheduling (its P/D profile handler and the "
+                      "decode pods' routing sidecar) is not written by this tool",
+                      "use --k8s-target plain: vLLM's proxy in front of the two pools")
+
+
+def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) -> tuple[list[dict], list[str]]:
+    """The router of a disaggregated service in front of its prefill and decode pools' Services
+    (`prefill`, `decode`: their pool names): vLLM's proxy, as the plan names it (planner/report/
+    disagg_launch.py `router`), on all addresses (its own default is 127.0.0.1), with a Service."""
+    from planner.report.disagg_launch import ROUTER_PORT, router_host
+
+    router = _name(name)
+    if options.target == "llm-d":
+        raise no_llm_d(router)
+    labels = {"app.kubernetes.io/name": "vllm-router", "app.kubernetes.io/instance": router,
+              "app.kubernetes.io/component": "router", "app.kubernetes.io/managed-by": "deployment-planner"}
+    api = str(int(defaults.value("launch.port")))
+    script = options.router_script or str(defaults.value("kubernetes.router_script"))
+    path = "/router/toy_proxy_server.py"
+    fetch = {"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
+             "args": ["import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])", script, path],
+             "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
+    probe = {"httpGet": {"path": "/healthcheck", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
+    proxy = {"name": "router", "image": options.image, "command": ["python3", path],
+             "args": ["--host", router_host(), "--port", str(ROUTER_PORT), "--prefiller-hosts", _name(prefill),
+                      "--prefiller-ports", api, "--decoder-hosts", _name(decode), "--decoder-ports", api],
+             "ports": [{"name": "http", "containerPort": ROUTER_PORT, "protocol": "TCP"}],
+             "readinessProbe": probe, "livenessProbe": probe,
+             "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
+    pod = {"metadata": {"labels": labels},
+           "spec": {"initContainers": [fetch], "containers": [proxy],
+                    "volumes": [{"name": "router", "emptyDir": {}}]}}
+    out = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(router, labels, options),
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}},
+           {"apiVersion": "v1", "kind": "Service", "metadata": _meta(router, labels, options),
+            "spec": {"selector": labels, "ports": [{"name": "http", "port": ROUTER_PORT, "targetPort": "http",
+                                                    "protocol": "TCP"}]}}]
+    notes = [f"{router}: vLLM's toy proxy (its init container downloads {script}); llm-d's inference scheduler or "
+             "Dynamo's router serve in production"]
     return out, notes
 
 
@@ -215,15 +345,21 @@ def dump(resources: list[dict]) -> str:
     return yaml.dump_all(resources, Dumper=Plain, sort_keys=False, default_flow_style=False)
 
 
+def writable_folder(out_dir: str) -> tuple[Path, Path]:
+    """The folder to write and its parent, or an error when it is not a folder or cannot be made."""
+    target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise InputError("output_dir", f"{target} is not a folder", "name a folder (it is created)")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise InputError("output_dir", f"cannot write into {parent}", "name a folder in a place you can write")
+    return target, parent
+
+
 def write(files: dict[str, list[dict]], out_dir: str) -> list[Path]:
     """Each file's resources into `out_dir`, nothing written half-way: every file is written into a
     temporary folder beside it first, then moved into place."""
-    target = Path(out_dir)
-    if target.exists() and not target.is_dir():
-        raise InputError("-o", f"{target} is not a folder", "name a folder (it is created)")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise InputError("-o", f"cannot write into {parent}", "name a folder in a place you can write")
+    target, parent = writable_folder(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
     try:
         for file, resources in files.items():

@@ -79,9 +79,6 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
         console.print(f"GPU KV cache size: {r.kv_cache_tokens:,} tokens, Maximum concurrency for "
                       f"{e.max_model_len:,} tokens per request: {r.max_concurrency:.2f}x")
     console.print(f"cache records: {r.cache_bytes_per_token:,.0f} bytes per token before pages")
-    if not r.starts:
-        console.print(f"[bold red]vLLM would not start[/bold red] ({r.refusal_check}): {r.refusal}", soft_wrap=True)
-        console.print(f"what would fit: {r.would_fit}", soft_wrap=True)
     if len(r.kv_groups) > 1 or any(g.kind != "FullAttentionSpec" for g in r.kv_groups):
         table = Table(title=f"KV cache groups in vLLM's order (one request at max_model_len; page bytes as vLLM "
                             f"{r.vllm_version}'s page_size_bytes of the group)")
@@ -97,6 +94,11 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
         render_provenance(r.provenance, console)
 
 
+def refusal_line(r) -> str:
+    """vLLM's refusal as the one line `plan memory` puts on stderr before the breakdown (exit 1)."""
+    return f"plan: vLLM would not start ({r.refusal_check}): {r.refusal}; what would fit: {r.would_fit}"
+
+
 def render_provenance(rows, console: Console) -> None:
     table = Table(title="provenance (every registry value used; `--json` adds how each was obtained)")
     for col, width in (("name", 44), ("value", 36), ("source", None)):
@@ -108,7 +110,7 @@ def render_provenance(rows, console: Console) -> None:
 
 
 def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
-    """The weights' served format and the checkpoint's own bytes beside the graph's (issue 10)."""
+    """The weights' served format and the checkpoint's own bytes beside the graph's."""
     quant = kernel.model.quantization
     if quant != "none":
         console.print(f"served as         {quant}, each tensor as vLLM 0.33's {quant} loader allocates it")
@@ -156,3 +158,30 @@ def render_recurrent(s, console: Console) -> None:
                   f"{s.state_bytes:,} bytes = {size(s.request_bytes)} per request per rank; {s.pages} page(s) "
                   f"per layer of {s.page_bytes:,} bytes (padded to the attention page of {s.attention_block_tokens:,} "
                   f"tokens), {size(s.held_bytes)} of pool blocks in {s.groups} groups", soft_wrap=True)
+
+
+def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int | None,
+               rates_accepted: tuple[float, ...] | None = None) -> dict | None:
+    """The step model's figures for this deployment (None when the chip has no peak rates):
+    `batch` requests per rank (default: what one rank holds) at `tokens` of context, or at the
+    workload's mean context with `isl` and `osl`; speculating, at `rates_accepted` (default: the
+    registry's acceptance)."""
+    from planner.candidates.step_fields import step_fields
+    from pricing.errors import InputError
+    from pricing.kernel import Capacity
+    from pricing.step import StepModel, has_rates
+    from pricing.step.serving import Workload, serving
+
+    if (isl is None) != (osl is None):
+        raise InputError("isl" if isl is None else "osl", "the workload needs both the mean input and output tokens",
+                         "give both")
+    if batch is not None and batch < 1:
+        raise InputError("batch", f"must be at least 1, got {batch}", "give requests per rank")
+    if not has_rates(kernel.chip):
+        return None
+    b = batch or max(1, min(kernel.engine.max_num_seqs, Capacity(kernel).requests_held() or 1))
+    wl = Workload(isl, osl) if isl else None
+    context = max(1, tokens)
+    s = serving(StepModel(kernel, rates_accepted=rates_accepted), b, context, wl)
+    return {**step_fields(s, b, wl.mean_context if wl else context, wl.isl if wl else context),
+            "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None}

@@ -7,11 +7,15 @@ never an f-string of your own, for a figure a reviewer reads:
     count(14344)           '14,344'         thousands separators, always
     percent(0.562)         '56.2%'          a fraction as percent, no space before %
     percent_value(20)      '20%'            a percentage as given (--headroom 20)
+    change(0.123)          '+12.3%'         a change against a base, signed
     duration(3642.7)       '3,642.7 ms'     ms under 10 s, seconds from 10 s up ('17.2 s', '448 s')
+    durations([120, 560])  '120.0/560.0 ms' several in one unit, the largest's
     money(18.16)           '$18.16'         USD; money(18.16, estimate=True) '$18.16*' (* = an estimate)
     money(13257, cents=False)  '$13,257'
+    per_million_tokens(4.983)  '$4.983'    USD per million tokens, to a tenth of a cent
     tokens(8192)           '8,192-token'    with_article(tokens(8192)) 'an 8,192-token'
     ratio(217.1)           '217.10×'
+    given(2.5)             '2.5'            a figure the user gave (a rate, a target), as given: '40', '1,000'
 
 Bytes are integers until here (pricing/units.py names the units). The figures are rounded only
 in the strings these return, never in the data they come from."""
@@ -56,9 +60,20 @@ def number(x: float, digits: int = 2) -> str:
     return f"{x:,.{digits}f}"
 
 
+def given(x: float) -> str:
+    """A figure the user gave (a rate, a bound), as given, with thousands separators: '40', '2.5',
+    '1,000', '0.125'; never in exponent form."""
+    return f"{x:,.3f}".rstrip("0").rstrip(".")
+
+
 def percent(fraction: float, digits: int = 1) -> str:
     """A fraction as a percentage ('56.2%'); no space before the sign."""
     return f"{fraction * 100:,.{digits}f}%"
+
+
+def change(fraction: float, digits: int = 1) -> str:
+    """A change against a base, signed: '+12.3%', '-4.0%'."""
+    return f"{fraction * 100:+,.{digits}f}%"
 
 
 def percent_value(value: float) -> str:
@@ -76,10 +91,24 @@ def duration(ms: float) -> str:
     return f"{seconds:,.1f} s" if seconds < 100 else f"{seconds:,.0f} s"
 
 
+def durations(ms: list[float]) -> str:
+    """Several times in the unit `duration` gives the largest: '120.3/340.0/560.1 ms', '8.2/12.4/17.9 s'."""
+    if not all(math.isfinite(v) for v in ms):
+        return "/".join(duration(v) for v in ms)
+    if max(ms) < TEN_SECONDS_MS:
+        return "/".join(f"{v:,.1f}" for v in ms) + " ms"
+    return "/".join(f"{v / 1000:,.1f}" for v in ms) + " s"
+
+
 def money(usd: float, estimate: bool = False, cents: bool = True) -> str:
     """USD: '$18.16', '$13,257' (cents=False), with the estimate mark when the price is one."""
     text = f"${usd:,.2f}" if cents else f"${usd:,.0f}"
     return text + (ESTIMATE_MARK if estimate else "")
+
+
+def per_million_tokens(usd: float, estimate: bool = False) -> str:
+    """USD per million tokens, to a tenth of a cent as the plan prints it: '$4.983', '$4.983*'."""
+    return f"${usd:,.3f}" + (ESTIMATE_MARK if estimate else "")
 
 
 def amount(usd: float, estimate: bool = False, cents: bool = True) -> str:

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 from planner import defaults
 from planner.candidates import latency
-from planner.candidates.shapes import ChipTable, Row, context_length, deployment
+from planner.candidates.shapes import ChipTable, context_length, deployment
 from planner.candidates.table import priced_chip, verify
-from planner.report.binds import binding, default_max_num_seqs
+from planner.report.binds import binding, default_max_num_seqs, latency_binding
 from planner.report.explain import explain
-from planner.report.result import Margin, PlanResult, PoolPlan, SearchInfo, Target
+from planner.report.numbers import count
+from planner.report.result import Explanation, Margin, PlanResult, PoolPlan, SearchInfo, Target
 from planner.report.serve import own_nodes, served_model
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
+from pricing.kernel.report import memory_report
 
 
-def plan(request: PlanRequest) -> PlanResult:
-    """The cheapest pool for one service, the next alternatives, and, when nothing fits, why."""
+def plan(request: PlanRequest, named=None) -> PlanResult:
+    """The cheapest pool for one service, the next alternatives, and, when nothing fits, why (a
+    rejected flag named as `named` calls its field: the command's flag; None: the field)."""
     service, limits = request.service, request.limits
     found = search(request)
     model = load_model(service.model, service.quantization)
@@ -31,12 +34,17 @@ def plan(request: PlanRequest) -> PlanResult:
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
-        explanations = [f"{no_plan_in_time(limits.time_limit)} ({found.evaluated:,} candidates; "
-                        "--time-limit raises it)"]
+        explanations = [Explanation(chip="", constraint="time_limit", text=f"{no_plan_in_time(limits.time_limit)} "
+                                    f"({count(found.evaluated)} candidates; --time-limit raises it)")]
     else:
-        explanations = [explain(t, service, limits) for t in found.tables]
+        explanations = [explain(t, service, limits, named) for t in found.tables]
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
-    provenance = _provenance(model, service, by_chip[pools[0].chip], found.ranked[0][0].row) if pools else []
+    provenance = []
+    if pools:  # the best pool's kernel: its provenance and its per-rank memory, as the text prints them
+        kernel = verify(model, by_chip[pools[0].chip].chip, service, found.ranked[0][0].row)
+        provenance = _provenance(kernel)
+        memory = memory_report(kernel, length).model_copy(update={"provenance": []})  # the plan's own, above
+        pools[0] = pools[0].model_copy(update={"memory": memory})
     return PlanResult(
         feasible=bool(pools), target=Target.of(service, length, target_words(service)),
         best=pools[0] if pools else None, alternatives=pools[1:],
@@ -55,9 +63,8 @@ PLANNER_DEFAULTS = ("grids.gpu_memory_utilization", "grids.spare_memory_bytes", 
                     "solver.num_workers")
 
 
-def _provenance(model, service: ServiceSpec, table: ChipTable, row: Row) -> list[dict]:
+def _provenance(kernel: Kernel) -> list[dict]:
     """Every registry value the best plan's kernel read, and the planner defaults that shaped the search."""
-    kernel = verify(model, table.chip, service, row)
     rows = [{"name": p.name, "value": p.value, "source": p.source, "how": p.how} for p in kernel.provenance()]
     for name in PLANNER_DEFAULTS:
         p = defaults.sourced(name)
@@ -85,7 +92,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
     step = latency.figures(model, table, service, row, replicas)
-    binds = latency.binding(table, row, service, step, binds)
+    binds = latency_binding(table, row, service, step, binds)
     served, binds = serving_figures(service, sizing, replicas, binds, every)
     cost = round(option.price * row.gpus * replicas, 4)
     per_output, per_input = token_costs(service, step, cost)
@@ -95,7 +102,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         nodes_per_replica=row.shape.nodes(table.gpus_per_node), enable_expert_parallel=row.shape.ep,
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
-        max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, concurrency=held,
+        max_model_len=kernel.engine.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, held=held,
         headroom=held / service.concurrency - 1, headroom_percent=round((held / service.concurrency - 1) * 100, 2),
         binds=binds, cost_per_hour=cost, price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of, step=step,

@@ -13,14 +13,17 @@ from rich.table import Table
 from planner import defaults
 from planner.report.memory import render_memory, render_provenance
 from planner.report.numbers import (
-    ESTIMATE_MARK,
     amount,
     count,
     duration,
+    durations,
+    given,
     money,
     number,
+    per_million_tokens,
     percent,
     percent_value,
+    plural,
     tokens,
     with_article,
 )
@@ -57,17 +60,17 @@ def target_phrase(result: PlanResult) -> str:
     """What was asked, every target restated: '64 concurrent requests at 1,048,576 tokens, TPOT ≤
     30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
-    text = f"{count(t.concurrency)} concurrent requests at {count(t.context_length)} tokens"
+    text = f"{plural(t.asked, 'concurrent request')} at {count(t.context_length)} tokens"
     if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
-        held = f", {count(t.concurrency)} concurrent held" if t.concurrency > 1 else ""
-        text = (f"{number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s at "
+        held = f", {count(t.asked)} concurrent held" if t.asked > 1 else ""
+        text = (f"{given(t.requests_per_second)} requests/s at "
                 f"{count(t.context_length)} tokens{held}, " + ", ".join(t.service_targets))
     if t.tpot_ms is not None:
         text += f", TPOT ≤ {duration(t.tpot_ms)}"
     if t.ttft_ms is not None:
         text += f", TTFT ≤ {duration(t.ttft_ms)}"
     if t.requests_per_second is not None and not t.service_targets:
-        text += f", {number(t.requests_per_second, 2).rstrip('0').rstrip('.')} requests/s"
+        text += f", {given(t.requests_per_second)} requests/s"
     if t.isl is not None:
         text += f" (prompts of {count(t.isl)}, outputs of {count(t.osl)} tokens)"
     if t.headroom_percent:
@@ -78,12 +81,12 @@ def target_phrase(result: PlanResult) -> str:
 def plan_rows(result: PlanResult) -> list[list[str]]:
     """The best pool and its alternatives, one row each in PLAN_COLUMNS' order."""
     rows = []
-    implicit = bool(result.target.service_targets) and result.target.concurrency == 1  # no concurrency asked
+    implicit = bool(result.target.service_targets) and result.target.asked == 1  # no concurrency asked
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
         rows.append(["best" if i == 0 else str(i), p.chip, count(p.gpus), _nodes(p), split(p, names=False) + kv,
                      f"{p.gpu_memory_utilization:.2f}", count(p.max_num_batched_tokens), count(p.max_num_seqs),
-                     count(p.concurrency), "-" if implicit else percent(p.headroom),
+                     count(p.held), "-" if implicit else percent(p.headroom),
                      amount(p.cost_per_hour, p.price_estimate),
                      amount(p.cost_per_hour * result.hours_per_month, p.price_estimate, cents=False)])
     return rows
@@ -98,14 +101,13 @@ def margin_line(result: PlanResult) -> str:
     """'margin: 0.9% of each rank's predicted KV pool is not counted on (--margin sets it; --provenance
     says where it comes from)': short; the source is in the provenance and the JSON."""
     given = result.margin.source == "--margin"
-    return (f"margin: {percent(result.margin.fraction)} of each rank's predicted KV pool is not counted on ("
-            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says where it comes from")
-            + ")")
+    return (f"margin: {percent(result.margin.fraction)} of each rank's KV pool not counted on ("
+            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says why") + ")")
 
 
 def best_line(best: PoolPlan) -> str:
     """'best: 4 × h200 GPUs as 1 × (tp 1, ...), 100 requests held, $18.16*/hour'."""
-    return (f"best: {count(best.gpus)} × {best.chip} GPUs as {split(best)}, {count(best.concurrency)} requests held, "
+    return (f"best: {count(best.gpus)} × {best.chip} GPUs as {split(best)}, {count(best.held)} requests held, "
             f"{money(best.cost_per_hour, best.price_estimate)}/hour")
 
 
@@ -128,7 +130,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
         console.print(line, soft_wrap=True, markup=False)
     console.print()
-    render_memory(memory_report(kernel, result.target.context_length), kernel, console)
+    render_memory(best.memory or memory_report(kernel, result.target.context_length), kernel, console)
     if provenance:
         render_provenance(result.provenance, console)
     console.print()
@@ -237,10 +239,24 @@ def render_notes(notes: list[str], console: Console) -> None:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
 
 
+def infeasible_line(result: PlanResult) -> str:
+    """`plan`'s answer when nothing fits, as the one line on stderr before the reasons."""
+    why = ", ".join(f"{e.chip}: {e.constraint.replace('_', ' ')}" if e.chip else e.constraint.replace("_", " ")
+                    for e in result.explanations)
+    return f"plan: no pool fits {result.model}: {target_phrase(result)}" + (f" ({why}; the reasons follow)"
+                                                                            if why else "")
+
+
+def short_line(r: FleetResult) -> str:
+    """A review's answer when not every service is served, as the one line on stderr."""
+    return (f"plan: {r.review or 'scenario'} — {r.variant}: not every service can be served: "
+            + "; ".join(f"{s.service} ({s.brief})" for s in r.short))
+
+
 def render_infeasible(result: PlanResult, console: Console) -> None:
     console.print(f"[bold red]no pool fits[/bold red] {result.model}: {target_phrase(result)}", soft_wrap=True)
-    for line in result.explanations:
-        console.print(f"- {line}", soft_wrap=True)
+    for e in result.explanations:
+        console.print(f"- {e.text}", soft_wrap=True, markup=False)
     render_notes(result.notes, console)
 
 
@@ -251,25 +267,24 @@ def serving_lines(p: PoolPlan) -> list[str]:
         return []
 
     def spread(d):
-        return "/".join(f"{d[k]:,.0f}" if d[k] >= 100 else f"{d[k]:,.1f}" for k in ("p50", "p90", "p99"))
+        return durations([d[k] for k in ("p50", "p90", "p99")])
 
-    return [f"service targets ({', '.join(s.targets)}) at {s.requests_per_second:g} requests/s, "
-            f"{s.requests_per_second_per_instance:,.2f} per instance (vLLM 0.33's scheduler simulated on the step "
-            f"model, {s.requests_simulated:,} Poisson requests): p50/p90/p99 TTFT {spread(s.ttft_ms)} ms, TPOT "
-            f"{spread(s.tpot_ms)} ms, ITL {spread(s.itl_ms)} ms, E2E {spread(s.e2e_ms)} ms; goodput {s.goodput:.1%} "
-            "of requests meet every bound" + (f"; {s.preemptions} preemptions" if s.preemptions else "")]
+    return [f"service targets ({', '.join(s.targets)}) at {given(s.requests_per_second)} requests/s, "
+            f"{number(s.requests_per_second_per_instance)} per instance (vLLM 0.33's scheduler simulated on the step "
+            f"model, {count(s.requests_simulated)} Poisson requests): p50/p90/p99 TTFT {spread(s.ttft_ms)}, TPOT "
+            f"{spread(s.tpot_ms)}, ITL {spread(s.itl_ms)}, E2E {spread(s.e2e_ms)}; goodput {percent(s.goodput)} "
+            "of requests meet every bound" + (f"; {plural(s.preemptions, 'preemption')}" if s.preemptions else "")]
 
 
 def cost_lines(p: PoolPlan) -> list[str]:
     """$/M tokens at the workload (each charges the pool's whole cost to that kind of token)."""
     if p.cost_per_million_output_tokens is None:
         return []
-    line = (f"cost per token: ${p.cost_per_million_output_tokens:,.3f}{ESTIMATE_MARK if p.price_estimate else ''} "
-            "per million output tokens")
+    line = (f"cost per token: {per_million_tokens(p.cost_per_million_output_tokens, p.price_estimate)} per million "
+            "output tokens")
     if p.cost_per_million_input_tokens is None:
         return [line + " (the pool's whole cost over the output of the speed figures above)"]
-    line += (f", ${p.cost_per_million_input_tokens:,.3f}{ESTIMATE_MARK if p.price_estimate else ''} per million "
-             "input tokens")
+    line += f", {per_million_tokens(p.cost_per_million_input_tokens, p.price_estimate)} per million input tokens"
     return [line + " (each the pool's whole cost over that kind of token at the workload)"]
 
 
@@ -282,9 +297,13 @@ def speed_lines(p: PoolPlan) -> list[str]:
 
         return [f"speed: unknown ({missing_rates(get_chip(p.chip))})"]
     rate = f", {number(s.pool_requests_per_second)} requests/s" if s.pool_requests_per_second else ""
+    ranks = p.replicas * p.data_parallel_size
+    holds = p.held // ranks  # what binds counts: each rank's held requests
+    load = "" if s.batch_per_rank == holds else (f"; the load asked over the pool's {plural(ranks, 'rank')}, each "
+                                                  f"holding up to {count(holds)}")
     return [f"speed (step model): {duration(s.tpot_ms)} per output token at {count(s.batch_per_rank)} requests per "
-            "rank "
-            f"({count(s.context_tokens)} tokens of context), first token of {with_article(tokens(s.prompt_tokens))} "
+            f"rank ({count(s.context_tokens)} tokens of context{load}), first token of "
+            f"{with_article(tokens(s.prompt_tokens))} "
             f"prompt in {duration(s.ttft_ms)}; {count(s.output_tokens_per_second)} output tokens/s per instance, "
             f"{count(s.output_tokens_per_second_per_gpu)} per GPU, {count(s.pool_output_tokens_per_second)} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
@@ -311,19 +330,17 @@ def render_fleet(r: FleetResult, console: Console) -> None:
         console.print(search_line(r), soft_wrap=True)
         return
     rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
-             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.concurrency)} / {count(p.target)}",
+             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.held)} / {count(p.asked)}",
              percent(p.headroom, 0), amount(p.cost_per_hour, p.price_estimate),
              amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
     print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)
     for note in price_footnotes(r.services):
         console.print(note)
-    used = ", ".join(f"{u.chip} {u.gpus}" + (f" of {u.available}" if u.available is not None else "")
+    used = ", ".join(f"{u.chip} {count(u.gpus)}" + (f" of {count(u.available)}" if u.available is not None else "")
                      for u in r.chips)
     estimate = any(p.price_estimate for p in r.services)
-    console.print(f"total: {count(r.gpus)} GPUs ({used}), {money(r.cost_per_hour, estimate)}/hour, "
+    console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
-    console.print(f"total: {r.gpus} GPUs ({used}), ${r.cost_per_hour:,.2f}/hour, ${r.cost_per_month:,.0f}/month; "
-                  f"{search_line(r)}", soft_wrap=True)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
                      else [f"binds: {p.binds}"]):
@@ -365,8 +382,9 @@ def render_comparison(c: Comparison, console: Console) -> None:
         ranked = Table(title=f"{c.review or 'scenario'}: grid points by cost")
         for col in ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"]:
             ranked.add_column(col, justify="right" if col in ("rank", "GPUs") or col.startswith("$") else "left")
+        marked = {r.variant for r in c.results if any(p.price_estimate for p in r.services)}
         for g in c.ranking:
-            ranked.add_row(str(g.rank), *[str(g.values[a]) for a in c.grid],
-                           f"{g.cost_per_month:,.0f}" if g.feasible else "infeasible",
-                           str(g.gpus) if g.feasible else "—")
+            ranked.add_row(count(g.rank), *[str(g.values[a]) for a in c.grid],
+                           amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
+                           count(g.gpus) if g.feasible else "—")
         console.print(ranked)

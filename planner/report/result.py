@@ -1,8 +1,10 @@
-"""The plan as data: the JSON object `plan --json` prints (issue 5, "What the user sees").
+"""The plan as data: the JSON object `plan --json` prints.
 
 Fields marked `exclude=True` feed the rich rendering and are not part of the JSON shape."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -11,13 +13,14 @@ from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
 from planner.search.status import StageStatus
+from pricing.kernel.report import MemoryReport
 
 
 class Target(BaseModel):
     """What was asked, every target restated (the title of every report says it too)."""
 
-    concurrency: int = Field(description="concurrent requests the user asked for (before headroom); 1 when only "
-                                         "service targets at a rate were asked")
+    asked: int = Field(description="concurrent requests the user asked for (before headroom); 1 when only "
+                                   "service targets at a rate were asked")
     context_length: int = Field(description="max_model_len every request is sized at")
     headroom_percent: float = Field(0.0, description="the extra concurrency asked for, in percent (--headroom)")
     required: int = Field(0, description="requests the pool must hold: concurrency with the headroom")
@@ -32,7 +35,7 @@ class Target(BaseModel):
     def of(cls, service, context_length: int, service_targets: list[str] | None = None) -> Target:
         """The target of a planner/request.py ServiceSpec at its resolved context length."""
         w = service.workload
-        return cls(concurrency=service.concurrency, context_length=context_length,
+        return cls(asked=service.concurrency, context_length=context_length,
                    headroom_percent=service.headroom, required=service.required, tpot_ms=service.tpot_ms,
                    ttft_ms=service.ttft_ms, isl=w.isl if w else None, osl=w.osl if w else None,
                    requests_per_second=w.requests_per_second if w else None, service_targets=service_targets or [])
@@ -78,8 +81,9 @@ class PoolPlan(BaseModel):
     max_num_seqs: int
     max_model_len: int
     kv_cache_dtype: str
-    concurrency: int = Field(description="requests the whole pool holds at the context length")
-    headroom: float = Field(exclude=True, description="concurrency / target concurrency − 1 (0.25 is 25 % spare)")
+    held: int = Field(description="requests the whole pool holds at the context length (what is asked: the "
+                                  "target's `asked` and `required`)")
+    headroom: float = Field(exclude=True, description="held / asked − 1 (0.25 is 25% spare)")
     headroom_percent: float = Field(0.0, description="spare concurrency in percent, as --headroom takes it")
     binds: str = Field("", description="what sets the pool's size, with its numbers")
     cost_per_hour: float = Field(description="GPUs × USD per GPU-hour")
@@ -94,6 +98,9 @@ class PoolPlan(BaseModel):
     nodes: list[NodeUse] = Field(default_factory=list, description="the nodes the pool is laid on (a plan's own; "
                                  "a scenario's are the fleet's)")
     step: StepFigures | None = Field(None, description="latency and throughput; None when the chip has no peak rates")
+    memory: MemoryReport | None = Field(None, description="`plan`'s best pool: one rank's memory breakdown, as the "
+                                        "text prints it (`plan memory --json`'s shape; its provenance is the plan's "
+                                        "`provenance`); null for the other pools")
     serving: ServingFigures | None = Field(None, description="with service targets: the simulated benchmark")
     cost_per_million_output_tokens: float | None = Field(
         None, description="USD per million output tokens at the workload: the pool's whole cost over its output")
@@ -166,7 +173,29 @@ class Margin(BaseModel):
     source: str = Field(description="where the figure comes from: the calibration's residuals, or --margin")
 
 
+CONSTRAINTS = ("no_shape", "flags", "checkpoint", "latency", "weights", "context", "max_gpus", "time_limit")
+
+
+class Explanation(BaseModel):
+    """Why nothing fits on one chip: the constraint that binds, by name, and in a sentence with its
+    numbers and the nearest change that fits (planner/report/explain.py)."""
+
+    chip: str = Field(description="the chip's id; '' when the reason is the search's, not a chip's")
+    constraint: Literal[CONSTRAINTS] = Field(description="no_shape: the splits allowed leave no instance shape; "
+                                             "flags: vLLM rejects every shape's flags; checkpoint: the model loader "
+                                             "refuses the checkpoint at every split; latency: the latency targets "
+                                             "leave no configuration; weights: the fixed memory exceeds the budget "
+                                             "at every split; context: one request at the context length does not "
+                                             "fit the KV pool; max_gpus: the GPUs allowed hold too few requests; "
+                                             "time_limit: the solver found no plan in time")
+    text: str = Field(description="the reason in words, with its numbers and the nearest fit")
+
+
 class PlanResult(BaseModel):
+    """`plan --json`: the cheapest pool for one service (`best`, with its per-rank memory), the
+    alternatives, what was asked (`target`) and, when nothing fits, why (`explanations`)."""
+
+    kind: Literal["plan"] = Field("plan", description="which report this is (the schema's discriminator)")
     feasible: bool
     target: Target
     best: PoolPlan | None
@@ -175,7 +204,7 @@ class PlanResult(BaseModel):
     model: str = Field("", description="the model as the user named it")
     hf_id: str = Field("", description="the name `vllm serve` is given")
     origin: str = Field("", description="where the model's architecture was read")
-    explanations: list[str] = Field(default_factory=list, description="why nothing fits, one line per chip")
+    explanations: list[Explanation] = Field(default_factory=list, description="why nothing fits, one per chip")
     notes: list[str] = Field(default_factory=list, description="input that had no effect, one line each")
     provenance: list[dict] = Field(default_factory=list,
                                    description="every registry and planner default the best plan used")

@@ -4,6 +4,8 @@ request's time to first token is made up."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from planner.report.result import PlanResult, PoolPlan
@@ -20,7 +22,7 @@ class Launch(BaseModel):
 
 class RolePool(PoolPlan):
     """One role's pool: `replicas` instances of the role (prefill: kv_producer; decode: kv_consumer).
-    Its `concurrency` is the requests its instances run at once: prompts (max_num_seqs) per prefill
+    Its `held` is the requests its instances run at once: prompts (max_num_seqs) per prefill
     rank, running decodes per decode rank."""
 
     role: str = Field(description="prefill or decode")
@@ -43,6 +45,8 @@ class Handover(BaseModel):
     prefill_rank_bytes: int = Field(description="KV bytes the busiest prefill rank sends for one request")
     request_bytes: int = Field(description="KV bytes of one request over all the decode ranks that read it")
     transfer_ms: float
+    one_node: bool = Field(False, description="both pools sit on one node and hand over on its NVLink (the plan "
+                                              "keeps them there); false: over the network, on any nodes")
 
 
 class TimeToFirstToken(BaseModel):
@@ -73,6 +77,9 @@ class DisaggPlan(BaseModel):
     candidates_evaluated: int = 0
     pairs: int = Field(0, description="prefill × decode candidates the CP-SAT model chose among")
     seconds: float = 0.0
+    alternatives: list[DisaggPlan] = Field(default_factory=list, description="the best fleets of the next "
+                                           "prefill × decode shapes (chips, tp, dp, ep, dcp, kv dtype), cheapest "
+                                           "first, as the aggregated plan's alternatives")
 
 
 class ServingChoice(BaseModel):
@@ -83,3 +90,11 @@ class ServingChoice(BaseModel):
     why: str
     aggregated: PlanResult | None = None
     disaggregated: DisaggPlan | None = None
+
+
+class ServingOutput(BaseModel):
+    """`plan --serving disagg|auto --json`: the choice between the two kinds of plan."""
+
+    kind: Literal["plan_serving"] = Field("plan_serving", description="which report this is (the schema's "
+                                                                      "discriminator)")
+    serving: ServingChoice

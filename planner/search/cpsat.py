@@ -12,7 +12,10 @@ Model, for services s and their candidate rows i (one row per instance shape, se
     x[s,i] ∈ {0,1}, exactly one per service          the instance configuration
     r[s,i] ∈ {0} ∪ [rmin, rmax], r ≤ rmax·x, r ≥ rmin·x   its replica count
     Σ_i concurrency[s,i] · r[s,i] ≥ required[s]       the target (with headroom)
-    Σ_{s,i on chip c} gpus[s,i] · r[s,i] ≤ inventory[c]  shared GPUs (--max-gpus)
+    Σ_{s,i on chip c} gpus[s,i] · r[s,i] + spare[c] · u[c] ≤ inventory[c]
+                                                      shared GPUs (--max-gpus), less the spare nodes'
+                                                      GPUs (--spare, N+1) of a chip in use:
+    x[s,i] ⇒ u[c] for every chip c the row takes GPUs on      u[c] ∈ {0,1}
 
 Objective, lexicographic: the lowest cost per hour, then the fewest GPUs, then the most
 requests held (headroom), then the candidate's rank: the larger token budget, then the lower
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from planner import defaults
 from planner.candidates import latency
-from planner.candidates.shapes import ChipTable, Row, replica_cap
+from planner.candidates.shapes import ChipTable, Row, pool_gpus, replica_cap
 from planner.candidates.table import (
     candidate_table,
     evaluate_shape,
@@ -93,7 +96,8 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
                 rmin = max(-(-need // row.concurrency), sizing.replicas)
             else:
                 rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
-            cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
+            cap = replica_cap(row.gpus, table.gpus_per_node, pool_gpus(limits.max_gpus, table.gpus_per_node,
+                                                                         limits.spare))
             if cap is not None and cap < rmin:
                 continue
             key = (-row.max_num_batched_tokens, row.gpu_memory_utilization, row.shape.pp, row.shape.tp, row.shape.dp,
@@ -115,10 +119,26 @@ class PoolModel:
     primary: cp_model.LinearExpr | int = 0
     secondary: cp_model.LinearExpr | int = 0
     weights: tuple[int, int] = (1, 1)  # (w_cost, w_held): the folds of `_weights`
+    used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # chip -> u[c], whether a pool takes GPUs on it
 
 
-def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None) -> PoolModel:
-    """The model: one configuration and a replica count per service, the target, shared GPUs."""
+def chip_used(m: cp_model.CpModel, services: list[list[Option]], xs: list[list[cp_model.IntVar]],
+              chip: str) -> cp_model.IntVar:
+    """u[c]: 1 when a chosen configuration takes GPUs on `chip` (x ⇒ u), so what is kept for the
+    chip's spare nodes counts only where the chip is used (the solver sets it 0 otherwise: it only
+    tightens)."""
+    u = m.new_bool_var(f"used_{chip}")
+    for opts, x in zip(services, xs, strict=True):
+        for o, xi in zip(opts, x, strict=True):
+            if chip in o.row.chips:
+                m.add_implication(xi, u)
+    return u
+
+
+def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None,
+          spare: dict[str, int] | None = None) -> PoolModel:
+    """The model: one configuration and a replica count per service, the target, shared GPUs; on a
+    chip with an inventory, `spare[c]` GPUs (its spare nodes') come out of it when the chip is used."""
     from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     m = cp_model.CpModel()
     xs, rs = [], []
@@ -132,10 +152,17 @@ def build(services: list[list[Option]], required: list[int], inventory: dict[str
         m.add(sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True)) >= required[s])
         xs.append(x)
         rs.append(r)
+    used = {}
     for chip, limit in sorted((inventory or {}).items()):
         use = [o.row.gpus_on(chip) * ri for opts, r in zip(services, rs, strict=True)
                for o, ri in zip(opts, r, strict=True) if chip in o.row.chips]
-        if use:
+        if not use:
+            continue
+        kept = (spare or {}).get(chip, 0)
+        if kept:
+            used[chip] = chip_used(m, services, xs, chip)
+            m.add(sum(use) + kept * used[chip] <= limit)
+        else:
             m.add(sum(use) <= limit)
     cost = gpus = held = rank = 0
     for opts, x, r in zip(services, xs, rs, strict=True):
@@ -144,7 +171,7 @@ def build(services: list[list[Option]], required: list[int], inventory: dict[str
         held += sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True))
         rank += sum(o.rank * xi for o, xi in zip(opts, x, strict=True))
     w_cost, w_held = _weights(services)
-    pm = PoolModel(m, services, xs, rs, w_cost * cost + gpus, rank - w_held * held, (w_cost, w_held))
+    pm = PoolModel(m, services, xs, rs, w_cost * cost + gpus, rank - w_held * held, (w_cost, w_held), used)
     m.minimize(pm.primary)
     return pm
 
@@ -340,7 +367,8 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
         cheapest = None
         for row in table.rows[before:]:
             replicas = -(-need // row.concurrency)
-            cap = replica_cap(row.gpus, table.gpus_per_node, limits.max_gpus)
+            cap = replica_cap(row.gpus, table.gpus_per_node, pool_gpus(limits.max_gpus, table.gpus_per_node,
+                                                                         limits.spare))
             if cap is None or cap >= replicas:
                 cost = replicas * row.gpus * chips[i].price_per_gpu_hour
                 cheapest = cost if cheapest is None else min(cheapest, cost)
@@ -370,7 +398,8 @@ def search(request: PlanRequest) -> Search:
     if not opts:
         return Search(tables, opts, [], "INFEASIBLE", evaluated, time.perf_counter() - start, sized)
     inventory = {t.chip.id: limits.max_gpus for t in tables} if limits.max_gpus is not None else None
-    pm = build([opts], [service.required], inventory)
+    spare = {t.chip.id: limits.spare * t.gpus_per_node for t in tables}  # --spare: whole nodes kept free
+    pm = build([opts], [service.required], inventory, spare)
     ranked: list[tuple[Option, int]] = []
     status, stages = "INFEASIBLE", []
     deadline = Deadline(limits.time_limit)  # the best pool and its alternatives share --time-limit

@@ -1,7 +1,8 @@
 """The disaggregated search: a prefill pool and a decode pool chosen together, with CP-SAT.
 
-Candidates are the oracle's rows (planner/candidates/table.py, memory only, pipeline stages aside:
-vLLM 0.33's NixlConnector runs a kv_consumer without them) taken in their roles
+Candidates are the oracle's rows (planner/candidates/table.py, memory only; pipeline stages for
+prefill instances alone: vLLM 0.33's NixlConnector runs a kv_consumer without them, and a
+kv_producer with them only on full-attention layouts, pricing/kernel/connector.py) taken in their roles
 (planner/candidates/roles.py): per instance shape, the prefill row with the largest token budget and
 the decode row that holds the most. Every prefill × decode pair k is priced in Python first:
 
@@ -17,17 +18,25 @@ then the model, for pairs k with y[k] ∈ {0,1} (exactly one), p[k], d[k] the in
     link_p[k] · p[k] ≥ rate · y[k]                 the prefill ranks' links hand over the rate's KV bytes
     X_d[k] · d[k] ≥ rate · y[k]                    the decode pool serves the rate within TPOT and memory
     link_d[k] · d[k] ≥ rate · y[k]                 the decode ranks' links take the rate's KV bytes in
-    Σ gpus on chip c ≤ --max-gpus                  (rates in 1/1000 request per second, capacities floored)
+    Σ gpus on chip c + spare[c] · Σ_{k on c} y[k] ≤ --max-gpus
+                                                   shared GPUs, less the spare whole nodes' GPUs (--spare N:
+                                                   N × the chip's node) of a chip the chosen pair uses
+                                                   (rates in 1/1000 request per second, capacities floored)
 
 minimising cost per hour, then GPUs, then the pair's rank (larger prefill budget, then the smaller
-shapes), in one objective folded as cpsat.py folds its keys.
+shapes), in one objective folded as cpsat.py folds its keys. The model takes each pair at its fewest
+counts (more only cost more), so a pair priced over one node's NVLink is kept only when those counts
+fit the node (`pairs_for`), and the report checks that placement laid it there.
+
+Alternatives are re-solves without the shapes already reported (`build_and_solve`), as the
+aggregated plan's are.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner import defaults
 from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures
@@ -35,11 +44,12 @@ from planner.candidates.table import ChipTable, Row, candidate_table, priced_chi
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
 from pricing.chips import Chip
-from pricing.errors import InputError
+from pricing.errors import InputError, Quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
+from pricing.kernel.connector import stages_refused
 from pricing.serving.queueing import md1_wait, servers_for_wait
-from pricing.step.transfer import Handover, handover, link_between
+from pricing.step.transfer import Handover, handover, link_between, link_within_node
 
 RATE_UNITS = 1000  # requests per second are counted in thousandths in the model
 
@@ -68,6 +78,10 @@ class Pair:
     decode_link: int
     queue_seconds: float  # at the counts the model picks, filled in afterwards
     rank: int = 0
+    node_gpus: int | None = None  # both pools within one node of this many GPUs (over its NVLink); None: any nodes
+
+    def gpus(self, p: int, d: int) -> int:
+        return p * self.prefill.row.gpus + d * self.decode.row.gpus
 
     def fewest(self, rate_units: int) -> tuple[int, int]:
         p = max(self.prefill_min, -(-rate_units // self.prefill_link))
@@ -84,26 +98,32 @@ def rate_of(service: ServiceSpec) -> float:
     """The request rate a disaggregated fleet is sized for: --requests-per-second."""
     w = service.workload
     if w is None:
-        raise InputError("--serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
+        raise InputError("serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
     if w.requests_per_second is None:
-        raise InputError("--serving", "disaggregated serving is sized by a request rate",
+        raise InputError("serving", "disaggregated serving is sized by a request rate",
                          "add --requests-per-second (or --concurrency with --ttft-ms and --tpot-ms)")
     if service.ttft_ms is None:
-        raise InputError("--serving", "the prefill pool is sized by the time to first token, queueing included",
+        raise InputError("serving", "the prefill pool is sized by the time to first token, queueing included",
                          "add --ttft-ms")
     return w.requests_per_second
 
 
-def memory_service(service: ServiceSpec) -> ServiceSpec:
+def memory_service(service: ServiceSpec, stages: bool = False) -> ServiceSpec:
     """The service with its latency targets and workload removed: the oracle's rows by memory alone
-    (the roles price their own steps)."""
-    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None, "pp": (1,),
-                                      "serving": "agg"})
+    (the roles price their own steps); with `stages`, its pipeline sizes kept (a prefill instance
+    may run them), else none (a decode instance runs none)."""
+    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None,
+                                      "pp": service.pp if stages else (1,), "serving": "agg"})
 
 
-def _side(service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
+def _side(model: ModelGraph, service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
     chip = priced_chip(chip_id, limits)
     table = _table(service, chip, limits)
+    if role is PREFILL and (service.pp or table.rows and stages_refused(PREFILL.kernel(model, chip, service,
+                                                                                       table.rows[0])) is None):
+        # the stages --pp asks for (each refused with vLLM's reason where it refuses them), or the default
+        # grid's when the caches allow a prefill instance stages
+        table = _table(service, chip, limits, stages=True)
     if role is PREFILL:  # per shape: the largest token budget, then the most prompts held
         best: dict = {}
         for row in table.rows:
@@ -114,7 +134,7 @@ def _side(service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
         rows = [best[s] for s in sorted(best)]
     else:
         rows = table.dominant()
-    return Side(chip, table, [r for r in rows if r.shape.pp == 1])
+    return Side(chip, table, rows if role is PREFILL else [r for r in rows if r.shape.pp == 1])
 
 
 def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[list, list[str]]:
@@ -127,7 +147,7 @@ def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[l
             else:
                 found = (row, DECODE.step_model(model, side.chip, service, row))
         except InputError as err:
-            why.append(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: {err}")
+            why.append(Quoted(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: ", err))
             continue
         if isinstance(found, str):
             why.append(f"{side.chip.id} tp {row.shape.tp} × dp {row.shape.dp}: {found}")
@@ -146,11 +166,17 @@ class DisaggSearch:
     explanations: list[str]
     model: ModelGraph
     rate: float
+    ranked: list[tuple[Pair, int, int]] = field(default_factory=list)  # the chosen, then the alternatives
 
 
 def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side], decode_sides: list[Side],
               rate: float) -> tuple[list[Pair], list[str]]:
-    """Every prefill × decode pair that meets the targets at `rate`, priced; and why the rest do not."""
+    """Every prefill × decode pair that meets the targets at `rate`, priced; and why the rest do not.
+
+    A pair of one chip whose node is one NVLink domain is priced twice: over the network (pools on
+    any nodes), and over NVLink with both pools within one node (kept when its fewest counts fit
+    the node: `plan`'s model holds it there; a scenario's reports it only where placement lays
+    the pools on one node, `fleet_options`)."""
     w = service.workload
     ttft = service.ttft_ms / 1000
     latent = model.attention_backend != "gqa"
@@ -166,7 +192,9 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
         decodes += [(side, row, sm) for row, sm in found]
         why += refused
     if not prefills:
-        why.append("prefill: no candidate instance" + (f" ({why[0]})" if why else ""))
+        first = why[0] if why else None
+        why.append(first.within("prefill: no candidate instance (", ")") if isinstance(first, Quoted)
+                   else "prefill: no candidate instance" + (f" ({first})" if first else ""))
     if not decodes:
         why.append("decode: no candidate instance")
     pairs: list[Pair] = []
@@ -178,37 +206,46 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
             if isinstance(link, str):
                 why.append(link)
                 continue
-            kernel = sm.kernel
-            bytes_per_rank = kernel.request_kv_bytes(w.isl)
-            h = handover(bytes_per_rank, pf.row.shape.tp, drow.shape.tp, latent, kv_heads, link)
-            key = (id(sm), round(h.seconds, 6))
-            dec = decode_memo.get(key)
-            if dec is None:
-                share = bytes_per_rank / kernel.request_bytes()
-                dec = decode_memo[key] = DECODE.figures(sm, service, drow, h.seconds, share)
-            if isinstance(dec, str):
-                why.append(f"decode {dside.chip.id} tp {drow.shape.tp} × dp {drow.shape.dp}: {dec}")
-                continue
-            budget = ttft - pf.prompt_seconds - h.seconds - dec.step_seconds
-            spent = pf.prompt_seconds + h.seconds + dec.step_seconds
-            if best_ttft is None or spent < best_ttft[0]:
-                best_ttft = (spent, f"the fastest pair (prefill {pside.chip.id} tp {pf.row.shape.tp} × dp "
-                                    f"{pf.row.shape.dp}, decode {dside.chip.id} tp {drow.shape.tp} × dp "
-                                    f"{drow.shape.dp}) takes {pf.prompt_seconds * 1000:,.0f} ms to prefill a "
-                                    f"{w.isl:,}-token prompt, {h.seconds * 1000:,.1f} ms to hand it over and "
-                                    f"{dec.step_seconds * 1000:,.1f} ms for the first decode step, "
-                                    f"{spent * 1000:,.0f} ms before any queueing, against {service.ttft_ms:g} ms")
-            servers = servers_for_wait(rate, pf.service_rate, budget)
-            if servers is None:
-                continue
-            dp_p, dp_d = pf.row.shape.dp, drow.shape.dp
-            p_link = math.floor(h.prefill_rate(dp_p) * RATE_UNITS)
-            d_link = math.floor(h.decode_rate(dp_d) * RATE_UNITS)
-            d_serve = math.floor(dec.requests_per_second * RATE_UNITS)
-            if min(p_link, d_link, d_serve) < 1:
-                continue
-            pairs.append(Pair(pf, pside.chip, dec, dside.chip, h, -(-servers // dp_p), p_link, d_serve, d_link,
-                              0.0))
+            links = [(link, None)]
+            node = link_within_node(pside.chip) if pside.chip.id == dside.chip.id else None
+            if node is not None and not link.name.startswith("NVLink"):
+                links.insert(0, (node, pside.table.gpus_per_node))
+            for lk, node_gpus in links:
+                kernel = sm.kernel
+                bytes_per_rank = kernel.request_kv_bytes(w.isl)
+                h = handover(bytes_per_rank, pf.row.shape.tp, drow.shape.tp, latent, kv_heads, lk,
+                             pf.stage_share)
+                key = (id(sm), round(h.seconds, 6))
+                dec = decode_memo.get(key)
+                if dec is None:
+                    share = bytes_per_rank / kernel.request_bytes()
+                    dec = decode_memo[key] = DECODE.figures(sm, service, drow, h.seconds, share)
+                if isinstance(dec, str):
+                    why.append(f"decode {dside.chip.id} tp {drow.shape.tp} × dp {drow.shape.dp}: {dec}")
+                    continue
+                budget = ttft - pf.prompt_seconds - h.seconds - dec.step_seconds
+                spent = pf.prompt_seconds + h.seconds + dec.step_seconds
+                if best_ttft is None or spent < best_ttft[0]:
+                    best_ttft = (spent, f"the fastest pair (prefill {pside.chip.id} tp {pf.row.shape.tp} × dp "
+                                        f"{pf.row.shape.dp}, decode {dside.chip.id} tp {drow.shape.tp} × dp "
+                                        f"{drow.shape.dp}) takes {pf.prompt_seconds * 1000:,.0f} ms to prefill a "
+                                        f"{w.isl:,}-token prompt, {h.seconds * 1000:,.1f} ms to hand it over and "
+                                        f"{dec.step_seconds * 1000:,.1f} ms for the first decode step, "
+                                        f"{spent * 1000:,.0f} ms before any queueing, against {service.ttft_ms:g} ms")
+                servers = servers_for_wait(rate, pf.service_rate, budget)
+                if servers is None:
+                    continue
+                dp_p, dp_d = pf.row.shape.dp, drow.shape.dp
+                p_link = math.floor(h.prefill_rate(dp_p) * RATE_UNITS)
+                d_link = math.floor(h.decode_rate(dp_d) * RATE_UNITS)
+                d_serve = math.floor(dec.requests_per_second * RATE_UNITS)
+                if min(p_link, d_link, d_serve) < 1:
+                    continue
+                pair = Pair(pf, pside.chip, dec, dside.chip, h, -(-servers // dp_p), p_link, d_serve, d_link, 0.0,
+                            node_gpus=node_gpus)
+                if node_gpus is not None and pair.gpus(*pair.fewest(units)) > node_gpus:
+                    continue  # the two pools do not fit one node: their hand-over crosses the network
+                pairs.append(pair)
     if not pairs and best_ttft is not None:
         why.append(f"ttft: {best_ttft[1]}")
     order = sorted(range(len(pairs)), key=lambda i: _rank_key(pairs[i], units))
@@ -218,24 +255,60 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
 
 def _rank_key(p: Pair, units: int) -> tuple:
     ps, ds = p.prefill.row.shape, p.decode.row.shape
-    return (round(p.cost(units), 6), -p.prefill.row.max_num_batched_tokens, ps.tp, ps.dp, ps.ep, ds.tp, ds.dp,
-            ds.ep, ds.dcp, p.prefill_chip.id, p.decode_chip.id)
+    return (round(p.cost(units), 6), p.node_gpus is None, -p.prefill.row.max_num_batched_tokens, ps.tp, ps.dp, ps.ep,
+            ds.tp, ds.dp, ds.ep, ds.dcp, p.prefill_chip.id, p.decode_chip.id)
 
 
-def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple[str, tuple[Pair, int, int] | None]:
-    """The CP-SAT model of the module's docstring; the chosen pair and its two counts."""
+def shapes_of(pair: Pair) -> tuple:
+    """What an alternative must differ in: the two pools' chips and instance shapes."""
+    return pair.prefill_chip.id, pair.prefill.row.shape, pair.decode_chip.id, pair.decode.row.shape
+
+
+def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: int = 1,
+                    per_node: dict[str, int] | None = None) -> tuple[str, list[tuple[Pair, int, int]]]:
+    """The best fleet (the CP-SAT model of the module's docstring: the chosen pair and its two
+    counts), then the best fleets of the next shapes, `wanted` in all: each re-solve leaves out
+    every pair of the shapes already reported, as the aggregated plan's alternatives do
+    (planner/search/cpsat.py search). `per_node`: GPUs per node of each chip, for its --spare
+    nodes. The status is the first solve's."""
+    status, ranked, left = "INFEASIBLE", [], list(pairs)
+    for n in range(wanted):
+        found_status, found = _solve(left, rate, limits, per_node or {})
+        if n == 0:
+            status = found_status
+        if found is None:
+            break
+        ranked.append(found)
+        seen = shapes_of(found[0])
+        left = [q for q in left if shapes_of(q) != seen]
+        if not left:
+            break
+    return status, ranked
+
+
+def spare_gpus(limits: PoolLimits, per_node: dict[str, int]) -> dict[str, int]:
+    """GPUs of each chip's --spare whole nodes, where an inventory (--max-gpus) must keep them."""
+    if limits.max_gpus is None or not limits.spare:
+        return {}
+    return {chip: limits.spare * node for chip, node in per_node.items()}
+
+
+def _solve(pairs: list[Pair], rate: float, limits: PoolLimits,
+           per_node: dict[str, int]) -> tuple[str, tuple[Pair, int, int] | None]:
+    """One solve of the module's CP-SAT model over `pairs`."""
     from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     units = math.ceil(rate * RATE_UNITS)
     m = cp_model.CpModel()
     price_units = defaults.value("solver.price_units_per_dollar")
     cap = limits.max_gpus
+    kept = spare_gpus(limits, per_node)
     ys, ps, ds = [], [], []
     cost = gpus = rank = 0
     top = 0
     for k, pair in enumerate(pairs):
         p_lo, d_lo = pair.fewest(units)
-        p_hi = max(p_lo, cap // pair.prefill.row.gpus) if cap else p_lo
-        d_hi = max(d_lo, cap // pair.decode.row.gpus) if cap else d_lo
+        p_hi = max(p_lo, (cap - kept.get(pair.prefill_chip.id, 0)) // pair.prefill.row.gpus) if cap else p_lo
+        d_hi = max(d_lo, (cap - kept.get(pair.decode_chip.id, 0)) // pair.decode.row.gpus) if cap else d_lo
         y = m.new_bool_var(f"y{k}")
         p = m.new_int_var(0, p_hi, f"p{k}")
         d = m.new_int_var(0, d_hi, f"d{k}")
@@ -260,8 +333,13 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple
             use = [pair.prefill.row.gpus * p for pair, p in zip(pairs, ps, strict=True)
                    if pair.prefill_chip.id == chip]
             use += [pair.decode.row.gpus * d for pair, d in zip(pairs, ds, strict=True) if pair.decode_chip.id == chip]
-            m.add(sum(use) <= cap)
-    rank_range = len(pairs) + 1
+            if kept.get(chip):  # exactly one y is 1: their sum over the pairs on the chip is whether it is used
+                used = [y for pair, y in zip(pairs, ys, strict=True) if chip in (pair.prefill_chip.id,
+                                                                                 pair.decode_chip.id)]
+                m.add(sum(use) + kept[chip] * sum(used) <= cap)
+            else:
+                m.add(sum(use) <= cap)
+    rank_range = max(p.rank for p in pairs) + 2
     if (top + 1) * rank_range >= cpsat.INT_LIMIT:
         raise OverflowError("the objective exceeds 2^62: lower --max-gpus or the rate")
     best = min(range(len(pairs)), key=lambda i: (pairs[i].cost(units), pairs[i].rank))
@@ -284,32 +362,55 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits) -> tuple
     return sol.status_name(status), (pairs[k], int(sol.value(ps[k])), int(sol.value(ds[k])))
 
 
-def search(service: ServiceSpec, limits: PoolLimits) -> DisaggSearch:
+def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None) -> DisaggSearch:
     """The cheapest prefill and decode pools for `service` at its request rate (the chips: --chip,
-    or --prefill-chip / --decode-chip)."""
+    or --prefill-chip / --decode-chip), and the best fleets of the next `alternatives` shapes
+    (default: the planner's report.alternatives)."""
+    wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
     prefill_chips, decode_chips = limits.prefill_chips, limits.decode_chips
     start = time.perf_counter()
     rate = rate_of(service)
     model = load_model(service.model, service.quantization)
-    p_sides = [_side(service, c, limits, PREFILL) for c in (prefill_chips or limits.chips)]
-    d_sides = [_side(service, c, limits, DECODE) for c in (decode_chips or limits.chips)]
+    p_sides = [_side(model, service, c, limits, PREFILL) for c in (prefill_chips or limits.chips)]
+    d_sides = [_side(model, service, c, limits, DECODE) for c in (decode_chips or limits.chips)]
     evaluated = sum(s.table.evaluated for s in {id(s.table): s for s in p_sides + d_sides}.values())
     pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
     if not pairs:
         return DisaggSearch([], None, "INFEASIBLE", evaluated, time.perf_counter() - start, why, model, rate)
-    status, chosen = build_and_solve(pairs, rate, limits)
-    if chosen is not None:
-        pair, p, d = chosen
-        ranks = p * pair.prefill.row.shape.dp
-        wait = md1_wait(rate / ranks, pair.prefill.service_rate)
-        chosen = (Pair(**{**pair.__dict__, "queue_seconds": wait}), p, d)
-    else:
-        why = why or [f"no prefill × decode pair fits within --max-gpus {limits.max_gpus}"]
-    return DisaggSearch(pairs, chosen, status, evaluated, time.perf_counter() - start, why, model, rate)
+    per_node = {s.chip.id: s.table.gpus_per_node for s in p_sides + d_sides}
+    status, ranked = build_and_solve(pairs, rate, limits, wanted, per_node)
+    ranked = [(Pair(**{**pair.__dict__, "queue_seconds": md1_wait(rate / (p * pair.prefill.row.shape.dp),
+                                                                   pair.prefill.service_rate)}), p, d)
+              for pair, p, d in ranked]
+    chosen = ranked[0] if ranked else None
+    if chosen is None:
+        why = why or [beyond_inventory(pairs, rate, limits, per_node)]
+    return DisaggSearch(pairs, chosen, status, evaluated, time.perf_counter() - start, why, model, rate,
+                        ranked)
 
 
-def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
-    return candidate_table(memory_service(service), chip, limits.model_copy(update={"chips": (chip.id,)}))
+def beyond_inventory(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dict[str, int]) -> str:
+    """Why no pair fits --max-gpus (with its --spare nodes kept on every chip the pair uses), and
+    the nearest --max-gpus that holds one: the least, over the pairs at their fewest counts, of the
+    most GPUs the pair and its spares take on one chip."""
+    units = math.ceil(rate * RATE_UNITS)
+    kept = spare_gpus(limits, per_node)
+
+    def need(pair: Pair) -> int:
+        fleet = FleetPair(pair, *pair.fewest(units), 0)
+        return max(fleet.gpus_on(c) + kept.get(c, 0) for c in fleet.chips)
+
+    spares = ""
+    if kept:
+        nodes = ", ".join(f"{n} GPUs of {c}" for c, n in sorted(kept.items()))
+        plural = "s" if limits.spare > 1 else ""
+        spares = f" beside the --spare {limits.spare} whole node{plural} kept free on each chip a pair uses ({nodes})"
+    return (f"no prefill × decode pair fits within --max-gpus {limits.max_gpus}{spares}; nearest fit: --max-gpus "
+            f"{min(need(p) for p in pairs)}")
+
+
+def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits, stages: bool = False) -> ChipTable:
+    return candidate_table(memory_service(service, stages), chip, limits.model_copy(update={"chips": (chip.id,)}))
 
 
 
@@ -323,6 +424,7 @@ class FleetPair:
     prefill: int  # instances
     decode: int
     concurrency: int
+    within_node: Pair | None = None  # the same pools priced over one node's NVLink, met by these counts
 
     @property
     def chip(self) -> str:
@@ -364,24 +466,37 @@ class PairOption(cpsat.Option):
         return self.dollars
 
 
+def _pools_of(pair: Pair) -> tuple:
+    """What makes two pairs the same two pools: chips and rows (the link apart)."""
+    return pair.prefill_chip.id, pair.prefill.row, pair.decode_chip.id, pair.decode.row
+
+
 def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int | None], first_rank: int,
                   per_node: dict[str, int]) -> tuple[list[PairOption], list[str]]:
     """The service's prefill × decode pairs as scenario options (one replica each, at their fewest
     counts), those no other pair beats on cost with as few GPUs on every chip, within the stock;
-    and why there are none."""
+    and why there are none. The options are priced over the network (the scenario's nodes are
+    shared, so the model cannot hold two pools on one node); each carries its twin priced over one
+    node's NVLink where the pools at its counts fit a node, for the report to use where placement
+    lays them there."""
     rate = rate_of(service)
     model = load_model(service.model, service.quantization)
     chip_limits = {c: limits.model_copy(update={"gpus_per_node": per_node.get(priced_chip(c, limits).id)})
                    for c in limits.chips}
-    p_sides = [_side(service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
-    d_sides = [_side(service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
-    pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
+    p_sides = [_side(model, service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
+    d_sides = [_side(model, service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
+    priced, why = pairs_for(model, service, p_sides, d_sides, rate)
     units = math.ceil(rate * RATE_UNITS)
+    pairs = [q for q in priced if q.node_gpus is None]  # nodes shared: chosen over the network
+    twins = {_pools_of(q): q for q in priced if q.node_gpus is not None}
     price_units = defaults.value("solver.price_units_per_dollar")
     found = []
     for pair in pairs:
         p, d = pair.fewest(units)
-        row = FleetPair(pair, p, d, service.required)
+        twin = twins.get(_pools_of(pair))
+        if twin is not None and any(a > b for a, b in zip(twin.fewest(units), (p, d), strict=True)):
+            twin = None  # over NVLink it would need more instances than the network pair has
+        row = FleetPair(pair, p, d, service.required, twin)
         if any(stock.get(c) is not None and row.gpus_on(c) > stock[c] for c in row.chips):
             continue
         cost_units = (round(pair.prefill_chip.price_per_gpu_hour * price_units) * p * pair.prefill.row.gpus

@@ -3,8 +3,9 @@
 Each service's candidates come from the same oracle and ranking as `plan` (planner/candidates/table.py,
 planner/search/cpsat.py `options`); the CP-SAT model is `cpsat.build` over all services at once, so
 their pools draw on the same GPUs of each chip, plus node packing: an instance never straddles
-nodes unless it is larger than a node, when it takes whole nodes. Minimises the total cost (then
-GPUs, headroom, rank, as `plan` does).
+nodes unless it is larger than a node, when it takes whole nodes; and the scenario's `spare` whole
+nodes of every chip its pools use (N+1 capacity) come out of that chip's inventory. Minimises the
+total cost (then GPUs, headroom, rank, as `plan` does).
 
 When the inventory cannot serve every service, a second model lets services go unserved, serves
 as many as it can at the lowest cost, and the report names the services left short and what they
@@ -16,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.candidates.parallel import build_tables
-from planner.candidates.shapes import ChipTable, replica_cap
+from planner.candidates.shapes import ChipTable, pool_gpus, replica_cap
 from planner.candidates.table import candidate_table, priced_chip
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario, Service
@@ -42,6 +43,21 @@ class Prepared:
 def _stock(scenario: Scenario, chip: str) -> int | None:
     stock = scenario.inventory.get(chip)
     return stock.gpus if stock else None
+
+
+def _pool_stock(scenario: Scenario, chip: str, node: int) -> int | None:
+    """The chip's GPUs left to the pools once the scenario's spare nodes are kept (None: no inventory)."""
+    return pool_gpus(_stock(scenario, chip), node, scenario.spare)
+
+
+def spare_gpus(scenario: Scenario, prepared: list[Prepared]) -> dict[str, int]:
+    """GPUs of each chip's spare nodes (the scenario's `spare` × its node size)."""
+    out = {}
+    for chip in scenario.inventory:
+        node = next((p.node[chip] for p in prepared if chip in p.node), None)
+        if node is not None and scenario.spare:
+            out[chip] = scenario.spare * node
+    return out
 
 
 def table_requests(scenario: Scenario, service: Service) -> list[tuple[ServiceSpec, Chip, PoolLimits]]:
@@ -80,7 +96,7 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
             if spec.serving != "disagg" else [])
     capped = []
     for o in opts:
-        stock = _stock(scenario, o.row.chip)
+        stock = _pool_stock(scenario, o.row.chip, node[o.row.chip])
         cap = replica_cap(o.row.gpus, node[o.row.chip], stock)
         if cap is None:
             capped.append(o)
@@ -89,8 +105,8 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
     if spec.serving != "agg":  # prefill × decode pairs, after the aggregated options in the tie-break
         from planner.search import disagg
 
-        pairs, _ = disagg.fleet_options(spec, limits, {c: _stock(scenario, c) for c in limits.chips}, len(capped),
-                                        node)
+        stock = {c: _pool_stock(scenario, c, node[priced_chip(c, limits).id]) for c in limits.chips}
+        pairs, _ = disagg.fleet_options(spec, limits, stock, len(capped), node)
         opts, capped = opts + pairs, capped + pairs
     own = min((o.cost * o.rmin for o in opts), default=None)
     return Prepared(service.name, spec, limits, tables, capped, node, own, sized)
@@ -98,7 +114,8 @@ def prepare(scenario: Scenario, service: Service) -> Prepared:
 
 def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
     """Instances larger than a node take whole nodes; the rest share nodes (power-of-two sizes
-    pack a node exactly), so whole nodes of large instances plus the GPUs of small ones fit."""
+    pack a node exactly), so whole nodes of large instances plus the GPUs of small ones fit, beside
+    the spare whole nodes of a chip in use (pm.used: `cpsat.build`'s u[c])."""
     for chip, stock in scenario.inventory.items():
         if stock.gpus is None:
             continue
@@ -113,9 +130,11 @@ def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: S
                         big.append(-(-gpus // node) * count * ri)
                     else:
                         small.append(gpus * count * ri)
+        u = pm.used.get(chip)
+        spare = scenario.spare * u if u is not None else 0
         if big:
-            pm.model.add(sum(big) <= stock.gpus // node)
-            pm.model.add(node * sum(big) + sum(small) <= stock.gpus)
+            pm.model.add(sum(big) + spare <= stock.gpus // node)
+            pm.model.add(node * sum(big) + sum(small) + node * spare <= stock.gpus)
 
 
 def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], list]:
@@ -134,12 +153,16 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], l
         served.append(sum(x))
         picks_vars.append((x, r))
         cost += sum(o.cost_units * ri for o, ri in zip(p.options, r, strict=True))
+    kept = spare_gpus(scenario, prepared)
     for chip, stock in scenario.inventory.items():
         if stock.gpus is None:
             continue
         use = [o.row.gpus_on(chip) * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
                for o, ri in zip(p.options, r, strict=True) if chip in o.row.chips]
-        if use:
+        if use and kept.get(chip):
+            u = cpsat.chip_used(m, [p.options for p in prepared], [x for x, _ in picks_vars], chip)
+            m.add(sum(use) + kept[chip] * u <= stock.gpus)
+        elif use:
             m.add(sum(use) <= stock.gpus)
     bound = sum(max((o.cost_units * o.rmax for o in p.options), default=0) for p in prepared) + 1
     m.maximize(bound * sum(served) - cost)
@@ -163,7 +186,8 @@ def own_optimum(p: Prepared) -> tuple[int, cpsat.Option, int] | None:
 
 def fits(prepared: list[Prepared], picks: list[tuple[int, cpsat.Option, int]], scenario: Scenario) -> bool:
     """Whether the picks fit the inventory together: on each chip with a GPU count, the GPUs, and
-    the node packing `_add_node_packing` states (whole nodes for instances larger than a node)."""
+    the node packing `_add_node_packing` states (whole nodes for instances larger than a node),
+    beside the spare whole nodes of a chip the picks use."""
     for chip, stock in scenario.inventory.items():
         if stock.gpus is None:
             continue
@@ -178,7 +202,9 @@ def fits(prepared: list[Prepared], picks: list[tuple[int, cpsat.Option, int]], s
         if node is None:
             if small > stock.gpus:
                 return False
-        elif big > stock.gpus // node or node * big + small > stock.gpus:
+            continue
+        spare = scenario.spare if big + small else 0
+        if big + spare > stock.gpus // node or node * (big + spare) + small > stock.gpus:
             return False
     return True
 
@@ -228,7 +254,8 @@ def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None
     own = [own_optimum(p) for p in prepared]
     if fits(prepared, own, scenario):
         return FleetSearch(prepared, "OPTIMAL", own, solvable, True, evaluated, proven(own))
-    pm = cpsat.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory)
+    pm = cpsat.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory,
+                     spare_gpus(scenario, prepared))
     _add_node_packing(pm, prepared, scenario)
     for (i, _, replicas), xs, rs in zip(own, pm.x, pm.r, strict=True):
         for j, (xj, rj) in enumerate(zip(xs, rs, strict=True)):

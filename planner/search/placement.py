@@ -12,8 +12,10 @@ multi-node data-parallel launches split the world evenly over them.
 First fit, largest instances first, each tp group into the fullest domain that still holds it
 (best fit), so small instances fill the gaps large ones leave. Ports count up from the base port
 per node (two instances on one node never share a port). `spare` whole nodes per chip are kept
-free (N+1 capacity): they are laid out and named, never used. Every node of an inventory is listed,
-the idle ones too.
+free (N+1 capacity): on a chip with an inventory they are its last whole nodes, set aside before
+any instance is placed (the search keeps them out of the pools' GPUs: planner/search/cpsat.py,
+fleet.py), else nodes beyond the pools'; they are laid out and named, never used. Every node of an
+inventory is listed, the idle ones too.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class _Node:
     domain: int
     used_by: list[str] = field(default_factory=list)
     next_port: int = 0
+    index: int = 0
 
     def __post_init__(self) -> None:
         self.used_by = [""] * self.size
@@ -127,21 +130,35 @@ class _Node:
         return sorted(out)
 
 
+def _reserved(chip: ChipNodes, spare: int) -> list[int]:
+    """The indices of the inventory's nodes kept as spares: its last whole nodes (fewer when it has
+    fewer; the search never lets that happen to a chip in use)."""
+    if chip.nodes is None:
+        return []
+    whole = [i for i in range(chip.nodes) if chip.node_size(i) == chip.gpus_per_node]
+    return whole[len(whole) - min(spare, len(whole)):]
+
+
 def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int = 0) -> Placement:
     """Every instance of every pool on whole nodes; `spare` free nodes kept per chip."""
     base = int(defaults.value("launch.port"))
     nodes: dict[str, list[_Node]] = {c: [] for c in chips}
+    reserved = {c: _reserved(chip, spare) for c, chip in chips.items()}
     placed: list[InstancePlacement] = []
     notes: list[str] = []
 
-    def new_node(chip: ChipNodes) -> _Node | None:
-        have = nodes[chip.chip]
-        if chip.nodes is not None and len(have) >= chip.nodes:
-            return None
-        size = chip.node_size(len(have))
-        node = _Node(f"{chip.chip}-{len(have)}", chip.chip, size, min(chip.domain, size), next_port=base)
-        have.append(node)
+    def make(chip: ChipNodes, index: int) -> _Node:
+        size = chip.node_size(index)
+        node = _Node(f"{chip.chip}-{index}", chip.chip, size, min(chip.domain, size), next_port=base, index=index)
+        nodes[chip.chip].append(node)
         return node
+
+    def new_node(chip: ChipNodes) -> _Node | None:
+        taken = {n.index for n in nodes[chip.chip]} | set(reserved[chip.chip])
+        index = next(i for i in range(len(taken) + 1) if i not in taken)
+        if chip.nodes is not None and index >= chip.nodes:
+            return None
+        return make(chip, index)
 
     order = sorted(((p, r) for p in pools for r in range(p.replicas)), key=lambda pr: -pr[0].gpus_per_replica)
     for pool, replica in order:
@@ -152,22 +169,26 @@ def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int = 0) -
         else:
             slots = _within_node(pool, label, nodes[pool.chip], lambda c=chip: new_node(c))
         if slots is None:
+            kept = f", {len(reserved[pool.chip])} kept as spares" if reserved[pool.chip] else ""
             raise InputError("placement", f"{label} ({pool.gpus_per_replica} {pool.chip} GPUs) does not fit on the "
-                             f"{chip.gpus} GPUs in nodes of {chip.gpus_per_node}", "give the inventory whole nodes")
+                             f"{chip.gpus} GPUs in nodes of {chip.gpus_per_node}{kept}",
+                             "give the inventory whole nodes")
         placed.append(InstancePlacement(pool=pool.pool, replica=replica, role=pool.role, slots=slots))
     uses = []
     for chip in chips.values():
-        for _ in range(spare):
-            node = new_node(chip)
-            if node is None:
-                notes.append(f"spare: no free {chip.chip} node for N+1 capacity (all {chip.nodes} nodes hold "
-                             "instances)")
-                break
-            node.used_by = ["spare"] * node.size
+        for index in reserved[chip.chip]:
+            make(chip, index).used_by = ["spare"] * chip.gpus_per_node
+        if chip.nodes is None:
+            for _ in range(spare):
+                new_node(chip).used_by = ["spare"] * chip.gpus_per_node
+        elif len(reserved[chip.chip]) < spare:
+            notes.append(f"spare: {spare} whole {chip.chip} node{'s' if spare > 1 else ''} for N+1 capacity, but the "
+                         f"inventory has {len(reserved[chip.chip])}")
         while chip.nodes is not None and new_node(chip) is not None:
             pass  # the inventory's other nodes, idle
         uses += [NodeUse(node=n.name, chip=n.chip, gpus=n.size, spare=n.used_by[:1] == ["spare"],
-                         used_by=[] if n.used_by[:1] == ["spare"] else n.used_by) for n in nodes[chip.chip]]
+                         used_by=[] if n.used_by[:1] == ["spare"] else n.used_by)
+                 for n in sorted(nodes[chip.chip], key=lambda n: n.index)]
     placed.sort(key=lambda i: ([p.pool for p in pools].index(i.pool), i.replica))
     return Placement(nodes=uses, instances=placed, notes=notes)
 

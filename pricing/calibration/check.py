@@ -82,7 +82,7 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
                          "the memory reserved for KV Cache'), and no start-up error",
                          "give the log up to the KV cache sizing lines")
     if chip is None:
-        raise InputError("--chip", "the log does not name the GPU", "give --chip (see `plan chips`)")
+        raise InputError("chip", "the log does not name the GPU", "give --chip (see `plan chips`)")
     checkpoint = _resolve_model(log, model)
     target = get_chip(chip)
     record = log.record(Path(source).name, model=log.deployment.get("model") or checkpoint.name, gpu=target.id)
@@ -174,7 +174,7 @@ def _tokens_for_pool(p: Prediction, pool: int) -> tuple[int, float]:
     k = p.kernel
     engine = k.engine.__class__(**{**k.engine.__dict__, "kv_cache_memory_bytes": max(0, int(pool))})
     probe = Kernel(k.model, engine, k.chip, k.reg)
-    return probe.kv_cache_tokens(), probe.max_concurrency()
+    return probe.instance.kv_cache_tokens(), probe.instance.max_concurrency()
 
 
 def _report(p: Prediction, log: ParsedLog, source: str, name: str) -> CheckReport:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,7 +22,7 @@ from pricing.chips import Chip, get_chip
 from pricing.errors import InputError
 from pricing.kernel.deployment import Deployment
 from pricing.kernel.kernel import Kernel
-from pricing.registry import Registry, load
+from pricing.registry import Registry, load, shipped
 from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.units import GiB
@@ -32,15 +31,17 @@ HERE = Path(__file__).parent
 SHARED_MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
 
 
-@cache
 def record_models() -> dict[str, dict]:
-    return {k.lower(): v for k, v in yaml_fast.load((HERE / "record_models.yaml").read_text()).items()}
+    """The records' models (record_models.yaml), by Hugging Face id in lower case (read once, kept
+    by the shipped registry: Registry.derived)."""
+    return shipped().derived(("calibration.record_models",), lambda: {
+        k.lower(): v for k, v in yaml_fast.load((HERE / "record_models.yaml").read_text()).items()})
 
 
-@cache
 def record_logs() -> dict[str, dict]:
     """What the records' own logs state beyond their fields (record_logs.yaml), by record id."""
-    return yaml_fast.load((HERE / "record_logs.yaml").read_text())
+    return shipped().derived(("calibration.record_logs",),
+                             lambda: yaml_fast.load((HERE / "record_logs.yaml").read_text()))
 
 
 def sampler_path(r: StartupRecord, reg: Registry) -> tuple[str, str]:

@@ -105,8 +105,12 @@ ARG_KEYS = {  # non-default args key -> record field
 }
 
 
-FACT_SHARE = 0.05  # the least share of a log excerpt's lines that are vLLM's: every shipped log is above 0.28
-# (tests/fixtures/startup_logs), a full start-up log states its release; README.md's quotes are 0.004
+def fact_share() -> float:
+    """The least share of a log excerpt's non-blank lines that must carry a vLLM fact (registry
+    startup_logs.fact_share, measured on the shipped logs and README.md)."""
+    from pricing.registry import load
+
+    return float(load()["startup_logs.fact_share"].value)
 
 
 @dataclass
@@ -130,12 +134,12 @@ class ParsedLog:
     def startup_log(self) -> bool:
         """Whether the text reads as a start-up log: it states the release or the engine's arguments,
         or its lines are mostly vLLM's (a log excerpt). A document that quotes a few of vLLM's lines
-        (a README: 3 fact lines in 761) is not one (FACT_SHARE)."""
+        (README.md: 4 fact lines in 1,200) is not one (registry startup_logs.fact_share)."""
         if self.empty:
             return False
         if self.release is not None or self.deployment:
             return True
-        return len(set(self.evidence.values())) >= FACT_SHARE * max(1, self.lines)
+        return len(set(self.evidence.values())) >= fact_share() * max(1, self.lines)
 
     def record(self, name: str = "log", model: str | None = None, gpu: str | None = None) -> StartupRecord:
         """The log as a start-up record (the calibration's format)."""

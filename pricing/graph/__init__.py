@@ -4,29 +4,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
-from functools import lru_cache
 from pathlib import Path
 
 from pricing.config import ModelSource, resolve
 from pricing.config.defaults import TOWER_KEYS
 from pricing.config.quantization import read as read_quantization
 from pricing.errors import InputError
-from pricing.graph import mla, transformer
+from pricing.graph import deepseek_v4, mla, recurrent, transformer
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import Routing
-from pricing.registry import Registry, load
+from pricing.registry import load
 
-BUILDERS = {}
-for _family in transformer.FAMILIES:
-    BUILDERS[_family] = transformer.build
-for _family in mla.FAMILIES:
-    BUILDERS[_family] = mla.build
-
-
-def register(model_types, builder) -> None:
-    """Families in other modules (DeepSeek-V4, recurrent hybrids) register their builder here."""
-    for model_type in model_types:
-        BUILDERS[model_type] = builder
+# each family module names the model types it builds (FAMILIES) and builds them (build)
+BUILDERS = {model_type: family.build for family in (transformer, mla, deepseek_v4, recurrent)
+            for model_type in family.FAMILIES}
 
 
 def build_graph(source: ModelSource, quantization: str | None = None) -> ModelGraph:
@@ -111,8 +102,9 @@ def load_model(model: str, quantization: str | None = None) -> ModelGraph:
     """The graph for `--model` (card name, path or cached HF id): a graph of the caller's own, to
     edit freely. Built once per source by value (its fields and config as text, so an edited
     config.json is read anew) and copied."""
-    source = resolve(model)
-    return _built(_as_text(source), quantization, load()).copy()
+    source, reg = resolve(model), load()
+    text = _as_text(source)
+    return reg.derived(("graph", text, quantization), lambda: _built(text, quantization)).copy()
 
 
 def read_model(model: str, quantization: str | None = None) -> ModelGraph:
@@ -126,17 +118,9 @@ def _as_text(source: ModelSource) -> str:
                        "folder": None if source.folder is None else str(source.folder)}, sort_keys=True)
 
 
-@lru_cache(maxsize=64)
-def _built(source: str, quantization: str | None, registry: Registry) -> ModelGraph:
+def _built(source: str, quantization: str | None) -> ModelGraph:
     """The graph of a source given as text (`_as_text`) under the registry in use (a tower's
-    layout reads it); never handed out, only copied."""
+    layout reads it), kept on that registry (Registry.derived); never handed out, only copied."""
     data = json.loads(source)
     folder = data.pop("folder")
     return build_graph(ModelSource(**data, folder=None if folder is None else Path(folder)), quantization)
-
-
-def _register_extra_families() -> None:
-    from pricing.graph import families  # noqa: F401  (registers DeepSeek-V4, recurrent hybrids)
-
-
-_register_extra_families()

@@ -44,7 +44,7 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
     backend = "sparse_mla" if cache.sparse_indexer else ("mla" if cache.kind == "mla" else "gqa")
     default = default_block_size(backend, chip, engine, reg)
     if engine.block_size and engine.block_size % default:
-        raise InputError("--block-size", f"{engine.block_size} is not a multiple of the {default} tokens the {backend} "
+        raise InputError("block_size", f"{engine.block_size} is not a multiple of the {default} tokens the {backend} "
                          f"attention backend on {chip.generation} takes ({engine.release.name}'s "
                          "get_supported_kernel_block_sizes, e.g. FlashAttention MultipleOf(16); the release's "
                          "block_size in the registry)",

@@ -31,17 +31,17 @@ class Capacity:
         k = self.kernel
         if not Startup(k).starts:
             return 0
-        return self._within(k.num_blocks(), [s.kv_pool() for s in k.stages()], margin)
+        return self._within(k.instance.num_blocks(), [s.kv_pool() for s in k.instance.ranks], margin)
 
     def held_at(self, budget: int, margin: float = 0.0) -> int:
         """`requests_held` at `budget`, every other setting held: the pool is affine in the budget
         and nothing else a rank holds depends on it, so a sweep over utilizations asks this of one
         kernel instead of building one per utilization (the start-up checks at that budget too)."""
-        stages = self.kernel.stages()
-        for s in stages:
+        ranks = self.kernel.instance.ranks
+        for s in ranks:
             if failed_check_at(s, budget) is not None:
                 return 0
-        return self._within(min(s.blocks_at(budget) for s in stages), [s.pool_at(budget) for s in stages], margin)
+        return self._within(min(s.blocks_at(budget) for s in ranks), [s.pool_at(budget) for s in ranks], margin)
 
     def _within(self, blocks: int, pools: list[int], margin: float) -> int:
         k = self.kernel
@@ -52,7 +52,8 @@ class Capacity:
         if layout.grouped:
             held = (_counted(blocks, keep) - 1) // k.blocks_per_request()  # less the null block
         else:
-            held = min(_counted(pool, keep) // s.request_bytes() for pool, s in zip(pools, k.stages(), strict=True))
+            held = min(_counted(pool, keep) // s.request_bytes()
+                       for pool, s in zip(pools, k.instance.ranks, strict=True))
         return max(0, min(k.engine.max_num_seqs, held))
 
 

@@ -1,4 +1,4 @@
-"""The graph against the checkpoint's own files (issue 10): the bytes the graph says the
+"""The graph against the checkpoint's own files: the bytes the graph says the
 checkpoint stores (every tensor whole, in its stored layout: `Scheme.params(stored=True)`) beside
 the bytes the safetensors headers (or the index's total_size) state, and the checkpoint tensors
 the graph does not account for. A gap above the registry's threshold is a warning."""

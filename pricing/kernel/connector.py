@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pricing.registry import Sourced
+from pricing.specs import FullAttentionSpec
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,23 @@ def connector_memory(kernel) -> ConnectorMemory | None:
     if e.kv_buffer_device == "cpu":
         host_bytes = blocks * sum(g.layer_bytes for g in layout.groups) if layout.grouped else pool
     return ConnectorMemory(e.kv_role, int(gpu.value), host_bytes, pool, (gpu, host))
+
+
+def pipeline_refusal(kernel) -> str | None:
+    """vLLM 0.33's refusal of a kv_producer with pipeline stages (registry
+    kv_transfer.nixl.producer_pipeline_rule), in its words; None when it runs them."""
+    e = kernel.engine
+    if e.kv_role != "kv_producer" or e.pp <= 1:
+        return None
+    return stages_refused(kernel)
+
+
+def stages_refused(kernel) -> str | None:
+    """Why vLLM 0.33's NixlConnector (pull) would refuse pipeline stages for `kernel`'s caches
+    (their kinds do not change with the stages), or None. Its first check refuses any cache that is
+    not full attention (MLA is: MLAAttentionSpec subclasses FullAttentionSpec), so Mamba state
+    meets it before the Mamba check that follows it."""
+    if any(not isinstance(s, FullAttentionSpec) for s in kernel.specs()):
+        return ("NixlConnector (pull) does not support pipeline_parallel_size > 1 with hybrid KV cache layouts "
+                "(HMA) (vLLM 0.33 nixl/base_worker.py)")
+    return None

@@ -175,40 +175,40 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     check_tensor_parallel(model, tp)
     dcp = d.decode_context_parallel_size
     if tp % dcp:
-        raise InputError("--decode-context-parallel-size", f"{dcp} does not divide tensor parallel {tp}",
+        raise InputError("decode_context_parallel_size", f"{dcp} does not divide tensor parallel {tp}",
                          f"use one of {_divisors(tp)}")
     if dcp > max_dcp(model, tp):
-        raise InputError("--decode-context-parallel-size",
+        raise InputError("decode_context_parallel_size",
                          f"{dcp} exceeds tp / KV heads for {model.name} at tp {tp} (vLLM docs, "
                          "context_parallel_deployment.md: dcp lies in [1, tp_size / H])",
                          f"use at most {max_dcp(model, tp)}")
     if dcp > 1 and model.has_window_caches:
-        raise InputError("--decode-context-parallel-size",
+        raise InputError("decode_context_parallel_size",
                          f"vLLM 0.33 does not shard sliding-window caches, and {model.name} has them "
                          "(SlidingWindowSpec asserts 'DCP not support sliding window', vllm-0.33-memory.md §2.2)",
                          "use 1")
     util = d.gpu_memory_utilization if d.gpu_memory_utilization is not None else release.fact(
         reg, "gpu_memory_utilization")
     if not 0 < util <= 1:
-        raise InputError("--gpu-memory-utilization", f"must be in (0, 1], got {util}", "for example 0.92")
+        raise InputError("gpu_memory_utilization", f"must be in (0, 1], got {util}", "for example 0.92")
     ep = d.enable_expert_parallel
     if ep and not model.has_experts:
-        raise InputError("--enable-expert-parallel", f"{model.name} has no routed experts", "drop the flag")
+        raise InputError("enable_expert_parallel", f"{model.name} has no routed experts", "drop the flag")
     ep_size = tp * dp * d.prefill_context_parallel_size if ep else 1
     if d.enable_eplb and not ep:
-        raise InputError("--enable-eplb", "needs expert parallelism", "add --enable-expert-parallel")
+        raise InputError("enable_eplb", "needs expert parallelism", "add --enable-expert-parallel")
     if d.num_redundant_experts and not d.enable_eplb:
-        raise InputError("--num-redundant-experts", "needs EPLB", "add --enable-eplb or set it to 0")
+        raise InputError("num_redundant_experts", "needs EPLB", "add --enable-eplb or set it to 0")
     if d.enable_eplb and (model.routed_experts + d.num_redundant_experts) % ep_size:
-        raise InputError("--num-redundant-experts",
+        raise InputError("num_redundant_experts",
                          f"{model.routed_experts} experts + {d.num_redundant_experts} redundant do not divide evenly "
                          f"across {ep_size} EP ranks (vLLM EPLB requires it)",
                          "choose redundant experts so the sum is a multiple of the EP size")
     max_len = d.max_model_len if d.max_model_len is not None else model.max_position
     if max_len < 1:
-        raise InputError("--max-model-len", f"must be at least 1, got {max_len}", "give the context length in tokens")
+        raise InputError("max_model_len", f"must be at least 1, got {max_len}", "give the context length in tokens")
     if problem := beyond_positions(model, max_len):
-        raise InputError("--max-model-len", problem, f"use at most {model.max_position}")
+        raise InputError("max_model_len", problem, f"use at most {model.max_position}")
     rows = release.fact(reg, "scheduler_defaults")
     memory_gib = chip.memory_bytes / GiB
     for row in rows:
@@ -218,11 +218,11 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     seqs = d.max_num_seqs if d.max_num_seqs is not None else default_seqs
     tokens = d.max_num_batched_tokens if d.max_num_batched_tokens is not None else default_tokens
     if tokens < 1:
-        raise InputError("--max-num-batched-tokens", f"must be at least 1, got {tokens}", "for example 8192")
+        raise InputError("max_num_batched_tokens", f"must be at least 1, got {tokens}", "for example 8192")
     if seqs < 1:
-        raise InputError("--max-num-seqs", f"must be at least 1, got {seqs}", "for example 256")
+        raise InputError("max_num_seqs", f"must be at least 1, got {seqs}", "for example 256")
     if d.max_num_batched_tokens is not None and d.max_num_seqs is not None and tokens < seqs:
-        raise InputError("--max-num-batched-tokens", f"{tokens} is below max_num_seqs {seqs} (vLLM's "
+        raise InputError("max_num_batched_tokens", f"{tokens} is below max_num_seqs {seqs} (vLLM's "
                          "SchedulerConfig requires max_num_batched_tokens >= max_num_seqs)",
                          f"use at least {seqs}, or lower --max-num-seqs")
     if d.max_num_batched_tokens is None:
@@ -231,45 +231,46 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         seqs = min(seqs, tokens)
     kv_dtype = d.kv_cache_dtype.lower()
     if kv_dtype not in release.kv_cache_dtypes:
-        raise InputError("--kv-cache-dtype", f"unknown dtype {d.kv_cache_dtype!r} for {release.name}",
+        raise InputError("kv_cache_dtype", f"unknown dtype {d.kv_cache_dtype!r} for {release.name}",
                          f"use one of {', '.join(release.kv_cache_dtypes)}")
     method = d.speculative_method
     if d.num_speculative_tokens and method is None:
         method = model.speculative_methods[0] if model.speculative_methods else None
         if method is None:
-            raise InputError("--num-speculative-tokens", f"{model.name} ships no drafter (MTP or DSpark)",
+            raise InputError("num_speculative_tokens", f"{model.name} ships no drafter (MTP or DSpark)",
                              "set it to 0, or name a method the model supports")
     if method is not None:
         method = method.lower()
         if method not in model.speculative_methods:
             supported = ", ".join(model.speculative_methods) or "none"
-            raise InputError("--speculative-method", f"{method!r} is not available for {model.name}",
+            raise InputError("speculative_method", f"{method!r} is not available for {model.name}",
                              f"supported: {supported}")
         if d.num_speculative_tokens == 0:
-            raise InputError("--num-speculative-tokens", "must be at least 1 when a speculative method is set",
+            raise InputError("num_speculative_tokens", "must be at least 1 when a speculative method is set",
                              "for example 1 for MTP, 5 for DSpark")
     default_mode = release.fact(reg, "default_cudagraph_mode")
     mode = "NONE" if d.enforce_eager else (d.cudagraph_mode or default_mode).upper()
     if mode not in release.cudagraph_modes:
-        raise InputError("--cudagraph-mode", f"unknown mode {d.cudagraph_mode!r} for {release.name}",
+        raise InputError("cudagraph_mode", f"unknown mode {d.cudagraph_mode!r} for {release.name}",
                          f"use one of {', '.join(release.cudagraph_modes)}")
     if d.block_size is not None and d.block_size < 1:
-        raise InputError("--block-size", f"must be at least 1, got {d.block_size}", "for example 16")
+        raise InputError("block_size", f"must be at least 1, got {d.block_size}", "for example 16")
     if d.kv_cache_memory_bytes is not None and d.kv_cache_memory_bytes < 0:
-        raise InputError("--kv-cache-memory-bytes", "must not be negative", "give the KV pool in bytes")
+        raise InputError("kv_cache_memory_bytes", "must not be negative", "give the KV pool in bytes")
     if d.mega_attention is not None and model.extras.get("version") != "v41":
-        raise InputError("--mega-attention/--no-mega-attention", f"is DeepSeek-V4.1's attention backend, and "
+        raise InputError("mega_attention", f"is DeepSeek-V4.1's attention backend, and "
                          f"{model.name} is not DeepSeek-V4.1", "drop the flag")
     if d.mega_attention and not chip.sm100_family:
-        raise InputError("--mega-attention", f"needs the SM100 family; {chip.id} is {chip.generation}",
+        raise InputError("mega_attention", f"needs the SM100 family; {chip.id} is {chip.generation}",
                          "drop the flag")
-    mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
+    mamba = d.mamba_cache_mode or (_prefix_caching_mamba_mode(model, release, reg) if d.enable_prefix_caching
+                                   else "none")
     if mamba == "align" and not d.enable_prefix_caching:
         mamba = "none"  # vLLM 0.33 MambaModelConfig: prefix caching off resolves the mode to none (golden fixture)
     # vLLM's checks of the partition (get_pp_indices)
     pipeline.layer_partition(pipeline.backbone_layers(model), d.pipeline_parallel_size, d.pp_layer_partition)
     if mamba not in release.mamba_cache_modes:
-        raise InputError("--mamba-cache-mode", f"unknown mode {mamba!r} for {release.name}",
+        raise InputError("mamba_cache_mode", f"unknown mode {mamba!r} for {release.name}",
                          f"use one of {', '.join(release.mamba_cache_modes)}")
     if d.kv_role is not None:
         _check_connector(d, model, tp)
@@ -280,17 +281,28 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
                   kv_role=d.kv_role, kv_buffer_device=d.kv_buffer_device)
 
 
+def _prefix_caching_mamba_mode(model: ModelGraph, release: Release, reg: Registry) -> str:
+    """The recurrent cache mode vLLM picks when prefix caching is on and no mode is given
+    (MambaModelConfig): the release's mamba_cache_mode_with_prefix_caching; all_if_supported is
+    'all' for the state kinds whose model classes support it (recurrent.prefix_caching_all_kinds)."""
+    mode = release.fact(reg, "mamba_cache_mode_with_prefix_caching")
+    if mode != "all_if_supported":
+        return mode
+    kinds = {data["state"].kind for _, data in model.nodes() if data.get("state") is not None}
+    return "all" if kinds and kinds <= set(reg.value("recurrent.prefix_caching_all_kinds")) else "align"
+
+
 def _check_connector(d: Deployment, model: ModelGraph, tp: int) -> None:
     """What vLLM 0.33 refuses of a NixlConnector instance (registry kv_transfer.nixl.dcp_rule and
     consumer_pipeline_rule): dcp must be 1 or the transfer tp (config/vllm.py), and above 1 only with
     MLA; a kv_consumer runs without pipeline stages (nixl/base_worker.py)."""
     dcp, transfer_tp = d.decode_context_parallel_size, max(tp, d.prefill_context_parallel_size)
     if dcp not in (1, transfer_tp):
-        raise InputError("--decode-context-parallel-size", f"{dcp} with NixlConnector must be 1 or the transfer "
+        raise InputError("decode_context_parallel_size", f"{dcp} with NixlConnector must be 1 or the transfer "
                          f"parallel size {transfer_tp} (vLLM config/vllm.py)", f"use 1 or {transfer_tp}")
     if dcp > 1 and model.attention_backend == "gqa":
-        raise InputError("--decode-context-parallel-size", "P/D with dcp > 1 is only supported for MLA models "
+        raise InputError("decode_context_parallel_size", "P/D with dcp > 1 is only supported for MLA models "
                          "(vLLM config/vllm.py)", "use 1")
     if d.kv_role == "kv_consumer" and d.pipeline_parallel_size > 1:
-        raise InputError("--pipeline-parallel-size", "a NixlConnector kv_consumer (decode) does not support "
+        raise InputError("pipeline_parallel_size", "a NixlConnector kv_consumer (decode) does not support "
                          "pipeline_parallel_size > 1 (vLLM nixl/base_worker.py)", "use 1")

@@ -1,18 +1,20 @@
 """The memory kernel for one rank of a deployment (shared/spec/memory-model.md).
 
-    fixed_bytes()                 weights, activation peak, CUDA graphs, comm buffers, EPLB, total
+    fixed_bytes()                 weights, activation peak, CUDA graphs, EPLB, non-torch, total (no comm buffers)
     pre_snapshot_bytes()          communicator reservation + engine workspace, outside the budget
     sequence_variable_bytes(t)    the KV cache a t-token request holds, in whole pool blocks
     sequence_fixed_bytes()        window rings, fixed rings and recurrent state in steady decode
     sequence_admission_bytes()    the same state at what the engine reserves on admission
-    and the engine's own figures: budget, KV pool, blocks, "GPU KV cache size", concurrency.
+    and the rank's budget, KV pool, blocks and start-up check; what the engine works out over every
+    pipeline stage (its blocks, "GPU KV cache size", concurrency) is the kernel's `instance`'s
+    (pricing/kernel/instance.py).
 
 Each sub-result is memoised by the model graph (dropped when the graph is edited), per chip,
 registry, release and stage (values), and on the engine fields it read (recorded as it runs, never
 listed by hand), so a planner sweep that varies the utilisation or the token budget recomputes
 only what they change, and a new field cannot return a stale answer. A kernel never changes once
 built (its model, engine, chip, registry and stage are fixed), so each of its own answers is also
-kept on the instance (`_once`): asking twice, as the start-up checks and the requests held do,
+kept on the kernel (`once`): asking twice, as the start-up checks and the requests held do,
 costs one evaluation.
 """
 
@@ -27,6 +29,7 @@ from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
 from pricing.kernel import activations, caches, cudagraphs, pipeline, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
+from pricing.kernel.instance import Instance
 from pricing.registry import Reads, Registry, Sourced, load
 from pricing.rules import Release
 from pricing.rules import get as get_release
@@ -112,23 +115,29 @@ class FixedBytes:
     weights: int
     activation_peak: int
     cuda_graph: int
-    comm_buffers: int
     eplb_redundant: int
     non_torch: int = 0  # memory outside torch's allocator that grows after the snapshot
 
     @property
+    def comm_buffers(self) -> int:
+        """Communication buffers inside the budget: none. vLLM initialises the distributed environment
+        (NCCL, custom all-reduce) before its memory snapshot (gpu_worker.py init_device,
+        vllm-0.33-memory.md §1.1 step 2), so they are part of pre_snapshot_bytes, beyond the budget
+        (memory-model.md, "Communication buffers")."""
+        return 0
+
+    @property
     def total(self) -> int:
-        return (self.weights + self.activation_peak + self.cuda_graph + self.comm_buffers + self.eplb_redundant
-                + self.non_torch)
+        return self.weights + self.activation_peak + self.cuda_graph + self.eplb_redundant + self.non_torch
 
 
 class Kernel:
     """The memory of one rank of `engine` serving `model` on `chip`, under the engine's release.
 
     With pipeline parallelism a rank belongs to one stage (`stage`, pricing/kernel/pipeline.py):
-    its weights, caches, CUDA graphs and sampler are that stage's, while the engine-wide figures
-    (blocks, "GPU KV cache size", concurrency, whether vLLM starts) take every stage into account,
-    as vLLM plans every worker and keeps the fewest blocks. `Kernel.of` returns the binding stage."""
+    its weights, caches, CUDA graphs and sampler are that stage's; the engine-wide figures, which
+    take every stage into account, are its `instance`'s (pricing/kernel/instance.py). `Kernel.of`
+    returns the binding stage."""
 
     def __init__(self, model: ModelGraph, engine: Engine, chip: Chip, registry: Registry | None = None,
                  stage: pipeline.Stage | None = None):
@@ -138,10 +147,10 @@ class Kernel:
         self.reg = registry or load()
         self.stage = stage
         self.graph = pipeline.stage_graph(model, stage)  # the layers this rank builds
-        self._pipeline: list[Kernel] = [self]
+        self.instance = Instance(engine, (self,))  # every stage's rank, when Instance.of builds them
         self._used: dict[str, Sourced] = {}
         self._notes: list[str] = []
-        self._own: dict = {}  # this instance's answers, by what was asked (`_once`)
+        self._own: dict = {}  # this kernel's answers, by what was asked (`once`)
 
     @property
     def release(self) -> Release:
@@ -155,37 +164,24 @@ class Kernel:
     def of(cls, model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
            release: Release | str | None = None, stage: int | None = None, sampler: str | None = None) -> Kernel:
         """The kernel of one rank; with pipeline parallelism, of stage `stage`, or by default of the
-        binding stage (the fewest KV blocks, then the most fixed memory: the fullest rank). The
-        release's fitted fixed-memory laws are laid over the registry (Release.laws; `sampler`: the
-        top-k/top-p path of the sampler warm-up, when known, else the release's default)."""
+        binding stage (the fewest KV blocks, then the most fixed memory: the fullest rank); its
+        `instance` holds every stage's. The release's fitted fixed-memory laws are laid over the
+        registry (Release.laws; `sampler`: the top-k/top-p path of the sampler warm-up, when known,
+        else the release's default)."""
         release = get_release(release)
         chosen = Reads(registry or load())  # which era laws apply is read too
         reg = release.laws(registry or load(), sampler, chosen)
         defaults = Reads(reg)  # the release's defaults the deployment took shape the figures too
         engine = resolve_engine(deployment, model, chip, defaults, release)
-        if engine.pp == 1:
-            kernels = [cls(model, engine, chip, reg)]
-        else:
-            kernels = [cls(model, engine, chip, reg, stage=s) for s in pipeline.stages(model, engine.pp,
-                                                                                       engine.pp_partition)]
-        for k in kernels:
-            k._pipeline = kernels
+        found = Instance.of(model, engine, lambda s: cls(model, engine, chip, reg, stage=s))
+        for k in found.ranks:
             k._used.update(chosen.read)
             k._used.update(defaults.read)
         if engine.pp == 1:
-            return kernels[0]
+            return found.ranks[0]
         if stage is not None:
-            return kernels[stage]
-        return kernels[0].binding_stage()
-
-    def stages(self) -> list[Kernel]:
-        """One kernel per pipeline stage (just this one without pipeline parallelism)."""
-        return self._pipeline
-
-    def binding_stage(self) -> Kernel:
-        """The stage whose pool holds the fewest blocks (ties: the most fixed memory, then the first)."""
-        return min(self._pipeline, key=lambda k: (k.rank_blocks(), -k.fixed_bytes().total,
-                                                  k.stage.index if k.stage else 0))
+            return found.ranks[stage]
+        return found.binding()
 
     def once(self, key, compute):
         """compute() once per instance: the kernel is immutable, so its answer to `key` never
@@ -247,7 +243,7 @@ class Kernel:
 
     def _fixed_bytes(self) -> FixedBytes:
         w = self.weight_bytes()
-        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], 0, w.eplb_redundant,
+        return FixedBytes(w.weights, self.activation().peak, self.cuda_graph()[0], w.eplb_redundant,
                           self.non_torch_bytes())
 
     def collective_groups(self) -> dict[str, int]:
@@ -415,35 +411,6 @@ class Kernel:
         if not layout.grouped or layout.bytes_per_block == 0:
             return 0
         return max(0, self.pool_at(budget) // layout.bytes_per_block)
-
-    def num_blocks(self) -> int:
-        """The engine's block count: the fewest any stage's pool holds (get_kv_cache_configs)."""
-        return min(k.rank_blocks() for k in self._pipeline)
-
-    def max_concurrency(self) -> float:
-        """vLLM's logged "Maximum concurrency": num_blocks (null block included) over the blocks
-        one max_model_len request needs; the ungrouped fallback divides bytes."""
-        layout = self.layout()
-        if not layout.groups:
-            return float(self.engine.max_num_seqs)
-        if layout.grouped:
-            return self.num_blocks() / self.blocks_per_request()
-        return min(max(0, k.kv_pool()) / k.request_bytes() for k in self._pipeline)
-
-    def kv_cache_tokens(self) -> int:
-        """vLLM's logged "GPU KV cache size", by the release's law (vLLM 0.33: int(max_concurrency ×
-        max_model_len))."""
-        layout = self.layout()
-        if not layout.groups or not layout.grouped:
-            return int(self.max_concurrency() * self.engine.max_model_len)
-        e = self.engine
-        return self.rules.logged_tokens(self.num_blocks(), layout, self.max_concurrency(), e.max_model_len,
-                                        e.dcp * e.pcp)
-
-    def fits_one_request(self) -> bool:
-        """vLLM's start-up check, on every stage, by the release's law (vLLM 0.33: available − one
-        block ≥ one request at max_model_len)."""
-        return all(k.rank_fits_one_request() for k in self._pipeline)
 
     def rank_fits_one_request(self) -> bool:
         return self.once("rank_fits_one_request", lambda: self.fits_one_request_at(self.budget()))

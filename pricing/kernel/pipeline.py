@@ -74,17 +74,17 @@ def layer_partition(num_layers: int, pp: int, partition: tuple[int, ...] | None 
     """Layers per stage, as get_pp_indices computes them (VLLM_PP_LAYER_PARTITION when given)."""
     if partition is not None:
         if len(partition) != pp:
-            raise InputError("--pp-layer-partition", f"{len(partition)} stages given for pipeline parallel {pp} "
+            raise InputError("pp_layer_partition", f"{len(partition)} stages given for pipeline parallel {pp} "
                              "(vLLM: 'len(partitions) does not match pp_size')", f"give {pp} layer counts")
         if sum(partition) != num_layers:
-            raise InputError("--pp-layer-partition", f"the counts sum to {sum(partition)}, the model has {num_layers} "
+            raise InputError("pp_layer_partition", f"the counts sum to {sum(partition)}, the model has {num_layers} "
                              "layers (vLLM: 'sum(partitions) does not match num_hidden_layers')",
                              f"give counts summing to {num_layers}")
         if min(partition) < 1:
-            raise InputError("--pp-layer-partition", "every stage needs at least one layer", "use counts of 1 or more")
+            raise InputError("pp_layer_partition", "every stage needs at least one layer", "use counts of 1 or more")
         return tuple(partition)
     if pp > num_layers:
-        raise InputError("--pipeline-parallel-size", f"{pp} stages for the {num_layers} layers of the model",
+        raise InputError("pipeline_parallel_size", f"{pp} stages for the {num_layers} layers of the model",
                          f"use at most {num_layers}")
     counts = [num_layers // pp] * pp
     for i in range(2, num_layers % pp + 2):

@@ -162,21 +162,21 @@ def _pipeline(k: Kernel) -> PipelineOut | None:
     if k.stage is None:
         return None
     stages = []
-    for s in k.stages():
+    for s in k.instance.ranks:
         r = startup.refusal(s)
         stages.append(StageOut(index=s.stage.index, layers=[s.stage.first_layer, s.stage.end_layer],
                                fixed=_fixed(s.fixed_bytes()), kv_pool=max(0, s.kv_pool()),
                                block_bytes=s.layout().bytes_per_block, own_num_blocks=s.rank_blocks(),
                                refusal=r.message if r else None))
-    return PipelineOut(size=k.engine.pp, partition=[s.stage.layers for s in k.stages()], binding_stage=k.stage.index,
-                       stages=stages)
+    return PipelineOut(size=k.engine.pp, partition=[s.stage.layers for s in k.instance.ranks],
+                       binding_stage=k.stage.index, stages=stages)
 
 
 def memory_report(k: Kernel, tokens: int) -> MemoryReport:
     check = _checkpoint(k)
     f = k.fixed_bytes()
     a = k.activation()
-    e = k.engine
+    e, instance = k.engine, k.instance
     layout = k.layout()
     refusal = Startup(k).refusal()
     groups = []
@@ -190,18 +190,16 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
         model=k.model.name, hf_id=k.model.hf_id, vllm_version=k.release.full_version, chip=k.chip.id,
         chip_memory=k.chip.memory_bytes,
         deployment={name: getattr(e, name) for name in e.__dataclass_fields__ if name != "release"},
-        fixed=FixedOut(weights=f.weights, activation_peak=f.activation_peak, cuda_graph=f.cuda_graph,
-                       comm_buffers=f.comm_buffers, eplb_redundant=f.eplb_redundant, non_torch=f.non_torch,
-                       total=f.total),
+        fixed=_fixed(f),
         activation=ActivationOut(forward=a.forward, sampler=a.sampler, model_buffers=a.model_buffers,
                                  buffers=dict(a.buffers)),
         pre_snapshot=k.pre_snapshot_bytes(), budget=k.budget(), kv_pool=max(0, k.kv_pool()),
         short_by=max(0, -k.kv_pool()),
         sequence=SequenceOut(tokens=tokens, variable=k.sequence_variable_bytes(tokens), fixed=k.sequence_fixed_bytes(),
                              admission=k.sequence_admission_bytes(), own_pages_steady=k.own_page_bytes_steady()),
-        block_bytes=layout.bytes_per_block, num_blocks=k.num_blocks(), grouped=layout.grouped, kv_groups=groups,
-        cache_bytes_per_token=float(k.cache_bytes_per_token()), kv_cache_tokens=k.kv_cache_tokens(),
-        max_concurrency=k.max_concurrency(), requests_held=Capacity(k).requests_held(), starts=refusal is None,
+        block_bytes=layout.bytes_per_block, num_blocks=instance.num_blocks(), grouped=layout.grouped, kv_groups=groups,
+        cache_bytes_per_token=float(k.cache_bytes_per_token()), kv_cache_tokens=instance.kv_cache_tokens(),
+        max_concurrency=instance.max_concurrency(), requests_held=Capacity(k).requests_held(), starts=refusal is None,
         refusal=refusal.message if refusal else None, refusal_check=refusal.check if refusal else None,
         would_fit=refusal.would_fit if refusal else None,
         recurrent_state=_recurrent(k, tokens), pipeline=_pipeline(k),

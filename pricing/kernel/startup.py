@@ -61,7 +61,7 @@ def estimated_max_model_len(k: Kernel) -> int:
 
     def fits(length: int) -> bool:
         shorter = _same(k, max_model_len=length, kv_cache_memory_bytes=max(0, pool))
-        return shorter is not None and shorter.fits_one_request()
+        return shorter is not None and shorter.instance.fits_one_request()
 
     if pool <= 0:
         return 0
@@ -91,6 +91,29 @@ def wider_split(k: Kernel) -> str | None:
         if wider is not None and failed_check(wider) is None:
             return f"-tp {tp}" + (" --enable-expert-parallel" if ep and not e.ep else "")
     return None
+
+
+def loading_split(k: Kernel) -> str:
+    """What would fit when the loader refuses the checkpoint: the nearest other tensor-parallel
+    size within the chip's NVLink domain (narrower first at equal distance) that starts at the same
+    settings; else the nearest whose shards the loader takes; else another chip generation (the
+    refusal is the chip's, whatever the split)."""
+    e = k.engine
+    loads = None
+    for tp in sorted(range(1, k.chip.tp_domain + 1), key=lambda tp: (abs(tp - e.tp), tp)):
+        if tp == e.tp or not allows_tensor_parallel(k.model, tp):
+            continue
+        other = _same(k, tensor_parallel_size=tp)
+        if other is None or other.weight_bytes().refusal:
+            continue
+        if all(failed_check(s) is None for s in other.instance.ranks):
+            return f"-tp {tp} starts (the loader takes its shards)"
+        loads = loads or tp
+    if loads is not None:
+        return (f"-tp {loads} loads the checkpoint, but does not start at these settings (plan memory -tp {loads} "
+                "says why)")
+    return "no tensor-parallel size within the NVLink domain loads it on this chip: a chip whose generation serves " \
+           "this quantization"
 
 
 def highest_utilization(k: Kernel, step: float = 0.01) -> float:
@@ -159,7 +182,7 @@ class Startup:
     def starts(self) -> bool:
         """Every stage passes: the budget beside what is held before it, a --kv-cache-memory-bytes
         pool beside the fixed memory, and a pool that holds one request at max_model_len."""
-        return all(failed_check(k) is None for k in self.kernel.stages())
+        return all(failed_check(k) is None for k in self.kernel.instance.ranks)
 
     def failed_check(self) -> str | None:
         """The first check this rank (pipeline stage) fails."""
@@ -168,7 +191,7 @@ class Startup:
     def refusal(self) -> Refusal | None:
         """The check vLLM would fail, with its message and what would fit; None when it starts (with
         pipeline parallelism: the first stage that fails, named in the message)."""
-        for k in self.kernel.stages():
+        for k in self.kernel.instance.ranks:
             r = refusal(k)
             if r is not None:
                 return r if k.stage is None else replace(r, message=f"{k.stage}: {r.message}")
@@ -187,7 +210,7 @@ def refusal(k: Kernel) -> Refusal | None:
     if check is None:
         return None
     if check == "quantization":  # the model loader refuses the checkpoint on this chip
-        return Refusal(check, k.weight_bytes().refusal, "a chip whose generation serves this quantization")
+        return Refusal(check, k.weight_bytes().refusal, loading_split(k))
     e = k.engine
     total = k.chip.memory_bytes
     pre = k.pre_snapshot_bytes()

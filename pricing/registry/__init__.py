@@ -20,7 +20,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -327,25 +326,25 @@ def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
     try:
         data = yaml_fast.load(path.read_text())
     except OSError as err:
-        raise InputError("--registry", f"cannot read {path}: {err.strerror}", "give an overlay YAML file") from None
+        raise InputError("registry", f"cannot read {path}: {err.strerror}", "give an overlay YAML file") from None
     except yaml.YAMLError as err:
-        raise InputError("--registry", f"{path} is not valid YAML ({str(err).splitlines()[0]})",
+        raise InputError("registry", f"{path} is not valid YAML ({str(err).splitlines()[0]})",
                          "fix the file, or write one with `plan calibrate --out`") from None
     if not isinstance(data, dict):
-        raise InputError("--registry", f"{path} holds no mapping", "give registry file stems as top-level keys")
+        raise InputError("registry", f"{path} holds no mapping", "give registry file stems as top-level keys")
     values: dict[str, Sourced] = {}
     for stem, node in data.items():
         if stem == "chips":
-            raise InputError("--registry", f"{path}: chips cannot be overlaid",
+            raise InputError("registry", f"{path}: chips cannot be overlaid",
                              "give a chip's memory or price with --memory-bytes / --price")
         if stem not in base.raw:
-            raise InputError("--registry", f"{path}: {stem!r} is not a registry file",
+            raise InputError("registry", f"{path}: {stem!r} is not a registry file",
                              f"use one of {', '.join(sorted(base.raw))}")
         _flatten(stem, node, values)
     for name in values:
         parent = name.rsplit(".", 1)[0]
         if name not in base and not ("." in parent and _is_table(base, parent) and parent not in base):
-            raise InputError("--registry", f"{path}: {name} is not a registry value",
+            raise InputError("registry", f"{path}: {name} is not a registry value",
                              "check the name against `plan memory --provenance` or the registry files")
     return base.overlay(values)
 
@@ -379,7 +378,10 @@ def load() -> Registry:
     return _IN_USE.get() or shipped()
 
 
-@lru_cache(maxsize=1)
+SHIPPED = Registry(DataFiles(HERE))  # the package's own data: each file parsed when first read
+
+
 def shipped() -> Registry:
-    """The registry shipped with the package (its files parsed as their values are read)."""
-    return Registry(DataFiles(HERE))
+    """The registry shipped with the package (its files parsed as their values are read): the one
+    owner of what is worked out from the package's data files alone (`Registry.derived`)."""
+    return SHIPPED

@@ -91,6 +91,8 @@ class StepCost:
         self.decode_flops = [Table(tuple(context_xs), tuple(w[0] for w in rows)) for rows in per_request]
         self.decode_bytes = [Table(tuple(context_xs), tuple(w[1] for w in rows)) for rows in per_request]
         self._fixed: dict[int, float] = {}
+        self._chunk: dict[int, float] = {}  # chunk(tokens) by token count (steps repeat their counts)
+        self._decode: dict[int, float] = {}
         # the decodes' attention in closed form when one stage's is affine in the context (no
         # window, no bounded selection): FLOPs f0 + f1 c and bytes b0 + b1 c per request, at rates
         lines = [_affine(self.decode_flops[0]), _affine(self.decode_bytes[0])] if self.pp == 1 else [None]
@@ -149,16 +151,38 @@ class StepCost:
         if self.affine is None:
             return self.fixed(decode) + self.attention(decode, context_sum, [])
         f0, f1, b0, b1 = self.affine
-        return self.fixed(decode) + max(decode * f0 + f1 * context_sum, decode * b0 + b1 * context_sum)
+        fixed = self._fixed.get(decode)
+        if fixed is None:
+            fixed = self.fixed(decode)
+        return fixed + max(decode * f0 + f1 * context_sum, decode * b0 + b1 * context_sum)
 
     def seconds(self, decode: int, context_sum: float, chunks: list[tuple[int, int]]) -> float:
         """One step: `decode` decoding requests (summed context `context_sum`) and the prefill
         `chunks` as (tokens, offset into the prompt)."""
         if not chunks:
             return self.decode_seconds(decode, context_sum) if decode else 0.0
-        tokens = self.micro(decode) * self.queries + sum(t for t, _ in chunks)
-        return (self.chunk(tokens) + (self.decode(decode) if decode else 0.0)
-                + (len(chunks) - 1) * self.per_request + self.attention(decode, context_sum, chunks))
+        tokens = self.micro(decode) * self.queries
+        for t, _ in chunks:
+            tokens += t
+        linear = self._chunk.get(tokens)
+        if linear is None:
+            linear = self._chunk[tokens] = self.chunk(tokens)
+        if decode:
+            extra = self._decode.get(decode)
+            if extra is None:
+                extra = self._decode[decode] = self.decode(decode)
+            linear += extra
+        linear += (len(chunks) - 1) * self.per_request
+        if self.affine is None or self.chunk_line is None:
+            return linear + self.attention(decode, context_sum, chunks)
+        # one stage, decodes' attention affine in the context, chunks' in closed form (as `attention`)
+        (f0, f1), (b0, b1) = self.linear
+        f, b, bounded = self.chunk_line
+        flops, nbytes = decode * f0 + f1 * context_sum, decode * b0 + b1 * context_sum
+        for t, offset in chunks:
+            flops += f * (t * offset + t * (t + 1) / 2)
+            nbytes += b * (offset + 2 * t) + bounded
+        return linear + max(flops / self.flop_rate, nbytes / self.byte_rate)
 
 
 def _affine(table: Table) -> tuple[float, float] | None:

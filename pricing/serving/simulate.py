@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -64,7 +65,7 @@ class Instance:
         e = kernel.engine
         grows = [g for g in kernel.layout().groups if g.grows] or kernel.layout().groups
         block = grows[0].members[0].block_tokens if grows else (e.block_size or DEFAULT_BLOCK_SIZE)
-        return cls(kernel.kv_cache_tokens() // block, block, e.max_num_seqs, e.max_num_batched_tokens,
+        return cls(kernel.instance.kv_cache_tokens() // block, block, e.max_num_seqs, e.max_num_batched_tokens,
                    e.max_model_len, e.dp, e.prefix_caching)
 
 
@@ -194,6 +195,7 @@ class _Run:
         # output "tokens" are decode steps when speculating: 1 (the prefill's) + ceil((osl - 1) / tps)
         self.steps_out = [o if tps == 1.0 else 1 + math.ceil((o - 1) / tps) for o in self.osl]
         hit = traffic.prefix_hit
+        self.bs = bs
         self.cached = [min(p - 1, int(p * hit) // bs * bs) if hit else 0 for p in self.prompt]
         self.first = [0.0] * n
         self.finish = [0.0] * n
@@ -230,7 +232,7 @@ class _Run:
         """Blocks the decoding requests hold `steps` steps from now: each holds
         ceil((key + gen) / block_size), so a step adds one block for each request whose context
         is a whole number of blocks (`by_residue` counts them by key mod block_size)."""
-        bs = self.inst.block_size
+        bs = self.bs
         if steps <= 1:
             return self.blocks_held + (self.by_residue[-self.gen % bs] if steps else 0)
         cycles, rest = divmod(steps, bs)
@@ -245,23 +247,25 @@ class _Run:
         if left <= 0:
             self.finished(i)
             return
-        key = context - self.gen
+        gen, bs, by_residue = self.gen, self.bs, self.by_residue
+        key = context - gen
         self.decoders[i] = key
-        r = key % self.inst.block_size
-        self.by_residue[r] += 1
-        self.by_residue[r + self.inst.block_size] += 1
-        self.blocks_held += -(-context // self.inst.block_size)
+        r = key % bs
+        by_residue[r] += 1
+        by_residue[r + bs] += 1
+        self.blocks_held += -(-context // bs)
         self.key_sum += key
-        self.done_at[i] = self.gen + left
-        heapq.heappush(self.done, (self.gen + left, i))
+        self.done_at[i] = gen + left
+        heapq.heappush(self.done, (gen + left, i))
 
     def stop_decoding(self, i: int) -> int:
         """Take `i` out of the aggregate; the decode steps it has produced."""
         key = self.decoders.pop(i)
-        r = key % self.inst.block_size
-        self.by_residue[r] -= 1
-        self.by_residue[r + self.inst.block_size] -= 1
-        self.blocks_held -= -(-(key + self.gen) // self.inst.block_size)
+        bs, by_residue = self.bs, self.by_residue
+        r = key % bs
+        by_residue[r] -= 1
+        by_residue[r + bs] -= 1
+        self.blocks_held -= -(-(key + self.gen) // bs)
         self.key_sum -= key
         return self.steps_out[i] - (self.done_at.pop(i) - self.gen)
 
@@ -272,14 +276,18 @@ class _Run:
     # -- arrivals -----------------------------------------------------------------------------
     def release(self) -> None:
         """Send every request due by now while fewer than the cap are in flight."""
-        n = len(self.send)
-        while self.next_send < n and self.in_flight < self.cap and self.send[self.next_send] <= self.now:
-            i = self.next_send
-            t = self.send[i]
-            self.sent[i] = t if t > self.boundary else self.now
-            self.waiting.append(i)
-            self.in_flight += 1
-            self.next_send += 1
+        send, sent, waiting, now, boundary = self.send, self.sent, self.waiting, self.now, self.boundary
+        i, n = self.next_send, len(send)
+        room = self.cap - self.in_flight
+        start = i
+        while i < n and room > 0 and send[i] <= now:
+            t = send[i]
+            sent[i] = t if t > boundary else now
+            waiting.append(i)
+            room -= 1
+            i += 1
+        self.in_flight += i - start
+        self.next_send = i
 
     def next_arrival(self) -> float:
         if self.next_send < len(self.send) and self.in_flight < self.cap:
@@ -323,9 +331,11 @@ class _Run:
         bs, total_blocks = inst.block_size, inst.blocks
         budget = inst.max_num_batched_tokens
         preempted = False
-        while self.decoders and self.decode_blocks(1) + self.prefill_blocks > total_blocks:
+        grown = self.blocks_held + self.by_residue[-self.gen % bs]  # decode_blocks(1)
+        while self.decoders and grown + self.prefill_blocks > total_blocks:
             self.preempt()
             preempted = True
+            grown = self.decode_blocks(1)
         decode = len(self.decoders)
         budget -= decode * cost.queries
         chunks: list[tuple[int, int]] = []
@@ -338,9 +348,10 @@ class _Run:
                 break
             tokens = min(prompt[i] + produced[i] - computed[i], budget)
             blocks = -(-(computed[i] + tokens) // bs) - held[i]
-            while blocks > total_blocks - self.decode_blocks(1) - self.prefill_blocks:
+            while blocks > total_blocks - grown - self.prefill_blocks:
                 victim = self.preempt()
                 preempted = True
+                grown = self.decode_blocks(1)
                 if victim is None or victim == i:
                     break
             if i not in prefilling:
@@ -352,7 +363,7 @@ class _Run:
             budget -= tokens
         waiting = self.waiting
         if not preempted and waiting:
-            free = total_blocks - self.decode_blocks(1) - self.prefill_blocks
+            free = total_blocks - grown - self.prefill_blocks
             while waiting and budget > 0 and decode + len(prefilling) < inst.max_num_seqs:
                 i = waiting[0]
                 start = self.start(i)
@@ -484,9 +495,9 @@ class _Run:
                 continue
             if not self.step():
                 raise InputError("workload", "a waiting request can never be admitted", "give a larger instance")
-        ttft = [self.first[i] - self.sent[i] for i in range(n)]
-        e2e = [self.finish[i] - self.sent[i] for i in range(n)]
-        tpot = [(self.finish[i] - self.first[i]) / (self.osl[i] - 1) if self.osl[i] > 1 else 0.0 for i in range(n)]
+        ttft = list(map(operator.sub, self.first, self.sent))
+        e2e = list(map(operator.sub, self.finish, self.sent))
+        tpot = [(f - a) / (o - 1) if o > 1 else 0.0 for f, a, o in zip(self.finish, self.first, self.osl, strict=True)]
         start = min(self.sent)
         return Served(Distribution.of(ttft), Distribution.of(tpot),
                       Distribution.of(self.itl_values, self.itl_weights), Distribution.of(e2e),

@@ -19,8 +19,9 @@ from pricing.yaml_fast import load as load_yaml
 
 RUNS = Path(__file__).resolve().parents[2] / "validation" / "vllm_serving_runs.yaml"
 FIGURES = ("p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")
-DEPLOYMENT_FLAGS = ("tensor_parallel_size", "data_parallel_size", "enable_expert_parallel", "max_model_len",
-                    "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "async_scheduling")
+DEPLOYMENT_FLAGS = ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size", "enable_expert_parallel",
+                    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
+                    "async_scheduling")
 
 
 @dataclass(frozen=True)

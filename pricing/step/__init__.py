@@ -1,4 +1,4 @@
-"""The step-time model (issue 14): how long one engine step takes on one rank, priced from the
+"""The step-time model: how long one engine step takes on one rank, priced from the
 same model graph and resolved deployment the memory kernel sizes, and the serving figures a plan
 reports from it (time per output token, time to first token, throughput)."""
 

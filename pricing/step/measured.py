@@ -7,13 +7,13 @@ from __future__ import annotations
 import hashlib
 import statistics
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from pricing import yaml_fast
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
+from pricing.registry import load
 from pricing.step.rates import Efficiency
 from pricing.step.serving import Workload, serving
 from pricing.step.step import StepModel
@@ -58,10 +58,15 @@ def load_points(path: Path = POINTS) -> tuple[list[Point], dict]:
     return out, doc["sources"]
 
 
-@lru_cache(maxsize=256)
 def _kernel(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> Kernel:
-    """The kernel of a point's deployment, by the values that name it (a fit prices each point under
-    many efficiencies; the kernel never changes, and its graph is its own)."""
+    """The kernel of a point's deployment, by the values that name it, kept by the registry in use
+    (Registry.derived: a fit prices each point under many efficiencies; the kernel never changes,
+    and its graph is its own)."""
+    return load().derived(("step.measured.kernel", model, quantization, chip, tp, ep, context),
+                          lambda: _built(model, quantization, chip, tp, ep, context))
+
+
+def _built(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> Kernel:
     graph = load_model(model, quantization)
     d = Deployment(tensor_parallel_size=tp, enable_expert_parallel=ep, max_model_len=min(context, graph.max_position))
     return Kernel.of(graph, d, get_chip(chip))

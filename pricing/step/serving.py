@@ -1,4 +1,4 @@
-"""What a deployment serves, priced by the step model (issue 14): time per output token at a
+"""What a deployment serves, priced by the step model: time per output token at a
 concurrency, time to first token of a prompt, output tokens per second and requests per second.
 
 vLLM's scheduler (chunked prefill, V1) fills each step with the running requests' decode

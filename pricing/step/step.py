@@ -1,4 +1,4 @@
-"""The time of one engine step on one rank (issue 14): a roofline per group of layers at the chip's
+"""The time of one engine step on one rank: a roofline per group of layers at the chip's
 peak rates, plus the collectives and a per-step overhead.
 
     layer kind   max(Σ FLOPs / (peak FLOP/s of their served format × tensor efficiency),
@@ -192,7 +192,7 @@ class StepModel:
                                      given or acceptance(kernel.reg, e.spec_method))
         self.stages = None
         if kernel.engine.pp > 1 and not _stage:
-            self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.stages()]
+            self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.instance.ranks]
 
     @property
     def eff(self) -> Efficiency:

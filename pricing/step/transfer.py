@@ -10,15 +10,19 @@ reads. A head-sharded cache is read slice by slice: with D ≥ P each decode ran
 prefill rank, with D < P from P / D of them, duplicated heads read once, so min(P, max(D, KV heads))
 ranks serve it. The busiest prefill rank sends D · (decode rank bytes) / sources.
 
-Time: the larger of the two ends over the link each GPU has (its NIC, or NVLink when both pools sit
-in one NVLink domain that spans nodes, as GB200/GB300 NVL72 racks do), at the achieved fraction of
-its rate (registry kv_transfer.link_efficiency). The link also bounds the rate an instance hands
-over: one request per (busiest rank's bytes / link) seconds on each data-parallel rank.
+Time: the larger of the two ends over the link each GPU has (its NIC; or NVLink when both pools
+sit in one NVLink domain that spans nodes, as GB200/GB300 NVL72 racks do, or on one node whose GPUs
+share one NVLink domain, as an HGX board's NVSwitch does: NIXL's UCX reads GPU to GPU there over
+cuda_ipc), at the achieved fraction of its rate (registry kv_transfer.link_efficiency). The link
+also bounds the rate an instance hands over: one request per (busiest rank's bytes / link) seconds
+on each data-parallel rank.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from pricing.chips import Chip
 from pricing.registry import Registry, Sourced, load
@@ -66,6 +70,17 @@ def link_between(prefill: Chip, decode: Chip, registry: Registry | None = None) 
     return Link(name, slower, float(eff.value), (bw_p, fab_p, bw_d, fab_d, eff))
 
 
+def link_within_node(chip: Chip, registry: Registry | None = None) -> Link | None:
+    """NVLink between a prefill GPU and a decode GPU on one node of `chip`, when every GPU of its node
+    sits in one NVLink domain (HGX boards; a domain wider than the node is `link_between`'s); None on
+    parts whose node is not one NVLink domain (PCIe, NVLink bridges, xGMI)."""
+    if chip.interconnect != "nvlink" or chip.nvlink_domain < chip.gpus_per_node or chip.gpus_per_node < 2:
+        return None
+    reg = registry or load()
+    rate, eff = reg[f"chip_rates.chip_rates.{chip.id}.scale_up_bandwidth"], reg["kv_transfer.link_efficiency"]
+    return Link(f"NVLink (one {chip.gpus_per_node}-GPU node)", float(rate.value), float(eff.value), (rate, eff))
+
+
 @dataclass(frozen=True)
 class Handover:
     """One request's KV cache crossing from a prefill instance to a decode instance."""
@@ -93,10 +108,13 @@ def sources(prefill_tp: int, decode_tp: int, latent: bool, kv_heads: int) -> int
 
 
 def handover(decode_rank_bytes: int, prefill_tp: int, decode_tp: int, latent: bool, kv_heads: int,
-             link: Link) -> Handover:
-    """The hand-over of a request whose KV cache takes `decode_rank_bytes` on each decode rank."""
+             link: Link, stage_share: Fraction = Fraction(1)) -> Handover:
+    """The hand-over of a request whose KV cache takes `decode_rank_bytes` on each decode rank.
+    A prefill instance of pipeline stages sends from every stage, each its own layers' blocks
+    (the decode side reads every stage: nixl/base_worker.py _nixl_handshake), so its busiest rank
+    sends the largest stage's `stage_share` of what one rank of one stage would."""
     served_by = sources(prefill_tp, decode_tp, latent, kv_heads)
     total = decode_tp * decode_rank_bytes
-    busiest = -(-total // served_by)
+    busiest = math.ceil(total * stage_share / served_by)  # exact: a Fraction
     seconds = max(decode_rank_bytes, busiest) / link.bandwidth
     return Handover(decode_rank_bytes, busiest, total, seconds, link)

@@ -1,4 +1,4 @@
-"""The work of one rank in one step, layer by layer, from the model graph (issue 14).
+"""The work of one rank in one step, layer by layer, from the model graph.
 
 For every node of the graph that one rank runs, its linear layers at the width they are served
 in: 2 FLOPs per weight element per token, the weights read once per step, the activations read

@@ -1,0 +1,25 @@
+"""The one JSON schema of every report the tool prints as JSON (`--schema` on `plan`, `plan
+scenario` and `plan compare`): a `plan`, a `plan --serving disagg|auto`, a scenario's result and a
+comparison of variants, told apart by `kind`. They share their parts: a pool is `plan`'s
+`PoolPlan` wherever it appears (a scenario's service adds its name), `target` is the same object
+(`asked`, `required` and every target restated), and a pool's `held` is what it holds."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, TypeAdapter
+
+from planner.report.fleet import FleetResult
+from planner.report.result import PlanResult
+from planner.report.review import Comparison
+from planner.report.serving import ServingOutput
+
+Report = Annotated[PlanResult | ServingOutput | FleetResult | Comparison, Field(discriminator="kind")]
+
+
+def report_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of every `--json` / `--format json` report, as printed."""
+    schema = TypeAdapter(Report).json_schema(mode="serialization")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "deployment-planner report",
+            "description": __doc__.split("\n\n")[0].replace("\n", " "), **schema}
