@@ -173,7 +173,8 @@ class Margin(BaseModel):
     source: str = Field(description="where the figure comes from: the calibration's residuals, or --margin")
 
 
-CONSTRAINTS = ("no_shape", "flags", "checkpoint", "latency", "weights", "context", "max_gpus", "time_limit")
+CONSTRAINTS = ("no_shape", "flags", "checkpoint", "latency", "weights", "context", "max_gpus", "network",
+               "time_limit")
 
 
 class Explanation(BaseModel):
@@ -187,6 +188,7 @@ class Explanation(BaseModel):
                                              "leave no configuration; weights: the fixed memory exceeds the budget "
                                              "at every split; context: one request at the context length does not "
                                              "fit the KV pool; max_gpus: the GPUs allowed hold too few requests; "
+                                             "network: no link to hand a prompt's KV cache from prefill to decode; "
                                              "time_limit: the solver found no plan in time")
     text: str = Field(description="the reason in words, with its numbers and the nearest fit")
 
