@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import re
 
@@ -88,7 +89,7 @@ def test_the_kv_cache_group_table_never_cuts_a_cell(monkeypatch, columns):
     assert len(groups) == 9
     for i, g in enumerate(groups):
         numbers = sorted({int(name.split(".")[1]) for name in g["layers"]})
-        assert all(b - a > 1 for a, b in zip(numbers, numbers[1:]))  # no run of layers to write as 'a-b'
+        assert all(b - a > 1 for a, b in itertools.pairwise(numbers))  # no run of layers to write as 'a-b'
         cells = [str(i), f"{g['spec']} ({g['kind']})", f"layers {', '.join(map(str, numbers))} ({len(g['layers'])} "
                  "caches)", str(g["block_tokens"]), f"{g['page_bytes']:,}", f"{g['blocks_steady']:,}",
                  f"{g['blocks_admission']:,}"]
