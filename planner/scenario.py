@@ -222,7 +222,7 @@ class Scenario(BaseModel):
         """This scenario under one named variant's overrides."""
         if variant not in self.variants:
             near = suggest(variant, list(self.variants))
-            raise InputError("--variant", f"no variant named {variant!r}" + (f"; {near}" if near else ""),
+            raise InputError("variant", f"no variant named {variant!r}" + (f"; {near}" if near else ""),
                              f"use one of {', '.join(self.variants) or '(the file has none)'}")
         overrides = self.variants[variant]
         data = self.model_dump(exclude_unset=True)
@@ -323,6 +323,9 @@ class ScenarioErrors(InputError):
         self.lines = lines
         ValueError.__init__(self, "\n".join(lines))
         self.field, self.problem, self.fix = "scenario", lines[0], ""
+
+    def __reduce__(self):
+        return (type(self), (self.lines,))
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -611,7 +614,7 @@ def check_references(scenario: Scenario, where: str, variants: bool = True) -> l
             try:
                 load_model(merged.model, merged.quantization)
             except InputError as err:
-                field = "quantization" if err.field == "--quantization" else "model"
+                field = "quantization" if err.field == "quantization" else "model"
                 lines.append(f"{where}: services[{i}].{field}: {err.problem}" + (f" ({err.fix})" if field !=
                                                                                  "model" else ""))
         if merged.concurrency is None and merged.slo is None:

@@ -61,13 +61,13 @@ class Chip:
         prov = list(self.provenance)
         if memory_bytes is not None:
             if memory_bytes <= 0:
-                raise InputError("--memory-bytes", f"must be positive, got {memory_bytes}", "give the chip's bytes")
+                raise InputError("memory_bytes", f"must be positive, got {memory_bytes}", "give the chip's bytes")
             chip = replace(chip, memory_bytes=int(memory_bytes))
             prov = [p for p in prov if not p.name.endswith(".memory_bytes")]
             prov.append(Sourced(f"chips.{self.id}.memory_bytes", int(memory_bytes), "user override", "given"))
         if price is not None:
             if price < 0:
-                raise InputError("--price", f"must not be negative, got {price}", "give USD per GPU-hour")
+                raise InputError("price", f"must not be negative, got {price}", "give USD per GPU-hour")
             chip = replace(chip, price_per_gpu_hour=float(price), price_estimate=False, price_as_of="given")
             prov = [p for p in prov if not p.name.endswith(".price_per_gpu_hour")]
             prov.append(Sourced(f"chips.{self.id}.price_per_gpu_hour", float(price), "user override", "given"))
@@ -100,7 +100,7 @@ def _chip(name: str) -> Chip:
     chip_id = key if key in load().chip_ids() else _aliases().get(key)
     if chip_id is None:
         near = suggest(key, [*chip_ids(), *_aliases()])
-        raise InputError("--chip", f"unknown chip {name!r}" + (f"; {near}" if near else ""),
+        raise InputError("chip", f"unknown chip {name!r}" + (f"; {near}" if near else ""),
                          "see `plan chips`" if near else f"use one of {', '.join(chip_ids())}")
     reg = load()
     data = reg.chip_file(chip_id)["chip"]

@@ -26,6 +26,12 @@ lines are captured from vLLM's logger. Only what differs from the 0.33 oracle is
   SM100, 16 for Triton MLA elsewhere: vllm/platforms/cuda.py of each release); that rule needs a GPU
   to run, so it is applied here, per release, as `cuda.py` writes it (MLA_BLOCK below), and
   recorded in the fixture's input.
+- Hybrids. Up to 0.19 the model config (HybridAttentionMambaModelConfig) raises the attention block
+  so a page holds a recurrent state, and the backend's block is not asked; from 0.21 the platform does
+  it inside update_block_size_for_backend (Platform._align_hybrid_block_size), which is run then.
+- Capacity log. Up to 0.27 get_kv_cache_configs logs "GPU KV cache size" and "Maximum concurrency";
+  from 0.28 the engine logs both on one line after it (block_size = the smallest group block, then
+  update_kv_cache_capacity), which is replayed.
 - Specs. The layer entries are the 0.33 harness's; constructor arguments a release's spec class
   does not have are dropped (e.g. 0.33's max_tp_shards), and before MLAAttentionSpec existed
   (0.10) an MLA cache is FullAttentionSpec(use_mla=True), as those releases build it.
@@ -62,14 +68,32 @@ COMMON = [
     "dsv3_h200_tp8_fp8", "dsv3_h200_tp8_bf16", "dsr1_a100_tp16_bf16",
 ]
 # (Nemotron-H's published config names remote code, which these releases' ModelConfig will not load
-# without trust_remote_code: its cases stay with the 0.33 harness)
+# without trust_remote_code: its cases stay with the 0.33 harness. Nemotron-3-Nano loads in 0.10, 0.11 and from
+# 0.21, not in 0.19, whose transformers has no nemotron_h config; Qwen3-Next's module does not import in
+# 0.10's and 0.11's venvs (its FLA kernels ask triton.language.exp of the CPU triton), so their hybrids are
+# Nemotron's)
 HYBRID = ["qwen3-next-80b-a3b_h200_tp2_align", "qwen3-next-80b-a3b_h200_tp2_none"]
+OLD_HYBRID = ["nemotron-3-nano-30b-a3b_h100_tp1_align", "nemotron-3-nano-30b-a3b_h100_tp1_none"]
+# From 0.21 (FlashInfer imports on the CPU, the platform aligns hybrids): SM100/SM120/SM80 backends, more
+# hybrids (Mamba-2 with its release's default cache mode, KDA + MLA with its release's MLA alignment,
+# FP8 attention beside the states), context parallelism and the MLA refusal. (Gemma 3 and Qwen3.5 are
+# multimodal classes whose inspection imports torchvision, which the CPU install leaves out; FlashInfer-MLA
+# allocates a CUDA workspace on import, so the SM100 MLA cases stay with the 0.33 harness)
+LATER = [
+    "llama-3.1-8b_h100_tp1_noprefix_sync", "llama-3.1-8b_rtx-pro-6000_tp1_bf16", "llama-3.1-405b_b200_tp16_bf16",
+    "qwen3-32b_b200_tp1_bf16", "qwen3-235b-a22b_h200_tp8_dcp2", "qwen3-235b-a22b-fp8_h200_tp4_fp8",
+    "gpt-oss-120b_b200_tp2_bf16", "gpt-oss-20b_a100_tp1_bf16", "kimi-k2_h200_tp8_fp8_dcp8",
+    "kimi-k2_h200_tp8_fp8_refused", "qwen3-next-80b-a3b_b200_tp4_align", "qwen3-next-80b-a3b_a100_tp4_none_fp8",
+    "nemotron-3-nano-30b-a3b_h100_tp1_align", "nemotron-3-nano-30b-a3b_h100_tp1_none",
+    "nemotron-3-nano-30b-a3b_b200_tp2_align_block64", "nemotron-3-nano-30b-a3b_h100_tp1_noprefix_align",
+    "kimi-linear-48b-a3b_h100_tp2_align", "kimi-linear-48b-a3b_h200_tp1_none",
+]
 CASES_BY_RELEASE = {
-    "0.10.2": COMMON,
-    "0.11.0": COMMON,
-    "0.19.0": COMMON + ["gemma-3-27b_h100_tp2_bf16", "kimi-k2_h200_tp8_fp8_refused"] + HYBRID,
-    "0.24.0": COMMON + ["gemma-3-27b_h100_tp2_bf16"] + HYBRID,
-    "0.28.0": COMMON + ["gemma-3-27b_h100_tp2_bf16"] + HYBRID,
+    "0.10.2": COMMON + OLD_HYBRID,
+    "0.11.0": COMMON + OLD_HYBRID,
+    "0.19.0": COMMON + ["gemma-3-27b_h100_tp2_bf16"] + HYBRID + [c for c in LATER if not c.startswith("nemotron-3")],
+    "0.24.0": COMMON + HYBRID + LATER,
+    "0.28.0": COMMON + HYBRID + LATER,
 }
 
 # MLA block size forced by CUDA's check_and_update_config before 0.18 (vllm/platforms/cuda.py): the
@@ -77,7 +101,8 @@ CASES_BY_RELEASE = {
 MLA_BLOCK = {"sm90": 64, "sm100": 128, "sm80": 16, "sm120": 16}
 
 
-# backends whose module needs CUDA to import (so not on the CPU), and why their block is known anyway
+# backends whose module cannot be imported on the CPU in a release's venv (install_vllm_release.sh installs
+# FlashInfer's Python package from 0.21's venvs on, so there it is asked), and why their block is known anyway
 IMPORTS_CUDA = {"FLASHINFER": "not importable on the CPU; FlashInferBackend.get_supported_kernel_block_sizes "
                 "lists 16, so the preferred block is the default 16"}
 
@@ -365,6 +390,11 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
                 cfg = ku.generate_scheduler_kv_cache_config(cfgs) if hasattr(
                     ku, "generate_scheduler_kv_cache_config") else cfgs[0]
                 worker = cfgs[0]
+                if hasattr(ku, "update_kv_cache_capacity") and cfg.kv_cache_groups:
+                    # from 0.28 the engine logs the capacity (v1/engine/core.py _initialize_kv_caches):
+                    # block_size = min over the scheduler's groups, then update_kv_cache_capacity
+                    vc.cache_config.block_size = min(g.kv_cache_spec.block_size for g in cfg.kv_cache_groups)
+                    ku.update_kv_cache_capacity(vc, cfg)
             else:
                 worker = ku.get_kv_cache_config(vc, dict(specs), avail)
                 ku.unify_kv_cache_configs([worker])
@@ -385,8 +415,18 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
             with contextlib.redirect_stdout(buf):
                 vc, hf = build_config(inp)
                 hyb = hybrid_alignment(vc)
-                blk = apply_block_size(vc, inp) if hyb is None else None
+                from vllm.platforms.interface import Platform
+
+                # from 0.21 the platform aligns hybrids too (Platform._align_hybrid_block_size, called by
+                # update_block_size_for_backend); before, the model config did and the backend block was not asked
+                blk = apply_block_size(vc, inp) if hyb is None or hasattr(Platform, "_align_hybrid_block_size") \
+                    else None
+                if hyb is not None and blk is not None:
+                    hyb.update(after=vc.cache_config.block_size,
+                               mamba_block_size=getattr(vc.cache_config, "mamba_block_size", None),
+                               mamba_page_size_padded=getattr(vc.cache_config, "mamba_page_size_padded", None))
                 specs = build_specs(vc, hf, inp)
+                block_in = vc.cache_config.block_size
                 err = None
                 groups, worker_out, cap = [], {}, {}
                 try:
@@ -413,12 +453,12 @@ def _worker(jobs_path: str) -> None:  # pragma: no cover - needs vLLM
                 except (ValueError, AssertionError, NotImplementedError) as e:
                     err = f"{type(e).__name__}: {e}" if not isinstance(e, ValueError) else str(e)
             tokens = [m for m in records if m.startswith("GPU KV cache size")]
-            conc_lines = [m for m in records if m.startswith("Maximum concurrency")]
+            conc_lines = [m for m in records if m.startswith("Maximum concurrency")]  # 0.28 logs one line of both
             n_tokens = int(re.search(r"([\d,]+) tokens", tokens[-1]).group(1).replace(",", "")) if tokens else None
             res = {"case": job["case"], "ok": True, "seconds": round(time.time() - t0, 1), "out": {
                 "vllm_version": version, "groups": groups, **worker_out, **cap, "kv_cache_size_tokens": n_tokens,
                 "log_lines": tokens[-1:] + conc_lines[-1:], "error": err,
-                "inputs": {"block_size": vc.cache_config.block_size,
+                "inputs": {"block_size": block_in,
                            "max_num_batched_tokens": vc.scheduler_config.max_num_batched_tokens,
                            "async_scheduling": getattr(vc.scheduler_config, "async_scheduling", None),
                            "enable_prefix_caching": vc.cache_config.enable_prefix_caching,

@@ -27,4 +27,11 @@ reqs=$(unzip -p "$wheel" "vllm-$version.dist-info/METADATA" | sed -n 's/^Require
        sed 's/ *;/;/')
 echo "$reqs" > "$venv/requirements-cpu.txt"  # environment markers kept: pip evaluates them
 "$pip" install -q -r "$venv/requirements-cpu.txt" 2>&1 | grep -v '^WARNING: Location' || true
+# FlashInfer's Python package at the release's pin, without its GPU stacks, and the NVML binding its
+# import asks: vLLM's FlashInfer attention backend then imports on the CPU, so the harness asks it its
+# kernel block sizes (hybrid page alignment) instead of assuming them
+fi_pin=$(unzip -p "$wheel" "vllm-$version.dist-info/METADATA" | sed -n 's/^Requires-Dist: \(flashinfer-python==[^ ;]*\).*/\1/p' | head -1)
+if [ -n "$fi_pin" ]; then
+  "$pip" install -q --no-deps "$fi_pin" nvidia-ml-py 2>&1 | grep -v '^WARNING: Location' || true
+fi
 "$venv/bin/python" -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, 'in', '$venv')"

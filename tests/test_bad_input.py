@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import math
+import tempfile
 from pathlib import Path
 
 import click
@@ -117,9 +118,9 @@ def test_mega_attention_needs_sm100_and_v41():
 
 
 def test_the_library_names_fields_and_the_commands_name_flags():
-    """The kernel's and the candidate tables' errors name the field, never a flag (read from the
-    syntax tree: no InputError there is raised with a flag word); each command names its flag for
-    the field, in planner/commands/flags.py alone."""
+    """The library's errors (every module of pricing/ and of planner/ but its commands) name the
+    field, never a flag (read from the syntax tree: no InputError there is raised with a flag word);
+    each command names its flag for the field, in planner/commands/flags.py alone."""
     import ast
 
     from pricing.chips import get_chip
@@ -128,13 +129,16 @@ def test_the_library_names_fields_and_the_commands_name_flags():
     from pricing.kernel import Deployment, Kernel
 
     flagged = []
-    for folder in ("pricing/kernel", "planner/candidates"):
-        for path in (ROOT / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "InputError" and node.args
-                        and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("-")):
+    library = [p for folder in ("pricing", "planner") for p in sorted((ROOT / folder).rglob("*.py"))
+               if "commands" not in p.parts and p.name != "cli.py"]
+    for path in library:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "InputError" and node.args:
+                first = node.args[0]
+                first = first.values[0] if isinstance(first, ast.JoinedStr) and first.values else first
+                if isinstance(first, ast.Constant) and str(first.value).startswith("-"):
                     flagged.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert flagged == []
+    assert len(library) > 100 and flagged == []
     graph, chip = load_model("llama-3.1-8b"), get_chip("h200")
     for flags, field in (({"tensor_parallel_size": 2, "decode_context_parallel_size": 3},
                           "decode_context_parallel_size"), ({"max_model_len": 10_000_000}, "max_model_len")):
@@ -146,6 +150,50 @@ def test_the_library_names_fields_and_the_commands_name_flags():
     one_line_error(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "1", "--context-length", "10000000"],
                    "--context-length: 10000000 exceeds")
     one_line_error(["--model", "llama-3.1-8b", "--chip", "h200", "--concurrency", "1", "--tp", "3"], "--tp: 3 does")
+
+
+LLAMA = ["--model", "llama-3.1-8b", "--chip", "h100"]
+SWEEP = ["compare", *LLAMA, "--concurrency", "4", "--context-length", "4096"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "nope", "--chip", "h100", "--concurrency", "4"], "--model: unknown model 'nope'"),  # pricing/config
+    (["memory", "--model", "nope", "--chip", "h100"], "--model: unknown model 'nope'"),
+    (["compare", "--model", "nope", "--chip", "h100", "--concurrency", "4", "--context-length", "4096"],
+     "--model: unknown model 'nope'"),
+    ([*LLAMA, "--concurrency", "4", "--quantization", "bogus"], "--quantization: unknown method 'bogus'"),
+    (["memory", *LLAMA, "--quantization", "bogus"], "--quantization: unknown method 'bogus'"),
+    (["--model", "llama-3.1-8b", "--chip", "nochip", "--concurrency", "4"], "--chip: unknown chip 'nochip'"),  # chips
+    (["memory", "--model", "llama-3.1-8b", "--chip", "nochip"], "--chip: unknown chip 'nochip'"),
+    ([*SWEEP[:4], "nochip", *SWEEP[5:]], "--chip: unknown chip 'nochip'"),
+    ([*LLAMA, "--concurrency", "4", "--vllm-version", "9.9"], "--vllm-version: unknown vLLM release '9.9'"),  # rules
+    (["memory", *LLAMA, "--vllm-version", "9.9"], "--vllm-version: unknown vLLM release '9.9'"),
+    ([*SWEEP, "--vllm-version", "9.9"], "--vllm-version: unknown vLLM release '9.9'"),
+    ([*LLAMA, "--concurrency", "4", "--registry", "/nonexistent/overlay.yaml"], "--registry: cannot read"),  # registry
+    (["memory", *LLAMA, "--registry", "/nonexistent/overlay.yaml"], "--registry: cannot read"),
+    (["scenario", str(MIXED), "--registry", "/nonexistent/overlay.yaml"], "--registry: cannot read"),
+    ([*LLAMA, "--concurrency", "4", "--serving", "disagg"], "--serving: disaggregated serving is sized by a workload"),
+    (["scenario", str(MIXED), "--variant", "nope"], "--variant: no variant named 'nope'"),  # planner/scenario
+    ([*LLAMA, "--concurrency", "4", "--emit", "k8s", "-o", str(ROOT / "README.md")],
+     "-o: " + str(ROOT / "README.md") + " is not a folder"),  # report/k8s, before any planning
+    ([*LLAMA, "--concurrency", "4", "--emit", "k8s", "-o", str(Path(tempfile.gettempdir()) / "never-written"),
+      "--node-selector", "gpu"],
+     "--node-selector: 'gpu' is not KEY=VALUE"),
+    (["check-log", str(ROOT / "tests" / "fixtures" / "startup_logs" / "v0.10-issue25350-fp8-kv-100k.log"), "--model",
+      "llama-3.1-8b"], "--chip: the log does not name the GPU"),  # pricing/calibration/check
+])
+def test_library_errors_name_the_flag_typed(argv, needle):
+    """Each library error a command line reaches names the flag given (the library names the
+    field: `model`, `chip`, `vllm_version`, `registry`, `serving`, `variant`, `output_dir`, ...)."""
+    one_line_error(argv, needle)
+
+
+def test_executor_errors_name_the_flag(monkeypatch):
+    """planner/report/executors.py names `executor`; `plan scenario` says --executor."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    one_line_error(["scenario", str(MIXED), "--variants", "--executor", "ray"], "--executor: ray is not installed")
 
 
 @pytest.mark.parametrize("flags,field", [
@@ -228,3 +276,38 @@ def test_an_infeasible_review_carries_null_not_zeros():
     r = json.loads(out)
     assert code == 1 and r["feasible"] is False
     assert r["cost_per_hour"] is None and r["cost_per_month"] is None and r["gpus"] is None
+
+
+def test_an_error_quoted_in_a_plan_names_the_flag():
+    """An error a plan prints inside its answer (a shape vLLM rejects, a disaggregated role that
+    cannot be priced) names the field in the library and the command's flag in `plan`'s output;
+    the quoted error survives a worker process (pickled)."""
+    import dataclasses
+    import pickle
+
+    from planner.candidates.table import candidate_table
+    from planner.commands.flags import plan_flag
+    from planner.report.disagg_plan import plan_disagg
+    from planner.report.explain import explain
+    from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
+    from pricing.chips import get_chip
+    from pricing.errors import InputError, Quoted
+
+    service, limits = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192), PoolLimits(chips=("h200",))
+    rejected = InputError("tensor_parallel_size", "3 does not divide 32 attention heads", "use 1, 2, 4 or 8")
+    table = candidate_table(service, get_chip("h200"), limits)
+    invalid = pickle.loads(pickle.dumps(Quoted("", rejected)))  # every shape rejected, as a worker returns it
+    table = dataclasses.replace(table, verdicts=[dataclasses.replace(v, invalid=invalid) for v in table.verdicts])
+    assert "e.g. tensor_parallel_size: 3 does not divide" in explain(table, service, limits).text
+    assert "e.g. --tp: 3 does not divide 32 attention heads (use 1, 2, 4 or 8)." in explain(
+        table, service, limits, plan_flag).text
+    # a10g states no tensor rate: each disaggregated role's step time cannot be priced
+    disagg = ServiceSpec(model="llama-3.1-8b", concurrency=1, ttft_ms=1000, serving="disagg",
+                         workload=WorkloadSpec(isl=1000, osl=100, requests_per_second=1))
+    found = plan_disagg(disagg, PoolLimits(chips=("a10g",)))
+    assert "a10g tp 2 dcp 1: chip: a10g: no vendor-sourced bf16_flops" in found.explanations[0]
+    code, out, err = run(["--model", "llama-3.1-8b", "--chip", "a10g", "--isl", "1000", "--osl", "100",
+                          "--requests-per-second", "1", "--ttft-ms", "1000", "--serving", "disagg"])
+    assert code == 1 and "Traceback" not in err
+    assert "- a10g tp 2 dcp 1: --chip: a10g: no vendor-sourced bf16_flops" in out + err
+    assert "- prefill: no candidate instance (a10g tp 2 dcp 1: --chip: a10g: no vendor-sourced" in out + err

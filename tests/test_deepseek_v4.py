@@ -319,3 +319,22 @@ def test_v4_flash_on_rtx_pro_6000_keeps_the_fp8_ds_mla_layout():
     sm120 = kernel("dsv4-flash", "rtx-pro-6000", tensor_parallel_size=4, max_model_len=131072,
                    max_num_batched_tokens=8192)
     assert sm120.layout().bytes_per_block == h200.layout().bytes_per_block == v4_block(21, 20)
+
+
+def test_record_notes_read_the_registry():
+    """The cache notes state the record sizes the registry holds (deepseek_v4.records), not copies:
+    an overlay that changes them changes the notes."""
+    from pricing.registry import overlay_from
+
+    def notes(model, chip, registry=None):
+        k = kernel(model, chip, registry=registry, max_model_len=8192)
+        return " ".join(p.value for p in k.provenance() if p.name.startswith("rules.note."))
+
+    assert "fp8_ds_mla (584-byte records)" in notes("dsv4-flash", "h200")
+    assert "(288-byte compressed records, 528-byte window records)" in notes("dsv4.1-flash", "b200")
+    changed = overlay_from({"deepseek_v4": {"records": {
+        name: {"value": value, "source": "test", "how": "test"}
+        for name, value in (("fp8_ds_mla_v4", 600), ("nvfp4_ds_mla_v41", 296), ("mxfp8_v41", 544))}}})
+    assert "fp8_ds_mla (600-byte records)" in notes("dsv4-flash", "h200", changed)
+    assert "(296-byte compressed records, 544-byte window records)" in notes("dsv4.1-flash", "b200", changed)
+    assert "as fp8_ds_mla (600-byte records, FlashMLA sparse)" in notes("dsv4.1-flash", "h200", changed)

@@ -361,6 +361,51 @@ def test_auto_in_a_review_is_never_dearer_than_either_mode(tmp_path):
     assert auto.cost_per_hour <= min(agg.cost_per_hour, dis.cost_per_hour) + 1e-9
 
 
+SPLIT = """
+review: "P/D pools split by placement"
+inventory:
+  b200: {gpus: 16, gpus_per_node: 8}
+services:
+  - {name: chat, model: llama-3.1-70b, concurrency: 1, context_length: 9216, serving: disagg, ttft_ms: 2000,
+     tpot_ms: 50, workload: {isl: 8192, osl: 1024, requests_per_second: 2}}
+  - {name: batch, model: qwen3-8b, concurrency: 256, context_length: 16384, tp: [4]}
+"""
+
+
+def test_a_review_hands_over_on_nvlink_only_where_placement_lays_both_pools_on_one_node(tmp_path):
+    """A scenario chooses a disaggregated service's pools over the network (its nodes are shared),
+    then states the hand-over as placement lays them. The chat service of
+    scenarios/disaggregated-chat-h200-b200.yaml, 3 × tp 2 prefill + 1 × tp 2 decode instances of
+    Llama-3.1-70B on B200, lands on one 8-GPU node: its KV cache crosses the node's NVLink. Beside a
+    tp 4 batch instance laid first (the largest instance first) the same pools span two nodes: the
+    NIC. By hand, each decode rank reads an 8,192-token prompt's KV of its 4 of 8 KV heads: 8,192 ×
+    80 layers × 4 heads × 128 × 2 (K, V) × 2 bytes, from one prefill rank (tp 2 to tp 2), at the
+    link's rate × the registry's efficiency (B200: NVLink 900 GB/s, NIC 400 Gb/s)."""
+    from planner.report.fleet import plan_scenario
+    from planner.scenario import load_scenario
+    from pricing.registry import load
+
+    reg = load()
+    eff = float(reg.value("kv_transfer.link_efficiency"))
+    rank_bytes = 8192 * 80 * 4 * 128 * 2 * 2
+    nvlink = float(reg.value("chip_rates.chip_rates.b200.scale_up_bandwidth")) * eff
+    nic = float(reg.value("chip_network.chip_network.b200.scale_out_bandwidth")) * eff
+    split = tmp_path / "split.yaml"
+    split.write_text(SPLIT)
+    example = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
+    for path, link, rate in ((example, "NVLink (one 8-GPU node)", nvlink), (split, "400 Gb/s", nic)):
+        pools = [p for p in plan_scenario(load_scenario(path)).services if p.role != "aggregated"]
+        nodes = {s.node for p in pools for i in p.instances for s in i.slots}
+        assert [(p.role, p.chip, p.gpus) for p in pools] == [("prefill", "b200", 6), ("decode", "b200", 2)]
+        assert len(nodes) == (1 if path == example else 2)
+        for pool in pools:
+            h = pool.handover
+            assert h.link.startswith(link) and h.one_node == (path == example)
+            assert h.decode_rank_bytes == h.prefill_rank_bytes == rank_bytes
+            assert h.transfer_ms == pytest.approx(rank_bytes / rate * 1000, abs=1e-3)
+        assert f"over {pools[0].handover.link}" in pools[0].binds
+
+
 def test_the_example_scenario_plans_its_disaggregated_service(capsys):
     """scenarios/disaggregated-chat-h200-b200.yaml: the chat's two pools and the batch pool in one
     review, printed once each (one total line)."""

@@ -96,8 +96,9 @@ def test_hugging_face_cache_offline(tmp_path, monkeypatch, shared_models):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     source = resolve("acme/tiny-llama")
     assert source.hf_id == "acme/tiny-llama" and source.config["hidden_size"] == 4096
-    with pytest.raises(InputError, match="--model"):
+    with pytest.raises(InputError, match="^model: ") as err:  # the field; `plan` says --model
         resolve("acme/not-cached")
+    assert err.value.field == "model"
 
 
 def test_graph_is_a_dag_with_data_flow(shared_models):

@@ -50,7 +50,7 @@ def test_release_carries_its_pack_namespace_and_enumerations():
     assert "fp8" in r.kv_cache_dtypes and "FULL_AND_PIECEWISE" in r.cudagraph_modes
     assert r.in_flight_batches(True) == 2 and r.in_flight_batches(False) == 1
     assert r.key("block_size") == "vllm_0_33.block_size"
-    with pytest.raises(InputError, match="--vllm-version"):
+    with pytest.raises(InputError, match="^vllm_version: unknown vLLM release"):
         get("0.34")
 
 

@@ -197,11 +197,11 @@ def test_lengths_draw_within_their_bounds_at_their_mean():
 
 
 def test_bad_traffic_is_one_line_naming_the_field():
-    with pytest.raises(InputError, match="--requests-per-second"):
+    with pytest.raises(InputError, match="^rate: "):
         Poisson(0)
     with pytest.raises(InputError, match="histogram"):
         Histogram((4, 8), (0.5, 0.5))
-    with pytest.raises(InputError, match="--lengths"):
+    with pytest.raises(InputError, match="^lengths: no shipped length histogram"):
         shipped("nope")
     step, inst, cost = LLAMA8
     with pytest.raises(InputError, match="does not fit"):

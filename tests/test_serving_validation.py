@@ -1,19 +1,16 @@
 """The serving simulator against public `vllm bench serve` runs (validation/vllm_serving_runs.yaml):
 every run fully stated with its source, and README's table recomputed from the file."""
 
-import importlib.util
 from pathlib import Path
 
 from pricing.serving.validation import FIGURES, runs
+from tests.helpers import script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("readme_serving_table", ROOT / "scripts" / "readme_serving_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("readme_serving_table")
 
 
 def test_every_run_is_fully_stated_with_its_source():

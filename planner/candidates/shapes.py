@@ -107,7 +107,7 @@ class ShapeVerdict:
     max_num_batched_tokens: int = 0
     held_per_rank: int = 0
     refusal: str | None = None  # the start-up check vLLM would fail (pricing/kernel/startup.py), if any
-    invalid: str | None = None  # the kernel's InputError: vLLM would reject the flags
+    invalid: str | None = None  # the kernel's InputError, quoted (pricing.errors.Quoted): vLLM would reject the flags
 
 
 @dataclass

@@ -38,7 +38,7 @@ from planner.candidates.shapes import (
 )
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip, get_chip
-from pricing.errors import InputError
+from pricing.errors import InputError, Quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Capacity, Kernel, Startup
@@ -87,7 +87,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
         probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip,
                           release=service.vllm_version)
     except InputError as err:
-        verdict.invalid = str(err)
+        verdict.invalid = Quoted("", err)  # the report names the field as its reader wrote it
         table.evaluated += 1
         return
     table.evaluated += 1

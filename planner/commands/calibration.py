@@ -9,6 +9,7 @@ import sys
 import click
 
 from planner.commands import ranges
+from planner.commands.flags import names_flags
 from planner.commands.registry_option import registry_option
 
 
@@ -34,6 +35,7 @@ def _read(path: str) -> tuple[str, str]:
 @click.option("--max-num-seqs", type=ranges.at_least(1), help="max_num_seqs, when the log does not state it")
 @click.option("--gpu-memory-utilization", type=ranges.fraction(), help="when the log does not state it")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object (bytes as integers)")
+@names_flags()
 def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilization, as_json):
     """Read a vLLM start-up log (FILE, or - for standard input) of any release from 0.6 to 0.33,
     rebuild its deployment, and print predicted against logged memory per component, with the
@@ -53,6 +55,7 @@ def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilizati
 @click.option("--out", "out_path", required=True, help="overlay YAML to write (use it with --registry)")
 @click.option("--chip", help="chip of the start-up logs among RECORDS (JSONL records name their own)")
 @click.option("--model", help="model of the start-up logs among RECORDS, when a log's own is not known")
+@names_flags()
 def calibrate(records, out_path, chip, model):
     """Fit the fixed-memory laws (sampler bytes per logit, non-torch memory, CUDA-graph laws,
     engine workspace) to RECORDS: JSONL start-up records (shared/calibration's format) or vLLM

@@ -40,14 +40,15 @@ def apply_k8s_options(f):
 
 
 def check(options: dict) -> None:
-    """Before any planning: -o with --emit, and --emit with -o."""
+    """Before any planning: -o with --emit, and --emit with -o, a folder it can write."""
     if options.get("emit") and not options.get("output_dir"):
         raise InputError("--emit", "needs the folder to write", "add -o DIR")
     if options.get("output_dir") and not options.get("emit"):
         raise InputError("-o", "has nothing to write", "add --emit k8s")
     if options.get("emit"):
-        from planner.report.k8s import node_selector
+        from planner.report.k8s import node_selector, writable_folder
 
+        writable_folder(options["output_dir"])
         node_selector(tuple(options.get("node_selector") or ()))
 
 

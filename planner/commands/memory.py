@@ -8,7 +8,7 @@ import json
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import in_flags, memory_flag
+from planner.commands.flags import in_flags, memory_flag, names_flags
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
 from planner.report import numbers as fmt
@@ -95,6 +95,7 @@ def vllm_flags(f):
 @vllm_version_option()
 @vllm_flags
 @click.pass_context
+@names_flags(memory_flag)
 def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, batch, isl,
            osl, speculative_acceptance, **flags):
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
@@ -160,6 +161,7 @@ CHIP_COLUMNS = (Col("id", "name"), Col("name", "text", drop=4), Col("generation"
 @registry_option
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
+@names_flags()
 def models(as_json, fmt):
     """The model cards the project ships (--model takes the name)."""
     from pricing.config import list_cards, resolve
@@ -185,6 +187,7 @@ def models(as_json, fmt):
 @registry_option
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
+@names_flags()
 def chips(as_json, fmt):
     """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a
     default price (`*`: an estimate, dated in the footnote)."""

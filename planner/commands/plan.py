@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import in_flags, plan_flag
+from planner.commands.flags import in_flags, names_flags, own_flag, plan_flag
 from planner.commands.registry_option import registry_option
 from planner.limits import MAX_CONCURRENCY, MAX_GPUS, MAX_RATE, MIN_CONTEXT
 
@@ -29,7 +29,10 @@ def _release(ctx, param, value: str) -> str:
     """Any release a rules pack serves ("0.19.1", "0.27"), as that release; else one line, exit 2."""
     from pricing.rules import get
 
-    return get(value).full_version
+    try:
+        return get(value).full_version
+    except InputError as err:
+        raise in_flags(err, lambda field: own_flag(field, ctx)) from None
 
 
 def _releases(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -396,6 +399,7 @@ def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) 
     return []
 
 
+@names_flags(plan_flag)
 def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
     if options.get("show_schema"):
@@ -426,7 +430,7 @@ def run(ctx: click.Context, **options) -> None:
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
     try:
-        result = plan(request)
+        result = plan(request, plan_flag)
     except InputError as err:
         raise in_flags(err, plan_flag) from None
     if chart_path and result.feasible:
@@ -480,7 +484,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
     from planner.report.plan import winner_kernel
     from planner.report.render import render_infeasible, render_notes, render_plan
 
-    choice = plan_serving(request)
+    choice = plan_serving(request, plan_flag)
     notes = concurrency_note(options, request) + unused_prices(request)
     agg, dis = choice.aggregated, choice.disaggregated
     if agg is not None:

@@ -9,9 +9,15 @@ import click
 
 def _activate(ctx: click.Context, param: click.Parameter, value: str | None):
     if value:
+        from planner.commands.flags import in_flags, own_flag
+        from pricing.errors import InputError
         from pricing.registry import read_overlay, using
 
-        ctx.with_resource(using(read_overlay(value)))
+        try:
+            overlay = read_overlay(value)
+        except InputError as err:
+            raise in_flags(err, lambda field: own_flag(field, ctx)) from None
+        ctx.with_resource(using(overlay))
     return value
 
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
-from planner.commands.flags import option_flag, service_flag
+from planner.commands.flags import names_flags, option_flag, plan_flag, service_flag
 from planner.commands.plan import (
     check_output_path,
     options_list,
@@ -110,6 +110,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @spare_option()
 @apply_k8s_options
 @click.pass_context
+@names_flags()
 def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_file_schema, show_schema,
                      time_limit, executor, ray_address, spare, **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
@@ -250,6 +251,7 @@ def get_chip_id(name: str) -> str:
                                             "markers against context length, concurrency or the rate")
 @apply_options_to(executor_options())
 @click.pass_context
+@names_flags(plan_flag)
 def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_address, **options):
     """The same scenario under each variant (FILE), or a sweep given on the command line: every
     `plan` option, with several values for --model, --quantization, --concurrency,

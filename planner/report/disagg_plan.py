@@ -13,6 +13,7 @@ from planner.report.numbers import count, duration, given, money, number, percen
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
+from pricing.errors import quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.serving.queueing import md1_wait
@@ -77,7 +78,7 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
     p_binds = (f"ttft {duration(service.ttft_ms)} at {given(rate)} requests/s: {count(ranks)} prefill ranks at "
                f"{percent(util, 0)} utilization wait {duration(wait * 1000)} (M/D/1), prefill "
                f"{with_article(tokens(w.isl))} prompt in {duration(pf.prompt_seconds * 1000)}, hand it over in "
-               f"{duration(h.seconds * 1000)}")
+               f"{duration(h.seconds * 1000)} over {h.link.name}")
     if -(-math.ceil(rate * RATE_UNITS) // pair.prefill_link) > pair.prefill_min:
         p_binds = (f"link: {h.link.name} hands over {number(h.prefill_rate(pf.row.shape.dp), 1)} requests/s per "
                    f"instance ({size(h.prefill_rank_bytes)} from the busiest rank each)")
@@ -100,14 +101,16 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
                        running))
 
 
-def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None):
+def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None, named=None):
     """The disaggregated plan (planner/report/serving.py DisaggPlan) with the best fleets of the
-    next shapes as its alternatives, or why none fits."""
+    next shapes as its alternatives, or why none fits (a rejected flag named as `named` calls its
+    field: the command's flag; None: the field)."""
     from planner.report.serving import DisaggPlan
 
     found = search(service, limits, alternatives)
     if found.chosen is None:
-        return DisaggPlan(feasible=False, explanations=found.explanations, solver_status=found.status,
+        return DisaggPlan(feasible=False, explanations=[quoted(line, named) for line in found.explanations],
+                          solver_status=found.status,
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
                           requests_per_second=found.rate, seconds=round(found.seconds, 3))
     best, *rest = [_fleet(found, service, limits, *choice) for choice in found.ranked]
@@ -118,7 +121,7 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
     """One chosen pair at its counts as a plan: both pools placed and launched, the hand-over and
     the time to first token by part."""
     from planner.report.disagg_launch import router, side_channel_base
-    from planner.report.serving import DisaggPlan, Handover, TimeToFirstToken
+    from planner.report.serving import DisaggPlan, TimeToFirstToken
     from planner.search.placement import ChipNodes, PoolShape, place
 
     model, rate = found.model, found.rate
@@ -137,10 +140,7 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
     return DisaggPlan(
         feasible=True, prefill=prefill_pool, decode=decode_pool,
-        handover=Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
-                          decode_rank_bytes=h.decode_rank_bytes, prefill_rank_bytes=h.prefill_rank_bytes,
-                          request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3),
-                          one_node=pair.node_gpus is not None),
+        handover=handover_of(pair),
         ttft=TimeToFirstToken(queue_ms=round(pair.queue_seconds * 1000, 1),
                               prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
                               first_step_ms=round(dec.step_seconds * 1000, 2),
@@ -152,7 +152,18 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
         seconds=round(found.seconds, 3))
 
 
-def plan_serving(request):
+def handover_of(pair):
+    """A pair's hand-over as the report states it (planner/report/serving.py Handover)."""
+    from planner.report.serving import Handover
+
+    h = pair.handover
+    return Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
+                    decode_rank_bytes=h.decode_rank_bytes, prefill_rank_bytes=h.prefill_rank_bytes,
+                    request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3),
+                    one_node=pair.node_gpus is not None)
+
+
+def plan_serving(request, named=None):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
     cheaper (planner/report/serving.py ServingChoice; the aggregated plan wins a tie)."""
     from planner.report.plan import plan
@@ -160,8 +171,8 @@ def plan_serving(request):
 
     service, limits = request.service, request.limits
     mode = service.serving
-    agg = plan(request) if mode in ("agg", "auto") else None
-    dis = plan_disagg(service, limits, request.alternatives) if mode in ("disagg", "auto") else None
+    agg = plan(request, named) if mode in ("agg", "auto") else None
+    dis = plan_disagg(service, limits, request.alternatives, named) if mode in ("disagg", "auto") else None
     chosen, why = _cheaper(agg, dis)
     return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
 

@@ -49,7 +49,7 @@ def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_
             ready, pending = ray.wait(pending, num_returns=1)
             _collect(ray.get(ready[0]), found, jobs, progress)
     else:
-        raise InputError("--executor", f"no executor named {executor!r}", f"use one of {', '.join(EXECUTORS)}")
+        raise InputError("executor", f"no executor named {executor!r}", f"use one of {', '.join(EXECUTORS)}")
     return [found[i] for i in range(len(jobs))]
 
 
@@ -85,7 +85,7 @@ def _ray(address: str | None):
     try:
         import ray
     except ImportError:
-        raise InputError("--executor", "ray is not installed", "pip install 'deployment-planner[ray]', or use "
+        raise InputError("executor", "ray is not installed", "pip install 'deployment-planner[ray]', or use "
                          "--executor pool") from None
     if not ray.is_initialized():
         if address:

@@ -14,7 +14,7 @@ from planner.candidates.shapes import (
 from planner.report.numbers import count, size
 from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
-from pricing.errors import InputError
+from pricing.errors import InputError, quoted
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Kernel, Startup
 from pricing.units import largest_such
@@ -25,9 +25,10 @@ def _split(shape) -> str:
     return shape.split() + (f", kv cache {shape.kv_cache_dtype}" if shape.kv_cache_dtype != "auto" else "")
 
 
-def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> Explanation:
+def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=None) -> Explanation:
     """The binding constraint on one chip, named (Explanation.constraint) and in a sentence with
-    its numbers and the nearest feasible change."""
+    its numbers and the nearest feasible change; a rejected flag named as `named` calls its field
+    (the command's flag; None: the field)."""
     name = table.chip.name
 
     def said(constraint: str, text: str) -> Explanation:
@@ -38,7 +39,8 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> Expla
         why = "; ".join(table.excluded) or "the allowed splits leave no instance shape"
         return said("no_shape", f"{name}: no instance shape is allowed ({why}).")
     if not valid:
-        return said("flags", f"{name}: vLLM rejects every allowed shape, e.g. {table.verdicts[0].invalid}.")
+        example = quoted(table.verdicts[0].invalid, named)
+        return said("flags", f"{name}: vLLM rejects every allowed shape, e.g. {example}.")
     if all(v.refusal == "quantization" for v in valid):
         return said("checkpoint", _not_loaded(table, service, valid))
     if not table.rows and table.latency_note:

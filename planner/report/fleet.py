@@ -19,6 +19,7 @@ from planner.report.disagg_plan import launch_pools
 from planner.report.plan import serving_figures, target_words, token_costs
 from planner.report.result import PoolPlan, Target
 from planner.report.serve import instance_launches, pool_launch, served_model
+from planner.report.serving import Handover
 from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
@@ -45,6 +46,8 @@ class ServicePlan(PoolPlan):
     instance_commands: list[str] = Field(default_factory=list, description="a role's pool: one command per instance "
                                          "(each with its own port and NIXL side channel), then the router on the "
                                          "decode pool's")
+    handover: Handover | None = Field(None, description="a role's pool: its service's KV hand-over, over one node's "
+                                                        "NVLink only where placement laid both pools on that node")
 
 
 class Shortfall(BaseModel):
@@ -94,9 +97,10 @@ class FleetResult(BaseModel):
 
 def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[ServicePlan], Placement]:
     """Each service's pool, laid with the others on the inventory's nodes, with its commands."""
-    out, launch = [], []
+    out, launch, paired = [], [], []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
         if isinstance(option, PairOption):
+            paired.append((len(out), p, option))
             for fields, role in _role_fields(p, option):
                 out.append(fields)
                 launch.append(role)
@@ -136,6 +140,12 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
                         role=f.get("role", "aggregated")) for f in out]
     per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
     laid = lay_out(shapes, scenario, per_node)
+    for at, p, option in paired:  # both pools laid on one node: they hand over on its NVLink (same rows, counts)
+        twin = option.row.within_node
+        names = {out[at]["service"], out[at + 1]["service"]}
+        if twin is not None and len({s.node for i in laid.instances if i.pool in names for s in i.slots}) == 1:
+            for k, (fields, role) in enumerate(_role_fields(p, option, twin)):
+                out[at + k], launch[at + k] = fields, role
     plans, side_port = [], None
     for fields, entry in zip(out, launch, strict=True):
         mine = [i for i in laid.instances if i.pool == fields["service"]]
@@ -187,23 +197,25 @@ def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int
     return place(shapes, chips, scenario.spare)
 
 
-def _role_fields(p: Prepared, option: PairOption) -> list[tuple[dict, RoleLaunch]]:
+def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict, RoleLaunch]]:
     """A disaggregated service's two pools as `plan --serving disagg` reports them, as ServicePlan
-    fields before placement, each with what its launch needs."""
-    from planner.report.disagg_plan import role_pools
+    fields, each with what its launch needs: priced as `pair` hands over (default: the option's,
+    over the network)."""
+    from planner.report.disagg_plan import handover_of, role_pools
 
     fleet = option.row
+    pair = pair or fleet.pair
     model = load_model(p.spec.model, p.spec.quantization)
     rate = p.spec.workload.requests_per_second
     out = []
-    for pool, d, per_node in role_pools(model, p.spec, p.limits, fleet.pair, fleet.prefill, fleet.decode, rate,
-                                        p.node):
+    for pool, d, per_node in role_pools(model, p.spec, p.limits, pair, fleet.prefill, fleet.decode, rate, p.node):
         fields = pool.model_dump(include=set(PoolPlan.model_fields) - {"instances", "vllm_serve", "vllm_serve_nodes",
                                                                          "nodes", "memory"})
         spare = pool.held / max(1, pool.in_flight) - 1
         fields.update(headroom=spare, headroom_percent=round(spare * 100, 2), service=f"{p.name} ({pool.role})",
                       asked=pool.in_flight, target=Target.of(p.spec, context_length(model, p.spec),
-                                                             target_words(p.spec)), role=pool.role)
+                                                             target_words(p.spec)), role=pool.role,
+                      handover=handover_of(pair))
         out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
     return out
 

@@ -101,7 +101,7 @@ def unlabelled(chip) -> InputError | None:
     entry = load().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
     why = entry.get("how", "the chip registry has no gpu_product_label for it")
     key, resource = NODE_LABEL[chip.vendor], GPU_RESOURCE[chip.vendor]
-    return InputError("--node-selector", f"no {key} value is known for {chip.id} ({why})",
+    return InputError("node_selector", f"no {key} value is known for {chip.id} ({why})",
                       f"give the label your {chip.id} nodes carry, e.g. --node-selector {key}=VALUE (kubectl get "
                       f"nodes --show-labels), or --node-selector none for any node with {resource}")
 
@@ -127,7 +127,7 @@ def node_selector(values: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None
     for text in values:
         key, eq, value = text.partition("=")
         if not eq or not key or "none" in values:
-            raise InputError("--node-selector", f"{text!r} is not KEY=VALUE",
+            raise InputError("node_selector", f"{text!r} is not KEY=VALUE",
                              "give a node label, e.g. nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3, or none alone")
         out.append((key, value))
     return tuple(out)
@@ -249,7 +249,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     served = commands[0][2]
     model = options.model_source or served
     if model.startswith("$"):
-        raise InputError("--model-source", "the weights' location is needed (--model named a config file with no "
+        raise InputError("model_source", "the weights' location is needed (--model named a config file with no "
                          "weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
     per_pod = [len(s.gpus) for s in first.slots]
@@ -292,7 +292,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
 
 def no_llm_d(name: str) -> InputError:
     """The llm-d target and a disaggregated service: not written (never half of it)."""
-    return InputError("--k8s-target", f"{name}: llm-d's prefill/decode scheduling (its P/D profile handler and the "
+    return InputError("k8s_target", f"{name}: llm-d's prefill/decode scheduling (its P/D profile handler and the "
                       "decode pods' routing sidecar) is not written by this tool",
                       "use --k8s-target plain: vLLM's proxy in front of the two pools")
 
@@ -345,15 +345,21 @@ def dump(resources: list[dict]) -> str:
     return yaml.dump_all(resources, Dumper=Plain, sort_keys=False, default_flow_style=False)
 
 
+def writable_folder(out_dir: str) -> tuple[Path, Path]:
+    """The folder to write and its parent, or an error when it is not a folder or cannot be made."""
+    target = Path(out_dir)
+    if target.exists() and not target.is_dir():
+        raise InputError("output_dir", f"{target} is not a folder", "name a folder (it is created)")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise InputError("output_dir", f"cannot write into {parent}", "name a folder in a place you can write")
+    return target, parent
+
+
 def write(files: dict[str, list[dict]], out_dir: str) -> list[Path]:
     """Each file's resources into `out_dir`, nothing written half-way: every file is written into a
     temporary folder beside it first, then moved into place."""
-    target = Path(out_dir)
-    if target.exists() and not target.is_dir():
-        raise InputError("-o", f"{target} is not a folder", "name a folder (it is created)")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise InputError("-o", f"cannot write into {parent}", "name a folder in a place you can write")
+    target, parent = writable_folder(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
     try:
         for file, resources in files.items():

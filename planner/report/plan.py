@@ -20,8 +20,9 @@ from pricing.kernel import Deployment, Kernel
 from pricing.kernel.report import memory_report
 
 
-def plan(request: PlanRequest) -> PlanResult:
-    """The cheapest pool for one service, the next alternatives, and, when nothing fits, why."""
+def plan(request: PlanRequest, named=None) -> PlanResult:
+    """The cheapest pool for one service, the next alternatives, and, when nothing fits, why (a
+    rejected flag named as `named` calls its field: the command's flag; None: the field)."""
     service, limits = request.service, request.limits
     found = search(request)
     model = load_model(service.model, service.quantization)
@@ -36,7 +37,7 @@ def plan(request: PlanRequest) -> PlanResult:
         explanations = [Explanation(chip="", constraint="time_limit", text=f"{no_plan_in_time(limits.time_limit)} "
                                     f"({count(found.evaluated)} candidates; --time-limit raises it)")]
     else:
-        explanations = [explain(t, service, limits) for t in found.tables]
+        explanations = [explain(t, service, limits, named) for t in found.tables]
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
     provenance = []
     if pools:  # the best pool's kernel: its provenance and its per-rank memory, as the text prints them

@@ -46,7 +46,7 @@ from planner.candidates.table import ChipTable, Row, candidate_table, priced_chi
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
 from pricing.chips import Chip
-from pricing.errors import InputError
+from pricing.errors import InputError, Quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel.connector import stages_refused
@@ -100,12 +100,12 @@ def rate_of(service: ServiceSpec) -> float:
     """The request rate a disaggregated fleet is sized for: --requests-per-second."""
     w = service.workload
     if w is None:
-        raise InputError("--serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
+        raise InputError("serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
     if w.requests_per_second is None:
-        raise InputError("--serving", "disaggregated serving is sized by a request rate",
+        raise InputError("serving", "disaggregated serving is sized by a request rate",
                          "add --requests-per-second (or --concurrency with --ttft-ms and --tpot-ms)")
     if service.ttft_ms is None:
-        raise InputError("--serving", "the prefill pool is sized by the time to first token, queueing included",
+        raise InputError("serving", "the prefill pool is sized by the time to first token, queueing included",
                          "add --ttft-ms")
     return w.requests_per_second
 
@@ -149,7 +149,7 @@ def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[l
             else:
                 found = (row, DECODE.step_model(model, side.chip, service, row))
         except InputError as err:
-            why.append(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: {err}")
+            why.append(Quoted(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: ", err))
             continue
         if isinstance(found, str):
             why.append(f"{side.chip.id} tp {row.shape.tp} × dp {row.shape.dp}: {found}")
@@ -172,12 +172,13 @@ class DisaggSearch:
 
 
 def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side], decode_sides: list[Side],
-              rate: float, one_node: bool = True) -> tuple[list[Pair], list[str]]:
+              rate: float) -> tuple[list[Pair], list[str]]:
     """Every prefill × decode pair that meets the targets at `rate`, priced; and why the rest do not.
 
     A pair of one chip whose node is one NVLink domain is priced twice: over the network (pools on
-    any nodes), and, with `one_node`, over NVLink with both pools within one node (kept when its
-    fewest counts fit the node; the model holds it there)."""
+    any nodes), and over NVLink with both pools within one node (kept when its fewest counts fit
+    the node: `plan`'s model holds it there; a scenario's reports it only where placement lays
+    the pools on one node, `fleet_options`)."""
     w = service.workload
     ttft = service.ttft_ms / 1000
     latent = model.attention_backend != "gqa"
@@ -193,7 +194,9 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
         decodes += [(side, row, sm) for row, sm in found]
         why += refused
     if not prefills:
-        why.append("prefill: no candidate instance" + (f" ({why[0]})" if why else ""))
+        first = why[0] if why else None
+        why.append(first.within("prefill: no candidate instance (", ")") if isinstance(first, Quoted)
+                   else "prefill: no candidate instance" + (f" ({first})" if first else ""))
     if not decodes:
         why.append("decode: no candidate instance")
     pairs: list[Pair] = []
@@ -206,7 +209,7 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
                 why.append(link)
                 continue
             links = [(link, None)]
-            node = link_within_node(pside.chip) if one_node and pside.chip.id == dside.chip.id else None
+            node = link_within_node(pside.chip) if pside.chip.id == dside.chip.id else None
             if node is not None and not link.name.startswith("NVLink"):
                 links.insert(0, (node, pside.table.gpus_per_node))
             for lk, node_gpus in links:
@@ -422,6 +425,7 @@ class FleetPair:
     prefill: int  # instances
     decode: int
     concurrency: int
+    within_node: Pair | None = None  # the same pools priced over one node's NVLink, met by these counts
 
     @property
     def chip(self) -> str:
@@ -463,24 +467,37 @@ class PairOption(cpsat.Option):
         return self.dollars
 
 
+def _pools_of(pair: Pair) -> tuple:
+    """What makes two pairs the same two pools: chips and rows (the link apart)."""
+    return pair.prefill_chip.id, pair.prefill.row, pair.decode_chip.id, pair.decode.row
+
+
 def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int | None], first_rank: int,
                   per_node: dict[str, int]) -> tuple[list[PairOption], list[str]]:
     """The service's prefill × decode pairs as scenario options (one replica each, at their fewest
     counts), those no other pair beats on cost with as few GPUs on every chip, within the stock;
-    and why there are none."""
+    and why there are none. The options are priced over the network (the scenario's nodes are
+    shared, so the model cannot hold two pools on one node); each carries its twin priced over one
+    node's NVLink where the pools at its counts fit a node, for the report to use where placement
+    lays them there."""
     rate = rate_of(service)
     model = load_model(service.model, service.quantization)
     chip_limits = {c: limits.model_copy(update={"gpus_per_node": per_node.get(priced_chip(c, limits).id)})
                    for c in limits.chips}
     p_sides = [_side(model, service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
     d_sides = [_side(model, service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
-    pairs, why = pairs_for(model, service, p_sides, d_sides, rate, one_node=False)  # nodes shared: over the network
+    priced, why = pairs_for(model, service, p_sides, d_sides, rate)
     units = math.ceil(rate * RATE_UNITS)
+    pairs = [q for q in priced if q.node_gpus is None]  # nodes shared: chosen over the network
+    twins = {_pools_of(q): q for q in priced if q.node_gpus is not None}
     price_units = defaults.value("solver.price_units_per_dollar")
     found = []
     for pair in pairs:
         p, d = pair.fewest(units)
-        row = FleetPair(pair, p, d, service.required)
+        twin = twins.get(_pools_of(pair))
+        if twin is not None and any(a > b for a, b in zip(twin.fewest(units), (p, d), strict=True)):
+            twin = None  # over NVLink it would need more instances than the network pair has
+        row = FleetPair(pair, p, d, service.required, twin)
         if any(stock.get(c) is not None and row.gpus_on(c) > stock[c] for c in row.chips):
             continue
         cost_units = (round(pair.prefill_chip.price_per_gpu_hour * price_units) * p * pair.prefill.row.gpus

@@ -82,7 +82,7 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
                          "the memory reserved for KV Cache'), and no start-up error",
                          "give the log up to the KV cache sizing lines")
     if chip is None:
-        raise InputError("--chip", "the log does not name the GPU", "give --chip (see `plan chips`)")
+        raise InputError("chip", "the log does not name the GPU", "give --chip (see `plan chips`)")
     checkpoint = _resolve_model(log, model)
     target = get_chip(chip)
     record = log.record(Path(source).name, model=log.deployment.get("model") or checkpoint.name, gpu=target.id)

@@ -68,15 +68,15 @@ def _read_json(path: Path, what: str) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise InputError("--model", f"{path} is not valid JSON ({err.msg} at line {err.lineno})",
+        raise InputError("model", f"{path} is not valid JSON ({err.msg} at line {err.lineno})",
                          f"fix the {what} or point --model at another one") from None
     except UnicodeDecodeError as err:
-        raise InputError("--model", f"{path} is not UTF-8 text (byte {err.start}: {err.reason})",
+        raise InputError("model", f"{path} is not UTF-8 text (byte {err.start}: {err.reason})",
                          f"save the {what} as UTF-8 JSON") from None
     except OSError as err:
-        raise InputError("--model", f"cannot read {path}: {err.strerror}", "check the path") from None
+        raise InputError("model", f"cannot read {path}: {err.strerror}", "check the path") from None
     if not isinstance(data, dict):
-        raise InputError("--model", f"{path} does not hold a JSON object", f"point --model at a {what}")
+        raise InputError("model", f"{path} does not hold a JSON object", f"point --model at a {what}")
     return data
 
 
@@ -152,14 +152,14 @@ def resolve(model: str) -> ModelSource:
     the card's HF id; empty for a bare config file (no weights beside it): the weights' location is
     then unknown, never the config's `_name_or_path` or the file's name."""
     if not model or not model.strip():
-        raise InputError("--model", "is empty", "give a card name (see `plan models`), a config.json path or a HF id")
+        raise InputError("model", "is empty", "give a card name (see `plan models`), a config.json path or a HF id")
     key = model.strip().lower()
     card = _card_for(key)
     shadow = f" (not the model card {card.name} of the same name)" if card else ""
     path = Path(model).expanduser()
     if path.is_dir():
         if not (path / "config.json").exists():
-            raise InputError("--model", f"folder {path} holds no config.json", "point --model at the model's folder")
+            raise InputError("model", f"folder {path} holds no config.json", "point --model at the model's folder")
         return _from_folder(path, path.name, model, f"folder {path}{shadow}")
     if path.is_file():
         raw = _read_json(path, "config.json")
@@ -179,6 +179,6 @@ def resolve(model: str) -> ModelSource:
     cards = list_cards()
     names = [c["name"] for c in cards] + [a for c in cards for a in c["aliases"]] + [c["hf_id"] for c in cards]
     near = suggest(model, names)
-    raise InputError("--model", f"unknown model {model!r}" + (f"; {near}" if near else ""),
+    raise InputError("model", f"unknown model {model!r}" + (f"; {near}" if near else ""),
                      "use a card name (see `plan models`), a path to a config.json, or a Hugging Face id in the "
                      "local cache")

@@ -709,7 +709,7 @@ def _gptq(qc: dict, where: str, override: str | None) -> QuantConfig:
     marlin_ok = bits in (4, 8) and sym and group in _marlin_group_sizes()
     marlin = marlin_ok and override != "gptq"
     if override == "gptq_marlin" and not marlin_ok:
-        raise InputError("--quantization", f"gptq_marlin cannot serve {where}: bits {bits}, sym {sym}, group {group}",
+        raise InputError("quantization", f"gptq_marlin cannot serve {where}: bits {bits}, sym {sym}, group {group}",
                          f"vLLM's Marlin needs 4/8-bit symmetric, group {'/'.join(map(str, _marlin_group_sizes()))}; "
                          "use gptq")
     scheme = PackedInt(bits, group, sym, desc_act, "marlin" if marlin else "gptq", "gptq")
@@ -829,7 +829,7 @@ def read(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None, whe
     """The quantization a checkpoint is served with (`where` names its config file for errors)."""
     choices = methods()
     if override is not None and override not in choices:
-        raise InputError("--quantization", f"unknown method {override!r}", f"use one of {', '.join(choices)}")
+        raise InputError("quantization", f"unknown method {override!r}", f"use one of {', '.join(choices)}")
     qc = cfg.get("quantization_config") or {}
     method = str(qc.get("quant_method", "")).lower().replace("_", "-") if qc else ""
     method = {"compressed-tensors": "compressed-tensors"}.get(method, method.replace("-", "_"))
@@ -850,7 +850,7 @@ def read(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None, whe
         if override == "bitsandbytes":
             return _bitsandbytes({}, where, online=True)
         if override not in (None, "none"):
-            raise InputError("--quantization", f"{override} needs a checkpoint quantized with it, and {where} is "
+            raise InputError("quantization", f"{override} needs a checkpoint quantized with it, and {where} is "
                              "unquantized", "vLLM quantizes online only with "
                              + " or ".join(_registry_file()["online"]["value"]))
         return UNQUANTIZED
@@ -882,7 +882,7 @@ def read(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None, whe
         raise InputError(f"{where}: quantization_config.quant_method", f"{method or '(missing)'!r} is not a method "
                          "vLLM 0.33 loads or the project can size", f"known: {', '.join(READERS)}")
     if override not in (None, "none") and not _compatible(override, found.method):
-        raise InputError("--quantization", f"{override} does not match the checkpoint's {found.method} ({where}); "
+        raise InputError("quantization", f"{override} does not match the checkpoint's {found.method} ({where}); "
                          "vLLM refuses a method that differs from the checkpoint's",
                          "drop --quantization or give the checkpoint's method")
     return found
@@ -905,7 +905,7 @@ def launch_method(cfg: dict, hf_quant: dict | None, dtype: str, override: str | 
     if wanted <= have:
         return None
     online = ", ".join(_registry_file()["online"]["value"])
-    raise InputError("--quantization", f"{override} plans the weights as {', '.join(sorted(wanted))}, and {where} is "
+    raise InputError("quantization", f"{override} plans the weights as {', '.join(sorted(wanted))}, and {where} is "
                      f"{own.label}: vLLM 0.33 loads that format only from a checkpoint quantized in it (it "
                      f"quantizes online only with {online})",
                      "give --model a checkpoint in that format, or drop --quantization (`plan memory` sizes the "

@@ -18,6 +18,13 @@ from pricing.specs import CircularBufferSpec, KVCacheSpec, MLAAttentionSpec, Sli
 from pricing.units import cdiv, round_up
 
 FP8_NAMES = ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla")
+RECORDS = {"fp8_ds_mla": "deepseek_v4.records.fp8_ds_mla_v4", "mxfp8": "deepseek_v4.records.mxfp8_v41",
+           "nvfp4_ds_mla": "deepseek_v4.records.nvfp4_ds_mla_v41", "fp8": "deepseek_v4.records.indexer_fp8"}
+
+
+def record_bytes(fmt: str, reg: Reads) -> int:
+    """The bytes of one stored record in format `fmt` (registry deepseek_v4.records)."""
+    return reg.value(RECORDS[fmt])
 
 
 def _by_generation(table: dict, chip: Chip):
@@ -37,7 +44,8 @@ def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) ->
     serves = local % rule["heads_multiple"] == 0 and per_group == rule["heads_per_group"]
     why = (f"{local} local heads at tp {engine.tp}, {per_group} heads per wo_a group: mega attention "
            + ("serves this width" if serves
-              else "does not serve this width (needs a multiple of 8 local heads and 8 per group)"))
+              else f"does not serve this width (needs a multiple of {rule['heads_multiple']} local heads and "
+                   f"{rule['heads_per_group']} per group)"))
     if engine.mega_attention is True and not serves:
         raise InputError("mega_attention", why,
                          "use a tensor-parallel size that leaves a multiple of 8 heads per rank")
@@ -56,23 +64,27 @@ def record_formats(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) ->
         if kv == "nvfp4_ds_mla":
             raise InputError("kv_cache_dtype", "nvfp4_ds_mla is a DeepSeek-V4.1 format", "use fp8")
         return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
-                f"V4 rewrites kv_cache_dtype {kv} to fp8_ds_mla (584-byte records) on every chip (SM120's FlashInfer "
+                f"V4 rewrites kv_cache_dtype {kv} to fp8_ds_mla ({record_bytes('fp8_ds_mla', reg)}-byte records) on "
+                "every chip (SM120's FlashInfer "
                 "sparse backend included)")
     if not chip.sm100_family:
         if kv == "nvfp4_ds_mla":
             raise InputError("kv_cache_dtype", f"FlashMLA decodes nvfp4_ds_mla only on SM100; {chip.id} is "
                              f"{chip.generation}", "use fp8")
         return ({"compressed": "fp8_ds_mla", "window": "fp8_ds_mla", "indexer": "fp8"},
-                f"{chip.generation}: V4.1 serves {kv} as fp8_ds_mla (584-byte records, FlashMLA sparse)")
+                f"{chip.generation}: V4.1 serves {kv} as fp8_ds_mla ({record_bytes('fp8_ds_mla', reg)}-byte records, "
+                "FlashMLA sparse)")
     mega, why = mega_attention(model, engine, chip, reg)
     if mega and kv in ("auto", "fp8", "fp8_e4m3", "nvfp4_ds_mla"):
         return ({"compressed": "nvfp4_ds_mla", "window": "mxfp8", "indexer": "fp8"},
-                f"{chip.generation}: {why}; kv_cache_dtype {kv} resolves to nvfp4_ds_mla (288-byte compressed records, "
-                "528-byte window records)")
+                f"{chip.generation}: {why}; kv_cache_dtype {kv} resolves to nvfp4_ds_mla "
+                f"({record_bytes('nvfp4_ds_mla', reg)}-byte compressed records, {record_bytes('mxfp8', reg)}-byte "
+                "window records)")
     if kv == "nvfp4_ds_mla":
         raise InputError("kv_cache_dtype", f"nvfp4_ds_mla needs mega attention, and {why}", "use fp8")
     return ({"compressed": "mxfp8", "window": "mxfp8", "indexer": "fp8"},
-            f"{chip.generation}: {why}; V4.1 serves {kv} as the 528-byte MXFP8 record (FlashMLA)")
+            f"{chip.generation}: {why}; V4.1 serves {kv} as the {record_bytes('mxfp8', reg)}-byte MXFP8 record "
+            "(FlashMLA)")
 
 
 def _next_pow2(n: int) -> int:
@@ -107,9 +119,7 @@ def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads
         states = {f"state_ratio_{r}": state[f"ratio_{r}"] for r in (4, 128)}
         states["state_indexer"] = state["indexer"]
         window_stride = False
-    record_names = {"fp8_ds_mla": "records.fp8_ds_mla_v4", "mxfp8": "records.mxfp8_v41",
-                    "nvfp4_ds_mla": "records.nvfp4_ds_mla_v41", "fp8": "records.indexer_fp8"}
-    records = {role: reg.value(f"deepseek_v4.{record_names[fmt]}") for role, fmt in formats.items()}
+    records = {role: record_bytes(fmt, reg) for role, fmt in formats.items()}
     stride = math.lcm(records["window"], records["compressed"]) if window_stride else 1
     specs: list[KVCacheSpec] = []
     notes = [why]

@@ -263,7 +263,8 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if d.mega_attention and not chip.sm100_family:
         raise InputError("mega_attention", f"needs the SM100 family; {chip.id} is {chip.generation}",
                          "drop the flag")
-    mamba = d.mamba_cache_mode or ("align" if d.enable_prefix_caching else "none")
+    mamba = d.mamba_cache_mode or (_prefix_caching_mamba_mode(model, release, reg) if d.enable_prefix_caching
+                                   else "none")
     if mamba == "align" and not d.enable_prefix_caching:
         mamba = "none"  # vLLM 0.33 MambaModelConfig: prefix caching off resolves the mode to none (golden fixture)
     # vLLM's checks of the partition (get_pp_indices)
@@ -278,6 +279,17 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
                   d.num_redundant_experts, mode, d.kv_cache_memory_bytes, d.enable_prefix_caching, d.async_scheduling,
                   mamba, d.mega_attention, release, pp=d.pipeline_parallel_size, pp_partition=d.pp_layer_partition,
                   kv_role=d.kv_role, kv_buffer_device=d.kv_buffer_device)
+
+
+def _prefix_caching_mamba_mode(model: ModelGraph, release: Release, reg: Registry) -> str:
+    """The recurrent cache mode vLLM picks when prefix caching is on and no mode is given
+    (MambaModelConfig): the release's mamba_cache_mode_with_prefix_caching; all_if_supported is
+    'all' for the state kinds whose model classes support it (recurrent.prefix_caching_all_kinds)."""
+    mode = release.fact(reg, "mamba_cache_mode_with_prefix_caching")
+    if mode != "all_if_supported":
+        return mode
+    kinds = {data["state"].kind for _, data in model.nodes() if data.get("state") is not None}
+    return "all" if kinds and kinds <= set(reg.value("recurrent.prefix_caching_all_kinds")) else "align"
 
 
 def _check_connector(d: Deployment, model: ModelGraph, tp: int) -> None:

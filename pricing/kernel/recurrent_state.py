@@ -10,7 +10,7 @@ the attention page by the rules pack's `align_hybrid_block_size`, which needs th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
@@ -48,12 +48,13 @@ def state_page_bytes(state: RecurrentState, model: ModelGraph, tp: int, spec_tok
 
 
 def kernel_alignment(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> int:
-    """max(the attention backend's smallest kernel block, block_size), raised to 128 for MLA."""
+    """max(the attention backend's smallest kernel block, block_size), raised for MLA to the
+    release's floor (hybrid_mla_alignment: 128 in vLLM 0.33)."""
     backend = "mla" if model.attention_backend == "mla" else "gqa"
     smallest = default_block_size(backend, chip, engine, reg)
     align = max(smallest, engine.block_size or smallest)
     if backend == "mla":
-        align = max(align, int(reg.value("recurrent.mla_min_alignment")))
+        align = max(align, int(engine.release.fact(reg, "hybrid_mla_alignment")))
     return align
 
 
@@ -70,6 +71,8 @@ def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> li
         if not chunk and engine.mamba_cache_mode == "all":
             chunk = int(reg.value("recurrent.default_chunk_size"))
         hybrid = HybridAlignment(align, align, int(checkpoint["alignment"]), chunk)
+        if not engine.release.fact(reg, "mamba_ssm_dtype_from_config"):
+            state = replace(state, ssm_dtype="model")  # the release's "auto": the conv state's dtype
         page = state_page_bytes(state, model, engine.tp, engine.spec_tokens)
         specs.append(MambaSpec(name, "state", engine.block_size or align, page, page,
                                drafter=data["speculative"] is not None, mode=engine.mamba_cache_mode,

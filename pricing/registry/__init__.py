@@ -326,25 +326,25 @@ def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
     try:
         data = yaml_fast.load(path.read_text())
     except OSError as err:
-        raise InputError("--registry", f"cannot read {path}: {err.strerror}", "give an overlay YAML file") from None
+        raise InputError("registry", f"cannot read {path}: {err.strerror}", "give an overlay YAML file") from None
     except yaml.YAMLError as err:
-        raise InputError("--registry", f"{path} is not valid YAML ({str(err).splitlines()[0]})",
+        raise InputError("registry", f"{path} is not valid YAML ({str(err).splitlines()[0]})",
                          "fix the file, or write one with `plan calibrate --out`") from None
     if not isinstance(data, dict):
-        raise InputError("--registry", f"{path} holds no mapping", "give registry file stems as top-level keys")
+        raise InputError("registry", f"{path} holds no mapping", "give registry file stems as top-level keys")
     values: dict[str, Sourced] = {}
     for stem, node in data.items():
         if stem == "chips":
-            raise InputError("--registry", f"{path}: chips cannot be overlaid",
+            raise InputError("registry", f"{path}: chips cannot be overlaid",
                              "give a chip's memory or price with --memory-bytes / --price")
         if stem not in base.raw:
-            raise InputError("--registry", f"{path}: {stem!r} is not a registry file",
+            raise InputError("registry", f"{path}: {stem!r} is not a registry file",
                              f"use one of {', '.join(sorted(base.raw))}")
         _flatten(stem, node, values)
     for name in values:
         parent = name.rsplit(".", 1)[0]
         if name not in base and not ("." in parent and _is_table(base, parent) and parent not in base):
-            raise InputError("--registry", f"{path}: {name} is not a registry value",
+            raise InputError("registry", f"{path}: {name} is not a registry value",
                              "check the name against `plan memory --provenance` or the registry files")
     return base.overlay(values)
 

@@ -34,7 +34,7 @@ def get(version: str | Release | None = None) -> Release:
                 if exact in (pack.version, pack.full_version):
                     return pack
                 return pack.as_release(exact)
-    raise InputError("--vllm-version", f"unknown vLLM release {version!r}: no rules pack serves it",
+    raise InputError("vllm_version", f"unknown vLLM release {version!r}: no rules pack serves it",
                      f"use a release from {served()}")
 
 

@@ -91,7 +91,8 @@ class Layout:
         return held
 
 
-def align_hybrid_block_size(specs: list[KVCacheSpec], max_model_len: int) -> list[KVCacheSpec]:
+def align_hybrid_block_size(specs: list[KVCacheSpec], max_model_len: int,
+                            whole_sequence_state: bool = True) -> list[KVCacheSpec]:
     """_align_hybrid_block_size (platforms/interface.py:940-1130, vllm-0.33-memory.md §4.2): the
     attention block grows until one attention page covers one recurrent page, and the recurrent
     page is padded to it, so both share one pool.
@@ -101,7 +102,8 @@ def align_hybrid_block_size(specs: list[KVCacheSpec], max_model_len: int) -> lis
                      rounded up to a multiple of every backend's smallest kernel block
       all            block = c × cdiv(cdiv(m, a1), c), c = lcm(mamba chunk, align)
     The block only grows (a larger --block-size stays). The recurrent block is max_model_len in
-    mode none (one state covers the whole sequence), the attention block otherwise.
+    mode none (one state covers the whole sequence; `whole_sequence_state`, from vLLM 0.12's
+    mamba_block_size), the attention block otherwise (and in mode none before 0.12).
     """
     states = [s for s in specs if isinstance(s, MambaSpec)]
     attention = [s for s in specs if isinstance(s, FullAttentionSpec)]
@@ -118,7 +120,7 @@ def align_hybrid_block_size(specs: list[KVCacheSpec], max_model_len: int) -> lis
         align = lcm(h.kernel_align, h.checkpoint_align) if mode == "align" else h.kernel_align
         block = round_up(align * cdiv(m, align * a1), h.kernel_multiple)
     block = max(block, max(s.block_tokens for s in attention))
-    state_block = max_model_len if mode == "none" else block
+    state_block = max_model_len if mode == "none" and whole_sequence_state else block
     out = []
     for s in specs:
         if isinstance(s, MambaSpec):

@@ -13,6 +13,9 @@ unify_kv_cache_configs and v1/kv_cache_interface.py of the 0.10.2 wheel.
   check_enough_kv_cache_memory sums every layer's own max_memory_usage_bytes (no null block).
 - Sliding windows hold window − 1 + max_num_batched_tokens tokens: one batch in flight whatever
   the scheduling (kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes).
+- Hybrids (model_executor/models/config.py MambaModelConfig, HybridAttentionMambaModelConfig): prefix
+  caching is turned off, so one state per request, its block the attention block (16 × cdiv(state
+  page, 16 × attention bytes per token)); the temporal state is held at the model dtype.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
         return Layout((), 0, True, "attention-free: no KV cache")
     specs = [as_full_attention(s) for s in specs]
     if any(isinstance(s, MambaSpec) for s in specs):
-        specs = align_hybrid_block_size(specs, max_model_len)
+        specs = align_hybrid_block_size(specs, max_model_len, whole_sequence_state=False)  # block = cache block
     if len({(s.type_key(), s.page_bytes) for s in specs}) == 1:
         return one_group(specs, "all layers mergeable: one group (kv_cache_utils._get_kv_cache_config_uniform_type)")
     if len({s.page_bytes for s in specs}) > 1:

@@ -11,6 +11,9 @@ and get_kv_cache_groups, v1/kv_cache_interface.py of the 0.11.0 wheel.
   (get_kv_cache_config_from_groups); check_enough_kv_cache_memory still sums every layer's own
   max_memory_usage_bytes, per worker, before grouping.
 - Sliding windows hold window − 1 + max_num_batched_tokens tokens (one batch in flight).
+- Hybrids (as 0.10; tests/golden/vllm-0.11.0/nemotron-3-nano-30b-a3b_*): prefix caching is turned
+  off, so one state per request, its block the attention block; the temporal state is held at the
+  model dtype (registry mamba_cache_mode_with_prefix_caching, mamba_ssm_dtype_from_config).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
     if not specs:
         return Layout((), 0, True, "attention-free: no KV cache")
     if any(isinstance(s, MambaSpec) for s in specs):
-        specs = align_hybrid_block_size(specs, max_model_len)
+        specs = align_hybrid_block_size(specs, max_model_len, whole_sequence_state=False)  # block = cache block
     if len({s.type_key() for s in specs}) == 1:
         if len({s.page_bytes for s in specs}) == 1:
             return one_group(specs, "all layers mergeable: one group (kv_cache_utils, is_kv_cache_spec_uniform)")

@@ -10,6 +10,9 @@ v1/kv_cache_interface.py of the 0.19.0 wheel.
   from 0.14; 0.12–0.13 summed the layers as 0.11) asks one request's blocks × the pool block, or
   for one group its layers' own bytes, of the pool: no null block held back.
 - Sliding windows hold window − 1 + max_num_batched_tokens tokens (one batch in flight).
+- Hybrids (registry facts, tests/golden/vllm-0.19.0): the model config aligns MLA beside recurrent
+  layers to 64 tokens (hybrid_mla_alignment); with prefix caching a Mamba-2 hybrid runs mode 'all'
+  (mamba_cache_mode_with_prefix_caching).
 """
 
 from __future__ import annotations

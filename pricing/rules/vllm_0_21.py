@@ -6,6 +6,9 @@ As 0.19, with two changes that move the figures:
 From 0.24 an attention page that does not divide the largest is padded when its backend indexes
 pages by the block stride (not modelled: the caches priced here divide). The CUDA-graph estimate
 is taken from the KV budget from 0.21 (registry vllm_0_21.graph_estimate_in_budget).
+Hybrids (registry facts, tests/golden/vllm-0.24.0): with prefix caching a Mamba-2 hybrid runs mode
+'all' unless told otherwise (mamba_cache_mode_with_prefix_caching), and MLA beside recurrent layers
+aligns to its backend's block only (hybrid_mla_alignment: no floor of 128 yet).
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ As 0.21–0.25, with:
   grows its block, another non-MLA attention page is padded.
 - From 0.27 layers of one type whose specs merge share a bucket; from 0.29 the start-up check
   holds the null block back as 0.33 does (not modelled: the 0.26–0.28 check is).
+- Hybrids (registry facts by release, tests/golden/vllm-0.28.0): MLA beside recurrent layers aligns
+  to at least 128 tokens from 0.27 (hybrid_mla_alignment); with prefix caching a Mamba-2 hybrid runs
+  mode 'all' through 0.27 and 'align' from 0.28 (mamba_cache_mode_with_prefix_caching).
 """
 
 from __future__ import annotations

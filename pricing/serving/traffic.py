@@ -103,7 +103,7 @@ def _histograms(name: str) -> tuple[Histogram, Histogram]:
     path = HISTOGRAMS / f"{name}.yaml"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in HISTOGRAMS.glob("*.yaml")))
-        raise InputError("--lengths", f"no shipped length histogram {name!r}", f"use one of: {known}")
+        raise InputError("lengths", f"no shipped length histogram {name!r}", f"use one of: {known}")
     data = load_yaml(path.read_text())
     source = f"{data['source']} ({data['how']})"
     return tuple(Histogram(tuple(data[k]["edges"]), tuple(data[k]["weights"]), source)
@@ -122,7 +122,7 @@ class Poisson:
 
     def __post_init__(self):
         if not self.rate > 0:
-            raise InputError("--requests-per-second", f"{self.rate}", "give a positive rate")
+            raise InputError("rate", f"{self.rate}", "give a positive rate")
 
     def times(self, n: int, rng: random.Random) -> list[float]:
         t, out = 0.0, []
@@ -142,7 +142,7 @@ class ClosedLoop:
 
     def __post_init__(self):
         if self.concurrency < 1:
-            raise InputError("--max-concurrency", f"{self.concurrency}", "give at least 1")
+            raise InputError("concurrency", f"{self.concurrency}", "give at least 1")
 
     @property
     def max_concurrency(self) -> int:
@@ -172,9 +172,9 @@ class Traffic:
 
     def __post_init__(self):
         if self.count < 1:
-            raise InputError("--num-prompts", f"{self.count}", "give at least one request")
+            raise InputError("count", f"{self.count}", "give at least one request")
         if not 0.0 <= self.prefix_hit <= 1.0:
-            raise InputError("--prefix-hit", f"{self.prefix_hit}", "give a fraction in [0, 1]")
+            raise InputError("prefix_hit", f"{self.prefix_hit}", "give a fraction in [0, 1]")
 
     def requests(self) -> tuple[list[float], list[int], list[int]]:
         """Send times, prompt and output lengths of every request, in sending order."""

@@ -63,7 +63,7 @@ def chip_rates(chip: Chip, registry: Registry | None = None) -> ChipRates:
 def _chip_rates(chip: Chip, reg: Registry) -> ChipRates:
     base = f"chip_rates.chip_rates.{chip.id}"
     if f"{base}.bf16_flops" not in reg:
-        raise InputError("--chip", f"{missing_rates(chip, reg)}, so its step time cannot be priced",
+        raise InputError("chip", f"{missing_rates(chip, reg)}, so its step time cannot be priced",
                          f"add the chip's data-sheet rates under `rates` in pricing/registry/chips/{chip.id}.yaml, "
                          "or drop the latency targets")
     prov = tuple(reg[f"{base}.{f}"] for f in RATE_FIELDS)

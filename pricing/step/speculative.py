@@ -74,7 +74,7 @@ def acceptance(reg: Registry, method: str) -> Acceptance:
     """The registry's acceptance of drafter `method`; bad input names the value and the fix."""
     name = f"step_model.speculative.{method}.acceptance"
     if name not in reg:
-        raise InputError("--speculative-method", f"no acceptance rates for {method!r} in the step model",
+        raise InputError("speculative_method", f"no acceptance rates for {method!r} in the step model",
                          f"add {name} to pricing/registry/step_model.yaml or a --registry overlay")
     p = reg[name]
     values = p.value if isinstance(p.value, list) else [p.value]
@@ -129,5 +129,5 @@ def drafter_for(method: str):
     try:
         return DRAFTERS[method]
     except KeyError:
-        raise InputError("--speculative-method", f"the step model does not know how {method!r} drafts",
+        raise InputError("speculative_method", f"the step model does not know how {method!r} drafts",
                          f"use one of {', '.join(DRAFTERS)}") from None
