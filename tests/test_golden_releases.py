@@ -19,6 +19,7 @@ import pytest
 from pricing.chips import get_chip
 from pricing.kernel import Deployment, Kernel
 from pricing.rules import get
+from tests.helpers import script
 from tests.test_golden import layer_key, resolve_model
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -147,8 +148,6 @@ def test_compare_and_variants_take_the_release_as_an_axis(tmp_path):
 
 def test_readme_shows_the_calibration_by_pack():
     """README's per-pack table is what scripts/calibration_report.py --by-release prints."""
-    import importlib.util
-
     from pricing.calibration.predict import predict_all
     from pricing.calibration.records import load_records
 
@@ -156,7 +155,5 @@ def test_readme_shows_the_calibration_by_pack():
     training = root.parent / "shared" / "calibration" / "vllm-startups-train.jsonl"
     if not training.exists():
         pytest.skip("no ../shared/calibration")
-    spec = importlib.util.spec_from_file_location("calibration_report", root / "scripts" / "calibration_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = script("calibration_report")
     assert report.by_release(predict_all(load_records(training))) in (root / "README.md").read_text()

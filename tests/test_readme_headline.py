@@ -4,17 +4,15 @@ launch command, at 120 columns."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from tests.helpers import script as _load
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("readme_headline", ROOT / "scripts" / "readme_headline.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load("readme_headline")
 
 
 def test_readme_headline_is_the_commands_output():
