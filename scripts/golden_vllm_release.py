@@ -68,10 +68,12 @@ COMMON = [
     "dsv3_h200_tp8_fp8", "dsv3_h200_tp8_bf16", "dsr1_a100_tp16_bf16",
 ]
 # (Nemotron-H's published config names remote code, which these releases' ModelConfig will not load
-# without trust_remote_code: its cases stay with the 0.33 harness. Nemotron-3-Nano loads in 0.11 and from
+# without trust_remote_code: its cases stay with the 0.33 harness. Nemotron-3-Nano loads in 0.10, 0.11 and from
 # 0.21, not in 0.19, whose transformers has no nemotron_h config; Qwen3-Next's module does not import in
-# 0.11's venv (its FLA kernels ask triton.language.exp of the CPU triton), so 0.11's hybrids are Nemotron's)
+# 0.10's and 0.11's venvs (its FLA kernels ask triton.language.exp of the CPU triton), so their hybrids are
+# Nemotron's)
 HYBRID = ["qwen3-next-80b-a3b_h200_tp2_align", "qwen3-next-80b-a3b_h200_tp2_none"]
+OLD_HYBRID = ["nemotron-3-nano-30b-a3b_h100_tp1_align", "nemotron-3-nano-30b-a3b_h100_tp1_none"]
 # From 0.21 (FlashInfer imports on the CPU, the platform aligns hybrids): SM100/SM120/SM80 backends, more
 # hybrids (Mamba-2 with its release's default cache mode, KDA + MLA with its release's MLA alignment,
 # FP8 attention beside the states), context parallelism and the MLA refusal. (Gemma 3 and Qwen3.5 are
@@ -87,8 +89,8 @@ LATER = [
     "kimi-linear-48b-a3b_h100_tp2_align", "kimi-linear-48b-a3b_h200_tp1_none",
 ]
 CASES_BY_RELEASE = {
-    "0.10.2": COMMON,
-    "0.11.0": COMMON + ["nemotron-3-nano-30b-a3b_h100_tp1_align", "nemotron-3-nano-30b-a3b_h100_tp1_none"],
+    "0.10.2": COMMON + OLD_HYBRID,
+    "0.11.0": COMMON + OLD_HYBRID,
     "0.19.0": COMMON + ["gemma-3-27b_h100_tp2_bf16"] + HYBRID + [c for c in LATER if not c.startswith("nemotron-3")],
     "0.24.0": COMMON + HYBRID + LATER,
     "0.28.0": COMMON + HYBRID + LATER,

@@ -423,7 +423,8 @@ def test_an_error_quoted_in_a_plan_names_the_flag():
     disagg = ServiceSpec(model="llama-3.1-8b", concurrency=1, ttft_ms=1000, serving="disagg",
                          workload=WorkloadSpec(isl=1000, osl=100, requests_per_second=1))
     found = plan_disagg(disagg, PoolLimits(chips=("a10g",)))
-    assert "a10g tp 2 dcp 1: chip: a10g: no vendor-sourced bf16_flops" in found.explanations[0]
+    assert "a10g tp 2 dcp 1: chip: a10g: no vendor-sourced bf16_flops" in found.explanations[0].text
+    assert (found.explanations[0].chip, found.explanations[0].constraint) == ("a10g", "chip")
     code, out, err = run(["--model", "llama-3.1-8b", "--chip", "a10g", "--isl", "1000", "--osl", "100",
                           "--requests-per-second", "1", "--ttft-ms", "1000", "--serving", "disagg"])
     assert code == 1 and "Traceback" not in err
