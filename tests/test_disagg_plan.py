@@ -144,7 +144,8 @@ def test_a_prefill_instance_of_two_stages_prefills_twice_the_prompts_and_holds_h
     hybrid = ServiceSpec(model="gpt-oss-120b", concurrency=1, context_length=8192, ttft_ms=2000.0, tpot_ms=50.0,
                          workload=WorkloadSpec(isl=4000, osl=100, requests_per_second=5.0), serving="disagg",
                          tp=(2,), pp=(2,), max_num_batched_tokens=(8192,), gpu_memory_utilization=(0.9,))
-    assert any("hybrid KV cache layouts" in why for why in _plan(hybrid, chips=("h200",)).explanations)
+    assert any("hybrid KV cache layouts" in why.text and (why.chip, why.constraint) == ("h200", "flags")
+               for why in _plan(hybrid, chips=("h200",)).explanations)
 
 
 def test_the_disaggregated_plan_prints(capsys):
@@ -206,7 +207,7 @@ def test_a_tighter_ttft_never_costs_less(tight, looser, rate):
 def test_an_infeasible_ttft_explains_itself_with_numbers():
     plan = _plan(_service(isl=7000, ttft=20.0))
     assert not plan.feasible
-    (line,) = [e for e in plan.explanations if e.startswith("ttft:")]
+    (line,) = [e.text for e in plan.explanations if e.constraint == "latency" and e.text.startswith("ttft:")]
     assert "to prefill a 7,000-token prompt" in line and "against 20 ms" in line
 
 

@@ -29,6 +29,9 @@ REPORTS = {
                               "--osl", "256", "--requests-per-second", "10", "--p99-ttft-ms", "2000", "--json"],
     "plan --serving auto": ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1024", "--osl", "256",
                             "--requests-per-second", "10", "--ttft-ms", "500", "--serving", "auto", "--json"],
+    "plan --serving disagg, nothing fits": ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1024", "--osl",
+                                            "256", "--requests-per-second", "10", "--ttft-ms", "5", "--serving",
+                                            "disagg", "--json"],
     "scenario": ["scenario", MIXED, "--format", "json"],
     "scenario --variants": ["scenario", MIXED, "--variants", "--format", "json"],
     "scenario, infeasible": ["scenario", INFEASIBLE, "--format", "json"],
@@ -165,3 +168,15 @@ def test_explanations_name_the_constraint_beside_the_sentence(reports):
     (e,) = reports["plan, nothing fits"]["explanations"]
     assert e["chip"] == "h100" and e["constraint"] == "context"
     assert e["text"].startswith("NVIDIA H100 SXM 80GB: one request at 131,072 tokens needs")
+
+
+def test_a_disaggregated_plan_explains_itself_in_the_same_objects(schema, reports):
+    # 5 ms to the first token: prefilling 1,024 tokens alone takes longer, a latency reason of the search's
+    dis = reports["plan --serving disagg, nothing fits"]["serving"]["disaggregated"]
+    (e,) = dis["explanations"]
+    assert set(e) == set(reports["plan, nothing fits"]["explanations"][0]) == {"chip", "constraint", "text"}
+    assert e["chip"] == "" and e["constraint"] == "latency"
+    assert e["text"].startswith("ttft: the fastest pair") and e["text"].endswith("against 5 ms")
+    defs = schema["$defs"]
+    assert defs["DisaggPlan"]["properties"]["explanations"]["items"] == \
+        defs["PlanResult"]["properties"]["explanations"]["items"] == {"$ref": "#/$defs/Explanation"}

@@ -34,3 +34,39 @@ def test_readme_shows_the_simulated_runs():
     script = _script()
     start = readme.index(script.BEGIN) + len(script.BEGIN)
     assert readme[start:readme.index(script.END)] == script.section()
+
+
+def _run(run_id: str):
+    return next(r for r in runs() if r.id == run_id)
+
+
+def test_prefill_flops_are_the_prompts_own_by_hand():
+    """Qwen3-32B (hidden 5,120, 64 heads and 8 KV heads of 128, MLP 25,600, 64 layers, vocabulary
+    151,936, untied head) on an A100 at tp 1: a 2,000-token prompt in one chunk of the 2,048-token
+    budget. Per layer the linear weights are q, k, v 5,120 x (8,192 + 1,024 + 1,024), o 8,192 x
+    5,120 and gate, up, down 3 x 5,120 x 25,600; 2 FLOPs per weight per token. The LM head runs at
+    the chunk's last token. Attention: 2 x 64 heads x (128 + 128) FLOPs per (query, key) pair per
+    layer over 2,000 x 2,001 / 2 causal pairs."""
+    run = _run("gpustack:qwen3-32b:a100-80gb:tp1:2000/100:n500")
+    per_layer = 5120 * (8192 + 1024 + 1024) + 8192 * 5120 + 3 * 5120 * 25600
+    linear = 2 * per_layer * 64 * 2000
+    head = 2 * 5120 * 151936
+    attention = 2 * 64 * (128 + 128) * 64 * 2000 * 2001 // 2
+    assert run.prefill_flops() == linear + head + attention
+
+
+def test_runs_vllm_033_refuses_are_marked():
+    """Qwen3-32B at its 40,960 positions on one 80 GB GPU: 64 layers x 8 KV heads x 128 x (K, V)
+    x 2 bytes = 262,144 bytes a token, so one request of max_model_len needs 10 GiB of KV cache,
+    more than 0.33's pool beside 61 GiB of weights; the runs' own release (0.11) started them.
+    Every other run starts, and README's table marks exactly the refused ones."""
+    table = _script().rows()
+    refused = {r.id for r, _, _ in table if r.refusal() is not None}
+    assert refused == {r.id for r, _, _ in table if r.model == "qwen3-32b"}
+    for r, _, _ in table:
+        if r.id in refused:
+            assert r.refusal().check == "one_request"
+            assert 40960 * 262144 == 10 << 30 and r.kernel().kv_pool() < 10 << 30
+    section = _script().section()
+    marked = [line for line in section.splitlines() if line.startswith("| [") and " \\* |" in line]
+    assert len(marked) == len(refused)

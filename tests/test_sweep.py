@@ -10,16 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import defaults
-from planner.candidates.shapes import ChipTable, Row, ShapeVerdict, context_length, deployment_for, shapes
-from planner.candidates.table import _record, evaluate_shape, utilizations
+from planner.candidates.shapes import ChipTable, Row, deployment_for, shapes
+from planner.candidates.table import _record, evaluate_shape, shape_grid
 from planner.request import ServiceSpec
 from pricing.chips import get_chip
-from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.kernel import Kernel
 from pricing.kernel.capacity import Capacity
-from pricing.kernel.startup import Startup
 
 CARDS = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "pricing" / "cards").glob("*.yaml"))
 CHIPS = ("h200", "h100", "b200", "a100-80gb", "l40s", "mi300x", "gb200")
@@ -30,22 +27,13 @@ BUDGETS = (512, 2048, 8192, 16384, 65536)
 
 def point_by_point(model, chip, service: ServiceSpec, shape, table: ChipTable) -> None:
     """The sweep as the spec reads: a kernel for every (token budget, utilization) point, the
-    utilizations from the highest down until one holds fewer requests than the one above it."""
-    length = context_length(model, service)
-    verdict = ShapeVerdict(shape)
-    table.verdicts.append(verdict)
-    budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
-    try:
-        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip)
-    except InputError as err:
-        verdict.invalid = str(err)
-        table.evaluated += 1
+    utilizations from the highest down until one holds fewer requests than the one above it. The
+    grid (and a shape refused before any point) is the table's own `shape_grid`: what is checked
+    here is the reading of each point off one kernel."""
+    grid = shape_grid(model, chip, service, shape, table)
+    if grid is None:
         return
-    table.evaluated += 1
-    utils = utilizations(service, chip, probe.pre_snapshot_bytes())
-    if not utils:
-        verdict.refusal = Startup(probe).failed_check()
-        return
+    verdict, length, budgets, utils = grid
     for mbt in budgets:
         top = 0
         for util in utils:

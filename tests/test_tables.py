@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import re
 
@@ -60,6 +61,44 @@ def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
                 continue
             assert re.search(rf"(?<![\d,.]){re.escape(cell)}(?![\d,])", table), (header, cell, table)
     assert f"{million['best']['gpus']:,}" in table and million["best"]["gpus"] >= 1000  # a figure with a separator
+
+
+HEADLINE_RANK = ["memory", "--model", "dsv4.1-flash", "--chip", "h200", "-dp", "4", "--enable-expert-parallel"]
+
+
+@pytest.mark.parametrize("columns", ["80", "120", None])
+def test_the_kv_cache_group_table_never_cuts_a_cell(monkeypatch, columns):
+    """The headline's rank: nine groups whose spec cells ('SlidingWindowMLASpec
+    (UniformTypeKVCacheSpecs)') and layer cells are read from the JSON and found whole, in their
+    row (a table) or their block (one group a block, where the table is wider than the terminal)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out = run([*HEADLINE_RANK, "--json"])
+    groups = json.loads(out)["kv_groups"]
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns or defaults.value("report.pipe_width"))
+    code, text = run(HEADLINE_RANK)
+    assert code == 0
+    table = text[text.index("KV cache groups in vLLM's order"):text.index("\nspeed (step model)")]
+    assert all(len(line) <= width for line in table.splitlines()) and "…" not in table, table
+    flat = " ".join(table.split())
+    as_table = not re.search(r"\(one group a block: the table takes (\d+) columns, not " + str(width), flat)
+    assert as_table == (width >= 163)  # the widest spec cell, 46 characters, and a 39-character layer cell
+    assert len(groups) == 9
+    for i, g in enumerate(groups):
+        numbers = sorted({int(name.split(".")[1]) for name in g["layers"]})
+        assert all(b - a > 1 for a, b in itertools.pairwise(numbers))  # no run of layers to write as 'a-b'
+        cells = [str(i), f"{g['spec']} ({g['kind']})", f"layers {', '.join(map(str, numbers))} ({len(g['layers'])} "
+                 "caches)", str(g["block_tokens"]), f"{g['page_bytes']:,}", f"{g['blocks_steady']:,}",
+                 f"{g['blocks_admission']:,}"]
+        if as_table:
+            assert "│ " + " │ ".join(cells) + " │" in flat, (i, cells)
+        else:
+            headers = ["group", "spec", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"]
+            assert " ".join(f"{h} {c}" for h, c in zip(headers, cells, strict=True)) in flat, (i, cells)
+    assert "SlidingWindowMLASpec (UniformTypeKVCacheSpecs)" in flat and "CircularBufferSpec" in flat
 
 
 @pytest.mark.parametrize("columns", ["80", None])

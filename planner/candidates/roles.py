@@ -33,6 +33,15 @@ from pricing.step.serving import largest_batch, step_seconds_per_token, ttft
 from pricing.units import largest_such
 
 
+@dataclass(frozen=True)
+class Refused:
+    """Why a row cannot serve a role: the constraint by name (flags: vLLM refuses it; context: its
+    pool holds too little; latency: a target is out of reach) and the sentence."""
+
+    constraint: str
+    text: str
+
+
 class Role:
     """What a role adds to a candidate instance: the connector's kv_role and its flags."""
 
@@ -65,7 +74,7 @@ class PrefillRole(Role):
     kv_role = "kv_producer"
     name = "prefill"
 
-    def figures(self, model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> PrefillFigures | str:
+    def figures(self, model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> PrefillFigures | Refused:
         """The row as a prefill instance, or why it cannot be one (its pool holds no prompt; vLLM
         refuses its pipeline stages).
 
@@ -80,7 +89,7 @@ class PrefillRole(Role):
         kernel = self.kernel(model, chip, service, row)
         refused = pipeline_refusal(kernel)
         if refused is not None:
-            return refused
+            return Refused("flags", refused)
         sm = StepModel(kernel, rates_accepted=service.speculative_acceptance)
         budget = row.max_num_batched_tokens
         alone = ttft(sm, 1, w.isl, w.isl)
@@ -98,7 +107,7 @@ class PrefillRole(Role):
                    for k, b in zip(stages, prompts, strict=True))
         seqs = max(1, min(held, -(-budget // w.isl)))
         if held < 1:
-            return f"its pool holds no {w.isl:,}-token prompt"
+            return Refused("context", f"its pool holds no {w.isl:,}-token prompt")
         share = Fraction(max(prompts), sum(prompts)) if sum(prompts) else Fraction(1)
         return PrefillFigures(replace(row, max_num_seqs=seqs), alone, rate, held, seqs, share)
 
@@ -130,7 +139,7 @@ class DecodeRole(Role):
         return StepModel(self.kernel(model, chip, service, row), rates_accepted=service.speculative_acceptance)
 
     def figures(self, sm: StepModel, service: ServiceSpec, row: Row, transfer_seconds: float,
-                arriving_share: float) -> DecodeFigures | str:
+                arriving_share: float) -> DecodeFigures | Refused:
         """The row as a decode instance when each request's KV cache takes `transfer_seconds` to
         arrive; `arriving_share` is the pool an arriving request holds (its prompt) over one at the
         context length. A rank runs the largest batch b whose pure decode step meets the TPOT
@@ -143,7 +152,8 @@ class DecodeRole(Role):
             limit = largest_batch(sm, held, context, None, tpot_seconds=service.tpot_ms / 1000)
             if limit < 1:
                 one = step_seconds_per_token(sm, 1, context, None) * 1000
-                return f"one request takes {one:.1f} ms per output token, above the {service.tpot_ms:g} ms target"
+                return Refused("latency", f"one request takes {one:.1f} ms per output token, above the "
+                                          f"{service.tpot_ms:g} ms target")
 
         def arriving(b: int) -> float:
             return b * transfer_seconds / (w.osl * step_seconds_per_token(sm, b, context, None))
@@ -153,7 +163,8 @@ class DecodeRole(Role):
 
         batch = largest_such(fits, 1, limit)
         if batch < 1:
-            return f"its pool holds {held} requests of the context length, none beside the arriving ones"
+            return Refused("context", f"its pool holds {held} requests of the context length, none beside the "
+                                      "arriving ones")
         tpot = step_seconds_per_token(sm, batch, context, None)
         binds = "tpot" if batch == limit and limit < held else "memory"
         rate = row.shape.dp * batch / (w.osl * tpot)

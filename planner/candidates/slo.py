@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from planner import defaults
 from planner.candidates.shapes import ChipTable, Row, context_length, deployment, pool_gpus, replica_cap
-from planner.request import METRIC_NAMES, PoolLimits, ServiceSpec
+from planner.request import PoolLimits, ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
 from pricing.serving import ClosedLoop, Fixed, Instance, Poisson, Served, StepCost, Traffic, Uniform, simulate
@@ -188,30 +188,13 @@ def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec
     return sized
 
 
-def describe(service: ServiceSpec, served: Served) -> str:
-    """The measured percentiles the targets name, in words."""
-    return ", ".join(f"p{p} {METRIC_NAMES[m]} {served.metric(m).percentile(p) * 1000:,.0f} ms"
-                     for m, p, _ in service.slo.targets)
-
-
-def binds(service: ServiceSpec, sizing: Sizing) -> str | None:
-    """Which target sets the replica count, with the figures one replica fewer; None when memory
-    (the concurrency held) does."""
+def binding(service: ServiceSpec, sizing: Sizing) -> tuple[int, list[tuple[str, int, float, float]]] | None:
+    """Which targets set the replica count: (replicas, the targets missed one replica fewer, as
+    `misses` gives them); None when memory (the concurrency held) does. The report words it."""
     r = sizing.replicas
     if r <= sizing.memory or (r - 1) not in sizing.runs:
         return None
-    rate = service.workload.requests_per_second
-    missed = misses(service, sizing.runs[r - 1])
-    said = []
-    for metric, p, bound, got in missed:
-        if metric == "goodput":
-            said.append(f"goodput {bound:.1%} (at {r - 1} replicas {got:.1%} of requests meet every bound)")
-        else:
-            said.append(f"p{p} {METRIC_NAMES[metric]} ≤ {bound:,.0f} ms (at {r - 1} replicas, "
-                        f"{rate / (r - 1):,.2f} requests/s each: {got:,.0f} ms)")
-    now = describe(service, sizing.served)
-    return (f"service targets at {rate:g} requests/s: " + "; ".join(said)
-            + f"; at {r} replicas ({rate / r:,.2f} requests/s each): {now}")
+    return r, misses(service, sizing.runs[r - 1])
 
 
 class ParetoPoint(BaseModel):
@@ -269,25 +252,17 @@ class ServingFigures(BaseModel):
                                       "meets the targets other than TPOT's: $/M output tokens against p99 TPOT")
 
 
-def target_words(service: ServiceSpec) -> list[str]:
-    """The service targets in words: 'p99 TTFT ≤ 2,000 ms', 'goodput ≥ 99.0%'."""
-    words = [f"p{p} {METRIC_NAMES[m]} ≤ {ms:,.0f} ms" for m, p, ms in service.slo.targets]
-    if service.slo.goodput is not None:
-        words.append(f"goodput ≥ {service.slo.goodput:.1%}")
-    return words
-
-
-def figures(service: ServiceSpec, sizing: Sizing, replicas: int, sized: dict | None = None,
+def figures(service: ServiceSpec, sizing: Sizing, replicas: int, targets: list[str], sized: dict | None = None,
             prices: dict[str, float] | None = None) -> ServingFigures:
     """The plan's simulated figures at `replicas` (simulated now if the search did not), with
-    the Pareto front of every pool `sized` simulated (this one marked)."""
+    the targets in the report's words and the Pareto front of every pool `sized` simulated (this
+    one marked)."""
     rate = service.workload.requests_per_second
     served = sizing.at(replicas)
 
     def by_percentile(metric):
         return {f"p{p}": round(served.metric(metric).percentile(p) * 1000, 2) for p in (50, 90, 99)}
 
-    targets = target_words(service)
     return ServingFigures(requests_per_second=rate, requests_per_second_per_instance=round(rate / replicas, 4),
                           requests_simulated=served.requests, ttft_ms=by_percentile("ttft"),
                           tpot_ms=by_percentile("tpot"), itl_ms=by_percentile("itl"), e2e_ms=by_percentile("e2e"),

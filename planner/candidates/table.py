@@ -68,6 +68,31 @@ def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[fl
     return kept
 
 
+def shape_grid(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape,
+               table: ChipTable) -> tuple[ShapeVerdict, int, list[int], list[float]] | None:
+    """A shape's verdict, appended to `table`, and the grid it is swept over: the context length,
+    the token budgets (smallest first) and the utilizations (`utilizations`, of a probe kernel at
+    the smallest budget); None when the probe is refused (vLLM rejects the flags: one point
+    judged) or no utilization starts, the verdict saying why."""
+    length = context_length(model, service)
+    verdict = ShapeVerdict(shape)
+    table.verdicts.append(verdict)
+    budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
+    try:
+        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip,
+                          release=service.vllm_version)
+    except InputError as err:
+        verdict.invalid = Quoted("", err)  # the report names the field as its reader wrote it
+        table.evaluated += 1
+        return None
+    table.evaluated += 1
+    utils = utilizations(service, chip, probe.pre_snapshot_bytes())
+    if not utils:
+        verdict.refusal = Startup(probe).failed_check()
+        return None
+    return verdict, length, budgets, utils
+
+
 def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape, table: ChipTable) -> None:
     """Evaluate one shape over the utilization × token-budget grid, appending rows to `table`.
 
@@ -79,22 +104,10 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     activation peak and the CUDA-graph captures. `table.evaluated` counts the grid points the scan
     judged (the points it reached, the one that stopped it included, and one per token budget the
     last rule ended)."""
-    length = context_length(model, service)
-    verdict = ShapeVerdict(shape)
-    table.verdicts.append(verdict)
-    budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
-    try:
-        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip,
-                          release=service.vllm_version)
-    except InputError as err:
-        verdict.invalid = Quoted("", err)  # the report names the field as its reader wrote it
-        table.evaluated += 1
+    grid = shape_grid(model, chip, service, shape, table)
+    if grid is None:
         return
-    table.evaluated += 1
-    utils = utilizations(service, chip, probe.pre_snapshot_bytes())
-    if not utils:
-        verdict.refusal = Startup(probe).failed_check()
-        return
+    verdict, length, budgets, utils = grid
     margin = service.kv_margin
     for n, mbt in enumerate(budgets):
         kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=utils[0],

@@ -10,6 +10,7 @@ import math
 from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.table import ChipTable, Row, context_length, priced_chip
 from planner.report.numbers import count, duration, given, money, number, percent, size, tokens, with_article
+from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
@@ -109,8 +110,9 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | No
 
     found = search(service, limits, alternatives)
     if found.chosen is None:
-        return DisaggPlan(feasible=False, explanations=[quoted(line, named) for line in found.explanations],
-                          solver_status=found.status,
+        return DisaggPlan(feasible=False, solver_status=found.status,
+                          explanations=[Explanation(chip=e.chip, constraint=e.constraint, text=quoted(e.text, named))
+                                        for e in found.explanations],
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
                           requests_per_second=found.rate, seconds=round(found.seconds, 3))
     best, *rest = [_fleet(found, service, limits, *choice) for choice in found.ranked]
@@ -186,7 +188,7 @@ def _cheaper(agg, dis) -> tuple[str, str]:
     if not agg.feasible and not dis.feasible:
         return "agg", "neither plan fits"
     if not dis.feasible:
-        return "agg", "only the aggregated plan fits: " + "; ".join(dis.explanations)
+        return "agg", "only the aggregated plan fits: " + "; ".join(e.text for e in dis.explanations)
     if not agg.feasible:
         return "disagg", "only the disaggregated plan fits: " + "; ".join(e.text for e in agg.explanations)
     a, p, d = agg.best, dis.prefill, dis.decode

@@ -94,8 +94,8 @@ def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int,
 
 def render_disagg_infeasible(plan: DisaggPlan, console: Console, workload: str) -> None:
     console.print(f"[bold red]no disaggregated fleet fits[/bold red] {workload}:")
-    for line in plan.explanations:
-        console.print(f"- {line}", soft_wrap=True, markup=False)
+    for e in plan.explanations:
+        console.print(f"- {e.text}", soft_wrap=True, markup=False)
 
 
 def render_choice(choice: ServingChoice, console: Console) -> None:

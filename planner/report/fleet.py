@@ -16,10 +16,11 @@ from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.report.binds import binding, default_max_num_seqs, latency_binding
 from planner.report.disagg_plan import launch_pools
-from planner.report.plan import serving_figures, target_words, token_costs
+from planner.report.plan import serving_figures, token_costs
 from planner.report.result import PoolPlan, Target
 from planner.report.serve import instance_launches, pool_launch, served_model
 from planner.report.serving import Handover
+from planner.report.targets import target_words
 from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich import box as boxes
 from rich.console import Console
-from rich.table import Table
 
 from planner.report.numbers import block_unit, in_unit, size, tokens, with_article
-from planner.report.tables import console_for_output
+from planner.report.tables import Col, console_for_output, print_table
 from pricing.rules import get as get_release
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,18 +80,22 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
                       f"{e.max_model_len:,} tokens per request: {r.max_concurrency:.2f}x")
     console.print(f"cache records: {r.cache_bytes_per_token:,.0f} bytes per token before pages")
     if len(r.kv_groups) > 1 or any(g.kind != "FullAttentionSpec" for g in r.kv_groups):
-        table = Table(title=f"KV cache groups in vLLM's order (one request at max_model_len; page bytes as vLLM "
-                            f"{r.vllm_version}'s page_size_bytes of the group)")
-        for col in ("group", "spec", "layers", "block tokens", "page bytes", "blocks steady", "blocks admission"):
-            table.add_column(col, justify="right" if col not in ("spec", "layers") else "left")
-        for i, g in enumerate(r.kv_groups):
-            layers = layer_span(g.layers)
-            spec = g.spec if g.kind == g.spec else f"{g.spec} ({g.kind})"
-            table.add_row(str(i), spec, layers, str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}",
-                          f"{g.blocks_admission:,}")
-        console.print(table)
+        print_table(console, f"KV cache groups in vLLM's order (one request at max_model_len; page bytes as vLLM "
+                    f"{r.vllm_version}'s page_size_bytes of the group)", GROUP_COLUMNS, kv_group_rows(r),
+                    box=boxes.HEAVY_HEAD, records=True)
     if provenance:
         render_provenance(r.provenance, console)
+
+
+GROUP_COLUMNS = [Col("group"), Col("spec", "name"), Col("layers", "name"), Col("block tokens"), Col("page bytes"),
+                 Col("blocks steady"), Col("blocks admission")]
+
+
+def kv_group_rows(r) -> list[list[str]]:
+    """The KV cache groups table's cells, one row a group in vLLM's order."""
+    return [[str(i), g.spec if g.kind == g.spec else f"{g.spec} ({g.kind})", layer_span(g.layers),
+             str(g.block_tokens), f"{g.page_bytes:,}", f"{g.blocks_steady:,}", f"{g.blocks_admission:,}"]
+            for i, g in enumerate(r.kv_groups)]
 
 
 def refusal_line(r) -> str:
@@ -100,13 +104,13 @@ def refusal_line(r) -> str:
 
 
 def render_provenance(rows, console: Console) -> None:
-    table = Table(title="provenance (every registry value used; `--json` adds how each was obtained)")
-    for col, width in (("name", 44), ("value", 36), ("source", None)):
-        table.add_column(col, overflow="fold", max_width=width)
+    cells = []
     for p in rows:
         p = p if isinstance(p, dict) else {"name": p.name, "value": p.value, "source": p.source}
-        table.add_row(p["name"], str(p["value"]), p["source"])
-    console.print(table)
+        cells.append([p["name"], str(p["value"]), p["source"]])
+    print_table(console, "provenance (every registry value used; `--json` adds how each was obtained)",
+                [Col("name", "name"), Col("value", "text"), Col("source", "text")], cells, box=boxes.HEAVY_HEAD,
+                records=True)
 
 
 def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
@@ -136,16 +140,15 @@ def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
 
 def render_stages(p, console: Console) -> None:
     """Every pipeline stage's rank; the breakdown that follows is the binding stage's."""
-    table = Table(title=f"pipeline parallel {p.size}: every stage (vLLM plans each and keeps the fewest blocks)")
-    for col in ("stage", "layers", "weights", "activations", "CUDA graphs", "fixed", "KV pool", "block bytes",
-                "own blocks", ""):
-        table.add_column(col, justify="left" if col in ("stage", "layers", "") else "right", no_wrap=True)
-    for s in p.stages:
-        binding = "binding" if s.index == p.binding_stage else ""
-        table.add_row(f"stage {s.index} of {p.size}", f"{s.layers[0]}-{s.layers[1] - 1}", size(s.fixed.weights),
-                      size(s.fixed.activation_peak), size(s.fixed.cuda_graph), size(s.fixed.total),
-                      size(s.kv_pool), f"{s.block_bytes:,}", f"{s.own_num_blocks:,}", binding)
-    console.print(table)
+    columns = [Col("stage", "name"), Col("layers", "name"), *(Col(h) for h in (
+        "weights", "activations", "CUDA graphs", "fixed", "KV pool", "block bytes", "own blocks")),
+               Col("", "name")]
+    rows = [[f"stage {s.index} of {p.size}", f"{s.layers[0]}-{s.layers[1] - 1}", size(s.fixed.weights),
+             size(s.fixed.activation_peak), size(s.fixed.cuda_graph), size(s.fixed.total), size(s.kv_pool),
+             f"{s.block_bytes:,}", f"{s.own_num_blocks:,}", "binding" if s.index == p.binding_stage else ""]
+            for s in p.stages]
+    print_table(console, f"pipeline parallel {p.size}: every stage (vLLM plans each and keeps the fewest blocks)",
+                columns, rows, box=boxes.HEAVY_HEAD, records=True)
     first = p.stages[p.binding_stage]
     console.print(f"binding: stage {p.binding_stage} of {p.size} (layers {first.layers[0]}-{first.layers[1] - 1}); "
                   "the figures below are its rank's, the KV cache size and concurrency the engine's")

@@ -13,6 +13,7 @@ from planner.report.explain import explain
 from planner.report.numbers import count
 from planner.report.result import Explanation, Margin, PlanResult, PoolPlan, SearchInfo, Target
 from planner.report.serve import own_nodes, served_model
+from planner.report.targets import binds_words, target_words
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
 from pricing.graph import load_model
@@ -119,16 +120,9 @@ def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str, eve
         return None, binds
     from planner.candidates import slo
 
-    said = slo.binds(service, sizing) if replicas == sizing.replicas else None
+    said = binds_words(service, sizing) if replicas == sizing.replicas else None
     sized, prices = every or (None, None)
-    return slo.figures(service, sizing, replicas, sized, prices), said or binds
-
-
-def target_words(service: ServiceSpec) -> list[str]:
-    """The service targets in words: 'p99 TTFT ≤ 2,000 ms', 'goodput ≥ 99.0%'."""
-    from planner.candidates.slo import target_words as words
-
-    return words(service) if service.slo is not None else []
+    return slo.figures(service, sizing, replicas, target_words(service), sized, prices), said or binds
 
 
 def token_costs(service: ServiceSpec, step, cost_per_hour: float) -> tuple[float | None, float | None]:

@@ -173,7 +173,8 @@ class Margin(BaseModel):
     source: str = Field(description="where the figure comes from: the calibration's residuals, or --margin")
 
 
-CONSTRAINTS = ("no_shape", "flags", "checkpoint", "latency", "weights", "context", "max_gpus", "time_limit")
+CONSTRAINTS = ("no_shape", "flags", "chip", "checkpoint", "latency", "weights", "context", "max_gpus", "network",
+               "time_limit")
 
 
 class Explanation(BaseModel):
@@ -182,11 +183,13 @@ class Explanation(BaseModel):
 
     chip: str = Field(description="the chip's id; '' when the reason is the search's, not a chip's")
     constraint: Literal[CONSTRAINTS] = Field(description="no_shape: the splits allowed leave no instance shape; "
-                                             "flags: vLLM rejects every shape's flags; checkpoint: the model loader "
+                                             "flags: vLLM rejects every shape's flags; chip: the chip's registry file "
+                                             "lacks a figure the role needs; checkpoint: the model loader "
                                              "refuses the checkpoint at every split; latency: the latency targets "
                                              "leave no configuration; weights: the fixed memory exceeds the budget "
                                              "at every split; context: one request at the context length does not "
                                              "fit the KV pool; max_gpus: the GPUs allowed hold too few requests; "
+                                             "network: no link to hand a prompt's KV cache from prefill to decode; "
                                              "time_limit: the solver found no plan in time")
     text: str = Field(description="the reason in words, with its numbers and the nearest fit")
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from planner.report.result import PlanResult, PoolPlan
+from planner.report.result import Explanation, PlanResult, PoolPlan
 
 
 class Launch(BaseModel):
@@ -72,7 +72,8 @@ class DisaggPlan(BaseModel):
     cost_per_hour: float = 0.0
     router: Launch | None = Field(None, description="the proxy to start in front of the two pools")
     nodes: list = Field(default_factory=list, description="the nodes both pools are laid on")
-    explanations: list[str] = Field(default_factory=list, description="why no fleet fits, one line per role")
+    explanations: list[Explanation] = Field(default_factory=list, description="why no fleet fits: each reason's "
+                                            "chip ('' for the search's), constraint and sentence")
     solver_status: str = ""
     candidates_evaluated: int = 0
     pairs: int = Field(0, description="prefill × decode candidates the CP-SAT model chose among")

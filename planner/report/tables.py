@@ -10,7 +10,10 @@ folds a longer word). Numbers and names are never wrapped nor cut: each column i
 widest cell. When the table does not fit the console's width, the columns with the highest
 `drop` go first (0: never dropped), and a line under the table names what was left out and how
 to see it (a wider terminal, `COLUMNS=200`, or `--format csv`). Text columns then wrap to what
-is left. `csv_text` writes the same columns, every one, as CSV.
+is left. A table whose every column is kept (`records=True`) is printed instead, when it does not
+fit, one row a block: its first cell as the heading, then each other column's header and cell on a
+line of their own (the cell wrapping at spaces), and a line under it saying so. `csv_text` writes
+the same columns, every one, as CSV.
 
 The console's width: the terminal's; `COLUMNS` when it is set (piped or not); else, piped or
 redirected, planner/defaults.yaml report.pipe_width."""
@@ -26,7 +29,7 @@ from typing import Literal
 
 from rich import box as boxes
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -78,14 +81,15 @@ def _widest(column: Col, cells: list[str]) -> int:
 
 
 def _table(title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], keep: list[int],
-           box, caption: str | None) -> Table:
+           box, caption: str | None, whole_words: bool = False) -> Table:
     table = Table(box=box, title=Text(title) if title else None, caption=Text(caption) if caption else None,
                   title_justify="left", caption_justify="left")
     for i in keep:
         c = columns[i]
         widest = _widest(c, [str(r[i]) for r in rows])
         if c.kind == "text":
-            table.add_column(Text(c.header), justify=c.align, overflow="fold", min_width=min(widest, 12))
+            table.add_column(Text(c.header), justify=c.align, overflow="fold",
+                             min_width=widest if whole_words else min(widest, 12))
         else:
             table.add_column(Text(c.header), justify=c.align, no_wrap=True, min_width=widest, overflow="fold")
     for r in rows:
@@ -101,21 +105,50 @@ def width_needed(table: Table) -> int:
 
 
 def fit(title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], width: int, *,
-        box=boxes.SIMPLE_HEAD, caption: str | None = None) -> tuple[Table, list[str]]:
-    """The table at `width`, and the headers of the columns dropped to fit it (none when it fits)."""
+        box=boxes.SIMPLE_HEAD, caption: str | None = None, whole_words: bool = False) -> tuple[Table, list[str]]:
+    """The table at `width`, and the headers of the columns dropped to fit it (none when it fits);
+    `whole_words`: a text column is never narrower than its longest word."""
     keep = list(range(len(columns)))
     while True:
-        table = _table(title, columns, rows, keep, box, caption)
+        table = _table(title, columns, rows, keep, box, caption, whole_words)
         droppable = [i for i in keep if columns[i].drop > 0]
         if width_needed(table) <= width or not droppable:
             return table, [" ".join(c.header.split()) for i, c in enumerate(columns) if i not in keep]
         keep.remove(max(droppable, key=lambda i: (columns[i].drop, i)))
 
 
+def record_blocks(columns: Sequence[Col], rows: Sequence[Sequence[str]]) -> Group:
+    """Every row a block: the first header and its cell as the heading ('group 0'; the cell alone
+    when it starts with the header, 'stage 0 of 2'), then each other column's header and cell (an
+    empty cell left out), the cell wrapping at spaces (a word longer than the line folds)."""
+    headers = ["  " + " ".join(c.header.split()) for c in columns[1:]]
+    blocks = []
+    for r in rows:
+        block = Table.grid(padding=(0, 2, 0, 0))
+        block.add_column(no_wrap=True, min_width=max(map(cell_len, headers)))
+        block.add_column(overflow="fold")
+        for header, cell in zip(headers, r[1:], strict=True):
+            if str(cell):
+                block.add_row(Text(header), Text(str(cell)))
+        first = " ".join(columns[0].header.split())
+        blocks += [Text(str(r[0]) if str(r[0]).startswith(first) else f"{first} {r[0]}"), block]
+    return Group(*blocks)
+
+
 def print_table(console: Console, title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], *,
-                box=boxes.SIMPLE_HEAD, caption: str | None = None, csv_hint: bool = True) -> list[str]:
-    """Print the fitted table, and under it what was left out; returns the dropped headers."""
-    table, dropped = fit(title, columns, rows, console.width, box=box, caption=caption)
+                box=boxes.SIMPLE_HEAD, caption: str | None = None, csv_hint: bool = True,
+                records: bool = False) -> list[str]:
+    """Print the fitted table, and under it what was left out; returns the dropped headers. With
+    `records`, a table too wide for the console is printed one row a block instead."""
+    table, dropped = fit(title, columns, rows, console.width, box=box, caption=caption, whole_words=records)
+    if records and width_needed(table) > console.width:
+        if title:
+            console.print(title, markup=False, highlight=False)
+        console.print(record_blocks(columns, rows))
+        console.print(f"(one {' '.join(columns[0].header.split())} a block: the table takes "
+                      f"{width_needed(table)} columns, not {console.width}; widen the terminal or set COLUMNS to "
+                      "see it as a table)", markup=False, highlight=False)
+        return []
     console.print(table)
     if dropped:
         more = " or `--format csv`" if csv_hint else ""

@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from planner import defaults
-from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures
+from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures, Refused
 from planner.candidates.table import ChipTable, Row, candidate_table, priced_chip
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
 from pricing.chips import Chip
-from pricing.errors import InputError, Quoted
+from pricing.errors import InputError, Quoted, mention
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel.connector import stages_refused
@@ -54,6 +54,16 @@ from pricing.serving.queueing import md1_wait, servers_for_wait
 from pricing.step.transfer import Handover, handover, link_between, link_within_node
 
 RATE_UNITS = 1000  # requests per second are counted in thousandths in the model
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a pair is not formed, as the report's Explanation states it: the chip ('' when the
+    reason is the search's), the constraint by name, and the sentence."""
+
+    chip: str
+    constraint: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -100,13 +110,15 @@ def rate_of(service: ServiceSpec) -> float:
     """The request rate a disaggregated fleet is sized for: --requests-per-second."""
     w = service.workload
     if w is None:
-        raise InputError("serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
+        raise InputError("serving", "disaggregated serving is sized by a workload",
+                         f"add {mention('isl')} and {mention('osl')}")
     if w.requests_per_second is None:
         raise InputError("serving", "disaggregated serving is sized by a request rate",
-                         "add --requests-per-second (or --concurrency with --ttft-ms and --tpot-ms)")
+                         f"add {mention('requests_per_second')} (or {mention('concurrency')} with {mention('ttft_ms')} "
+                         f"and {mention('tpot_ms')})")
     if service.ttft_ms is None:
         raise InputError("serving", "the prefill pool is sized by the time to first token, queueing included",
-                         "add --ttft-ms")
+                         f"add {mention('ttft_ms')}")
     return w.requests_per_second
 
 
@@ -139,7 +151,7 @@ def _side(model: ModelGraph, service: ServiceSpec, chip_id: str, limits: PoolLim
     return Side(chip, table, rows if role is PREFILL else [r for r in rows if r.shape.pp == 1])
 
 
-def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[list, list[str]]:
+def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[list, list[Reason]]:
     """The side's rows the connector accepts, priced in their role (or why each is refused)."""
     out, why = [], []
     for row in side.rows:
@@ -149,10 +161,13 @@ def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[l
             else:
                 found = (row, DECODE.step_model(model, side.chip, service, row))
         except InputError as err:
-            why.append(Quoted(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: ", err))
+            what = "chip" if err.field == "chip" else "flags"  # the chip's data lacks a figure, or vLLM refuses
+            line = Quoted(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: ", err)
+            why.append(Reason(side.chip.id, what, line))
             continue
-        if isinstance(found, str):
-            why.append(f"{side.chip.id} tp {row.shape.tp} × dp {row.shape.dp}: {found}")
+        if isinstance(found, Refused):
+            why.append(Reason(side.chip.id, found.constraint,
+                              f"{side.chip.id} tp {row.shape.tp} × dp {row.shape.dp}: {found.text}"))
         else:
             out.append(found)
     return out, why
@@ -165,14 +180,14 @@ class DisaggSearch:
     status: str
     evaluated: int
     seconds: float
-    explanations: list[str]
+    explanations: list[Reason]
     model: ModelGraph
     rate: float
     ranked: list[tuple[Pair, int, int]] = field(default_factory=list)  # the chosen, then the alternatives
 
 
 def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side], decode_sides: list[Side],
-              rate: float) -> tuple[list[Pair], list[str]]:
+              rate: float) -> tuple[list[Pair], list[Reason]]:
     """Every prefill × decode pair that meets the targets at `rate`, priced; and why the rest do not.
 
     A pair of one chip whose node is one NVLink domain is priced twice: over the network (pools on
@@ -194,11 +209,12 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
         decodes += [(side, row, sm) for row, sm in found]
         why += refused
     if not prefills:
-        first = why[0] if why else None
-        why.append(first.within("prefill: no candidate instance (", ")") if isinstance(first, Quoted)
-                   else "prefill: no candidate instance" + (f" ({first})" if first else ""))
+        first = why[0].text if why else None
+        why.append(Reason("", "no_shape", first.within("prefill: no candidate instance (", ")")
+                          if isinstance(first, Quoted) else
+                          "prefill: no candidate instance" + (f" ({first})" if first else "")))
     if not decodes:
-        why.append("decode: no candidate instance")
+        why.append(Reason("", "no_shape", "decode: no candidate instance"))
     pairs: list[Pair] = []
     best_ttft: tuple[float, str] | None = None
     decode_memo: dict = {}
@@ -206,7 +222,7 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
         for dside, drow, sm in decodes:
             link = link_between(pside.chip, dside.chip)
             if isinstance(link, str):
-                why.append(link)
+                why.append(Reason("", "network", link))
                 continue
             links = [(link, None)]
             node = link_within_node(pside.chip) if pside.chip.id == dside.chip.id else None
@@ -222,8 +238,9 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
                 if dec is None:
                     share = bytes_per_rank / kernel.request_bytes()
                     dec = decode_memo[key] = DECODE.figures(sm, service, drow, h.seconds, share)
-                if isinstance(dec, str):
-                    why.append(f"decode {dside.chip.id} tp {drow.shape.tp} × dp {drow.shape.dp}: {dec}")
+                if isinstance(dec, Refused):
+                    why.append(Reason(dside.chip.id, dec.constraint,
+                                      f"decode {dside.chip.id} tp {drow.shape.tp} × dp {drow.shape.dp}: {dec.text}"))
                     continue
                 budget = ttft - pf.prompt_seconds - h.seconds - dec.step_seconds
                 spent = pf.prompt_seconds + h.seconds + dec.step_seconds
@@ -249,7 +266,7 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
                     continue  # the two pools do not fit one node: their hand-over crosses the network
                 pairs.append(pair)
     if not pairs and best_ttft is not None:
-        why.append(f"ttft: {best_ttft[1]}")
+        why.append(Reason("", "latency", f"ttft: {best_ttft[1]}"))
     order = sorted(range(len(pairs)), key=lambda i: _rank_key(pairs[i], units))
     ranked = [pairs[i] for i in order]
     return [Pair(**{**p.__dict__, "rank": i}) for i, p in enumerate(ranked)], list(dict.fromkeys(why))
@@ -385,7 +402,7 @@ def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = 
               for pair, p, d in ranked]
     chosen = ranked[0] if ranked else None
     if chosen is None:
-        why = why or [beyond_inventory(pairs, rate, limits, per_node)]
+        why = why or [Reason("", "max_gpus", beyond_inventory(pairs, rate, limits, per_node))]
     return DisaggSearch(pairs, chosen, status, evaluated, time.perf_counter() - start, why, model, rate,
                         ranked)
 
@@ -473,7 +490,7 @@ def _pools_of(pair: Pair) -> tuple:
 
 
 def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int | None], first_rank: int,
-                  per_node: dict[str, int]) -> tuple[list[PairOption], list[str]]:
+                  per_node: dict[str, int]) -> tuple[list[PairOption], list[Reason]]:
     """The service's prefill × decode pairs as scenario options (one replica each, at their fewest
     counts), those no other pair beats on cost with as few GPUs on every chip, within the stock;
     and why there are none. The options are priced over the network (the scenario's nodes are
@@ -511,6 +528,7 @@ def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int
             continue
         kept.append((cost_units, dollars, row))
     if not kept and not why:
-        why = [f"no prefill × decode pair fits the stock ({', '.join(f'{c} {n}' for c, n in stock.items())})"]
+        why = [Reason("", "max_gpus", "no prefill × decode pair fits the stock ("
+                      + ", ".join(f"{c} {n}" for c, n in stock.items()) + ")")]
     return [PairOption(row, 0.0, 0, 1, 1, first_rank + i, cost_units, dollars)
             for i, (cost_units, dollars, row) in enumerate(kept)], why

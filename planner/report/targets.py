@@ -1,0 +1,45 @@
+"""The service targets in words, through the number formatter: the targets asked ('p99 TTFT ≤
+2,000 ms', 'goodput ≥ 99.0%'), the percentiles a simulated benchmark measured, and which target
+sets a pool's replica count (the candidates carry the values: planner/candidates/slo.py)."""
+
+from __future__ import annotations
+
+from planner.report.numbers import duration, given, percent
+from planner.request import METRIC_NAMES, ServiceSpec
+
+
+def target_words(service: ServiceSpec) -> list[str]:
+    """The service targets in words: 'p99 TTFT ≤ 2,000 ms', 'goodput ≥ 99.0%'; none without targets."""
+    if service.slo is None:
+        return []
+    words = [f"p{p} {METRIC_NAMES[m]} ≤ {given(ms)} ms" for m, p, ms in service.slo.targets]
+    if service.slo.goodput is not None:
+        words.append(f"goodput ≥ {percent(service.slo.goodput)}")
+    return words
+
+
+def measured_words(service: ServiceSpec, served) -> str:
+    """The measured percentiles the targets name, in words: 'p99 TTFT 1,234.5 ms'."""
+    return ", ".join(f"p{p} {METRIC_NAMES[m]} {duration(served.metric(m).percentile(p) * 1000)}"
+                     for m, p, _ in service.slo.targets)
+
+
+def binds_words(service: ServiceSpec, sizing) -> str | None:
+    """Which target sets the replica count, with the figures one replica fewer; None when memory
+    (the concurrency held) does."""
+    from planner.candidates import slo
+
+    found = slo.binding(service, sizing)
+    if found is None:
+        return None
+    r, missed = found
+    rate = service.workload.requests_per_second
+    said = []
+    for metric, p, bound, got in missed:
+        if metric == "goodput":
+            said.append(f"goodput {percent(bound)} (at {r - 1} replicas {percent(got)} of requests meet every bound)")
+        else:
+            said.append(f"p{p} {METRIC_NAMES[metric]} ≤ {given(bound)} ms (at {r - 1} replicas, "
+                        f"{rate / (r - 1):,.2f} requests/s each: {duration(got)})")
+    return (f"service targets at {given(rate)} requests/s: " + "; ".join(said)
+            + f"; at {r} replicas ({rate / r:,.2f} requests/s each): {measured_words(service, sizing.served)}")
