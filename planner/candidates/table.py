@@ -44,6 +44,7 @@ from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Capacity, Kernel, Startup
 from pricing.kernel.deployment import beyond_positions
+from pricing.rules import get as get_release
 
 
 def priced_chip(chip_id: str, limits: PoolLimits) -> Chip:
@@ -109,10 +110,11 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     if grid is None:
         return
     verdict, length, budgets, utils = grid
+    release = get_release(service.vllm_version)  # the probe's, resolved once for every kernel below
     margin = service.kv_margin
     for n, mbt in enumerate(budgets):
         kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=utils[0],
-                                                 max_num_batched_tokens=mbt), chip, release=service.vllm_version)
+                                                 max_num_batched_tokens=mbt), chip, release=release)
         top = 0
         capacity = Capacity(kernel)
         for util in utils:

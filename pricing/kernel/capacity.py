@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 
 from pricing.kernel.kernel import Kernel
 from pricing.kernel.startup import Startup, failed_check_at
@@ -57,7 +56,6 @@ class Capacity:
         return max(0, min(k.engine.max_num_seqs, held))
 
 
-@lru_cache(maxsize=64)
 def _kept(margin: float) -> tuple[int, int]:
     """The share of a pool counted on with a `margin` held back, exactly (the margin as written),
     as a fraction's numerator and denominator."""

@@ -5,8 +5,6 @@ kernel: the packs combine cache specs (pricing.specs)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from pricing.errors import InputError
 from pricing.rules import vllm_0_10, vllm_0_11, vllm_0_19, vllm_0_21, vllm_0_26, vllm_0_33
 from pricing.rules.release import Release, release_tuple
@@ -27,11 +25,6 @@ def get(version: str | Release | None = None) -> Release:
     named as that release; the default when None."""
     if isinstance(version, Release):
         return version
-    return _named(version)
-
-
-@lru_cache(maxsize=64)  # every kernel asks; a pack named by a string is the same pack each time
-def _named(version: str | None) -> Release:
     text = (version or DEFAULT).strip().lower().removeprefix("vllm-").removeprefix("vllm ").removeprefix("v")
     asked = release_tuple(text)
     if len(asked) >= 2 and text.startswith(".".join(map(str, asked[:2]))):
