@@ -322,7 +322,7 @@ class ScenarioErrors(InputError):
     def __init__(self, lines: list[str]):
         self.lines = lines
         ValueError.__init__(self, "\n".join(lines))
-        self.field, self.problem, self.fix = "scenario", lines[0], ""
+        self.field, self.problem, self.fix, self.text = "scenario", lines[0], "", (lines[0], "")
 
     def __reduce__(self):
         return (type(self), (self.lines,))
@@ -521,24 +521,31 @@ def _raw_references(raw: dict, where: str) -> list[str]:
     return lines
 
 
-def check_scenario(scenario: Scenario, where: str, positions: bool = True) -> list[str]:
+def file_key(field: str) -> str | None:
+    """A scenario file's key, within a service, for a field an error mentions (None: the field)."""
+    return f"workload.{field}" if field in WorkloadSpec.model_fields else None
+
+
+def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=file_key) -> list[str]:
     """Every problem of a scenario, one line each with its path inside the file: names that do
     not exist (with the nearest), and limits that depend on the model (positions, heads,
     drafters, KV cache dtypes), for the base and each variant.
 
     A context beyond a model's positions is an error of the services as written (`positions`),
     but not of a variant: a what-if across context lengths is answered, the variant infeasible
-    with vLLM's reason (planner/report/fleet.py `refused_context`)."""
-    lines = check_references(scenario, where, variants=False) + check_limits(scenario, where, positions)
+    with vLLM's reason (planner/report/fleet.py `refused_context`). `name`: a mentioned field ->
+    how the reader calls it (the file's key; `plan compare` its flag)."""
+    lines = check_references(scenario, where, variants=False, name=name) + check_limits(scenario, where, positions)
     base = {line.split(": ", 1)[1] for line in lines}
-    for name in scenario.variants:
+    for variant in scenario.variants:
         try:
-            varied = scenario.apply(name)
+            varied = scenario.apply(variant)
         except InputError as err:
             lines.append(f"{where}: {err}")
             continue
-        prefix = f"{where}: variants.{name}"
-        found = check_references(varied, prefix, variants=False) + check_limits(varied, prefix, positions=False)
+        prefix = f"{where}: variants.{variant}"
+        found = (check_references(varied, prefix, variants=False, name=name)
+                 + check_limits(varied, prefix, positions=False))
         lines += [line for line in found if line.split(": variants.", 1)[-1].split(": ", 1)[-1] not in base]
     return list(dict.fromkeys(lines))
 
@@ -600,7 +607,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
     return lines
 
 
-def check_references(scenario: Scenario, where: str, variants: bool = True) -> list[str]:
+def check_references(scenario: Scenario, where: str, variants: bool = True, name=file_key) -> list[str]:
     """Models, chips and variants that name things that do not exist; one line each."""
     from pricing.chips import get_chip
     from pricing.graph import load_model
@@ -615,8 +622,9 @@ def check_references(scenario: Scenario, where: str, variants: bool = True) -> l
                 load_model(merged.model, merged.quantization)
             except InputError as err:
                 field = "quantization" if err.field == "quantization" else "model"
-                lines.append(f"{where}: services[{i}].{field}: {err.problem}" + (f" ({err.fix})" if field !=
-                                                                                 "model" else ""))
+                problem, fix = err.parts(name)
+                lines.append(f"{where}: services[{i}].{field}: {problem}" + (f" ({fix})" if field != "model"
+                                                                             else ""))
         if merged.concurrency is None and merged.slo is None:
             lines.append(f"{where}: services[{i}].concurrency: required (here or in defaults), or service targets "
                          "at a rate (slo with a workload's requests_per_second)")
@@ -632,10 +640,10 @@ def check_references(scenario: Scenario, where: str, variants: bool = True) -> l
             lines.append(f"{where}: services[{i}].chips: no chip to plan on (give chips here, in defaults, or an "
                          "inventory)")
     if variants:
-        for name in scenario.variants:
+        for variant in scenario.variants:
             try:
-                varied = scenario.apply(name)
-                lines += check_references(varied, f"{where}: variants.{name}", variants=False)
+                varied = scenario.apply(variant)
+                lines += check_references(varied, f"{where}: variants.{variant}", variants=False, name=name)
             except InputError as err:
                 lines.append(f"{where}: {err}")
     return lines

@@ -1,6 +1,26 @@
-"""The one error type the user sees: bad input, named by its field, with the fix."""
+"""The one error type the user sees: bad input, named by its field, with the fix.
+
+The library names fields (`isl`, `quantization`), never a command's flags: an error's text
+mentions another field as `mention("isl")`, and whoever shows the error names each mention as its
+reader wrote it (`err.named(name)`: the command line's flag, a scenario file's key)."""
 
 from __future__ import annotations
+
+import re
+
+MENTION = re.compile("\x02([^\x03]*)\x03")  # a field named inside an error's text (control characters: no
+# text a user writes or a file holds carries them)
+
+
+def mention(field: str) -> str:
+    """`field` named inside an error's problem or fix, to be shown as the reader calls it."""
+    return f"\x02{field}\x03"
+
+
+def render(text: str, name=None) -> str:
+    """`text` with each mentioned field as `name` calls it (`name`: field -> its name, or None to
+    keep the field)."""
+    return MENTION.sub(lambda m: (name(m.group(1)) if name else None) or m.group(1), text)
 
 
 class InputError(ValueError):
@@ -8,20 +28,31 @@ class InputError(ValueError):
 
     def __init__(self, field: str, problem: str, fix: str = ""):
         self.field = field
-        self.problem = problem
-        self.fix = fix
-        message = f"{field}: {problem}"
-        if fix:
-            message += f" ({fix})"
-        super().__init__(message)
+        self.text = problem, fix  # as written, with its mentions
+        self.problem, self.fix = render(problem), render(fix)  # the mentions as the fields they name
+        super().__init__(f"{field}: {self.problem}" + (f" ({self.fix})" if self.fix else ""))
 
     def __reduce__(self):  # picklable as its parts (a scenario's worker processes return verdicts holding one)
-        return (type(self), (self.field, self.problem, self.fix))
+        return (type(self), (self.field, *self.text))
+
+    @property
+    def mentions(self) -> list[str]:
+        """The fields the problem and the fix name, in order."""
+        return [m.group(1) for text in self.text for m in MENTION.finditer(text)]
+
+    def as_named(self, name) -> InputError:
+        """This error with its field and its mentions as `name` calls them (`name`: field -> a flag
+        or a file's key, or None to keep the field)."""
+        problem, fix = self.text
+        return InputError(name(self.field) or self.field, render(problem, name), render(fix, name))
 
     def named(self, name) -> str:
-        """The line with its field as `name` calls it (`name`: field -> a flag or a file's path, or
-        None to keep the field)."""
-        return str(InputError(name(self.field) or self.field, self.problem, self.fix))
+        """The line with its field and its mentions as `name` calls them."""
+        return str(self.as_named(name))
+
+    def parts(self, name) -> tuple[str, str]:
+        """The problem and the fix with their mentions as `name` calls them."""
+        return render(self.text[0], name), render(self.text[1], name)
 
 
 class Quoted(str):

@@ -86,8 +86,8 @@ def calibrate(records, out_path, chip, model):
             raise InputError("--chip", f"{source} is a log and logs do not name the GPU", "give --chip")
         from pricing.calibration.check import _resolve_model
 
-        predictions.append(predict(log.record(Path(source).name, gpu=chip), checkpoint=_resolve_model(log, model),
-                                   chip=get_chip(chip)))
+        predictions.append(predict(log.record(Path(source).name, gpu=chip),
+                                   checkpoint=_resolve_model(log, model, source), chip=get_chip(chip)))
     values = fit(predictions)
     if not values:
         raise InputError("RECORDS", "no record informs any law (none has logged components the laws use)",

@@ -45,6 +45,14 @@ def own_flag(field: str, ctx: click.Context | None = None) -> str | None:
     return None
 
 
+def file_flag(field: str) -> str | None:
+    """`plan scenario`'s name for a field: its own flag, else the scenario file's key (`isl` ->
+    `workload.isl`), None for the field itself (a service's key)."""
+    from planner.scenario import file_key
+
+    return own_flag(field) or file_key(field)
+
+
 def service_flag(path: str) -> str:
     """`plan compare`'s flag for a scenario path of its one service: `services[0].context_length`
     -> `--context-length`."""
@@ -52,9 +60,9 @@ def service_flag(path: str) -> str:
 
 
 def in_flags(err: InputError, flag) -> InputError:
-    """The error with its field named as the command's flag (`flag`: field -> flag, or None to keep it)."""
-    name = flag(err.field)
-    return err if name is None else InputError(name, err.problem, err.fix)
+    """The error with its field and the fields its text mentions named as the command's flags
+    (`flag`: field -> flag, or None to keep the field)."""
+    return err.as_named(flag) if flag(err.field) is not None or err.mentions else err
 
 
 def names_flags(flag=own_flag):

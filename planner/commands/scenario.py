@@ -15,7 +15,7 @@ from rich.console import Console
 from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
-from planner.commands.flags import names_flags, option_flag, plan_flag, service_flag
+from planner.commands.flags import file_flag, names_flags, option_flag, plan_flag, service_flag
 from planner.commands.plan import (
     check_output_path,
     options_list,
@@ -110,7 +110,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
 @spare_option()
 @apply_k8s_options
 @click.pass_context
-@names_flags()
+@names_flags(file_flag)
 def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_file_schema, show_schema,
                      time_limit, executor, ray_address, spare, **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
@@ -298,7 +298,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     problems = []
     for _, s in scenarios:
         # a point beyond the model's positions is answered (infeasible, with vLLM's reason), not an error
-        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False)]
+        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False, name=plan_flag)]
     if problems:
         flags = [line.split(": ", 1) for line in problems]  # services[0].context_length: ... -> --context-length: ...
         raise ScenarioErrors(list(dict.fromkeys(f"{service_flag(field)}: {text}" for field, text in flags)))

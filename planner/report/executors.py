@@ -19,7 +19,7 @@ from planner.candidates.table import shared_tables, sharing, sweep_key
 from planner.report.fleet import FleetResult, plan_scenario
 from planner.scenario import Scenario
 from planner.search.fleet import table_requests
-from pricing.errors import InputError
+from pricing.errors import InputError, mention
 
 EXECUTORS = tuple(defaults.value("parallel.executors"))
 Job = tuple[Scenario, str]  # a variant's scenario and its name
@@ -86,7 +86,7 @@ def _ray(address: str | None):
         import ray
     except ImportError:
         raise InputError("executor", "ray is not installed", "pip install 'deployment-planner[ray]', or use "
-                         "--executor pool") from None
+                         f"{mention('executor')} pool") from None
     if not ray.is_initialized():
         if address:
             ray.init(address=address, log_to_driver=False)

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner import defaults
-from pricing.errors import InputError
+from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
@@ -102,8 +102,9 @@ def unlabelled(chip) -> InputError | None:
     why = entry.get("how", "the chip registry has no gpu_product_label for it")
     key, resource = NODE_LABEL[chip.vendor], GPU_RESOURCE[chip.vendor]
     return InputError("node_selector", f"no {key} value is known for {chip.id} ({why})",
-                      f"give the label your {chip.id} nodes carry, e.g. --node-selector {key}=VALUE (kubectl get "
-                      f"nodes --show-labels), or --node-selector none for any node with {resource}")
+                      f"give the label your {chip.id} nodes carry, e.g. {mention('node_selector')} {key}=VALUE "
+                      f"(`kubectl get nodes --show-labels`), or {mention('node_selector')} none for any node with "
+                      f"{resource}")
 
 
 def _gpu(chip, options: K8sOptions) -> tuple[str, dict]:
@@ -249,8 +250,8 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     served = commands[0][2]
     model = options.model_source or served
     if model.startswith("$"):
-        raise InputError("model_source", "the weights' location is needed (--model named a config file with no "
-                         "weights beside it)", "give the folder or Hugging Face id the pods serve")
+        raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config file "
+                         "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
     per_pod = [len(s.gpus) for s in first.slots]
     leader_args = _serve_args(commands[0], model, leader=True)
@@ -294,7 +295,7 @@ def no_llm_d(name: str) -> InputError:
     """The llm-d target and a disaggregated service: not written (never half of it)."""
     return InputError("k8s_target", f"{name}: llm-d's prefill/decode scheduling (its P/D profile handler and the "
                       "decode pods' routing sidecar) is not written by this tool",
-                      "use --k8s-target plain: vLLM's proxy in front of the two pools")
+                      f"use {mention('k8s_target')} plain: vLLM's proxy in front of the two pools")
 
 
 def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) -> tuple[list[dict], list[str]]:

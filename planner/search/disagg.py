@@ -46,7 +46,7 @@ from planner.candidates.table import ChipTable, Row, candidate_table, priced_chi
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
 from pricing.chips import Chip
-from pricing.errors import InputError, Quoted
+from pricing.errors import InputError, Quoted, mention
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel.connector import stages_refused
@@ -110,13 +110,15 @@ def rate_of(service: ServiceSpec) -> float:
     """The request rate a disaggregated fleet is sized for: --requests-per-second."""
     w = service.workload
     if w is None:
-        raise InputError("serving", "disaggregated serving is sized by a workload", "add --isl and --osl")
+        raise InputError("serving", "disaggregated serving is sized by a workload",
+                         f"add {mention('isl')} and {mention('osl')}")
     if w.requests_per_second is None:
         raise InputError("serving", "disaggregated serving is sized by a request rate",
-                         "add --requests-per-second (or --concurrency with --ttft-ms and --tpot-ms)")
+                         f"add {mention('requests_per_second')} (or {mention('concurrency')} with {mention('ttft_ms')} "
+                         f"and {mention('tpot_ms')})")
     if service.ttft_ms is None:
         raise InputError("serving", "the prefill pool is sized by the time to first token, queueing included",
-                         "add --ttft-ms")
+                         f"add {mention('ttft_ms')}")
     return w.requests_per_second
 
 

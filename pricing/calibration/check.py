@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from pricing.calibration.predict import Checkpoint, Prediction, checkpoint_for, predict, record_models
 from pricing.calibration.startup_log import ParsedLog
-from pricing.errors import InputError
+from pricing.errors import InputError, mention
 from pricing.units import GiB
 
 
@@ -41,7 +41,7 @@ class CheckReport(BaseModel):
     assumed: list[str] = []  # settings the log does not state, taken at vLLM's default (and the flag to give)
 
 
-def _resolve_model(log: ParsedLog, given: str | None) -> Checkpoint:
+def _resolve_model(log: ParsedLog, given: str | None, source: str) -> Checkpoint:
     """The model the log's deployment is sized with: the one given, else the log's checkpoint as
     record_models.yaml lists it (with its quantization), by id or by a local path's last part,
     else a card or cached Hugging Face id of that name."""
@@ -51,8 +51,8 @@ def _resolve_model(log: ParsedLog, given: str | None) -> Checkpoint:
         return Checkpoint(given)
     logged = log.deployment.get("model")
     if not logged:
-        raise InputError("check-log", "the log names no model (no engine arguments or 'non-default args' line)",
-                         "give --model")
+        raise InputError(source, "the log names no model (no engine arguments or 'non-default args' line)",
+                         f"give {mention('model')}")
     checkpoint = checkpoint_for(logged)
     if checkpoint is None:  # a local path: match its last part against the known checkpoints
         tail = logged.rstrip("/").rsplit("/", 1)[-1].lower()
@@ -63,8 +63,9 @@ def _resolve_model(log: ParsedLog, given: str | None) -> Checkpoint:
             resolve(logged)
             checkpoint = Checkpoint(logged)
         except InputError:
-            raise InputError("check-log", f"the log's model {logged!r} is not a card, a known checkpoint or a "
-                             "cached Hugging Face id", "give --model (a card name or a config.json path)") from None
+            raise InputError(source, f"the log's model {logged!r} is not a card, a known checkpoint or a cached "
+                             "Hugging Face id", f"give {mention('model')} (a card name or a config.json path)"
+                             ) from None
     return checkpoint
 
 
@@ -74,16 +75,16 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     from pricing.chips import get_chip
 
     if not log.startup_log:
-        raise InputError("check-log", f"{source} is not a vLLM start-up log (it states no release nor engine "
+        raise InputError(source, f"is not a vLLM start-up log (it states no release nor engine "
                          f"arguments, and {len(set(log.evidence.values()))} of its {log.lines:,} lines are vLLM's)",
                          "give the engine's start-up output, from its first line to 'Maximum concurrency'")
     if "available_kv_gib" not in log.observed and log.refusal is None:
-        raise InputError("check-log", f"{source} has no 'Available KV cache memory' line (nor v0's 'the rest of "
+        raise InputError(source, "has no 'Available KV cache memory' line (nor v0's 'the rest of "
                          "the memory reserved for KV Cache'), and no start-up error",
                          "give the log up to the KV cache sizing lines")
     if chip is None:
-        raise InputError("chip", "the log does not name the GPU", "give --chip (see `plan chips`)")
-    checkpoint = _resolve_model(log, model)
+        raise InputError("chip", "the log does not name the GPU", f"give {mention('chip')} (see `plan chips`)")
+    checkpoint = _resolve_model(log, model, source)
     target = get_chip(chip)
     record = log.record(Path(source).name, model=log.deployment.get("model") or checkpoint.name, gpu=target.id)
     if release:
@@ -92,11 +93,11 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
         if value is not None and key not in log.deployment:
             setattr(record, key, value)
     if record.vllm_version is None:
-        raise InputError("check-log", "the log states no release (no 'vLLM API server version' or engine config "
-                         "line)", "give --vllm-version, e.g. 0.19.0")
+        raise InputError(source, "the log states no release (no 'vLLM API server version' or engine config "
+                         "line)", f"give {mention('vllm_version')}, e.g. 0.19.0")
     p = predict(record, weights="kernel", checkpoint=checkpoint, chip=target)
     if not p.usable:
-        raise InputError("check-log", f"cannot rebuild this deployment: {p.skipped}", "see `plan check-log --help`")
+        raise InputError(source, f"cannot rebuild this deployment: {p.skipped}", "see `plan check-log --help`")
     report = _report(p, log, source, checkpoint.name)
     stated = set(log.deployment) | {k for k, v in (fill or {}).items() if v is not None}
     if "max_concurrency_tokens" in log.observed:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pricing import yaml_fast
 from pricing.config.defaults import decoder_config
-from pricing.errors import InputError, suggest
+from pricing.errors import InputError, mention, suggest
 from pricing.registry import shipped
 
 CARDS = Path(__file__).resolve().parent.parent / "cards"
@@ -69,14 +69,14 @@ def _read_json(path: Path, what: str) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise InputError("model", f"{path} is not valid JSON ({err.msg} at line {err.lineno})",
-                         f"fix the {what} or point --model at another one") from None
+                         f"fix the {what} or point {mention('model')} at another one") from None
     except UnicodeDecodeError as err:
         raise InputError("model", f"{path} is not UTF-8 text (byte {err.start}: {err.reason})",
                          f"save the {what} as UTF-8 JSON") from None
     except OSError as err:
         raise InputError("model", f"cannot read {path}: {err.strerror}", "check the path") from None
     if not isinstance(data, dict):
-        raise InputError("model", f"{path} does not hold a JSON object", f"point --model at a {what}")
+        raise InputError("model", f"{path} does not hold a JSON object", f"point {mention('model')} at a {what}")
     return data
 
 
@@ -159,7 +159,8 @@ def resolve(model: str) -> ModelSource:
     path = Path(model).expanduser()
     if path.is_dir():
         if not (path / "config.json").exists():
-            raise InputError("model", f"folder {path} holds no config.json", "point --model at the model's folder")
+            raise InputError("model", f"folder {path} holds no config.json",
+                             f"point {mention('model')} at the model's folder")
         return _from_folder(path, path.name, model, f"folder {path}{shadow}")
     if path.is_file():
         raw = _read_json(path, "config.json")

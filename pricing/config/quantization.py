@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from pricing.config.methods import _registry_file, methods, methods_help  # noqa: F401  (read here too)
-from pricing.errors import InputError
+from pricing.errors import InputError, mention
 from pricing.units import cdiv, round_up
 
 
@@ -615,8 +615,8 @@ def served_format(cfg: dict, hf_quant: dict | None, dtype: str, where: str) -> s
 
 def _bad(method: str, where: str, problem: str) -> InputError:
     return InputError(f"{where}: quantization_config", f"{method}: {problem}",
-                      "the project cannot size this scheme; serve another checkpoint or pass --quantization bf16 "
-                      "to price it unquantized")
+                      "the project cannot size this scheme; serve another checkpoint or set "
+                      f"{mention('quantization')} to bf16 to price it unquantized")
 
 
 # -- readers, one per method -----------------------------------------------------------------
@@ -884,7 +884,7 @@ def read(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None, whe
     if override not in (None, "none") and not _compatible(override, found.method):
         raise InputError("quantization", f"{override} does not match the checkpoint's {found.method} ({where}); "
                          "vLLM refuses a method that differs from the checkpoint's",
-                         "drop --quantization or give the checkpoint's method")
+                         f"drop {mention('quantization')} or give the checkpoint's method")
     return found
 
 
@@ -908,8 +908,8 @@ def launch_method(cfg: dict, hf_quant: dict | None, dtype: str, override: str | 
     raise InputError("quantization", f"{override} plans the weights as {', '.join(sorted(wanted))}, and {where} is "
                      f"{own.label}: vLLM 0.33 loads that format only from a checkpoint quantized in it (it "
                      f"quantizes online only with {online})",
-                     "give --model a checkpoint in that format, or drop --quantization (`plan memory` sizes the "
-                     "what-if)")
+                     f"give {mention('model')} a checkpoint in that format, or drop {mention('quantization')} "
+                     "(`plan memory` sizes the what-if)")
 
 
 def _kinds(q: QuantConfig) -> set[str]:

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pricing.chips import Chip
-from pricing.errors import InputError
+from pricing.errors import InputError, mention
 from pricing.graph.model import ModelGraph
 from pricing.kernel import pipeline
 from pricing.registry import Registry, load
@@ -196,9 +196,9 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         raise InputError("enable_expert_parallel", f"{model.name} has no routed experts", "drop the flag")
     ep_size = tp * dp * d.prefill_context_parallel_size if ep else 1
     if d.enable_eplb and not ep:
-        raise InputError("enable_eplb", "needs expert parallelism", "add --enable-expert-parallel")
+        raise InputError("enable_eplb", "needs expert parallelism", f"add {mention('enable_expert_parallel')}")
     if d.num_redundant_experts and not d.enable_eplb:
-        raise InputError("num_redundant_experts", "needs EPLB", "add --enable-eplb or set it to 0")
+        raise InputError("num_redundant_experts", "needs EPLB", f"add {mention('enable_eplb')} or set it to 0")
     if d.enable_eplb and (model.routed_experts + d.num_redundant_experts) % ep_size:
         raise InputError("num_redundant_experts",
                          f"{model.routed_experts} experts + {d.num_redundant_experts} redundant do not divide evenly "
@@ -224,7 +224,7 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     if d.max_num_batched_tokens is not None and d.max_num_seqs is not None and tokens < seqs:
         raise InputError("max_num_batched_tokens", f"{tokens} is below max_num_seqs {seqs} (vLLM's "
                          "SchedulerConfig requires max_num_batched_tokens >= max_num_seqs)",
-                         f"use at least {seqs}, or lower --max-num-seqs")
+                         f"use at least {seqs}, or lower {mention('max_num_seqs')}")
     if d.max_num_batched_tokens is None:
         tokens = min(seqs * max_len, tokens)
     if d.max_num_seqs is None:

@@ -319,7 +319,7 @@ def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
     registry has, or add one inside a table it has (a new family's law); anything else is named
     as bad input, so a typo is never silently ignored.
     """
-    from pricing.errors import InputError
+    from pricing.errors import InputError, mention
 
     base = base or shipped()
     path = Path(path)
@@ -336,7 +336,7 @@ def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
     for stem, node in data.items():
         if stem == "chips":
             raise InputError("registry", f"{path}: chips cannot be overlaid",
-                             "give a chip's memory or price with --memory-bytes / --price")
+                             f"give a chip's memory or price with {mention('memory_bytes')} / {mention('price')}")
         if stem not in base.raw:
             raise InputError("registry", f"{path}: {stem!r} is not a registry file",
                              f"use one of {', '.join(sorted(base.raw))}")

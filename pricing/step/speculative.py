@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pricing.errors import InputError
+from pricing.errors import InputError, mention
 from pricing.registry import Registry, Sourced
 
 
@@ -75,7 +75,7 @@ def acceptance(reg: Registry, method: str) -> Acceptance:
     name = f"step_model.speculative.{method}.acceptance"
     if name not in reg:
         raise InputError("speculative_method", f"no acceptance rates for {method!r} in the step model",
-                         f"add {name} to pricing/registry/step_model.yaml or a --registry overlay")
+                         f"add {name} to pricing/registry/step_model.yaml or a {mention('registry')} overlay")
     p = reg[name]
     values = p.value if isinstance(p.value, list) else [p.value]
     try:
