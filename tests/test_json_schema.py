@@ -171,3 +171,16 @@ def test_a_disaggregated_plan_explains_itself_in_the_same_objects(schema, report
     defs = schema["$defs"]
     assert defs["DisaggPlan"]["properties"]["explanations"]["items"] == \
         defs["PlanResult"]["properties"]["explanations"]["items"] == {"$ref": "#/$defs/Explanation"}
+
+
+def test_an_infeasible_disaggregated_plan_carries_null_not_zeros(schema, reports):
+    """No fleet fits: its TPOT, GPUs and price are null (as an infeasible scenario service's), not
+    0.0 / 0 / $0.00 a reader could take for a free fleet; the schema says they may be null."""
+    dis = reports["plan --serving disagg, nothing fits"]["serving"]["disaggregated"]
+    assert dis["feasible"] is False
+    assert dis["tpot_ms"] is None and dis["gpus"] is None and dis["cost_per_hour"] is None
+    props = schema["$defs"]["DisaggPlan"]["properties"]
+    for key in ("tpot_ms", "gpus", "cost_per_hour"):
+        assert {"type": "null"} in props[key]["anyOf"], key
+    feasible = reports["plan --serving auto"]["serving"]["disaggregated"]
+    assert feasible["feasible"] and feasible["gpus"] > 0 and feasible["cost_per_hour"] > 0 and feasible["tpot_ms"] > 0

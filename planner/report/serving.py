@@ -67,9 +67,10 @@ class DisaggPlan(BaseModel):
     handover: Handover | None = None
     ttft: TimeToFirstToken | None = None
     requests_per_second: float = Field(0.0, description="the rate the fleet is sized for")
-    tpot_ms: float = Field(0.0, description="the decode ranks' time per output token at their running batch")
-    gpus: int = 0
-    cost_per_hour: float = 0.0
+    tpot_ms: float | None = Field(None, description="the decode ranks' time per output token at their running "
+                                                    "batch; null when no fleet fits")
+    gpus: int | None = Field(None, description="GPUs of both pools; null when no fleet fits")
+    cost_per_hour: float | None = Field(None, description="USD per hour of both pools; null when no fleet fits")
     router: Launch | None = Field(None, description="the proxy to start in front of the two pools")
     nodes: list = Field(default_factory=list, description="the nodes both pools are laid on")
     explanations: list[Explanation] = Field(default_factory=list, description="why no fleet fits: each reason's "
