@@ -53,6 +53,33 @@ def test_plan_prints_provenance_only_on_request_and_json_always_carries_it(capsy
     assert out["best"]["headroom_percent"] == round((out["best"]["held"] / 64 - 1) * 100, 2)
 
 
+def test_the_provenance_table_prints_registry_numbers_in_the_one_style(capsys, monkeypatch):
+    """`--provenance` prints a registry's byte count as GiB/MiB beside its exact integer and other
+    numbers with thousands separators, entries of a table apart by '; ' (a comma is a separator);
+    `--json` keeps the stored values. The H100's memory_bytes, 84,986,036,224 = 81,049 MiB × 2^20,
+    is 79.15 GiB; the activation floor, 73,400,320 = 70 × 2^20, is 70.0 MiB."""
+    monkeypatch.setenv("COLUMNS", "240")  # wide enough that no value wraps
+    argv = ["memory", "--model", "llama-3.1-8b", "--chip", "h100"]
+    assert main([*argv, "--provenance"]) == 0
+    table = capsys.readouterr().out
+    row = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in table.splitlines()
+           if line.count("│") >= 3 and line.split("│")[1].strip()}
+    assert row["chips.chips.h100.memory_bytes"] == "79.15 GiB (84,986,036,224 bytes)"
+    assert row["cost_model_memory.activation_floor_bytes"] == "70.0 MiB (73,400,320 bytes)"
+    assert row["cost_model_memory.activation_element_bytes"] == "2 bytes"
+    assert "84986036224" not in table
+    assert main([*argv, "--json"]) == 0
+    stored = {p["name"]: p["value"] for p in json.loads(capsys.readouterr().out)["provenance"]}
+    assert stored["chips.chips.h100.memory_bytes"] == 81_049 * MiB == 84986036224
+    # a rate in bytes is no byte count; a table's entries; text and flags as stored
+    from planner.report.memory import registry_value
+
+    assert registry_value(15.578, False) == "15.578" and registry_value(16384, False) == "16,384"
+    assert registry_value({1: 0, 2: 1110328582}, False) == "{1: 0; 2: 1,110,328,582}"
+    assert registry_value({"fp8": 1, "bf16": 2}, True) == "{'fp8': 1 byte; 'bf16': 2 bytes}"
+    assert registry_value(True, False) == "True" and registry_value("model", False) == "model"
+
+
 def test_version():
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0 and re.match(r"plan \d+\.\d+\.\d+", result.output)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich import box as boxes
 from rich.console import Console
 
-from planner.report.numbers import block_unit, in_unit, size, tokens, with_article
+from planner.report.numbers import block_unit, exact, exact_size, in_unit, size, tokens, with_article
 from planner.report.tables import Col, console_for_output, print_table
 from pricing.rules import get as get_release
 
@@ -107,10 +107,31 @@ def render_provenance(rows, console: Console) -> None:
     cells = []
     for p in rows:
         p = p if isinstance(p, dict) else {"name": p.name, "value": p.value, "source": p.source}
-        cells.append([p["name"], str(p["value"]), p["source"]])
+        cells.append([p["name"], registry_value(p["value"], _names_bytes(p["name"])), p["source"]])
     print_table(console, "provenance (every registry value used; `--json` adds how each was obtained)",
                 [Col("name", "name"), Col("value", "text"), Col("source", "text")], cells, box=boxes.HEAVY_HEAD,
                 records=True)
+
+
+def _names_bytes(name: str) -> bool:
+    """A registry value is a byte count when its name says so ('chips.chips.h100.memory_bytes',
+    'cost_model_memory.activation_floor_bytes'); a rate such as 'sampler_bytes_per_logit' is not."""
+    return name.rsplit(".", 1)[-1].endswith("_bytes")
+
+
+def registry_value(value, in_bytes: bool, inner: bool = False) -> str:
+    """A registry value as the provenance table prints it: whole byte counts as `exact_size`, other
+    numbers as `exact`, tables and lists element by element, their entries apart by '; ' (a comma
+    is a thousands separator: '{1: 0; 2: 1,110,328,582}'); text and true/false as stored."""
+    if isinstance(value, bool) or not isinstance(value, int | float | dict | list | tuple):
+        return repr(value) if inner else str(value)
+    if isinstance(value, dict):
+        return "{" + "; ".join(f"{registry_value(k, False, True)}: {registry_value(v, in_bytes, True)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        shown = "; ".join(registry_value(v, in_bytes, True) for v in value)
+        return f"[{shown}]" if isinstance(value, list) else f"({shown})"
+    return exact_size(value) if in_bytes and isinstance(value, int) else exact(value)
 
 
 def render_checkpoint(r, kernel: Kernel, console: Console) -> None:

@@ -4,6 +4,8 @@ never an f-string of your own, for a figure a reviewer reads:
     size(82_258_362_368)   '76.61 GiB'      GiB (2^30) to two decimals from 1 GiB up,
     size(671_088_640)      '640.0 MiB'      MiB (2^20) to one decimal under 1 GiB,
     size(4_096)            '4,096 bytes'    bytes under 1 MiB
+    exact_size(84_986_036_224)  '79.15 GiB (84,986,036,224 bytes)'  a stored byte count, exactly too
+    exact(47022.62)        '47,022.62'      a stored figure exactly, with thousands separators
     count(14344)           '14,344'         thousands separators, always
     percent(0.562)         '56.2%'          a fraction as percent, no space before %
     percent_value(20)      '20%'            a percentage as given (--headroom 20)
@@ -37,6 +39,20 @@ def size(n: int) -> str:
     if abs(n) >= MiB:
         return f"{n / MiB:,.1f} MiB"
     return f"{n:,} bytes"
+
+
+def exact_size(n: int) -> str:
+    """A stored byte count for people and exactly: '79.15 GiB (84,986,036,224 bytes)'; under 1 MiB
+    `size` is already exact ('4,096 bytes')."""
+    if abs(n) < MiB:
+        return "1 byte" if n == 1 else size(n)
+    return f"{size(n)} ({n:,} bytes)"
+
+
+def exact(x: float) -> str:
+    """A stored figure exactly as stored, with thousands separators: '84,986,036,224', '47,022.62',
+    '0.038' (never rounded: a registry value read back)."""
+    return f"{x:,}"
 
 
 def block_unit(values) -> tuple[int, str]:
