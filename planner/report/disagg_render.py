@@ -8,9 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.report.memory import render_memory
-from planner.report.numbers import amount, count, duration
+from planner.report.numbers import amount, count, duration, number
 from planner.report.render import command, render_notes, split
-from planner.report.result import star
 from planner.report.serving import DisaggPlan, RolePool, ServingChoice
 from planner.report.tables import Col, print_table
 
@@ -23,11 +22,12 @@ def pools_table(plan: DisaggPlan, title: str, hours: int) -> Table:
         table.add_column(col, justify="left" if col in ("role", "chip", shape, "kv_role") else "right", no_wrap=True)
     for p in (plan.prefill, plan.decode):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
-        table.add_row(p.role, p.chip, str(p.gpus), split(p, names=False) + kv, f"{p.gpu_memory_utilization:.2f}",
-                      f"{p.max_num_batched_tokens:,}", str(p.max_num_seqs), p.kv_role,
-                      f"{p.cost_per_hour:,.2f}{star(p)}", f"{p.cost_per_hour * hours:,.0f}{star(p)}")
-    table.add_row("total", "", str(plan.gpus), "", "", "", "", "", f"{plan.cost_per_hour:,.2f}",
-                  f"{plan.cost_per_hour * hours:,.0f}")
+        table.add_row(p.role, p.chip, count(p.gpus), split(p, names=False) + kv, number(p.gpu_memory_utilization),
+                      count(p.max_num_batched_tokens), count(p.max_num_seqs), p.kv_role,
+                      amount(p.cost_per_hour, p.price_estimate), amount(p.cost_per_hour * hours, p.price_estimate,
+                                                                        cents=False))
+    table.add_row("total", "", count(plan.gpus), "", "", "", "", "", amount(plan.cost_per_hour),
+                  amount(plan.cost_per_hour * hours, cents=False))
     return table
 
 
