@@ -180,7 +180,7 @@ NOT_YET = {
                                  "--price"},
     "planner/report/tables.py": {"--format"}, "planner/request.py": {"--random-range-ratio", "--isl", "--osl",
                                                                      "--context-length"},
-    "planner/search/cpsat.py": {"--max-gpus"}, "planner/search/disagg.py": {"--max-gpus", "--spare"},
+    "planner/search/cpsat.py": {"--max-gpus"}, "planner/search/disagg.py": {"--max-gpus"},
     "planner/search/status.py": {"--time-limit"},
 }
 

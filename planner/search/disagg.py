@@ -422,8 +422,10 @@ def beyond_inventory(pairs: list[Pair], rate: float, limits: PoolLimits, per_nod
     if kept:
         nodes = ", ".join(f"{n} GPUs of {c}" for c, n in sorted(kept.items()))
         plural = "s" if limits.spare > 1 else ""
-        spares = f" beside the --spare {limits.spare} whole node{plural} kept free on each chip a pair uses ({nodes})"
-    return (f"no prefill × decode pair fits within --max-gpus {limits.max_gpus}{spares}; nearest fit: --max-gpus "
+        spares = (f" beside the {mention('spare')} {limits.spare} whole node{plural} kept free on each chip a pair "
+                  f"uses ({nodes})")
+    max_gpus = mention("max_gpus")
+    return (f"no prefill × decode pair fits within {max_gpus} {limits.max_gpus}{spares}; nearest fit: {max_gpus} "
             f"{min(need(p) for p in pairs)}")
 
 
