@@ -554,7 +554,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
     """What vLLM would reject for the model of each service: a context beyond its positions (with
     `positions`), a tensor-parallel size that does not divide its heads, a drafter it does not
     ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
-    from pricing.graph import load_model
+    from pricing.graph import read_model
     from pricing.kernel.deployment import beyond_positions, check_tensor_parallel
     from pricing.rules import get as release_of
 
@@ -567,7 +567,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
             lines.append(f"{where}: services[{i}].vllm_version: {err.problem}")
             continue
         try:
-            model = load_model(s.model, s.quantization) if s.model is not None else None
+            model = read_model(s.model, s.quantization) if s.model is not None else None
         except InputError:
             model = None
         if model is None:
@@ -610,7 +610,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
 def check_references(scenario: Scenario, where: str, variants: bool = True, name=file_key) -> list[str]:
     """Models, chips and variants that name things that do not exist; one line each."""
     from pricing.chips import get_chip
-    from pricing.graph import load_model
+    from pricing.graph import read_model
 
     lines = []  # the inventory's chips: _raw_inventory, under the key the file writes
     for i, service in enumerate(scenario.services):
@@ -619,7 +619,7 @@ def check_references(scenario: Scenario, where: str, variants: bool = True, name
             lines.append(f"{where}: services[{i}].model: required (here or in defaults)")
         else:
             try:
-                load_model(merged.model, merged.quantization)
+                read_model(merged.model, merged.quantization)
             except InputError as err:
                 field = "quantization" if err.field == "quantization" else "model"
                 problem, fix = err.parts(name)

@@ -7,7 +7,8 @@ predicted with its own release's rules pack.
 
 --weights auto (default) takes the weights as logged where the record logs them, so the table
 judges the fixed-memory laws; --weights kernel predicts every part. --by-release prints the
-markdown table of README's "Release packs" section: per pack, the records it predicted.
+markdown table of README's "Release packs" section: per pack, the records it predicted; then
+each record of 0.21 and later, with its error or why it is not predicted.
 """
 
 from __future__ import annotations
@@ -44,6 +45,42 @@ def by_release(predictions) -> str:
     return "\n".join(lines)
 
 
+def later_records(predictions, since: tuple[int, int] = (0, 21)) -> str:
+    """Each record whose release is `since` or later (stated, or stated as at least that), with its
+    pack and its error, or why it is not predicted; a record the table leaves out is named with the
+    reason, never dropped silently."""
+    from pricing.calibration.predict import pack_for
+    from pricing.calibration.residuals import kv_errors
+
+    errors = {id(p): e for p, e in kv_errors(predictions)}
+    lines = [f"Records of vLLM {since[0]}.{since[1]} and later, each predicted with its own release's pack or "
+             "not, and why:", ""]
+    for p in predictions:
+        if not at_least(p.record.vllm_version, since):
+            continue
+        release = p.kernel.release if p.kernel is not None else pack_for(p.record.vllm_version)
+        pack = release.name if release is not None else "no pack: release not stated"
+        if id(p) in errors:
+            said = f"{errors[id(p)]:+.2%}"
+        elif p.skipped:
+            said = f"not predicted: {p.skipped}"
+        elif p.record.refused:
+            said = "predicted; a refusal on record (not in the table)"
+        else:
+            said = "predicted; the record logs no available KV memory (not in the table)"
+        lines.append(f"- `{p.record.id}` ({pack}): {said}")
+    return "\n".join(lines)
+
+
+def at_least(version: str | None, since: tuple[int, int]) -> bool:
+    """Whether a record's vLLM release is `since` or later: its first x.y, or a text that states a
+    lower bound ('>= v0.21')."""
+    import re
+
+    m = re.search(r"(\d+)\.(\d+)", version or "")
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= since
+
+
 def main(argv=None) -> int:
     from pricing.calibration.predict import predict_all
     from pricing.calibration.records import load_records
@@ -58,7 +95,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     reg = read_overlay(args.registry) if args.registry else load()
     predictions = predict_all(load_records(*args.records), reg, args.weights)
-    print(by_release(predictions) if args.by_release else table(predictions))
+    print(f"{by_release(predictions)}\n\n{later_records(predictions)}" if args.by_release else table(predictions))
     return 0
 
 

@@ -717,12 +717,53 @@ def _diff(old: dict, new: dict, path="") -> list[str]:
     return []
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="Regenerate tests/golden/vllm-0.33 from vLLM 0.33's own planner.")
+def add_run_options(ap: argparse.ArgumentParser) -> None:
+    """The options of a fixture regenerator (this script, golden_vllm_release.py): --only, --check,
+    --list, and --worker for the process that runs in the oracle's venv."""
     ap.add_argument("--only", help="fnmatch pattern(s) or substrings, comma-separated")
     ap.add_argument("--check", action="store_true", help="compare with the fixture files, write nothing")
     ap.add_argument("--list", action="store_true", help="print the case table and exit")
     ap.add_argument("--worker", metavar="JOBS", help=argparse.SUPPRESS)
+
+
+def collect(proc, make_fixture, version: str, runner: str, out_dir: Path, check: bool) -> tuple[list, list, bool]:
+    """Read the worker's results, one JSON line a case (other lines, what a release prints on
+    import, skipped): each case's fixture (`make_fixture(name, out)`) written to `out_dir`, or with
+    `check` compared with the file there, and its summary line printed. Returns the cases the
+    oracle failed, those that differ, and whether a fixture came from a vLLM other than `version`
+    (then at once)."""
+    failed, changed = [], []
+    for line in proc.stdout:
+        if not line.startswith("{"):
+            continue
+        res = json.loads(line)
+        name = res["case"]
+        if not res["ok"]:
+            failed.append(name)
+            print(f"{name}: ORACLE FAILED: {res['error']}\n{res.get('traceback', '')}", file=sys.stderr)
+            continue
+        f = make_fixture(name, res["out"])
+        if f["vllm_version"] != version:
+            print(f"{name}: {runner} runs vLLM {f['vllm_version']}, not {version}", file=sys.stderr)
+            return failed, changed, True
+        print(f"{summary_line(f)}  [{res['seconds']} s]", flush=True)
+        path = out_dir / f"{name}.json"
+        if check:
+            old = json.loads(path.read_text()) if path.exists() else {}
+            d = _diff(old, f)
+            if d:
+                changed.append(name)
+                print("  differs: " + "\n  differs: ".join(d[:10]))
+        else:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(f, indent=1) + "\n")
+            tmp.replace(path)
+    return failed, changed, False
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Regenerate tests/golden/vllm-0.33 from vLLM 0.33's own planner.")
+    add_run_options(ap)
     args = ap.parse_args(argv)
     if args.worker:
         _worker(args.worker)
@@ -757,33 +798,12 @@ def main(argv=None) -> int:
                             else None, text=True, cwd=str(ROOT), env=env)
     by_name = {c["case"]: c for c in cases}
     inputs = {j["case"]: j for j in jobs}
-    failed, changed = [], []
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    for line in proc.stdout:
-        res = json.loads(line)
-        name = res["case"]
-        if not res["ok"]:
-            failed.append(name)
-            print(f"{name}: ORACLE FAILED: {res['error']}\n{res.get('traceback', '')}", file=sys.stderr)
-            continue
-        j = inputs[name]
-        f = fixture(by_name[name], j["input"], j["script"], res["out"])
-        if f["vllm_version"] != VLLM_VERSION:
-            print(f"{name}: oracle runs vLLM {f['vllm_version']}, not {VLLM_VERSION}", file=sys.stderr)
-            return 2
-        print(f"{summary_line(f)}  [{res['seconds']} s]", flush=True)
-        path = OUT_DIR / f"{name}.json"
-        text = json.dumps(f, indent=1) + "\n"
-        if args.check:
-            old = json.loads(path.read_text()) if path.exists() else {}
-            d = _diff(old, f)
-            if d:
-                changed.append(name)
-                print("  differs: " + "\n  differs: ".join(d[:10]))
-        else:
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(text)
-            tmp.replace(path)
+    failed, changed, other_release = collect(
+        proc, lambda name, out: fixture(by_name[name], inputs[name]["input"], inputs[name]["script"], out),
+        VLLM_VERSION, "oracle", OUT_DIR, args.check)
+    if other_release:
+        return 2
     proc.wait()
     os.unlink(jf.name)
     done = len(cases) - len(failed)

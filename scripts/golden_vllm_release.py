@@ -492,23 +492,10 @@ def fixture(c: dict, inp: dict, out: dict, release: str) -> dict:
             "vllm_version": out.get("vllm_version")}
 
 
-def summary_line(f: dict) -> str:
-    v = f["vllm"]
-    if v["error"]:
-        return f"{f['case']}: REFUSED: {v['error'][:110]}"
-    gs = " ".join(f"{g['spec'].replace('Spec', '')}[{g['num_layers']}]b{g['block_size']}/{g['page_size_bytes']}B"
-                  for g in v["groups"])
-    return (f"{f['case']}: {gs[:150]} | pool {v['bytes_per_block']} B x {v['num_blocks']} | "
-            f"{v['kv_cache_size_tokens']:,} tokens, {v['max_concurrency']:.2f}x")
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Regenerate tests/golden/vllm-<release> from that release's planner.")
     ap.add_argument("release", help=f"one of {', '.join(CASES_BY_RELEASE)}")
-    ap.add_argument("--only", help="fnmatch pattern(s) or substrings, comma-separated")
-    ap.add_argument("--check", action="store_true", help="compare with the fixture files, write nothing")
-    ap.add_argument("--list", action="store_true", help="print the case table and exit")
-    ap.add_argument("--worker", metavar="JOBS", help=argparse.SUPPRESS)
+    g33.add_run_options(ap)
     args = ap.parse_args(argv)
     if args.worker:
         _worker(args.worker)
@@ -542,34 +529,13 @@ def main(argv=None) -> int:
                             subprocess.DEVNULL, text=True, cwd=str(ROOT), env=env)
     inputs = {j["case"]: j["input"] for j in jobs}
     cases_by = {c["case"]: c for c in cases}
-    failed, changed = [], []
     out = out_dir(args.release)
     out.mkdir(parents=True, exist_ok=True)
-    for line in proc.stdout:
-        if not line.startswith("{"):  # something the release prints on import
-            continue
-        res = json.loads(line)
-        name = res["case"]
-        if not res["ok"]:
-            failed.append(name)
-            print(f"{name}: ORACLE FAILED: {res['error']}\n{res.get('traceback', '')}", file=sys.stderr)
-            continue
-        f = fixture(cases_by[name], inputs[name], res["out"], args.release)
-        if f["vllm_version"] != args.release:
-            print(f"{name}: the venv runs vLLM {f['vllm_version']}, not {args.release}", file=sys.stderr)
-            return 2
-        print(f"{summary_line(f)}  [{res['seconds']} s]", flush=True)
-        path = out / f"{name}.json"
-        if args.check:
-            old = json.loads(path.read_text()) if path.exists() else {}
-            d = g33._diff(old, f)
-            if d:
-                changed.append(name)
-                print("  differs: " + "\n  differs: ".join(d[:10]))
-        else:
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(f, indent=1) + "\n")
-            tmp.replace(path)
+    failed, changed, other_release = g33.collect(
+        proc, lambda name, res: fixture(cases_by[name], inputs[name], res, args.release), args.release, "the venv",
+        out, args.check)
+    if other_release:
+        return 2
     proc.wait()
     os.unlink(jf.name)
     print(f"{len(cases) - len(failed)}/{len(cases)} cases in {time.time() - t0:.0f} s"

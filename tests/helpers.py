@@ -1,6 +1,9 @@
-"""Small helpers for the tests: a kernel from flags in one call; a script of scripts/ as a module."""
+"""Small helpers for the tests: a kernel from flags in one call; a script of scripts/ as a module;
+the command line run in this process."""
 
+import contextlib
 import importlib.util
+import io
 from pathlib import Path
 
 from pricing.chips import get_chip
@@ -12,6 +15,22 @@ def kernel(model: str, chip: str = "h200", quantization: str | None = None, memo
            registry=None, **flags) -> Kernel:
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
     return Kernel.of(load_model(model, quantization), Deployment(**flags), target, registry)
+
+
+def cli(argv: list[str]) -> tuple[int, str, str]:
+    """`plan argv` run in this process: its exit status, stdout and stderr."""
+    from planner.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_stdout(argv: list[str]) -> tuple[int, str]:
+    """`plan argv` run in this process: its exit status and stdout (stderr set aside)."""
+    code, out, _ = cli(argv)
+    return code, out
 
 
 def script(name: str):

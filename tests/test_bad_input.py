@@ -3,8 +3,6 @@ a property feeds every numeric option of every command values outside its range.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import re
@@ -17,8 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.cli import cli, main
+from planner.cli import cli
 from planner.commands.ranges import Bounded
+from tests.helpers import cli as run
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT.parent / "shared" / "models"
@@ -31,13 +30,6 @@ BASE = {"": ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4"],
         "compare": ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4"],
         "scenario": [str(MIXED)], "check-log": [str(ROOT / "README.md")],
         "calibrate": ["x.jsonl", "--out", "x.yaml"], "models": [], "chips": []}
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 def one_line_error(argv: list[str], *needles: str) -> str:

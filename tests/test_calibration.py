@@ -217,3 +217,43 @@ def test_a_margin_never_holds_more():
     # by hand: the blocks kept are floor(num_blocks × (1 − m)), less the null block, per request
     assert Capacity(k).requests_held(0.2) == min(k.engine.max_num_seqs, (int(k.instance.num_blocks() * 0.8) - 1)
                                        // k.blocks_per_request())
+
+
+def test_each_record_of_0_21_and_later_is_predicted_or_says_why(predictions):
+    """Every 0.21+ training record is either in the per-pack table (an error) or named with the
+    reason it is not; the report prints one line per record. DeepSeek-V4-Flash on 2 x RTX PRO 6000
+    (vLLM 0.25.0, MTP k=2) is predicted with the 0.21 pack and its MTP head, within 3 %."""
+    from tests.helpers import script
+
+    report = script("calibration_report")
+    later = [p for p in predictions if report.at_least(p.record.vllm_version, (0, 21))]
+    in_table = {id(p) for p, _ in kv_errors(predictions)}
+    assert len(later) >= 20
+    for p in later:
+        assert id(p) in in_table or p.skipped or p.record.refused or not p.observed.get("available_kv"), p.record.id
+        assert p.skipped is None or len(p.skipped) > len("no model description for this checkpoint")
+    printed = report.later_records(predictions)
+    assert all(f"`{p.record.id}`" in printed for p in later)
+    dsv4 = next(p for p in later if p.record.id == "log-2xrtxpro6000-dsv4-flash-v0250-tp2-mtp2-1m")
+    assert dsv4.kernel.release.name == "vllm-0.21" and dsv4.kernel.chip.id == "rtx-pro-6000"
+    assert (dsv4.kernel.engine.spec_method, dsv4.kernel.engine.spec_tokens) == ("mtp", 2)
+    assert dsv4.kernel.engine.kv_cache_dtype == "fp8"
+    assert abs(dsv4.error()) <= 0.03
+    # a drafter the kernel does not model is named, not ignored
+    glm = next(p for p in later if p.record.id.startswith("log-3x96gb-glm53"))
+    assert glm.skipped
+
+
+def test_record_gpu_and_cache_texts_are_read_as_the_flags_given():
+    """'RTX PRO 6000 Blackwell (96 GB, ...)' and 'RTX 5090 (32GB)' name registry chips by their first
+    words; 'fp8 (-> fp8_ds_mla)' is the flag fp8 (what vLLM turned it into is the note)."""
+    from pricing.calibration.predict import _deployment, _drafter, chip_for
+
+    assert chip_for("RTX PRO 6000 Blackwell (96 GB, SM120), PCIe without P2P").id == "rtx-pro-6000"
+    assert chip_for("RTX 5090 (32GB)").id == "rtx-5090"
+    assert chip_for("H100-80GB").id == "h100"
+    assert chip_for("RTX 4080 (16376 MiB), WSL2") is None
+    r = StartupRecord(id="x", model="m", gpu="H20", kv_cache_dtype="fp8 (-> fp8_ds_mla)")
+    assert _deployment(r, None).kv_cache_dtype == "fp8"
+    assert _drafter({"method": "mtp", "num_speculative_tokens": 2}) == ("mtp", 2)
+    assert _drafter({"method": "dflash", "model": "d", "num_speculative_tokens": 7}) is None

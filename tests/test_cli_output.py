@@ -401,7 +401,9 @@ def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(mon
     # a binding review (the inventory couples its services) says how it was found, as `plan` does
     assert re.search(r"solver OPTIMAL \(optimum proven\), [\d,]+ candidates in [\d,]+(\.\d)? m?s\n", text), text
     limits.clear()
-    assert main(["compare", coupled(tmp_path), "--time-limit", "7.5", "--format", "json"]) == 0
+    # one after another, so that every solve runs in this process, where the recording sees it
+    assert main(["compare", coupled(tmp_path), "--time-limit", "7.5", "--format", "json", "--executor",
+                 "sequential"]) == 0
     assert limits and all(t == 7.5 for t in limits if t is not None)
 
 

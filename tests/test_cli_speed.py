@@ -66,6 +66,20 @@ def test_services_of_one_model_share_one_oracle_table():
     assert candidate_table(a, chip, limits) is not candidate_table(a, chip, limits)  # outside a command: none kept
 
 
+def test_a_table_at_another_price_is_the_same_sweep():
+    """No row depends on the chip's price (only the solve reads it): inside a command, a service on a
+    chip at another price gets the table already swept, under that priced chip, and it equals the table
+    swept from scratch at that price."""
+    listed, given = PoolLimits(chips=("h200",)), PoolLimits(chips=("h200",), prices={"h200": 2.0})
+    service = ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768)
+    with shared_tables():
+        first = candidate_table(service, priced_chip("h200", listed), listed)
+        again = candidate_table(service, priced_chip("h200", given), given)
+        assert again.rows is first.rows and again.chip == priced_chip("h200", given) != first.chip
+        assert candidate_table(service, priced_chip("h200", given), given) is again
+    assert candidate_table(service, priced_chip("h200", given), given) == again
+
+
 def _review(inventory: dict) -> Scenario:
     return Scenario(review="t", inventory=inventory, services=[
         {"name": "a", "model": "llama-3.1-8b", "concurrency": 64, "context_length": 32768},

@@ -37,6 +37,15 @@ def test_the_pool_gives_the_sequential_results(sequential):
     assert [r["variant"] for r in pooled["variants"]] == ["double", "short", "h100-only", "dear-h200"]
 
 
+def test_the_pool_of_a_command_gives_the_sequential_results(sequential):
+    """As `plan scenario --variants` runs it (the command's shared_tables block open): the variants'
+    tables are built before the pool forks, and the variants are dealt out in even runs."""
+    from planner.candidates.table import shared_tables
+
+    with shared_tables():
+        assert untimed(compare(review(), executor="pool")) == sequential
+
+
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install '.[ray]')")
 def test_ray_gives_the_sequential_results(sequential, monkeypatch):
     import ray

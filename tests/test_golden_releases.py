@@ -156,4 +156,7 @@ def test_readme_shows_the_calibration_by_pack():
     if not training.exists():
         pytest.skip("no ../shared/calibration")
     report = script("calibration_report")
-    assert report.by_release(predict_all(load_records(training))) in (root / "README.md").read_text()
+    predictions = predict_all(load_records(training))
+    readme = (root / "README.md").read_text()
+    assert report.by_release(predictions) in readme
+    assert report.later_records(predictions) in readme

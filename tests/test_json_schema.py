@@ -5,9 +5,7 @@ the text prints."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import re
 from pathlib import Path
@@ -15,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from planner.cli import main
+from tests.helpers import cli_stdout as run
 
 ROOT = Path(__file__).resolve().parents[1]
 MIXED = str(ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml")
@@ -39,13 +37,6 @@ REPORTS = {
                 "--context-length", "8192", "--json"],
 }
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(argv)
-    return code, out.getvalue()
 
 
 @pytest.fixture(scope="module")

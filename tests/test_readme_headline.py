@@ -4,11 +4,7 @@ launch command, at 120 columns."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.helpers import script as _load
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
@@ -16,10 +12,8 @@ def _script():
 
 
 def test_readme_headline_is_the_commands_output():
-    readme = (ROOT / "README.md").read_text()
     script = _script()
-    start = readme.index(script.BEGIN) + len(script.BEGIN)
-    shown = readme[start:readme.index(script.END)]
+    shown = script.readme_section.shown("readme_headline")
     assert shown == script.section(), "README's headline is not the output: scripts/readme_headline.py --write"
     # the block is the command's whole output but the elided breakdown: its first and last lines are there
     lines = script.output().splitlines()

@@ -1,12 +1,9 @@
 """The serving simulator against public `vllm bench serve` runs (validation/vllm_serving_runs.yaml):
 every run fully stated with its source, and README's table recomputed from the file."""
 
-from pathlib import Path
 
 from pricing.serving.validation import FIGURES, runs
 from tests.helpers import script
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
@@ -30,10 +27,8 @@ def test_every_run_is_fully_stated_with_its_source():
 
 
 def test_readme_shows_the_simulated_runs():
-    readme = (ROOT / "README.md").read_text()
     script = _script()
-    start = readme.index(script.BEGIN) + len(script.BEGIN)
-    assert readme[start:readme.index(script.END)] == script.section()
+    assert script.readme_section.shown("readme_serving_table") == script.section()
 
 
 def _run(run_id: str):

@@ -101,3 +101,22 @@ def test_the_shapes_offer_only_the_tensor_parallel_sizes_vllm_accepts(card, tps)
     model, chip = load_model(card), get_chip("h200")
     found, _ = shapes(model, chip, ServiceSpec(model=card, concurrency=1, context_length=4096), None, 8)
     assert {s.tp for s in found} == tps
+
+
+def test_a_table_sent_from_a_worker_arrives_whole():
+    """A candidate table built in a worker goes back to the parent pickled (planner/candidates/parallel.py),
+    its rows packed as tuples: it arrives equal in every field, rows in their order, rows of one shape
+    sharing that shape."""
+    import pickle
+
+    from planner.candidates.table import candidate_table
+    from planner.request import PoolLimits
+
+    chip = get_chip("h200")
+    service = ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768, ttft_ms=2000)
+    table = candidate_table(service, chip, PoolLimits(chips=("h200",)))
+    assert len(table.rows) > 10 and table.latency
+    back = pickle.loads(pickle.dumps(table))
+    assert back == table
+    assert [r.shape for r in back.rows] == [r.shape for r in table.rows]
+    assert all(a.shape is b.shape for a, b in zip(back.rows, back.rows[1:], strict=False) if a.shape == b.shape)

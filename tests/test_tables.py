@@ -3,8 +3,6 @@ cut a number or a name: a column that does not fit is left out whole, and named 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
 import json
 import re
@@ -12,20 +10,13 @@ import re
 import pytest
 
 from planner import defaults
-from planner.cli import main
 from planner.report.numbers import duration, percent, size, tokens, with_article
 from planner.report.tables import Col, csv_text, fit, width_needed
+from tests.helpers import cli_stdout as run
 
 # wide figures (GPUs and $/month in the thousands and millions) at a size the per-node launch listing prints fast;
 # the 1,000,000-request case (14,344 GPUs) reads the same, checked by hand at 80, 120 and piped
 MILLION = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "100000", "--context-length", "8192"]
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(argv)
-    return code, out.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -74,9 +74,11 @@ MUTABLE = (dict, list, set, bytearray)
 
 
 def _state(modules) -> dict:
-    """Every module-level mutable container, by module and name: its identity and its content."""
+    """Every module-level mutable container, by module and name: its identity and its content (not
+    the interpreter's builtins every module refers to, which a library imported on first use, such as
+    OR-Tools' numpy, may add to)."""
     return {(m.__name__, name): (id(value), repr(value)) for m in modules for name, value in vars(m).items()
-            if isinstance(value, MUTABLE)}
+            if isinstance(value, MUTABLE) and name != "__builtins__"}
 
 
 def _work() -> None:

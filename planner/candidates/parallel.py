@@ -10,7 +10,7 @@ import os
 
 from planner import defaults
 from planner.candidates.shapes import ChipTable
-from planner.candidates.table import built_table, candidate_table, keep_table, sharing, sweep_key
+from planner.candidates.table import built_table, candidate_table, keep_table, shared_tables, sharing, sweep_key
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip
 
@@ -54,5 +54,8 @@ def build_tables(requests: list[Request]) -> int:
 
 
 def _build(job: tuple[list[int], list[Request]]) -> tuple[list[int], list[ChipTable]]:
+    """One job's tables (one model on one chip), in a block of their own: they share the model's
+    graph and its kernel memo, which go when the job is done (the tables go back to the parent)."""
     indices, requests = job
-    return indices, [candidate_table(*r) for r in requests]
+    with shared_tables():
+        return indices, [candidate_table(*r) for r in requests]

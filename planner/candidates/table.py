@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 
 from planner import defaults
 from planner.candidates.shapes import (
@@ -43,6 +44,7 @@ from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Capacity, Kernel, Startup
 from pricing.kernel.deployment import beyond_positions
+from pricing.rules import get as get_release
 
 
 def priced_chip(chip_id: str, limits: PoolLimits) -> Chip:
@@ -108,14 +110,16 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     if grid is None:
         return
     verdict, length, budgets, utils = grid
+    release = get_release(service.vllm_version)  # the probe's, resolved once for every kernel below
     margin = service.kv_margin
     for n, mbt in enumerate(budgets):
         kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=utils[0],
-                                                 max_num_batched_tokens=mbt), chip, release=service.vllm_version)
+                                                 max_num_batched_tokens=mbt), chip, release=release)
         top = 0
+        capacity = Capacity(kernel)
         for util in utils:
             table.evaluated += 1
-            held = Capacity(kernel).held_at(kernel.budget_of(util), margin)
+            held = capacity.held_at(kernel.budget_of(util), margin)
             if n == 0 and util == utils[0]:
                 _record(verdict, kernel, held)
             if held < top or held == 0:
@@ -166,17 +170,42 @@ def shared_tables() -> Iterator[dict]:
 
 def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
     """What a candidate table depends on: the whole service but its target (concurrency and
-    headroom, which only the solve reads), the whole chip, the node size, the GPU cap and the
-    registry in use."""
+    headroom, which only the solve reads), the whole chip but its price (which only the solve
+    reads: `candidate_table` gives the table at another price as the same rows under that chip),
+    the node size, the GPU cap and the registry in use."""
     from pricing.registry import load
 
     sweep = service.model_copy(update={"concurrency": 1, "headroom": 0.0})
-    return (sweep, chip, limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
+    return (sweep, unpriced(chip), limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
+
+
+def unpriced(chip: Chip) -> Chip:
+    """The chip as a sweep reads it: without its price and the price's provenance."""
+    return replace(chip, price_per_gpu_hour=0.0, price_estimate=False, price_as_of="",
+                   provenance=tuple(p for p in chip.provenance if not p.name.endswith(".price_per_gpu_hour")))
+
+
+def sweep_model(model: str, quantization: str | None) -> ModelGraph:
+    """The graph of `model` the command's sweeps and checks read: inside a `shared_tables` block,
+    one graph per model, quantization and registry, so the kernel's memo it keeps (weights,
+    activations, caches: each keyed by the engine fields it read) serves every table of the model,
+    at every context length, and the check of every row reported (the planner never edits a
+    graph); outside one, a graph of the caller's own (`load_model`)."""
+    tables = _SHARED.get()
+    if tables is None:
+        return load_model(model, quantization)
+    from pricing.registry import load
+
+    key = ("model", model, quantization, load())
+    graph = tables.get(key)
+    if graph is None:
+        graph = tables[key] = load_model(model, quantization)
+    return graph
 
 
 def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[ModelGraph, ChipTable, list[Shape]]:
     """The model, an empty table and the shapes to evaluate on `chip`."""
-    model = load_model(service.model, service.quantization)
+    model = sweep_model(service.model, service.quantization)
     length = context_length(model, service)
     if problem := beyond_positions(model, length):
         raise InputError("context_length", problem, f"use at most {model.max_position}")
@@ -203,6 +232,11 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
     tables = _SHARED.get()
     key = sweep_key(service, chip, limits) if tables is not None else None
     table = tables.get(key) if tables is not None else None
+    if table is not None and table.chip != chip:  # the same sweep at another price: its rows, this chip
+        priced = tables.get((key, chip))
+        if priced is None:
+            priced = tables[(key, chip)] = replace(table, chip=chip)
+        table = priced
     if table is None:
         model, table, found = start_table(service, chip, limits)
         for shape in found:

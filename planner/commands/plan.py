@@ -408,6 +408,8 @@ def run(ctx: click.Context, **options) -> None:
         raise InputError("--model", "is required" if options.get("model") is None else "must not be empty",
                          "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "
                          "`plan --help` lists the options")
+    from ortools.sat.python import cp_model  # noqa: F401  (every plan is solved: imported before the freeze)
+
     from planner.commands import emit
     from planner.heap import freeze_imported
     from planner.report.plan import plan, winner_kernel

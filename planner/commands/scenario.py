@@ -256,6 +256,8 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     """The same scenario under each variant (FILE), or a sweep given on the command line: every
     `plan` option, with several values for --model, --quantization, --concurrency,
     --context-length and --chip."""
+    from ortools.sat.python import cp_model  # noqa: F401  (every point is solved: imported before the freeze)
+
     from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
     from planner.report.review import Comparison, Ticker, markdown

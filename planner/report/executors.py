@@ -4,9 +4,11 @@ process pool on this machine (`pool`, one worker per CPU), or on a Ray cluster (
 it; without one, a local Ray runtime of one CPU per worker). Each variant is a whole review,
 independent of the others, so every executor gives the same results in the same order.
 
-Variants that ask for the same candidate tables (planner/candidates/table.py `sweep_key`: the
-same models, context lengths, chips and prices) are sent to one worker together, so that worker
-sweeps each table once; the base is planned first, here, and a pool's workers start from its tables."""
+The base is planned first, here. A pool's workers are forked once every variant's candidate
+tables are built (in table workers, planner/candidates/parallel.py), so they inherit them all and
+no table is swept twice; on Ray, variants that ask for the same tables (planner/candidates/table.py
+`sweep_key`: the same models, context lengths and chips) are sent to one worker together, so that
+worker sweeps each table once."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ import multiprocessing
 from collections.abc import Callable
 
 from planner import defaults
-from planner.candidates.parallel import workers
+from planner.candidates.parallel import build_tables, workers
 from planner.candidates.table import shared_tables, sharing, sweep_key
-from planner.report.fleet import FleetResult, plan_scenario
+from planner.report.fleet import FleetResult, plan_scenario, refused_context
 from planner.scenario import Scenario
 from planner.search.fleet import table_requests
 from pricing.errors import InputError, mention
@@ -35,13 +37,14 @@ def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_
             if progress:
                 progress(name)
         return out
-    groups = _groups(jobs)
     found: dict[int, FleetResult] = {}
     if executor == "pool":
+        groups = _prebuilt(jobs)
         with multiprocessing.get_context("fork").Pool(min(workers(), len(groups))) as pool:
             for done in pool.imap_unordered(_plan_group, [([jobs[i] for i in g], g, time_limit) for g in groups]):
                 _collect(done, found, jobs, progress)
     elif executor == "ray":
+        groups = _groups(jobs)
         ray = _ray(ray_address)
         remote = ray.remote(_plan_group)
         pending = [remote.remote(([jobs[i] for i in g], g, time_limit)) for g in groups]
@@ -69,6 +72,20 @@ def _plan_group(task: tuple[list[Job], list[int], float | None]) -> list[tuple[i
     with shared_tables():  # a Ray worker: its variants share the tables they ask for
         return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False))
                 for i, (scenario, name) in zip(indices, group, strict=True)]
+
+
+def _prebuilt(jobs: list[Job]) -> list[list[int]]:
+    """The pool's shares of the jobs. With a `shared_tables` block open, every table the jobs ask
+    for is built first, once (planner/candidates/parallel.py: in table workers when there are
+    many), so the pool's workers, forked after, inherit them all and the jobs are dealt out in
+    even runs (a few per worker, so none waits alone at the end); otherwise by `_groups`."""
+    if not sharing():
+        return _groups(jobs)
+    build_tables([r for scenario, _ in jobs for s in scenario.services if refused_context(scenario, s) is None
+                  for r in table_requests(scenario, s)])
+    runs = min(len(jobs), 4 * workers())
+    size = -(-len(jobs) // runs)
+    return [list(range(i, min(i + size, len(jobs)))) for i in range(0, len(jobs), size)]
 
 
 def _groups(jobs: list[Job]) -> list[list[int]]:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from planner import defaults
 from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
-from planner.candidates.table import candidate_table, priced_chip, verify
+from planner.candidates.table import candidate_table, priced_chip, sweep_model, verify
 from planner.report.binds import binding, default_max_num_seqs, latency_binding
 from planner.report.disagg_plan import launch_pools
 from planner.report.plan import serving_figures, token_costs
@@ -29,7 +29,6 @@ from planner.search.fleet import Prepared, search_fleet, unserved
 from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
 from planner.search.status import StageStatus
 from pricing.chips import get_chip
-from pricing.graph import load_model
 from pricing.kernel.deployment import beyond_positions
 
 
@@ -107,7 +106,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
                 launch.append(role)
             continue
         row = option.row
-        model = load_model(p.spec.model, p.spec.quantization)
+        model = sweep_model(p.spec.model, p.spec.quantization)
         length = context_length(model, p.spec)
         d = deployment(row, p.spec, length)
         held = row.concurrency * replicas
@@ -206,7 +205,7 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
 
     fleet = option.row
     pair = pair or fleet.pair
-    model = load_model(p.spec.model, p.spec.quantization)
+    model = sweep_model(p.spec.model, p.spec.quantization)
     rate = p.spec.workload.requests_per_second
     out = []
     for pool, d, per_node in role_pools(model, p.spec, p.limits, pair, fleet.prefill, fleet.decode, rate, p.node):
@@ -243,7 +242,7 @@ def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
     """Why vLLM would not start the service at its context length, or None: a max_model_len
     beyond the model's positions is refused before any memory is sized, on every chip."""
     spec = scenario.service_spec(service)
-    model = load_model(spec.model, spec.quantization)
+    model = sweep_model(spec.model, spec.quantization)
     problem = beyond_positions(model, context_length(model, spec))
     if problem is None:
         return None

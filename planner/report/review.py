@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from planner import defaults
 from planner.report import numbers as fmt
 from planner.report.binds import inventory_binds
-from planner.report.fleet import FleetResult, plan_scenario
+from planner.report.fleet import FleetResult
 from planner.report.result import price_footnotes, solver_phrase
 from planner.scenario import Scenario, grid_points
 
@@ -59,16 +59,15 @@ def compare(scenario: Scenario, names: list[str] | None = None,
     total = 1 + len(names)
     if progress:
         progress(0, total, "base")
-    base = plan_scenario(scenario, "base", time_limit)
-    done = [1]
+    done = [0]
 
     def tick(name: str) -> None:
-        if progress:
+        if done[0] and progress:  # the base is the first job: its start was said above
             progress(done[0], total, name)
         done[0] += 1
 
-    out = plan_variants([(scenario.apply(name), name) for name in names], time_limit, executor, ray_address,
-                        tick if progress else None)
+    jobs = [(scenario, "base")] + [(scenario.apply(name), name) for name in names]  # the base planned as a job
+    base, *out = plan_variants(jobs, time_limit, executor, ray_address, tick)
     if progress:
         progress(total, total, "done")
     return Comparison(review=scenario.review, base=base, variants=out, grid=scenario.grid,

@@ -32,8 +32,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from planner import defaults
 from planner.candidates import latency
@@ -48,6 +47,9 @@ from planner.candidates.table import (
 )
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.search.status import STAGES, StageStatus, _gap, overall
+
+if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built or solved)
+    from ortools.sat.python import cp_model
 
 INT_LIMIT = 2**62
 
@@ -137,6 +139,7 @@ def build(services: list[list[Option]], required: list[int], inventory: dict[str
           spare: dict[str, int] | None = None) -> PoolModel:
     """The model: one configuration and a replica count per service, the target, shared GPUs; on a
     chip with an inventory, `spare[c]` GPUs (its spare nodes') come out of it when the chip is used."""
+    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     m = cp_model.CpModel()
     xs, rs = [], []
     for s, opts in enumerate(services):
@@ -225,6 +228,7 @@ def deterministic_limit(deadline: Deadline) -> float:
 def solver(time_limit: float | None = None, deadline: Deadline | None = None) -> cp_model.CpSolver:
     """A CP-SAT solver with the planner's explicit parameters (planner/defaults.yaml solver.*),
     bounded by what is left of `deadline` (else `time_limit`)."""
+    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     deadline = deadline or Deadline(time_limit)
     sol = cp_model.CpSolver()
     sol.parameters.num_workers = defaults.value("solver.num_workers")
@@ -242,6 +246,7 @@ def _ended_by(sol: cp_model.CpSolver) -> str:
 
 def _stage(i: int, pm: PoolModel, sol: cp_model.CpSolver, status: int, kept: bool = False) -> StageStatus:
     """Stage `i`'s status in the reviewer's units (the folded integer read back into its key)."""
+    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     name = sol.status_name(status)
     limit = _ended_by(sol) if status in (cp_model.FEASIBLE, cp_model.UNKNOWN) else None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -278,6 +283,7 @@ def solve(pm: PoolModel, time_limit: float | None = None, deadline: Deadline | N
     candidate's rank. Both share one deadline (`time_limit` or `deadline`). A stage 2 that ends
     without a solution leaves stage 1's plan, and says so; one the model makes impossible (stage
     1's solution satisfies it) raises."""
+    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     deadline = deadline or Deadline(time_limit)
     m = pm.model
     sol = solver(deadline=deadline)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ortools.sat.python import cp_model
-
 from planner.candidates.parallel import build_tables
 from planner.candidates.shapes import ChipTable, pool_gpus, replica_cap
 from planner.candidates.table import candidate_table, priced_chip
@@ -141,6 +139,7 @@ def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: S
 
 def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], list]:
     """Serve as many services as the inventory allows (then at the lowest cost): which are short."""
+    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     m = cp_model.CpModel()
     served, picks_vars = [], []
     cost = 0

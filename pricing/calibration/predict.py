@@ -68,7 +68,7 @@ def checkpoint_for(hf_id: str) -> Checkpoint | None:
     """The checkpoint's entry in record_models.yaml, by Hugging Face id (`shared:<file>` is
     ../shared/models/<file>); None if it is not listed."""
     entry = record_models().get(hf_id.strip().lower())
-    if entry is None:
+    if entry is None or "model" not in entry:
         return None
     name = entry["model"]
     path = str(SHARED_MODELS / name.removeprefix("shared:")) if name.startswith("shared:") else name
@@ -76,14 +76,17 @@ def checkpoint_for(hf_id: str) -> Checkpoint | None:
 
 
 def chip_for(gpu: str | None) -> Chip | None:
-    """The chip a record's GPU text names ("H100-80GB", "H200 (141GB)", "A100-SXM4-80GB (…)")."""
+    """The chip a record's GPU text names ("H100-80GB", "H200 (141GB)", "A100-SXM4-80GB (…)", "RTX PRO 6000
+    Blackwell (96 GB, SM120)"): its first word, else its first two or three joined by '-'."""
     if not gpu:
         return None
-    head = re.split(r"[ (,;]", gpu.strip(), maxsplit=1)[0]
-    try:
-        return get_chip(head)
-    except InputError:
-        return None
+    words = re.split(r"[(,;]", gpu.strip(), maxsplit=1)[0].split()  # the name before any remark
+    for n in range(1, min(len(words), 3) + 1):  # "H100-80GB", "RTX 5090 (32GB)", "RTX PRO 6000 Blackwell"
+        try:
+            return get_chip("-".join(words[:n]))
+        except InputError:
+            continue
+    return None
 
 
 @dataclass
@@ -120,8 +123,22 @@ def _bytes(gib: float | None) -> int | None:
     return None if gib is None else int(round(gib * GiB))
 
 
+def _spec_method(spec) -> str:
+    return str(spec.get("method", "")).lower() if isinstance(spec, dict) else str(spec)
+
+
+def _drafter(spec) -> tuple[str, int] | None:
+    """The record's drafter as the kernel takes it (--speculative-method, --num-speculative-tokens):
+    the checkpoint's own MTP or DSpark head; None for another drafter (a separate draft model)."""
+    method = _spec_method(spec) if spec else ""
+    tokens = spec.get("num_speculative_tokens") if isinstance(spec, dict) else None
+    if method in ("mtp", "dspark") and isinstance(tokens, int) and tokens > 0:
+        return method, tokens
+    return None
+
+
 def _deployment(r: StartupRecord, default_utilization: float | None) -> Deployment:
-    kv = (r.kv_cache_dtype or "auto").lower()
+    kv = (r.kv_cache_dtype or "auto").lower().split(" (", 1)[0]  # "fp8 (-> fp8_ds_mla)": the flag as given
     if kv in ("bfloat16",):
         kv = "bf16"
     return Deployment(
@@ -130,7 +147,8 @@ def _deployment(r: StartupRecord, default_utilization: float | None) -> Deployme
         gpu_memory_utilization=r.gpu_memory_utilization or default_utilization,
         max_model_len=r.max_model_len, max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
         kv_cache_dtype=kv, block_size=r.block_size, enforce_eager=bool(r.enforce_eager),
-        enable_prefix_caching=r.prefix_caching is not False)
+        enable_prefix_caching=r.prefix_caching is not False,
+        **({"speculative_method": d[0], "num_speculative_tokens": d[1]} if (d := _drafter(r.spec_decode)) else {}))
 
 
 def pack_for(version: str | None) -> Release | None:
@@ -169,7 +187,9 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
                   "available_kv": _bytes(o.available_kv_gib)}
     checkpoint = checkpoint or checkpoint_for(r.model)
     if checkpoint is None:
-        p.skipped = "no model description for this checkpoint"
+        why = record_models().get(r.model.strip().lower(), {}).get("why")
+        p.skipped = "no model description for this checkpoint" + (
+            f": {why}" if why else " (no card, no record_models.yaml entry, no config.json in shared/models)")
         return p
     chip = chip or chip_for(r.gpu)
     if chip is None:
@@ -177,8 +197,10 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
         return p
     if o.total_gpu_memory_gib is not None:
         chip = chip.with_overrides(memory_bytes=int(round(o.total_gpu_memory_gib * GiB)))
-    if r.spec_decode:
-        p.skipped = "speculative decoding (drafter not mapped)"
+    drafter = _drafter(r.spec_decode)
+    if r.spec_decode and drafter is None:
+        p.skipped = (f"speculative decoding by {_spec_method(r.spec_decode)!r}: "
+                     "not a drafter the kernel models (the checkpoint's own mtp or dspark head)")
         return p
     if not era.known:
         p.skipped = "release unknown"

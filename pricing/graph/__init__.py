@@ -102,9 +102,15 @@ def load_model(model: str, quantization: str | None = None) -> ModelGraph:
     """The graph for `--model` (card name, path or cached HF id): a graph of the caller's own, to
     edit freely. Built once per source by value (its fields and config as text, so an edited
     config.json is read anew) and copied."""
+    return read_model(model, quantization).copy()
+
+
+def read_model(model: str, quantization: str | None = None) -> ModelGraph:
+    """The graph for `--model` to read and never to edit (checks of a model's facts: its positions,
+    heads, drafters): the graph `load_model` copies, without the copy."""
     source, reg = resolve(model), load()
     text = _as_text(source)
-    return reg.derived(("graph", text, quantization), lambda: _built(text, quantization)).copy()
+    return reg.derived(("graph", text, quantization), lambda: _built(text, quantization))
 
 
 def _as_text(source: ModelSource) -> str:

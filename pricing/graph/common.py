@@ -72,6 +72,20 @@ def routed_moe(make: TensorMaker, p: str, hidden: int, inter: int, experts: int,
     return t
 
 
+def add_mtp_projection(m, make: TensorMaker, layer: int, name: str, norms: tuple[str, str, str], placement: str,
+                       prev: str) -> str:
+    """An MTP layer's input, held only while speculating: the norms of the token's embedding and
+    of the previous hidden state (`norms[0]`, `norms[1]`), the unquantized projection `name` of
+    their concatenation (2 × hidden → hidden, `placement` over the ranks) and the norm after it
+    (`norms[2]`), flowing from `prev`. Returns the projection's node."""
+    hidden = m.hidden_size
+    node = m.add(name, "projection", layer=layer, speculative="mtp", tensors=[
+        make.plain(norms[0], hidden), make.plain(norms[1], hidden),
+        make.linear(name, hidden, 2 * hidden, placement, quantized=False), make.plain(norms[2], hidden)])
+    m.flow(prev, node)
+    return node
+
+
 def add_final_norm_and_head(m, make: TensorMaker, cfg: dict, prev: str, final_name: str = "norm") -> str:
     """The final norm and, unless tied to the embedding, the LM head (ParallelLMHead at the
     checkpoint width, divided like the embedding). Returns the final norm's node."""

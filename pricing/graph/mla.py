@@ -13,6 +13,7 @@ from __future__ import annotations
 from pricing.graph.common import (
     TensorMaker,
     add_final_norm_and_head,
+    add_mtp_projection,
     dense_mlp,
     model_dtype,
     need,
@@ -125,10 +126,7 @@ def build(source, override: str | None) -> ModelGraph:
     for j in range(n_mtp):
         i = n_layers + j
         p = f"layers.{i}"
-        proj = m.add(f"{p}.eh_proj", "projection", layer=i, speculative="mtp", tensors=[
-            make.plain(f"{p}.enorm", hidden), make.plain(f"{p}.hnorm", hidden),
-            make.linear(f"{p}.eh_proj", hidden, 2 * hidden, "replicated", quantized=False),
-            make.plain(f"{p}.shared_head.norm", hidden)])
-        m.flow(mtp_prev, proj)
+        proj = add_mtp_projection(m, make, i, f"{p}.eh_proj", (f"{p}.enorm", f"{p}.hnorm", f"{p}.shared_head.norm"),
+                                  "replicated", mtp_prev)
         mtp_prev = decoder_layer(i, p, "mtp", proj)
     return m

@@ -18,6 +18,7 @@ from pricing.graph import mla
 from pricing.graph.common import (
     TensorMaker,
     add_final_norm_and_head,
+    add_mtp_projection,
     dense_mlp,
     model_dtype,
     need,
@@ -174,11 +175,8 @@ def build_qwen(source, override: str | None) -> ModelGraph:
     for j in range(n_mtp):
         i = n_layers + j
         p = f"mtp.layers.{j}"
-        proj = m.add(f"mtp.{j}.fc", "projection", layer=i, speculative="mtp", tensors=[
-            make.plain(f"mtp.{j}.pre_fc_norm_embedding", hidden), make.plain(f"mtp.{j}.pre_fc_norm_hidden", hidden),
-            make.linear(f"mtp.{j}.fc", hidden, 2 * hidden, "column", quantized=False),
-            make.plain(f"mtp.{j}.norm", hidden)])
-        m.flow(mtp_prev, proj)
+        proj = add_mtp_projection(m, make, i, f"mtp.{j}.fc", (f"mtp.{j}.pre_fc_norm_embedding",
+                                  f"mtp.{j}.pre_fc_norm_hidden", f"mtp.{j}.norm"), "column", mtp_prev)
         attn = m.add(f"{p}.self_attn", "attention", layer=i, speculative="mtp", cache=AttentionCache("gqa", kv, hd, hd),
                      tensors=[make.plain(f"{p}.input_layernorm", hidden)]
                      + gated_attention_tensors(make, cfg, f"{p}.self_attn"), buffers=rotary)

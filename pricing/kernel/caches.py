@@ -105,10 +105,17 @@ def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads
     notes: list[str] = []
     stated = False
     has_state = False
+    laws: dict = {}  # a layer's generic specs depend on its cache and whether it drafts; its name is their layer
     for name, data in model.nodes(engine.spec_method):
         order[name] = len(order)
         if data["cache"] is not None:
-            specs += generic_specs(name, data["cache"], model, engine, chip, reg, data["speculative"] is not None)
+            key = (data["cache"], data["speculative"] is not None)
+            first = laws.get(key)
+            if first is None:
+                first = laws[key] = generic_specs(name, data["cache"], model, engine, chip, reg, key[1])
+                specs += first
+            else:
+                specs += [type(s)(**{**s.__dict__, "layer": name}) for s in first]
         if data["caches"]:
             stated = True
         if data["state"] is not None:

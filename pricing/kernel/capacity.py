@@ -36,10 +36,10 @@ class Capacity:
         """`requests_held` at `budget`, every other setting held: the pool is affine in the budget
         and nothing else a rank holds depends on it, so a sweep over utilizations asks this of one
         kernel instead of building one per utilization (the start-up checks at that budget too)."""
-        k = self.kernel
-        ranks = k.instance.ranks
-        if any(failed_check_at(s, budget) is not None for s in ranks):
-            return 0
+        ranks = self.kernel.instance.ranks
+        for s in ranks:
+            if failed_check_at(s, budget) is not None:
+                return 0
         return self._within(min(s.blocks_at(budget) for s in ranks), [s.pool_at(budget) for s in ranks], margin)
 
     def _within(self, blocks: int, pools: list[int], margin: float) -> int:
@@ -49,12 +49,22 @@ class Capacity:
             return k.engine.max_num_seqs
         keep = _kept(margin)
         if layout.grouped:
-            held = (int(blocks * keep) - 1) // k.blocks_per_request()  # less the null block
+            held = (_counted(blocks, keep) - 1) // k.blocks_per_request()  # less the null block
         else:
-            held = min(int(pool * keep) // s.request_bytes() for pool, s in zip(pools, k.instance.ranks, strict=True))
+            held = min(_counted(pool, keep) // s.request_bytes()
+                       for pool, s in zip(pools, k.instance.ranks, strict=True))
         return max(0, min(k.engine.max_num_seqs, held))
 
 
-def _kept(margin: float) -> Fraction:
-    """The share of a pool counted on with a `margin` held back, exactly (the margin as written)."""
-    return Fraction(1) - Fraction(str(margin))
+def _kept(margin: float) -> tuple[int, int]:
+    """The share of a pool counted on with a `margin` held back, exactly (the margin as written),
+    as a fraction's numerator and denominator."""
+    keep = Fraction(1) - Fraction(str(margin))
+    return keep.numerator, keep.denominator
+
+
+def _counted(n: int, keep: tuple[int, int]) -> int:
+    """int(n × keep), exactly, in integers (truncated toward zero, as int() of a Fraction is)."""
+    num, den = keep
+    scaled = n * num
+    return scaled // den if scaled >= 0 else -(-scaled // den)

@@ -389,12 +389,17 @@ class Kernel:
         utilization changes: the pool is affine in the budget), or --kv-cache-memory-bytes (§1.4)."""
         if self.engine.kv_cache_memory_bytes is not None:
             return self.engine.kv_cache_memory_bytes
+        return budget - self.once("pool_outside", self._pool_outside)
+
+    def _pool_outside(self) -> int:
+        """What the budget holds beside the pool: the fixed memory, less the CUDA graphs in
+        releases that capture them after the pool is sized (registry graph_estimate_in_budget)."""
         fixed = self.fixed_bytes()
         entry = self.reg[self.release.key("graph_estimate_in_budget")]
         self._used[entry.name] = entry
         if self.release.of_release(entry.value):
-            return budget - fixed.total
-        return budget - (fixed.total - fixed.cuda_graph)  # graphs captured after the pool is sized
+            return fixed.total
+        return fixed.total - fixed.cuda_graph  # graphs captured after the pool is sized
 
     def rank_blocks(self) -> int:
         """Blocks this rank's own pool holds (before the minimum over pipeline stages)."""
@@ -412,10 +417,13 @@ class Kernel:
 
     def fits_one_request_at(self, budget: int) -> bool:
         """This rank's check at `budget`: (pool − one block) ≥ one request at max_model_len."""
-        layout = self.layout()
-        pool = self.pool_at(budget)
+        return self.fits_one_request_in(self.pool_at(budget))
+
+    def fits_one_request_in(self, pool: int) -> bool:
+        """This rank's check on a pool of `pool` bytes (`fits_one_request_at`)."""
         if pool <= 0:
             return False
+        layout = self.layout()
         if not layout.groups:
             return True
         return self.rules.fits_one_request(pool, layout, self.blocks_per_request(), self._request_layer_bytes())
@@ -423,6 +431,9 @@ class Kernel:
     def _request_layer_bytes(self) -> int:
         """One request at max_model_len counted layer by layer at each layer's own page (what a
         per-layer start-up check sums): Σ over groups of its blocks × its layers' pages."""
+        return self.once("request_layer_bytes", self._sum_request_layer_bytes)
+
+    def _sum_request_layer_bytes(self) -> int:
         e = self.engine
         r = Request(e.max_model_len, e.max_model_len, e.max_in_flight_tokens, e.dcp)
         return sum(g.blocks(r) * g.layer_bytes for g in self.layout().groups)

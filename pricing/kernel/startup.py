@@ -45,8 +45,11 @@ class Refusal:
 def kv_pool_check(k: Kernel, budget: int | None = None) -> int:
     """What vLLM checks the pool against: the pool less the null block (kv_cache_planning.py:
     'Reserve the null block BlockPool permanently holds back'); at `budget` when given."""
+    return _less_null_block(k, k.kv_pool() if budget is None else k.pool_at(budget))
+
+
+def _less_null_block(k: Kernel, pool: int) -> int:
     layout = k.layout()
-    pool = k.kv_pool() if budget is None else k.pool_at(budget)
     return pool - layout.bytes_per_block if layout.grouped and layout.groups else pool
 
 
@@ -126,24 +129,44 @@ def failed_check(k: Kernel) -> str | None:
     return k.once("startup.failed_check", lambda: failed_check_at(k))
 
 
-def failed_check_at(k: Kernel, budget: int | None = None) -> str | None:
-    """`failed_check` at `budget` instead of the engine's own when given (the only input of the
-    checks a utilization changes: the pool is affine in it)."""
+@dataclass(frozen=True)
+class _Fixed:
+    """What the first checks read that no budget changes, worked out once per kernel (in the
+    checks' order, each only when the one before passes): the free memory at the snapshot, the
+    quantization refusal, the --kv-cache-memory-bytes check."""
+
+    free: int  # the chip less what is held before the snapshot
+    quantization: bool
+    kv_cache_memory_bytes: bool | None = None  # not asked when the quantization is refused
+
+
+def _fixed(k: Kernel) -> _Fixed:
     e = k.engine
     total = k.chip.memory_bytes
     pre = k.pre_snapshot_bytes()
     if k.weight_bytes().refusal:
+        return _Fixed(total - pre, True)
+    return _Fixed(total - pre, False, e.kv_cache_memory_bytes is not None
+                  and e.kv_cache_memory_bytes + k.fixed_bytes().total + pre > total)
+
+
+def failed_check_at(k: Kernel, budget: int | None = None) -> str | None:
+    """`failed_check` at `budget` instead of the engine's own when given (the only input of the
+    checks a utilization changes: the pool is affine in it)."""
+    fixed = k.once("startup.fixed", lambda: _fixed(k))
+    if fixed.quantization:
         return "quantization"
-    if (k.budget() if budget is None else budget) > total - pre:
+    if (k.budget() if budget is None else budget) > fixed.free:
         return "free_memory"
-    if e.kv_cache_memory_bytes is not None and e.kv_cache_memory_bytes + k.fixed_bytes().total + pre > total:
+    if fixed.kv_cache_memory_bytes:
         return "kv_cache_memory_bytes"
     if not k.layout().groups:
         return None
-    if kv_pool_check(k, budget) <= 0:
+    pool = k.kv_pool() if budget is None else k.pool_at(budget)
+    if _less_null_block(k, pool) <= 0:  # kv_pool_check
         return "no_cache_memory"
     # this rank (pipeline stage); Startup.starts asks every stage
-    if not (k.rank_fits_one_request() if budget is None else k.fits_one_request_at(budget)):
+    if not k.fits_one_request_in(pool):
         return "one_request"
     return None
 

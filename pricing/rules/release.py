@@ -61,7 +61,18 @@ class Release:
 
     def serves(self, release: tuple[int, ...]) -> bool:
         """Whether the pack's rules are those of vLLM `release` ((0, 19) or (0, 19, 1))."""
-        return release_tuple(self.covers[0]) <= tuple(release[:2]) <= release_tuple(self.covers[1])
+        first, last = self.span
+        return first <= tuple(release[:2]) <= last
+
+    @cached_property  # read by every registry fact and rules lookup: parsed once per release
+    def span(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The first and last vLLM line the pack serves, as release tuples."""
+        return release_tuple(self.covers[0]), release_tuple(self.covers[1])
+
+    @cached_property  # read by every registry fact that changed within the pack: parsed once per release
+    def parts(self) -> tuple[int, ...]:
+        """The release as a tuple: (0, 19, 1) of "0.19.1"."""
+        return release_tuple(self.full_version)
 
     def as_release(self, full_version: str) -> Release:
         """The pack serving vLLM `full_version` (e.g. "0.19.1"): the same rules and facts, that name."""
@@ -109,7 +120,7 @@ class Release:
         last row whose `since` this release reaches holds; any other value is the pack's."""
         if not (isinstance(value, dict) and "by_release" in value):
             return value
-        mine = release_tuple(self.full_version)
+        mine = self.parts
         rows = [row for row in value["by_release"] if release_tuple(str(row["since"])) <= mine]
         return (rows or value["by_release"][:1])[-1]["value"]
 

@@ -13,6 +13,8 @@ from math import lcm
 from pricing.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, Request
 from pricing.units import cdiv, round_up
 
+_NOT_LAW = frozenset({"layer", "name", "page_bytes", "raw_page_bytes"})  # a spec's fields its blocks() never reads
+
 
 @dataclass(frozen=True)
 class Group:
@@ -28,8 +30,13 @@ class Group:
 
     def __post_init__(self):
         # the distinct laws among the members (what blocks() depends on: not the layer or the page)
-        laws = {replace(s, layer="", name="", page_bytes=0, raw_page_bytes=0): None for s in self.members}
-        object.__setattr__(self, "_laws", tuple(laws))
+        laws = {}
+        for s in self.members:
+            key = (type(s), *(v for k, v in s.__dict__.items() if k not in _NOT_LAW))
+            if key not in laws:
+                laws[key] = replace(s, layer="", name="", page_bytes=0, raw_page_bytes=0)
+        object.__setattr__(self, "_laws", tuple(laws.values()))
+        object.__setattr__(self, "_layer_bytes", sum(s.page_bytes for s in self.members))  # a group never changes
 
     @property
     def spec(self) -> KVCacheSpec:
@@ -55,7 +62,7 @@ class Group:
     @property
     def layer_bytes(self) -> int:
         """This group's layers' pages side by side: its share of one pool block."""
-        return sum(s.page_bytes for s in self.members)
+        return self._layer_bytes
 
     @property
     def raw_page_bytes(self) -> int:
