@@ -369,7 +369,8 @@ def _solve(pairs: list[Pair], rate: float, limits: PoolLimits,
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return sol.status_name(status), None
     proven = status == cp_model.OPTIMAL
-    m.add(cost <= int(sol.objective_value))  # stage 2: at that cost, the fewest GPUs, then the rank
+    m.add(cost <= int(sol.value(cost)))  # stage 2: at that cost (exact: objective_value is a float, 209299.99...
+    # for 209,300), the fewest GPUs, then the rank
     m.minimize(gpus * rank_range + rank)
     second = sol.solve(m)
     if second not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
