@@ -73,10 +73,10 @@ class Quoted(str):
 
 
 def quoted(line: str, name=None) -> str:
-    """`line` with a quoted error's field as `name` calls it; any other line as it is."""
+    """`line` with a quoted error's field, and each field it mentions, as `name` calls them."""
     if isinstance(line, Quoted) and name:
         return line.prefix + line.error.named(name) + line.suffix
-    return str(line)
+    return render(str(line), name)
 
 
 def suggest(name: str, choices) -> str:

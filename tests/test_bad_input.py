@@ -164,15 +164,15 @@ NOT_YET = {
                                   "--max-model-len"},
     "pricing/step/speculative.py": {"--speculative-acceptance", "--registry"},
     "planner/candidates/shapes.py": {"--max-gpus", "--tp", "--pp"},
-    "planner/report/explain.py": {"--max-gpus", "--tp", "--dp", "--quantization", "--context-length", "--spare"},
+    "planner/report/explain.py": {"--tp"},  # startup.py's `-tp N` as `plan`'s --tp
     "planner/report/fleet.py": {"--time-limit"}, "planner/report/k8s.py": {"--node-selector"},
-    "planner/report/memory.py": {"--json", "--kv-cache-dtype"}, "planner/report/plan.py": {"--margin", "--time-limit"},
+    "planner/report/memory.py": {"--json", "--kv-cache-dtype"}, "planner/report/plan.py": {"--margin"},
     "planner/report/render.py": {"--margin", "--provenance", "--spare", "--model"},
     "planner/report/result.py": {"--time-limit", "--headroom", "--tpot-ms", "--ttft-ms", "--isl", "--osl", "--margin",
                                  "--price"},
     "planner/report/tables.py": {"--format"}, "planner/request.py": {"--random-range-ratio", "--isl", "--osl",
                                                                      "--context-length"},
-    "planner/search/cpsat.py": {"--max-gpus"}, "planner/search/disagg.py": {"--max-gpus", "--spare"},
+    "planner/search/cpsat.py": {"--max-gpus"}, "planner/search/disagg.py": {"--max-gpus"},
     "planner/search/status.py": {"--time-limit"},
 }
 

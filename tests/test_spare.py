@@ -164,7 +164,11 @@ def test_the_disaggregated_search_keeps_the_spare_nodes_of_the_chips_it_uses():
     assert chosen(17, 1) == ("OPTIMAL", (a, 5, 4))
     assert chosen(16, 2) == ("INFEASIBLE", None)
     why = beyond_inventory([a, c, b], 1.0, PoolLimits(chips=("h100",), max_gpus=16, spare=2), nodes)
-    assert "--spare 2 whole nodes kept free" in why and why.endswith("nearest fit: --max-gpus 22")
+    from pricing.errors import render
+
+    assert "spare 2 whole nodes kept free" in render(why) and render(why).endswith("nearest fit: max_gpus 22")
+    flags = render(why, {"spare": "--spare", "max_gpus": "--max-gpus"}.get)  # as `plan` names them
+    assert "--spare 2 whole nodes kept free" in flags and flags.endswith("nearest fit: --max-gpus 22")
 
 
 PD = dict(model="llama-3.1-8b", concurrency=1, context_length=8192, ttft_ms=1500.0, tpot_ms=30.0, serving="disagg",

@@ -14,7 +14,7 @@ from planner.candidates.shapes import (
 from planner.report.numbers import count, size
 from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
-from pricing.errors import InputError, quoted
+from pricing.errors import InputError, mention, quoted, render
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Kernel, Startup
 from pricing.units import largest_such
@@ -27,12 +27,12 @@ def _split(shape) -> str:
 
 def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=None) -> Explanation:
     """The binding constraint on one chip, named (Explanation.constraint) and in a sentence with
-    its numbers and the nearest feasible change; a rejected flag named as `named` calls its field
-    (the command's flag; None: the field)."""
+    its numbers and the nearest feasible change; a rejected flag, and each field the sentence
+    mentions, named as `named` calls it (the command's flag; None: the field)."""
     name = table.chip.name
 
     def said(constraint: str, text: str) -> Explanation:
-        return Explanation(chip=table.chip.id, constraint=constraint, text=text)
+        return Explanation(chip=table.chip.id, constraint=constraint, text=render(text, named))
 
     valid = [v for v in table.verdicts if v.invalid is None]
     if not table.verdicts:
@@ -73,12 +73,12 @@ def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
                 f"split allowed, {_split(widest.shape)}, still holds {size(widest.fixed)} of fixed memory per rank "
                 f"against a budget of {size(widest.budget)} at utilization {widest.utilization:g}. Nearest fit: "
                 f"{size(widest.fixed - widest.budget)} more per rank is needed: a chip with more memory, a wider split "
-                "(--tp, --dp, --max-gpus) or a smaller --quantization.")
+                f"({mention('tp')}, {mention('dp')}, {mention('max_gpus')}) or a smaller {mention('quantization')}.")
     best = max(started, key=lambda v: (v.kv_pool - v.request_bytes, v.shape))
     length = context_length(load_model(service.model, service.quantization), service)
     fits = _longest_context(table, service, best)
-    nearest = (f"the longest context this split holds is {count(fits)} tokens (--context-length {fits})" if fits
-               else "no context length fits this split")
+    nearest = (f"the longest context this split holds is {count(fits)} tokens ({mention('context_length')} {fits})"
+               if fits else "no context length fits this split")
     return (f"{name}: one request at {count(length)} tokens needs {size(best.request_bytes)} of KV cache per rank at "
             f"{_split(best.shape)}, more than the {size(best.kv_pool)} pool left after {size(best.fixed)} of fixed "
             f"memory at utilization {best.utilization:g}. Nearest fit: {nearest}.")
@@ -124,15 +124,16 @@ def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
         return budget
 
     cheapest = min(rows, key=lambda r: (gpus_needed(r), r.shape))
-    within = f"within --max-gpus {limits.max_gpus} on {per_node}-GPU nodes"
+    max_gpus, spare = mention("max_gpus"), mention("spare")
+    within = f"within {max_gpus} {limits.max_gpus} on {per_node}-GPU nodes"
     if limits.spare:
         nodes = f"{limits.spare} spare node{'s' if limits.spare > 1 else ''}"
-        within = (f"within --max-gpus {limits.max_gpus} less the {kept} GPUs of the {nodes} kept free (--spare "
+        within = (f"within {max_gpus} {limits.max_gpus} less the {kept} GPUs of the {nodes} kept free ({spare} "
                   f"{limits.spare}), {stock} GPUs on {per_node}-GPU nodes," if stock else
-                  f"--max-gpus {limits.max_gpus} on {per_node}-GPU nodes leaves no GPU for the pool beside the {nodes} "
-                  f"kept free (--spare {limits.spare}, {kept} GPUs), so")
-    spare_fix = f" with the spares kept, or --spare 0 (--max-gpus {gpus_needed(cheapest)} without)" if kept else ""
+                  f"{max_gpus} {limits.max_gpus} on {per_node}-GPU nodes leaves no GPU for the pool beside the {nodes} "
+                  f"kept free ({spare} {limits.spare}, {kept} GPUs), so")
+    spare_fix = f" with the spares kept, or {spare} 0 ({max_gpus} {gpus_needed(cheapest)} without)" if kept else ""
     return (f"{name}: {within} the most concurrency reachable is "
             f"{count(cap * top.concurrency)} ({count(cap)} × {_split(top.shape)}, {count(top.concurrency)} requests "
-            f"each) against {count(need)} required. Nearest fit: --max-gpus {gpus_needed(cheapest) + kept} "
+            f"each) against {count(need)} required. Nearest fit: {max_gpus} {gpus_needed(cheapest) + kept} "
             f"({count(-(-need // cheapest.concurrency))} × {_split(cheapest.shape)}){spare_fix}.")

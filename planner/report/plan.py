@@ -16,6 +16,7 @@ from planner.report.serve import own_nodes, served_model
 from planner.report.targets import binds_words, target_words
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
+from pricing.errors import mention, render
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
 from pricing.kernel.report import memory_report
@@ -35,8 +36,9 @@ def plan(request: PlanRequest, named=None) -> PlanResult:
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
-        explanations = [Explanation(chip="", constraint="time_limit", text=f"{no_plan_in_time(limits.time_limit)} "
-                                    f"({count(found.evaluated)} candidates; --time-limit raises it)")]
+        text = (f"{no_plan_in_time(limits.time_limit)} ({count(found.evaluated)} candidates; "
+                f"{mention('time_limit')} raises it)")
+        explanations = [Explanation(chip="", constraint="time_limit", text=render(text, named))]
     else:
         explanations = [explain(t, service, limits, named) for t in found.tables]
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))

@@ -369,7 +369,8 @@ def _solve(pairs: list[Pair], rate: float, limits: PoolLimits,
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return sol.status_name(status), None
     proven = status == cp_model.OPTIMAL
-    m.add(cost <= int(sol.objective_value))  # stage 2: at that cost, the fewest GPUs, then the rank
+    m.add(cost <= int(sol.value(cost)))  # stage 2: at that cost (exact: objective_value is a float, 209299.99...
+    # for 209,300), the fewest GPUs, then the rank
     m.minimize(gpus * rank_range + rank)
     second = sol.solve(m)
     if second not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -421,8 +422,10 @@ def beyond_inventory(pairs: list[Pair], rate: float, limits: PoolLimits, per_nod
     if kept:
         nodes = ", ".join(f"{n} GPUs of {c}" for c, n in sorted(kept.items()))
         plural = "s" if limits.spare > 1 else ""
-        spares = f" beside the --spare {limits.spare} whole node{plural} kept free on each chip a pair uses ({nodes})"
-    return (f"no prefill × decode pair fits within --max-gpus {limits.max_gpus}{spares}; nearest fit: --max-gpus "
+        spares = (f" beside the {mention('spare')} {limits.spare} whole node{plural} kept free on each chip a pair "
+                  f"uses ({nodes})")
+    max_gpus = mention("max_gpus")
+    return (f"no prefill × decode pair fits within {max_gpus} {limits.max_gpus}{spares}; nearest fit: {max_gpus} "
             f"{min(need(p) for p in pairs)}")
 
 
