@@ -56,3 +56,26 @@ def test_ray_gives_the_sequential_results(sequential, monkeypatch):
         assert untimed(compare(review(), executor="ray")) == sequential
     finally:
         ray.shutdown()
+
+
+def test_sequential_starts_no_process(sequential, monkeypatch):
+    """`sequential` is one process: even a review with enough tables for table workers builds
+    them here (the pool, on the same review, would fork)."""
+    import multiprocessing
+
+    from planner import defaults
+    from planner.candidates import parallel
+    from planner.candidates.table import shared_tables
+
+    value = defaults.value
+    monkeypatch.setattr(defaults, "value", lambda name: 1 if name == "parallel.min_tables" else value(name))
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+
+    def no_fork(*_):
+        raise AssertionError("a worker process was started")
+
+    monkeypatch.setattr(multiprocessing, "get_context", no_fork)
+    with shared_tables():
+        assert untimed(compare(review(), executor="sequential")) == sequential
+    with shared_tables(), pytest.raises(AssertionError, match="worker process"):
+        compare(review(), executor="pool")

@@ -1,4 +1,5 @@
-"""Where a review's variants are planned: one after another in this process (`sequential`), in a
+"""Where a review's variants are planned: one after another in this process (`sequential`: no
+worker process at all, candidate tables included), in a
 process pool on this machine (`pool`, one worker per CPU), or on a Ray cluster (`ray`:
 `pip install '.[ray]'`; `ray.init(address=...)` with --ray-address, so a KubeRay cluster serves
 it; without one, a local Ray runtime of one CPU per worker). Each variant is a whole review,
@@ -32,8 +33,8 @@ def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_
     """Every job planned, in the order given, by `executor`; `progress(name)` as each is done."""
     if executor == "sequential" or len(jobs) < 2:
         out = []
-        for scenario, name in jobs:
-            out.append(plan_scenario(scenario, name, time_limit))
+        for scenario, name in jobs:  # one job alone on a pool or Ray may still build its tables in workers
+            out.append(plan_scenario(scenario, name, time_limit, parallel_tables=executor != "sequential"))
             if progress:
                 progress(name)
         return out
