@@ -269,7 +269,8 @@ class Kernel:
         return self._cache_layout()[0]
 
     def layout(self):
-        return self._cache_layout()[1]
+        found = self._own.get("layout")  # asked at every point of a sweep: the kept answer first
+        return found[1] if found is not None else self._cache_layout()[1]
 
     def _cache_layout(self):
         found = self._own.get("layout")
