@@ -53,7 +53,7 @@ def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int,
     from planner.report.result import solver_phrase
     from pricing.kernel.report import memory_report
 
-    print_table(console, f"disaggregated: {workload}", POOL_COLUMNS, pools_rows(plan, hours))
+    print_table(console, f"disaggregated: {workload}", POOL_COLUMNS, pools_rows(plan, hours), records=True)
     if plan.alternatives:
         print_table(console, "the chosen fleet and the best fleets of the next prefill × decode shapes",
                     ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))
