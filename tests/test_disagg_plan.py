@@ -214,7 +214,7 @@ def test_an_infeasible_ttft_explains_itself_with_numbers():
 
 
 def test_the_pools_table_prints_its_counts_with_thousands_separators():
-    """The pools table's figures go through planner/report/numbers.py: a fleet of 12,000 GPUs and a
+    """The pools table's figures go through planner/numbers.py: a fleet of 12,000 GPUs and a
     decode rank of 1,024 sequences read with separators, not '12000' and '1024'."""
     from rich.console import Console
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from planner.numbers import amount, count, duration, number
 from planner.report.memory import render_memory
-from planner.report.numbers import amount, count, duration, number
 from planner.report.render import command, render_notes, split
 from planner.report.serving import DisaggPlan, RolePool, ServingChoice
 from planner.report.tables import Col, print_table
@@ -49,7 +49,7 @@ def alternatives_rows(plan: DisaggPlan, hours: int) -> list[list[str]]:
 
 def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int, workload: str) -> None:
     """The feasible disaggregated plan; `kernels` holds each role's kernel for its memory printout."""
-    from planner.report.numbers import percent, size
+    from planner.numbers import percent, size
     from planner.report.result import solver_phrase
     from pricing.kernel.report import memory_report
 

@@ -11,8 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner import defaults
-from planner.report.memory import render_memory, render_provenance
-from planner.report.numbers import (
+from planner.numbers import (
     amount,
     count,
     duration,
@@ -27,6 +26,7 @@ from planner.report.numbers import (
     tokens,
     with_article,
 )
+from planner.report.memory import render_memory, render_provenance
 from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase
 from planner.report.tables import Col, print_table
 from pricing.kernel import Kernel
