@@ -54,6 +54,88 @@ def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
     assert f"{million['best']['gpus']:,}" in table and million["best"]["gpus"] >= 1000  # a figure with a separator
 
 
+# the disaggregated pools table of the issue's follow-up: 8,192-token prompts at 4 requests/s on h200
+SERVING = ["--model", "dsv4-flash", "--chip", "h200", "--isl", "8192", "--osl", "1024", "--requests-per-second", "4",
+           "--ttft-ms", "3000", "--tpot-ms", "50"]
+
+
+@pytest.fixture(scope="module")
+def serving_json() -> dict:
+    plans = {}
+    for mode in ("auto", "disagg"):
+        code, out = run([*SERVING, "--serving", mode, "--json"])
+        assert code == 0
+        plans[mode] = json.loads(out)["serving"]
+    return plans
+
+
+def _hidden(section: str) -> list[str]:
+    """The headers a fitted table names as not shown under it (none when every column is shown)."""
+    dropped = re.search(r"\(not shown at \d+ columns: (.*?); widen", " ".join(section.split()))
+    return dropped.group(1).split(", ") if dropped else []
+
+
+def _present(section: str, cells: dict[str, str]) -> None:
+    """Every cell whose column is shown is in the section whole: no digit or separator either side."""
+    hidden = _hidden(section)
+    for header, cell in cells.items():
+        if header not in hidden:
+            assert re.search(rf"(?<![\d,.]){re.escape(cell)}(?![\d,])", section), (header, cell, section)
+
+
+@pytest.mark.parametrize("mode", ["auto", "disagg"])
+@pytest.mark.parametrize("columns", ["80", "120", None])
+def test_the_serving_tables_never_cut_a_number(monkeypatch, serving_json, mode, columns):
+    """`plan --serving auto|disagg`: the aggregated plan table, the disaggregated pools table and its
+    alternatives fit the width, and every figure of the JSON a shown column carries is printed whole;
+    a table printed one row a block says so under its title, before its first block."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns or defaults.value("report.pipe_width"))
+    code, text = run([*SERVING, "--serving", mode])
+    assert code == 0
+    assert "…" not in text
+    hours = defaults.value("report.hours_per_month")
+    plan = serving_json[mode]
+    if mode == "auto":
+        agg = plan["aggregated"]
+        table = text[:text.index("\nbest: ")]
+        assert all(len(line) <= width for line in table.splitlines()), table
+        for pool in [agg["best"], *agg["alternatives"]]:
+            _present(table, {"GPUs": f"{pool['gpus']:,}", "held": f"{pool['held']:,}",
+                             "util.": f"{pool['gpu_memory_utilization']:.2f}",
+                             "token budget": f"{pool['max_num_batched_tokens']:,}",
+                             "max_num_seqs": f"{pool['max_num_seqs']:,}", "$/hour": f"{pool['cost_per_hour']:,.2f}",
+                             "$/month": f"{pool['cost_per_hour'] * hours:,.0f}"})
+    dis = plan["disaggregated"]
+    start = text.index("disaggregated: dsv4-flash at 4 requests/s")
+    pools = text[start:text.index("the chosen fleet and the best fleets", start)]
+    alternatives = text[text.index("the chosen fleet and the best fleets", start):text.index("\nsearch: ", start)]
+    for section in (pools, alternatives):
+        assert all(len(line) <= width for line in section.splitlines()), section
+    for role in ("prefill", "decode"):
+        p = dis[role]
+        assert re.search(rf"\n\s+{role}\s", pools), pools  # the role's row, named in full
+        _present(pools, {"GPUs": f"{p['gpus']:,}", "util.": f"{p['gpu_memory_utilization']:.2f}",
+                         "token budget": f"{p['max_num_batched_tokens']:,}",
+                         "max_num_seqs": f"{p['max_num_seqs']:,}", "kv_role": p["kv_role"],
+                         "$/hour": f"{p['cost_per_hour']:,.2f}", "$/month": f"{p['cost_per_hour'] * hours:,.0f}"})
+    _present(pools, {"GPUs": f"{dis['gpus']:,}", "$/hour": f"{dis['cost_per_hour']:,.2f}",
+                     "$/month": f"{dis['cost_per_hour'] * hours:,.0f}"})
+    assert dis["prefill"]["gpus"] + dis["decode"]["gpus"] == dis["gpus"]
+    for fleet in [dis, *dis["alternatives"]]:
+        _present(alternatives, {"GPUs": f"{fleet['gpus']:,}", "$/hour": f"{fleet['cost_per_hour']:,.2f}",
+                                "$/month": f"{fleet['cost_per_hour'] * hours:,.0f}"})
+    assert (_hidden(pools) == []) == (width >= 110)  # role 7, chip 4, GPUs 4, shape 17, util. 5, budget 6, ...
+    flat = " ".join(text.split())
+    notes = re.findall(r"\(one (\w+) a block: the table takes \d+ columns, not \d+; widen the terminal or set "
+                       r"COLUMNS to see it as a table\) (\S+)", flat)
+    assert notes and all(first == kind for kind, first in notes), notes  # the note opens the blocks it describes
+    assert flat.count("(one group a block") == flat.count("of the group) (one group a block")  # under its title
+
+
 HEADLINE_RANK = ["memory", "--model", "dsv4.1-flash", "--chip", "h200", "-dp", "4", "--enable-expert-parallel"]
 
 
