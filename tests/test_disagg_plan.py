@@ -214,17 +214,18 @@ def test_an_infeasible_ttft_explains_itself_with_numbers():
 
 
 def test_the_pools_table_prints_its_counts_with_thousands_separators():
-    """The pools table's figures go through planner/report/numbers.py: a fleet of 12,000 GPUs and a
+    """The pools table's figures go through planner/numbers.py: a fleet of 12,000 GPUs and a
     decode rank of 1,024 sequences read with separators, not '12000' and '1024'."""
     from rich.console import Console
 
-    from planner.report.disagg_render import pools_table
+    from planner.report.disagg_render import POOL_COLUMNS, pools_rows
+    from planner.report.tables import print_table
 
     plan = _plan(_service())
     wide = plan.model_copy(update={"gpus": 12_000, "decode": plan.decode.model_copy(
         update={"gpus": 6_000, "max_num_seqs": 1_024})})
     console = Console(width=200, record=True, file=io.StringIO())
-    console.print(pools_table(wide, "t", 730))
+    print_table(console, "t", POOL_COLUMNS, pools_rows(wide, 730))
     text = console.export_text()
     assert "12,000" in text and "6,000" in text and "1,024" in text
     assert "12000" not in text and "1024" not in text.replace("1,024", "")

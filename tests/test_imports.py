@@ -28,7 +28,8 @@ PRICING_STAGES = (
 )
 # the planner's stages, after pricing's
 PLANNER_STAGES = (
-    ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap"),  # inputs
+    # inputs, and the one number formatter every later stage prints its figures with
+    ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap", "planner.numbers"),
     ("planner.candidates",),
     ("planner.search",),
     ("planner.report",),

@@ -280,6 +280,24 @@ def test_placement_never_splits_a_tp_group_or_shares_a_gpu():
     check()
 
 
+def test_a_fleet_of_thousands_is_laid_out_trying_each_node_a_bounded_number_of_times(monkeypatch):
+    """`plan --model llama-3.1-8b --chip h100 --concurrency 1000000` lays 17,242 one-GPU instances:
+    placement tried every earlier node for each instance (31 million `fit` calls, 57 s). Full nodes
+    are passed over now; the layout is first fit as before (a 6-GPU instance's node takes the next
+    2-GPU one, then a new node opens)."""
+    from planner.search import placement
+    from planner.search.placement import ChipNodes, PoolShape, place
+
+    tried = []
+    fit = placement._Node.fit
+    monkeypatch.setattr(placement._Node, "fit", lambda self, *a: tried.append(self.name) or fit(self, *a))
+    laid = place([PoolShape("one", "x", 4000, 1, 1)], {"x": ChipNodes("x", 8, 8)})
+    assert len(laid.nodes) == 500 and len(tried) <= 4000 + 500  # was 1,000,000: every earlier node per instance
+    laid = place([PoolShape("big", "x", 1, 6, 2), PoolShape("small", "x", 2, 2, 2)], {"x": ChipNodes("x", 8, 8)})
+    assert [(i.pool, i.slots[0].node, i.slots[0].gpus) for i in laid.instances] == [
+        ("big", "x-0", [0, 1, 2, 3, 4, 5]), ("small", "x-0", [6, 7]), ("small", "x-1", [0, 1])]
+
+
 def test_the_scenario_chart_draws_the_node_map(tmp_path, capsys):
     chart = tmp_path / "review.svg"
     assert main(["scenario", str(ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml"), "--chart", str(chart),

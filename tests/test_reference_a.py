@@ -71,7 +71,7 @@ def test_cli_prints_the_breakdown():
     assert result.exit_code == 0, result.output
     lines = [" ".join(line.split()) for line in result.output.splitlines()]
     # the spec's printout (one unit, GiB, for the whole fixed block; the spec rounds to one decimal,
-    # the tool prints two, planner/report/numbers.py): each printed figure rounds to the spec's
+    # the tool prints two, planner/numbers.py): each printed figure rounds to the spec's
     printed = {}
     for line in lines:
         m = re.fullmatch(r"(.+?) ([\d,.]+) (GiB|MiB)", line)

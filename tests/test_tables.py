@@ -10,7 +10,7 @@ import re
 import pytest
 
 from planner import defaults
-from planner.report.numbers import duration, percent, size, tokens, with_article
+from planner.numbers import duration, percent, size, tokens, with_article
 from planner.report.tables import Col, csv_text, fit, width_needed
 from tests.helpers import cli_stdout as run
 
@@ -52,6 +52,88 @@ def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
                 continue
             assert re.search(rf"(?<![\d,.]){re.escape(cell)}(?![\d,])", table), (header, cell, table)
     assert f"{million['best']['gpus']:,}" in table and million["best"]["gpus"] >= 1000  # a figure with a separator
+
+
+# the disaggregated pools table of the issue's follow-up: 8,192-token prompts at 4 requests/s on h200
+SERVING = ["--model", "dsv4-flash", "--chip", "h200", "--isl", "8192", "--osl", "1024", "--requests-per-second", "4",
+           "--ttft-ms", "3000", "--tpot-ms", "50"]
+
+
+@pytest.fixture(scope="module")
+def serving_json() -> dict:
+    plans = {}
+    for mode in ("auto", "disagg"):
+        code, out = run([*SERVING, "--serving", mode, "--json"])
+        assert code == 0
+        plans[mode] = json.loads(out)["serving"]
+    return plans
+
+
+def _hidden(section: str) -> list[str]:
+    """The headers a fitted table names as not shown under it (none when every column is shown)."""
+    dropped = re.search(r"\(not shown at \d+ columns: (.*?); widen", " ".join(section.split()))
+    return dropped.group(1).split(", ") if dropped else []
+
+
+def _present(section: str, cells: dict[str, str]) -> None:
+    """Every cell whose column is shown is in the section whole: no digit or separator either side."""
+    hidden = _hidden(section)
+    for header, cell in cells.items():
+        if header not in hidden:
+            assert re.search(rf"(?<![\d,.]){re.escape(cell)}(?![\d,])", section), (header, cell, section)
+
+
+@pytest.mark.parametrize("mode", ["auto", "disagg"])
+@pytest.mark.parametrize("columns", ["80", "120", None])
+def test_the_serving_tables_never_cut_a_number(monkeypatch, serving_json, mode, columns):
+    """`plan --serving auto|disagg`: the aggregated plan table, the disaggregated pools table and its
+    alternatives fit the width, and every figure of the JSON a shown column carries is printed whole;
+    a table printed one row a block says so under its title, before its first block."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns or defaults.value("report.pipe_width"))
+    code, text = run([*SERVING, "--serving", mode])
+    assert code == 0
+    assert "…" not in text
+    hours = defaults.value("report.hours_per_month")
+    plan = serving_json[mode]
+    if mode == "auto":
+        agg = plan["aggregated"]
+        table = text[:text.index("\nbest: ")]
+        assert all(len(line) <= width for line in table.splitlines()), table
+        for pool in [agg["best"], *agg["alternatives"]]:
+            _present(table, {"GPUs": f"{pool['gpus']:,}", "held": f"{pool['held']:,}",
+                             "util.": f"{pool['gpu_memory_utilization']:.2f}",
+                             "token budget": f"{pool['max_num_batched_tokens']:,}",
+                             "max_num_seqs": f"{pool['max_num_seqs']:,}", "$/hour": f"{pool['cost_per_hour']:,.2f}",
+                             "$/month": f"{pool['cost_per_hour'] * hours:,.0f}"})
+    dis = plan["disaggregated"]
+    start = text.index("disaggregated: dsv4-flash at 4 requests/s")
+    pools = text[start:text.index("the chosen fleet and the best fleets", start)]
+    alternatives = text[text.index("the chosen fleet and the best fleets", start):text.index("\nsearch: ", start)]
+    for section in (pools, alternatives):
+        assert all(len(line) <= width for line in section.splitlines()), section
+    for role in ("prefill", "decode"):
+        p = dis[role]
+        assert re.search(rf"\n\s+{role}\s", pools), pools  # the role's row, named in full
+        _present(pools, {"GPUs": f"{p['gpus']:,}", "util.": f"{p['gpu_memory_utilization']:.2f}",
+                         "token budget": f"{p['max_num_batched_tokens']:,}",
+                         "max_num_seqs": f"{p['max_num_seqs']:,}", "kv_role": p["kv_role"],
+                         "$/hour": f"{p['cost_per_hour']:,.2f}", "$/month": f"{p['cost_per_hour'] * hours:,.0f}"})
+    _present(pools, {"GPUs": f"{dis['gpus']:,}", "$/hour": f"{dis['cost_per_hour']:,.2f}",
+                     "$/month": f"{dis['cost_per_hour'] * hours:,.0f}"})
+    assert dis["prefill"]["gpus"] + dis["decode"]["gpus"] == dis["gpus"]
+    for fleet in [dis, *dis["alternatives"]]:
+        _present(alternatives, {"GPUs": f"{fleet['gpus']:,}", "$/hour": f"{fleet['cost_per_hour']:,.2f}",
+                                "$/month": f"{fleet['cost_per_hour'] * hours:,.0f}"})
+    assert (_hidden(pools) == []) == (width >= 110)  # role 7, chip 4, GPUs 4, shape 17, util. 5, budget 6, ...
+    flat = " ".join(text.split())
+    notes = re.findall(r"\(one (\w+) a block: the table takes \d+ columns, not \d+; widen the terminal or set "
+                       r"COLUMNS to see it as a table\) (\S+)", flat)
+    assert notes and all(first == kind for kind, first in notes), notes  # the note opens the blocks it describes
+    assert flat.count("(one group a block") == flat.count("of the group) (one group a block")  # under its title
 
 
 HEADLINE_RANK = ["memory", "--model", "dsv4.1-flash", "--chip", "h200", "-dp", "4", "--enable-expert-parallel"]
@@ -241,7 +323,7 @@ def test_estimated_prices_are_marked_wherever_a_price_is_shown(tmp_path):
     assert "cost per token: $" in text and re.search(r"cost per token: \$[\d.,]+\* per million", text)
 
 
-# -- one voice: every figure through planner/report/numbers.py --------------------------------------
+# -- one voice: every figure through planner/numbers.py --------------------------------------
 # lines that are not prose: launch commands, their comments, the node map (ports), provenance values
 NOT_PROSE = re.compile(r"vllm serve|toy_proxy_server|^\s*#|CUDA_VISIBLE_DEVICES|ray start|^\s*\S+-\d+\s+[\d,-]+\s|"
                        r"--\S+=")
@@ -295,3 +377,57 @@ def test_the_voice_rules_catch_what_the_issue_found():
     for text in ["76.61 GiB", "1,008.0 MiB", "640.0 MiB", "241%", "1,000,000 concurrent requests",
                  "an 8,192-token prompt", "in 17.2 s", "in 3,642.7 ms", "in 350.0 ms"]:
         assert not any(rule.search(text) for rule in VOICE.values()), text
+
+
+# -- the refusals candidates and search word: their times in duration's style, their targets as given ----------
+TIME = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?) (ms|s)\b")
+REFUSALS = [
+    # the disaggregated TTFT refusal: a 20,000-token prompt's prefill, hand-over and first step against 100 ms
+    (["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "20000", "--osl", "200", "--requests-per-second", "20",
+      "--context-length", "32768", "--tp", "2", "--serving", "disagg", "--ttft-ms", "100", "--tpot-ms", "30"],
+     "- ttft: the fastest pair", ", against 100 ms"),
+    # the latency note of a chip none of whose rows meets --tpot-ms 1
+    (["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "10", "--tpot-ms", "1", "--isl", "20000",
+      "--osl", "200", "--context-length", "32768", "--tp", "8"],
+     "no instance meets the latency targets", " at one request."),
+]
+
+
+def _times_in_style(sentence: str) -> list[str]:
+    """The times in a sentence that do not read as `duration` prints them: each figure read back
+    and printed again ('728 ms' reads 728.0 ms, which prints '728.0 ms'; '0.33 s' prints '330.0 ms')."""
+    wrong = []
+    for m in TIME.finditer(sentence):
+        value = float(m.group(1).replace(",", "")) * (1000 if m.group(2) == "s" else 1)
+        if duration(value) != m.group(0):
+            wrong.append(m.group(0))
+    return wrong
+
+
+@pytest.mark.parametrize(("argv", "starts", "ends"), REFUSALS, ids=["disagg ttft", "latency note"])
+def test_refusals_print_their_times_as_duration_does(argv, starts, ends):
+    code, text = run(argv)
+    assert code == 1
+    lines = [line for line in text.splitlines() if starts in line]
+    assert lines, text
+    sentence = lines[0]
+    assert sentence.endswith(ends)  # the target as the user gave it ('100 ms', as targets.py words targets)
+    assert len(TIME.findall(sentence.removesuffix(ends))) >= 2
+    assert _times_in_style(sentence.removesuffix(ends)) == []
+
+
+def test_the_decode_tpot_refusal_prints_its_figures_in_the_one_style(monkeypatch):
+    """A decode row whose one request takes 1,234.56 ms per output token against a 1,000 ms target:
+    the time as `duration` prints it, the target with its thousands separator as given."""
+    from types import SimpleNamespace
+
+    from planner.candidates import roles
+    from planner.request import ServiceSpec, WorkloadSpec
+
+    monkeypatch.setattr(roles, "largest_batch", lambda *a, **k: 0)  # no batch meets the target
+    monkeypatch.setattr(roles, "step_seconds_per_token", lambda *a: 1.23456)
+    service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192, ttft_ms=1500.0, tpot_ms=1000.0,
+                          workload=WorkloadSpec(isl=2000, osl=200, requests_per_second=1.0), serving="disagg")
+    refused = roles.DECODE.figures(None, service, SimpleNamespace(held_per_rank=4), 0.0, 1.0)
+    assert refused == roles.Refused("latency", "one request takes 1,234.6 ms per output token, above the "
+                                               "1,000 ms target")

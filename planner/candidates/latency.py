@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from planner.candidates.shapes import ChipTable, Row, context_length, deployment
 from planner.candidates.step_fields import StepFigures, step_fields
+from planner.numbers import duration
 from planner.request import ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
@@ -101,8 +102,9 @@ def cap_rows(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
         row, one = fastest
         s = row.shape
         table.latency_note = (f"no instance meets the latency targets: the fastest split, tp {s.tp}"
-                              + (f" × dp {s.dp}" if s.dp > 1 else "") + f", takes {one.tpot_seconds * 1000:.1f} ms "
-                              f"per output token and {one.ttft_seconds:.2f} s to the first token at one request")
+                              + (f" × dp {s.dp}" if s.dp > 1 else "") + f", takes {duration(one.tpot_seconds * 1000)} "
+                              f"per output token and {duration(one.ttft_seconds * 1000)} to the first token at one "
+                              "request")
     table.rows = kept
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from planner.candidates.table import Row, context_length, deployment
+from planner.numbers import duration, given, requests, tokens
 from planner.request import ServiceSpec
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
@@ -107,7 +108,7 @@ class PrefillRole(Role):
                    for k, b in zip(stages, prompts, strict=True))
         seqs = max(1, min(held, -(-budget // w.isl)))
         if held < 1:
-            return Refused("context", f"its pool holds no {w.isl:,}-token prompt")
+            return Refused("context", f"its pool holds no {tokens(w.isl)} prompt")
         share = Fraction(max(prompts), sum(prompts)) if sum(prompts) else Fraction(1)
         return PrefillFigures(replace(row, max_num_seqs=seqs), alone, rate, held, seqs, share)
 
@@ -152,8 +153,8 @@ class DecodeRole(Role):
             limit = largest_batch(sm, held, context, None, tpot_seconds=service.tpot_ms / 1000)
             if limit < 1:
                 one = step_seconds_per_token(sm, 1, context, None) * 1000
-                return Refused("latency", f"one request takes {one:.1f} ms per output token, above the "
-                                          f"{service.tpot_ms:g} ms target")
+                return Refused("latency", f"one request takes {duration(one)} per output token, above the "
+                                          f"{given(service.tpot_ms)} ms target")
 
         def arriving(b: int) -> float:
             return b * transfer_seconds / (w.osl * step_seconds_per_token(sm, b, context, None))
@@ -163,7 +164,7 @@ class DecodeRole(Role):
 
         batch = largest_such(fits, 1, limit)
         if batch < 1:
-            return Refused("context", f"its pool holds {held} requests of the context length, none beside the "
+            return Refused("context", f"its pool holds {requests(held)} of the context length, none beside the "
                                       "arriving ones")
         tpot = step_seconds_per_token(sm, batch, context, None)
         binds = "tpot" if batch == limit and limit < held else "memory"

@@ -7,13 +7,13 @@ import json
 
 import click
 
+from planner import numbers as fmt
 from planner.commands import ranges
 from planner.commands.flags import in_flags, memory_flag, names_flags
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
-from planner.report import numbers as fmt
+from planner.numbers import count, number
 from planner.report.memory import render_memory, step_speed
-from planner.report.numbers import count, number
 from planner.report.tables import Col, console_for_output, csv_text, print_table
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help

@@ -436,7 +436,7 @@ def run(ctx: click.Context, **options) -> None:
     except InputError as err:
         raise in_flags(err, plan_flag) from None
     if chart_path and result.feasible:
-        from planner.report import numbers as fmt
+        from planner import numbers as fmt
         from planner.report.charts import pareto_chart
         from planner.report.result import price_footnotes
 
@@ -492,7 +492,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
     if agg is not None:
         agg.notes[:0] = notes
     s = request.service
-    from planner.report import numbers as fmt
+    from planner import numbers as fmt
 
     workload = (f"{s.model} at {fmt.given(s.workload.requests_per_second)} requests/s of {fmt.count(s.workload.isl)} "
                 f"input and {fmt.count(s.workload.osl)} output tokens, TTFT {fmt.duration(s.ttft_ms)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from planner.candidates.latency import memory_only_gpus, step_replicas
 from planner.candidates.shapes import ChipTable, Row
 from planner.candidates.step_fields import StepFigures
-from planner.report.numbers import count, duration, given, money, number, ratio, size
+from planner.numbers import count, duration, given, money, number, ratio, size
 from planner.request import ServiceSpec
 
 

@@ -2,7 +2,7 @@
 --chart` and `plan scenario --chart`. Every chart keeps to the same rules:
 
 - a short title (what is compared), a subtitle per panel (what is drawn);
-- the figures in the text's style (planner/report/numbers.py), `*` beside an estimated price and
+- the figures in the text's style (planner/numbers.py), `*` beside an estimated price and
   the estimate's footnote under the figure, as the tables print it (result.py `price_footnotes`);
 - a point nothing serves is an ✕ on the axis with why, never a bar;
 - markers where only the points were computed, a step line only where a step is the truth (the
@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 from planner import defaults
-from planner.report.numbers import count, duration, given, money, per_million_tokens
+from planner.numbers import count, duration, given, money, per_million_tokens
 from planner.report.result import price_footnotes
 from planner.report.review import Comparison, delta
 from planner.scenario import point_word

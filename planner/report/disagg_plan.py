@@ -9,7 +9,7 @@ import math
 
 from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.table import ChipTable, Row, context_length, priced_chip
-from planner.report.numbers import count, duration, given, money, number, percent, size, tokens, with_article
+from planner.numbers import count, duration, given, money, number, percent, size, tokens, with_article
 from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search

@@ -3,32 +3,31 @@ time to first token by part, each role's per-rank memory, and the commands that 
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
+from planner.numbers import amount, count, duration, number
 from planner.report.memory import render_memory
-from planner.report.numbers import amount, count, duration, number
 from planner.report.render import command, render_notes, split
 from planner.report.serving import DisaggPlan, RolePool, ServingChoice
 from planner.report.tables import Col, print_table
 
+POOL_COLUMNS = (Col("role", "name"), Col("chip", "name"), Col("GPUs"), Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"),
+                Col("util.", drop=4), Col("token\nbudget", drop=5), Col("max_num_seqs", drop=6),
+                Col("kv_role", "name", drop=3), Col("$/hour"), Col("$/month", drop=1))
 
-def pools_table(plan: DisaggPlan, title: str, hours: int) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, title=title)
-    shape = "replicas × (tp,pp,dp,ep,dcp)"
-    for col in ("role", "chip", "GPUs", shape, "util.", "token budget", "max_num_seqs", "kv_role", "$/hour",
-                "$/month"):
-        table.add_column(col, justify="left" if col in ("role", "chip", shape, "kv_role") else "right", no_wrap=True)
+
+def pools_rows(plan: DisaggPlan, hours: int) -> list[list[str]]:
+    """The prefill pool, the decode pool and their total, one row each (POOL_COLUMNS)."""
+    rows = []
     for p in (plan.prefill, plan.decode):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
-        table.add_row(p.role, p.chip, count(p.gpus), split(p, names=False) + kv, number(p.gpu_memory_utilization),
-                      count(p.max_num_batched_tokens), count(p.max_num_seqs), p.kv_role,
-                      amount(p.cost_per_hour, p.price_estimate), amount(p.cost_per_hour * hours, p.price_estimate,
-                                                                        cents=False))
-    table.add_row("total", "", count(plan.gpus), "", "", "", "", "", amount(plan.cost_per_hour),
-                  amount(plan.cost_per_hour * hours, cents=False))
-    return table
+        rows.append([p.role, p.chip, count(p.gpus), split(p, names=False) + kv, number(p.gpu_memory_utilization),
+                     count(p.max_num_batched_tokens), count(p.max_num_seqs), p.kv_role,
+                     amount(p.cost_per_hour, p.price_estimate),
+                     amount(p.cost_per_hour * hours, p.price_estimate, cents=False)])
+    rows.append(["total", "", count(plan.gpus), "", "", "", "", "", amount(plan.cost_per_hour),
+                 amount(plan.cost_per_hour * hours, cents=False)])
+    return rows
 
 
 ALTERNATIVE_COLUMNS = (Col("", "name"), Col("prefill: chip replicas ×\n(tp,pp,dp,ep,dcp)", "name"),
@@ -50,11 +49,11 @@ def alternatives_rows(plan: DisaggPlan, hours: int) -> list[list[str]]:
 
 def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int, workload: str) -> None:
     """The feasible disaggregated plan; `kernels` holds each role's kernel for its memory printout."""
-    from planner.report.numbers import percent, size
+    from planner.numbers import percent, size
     from planner.report.result import solver_phrase
     from pricing.kernel.report import memory_report
 
-    console.print(pools_table(plan, f"disaggregated: {workload}", hours))
+    print_table(console, f"disaggregated: {workload}", POOL_COLUMNS, pools_rows(plan, hours), records=True)
     if plan.alternatives:
         print_table(console, "the chosen fleet and the best fleets of the next prefill × decode shapes",
                     ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))

@@ -11,7 +11,7 @@ from planner.candidates.shapes import (
     pool_gpus,
     replica_cap,
 )
-from planner.report.numbers import count, size
+from planner.numbers import count, size
 from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError, mention, quoted, render

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich import box as boxes
 from rich.console import Console
 
-from planner.report.numbers import block_unit, exact, exact_size, in_unit, size, tokens, with_article
+from planner.numbers import block_unit, exact, exact_size, in_unit, size, tokens, with_article
 from planner.report.tables import Col, console_for_output, print_table
 from pricing.rules import get as get_release
 

@@ -8,9 +8,9 @@ from planner import defaults
 from planner.candidates import latency
 from planner.candidates.shapes import ChipTable, context_length, deployment
 from planner.candidates.table import priced_chip, verify
+from planner.numbers import count
 from planner.report.binds import binding, default_max_num_seqs, latency_binding
 from planner.report.explain import explain
-from planner.report.numbers import count
 from planner.report.result import Explanation, Margin, PlanResult, PoolPlan, SearchInfo, Target
 from planner.report.serve import own_nodes, served_model
 from planner.report.targets import binds_words, target_words

@@ -11,8 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner import defaults
-from planner.report.memory import render_memory, render_provenance
-from planner.report.numbers import (
+from planner.numbers import (
     amount,
     count,
     duration,
@@ -27,6 +26,7 @@ from planner.report.numbers import (
     tokens,
     with_article,
 )
+from planner.report.memory import render_memory, render_provenance
 from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase
 from planner.report.tables import Col, print_table
 from pricing.kernel import Kernel
@@ -134,8 +134,8 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     if provenance:
         render_provenance(result.provenance, console)
     console.print()
-    console.print(node_map(best.nodes, [(best.model, best.instances)],
-                           f"node map: {best.chip} nodes of {best.nodes[0].gpus} GPUs" if best.nodes else "node map"))
+    print_node_map(console, best.nodes, [(best.model, best.instances)],
+                   f"node map: {best.chip} nodes of {best.nodes[0].gpus} GPUs" if best.nodes else "node map")
     spare = [n for n in best.nodes if n.spare]
     if spare:
         gpus = sum(n.gpus for n in spare)
@@ -155,12 +155,12 @@ def render_brief(result: PlanResult, console: Console) -> None:
     render_notes(result.notes, console)
 
 
-def node_map(nodes, pools, title: str = "node map") -> Table:
+NODE_MAP_COLUMNS = (Col("node", "name"), Col("GPUs", "name"), Col("serves", "name"), Col("role", "name"), Col("port"))
+
+
+def node_map_rows(nodes, pools) -> list[list[str]]:
     """One row per instance part on a node (its GPUs, what it serves, its port), then each node's
-    idle GPUs and the spare nodes. `pools`: (name, instances) pairs."""
-    table = Table(box=box.SIMPLE_HEAD, title=title)
-    for col in ("node", "GPUs", "serves", "role", "port"):
-        table.add_column(col, no_wrap=True, justify="right" if col == "port" else "left")
+    idle GPUs and the spare nodes (NODE_MAP_COLUMNS). `pools`: (name, instances) pairs."""
     rows = []
     for name, instances in pools:
         for inst in instances:
@@ -175,9 +175,14 @@ def node_map(nodes, pools, title: str = "node map") -> Table:
             rows.append((n.node, list(range(n.gpus)), "spare (kept free)", "", "-"))
         elif idle:
             rows.append((n.node, idle, "idle", "", "-"))
-    for node, gpus, serves, role, port in sorted(rows, key=lambda r: (order.get(r[0], 0), r[1][0])):
-        table.add_row(node, gpu_ranges(gpus), serves, role, port)
-    return table
+    return [[node, gpu_ranges(gpus), serves, role, port]
+            for node, gpus, serves, role, port in sorted(rows, key=lambda r: (order.get(r[0], 0), r[1][0]))]
+
+
+def print_node_map(console: Console, nodes, pools, title: str = "node map") -> None:
+    """The node map fitted to the console: a table, or one node's part a block where it is too wide."""
+    print_table(console, title, NODE_MAP_COLUMNS, node_map_rows(nodes, pools), records=True,
+                title_justify="center")  # as it was printed before it was fitted (README's headline)
 
 
 def gpu_ranges(gpus: list[int]) -> str:
@@ -345,9 +350,8 @@ def render_fleet(r: FleetResult, console: Console) -> None:
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
                      else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
-    console.print(node_map(r.nodes, [(p.service, p.instances) for p in r.services],
-                           f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes "
-                           "in use"))
+    print_node_map(console, r.nodes, [(p.service, p.instances) for p in r.services],
+                   f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes in use")
     for note in r.placement_notes:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:

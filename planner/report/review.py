@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from planner import defaults
-from planner.report import numbers as fmt
+from planner import numbers as fmt
 from planner.report.binds import inventory_binds
 from planner.report.fleet import FleetResult
 from planner.report.result import price_footnotes, solver_phrase

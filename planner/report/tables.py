@@ -12,7 +12,8 @@ widest cell. When the table does not fit the console's width, the columns with t
 to see it (a wider terminal, `COLUMNS=200`, or `--format csv`). Text columns then wrap to what
 is left. A table whose every column is kept (`records=True`) is printed instead, when it does not
 fit, one row a block: its first cell as the heading, then each other column's header and cell on a
-line of their own (the cell wrapping at spaces), and a line under it saying so. `csv_text` writes
+line of their own (the cell wrapping at spaces), a line under the title saying so, before the blocks
+(a note after the last block reads as the next table's). `csv_text` writes
 the same columns, every one, as CSV.
 
 The console's width: the terminal's; `COLUMNS` when it is set (piped or not); else, piped or
@@ -81,9 +82,9 @@ def _widest(column: Col, cells: list[str]) -> int:
 
 
 def _table(title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], keep: list[int],
-           box, caption: str | None, whole_words: bool = False) -> Table:
+           box, caption: str | None, whole_words: bool = False, title_justify: str = "left") -> Table:
     table = Table(box=box, title=Text(title) if title else None, caption=Text(caption) if caption else None,
-                  title_justify="left", caption_justify="left")
+                  title_justify=title_justify, caption_justify="left")
     for i in keep:
         c = columns[i]
         widest = _widest(c, [str(r[i]) for r in rows])
@@ -105,12 +106,13 @@ def width_needed(table: Table) -> int:
 
 
 def fit(title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], width: int, *,
-        box=boxes.SIMPLE_HEAD, caption: str | None = None, whole_words: bool = False) -> tuple[Table, list[str]]:
+        box=boxes.SIMPLE_HEAD, caption: str | None = None, whole_words: bool = False,
+        title_justify: str = "left") -> tuple[Table, list[str]]:
     """The table at `width`, and the headers of the columns dropped to fit it (none when it fits);
     `whole_words`: a text column is never narrower than its longest word."""
     keep = list(range(len(columns)))
     while True:
-        table = _table(title, columns, rows, keep, box, caption, whole_words)
+        table = _table(title, columns, rows, keep, box, caption, whole_words, title_justify)
         droppable = [i for i in keep if columns[i].drop > 0]
         if width_needed(table) <= width or not droppable:
             return table, [" ".join(c.header.split()) for i, c in enumerate(columns) if i not in keep]
@@ -137,17 +139,18 @@ def record_blocks(columns: Sequence[Col], rows: Sequence[Sequence[str]]) -> Grou
 
 def print_table(console: Console, title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], *,
                 box=boxes.SIMPLE_HEAD, caption: str | None = None, csv_hint: bool = True,
-                records: bool = False) -> list[str]:
+                records: bool = False, title_justify: str = "left") -> list[str]:
     """Print the fitted table, and under it what was left out; returns the dropped headers. With
     `records`, a table too wide for the console is printed one row a block instead."""
-    table, dropped = fit(title, columns, rows, console.width, box=box, caption=caption, whole_words=records)
+    table, dropped = fit(title, columns, rows, console.width, box=box, caption=caption, whole_words=records,
+                         title_justify=title_justify)
     if records and width_needed(table) > console.width:
         if title:
             console.print(title, markup=False, highlight=False)
-        console.print(record_blocks(columns, rows))
         console.print(f"(one {' '.join(columns[0].header.split())} a block: the table takes "
                       f"{width_needed(table)} columns, not {console.width}; widen the terminal or set COLUMNS to "
-                      "see it as a table)", markup=False, highlight=False)
+                      "see it as a table)", markup=False, highlight=False)  # under its title, before its blocks
+        console.print(record_blocks(columns, rows))
         return []
     console.print(table)
     if dropped:

@@ -4,7 +4,7 @@ sets a pool's replica count (the candidates carry the values: planner/candidates
 
 from __future__ import annotations
 
-from planner.report.numbers import duration, given, percent
+from planner.numbers import duration, given, percent
 from planner.request import METRIC_NAMES, ServiceSpec
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from planner import defaults
 from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures, Refused
 from planner.candidates.table import ChipTable, Row, candidate_table, priced_chip
+from planner.numbers import duration, given, tokens, with_article
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
 from pricing.chips import Chip
@@ -245,10 +246,11 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
                 if best_ttft is None or spent < best_ttft[0]:
                     best_ttft = (spent, f"the fastest pair (prefill {pside.chip.id} tp {pf.row.shape.tp} × dp "
                                         f"{pf.row.shape.dp}, decode {dside.chip.id} tp {drow.shape.tp} × dp "
-                                        f"{drow.shape.dp}) takes {pf.prompt_seconds * 1000:,.0f} ms to prefill a "
-                                        f"{w.isl:,}-token prompt, {h.seconds * 1000:,.1f} ms to hand it over and "
-                                        f"{dec.step_seconds * 1000:,.1f} ms for the first decode step, "
-                                        f"{spent * 1000:,.0f} ms before any queueing, against {service.ttft_ms:g} ms")
+                                        f"{drow.shape.dp}) takes {duration(pf.prompt_seconds * 1000)} to prefill "
+                                        f"{with_article(tokens(w.isl))} prompt, {duration(h.seconds * 1000)} to hand "
+                                        f"it over and {duration(dec.step_seconds * 1000)} for the first decode step, "
+                                        f"{duration(spent * 1000)} before any queueing, against "
+                                        f"{given(service.ttft_ms)} ms")
                 servers = servers_for_wait(rate, pf.service_rate, budget)
                 if servers is None:
                     continue
