@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache
 
 from pricing.kernel.kernel import Kernel
 from pricing.kernel.startup import Startup, failed_check_at
@@ -48,7 +47,7 @@ class Capacity:
         layout = k.layout()
         if not layout.groups:
             return k.engine.max_num_seqs
-        keep = _kept(margin)
+        keep = k.once(("kept share", margin), lambda: _kept(margin))  # asked at every grid point
         if layout.grouped:
             held = (_counted(blocks, keep) - 1) // k.blocks_per_request()  # less the null block
         else:
@@ -57,7 +56,6 @@ class Capacity:
         return max(0, min(k.engine.max_num_seqs, held))
 
 
-@cache  # a sweep asks it of every grid point, with the service's one margin
 def _kept(margin: float) -> tuple[int, int]:
     """The share of a pool counted on with a `margin` held back, exactly (the margin as written),
     as a fraction's numerator and denominator."""
