@@ -1,6 +1,7 @@
 """The refitted fixed-memory laws against the training records of ../shared/calibration."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -245,15 +246,59 @@ def test_each_record_of_0_21_and_later_is_predicted_or_says_why(predictions):
 
 
 def test_record_gpu_and_cache_texts_are_read_as_the_flags_given():
-    """'RTX PRO 6000 Blackwell (96 GB, ...)' and 'RTX 5090 (32GB)' name registry chips by their first
-    words; 'fp8 (-> fp8_ds_mla)' is the flag fp8 (what vLLM turned it into is the note)."""
+    """'RTX PRO 6000 Blackwell (96 GB, ...)', 'RTX 5090 (32GB)' and 'RTX 4080 (16376 MiB), WSL2' name
+    registry chips by their first words; 'fp8 (-> fp8_ds_mla)' is the flag fp8 (what vLLM turned it
+    into is the note)."""
     from pricing.calibration.predict import _deployment, _drafter, chip_for
 
     assert chip_for("RTX PRO 6000 Blackwell (96 GB, SM120), PCIe without P2P").id == "rtx-pro-6000"
     assert chip_for("RTX 5090 (32GB)").id == "rtx-5090"
     assert chip_for("H100-80GB").id == "h100"
-    assert chip_for("RTX 4080 (16376 MiB), WSL2") is None
+    assert chip_for("RTX 4080 (16376 MiB), WSL2").id == "rtx-4080"
+    assert chip_for("Blackwell GPU, not named (a 96GB-class card)") is None
     r = StartupRecord(id="x", model="m", gpu="H20", kv_cache_dtype="fp8 (-> fp8_ds_mla)")
     assert _deployment(r, None).kv_cache_dtype == "fp8"
     assert _drafter({"method": "mtp", "num_speculative_tokens": 2}) == ("mtp", 2)
     assert _drafter({"method": "dflash", "model": "d", "num_speculative_tokens": 7}) is None
+
+
+def test_the_rtx_4080_start_up_under_wsl2_is_predicted_on_its_logged_total(predictions):
+    """cn-notes-rtx4080-qwen2.5-7b-awq-32k (vLLM 0.26.0, WSL2): the chip is the registry's RTX 4080,
+    its memory the 15.99 GiB the log's 'Free memory on device' line gives (what vLLM sees under WSL2:
+    the driver's whole 16,376 MiB; a Linux host's torch sees 16,049 MiB, the chip file's value).
+    By hand from the log: ceil(0.9 x 15.99 GiB) - 5.29 weights - 1.04 peak activation - 0.06
+    non-torch = 8.00 GiB, the logged 8.0: the peak activation it logs already holds the CUDA-graph
+    estimate taken from the budget (peak_activation_memory = transient_peak_headroom + the applied
+    estimate, as vllm-0.33-memory.md §1.4 item 10 reads 0.33; the log's own figures add up only so).
+    The kernel's activation peak, CUDA-graph estimate and non-torch memory come to 0.26 GiB more
+    than those 1.10 GiB, so it predicts 3.3 % less KV memory."""
+    from pricing.chips import get_chip
+
+    p = next(p for p in predictions if p.record.id == "cn-notes-rtx4080-qwen2.5-7b-awq-32k")
+    assert get_chip("rtx-4080").memory_bytes == 16049 * 2**20
+    assert p.kernel.chip.id == "rtx-4080" and p.kernel.chip.memory_bytes == round(15.99 * GiB)
+    assert p.kernel.release.name == "vllm-0.26" and p.weights_source == "logged"
+    budget = math.ceil(0.9 * round(15.99 * GiB))
+    assert (budget - round((5.29 + 1.04 + 0.06) * GiB)) / GiB == pytest.approx(8.00, abs=0.005)
+    fixed = p.predicted["activation"] + p.predicted["cuda_graph"] + p.predicted["non_torch"]
+    assert (fixed - round((1.04 + 0.06) * GiB)) / GiB == pytest.approx(0.26, abs=0.01)
+    assert p.error() == pytest.approx(-0.0327, abs=0.0005)
+
+
+def test_a_peak_that_holds_the_graph_estimate_fits_no_sampler_law_unless_the_estimate_is_logged(predictions):
+    """From 0.21 the logged peak activation holds the CUDA-graph estimate: the RTX 4080 record (0.26,
+    peak 1.04 GiB, no estimate logged) informs no sampler law (taken as the sampler's it would move
+    the per-logit law from 15.578 to 15.628 bytes); with an estimate logged, the fit's target is the
+    peak less it."""
+    from pricing.calibration.fit import _act_logged, _act_target
+
+    fitted = {v.name: v for v in fit(predictions)}
+    assert "cn-notes-rtx4080-qwen2.5-7b-awq-32k" not in fitted["cost_model_memory.sampler_bytes_per_logit"].records
+    assert fitted["cost_model_memory.sampler_bytes_per_logit"].value == 15.578
+    p = next(p for p in predictions if p.record.id == "cn-notes-rtx4080-qwen2.5-7b-awq-32k")
+    assert p.era.graph_estimate_in_budget and not _act_logged(p)
+    p.observed["cuda_graph"] = round(0.48 * GiB)
+    try:
+        assert _act_logged(p) and _act_target(p) == round(1.04 * GiB) - round(0.48 * GiB)
+    finally:
+        p.observed["cuda_graph"] = None

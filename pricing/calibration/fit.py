@@ -140,7 +140,19 @@ def _graph_era(p: Prediction) -> bool:
 
 
 def _act_target(p: Prediction) -> float:
-    return p.observed["activation"]
+    """The logged activation peak of the sampler warm-up and forward. A release that takes the
+    CUDA-graph estimate from the budget logs it inside its peak (peak_activation_memory =
+    transient_peak_headroom + the applied estimate, vllm-0.33-memory.md §1.4 item 10), so that
+    record's logged estimate is taken off."""
+    estimate = (p.observed["cuda_graph"] or 0) if p.era.graph_estimate_in_budget else 0
+    return p.observed["activation"] - estimate
+
+
+def _act_logged(p: Prediction) -> bool:
+    """Whether the record logs its activation peak apart from the CUDA-graph estimate: always
+    before the estimate is taken from the budget; from then on, only with the estimate logged."""
+    return bool(p.observed["activation"]) and (not p.era.graph_estimate_in_budget
+                                                or p.observed["cuda_graph"] is not None)
 
 
 def _free_drop(p: Prediction) -> float | None:
@@ -163,8 +175,7 @@ def fit(predictions: list[Prediction], registry: Registry | None = None) -> list
 
     # 1. sampler warm-up, current era: rows × vocab × a + tokens × hidden × b (the native path:
     # a start-up whose log states FlashInfer's sampler is not this law's)
-    rows = [p for p in usable if current(p) and p.observed["activation"] and _sampler_dominates(p)
-            and p.sampler == "native"]
+    rows = [p for p in usable if current(p) and _act_logged(p) and _sampler_dominates(p) and p.sampler == "native"]
     per_hidden = None
     if len(rows) >= 2:
         x = _solve(rows, lambda p: [_logits(p), _token_hidden(p)], _act_target, [6, 0], [64, 16])
@@ -181,7 +192,7 @@ def fit(predictions: list[Prediction], registry: Registry | None = None) -> list
     # predicted with).
     early: dict[str, list[Prediction]] = {}
     for p in usable:
-        if per_hidden is not None and p.observed["activation"] and _sampler_dominates(p):
+        if per_hidden is not None and _act_logged(p) and _sampler_dominates(p):
             for name in era_laws(p.kernel.reg, p.era, p.sampler):
                 if p.kernel.reg[name].value["law"] == "cost_model_memory.sampler_bytes_per_logit":
                     early.setdefault(name, []).append(p)
