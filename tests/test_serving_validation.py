@@ -65,3 +65,36 @@ def test_runs_vllm_033_refuses_are_marked():
     section = _script().section()
     marked = [line for line in section.splitlines() if line.startswith("| [") and " \\* |" in line]
     assert len(marked) == len(refused)
+
+
+def test_readme_shows_the_diagnosis():
+    assert script("readme_serving_diagnosis").section() == script("readme_section").shown("readme_serving_diagnosis")
+
+
+def test_the_implied_fraction_reproduces_the_measured_run():
+    """Qwen3-32B on one A100, 500 prompts of 2,000 tokens and 100 out, all sent at once: GPUStack
+    measured 415.71 s, p50 TTFT 209,108.79 ms and p99 TTFT 408,103.76 ms (qwen3-32b/a100.md, its
+    baseline). At the fraction of peak it implies, the simulated duration is the measured one within
+    1 % and both TTFTs within 10 %; that fraction is above the floor the prompts' own FLOPs over
+    the measured duration set (prefill takes at most the whole run), and the step model's 0.3 is
+    far below it (the simulation at 0.3 takes more than 1.5 times as long)."""
+    run = _run("gpustack:qwen3-32b:a100-80gb:tp1:2000/100:n500")
+    m = run.measured
+    assert (m["duration_s"], m["p50_ttft_ms"], m["p99_ttft_ms"]) == (415.71, 209108.79, 408103.76)
+    fraction, served = run.implied_tensor_compute()
+    assert abs(served.duration / 415.71 - 1) <= 0.01
+    assert abs(served.ttft.percentile(50) * 1000 / 209108.79 - 1) <= 0.10
+    assert abs(served.ttft.percentile(99) * 1000 / 408103.76 - 1) <= 0.10
+    peak = 312e12  # A100 SXM dense bf16
+    floor = run.prefill_flops() * 500 / 415.71 / peak
+    assert 0.45 < floor < fraction < 1.0
+    assert run.simulate().duration > 1.5 * 415.71
+
+
+def test_a_run_the_prefill_cannot_explain_has_no_fraction():
+    """Qwen3-235B-A22B on eight H100s, 2,000/100: even at the whole bf16 peak the simulation takes
+    longer than the measured 43.91 s, so no fraction of the peak explains it."""
+    run = _run("gpustack:qwen3-235b-a22b:h100:tp8:2000/100:n500")
+    assert run.measured["duration_s"] == 43.91
+    fraction, served = run.implied_tensor_compute()
+    assert fraction is None and served.duration > 43.91

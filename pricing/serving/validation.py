@@ -7,6 +7,7 @@ so where it is shown."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,11 +19,13 @@ from pricing.serving.cost import StepCost
 from pricing.serving.simulate import Instance, Served, simulate
 from pricing.serving.traffic import ClosedLoop, Fixed, Traffic
 from pricing.step import StepModel
-from pricing.step.step import Step
+from pricing.step.rates import Efficiency
+from pricing.step.step import ENGINE, Step
 from pricing.yaml_fast import load as load_yaml
 
 RUNS = Path(__file__).resolve().parents[2] / "validation" / "vllm_serving_runs.yaml"
 FIGURES = ("p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")
+IMPLIED_RANGE = (0.05, 1.0)  # the fractions of peak tensor FLOP/s `Run.implied_tensor_compute` searches
 DEPLOYMENT_FLAGS = ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size", "enable_expert_parallel",
                     "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
                     "async_scheduling")
@@ -66,12 +69,45 @@ class Run:
         return sum(model.time(Step(chunk=min(budget, prompt - offset), chunk_offset=offset)).flops
                    for offset in range(0, prompt, budget))
 
-    def simulate(self) -> Served:
+    def simulate(self, efficiency: Efficiency | None = None) -> Served:
+        """The run through the simulator, each step priced at vLLM's factors (or `efficiency`)."""
+        kernel = self.kernel()
+        return self._simulated(kernel, Instance.of(kernel), efficiency)
+
+    def _simulated(self, kernel: Kernel, inst: Instance, efficiency: Efficiency | None) -> Served:
+        cost = StepCost(StepModel(kernel, efficiency=efficiency), inst.max_num_seqs,
+                        inst.max_num_batched_tokens + inst.max_num_seqs, inst.max_model_len)
+        return simulate(inst, cost, self.traffic())
+
+    def implied_tensor_compute(self, low: float = IMPLIED_RANGE[0], high: float = IMPLIED_RANGE[1],
+                               halvings: int = 9) -> tuple[float | None, Served]:
+        """The fraction of the chip's peak tensor FLOP/s (`tensor_compute`, every other factor
+        vLLM's own) at which the simulated duration is the measured one, bisected in log space
+        between `low` and `high` (`halvings` halvings: 9 leave it within 0.6 %), and the run
+        simulated at it. None, and the run at the bound, when even `high` leaves the simulation
+        slower than measured (the time it misses is not the prefill's matrix multiplies) or even
+        `low` leaves it faster. A diagnosis, fitted to each run by itself: it is the run's own
+        training point."""
         kernel = self.kernel()
         inst = Instance.of(kernel)
-        cost = StepCost(StepModel(kernel), inst.max_num_seqs, inst.max_num_batched_tokens + inst.max_num_seqs,
-                        inst.max_model_len)
-        return simulate(inst, cost, self.traffic())
+        base = Efficiency.from_registry(kernel.reg, ENGINE)
+        target = self.measured["duration_s"]
+
+        def run(fraction: float) -> Served:
+            return self._simulated(kernel, inst, base.replaced(tensor_compute=fraction))
+
+        top = run(high)
+        if top.duration > target:
+            return None, top
+        bottom = run(low)
+        if bottom.duration < target:
+            return None, bottom
+        lo, hi = math.log(low), math.log(high)
+        for _ in range(halvings):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if run(math.exp(mid)).duration > target else (lo, mid)
+        fraction = math.exp((lo + hi) / 2)
+        return fraction, run(fraction)
 
 
 def runs(path: Path = RUNS) -> list[Run]:
