@@ -302,3 +302,47 @@ def test_a_peak_that_holds_the_graph_estimate_fits_no_sampler_law_unless_the_est
         assert _act_logged(p) and _act_target(p) == round(1.04 * GiB) - round(0.48 * GiB)
     finally:
         p.observed["cuda_graph"] = None
+
+
+def test_the_qwen3_14b_description_is_its_published_config_by_hand():
+    """pricing/calibration/checkpoints/qwen3-14b.yaml (Qwen/Qwen3-14B's published config): 40 layers,
+    hidden 5120, 40 query and 8 KV heads of 128, MLP 17408, vocabulary 151936, untied head. By hand,
+    bf16: embedding and head 2 x 151936 x 5120, per layer q and o 5120 x 5120 each, k and v
+    1024 x 5120 each, gate, up and down 3 x 5120 x 17408, two norms of 5120 and q/k norms of 128,
+    the final norm, and the rotary cos/sin cache (40960 positions x 128, bf16); KV 163,840 bytes a
+    token (40 layers x K and V x 8 heads x 128 x 2 bytes)."""
+    from pricing.calibration.predict import CHECKPOINTS
+    from tests.helpers import kernel
+
+    k = kernel(str(CHECKPOINTS / "qwen3-14b.yaml"), "l40s", max_model_len=40960)
+    assert (k.model.name, k.model.hf_id, k.model.hidden_size, k.model.vocab_size) == (
+        "qwen3-14b", "Qwen/Qwen3-14B", 5120, 151936)
+    h, inter, kv = 5120, 17408, 8 * 128
+    layer = 2 * h * h + 2 * kv * h + 3 * h * inter + 2 * h + 2 * 128
+    assert k.fixed_bytes().weights == 2 * (2 * 151936 * h + 40 * layer + h) + 40960 * 128 * 2 == 29_547_100_160
+    [group] = k.layout().groups
+    assert len(group.members) == 40 and {m.page_bytes for m in group.members} == {16 * 2 * kv * 2}
+
+
+def test_the_qwen3_14b_awq_start_ups_are_predicted_where_they_log_their_weights(predictions):
+    """jinwoong's Qwen/Qwen3-14B-AWQ on one L40S (vLLM 0.28.0, defaults): the architecture is the
+    published Qwen3-14B config's and the AWQ weights are the 9.44 GiB the log gives (the export's
+    quantization_config was not found). Its 194,192 tokens are 12,137 blocks of 16 x 40 layers x
+    65,536 bytes = 29.63 GiB, the logged KV memory: the description's KV shape is the checkpoint's.
+    By hand: ceil(0.92 x 44.52 GiB) - 9.44 - the kernel's activation, non-torch and CUDA-graph
+    estimate = 29.89 GiB, +0.87 %. The L4 pipeline-parallel start-up logs no weights: not predicted,
+    and the report says why."""
+    l40s = next(p for p in predictions if p.record.id == "jinwoong-blog-l40s-qwen3-14b-awq-default")
+    assert l40s.kernel.chip.id == "l40s" and l40s.kernel.release.name == "vllm-0.26"
+    assert l40s.weights_source == "logged" and l40s.kernel.engine.gpu_memory_utilization == 0.92
+    assert round(194_192 // 16 * 40 * 65_536 / GiB, 2) == l40s.record.observed.available_kv_gib == 29.63
+    budget = math.ceil(0.92 * l40s.kernel.chip.memory_bytes)
+    rest = l40s.predicted["activation"] + l40s.predicted["non_torch"] + l40s.predicted["cuda_graph"]
+    assert l40s.predicted["available_kv"] == budget - round(9.44 * GiB) - rest
+    assert l40s.error() == pytest.approx(0.0087, abs=0.0005)
+    l4 = next(p for p in predictions if p.record.id == "jinwoong-blog-l4-qwen3-14b-awq-pp2")
+    assert l4.kernel is None and l4.skipped.startswith("no model description for this checkpoint's weights")
+    assert l4.skipped.endswith("this record logs none") and "quantization_config" in l4.skipped
+    # asked for every part from the kernel, the logged start-up is not predicted either (its 16-bit
+    # weights would be 27.5 GiB, not the AWQ export's)
+    assert predict(l40s.record, weights="kernel").skipped.endswith("the kernel's own weights were asked for")

@@ -137,3 +137,15 @@ def test_plan_models_lists_the_cards():
                 "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b", "gpt-oss-20b", "gpt-oss-120b", "gemma-3-27b",
                 "dsv4-flash", "dsv4-pro", "dsv4.1-flash"}
     assert required <= names
+
+
+def test_a_card_file_given_by_path_is_read_as_a_card(tmp_path):
+    """`--model path/to/card.yaml`: a card of one's own, in pricing/cards' layout (the calibration's
+    record-only descriptions are read so); its name and Hugging Face id are the file's."""
+    from pricing.config import CARDS
+
+    card = tmp_path / "mine.yaml"
+    card.write_text((CARDS / "qwen3-8b.yaml").read_text().replace("name: qwen3-8b", "name: mine", 1))
+    source = resolve(str(card))
+    assert (source.name, source.hf_id, source.config["num_hidden_layers"]) == ("mine", "Qwen/Qwen3-8B", 36)
+    assert source.origin == "model card mine.yaml"

@@ -29,6 +29,7 @@ from pricing.units import GiB
 
 HERE = Path(__file__).parent
 SHARED_MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
+CHECKPOINTS = HERE / "checkpoints"
 
 
 def record_models() -> dict[str, dict]:
@@ -62,17 +63,22 @@ class Checkpoint(NamedTuple):
 
     name: str
     quantization: str | None = None
+    weights_logged_only: bool = False  # its weights are known only where a record logs them
 
 
 def checkpoint_for(hf_id: str) -> Checkpoint | None:
     """The checkpoint's entry in record_models.yaml, by Hugging Face id (`shared:<file>` is
-    ../shared/models/<file>); None if it is not listed."""
+    ../shared/models/<file>, `checkpoint:<file>` pricing/calibration/checkpoints/<file>); None if it
+    is not listed."""
     entry = record_models().get(hf_id.strip().lower())
     if entry is None or "model" not in entry:
         return None
     name = entry["model"]
-    path = str(SHARED_MODELS / name.removeprefix("shared:")) if name.startswith("shared:") else name
-    return Checkpoint(path, entry.get("quantization"))
+    if name.startswith("shared:"):
+        name = str(SHARED_MODELS / name.removeprefix("shared:"))
+    elif name.startswith("checkpoint:"):
+        name = str(CHECKPOINTS / name.removeprefix("checkpoint:"))
+    return Checkpoint(name, entry.get("quantization"), entry.get("weights") == "logged")
 
 
 def chip_for(gpu: str | None) -> Chip | None:
@@ -190,6 +196,12 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
         why = record_models().get(r.model.strip().lower(), {}).get("why")
         p.skipped = "no model description for this checkpoint" + (
             f": {why}" if why else " (no card, no record_models.yaml entry, no config.json in shared/models)")
+        return p
+    if checkpoint.weights_logged_only and (weights == "kernel" or o.weights_gib is None):
+        p.skipped = ("no model description for this checkpoint's weights: "
+                     + record_models()[r.model.strip().lower()]["how"]
+                     + ("; this record logs none" if o.weights_gib is None
+                        else "; the kernel's own weights were asked for"))
         return p
     chip = chip or chip_for(r.gpu)
     if chip is None:

@@ -146,11 +146,12 @@ def _holds_weights(folder: Path) -> bool:
 
 
 def resolve(model: str) -> ModelSource:
-    """`--model`: a path to config.json or its folder, a Hugging Face id in the local cache, or a
-    card's short name or HF id. The user's own file wins over a card of the same name (and says
-    so in `origin`); `hf_id` is what `vllm serve` is given: the path or id as the user gave it, or
-    the card's HF id; empty for a bare config file (no weights beside it): the weights' location is
-    then unknown, never the config's `_name_or_path` or the file's name."""
+    """`--model`: a path to config.json or its folder, a path to a card file (the layout of
+    pricing/cards), a Hugging Face id in the local cache, or a card's short name or HF id. The
+    user's own file wins over a card of the same name (and says so in `origin`); `hf_id` is what
+    `vllm serve` is given: the path or id as the user gave it, or the card's HF id; empty for a bare
+    config file (no weights beside it): the weights' location is then unknown, never the config's
+    `_name_or_path` or the file's name."""
     if not model or not model.strip():
         raise InputError("model", "is empty", "give a card name (see `plan models`), a config.json path or a HF id")
     key = model.strip().lower()
@@ -162,6 +163,8 @@ def resolve(model: str) -> ModelSource:
             raise InputError("model", f"folder {path} holds no config.json",
                              f"point {mention('model')} at the model's folder")
         return _from_folder(path, path.name, model, f"folder {path}{shadow}")
+    if path.is_file() and path.suffix in (".yaml", ".yml"):  # a card of one's own (the cards' layout)
+        return load_card(path)
     if path.is_file():
         raw = _read_json(path, "config.json")
         quant = path.parent / "hf_quant_config.json"
