@@ -159,3 +159,22 @@ def test_an_engines_own_factors_can_be_replaced_and_say_so():
     by_name = {p.name: p for p in trial.provenance}
     assert by_name["step_model.engines.vllm.efficiency.tensor_compute"].source == "fit in progress"
     assert "vllm" in by_name["step_model.engines.vllm.overhead.step_seconds"].source
+
+
+def test_deepseek_v32_attends_its_indexers_top_k():
+    """DeepSeek-V3.2 at tp 8 on H200s (61 MLA layers, 128 heads: 16 a rank; the 576-wide latent
+    read as K and as V, absorbed: 2 x 16 x 1,152 = 36,864 FLOPs a (query, attended token) pair a
+    layer; its indexer, 64 heads of 128 on every rank, 2 x 64 x 128 = 16,384 FP8 FLOPs a scored
+    token, at the H200's FP8 rate (1,978.9 TFLOP/s dense against 989.4 bf16): 8,192 bf16-rate
+    FLOPs, rounded). A query attends only the 2,048 tokens the indexer picks (`index_topk`) but
+    the indexer scores all of them: at 32,000 tokens of context one decode's attention is
+    61 x (2,048 x 36,864 + 32,000 x 8,192) FLOPs, at 1,000 tokens 61 x 1,000 x (36,864 + 8,192);
+    a 4,000-token prompt's chunk from its start, its queries seeing 2,000 tokens on average,
+    61 x 4,000 x 2,000 x (36,864 + 8,192)."""
+    kernel = Kernel.of(load_model("dsv3.2"), Deployment(tensor_parallel_size=8), get_chip("h200"))
+    sm = StepModel(kernel)
+    assert (sm.rates.bf16_flops, sm.rates.fp8_flops) == (989.4e12, 1978.9e12)
+    assert round(16384 * 989.4 / 1978.9) == 8192
+    assert sm.attention_work(Step(decode=1, context=32000))[0] == 61 * (2048 * 36864 + 32000 * 8192)
+    assert sm.attention_work(Step(decode=1, context=1000))[0] == 61 * 1000 * (36864 + 8192)
+    assert sm.attention_work(Step(chunk=4000))[0] == 61 * 4000 * 2000 * (36864 + 8192)

@@ -24,6 +24,7 @@ from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import without_name
 from pricing.kernel import Kernel
 from pricing.kernel.weights import WeightSizer, shard
+from pricing.step.rates import chip_rates
 
 
 @dataclass(frozen=True)
@@ -258,11 +259,13 @@ class _StatedAttention:
 @dataclass(frozen=True)
 class _CacheAttention:
     """A layer under the generic KV law: K + V width read per context token at decode, Q + V
-    width per pair at prefill (its projections'), and its sliding window (None or 0: none)."""
+    width per pair at prefill (its projections'), and its sliding window (None or 0: none);
+    `indexed`: a latent cache with a sparse-attention indexer (DeepSeek-V3.2's DSA)."""
 
     decode_width: int
     prefill_width: int
     window: int | None
+    indexed: bool = False
 
 
 @_graph_fact("step_attention_layers")
@@ -285,14 +288,26 @@ def _attention_layers(model: ModelGraph, drafter: str | None) -> tuple:
             continue
         decode_width = c.head_dim + (c.head_dim_v or c.head_dim)
         out.append(_CacheAttention(decode_width, _projection_width(data["tensors"], all_heads) or decode_width,
-                                   c.window))
+                                   c.window, c.sparse_indexer))
     return tuple(out)
 
 
 def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
     """Of the target's layers, or drafter `drafter`'s. Attention FLOPs per (query, context) pair:
     2 × heads per rank × (K width + V width) per layer (a latent cache is read as both, absorbed:
-    the width counted twice); stated caches (DeepSeek-V4) at the model's head width. Cache bytes
+    the width counted twice); stated caches (DeepSeek-V4) at the model's head width. A latent
+    cache with a sparse-attention indexer (DeepSeek-V3.2, `index_topk` in its config) is one of
+    `SparseLayers` in prefill and decode alike: its indexer (index_n_heads × index_head_dim, every
+    head on every rank, as V4's) scores every earlier token and the latent, absorbed in prefill
+    too, attends the `index_topk` it picks (DeepSeek-V3.2-Exp technical report,
+    github.com/deepseek-ai/DeepSeek-V3.2-Exp DeepSeek_V3_2.pdf §2.1: the lightning indexer scores
+    each preceding token, the top-k entries are attended, and DSA runs in MLA's MQA mode, each
+    latent shared by every query head); the indexer's FLOPs at the chip's FP8 rate, in which it
+    runs ("can be implemented in FP8", ibid.; vLLM's DeepGEMM fp8_mqa_logits), as bf16-rate FLOPs
+    scaled by the two rates (V4's indexer is still priced at the bf16 rate). Its decode still
+    reads every token's cache record (the latent of the picked ones alone is not told apart), and
+    the kernel's padding of a rank's heads (to 64 at tp 8, vLLM's DeepSeek-V3.2 recipe) is not
+    priced. Cache bytes
     from the kernel: the owned context caches per token, and the bounded caches' own pages
     (window rings, recurrent state), of the layers this work runs: the target's alone, or the
     drafter's alone, so each drafter pass reads the drafter's cache (an MTP drafter's k sequential
@@ -309,11 +324,16 @@ def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
     index = int(model.extras.get("index_n_heads") or 0) * int(model.extras.get("index_head_dim") or 0)
     candidates = int(model.extras.get("candidate_topk_blocks") or 0) * int(model.extras.get("candidate_block_size")
                                                                           or 0)
+    rates = chip_rates(kernel.chip, kernel.reg)
+    fp8_cost = rates.bf16_flops / rates.flops_for("fp8")  # a DSA indexer FLOP in bf16 FLOPs (it runs in FP8)
     for layer in _attention_layers(model, drafter):
         if isinstance(layer, _StatedAttention):
             window = layer.window
             key = (window, layer.ratio, topk if layer.indexed else 0, 2 * heads * 2 * head_dim,
                    2 * index if layer.indexed else 0, candidates)
+            sparse[key] = sparse.get(key, 0) + 1
+        elif layer.indexed and topk:  # DSA: the indexer scores every token, the latent attends its top-k
+            key = (0, 1, topk, 2 * heads * layer.decode_width, round(2 * index * fp8_cost), 0)
             sparse[key] = sparse.get(key, 0) + 1
         elif layer.window:
             window_part += 2 * heads * layer.decode_width
