@@ -346,3 +346,41 @@ def test_the_qwen3_14b_awq_start_ups_are_predicted_where_they_log_their_weights(
     # asked for every part from the kernel, the logged start-up is not predicted either (its 16-bit
     # weights would be 27.5 GiB, not the AWQ export's)
     assert predict(l40s.record, weights="kernel").skipped.endswith("the kernel's own weights were asked for")
+
+
+def test_the_club_3090_nvfp4_start_up_is_described_and_held_back_with_its_figure(predictions):
+    """club3090-issue652 (vLLM 0.24.0, one RTX 5090): the local folder is nvidia/Qwen3.6-35B-A3B-NVFP4
+    (club-3090's compose and profile), described from its published config and hf_quant_config
+    (checkpoints/qwen3.6-35b-a3b-nvfp4.yaml). Its decoder is card qwen3.5-35b-a3b's field for field
+    (the published file leaves mlp_only_layers at its default, []); the ModelOpt MIXED_PRECISION
+    layers give FP8 to the 30 DeltaNet layers' in_proj_qkv + in_proj_z (the graph's fused
+    in_proj_qkvz) and out_proj and to the 10 attention layers' q, k, v and o (100 tensors), W4A16
+    NVFP4 to the 40 layers' routed and shared experts (160), and leave the vision tower 16-bit. The
+    kernel has no term for vLLM's multimodal encoder profile pass, so the record is held back from
+    the table with the figure it would give: +5.6 % (6.34 GiB against 6.01)."""
+    from collections import Counter
+
+    from pricing.calibration.predict import checkpoint_for, record_models
+    from pricing.config import _card, card_index
+
+    p = next(p for p in predictions if p.record.id == "club3090-issue652-rtx5090-qwen3.6-35b-a3b-nvfp4-128k")
+    assert p.kernel is None and p.skipped.startswith("the kernel does not model the multimodal encoder's profile")
+    entry = record_models()[p.record.model.lower()]
+    assert entry["model"] == "checkpoint:qwen3.6-35b-a3b-nvfp4.yaml" and "+5.6 %" in entry["held_back"]
+    described = _card(Path(checkpoint_for(p.record.model).name))
+    card = _card(card_index()["qwen3.5-35b-a3b"])["config"]["text_config"]
+    text = described["config"]["text_config"]
+    assert {k: v for k, v in text.items() if k in card} == {k: v for k, v in card.items() if k in text}
+    assert set(card) - set(text) == {"mlp_only_layers"} and card["mlp_only_layers"] == []  # the class default
+    q = predict(p.record, checkpoint=checkpoint_for(p.record.model))
+    assert q.kernel.release.name == "vllm-0.21" and q.kernel.chip.id == "rtx-5090" and q.weights_source == "kernel"
+    model = q.kernel.model
+    formats = Counter((type(t.fmt).__name__, bool(d["tower"])) for _, d in model.g.nodes(data=True)
+                      for t in d["tensors"] if "proj" in t.name or "experts" in t.name)
+    assert formats[("Fp8", False)] == 30 * 2 + 10 * 4 and formats[("Nvfp4", False)] == 40 * 4
+    assert formats[("Fp8", True)] == formats[("Nvfp4", True)] == 0 and len(model.tower_nodes) == 27 * 2 + 2
+    tensors = {t.name: t for _, d in model.g.nodes(data=True) for t in d["tensors"]}
+    assert type(tensors["layers.0.linear_attn.in_proj_qkvz"].fmt).__name__ == "Fp8"
+    assert q.predicted["weights"] / GiB == pytest.approx(20.94, abs=0.005)
+    assert q.predicted["available_kv"] / GiB == pytest.approx(6.34, abs=0.005)
+    assert q.error() == pytest.approx(0.0555, abs=0.0005)

@@ -147,15 +147,14 @@ def test_fp8_quantizes_the_tower_attention_not_its_mlp():
 
 
 def test_a_tower_the_project_does_not_size_is_said(shared_models):
-    """Qwen3.5's vision tower has no builder here: the graph says its weights are not counted."""
-    model = load_model(str(shared_models / "Qwen--Qwen3.5-35B-A3B.json"))
+    """DeepSeek-V4.1's vision tower has no builder here: the graph says its weights are not counted."""
+    model = load_model(str(shared_models / "deepseek-ai--DeepSeek-V4.1-Flash.json"))
     assert not model.tower_nodes
     assert any("vision_config" in note and "not sized" in note for note in model.conventions)
     assert not any("not sized" in note for note in load_model("gemma-3-27b").conventions)
 
 
-@pytest.mark.parametrize("name", ["Qwen--Qwen3.5-35B-A3B.json", "deepseek-ai--DeepSeek-V4.1-Flash.json",
-                                  "qwen3.5-35b-a3b", "dsv4.1-flash"])
+@pytest.mark.parametrize("name", ["deepseek-ai--DeepSeek-V4.1-Flash.json", "qwen3.5-35b-a3b", "dsv4.1-flash"])
 def test_an_unsized_tower_is_said_once(shared_models, name):
     """One note for a wrapper's unsized encoder, whether the config names it (the published files'
     vision_config) or the card keeps the decoder only: not one saying 'not sized' and another
@@ -251,3 +250,26 @@ def test_a_checkpoint_that_ignores_the_tower_keeps_it_at_its_width(tmp_path):
     assert tower and all(isinstance(t.fmt, Unquantized) for t in tower)
     q = next(t for _, d in model.g.nodes(data=True) for t in d["tensors"] if t.name == "layers.0.self_attn.q_proj")
     assert not isinstance(q.fmt, Unquantized)
+
+
+def test_qwen3_5s_vision_tower_by_hand(shared_models):
+    """Qwen3.5-35B-A3B's published vision_config (27 blocks of 1152, MLP 4304, 16 heads, patches
+    16 x 16 x 2 frames x 3 channels, 2304 positions, merge 2 x 2 to the decoder's 2048): vLLM's
+    Qwen3_VisionTransformer (qwen3_vl.py, which qwen3_5.py loads), bf16. By hand: the Conv3d
+    1152 x 1536 and its bias, the position table 2304 x 1152, per block two LayerNorms (weight and
+    bias), qkv 3456 x 1152, proj 1152 x 1152, fc1 4304 x 1152, fc2 1152 x 4304 with their biases;
+    the merger's LayerNorm over 1152, fc1 4608 x 4608 and fc2 2048 x 4608 with biases: 446,571,248
+    parameters, 893,142,496 bytes, which the decoder-only card does not hold. At tp 2 the column
+    layers' rows (and biases) and the row layers' columns are halved."""
+    h, inter, depth, out = 1152, 4304, 27, 2048
+    replicated = h * 3 * 2 * 16 * 16 + h + 2304 * h + depth * (4 * h + h + h) + 2 * h + out
+    divided = depth * (3 * h * h + 3 * h + h * h + inter * h + inter + h * inter) + (4 * h) ** 2 + 4 * h + out * 4 * h
+    assert replicated + divided == 446_571_248
+    for tp in (1, 2):
+        wrapped = kernel(str(shared_models / "Qwen--Qwen3.5-35B-A3B.json"), "h200", max_model_len=8192,
+                         tensor_parallel_size=tp).fixed_bytes().weights
+        card = kernel("qwen3.5-35b-a3b", "h200", max_model_len=8192, tensor_parallel_size=tp).fixed_bytes().weights
+        assert wrapped - card == 2 * (replicated + divided // tp)
+    model = load_model(str(shared_models / "Qwen--Qwen3.5-35B-A3B.json"))
+    assert len([n for n in model.tower_nodes if n.endswith(".attn")]) == depth
+    assert not any("not sized" in note for note in model.conventions)

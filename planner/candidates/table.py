@@ -112,9 +112,10 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     verdict, length, budgets, utils = grid
     release = get_release(service.vllm_version)  # the probe's, resolved once for every kernel below
     margin = service.kv_margin
-    for n, mbt in enumerate(budgets):
-        kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=utils[0],
-                                                 max_num_batched_tokens=mbt), chip, release=release)
+    first = deployment_for(shape, service, length, gpu_memory_utilization=utils[0], max_num_batched_tokens=budgets[0])
+    for n, mbt in enumerate(budgets):  # the flags validated once, each budget a copy with its own
+        flags = first if n == 0 else first.model_copy(update={"max_num_batched_tokens": mbt})
+        kernel = Kernel.of(model, flags, chip, release=release)
         top = 0
         capacity = Capacity(kernel)
         for util in utils:

@@ -177,7 +177,8 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
             checkpoint: Checkpoint | None = None, chip: Chip | None = None) -> Prediction:
     """Predict one record with its own release's rules pack (the pack's defaults, start-up check,
     CUDA-graph accounting and fitted era laws). `weights`: "kernel", "logged", or "auto" (logged
-    where logged); `checkpoint`: the model it is sized with, else the record's own (checkpoint_for)."""
+    where logged); `checkpoint`: the model it is sized with, else the record's own (checkpoint_for),
+    which a record_models.yaml entry may hold back with the reason (`held_back`)."""
     from pricing.graph import load_model
 
     reg = registry or load()
@@ -191,11 +192,16 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
                   "non_torch": _bytes(o.non_torch_gib),
                   "cuda_graph": _bytes(o.extra_gib("cuda_graph_estimated_gib")),
                   "available_kv": _bytes(o.available_kv_gib)}
+    given_checkpoint = checkpoint
     checkpoint = checkpoint or checkpoint_for(r.model)
     if checkpoint is None:
         why = record_models().get(r.model.strip().lower(), {}).get("why")
         p.skipped = "no model description for this checkpoint" + (
             f": {why}" if why else " (no card, no record_models.yaml entry, no config.json in shared/models)")
+        return p
+    held = record_models().get(r.model.strip().lower(), {}).get("held_back") if given_checkpoint is None else None
+    if held:
+        p.skipped = held
         return p
     if checkpoint.weights_logged_only and (weights == "kernel" or o.weights_gib is None):
         p.skipped = ("no model description for this checkpoint's weights: "

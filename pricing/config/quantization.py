@@ -515,6 +515,10 @@ FUSED = (
     ("gate_up_proj", ("gate_proj", "up_proj")),
     ("attn.wq_a", ("attn.fused_wqa_wkv", "attn.wq_a")),
     ("attn.wkv", ("attn.fused_wqa_wkv", "attn.wkv")),
+    # gated DeltaNet: Qwen3-Next checkpoints hold in_proj_qkvz whole, Qwen3.5's as in_proj_qkv and
+    # in_proj_z (vLLM qwen3_5.py stacked_params_mapping): each shard under either name
+    ("linear_attn.in_proj_qkvz", ("linear_attn.in_proj_qkvz|linear_attn.in_proj_qkv",
+                                  "linear_attn.in_proj_qkvz|linear_attn.in_proj_z")),
 )
 
 
@@ -524,7 +528,7 @@ def checkpoint_names(module: str) -> list[list[str]]:
     for suffix, parts in FUSED:
         if module.endswith(suffix):
             base = module[: -len(suffix)]
-            shards = [base + part for part in parts]
+            shards = [",".join(base + name for name in part.split("|")) for part in parts]  # a|b: either name
             if suffix.startswith("attn.w"):  # one module under two names
                 shards = [",".join(base + part for part in parts)]
             break

@@ -28,6 +28,7 @@ from pricing.graph.common import (
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import AttentionCache, RecurrentState
 from pricing.graph.rotary import rope_parameters, rotary_cache
+from pricing.graph.vision import add_vision_tower
 
 QWEN = {"qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"}
 NEMOTRON = {"nemotron_h"}
@@ -168,6 +169,7 @@ def build_qwen(source, override: str | None) -> ModelGraph:
         prev = ffn(i, p, None)
         m.flow(mixer, prev)
     final = _ends(m, make, cfg, prev)
+    add_vision_tower(m, make, cfg, "layers.0.linear_attn" if qwen_layer_is_linear(cfg, 0) else "layers.0.self_attn")
     if n_mtp:
         m.conventions.append("MTP layers (fc over [embedding; hidden], one full-attention MoE layer) share the "
                              "target's embedding and LM head and are held only while speculating")

@@ -106,8 +106,80 @@ def gemma3_projector(m, make: TensorMaker, vision: dict, text_hidden: int) -> st
         make.plain(f"{p}.mm_input_projection_weight", hidden, text_hidden)])
 
 
-TOWERS = {"siglip_vision_model": siglip_tower}
-PROJECTORS = {"gemma3": gemma3_projector}
+def _biased(make: TensorMaker, name: str, rows: int, cols: int, placement: str) -> list:
+    """A linear layer with its bias: the bias divided like the rows (column-parallel) or whole on
+    every rank (row-parallel: added after the reduction)."""
+    bias = make.plain(f"{name}.bias", rows, 1, "column") if placement == "column" else make.plain(f"{name}.bias", rows)
+    return [make.linear(name, rows, cols, placement), bias]
+
+
+def qwen3_vl_tower(m, make: TensorMaker, vision: dict, prefix: str) -> str:
+    """Qwen3-VL's vision transformer, which Qwen3.5 and Qwen3.5-MoE load (vLLM models/qwen3_5.py
+    imports qwen3_vl.py Qwen3_VisionTransformer): the patch embedding (a Conv3d over
+    in_channels x temporal_patch_size x patch_size², with its bias, never quantized) and the learned
+    position embedding (nn.Embedding, num_position_embeddings rows, replicated); per block
+    (Qwen3_VisionBlock) LayerNorms 1 and 2 (weight and bias), the attention's qkv (QKVParallelLinear:
+    the heads divided by tp) and proj (RowParallelLinear), the MLP's linear_fc1 (column) and
+    linear_fc2 (row), each with its bias. The quantization's rules decide its linear layers (a
+    ModelOpt MIXED_PRECISION checkpoint lists none of them). Returns the last node."""
+    family = "qwen3-vl vision tower"
+    hidden = need(vision, "hidden_size", family)
+    inter = need(vision, "intermediate_size", family)
+    depth = need(vision, "depth", family)
+    patch = need(vision, "patch_size", family)
+    kernel = need(vision, "in_channels", family) * need(vision, "temporal_patch_size", family) * patch * patch
+    p = prefix
+    prev = m.add(f"{p}.patch_embed", "embedding", tower=TOWER, tensors=[
+        make.plain(f"{p}.patch_embed.proj", hidden, kernel),
+        make.plain(f"{p}.patch_embed.proj.bias", hidden),
+        make.plain(f"{p}.pos_embed", need(vision, "num_position_embeddings", family), hidden)])
+    for i in range(depth):
+        q = f"{p}.blocks.{i}"
+        attn = m.add(f"{q}.attn", "encoder", tower=TOWER, tensors=[
+            make.plain(f"{q}.norm1", hidden), make.plain(f"{q}.norm1.bias", hidden),
+            *_biased(make, f"{q}.attn.qkv", 3 * hidden, hidden, "column"),
+            *_biased(make, f"{q}.attn.proj", hidden, hidden, "row")])
+        m.flow(prev, attn)
+        mlp = m.add(f"{q}.mlp", "encoder", tower=TOWER, tensors=[
+            make.plain(f"{q}.norm2", hidden), make.plain(f"{q}.norm2.bias", hidden),
+            *_biased(make, f"{q}.mlp.linear_fc1", inter, hidden, "column"),
+            *_biased(make, f"{q}.mlp.linear_fc2", hidden, inter, "row")])
+        m.flow(attn, mlp)
+        prev = mlp
+    return prev
+
+
+def qwen3_vl_merger(m, make: TensorMaker, vision: dict, text_hidden: int) -> str:
+    """Qwen3-VL's patch merger (qwen3_vl.py Qwen3_VisionPatchMerger), the tower's projection into the
+    decoder's width: a LayerNorm over the vision width (weight and bias), linear_fc1 over the
+    spatial_merge_size² patches it merges (hidden x merge² square, column-parallel) and linear_fc2 to
+    out_hidden_size (row-parallel), each with its bias; one more merger per
+    deepstack_visual_indexes entry, its LayerNorm over the merged width (use_postshuffle_norm)."""
+    family = "qwen3-vl patch merger"
+    hidden = need(vision, "hidden_size", family)
+    merged = hidden * need(vision, "spatial_merge_size", family) ** 2
+    out = need(vision, "out_hidden_size", family)
+    if out != text_hidden:
+        raise ValueError(f"vision out_hidden_size {out} is not the decoder's hidden size {text_hidden}")
+
+    def merger(name: str, norm: int) -> list:
+        return [make.plain(f"{name}.norm", norm), make.plain(f"{name}.norm.bias", norm),
+                *_biased(make, f"{name}.linear_fc1", merged, merged, "column"),
+                *_biased(make, f"{name}.linear_fc2", out, merged, "row")]
+
+    tensors = merger("visual.merger", hidden)
+    for j in range(len(vision.get("deepstack_visual_indexes") or [])):
+        tensors += merger(f"visual.deepstack_merger_list.{j}", merged)
+    return m.add("visual.merger", "projection", tower=TOWER, tensors=tensors)
+
+
+TOWERS = {"siglip_vision_model": siglip_tower,
+          # Qwen3.5 / Qwen3.5-MoE vision configs name themselves so (the published files: qwen3_5_moe;
+          # transformers 5.7 exports: qwen3_5_moe_vision / qwen3_5_vision)
+          "qwen3_5": qwen3_vl_tower, "qwen3_5_moe": qwen3_vl_tower,
+          "qwen3_5_vision": qwen3_vl_tower, "qwen3_5_moe_vision": qwen3_vl_tower}
+PROJECTORS = {"gemma3": gemma3_projector, "qwen3_5": qwen3_vl_merger, "qwen3_5_moe": qwen3_vl_merger}
+TOWER_PREFIX = {qwen3_vl_tower: "visual"}
 
 
 def add_vision_tower(m, make: TensorMaker, cfg: dict, first_decoder_node: str) -> None:
@@ -120,10 +192,11 @@ def add_vision_tower(m, make: TensorMaker, cfg: dict, first_decoder_node: str) -
     projector = PROJECTORS.get(str(cfg.get("wrapper_model_type")))
     if tower is None or projector is None:
         return
-    last = tower(m, make, vision, "vision_tower")
+    last = tower(m, make, vision, TOWER_PREFIX.get(tower, "vision_tower"))
     proj = projector(m, make, vision, m.hidden_size)
     m.flow(last, proj)
     m.flow(proj, first_decoder_node)
-    m.conventions.append(f"vision tower ({vision['model_type']}, {vision['num_hidden_layers']} layers) and "
+    layers = vision.get("num_hidden_layers") or vision.get("depth")
+    m.conventions.append(f"vision tower ({vision['model_type']}, {layers} layers) and "
                          "projector held with the weights on every rank (vLLM builds them unless every image "
                          "limit is 0); no KV cache, not run by a decode step")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from pricing.kernel.kernel import Kernel
-from pricing.kernel.startup import Startup, failed_check_at
+from pricing.kernel.startup import StartChecks, Startup, start_checks
 
 
 @dataclass(frozen=True)
@@ -36,24 +36,47 @@ class Capacity:
         """`requests_held` at `budget`, every other setting held: the pool is affine in the budget
         and nothing else a rank holds depends on it, so a sweep over utilizations asks this of one
         kernel instead of building one per utilization (the start-up checks at that budget too)."""
-        ranks = self.kernel.instance.ranks
-        for s in ranks:
-            if failed_check_at(s, budget) is not None:
+        law = self.kernel.once("capacity.held_law", self._held_law)
+        for checks in law.checks:
+            if checks.failed_at(budget) is not None:
                 return 0
-        return self._within(min(s.blocks_at(budget) for s in ranks), [s.pool_at(budget) for s in ranks], margin)
+        return law.held(min(c.law.blocks(budget) for c in law.checks), [c.law.pool(budget) for c in law.checks],
+                        self.kernel.reg.derived(("capacity.kept", margin), lambda: _kept(margin)))
 
     def _within(self, blocks: int, pools: list[int], margin: float) -> int:
+        law = self.kernel.once("capacity.held_law", self._held_law)
+        return law.held(blocks, pools, self.kernel.reg.derived(("capacity.kept", margin), lambda: _kept(margin)))
+
+    def _held_law(self) -> _HeldLaw:
         k = self.kernel
+        ranks = k.instance.ranks
         layout = k.layout()
-        if not layout.groups:
-            return k.engine.max_num_seqs
-        keep = k.once(("kept share", margin), lambda: _kept(margin))  # asked at every grid point
-        if layout.grouped:
-            held = (_counted(blocks, keep) - 1) // k.blocks_per_request()  # less the null block
+        return _HeldLaw(tuple(start_checks(s) for s in ranks), k.engine.max_num_seqs, bool(layout.groups),
+                        layout.grouped, k.blocks_per_request() if layout.grouped and layout.groups else 0,
+                        tuple(s.request_bytes() for s in ranks) if layout.groups and not layout.grouped else ())
+
+
+@dataclass(frozen=True)
+class _HeldLaw:
+    """What `Capacity` reads of an instance to count the requests a pool holds, worked out once:
+    every rank's start-up checks, max_num_seqs, the layout's kind, the blocks one request holds
+    (grouped layouts) or each rank's bytes a request holds (ungrouped)."""
+
+    checks: tuple[StartChecks, ...]
+    max_num_seqs: int
+    any_groups: bool
+    grouped: bool
+    blocks_per_request: int
+    request_bytes: tuple[int, ...]
+
+    def held(self, blocks: int, pools: list[int], keep: tuple[int, int]) -> int:
+        if not self.any_groups:
+            return self.max_num_seqs
+        if self.grouped:
+            held = (_counted(blocks, keep) - 1) // self.blocks_per_request  # less the null block
         else:
-            held = min(_counted(pool, keep) // s.request_bytes()
-                       for pool, s in zip(pools, k.instance.ranks, strict=True))
-        return max(0, min(k.engine.max_num_seqs, held))
+            held = min(_counted(pool, keep) // per for pool, per in zip(pools, self.request_bytes, strict=True))
+        return max(0, min(self.max_num_seqs, held))
 
 
 def _kept(margin: float) -> tuple[int, int]:

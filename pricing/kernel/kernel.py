@@ -21,6 +21,7 @@ costs one evaluation.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from operator import attrgetter
@@ -129,6 +130,26 @@ class FixedBytes:
     @property
     def total(self) -> int:
         return self.weights + self.activation_peak + self.cuda_graph + self.eplb_redundant + self.non_torch
+
+
+@dataclass(frozen=True)
+class BudgetLaw:
+    """One rank's KV pool and blocks as laws of its budget, every other setting held (§1.4): the
+    pool is the budget less what the budget holds beside it (`outside`), or the
+    --kv-cache-memory-bytes pool (`given_pool`) whatever the budget; the blocks, the pool's whole
+    `bytes_per_block` pages (0 when the layout is not grouped into blocks)."""
+
+    outside: int
+    given_pool: int | None
+    bytes_per_block: int
+
+    def pool(self, budget: int) -> int:
+        return self.given_pool if self.given_pool is not None else budget - self.outside
+
+    def blocks(self, budget: int) -> int:
+        if self.bytes_per_block == 0:
+            return 0
+        return max(0, self.pool(budget) // self.bytes_per_block)
 
 
 class Kernel:
@@ -388,9 +409,21 @@ class Kernel:
     def pool_at(self, budget: int) -> int:
         """The KV pool at `budget`, every other setting held: budget − the fixed memory (which no
         utilization changes: the pool is affine in the budget), or --kv-cache-memory-bytes (§1.4)."""
-        if self.engine.kv_cache_memory_bytes is not None:
-            return self.engine.kv_cache_memory_bytes
-        return budget - self.once("pool_outside", self._pool_outside)
+        return self.budget_law().pool(budget)
+
+    def budget_law(self) -> BudgetLaw:
+        """The pool and the blocks as laws of the budget, worked out once (what a sweep over
+        utilizations reads at each point)."""
+        return self.once("budget_law", self._budget_law)
+
+    def _budget_law(self) -> BudgetLaw:
+        given = self.engine.kv_cache_memory_bytes
+        layout = self.layout()
+        per_block = layout.bytes_per_block if layout.grouped else 0
+        if given is not None:
+            return BudgetLaw(outside=0, given_pool=given, bytes_per_block=per_block)
+        return BudgetLaw(outside=self.once("pool_outside", self._pool_outside), given_pool=None,
+                         bytes_per_block=per_block)
 
     def _pool_outside(self) -> int:
         """What the budget holds beside the pool: the fixed memory, less the CUDA graphs in
@@ -408,10 +441,7 @@ class Kernel:
 
     def blocks_at(self, budget: int) -> int:
         """Blocks this rank's own pool holds at `budget`."""
-        layout = self.layout()
-        if not layout.grouped or layout.bytes_per_block == 0:
-            return 0
-        return max(0, self.pool_at(budget) // layout.bytes_per_block)
+        return self.budget_law().blocks(budget)
 
     def rank_fits_one_request(self) -> bool:
         return self.once("rank_fits_one_request", lambda: self.fits_one_request_at(self.budget()))
@@ -422,12 +452,19 @@ class Kernel:
 
     def fits_one_request_in(self, pool: int) -> bool:
         """This rank's check on a pool of `pool` bytes (`fits_one_request_at`)."""
-        if pool <= 0:
-            return False
+        return self.one_request_check()(pool)
+
+    def one_request_check(self) -> Callable[[int], bool]:
+        """The check as a law of the pool, its other inputs read once (kept on the kernel): the
+        release's `fits_one_request` on this rank's layout, blocks per request and per-layer bytes."""
+        return self.once("one_request_check", self._one_request_check)
+
+    def _one_request_check(self) -> Callable[[int], bool]:
         layout = self.layout()
         if not layout.groups:
-            return True
-        return self.rules.fits_one_request(pool, layout, self.blocks_per_request(), self._request_layer_bytes())
+            return lambda pool: pool > 0
+        check, blocks, layer_bytes = self.rules.fits_one_request, self.blocks_per_request(), self._request_layer_bytes()
+        return lambda pool: pool > 0 and check(pool, layout, blocks, layer_bytes)
 
     def _request_layer_bytes(self) -> int:
         """One request at max_model_len counted layer by layer at each layer's own page (what a

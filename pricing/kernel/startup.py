@@ -18,11 +18,12 @@ In the order vLLM meets them:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pricing.errors import InputError
 from pricing.kernel.deployment import allows_tensor_parallel
-from pricing.kernel.kernel import Kernel
+from pricing.kernel.kernel import BudgetLaw, Kernel
 from pricing.units import largest_such
 
 CONSERVING_MEMORY = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
@@ -153,22 +154,52 @@ def _fixed(k: Kernel) -> _Fixed:
 def failed_check_at(k: Kernel, budget: int | None = None) -> str | None:
     """`failed_check` at `budget` instead of the engine's own when given (the only input of the
     checks a utilization changes: the pool is affine in it)."""
-    fixed = k.once("startup.fixed", lambda: _fixed(k))
-    if fixed.quantization:
-        return "quantization"
-    if (k.budget() if budget is None else budget) > fixed.free:
-        return "free_memory"
-    if fixed.kv_cache_memory_bytes:
-        return "kv_cache_memory_bytes"
-    if not k.layout().groups:
+    return start_checks(k).failed_at(k.budget() if budget is None else budget)
+
+
+@dataclass(frozen=True)
+class StartChecks:
+    """One rank's start-up checks as a law of its budget, in vLLM's order: what no budget changes
+    (`_Fixed`), the pool at the budget (`law`), then the pool less the null block, then one request
+    at max_model_len (the release's `fits_one_request` on this rank's layout)."""
+
+    fixed: _Fixed
+    law: BudgetLaw
+    grouped_cache: bool  # the layout has KV cache groups (no groups: nothing more to check)
+    null_block: int  # bytes the null block holds back (grouped layouts), else 0
+    fits_one_request: Callable[[int], bool]
+
+    def failed_at(self, budget: int) -> str | None:
+        fixed = self.fixed
+        if fixed.quantization:
+            return "quantization"
+        if budget > fixed.free:
+            return "free_memory"
+        if fixed.kv_cache_memory_bytes:
+            return "kv_cache_memory_bytes"
+        if not self.grouped_cache:
+            return None
+        pool = self.law.pool(budget)
+        if pool - self.null_block <= 0:  # kv_pool_check
+            return "no_cache_memory"
+        # this rank (pipeline stage); Startup.starts asks every stage
+        if not self.fits_one_request(pool):
+            return "one_request"
         return None
-    pool = k.kv_pool() if budget is None else k.pool_at(budget)
-    if _less_null_block(k, pool) <= 0:  # kv_pool_check
-        return "no_cache_memory"
-    # this rank (pipeline stage); Startup.starts asks every stage
-    if not k.fits_one_request_in(pool):
-        return "one_request"
-    return None
+
+
+def start_checks(k: Kernel) -> StartChecks:
+    """The rank's `StartChecks`, kept on the kernel."""
+    return k.once("startup.checks", lambda: _start_checks(k))
+
+
+def _start_checks(k: Kernel) -> StartChecks:
+    fixed = _fixed(k)
+    if fixed.quantization or fixed.kv_cache_memory_bytes:  # failed before the layout is read
+        return StartChecks(fixed, BudgetLaw(0, 0, 0), False, 0, bool)
+    layout = k.layout()
+    null_block = layout.bytes_per_block if layout.grouped and layout.groups else 0
+    return StartChecks(fixed, k.budget_law(), bool(layout.groups), null_block, k.one_request_check())
 
 
 @dataclass(frozen=True)
