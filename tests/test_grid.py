@@ -46,3 +46,26 @@ def test_the_report_ranks_the_points_by_cost_and_charts_them(tmp_path):
     grid_chart(c, str(path))
     svg = path.read_text()
     assert 'id="cheapest-growth-0"' in svg and 'id="cheapest-chips-1"' in svg  # the cheapest at each value
+
+
+@pytest.mark.parametrize("width", [30, 50, 120])
+def test_the_grid_ranking_never_cuts_a_number(width):
+    """The grid's points by cost fit the console: every $/month and GPU count whole (a plain table
+    cut them at narrow widths), one point a block where even its columns do not fit."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from planner.numbers import count
+    from planner.report.render import render_comparison
+
+    c = compare(review(growth=[1, 2], chips=[["h200"], ["h100"]]), executor="sequential")
+    out = io.StringIO()
+    render_comparison(c, Console(file=out, width=width, highlight=False))
+    text = out.getvalue()
+    ranking = text[text.index("grid points by cost"):]
+    assert all(len(line) <= width for line in ranking.splitlines()), ranking
+    for g in c.ranking:
+        for cell in (f"{g.cost_per_month:,.0f}", count(g.gpus)):
+            assert re.search(rf"(?<![\d,.]){re.escape(cell)}(?![\d,])", ranking), (cell, ranking)

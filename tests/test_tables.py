@@ -26,8 +26,10 @@ def million() -> dict:
     return json.loads(out)
 
 
-@pytest.mark.parametrize("columns", ["80", "120", None])
+@pytest.mark.parametrize("columns", ["40", "50", "80", "120", None])
 def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
+    """At 80 and 120 columns the least important columns go (named under the table); at 40 and 50
+    even the kept ones do not fit, and every pool is a block of its own, every column in it."""
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)  # piped, no COLUMNS: the pipe width
     else:
@@ -36,10 +38,13 @@ def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
     code, text = run(MILLION)
     assert code == 0
     table = text[:text.index("\nbest: ")]  # the table, its notes and the footnotes: all fitted to the width
-    assert all(len(line) <= width for line in table.splitlines()), table
+    fitted = table[:table.index("\nsearch: ")]  # the search line is one line for any width (soft wrap)
+    assert all(len(line) <= width for line in fitted.splitlines()), table
     dropped = re.search(r"\(not shown at (\d+) columns: (.*?); widen", " ".join(table.split()))
     hidden = dropped.group(2).split(", ") if dropped else []
-    assert (dropped is None) == (columns is None)  # the pipe width shows every column
+    blocks = "(one row a block: the table takes" in " ".join(table.split())
+    assert blocks == (columns in ("40", "50"))
+    assert (dropped is None) == (columns is None or blocks)  # the pipe width and the blocks show every column
     if dropped:
         assert dropped.group(1) == columns
     hours = defaults.value("report.hours_per_month")

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from planner import defaults
 from planner.numbers import (
@@ -366,6 +365,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
 
 def render_comparison(c: Comparison, console: Console) -> None:
     from planner.report.review import binding, chips_of, delta, gpus_by_chip
+    from planner.scenario import point_word
 
     hours = defaults.value("report.hours_per_month")
     chips = chips_of(c)
@@ -383,12 +383,9 @@ def render_comparison(c: Comparison, console: Console) -> None:
     for note in price_footnotes([p for r in c.results for p in r.services]):
         console.print(note, soft_wrap=True, markup=False)
     if c.ranking:
-        ranked = Table(title=f"{c.review or 'scenario'}: grid points by cost")
-        for col in ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"]:
-            ranked.add_column(col, justify="right" if col in ("rank", "GPUs") or col.startswith("$") else "left")
+        columns = [Col("rank"), *[Col(a, "name") for a in c.grid], Col(f"$/month ({hours} h)"), Col("GPUs")]
         marked = {r.variant for r in c.results if any(p.price_estimate for p in r.services)}
-        for g in c.ranking:
-            ranked.add_row(count(g.rank), *[str(g.values[a]) for a in c.grid],
-                           amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
-                           count(g.gpus) if g.feasible else "—")
-        console.print(ranked)
+        rows = [[count(g.rank), *[point_word(g.values[a]) for a in c.grid],  # as the variants' names write them
+                 amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
+                 count(g.gpus) if g.feasible else "—"] for g in c.ranking]
+        print_table(console, f"{c.review or 'scenario'}: grid points by cost", columns, rows, box=box.HEAVY_HEAD)

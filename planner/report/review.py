@@ -15,7 +15,7 @@ from planner import numbers as fmt
 from planner.report.binds import inventory_binds
 from planner.report.fleet import FleetResult
 from planner.report.result import price_footnotes, solver_phrase
-from planner.scenario import Scenario, grid_points
+from planner.scenario import Scenario, grid_points, point_word
 
 
 class GridPoint(BaseModel):
@@ -165,7 +165,7 @@ def markdown(c: Comparison) -> str:
                   "|---:|" + "---|" * len(axes) + "---:|---:|"]
         for g in c.ranking:
             money_cell = md_amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible"
-            lines.append(f"| {fmt.count(g.rank)} | " + " | ".join(str(g.values[a]) for a in axes) +
+            lines.append(f"| {fmt.count(g.rank)} | " + " | ".join(point_word(g.values[a]) for a in axes) +
                          f" | {money_cell} | {fmt.count(g.gpus) if g.feasible else '—'} |")
         lines.append("")
     for r in c.results:

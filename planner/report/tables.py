@@ -10,10 +10,11 @@ folds a longer word). Numbers and names are never wrapped nor cut: each column i
 widest cell. When the table does not fit the console's width, the columns with the highest
 `drop` go first (0: never dropped), and a line under the table names what was left out and how
 to see it (a wider terminal, `COLUMNS=200`, or `--format csv`). Text columns then wrap to what
-is left. A table whose every column is kept (`records=True`) is printed instead, when it does not
-fit, one row a block: its first cell as the heading, then each other column's header and cell on a
-line of their own (the cell wrapping at spaces), a line under the title saying so, before the blocks
-(a note after the last block reads as the next table's). `csv_text` writes
+is left. A table that does not fit even then is printed one row a block instead, every column
+in it (`records=True`: a text column is never narrower than its longest word, so such a table goes to
+blocks rather than wrap a word): its first cell as the heading, then each other column's header and
+cell on a line of their own (the cell wrapping at spaces), a line under the title saying so, before
+the blocks (a note after the last block reads as the next table's). `csv_text` writes
 the same columns, every one, as CSV.
 
 The console's width: the terminal's; `COLUMNS` when it is set (piped or not); else, piped or
@@ -119,38 +120,53 @@ def fit(title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]]
         keep.remove(max(droppable, key=lambda i: (columns[i].drop, i)))
 
 
-def record_blocks(columns: Sequence[Col], rows: Sequence[Sequence[str]]) -> Group:
+def record_blocks(columns: Sequence[Col], rows: Sequence[Sequence[str]], width: int | None = None) -> Group:
     """Every row a block: the first header and its cell as the heading ('group 0'; the cell alone
     when it starts with the header, 'stage 0 of 2'), then each other column's header and cell (an
-    empty cell left out), the cell wrapping at spaces (a word longer than the line folds)."""
+    empty cell left out), the cell wrapping at spaces (a word longer than the line folds). When a
+    header and a number or name beside it would not fit `width`, each cell goes on a line of its
+    own under its header, indented, so that no number or name is folded."""
     headers = ["  " + " ".join(c.header.split()) for c in columns[1:]]
+    label = max(map(cell_len, headers))
+    widest = max((cell_len(str(r[i])) for r in rows for i, c in enumerate(columns) if i and c.kind != "text"),
+                 default=0)
+    stacked = width is not None and label + 2 + widest > width
     blocks = []
     for r in rows:
         block = Table.grid(padding=(0, 2, 0, 0))
-        block.add_column(no_wrap=True, min_width=max(map(cell_len, headers)))
-        block.add_column(overflow="fold")
-        for header, cell in zip(headers, r[1:], strict=True):
-            if str(cell):
-                block.add_row(Text(header), Text(str(cell)))
+        if stacked:
+            block.add_column(overflow="fold")
+            for header, cell in zip(headers, r[1:], strict=True):
+                if str(cell):
+                    block.add_row(Text(header))
+                    block.add_row(Text("    " + str(cell)))
+        else:
+            block.add_column(no_wrap=True, min_width=label)
+            block.add_column(overflow="fold")
+            for header, cell in zip(headers, r[1:], strict=True):
+                if str(cell):
+                    block.add_row(Text(header), Text(str(cell)))
         first = " ".join(columns[0].header.split())
-        blocks += [Text(str(r[0]) if str(r[0]).startswith(first) else f"{first} {r[0]}"), block]
+        heading = str(r[0]) if not first or str(r[0]).startswith(first) else f"{first} {r[0]}"
+        blocks += [Text(heading), block]
     return Group(*blocks)
 
 
 def print_table(console: Console, title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], *,
                 box=boxes.SIMPLE_HEAD, caption: str | None = None, csv_hint: bool = True,
                 records: bool = False, title_justify: str = "left") -> list[str]:
-    """Print the fitted table, and under it what was left out; returns the dropped headers. With
-    `records`, a table too wide for the console is printed one row a block instead."""
+    """Print the fitted table, and under it what was left out; returns the dropped headers. A table
+    too wide for the console even so is printed one row a block instead (and returns none)."""
     table, dropped = fit(title, columns, rows, console.width, box=box, caption=caption, whole_words=records,
                          title_justify=title_justify)
-    if records and width_needed(table) > console.width:
+    if width_needed(table) > console.width:  # even its kept columns do not fit: never cut one
         if title:
             console.print(title, markup=False, highlight=False)
-        console.print(f"(one {' '.join(columns[0].header.split())} a block: the table takes "
+        unit = " ".join(columns[0].header.split()) or "row"
+        console.print(f"(one {unit} a block: the table takes "
                       f"{width_needed(table)} columns, not {console.width}; widen the terminal or set COLUMNS to "
                       "see it as a table)", markup=False, highlight=False)  # under its title, before its blocks
-        console.print(record_blocks(columns, rows))
+        console.print(record_blocks(columns, rows, console.width))
         return []
     console.print(table)
     if dropped:
