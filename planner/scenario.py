@@ -79,7 +79,8 @@ class Service(BaseModel):
     speculative_method: str | None = None
     speculative_acceptance: list[float] | None = Field(None, min_length=1, description="the drafter's conditional "
                                                        "acceptance by draft position; default: the registry's")
-    vllm_version: str | None = Field(None, description="the vLLM release to plan for (default 0.33, the only one)")
+    vllm_version: str | None = Field(None, description="the vLLM release to plan for (default 0.33; any from 0.10 "
+                                                       "to 0.33, served by its pack)")
     tp: list[int] | None = None
     pp: list[int] | None = None
     dp: list[int] | None = None
@@ -535,7 +536,13 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
     but not of a variant: a what-if across context lengths is answered, the variant infeasible
     with vLLM's reason (planner/report/fleet.py `refused_context`). `name`: a mentioned field ->
     how the reader calls it (the file's key; `plan compare` its flag)."""
-    lines = check_references(scenario, where, variants=False, name=name) + check_limits(scenario, where, positions)
+    from functools import cache
+
+    from pricing.graph import read_model
+
+    read = cache(read_model)  # this check's own: every variant names the base's models again
+    lines = (check_references(scenario, where, variants=False, name=name, read=read)
+             + check_limits(scenario, where, positions, read=read))
     base = {line.split(": ", 1)[1] for line in lines}
     for variant in scenario.variants:
         try:
@@ -544,17 +551,20 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
             lines.append(f"{where}: {err}")
             continue
         prefix = f"{where}: variants.{variant}"
-        found = (check_references(varied, prefix, variants=False, name=name)
-                 + check_limits(varied, prefix, positions=False))
+        found = (check_references(varied, prefix, variants=False, name=name, read=read)
+                 + check_limits(varied, prefix, positions=False, read=read))
         lines += [line for line in found if line.split(": variants.", 1)[-1].split(": ", 1)[-1] not in base]
     return list(dict.fromkeys(lines))
 
 
-def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list[str]:
+def check_limits(scenario: Scenario, where: str, positions: bool = True, read=None) -> list[str]:
     """What vLLM would reject for the model of each service: a context beyond its positions (with
     `positions`), a tensor-parallel size that does not divide its heads, a drafter it does not
-    ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks)."""
+    ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks).
+    `read`: the graph reader (pricing.graph.read_model unless given)."""
     from pricing.graph import read_model
+
+    read_model = read or read_model
     from pricing.kernel.deployment import beyond_positions, check_tensor_parallel
     from pricing.rules import get as release_of
 
@@ -607,10 +617,14 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True) -> list
     return lines
 
 
-def check_references(scenario: Scenario, where: str, variants: bool = True, name=file_key) -> list[str]:
-    """Models, chips and variants that name things that do not exist; one line each."""
+def check_references(scenario: Scenario, where: str, variants: bool = True, name=file_key,
+                     read=None) -> list[str]:
+    """Models, chips and variants that name things that do not exist; one line each (`read`: the
+    graph reader, pricing.graph.read_model unless given)."""
     from pricing.chips import get_chip
     from pricing.graph import read_model
+
+    read_model = read or read_model
 
     lines = []  # the inventory's chips: _raw_inventory, under the key the file writes
     for i, service in enumerate(scenario.services):
