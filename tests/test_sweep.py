@@ -33,7 +33,7 @@ def point_by_point(model, chip, service: ServiceSpec, shape, table: ChipTable) -
     grid = shape_grid(model, chip, service, shape, table)
     if grid is None:
         return
-    verdict, length, budgets, utils = grid
+    verdict, length, budgets, utils = grid.verdict, grid.length, grid.budgets, grid.utils
     for mbt in budgets:
         top = 0
         for util in utils:
@@ -42,7 +42,7 @@ def point_by_point(model, chip, service: ServiceSpec, shape, table: ChipTable) -
             table.evaluated += 1
             held = Capacity(kernel).requests_held(service.kv_margin)
             if mbt == budgets[0] and util == utils[0]:
-                _record(verdict, kernel, held)
+                _record(verdict, kernel, held, util)  # the kernel at its own utilization
             if held < top or held == 0:
                 break
             top = held

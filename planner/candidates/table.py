@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from planner import defaults
 from planner.candidates.shapes import (
@@ -43,8 +43,8 @@ from pricing.errors import InputError, Quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Capacity, Kernel, Startup
-from pricing.kernel.deployment import beyond_positions
-from pricing.rules import get as get_release
+from pricing.kernel.deployment import Deployment, beyond_positions
+from pricing.kernel.startup import failed_check_at
 
 
 def priced_chip(chip_id: str, limits: PoolLimits) -> Chip:
@@ -70,19 +70,34 @@ def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[fl
     return kept
 
 
+@dataclass(frozen=True)
+class ShapeGrid:
+    """What a shape is swept over: its verdict (in its table), the context length, the token
+    budgets (smallest first), the utilizations (highest first), and the probe kernel with its flags
+    (the smallest budget, the release's default utilization)."""
+
+    verdict: ShapeVerdict
+    length: int
+    budgets: list[int]
+    utils: list[float]
+    probe: Kernel
+    flags: Deployment
+
+
 def shape_grid(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape,
-               table: ChipTable) -> tuple[ShapeVerdict, int, list[int], list[float]] | None:
+               table: ChipTable) -> ShapeGrid | None:
     """A shape's verdict, appended to `table`, and the grid it is swept over: the context length,
-    the token budgets (smallest first) and the utilizations (`utilizations`, of a probe kernel at
-    the smallest budget); None when the probe is refused (vLLM rejects the flags: one point
-    judged) or no utilization starts, the verdict saying why."""
+    the token budgets (smallest first), the utilizations (`utilizations`, of a probe kernel at
+    the smallest budget and the release's default utilization) and the probe; None when the probe
+    is refused (vLLM rejects the flags: one point judged) or no utilization starts, the verdict
+    saying why."""
     length = context_length(model, service)
     verdict = ShapeVerdict(shape)
     table.verdicts.append(verdict)
     budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
     try:
-        probe = Kernel.of(model, deployment_for(shape, service, length, max_num_batched_tokens=budgets[0]), chip,
-                          release=service.vllm_version)
+        flags = deployment_for(shape, service, length, max_num_batched_tokens=budgets[0])
+        probe = Kernel.of(model, flags, chip, release=service.vllm_version)
     except InputError as err:
         verdict.invalid = Quoted("", err)  # the report names the field as its reader wrote it
         table.evaluated += 1
@@ -92,16 +107,17 @@ def shape_grid(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape
     if not utils:
         verdict.refusal = Startup(probe).failed_check()
         return None
-    return verdict, length, budgets, utils
+    return ShapeGrid(verdict, length, budgets, utils, probe, flags)
 
 
 def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape, table: ChipTable) -> None:
     """Evaluate one shape over the utilization × token-budget grid, appending rows to `table`.
 
-    One kernel per token budget, at the highest utilization: the utilization changes only the
-    budget, and the pool is affine in it (`Kernel.held_at`), so each utilization's requests and
-    start-up checks are read off that kernel. The scan runs from the highest utilization down and
-    stops at the first that holds fewer requests than the one above it (or none); a token budget
+    One kernel per token budget (the probe's for the smallest), each at the release's default
+    utilization: the utilization changes only the budget, and the pool is affine in it
+    (`Capacity.held_at`), so each utilization's requests and start-up checks are read off that
+    kernel at the budget the utilization asks for. The scan runs from the highest utilization down
+    and stops at the first that holds fewer requests than the one above it (or none); a token budget
     whose highest utilization holds none ends the shape, as a larger budget only grows the
     activation peak and the CUDA-graph captures. `table.evaluated` counts the grid points the scan
     judged (the points it reached, the one that stopped it included, and one per token budget the
@@ -109,20 +125,20 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
     grid = shape_grid(model, chip, service, shape, table)
     if grid is None:
         return
-    verdict, length, budgets, utils = grid
-    release = get_release(service.vllm_version)  # the probe's, resolved once for every kernel below
+    verdict, budgets, utils, probe = grid.verdict, grid.budgets, grid.utils, grid.probe
+    release = probe.release  # resolved once for every kernel below
     margin = service.kv_margin
-    first = deployment_for(shape, service, length, gpu_memory_utilization=utils[0], max_num_batched_tokens=budgets[0])
     for n, mbt in enumerate(budgets):  # the flags validated once, each budget a copy with its own
-        flags = first if n == 0 else first.model_copy(update={"max_num_batched_tokens": mbt})
-        kernel = Kernel.of(model, flags, chip, release=release)
+        kernel = probe if n == 0 else Kernel.of(model, grid.flags.model_copy(update={"max_num_batched_tokens": mbt}),
+                                                chip, release=release)
         top = 0
         capacity = Capacity(kernel)
         for util in utils:
             table.evaluated += 1
-            held = capacity.held_at(kernel.budget_of(util), margin)
+            budget = kernel.budget_of(util)
+            held = capacity.held_at(budget, margin)
             if n == 0 and util == utils[0]:
-                _record(verdict, kernel, held)
+                _record(verdict, kernel, held, util)
             if held < top or held == 0:
                 break  # lower utilizations leave a smaller pool: they hold no more, and this holds less
             top = held
@@ -142,17 +158,20 @@ def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Ker
     return kernel
 
 
-def _record(verdict: ShapeVerdict, kernel: Kernel, held: int) -> None:
+def _record(verdict: ShapeVerdict, kernel: Kernel, held: int, utilization: float) -> None:
+    """The verdict's figures: the kernel's, at the budget `utilization` asks for (the kernel's own
+    utilization need not be it: nothing but the budget depends on it)."""
     fixed = kernel.fixed_bytes()
+    budget = kernel.budget_of(utilization)
     verdict.weights = fixed.weights
     verdict.fixed = fixed.total
-    verdict.budget = kernel.budget()
-    verdict.kv_pool = kernel.kv_pool()
+    verdict.budget = budget
+    verdict.kv_pool = kernel.pool_at(budget)
     verdict.request_bytes = kernel.request_bytes()
-    verdict.utilization = kernel.engine.gpu_memory_utilization
+    verdict.utilization = utilization
     verdict.max_num_batched_tokens = kernel.engine.max_num_batched_tokens
     verdict.held_per_rank = held
-    verdict.refusal = Startup(kernel).failed_check()
+    verdict.refusal = failed_check_at(kernel, budget)
 
 
 _SHARED: ContextVar[dict | None] = ContextVar("candidate_tables", default=None)
