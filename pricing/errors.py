@@ -88,3 +88,28 @@ def suggest(name: str, choices) -> str:
     if not near:
         return ""
     return "did you mean " + " or ".join(repr(lowered[n]) for n in near) + "?"
+
+
+def named_all(obj, name=None):
+    """`obj` (a report: a pydantic model, or a list, tuple or dict of them, or text) with every
+    field its text mentions named as `name` calls it (None: the field), the same object where
+    nothing changes. A report's sentences mention fields as errors do; the command that shows it
+    names them (`plan` its flags, `plan scenario` the file's keys)."""
+    if isinstance(obj, str):
+        return quoted(obj, name) if "\x02" in obj else obj
+    if type(obj) in (list, tuple):
+        out = [named_all(v, name) for v in obj]
+        return obj if all(a is b for a, b in zip(out, obj, strict=True)) else type(obj)(out)
+    if isinstance(obj, dict):
+        out = {k: named_all(v, name) for k, v in obj.items()}
+        return obj if all(out[k] is v for k, v in obj.items()) else out
+    fields = getattr(type(obj), "model_fields", None)
+    if fields is None:
+        return obj
+    changed = {}
+    for key in fields:
+        value = getattr(obj, key)
+        new = named_all(value, name)
+        if new is not value:
+            changed[key] = new
+    return obj.model_copy(update=changed) if changed else obj

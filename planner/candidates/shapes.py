@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from planner import defaults
 from planner.request import ServiceSpec
 from pricing.chips import Chip
+from pricing.errors import mention
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment
 from pricing.kernel.deployment import allows_tensor_parallel, check_tensor_parallel, max_dcp
@@ -228,9 +229,10 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     if service.tp:
         over = [t for t in tps if t > domain]
         if over:
+            tp, pp = mention("tp"), mention("pp")
             notes.append(f"tp {', '.join(map(str, over))} exceeds the {chip.tp_link} domain of {domain} GPUs: "
-                         f"span nodes with pipeline stages instead (--tp {max(allowed)} --pp 2, or leave --tp and "
-                         "--pp out)")
+                         f"span nodes with pipeline stages instead ({tp} {max(allowed)} {pp} 2, or leave {tp} and "
+                         f"{pp} out)")
         for t in tps:  # the model, not the chip, rules these out: bad input, as vLLM would reject it
             check_tensor_parallel(model, t)
         tps = tuple(t for t in tps if t <= domain)
@@ -275,7 +277,7 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     if service.dcp and not any(s.dcp in service.dcp for s in out):
         notes.append(f"dcp {', '.join(map(str, service.dcp))} must divide tp and stay within tp / {kv_heads} KV heads")
     if tps and not out and max_gpus is not None:
-        notes.append(f"no tp × dp fits within --max-gpus {max_gpus}")
+        notes.append(f"no tp × dp fits within {mention('max_gpus')} {max_gpus}")
     return sorted(out), notes
 
 

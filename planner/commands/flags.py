@@ -8,7 +8,7 @@ import functools
 
 import click
 
-from pricing.errors import InputError
+from pricing.errors import InputError, render
 
 PLAN_FLAGS = {"tensor_parallel_size": "--tp", "context_length": "--context-length"}  # `plan`'s own names
 MEMORY_FIELDS = ("batch", "isl", "osl")  # `plan memory`'s fields beside the deployment's
@@ -74,5 +74,7 @@ def names_flags(flag=own_flag):
                 return command(*args, **kwargs)
             except InputError as err:
                 raise in_flags(err, flag) from None
+            except OverflowError as err:  # the solver's integer range: its text mentions the fields to lower
+                raise OverflowError(render(str(err), flag)) from None
         return run
     return wrap

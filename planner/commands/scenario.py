@@ -15,7 +15,7 @@ from rich.console import Console
 from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
-from planner.commands.flags import file_flag, names_flags, option_flag, plan_flag, service_flag
+from planner.commands.flags import file_flag, names_flags, option_flag, own_flag, plan_flag, service_flag
 from planner.commands.plan import (
     check_output_path,
     options_list,
@@ -30,7 +30,7 @@ from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
-from pricing.errors import InputError
+from pricing.errors import InputError, named_all
 from pricing.units import tokens_label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -138,6 +138,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     with_variants = with_variants or bool(variant_names)
     ticker = Ticker(_err_console())
     c = compare(scenario, names, progress=ticker, time_limit=time_limit, executor=executor, ray_address=ray_address)
+    c = named_all(c, file_flag)  # the fields its sentences mention as the file's keys (or this command's flags)
     code = _emit(c, fmt, with_variants, chart_path)
     if k8s.get("emit") and c.base.feasible:
         for line in emit.emit(*emit.fleet_pools(c.base.services), options=k8s):
@@ -149,6 +150,16 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
 
 AXES = ("model", "quantization", "concurrency", "context_length", "requests_per_second", "vllm_version", "chip")
 FILE_OPTIONS = ("time_limit", "as_json", "show_provenance")  # what `plan compare FILE` takes beside the file
+
+
+def file_option(field: str) -> str | None:
+    """`plan compare FILE`'s name for a field: its flag where it takes one beside the file
+    (--time-limit), else the scenario file's key."""
+    from planner.scenario import file_key
+
+    return own_flag(field) if field in FILE_OPTIONS else file_key(field)
+
+
 PROVENANCE_NOTE = "--provenance has no effect on compare: `plan --json` carries each plan's provenance"
 
 
@@ -278,6 +289,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
 
         c = compare(scenario, progress=Ticker(_err_console()), time_limit=options["time_limit"], executor=executor,
                     ray_address=ray_address)
+        c = named_all(c, file_option)
         if options["show_provenance"]:
             click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
         ctx.exit(_emit(c, fmt, True, chart_path))
@@ -321,6 +333,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     results = plan_variants([(s, label) for label, s in scenarios], options["time_limit"], executor, ray_address,
                             tick)
     ticker(len(scenarios), len(scenarios), "done")
+    results = [named_all(r, plan_flag) for r in results]  # the fields its sentences mention as its flags
     notes += [n for r in results for n in r.notes]
     title = sweep_title(points[0], varying)
     comparison = Comparison(review=title, base=results[0], variants=results[1:])

@@ -14,7 +14,7 @@ from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
-from pricing.errors import quoted
+from pricing.errors import named_all, quoted
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.serving.queueing import md1_wait
@@ -116,7 +116,7 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | No
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
                           requests_per_second=found.rate, seconds=round(found.seconds, 3))
     best, *rest = [_fleet(found, service, limits, *choice) for choice in found.ranked]
-    return best.model_copy(update={"alternatives": rest})
+    return named_all(best.model_copy(update={"alternatives": rest}), named)
 
 
 def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int):

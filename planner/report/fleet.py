@@ -29,6 +29,7 @@ from planner.search.fleet import Prepared, search_fleet, unserved
 from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
 from planner.search.status import StageStatus
 from pricing.chips import get_chip
+from pricing.errors import mention
 from pricing.kernel.deployment import beyond_positions
 
 
@@ -285,7 +286,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 reason = f"no configuration reaches {p.spec.required} requests" + (
                     f" within the inventory ({stock}); " if stock else "; ")
             elif timed_out:
-                reason = f"{cpsat.no_plan_in_time(time_limit)} (--time-limit raises it); "
+                reason = f"{cpsat.no_plan_in_time(time_limit)} ({mention('time_limit')} raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
             alone, brief = _alone(p)

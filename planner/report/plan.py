@@ -16,7 +16,7 @@ from planner.report.serve import own_nodes, served_model
 from planner.report.targets import binds_words, target_words
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
-from pricing.errors import mention, render
+from pricing.errors import mention, named_all, render
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
 from pricing.kernel.report import memory_report
@@ -48,7 +48,7 @@ def plan(request: PlanRequest, named=None) -> PlanResult:
         provenance = _provenance(kernel)
         memory = memory_report(kernel, length).model_copy(update={"provenance": []})  # the plan's own, above
         pools[0] = pools[0].model_copy(update={"memory": memory})
-    return PlanResult(
+    return named_all(PlanResult(
         feasible=bool(pools), target=Target.of(service, length, target_words(service)),
         best=pools[0] if pools else None, alternatives=pools[1:],
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
@@ -57,7 +57,7 @@ def plan(request: PlanRequest, named=None) -> PlanResult:
         margin=margin_of(service),
         model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
         headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),
-        explanations=explanations, notes=notes, provenance=provenance)
+        explanations=explanations, notes=notes, provenance=provenance), named)
 
 
 PLANNER_DEFAULTS = ("grids.gpu_memory_utilization", "grids.spare_memory_bytes", "grids.gpu_memory_utilization_step",

@@ -47,6 +47,7 @@ from planner.candidates.table import (
 )
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.search.status import STAGES, StageStatus, _gap, overall
+from pricing.errors import mention
 
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built or solved)
     from ortools.sat.python import cp_model
@@ -184,7 +185,7 @@ def _weights(services: list[list[Option]]) -> tuple[int, int]:
     held_range = sum(max((o.row.concurrency * o.rmax for o in opts), default=0) for opts in services) + 1
     rank_range = sum(len(opts) for opts in services) + 1
     if cost_range * (gpus_range + 1) >= INT_LIMIT or held_range * (rank_range + 1) >= INT_LIMIT:
-        raise OverflowError("the objective exceeds 2^62: lower --max-gpus or the concurrency")
+        raise OverflowError(f"the objective exceeds 2^62: lower {mention('max_gpus')} or the concurrency")
     return gpus_range + 1, rank_range + 1
 
 

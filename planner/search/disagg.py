@@ -360,7 +360,7 @@ def _solve(pairs: list[Pair], rate: float, limits: PoolLimits,
                 m.add(sum(use) <= cap)
     rank_range = max(p.rank for p in pairs) + 2
     if (top + 1) * rank_range >= cpsat.INT_LIMIT:
-        raise OverflowError("the objective exceeds 2^62: lower --max-gpus or the rate")
+        raise OverflowError(f"the objective exceeds 2^62: lower {mention('max_gpus')} or the rate")
     best = min(range(len(pairs)), key=lambda i: (pairs[i].cost(units), pairs[i].rank))
     p_best, d_best = pairs[best].fewest(units)
     for var, value in ((ys[best], 1), (ps[best], p_best), (ds[best], d_best)):

@@ -64,7 +64,8 @@ class Acceptance:
     def describe(self, drafts: int) -> str:
         """One phrase for the output: the rates assumed and the tokens a step yields."""
         shown = ", ".join(f"{self.rate(j):.2f}" for j in range(1, drafts + 1))
-        where = (f" (registry {self.provenance.name}; --speculative-acceptance or --registry to change)"
+        where = (f" (registry {self.provenance.name}; {mention('speculative_acceptance')} or {mention('registry')} to "
+                 "change)"
                  if self.provenance else " (given, in place of the registry's)")
         return (f"{self.method} × {drafts}: acceptance {shown} by draft position (conditional), "
                 f"{self.tokens_per_step(drafts):.2f} tokens per request per step{where}")
