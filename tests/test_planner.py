@@ -228,11 +228,14 @@ def test_infeasible_max_gpus_names_the_nearest_fit(spec_registry):
 
 
 def test_disallowed_splits_explained():
+    """The sentence mentions tp and pp: the fields themselves, or as the reader names them (`plan`'s flags)."""
     result = plan(request("llama-3.1-70b", ("h200",), 8, tp=(16,)))
     assert [e.text for e in result.explanations] == [
         "NVIDIA H200 SXM 141GB: no instance shape is allowed (tp 16 exceeds the NVLink domain of 8 GPUs: span nodes "
-        "with pipeline stages instead (--tp 8 --pp 2, or leave --tp and --pp out))."]
+        "with pipeline stages instead (tp 8 pp 2, or leave tp and pp out))."]
     assert [e.constraint for e in result.explanations] == ["no_shape"]
+    named = plan(request("llama-3.1-70b", ("h200",), 8, tp=(16,)), {"tp": "--tp", "pp": "--pp"}.get)
+    assert named.explanations[0].text.endswith("instead (--tp 8 --pp 2, or leave --tp and --pp out)).")
 
 
 def test_a_tp_that_does_not_divide_the_heads_is_bad_input():
