@@ -164,10 +164,8 @@ NOT_YET = {
                                   "--max-model-len"},
     "planner/report/explain.py": {"--tp"},  # startup.py's `-tp N` as `plan`'s --tp
     "planner/report/k8s.py": {"--node-selector"},
-    "planner/report/memory.py": {"--json", "--kv-cache-dtype"}, "planner/report/plan.py": {"--margin"},
-    "planner/report/render.py": {"--margin", "--provenance", "--spare", "--model"},
-    "planner/report/result.py": {"--time-limit", "--headroom", "--tpot-ms", "--ttft-ms", "--isl", "--osl", "--margin",
-                                 "--price"},
+    "planner/report/memory.py": {"--json", "--kv-cache-dtype"},
+    "planner/report/result.py": {"--headroom", "--tpot-ms", "--ttft-ms", "--isl", "--osl", "--margin", "--price"},
     "planner/report/tables.py": {"--format"}, "planner/request.py": {"--random-range-ratio", "--isl", "--osl",
                                                                      "--context-length"},
     "planner/search/status.py": {"--time-limit"},

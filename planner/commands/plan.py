@@ -465,9 +465,10 @@ def run(ctx: click.Context, **options) -> None:
     elif options.get("fmt") == "csv":
         click.echo(csv_text(PLAN_COLUMNS, plan_rows(result)), nl=False)
     elif options.get("brief"):
-        render_brief(result, console_for_output())
+        render_brief(result, console_for_output(), plan_flag)
     else:
-        render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"])
+        render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"],
+                    plan_flag)
     if not result.feasible:
         ctx.exit(1)
     if options.get("emit"):
@@ -506,14 +507,14 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
         if agg is not None:
             console.print("[bold]aggregated[/bold]")
             if agg.feasible:
-                render_plan(agg, winner_kernel(request, agg), console, options["show_provenance"])
+                render_plan(agg, winner_kernel(request, agg), console, options["show_provenance"], plan_flag)
             else:
                 render_infeasible(agg, console)
             console.print()
             console.print("[bold]disaggregated[/bold]")
         if dis.feasible:
             hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
-            render_disagg(dis, role_kernels(s, request.limits, dis), console, hours, workload)
+            render_disagg(dis, role_kernels(s, request.limits, dis), console, hours, workload, plan_flag)
         else:
             render_disagg_infeasible(dis, console, workload)
         if agg is None:

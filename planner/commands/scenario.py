@@ -71,7 +71,8 @@ def check_concurrency(n: int, flag: str) -> None:
         raise InputError(flag, f"{n:,} is outside 1 … {limit:,}", "give the concurrent requests one review plans for")
 
 
-def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) -> int:
+def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, named=file_flag) -> int:
+    """The review printed, the fields its sentences mention named as `named` calls them."""
     from planner.report.review import Comparison, markdown
 
     console = _console()
@@ -82,10 +83,11 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None) 
         payload = c.model_dump() if with_variants else c.base.model_dump()
         click.echo(json.dumps(payload, indent=2))
     elif fmt == "markdown":
-        click.echo(markdown(c if with_variants else Comparison(review=c.review, base=c.base, variants=[])), nl=False)
+        click.echo(markdown(c if with_variants else Comparison(review=c.review, base=c.base, variants=[]), named),
+                   nl=False)
     else:
         for r in c.results if with_variants else [c.base]:
-            render_fleet(r, console)
+            render_fleet(r, console, named)
         if with_variants:
             render_comparison(c, console)
     if chart_path:
@@ -292,7 +294,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
         c = named_all(c, file_option)
         if options["show_provenance"]:
             click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
-        ctx.exit(_emit(c, fmt, True, chart_path))
+        ctx.exit(_emit(c, fmt, True, chart_path, file_option))
     has_targets = any(options.get(k) is not None for k in options if k.endswith("_ms") and k[0] == "p")
     if not options["model"] or not options["chip"] or not (options["concurrency"] or has_targets):
         raise InputError("compare", "needs a scenario FILE, or --model, --chip and --concurrency",
@@ -343,7 +345,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     if fmt == "json":
         click.echo(json.dumps(comparison.model_dump(), indent=2))
     elif fmt == "markdown":
-        click.echo(markdown(comparison), nl=False)
+        click.echo(markdown(comparison, plan_flag), nl=False)
     else:
         render_comparison(comparison, _console())
     for note in dict.fromkeys(notes):

@@ -47,10 +47,12 @@ def alternatives_rows(plan: DisaggPlan, hours: int) -> list[list[str]]:
     return rows
 
 
-def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int, workload: str) -> None:
-    """The feasible disaggregated plan; `kernels` holds each role's kernel for its memory printout."""
+def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int, workload: str, named=None) -> None:
+    """The feasible disaggregated plan; `kernels` holds each role's kernel for its memory printout (a
+    field its sentences mention named as `named` calls it)."""
     from planner.numbers import percent, size
     from planner.report.result import solver_phrase
+    from pricing.errors import render
     from pricing.kernel.report import memory_report
 
     print_table(console, f"disaggregated: {workload}", POOL_COLUMNS, pools_rows(plan, hours), records=True)
@@ -59,7 +61,7 @@ def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int,
                     ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))
     h, t = plan.handover, plan.ttft
     console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
-                  f"{solver_phrase(plan.solver_status)}", soft_wrap=True)
+                  + render(solver_phrase(plan.solver_status), named), soft_wrap=True)
     console.print(f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
                   f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
                   f"{h.link_gbps_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}", soft_wrap=True, markup=False)

@@ -80,7 +80,7 @@ def margin_of(service: ServiceSpec) -> Margin:
     from pricing.registry import load
 
     if service.margin is not None:
-        return Margin(fraction=service.margin / 100, source="--margin")
+        return Margin(fraction=service.margin / 100, source=mention("margin"))  # the reader names it
     entry = load()["cost_model_memory.kv_pool_margin"]
     return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 

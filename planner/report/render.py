@@ -28,6 +28,7 @@ from planner.numbers import (
 from planner.report.memory import render_memory, render_provenance
 from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase
 from planner.report.tables import Col, print_table
+from pricing.errors import mention, render
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
@@ -98,10 +99,13 @@ def plans_table(result: PlanResult, console: Console) -> None:
 
 def margin_line(result: PlanResult) -> str:
     """'margin: 0.9% of each rank's predicted KV pool is not counted on (--margin sets it; --provenance
-    says where it comes from)': short; the source is in the provenance and the JSON."""
-    given = result.margin.source == "--margin"
+    says where it comes from)': short; the source is in the provenance and the JSON. It mentions
+    margin and provenance: the printer names them."""
+    given = not result.margin.source.startswith("registry ")  # the margin asked for (planner/report/plan.py)
+    margin = mention("margin")
     return (f"margin: {percent(result.margin.fraction)} of each rank's KV pool not counted on ("
-            + ("--margin" if given else "the calibration's; --margin sets it, --provenance says why") + ")")
+            + (result.margin.source if given else f"the calibration's; {margin} sets it, {mention('provenance')} "
+               "says why") + ")")
 
 
 def best_line(best: PoolPlan) -> str:
@@ -110,8 +114,10 @@ def best_line(best: PoolPlan) -> str:
             f"{money(best.cost_per_hour, best.price_estimate)}/hour")
 
 
-def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance: bool = False) -> None:
-    """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count."""
+def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance: bool = False,
+                named=None) -> None:
+    """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count; a
+    field its sentences mention named as `named` calls it (the command's flag)."""
     best = result.best
     plans_table(result, console)
     for note in price_footnotes([best, *result.alternatives]):
@@ -120,9 +126,10 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
                   f"$/GPU-hour, {result.hours_per_month} hours a month; ties go to fewer GPUs, then more headroom, "
                   "then the larger token budget")
     if result.margin is not None:
-        console.print(margin_line(result), markup=False)
+        console.print(render(margin_line(result), named), markup=False)
     console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
-                  f"{solver_phrase(result.search.solver_status, result.search.solver_stages)}", soft_wrap=True)
+                  + render(solver_phrase(result.search.solver_status, result.search.solver_stages), named),
+                  soft_wrap=True)
     console.print()
     console.print(best_line(best))
     console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
@@ -139,18 +146,19 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     if spare:
         gpus = sum(n.gpus for n in spare)
         console.print(f"spare: {len(spare)} {best.chip} node{'s' if len(spare) > 1 else ''} ({gpus} GPUs) kept free "
-                      f"(--spare), ${gpus * best.price_per_gpu_hour:,.2f}/hour beyond the pool's cost")
-    render_launch(best, console)
+                      f"({render(mention('spare'), named)}), ${gpus * best.price_per_gpu_hour:,.2f}/hour beyond the "
+                      "pool's cost")
+    render_launch(best, console, named=named)
     render_notes(result.notes, console)
 
 
-def render_brief(result: PlanResult, console: Console) -> None:
+def render_brief(result: PlanResult, console: Console, named=None) -> None:
     """`plan --brief`: the plan line, what binds, the launch commands."""
     best = result.best
     console.print(f"{result.model}: {target_phrase(result)}", soft_wrap=True, markup=False)
     console.print(best_line(best), soft_wrap=True, markup=False)
     console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
-    render_launch(best, console)
+    render_launch(best, console, named=named)
     render_notes(result.notes, console)
 
 
@@ -196,7 +204,7 @@ def gpu_ranges(gpus: list[int]) -> str:
     return ",".join(out)
 
 
-def render_launch(p: PoolPlan, console: Console, label: str = "") -> None:
+def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) -> None:
     """Where every instance of the pool runs and the commands that start it, by node: one
     `vllm serve` per instance within a node (its CUDA_VISIBLE_DEVICES and port), one per node of
     an instance that spans nodes (the head first), and the Ray form of such an instance once."""
@@ -217,8 +225,9 @@ def render_launch(p: PoolPlan, console: Console, label: str = "") -> None:
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
                       "the node map names (each in its own shell, or end it with &):", soft_wrap=True)
     if any(WEIGHTS in c.command for i in p.instances for c in i.commands):
-        console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed (--model named a config "
-                      "file with no weights beside it); set it before the commands", soft_wrap=True, markup=False)
+        console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed ("
+                      + render(mention("model"), named) + " named a config file with no weights beside it); set it "
+                      "before the commands", soft_wrap=True, markup=False)
     for inst in p.instances:
         for c in inst.commands:
             where = f"# {c.node}: replica {inst.replica}" + (f", {c.what}" if len(inst.commands) > 1 else "")
@@ -322,7 +331,8 @@ def fleet_columns(hours: int) -> list[Col]:
             Col(f"$/month\n({hours} h)", drop=1)]
 
 
-def render_fleet(r: FleetResult, console: Console) -> None:
+def render_fleet(r: FleetResult, console: Console, named=None) -> None:
+    """A review's result; the fields its sentences mention named as `named` calls them."""
     hours = defaults.value("report.hours_per_month")
     title = f"{r.review or 'scenario'} — {r.variant}"
     from planner.report.review import search_line
@@ -331,7 +341,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
         console.print(f"[bold red]{title}: not every service can be served[/bold red]")
         for s in r.short:
             console.print(f"  {s.service} is short: {s.reason}", markup=False)
-        console.print(search_line(r), soft_wrap=True)
+        console.print(search_line(r, named), soft_wrap=True)
         return
     rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
              count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.held)} / {count(p.asked)}",
@@ -344,7 +354,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
                      for u in r.chips)
     estimate = any(p.price_estimate for p in r.services)
     console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
-                  f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r)}", soft_wrap=True)
+                  f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r, named)}", soft_wrap=True)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
                      else [f"binds: {p.binds}"]):
@@ -360,7 +370,7 @@ def render_fleet(r: FleetResult, console: Console) -> None:
             for line in p.instance_commands:
                 command(console, line)
             continue
-        render_launch(p, console, p.service)
+        render_launch(p, console, p.service, named)
 
 
 def render_comparison(c: Comparison, console: Console) -> None:

@@ -13,6 +13,7 @@ from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
 from planner.search.status import StageStatus
+from pricing.errors import mention
 from pricing.kernel.report import MemoryReport
 
 
@@ -125,17 +126,18 @@ def star(p) -> str:
 def solver_phrase(status: str, stages: list[StageStatus] | None = None) -> str:
     """The solver's status in words, as every report prints it: OPTIMAL is an optimum every stage
     proved; otherwise each stage's status, and where a stage has a solution without its proof, its
-    value, the solver's bound and the gap between them (planner/search/cpsat.py `solve`)."""
+    value, the solver's bound and the gap between them (planner/search/cpsat.py `solve`). It mentions
+    time_limit: the printer names it (`render`)."""
     if status == "OPTIMAL":
         return "solver OPTIMAL (optimum proven)"
     if status == "UNKNOWN":
-        return "solver UNKNOWN (no plan found within the time limit; --time-limit raises it)"
+        return f"solver UNKNOWN (no plan found within the time limit; {mention('time_limit')} raises it)"
     if status != "FEASIBLE":
         return f"solver {status}"
     if not stages:
-        return "solver FEASIBLE (optimum not proven within the time limit; --time-limit raises it)"
+        return f"solver FEASIBLE (optimum not proven within the time limit; {mention('time_limit')} raises it)"
     return "solver FEASIBLE (optimum not proven: " + "; ".join(stage_words(s) for s in stages) + \
-        "; --time-limit raises it)"
+        f"; {mention('time_limit')} raises it)"
 
 
 def stage_words(s: StageStatus) -> str:

@@ -16,6 +16,7 @@ from planner.report.binds import inventory_binds
 from planner.report.fleet import FleetResult
 from planner.report.result import price_footnotes, solver_phrase
 from planner.scenario import Scenario, grid_points, point_word
+from pricing.errors import render
 
 
 class GridPoint(BaseModel):
@@ -108,13 +109,13 @@ def binding(r: FleetResult) -> str:
     return own
 
 
-def search_line(r: FleetResult) -> str:
+def search_line(r: FleetResult, named=None) -> str:
     """How the result was found, as `plan` reports it: the solver's status in words, the
-    candidates the oracle evaluated and the wall-clock time."""
+    candidates the oracle evaluated and the wall-clock time (time_limit named as `named` calls it)."""
     how = "; each service's own optimum (they fit the inventory together)" if r.decomposed and len(r.services) > 1 \
         else ""
-    return (f"{solver_phrase(r.solver_status, r.solver_stages)}, {fmt.count(r.candidates_evaluated)} candidates in "
-            f"{fmt.duration(r.seconds * 1000)}{how}")
+    return render(f"{solver_phrase(r.solver_status, r.solver_stages)}, {fmt.count(r.candidates_evaluated)} candidates "
+                  f"in {fmt.duration(r.seconds * 1000)}{how}", named)
 
 
 def delta(value: float | None, base: float | None) -> str:
@@ -138,9 +139,10 @@ def md_amount(usd: float, estimate: bool, cents: bool = True) -> str:
     return fmt.amount(usd, cents=cents) + (MD_MARK if estimate else "")
 
 
-def markdown(c: Comparison) -> str:
+def markdown(c: Comparison, named=None) -> str:
     """A Markdown report a capacity review can paste in as is; every cost resting on an estimated
-    price carries the mark, explained under the table."""
+    price carries the mark, explained under the table (a field its text mentions named as `named`
+    calls it)."""
     hours = defaults.value("report.hours_per_month")
     chips = chips_of(c)
     lines = [f"## {c.review or 'Capacity review'}", ""]
@@ -174,7 +176,7 @@ def markdown(c: Comparison) -> str:
         if not r.feasible:
             for s in r.short:
                 lines.append(f"- **{s.service}** is short: {s.reason}")
-            lines += ["", search_line(r), ""]
+            lines += ["", search_line(r, named), ""]
             continue
         lines.append("| service | model | chip | GPUs | replicas × (tp, pp, dp, ep, dcp) | held / asked | headroom "
                      "| $/hour |")
@@ -192,7 +194,7 @@ def markdown(c: Comparison) -> str:
                      f"{fmt.money(r.cost_per_month, cents=False)}{mark}/month")
         lines.append("")
         lines += md_footnotes(r.services)
-        lines += [search_line(r), ""]
+        lines += [search_line(r, named), ""]
     return "\n".join(lines) + "\n"
 
 
