@@ -34,7 +34,8 @@ def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_
     if executor == "sequential" or len(jobs) < 2:
         out = []
         for scenario, name in jobs:  # one job alone on a pool or Ray may still build its tables in workers
-            out.append(plan_scenario(scenario, name, time_limit, parallel_tables=executor != "sequential"))
+            out.append(plan_scenario(scenario, name, time_limit, parallel_tables=executor != "sequential",
+                                     bounded=len(jobs) == 1))  # no variants to share whole tables with
             if progress:
                 progress(name)
         return out

@@ -254,14 +254,15 @@ def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
 
 
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
-                  parallel_tables: bool = True) -> FleetResult:
+                  parallel_tables: bool = True, bounded: bool = False) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
     solver's wall-clock bound, default planner/defaults.yaml; `parallel_tables`: many candidate
-    tables may be built in worker processes). A service vLLM would not start at its context
+    tables may be built in worker processes; `bounded`: each service swept only as far as its own
+    optimum reaches, when that answers, `search_fleet`). A service vLLM would not start at its context
     length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
     refused = {s.name: why for s in scenario.services if (why := refused_context(scenario, s))}
-    found = search_fleet(scenario, set(refused), time_limit, parallel_tables)
+    found = search_fleet(scenario, set(refused), time_limit, parallel_tables, bounded)
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
     if picks:

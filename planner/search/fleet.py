@@ -75,15 +75,59 @@ def table_requests(scenario: Scenario, service: Service) -> list[tuple[ServiceSp
     return out
 
 
-def prepare(scenario: Scenario, service: Service) -> Prepared:
-    """The service's candidate tables (one per chip) and its options, each capped by the
-    chip's stock as `plan --max-gpus` would cap it."""
+def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | None:
+    """The service's candidate tables swept only as far as its own optimum can reach (None when its
+    rows change after the sweep: latency or service targets, a disaggregated role).
+
+    Its shapes are evaluated across its chips in order of one instance's cost in the solver's price
+    units, and a shape whose one instance costs more than the cheapest pool found so far within the
+    chips' stock (the replica caps `prepare` gives its options) is skipped: its pool costs more, so
+    it is none of the options `own_optimum` can pick, on any of its keys (cost first). Tables of the
+    service's own, unshared; `search_fleet` takes them only when the optima they give fit the
+    inventory together, which makes the answer exact and proven."""
+    from planner import defaults
+    from planner.candidates.table import evaluate_shape, evaluate_staged, has_latency_target, start_table
+
+    spec = scenario.service_spec(service)
+    if has_latency_target(spec) or spec.slo is not None or spec.serving != "agg":
+        return None
+    requests = table_requests(scenario, service)
+    started = [start_table(spec, chip, chip_limits) for spec, chip, chip_limits in requests]
+    units = defaults.value("solver.price_units_per_dollar")
+    price_units = [round(chip.price_per_gpu_hour * units) for _, chip, _ in requests]
+    order = sorted((shape.gpus * price_units[i], i, shape) for i, (_, _, found) in enumerate(started)
+                   for shape in found if shape.pp == 1)
+    need = spec.required
+    cheapest = None  # the cheapest pool within the stock found so far, in price units
+    for instance, i, shape in order:
+        model, table, _ = started[i]
+        if cheapest is not None and instance > cheapest:
+            table.skipped += 1
+            continue
+        _, chip, chip_limits = requests[i]
+        before = len(table.rows)
+        evaluate_shape(model, chip, spec, shape, table)
+        stock = _pool_stock(scenario, chip.id, chip_limits.gpus_per_node)
+        for row in table.rows[before:]:
+            replicas = -(-need // row.concurrency)
+            cap = replica_cap(row.gpus, chip_limits.gpus_per_node, stock)
+            if cap is None or cap >= replicas:
+                pool = replicas * row.gpus * price_units[i]
+                cheapest = pool if cheapest is None else min(cheapest, pool)
+    for (_, chip, _), (model, table, found) in zip(requests, started, strict=True):
+        evaluate_staged(model, chip, spec, found, table)
+    return [table for _, table, _ in started]
+
+
+def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None = None) -> Prepared:
+    """The service's candidate tables (one per chip; `tables` when given, in its chips' order) and its
+    options, each capped by the chip's stock as `plan --max-gpus` would cap it."""
     spec = scenario.service_spec(service)
     limits = scenario.limits(service)
-    tables, node = [], {}
-    for spec, chip, chip_limits in table_requests(scenario, service):
+    given, tables, node = tables, [], {}
+    for i, (spec, chip, chip_limits) in enumerate(table_requests(scenario, service)):
         node[chip.id] = chip_limits.gpus_per_node
-        tables.append(candidate_table(spec, chip, chip_limits))
+        tables.append(given[i] if given is not None else candidate_table(spec, chip, chip_limits))
     sized = None
     if spec.slo is not None and spec.serving != "disagg":
         from planner import defaults
@@ -233,15 +277,22 @@ class FleetSearch:
 
 
 def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None = None,
-                 parallel_tables: bool = True) -> FleetSearch:
+                 parallel_tables: bool = True, bounded: bool = False) -> FleetSearch:
     """Prepare every service but the `refused` ones and solve them together over the inventory;
     a refused service leaves the scenario unsolvable.
 
     Each service's own optimum (`own_optimum`) is a lower bound of the fleet's on every key (the
     keys are sums over services, and the inventory only removes choices): when the optima fit the
     inventory together they are the fleet's optimum, proven without the coupled model. Otherwise
-    the coupled CP-SAT model is solved, started from them (a hint)."""
+    the coupled CP-SAT model is solved, started from them (a hint). With `bounded` (one review, no
+    variants to share whole tables with), each service is first swept only as far as its own
+    optimum can reach (`bounded_tables`); when every service has one and they fit, that is the
+    answer; otherwise every table is swept whole and the search runs as without."""
     served = [s for s in scenario.services if s.name not in refused]
+    if bounded and not refused:
+        found = _bounded(scenario, served, parallel_tables)
+        if found is not None:
+            return found
     if parallel_tables:
         build_tables([r for s in served for r in table_requests(scenario, s)])  # in workers, for many tables
     prepared = [prepare(scenario, s) for s in served]
@@ -263,6 +314,56 @@ def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None
             pm.model.add_hint(rj, replicas if j == i else 0)
     sol = cpsat.solve(pm, time_limit)
     return FleetSearch(prepared, sol.status, sol.picks, solvable, False, evaluated, sol.stages)
+
+
+def _bounded(scenario: Scenario, served: list[Service], parallel: bool) -> FleetSearch | None:
+    """The decomposed answer from bounded tables, or None when a service cannot be bounded, has no
+    option, or the optima do not fit the inventory together. With `parallel`, many services' tables
+    are swept in worker processes (planner/candidates/parallel.py's rule: parallel.min_tables of
+    them, more than one CPU), each worker a share of the services dealt in turn."""
+    from planner import defaults
+    from planner.candidates.parallel import in_worker, workers
+
+    if parallel and len(served) >= defaults.value("parallel.min_tables") and workers() >= 2 and not in_worker():
+        import multiprocessing
+
+        shares = _model_shares(scenario, served)
+        with multiprocessing.get_context("fork").Pool(workers()) as pool:
+            found = {i: tables for share, out in pool.imap_unordered(_bounded_share, [(scenario, served, share)
+                                                                                      for share in shares])
+                     for i, tables in zip(share, out, strict=True)}
+        bounded = [found[i] for i in range(len(served))]
+    else:
+        bounded = [bounded_tables(scenario, s) for s in served]
+    prepared = []
+    for s, tables in zip(served, bounded, strict=True):
+        if tables is None:
+            return None
+        p = prepare(scenario, s, tables)
+        if not p.options:
+            return None
+        prepared.append(p)
+    own = [own_optimum(p) for p in prepared]
+    if not fits(prepared, own, scenario):
+        return None
+    evaluated = sum(t.evaluated for p in prepared for t in p.tables)
+    return FleetSearch(prepared, "OPTIMAL", own, True, True, evaluated, proven(own))
+
+
+def _model_shares(scenario: Scenario, served: list[Service]) -> list[list[int]]:
+    """The services' indices by model, the models with the most service chips first: one job a
+    model, so that a worker's kernel memo serves all its services, dealt to the workers as they
+    come free (the largest first, so that none is left alone with one at the end)."""
+    by_model: dict[tuple, list[int]] = {}
+    for i, s in enumerate(served):
+        spec = scenario.service_spec(s)
+        by_model.setdefault((spec.model, spec.quantization), []).append(i)
+    return sorted(by_model.values(), key=lambda g: -sum(len(scenario.chips_of(served[i])) for i in g))
+
+
+def _bounded_share(job: tuple[Scenario, list[Service], list[int]]) -> tuple[list[int], list[list[ChipTable] | None]]:
+    scenario, served, share = job
+    return share, [bounded_tables(scenario, served[i]) for i in share]
 
 
 def unserved(prepared: list[Prepared], scenario: Scenario) -> list[int]:

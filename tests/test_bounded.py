@@ -1,0 +1,77 @@
+"""One review (no variants) sweeps each service only as far as its own optimum can reach
+(planner/search/fleet.py `bounded_tables`): the same answer as the whole sweep, on every key,
+from fewer grid points; a review whose optima do not fit together, or a service whose rows change
+after the sweep (latency targets), is swept whole."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import defaults
+from planner.candidates.table import shared_tables
+from planner.report import fleet
+from planner.scenario import Scenario
+from planner.search import fleet as search_fleet
+
+SERVICES = [
+    {"name": "a", "model": "llama-3.1-8b", "concurrency": 64, "context_length": 32768, "chips": ["h200", "h100"]},
+    {"name": "b", "model": "qwen3-32b", "concurrency": 32, "context_length": 32768, "chips": ["h200", "h100"]},
+    {"name": "c", "model": "llama-3.1-8b", "concurrency": 300, "context_length": 32768, "chips": ["h200"]},
+    {"name": "d", "model": "qwen3-30b-a3b", "concurrency": 128, "context_length": 16384, "chips": ["h100", "b200"]},
+    {"name": "e", "model": "llama-3.1-70b", "concurrency": 16, "context_length": 8192, "chips": ["h200", "b200"]},
+]
+
+
+def review(h200: int | None, services=SERVICES) -> Scenario:
+    stock = {"gpus_per_node": 8, **({"gpus": h200} if h200 else {})}
+    return Scenario(review="t", inventory={"h200": stock, "h100": {"gpus_per_node": 8}, "b200": {"gpus_per_node": 8}},
+                    services=services)
+
+
+def answer(result) -> dict:
+    """The result on every key but the counts of what was swept and the time it took."""
+    data = result.model_dump()
+    data.pop("seconds")
+    data.pop("candidates_evaluated")
+    return data
+
+
+def both(scenario: Scenario):
+    with shared_tables():
+        bounded = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True)
+    with shared_tables():
+        whole = fleet.plan_scenario(scenario, parallel_tables=False)
+    return bounded, whole
+
+
+@pytest.mark.parametrize("h200", [None, 200])
+def test_the_bounded_sweep_gives_the_whole_sweeps_answer_from_fewer_points(h200):
+    bounded, whole = both(review(h200))
+    assert bounded.decomposed and whole.decomposed
+    assert answer(bounded) == answer(whole)
+    assert bounded.candidates_evaluated < whole.candidates_evaluated / 2
+
+
+def test_optima_that_do_not_fit_are_swept_whole():
+    bounded, whole = both(review(12))  # the own optima take 17+ h200 GPUs (tests/test_search_status.py)
+    assert not bounded.decomposed and bounded.feasible
+    assert answer(bounded) == answer(whole) and bounded.candidates_evaluated == whole.candidates_evaluated
+
+
+def test_a_service_with_latency_targets_is_swept_whole():
+    targeted = [*SERVICES[:2], {**SERVICES[2], "tpot_ms": 40}]
+    spec = review(None, targeted)
+    assert search_fleet.bounded_tables(spec, spec.services[2]) is None
+    bounded, whole = both(spec)
+    assert answer(bounded) == answer(whole) and bounded.candidates_evaluated == whole.candidates_evaluated
+
+
+def test_the_bounded_sweep_in_workers_gives_the_same_answer(monkeypatch):
+    value = defaults.value
+    monkeypatch.setattr(defaults, "value", lambda name: 1 if name == "parallel.min_tables" else value(name))
+    scenario = review(None)
+    with shared_tables():
+        parallel = fleet.plan_scenario(scenario, parallel_tables=True, bounded=True)
+    with shared_tables():
+        alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True)
+    assert answer(parallel) == answer(alone) and parallel.candidates_evaluated == alone.candidates_evaluated
