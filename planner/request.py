@@ -18,6 +18,7 @@ from planner.limits import (  # noqa: F401  (the scenario file and the commands 
     MIN_CONTEXT,
     PERCENTILES,
 )
+from pricing.errors import mention
 
 
 def rates_in_range(v):
@@ -251,5 +252,6 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
         out.append(("workload", f"a request of up to {w.longest:,} tokens ({w.isl:,} input and {w.osl:,} output"
                     + (f", lengths ±{w.range_ratio:g}" if w.range_ratio else "")
                     + f") does not fit the {length:,}-token context",
-                    f"lower --isl/--osl or raise --context-length to at least {w.longest:,}"))
+                    f"lower {mention('isl')}/{mention('osl')} or raise {mention('context_length')} to at least "
+                    f"{w.longest:,}"))
     return out

@@ -162,12 +162,8 @@ NOT_YET = {
     "pricing/graph/__init__.py": {"--limit-mm-per-prompt"}, "pricing/kernel/deepseek_v4.py": {"--no-mega-attention"},
     "pricing/kernel/startup.py": {"--gpu-memory-utilization", "--kv-cache-memory-bytes", "--enable-expert-parallel",
                                   "--max-model-len"},
-    "planner/report/explain.py": {"--tp"},  # startup.py's `-tp N` as `plan`'s --tp
-    "planner/report/k8s.py": {"--node-selector"},
-    "planner/report/memory.py": {"--json", "--kv-cache-dtype"},
     "planner/report/result.py": {"--headroom", "--tpot-ms", "--ttft-ms", "--isl", "--osl", "--margin", "--price"},
-    "planner/report/tables.py": {"--format"}, "planner/request.py": {"--random-range-ratio", "--isl", "--osl",
-                                                                     "--context-length"},
+    "planner/report/tables.py": {"--format"}, "planner/request.py": {"--random-range-ratio"},
     "planner/search/status.py": {"--time-limit"},
 }
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from pricing.errors import InputError
+from planner.commands.flags import own_flag
+from pricing.errors import InputError, render
 
 
 def k8s_options() -> list:
@@ -101,7 +102,7 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         notes += said
     written = k8s.write(files, options["output_dir"])
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [
-        f"note: {n}" for n in notes]
+        f"note: {render(n, own_flag)}" for n in notes]  # a field a note mentions as the running command's flag
 
 
 def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:

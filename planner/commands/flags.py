@@ -13,7 +13,7 @@ from pricing.errors import InputError, render
 PLAN_FLAGS = {"tensor_parallel_size": "--tp", "context_length": "--context-length"}  # `plan`'s own names
 MEMORY_FIELDS = ("batch", "isl", "osl")  # `plan memory`'s fields beside the deployment's
 PARAMS = {"registry": "registry_overlay", "vllm_version": "release", "variant": "variant_names",
-          "provenance": "show_provenance"}  # fields a
+          "provenance": "show_provenance", "json": "as_json"}  # fields a
 # command's option stores under another name (`--registry` everywhere, check-log's `--vllm-version`, `--variant`)
 
 

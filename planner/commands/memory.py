@@ -135,7 +135,7 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         out["step"] = speed
         click.echo(json.dumps(out, indent=2, default=str))
     else:
-        render_memory(report, kernel, provenance=show_provenance)
+        render_memory(report, kernel, provenance=show_provenance, named=memory_flag)
         if speed:
             click.echo(f"speed (step model): {fmt.duration(speed['tpot_ms'])} per output token at "
                        f"{count(speed['batch_per_rank'])} requests per rank ({count(speed['context_tokens'])} tokens "

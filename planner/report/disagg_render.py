@@ -80,7 +80,7 @@ def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int,
         console.print()
         console.print(f"[bold]{p.role}[/bold]: {p.gpus} × {p.chip} GPUs as {split(p)}, one rank:")
         kernel = kernels[p.role]
-        render_memory(memory_report(kernel, kernel.engine.max_model_len), kernel, console)
+        render_memory(memory_report(kernel, kernel.engine.max_model_len), kernel, console, named=named)
     console.print()
     for p in (plan.prefill, plan.decode):
         console.print(f"start {p.replicas} {p.role} instance{'s' if p.replicas > 1 else ''} of {p.gpus_per_replica} "

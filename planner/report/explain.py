@@ -60,7 +60,7 @@ def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
     refusal = Startup(Kernel.of(model, d, table.chip, release=service.vllm_version)).refusal()
     splits = ", ".join(dict.fromkeys(_split(v.shape) for v in sorted(valid, key=lambda v: (v.shape.gpus, v.shape))))
     return (f"{table.chip.name}: vLLM would not load the checkpoint at {splits}: {refusal.message}. Nearest fit: "
-            f"{refusal.would_fit.replace('-tp ', '--tp ')}.")
+            f"{refusal.would_fit.replace('-tp ', mention('tensor_parallel_size') + ' ')}.")  # vLLM's -tp, named
 
 
 def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:

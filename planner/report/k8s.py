@@ -244,7 +244,8 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
               "app.kubernetes.io/component": first.role, "app.kubernetes.io/managed-by": "deployment-planner"}
     resource, selector = _gpu(chip, options)
     if not selector:
-        notes.append(f"{name}: no node selector (--node-selector none): the pods go to any node with {resource}")
+        notes.append(f"{name}: no node selector ({mention('node_selector')} none): the pods go to any node with "
+                     f"{resource}")
     commands = [c.args for c in first.commands]
     envs = [c.env for c in first.commands]
     served = commands[0][2]

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from planner.numbers import block_unit, exact, exact_size, in_unit, size, tokens, with_article
 from planner.report.tables import Col, console_for_output, print_table
+from pricing.errors import mention, render
 from pricing.rules import get as get_release
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,8 +30,9 @@ def layer_span(ids) -> str:
     return f"layers {', '.join(runs)} ({len(ids)} caches)"
 
 
-def render_memory(r, kernel: Kernel, console: Console | None = None, provenance: bool = False) -> None:
-    """The per-rank breakdown; memory in GiB (MiB under 1 GiB), never a negative byte count."""
+def render_memory(r, kernel: Kernel, console: Console | None = None, provenance: bool = False, named=None) -> None:
+    """The per-rank breakdown; memory in GiB (MiB under 1 GiB), never a negative byte count (a field
+    its sentences mention named as `named` calls it: the command's flag)."""
     console = console or console_for_output()
     e = kernel.engine
     served = r.hf_id or "weights not located"
@@ -54,7 +56,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     console.print()
     for name, value in rows:
         console.print(f"{name:<17} {in_unit(value, unit):>9}")
-    render_checkpoint(r, kernel, console)
+    render_checkpoint(r, kernel, console, named)
     console.print()
     console.print(f"{with_article(tokens(r.sequence.tokens))} request: {size(r.sequence.variable)} of KV cache per "
                   "rank")
@@ -84,7 +86,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
                     f"{r.vllm_version}'s page_size_bytes of the group)", GROUP_COLUMNS, kv_group_rows(r),
                     box=boxes.HEAVY_HEAD, records=True)
     if provenance:
-        render_provenance(r.provenance, console)
+        render_provenance(r.provenance, console, named)
 
 
 GROUP_COLUMNS = [Col("group"), Col("spec", "name"), Col("layers", "name"), Col("block tokens"), Col("page bytes"),
@@ -103,12 +105,13 @@ def refusal_line(r) -> str:
     return f"plan: vLLM would not start ({r.refusal_check}): {r.refusal}; what would fit: {r.would_fit}"
 
 
-def render_provenance(rows, console: Console) -> None:
+def render_provenance(rows, console: Console, named=None) -> None:
     cells = []
     for p in rows:
         p = p if isinstance(p, dict) else {"name": p.name, "value": p.value, "source": p.source}
         cells.append([p["name"], registry_value(p["value"], _names_bytes(p["name"])), p["source"]])
-    print_table(console, "provenance (every registry value used; `--json` adds how each was obtained)",
+    print_table(console, render(f"provenance (every registry value used; `{mention('json')}` adds how each was "
+                                "obtained)", named),
                 [Col("name", "name"), Col("value", "text"), Col("source", "text")], cells, box=boxes.HEAVY_HEAD,
                 records=True)
 
@@ -134,7 +137,7 @@ def registry_value(value, in_bytes: bool, inner: bool = False) -> str:
     return exact_size(value) if in_bytes and isinstance(value, int) else exact(value)
 
 
-def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
+def render_checkpoint(r, kernel: Kernel, console: Console, named=None) -> None:
     """The weights' served format and the checkpoint's own bytes beside the graph's."""
     quant = kernel.model.quantization
     if quant != "none":
@@ -143,7 +146,7 @@ def render_checkpoint(r, kernel: Kernel, console: Console) -> None:
     if kv:
         used = ("they scale this fp8 cache" if kernel.engine.kv_cache_dtype.startswith("fp8") else
                 f"the cache here is {kernel.engine.kv_cache_dtype} (the model dtype); vLLM uses the scales only for "
-                "an fp8 cache (--kv-cache-dtype fp8)")
+                f"an fp8 cache ({render(mention('kv_cache_dtype'), named)} fp8)")
         console.print(f"checkpoint KV     the checkpoint states KV-cache scales, {kv}: {used}", soft_wrap=True)
     c = r.checkpoint
     if c is None:

@@ -136,9 +136,9 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
         console.print(line, soft_wrap=True, markup=False)
     console.print()
-    render_memory(best.memory or memory_report(kernel, result.target.context_length), kernel, console)
+    render_memory(best.memory or memory_report(kernel, result.target.context_length), kernel, console, named=named)
     if provenance:
-        render_provenance(result.provenance, console)
+        render_provenance(result.provenance, console, named)
     console.print()
     print_node_map(console, best.nodes, [(best.model, best.instances)],
                    f"node map: {best.chip} nodes of {best.nodes[0].gpus} GPUs" if best.nodes else "node map")
