@@ -75,3 +75,26 @@ def test_the_bounded_sweep_in_workers_gives_the_same_answer(monkeypatch):
     with shared_tables():
         alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True)
     assert answer(parallel) == answer(alone) and parallel.candidates_evaluated == alone.candidates_evaluated
+
+
+STAGED = [  # one cheap chip bounds the other, whose smallest shapes cannot hold the model
+    {"name": "f", "model": "llama-3.1-70b", "concurrency": 8, "context_length": 8192, "chips": ["mi325x", "h100"]},
+    {"name": "g", "model": "qwen3-32b", "concurrency": 4, "context_length": 32768, "chips": ["b200", "a100-80gb"]},
+    {"name": "h", "model": "llama-3.1-405b", "concurrency": 8, "context_length": 8192, "chips": ["b300", "h100"]},
+]
+
+
+@pytest.mark.parametrize("service", SERVICES + STAGED, ids=lambda s: s["name"])
+def test_the_bounded_sweep_evaluates_only_what_the_whole_sweep_does(service):
+    """Every shape the bounded sweep judges, the whole sweep judges too (pipeline stages included:
+    only where no single-stage row fits in a node), with the same rows."""
+    from planner.candidates.table import candidate_table
+
+    scenario = Scenario(review="t", inventory={}, services=[service])
+    bounded = search_fleet.bounded_tables(scenario, scenario.services[0])
+    with shared_tables():
+        whole = [candidate_table(*r) for r in search_fleet.table_requests(scenario, scenario.services[0])]
+    for b, w in zip(bounded, whole, strict=True):
+        assert {v.shape for v in b.verdicts} <= {v.shape for v in w.verdicts}, b.chip.id
+        assert set(b.rows) <= set(w.rows)
+        assert len(b.verdicts) + b.skipped == len(w.verdicts) + w.skipped

@@ -86,7 +86,7 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
     service's own, unshared; `search_fleet` takes them only when the optima they give fit the
     inventory together, which makes the answer exact and proven."""
     from planner import defaults
-    from planner.candidates.table import evaluate_shape, evaluate_staged, has_latency_target, start_table
+    from planner.candidates.table import evaluate_shape, has_latency_target, start_table
 
     spec = scenario.service_spec(service)
     if has_latency_target(spec) or spec.slo is not None or spec.serving != "agg":
@@ -114,8 +114,32 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
             if cap is None or cap >= replicas:
                 pool = replicas * row.gpus * price_units[i]
                 cheapest = pool if cheapest is None else min(cheapest, pool)
-    for (_, chip, _), (model, table, found) in zip(requests, started, strict=True):
-        evaluate_staged(model, chip, spec, found, table)
+    for i, ((_, chip, chip_limits), (model, table, found)) in enumerate(zip(requests, started, strict=True)):
+        node = table.gpus_per_node
+        in_a_node = any(r.shape.nodes(node) == 1 for r in table.rows)
+        if not in_a_node:  # the whole sweep stages shapes only when no single-stage row fits in a node:
+            done = {v.shape for v in table.verdicts}  # sweep the skipped ones in a node until one does
+            for shape in sorted((sh for sh in found if sh.pp == 1 and sh not in done and sh.nodes(node) == 1),
+                                key=lambda sh: sh.gpus):
+                table.skipped -= 1
+                evaluate_shape(model, chip, spec, shape, table)
+                if any(r.shape.nodes(node) == 1 for r in table.rows):
+                    in_a_node = True
+                    break
+        if spec.pp or not in_a_node:  # as evaluate_staged, each staged shape within the bound
+            stock = _pool_stock(scenario, chip.id, chip_limits.gpus_per_node)
+            for shape in sorted((sh for sh in found if sh.pp > 1), key=lambda sh: sh.gpus):
+                if cheapest is not None and shape.gpus * price_units[i] > cheapest:
+                    table.skipped += 1
+                    continue
+                before = len(table.rows)
+                evaluate_shape(model, chip, spec, shape, table)
+                for row in table.rows[before:]:
+                    replicas = -(-need // row.concurrency)
+                    cap = replica_cap(row.gpus, chip_limits.gpus_per_node, stock)
+                    if cap is None or cap >= replicas:
+                        pool = replicas * row.gpus * price_units[i]
+                        cheapest = pool if cheapest is None else min(cheapest, pool)
     return [table for _, table, _ in started]
 
 
