@@ -158,7 +158,7 @@ RAY_START_FLAGS = frozenset({"--head", "--port", "--address="})
 # Not yet moved to mentions (issue 19's report text): sentences of a plan's report, of the kernel's
 # start-up verdicts and of notes that still spell `plan`'s flags; the set may only shrink.
 NOT_YET = {
-    "pricing/calibration/check.py": {"--tp"}, "pricing/calibration/startup_log.py": {"--gpu-memory"},
+    "pricing/calibration/startup_log.py": {"--gpu-memory"},
     "pricing/graph/__init__.py": {"--limit-mm-per-prompt"}, "pricing/kernel/deepseek_v4.py": {"--no-mega-attention"},
     "pricing/kernel/startup.py": {"--gpu-memory-utilization", "--kv-cache-memory-bytes", "--enable-expert-parallel",
                                   "--max-model-len"},

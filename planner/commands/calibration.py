@@ -9,8 +9,9 @@ import sys
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import names_flags
+from planner.commands.flags import names_flags, own_flag
 from planner.commands.registry_option import registry_option
+from pricing.errors import named_all
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -45,7 +46,7 @@ def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilizati
 
     text, source = _read(file)
     fill = {"tp": tp, "max_num_seqs": max_num_seqs, "gpu_memory_utilization": gpu_memory_utilization}
-    report = check(parse(text), source, model=model, chip=chip, release=release, fill=fill)
+    report = named_all(check(parse(text), source, model=model, chip=chip, release=release, fill=fill), own_flag)
     click.echo(json.dumps(report.model_dump(), indent=2) if as_json else render(report))
 
 

@@ -106,10 +106,11 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     return report
 
 
-# record field -> (what it is called in the report, the deployment key, the check-log flag that gives it)
-STATED_OR_DEFAULT = {"tp": ("tp", "tensor_parallel_size", "--tp"),
-                     "gpu_memory_utilization": ("utilization", "gpu_memory_utilization", "--gpu-memory-utilization"),
-                     "max_num_seqs": ("max_num_seqs", "max_num_seqs", "--max-num-seqs"),
+# record field -> (what it is called in the report, the deployment key, the field that gives it: check-log
+# names it as its flag)
+STATED_OR_DEFAULT = {"tp": ("tp", "tensor_parallel_size", "tp"),
+                     "gpu_memory_utilization": ("utilization", "gpu_memory_utilization", "gpu_memory_utilization"),
+                     "max_num_seqs": ("max_num_seqs", "max_num_seqs", "max_num_seqs"),
                      "max_num_batched_tokens": ("max_num_batched_tokens", "max_num_batched_tokens", None),
                      "max_model_len": ("max_model_len", "max_model_len", None)}
 
@@ -122,8 +123,8 @@ def assumed(p: Prediction, stated: set[str]) -> list[str]:
     values = {"tensor_parallel_size": e.tp, "gpu_memory_utilization": e.gpu_memory_utilization,
               "max_num_seqs": e.max_num_seqs, "max_num_batched_tokens": e.max_num_batched_tokens,
               "max_model_len": e.max_model_len}
-    return [f"{label} {values[key]}" + (f" (give {flag} if it differs)" if flag else "")
-            for field, (label, key, flag) in STATED_OR_DEFAULT.items() if field not in stated]
+    return [f"{label} {values[key]}" + (f" (give {mention(given)} if it differs)" if given else "")
+            for field, (label, key, given) in STATED_OR_DEFAULT.items() if field not in stated]
 
 
 def _explain(p: Prediction, component: str) -> list[str]:
