@@ -97,4 +97,7 @@ def test_the_bounded_sweep_evaluates_only_what_the_whole_sweep_does(service):
     for b, w in zip(bounded, whole, strict=True):
         assert {v.shape for v in b.verdicts} <= {v.shape for v in w.verdicts}, b.chip.id
         assert set(b.rows) <= set(w.rows)
+        judged = {v.shape for v in b.verdicts}  # in the whole sweep's order, so that ties read alike
+        assert [v for v in w.verdicts if v.shape in judged] == b.verdicts
+        assert [r for r in w.rows if r.shape in judged] == b.rows
         assert len(b.verdicts) + b.skipped == len(w.verdicts) + w.skipped

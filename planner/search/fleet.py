@@ -140,6 +140,10 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
                     if cap is None or cap >= replicas:
                         pool = replicas * row.gpus * price_units[i]
                         cheapest = pool if cheapest is None else min(cheapest, pool)
+    for _, table, found in started:  # in the whole sweep's order (single-stage shapes, then staged; each
+        place = {sh: (sh.pp > 1, k) for k, sh in enumerate(found)}  # in the shapes' order): ties read alike
+        table.verdicts.sort(key=lambda v: place[v.shape])
+        table.rows.sort(key=lambda r: place[r.shape])
     return [table for _, table, _ in started]
 
 
