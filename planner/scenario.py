@@ -523,7 +523,10 @@ def _raw_references(raw: dict, where: str) -> list[str]:
 
 
 def file_key(field: str) -> str | None:
-    """A scenario file's key, within a service, for a field an error mentions (None: the field)."""
+    """A scenario file's key for a field a sentence mentions: within a service (None: the field
+    itself), or a chip's price in the inventory."""
+    if field == "price":
+        return "inventory.<chip>.price"
     return f"workload.{field}" if field in WorkloadSpec.model_fields else None
 
 

@@ -157,8 +157,7 @@ PROXY_FLAGS = frozenset(json.loads((PARSERS / "proxy_flags.json").read_text())["
 RAY_START_FLAGS = frozenset({"--head", "--port", "--address="})
 # Not yet moved to mentions; the set may only shrink. The JSON Schema's descriptions (result.py's Target and
 # Margin, request.py's range ratio, search/status.py): one schema for every command, no reader to name a field.
-# The estimate footnote's --price (result.py): the charts print it too and take no reader's names yet. The
-# tables' csv hint (tables.py): true of `plan`'s plan table alone, print_table knows no reader. vLLM's own
+# The tables' csv hint (tables.py): true of `plan`'s plan table alone, print_table knows no reader. vLLM's own
 # flags in the kernel's start-up verdicts, the log reader and the vision note (startup.py, startup_log.py,
 # graph/__init__.py); `plan memory`'s --no-mega-attention (deepseek_v4.py): a flag's negative form, no field.
 NOT_YET = {
@@ -166,7 +165,7 @@ NOT_YET = {
     "pricing/graph/__init__.py": {"--limit-mm-per-prompt"}, "pricing/kernel/deepseek_v4.py": {"--no-mega-attention"},
     "pricing/kernel/startup.py": {"--gpu-memory-utilization", "--kv-cache-memory-bytes", "--enable-expert-parallel",
                                   "--max-model-len"},
-    "planner/report/result.py": {"--headroom", "--tpot-ms", "--ttft-ms", "--isl", "--osl", "--margin", "--price"},
+    "planner/report/result.py": {"--headroom", "--tpot-ms", "--ttft-ms", "--isl", "--osl", "--margin"},
     "planner/report/tables.py": {"--format"}, "planner/request.py": {"--random-range-ratio"},
     "planner/search/status.py": {"--time-limit"},
 }
@@ -301,6 +300,20 @@ def test_a_report_sentence_names_the_flag_in_plan_and_the_key_in_a_scenario(tmp_
         notes = result["base"]["notes"] if argv[0] == "compare" else result["notes"]
         assert notes == [f"{span} (tp 8 pp 2, or leave tp and pp out)"]
         assert "\x02" not in out and "\\u0002" not in out
+
+
+def test_the_estimate_footnote_names_plans_flag_and_the_files_key(tmp_path):
+    """An estimated price's footnote (planner/report/result.py) mentions price: `plan` says give
+    yours with --price, a scenario review (table and Markdown) with the inventory's key."""
+    estimate = "* l40s: $0.93/GPU-hour is an estimate as of 2026-05-01, not a quote (give yours with "
+    code, out, err = run(["--model", "llama-3.1-8b", "--chip", "l40s", "--concurrency", "4"])
+    assert code == 0 and f"{estimate}--price)" in out, err
+    review = scenario_file(tmp_path, model="llama-3.1-8b", chips=["l40s"])
+    for fmt in ("table", "markdown"):
+        code, out, err = run(["scenario", review, "--format", fmt])
+        assert code == 0 and f"{estimate}inventory.<chip>.price)".replace("*", "\\*" if fmt == "markdown" else "*") \
+            in " ".join(out.split()), (fmt, out)
+        assert "--price" not in out
 
 
 LLAMA = ["--model", "llama-3.1-8b", "--chip", "h100"]

@@ -346,7 +346,7 @@ def test_only_the_pareto_front_is_a_step_line(drawn, tmp_path):
 def test_an_estimated_price_is_starred_with_its_footnote(drawn, tmp_path):
     review = review_of(result("base", [pool("chat", "l40s", 3, 0.93, estimate=True)]),
                        result("h100", [pool("chat", "h100", 1, 2.99)]))
-    charts.variants_chart(review, str(tmp_path / "v.png"))
+    charts.variants_chart(review, str(tmp_path / "v.png"), {"price": "--price"}.get)  # as `plan compare` names it
     (fig,) = drawn
     texts = words(fig)
     assert f"${3 * 0.93 * HOURS:,.0f}*" in texts  # 3 × $0.93 × 730 h = $2,037, an estimate

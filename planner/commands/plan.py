@@ -446,7 +446,7 @@ def run(ctx: click.Context, **options) -> None:
         write_charts(lambda: [(chart_path, pareto_chart(
             result.best.serving, chart_path, f"{result.model} at {fmt.given(t.requests_per_second)} requests/s: "
             f"{', '.join(t.service_targets)}", {p.chip for p in drawn if p.price_estimate},
-            price_footnotes(drawn)))], chart_path)
+            price_footnotes(drawn, plan_flag)))], chart_path)
     elif chart_path:
         result.notes.append(f"--chart wrote nothing: no pool fits ({chart_path} not written)")
     result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)

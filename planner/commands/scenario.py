@@ -89,11 +89,11 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
         for r in c.results if with_variants else [c.base]:
             render_fleet(r, console, named)
         if with_variants:
-            render_comparison(c, console)
+            render_comparison(c, console, named)
     if chart_path:
         from planner.report.charts import chart
 
-        write_charts(lambda: chart(c, chart_path), chart_path)
+        write_charts(lambda: chart(c, chart_path, named), chart_path)
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -347,13 +347,14 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     elif fmt == "markdown":
         click.echo(markdown(comparison, plan_flag), nl=False)
     else:
-        render_comparison(comparison, _console())
+        render_comparison(comparison, _console(), plan_flag)
     for note in dict.fromkeys(notes):
         click.echo(f"plan: note: {note}", err=True)
     if chart_path:
         from planner.report.charts import axis_chart
 
-        write_charts(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title))], chart_path)
+        write_charts(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title, plan_flag))],
+                     chart_path)
     ctx.exit(0 if all(r.feasible for r in results) else 1)
 
 

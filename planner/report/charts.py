@@ -322,33 +322,33 @@ def shortfall_label(r, by_service: bool) -> str:
     return "\n".join(["infeasible", *(textwrap.fill(line, SHORTFALL_LINE, subsequent_indent="  ") for line in lines)])
 
 
-def _estimated(results) -> tuple[set[str], list[str]]:
+def _estimated(results, named=None) -> tuple[set[str], list[str]]:
     """The chips whose price is an estimate, and the footnotes that say so."""
     pools = [p for r in results for p in r.services]
-    return {p.chip for p in pools if p.price_estimate}, price_footnotes(pools)
+    return {p.chip for p in pools if p.price_estimate}, price_footnotes(pools, named)
 
 
 # -- a review: its variants ----------------------------------------------------------------------
-def chart(c: Comparison, path: str) -> list[tuple[str, str]]:
+def chart(c: Comparison, path: str, named=None) -> list[tuple[str, str]]:
     """Every chart of a review, each (path, what it shows): the variants (or the grid's points),
     with service targets their cost per token beside it (`-cost`), and the base's node map
-    (`-nodes`); all written, or none."""
+    (`-nodes`); all written, or none (a field a footnote mentions named as `named` calls it)."""
     with all_or_none():
-        return _review_charts(c, path)
+        return _review_charts(c, path, named)
 
 
-def _review_charts(c: Comparison, path: str) -> list[tuple[str, str]]:
+def _review_charts(c: Comparison, path: str, named=None) -> list[tuple[str, str]]:
     hours = defaults.value("report.hours_per_month")
     if c.ranking:
-        grid_chart(c, path)
+        grid_chart(c, path, named)
         written = [(path, f"$/month ({hours} h) of {count(len(c.ranking))} grid points against each axis")]
     else:
-        variants_chart(c, path)
+        variants_chart(c, path, named)
         written = [(path, f"GPUs and $/month ({hours} h) of the base" + (f" and {len(c.variants)} variant"
                                                                        f"{'s' if len(c.variants) > 1 else ''}"
                                                                        if c.variants else ""))]
     if any(s.serving for r in c.results for s in r.services):
-        targets_chart(c, cost_path(path))
+        targets_chart(c, cost_path(path), named)
         written.append((cost_path(path), "$/M output tokens of the services with targets"))
     if c.base.feasible and c.base.nodes:
         node_chart(c.base, node_chart_path(path))
@@ -368,7 +368,7 @@ def node_chart_path(path: str) -> str:
     return str(p.with_name(f"{p.stem}-nodes{p.suffix}"))
 
 
-def variants_chart(c: Comparison, path: str) -> None:
+def variants_chart(c: Comparison, path: str, named=None) -> None:
     """A review's base and variants: GPUs of each chip stacked by service, with the inventory of
     the chip as a line over its bar (SVG ids `bars-<chip>-<variant index>-<service>`,
     `inventory-<chip>-<variant index>`); $/month stacked by service with its total and its change
@@ -383,7 +383,7 @@ def variants_chart(c: Comparison, path: str) -> None:
     colour = {name: f"C{i % 10}" for i, name in enumerate(services)}
     chips = sorted({p.chip for r in results for p in r.services}  # the chips used, and those in stock unused
                    | {u.chip for r in results if r.feasible for u in r.chips if u.available})
-    estimated, notes = _estimated(results)
+    estimated, notes = _estimated(results, named)
     width = 0.8 / max(1, len(chips))
     fig, (ax_gpus, ax_cost) = figure(max(4.0, (1.0 + 0.4 * len(chips)) * len(results) + 0.5), 4.6, panels=2)
     labels, inventory_drawn, said = [], False, {}
@@ -443,7 +443,7 @@ def variants_chart(c: Comparison, path: str) -> None:
     _finish(fig, path, labels, notes)
 
 
-def grid_chart(c: Comparison, path: str) -> None:
+def grid_chart(c: Comparison, path: str, named=None) -> None:
     """A grid: $/month of every point against each axis (one panel per axis, the points at each
     value side by side, the cheapest ringed); a value where a point is not served has an ✕ on the
     axis with how many."""
@@ -454,7 +454,7 @@ def grid_chart(c: Comparison, path: str) -> None:
     fig, panels = figure(4.2, 4.4, panels=len(axes))
     labels = []
     by_name = {r.variant: r for r in c.variants}
-    estimated, notes = _estimated(c.variants)
+    estimated, notes = _estimated(c.variants, named)
     for ax, axis in zip(panels, axes, strict=True):
         values = c.grid[axis]
         for i, value in enumerate(values):
@@ -487,13 +487,13 @@ def grid_chart(c: Comparison, path: str) -> None:
     _finish(fig, path, labels, notes)
 
 
-def targets_chart(c: Comparison, path: str) -> None:
+def targets_chart(c: Comparison, path: str, named=None) -> None:
     """The services with targets: $/M output tokens against the rate across the variants (each
     point labelled with its variant), and the base's Pareto front of $/M output tokens against p99
     TPOT for each, its chosen pool starred."""
     fig, (ax_rate, ax_front) = figure(5.5, 4.8, panels=2)
     names = list(dict.fromkeys(s.service for r in c.results for s in r.services if s.serving))
-    estimated, notes = _estimated(c.results)
+    estimated, notes = _estimated(c.results, named)
     labels = []
     for k, name in enumerate(names):
         pts = sorted((s.serving.requests_per_second, s.cost_per_million_output_tokens, r.variant)
@@ -582,7 +582,8 @@ def node_chart(r, path: str) -> None:
 NUMERIC_AXES = {"context_length": ("context length (tokens)", True), "concurrency": ("concurrent requests", True)}
 
 
-def axis_chart(points: list[dict], varying: list[str], results: list, path: str, title_text: str) -> str:
+def axis_chart(points: list[dict], varying: list[str], results: list, path: str, title_text: str,
+               named=None) -> str:
     """A command-line sweep: markers against the numeric axis when context length or concurrency
     varies (one series per value of the other axes), bars per chip when only categories vary, the
     cost per token against the rate when the rate varies. Points where nothing fits are marked
@@ -591,9 +592,9 @@ def axis_chart(points: list[dict], varying: list[str], results: list, path: str,
 
     hours = defaults.value("report.hours_per_month")
     if "requests_per_second" in varying:
-        rate_chart(points, results, path, title_text)
+        rate_chart(points, results, path, title_text, named)
         return "$/M output tokens against the rate, and each rate's Pareto front"
-    estimated, notes = _estimated(results)
+    estimated, notes = _estimated(results, named)
     numeric = [a for a in ("context_length", "concurrency") if a in varying]
     if not numeric:
         others = [a for a in varying if a != "chip"]
@@ -806,13 +807,13 @@ def tpot_targets(serving) -> list[float]:
             if t.startswith("p99 TPOT")]
 
 
-def rate_chart(points: list[dict], results: list, path: str, title_text: str) -> None:
+def rate_chart(points: list[dict], results: list, path: str, title_text: str, named=None) -> None:
     """A sweep over the request rate: $/M output tokens against the rate (one series of markers per
     value of the other axes, each point labelled with the pool chosen at that rate and its $/M),
     and each rate's Pareto front of $/M output tokens against p99 TPOT with its chosen pool starred
     (named on the left, so the fronts' panel carries no words of its own)."""
     fig, (ax_rate, ax_front) = figure(5.8, 5.0, panels=2)
-    estimated, notes = _estimated(results)
+    estimated, notes = _estimated(results, named)
     many_chips = len({q["chip"] for q in points}) > 1
     series: dict[str, list] = {}
     for p, r in zip(points, results, strict=True):

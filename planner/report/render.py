@@ -120,7 +120,7 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     field its sentences mention named as `named` calls it (the command's flag)."""
     best = result.best
     plans_table(result, console)
-    for note in price_footnotes([best, *result.alternatives]):
+    for note in price_footnotes([best, *result.alternatives], named):
         console.print(note)
     console.print(f"context length {count(result.target.context_length)} tokens (max_model_len); cost is GPUs × "
                   f"$/GPU-hour, {result.hours_per_month} hours a month; ties go to fewer GPUs, then more headroom, "
@@ -348,7 +348,7 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
              percent(p.headroom, 0), amount(p.cost_per_hour, p.price_estimate),
              amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
     print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)
-    for note in price_footnotes(r.services):
+    for note in price_footnotes(r.services, named):
         console.print(note)
     used = ", ".join(f"{u.chip} {count(u.gpus)}" + (f" of {count(u.available)}" if u.available is not None else "")
                      for u in r.chips)
@@ -373,7 +373,7 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         render_launch(p, console, p.service, named)
 
 
-def render_comparison(c: Comparison, console: Console) -> None:
+def render_comparison(c: Comparison, console: Console, named=None) -> None:
     from planner.report.review import binding, chips_of, delta, gpus_by_chip
     from planner.scenario import point_word
 
@@ -390,7 +390,7 @@ def render_comparison(c: Comparison, console: Console) -> None:
         rows.append([r.variant, *[count(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips], *figures,
                      binding(r)])
     print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=box.SIMPLE_HEAD)
-    for note in price_footnotes([p for r in c.results for p in r.services]):
+    for note in price_footnotes([p for r in c.results for p in r.services], named):
         console.print(note, soft_wrap=True, markup=False)
     if c.ranking:
         columns = [Col("rank"), *[Col(a, "name") for a in c.grid], Col(f"$/month ({hours} h)"), Col("GPUs")]

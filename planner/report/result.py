@@ -13,7 +13,7 @@ from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
 from planner.search.status import StageStatus
-from pricing.errors import mention
+from pricing.errors import mention, render
 from pricing.kernel.report import MemoryReport
 
 
@@ -109,13 +109,14 @@ class PoolPlan(BaseModel):
         None, description="USD per million input tokens at the workload: the pool's whole cost over its input")
 
 
-def price_footnotes(pools) -> list[str]:
-    """One footnote per chip whose price is an estimate (the `*` beside its cost)."""
+def price_footnotes(pools, named=None) -> list[str]:
+    """One footnote per chip whose price is an estimate (the `*` beside its cost); the price it
+    mentions named as `named` calls it (`plan`'s --price, a scenario's inventory price)."""
     seen: dict[str, str] = {}
     for p in pools:
         if p.price_estimate and p.chip not in seen:
             seen[p.chip] = (f"* {p.chip}: ${p.price_per_gpu_hour:.2f}/GPU-hour is an estimate as of {p.price_as_of}, "
-                            "not a quote (give yours with --price)")
+                            f"not a quote (give yours with {render(mention('price'), named)})")
     return list(seen.values())
 
 

@@ -159,7 +159,7 @@ def markdown(c: Comparison, named=None) -> str:
         cells.append(binding(r).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines += md_footnotes([p for r in c.results for p in r.services])
+    lines += md_footnotes([p for r in c.results for p in r.services], named)
     if c.ranking:
         axes = list(c.grid)
         marked = {r.variant for r in c.results if estimated(r)}
@@ -193,14 +193,14 @@ def markdown(c: Comparison, named=None) -> str:
         lines.append(f"total: {fmt.plural(r.gpus, 'GPU')}, {fmt.money(r.cost_per_hour)}{mark}/hour, "
                      f"{fmt.money(r.cost_per_month, cents=False)}{mark}/month")
         lines.append("")
-        lines += md_footnotes(r.services)
+        lines += md_footnotes(r.services, named)
         lines += [search_line(r, named), ""]
     return "\n".join(lines) + "\n"
 
 
-def md_footnotes(pools) -> list[str]:
+def md_footnotes(pools, named=None) -> list[str]:
     """The estimate footnotes under a Markdown table (the mark escaped, so a footnote is no list item)."""
-    notes = price_footnotes(pools)
+    notes = price_footnotes(pools, named)
     return [note.replace(fmt.ESTIMATE_MARK, MD_MARK, 1) for note in notes] + ([""] if notes else [])
 
 
