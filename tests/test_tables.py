@@ -436,3 +436,17 @@ def test_the_decode_tpot_refusal_prints_its_figures_in_the_one_style(monkeypatch
     refused = roles.DECODE.figures(None, service, SimpleNamespace(held_per_rank=4), 0.0, 1.0)
     assert refused == roles.Refused("latency", "one request takes 1,234.6 ms per output token, above the "
                                                "1,000 ms target")
+
+
+def test_only_a_command_that_takes_format_csv_says_so(monkeypatch):
+    """The note under a narrowed table names `--format csv` only where the command takes it (`plan`,
+    `plan models`, `plan chips`); `plan scenario` has no csv format and says to widen the terminal."""
+    monkeypatch.setenv("COLUMNS", "70")
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "mixed-fleet-shared-inventory.yaml"
+    code, review = run(["scenario", str(scenario)])
+    assert code == 0 and "(not shown at 70 columns" in review
+    assert "--format csv" not in " ".join(review.split())
+    code, chips = run(["chips"])
+    assert code == 0 and "`--format csv`" in " ".join(chips.split())

@@ -180,7 +180,7 @@ def models(as_json, fmt):
         click.echo(csv_text(MODEL_COLUMNS, rows), nl=False)
         return
     print_table(console_for_output(), "model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)",
-                MODEL_COLUMNS, rows)
+                MODEL_COLUMNS, rows, csv_hint=True)
 
 
 @click.command()
@@ -208,6 +208,6 @@ def chips(as_json, fmt):
         click.echo(csv_text(CHIP_COLUMNS, cells), nl=False)
         return
     console = console_for_output()
-    print_table(console, "chips", CHIP_COLUMNS, cells)
+    print_table(console, "chips", CHIP_COLUMNS, cells, csv_hint=True)
     console.print("* an estimate, not a quote (dated in 'as of'); give your own with --price. A chip without NVLink "
                   "runs tensor parallelism over PCIe within a node, as vLLM allows. Sources: `plan chips --json`.")

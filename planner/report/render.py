@@ -94,7 +94,7 @@ def plan_rows(result: PlanResult) -> list[list[str]]:
 
 def plans_table(result: PlanResult, console: Console) -> None:
     """The plan table, fitted to the console (planner/report/tables.py)."""
-    print_table(console, f"{result.model}: {target_phrase(result)}", PLAN_COLUMNS, plan_rows(result))
+    print_table(console, f"{result.model}: {target_phrase(result)}", PLAN_COLUMNS, plan_rows(result), csv_hint=True)
 
 
 def margin_line(result: PlanResult) -> str:

@@ -153,10 +153,11 @@ def record_blocks(columns: Sequence[Col], rows: Sequence[Sequence[str]], width: 
 
 
 def print_table(console: Console, title: str | None, columns: Sequence[Col], rows: Sequence[Sequence[str]], *,
-                box=boxes.SIMPLE_HEAD, caption: str | None = None, csv_hint: bool = True,
+                box=boxes.SIMPLE_HEAD, caption: str | None = None, csv_hint: bool = False,
                 records: bool = False, title_justify: str = "left") -> list[str]:
     """Print the fitted table, and under it what was left out; returns the dropped headers. A table
-    too wide for the console even so is printed one row a block instead (and returns none)."""
+    too wide for the console even so is printed one row a block instead (and returns none).
+    `csv_hint`: the command printing it takes `--format csv` (the note under the table says so)."""
     table, dropped = fit(title, columns, rows, console.width, box=box, caption=caption, whole_words=records,
                          title_justify=title_justify)
     if width_needed(table) > console.width:  # even its kept columns do not fit: never cut one
