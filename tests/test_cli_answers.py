@@ -224,3 +224,18 @@ def test_when_nothing_fits_the_answer_is_one_line_on_stderr_before_the_reasons(c
     err = capsys.readouterr().err
     assert [line for line in err.splitlines() if line.startswith("plan: ")] == [
         "plan: what-if sweep — @ 128k: not every service can be served: what-if (beyond 40,960 positions)"]
+
+
+def test_compare_carries_every_plan_option_it_takes_or_refuses_it(capsys):
+    """A sweep's points carry --pp as `plan` reads it (and --spare); --margin, which a review's
+    services cannot carry, is refused in one line (exit 2), never dropped."""
+    sweep = ["compare", "--model", "llama-3.1-70b", "--chip", "h100", "--concurrency", "64", "--context-length", "8192"]
+    assert main([*sweep, "--pp", "2", "--json"]) == 0
+    staged = json.loads(capsys.readouterr().out)["base"]["services"][0]
+    assert staged["pipeline_parallel_size"] == 2
+    assert main(["--model", "llama-3.1-70b", "--chip", "h100", "--concurrency", "64", "--context-length", "8192",
+                 "--pp", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["best"]["gpus"] == staged["gpus"]  # as `plan --pp 2` plans it
+    assert main([*sweep, "--margin", "0.05"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--margin: is not carried into the compared points" in err

@@ -231,7 +231,7 @@ def point_scenario(point: dict, options: dict, every: float | None, by_chip: dic
                        ("vllm_version", point["vllm_version"])):
         if value is not None:
             service[key] = value
-    for key, flag in (("tp", "tp"), ("dp", "dp"), ("dcp", "dcp"), ("kv_cache_dtype", "kv_cache_dtype"),
+    for key, flag in (("tp", "tp"), ("pp", "pp"), ("dp", "dp"), ("dcp", "dcp"), ("kv_cache_dtype", "kv_cache_dtype"),
                       ("gpu_memory_utilization", "gpu_memory_utilization"),
                       ("max_num_batched_tokens", "max_num_batched_tokens")):
         if options[flag]:
@@ -245,7 +245,7 @@ def point_scenario(point: dict, options: dict, every: float | None, by_chip: dic
     if options["max_gpus"] is not None:  # as `plan --max-gpus`: the GPUs the pool may use
         stock["gpus"] = options["max_gpus"]
     inventory = {point["chip"]: stock} if stock else {}
-    return Scenario(review="what-if sweep", services=[service], inventory=inventory)
+    return Scenario(review="what-if sweep", services=[service], inventory=inventory, spare=options["spare"] or 0)
 
 
 def get_chip_id(name: str) -> str:
@@ -299,6 +299,9 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     if not options["model"] or not options["chip"] or not (options["concurrency"] or has_targets):
         raise InputError("compare", "needs a scenario FILE, or --model, --chip and --concurrency",
                          "for example: plan compare --model dsv4.1-flash --chip h200 --chip b200 --concurrency 64")
+    if options["margin"] is not None:  # a scenario's services have no margin of their own: never dropped silently
+        raise InputError("margin", "is not carried into the compared points (a review's services plan with the "
+                         "calibration's margin)", "drop it, or plan the point with `plan --margin`")
     for n in options["concurrency"]:
         check_concurrency(n, "--concurrency")
     every, by_chip = parse_prices(options["price"])
