@@ -249,3 +249,17 @@ def test_a_relative_model_path_is_the_files_own(tmp_path, monkeypatch, shared_mo
     result = CliRunner().invoke(cli, ["scenario", str(review), "--format", "json"])
     assert result.exit_code == 0, result.output
     assert f"vllm serve {review.parent / 'models' / 'mine'} " in result.output
+
+
+def test_a_reviews_notes_are_said_in_text_as_in_json(tmp_path):
+    """Input that had no effect (a tp beyond the NVLink domain) is a note in the JSON and a line on
+    stderr beside the table, named as the file writes it."""
+    path = tmp_path / "notes.yaml"
+    path.write_text("review: notes\nservices:\n  - {name: a, model: llama-3.1-70b, concurrency: 16, "
+                    "context_length: 8192, chips: [h100], tp: [4, 16]}\n")
+    text = CliRunner().invoke(cli, ["scenario", str(path)])
+    assert text.exit_code == 0
+    assert "plan: note: tp 16 exceeds the NVLink domain of 8 GPUs" in text.stderr
+    assert "(tp 8 pp 2, or leave tp and pp out)" in text.stderr  # the file's keys, not plan's flags
+    as_json = CliRunner().invoke(cli, ["scenario", str(path), "--format", "json"])
+    assert any(n.startswith("tp 16 exceeds") for n in json.loads(as_json.stdout)["notes"])

@@ -90,6 +90,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
             render_fleet(r, console, named)
         if with_variants:
             render_comparison(c, console, named)
+    if fmt != "json":  # what the JSON carries as `notes`: input that had no effect, said on stderr
+        for note in dict.fromkeys(n for r in (c.results if with_variants else [c.base]) for n in r.notes):
+            click.echo(f"plan: note: {note}", err=True)
     if chart_path:
         from planner.report.charts import chart
 
