@@ -107,13 +107,10 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
         _, chip, chip_limits = requests[i]
         before = len(table.rows)
         evaluate_shape(model, chip, spec, shape, table)
-        stock = _pool_stock(scenario, chip.id, chip_limits.gpus_per_node)
-        for row in table.rows[before:]:
-            replicas = -(-need // row.concurrency)
-            cap = replica_cap(row.gpus, chip_limits.gpus_per_node, stock)
-            if cap is None or cap >= replicas:
-                pool = replicas * row.gpus * price_units[i]
-                cheapest = pool if cheapest is None else min(cheapest, pool)
+        pool = _cheapest_within(table.rows[before:], need, chip_limits.gpus_per_node,
+                                _pool_stock(scenario, chip.id, chip_limits.gpus_per_node), price_units[i])
+        if pool is not None and (cheapest is None or pool < cheapest):
+            cheapest = pool
     for i, ((_, chip, chip_limits), (model, table, found)) in enumerate(zip(requests, started, strict=True)):
         node = table.gpus_per_node
         in_a_node = any(r.shape.nodes(node) == 1 for r in table.rows)
@@ -134,17 +131,27 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
                     continue
                 before = len(table.rows)
                 evaluate_shape(model, chip, spec, shape, table)
-                for row in table.rows[before:]:
-                    replicas = -(-need // row.concurrency)
-                    cap = replica_cap(row.gpus, chip_limits.gpus_per_node, stock)
-                    if cap is None or cap >= replicas:
-                        pool = replicas * row.gpus * price_units[i]
-                        cheapest = pool if cheapest is None else min(cheapest, pool)
+                pool = _cheapest_within(table.rows[before:], need, chip_limits.gpus_per_node, stock, price_units[i])
+                if pool is not None and (cheapest is None or pool < cheapest):
+                    cheapest = pool
     for _, table, found in started:  # in the whole sweep's order (single-stage shapes, then staged; each
         place = {sh: (sh.pp > 1, k) for k, sh in enumerate(found)}  # in the shapes' order): ties read alike
         table.verdicts.sort(key=lambda v: place[v.shape])
         table.rows.sort(key=lambda r: place[r.shape])
     return [table for _, table, _ in started]
+
+
+def _cheapest_within(rows, need: int, node: int, stock: int | None, unit_price: int) -> int | None:
+    """The cheapest pool of `rows` that reaches `need` requests within the stock's replica caps
+    (`replica_cap`, as `prepare` caps its options), in price units; None when none does."""
+    best = None
+    for row in rows:
+        replicas = -(-need // row.concurrency)
+        cap = replica_cap(row.gpus, node, stock)
+        if cap is None or cap >= replicas:
+            pool = replicas * row.gpus * unit_price
+            best = pool if best is None else min(best, pool)
+    return best
 
 
 def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None = None) -> Prepared:
