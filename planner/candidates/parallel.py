@@ -27,6 +27,12 @@ def in_worker() -> bool:
     return multiprocessing.current_process().daemon
 
 
+def use_workers(jobs: int) -> bool:
+    """Whether `jobs` candidate tables (or services to sweep) are worth worker processes: at least
+    parallel.min_tables of them, more than one CPU, and not already in a worker."""
+    return jobs >= defaults.value("parallel.min_tables") and workers() >= 2 and not in_worker()
+
+
 def build_tables(requests: list[Request]) -> int:
     """Build the tables of `requests` not built yet, in worker processes when there are at
     least parallel.min_tables of them and more than one CPU; returns how many were built there.
@@ -38,7 +44,7 @@ def build_tables(requests: list[Request]) -> int:
         key = sweep_key(*request)
         if key not in todo and built_table(key) is None:
             todo[key] = request
-    if len(todo) < defaults.value("parallel.min_tables") or workers() < 2 or in_worker():
+    if not use_workers(len(todo)):
         return 0
     keys = list(todo)
     groups: dict[tuple, list[int]] = {}

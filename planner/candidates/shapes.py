@@ -125,6 +125,10 @@ class ChipTable:
     evaluated: int = 0
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
 
+    def in_a_node(self) -> bool:
+        """A single-stage row fits in one node: pipeline-staged shapes are then swept only when asked."""
+        return any(r.shape.nodes(self.gpus_per_node) == 1 for r in self.rows)
+
     def __getstate__(self) -> dict:
         """What pickle sends (a worker's table to the parent, planner/candidates/parallel.py): the
         rows as plain tuples, each shape once, which load several times faster than Row objects."""
@@ -164,6 +168,19 @@ class ChipTable:
 
 def _row_key(row: Row) -> tuple:
     return (-row.concurrency, -row.max_num_batched_tokens, row.gpu_memory_utilization)
+
+
+def cheapest_pool(rows, need: int, gpus_per_node: int, max_gpus: int | None, price):
+    """The cost of the cheapest pool of `rows` that reaches `need` requests within `max_gpus`
+    (`replica_cap`) at `price` per GPU (dollars or the solver's price units); None when none does."""
+    best = None
+    for row in rows:
+        replicas = -(-need // row.concurrency)
+        cap = replica_cap(row.gpus, gpus_per_node, max_gpus)
+        if cap is None or cap >= replicas:
+            cost = replicas * row.gpus * price
+            best = cost if best is None else min(best, cost)
+    return best
 
 
 def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | None:

@@ -238,8 +238,7 @@ def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: 
     """Pipeline-staged shapes, evaluated only when the model needs more than a node (or --pp asks
     for stages): the single-stage shapes must have been evaluated already."""
     staged = [s for s in found if s.pp > 1]
-    in_a_node = any(r.shape.nodes(table.gpus_per_node) == 1 for r in table.rows)
-    if service.pp or not in_a_node:
+    if service.pp or not table.in_a_node():
         for shape in staged:
             evaluate_shape(model, chip, service, shape, table)
 

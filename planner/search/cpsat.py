@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from planner import defaults
 from planner.candidates import latency
-from planner.candidates.shapes import ChipTable, Row, pool_gpus, replica_cap
+from planner.candidates.shapes import ChipTable, Row, cheapest_pool, pool_gpus, replica_cap
 from planner.candidates.table import (
     candidate_table,
     evaluate_shape,
@@ -365,14 +365,9 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
             continue
         before = len(table.rows)
         evaluate_shape(model, chips[i], service, shape, table)
-        cheapest = None
-        for row in table.rows[before:]:
-            replicas = -(-need // row.concurrency)
-            cap = replica_cap(row.gpus, table.gpus_per_node, pool_gpus(limits.max_gpus, table.gpus_per_node,
-                                                                         limits.spare))
-            if cap is None or cap >= replicas:
-                cost = replicas * row.gpus * chips[i].price_per_gpu_hour
-                cheapest = cost if cheapest is None else min(cheapest, cost)
+        cheapest = cheapest_pool(table.rows[before:], need, table.gpus_per_node,
+                                 pool_gpus(limits.max_gpus, table.gpus_per_node, limits.spare),
+                                 chips[i].price_per_gpu_hour)
         if cheapest is not None:
             pools.append(cheapest)
     for chip, (model, table, found) in zip(chips, started, strict=True):

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from planner.candidates.parallel import build_tables
-from planner.candidates.shapes import ChipTable, pool_gpus, replica_cap
-from planner.candidates.table import candidate_table, priced_chip
+from planner import defaults
+from planner.candidates.parallel import build_tables, use_workers, workers
+from planner.candidates.shapes import ChipTable, cheapest_pool, pool_gpus, replica_cap
+from planner.candidates.table import candidate_table, evaluate_shape, has_latency_target, priced_chip, start_table
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
@@ -85,9 +86,6 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
     it is none of the options `own_optimum` can pick, on any of its keys (cost first). Tables of the
     service's own, unshared; `search_fleet` takes them only when the optima they give fit the
     inventory together, which makes the answer exact and proven."""
-    from planner import defaults
-    from planner.candidates.table import evaluate_shape, has_latency_target, start_table
-
     spec = scenario.service_spec(service)
     if has_latency_target(spec) or spec.slo is not None or spec.serving != "agg":
         return None
@@ -95,63 +93,42 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
     started = [start_table(spec, chip, chip_limits) for spec, chip, chip_limits in requests]
     units = defaults.value("solver.price_units_per_dollar")
     price_units = [round(chip.price_per_gpu_hour * units) for _, chip, _ in requests]
-    order = sorted((shape.gpus * price_units[i], i, shape) for i, (_, _, found) in enumerate(started)
-                   for shape in found if shape.pp == 1)
-    need = spec.required
+    stocks = [_pool_stock(scenario, chip.id, limits.gpus_per_node) for _, chip, limits in requests]
     cheapest = None  # the cheapest pool within the stock found so far, in price units
-    for instance, i, shape in order:
-        model, table, _ = started[i]
-        if cheapest is not None and instance > cheapest:
+
+    def judge(i: int, shape) -> None:
+        """Sweep `shape` on chip `i` unless one instance costs more than the cheapest pool so far."""
+        nonlocal cheapest
+        (_, chip, limits), (model, table, _) = requests[i], started[i]
+        if cheapest is not None and shape.gpus * price_units[i] > cheapest:
             table.skipped += 1
-            continue
-        _, chip, chip_limits = requests[i]
+            return
         before = len(table.rows)
         evaluate_shape(model, chip, spec, shape, table)
-        pool = _cheapest_within(table.rows[before:], need, chip_limits.gpus_per_node,
-                                _pool_stock(scenario, chip.id, chip_limits.gpus_per_node), price_units[i])
+        pool = cheapest_pool(table.rows[before:], spec.required, limits.gpus_per_node, stocks[i], price_units[i])
         if pool is not None and (cheapest is None or pool < cheapest):
             cheapest = pool
-    for i, ((_, chip, chip_limits), (model, table, found)) in enumerate(zip(requests, started, strict=True)):
-        node = table.gpus_per_node
-        in_a_node = any(r.shape.nodes(node) == 1 for r in table.rows)
-        if not in_a_node:  # the whole sweep stages shapes only when no single-stage row fits in a node:
-            done = {v.shape for v in table.verdicts}  # sweep the skipped ones in a node until one does
-            for shape in sorted((sh for sh in found if sh.pp == 1 and sh not in done and sh.nodes(node) == 1),
-                                key=lambda sh: sh.gpus):
+
+    for _, i, shape in sorted((shape.gpus * price_units[i], i, shape) for i, (_, _, found) in enumerate(started)
+                              for shape in found if shape.pp == 1):
+        judge(i, shape)
+    for i, ((_, chip, _), (model, table, found)) in enumerate(zip(requests, started, strict=True)):
+        if not table.in_a_node():  # the whole sweep stages shapes only when no single-stage row fits in a
+            done = {v.shape for v in table.verdicts}  # node: the skipped ones in a node, until one does
+            for shape in sorted((sh for sh in found if sh.pp == 1 and sh not in done
+                                 and sh.nodes(table.gpus_per_node) == 1), key=lambda sh: sh.gpus):
                 table.skipped -= 1
                 evaluate_shape(model, chip, spec, shape, table)
-                if any(r.shape.nodes(node) == 1 for r in table.rows):
-                    in_a_node = True
+                if table.in_a_node():
                     break
-        if spec.pp or not in_a_node:  # as evaluate_staged, each staged shape within the bound
-            stock = _pool_stock(scenario, chip.id, chip_limits.gpus_per_node)
+        if spec.pp or not table.in_a_node():  # as evaluate_staged, each staged shape within the bound
             for shape in sorted((sh for sh in found if sh.pp > 1), key=lambda sh: sh.gpus):
-                if cheapest is not None and shape.gpus * price_units[i] > cheapest:
-                    table.skipped += 1
-                    continue
-                before = len(table.rows)
-                evaluate_shape(model, chip, spec, shape, table)
-                pool = _cheapest_within(table.rows[before:], need, chip_limits.gpus_per_node, stock, price_units[i])
-                if pool is not None and (cheapest is None or pool < cheapest):
-                    cheapest = pool
+                judge(i, shape)
     for _, table, found in started:  # in the whole sweep's order (single-stage shapes, then staged; each
         place = {sh: (sh.pp > 1, k) for k, sh in enumerate(found)}  # in the shapes' order): ties read alike
         table.verdicts.sort(key=lambda v: place[v.shape])
         table.rows.sort(key=lambda r: place[r.shape])
     return [table for _, table, _ in started]
-
-
-def _cheapest_within(rows, need: int, node: int, stock: int | None, unit_price: int) -> int | None:
-    """The cheapest pool of `rows` that reaches `need` requests within the stock's replica caps
-    (`replica_cap`, as `prepare` caps its options), in price units; None when none does."""
-    best = None
-    for row in rows:
-        replicas = -(-need // row.concurrency)
-        cap = replica_cap(row.gpus, node, stock)
-        if cap is None or cap >= replicas:
-            pool = replicas * row.gpus * unit_price
-            best = pool if best is None else min(best, pool)
-    return best
 
 
 def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None = None) -> Prepared:
@@ -354,12 +331,8 @@ def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None
 def _bounded(scenario: Scenario, served: list[Service], parallel: bool) -> FleetSearch | None:
     """The decomposed answer from bounded tables, or None when a service cannot be bounded, has no
     option, or the optima do not fit the inventory together. With `parallel`, many services' tables
-    are swept in worker processes (planner/candidates/parallel.py's rule: parallel.min_tables of
-    them, more than one CPU), each worker a share of the services dealt in turn."""
-    from planner import defaults
-    from planner.candidates.parallel import in_worker, workers
-
-    if parallel and len(served) >= defaults.value("parallel.min_tables") and workers() >= 2 and not in_worker():
+    are swept in worker processes (planner/candidates/parallel.py `use_workers`), a model a job."""
+    if parallel and use_workers(len(served)):
         import multiprocessing
 
         shares = _model_shares(scenario, served)

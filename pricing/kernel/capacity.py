@@ -36,12 +36,10 @@ class Capacity:
         """`requests_held` at `budget`, every other setting held: the pool is affine in the budget
         and nothing else a rank holds depends on it, so a sweep over utilizations asks this of one
         kernel instead of building one per utilization (the start-up checks at that budget too)."""
-        law = self.kernel.once("capacity.held_law", self._held_law)
-        for checks in law.checks:
-            if checks.failed_at(budget) is not None:
-                return 0
-        return law.held(min(c.law.blocks(budget) for c in law.checks), [c.law.pool(budget) for c in law.checks],
-                        self.kernel.reg.derived(("capacity.kept", margin), lambda: _kept(margin)))
+        checks = self.kernel.once("capacity.held_law", self._held_law).checks
+        if any(c.failed_at(budget) is not None for c in checks):
+            return 0
+        return self._within(min(c.law.blocks(budget) for c in checks), [c.law.pool(budget) for c in checks], margin)
 
     def _within(self, blocks: int, pools: list[int], margin: float) -> int:
         law = self.kernel.once("capacity.held_law", self._held_law)

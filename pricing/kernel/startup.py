@@ -50,8 +50,12 @@ def kv_pool_check(k: Kernel, budget: int | None = None) -> int:
 
 
 def _less_null_block(k: Kernel, pool: int) -> int:
-    layout = k.layout()
-    return pool - layout.bytes_per_block if layout.grouped and layout.groups else pool
+    return pool - _null_block_bytes(k.layout())
+
+
+def _null_block_bytes(layout) -> int:
+    """What the null block holds back of the pool: one block of a grouped layout, else nothing."""
+    return layout.bytes_per_block if layout.grouped and layout.groups else 0
 
 
 def estimated_max_model_len(k: Kernel) -> int:
@@ -195,11 +199,10 @@ def start_checks(k: Kernel) -> StartChecks:
 
 def _start_checks(k: Kernel) -> StartChecks:
     fixed = _fixed(k)
-    if fixed.quantization or fixed.kv_cache_memory_bytes:  # failed before the layout is read
+    if fixed.quantization or fixed.kv_cache_memory_bytes:  # failed before the layout is read: the rest unread
         return StartChecks(fixed, BudgetLaw(0, 0, 0), False, 0, bool)
     layout = k.layout()
-    null_block = layout.bytes_per_block if layout.grouped and layout.groups else 0
-    return StartChecks(fixed, k.budget_law(), bool(layout.groups), null_block, k.one_request_check())
+    return StartChecks(fixed, k.budget_law(), bool(layout.groups), _null_block_bytes(layout), k.one_request_check())
 
 
 @dataclass(frozen=True)
