@@ -16,3 +16,12 @@ import gc
 def freeze_imported() -> None:
     """Leave what has been imported so far out of every later garbage collection."""
     gc.freeze()
+
+
+def freeze_for_fork() -> None:
+    """Before forking workers that inherit this heap: everything allocated so far (the candidate
+    tables a pool's workers read, above all) out of every later collection, here and in the
+    workers, so that a worker's collection neither walks the inherited objects nor, by touching
+    their headers, copies the pages they are on (Python's `gc.freeze` documentation: freeze right
+    before fork)."""
+    gc.freeze()

@@ -11,6 +11,7 @@ import os
 from planner import defaults
 from planner.candidates.shapes import ChipTable
 from planner.candidates.table import built_table, candidate_table, keep_table, shared_tables, sharing, sweep_key
+from planner.heap import freeze_for_fork
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip
 
@@ -20,6 +21,15 @@ Request = tuple[ServiceSpec, Chip, PoolLimits]
 def workers() -> int:
     """CPUs this process may run on (its affinity, not the machine's count)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def fork_pool(processes: int):
+    """A pool of `processes` workers forked from this process, which share its heap as it is now
+    (copy-on-write). Everything this process has allocated so far is frozen out of the garbage
+    collector first (planner/heap.py `freeze_for_fork`), so no worker's collection walks the
+    inherited tables and, walking them, copies their pages."""
+    freeze_for_fork()
+    return multiprocessing.get_context("fork").Pool(processes)
 
 
 def in_worker() -> bool:
@@ -52,7 +62,7 @@ def build_tables(requests: list[Request]) -> int:
         service, chip, _ = todo[key]
         groups.setdefault((service.model, service.quantization, chip.id), []).append(i)
     jobs = sorted(groups.values(), key=len, reverse=True)  # the longest first, so no worker waits alone at the end
-    with multiprocessing.get_context("fork").Pool(min(workers(), len(jobs))) as pool:
+    with fork_pool(min(workers(), len(jobs))) as pool:
         for indices, tables in pool.imap_unordered(_build, [(idx, [todo[keys[i]] for i in idx]) for idx in jobs]):
             for i, table in zip(indices, tables, strict=True):
                 keep_table(keys[i], table)

@@ -13,11 +13,10 @@ worker sweeps each table once."""
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable
 
 from planner import defaults
-from planner.candidates.parallel import build_tables, workers
+from planner.candidates.parallel import build_tables, fork_pool, workers
 from planner.candidates.table import shared_tables, sharing, sweep_key
 from planner.report.fleet import FleetResult, plan_scenario, refused_context
 from planner.scenario import Scenario
@@ -42,7 +41,7 @@ def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_
     found: dict[int, FleetResult] = {}
     if executor == "pool":
         groups = _prebuilt(jobs)
-        with multiprocessing.get_context("fork").Pool(min(workers(), len(groups))) as pool:
+        with fork_pool(min(workers(), len(groups))) as pool:
             for done in pool.imap_unordered(_plan_group, [([jobs[i] for i in g], g, time_limit) for g in groups]):
                 _collect(done, found, jobs, progress)
     elif executor == "ray":

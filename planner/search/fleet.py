@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner import defaults
-from planner.candidates.parallel import build_tables, use_workers, workers
+from planner.candidates.parallel import build_tables, fork_pool, use_workers, workers
 from planner.candidates.shapes import ChipTable, cheapest_pool, pool_gpus, replica_cap
 from planner.candidates.table import candidate_table, evaluate_shape, has_latency_target, priced_chip, start_table
 from planner.request import PoolLimits, ServiceSpec
@@ -128,7 +128,7 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
         place = {sh: (sh.pp > 1, k) for k, sh in enumerate(found)}  # in the shapes' order): ties read alike
         table.verdicts.sort(key=lambda v: place[v.shape])
         table.rows.sort(key=lambda r: place[r.shape])
-    return [table for _, table, _ in started]
+    return [table.seal() for _, table, _ in started]
 
 
 def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None = None) -> Prepared:
@@ -333,10 +333,8 @@ def _bounded(scenario: Scenario, served: list[Service], parallel: bool) -> Fleet
     option, or the optima do not fit the inventory together. With `parallel`, many services' tables
     are swept in worker processes (planner/candidates/parallel.py `use_workers`), a model a job."""
     if parallel and use_workers(len(served)):
-        import multiprocessing
-
         shares = _model_shares(scenario, served)
-        with multiprocessing.get_context("fork").Pool(workers()) as pool:
+        with fork_pool(workers()) as pool:
             found = {i: tables for share, out in pool.imap_unordered(_bounded_share, [(scenario, served, share)
                                                                                       for share in shares])
                      for i, tables in zip(share, out, strict=True)}
