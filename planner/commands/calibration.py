@@ -3,7 +3,6 @@ registry's fixed-memory laws to start-up records or logs, written as an overlay)
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -47,7 +46,7 @@ def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilizati
     text, source = _read(file)
     fill = {"tp": tp, "max_num_seqs": max_num_seqs, "gpu_memory_utilization": gpu_memory_utilization}
     report = named_all(check(parse(text), source, model=model, chip=chip, release=release, fill=fill), own_flag)
-    click.echo(json.dumps(report.model_dump(), indent=2) if as_json else render(report))
+    click.echo(report.model_dump_json(indent=2) if as_json else render(report))
 
 
 @click.command("calibrate")

@@ -133,7 +133,7 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     if as_json:
         out = report.model_dump()
         out["step"] = speed
-        click.echo(json.dumps(out, indent=2, default=str))
+        click.echo(json.dumps(out, indent=2, default=str, ensure_ascii=False))
     else:
         render_memory(report, kernel, provenance=show_provenance, named=memory_flag)
         if speed:
@@ -173,7 +173,7 @@ def models(as_json, fmt):
         source = resolve(c["name"])
         c["format"] = served_format(source.config, source.hf_quant_config, model_dtype(source.config), source.origin)
     if as_json:
-        click.echo(json.dumps(cards, indent=2))
+        click.echo(json.dumps(cards, indent=2, ensure_ascii=False))
         return
     rows = [[c["name"], c["hf_id"], c["format"], c["description"]] for c in cards]
     if fmt == "csv":
@@ -199,7 +199,7 @@ def chips(as_json, fmt):
                                 "fp4": c.fp4, "price_per_gpu_hour": c.price_per_gpu_hour,
                                 "price_estimate": c.price_estimate, "price_as_of": c.price_as_of,
                                 "sources": {p.name.rsplit(".", 1)[-1]: p.source for p in c.provenance}}
-                               for c in rows], indent=2))
+                               for c in rows], indent=2, ensure_ascii=False))
         return
     cells = [[c.id, c.name, c.generation, number(c.memory_bytes / GiB), count(c.gpus_per_node),
               f"{c.tp_domain} over {c.tp_link}" if c.tp_domain > 1 else "1 (one GPU per node)", c.price_label,

@@ -223,7 +223,7 @@ def schema_option():
 def print_schema() -> None:
     from planner.report.schema import report_schema
 
-    click.echo(json.dumps(report_schema(), indent=2))
+    click.echo(json.dumps(report_schema(), indent=2, ensure_ascii=False))
 
 
 def parse_prices(values: tuple[str, ...]) -> tuple[float | None, dict[str, float]]:
@@ -457,7 +457,7 @@ def run(ctx: click.Context, **options) -> None:
 
         click.echo(infeasible_line(result), err=True)
     if options["as_json"]:
-        click.echo(json.dumps(result.model_dump(), indent=2))
+        click.echo(result.model_dump_json(indent=2))
         for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:
             click.echo(line, err=True)
     elif not result.feasible:
@@ -501,7 +501,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None
     if options["as_json"]:
         from planner.report.serving import ServingOutput
 
-        click.echo(json.dumps(ServingOutput(serving=choice).model_dump(), indent=2))
+        click.echo(ServingOutput(serving=choice).model_dump_json(indent=2))
     else:
         console = console_for_output()
         if agg is not None:

@@ -80,8 +80,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
         if not r.feasible:
             click.echo(short_line(r), err=True)
     if fmt == "json":
-        payload = c.model_dump() if with_variants else c.base.model_dump()
-        click.echo(json.dumps(payload, indent=2))
+        click.echo((c if with_variants else c.base).model_dump_json(indent=2))
     elif fmt == "markdown":
         click.echo(markdown(c if with_variants else Comparison(review=c.review, base=c.base, variants=[]), named),
                    nl=False)
@@ -120,7 +119,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
                      time_limit, executor, ray_address, spare, **k8s):
     """Plan every service of a scenario FILE together over its inventory."""
     if show_file_schema:
-        click.echo(json.dumps(schema(), indent=2))
+        click.echo(json.dumps(schema(), indent=2, ensure_ascii=False))
         return 0
     if show_schema:
         return print_schema()
@@ -349,7 +348,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
         if not r.feasible:
             click.echo(short_line(r), err=True)
     if fmt == "json":
-        click.echo(json.dumps(comparison.model_dump(), indent=2))
+        click.echo(comparison.model_dump_json(indent=2))
     elif fmt == "markdown":
         click.echo(markdown(comparison, plan_flag), nl=False)
     else:
