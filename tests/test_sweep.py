@@ -120,3 +120,29 @@ def test_a_table_sent_from_a_worker_arrives_whole():
     assert back == table
     assert [r.shape for r in back.rows] == [r.shape for r in table.rows]
     assert all(a.shape is b.shape for a, b in zip(back.rows, back.rows[1:], strict=False) if a.shape == b.shape)
+
+
+def test_a_built_tables_dominant_rows_are_each_shapes_best_and_travel_with_it():
+    """A built table is sealed (planner/candidates/shapes.py `ChipTable.seal`): its dominant rows are
+    found once and kept as indices. They are, shape by shape, the row holding the most requests,
+    then with the larger token budget, then at the lower utilization (derived here from the rows
+    themselves), in the shapes' order; the same after the table is pickled to or from a worker; and a
+    table not sealed finds the same rows each time it is asked."""
+    import pickle
+    from dataclasses import replace
+
+    from planner.candidates.table import candidate_table
+    from planner.request import PoolLimits
+
+    chip = get_chip("h200")
+    service = ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768)
+    table = candidate_table(service, chip, PoolLimits(chips=("h200",)))
+    assert table.best is not None and len(table.rows) > len(table.best) > 1
+    by_shape: dict = {}
+    for row in table.rows:
+        by_shape.setdefault(row.shape, []).append(row)
+    expected = [max(rows, key=lambda r: (r.concurrency, r.max_num_batched_tokens, -r.gpu_memory_utilization))
+                for _, rows in sorted(by_shape.items())]
+    assert table.dominant() == expected
+    assert pickle.loads(pickle.dumps(table)).dominant() == expected
+    assert replace(table, best=None).dominant() == expected

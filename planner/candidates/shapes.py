@@ -124,6 +124,7 @@ class ChipTable:
     latency_note: str | None = None  # why the latency targets left no row
     evaluated: int = 0
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
+    best: tuple[int, ...] | None = None  # `dominant`'s rows as indices into `rows`, once `seal` has fixed them
 
     def in_a_node(self) -> bool:
         """A single-stage row fits in one node: pipeline-staged shapes are then swept only when asked."""
@@ -144,26 +145,36 @@ class ChipTable:
         rows = [Row(chip, shapes[i], util, mbt, seqs, held) for i, chip, util, mbt, seqs, held in packed]
         self.__dict__.update(state, rows=rows)
 
+    def seal(self) -> ChipTable:
+        """The table built: its rows fixed from now on (every variant and service of a review that
+        shares it reads it as it is), so its dominant rows are found once, here, and kept as
+        indices (which pickle with the rows to and from worker processes)."""
+        self.best = self._dominant_indices()
+        return self
+
     def dominant(self) -> list[Row]:
         """The best row of each shape: the most requests held, then the larger token budget,
         then the lower utilization. Within a shape every row needs the same GPUs per instance,
         so the row holding the most requests needs the fewest replicas, at the lowest cost,
         with at least as much headroom: the others can never be chosen."""
-        best: dict[Shape, Row] = {}
+        return [self.rows[i] for i in (self.best if self.best is not None else self._dominant_indices())]
+
+    def _dominant_indices(self) -> tuple[int, ...]:
+        best: dict[Shape, int] = {}
         shape = cur = least = None
-        for row in self.rows:
+        for i, row in enumerate(self.rows):
             if row.shape is not shape:  # a shape's rows come one after another: look it up once
                 if shape is not None:
                     best[shape] = cur
                 shape = row.shape
                 cur = best.get(shape)
-                least = None if cur is None else _row_key(cur)
+                least = None if cur is None else _row_key(self.rows[cur])
             key = _row_key(row)
             if cur is None or key < least:
-                cur, least = row, key
+                cur, least = i, key
         if shape is not None:
             best[shape] = cur
-        return [best[s] for s in sorted(best)]
+        return tuple(best[s] for s in sorted(best))
 
 
 def _row_key(row: Row) -> tuple:

@@ -263,6 +263,7 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
                 evaluate_shape(model, chip, service, shape, table)
         evaluate_staged(model, chip, service, found, table)
         apply_latency(table, model, service)
+        table.seal()
         if tables is not None:
             tables[key] = table
     return table
