@@ -90,20 +90,26 @@ def suggest(name: str, choices) -> str:
     return "did you mean " + " or ".join(repr(lowered[n]) for n in near) + "?"
 
 
+_NO_TEXT = frozenset((int, float, bool, type(None)))  # the types of values that hold no sentence
+
+
 def named_all(obj, name=None):
     """`obj` (a report: a pydantic model, or a list, tuple or dict of them, or text) with every
     field its text mentions named as `name` calls it (None: the field), the same object where
     nothing changes. A report's sentences mention fields as errors do; the command that shows it
     names them (`plan` its flags, `plan scenario` the file's keys)."""
+    kind = type(obj)
+    if kind in _NO_TEXT:  # most of a report's values: looked at first, they cost least
+        return obj
     if isinstance(obj, str):
         return quoted(obj, name) if "\x02" in obj else obj
-    if type(obj) in (list, tuple):
+    if kind in (list, tuple):
         out = [named_all(v, name) for v in obj]
-        return obj if all(a is b for a, b in zip(out, obj, strict=True)) else type(obj)(out)
+        return obj if all(a is b for a, b in zip(out, obj, strict=True)) else kind(out)
     if isinstance(obj, dict):
         out = {k: named_all(v, name) for k, v in obj.items()}
         return obj if all(out[k] is v for k, v in obj.items()) else out
-    fields = getattr(type(obj), "model_fields", None)
+    fields = getattr(kind, "model_fields", None)
     if fields is None:
         return obj
     changed = {}
