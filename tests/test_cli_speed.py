@@ -149,3 +149,21 @@ def test_a_command_freezes_what_it_imported_before_its_work(args, solver):
         [{"solver": solver, "priced": False}]
     # every object tracked then is left out (but the probe's own few, freed before the freeze)
     assert probe["frozen"] >= 0.99 * probe["calls"][0]["tracked"] > 0
+
+
+def test_the_cost_bound_stages_a_chip_only_where_the_whole_sweep_would():
+    """A chip whose every single-stage shape the cost bound skips has no row yet; the whole sweep
+    would find rows in a node there and stage nothing (planner/candidates/table.py
+    `evaluate_staged`), so the bounded sweep evaluates the skipped shapes in a node, fewest GPUs
+    first, until one holds requests, and no pipeline-staged shape (`stage_within`). Llama-3.1-70B
+    with h200 at $0.50 and h100 at $100 an hour: 24 h200 GPUs ($12/hour) serve 64 requests, so
+    every h100 instance ($100 and more) is beyond the bound; the h100 tp 4 row settles it."""
+    service = ServiceSpec(model="llama-3.1-70b", concurrency=64)
+    limits = PoolLimits(chips=("h200", "h100"), prices={"h100": 100, "h200": 0.5})
+    bounded = {t.chip.id: t for t in cpsat.tables_for(service, limits, keep=1)}
+    full = {t.chip.id: t for t in cpsat.tables_for(service, limits)}
+    h100 = bounded["h100"]
+    assert not any(v.shape.pp > 1 for t in full.values() for v in t.verdicts)  # the whole sweep stages nothing
+    assert not any(v.shape.pp > 1 for v in h100.verdicts)
+    assert [v.shape.tp for v in h100.verdicts] == [1, 2, 4] and h100.skipped == 1
+    assert h100.in_a_node() and set(h100.rows) <= set(full["h100"].rows)

@@ -21,7 +21,7 @@ shape (see `ChipTable.dominant`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -241,6 +241,28 @@ def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: 
     if service.pp or not table.in_a_node():
         for shape in staged:
             evaluate_shape(model, chip, service, shape, table)
+
+
+def stage_within(model: ModelGraph, chip: Chip, service: ServiceSpec, found: list[Shape], table: ChipTable,
+                 judge: Callable[[Shape], None]) -> None:
+    """`evaluate_staged` after a sweep that skipped shapes by cost (plan's and a review's bounded
+    sweeps): pipeline-staged shapes are swept only where the whole sweep would sweep them, when no
+    single-stage row fits in a node. So the single-stage shapes in a node that the bound skipped
+    are evaluated first, fewest GPUs first, until one row fits (their rows cost more than the
+    bound: none is chosen, but they settle, as in the whole sweep, that no stage is needed); if
+    none fits (or --pp asks for stages), each staged shape, fewest GPUs first, goes to `judge`,
+    which sweeps it unless the bound skips it."""
+    if not table.in_a_node():
+        done = {v.shape for v in table.verdicts}
+        for shape in sorted((sh for sh in found if sh.pp == 1 and sh not in done
+                             and sh.nodes(table.gpus_per_node) == 1), key=lambda sh: sh.gpus):
+            table.skipped -= 1
+            evaluate_shape(model, chip, service, shape, table)
+            if table.in_a_node():
+                break
+    if service.pp or not table.in_a_node():
+        for shape in sorted((sh for sh in found if sh.pp > 1), key=lambda sh: sh.gpus):
+            judge(shape)
 
 
 def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:

@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING
 
 from planner import defaults
 from planner.candidates import latency
-from planner.candidates.shapes import ChipTable, Row, cheapest_pool, pool_gpus, replica_cap
+from planner.candidates.shapes import ChipTable, Row, Shape, cheapest_pool, pool_gpus, replica_cap
 from planner.candidates.table import (
     candidate_table,
     evaluate_shape,
-    evaluate_staged,
     has_latency_target,
     priced_chip,
+    stage_within,
     start_table,
 )
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
@@ -358,11 +358,13 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
                    key=lambda o: (o[0], o[1]))
     need = service.required
     pools: list[float] = []  # the cheapest pool of each shape evaluated so far
-    for instance_cost, i, shape in order:
+
+    def judge(i: int, shape: Shape) -> None:
+        """Sweep `shape` on chip `i` unless one instance costs more than the keep-th cheapest pool."""
         model, table, _ = started[i]
-        if len(pools) >= keep and instance_cost > sorted(pools)[keep - 1]:
+        if len(pools) >= keep and shape.gpus * chips[i].price_per_gpu_hour > sorted(pools)[keep - 1]:
             table.skipped += 1
-            continue
+            return
         before = len(table.rows)
         evaluate_shape(model, chips[i], service, shape, table)
         cheapest = cheapest_pool(table.rows[before:], need, table.gpus_per_node,
@@ -370,8 +372,11 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
                                  chips[i].price_per_gpu_hour)
         if cheapest is not None:
             pools.append(cheapest)
-    for chip, (model, table, found) in zip(chips, started, strict=True):
-        evaluate_staged(model, chip, service, found, table)
+
+    for _, i, shape in order:
+        judge(i, shape)
+    for i, (chip, (model, table, found)) in enumerate(zip(chips, started, strict=True)):
+        stage_within(model, chip, service, found, table, lambda shape, i=i: judge(i, shape))
     return [table for _, table, _ in started]
 
 

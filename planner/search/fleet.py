@@ -19,7 +19,14 @@ from dataclasses import dataclass, replace
 from planner import defaults
 from planner.candidates.parallel import build_tables, fork_pool, use_workers, workers
 from planner.candidates.shapes import ChipTable, cheapest_pool, pool_gpus, replica_cap
-from planner.candidates.table import candidate_table, evaluate_shape, has_latency_target, priced_chip, start_table
+from planner.candidates.table import (
+    candidate_table,
+    evaluate_shape,
+    has_latency_target,
+    priced_chip,
+    stage_within,
+    start_table,
+)
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
@@ -113,17 +120,7 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
                               for shape in found if shape.pp == 1):
         judge(i, shape)
     for i, ((_, chip, _), (model, table, found)) in enumerate(zip(requests, started, strict=True)):
-        if not table.in_a_node():  # the whole sweep stages shapes only when no single-stage row fits in a
-            done = {v.shape for v in table.verdicts}  # node: the skipped ones in a node, until one does
-            for shape in sorted((sh for sh in found if sh.pp == 1 and sh not in done
-                                 and sh.nodes(table.gpus_per_node) == 1), key=lambda sh: sh.gpus):
-                table.skipped -= 1
-                evaluate_shape(model, chip, spec, shape, table)
-                if table.in_a_node():
-                    break
-        if spec.pp or not table.in_a_node():  # as evaluate_staged, each staged shape within the bound
-            for shape in sorted((sh for sh in found if sh.pp > 1), key=lambda sh: sh.gpus):
-                judge(i, shape)
+        stage_within(model, chip, spec, found, table, lambda shape, i=i: judge(i, shape))
     for _, table, found in started:  # in the whole sweep's order (single-stage shapes, then staged; each
         place = {sh: (sh.pp > 1, k) for k, sh in enumerate(found)}  # in the shapes' order): ties read alike
         table.verdicts.sort(key=lambda v: place[v.shape])
