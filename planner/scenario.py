@@ -181,8 +181,10 @@ class Scenario(BaseModel):
         data.update(service.model_dump(exclude_unset=True))
         return Service(**data)
 
-    def chips_of(self, service: Service) -> list[str]:
-        merged = self.merged(service)
+    def chips_of(self, service: Service, merged: Service | None = None) -> list[str]:
+        """The chips the service may be planned on (`merged`: the service with the defaults filled
+        in, when the caller has it)."""
+        merged = merged or self.merged(service)
         if merged.chips:
             return merged.chips
         if self.inventory:
@@ -212,11 +214,12 @@ class Scenario(BaseModel):
                            **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
 
     def limits(self, service: Service) -> PoolLimits:
-        chips = tuple(self.chips_of(service))
+        merged = self.merged(service)
+        chips = tuple(self.chips_of(service, merged))
         prices = {c: self.inventory[c].price for c in chips
                   if c in self.inventory and self.inventory[c].price is not None}
         per_node = {self.inventory[c].gpus_per_node for c in chips if c in self.inventory} - {None}
-        return PoolLimits(chips=chips, prices=prices, max_gpus=self.merged(service).max_gpus,
+        return PoolLimits(chips=chips, prices=prices, max_gpus=merged.max_gpus,
                           gpus_per_node=per_node.pop() if len(per_node) == 1 else None)
 
     def apply(self, variant: str) -> Scenario:

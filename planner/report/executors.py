@@ -82,8 +82,9 @@ def _prebuilt(jobs: list[Job]) -> list[list[int]]:
     even runs (a few per worker, so none waits alone at the end); otherwise by `_groups`."""
     if not sharing():
         return _groups(jobs)
-    build_tables([r for scenario, _ in jobs for s in scenario.services if refused_context(scenario, s) is None
-                  for r in table_requests(scenario, s)])
+    build_tables([r for scenario, _ in jobs for s in scenario.services
+                  if refused_context(scenario, s, spec := scenario.service_spec(s)) is None
+                  for r in table_requests(scenario, s, spec)])
     runs = min(len(jobs), 4 * workers())
     size = -(-len(jobs) // runs)
     return [list(range(i, min(i + size, len(jobs)))) for i in range(0, len(jobs), size)]

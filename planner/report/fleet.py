@@ -239,10 +239,11 @@ def _alone(p: Prepared) -> tuple[str, str]:
             f"needs {gpus}")
 
 
-def refused_context(scenario: Scenario, service: Service) -> Shortfall | None:
+def refused_context(scenario: Scenario, service: Service, spec: ServiceSpec | None = None) -> Shortfall | None:
     """Why vLLM would not start the service at its context length, or None: a max_model_len
-    beyond the model's positions is refused before any memory is sized, on every chip."""
-    spec = scenario.service_spec(service)
+    beyond the model's positions is refused before any memory is sized, on every chip (`spec`:
+    the service's, when the caller has it)."""
+    spec = spec or scenario.service_spec(service)
     model = sweep_model(spec.model, spec.quantization)
     problem = beyond_positions(model, context_length(model, spec))
     if problem is None:

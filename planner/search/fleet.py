@@ -68,10 +68,12 @@ def spare_gpus(scenario: Scenario, prepared: list[Prepared]) -> dict[str, int]:
     return out
 
 
-def table_requests(scenario: Scenario, service: Service) -> list[tuple[ServiceSpec, Chip, PoolLimits]]:
-    """What the service's candidate table on each of its chips is asked with: its spec, the chip
-    at the review's price, and limits of that chip alone (its node size, its stock as --max-gpus)."""
-    spec = scenario.service_spec(service)
+def table_requests(scenario: Scenario, service: Service,
+                   spec: ServiceSpec | None = None) -> list[tuple[ServiceSpec, Chip, PoolLimits]]:
+    """What the service's candidate table on each of its chips is asked with: its spec (`spec`, when
+    the caller has it), the chip at the review's price, and limits of that chip alone (its node
+    size, its stock as --max-gpus)."""
+    spec = spec or scenario.service_spec(service)
     limits = scenario.limits(service)
     out = []
     for chip_id in limits.chips:
@@ -96,7 +98,7 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
     spec = scenario.service_spec(service)
     if has_latency_target(spec) or spec.slo is not None or spec.serving != "agg":
         return None
-    requests = table_requests(scenario, service)
+    requests = table_requests(scenario, service, spec)
     started = [start_table(spec, chip, chip_limits) for spec, chip, chip_limits in requests]
     units = defaults.value("solver.price_units_per_dollar")
     price_units = [round(chip.price_per_gpu_hour * units) for _, chip, _ in requests]
@@ -134,9 +136,9 @@ def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None
     spec = scenario.service_spec(service)
     limits = scenario.limits(service)
     given, tables, node = tables, [], {}
-    for i, (spec, chip, chip_limits) in enumerate(table_requests(scenario, service)):
+    for i, (asked, chip, chip_limits) in enumerate(table_requests(scenario, service, spec)):
         node[chip.id] = chip_limits.gpus_per_node
-        tables.append(given[i] if given is not None else candidate_table(spec, chip, chip_limits))
+        tables.append(given[i] if given is not None else candidate_table(asked, chip, chip_limits))
     sized = None
     if spec.slo is not None and spec.serving != "disagg":
         from planner import defaults
