@@ -17,7 +17,7 @@ from pricing.kernel import Deployment, Kernel, Startup
 from pricing.kernel.startup import Refusal
 from pricing.serving.cost import StepCost
 from pricing.serving.simulate import Instance, Served, simulate
-from pricing.serving.traffic import ClosedLoop, Fixed, Traffic
+from pricing.serving.traffic import ClosedLoop, Fixed, Poisson, Traffic, Uniform
 from pricing.step import StepModel
 from pricing.step.rates import Efficiency
 from pricing.step.step import ENGINE, Step
@@ -45,10 +45,20 @@ class Run:
     measured: dict
 
     def traffic(self) -> Traffic:
+        """The benchmark's requests as `vllm bench serve` sends them: at request rate inf every
+        request at once (at most `max_concurrency` in flight), else Poisson arrivals at the rate
+        (gamma gaps of `burstiness`); lengths fixed, or uniform in [n (1 - r), n (1 + r)] at a
+        `range_ratio` r (the random dataset since vLLM 0.10)."""
         b = self.benchmark
-        n = b["num_prompts"]
-        arrivals = ClosedLoop(b["max_concurrency"] or n)  # request rate inf: every request sent at once
-        return Traffic(arrivals, Fixed(b["input_len"]), Fixed(b["output_len"]), count=n, seed=b.get("seed", 0))
+        n, rate, cap = b["num_prompts"], b["request_rate"], b.get("max_concurrency")
+        arrivals = (ClosedLoop(cap or n) if rate == "inf"
+                    else Poisson(float(rate), b.get("burstiness", 1.0), cap))
+        ratio = b.get("range_ratio") or 0.0
+
+        def lengths(tokens: int) -> Fixed | Uniform:
+            return Uniform.around(tokens, ratio) if ratio else Fixed(tokens)
+
+        return Traffic(arrivals, lengths(b["input_len"]), lengths(b["output_len"]), count=n, seed=b.get("seed", 0))
 
     def kernel(self) -> Kernel:
         """The run's deployment on its chip, vLLM 0.33's defaults for the flags it leaves out."""
