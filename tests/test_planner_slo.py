@@ -5,6 +5,7 @@ percentiles, goodput and cost per token; a higher rate or a tighter percentile n
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -92,9 +93,39 @@ def test_text_output_prints_the_targets_and_the_cost_per_token(capsys):
     assert "8 requests/s" in out
 
 
-def test_a_target_nothing_meets_is_an_answer(capsys):
+def test_a_target_nothing_meets_is_an_answer_saying_what_one_request_alone_measures(capsys):
+    """p50 TTFT under 1 ms for a 4,000-token prompt: even alone, prefill runs 2 x 8.0e9 weights x
+    4,000 tokens = 64 TFLOP, at least 65 ms at the H100's 989 TFLOP/s bf16 peak. The explanation
+    names the service targets (not the GPUs), the figure one request alone measures, and a bound
+    at least that loose."""
     assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--isl", "4000", "--osl", "100",
-                 "--requests-per-second", "1", "--p50-ttft-ms", "1"]) == 1
+                 "--requests-per-second", "1", "--p50-ttft-ms", "1", "--json"]) == 1
+    (why,) = json.loads(capsys.readouterr().out)["explanations"]
+    assert why["constraint"] == "service_targets"
+    assert "even one request at a time misses" in why["text"]
+    alone = float(re.search(r"p50 TTFT ([\d,.]+) ms against ≤ 1 ms", why["text"]).group(1).replace(",", ""))
+    assert alone > 2 * 8.0e9 * 4000 / 989e12 * 1000
+    suggested = int(re.search(r"no tighter than --p50-ttft-ms (\d+)", why["text"]).group(1))
+    assert suggested >= alone
+
+
+def test_too_few_gpus_for_the_rate_name_the_target_and_a_max_gpus_that_fits(capsys):
+    """Llama-3.1-8B at 10 requests/s of 1,000/200 tokens on one H100 (tp 1): one instance holds
+    399 requests, far above the one the rate asks to hold, so memory is not what binds; the p90
+    TPOT target is. The explanation says so, with the figure at one replica, and the --max-gpus it
+    proposes plans."""
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--isl", "1000", "--osl", "200",
+            "--requests-per-second", "10", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "30", "--json"]
+    assert main([*args, "--max-gpus", "1"]) == 1
+    (why,) = json.loads(capsys.readouterr().out)["explanations"]
+    assert why["constraint"] == "service_targets"
+    got = float(re.search(r"p90 TPOT ([\d,.]+) ms against ≤ 30 ms", why["text"]).group(1))
+    assert got > 30
+    gpus = int(re.search(r"Nearest fit: --max-gpus (\d+)", why["text"]).group(1))
+    assert gpus > 1
+    assert main([*args, "--max-gpus", str(gpus)]) == 0
+    assert json.loads(capsys.readouterr().out)["best"]["gpus"] <= gpus
+    assert main([*args, "--max-gpus", str(gpus - 1)]) == 1
 
 
 @pytest.mark.parametrize(("args", "field"), [

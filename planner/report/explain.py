@@ -3,6 +3,9 @@ the nearest thing that does fit."""
 
 from __future__ import annotations
 
+import math
+
+from planner import defaults
 from planner.candidates.shapes import (
     ChipTable,
     ShapeVerdict,
@@ -11,12 +14,13 @@ from planner.candidates.shapes import (
     pool_gpus,
     replica_cap,
 )
-from planner.numbers import count, size
+from planner.numbers import count, duration, given, percent, size
 from planner.report.result import Explanation
-from planner.request import PoolLimits, ServiceSpec
+from planner.request import METRIC_NAMES, PoolLimits, ServiceSpec
 from pricing.errors import InputError, mention, quoted, render
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Kernel, Startup
+from pricing.step.rates import has_rates, missing_rates
 from pricing.units import largest_such
 
 
@@ -25,10 +29,12 @@ def _split(shape) -> str:
     return shape.split() + (f", kv cache {shape.kv_cache_dtype}" if shape.kv_cache_dtype != "auto" else "")
 
 
-def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=None) -> Explanation:
+def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=None,
+            sized: dict | None = None) -> Explanation:
     """The binding constraint on one chip, named (Explanation.constraint) and in a sentence with
     its numbers and the nearest feasible change; a rejected flag, and each field the sentence
-    mentions, named as `named` calls it (the command's flag; None: the field)."""
+    mentions, named as `named` calls it (the command's flag; None: the field). With service
+    targets, `sized` is the search's sizing of each row (planner/candidates/slo.py `size_tables`)."""
     name = table.chip.name
 
     def said(constraint: str, text: str) -> Explanation:
@@ -48,6 +54,10 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=No
     if not table.rows:
         started = any(v.budget and v.fixed < v.budget for v in valid)
         return said("context" if started else "weights", _no_request(table, service, valid))
+    if service.slo is not None:
+        missed = _targets_missed(table, service, limits, sized or {})
+        if missed is not None:
+            return said("service_targets", missed)
     return said("max_gpus", _too_few(table, service, limits))
 
 
@@ -101,6 +111,84 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
     return largest_such(holds, 1, context_length(model, service))  # 0 when no length holds
 
 
+def _gpus_for(replicas: int, row, per_node: int) -> int:
+    """The fewest GPUs whose nodes pack `replicas` instances of `row` (shapes.replica_cap)."""
+    budget = replicas * row.gpus
+    while (replica_cap(row.gpus, per_node, budget) or 0) < replicas:
+        budget += 1
+    return budget
+
+
+def _missed_words(missed: list[tuple[str, int, float, float]]) -> tuple[str, str]:
+    """The targets a benchmark missed ('p99 TPOT 4.9 ms against ≤ 2 ms') and the bounds it would
+    have met ('--p99-tpot-ms 5'), from slo.misses."""
+    said, fixes = [], []
+    for metric, p, bound, got in missed:
+        if metric == "goodput":
+            said.append(f"goodput {percent(got)} against ≥ {percent(bound)}")
+            fixes.append(f"{mention('goodput')} {math.floor(got * 1000) / 1000:g}")
+        else:
+            said.append(f"p{p} {METRIC_NAMES[metric]} {duration(got)} against ≤ {given(bound)} ms")
+            fixes.append(f"{mention(f'p{p}_{metric}_ms')} {math.ceil(got):g}")
+    return "; ".join(said), " ".join(fixes)
+
+
+def _shortfall(missed: list[tuple[str, int, float, float]]) -> float:
+    """How far a benchmark is from its targets: the largest ratio of what it measured to what was asked."""
+    return max((bound / got if metric == "goodput" else got / bound) if got else math.inf
+               for metric, _, bound, got in missed)
+
+
+def _targets_missed(table: ChipTable, service: ServiceSpec, limits: PoolLimits, sized: dict) -> str | None:
+    """With service targets at a rate, why no row of the chip serves them, from the simulator's
+    benchmarks (slo.size_tables): even one request at a time misses a target (the split that
+    misses least, and the bounds it would meet), or the replicas the GPUs allow miss them (their
+    figures, and the fewest replicas that meet them, sized again without the cap). None when the
+    memory of the concurrency asked is what binds (`_too_few` says so)."""
+    from planner.candidates import slo  # the serving simulator, only with service targets
+
+    name = table.chip.name
+    if not has_rates(table.chip):
+        return f"{name}: {missing_rates(table.chip)}, so no benchmark can be simulated against the service targets."
+    per_node = table.gpus_per_node
+    stock = pool_gpus(limits.max_gpus, per_node, limits.spare)
+
+    def cap(row) -> int | None:
+        return replica_cap(row.gpus, per_node, stock)
+
+    mine = [(row, s) for (chip, row), s in sized.items()
+            if chip == table.chip.id and (cap(row) is None or s.memory <= cap(row))]
+    if not mine:
+        return None
+    queued = [(row, s) for row, s in mine if s.alone is None]
+    if not queued:
+        row, s = min(mine, key=lambda rs: (_shortfall(slo.misses(service, rs[1].alone)), rs[0].gpus, rs[0].shape))
+        missed, fixes = _missed_words(slo.misses(service, s.alone))
+        return (f"{name}: even one request at a time misses the service targets at every split; the closest, "
+                f"{_split(row.shape)}: {missed}. Nearest fit: a bound no tighter than {fixes} (what one request alone "
+                f"meets; queueing at the rate adds to it), or a faster chip.")
+    rate = service.workload.requests_per_second
+    capped = [(row, s) for row, s in queued if cap(row) is not None]
+    if not capped:
+        limit = defaults.value("limits.max_gpus")
+        return (f"{name}: no replica count up to {count(limit)} of any split serves {given(rate)} requests/s "
+                f"within the service targets.")
+    row, s = min(capped, key=lambda rs: (_shortfall(slo.misses(service, rs[1].at(cap(rs[0])))), rs[0].gpus,
+                                        rs[0].shape))
+    most = cap(row)
+    missed, _ = _missed_words(slo.misses(service, s.at(most)))
+    within = f"within {mention('max_gpus')} {limits.max_gpus} on {per_node}-GPU nodes"
+    if limits.spare:
+        within += f" less the {limits.spare * per_node} GPUs of the spare nodes ({mention('spare')} {limits.spare})"
+    head = (f"{name}: {within}, {count(most)} × {_split(row.shape)} (the most that fit) at {rate / most:,.2f} "
+            f"requests/s each miss the service targets: {missed}.")
+    needed = slo.size(s.candidate, s.memory, None).replicas
+    if not needed:
+        return head + f" No replica count up to {count(defaults.value('limits.max_gpus'))} meets them."
+    return (head + f" Nearest fit: {mention('max_gpus')} {_gpus_for(needed, row, per_node) + limits.spare * per_node}"
+            f" ({count(needed)} × {_split(row.shape)}).")
+
+
 def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
     """The most a chip's --max-gpus reaches, less its --spare nodes, and the nearest --max-gpus that fits."""
     name = table.chip.name
@@ -117,11 +205,7 @@ def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
     cap = replica_cap(top.gpus, per_node, stock) or 0
 
     def gpus_needed(row) -> int:
-        replicas = -(-need // row.concurrency)
-        budget = replicas * row.gpus
-        while (replica_cap(row.gpus, per_node, budget) or 0) < replicas:
-            budget += 1
-        return budget
+        return _gpus_for(-(-need // row.concurrency), row, per_node)
 
     cheapest = min(rows, key=lambda r: (gpus_needed(r), r.shape))
     max_gpus, spare = mention("max_gpus"), mention("spare")

@@ -40,7 +40,7 @@ def plan(request: PlanRequest, named=None) -> PlanResult:
                 f"{mention('time_limit')} raises it)")
         explanations = [Explanation(chip="", constraint="time_limit", text=render(text, named))]
     else:
-        explanations = [explain(t, service, limits, named) for t in found.tables]
+        explanations = [explain(t, service, limits, named, found.sized) for t in found.tables]
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
     provenance = []
     if pools:  # the best pool's kernel: its provenance and its per-rank memory, as the text prints them

@@ -176,8 +176,8 @@ class Margin(BaseModel):
     source: str = Field(description="where the figure comes from: the calibration's residuals, or --margin")
 
 
-CONSTRAINTS = ("no_shape", "flags", "chip", "checkpoint", "latency", "weights", "context", "max_gpus", "network",
-               "time_limit")
+CONSTRAINTS = ("no_shape", "flags", "chip", "checkpoint", "latency", "weights", "context", "max_gpus",
+               "service_targets", "network", "time_limit")
 
 
 class Explanation(BaseModel):
@@ -192,6 +192,8 @@ class Explanation(BaseModel):
                                              "leave no configuration; weights: the fixed memory exceeds the budget "
                                              "at every split; context: one request at the context length does not "
                                              "fit the KV pool; max_gpus: the GPUs allowed hold too few requests; "
+                                             "service_targets: no split meets the targets at the rate, even alone "
+                                             "or on the GPUs allowed; "
                                              "network: no link to hand a prompt's KV cache from prefill to decode; "
                                              "time_limit: the solver found no plan in time")
     text: str = Field(description="the reason in words, with its numbers and the nearest fit")
