@@ -16,6 +16,7 @@ from planner.report.plan import plan
 from planner.request import PlanRequest
 from planner.scenario import Scenario, load_scenario
 from planner.search.fleet import prepare
+from pricing.errors import render
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
 
@@ -110,6 +111,41 @@ def test_a_short_inventory_names_the_short_service():
     assert "llama" in {s.service for s in result.short}
     reason = next(s.reason for s in result.short if s.service == "llama")
     assert "h200" in reason and "needs" in reason
+
+
+def test_a_services_own_max_gpus_caps_its_pool_as_plan_max_gpus_does():
+    """Llama-3.1-8B at 1,000 concurrent requests of 1,200 tokens on H100s at tp 1: one instance
+    holds 399 (its KV pool), so the pool needs 3 replicas, 3 GPUs. A service's max_gpus of 2 is
+    short, as `plan --max-gpus 2` is, and the reason names it; at 3 both plan the same pool."""
+    def scenario(cap):
+        return Scenario(review="cap", services=[{"name": "chat", "model": "llama-3.1-8b", "chips": ["h100"],
+                                                 "tp": [1], "concurrency": 1000, "context_length": 1200,
+                                                 "max_gpus": cap}])
+
+    for cap, feasible in ((2, False), (3, True)):
+        sc = scenario(cap)
+        fleet = plan_scenario(sc)
+        alone = plan(PlanRequest(service=sc.service_spec(sc.services[0]), limits=sc.limits(sc.services[0])))
+        assert fleet.feasible is alone.feasible is feasible
+        if feasible:
+            assert fleet.services[0].gpus == alone.best.gpus == 3
+        else:
+            (short,) = fleet.short
+            assert "within its max_gpus 2" in render(short.reason) and "needs 3 h100" in short.brief
+
+
+def test_a_service_whose_targets_no_split_meets_says_so():
+    """A p90 TPOT under 2 ms for Llama-3.1-8B at tp 1 on an H100: one decode step reads 16 GB of
+    weights, at least 4.8 ms at the chip's 3.35 TB/s, so even one request alone misses it; the
+    review says that, not that no configuration fits whatever the inventory."""
+    sc = Scenario(review="fast", services=[{"name": "chat", "model": "llama-3.1-8b", "chips": ["h100"], "tp": [1],
+                                            "workload": {"isl": 1000, "osl": 200, "requests_per_second": 8},
+                                            "slo": {"p90_tpot_ms": 2}}])
+    (short,) = plan_scenario(sc).short
+    assert "even one request at a time misses the service targets" in short.reason
+    got = float(short.reason.split("p90 TPOT ")[1].split(" ms")[0])
+    assert got > 16.06e9 / 3.35e12 * 1000
+    assert short.brief == "no chip meets its targets"
 
 
 def test_variants_override_what_they_name():

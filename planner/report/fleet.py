@@ -223,12 +223,23 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
 
 def _alone(p: Prepared) -> tuple[str, str]:
     """What a short service would take on its own, with no inventory limit (the oracle asked
-    again without the stock caps), in full and in a few words."""
+    again without the stock caps; service targets sized again without them), in full and in a few
+    words; with service targets no split meets, why, as `plan` explains it."""
     limits = p.limits.model_copy(update={"max_gpus": None})
     tables = [candidate_table(p.spec, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
                                                                         "gpus_per_node": t.gpus_per_node}))
               for t in p.tables]
-    unlimited = cpsat.options(tables, p.spec, limits)
+    sized = None
+    if p.spec.slo is not None and p.spec.serving != "disagg":
+        from planner.candidates import slo  # the serving simulator, only with service targets
+
+        sized = slo.size_tables(sweep_model(p.spec.model, p.spec.quantization), tables, p.spec, limits, 1)
+    unlimited = cpsat.options(tables, p.spec, limits, sized)
+    if not unlimited and sized is not None:
+        from planner.report.explain import explain
+
+        return ("; ".join(explain(t, p.spec, limits, None, sized).text.rstrip(".") for t in tables),
+                "no chip meets its targets")
     if not unlimited:
         return ("no configuration of this service fits any allowed chip at this context length, whatever the "
                 "inventory", "no chip fits")
@@ -284,9 +295,14 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
             if stock and scenario.spare:
                 stock += (f", less {scenario.spare} spare node{'s' if scenario.spare > 1 else ''} of each chip in use "
                           f"(spare: {scenario.spare})")
+            within = [f"the inventory ({stock})"] if stock else []
+            if p.limits.max_gpus is not None:  # the service's own cap
+                within.append(f"its {mention('max_gpus')} {p.limits.max_gpus}")
             if not p.options:
-                reason = f"no configuration reaches {p.spec.required} requests" + (
-                    f" within the inventory ({stock}); " if stock else "; ")
+                asked = (f"no configuration serves {p.spec.workload.requests_per_second:g} requests/s within its "
+                         f"service targets" if p.spec.slo is not None else
+                         f"no configuration reaches {p.spec.required} requests")
+                reason = asked + (f" within {' and '.join(within)}; " if within else "; ")
             elif timed_out:
                 reason = f"{cpsat.no_plan_in_time(time_limit)} ({mention('time_limit')} raises it); "
             else:

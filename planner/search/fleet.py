@@ -132,7 +132,8 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
 
 def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None = None) -> Prepared:
     """The service's candidate tables (one per chip; `tables` when given, in its chips' order) and its
-    options, each capped by the chip's stock as `plan --max-gpus` would cap it."""
+    options, each capped by the chip's stock and by the service's own max_gpus, as `plan --max-gpus`
+    would cap it."""
     spec = scenario.service_spec(service)
     limits = scenario.limits(service)
     given, tables, node = tables, [], {}
@@ -152,7 +153,9 @@ def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None
     capped = []
     for o in opts:
         stock = _pool_stock(scenario, o.row.chip, node[o.row.chip])
-        cap = replica_cap(o.row.gpus, node[o.row.chip], stock)
+        caps = [c for c in (replica_cap(o.row.gpus, node[o.row.chip], stock),
+                            replica_cap(o.row.gpus, node[o.row.chip], limits.max_gpus)) if c is not None]
+        cap = min(caps, default=None)  # the chip's stock, and the service's own max_gpus (plan --max-gpus)
         if cap is None:
             capped.append(o)
         elif cap >= o.rmin:
