@@ -109,6 +109,23 @@ def test_a_target_nothing_meets_is_an_answer_saying_what_one_request_alone_measu
     assert suggested >= alone
 
 
+def test_a_pool_wider_than_memory_needs_says_which_target_the_narrower_split_misses(capsys):
+    """At 10 requests/s of 1,000/200 tokens Llama-3.1-8B needs one replica for memory (one H100
+    holds 399 requests), yet the plan takes two GPUs (1 × tp 2): the one-GPU pool misses p90 TPOT.
+    binds says so (not the KV cache), with the figure `plan --tp 1 --max-gpus 1` reports."""
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1000", "--osl", "200",
+            "--requests-per-second", "10", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "30", "--json"]
+    assert main(["--tp", "1", "--tp", "2", *args]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    assert (best["gpus"], best["replicas"], best["tensor_parallel_size"]) == (2, 1, 2)
+    said = re.match(r"service targets at 10 requests/s: tp 1 misses them at 1 replica \(10\.00 requests/s "
+                    r"each\): p90 TPOT ([\d.]+) ms against ≤ 30 ms; at 1 × tp 2", best["binds"])
+    assert said and float(said.group(1)) > 30
+    assert main(["--tp", "1", "--max-gpus", "1", *args]) == 1
+    (why,) = json.loads(capsys.readouterr().out)["explanations"]
+    assert f"p90 TPOT {said.group(1)} ms against ≤ 30 ms" in why["text"]
+
+
 def test_too_few_gpus_for_the_rate_name_the_target_and_a_max_gpus_that_fits(capsys):
     """Llama-3.1-8B at 10 requests/s of 1,000/200 tokens on one H100 (tp 1): one instance holds
     399 requests, far above the one the rate asks to hold, so memory is not what binds; the p90

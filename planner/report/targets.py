@@ -43,3 +43,35 @@ def binds_words(service: ServiceSpec, sizing) -> str | None:
                         f"{rate / (r - 1):,.2f} requests/s each: {duration(got)})")
     return (f"service targets at {given(rate)} requests/s: " + "; ".join(said)
             + f"; at {r} replicas ({rate / r:,.2f} requests/s each): {measured_words(service, sizing.served)}")
+
+
+def narrower_words(service: ServiceSpec, sizing, replicas: int, sized: dict | None) -> str | None:
+    """Why a pool sized to service targets takes more GPUs than one replica needs for memory: the
+    narrowest split on its chip that would use fewer GPUs misses the targets there (at the most
+    replicas that fit in fewer GPUs, or even one request at a time), as the search simulated it;
+    None when no narrower split was simulated or one meets them."""
+    from planner.candidates import slo
+
+    row = sizing.candidate.row
+    gpus = row.gpus * replicas
+    rate = service.workload.requests_per_second
+    found = []
+    for (chip, other), s in (sized or {}).items():
+        most = (gpus - 1) // other.gpus
+        if chip != row.chip or other.gpus >= gpus or most < max(1, s.memory):
+            continue
+        missed = slo.misses(service, s.alone or s.at(most))
+        if not missed:
+            return None  # a narrower pool meets them: something else (the inventory) sets this one
+        found.append((other.gpus, other.shape, most, s, missed))
+    if not found:
+        return None
+    _, shape, most, s, missed = min(found, key=lambda f: f[:2])
+    said = ", ".join(f"goodput {percent(got)} against ≥ {percent(bound)}" if metric == "goodput" else
+                     f"p{p} {METRIC_NAMES[metric]} {duration(got)} against ≤ {given(bound)} ms"
+                     for metric, p, bound, got in missed)
+    where = ("even one request at a time" if s.alone is not None else
+             f"at {most} replica{'s' if most > 1 else ''} ({rate / most:,.2f} requests/s each)")
+    return (f"service targets at {given(rate)} requests/s: {shape.split()} misses them {where}: {said}; "
+            f"at {replicas} × {row.shape.split()} ({rate / replicas:,.2f} requests/s each): "
+            f"{measured_words(service, sizing.served)}")
