@@ -7,39 +7,22 @@ the winner's memory breakdown elided (the `plan memory` example beside it prints
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+import readme_examples  # noqa: E402
 import readme_section  # noqa: E402
 
 COMMAND = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
-COLUMNS = "120"
+COLUMNS = 120
 ELIDED = "(the winner's per-rank memory breakdown and KV cache groups, as `plan memory` prints them)"
-
-from planner.cli import main  # noqa: E402
 
 
 def output() -> str:
     """What `plan` prints for the headline at COLUMNS columns (trailing blanks stripped)."""
-    out, err = io.StringIO(), io.StringIO()
-    before = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = COLUMNS
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(COMMAND))
-    finally:
-        if before is None:
-            del os.environ["COLUMNS"]
-        else:
-            os.environ["COLUMNS"] = before
-    if code != 0:
-        raise SystemExit(f"plan {' '.join(COMMAND)} exited {code}: {err.getvalue()}")
-    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+    return readme_examples.output(COMMAND, COLUMNS)
 
 
 def section() -> str:

@@ -4,6 +4,7 @@ the command line run in this process."""
 import contextlib
 import importlib.util
 import io
+import sys
 from pathlib import Path
 
 from pricing.chips import get_chip
@@ -37,5 +38,6 @@ def script(name: str):
     """scripts/<name>.py, imported as a module (its functions and constants, nothing run)."""
     spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as an import would: dataclasses look their module up there
     spec.loader.exec_module(module)
     return module

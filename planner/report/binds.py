@@ -91,5 +91,6 @@ def default_max_num_seqs(model, chip, max_model_len: int) -> int:
 def inventory_binds(full: list[tuple[str, int, int]], extra: float) -> str:
     """The inventory binds when its GPU counts make the fleet dearer than each service's cheapest
     pool on its own: by how much, and which chips it uses to the last GPU (chip, used, available)."""
-    used = "".join(f"{count(used)} of {count(available)} {chip} GPUs in use, " for chip, used, available in full)
+    used = "".join(f"{count(used)} of {count(available)} {chip} GPUs in use, " if available else
+                   f"no {chip} GPUs in the inventory, " for chip, used, available in full)
     return f"inventory: {used}{money(extra)}/hour over each service's cheapest pool on its own"
