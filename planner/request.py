@@ -253,5 +253,6 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
                     + (f", lengths ±{w.range_ratio:g}" if w.range_ratio else "")
                     + f") does not fit the {length:,}-token context",
                     f"lower {mention('isl')}/{mention('osl')} or raise {mention('context_length')} to at least "
-                    f"{w.longest:,}"))
+                    f"{w.longest:,}" if w.longest <= model.max_position else
+                    f"lower {mention('isl')}/{mention('osl')}: {model.name} has {model.max_position:,} positions"))
     return out

@@ -370,6 +370,17 @@ def test_plan_bad_flags(flags, field):
     one_line_error(PLAN + flags, field)
 
 
+def test_a_workload_beyond_the_models_positions_is_not_told_to_raise_the_context():
+    """Llama-3.1-70B has 131,072 positions: a 200,000-token prompt cannot fit any --context-length,
+    so the fix names the positions, not a context length vLLM would refuse; within them, it names
+    the --context-length that fits."""
+    llama = ["--model", "llama-3.1-70b", "--chip", "h100", "--requests-per-second", "1", "--p99-ttft-ms", "100"]
+    err = one_line_error([*llama, "--isl", "200000", "--osl", "10"], "--isl")
+    assert "has 131,072 positions" in err and "--context-length" not in err
+    one_line_error([*llama, "--isl", "20000", "--osl", "10", "--context-length", "8192"],
+                   "raise --context-length to at least 20,010")
+
+
 @pytest.mark.parametrize("argv", [["--chip", "h100", "--concurrency", "4"],
                                   ["--model", "", "--chip", "h100", "--concurrency", "4"]])
 def test_no_model_is_exit_2_not_help(argv):
