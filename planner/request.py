@@ -246,6 +246,11 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
     elif method is not None and not service.num_speculative_tokens:
         out.append(("num_speculative_tokens", "must be at least 1 when a speculative method is set",
                     "for example 1 for MTP, 5 for DSpark"))
+    if service.slo is not None and service.serving != "agg":
+        out.append(("serving", f"percentile service targets are simulated for aggregated pools only, and "
+                    f"{service.serving} would size a disaggregated fleet without them",
+                    f"use {mention('serving')} agg, or size the fleet by {mention('ttft_ms')} and "
+                    f"{mention('tpot_ms')} without the percentile targets"))
     w = service.workload
     length = service.context_length or model.max_position
     if w is not None and w.longest > length:

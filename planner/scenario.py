@@ -36,10 +36,11 @@ from planner.request import (
     SloSpec,
     WorkloadSpec,
     rates_in_range,
+    service_problems,
     validation_message,
 )
 from pricing import yaml_fast
-from pricing.errors import InputError, suggest
+from pricing.errors import InputError, render, suggest
 
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
                   "num_speculative_tokens", "speculative_method", "speculative_acceptance", "tp", "pp", "dp", "dcp",
@@ -548,7 +549,7 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
 
     read = cache(read_model)  # this check's own: every variant names the base's models again
     lines = (check_references(scenario, where, variants=False, name=name, read=read)
-             + check_limits(scenario, where, positions, read=read))
+             + check_limits(scenario, where, positions, read=read, name=name))
     base = {line.split(": ", 1)[1] for line in lines}
     for variant in scenario.variants:
         try:
@@ -558,16 +559,18 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
             continue
         prefix = f"{where}: variants.{variant}"
         found = (check_references(varied, prefix, variants=False, name=name, read=read)
-                 + check_limits(varied, prefix, positions=False, read=read))
+                 + check_limits(varied, prefix, positions=False, read=read, name=name))
         lines += [line for line in found if line.split(": variants.", 1)[-1].split(": ", 1)[-1] not in base]
     return list(dict.fromkeys(lines))
 
 
-def check_limits(scenario: Scenario, where: str, positions: bool = True, read=None) -> list[str]:
+def check_limits(scenario: Scenario, where: str, positions: bool = True, read=None, name=file_key) -> list[str]:
     """What vLLM would reject for the model of each service: a context beyond its positions (with
     `positions`), a tensor-parallel size that does not divide its heads, a drafter it does not
-    ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks).
-    `read`: the graph reader (pricing.graph.read_model unless given)."""
+    ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks);
+    and what the planner cannot honour as asked (planner/request.py service_problems: percentile
+    targets on a disaggregated fleet, a workload beyond the context). `read`: the graph reader
+    (pricing.graph.read_model unless given); `name`: a mentioned field -> how the reader calls it."""
     from pricing.graph import read_model
 
     read_model = read or read_model
@@ -620,6 +623,8 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True, read=No
                          f"{shipped})")
         elif spec.num_speculative_tokens and not model.speculative_methods:
             lines.append(f"{at}.num_speculative_tokens: {model.name} ships no drafter (MTP or DSpark); set it to 0")
+        lines += [f"{at}.{field}: {render(problem, name)} ({render(fix, name)})"
+                  for field, problem, fix in service_problems(spec, model) if field in ("serving", "workload")]
     return lines
 
 

@@ -370,6 +370,15 @@ def test_plan_bad_flags(flags, field):
     one_line_error(PLAN + flags, field)
 
 
+@pytest.mark.parametrize("serving", ["disagg", "auto"])
+def test_percentile_targets_on_a_disaggregated_fleet_are_refused_not_dropped(serving):
+    """A disaggregated fleet is sized by mean TTFT and TPOT; percentile targets would be left out
+    of it, so they are refused, naming --serving and the way out."""
+    one_line_error(["--model", "llama-3.1-70b", "--chip", "h100", "--isl", "2000", "--osl", "500",
+                    "--requests-per-second", "20", "--p99-ttft-ms", "2000", "--ttft-ms", "2000", "--tpot-ms", "50",
+                    "--serving", serving], "--serving: percentile service targets", "use --serving agg")
+
+
 def test_a_workload_beyond_the_models_positions_is_not_told_to_raise_the_context():
     """Llama-3.1-70B has 131,072 positions: a 200,000-token prompt cannot fit any --context-length,
     so the fix names the positions, not a context length vLLM would refuse; within them, it names

@@ -175,6 +175,13 @@ BAD = [
       "variants": {"what-if": {"colour": "red"}}}, "variants.what-if.colour", "not a field"),
     ({"services": [{"name": "a", "model": "llama-3.1-8b", "concurrency": 4, "chips": ["h200"]}],
       "variants": {"what-if": {"services.b.concurrency": 3}}}, "variants.what-if", "no service named"),
+    ({"services": [{"name": "a", "model": "llama-3.1-8b", "chips": ["h100"], "serving": "auto", "ttft_ms": 1000,
+                    "tpot_ms": 50, "workload": {"isl": 1000, "osl": 200, "requests_per_second": 8},
+                    "slo": {"p99_ttft_ms": 1000}}]},
+     "services.a.serving", "percentile service targets are simulated for aggregated pools only"),
+    ({"services": [{"name": "a", "model": "llama-3.1-8b", "chips": ["h100"], "context_length": 4096,
+                    "workload": {"isl": 8000, "osl": 200, "requests_per_second": 8}, "slo": {"p99_ttft_ms": 1000}}]},
+     "services.a.workload", "raise context_length to at least 8,200"),
 ]
 
 

@@ -314,7 +314,7 @@ def request_from(options: dict) -> PlanRequest:
 
 
 FLAGS = {"kv_cache_dtypes": "--kv-cache-dtype", "speculative_method": "--speculative-method",
-         "num_speculative_tokens": "--num-speculative-tokens", "workload": "--isl"}
+         "num_speculative_tokens": "--num-speculative-tokens", "workload": "--isl", "serving": "--serving"}
 
 
 def check_service(service: ServiceSpec) -> None:
