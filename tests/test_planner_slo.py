@@ -118,8 +118,9 @@ def test_a_pool_wider_than_memory_needs_says_which_target_the_narrower_split_mis
     assert main(["--tp", "1", "--tp", "2", *args]) == 0
     best = json.loads(capsys.readouterr().out)["best"]
     assert (best["gpus"], best["replicas"], best["tensor_parallel_size"]) == (2, 1, 2)
-    said = re.match(r"service targets at 10 requests/s: tp 1 misses them at 1 replica \(10\.00 requests/s "
-                    r"each\): p90 TPOT ([\d.]+) ms against ≤ 30 ms; at 1 × tp 2", best["binds"])
+    said = re.match(r"service targets at 10 requests/s: on fewer GPUs, tp 1 \(the narrowest split simulated\) "
+                    r"misses them at 1 replica \(10\.00 requests/s each\): p90 TPOT ([\d.]+) ms against ≤ 30 ms; "
+                    r"at 1 × tp 2", best["binds"])
     assert said and float(said.group(1)) > 30
     assert main(["--tp", "1", "--max-gpus", "1", *args]) == 1
     (why,) = json.loads(capsys.readouterr().out)["explanations"]

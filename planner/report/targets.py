@@ -72,6 +72,7 @@ def narrower_words(service: ServiceSpec, sizing, replicas: int, sized: dict | No
                      for metric, p, bound, got in missed)
     where = ("even one request at a time" if s.alone is not None else
              f"at {most} replica{'s' if most > 1 else ''} ({rate / most:,.2f} requests/s each)")
-    return (f"service targets at {given(rate)} requests/s: {shape.split()} misses them {where}: {said}; "
+    return (f"service targets at {given(rate)} requests/s: on fewer GPUs, {shape.split()} (the narrowest split "
+            f"simulated) misses them {where}: {said}; "
             f"at {replicas} × {row.shape.split()} ({rate / replicas:,.2f} requests/s each): "
             f"{measured_words(service, sizing.served)}")
