@@ -230,6 +230,41 @@ def test_the_two_chip_plan_chart_of_issue_21_has_no_overlapping_label(tmp_path, 
     assert any(t.startswith(f"chosen: {best['replicas']} × {best['chip']} tp ") and cost in t for t in texts)
 
 
+def test_the_chosen_label_hides_no_pool_and_no_stretch_of_the_front(tmp_path, monkeypatch):
+    """Qwen3-30B-A3B at 15 requests/s on H100s and H200s: its cheapest pools crowd the chosen one,
+    and the label was put over three of them and the front's last step. Read from the figure: no
+    scattered pool's centre and no point of the front's step line (sampled every pixel) lies
+    inside the label's box."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+    from matplotlib.text import Annotation
+
+    from planner.cli import main
+
+    found = []
+    real = charts.save
+
+    def inspect(fig, path):
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        (ax,) = [a for a in fig.axes if a.get_lines()]
+        (label,) = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text().startswith("chosen:")]
+        box = label.get_bbox_patch().get_window_extent(renderer)
+        centres = [xy for c in ax.collections if isinstance(c, PathCollection) and c.get_gid().startswith("pools-")
+                   for xy in c.get_offset_transform().transform(c.get_offsets())]
+        (front,) = by_gid(fig, "front-")
+        xy = front.get_transform().transform(front.get_path().vertices)
+        line = [a + (b - a) * k / 100 for a, b in zip(xy, xy[1:], strict=False) for k in range(101)]
+        found.append([tuple(np.round(p)) for p in centres + line if box.contains(*p)])
+        real(fig, path)
+
+    monkeypatch.setattr(charts, "save", inspect)
+    assert main(["--model", "qwen3-30b-a3b", "--chip", "h100", "--chip", "h200", "--isl", "4000", "--osl", "300",
+                 "--requests-per-second", "15", "--p99-ttft-ms", "1500", "--p99-tpot-ms", "30", "--goodput", "0.99",
+                 "--chart", str(tmp_path / "front.png")]) == 0
+    assert found == [[]]
+
+
 def test_the_two_chip_compare_chart_of_issue_21_has_no_overlapping_label(tmp_path, monkeypatch):
     """`plan compare` of issue 21's workload on h100 and h200 at two rates: on main the chosen
     pools' labels of three fronts lay over each other ('chosen: 4 × h100 tp 8' over 'chosen: 15 ×

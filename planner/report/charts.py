@@ -34,6 +34,7 @@ INFEASIBLE_MARK_HEIGHT = 0.04  # an infeasible point's ✕, as a fraction of the
 LABEL_GAP_PX = 2  # the least room between two texts
 SHORTFALL_LINE = 28  # characters of a line of why a variant is infeasible, under its ✕
 MARK_RADIUS_PT = 7  # a labelled point's mark: no label covers it
+DATA_MARK_PT = 3  # the room kept around each data point and along each data line: no label covers it
 AXIS_RAISES = 4  # times an axis' top rises by a fifth to keep its labels inside, at most (then they stand above it)
 WIDEST_INCHES = 14.0  # a figure wider than this puts its panels one above the other (a 16:9 slide at 144 dpi)
 TITLE_CHARACTERS_PER_INCH = 10  # a title wraps at the figure's width (12-point text: about 10 characters an inch)
@@ -151,10 +152,37 @@ def _mark(a, fig):
     return Bbox([[x - r, y - r], [x + r, y + r]])
 
 
+def _data_marks(fig) -> list:
+    """Small boxes over the data a label must not hide: every scattered point, and points every
+    few pixels along each data series' line (a line with a gid: reference lines, such as a
+    target's, have none and may be crossed)."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+    from matplotlib.transforms import Bbox
+
+    r = DATA_MARK_PT * fig.dpi / 72
+    points = []
+    for ax in fig.axes:
+        for coll in ax.collections:
+            if isinstance(coll, PathCollection) and len(coll.get_offsets()):
+                points += list(coll.get_offset_transform().transform(coll.get_offsets()))
+        for line in ax.get_lines():
+            if line.get_gid() is None or len(line.get_xydata()) < 1:
+                continue
+            xy = line.get_transform().transform(line.get_path().vertices)
+            xy = xy[np.isfinite(xy).all(axis=1)]  # a gap in a series (NaN) is no point
+            for (x0, y0), (x1, y1) in zip(xy, xy[1:], strict=False):
+                steps = max(1, int(np.hypot(x1 - x0, y1 - y0) / r))
+                points += [(x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps) for k in range(steps + 1)]
+            points += list(xy[-1:])
+    return [Bbox([[x - r, y - r], [x + r, y + r]]) for x, y in points if np.isfinite(x) and np.isfinite(y)]
+
+
 def place_labels(fig, labels: list) -> None:
     """Move each value label (an annotation in offset points) inside its axes' sides, then up until
-    it overlaps no other text, no legend, no bar and no labelled point's mark; where one is pushed above
-    its axes, raise the axes' top and place them all again (at most AXIS_RAISES times)."""
+    it overlaps no other text, no legend, no bar, no labelled point's mark and no data (`_data_marks`);
+    where one is pushed above its axes, raise the axes' top and place them all again (at most
+    AXIS_RAISES times)."""
     if not labels:
         return
     start = {id(a): a.__dict__.setdefault("home", a.xyann) for a in labels}  # where each was first put
@@ -165,6 +193,7 @@ def place_labels(fig, labels: list) -> None:
         renderer = fig.canvas.get_renderer()
         mine = {id(a) for a in labels}
         placed = ([extent(t, renderer) for t in texts(fig) if id(t) not in mine] + [_mark(a, fig) for a in labels]
+                  + _data_marks(fig)
                   + [ax.get_legend().get_window_extent(renderer) for ax in fig.axes if ax.get_legend() is not None]
                   + [bar.get_window_extent(renderer) for ax in fig.axes for bar in ax.patches
                      if bar.get_width() * bar.get_height() > 0])  # no label over a bar
