@@ -229,6 +229,25 @@ variants:
     assert 'id="bars-h100-' in chart.read_text()
 
 
+def test_a_scenario_service_sized_by_its_rate_has_no_concurrency_asked_nor_headroom(tmp_path, capsys):
+    """A service with targets at a rate and no concurrency: the review's table and markdown say
+    what the pool holds, and '-' for what was asked and for the headroom over it (as `plan` does),
+    not '/ 1' and a headroom of thousands of percent."""
+    review = tmp_path / "review.yaml"
+    review.write_text("""services:
+  - {name: chat, model: llama-3.1-8b, chips: [h100], tp: [1], workload: {isl: 1000, osl: 200, requests_per_second: 8},
+     slo: {p99_ttft_ms: 1000, p90_tpot_ms: 15}}
+""")
+    assert main(["scenario", str(review), "--format", "markdown"]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| chat |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    held, asked = cells[5].split(" / ")
+    assert int(held.replace(",", "")) > 1 and asked == "-" and cells[6] == "-"
+    assert main(["scenario", str(review)]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("chat ")]
+    assert f"{held} / -" in line and "%" not in line
+
+
 def test_a_scenario_slo_without_a_rate_is_an_error_naming_the_path(tmp_path, capsys):
     review = tmp_path / "review.yaml"
     review.write_text("services:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], slo: {p99_ttft_ms: 100}}\n")

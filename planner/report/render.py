@@ -81,7 +81,7 @@ def target_phrase(result: PlanResult) -> str:
 def plan_rows(result: PlanResult) -> list[list[str]]:
     """The best pool and its alternatives, one row each in PLAN_COLUMNS' order."""
     rows = []
-    implicit = bool(result.target.service_targets) and result.target.asked == 1  # no concurrency asked
+    implicit = result.target.implicit_concurrency
     for i, p in enumerate([result.best, *result.alternatives]):
         kv = "" if p.kv_cache_dtype == "auto" else f", kv {p.kv_cache_dtype}"
         rows.append(["best" if i == 0 else str(i), p.chip, count(p.gpus), _nodes(p), split(p, names=False) + kv,
@@ -344,8 +344,10 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         console.print(search_line(r, named), soft_wrap=True)
         return
     rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
-             count(p.max_num_batched_tokens), count(p.max_num_seqs), f"{count(p.held)} / {count(p.asked)}",
-             percent(p.headroom, 0), amount(p.cost_per_hour, p.price_estimate),
+             count(p.max_num_batched_tokens), count(p.max_num_seqs),
+             f"{count(p.held)} / {'-' if p.target.implicit_concurrency else count(p.asked)}",
+             "-" if p.target.implicit_concurrency else percent(p.headroom, 0),
+             amount(p.cost_per_hour, p.price_estimate),
              amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
     print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)
     for note in price_footnotes(r.services, named):

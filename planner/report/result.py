@@ -42,6 +42,13 @@ class Target(BaseModel):
                    requests_per_second=w.requests_per_second if w else None, service_targets=service_targets or [])
 
 
+    @property
+    def implicit_concurrency(self) -> bool:
+        """Only service targets at a rate were asked: the concurrency (1) is no target, so neither
+        is a headroom over it."""
+        return bool(self.service_targets) and self.asked == 1
+
+
 class CommandLine(BaseModel):
     """One command to run on one node, complete (environment, host, port)."""
 

@@ -186,7 +186,8 @@ def markdown(c: Comparison, named=None) -> str:
                      f"{p.data_parallel_size}, {'on' if p.enable_expert_parallel else 'off'}, "
                      f"{p.decode_context_parallel_size})")
             lines.append(f"| {p.service} | {p.model} | {p.chip} | {fmt.count(p.gpus)} | {split} | "
-                         f"{fmt.count(p.held)} / {fmt.count(p.asked)} | {fmt.percent(p.headroom, 0)} | "
+                         f"{fmt.count(p.held)} / {'-' if p.target.implicit_concurrency else fmt.count(p.asked)} | "
+                         f"{'-' if p.target.implicit_concurrency else fmt.percent(p.headroom, 0)} | "
                          f"{md_amount(p.cost_per_hour, p.price_estimate)} |")
         lines.append("")
         mark = MD_MARK if estimated(r) else ""
