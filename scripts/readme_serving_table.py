@@ -158,6 +158,19 @@ def section() -> str:
               "",
               "Each step is priced at vLLM's own factors (`step_model.yaml` `engines.vllm`, fitted on six throughput "
               "points at a fixed concurrency; none of these runs is among them).",
+              "",
+              "Other public vLLM serving runs looked at and left out, for want of a stated release, server command or "
+              "output length: InferenceX's dashboard fixture (SemiAnalysisAI/InferenceX-app, "
+              "`cypress/fixtures/api/benchmarks.json` at 3a600f1, every record read: DeepSeek-R1 on SGLang, "
+              "TensorRT-LLM, Dynamo and ATOM only, no vLLM run); InferenceX's own repository, every branch and pull "
+              "request ref (its `token_position_decode_slo` results run a nightly image with no server command, and "
+              "`together_runner`'s gpt-oss B200 files report a 197 ms median end-to-end latency for 1,024 output "
+              "tokens at 6.2 ms per token, so their outputs were not the length stated); vLLM's recipes, every "
+              "version (their result blocks name no release, but for one: Nemotron-3-Nano-30B-A3B FP8 on one H200 "
+              "with v0.12.0, 1,024 concurrent requests of 1,024/1,024 tokens, where the simulated p50 TPOT is about "
+              "twice the measured 61 ms: the step model's per-request overhead, fitted at concurrencies up to 256, "
+              "extrapolated to 1,024); GPUStack's newer documents (Qwen3.5), measured with guidellm, not "
+              "`vllm bench serve`.",
               ""]
     return "\n".join(lines)
 
