@@ -127,6 +127,20 @@ def test_a_pool_wider_than_memory_needs_says_which_target_the_narrower_split_mis
     assert f"p90 TPOT {said.group(1)} ms against ≤ 30 ms" in why["text"]
 
 
+def test_a_one_gpu_pool_at_a_rate_says_it_meets_the_targets_not_what_concurrency_it_holds(capsys):
+    """At 4 requests/s one H100 serves Llama-3.1-8B within the targets: binds says that with the
+    figures the serving line prints, not 'holds 399 of the 1 asked' (no concurrency was asked)."""
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--isl", "1000", "--osl", "200",
+                 "--requests-per-second", "4", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "15", "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    assert best["gpus"] == 1 and "asked" not in best["binds"]
+    said = re.match(r"service targets at 4 requests/s: met by 1 × tp 1 \(4\.00 requests/s each\), the fewest of "
+                    r"this split: p99 TTFT ([\d,.]+) ms, p90 TPOT ([\d.]+) ms$", best["binds"])
+    assert said, best["binds"]
+    assert float(said.group(1).replace(",", "")) == pytest.approx(best["serving"]["ttft_ms"]["p99"], abs=0.06)
+    assert float(said.group(2)) == pytest.approx(best["serving"]["tpot_ms"]["p90"], abs=0.06)
+
+
 def test_too_few_gpus_for_the_rate_name_the_target_and_a_max_gpus_that_fits(capsys):
     """Llama-3.1-8B at 10 requests/s of 1,000/200 tokens on one H100 (tp 1): one instance holds
     399 requests, far above the one the rate asks to hold, so memory is not what binds; the p90

@@ -13,7 +13,7 @@ from planner.report.binds import binding, default_max_num_seqs, latency_binding
 from planner.report.explain import explain
 from planner.report.result import Explanation, Margin, PlanResult, PoolPlan, SearchInfo, Target
 from planner.report.serve import own_nodes, served_model
-from planner.report.targets import binds_words, narrower_words, target_words
+from planner.report.targets import binds_words, met_words, narrower_words, target_words
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
 from pricing.errors import mention, named_all, render
@@ -125,6 +125,8 @@ def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str, eve
     sized, prices = every or (None, None)
     said = (binds_words(service, sizing) or narrower_words(service, sizing, replicas, sized)
             if replicas == sizing.replicas else None)
+    if said is None and replicas == sizing.replicas and service.concurrency == 1:  # no concurrency asked to hold
+        said = met_words(service, sizing, replicas)
     return slo.figures(service, sizing, replicas, target_words(service), sized, prices), said or binds
 
 

@@ -76,3 +76,13 @@ def narrower_words(service: ServiceSpec, sizing, replicas: int, sized: dict | No
             f"simulated) misses them {where}: {said}; "
             f"at {replicas} × {row.shape.split()} ({rate / replicas:,.2f} requests/s each): "
             f"{measured_words(service, sizing.served)}")
+
+
+def met_words(service: ServiceSpec, sizing, replicas: int) -> str:
+    """A pool that memory alone would size, sized to service targets with no concurrency asked:
+    the fewest replicas of its split meet the targets at the rate, with their figures."""
+    row = sizing.candidate.row
+    rate = service.workload.requests_per_second
+    return (f"service targets at {given(rate)} requests/s: met by {replicas} × {row.shape.split()} "
+            f"({rate / replicas:,.2f} requests/s each), the fewest of this split: "
+            f"{measured_words(service, sizing.served)}")
