@@ -181,7 +181,7 @@ def _targets_missed(table: ChipTable, service: ServiceSpec, limits: PoolLimits, 
     if limits.spare:
         within += f" less the {limits.spare * per_node} GPUs of the spare nodes ({mention('spare')} {limits.spare})"
     head = (f"{name}: {within}, {count(most)} × {_split(row.shape)} (the most that fit) at {rate / most:,.2f} "
-            f"requests/s each miss the service targets: {missed}.")
+            f"requests/s each {'miss' if most > 1 else 'misses'} the service targets: {missed}.")
     needed = slo.size(s.candidate, s.memory, None).replicas
     if not needed:
         return head + f" No replica count up to {count(defaults.value('limits.max_gpus'))} meets them."
