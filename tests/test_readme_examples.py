@@ -22,3 +22,13 @@ def test_an_excerpt_marks_what_it_leaves_out():
     assert SCRIPT.excerpt(lines, ("a",)) == ["a 1", "...", "a 4", "..."]
     assert SCRIPT.excerpt(lines, ("a", "b")) == ["a 1", "b 2", "...", "a 4", "..."]
     assert SCRIPT.excerpt(["x", "a 1"], ("a",)) == ["a 1"]
+
+
+def test_readme_names_every_constraint_an_explanation_can_bind():
+    """README's `--json` paragraph lists the constraints; an explanation's `constraint` is one of
+    planner/report/result.py CONSTRAINTS, each of which README names."""
+    from planner.report.result import CONSTRAINTS
+
+    text = SCRIPT.readme_section.README.read_text()
+    paragraph = text[text.index("the `constraint` that binds ("):].split(")")[0]
+    assert {c.strip(" `\n") for c in paragraph.split("(", 1)[1].split(",")} == set(CONSTRAINTS)
