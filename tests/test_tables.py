@@ -225,6 +225,22 @@ def test_plan_csv_and_brief(million):
     assert any("vllm serve " in line for line in lines) and "KV cache groups" not in text
 
 
+def test_plan_csv_when_nothing_fits_is_still_csv_with_the_reasons_on_stderr():
+    """4,000 requests of 8,192 tokens on one H100 (--max-gpus 1) do not fit: stdout is the CSV
+    header and no pool row, a spreadsheet still reads it; why is on stderr; the exit status 1."""
+    import csv
+    import io
+
+    from tests.helpers import cli
+
+    code, out, err = cli(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4000",
+                          "--context-length", "8192", "--max-gpus", "1", "--format", "csv"])
+    assert code == 1
+    (header,) = list(csv.reader(io.StringIO(out)))
+    assert header[:3] == ["", "chip", "GPUs"]
+    assert "no pool fits" in err and "Nearest fit: --max-gpus" in err
+
+
 # -- one number style ------------------------------------------------------------------------------
 def test_the_number_style():
     assert size(82_258_362_368) == "76.61 GiB" and size(671_088_640) == "640.0 MiB"

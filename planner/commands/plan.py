@@ -317,6 +317,12 @@ FLAGS = {"kv_cache_dtypes": "--kv-cache-dtype", "speculative_method": "--specula
          "num_speculative_tokens": "--num-speculative-tokens", "workload": "--isl", "serving": "--serving"}
 
 
+def _reasons_on_stderr(result) -> None:
+    """Each chip's reason and each note on stderr, a line each (stdout holds JSON or CSV)."""
+    for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:
+        click.echo(line, err=True)
+
+
 def check_service(service: ServiceSpec) -> None:
     """The first of what is wrong with the service whatever the shape, as bad input (exit 2)
     before the search (planner/request.py service_problems)."""
@@ -458,8 +464,10 @@ def run(ctx: click.Context, **options) -> None:
         click.echo(infeasible_line(result), err=True)
     if options["as_json"]:
         click.echo(result.model_dump_json(indent=2))
-        for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:
-            click.echo(line, err=True)
+        _reasons_on_stderr(result)
+    elif not result.feasible and options.get("fmt") == "csv":  # stdout stays CSV: the header, no pool row
+        click.echo(csv_text(PLAN_COLUMNS, []), nl=False)
+        _reasons_on_stderr(result)
     elif not result.feasible:
         render_infeasible(result, console_for_output())
     elif options.get("fmt") == "csv":
