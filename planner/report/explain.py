@@ -14,9 +14,10 @@ from planner.candidates.shapes import (
     pool_gpus,
     replica_cap,
 )
-from planner.numbers import count, duration, given, percent, size
+from planner.numbers import count, given, size
 from planner.report.result import Explanation
-from planner.request import METRIC_NAMES, PoolLimits, ServiceSpec
+from planner.report.targets import missed_phrases
+from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError, mention, quoted, render
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Kernel, Startup
@@ -120,17 +121,11 @@ def _gpus_for(replicas: int, row, per_node: int) -> int:
 
 
 def _missed_words(missed: list[tuple[str, int, float, float]]) -> tuple[str, str]:
-    """The targets a benchmark missed ('p99 TPOT 4.9 ms against ≤ 2 ms') and the bounds it would
-    have met ('--p99-tpot-ms 5'), from slo.misses."""
-    said, fixes = [], []
-    for metric, p, bound, got in missed:
-        if metric == "goodput":
-            said.append(f"goodput {percent(got)} against ≥ {percent(bound)}")
-            fixes.append(f"{mention('goodput')} {math.floor(got * 1000) / 1000:g}")
-        else:
-            said.append(f"p{p} {METRIC_NAMES[metric]} {duration(got)} against ≤ {given(bound)} ms")
-            fixes.append(f"{mention(f'p{p}_{metric}_ms')} {math.ceil(got):g}")
-    return "; ".join(said), " ".join(fixes)
+    """The targets a benchmark missed (targets.missed_phrases) and the bounds it would have met
+    ('--p99-tpot-ms 5'), from slo.misses."""
+    fixes = [f"{mention('goodput')} {math.floor(got * 1000) / 1000:g}" if metric == "goodput" else
+             f"{mention(f'p{p}_{metric}_ms')} {math.ceil(got):g}" for metric, p, bound, got in missed]
+    return "; ".join(missed_phrases(missed)), " ".join(fixes)
 
 
 def _shortfall(missed: list[tuple[str, int, float, float]]) -> float:

@@ -230,7 +230,7 @@ def _alone(p: Prepared) -> tuple[str, str]:
                                                                         "gpus_per_node": t.gpus_per_node}))
               for t in p.tables]
     sized = None
-    if p.spec.slo is not None and p.spec.serving != "disagg":
+    if p.spec.slo is not None:  # aggregated pools only (planner/request.py service_problems refuses the others)
         from planner.candidates import slo  # the serving simulator, only with service targets
 
         sized = slo.size_tables(sweep_model(p.spec.model, p.spec.quantization), tables, p.spec, limits, 1)

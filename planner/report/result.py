@@ -41,7 +41,6 @@ class Target(BaseModel):
                    ttft_ms=service.ttft_ms, isl=w.isl if w else None, osl=w.osl if w else None,
                    requests_per_second=w.requests_per_second if w else None, service_targets=service_targets or [])
 
-
     @property
     def implicit_concurrency(self) -> bool:
         """Only service targets at a rate were asked: the concurrency (1) is no target, so neither

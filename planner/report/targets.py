@@ -45,6 +45,14 @@ def binds_words(service: ServiceSpec, sizing) -> str | None:
             + f"; at {r} replicas ({rate / r:,.2f} requests/s each): {measured_words(service, sizing.served)}")
 
 
+def missed_phrases(missed: list[tuple[str, int, float, float]]) -> list[str]:
+    """Each target a benchmark missed, as slo.misses gives it, in words: 'p99 TPOT 4.9 ms against
+    ≤ 2 ms', 'goodput 97.4% against ≥ 99.0%'."""
+    return [f"goodput {percent(got)} against ≥ {percent(bound)}" if metric == "goodput" else
+            f"p{p} {METRIC_NAMES[metric]} {duration(got)} against ≤ {given(bound)} ms"
+            for metric, p, bound, got in missed]
+
+
 def narrower_words(service: ServiceSpec, sizing, replicas: int, sized: dict | None) -> str | None:
     """Why a pool sized to service targets takes more GPUs than one replica needs for memory: the
     narrowest split on its chip that would use fewer GPUs misses the targets there (at the most
@@ -67,9 +75,7 @@ def narrower_words(service: ServiceSpec, sizing, replicas: int, sized: dict | No
     if not found:
         return None
     _, shape, most, s, missed = min(found, key=lambda f: f[:2])
-    said = ", ".join(f"goodput {percent(got)} against ≥ {percent(bound)}" if metric == "goodput" else
-                     f"p{p} {METRIC_NAMES[metric]} {duration(got)} against ≤ {given(bound)} ms"
-                     for metric, p, bound, got in missed)
+    said = ", ".join(missed_phrases(missed))
     where = ("even one request at a time" if s.alone is not None else
              f"at {most} replica{'s' if most > 1 else ''} ({rate / most:,.2f} requests/s each)")
     return (f"service targets at {given(rate)} requests/s: on fewer GPUs, {shape.split()} (the narrowest split "
