@@ -2,7 +2,7 @@
 every run fully stated with its source, and README's table recomputed from the file."""
 
 
-from pricing.serving.validation import FIGURES, runs
+from pricing.serving.validation import FIGURES, SPOT_CHECK, runs
 from tests.helpers import script
 
 
@@ -111,3 +111,46 @@ def test_the_decode_step_is_where_qwen3_32b_on_an_h100_misses():
     assert run.simulate().itl.percentile(50) * 1000 < 0.7 * 43.38
     fraction, served = run.implied_tensor_compute()
     assert fraction is not None and served.itl.percentile(99) * 1000 > 1.3 * 1395.23
+
+
+def test_spot_check_runs_are_fully_stated_with_their_source():
+    """simon-mo/vLLM-Benchmark's 20 random-dataset runs of vLLM 0.8.4: DeepSeek-R1 at tp 8 on an H200
+    node, 50 prompts at 10 requests/s with --ignore-eos; expert parallelism on every run of the
+    2025-04-16 Justfile and, on 2025-04-18, on the files named `-ep`. Fixed lengths: every run's totals
+    are its prompts times its lengths, exactly."""
+    found = runs(SPOT_CHECK)
+    assert len(found) == 20 and len({r.id for r in found}) == 20
+    for r in found:
+        assert r.url.startswith("https://github.com/simon-mo/vLLM-Benchmark/blob/") and r.release == "v0.8.4"
+        assert (r.model, r.chip, r.deployment["tensor_parallel_size"]) == ("dsr1", "h200", 8)
+        b, m = r.benchmark, r.measured
+        assert (b["dataset"], b["num_prompts"], b["request_rate"], b["ignore_eos"]) == ("random", 50, 10.0, True)
+        assert m["requests"] == 50 and m["input_tokens"] == 50 * b["input_len"]
+        assert m["output_tokens"] == 50 * b["output_len"]
+        ep = bool(r.deployment.get("enable_expert_parallel"))
+        assert ep == ("2025-04-16" in r.url or r.url.endswith("-ep.json")), r.url
+        assert all(m[k] > 0 for k in FIGURES)
+    assert {r.machine for r in found} == {"Berkeley DGX H200 (Xeon 8480C)", "Nebius H200 (Xeon 8468)"}
+
+
+def test_readme_shows_the_spot_check():
+    assert script("readme_serving_spot_check").section() == script("readme_section").shown("readme_serving_spot_check")
+
+
+def test_the_same_command_on_two_machines_by_hand():
+    """1,000/2,000 tokens without expert parallelism: 87.31 s on Berkeley's DGX H200 and 66.66 s on
+    Nebius's (vllm-1000-2000-.json of each), 87.31 / 66.66 - 1 = 31 %; with it on the DGX two days
+    apart, 91.55 s and 92.00 s, 0.5 %. Each command is measured on both machines (8 commands), the
+    expert-parallel ones twice on the DGX (4)."""
+    spot = script("readme_serving_spot_check")
+    table = spot.rows()
+    again = spot.repeats(table)
+    assert sum(how == "two machines" for _, how, _ in again) == 8
+    assert sum(how == "one machine" for _, how, _ in again) == 4
+    by = {(key, how): measured for key, how, measured in again}
+    across = by[((1000, 2000, False), "two machines")]
+    assert sorted(r.measured["duration_s"] for r in across) == [66.66, 87.31]
+    assert abs(spot.spread(across)["duration_s"] - (87.31 / 66.66 - 1)) < 1e-12
+    same = by[((1000, 2000, True), "one machine")]
+    assert sorted(r.measured["duration_s"] for r in same) == [91.55, 92.0]
+    assert abs(spot.spread(same)["duration_s"] - (92.0 / 91.55 - 1)) < 1e-12

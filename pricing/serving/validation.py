@@ -1,4 +1,5 @@
-"""The serving simulator against public `vllm bench serve` runs (validation/vllm_serving_runs.yaml):
+"""The serving simulator against public `vllm bench serve` runs (validation/vllm_serving_runs.yaml, GPUStack's
+performance lab; validation/vllm_spot_check_runs.yaml, vLLM's own spot check with `benchmark_serving.py`):
 each run's deployment through the kernel, its benchmark through the simulator, the p50 and p99
 TTFT and TPOT side by side. The runs were made with earlier vLLM releases (their file says which);
 the instance is vLLM 0.33's with the run's flags and 0.33's defaults for the rest. A run whose
@@ -24,6 +25,7 @@ from pricing.step.step import ENGINE, Step
 from pricing.yaml_fast import load as load_yaml
 
 RUNS = Path(__file__).resolve().parents[2] / "validation" / "vllm_serving_runs.yaml"
+SPOT_CHECK = RUNS.with_name("vllm_spot_check_runs.yaml")  # vLLM's own performance spot check (simon-mo/vLLM-Benchmark)
 FIGURES = ("p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")
 IMPLIED_RANGE = (0.05, 1.0)  # the fractions of peak tensor FLOP/s `Run.implied_tensor_compute` searches
 DEPLOYMENT_FLAGS = ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size", "enable_expert_parallel",
@@ -43,6 +45,7 @@ class Run:
     deployment: dict
     benchmark: dict
     measured: dict
+    machine: str | None = None  # the host, where the source names it (the same command measured on two)
 
     def traffic(self) -> Traffic:
         """The benchmark's requests as `vllm bench serve` sends them: at request rate inf every
