@@ -18,7 +18,7 @@ from planner.limits import (  # noqa: F401  (the scenario file and the commands 
     MIN_CONTEXT,
     PERCENTILES,
 )
-from pricing.errors import mention
+from pricing.errors import mention, suggest
 
 
 def rates_in_range(v):
@@ -88,6 +88,12 @@ class SloSpec(BaseModel):
         if self.goodput is not None and not any(m != "itl" for m, _, _ in self.targets):
             raise ValueError("goodput counts requests meeting TTFT, TPOT or E2E bounds: give one of them")
         return self
+
+
+def implicit_concurrency(service_targets: bool, concurrency: int) -> bool:
+    """With service targets at a rate and the concurrency left at 1, the concurrency is no target:
+    the pool is sized by the rate and the targets, and a headroom over 1 means nothing."""
+    return service_targets and concurrency == 1
 
 
 class ServiceSpec(BaseModel):
@@ -176,6 +182,11 @@ class ServiceSpec(BaseModel):
         return tuple(sorted(set(v))) if v else None
 
     @property
+    def implicit_concurrency(self) -> bool:
+        """Only service targets at a rate were asked: the concurrency (1) is no target to hold."""
+        return implicit_concurrency(self.slo is not None, self.concurrency)
+
+    @property
     def required(self) -> int:
         """Requests the pool must hold: ceil(concurrency × (1 + headroom / 100)), in integers."""
         scaled = round(self.headroom * 10_000)  # headroom percent to 1e-4 percent, exact for typed values
@@ -236,7 +247,7 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
     for kv in service.kv_cache_dtypes:
         if kv.lower() not in known:
             out.append(("kv_cache_dtypes", f"unknown dtype {kv!r} for vLLM {service.vllm_version}",
-                        f"use one of {', '.join(known)}"))
+                        suggest(kv, known) or f"use one of {', '.join(known)}"))
     method = service.speculative_method
     if method is not None and method.lower() not in model.speculative_methods:
         out.append(("speculative_method", f"{method!r} is not available for {model.name}",

@@ -42,6 +42,7 @@ from planner.request import (
 from pricing import yaml_fast
 from pricing.errors import InputError, render, suggest
 
+SPEC_KEYS = {"kv_cache_dtypes": "kv_cache_dtype"}  # a ServiceSpec field -> the file's key, where they differ
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
                   "num_speculative_tokens", "speculative_method", "speculative_acceptance", "tp", "pp", "dp", "dcp",
                   "gpu_memory_utilization",
@@ -528,9 +529,11 @@ def _raw_references(raw: dict, where: str) -> list[str]:
 
 def file_key(field: str) -> str | None:
     """A scenario file's key for a field a sentence mentions: within a service (None: the field
-    itself), or a chip's price in the inventory."""
+    itself; a service target or the workload under its block), or a chip's price in the inventory."""
     if field == "price":
         return "inventory.<chip>.price"
+    if field in SloSpec.model_fields:
+        return f"slo.{field}"
     return f"workload.{field}" if field in WorkloadSpec.model_fields else None
 
 
@@ -566,10 +569,10 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
 
 def check_limits(scenario: Scenario, where: str, positions: bool = True, read=None, name=file_key) -> list[str]:
     """What vLLM would reject for the model of each service: a context beyond its positions (with
-    `positions`), a tensor-parallel size that does not divide its heads, a drafter it does not
-    ship, a KV cache dtype vLLM does not know (pricing/kernel/deployment.py resolve_engine's checks);
-    and what the planner cannot honour as asked (planner/request.py service_problems: percentile
-    targets on a disaggregated fleet, a workload beyond the context). `read`: the graph reader
+    `positions`), a tensor-parallel size that does not divide its heads; and planner/request.py
+    service_problems, as `plan` checks them: a drafter the model does not ship, a KV cache dtype
+    the release does not know (pricing/kernel/deployment.py resolve_engine's checks), percentile
+    targets on a disaggregated fleet, a workload beyond the context. `read`: the graph reader
     (pricing.graph.read_model unless given); `name`: a mentioned field -> how the reader calls it."""
     from pricing.graph import read_model
 
@@ -581,7 +584,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True, read=No
     for i, service in enumerate(scenario.services):
         s = scenario.merged(service)
         try:
-            KV_CACHE_DTYPES = release_of(s.vllm_version).kv_cache_dtypes  # noqa: N806
+            release_of(s.vllm_version)  # a release no rules pack serves
         except InputError as err:
             lines.append(f"{where}: services[{i}].vllm_version: {err.problem}")
             continue
@@ -605,26 +608,14 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True, read=No
                 lines.append(f"{at}.{key}: every value must be at least 1")
         if any(not 0 < u <= 1 for u in s.gpu_memory_utilization or []):
             lines.append(f"{at}.gpu_memory_utilization: every value must be in (0, 1]")
-        for kv in s.kv_cache_dtype or []:
-            if kv.lower() not in KV_CACHE_DTYPES:
-                lines.append(f"{at}.kv_cache_dtype: unknown dtype {kv!r}" + (
-                    f"; {near}" if (near := suggest(kv, KV_CACHE_DTYPES)) else f" (use one of "
-                                                                                f"{', '.join(KV_CACHE_DTYPES)})"))
         try:
             spec = scenario.service_spec(service)
         except ValidationError as err:  # what the file's own fields do not say: a headroom beyond the range
             lines += [f"{at}.{_path(e['loc'])}: {validation_message(e)}" for e in err.errors()
                       if e["loc"] == ("headroom",)]
             continue
-        method = spec.speculative_method
-        if method is not None and method.lower() not in model.speculative_methods:
-            shipped = ", ".join(model.speculative_methods) or "none"
-            lines.append(f"{at}.speculative_method: {method!r} is not available for {model.name} (supported: "
-                         f"{shipped})")
-        elif spec.num_speculative_tokens and not model.speculative_methods:
-            lines.append(f"{at}.num_speculative_tokens: {model.name} ships no drafter (MTP or DSpark); set it to 0")
-        lines += [f"{at}.{field}: {render(problem, name)} ({render(fix, name)})"
-                  for field, problem, fix in service_problems(spec, model) if field in ("serving", "workload")]
+        lines += [f"{at}.{SPEC_KEYS.get(field, field)}: {render(problem, name)} ({render(fix, name)})"
+                  for field, problem, fix in service_problems(spec, model)]
     return lines
 
 

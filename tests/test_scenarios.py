@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from planner.cli import cli, main
 from planner.report.fleet import plan_scenario
 from planner.report.plan import plan
 from planner.request import PlanRequest
-from planner.scenario import Scenario, load_scenario
+from planner.scenario import Scenario, file_key, load_scenario
 from planner.search.fleet import prepare
 from pricing.errors import render
 
@@ -137,7 +138,8 @@ def test_a_services_own_max_gpus_caps_its_pool_as_plan_max_gpus_does():
 def test_a_service_whose_targets_no_split_meets_says_so():
     """A p90 TPOT under 2 ms for Llama-3.1-8B at tp 1 on an H100: one decode step reads 16 GB of
     weights, at least 4.8 ms at the chip's 3.35 TB/s, so even one request alone misses it; the
-    review says that, not that no configuration fits whatever the inventory."""
+    review says that, not that no configuration fits whatever the inventory, and names the bound
+    that would be met as the file's key."""
     sc = Scenario(review="fast", services=[{"name": "chat", "model": "llama-3.1-8b", "chips": ["h100"], "tp": [1],
                                             "workload": {"isl": 1000, "osl": 200, "requests_per_second": 8},
                                             "slo": {"p90_tpot_ms": 2}}])
@@ -146,6 +148,8 @@ def test_a_service_whose_targets_no_split_meets_says_so():
     got = float(short.reason.split("p90 TPOT ")[1].split(" ms")[0])
     assert got > 16.06e9 / 3.35e12 * 1000
     assert short.brief == "no chip meets its targets"
+    # the bound it names is the file's own key, at the figure one request alone gets (rounded up)
+    assert f"slo.p90_tpot_ms {math.ceil(got)} (what one request alone meets" in render(short.reason, file_key)
 
 
 def test_variants_override_what_they_name():

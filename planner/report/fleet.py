@@ -238,7 +238,8 @@ def _alone(p: Prepared) -> tuple[str, str]:
     if not unlimited and sized is not None:
         from planner.report.explain import explain
 
-        return ("; ".join(explain(t, p.spec, limits, None, sized).text.rstrip(".") for t in tables),
+        # the fields it mentions kept as mentions, for the review to name as its file does
+        return ("; ".join(explain(t, p.spec, limits, mention, sized).text.rstrip(".") for t in tables),
                 "no chip meets its targets")
     if not unlimited:
         return ("no configuration of this service fits any allowed chip at this context length, whatever the "

@@ -125,7 +125,7 @@ def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str, eve
     sized, prices = every or (None, None)
     said = (binds_words(service, sizing) or narrower_words(service, sizing, replicas, sized)
             if replicas == sizing.replicas else None)
-    if said is None and replicas == sizing.replicas and service.concurrency == 1:  # no concurrency asked to hold
+    if said is None and replicas == sizing.replicas and service.implicit_concurrency:
         said = met_words(service, sizing, replicas)
     return slo.figures(service, sizing, replicas, target_words(service), sized, prices), said or binds
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from planner import defaults
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
+from planner.request import implicit_concurrency
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
 from planner.search.status import StageStatus
 from pricing.errors import mention, render
@@ -44,8 +45,8 @@ class Target(BaseModel):
     @property
     def implicit_concurrency(self) -> bool:
         """Only service targets at a rate were asked: the concurrency (1) is no target, so neither
-        is a headroom over it."""
-        return bool(self.service_targets) and self.asked == 1
+        is a headroom over it (planner/request.py implicit_concurrency, as its ServiceSpec decides)."""
+        return implicit_concurrency(bool(self.service_targets), self.asked)
 
 
 class CommandLine(BaseModel):
