@@ -43,20 +43,42 @@ def spread(measured: list[Run]) -> dict[str, float]:
     return {k: max(r.measured[k] for r in measured) / min(r.measured[k] for r in measured) - 1 for k in SHOWN}
 
 
+def measurer(run: Run) -> str:
+    """Who measured a run: the GitHub owner of the repository that holds it."""
+    return run.url.split("/")[3]
+
+
+def when(run: Run) -> str:
+    """Who measured a run, on which day (and, for a log committed twice, which commit)."""
+    parts = run.id.split(":")
+    day = next(p for p in parts if p.startswith("20"))
+    commit = parts[-1] if parts[-1] != day else ""
+    return f"{measurer(run)} {day}" + (f" ({commit})" if commit else "")
+
+
+SAME_HOST, SAME_KIND, TWO_KINDS = "one person's runs", "one kind of host", "two kinds of host"
+
+
 def repeats(table) -> list[tuple[tuple, str, list[Run]]]:
-    """The commands measured more than once: (setup, "one machine" or "two machines", their runs)."""
+    """The commands measured more than once: (setup, how, their runs): by one person again on one
+    kind of host (SAME_HOST), on hosts of one kind by two people (SAME_KIND: each one's first), on
+    the two kinds of host (TWO_KINDS: each kind's first)."""
     by_setup: dict[tuple, list[Run]] = {}
     for run, _, _ in table:
         by_setup.setdefault(setup(run), []).append(run)
     out = []
     for key, measured in sorted(by_setup.items()):
-        machines = sorted({r.machine for r in measured})
-        for machine in machines:  # the same machine on two days
-            same = [r for r in measured if r.machine == machine]
-            if len(same) > 1:
-                out.append((key, "one machine", same))
-        if len(machines) > 1:  # one run per machine, the first of each
-            out.append((key, "two machines", [next(r for r in measured if r.machine == m) for m in machines]))
+        machines = list(dict.fromkeys(r.machine for r in measured))
+        for machine in machines:
+            here = [r for r in measured if r.machine == machine]
+            people = list(dict.fromkeys(measurer(r) for r in here))
+            for who in people:
+                if len(same := [r for r in here if measurer(r) == who]) > 1:
+                    out.append((key, SAME_HOST, same))
+            if len(people) > 1:
+                out.append((key, SAME_KIND, [next(r for r in here if measurer(r) == who) for who in people]))
+        if len(machines) > 1:
+            out.append((key, TWO_KINDS, [next(r for r in measured if r.machine == m) for m in machines]))
     return out
 
 
@@ -65,8 +87,8 @@ def _label(key: tuple) -> str:
     return f"{isl:,}/{osl:,}{' ep' if ep else ''}"
 
 
-def _day(run: Run) -> str:
-    return run.id.rsplit(":", 1)[-1]
+def _host(run: Run) -> str:
+    return run.machine.split(" (")[0]
 
 
 def section() -> str:
@@ -74,29 +96,32 @@ def section() -> str:
     within = [r for r, _, e in table if all(abs(e[k]) <= TOLERANCE for k in FIGURES)]
     data = runs(SPOT_CHECK)
     machines = sorted({r.machine for r in data})
+    by = {who: sum(measurer(r) == who for r in data) for who in ("simon-mo", "Michaelvll")}
     lines = ["**Against vLLM's own performance spot check.** `validation/vllm_spot_check_runs.yaml`: "
-             f"{len(table)} fully stated runs from simon-mo/vLLM-Benchmark, a vLLM maintainer's reproducible "
-             "comparison (`scripts/vllm_spot_check_runs.py`: the Justfile's `vllm==0.8.4`, its `vllm serve "
-             "deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8 --no-enable-prefix-caching` with or without "
-             "`--enable-expert-parallel`, its client `benchmark_serving.py --dataset-name random --ignore-eos "
-             "--num-prompts 50 --request-rate 10`, each saved result's own figures), on "
-             + " and ".join(machines) + ". vLLM 0.8.4 is older than the rules packs (0.10 to 0.33), so each run "
+             f"{len(table)} fully stated runs (`scripts/vllm_spot_check_runs.py`). {by['simon-mo']} from "
+             "simon-mo/vLLM-Benchmark, a vLLM maintainer's reproducible comparison: the Justfile's `vllm==0.8.4`, "
+             "its `vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8 --no-enable-prefix-caching` with or "
+             "without `--enable-expert-parallel`, its client `benchmark_serving.py --dataset-name random "
+             "--ignore-eos --num-prompts 50 --request-rate 10`, each saved result's own figures, on "
+             + " and ".join(machines) + f"; {by['Michaelvll']} from Michaelvll/llm-ie-benchmarks, two SkyPilot "
+             "runs of that Justfile on Nebius H200 nodes, each with its whole log committed (nvidia-smi, lscpu, "
+             "`vllm --version` 0.8.4, the client's parsed arguments, its printed result). "
+             "vLLM 0.8.4 is older than the rules packs (0.10 to 0.33), so each run "
              "is simulated as vLLM 0.33 with its defaults would serve it; none of them is in the step model's fit. "
              "Measured / simulated, in ms (duration in s):", "",
-             "| run (input/output tokens, machine, day) | duration | p50 TTFT | p99 TTFT | p50 TPOT | p99 TPOT | "
-             "all four within 10 % |",
+             "| run (input/output tokens, host, measured by, day) | duration | p50 TTFT | p99 TTFT | p50 TPOT | "
+             "p99 TPOT | all four within 10 % |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for run, sim, err in table:
         cells = [f"{run.measured[k]:,.1f} / {sim[k]:,.1f} ({err[k]:+.0%})" if k == "duration_s"
                  else f"{_ms(run.measured[k])} / {_ms(sim[k])} ({err[k]:+.0%})" for k in SHOWN]
-        host = run.machine.split(" (")[0]
-        lines.append(f"| [{_label(setup(run))}, {host}, {_day(run)}]({run.url}) | " + " | ".join(cells)
+        lines.append(f"| [{_label(setup(run))}, {_host(run)}, {when(run)}]({run.url}) | " + " | ".join(cells)
                      + f" | {'yes' if run in within else 'no'} |")
     medians = {k: statistics.median(abs(e[k]) for _, _, e in table) for k in FIGURES}
     again = repeats(table)
-    across = [(key, s) for key, how, rs in again if how == "two machines" for s in [spread(rs)]]
-    same = [(key, s) for key, how, rs in again if how == "one machine" for s in [spread(rs)]]
-    beyond = [key for key, s in across if any(s[k] > TOLERANCE for k in FIGURES)]
+    spreads = {how: [(key, spread(rs)) for key, h, rs in again if h == how]
+               for how in (SAME_HOST, SAME_KIND, TWO_KINDS)}
+    beyond = [key for key, sp in spreads[TWO_KINDS] if any(sp[k] > TOLERANCE for k in FIGURES)]
     short = [(r, s) for r, s, _ in table if r.benchmark["input_len"] <= 1000]
     lines += ["", f"{len(within)} of {len(table)} runs are within 10 % on all four figures; median |error|: "
               + ", ".join(f"{k.replace('_ms', '').replace('_', ' ')} {v:.0%}" for k, v in medians.items()) + ".", "",
@@ -105,20 +130,29 @@ def section() -> str:
               "| command (input/output tokens) | measured on | duration | p50 TTFT | p99 TTFT | p50 TPOT | p99 TPOT |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for key, how, measured in again:
-        s = spread(measured)
-        where = (f"{measured[0].machine.split(' (')[0]}, " + " and ".join(_day(r) for r in measured)
-                 if how == "one machine" else " and ".join(r.machine for r in measured))
-        lines.append(f"| {_label(key)} | {where} | " + " | ".join(f"+{s[k]:.0%}" for k in SHOWN) + " |")
+        sp = spread(measured)
+        where = (f"{_host(measured[0])}: " if how != TWO_KINDS else "") + ", ".join(
+            (when(r) if how != TWO_KINDS else f"{r.machine}, {when(r)}") for r in measured)
+        lines.append(f"| {_label(key)} | {where} | " + " | ".join(f"+{sp[k]:.0%}" for k in SHOWN) + " |")
+
+    def most(how: str, figure: str) -> str:
+        return f"{max(sp[figure] for _, sp in spreads[how]):.0%}"
+
     lines += ["",
-              "- On two machines (the repository's LOG.md: their CPUs, Xeon 8480C and 8468, clock differently), "
-              f"{len(beyond)} of "
-              f"{len(across)} commands differ from themselves by more than 10 % on at least one of the four figures "
-              f"(their p50 TPOT by {min(s['p50_tpot_ms'] for _, s in across):.0%} to "
-              f"{max(s['p50_tpot_ms'] for _, s in across):.0%}); on one machine two days apart, the duration moves by "
-              f"at most {max(s['duration_s'] for _, s in same):.0%} and p50 TPOT by at most "
-              f"{max(s['p50_tpot_ms'] for _, s in same):.0%}. At 10 requests/s the engine steps are short enough "
-              "that the host's time per step (scheduling, the API server's detokenizing and streaming in 0.8.4's one "
-              "front-end process) is a large part of each, and it is not the chip's.",
+              f"- One person's runs repeated ({len(spreads[SAME_HOST])} pairs: simon-mo's expert-parallel commands on "
+              "Berkeley's DGX H200 two days apart, Michaelvll's two SkyPilot runs on Nebius): the duration moves by "
+              f"at most {most(SAME_HOST, 'duration_s')}, p50 TPOT by at most {most(SAME_HOST, 'p50_tpot_ms')}, "
+              "the p50 TTFT of 1,000-token prompts by up to "
+              f"{max(sp['p50_ttft_ms'] for key, sp in spreads[SAME_HOST] if key[0] <= 1000):.0%}.",
+              f"- Hosts of one kind (Nebius H200, Xeon 8468), two people: the duration by up to "
+              f"{most(SAME_KIND, 'duration_s')}, p50 TPOT by up to {most(SAME_KIND, 'p50_tpot_ms')} and p50 TTFT "
+              f"by up to {most(SAME_KIND, 'p50_ttft_ms')}.",
+              "- The two kinds of host (the repository's LOG.md: their CPUs, Xeon 8480C and 8468, clock "
+              f"differently): {len(beyond)} of {len(spreads[TWO_KINDS])} commands differ from themselves by more "
+              "than 10 % on at least one of the four figures. At 10 requests/s the engine steps are short enough "
+              "that the host's time per step (scheduling, and 0.8.4's one API-server process detokenizing and "
+              "streaming) is a large part of each, and it is not the chip's; a 10 % bar is inside what these "
+              "measurements reproduce.",
               f"- 1,000-token prompts ({len(short)} runs): measured p50 TTFT "
               f"{min(r.measured['p50_ttft_ms'] for r, _ in short):,.0f} to "
               f"{max(r.measured['p50_ttft_ms'] for r, _ in short):,.0f} ms, simulated "

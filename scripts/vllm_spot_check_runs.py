@@ -2,7 +2,8 @@
 check", by a vLLM maintainer) into validation/vllm_spot_check_runs.yaml (the serving simulator's
 validation, README "Service targets").
 
-    python scripts/vllm_spot_check_runs.py GIT_DIR   # GIT_DIR: a clone (or bare mirror) of simon-mo/vLLM-Benchmark
+    python scripts/vllm_spot_check_runs.py GIT_DIR [RERUN_DIR]
+    # GIT_DIR: a clone (or bare mirror) of simon-mo/vLLM-Benchmark; RERUN_DIR: of Michaelvll/llm-ie-benchmarks
 
 What the repository states, at the commit that saved each set of results:
 - the release: the Justfile's `uvx --with 'vllm==0.8.4'` (README: "H200, vLLM 0.8.4"; results under
@@ -17,6 +18,12 @@ What the repository states, at the commit that saved each set of results:
 - the machines: Berkeley's DGX H200 (Xeon 8480C) and Nebius's H200 (Xeon 8468) (README, LOG.md 04/18/2025).
 Every figure is the saved result's own (`--save-result` JSON), rounded to 0.01. The ShareGPT runs are left out:
 their per-request lengths are not stated.
+
+Michaelvll/llm-ie-benchmarks ran the same Justfile again (its vllm/setup.sh clones simon-mo/vLLM-Benchmark; `just
+serve vllm deepseek-r1`, whose Justfile then had expert parallelism off) on Nebius H200 nodes through SkyPilot,
+twice, and committed each run's whole log (vllm/logs/vllm-deepseek-r1.log at 391045f and ba52c1f): nvidia-smi, lscpu
+(Xeon 8468), `vllm --version` (0.8.4), each client's command line and parsed arguments, and its printed result.
+Those runs are read from the logs' printed blocks (two decimals as printed).
 """
 
 from __future__ import annotations
@@ -77,15 +84,61 @@ def runs_of(git_dir: Path) -> list[dict]:
     return out
 
 
+RERUNS = {"391045fa882482453fef6af677dbfa5321207982": "2025-04-20",  # each log's commit -> the day its run started
+          "ba52c1f8c4c9d901443d8ce533250a996177184e": "2025-04-20"}
+RERUN_LOG = "vllm/logs/vllm-deepseek-r1.log"
+PRINTED = {"Successful requests": "requests", "Benchmark duration (s)": "duration_s",
+           "Total input tokens": "input_tokens", "Total generated tokens": "output_tokens",
+           "Output token throughput (tok/s)": "output_tokens_per_second", "Median TTFT (ms)": "p50_ttft_ms",
+           "P99 TTFT (ms)": "p99_ttft_ms", "Median TPOT (ms)": "p50_tpot_ms", "P99 TPOT (ms)": "p99_tpot_ms",
+           "Median ITL (ms)": "p50_itl_ms", "P99 ITL (ms)": "p99_itl_ms"}
+CLIENT = re.compile(r"benchmark_serving\.py .*?--random-input-len (?P<isl>\d+) --random-output-len (?P<osl>\d+) .*?"
+                    r"Namespace\((?P<args>.*?)\)\n.*?=+ Serving Benchmark Result =+\n(?P<out>.*?)\n=+\n", re.S)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def reruns_of(git_dir: Path) -> list[dict]:
+    """The SkyPilot reruns' results, from each committed log: its client's parsed arguments checked
+    against the stated command, its host and release checked against the log's own lines."""
+    out = []
+    for commit, day in RERUNS.items():
+        log = ANSI.sub("", _git(git_dir, "show", f"{commit}:{RERUN_LOG}"))
+        log = re.sub(r"^\((?:vllm-benchmark,|setup) pid=\d+\) ?", "", log, flags=re.M)
+        assert "Intel(R) Xeon(R) Platinum 8468" in log and log.count("NVIDIA H200") >= 8, commit
+        for found in CLIENT.finditer(log):
+            args = found["args"]
+            for stated in ("backend='vllm'", "endpoint='/v1/completions'", "dataset_name='random'", "num_prompts=50",
+                           "request_rate=10.0", "burstiness=1.0", "seed=0", "ignore_eos=True",
+                           "random_range_ratio=0.0", "max_concurrency=None", "model='deepseek-ai/DeepSeek-R1'"):
+                assert stated in args, (commit, stated)
+            figures = {}
+            for line in found["out"].splitlines():
+                label, _, value = line.partition(":")
+                if label.strip() in PRINTED:
+                    figures[PRINTED[label.strip()]] = float(value)
+            isl, osl = int(found["isl"]), int(found["osl"])
+            out.append({
+                "id": f"spot-check:dsr1:h200:tp8:{isl}/{osl}:nebius-h200:{day}:{commit[:7]}",
+                "url": f"https://github.com/Michaelvll/llm-ie-benchmarks/blob/{commit}/{RERUN_LOG}",
+                "model": "dsr1", "chip": "h200", "release": RELEASE, "machine": "Nebius H200 (Xeon 8468)",
+                "deployment": {"tensor_parallel_size": 8},
+                "benchmark": {"dataset": "random", "input_len": isl, "output_len": osl, "num_prompts": 50,
+                              "request_rate": 10.0, "max_concurrency": None, "seed": 0, "backend": "vllm",
+                              "endpoint": "/v1/completions", "ignore_eos": True},
+                "measured": {k: figures[k] for k in PRINTED.values()},
+            })
+    return out
+
+
 def main() -> None:
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     data = {"about": "Fully stated vLLM runs of simon-mo/vLLM-Benchmark (vLLM's interactive performance spot check) "
                      "for the serving simulator's validation. Written by scripts/vllm_spot_check_runs.py; every figure "
                      "is the saved benchmark_serving.py result's own, rounded to 0.01.",
             "source": {"title": "vLLM's performance spot check (simon-mo/vLLM-Benchmark)",
                        "url": f"https://github.com/{REPO}/tree/d538cdc9366989e6b356514ff5d5d7ff6be6903e"},
-            "runs": runs_of(Path(sys.argv[1]))}
+            "runs": runs_of(Path(sys.argv[1])) + (reruns_of(Path(sys.argv[2])) if len(sys.argv) == 3 else [])}
     OUT.write_text(yaml.safe_dump(data, sort_keys=False, width=120))
     print(f"{len(data['runs'])} runs -> {OUT.relative_to(ROOT)}")
 

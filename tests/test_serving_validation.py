@@ -2,6 +2,8 @@
 every run fully stated with its source, and README's table recomputed from the file."""
 
 
+import pytest
+
 from pricing.serving.validation import FIGURES, SPOT_CHECK, runs
 from tests.helpers import script
 
@@ -114,14 +116,17 @@ def test_the_decode_step_is_where_qwen3_32b_on_an_h100_misses():
 
 
 def test_spot_check_runs_are_fully_stated_with_their_source():
-    """simon-mo/vLLM-Benchmark's 20 random-dataset runs of vLLM 0.8.4: DeepSeek-R1 at tp 8 on an H200
-    node, 50 prompts at 10 requests/s with --ignore-eos; expert parallelism on every run of the
-    2025-04-16 Justfile and, on 2025-04-18, on the files named `-ep`. Fixed lengths: every run's totals
-    are its prompts times its lengths, exactly."""
+    """simon-mo/vLLM-Benchmark's 20 random-dataset runs of vLLM 0.8.4 and Michaelvll/llm-ie-benchmarks'
+    8 reruns of its Justfile: DeepSeek-R1 at tp 8 on an H200 node, 50 prompts at 10 requests/s with
+    --ignore-eos; expert parallelism on every run of the 2025-04-16 Justfile and, on 2025-04-18, on
+    the files named `-ep` (the reruns' Justfile had it off). Fixed lengths: every run's totals are
+    its prompts times its lengths, exactly."""
     found = runs(SPOT_CHECK)
-    assert len(found) == 20 and len({r.id for r in found}) == 20
+    assert len(found) == 28 and len({r.id for r in found}) == 28
+    owners = {"simon-mo/vLLM-Benchmark": 20, "Michaelvll/llm-ie-benchmarks": 8}
+    assert {o: sum(r.url.startswith(f"https://github.com/{o}/blob/") for r in found) for o in owners} == owners
     for r in found:
-        assert r.url.startswith("https://github.com/simon-mo/vLLM-Benchmark/blob/") and r.release == "v0.8.4"
+        assert r.release == "v0.8.4"
         assert (r.model, r.chip, r.deployment["tensor_parallel_size"]) == ("dsr1", "h200", 8)
         b, m = r.benchmark, r.measured
         assert (b["dataset"], b["num_prompts"], b["request_rate"], b["ignore_eos"]) == ("random", 50, 10.0, True)
@@ -137,20 +142,24 @@ def test_readme_shows_the_spot_check():
     assert script("readme_serving_spot_check").section() == script("readme_section").shown("readme_serving_spot_check")
 
 
-def test_the_same_command_on_two_machines_by_hand():
+def test_the_same_command_measured_again_by_hand():
     """1,000/2,000 tokens without expert parallelism: 87.31 s on Berkeley's DGX H200 and 66.66 s on
     Nebius's (vllm-1000-2000-.json of each), 87.31 / 66.66 - 1 = 31 %; with it on the DGX two days
-    apart, 91.55 s and 92.00 s, 0.5 %. Each command is measured on both machines (8 commands), the
-    expert-parallel ones twice on the DGX (4)."""
+    apart, 91.55 s and 92.00 s, 0.5 %; Michaelvll's two Nebius runs, 88.92 s and 87.96 s, and
+    against simon-mo's Nebius run 88.92 / 66.66 - 1 = 33 %. Each command is measured on both kinds
+    of host (8 commands), the expert-parallel ones twice on the DGX (4) and the others twice by
+    Michaelvll (4), whose first run is set beside simon-mo's on Nebius (4)."""
     spot = script("readme_serving_spot_check")
-    table = spot.rows()
-    again = spot.repeats(table)
-    assert sum(how == "two machines" for _, how, _ in again) == 8
-    assert sum(how == "one machine" for _, how, _ in again) == 4
+    again = spot.repeats(spot.rows())
+    count = {how: sum(h == how for _, h, _ in again) for how in (spot.SAME_HOST, spot.SAME_KIND, spot.TWO_KINDS)}
+    assert count == {spot.SAME_HOST: 8, spot.SAME_KIND: 4, spot.TWO_KINDS: 8}
     by = {(key, how): measured for key, how, measured in again}
-    across = by[((1000, 2000, False), "two machines")]
-    assert sorted(r.measured["duration_s"] for r in across) == [66.66, 87.31]
-    assert abs(spot.spread(across)["duration_s"] - (87.31 / 66.66 - 1)) < 1e-12
-    same = by[((1000, 2000, True), "one machine")]
-    assert sorted(r.measured["duration_s"] for r in same) == [91.55, 92.0]
-    assert abs(spot.spread(same)["duration_s"] - (92.0 / 91.55 - 1)) < 1e-12
+
+    def durations(key, how):
+        measured = by[(key, how)]
+        return sorted(r.measured["duration_s"] for r in measured), spot.spread(measured)["duration_s"]
+
+    assert durations((1000, 2000, False), spot.TWO_KINDS) == ([66.66, 87.31], pytest.approx(87.31 / 66.66 - 1))
+    assert durations((1000, 2000, True), spot.SAME_HOST) == ([91.55, 92.0], pytest.approx(92.0 / 91.55 - 1))
+    assert durations((1000, 2000, False), spot.SAME_HOST) == ([87.96, 88.92], pytest.approx(88.92 / 87.96 - 1))
+    assert durations((1000, 2000, False), spot.SAME_KIND) == ([66.66, 88.92], pytest.approx(88.92 / 66.66 - 1))
