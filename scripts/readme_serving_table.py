@@ -170,7 +170,11 @@ def section() -> str:
               "with v0.12.0, 1,024 concurrent requests of 1,024/1,024 tokens, where the simulated p50 TPOT is about "
               "twice the measured 61 ms: the step model's per-request overhead, fitted at concurrencies up to 256, "
               "extrapolated to 1,024); GPUStack's newer documents (Qwen3.5), measured with guidellm, not "
-              "`vllm bench serve`.",
+              "`vllm bench serve`; vLLM's own pull requests and issues (of the result blocks read there, none came "
+              "with the GPU, the server command and the release together); dstackai/benchmarks (ShareGPT and sonnet "
+              "datasets); btbtyler09/mi100-llm-testing (Qwen3 on AMD MI100, a chip the registry does not rate, "
+              "one of its two runs cut short without --ignore-eos). The runs of vLLM's own performance spot check "
+              "are below.",
               ""]
     return "\n".join(lines)
 
