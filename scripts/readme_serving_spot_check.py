@@ -162,8 +162,36 @@ def section() -> str:
               "- Prompts of 5,000 tokens or more: the simulated p50 TTFT is "
               + _range([e["p50_ttft_ms"] for r, _, e in table if r.benchmark["input_len"] >= 5000])
               + ": vLLM 0.33's defaults (8,192 tokens a step on an H200) at the step model's prefill rate for "
-              "vLLM, against 0.8.4's own MLA prefill and scheduler.", ""]
+              "vLLM, against 0.8.4's own MLA prefill and scheduler.",
+              "- Expert parallelism: " + _with_ep(table), ""]
     return "\n".join(lines)
+
+
+def ep_pairs(table) -> list[tuple[Run, Run, dict, dict]]:
+    """Each command measured with and without --enable-expert-parallel by one person on one host
+    on one day: (without, with, their simulated figures)."""
+    out = []
+    for run, sim, _ in table:
+        isl, osl, ep = setup(run)
+        if not ep:
+            continue
+        for other, other_sim, _ in table:
+            if (setup(other) == (isl, osl, False) and other.machine == run.machine and when(other) == when(run)):
+                out.append((other, run, other_sim, sim))
+    return out
+
+
+def _with_ep(table) -> str:
+    pairs = ep_pairs(table)
+    measured = [w.measured["duration_s"] / wo.measured["duration_s"] - 1 for wo, w, _, _ in pairs]
+    simulated = [s["duration_s"] / so["duration_s"] - 1 for _, _, so, s in pairs]
+    alike = max(abs(x) for x in simulated) < 1e-9
+    return (f"the same command with and without it on one host on one day ({len(pairs)} pairs) took "
+            f"{min(measured):.0%} to {max(measured):.0%} longer with it, measured; "
+            + ("the simulator prices the two alike" if alike else f"simulated, {_range(simulated)}")
+            + ": the step model gives each rank its mean share of the experts a step's tokens touch, with or "
+            "without expert parallelism, and does not price an expert-parallel step's wait for its busiest "
+            "rank.")
 
 
 def _range(errors: list[float]) -> str:

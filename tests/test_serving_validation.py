@@ -163,3 +163,16 @@ def test_the_same_command_measured_again_by_hand():
     assert durations((1000, 2000, True), spot.SAME_HOST) == ([91.55, 92.0], pytest.approx(92.0 / 91.55 - 1))
     assert durations((1000, 2000, False), spot.SAME_HOST) == ([87.96, 88.92], pytest.approx(88.92 / 87.96 - 1))
     assert durations((1000, 2000, False), spot.SAME_KIND) == ([66.66, 88.92], pytest.approx(88.92 / 66.66 - 1))
+
+
+def test_expert_parallel_pairs_by_hand():
+    """simon-mo's 2025-04-18 sets measured every command with and without expert parallelism on
+    each host: 8 pairs. On the DGX, 1,000/2,000 tokens took 92.00 s with it and 87.31 s without
+    (92.00 / 87.31 - 1 = 5.4 %); the simulator gives the two the same duration."""
+    spot = script("readme_serving_spot_check")
+    pairs = spot.ep_pairs(spot.rows())
+    assert len(pairs) == 8
+    without, with_ep, sim_without, sim_with = next(
+        p for p in pairs if spot.setup(p[0]) == (1000, 2000, False) and p[0].machine.startswith("Berkeley"))
+    assert (without.measured["duration_s"], with_ep.measured["duration_s"]) == (87.31, 92.0)
+    assert sim_with["duration_s"] == sim_without["duration_s"]
