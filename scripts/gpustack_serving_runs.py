@@ -19,6 +19,7 @@ import re
 import sys
 from pathlib import Path
 
+import bench_serve_block  # scripts/: python puts the script's own folder first on sys.path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,12 +42,6 @@ FRONTEND = {"--tokenizer-mode": True, "--reasoning-parser": True, "--tool-call-p
             "--enable-auto-tool-choice": False}
 SWITCHES = {"--enable-expert-parallel": ("enable_expert_parallel", True),
             "--async-scheduling": ("async_scheduling", True)}
-METRICS = {"Successful requests": "requests", "Benchmark duration (s)": "duration_s",
-           "Total input tokens": "input_tokens", "Total generated tokens": "output_tokens",
-           "Output token throughput (tok/s)": "output_tokens_per_second",
-           "Median TTFT (ms)": "p50_ttft_ms", "P99 TTFT (ms)": "p99_ttft_ms",
-           "Median TPOT (ms)": "p50_tpot_ms", "P99 TPOT (ms)": "p99_tpot_ms",
-           "Median ITL (ms)": "p50_itl_ms", "P99 ITL (ms)": "p99_itl_ms"}
 BLOCK = re.compile(r'"[^"\n]*[Ss]erving script"\s*```(?:bash)?\s*(?P<cmd>.*?)```.*?"[^"\n]*[Bb]enchmark results?"\s*'
                    r'```(?:bash)?\s*(?P<out>.*?)```', re.S)
 
@@ -109,11 +104,7 @@ def _run(result: str, lengths, deployment: dict, chip: str, gpus: int, release: 
     """One result block as a run, when its lengths are one of the document's random datasets (mean
     input within 1 %, every output token generated to within 1 %)."""
     deployment = dict(deployment)
-    figures = {}
-    for line in result.splitlines():
-        name, _, value = line.strip().partition(":")
-        if name in METRICS and value.strip():
-            figures[METRICS[name]] = float(value.strip())
+    figures = bench_serve_block.figures(result)
     if "requests" not in figures or "p99_tpot_ms" not in figures:
         return None
     n = int(figures["requests"])
@@ -136,7 +127,7 @@ def _run(result: str, lengths, deployment: dict, chip: str, gpus: int, release: 
         "benchmark": {"dataset": "random", "input_len": match[0], "output_len": match[1], "num_prompts": n,
                       "request_rate": "inf", "max_concurrency": None, "seed": int(client["seed"]),
                       "backend": client["backend"], "endpoint": client["endpoint"]},
-        "measured": {k: figures[k] for k in METRICS.values() if k in figures},
+        "measured": {k: figures[k] for k in bench_serve_block.FIGURES.values() if k in figures},
     }
 
 

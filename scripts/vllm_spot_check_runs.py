@@ -34,6 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bench_serve_block  # scripts/: python puts the script's own folder first on sys.path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,10 +46,11 @@ SETS = {"h200/2025-04-16": ("ef8b39a0ba030c9e8b33010bc23547b4efb049df", "Berkele
         "h200/2025-04-18": ("6e8f7dab0b9d9674b4dbe95dc31276fc4e1fc011", "Berkeley DGX H200 (Xeon 8480C)", None),
         "nebius-h200/2025-04-18": ("c28e1dc6ce0e8edd2d102b12af2d6b6307511787", "Nebius H200 (Xeon 8468)", None)}
 NAME = re.compile(r"vllm-(?P<isl>\d+)-(?P<osl>\d+)(?:-(?P<ep>ep)?)?\.json$")
-FIGURES = {"completed": "requests", "duration": "duration_s", "total_input_tokens": "input_tokens",
-           "total_output_tokens": "output_tokens", "output_throughput": "output_tokens_per_second",
-           "median_ttft_ms": "p50_ttft_ms", "p99_ttft_ms": "p99_ttft_ms", "median_tpot_ms": "p50_tpot_ms",
-           "p99_tpot_ms": "p99_tpot_ms", "median_itl_ms": "p50_itl_ms", "p99_itl_ms": "p99_itl_ms"}
+# a saved result JSON's keys -> the run file's
+SAVED = {"completed": "requests", "duration": "duration_s", "total_input_tokens": "input_tokens",
+         "total_output_tokens": "output_tokens", "output_throughput": "output_tokens_per_second",
+         "median_ttft_ms": "p50_ttft_ms", "p99_ttft_ms": "p99_ttft_ms", "median_tpot_ms": "p50_tpot_ms",
+         "p99_tpot_ms": "p99_tpot_ms", "median_itl_ms": "p50_itl_ms", "p99_itl_ms": "p99_itl_ms"}
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -79,7 +81,7 @@ def runs_of(git_dir: Path) -> list[dict]:
                               "num_prompts": saved["num_prompts"], "request_rate": saved["request_rate"],
                               "max_concurrency": None, "seed": 0, "backend": "vllm", "endpoint": "/v1/completions",
                               "ignore_eos": True},
-                "measured": {ours: round(float(saved[theirs]), 2) for theirs, ours in FIGURES.items()},
+                "measured": {ours: round(float(saved[theirs]), 2) for theirs, ours in SAVED.items()},
             })
     return out
 
@@ -87,11 +89,6 @@ def runs_of(git_dir: Path) -> list[dict]:
 RERUNS = {"391045fa882482453fef6af677dbfa5321207982": "2025-04-20",  # each log's commit -> the day its run started
           "ba52c1f8c4c9d901443d8ce533250a996177184e": "2025-04-20"}
 RERUN_LOG = "vllm/logs/vllm-deepseek-r1.log"
-PRINTED = {"Successful requests": "requests", "Benchmark duration (s)": "duration_s",
-           "Total input tokens": "input_tokens", "Total generated tokens": "output_tokens",
-           "Output token throughput (tok/s)": "output_tokens_per_second", "Median TTFT (ms)": "p50_ttft_ms",
-           "P99 TTFT (ms)": "p99_ttft_ms", "Median TPOT (ms)": "p50_tpot_ms", "P99 TPOT (ms)": "p99_tpot_ms",
-           "Median ITL (ms)": "p50_itl_ms", "P99 ITL (ms)": "p99_itl_ms"}
 CLIENT = re.compile(r"benchmark_serving\.py .*?--random-input-len (?P<isl>\d+) --random-output-len (?P<osl>\d+) .*?"
                     r"Namespace\((?P<args>.*?)\)\n.*?=+ Serving Benchmark Result =+\n(?P<out>.*?)\n=+\n", re.S)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -111,11 +108,7 @@ def reruns_of(git_dir: Path) -> list[dict]:
                            "request_rate=10.0", "burstiness=1.0", "seed=0", "ignore_eos=True",
                            "random_range_ratio=0.0", "max_concurrency=None", "model='deepseek-ai/DeepSeek-R1'"):
                 assert stated in args, (commit, stated)
-            figures = {}
-            for line in found["out"].splitlines():
-                label, _, value = line.partition(":")
-                if label.strip() in PRINTED:
-                    figures[PRINTED[label.strip()]] = float(value)
+            figures = bench_serve_block.figures(found["out"])
             isl, osl = int(found["isl"]), int(found["osl"])
             out.append({
                 "id": f"spot-check:dsr1:h200:tp8:{isl}/{osl}:nebius-h200:{day}:{commit[:7]}",
@@ -125,7 +118,7 @@ def reruns_of(git_dir: Path) -> list[dict]:
                 "benchmark": {"dataset": "random", "input_len": isl, "output_len": osl, "num_prompts": 50,
                               "request_rate": 10.0, "max_concurrency": None, "seed": 0, "backend": "vllm",
                               "endpoint": "/v1/completions", "ignore_eos": True},
-                "measured": {k: figures[k] for k in PRINTED.values()},
+                "measured": {k: figures[k] for k in bench_serve_block.FIGURES.values()},
             })
     return out
 
