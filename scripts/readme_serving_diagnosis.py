@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
 
-from pricing.serving.validation import FIGURES, IMPLIED_RANGE, runs, simulated_figures  # noqa: E402
+from pricing.serving.validation import FIGURES, IMPLIED_RANGE, compared, runs  # noqa: E402
 from pricing.step import StepModel  # noqa: E402
 from pricing.step.measured import load_points, relative_error  # noqa: E402
 from pricing.step.rates import Efficiency  # noqa: E402
@@ -32,12 +32,7 @@ def rows() -> list[tuple]:
     out = []
     for run in runs():
         fraction, served = run.implied_tensor_compute()
-        sim = simulated_figures(served)
-        errors = {k: sim[k] / run.measured[k] - 1 for k in FIGURES}
-        errors["duration_s"] = served.duration / run.measured["duration_s"] - 1
-        for q in (50, 99):
-            errors[f"p{q}_itl_ms"] = served.itl.percentile(q) * 1000 / run.measured[f"p{q}_itl_ms"] - 1
-        out.append((run, fraction, errors))
+        out.append((run, fraction, compared(run, served)[1]))
     return out
 
 

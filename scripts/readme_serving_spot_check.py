@@ -8,6 +8,7 @@ measured again on the same machine or on another, moves its own figures:
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 from pathlib import Path
@@ -17,19 +18,14 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
 from readme_serving_table import TOLERANCE, _ms  # noqa: E402
 
-from pricing.serving.validation import FIGURES, SPOT_CHECK, Run, runs, simulated_figures  # noqa: E402
+from pricing.serving.validation import FIGURES, SPOT_CHECK, Run, compared, runs  # noqa: E402
 
 SHOWN = ("duration_s", *FIGURES)
 
 
 def rows() -> list[tuple[Run, dict, dict]]:
     """(run, simulated, errors) for every run."""
-    out = []
-    for run in runs(SPOT_CHECK):
-        served = run.simulate()
-        sim = simulated_figures(served) | {"duration_s": served.duration}
-        out.append((run, sim, {k: sim[k] / run.measured[k] - 1 for k in SHOWN}))
-    return out
+    return [(run, *compared(run)) for run in _spot_check()]
 
 
 def setup(run: Run) -> tuple[int, int, bool]:
@@ -49,11 +45,17 @@ def measurer(run: Run) -> str:
 
 
 def when(run: Run) -> str:
-    """Who measured a run, on which day (and, for a log committed twice, which commit)."""
-    parts = run.id.split(":")
-    day = next(p for p in parts if p.startswith("20"))
-    commit = parts[-1] if parts[-1] != day else ""
-    return f"{measurer(run)} {day}" + (f" ({commit})" if commit else "")
+    """Who measured a run, on which day, and, where that person measured the same command on the
+    same host that day more than once (a log committed twice), the commit that holds this one."""
+    alike = [r for r in _spot_check() if (measurer(r), r.measured_on, r.machine, setup(r))
+             == (measurer(run), run.measured_on, run.machine, setup(run))]
+    commit = run.url.split("/blob/")[1][:7] if len(alike) > 1 else ""
+    return f"{measurer(run)} {run.measured_on}" + (f" ({commit})" if commit else "")
+
+
+@functools.cache
+def _spot_check() -> tuple[Run, ...]:
+    return tuple(runs(SPOT_CHECK))
 
 
 SAME_HOST, SAME_KIND, TWO_KINDS = "one person's runs", "one kind of host", "two kinds of host"

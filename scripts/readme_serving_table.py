@@ -17,19 +17,13 @@ import readme_section  # noqa: E402
 TOLERANCE = 0.10  # the issue's bar: within 10 % on p50 and p99 TTFT and TPOT
 
 from pricing.serving.simulate import Instance  # noqa: E402
-from pricing.serving.validation import FIGURES, runs, simulated_figures  # noqa: E402
+from pricing.serving.validation import FIGURES, compared, runs  # noqa: E402
 from pricing.step import StepModel  # noqa: E402
 
 
 def rows() -> list[tuple]:
     """(run, simulated, errors) for every run."""
-    out = []
-    for run in runs():
-        served = run.simulate()
-        sim = simulated_figures(served) | {"duration_s": served.duration}
-        errors = {k: sim[k] / run.measured[k] - 1 for k in FIGURES}
-        out.append((run, sim, errors))
-    return out
+    return [(run, *compared(run)) for run in runs()]
 
 
 def _ms(v: float) -> str:

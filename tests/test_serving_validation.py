@@ -136,6 +136,20 @@ def test_spot_check_runs_are_fully_stated_with_their_source():
         assert ep == ("2025-04-16" in r.url or r.url.endswith("-ep.json")), r.url
         assert all(m[k] > 0 for k in FIGURES)
     assert {r.machine for r in found} == {"Berkeley DGX H200 (Xeon 8480C)", "Nebius H200 (Xeon 8468)"}
+    # the day each set was saved (its folder) or its log's run started (the log's own date lines)
+    assert {r.measured_on for r in found} == {"2025-04-16", "2025-04-18", "2025-04-20"}
+    assert all(r.measured_on in r.url for r in found if "simon-mo" in r.url)
+
+
+def test_a_run_is_named_by_who_measured_it_and_when():
+    """simon-mo saved one file per command a day: named by day alone; Michaelvll's log was
+    committed twice on 2025-04-20 with the same four commands, so each of those names its commit."""
+    spot = script("readme_serving_spot_check")
+    found = runs(SPOT_CHECK)
+    dgx = next(r for r in found if r.url.endswith("2025-04-18/deepseek-r1-h200-04182025/vllm-1000-2000-.json"))
+    assert spot.when(dgx) == "simon-mo 2025-04-18"
+    logs = sorted(spot.when(r) for r in found if r.url.endswith(".log") and spot.setup(r) == (1000, 2000, False))
+    assert logs == ["Michaelvll 2025-04-20 (391045f)", "Michaelvll 2025-04-20 (ba52c1f)"]
 
 
 def test_readme_shows_the_spot_check():

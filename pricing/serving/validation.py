@@ -46,6 +46,7 @@ class Run:
     benchmark: dict
     measured: dict
     machine: str | None = None  # the host, where the source names it (the same command measured on two)
+    measured_on: str | None = None  # the day the run was measured (ISO date), where the source says
 
     def traffic(self) -> Traffic:
         """The benchmark's requests as `vllm bench serve` sends them: at request rate inf every
@@ -129,5 +130,14 @@ def runs(path: Path = RUNS) -> list[Run]:
 
 
 def simulated_figures(served: Served) -> dict[str, float]:
-    return {"p50_ttft_ms": served.ttft.percentile(50) * 1000, "p99_ttft_ms": served.ttft.percentile(99) * 1000,
-            "p50_tpot_ms": served.tpot.percentile(50) * 1000, "p99_tpot_ms": served.tpot.percentile(99) * 1000}
+    """A simulation's figures under the run file's names: the duration (s), p50/p99 TTFT, TPOT and ITL (ms)."""
+    ms = {f"p{q}_{name}_ms": getattr(served, name).percentile(q) * 1000
+          for name in ("ttft", "tpot", "itl") for q in (50, 99)}
+    return {"duration_s": served.duration} | ms
+
+
+def compared(run: Run, served: Served | None = None) -> tuple[dict[str, float], dict[str, float]]:
+    """A run's simulated figures (`served`, else `run.simulate()`) and each one's relative error
+    against the measured, simulated / measured - 1, for every figure the run measured."""
+    sim = simulated_figures(served if served is not None else run.simulate())
+    return sim, {k: v / run.measured[k] - 1 for k, v in sim.items() if k in run.measured}
