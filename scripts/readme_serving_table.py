@@ -160,15 +160,20 @@ def section() -> str:
               "request ref (its `token_position_decode_slo` results run a nightly image with no server command, and "
               "`together_runner`'s gpt-oss B200 files report a 197 ms median end-to-end latency for 1,024 output "
               "tokens at 6.2 ms per token, so their outputs were not the length stated); vLLM's recipes, every "
-              "version (their result blocks name no release, but for one: Nemotron-3-Nano-30B-A3B FP8 on one H200 "
-              "with v0.12.0, 1,024 concurrent requests of 1,024/1,024 tokens, where the simulated p50 TPOT is about "
-              "twice the measured 61 ms: the step model's per-request overhead, fitted at concurrencies up to 256, "
-              "extrapolated to 1,024); GPUStack's newer documents (Qwen3.5), measured with guidellm, not "
-              "`vllm bench serve`; vLLM's own pull requests and issues (of the result blocks read there, none came "
-              "with the GPU, the server command and the release together); dstackai/benchmarks (ShareGPT and sonnet "
-              "datasets); btbtyler09/mi100-llm-testing (Qwen3 on AMD MI100, a chip the registry does not rate, "
-              "one of its two runs cut short without --ignore-eos). The runs of vLLM's own performance spot check "
-              "are below.",
+              "version and pull request head (their result blocks name no release, but for two: AMD's Llama-3.3-70B "
+              "on one MI355X, below, and Nemotron-3-Nano-30B-A3B FP8 on one H200 with v0.12.0, 1,024 concurrent "
+              "requests of 1,024/1,024 tokens, where the simulated p50 TPOT is about twice the measured 61 ms: the "
+              "step model's per-request overhead, fitted at concurrencies up to 256, extrapolated to 1,024; its "
+              "DeepSeek-R1 runs on MI300X name only the `rocm/vllm:latest` image); GPUStack's newer documents "
+              "(Qwen3.5), measured with guidellm, not `vllm bench serve`; vLLM's own pull requests and issues (their "
+              "result blocks seldom come with the GPU, the server command and the release together; one that does "
+              "is below); dstackai/benchmarks (ShareGPT and sonnet datasets); btbtyler09/mi100-llm-testing (Qwen3 on "
+              "AMD MI100, a chip the registry does not rate, one of its two runs cut short without --ignore-eos); "
+              "AMD's ROCm blogs, ROCm/MAD and the ROCm documentation's performance pages (plots, offline throughput "
+              "and `benchmark_latency` tables, no serving percentiles); llm-d's benchmark results (several replicas "
+              "behind a router, or prefill and decode apart, on shared-prefix workloads); the vLLM blog (tables of "
+              "medians, or figures). The runs of vLLM's own performance spot check, and those published one or two "
+              "at a time, are below.",
               ""]
     return "\n".join(lines)
 

@@ -190,3 +190,48 @@ def test_expert_parallel_pairs_by_hand():
         p for p in pairs if spot.setup(p[0]) == (1000, 2000, False) and p[0].machine.startswith("Berkeley"))
     assert (without.measured["duration_s"], with_ep.measured["duration_s"]) == (87.31, 92.0)
     assert sim_with["duration_s"] == sim_without["duration_s"]
+
+
+def test_published_runs_quote_the_figures_they_state():
+    """Every published run names its source at a commit or a pull request, states a release, ran a
+    closed loop (`--max-concurrency`, rate inf) of one length, and its figures are the ones the
+    quoted result block prints (read back out of it as the collectors read a block), or, with no
+    block, a saved result JSON's; its totals are its prompts times its lengths within 1 %."""
+    import re
+
+    from pricing.serving.validation import PUBLISHED
+
+    block = script("bench_serve_block")
+    found = runs(PUBLISHED)
+    assert len(found) >= 5 and len({r.id for r in found}) == len(found)
+    for r in found:
+        assert re.match(r"https://github.com/[^/]+/[^/]+/(blob/[0-9a-f]{40}/|pull/\d+$)", r.url), r.url
+        assert r.release and r.measured_on and r.stated
+        b, m = r.benchmark, r.measured
+        assert b["request_rate"] == "inf" and b["max_concurrency"] >= 1 and b["dataset"] == "random"
+        if r.printed is not None:
+            assert block.figures(r.printed) == m, r.id
+        else:
+            assert r.url.endswith(".json"), r.id
+        assert all(m[k] > 0 for k in FIGURES)
+        assert abs(m["input_tokens"] / m["requests"] / b["input_len"] - 1) <= 0.01, r.id
+        assert abs(m["output_tokens"] / m["requests"] / b["output_len"] - 1) <= 0.01, r.id
+
+
+def test_readme_shows_the_published_runs():
+    assert script("readme_serving_published").section() == script("readme_section").shown("readme_serving_published")
+
+
+def test_the_experts_floor_of_a_qwen3_decode_step_by_hand():
+    """Qwen3-30B-A3B (48 layers, hidden 2,048, 128 routed experts of intermediate 768, top-8, BF16)
+    on one H100 at 10 requests: uniform routing touches 128 (1 - (120/128)^10) experts a layer, each
+    3 x 2,048 x 768 x 2 bytes; at the H100's 3.35 TB/s that is 8.2 ms, under the 13.17 ms p50 TPOT
+    the pull request measured, while the simulated step at vLLM's factors takes longer than it."""
+    published = script("readme_serving_published")
+    run = next(r for r in runs(published.PUBLISHED) if r.id.startswith("vllm-pr23151:"))
+    assert published.batch(run) == 10
+    touched = 128 * (1 - (120 / 128) ** 10)
+    floor_ms = 48 * touched * 3 * 2048 * 768 * 2 / 3.35e12 * 1e3
+    parts = published.decode_parts(run)
+    assert parts["experts_at_peak"] == pytest.approx(floor_ms, rel=1e-9)
+    assert floor_ms < run.measured["p50_tpot_ms"] == 13.17 < parts["step"]

@@ -1,5 +1,6 @@
 """The serving simulator against public `vllm bench serve` runs (validation/vllm_serving_runs.yaml, GPUStack's
-performance lab; validation/vllm_spot_check_runs.yaml, vLLM's own spot check with `benchmark_serving.py`):
+performance lab; validation/vllm_spot_check_runs.yaml, vLLM's own spot check with `benchmark_serving.py`;
+validation/vllm_published_runs.yaml, runs published one or two at a time in posts and pull requests):
 each run's deployment through the kernel, its benchmark through the simulator, the p50 and p99
 TTFT and TPOT side by side. The runs were made with earlier vLLM releases (their file says which);
 the instance is vLLM 0.33's with the run's flags and 0.33's defaults for the rest. A run whose
@@ -26,11 +27,12 @@ from pricing.yaml_fast import load as load_yaml
 
 RUNS = Path(__file__).resolve().parents[2] / "validation" / "vllm_serving_runs.yaml"
 SPOT_CHECK = RUNS.with_name("vllm_spot_check_runs.yaml")  # vLLM's own performance spot check (simon-mo/vLLM-Benchmark)
+PUBLISHED = RUNS.with_name("vllm_published_runs.yaml")  # posts and pull requests, each run's block quoted
 FIGURES = ("p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")
 IMPLIED_RANGE = (0.05, 1.0)  # the fractions of peak tensor FLOP/s `Run.implied_tensor_compute` searches
 DEPLOYMENT_FLAGS = ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size", "enable_expert_parallel",
                     "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-                    "async_scheduling")
+                    "async_scheduling", "kv_cache_dtype")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class Run:
     measured: dict
     machine: str | None = None  # the host, where the source names it (the same command measured on two)
     measured_on: str | None = None  # the day the run was measured (ISO date), where the source says
+    stated: str | None = None  # what the source says of the set-up beyond the flags, where it is not modelled
+    printed: str | None = None  # the result block as the source prints it, where the run file quotes it
+    quantization: str | None = None  # the checkpoint's served format where the card's is not it (a quantized copy)
 
     def traffic(self) -> Traffic:
         """The benchmark's requests as `vllm bench serve` sends them: at request rate inf every
@@ -67,7 +72,7 @@ class Run:
     def kernel(self) -> Kernel:
         """The run's deployment on its chip, vLLM 0.33's defaults for the flags it leaves out."""
         flags = {k: v for k, v in self.deployment.items() if k in DEPLOYMENT_FLAGS}
-        return Kernel.of(load_model(self.model), Deployment(**flags), get_chip(self.chip))
+        return Kernel.of(load_model(self.model, self.quantization), Deployment(**flags), get_chip(self.chip))
 
     def refusal(self) -> Refusal | None:
         """The start-up check vLLM 0.33 would fail on this deployment (the run's own release started it)."""
