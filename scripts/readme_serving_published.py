@@ -64,6 +64,13 @@ def _is_moe(point) -> bool:
     return any(g.moe_layers for g in linear_groups(kernel))
 
 
+def _at_nvlink_latency(run: Run) -> float:
+    """The p50 TPOT error of `run` simulated with its PCIe all-reduces at NVLink's latency."""
+    eff = StepModel(run.kernel()).eff
+    nvlink = eff.replaced(pcie_collective_latency_seconds=eff.collective_latency_seconds)
+    return compared(run, run.simulate(nvlink))[1]["p50_tpot_ms"]
+
+
 def rows_error(table, run: Run, figure: str) -> float:
     return next(err[figure] for r, _, err in table if r is run)
 
@@ -136,11 +143,11 @@ def section() -> str:
               "most of the whole measured step of gpt-oss on eight H200s. That many points cannot separate the "
               f"{len(GRIDS)} fitted factors; these runs are the kind of vLLM point the fit lacks (held back here, "
               "not fitted).",
-              f"- One request at a time over PCIe ({single.machine}): the simulated p50 TPOT is "
-              f"{rows_error(table, single, 'p50_tpot_ms'):+.0%}; the step model prices each of the step's all-reduces "
-              f"at {eff.collective_latency_seconds * 1e6:.0f} us (NCCL on an H100 node over NVLink, step_model.yaml), "
-              "where a small all-reduce over PCIe takes tens of microseconds (NVIDIA/nccl issue 1530: 42 us for 8 "
-              "bytes across eight RTX 4090s, without CUDA graphs).",
+              f"- One request at a time over PCIe ({single.machine}): each of the step's all-reduces is priced at "
+              f"PCIe's small-message latency, {eff.pcie_collective_latency_seconds * 1e6:.0f} us (NVIDIA/nccl issue "
+              "1530, step_model.yaml), and the simulated p50 TPOT is "
+              f"{rows_error(table, single, 'p50_tpot_ms'):+.0%}; at NVLink's "
+              f"{eff.collective_latency_seconds * 1e6:.0f} us it would be {_at_nvlink_latency(single):+.0%}.",
               f"- The dense {dense[0].model} on one {dense[0].chip} is the nearest: within 20 % on "
               + ", ".join(k.replace("_ms", "").replace("_s", "").replace("_", " ") for k in near)
               + "; its p99 TTFT is the second round of 64 long prompts queued behind the first, and follows the "

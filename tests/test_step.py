@@ -178,3 +178,17 @@ def test_deepseek_v32_attends_its_indexers_top_k():
     assert sm.attention_work(Step(decode=1, context=32000))[0] == 61 * (2048 * 36864 + 32000 * 8192)
     assert sm.attention_work(Step(decode=1, context=1000))[0] == 61 * 1000 * (36864 + 8192)
     assert sm.attention_work(Step(chunk=4000))[0] == 61 * 4000 * 2000 * (36864 + 8192)
+
+
+def test_a_pcie_only_chip_prices_each_all_reduce_at_pcies_latency_by_hand():
+    """Llama-3.1-8B at tp 2, one request: 32 layers, two row-parallel outputs each, so 64
+    all-reduces of 4,096 × 2 bytes a step, each latency + 2 (g − 1) / g × bytes / (scale-up
+    bandwidth × interconnect efficiency). On an RTX 4090 (PCIe only, 64 GB/s a direction) the
+    latency is NCCL's PCIe one (step_model.yaml, 42 us); on an H100 (NVLink) NCCL's NVLink one."""
+    for chip, pcie in (("rtx-4090", True), ("h100", False)):
+        model = step_model("llama-3.1-8b", chip, 2, max_model_len=8192)
+        eff = model.eff
+        latency = eff.pcie_collective_latency_seconds if pcie else eff.collective_latency_seconds
+        one = latency + 2 * (2 - 1) / 2 * 4096 * 2 / (model.rates.scale_up_bandwidth * eff.interconnect)
+        assert model.decode(1, 1).parts["tensor-parallel all-reduce"] == pytest.approx(64 * one, rel=1e-12)
+    assert eff.pcie_collective_latency_seconds == 42e-6 and eff.collective_latency_seconds == 6e-6

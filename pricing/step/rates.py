@@ -81,7 +81,8 @@ class Efficiency:
     step_seconds       per step: launch, scheduling, sampling set-up
     layer_seconds      per decoder layer per step: the floor of its small kernels and syncs
     per_request_seconds  per request in the step: sampling, detokenizing, bookkeeping
-    collective_latency_seconds  per collective call (all-reduce, all-to-all, hand-off)
+    collective_latency_seconds  per collective call (all-reduce, all-to-all, hand-off) over NVLink or xGMI
+    pcie_collective_latency_seconds  the same between cards that reach each other over PCIe only
     activation_bytes   bytes per activation element (16-bit)
     """
 
@@ -93,6 +94,7 @@ class Efficiency:
     layer_seconds: float
     per_request_seconds: float
     collective_latency_seconds: float
+    pcie_collective_latency_seconds: float
     activation_bytes: int
     provenance: tuple[Sourced, ...] = ()
 
@@ -102,6 +104,7 @@ class Efficiency:
              "layer_seconds": "overhead.layer_seconds",
              "per_request_seconds": "overhead.per_request_seconds",
              "collective_latency_seconds": "overhead.collective_latency_seconds",
+             "pcie_collective_latency_seconds": "overhead.pcie_collective_latency_seconds",
              "activation_bytes": "activation_bytes"}
 
     @classmethod

@@ -12,6 +12,9 @@ peak rates, plus the collectives and a per-step overhead.
                  hand-offs of the micro-batch's hidden states (latency + bytes / scale-up bandwidth)
     overhead     per step + per decoder layer + per request in the step
 
+The latency of a collective is NCCL's small-message one over the chip's link: NVLink's (or
+xGMI's), or PCIe's where the cards have no other (`collective_latency`, step_model.yaml).
+
 A step schedules `decode` requests at context `context`, `queries` tokens each (1, or 1 + k
 when the target verifies k draft tokens), and a prefill chunk of `chunk` tokens of one prompt
 already `chunk_offset` tokens in (vLLM's chunked prefill: decodes first, then the token budget's
@@ -233,7 +236,7 @@ class StepModel:
             out.fold(stage.time(micro))
         eff = self.eff
         size = micro.tokens * self.comm.hidden * eff.activation_bytes
-        hand_off = (len(self.stages) - 1) * (eff.collective_latency_seconds
+        hand_off = (len(self.stages) - 1) * (self.collective_latency
                                               + size / (self.rates.scale_up_bandwidth * eff.interconnect))
         out.comm_seconds += hand_off
         out.add("pipeline hand-off", hand_off)
@@ -361,19 +364,27 @@ class StepModel:
         return max(flops / (self.rates.bf16_flops * self.eff.tensor_compute),
                    nbytes / (self.rates.memory_bandwidth * self.eff.memory_bandwidth))
 
+    @property
+    def collective_latency(self) -> float:
+        """Seconds of one collective call on this chip's link: NCCL's small-message latency over
+        NVLink (or xGMI), or over PCIe where the cards have no other link (chips/<id>.yaml
+        `interconnect: pcie`; step_model.yaml)."""
+        pcie = self.kernel.chip.interconnect == "pcie"
+        return self.eff.pcie_collective_latency_seconds if pcie else self.eff.collective_latency_seconds
+
     def _collectives(self, comm: Collectives, step: Step, out: StepTime) -> None:
         e, eff = self.engine, self.eff
         link = self.rates.scale_up_bandwidth * eff.interconnect
         per_token = comm.hidden * eff.activation_bytes
         if comm.all_reduces and e.tp > 1:
             size = per_token * step.tokens
-            one = eff.collective_latency_seconds + 2 * (e.tp - 1) / e.tp * size / link
+            one = self.collective_latency + 2 * (e.tp - 1) / e.tp * size / link
             out.comm_seconds += one * comm.all_reduces
             out.add("tensor-parallel all-reduce", one * comm.all_reduces)
         if comm.all_to_all_layers:
             g = e.ep_size
             size = per_token * step.tokens * max(1, comm.top_k)
-            one = 2 * (eff.collective_latency_seconds + (g - 1) / g * size / link)
+            one = 2 * (self.collective_latency + (g - 1) / g * size / link)
             out.comm_seconds += one * comm.all_to_all_layers
             out.add("expert all-to-all", one * comm.all_to_all_layers)
 
