@@ -113,3 +113,46 @@ def test_the_project_never_imports_aiconfigurator():
     for package in ("pricing", "planner"):
         for path in (ROOT / package).rglob("*.py"):
             assert not re.search(r"^\s*(import|from)\s+aiconfigurator", path.read_text(), re.M), path
+
+
+def _silicon_row(**fields) -> dict:
+    row = {"backend": "vllm", "mode": "agg", "model_path": "meta-llama/Llama-3.1-70B", "system": "h200_sxm",
+           "precision": "fp8", "pp_size": "1", "attention_dp_size": "1", "tp_size": "4", "moe_ep_size": "1",
+           "backend_version": "", "batch_size": "16", "isl": "1024", "osl": "1024", "silicon_ttft_ms": "120.5",
+           "silicon_tpot_ms": "12.25", "id": "row", "silicon_data_source": "source_file=x.csv; measured=2025-10-29T00:00:00Z"}
+    return row | fields
+
+
+def test_the_silicon_collector_keeps_what_it_can_price_and_counts_what_it_leaves_out():
+    """scripts/aiconfigurator_silicon_points.py on rows written here: a Llama-3.1-70B FP8 row at tp 4 on an
+    H200 is kept with its own figures; its FP4 twin (the checkpoint named is FP8), a row whose first token
+    came after more than the whole decode (1,024 x 12.25 ms = 12.5 s), Qwen3-235B-A22B-FP8 at tp 1 on one
+    H200 (its weights alone exceed the GPU), another backend and a checkpoint without a card are left out."""
+    from tests.helpers import script
+
+    collector = script("aiconfigurator_silicon_points")
+    rows = [_silicon_row(), _silicon_row(precision="fp4"), _silicon_row(silicon_ttft_ms="12600"),
+            _silicon_row(model_path="Qwen/Qwen3-235B-A22B-FP8", tp_size="1"), _silicon_row(backend="sglang"),
+            _silicon_row(model_path="MiniMaxAI/MiniMax-M2.5")]
+    points, left_out = collector.collect(rows)
+    assert points == [{"id": "row", "model": "llama-3.1-70b", "quantization": "fp8", "chip": "h200", "release": None,
+                       "image": None, "tensor_parallel_size": 4, "enable_expert_parallel": False, "concurrency": 16,
+                       "isl": 1024, "osl": 1024, "ttft_ms": 120.5, "tpot_ms": 12.25, "measured_on": "2025-10-29",
+                       "source_file": "x.csv"}]
+    assert sum(left_out.values()) == 4 and len(left_out) == 4
+    assert any("queued for admission" in reason for reason in left_out)
+    assert any("would not start" in reason for reason in left_out)
+
+
+def test_the_silicon_rows_are_sourced_and_readme_shows_them():
+    from pricing.step.silicon import load_silicon
+    from tests.helpers import script
+
+    points, about = load_silicon()
+    assert len(points) >= 300 and len({p.id for p in points}) == len(points)
+    assert re.fullmatch(r"https://github.com/ai-dynamo/aiconfigurator/blob/[0-9a-f]{40}/\S+\.csv", about["source"]["url"])
+    for p in points:
+        assert p.ttft_ms <= p.osl * p.tpot_ms and p.concurrency >= 1 and p.tpot_ms > 0, p.id
+    measured_ids = {p.id for p in load_points()[0]}
+    assert not measured_ids & {p.id for p in points}  # none of them is in the fit
+    assert script("readme_silicon_table").section() == script("readme_section").shown("readme_silicon_table")
