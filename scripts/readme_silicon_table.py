@@ -90,7 +90,10 @@ def section() -> str:
               f"{eff.step_seconds * 1e3:.2f} ms) and routed-expert read ({eff.expert_bandwidth:g} of peak bandwidth) "
               f"come from {len(train)} training points (README's table above), {len(wide)} of them at more than 64 "
               f"requests, {' and '.join(where)}. These rows are not fitted here: they are where a refit of vLLM's "
-              "factors would start (split by a hash, as the measured points are). Their TTFT is the client's, from "
+              "factors would start (split by a hash, as the measured points are), beside vLLM points of the "
+              "DeepSeek family: fitted on these alone (Llama, Qwen3 and gpt-oss), the factors price DeepSeek-R1's "
+              "decode on vLLM far faster than its measured runs (the spot check below), which a capacity plan must "
+              "not be. Their TTFT is the client's, from "
               "a closed loop (queueing and the front end in it), hence far above the bare prefill.", ""]
     return "\n".join(lines)
 
