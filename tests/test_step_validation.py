@@ -119,7 +119,8 @@ def _silicon_row(**fields) -> dict:
     row = {"backend": "vllm", "mode": "agg", "model_path": "meta-llama/Llama-3.1-70B", "system": "h200_sxm",
            "precision": "fp8", "pp_size": "1", "attention_dp_size": "1", "tp_size": "4", "moe_ep_size": "1",
            "backend_version": "", "batch_size": "16", "isl": "1024", "osl": "1024", "silicon_ttft_ms": "120.5",
-           "silicon_tpot_ms": "12.25", "id": "row", "silicon_data_source": "source_file=x.csv; measured=2025-10-29T00:00:00Z"}
+           "silicon_tpot_ms": "12.25", "id": "row",
+           "silicon_data_source": "source_file=x.csv; measured=2025-10-29T00:00:00Z"}
     return row | fields
 
 
@@ -150,7 +151,8 @@ def test_the_silicon_rows_are_sourced_and_readme_shows_them():
 
     points, about = load_silicon()
     assert len(points) >= 300 and len({p.id for p in points}) == len(points)
-    assert re.fullmatch(r"https://github.com/ai-dynamo/aiconfigurator/blob/[0-9a-f]{40}/\S+\.csv", about["source"]["url"])
+    url = about["source"]["url"]
+    assert re.fullmatch(r"https://github.com/ai-dynamo/aiconfigurator/blob/[0-9a-f]{40}/\S+\.csv", url)
     for p in points:
         assert p.ttft_ms <= p.osl * p.tpot_ms and p.concurrency >= 1 and p.tpot_ms > 0, p.id
     measured_ids = {p.id for p in load_points()[0]}
