@@ -192,3 +192,26 @@ def test_a_pcie_only_chip_prices_each_all_reduce_at_pcies_latency_by_hand():
         one = latency + 2 * (2 - 1) / 2 * 4096 * 2 / (model.rates.scale_up_bandwidth * eff.interconnect)
         assert model.decode(1, 1).parts["tensor-parallel all-reduce"] == pytest.approx(64 * one, rel=1e-12)
     assert eff.pcie_collective_latency_seconds == 42e-6 and eff.collective_latency_seconds == 6e-6
+
+
+def test_the_speed_lines_registry_values_are_in_the_provenance():
+    """`plan memory --batch` and `plan` print step figures: their provenance lists what those were
+    priced with, the chip's peak rates and vLLM's factors, with their values (on a PCIe-only chip,
+    the PCIe collective latency among them)."""
+    import json
+
+    from tests.helpers import cli
+
+    code, out, _ = cli(["memory", "--model", "llama-3.1-70b", "--chip", "rtx-pro-6000", "--tp", "4",
+                        "--batch", "8", "--json"])
+    assert code == 0
+    rows = {p["name"]: p for p in json.loads(out)["provenance"]}
+    model = step_model("llama-3.1-70b", "rtx-pro-6000", 4)
+    pcie = rows["step_model.overhead.pcie_collective_latency_seconds"]["value"]
+    assert float(pcie) == model.eff.pcie_collective_latency_seconds
+    assert float(rows["chip_rates.chip_rates.rtx-pro-6000.memory_bandwidth"]["value"]) == model.rates.memory_bandwidth
+    assert rows["step_model.engines.vllm.efficiency.expert_bandwidth"]["source"]
+    code, out, _ = cli(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--json"])
+    assert code == 0
+    names = {p["name"] for p in json.loads(out)["provenance"]}
+    assert {"chip_rates.chip_rates.h100.bf16_flops", "step_model.engines.vllm.overhead.step_seconds"} <= names

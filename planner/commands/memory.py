@@ -124,6 +124,12 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
             click.echo(f"note: {note}", err=True)
         speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
+        if speed:  # the speed line's registry values beside the memory's
+            from planner.report.plan import step_provenance
+            from pricing.kernel.report import ProvenanceOut
+
+            report.provenance += [ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how)
+                                  for p in step_provenance(kernel)]
     except InputError as err:
         raise in_flags(err, memory_flag) from None
     if not report.starts:  # the answer first: vLLM's reason in one line on stderr, the breakdown after

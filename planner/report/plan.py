@@ -66,9 +66,18 @@ PLANNER_DEFAULTS = ("grids.gpu_memory_utilization", "grids.spare_memory_bytes", 
                     "solver.num_workers")
 
 
+def step_provenance(kernel: Kernel) -> tuple:
+    """The registry values the plan's step figures are priced with (none where the chip has no peak rates)."""
+    from pricing.step import StepModel, has_rates
+
+    return StepModel(kernel).provenance if has_rates(kernel.chip) else ()
+
+
 def _provenance(kernel: Kernel) -> list[dict]:
-    """Every registry value the best plan's kernel read, and the planner defaults that shaped the search."""
-    rows = [{"name": p.name, "value": p.value, "source": p.source, "how": p.how} for p in kernel.provenance()]
+    """Every registry value the best plan's kernel read and its step figures were priced with, and the
+    planner defaults that shaped the search."""
+    rows = [{"name": p.name, "value": p.value, "source": p.source, "how": p.how}
+            for p in (*kernel.provenance(), *step_provenance(kernel))]
     for name in PLANNER_DEFAULTS:
         p = defaults.sourced(name)
         rows.append({"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how})

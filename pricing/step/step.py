@@ -202,6 +202,12 @@ class StepModel:
         return self._eff
 
     @property
+    def provenance(self) -> tuple:
+        """Every registry value the step is priced with: the chip's peak rates (chips/<id>.yaml `rates`)
+        and the efficiency factors and overheads (step_model.yaml), each with its source."""
+        return self.rates.provenance + self.eff.provenance
+
+    @property
     def queries(self) -> int:
         """Tokens each decoding request runs through the target per step: 1 + num_speculative_tokens."""
         return 1 + (self.drafting.drafts if self.drafting else 0)
