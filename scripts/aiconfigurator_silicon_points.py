@@ -10,7 +10,8 @@ TTFT and TPOT in ms (aiconfigurator's accuracy tools take it as ground truth; th
 they are means or medians, nor the server's flags or the number of prompts). Kept: backend vllm, mode agg,
 pp 1, attention dp at most 1, on the checkpoints and systems below; each row's `measured=` date and
 `image=` where its source says. Left out, and counted in the file: other checkpoints (no card), FP4 rows
-of a checkpoint that is FP8 (the file names meta-llama/Llama-3.1-70B for both), rows whose first token came
+of a checkpoint that is FP8 (the file names meta-llama/Llama-3.1-70B for both; moonshotai/Kimi-K2.5, INT4, for
+its FP4 rows too), rows whose first token came
 later than the whole decode after it (TTFT > osl x TPOT: the requests queued for admission, so the client's
 concurrency was not the server's batch; gpt-oss-120b at 512 on an H100 has a TTFT of two minutes), and rows
 whose deployment vLLM 0.33 would not start (Qwen3-235B-A22B-FP8 at tp 1 on one H200: its weights alone
@@ -44,7 +45,8 @@ CHECKPOINTS = {"meta-llama/Llama-3.1-70B": ("llama-3.1-70b", {"fp8": "fp8"}),
                "openai/gpt-oss-120b": ("gpt-oss-120b", {"fp4": None}),
                "Qwen/Qwen3-32B": ("qwen3-32b", {"": None, "fp8": "fp8"}),
                "nvidia/Llama-3.1-8B-Instruct-FP8": ("llama-3.1-8b", {"fp8": "fp8"}),
-               "Qwen/Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b-fp8", {"fp8": None})}
+               "Qwen/Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b-fp8", {"fp8": None}),
+               "moonshotai/Kimi-K2.5": ("kimi-k2.5", {"int4": None})}
 SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200"}
 
 

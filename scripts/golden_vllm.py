@@ -173,6 +173,8 @@ CASES = [
     case("kimi-k2_h200_tp8_fp8_refused", "vLLM refuses: without dcp one 128k Kimi-K2 request needs more than the "
          "4 GiB left on 8 H200s (error text kept)", "kimi-k2", "h200", "sm90", 4.0,
          dep(tp=8, kv="fp8")),
+    case("kimi-k2.5_h200_tp8_int4", "MLA under a multimodal wrapper (text_config), INT4 routed experts; the "
+         "latent cache as Kimi-K2's", "kimi-k2.5", "h200", "sm90", 55.0, dep(tp=8, max_model_len=262144)),
     # ---------------- DSA (sparse MLA + indexer) ---------------------------------------------
     case("dsv3.2_h200_tp8_fp8", "DSA: FlashMLA-sparse serves fp8 as fp8_ds_mla (656 B/token) + indexer K cache",
          "dsv3.2", "h200", "sm90", 40.0, dep(tp=8, max_model_len=163840, kv="fp8")),

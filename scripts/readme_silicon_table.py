@@ -89,11 +89,13 @@ def section() -> str:
               f"overhead ({eff.per_request_seconds * 1e6:.0f} us a request a step, with a per-step "
               f"{eff.step_seconds * 1e3:.2f} ms) and routed-expert read ({eff.expert_bandwidth:g} of peak bandwidth) "
               f"come from {len(train)} training points (README's table above), {len(wide)} of them at more than 64 "
-              f"requests, {' and '.join(where)}. These rows are not fitted here: they are where a refit of vLLM's "
-              "factors would start (split by a hash, as the measured points are), beside vLLM points of the "
-              "DeepSeek family: fitted on these alone (Llama, Qwen3 and gpt-oss), the factors price DeepSeek-R1's "
-              "decode on vLLM far faster than its measured runs (the spot check below), which a capacity plan must "
-              "not be. Their TTFT is the client's, from "
+              f"requests, {' and '.join(where)}. These rows are not fitted here. Fitted on two thirds of "
+              "them (tried, issue 21's closing note), vLLM's factors bring the other third's TPOT to about 13 % "
+              "but leave the DeepSeek-architecture rows (Kimi-K2.5: MLA, 384 experts) and DeepSeek-R1's measured "
+              "vLLM runs (the spot check below) a quarter to a half faster than measured: one set of factors "
+              "prices every architecture's decode, and the DeepSeek family's runs slower than the others' at the "
+              "same bytes. A capacity plan must not be optimistic, so the six-point factors stay until the step "
+              "model prices that difference. Their TTFT is the client's, from "
               "a closed loop (queueing and the front end in it), hence far above the bare prefill.", ""]
     return "\n".join(lines)
 
