@@ -9,7 +9,6 @@ measured / simulated, and the simulated decode step at the run's concurrency tak
 from __future__ import annotations
 
 import functools
-import statistics
 import sys
 from pathlib import Path
 
@@ -17,15 +16,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
 from fit_step import GRIDS  # noqa: E402
-from readme_serving_table import TOLERANCE, _ms  # noqa: E402
+from readme_serving_table import SHOWN, TOLERANCE, figure_cells, median_errors  # noqa: E402
 
 from pricing.serving.simulate import Instance  # noqa: E402
 from pricing.serving.validation import FIGURES, PUBLISHED, Run, compared, runs  # noqa: E402
 from pricing.step import StepModel  # noqa: E402
 from pricing.step.measured import _kernel, load_points  # noqa: E402
 from pricing.step.work import linear_groups  # noqa: E402
-
-SHOWN = ("duration_s", *FIGURES)
 
 
 @functools.cache
@@ -102,13 +99,11 @@ def section() -> str:
              "p99 TTFT | p50 TPOT | p99 TPOT | all four within 10 % |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for run, sim, err in table:
-        cells = [f"{run.measured[k]:,.1f} / {sim[k]:,.1f} ({err[k]:+.0%})" if k == "duration_s"
-                 else f"{_ms(run.measured[k])} / {_ms(sim[k])} ({err[k]:+.0%})" for k in SHOWN]
+        cells = figure_cells(run, sim, err)
         lines.append(f"| [{_name(run)}]({run.url}) ({_source(run)}) | {run.release} | " + " | ".join(cells)
                      + f" | {'yes' if run in within else 'no'} |")
-    medians = {k: statistics.median(abs(e[k]) for _, _, e in table) for k in FIGURES}
     lines += ["", f"{len(within)} of {len(table)} runs are within 10 % on all four figures; median |error|: "
-              + ", ".join(f"{k.replace('_ms', '').replace('_', ' ')} {v:.0%}" for k, v in medians.items()) + ".", "",
+              + median_errors(table) + ".", "",
               "The simulated decode step at each run's concurrency (the step model at vLLM's factors, in the middle "
               "of the outputs), against the measured p50 TPOT (a decode step and its share of the prefills beside "
               "it), in ms:", "",

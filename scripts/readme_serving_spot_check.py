@@ -9,18 +9,15 @@ measured again on the same machine or on another, moves its own figures:
 from __future__ import annotations
 
 import functools
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
-from readme_serving_table import TOLERANCE, _ms  # noqa: E402
+from readme_serving_table import SHOWN, TOLERANCE, figure_cells, median_errors  # noqa: E402
 
 from pricing.serving.validation import FIGURES, SPOT_CHECK, Run, compared, runs  # noqa: E402
-
-SHOWN = ("duration_s", *FIGURES)
 
 
 def rows() -> list[tuple[Run, dict, dict]]:
@@ -115,18 +112,16 @@ def section() -> str:
              "p99 TPOT | all four within 10 % |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for run, sim, err in table:
-        cells = [f"{run.measured[k]:,.1f} / {sim[k]:,.1f} ({err[k]:+.0%})" if k == "duration_s"
-                 else f"{_ms(run.measured[k])} / {_ms(sim[k])} ({err[k]:+.0%})" for k in SHOWN]
+        cells = figure_cells(run, sim, err)
         lines.append(f"| [{_label(setup(run))}, {_host(run)}, {when(run)}]({run.url}) | " + " | ".join(cells)
                      + f" | {'yes' if run in within else 'no'} |")
-    medians = {k: statistics.median(abs(e[k]) for _, _, e in table) for k in FIGURES}
     again = repeats(table)
     spreads = {how: [(key, spread(rs)) for key, h, rs in again if h == how]
                for how in (SAME_HOST, SAME_KIND, TWO_KINDS)}
     beyond = [key for key, sp in spreads[TWO_KINDS] if any(sp[k] > TOLERANCE for k in FIGURES)]
     short = [(r, s) for r, s, _ in table if r.benchmark["input_len"] <= 1000]
     lines += ["", f"{len(within)} of {len(table)} runs are within 10 % on all four figures; median |error|: "
-              + ", ".join(f"{k.replace('_ms', '').replace('_', ' ')} {v:.0%}" for k, v in medians.items()) + ".", "",
+              + median_errors(table) + ".", "",
               "The same command measured again, the largest measurement over the smallest of each figure "
               "(a spread the simulator, which knows the chip and not the host, cannot follow):", "",
               "| command (input/output tokens) | measured on | duration | p50 TTFT | p99 TTFT | p50 TPOT | p99 TPOT |",

@@ -26,8 +26,23 @@ def rows() -> list[tuple]:
     return [(run, *compared(run)) for run in runs()]
 
 
+SHOWN = ("duration_s", *FIGURES)  # a run's table cells: its duration (s), then the four figures (ms)
+
+
 def _ms(v: float) -> str:
     return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
+
+
+def figure_cells(run, sim: dict, err: dict) -> list[str]:
+    """A run's SHOWN figures as the README tables print them: measured / simulated (error)."""
+    return [f"{run.measured[k]:,.1f} / {sim[k]:,.1f} ({err[k]:+.0%})" if k == "duration_s"
+            else f"{_ms(run.measured[k])} / {_ms(sim[k])} ({err[k]:+.0%})" for k in SHOWN]
+
+
+def median_errors(table) -> str:
+    """The median |error| of each of the four figures over (run, simulated, errors) rows, as printed."""
+    return ", ".join(f"{k.replace('_ms', '').replace('_', ' ')} {statistics.median(abs(e[k]) for _, _, e in table):.0%}"
+                     for k in FIGURES)
 
 
 def _share(table, keep) -> str:
@@ -112,20 +127,17 @@ def section() -> str:
                                                 ("ep", d.get("enable_expert_parallel")),
                                                 ("async", d.get("async_scheduling"))) if on)
         extra += f" mnbt {d['max_num_batched_tokens']}" if "max_num_batched_tokens" in d else ""
-        measured, simulated = run.measured["duration_s"], sim["duration_s"]
-        cells = [f"{measured:,.1f} / {simulated:,.1f} ({simulated / measured - 1:+.0%})"]
-        cells += [f"{_ms(run.measured[k])} / {_ms(sim[k])} ({err[k]:+.0%})" for k in FIGURES]
+        cells = figure_cells(run, sim, err)
         ok = "yes" if run in within else "no"
         refused = " \\*" if run.refusal() is not None else ""
         lines.append(f"| [{run.model}, {run.chip}, tp{tp}{extra}, {b['input_len']}/{b['output_len']}, "
                      f"{b['num_prompts']}]({run.url}) | {run.release}{refused} | " + " | ".join(cells) + f" | {ok} |")
-    medians = {k: statistics.median(abs(e[k]) for _, _, e in table) for k in FIGURES}
     lines += ["", f"{len(within)} of {len(table)} runs are within 10 % on all four figures (by chip: "
               + ", ".join(f"{c} {_share(table, lambda r, c=c: r.chip == c)}" for c in chips)
               + f"; prompts of 2,000 tokens or more {_share(table, lambda r: r.benchmark['input_len'] >= 2000)}, "
               f"128-token prompts of 4 output tokens {_share(table, lambda r: r.benchmark['output_len'] <= 4)}); "
               "median |error|: "
-              + ", ".join(f"{k.replace('_ms', '').replace('_', ' ')} {v:.0%}" for k, v in medians.items())
+              + median_errors(table)
               + ". Where it misses:", "",
               f"- With every request sent at once, a run of long prompts ({len(long_)} here) queues for admission: "
               "p50 and p99 TTFT are about half and all of the duration, and TPOT is the step of decodes beside "
