@@ -21,8 +21,8 @@ from readme_serving_table import SHOWN, TOLERANCE, figure_cells, median_errors  
 from pricing.serving.simulate import Instance  # noqa: E402
 from pricing.serving.validation import FIGURES, PUBLISHED, Run, compared, runs  # noqa: E402
 from pricing.step import StepModel  # noqa: E402
-from pricing.step.measured import _kernel, load_points  # noqa: E402
-from pricing.step.work import linear_groups  # noqa: E402
+from pricing.step.measured import load_points  # noqa: E402
+from pricing.step.work import linear_groups, routes_experts  # noqa: E402
 
 
 @functools.cache
@@ -53,12 +53,6 @@ def decode_parts(run: Run) -> dict[str, float]:
     return {"step": step.seconds * 1e3, "per_request": model.eff.per_request_seconds * n * 1e3,
             "moe": step.parts.get("MoE layers", 0.0) * 1e3,
             "experts_at_peak": expert_bytes / model.rates.memory_bandwidth * 1e3}
-
-
-def _is_moe(point) -> bool:
-    """Whether a measured point's model routes experts (its graph's linear groups have MoE layers)."""
-    kernel = _kernel(point.model, point.quantization, point.chip, point.tp, point.ep, point.isl + point.osl)
-    return any(g.moe_layers for g in linear_groups(kernel))
 
 
 def _at_nvlink_latency(run: Run) -> float:
@@ -121,7 +115,7 @@ def section() -> str:
     assert max(floors) < 1, "the experts' floor exceeds a measured step: the paragraph below no longer holds"
     eff = StepModel(table[0][0].kernel()).eff
     train = [p for p in load_points()[0] if p.engine.split()[0] == "vllm" and not p.held_back]
-    moe_train = [p for p in train if _is_moe(p)]
+    moe_train = [p for p in train if routes_experts(p.kernel())]
     models = {p.model: sorted(q.concurrency for q in moe_train if q.model == p.model) for p in moe_train}
     single = next(run for run, _, _ in table if batch(run) == 1)
     dense = next((run, err) for run, _, err in table if not decode_parts(run)["moe"])

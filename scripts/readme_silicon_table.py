@@ -15,19 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
 
-from pricing.step.measured import _kernel, load_points  # noqa: E402
+from pricing.step.measured import load_points  # noqa: E402
 from pricing.step.rates import Efficiency  # noqa: E402
 from pricing.step.silicon import SiliconPoint, load_silicon  # noqa: E402
-from pricing.step.work import linear_groups  # noqa: E402
+from pricing.step.work import routes_experts  # noqa: E402
 
 WITHIN = 0.10
 BANDS = ((1, 8), (9, 32), (33, None))  # concurrencies the TPOT error is shown by
-
-
-def routes_experts(p: SiliconPoint) -> bool:
-    """Whether the row's model has routed experts (its graph's linear groups have MoE layers)."""
-    kernel = _kernel(p.model, p.quantization, p.chip, p.tp, p.ep, p.isl + p.osl)
-    return any(g.moe_layers for g in linear_groups(kernel))
 
 
 def groups() -> dict[tuple, list[tuple[SiliconPoint, float, float]]]:
@@ -78,7 +72,8 @@ def section() -> str:
     for label, moe in (("dense", False), ("mixture of experts", True)):
         cells = []
         for lo, hi in BANDS:
-            band = [t for p, t, _ in every if routes_experts(p) == moe and lo <= p.concurrency <= (hi or p.concurrency)]
+            band = [t for p, t, _ in every if routes_experts(p.kernel()) == moe
+                    and lo <= p.concurrency <= (hi or p.concurrency)]
             cells.append(f"{statistics.median(band):+.0%} ({len(band)})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     eff = Efficiency.from_registry(engine="vllm")

@@ -39,6 +39,10 @@ class Point:
     date: str
     held_back: bool
 
+    def kernel(self) -> Kernel:
+        """The memory kernel of the point's deployment (`point_kernel`)."""
+        return point_kernel(self.model, self.quantization, self.chip, self.tp, self.ep, self.isl + self.osl)
+
     @property
     def sweep(self) -> tuple:
         return (self.source, self.model, self.quantization, self.chip, self.engine, self.tp, self.ep)
@@ -58,7 +62,7 @@ def load_points(path: Path = POINTS) -> tuple[list[Point], dict]:
     return out, doc["sources"]
 
 
-def _kernel(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> Kernel:
+def point_kernel(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> Kernel:
     """The kernel of a point's deployment, by the values that name it, kept by the registry in use
     (Registry.derived: a fit prices each point under many efficiencies; the kernel never changes,
     and its graph is its own)."""
@@ -74,7 +78,7 @@ def _built(model: str, quantization: str | None, chip: str, tp: int, ep: bool, c
 
 def predict(p: Point, efficiency: Efficiency | None = None) -> float:
     """The step model's output tokens per second per GPU at the point's concurrency and workload."""
-    kernel = _kernel(p.model, p.quantization, p.chip, p.tp, p.ep, p.isl + p.osl)
+    kernel = p.kernel()
     sm = StepModel(kernel, efficiency=efficiency or Efficiency.from_registry(kernel.reg, p.engine.split()[0]))
     return serving(sm, p.concurrency, p.isl + p.osl // 2, Workload(p.isl, p.osl)).output_tokens_per_second_per_gpu
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pricing import yaml_fast
-from pricing.step.measured import _kernel
+from pricing.kernel import Kernel
+from pricing.step.measured import point_kernel
 from pricing.step.serving import Serving, Workload, serving
 from pricing.step.step import StepModel
 
@@ -35,11 +36,15 @@ class SiliconPoint:
     tpot_ms: float
     measured_on: str | None  # None: the row does not say
 
+    def kernel(self) -> Kernel:
+        """The memory kernel of the row's deployment (`point_kernel`)."""
+        return point_kernel(self.model, self.quantization, self.chip, self.tp, self.ep, self.isl + self.osl)
+
     def predicted(self) -> Serving:
         """The step model's steady state at the row's concurrency (the middle of the outputs' context)
         and its TTFT for the row's prompt beside those decodes, at vLLM's factors."""
-        kernel = _kernel(self.model, self.quantization, self.chip, self.tp, self.ep, self.isl + self.osl)
-        return serving(StepModel(kernel), self.concurrency, self.isl + self.osl // 2, Workload(self.isl, self.osl))
+        return serving(StepModel(self.kernel()), self.concurrency, self.isl + self.osl // 2,
+                       Workload(self.isl, self.osl))
 
     def errors(self) -> tuple[float, float]:
         """(predicted / measured − 1) of TPOT and of TTFT."""

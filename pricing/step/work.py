@@ -180,6 +180,11 @@ def linear_groups(kernel: Kernel, drafter: str | None = None) -> list[LinearGrou
     return kernel.derived(f"linear_groups.{drafter}", lambda e, reg: _linear_groups(kernel, e, reg, drafter))
 
 
+def routes_experts(kernel: Kernel) -> bool:
+    """Whether the deployment's model routes experts: a linear group of its graph has MoE layers."""
+    return any(g.moe_layers for g in linear_groups(kernel))
+
+
 def _linear_groups(kernel: Kernel, e, reg, drafter: str | None) -> list[LinearGroup]:
     """`linear_groups` with the engine `e` and the registry `reg` as the kernel's memo views them."""
     model = kernel.graph  # the layers this rank builds (its pipeline stage's)
