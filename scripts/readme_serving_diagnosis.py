@@ -94,13 +94,24 @@ def _unmatched(table) -> str:
     slow = [(r, e) for r, f, e in table if f is None and _long(r) and e["duration_s"] > 0]
     if not slow:
         return ""
-    expert = Efficiency.from_registry(None, ENGINE).expert_bandwidth
+    kernels = {_expert_kernel(r) for r, _ in slow}
     runs_ = "; ".join(f"{r.model} on {r.chip}, {r.benchmark['input_len']}/{r.benchmark['output_len']}: duration "
                       f"{e['duration_s']:+.0%}, p50 ITL {e['p50_itl_ms']:+.0%}" for r, e in slow)
     return (f"Slower than measured even at the whole bf16 peak ({runs_}): the miss is the decode step, where the "
-            f"step model reads the routed experts at vLLM's fitted `expert_bandwidth` ({expert:g} of the peak "
-            "bandwidth, fitted on vLLM's throughput points, whose experts are gpt-oss's MXFP4 and DeepSeek-R1's "
-            "FP8 ones).")
+            "step model reads the routed experts at "
+            + "; ".join(f"{bw:g} of the peak bandwidth ({fmt} experts on {gen}: "
+                        + ("their fused-MoE kernel's, fitted on the silicon rows" if own else
+                           "no silicon row runs their kernel, so vLLM's throughput fit's `expert_bandwidth`, whose "
+                           "experts are gpt-oss's MXFP4 and DeepSeek-R1's FP8 ones") + ")"
+                        for gen, fmt, bw, own in sorted(kernels)) + ".")
+
+
+def _expert_kernel(run) -> tuple[str, str, float, bool]:
+    """(generation, format, expert bandwidth, fitted apart) of the fused-MoE kernel the run's experts are priced at."""
+    model = StepModel(run.kernel())
+    routed = max((g for g in model.groups if g.moe_layers), key=lambda g: g.expert_bytes)
+    k = model.eff.moe_kernel(model.kernel.chip.generation, routed.fmt)
+    return k.generation, k.fmt, k.expert_bandwidth, bool(k.provenance)
 
 
 def _held_back_8b() -> str:

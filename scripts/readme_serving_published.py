@@ -15,7 +15,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
-from fit_step import GRIDS  # noqa: E402
 from readme_serving_table import SHOWN, TOLERANCE, figure_cells, median_errors  # noqa: E402
 
 from pricing.serving.simulate import Instance  # noqa: E402
@@ -53,6 +52,12 @@ def decode_parts(run: Run) -> dict[str, float]:
     return {"step": step.seconds * 1e3, "per_request": model.eff.per_request_seconds * n * 1e3,
             "moe": step.parts.get("MoE layers", 0.0) * 1e3,
             "experts_at_peak": expert_bytes / model.rates.memory_bandwidth * 1e3}
+
+
+def _expert_kernel(model: StepModel):
+    """The fused-MoE kernel the deployment's routed experts (its largest expert group) are priced at."""
+    routed = max((g for g in model.groups if g.moe_layers), key=lambda g: g.expert_bytes)
+    return model.eff.moe_kernel(model.kernel.chip.generation, routed.fmt)
 
 
 def _at_nvlink_latency(run: Run) -> float:
@@ -110,28 +115,36 @@ def section() -> str:
         lines.append(f"| {_name(run)} | {p['step']:,.1f} | {p['per_request']:,.1f} | {moe[0]} | {moe[1]} | "
                      f"{run.measured['p50_tpot_ms']:,.2f} |")
     moe_runs = [(run, p) for run, p in parts if p["moe"] and batch(run) >= 8]
-    over = [p["step"] / run.measured["p50_tpot_ms"] for run, p in moe_runs]
     floors = [p["experts_at_peak"] / run.measured["p50_tpot_ms"] for run, p in moe_runs]
     assert max(floors) < 1, "the experts' floor exceeds a measured step: the paragraph below no longer holds"
-    eff = StepModel(table[0][0].kernel()).eff
     train = [p for p in load_points()[0] if p.engine.split()[0] == "vllm" and not p.held_back]
     moe_train = [p for p in train if routes_experts(p.kernel())]
     models = {p.model: sorted(q.concurrency for q in moe_train if q.model == p.model) for p in moe_train}
+    own, default = [], []
+    for run, p in moe_runs:
+        model = StepModel(run.kernel())
+        kernel = _expert_kernel(model)
+        said = (f"{run.model} on {run.chip} ({kernel.fmt} experts on {kernel.generation}), "
+                f"{p['step'] / run.measured['p50_tpot_ms']:.1f} times")
+        (own if kernel.provenance else default).append((said, kernel.expert_bandwidth))
+    fallback = StepModel(moe_runs[0][0].kernel()).eff.expert_bandwidth
+    eff = StepModel(table[0][0].kernel()).eff
     single = next(run for run, _, _ in table if batch(run) == 1)
     dense = next((run, err) for run, _, err in table if not decode_parts(run)["moe"])
     near = [k for k in SHOWN if abs(dense[1][k]) <= 0.20]
     lines += ["",
-              f"- Mixture-of-experts models at 10 to 64 requests a step ({len(moe_runs)} runs: Qwen3 in BF16 and FP8, "
-              f"gpt-oss in MXFP4): the simulated decode step is {min(over):.1f} to {max(over):.1f} times the measured "
-              "p50 TPOT, yet reading every expert a uniform router would touch at the chip's whole peak bandwidth "
-              f"takes {min(floors):.0%} to {max(floors):.0%} of the measured TPOT. vLLM's fitted factors read routed "
-              f"experts at {eff.expert_bandwidth:g} of peak and charge {eff.per_request_seconds * 1e6:.0f} us per "
-              f"request per step, fitted on {len(train)} throughput points whose mixture-of-experts ones are "
-              + " and ".join(f"{m} at {', '.join(map(str, c))} requests" for m, c in models.items())
-              + f": at 64 requests the per-request charge alone is {eff.per_request_seconds * 64 * 1e3:.1f} ms a step, "
-              "most of the whole measured step of gpt-oss on eight H200s. That many points cannot separate the "
-              f"{len(GRIDS)} fitted factors; these runs are the kind of vLLM point the fit lacks (held back here, "
-              "not fitted).",
+              f"- Mixture-of-experts models at 10 to 64 requests a step ({len(moe_runs)} runs): the simulated decode "
+              "step over the measured p50 TPOT is "
+              + "; ".join(f"{said}, its fused-MoE kernel fitted apart on the silicon rows ({bw:g} of peak bandwidth)"
+                          for said, bw in own)
+              + ("; " if own and default else "")
+              + "; ".join(f"{said}" for said, _ in default)
+              + (f". No silicon row runs the latter's kernels, so their experts are read at the throughput fit's "
+                 f"{fallback:g} of peak, fitted on {len(train)} points whose mixture-of-experts ones are "
+                 + " and ".join(f"{m} at {', '.join(map(str, c))} requests" for m, c in models.items())
+                 + "; reading every expert a uniform router would touch at the chip's whole peak bandwidth takes "
+                 f"{min(floors):.0%} to {max(floors):.0%} of the measured TPOT. These runs are the kind of vLLM "
+                 "point that fit lacks (held back here, not fitted)." if default else "."),
               f"- One request at a time over PCIe ({single.machine}): each of the step's all-reduces is priced at "
               f"PCIe's small-message latency, {eff.pcie_collective_latency_seconds * 1e6:.0f} us (NVIDIA/nccl issue "
               "1530, step_model.yaml), and the simulated p50 TPOT is "

@@ -162,8 +162,9 @@ def section() -> str:
               "the client's input count leaves them out; not stated per run).",
               *([_refused(table)] if _refused(table) else []),
               "",
-              "Each step is priced at vLLM's own factors (`step_model.yaml` `engines.vllm`, fitted on six throughput "
-              "points at a fixed concurrency; none of these runs is among them).",
+              "Each step is priced at vLLM's own factors (`step_model.yaml` `engines.vllm`: six throughput points at "
+              "a fixed concurrency, then the overheads, fused-MoE kernels and MLA floor refitted on the silicon rows "
+              "below; none of these runs is among them).",
               "",
               "Other public vLLM serving runs looked at and left out, for want of a stated release, server command or "
               "output length: InferenceX's dashboard fixture (SemiAnalysisAI/InferenceX-app, "

@@ -1,5 +1,6 @@
 """The README's table of vLLM's measured TPOT and TTFT at a fixed concurrency (validation/vllm_silicon_points.yaml,
-aiconfigurator's silicon data) beside the step model's at vLLM's own factors, by model, chip and release:
+aiconfigurator's silicon data) beside the step model's at vLLM's own factors, by model, chip and release, with
+what of them trains vLLM's CUDA factors and what measures them:
 
     python scripts/readme_silicon_table.py           # print it
     python scripts/readme_silicon_table.py --write   # replace it in README.md, between its markers
@@ -14,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
+from fit_step import GRIDS  # noqa: E402
 
-from pricing.step.measured import load_points  # noqa: E402
 from pricing.step.rates import Efficiency  # noqa: E402
 from pricing.step.silicon import SiliconPoint, load_silicon  # noqa: E402
 from pricing.step.work import routes_experts  # noqa: E402
@@ -37,61 +38,89 @@ def _span(values: list[int]) -> str:
     return f"{min(values)}" if min(values) == max(values) else f"{min(values)}-{max(values)}"
 
 
+def _median_line(label: str, errors: list[float]) -> str:
+    return (f"{label}: TPOT median |error| {statistics.median(map(abs, errors)):.1%}, signed "
+            f"{statistics.median(errors):+.1%} ({len(errors)} rows)")
+
+
 def section() -> str:
     table = groups()
     every = [row for rows in table.values() for row in rows]
     _, about = load_silicon()
+    training = [row for row in every if row[0].training]
+    held = [row for row in every if row[0].decode_dominated and row[0].held_back]
+    longer = [row for row in every if not row[0].decode_dominated]
     lines = ["**vLLM's decode step and first token, measured at a fixed concurrency.** "
              f"`validation/vllm_silicon_points.yaml`: {len(every)} rows of vLLM in NVIDIA aiconfigurator's "
              f"measured silicon data ([silicon_sample.csv]({about['source']['url']}), "
              "`scripts/aiconfigurator_silicon_points.py`): closed-loop sweeps at a fixed concurrency and nominal "
              "prompt and output lengths, each row's TTFT and TPOT (the file does not say whether means or medians, "
-             "nor the server's flags). None is in the step model's fit. Beside each, the step model at vLLM's "
-             "factors: TPOT, the steady step at the row's concurrency; TTFT, the prompt's chunked prefill beside "
-             "those decodes (no queueing, no front end). Median signed error (predicted / measured − 1) by model, "
-             "chip and release:", "",
-             "| model | chip | vLLM | rows | tp | concurrency | TPOT median error | TPOT within 10 % | "
-             "TTFT median error |",
-             "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: |"]
+             "nor the server's flags). Two thirds, by a hash of their id, of the rows whose decode dominates "
+             f"(outputs at least as long as prompts) train vLLM's CUDA factors ({len(training)} rows, `python "
+             "scripts/fit_step.py --engine vllm --write`: the per-step, per-layer and per-request overheads, the "
+             "fused-MoE kernels' expert reads by chip generation and experts' format, and MLA's floor per layer); "
+             f"the other third ({len(held)} rows) and the {len(longer)} rows of longer prompts measure them. "
+             "Beside each row, the step model at vLLM's factors: TPOT, the steady step at the row's concurrency; "
+             "TTFT, the prompt's chunked prefill beside those decodes (no queueing, no front end). Median signed "
+             "error (predicted / measured − 1) by model, chip and release, and of the rows held back:", "",
+             "| model | chip | vLLM | rows | tp | concurrency | TPOT median error | held back (rows) | "
+             "TPOT within 10 % | TTFT median error |",
+             "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     for (model, fmt, chip, release), rows in sorted(table.items()):
         tpot = [t for _, t, _ in rows]
         ttft = [f for _, _, f in rows]
+        back = [t for p, t, _ in rows if p.decode_dominated and p.held_back]
         name = f"{model} ({fmt})" if fmt else model
         lines.append(f"| {name} | {chip} | {release} | {len(rows)} | {_span([p.tp for p, _, _ in rows])} | "
                      f"{_span([p.concurrency for p, _, _ in rows])} | {statistics.median(tpot):+.0%} | "
-                     f"{sum(abs(t) <= WITHIN for t in tpot)} of {len(rows)} | {statistics.median(ttft):+.0%} |")
+                     + (f"{statistics.median(back):+.0%} ({len(back)})" if back else "-")
+                     + f" | {sum(abs(t) <= WITHIN for t in tpot)} of {len(rows)} | {statistics.median(ttft):+.0%} |")
     tpot = [t for _, t, _ in every]
     ttft = [f for _, _, f in every]
     lines += ["", f"All {len(every)} rows: TPOT median |error| {statistics.median(map(abs, tpot)):.0%}, signed "
               f"{statistics.median(tpot):+.0%}, {sum(abs(t) <= WITHIN for t in tpot)} within 10 %; TTFT median |error| "
-              f"{statistics.median(map(abs, ttft)):.0%}, signed {statistics.median(ttft):+.0%}. Rows left out: "
+              f"{statistics.median(map(abs, ttft)):.0%}, signed {statistics.median(ttft):+.0%}. "
+              + "; ".join(_median_line(label, [t for _, t, _ in rows]) for label, rows in
+                          (("Training", training), ("held back", held), ("longer prompts, never fitted", longer)))
+              + ". Rows left out: "
               + "; ".join(f"{reason} ({n})" for reason, n in about["left_out"].items()) + ".", "",
-              "TPOT median signed error by concurrency:", "",
+              "TPOT median signed error by concurrency, over the rows not fitted (held back and longer prompts):", "",
               "| models | " + " | ".join(f"{lo} to {hi}" if hi else f"{lo} or more" for lo, hi in BANDS) + " |",
               "| --- | " + " | ".join("---:" for _ in BANDS) + " |"]
+    measured = held + longer
     for label, moe in (("dense", False), ("mixture of experts", True)):
         cells = []
         for lo, hi in BANDS:
-            band = [t for p, t, _ in every if routes_experts(p.kernel()) == moe
+            band = [t for p, t, _ in measured if routes_experts(p.kernel()) == moe
                     and lo <= p.concurrency <= (hi or p.concurrency)]
-            cells.append(f"{statistics.median(band):+.0%} ({len(band)})")
+            cells.append(f"{statistics.median(band):+.0%} ({len(band)})" if band else "-")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     eff = Efficiency.from_registry(engine="vllm")
-    train = [q for q in load_points()[0] if q.engine.split()[0] == "vllm" and not q.held_back]
-    wide = [q for q in train if q.concurrency > 64]
-    where = sorted({f"{q.model} on an {q.chip.upper()}" for q in wide})
-    lines += ["", "The error grows with the requests a step holds, dense models too: vLLM's fitted per-request "
-              f"overhead ({eff.per_request_seconds * 1e6:.0f} us a request a step, with a per-step "
-              f"{eff.step_seconds * 1e3:.2f} ms) and routed-expert read ({eff.expert_bandwidth:g} of peak bandwidth) "
-              f"come from {len(train)} training points (README's table above), {len(wide)} of them at more than 64 "
-              f"requests, {' and '.join(where)}. These rows are not fitted here. Fitted on two thirds of "
-              "them (tried, issue 21's closing note), vLLM's factors bring the other third's TPOT to about 13 % "
-              "but leave the DeepSeek-architecture rows (Kimi-K2.5: MLA, 384 experts) and DeepSeek-R1's measured "
-              "vLLM runs (the spot check below) a quarter to a half faster than measured: one set of factors "
-              "prices every architecture's decode, and the DeepSeek family's runs slower than the others' at the "
-              "same bytes. A capacity plan must not be optimistic, so the six-point factors stay until the step "
-              "model prices that difference. Their TTFT is the client's, from "
-              "a closed loop (queueing and the front end in it), hence far above the bare prefill.", ""]
+    rocm = Efficiency.from_registry(engine="vllm-rocm")
+    before = [p.errors(rocm)[0] for p, _, _ in held]
+    kernels = "; ".join(f"{k.fmt} experts on {k.generation} at {k.expert_bandwidth:g}" for k in eff.moe_kernels)
+    top = GRIDS["memory_bandwidth"][-1]
+    capped = [k for k in eff.moe_kernels if k.expert_bandwidth >= top]
+    floors = "; ".join(f"{k.backend} on {k.generation} {k.layer_seconds * 1e6:.0f} us"
+                       for k in eff.attention_kernels if k.provenance and "assumed" not in k.provenance[0].how)
+    lines += ["", "vLLM's CUDA factors as fitted: per step "
+              f"{eff.step_seconds * 1e3:.2f} ms, per decoder layer {eff.layer_seconds * 1e6:.0f} us, per request "
+              f"{eff.per_request_seconds * 1e6:.0f} us (the ROCm set, the throughput points' fit: "
+              f"{rocm.step_seconds * 1e3:.2f} ms, {rocm.layer_seconds * 1e6:.0f} us, "
+              f"{rocm.per_request_seconds * 1e6:.0f} us); routed experts read at the fraction of peak bandwidth of "
+              f"their fused-MoE kernel, {kernels}, any other format at {eff.expert_bandwidth:g}; MLA's own floor per "
+              f"layer, {floors} (DeepSeek-V3.2's, V4's and V4.1's MLA-family layers take MLA's, an assumption "
+              "step_model.yaml states). At the throughput fit's factors alone the held-back rows' TPOT was "
+              f"{statistics.median(map(abs, before)):.0%} off, signed {statistics.median(before):+.0%}. "
+              + "".join(f"The {k.fmt} kernel on {k.generation} sits at the grid's top ({top:g} of peak, the bound "
+                        "memory reads get) and its rows stay pessimistic: the fixed costs every model shares are "
+                        "likely too high for it. " for k in capped)
+              + "The MLA floor rests on Kimi-K2.5's rows alone (DeepSeek-R1's vLLM runs below are held back and "
+              "measure it); MoE formats no row runs (BF16 and FP8 grouped GEMMs, any AMD chip) keep the throughput "
+              "fit's figure. The rows of longer prompts stay pessimistic: in a closed loop of equal requests the "
+              "prompts arrive in waves and are prefilled together, so most decode steps carry no prefill, where the "
+              "steady state mixes each prompt's chunks into the decodes. Their TTFT is the client's, from the closed "
+              "loop (queueing and the front end in it), hence far above the bare prefill.", ""]
     return "\n".join(lines)
 
 

@@ -112,19 +112,20 @@ def test_a_target_nothing_meets_is_an_answer_saying_what_one_request_alone_measu
 def test_a_pool_wider_than_memory_needs_says_which_target_the_narrower_split_misses(capsys):
     """At 10 requests/s of 1,000/200 tokens Llama-3.1-8B needs one replica for memory (one H100
     holds 399 requests), yet the plan takes two GPUs (1 × tp 2): the one-GPU pool misses p90 TPOT.
-    binds says so (not the KV cache), with the figure `plan --tp 1 --max-gpus 1` reports."""
+    binds says so (not the KV cache), with the figure `plan --tp 1 --max-gpus 1` reports (p90 TPOT ≤ 20 ms:
+    vLLM's CUDA factors put one H100's at about 21 ms there)."""
     args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1000", "--osl", "200",
-            "--requests-per-second", "10", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "30", "--json"]
+            "--requests-per-second", "10", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "20", "--json"]
     assert main(["--tp", "1", "--tp", "2", *args]) == 0
     best = json.loads(capsys.readouterr().out)["best"]
     assert (best["gpus"], best["replicas"], best["tensor_parallel_size"]) == (2, 1, 2)
     said = re.match(r"service targets at 10 requests/s: on fewer GPUs, tp 1 \(the narrowest split simulated\) "
-                    r"misses them at 1 replica \(10\.00 requests/s each\): p90 TPOT ([\d.]+) ms against ≤ 30 ms; "
+                    r"misses them at 1 replica \(10\.00 requests/s each\): p90 TPOT ([\d.]+) ms against ≤ 20 ms; "
                     r"at 1 × tp 2", best["binds"])
-    assert said and float(said.group(1)) > 30
+    assert said and float(said.group(1)) > 20
     assert main(["--tp", "1", "--max-gpus", "1", *args]) == 1
     (why,) = json.loads(capsys.readouterr().out)["explanations"]
-    assert f"p90 TPOT {said.group(1)} ms against ≤ 30 ms" in why["text"]
+    assert f"p90 TPOT {said.group(1)} ms against ≤ 20 ms" in why["text"]
 
 
 def test_a_one_gpu_pool_at_a_rate_says_it_meets_the_targets_not_what_concurrency_it_holds(capsys):
@@ -147,12 +148,12 @@ def test_too_few_gpus_for_the_rate_name_the_target_and_a_max_gpus_that_fits(caps
     TPOT target is. The explanation says so, with the figure at one replica, and the --max-gpus it
     proposes plans."""
     args = ["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--isl", "1000", "--osl", "200",
-            "--requests-per-second", "10", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "30", "--json"]
+            "--requests-per-second", "10", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "20", "--json"]
     assert main([*args, "--max-gpus", "1"]) == 1
     (why,) = json.loads(capsys.readouterr().out)["explanations"]
     assert why["constraint"] == "service_targets"
-    got = float(re.search(r"p90 TPOT ([\d,.]+) ms against ≤ 30 ms", why["text"]).group(1))
-    assert got > 30
+    got = float(re.search(r"p90 TPOT ([\d,.]+) ms against ≤ 20 ms", why["text"]).group(1))
+    assert got > 20
     gpus = int(re.search(r"Nearest fit: --max-gpus (\d+)", why["text"]).group(1))
     assert gpus > 1
     assert main([*args, "--max-gpus", str(gpus)]) == 0

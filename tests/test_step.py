@@ -215,3 +215,50 @@ def test_the_speed_lines_registry_values_are_in_the_provenance():
     assert code == 0
     names = {p["name"] for p in json.loads(out)["provenance"]}
     assert {"chip_rates.chip_rates.h100.bf16_flops", "step_model.engines.vllm.overhead.step_seconds"} <= names
+
+
+def test_experts_are_read_at_their_fused_moe_kernels_own_efficiency():
+    """gpt-oss-20b on one H100 (sm90) serves its routed experts as MXFP4, whose kernel vLLM's CUDA
+    factors fit apart (moe_kernels.sm90.mxfp4); the same model with that entry removed reads them at
+    the engine's expert_bandwidth. At 64 requests, the MoE part's byte time scales by the ratio of
+    the two efficiencies (the expert bytes are the same), and nothing else in the step moves. An
+    AMD chip's step is priced at vLLM's ROCm factors, which fit no kernel apart."""
+    from dataclasses import replace
+
+    from pricing.step.step import factor_set
+
+    sm = step_model("gpt-oss-20b", "h100", 1)
+    eff = sm.eff
+    own = eff.moe_kernel("sm90", "mxfp4")
+    assert own.provenance and own.expert_bandwidth != eff.expert_bandwidth
+    assert eff.moe_kernel("sm90", "bf16").expert_bandwidth == eff.expert_bandwidth  # no entry: the default
+    assert eff.moe_kernel("sm80", "mxfp4").expert_bandwidth == eff.expert_bandwidth
+    bare = StepModel(sm.kernel, efficiency=replace(eff, moe_kernels=()))
+    step = Step(decode=64, context=2048)
+    with_kernel, without = sm.time(step), bare.time(step)
+    (moe,) = [g for g in sm.groups if g.moe_layers and g.fmt == "mxfp4"]
+    _, expert_bytes = moe.routed_work(64)
+    rate = sm.rates.memory_bandwidth
+    saved = expert_bytes / (rate * eff.expert_bandwidth) - expert_bytes / (rate * own.expert_bandwidth)
+    assert without.seconds - with_kernel.seconds == pytest.approx(saved, rel=1e-9)
+    assert with_kernel.parts["attention projections"] == without.parts["attention projections"]
+    assert {p.name for p in own.provenance} <= {p.name for p in sm.provenance}
+    assert factor_set(sm.kernel) == "vllm" and factor_set(step_model("gpt-oss-20b", "mi300x", 1).kernel) == "vllm-rocm"
+    assert not step_model("gpt-oss-20b", "mi300x", 1).eff.moe_kernels
+
+
+def test_an_mla_layer_pays_its_backends_floor_beside_the_shared_one():
+    """Kimi-K2.5 runs 61 MLA decoder layers; on an H200 (sm90) each pays vLLM's shared per-layer floor
+    plus MLA's own (attention_kernels.sm90.mla): the step's overhead is step_seconds + 61 x (both) +
+    per_request x requests. Llama-3.1-70B (GQA) pays the shared floor alone."""
+    sm = step_model("kimi-k2.5", "h200", 8)
+    eff = sm.eff
+    mla = eff.attention_kernel("sm90", "mla")
+    assert mla.layer_seconds > 0 and mla.provenance
+    t = sm.decode(8, 4096)
+    want = eff.step_seconds + 61 * (eff.layer_seconds + mla.layer_seconds) + 8 * eff.per_request_seconds
+    assert t.parts["step overhead"] == pytest.approx(want, rel=1e-12)
+    dense = step_model("llama-3.1-70b", "h200", 4)
+    assert dense.layer_floor == dense.eff.layer_seconds
+    assert dense.decode(8, 4096).parts["step overhead"] == pytest.approx(
+        eff.step_seconds + 80 * eff.layer_seconds + 8 * eff.per_request_seconds, rel=1e-12)

@@ -22,7 +22,7 @@ from pricing.serving.simulate import Instance, Served, simulate
 from pricing.serving.traffic import ClosedLoop, Fixed, Poisson, Traffic, Uniform
 from pricing.step import StepModel
 from pricing.step.rates import Efficiency
-from pricing.step.step import ENGINE, Step
+from pricing.step.step import Step, factor_set
 from pricing.yaml_fast import load as load_yaml
 
 RUNS = Path(__file__).resolve().parents[2] / "validation" / "vllm_serving_runs.yaml"
@@ -109,7 +109,7 @@ class Run:
         training point."""
         kernel = self.kernel()
         inst = Instance.of(kernel)
-        base = Efficiency.from_registry(kernel.reg, ENGINE)
+        base = Efficiency.from_registry(kernel.reg, factor_set(kernel))
         target = self.measured["duration_s"]
 
         def run(fraction: float) -> Served:

@@ -16,7 +16,7 @@ from pricing.kernel import Deployment, Kernel
 from pricing.registry import load
 from pricing.step.rates import Efficiency
 from pricing.step.serving import Workload, serving
-from pricing.step.step import StepModel
+from pricing.step.step import StepModel, factor_set
 
 POINTS = Path(__file__).resolve().parents[2] / "validation" / "measured_points.yaml"
 HOLD_BACK_EVERY = 3  # a third of the points, chosen by a hash of their id, is held back
@@ -79,7 +79,8 @@ def _built(model: str, quantization: str | None, chip: str, tp: int, ep: bool, c
 def predict(p: Point, efficiency: Efficiency | None = None) -> float:
     """The step model's output tokens per second per GPU at the point's concurrency and workload."""
     kernel = p.kernel()
-    sm = StepModel(kernel, efficiency=efficiency or Efficiency.from_registry(kernel.reg, p.engine.split()[0]))
+    own = factor_set(kernel, p.engine.split()[0])
+    sm = StepModel(kernel, efficiency=efficiency or Efficiency.from_registry(kernel.reg, own))
     return serving(sm, p.concurrency, p.isl + p.osl // 2, Workload(p.isl, p.osl)).output_tokens_per_second_per_gpu
 
 

@@ -71,6 +71,40 @@ def _chip_rates(chip: Chip, reg: Registry) -> ChipRates:
 
 
 @dataclass(frozen=True)
+class MoeKernel:
+    """vLLM's fused-MoE kernel for routed experts served as `fmt` on chips of `generation` (vLLM picks
+    it by the checkpoint's quantization and the device's compute capability: Marlin for W4A16, OpenAI's
+    Triton kernels or FlashInfer's for MXFP4, grouped GEMMs for FP8 and BF16;
+    vllm/model_executor/layers/fused_moe/): the fraction of peak bandwidth its expert reads achieve.
+    step_model.yaml `engines.<engine>.moe_kernels.<generation>.<fmt>`."""
+
+    generation: str
+    fmt: str
+    expert_bandwidth: float
+    provenance: tuple[Sourced, ...] = ()
+
+    FIELDS = ("expert_bandwidth",)
+    TABLE = "moe_kernels"
+
+
+@dataclass(frozen=True)
+class AttentionKernel:
+    """vLLM's attention backend `backend` (the model graph's: mla, sparse_mla, ...) on chips of
+    `generation`: its fixed seconds per decoder layer per step beyond the per-layer floor every model
+    pays (MLA's latent projections, the absorbed up-projection matmuls and its decode kernel, each a
+    launch: vllm/model_executor/layers/attention/mla_attention.py). step_model.yaml
+    `engines.<engine>.attention_kernels.<generation>.<backend>`."""
+
+    generation: str
+    backend: str
+    layer_seconds: float
+    provenance: tuple[Sourced, ...] = ()
+
+    FIELDS = ("layer_seconds",)
+    TABLE = "attention_kernels"
+
+
+@dataclass(frozen=True)
 class Efficiency:
     """Achieved fractions of the peak rates and the per-step overheads (step_model.yaml).
 
@@ -84,6 +118,10 @@ class Efficiency:
     collective_latency_seconds  per collective call (all-reduce, all-to-all, hand-off) over NVLink or xGMI
     pcie_collective_latency_seconds  the same between cards that reach each other over PCIe only
     activation_bytes   bytes per activation element (16-bit)
+    moe_kernels        the fused-MoE kernels fitted apart (`MoeKernel`); experts of another format or
+                       chip generation are read at `expert_bandwidth`
+    attention_kernels  the attention backends whose layers cost more than the floor (`AttentionKernel`);
+                       any other pays `layer_seconds` alone
     """
 
     memory_bandwidth: float
@@ -97,6 +135,8 @@ class Efficiency:
     pcie_collective_latency_seconds: float
     activation_bytes: int
     provenance: tuple[Sourced, ...] = ()
+    moe_kernels: tuple[MoeKernel, ...] = ()
+    attention_kernels: tuple[AttentionKernel, ...] = ()
 
     NAMES = {"memory_bandwidth": "efficiency.memory_bandwidth", "expert_bandwidth": "efficiency.expert_bandwidth",
              "tensor_compute": "efficiency.tensor_compute",
@@ -123,7 +163,36 @@ class Efficiency:
         prov = {field: entry(name) for field, name in cls.NAMES.items()}
         values = {field: float(p.value) for field, p in prov.items()}
         values["activation_bytes"] = int(values["activation_bytes"])
-        return cls(**values, provenance=tuple(prov.values()))
+        return cls(**values, provenance=tuple(prov.values()), moe_kernels=cls._kernels(reg, engine, MoeKernel),
+                   attention_kernels=cls._kernels(reg, engine, AttentionKernel))
+
+    @staticmethod
+    def _kernels(reg: Registry, engine: str | None, kind: type) -> tuple:
+        """The `kind.TABLE` entries of `engines.<engine>`, each keyed by (chip generation, name)."""
+        if not engine:
+            return ()
+        prefix = f"step_model.engines.{engine}.{kind.TABLE}."
+        keys = sorted({tuple(n[len(prefix):].split(".")[:2]) for n in reg.names(prefix)})
+        out = []
+        for generation, name in keys:
+            prov = tuple(reg[f"{prefix}{generation}.{name}.{f}"] for f in kind.FIELDS)
+            out.append(kind(generation, name, *(float(p.value) for p in prov), provenance=prov))
+        return tuple(out)
+
+    def moe_kernel(self, generation: str, fmt: str) -> MoeKernel:
+        """The fused-MoE kernel experts of `fmt` run on a chip of `generation`: its own fitted entry,
+        or the engine's `expert_bandwidth` where it has none."""
+        for k in self.moe_kernels:
+            if k.generation == generation and k.fmt == fmt:
+                return k
+        return MoeKernel(generation, fmt, self.expert_bandwidth)
+
+    def attention_kernel(self, generation: str, backend: str) -> AttentionKernel:
+        """The attention backend's extra fixed cost per layer on a chip of `generation` (0 where none is fitted)."""
+        for k in self.attention_kernels:
+            if k.generation == generation and k.backend == backend:
+                return k
+        return AttentionKernel(generation, backend, 0.0)
 
     def replaced(self, **values) -> Efficiency:
         """A copy with some factors replaced (the fit tries these); provenance says so."""
@@ -133,6 +202,21 @@ class Efficiency:
                              "fit in progress" if _field_of(p.name) in values else p.source, p.how)
                      for p in self.provenance)
         return replace(self, **values, provenance=prov)
+
+
+    def stamped(self, fields, source: str, how: str) -> Efficiency:
+        """A copy whose `fields` carry `source` and `how` (what a fit writes beside its values)."""
+        from dataclasses import replace
+
+        prov = tuple(Sourced(p.name, p.value, source, how) if _field_of(p.name) in fields else p
+                     for p in self.provenance)
+        return replace(self, provenance=prov)
+
+    def with_kernels(self, moe: tuple[MoeKernel, ...], attention: tuple[AttentionKernel, ...]) -> Efficiency:
+        """A copy with these fused-MoE kernels and attention backends in place of its own."""
+        from dataclasses import replace
+
+        return replace(self, moe_kernels=moe, attention_kernels=attention)
 
 
 def _field_of(registry_name: str) -> str:

@@ -1,19 +1,27 @@
 """vLLM's measured decode step and first token at a fixed concurrency (validation/vllm_silicon_points.yaml,
 from NVIDIA aiconfigurator's `silicon_sample.csv`: closed-loop `max-concurrency` sweeps of vLLM releases, each
-row's TPOT and TTFT) beside the step model's, at vLLM's own fitted factors. None of these rows is in the
-step model's fit (validation/measured_points.yaml): they measure it, they do not tune it."""
+row's TPOT and TTFT) beside the step model's, at vLLM's own fitted factors.
+
+Two thirds of the rows whose decode dominates (outputs at least as long as prompts: a closed loop's TPOT
+there is the decode step, what the step model's steady state prices) train vLLM's per-step overheads, its
+fused-MoE kernels and attention backends (scripts/fit_step.py --engine vllm); the third held back, chosen by
+a hash of the row's id, and every row of longer prompts measure them."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from pricing import yaml_fast
 from pricing.kernel import Kernel
-from pricing.step.measured import point_kernel
+from pricing.step.measured import HOLD_BACK_EVERY, point_kernel
+from pricing.step.rates import Efficiency
 from pricing.step.serving import Serving, Workload, serving
 from pricing.step.step import StepModel
+from pricing.step.work import linear_groups
 
+GQA = "gqa"  # the attention backend the shared per-layer floor is fitted on
 SILICON = Path(__file__).resolve().parents[2] / "validation" / "vllm_silicon_points.yaml"
 
 
@@ -40,15 +48,44 @@ class SiliconPoint:
         """The memory kernel of the row's deployment (`point_kernel`)."""
         return point_kernel(self.model, self.quantization, self.chip, self.tp, self.ep, self.isl + self.osl)
 
-    def predicted(self) -> Serving:
+    @property
+    def decode_dominated(self) -> bool:
+        """Outputs at least as long as prompts: the fit's rows (a closed loop's TPOT is then the decode
+        step; with longer prompts it is what the loop's waves leave of the prefill, not the steady mix)."""
+        return self.osl >= self.isl
+
+    @property
+    def held_back(self) -> bool:
+        """A third of the rows, chosen by a hash of their id (as validation/measured_points.yaml's)."""
+        return int(hashlib.sha256(self.id.encode()).hexdigest(), 16) % HOLD_BACK_EVERY == 0
+
+    @property
+    def training(self) -> bool:
+        return self.decode_dominated and not self.held_back
+
+    def moe_kernel_key(self) -> tuple[str, str] | None:
+        """(chip generation, routed experts' served format) of the row's deployment, or None when the
+        model routes none: the fused-MoE kernel its experts run (Efficiency.moe_kernel)."""
+        kernel = self.kernel()
+        routed = [g for g in linear_groups(kernel) if g.moe_layers and g.expert_bytes]
+        return (kernel.chip.generation, max(routed, key=lambda g: g.expert_bytes).fmt) if routed else None
+
+    def attention_kernel_key(self) -> tuple[str, str] | None:
+        """(chip generation, attention backend) of the row's deployment, or None for GQA (whose layers
+        pay the shared per-layer floor alone): the backend whose own floor the row measures."""
+        kernel = self.kernel()
+        backend = kernel.graph.attention_backend
+        return None if backend == GQA else (kernel.chip.generation, backend)
+
+    def predicted(self, efficiency: Efficiency | None = None) -> Serving:
         """The step model's steady state at the row's concurrency (the middle of the outputs' context)
-        and its TTFT for the row's prompt beside those decodes, at vLLM's factors."""
-        return serving(StepModel(self.kernel()), self.concurrency, self.isl + self.osl // 2,
+        and its TTFT for the row's prompt beside those decodes, at vLLM's factors (or `efficiency`)."""
+        return serving(StepModel(self.kernel(), efficiency=efficiency), self.concurrency, self.isl + self.osl // 2,
                        Workload(self.isl, self.osl))
 
-    def errors(self) -> tuple[float, float]:
+    def errors(self, efficiency: Efficiency | None = None) -> tuple[float, float]:
         """(predicted / measured − 1) of TPOT and of TTFT."""
-        s = self.predicted()
+        s = self.predicted(efficiency)
         return s.tpot_seconds * 1e3 / self.tpot_ms - 1, s.ttft_seconds * 1e3 / self.ttft_ms - 1
 
 

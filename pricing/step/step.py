@@ -4,13 +4,16 @@ peak rates, plus the collectives and a per-step overhead.
     layer kind   max(Σ FLOPs / (peak FLOP/s of their served format × tensor efficiency),
                      Σ bytes / (memory bandwidth × memory efficiency)
                      + routed-expert bytes / (memory bandwidth × expert efficiency))
+                 the expert efficiency is the fused-MoE kernel's own for the experts' format on
+                 the chip's generation where step_model.yaml fits it apart (`Efficiency.moe_kernel`)
     attention    the same roofline over the context: FLOPs of every (query, context) pair, the
                  cache bytes every request reads (and a prefill chunk writes)
     all-reduce   latency + 2 (g − 1) / g × bytes / (scale-up bandwidth × interconnect efficiency)
     all-to-all   2 × (latency + (g − 1) / g × bytes / (scale-up bandwidth × interconnect efficiency))
     pipeline     each stage's step for a micro-batch of 1/pp of the requests, summed, plus (pp − 1)
                  hand-offs of the micro-batch's hidden states (latency + bytes / scale-up bandwidth)
-    overhead     per step + per decoder layer + per request in the step
+    overhead     per step + per decoder layer + per request in the step; an attention backend with
+                 more kernels a layer than GQA's (MLA) adds its own per layer (`Efficiency.attention_kernel`)
 
 The latency of a collective is NCCL's small-message one over the chip's link: NVLink's (or
 xGMI's), or PCIe's where the cards have no other (`collective_latency`, step_model.yaml).
@@ -171,6 +174,13 @@ class Drafting:
 
 
 ENGINE = "vllm"  # the deployments the kernel sizes are vLLM's: its own factors (step_model.yaml engines.vllm)
+ROCM_ENGINE = "vllm-rocm"  # vLLM built for ROCm runs its own kernels (AITER, Triton): its own factors
+
+
+def factor_set(kernel: Kernel, engine: str = ENGINE) -> str:
+    """The factors `engine`'s step is priced at on the kernel's chip (step_model.yaml `engines.<set>`):
+    vLLM's on an AMD chip are its ROCm build's (`vllm-rocm`), fitted on AMD points; CUDA's elsewhere."""
+    return ROCM_ENGINE if engine == ENGINE and kernel.chip.vendor == "amd" else engine
 
 
 class StepModel:
@@ -184,7 +194,7 @@ class StepModel:
         self.kernel = kernel
         self.engine = kernel.engine
         self.rates = rates or chip_rates(kernel.chip, kernel.reg)
-        self._eff = efficiency or Efficiency.from_registry(kernel.reg, ENGINE)
+        self._eff = efficiency or Efficiency.from_registry(kernel.reg, factor_set(kernel))
         self.target = Work.of(kernel)
         self.groups, self.comm, self.context = self.target.groups, self.target.comm, self.target.context
         e = kernel.engine
@@ -204,8 +214,19 @@ class StepModel:
     @property
     def provenance(self) -> tuple:
         """Every registry value the step is priced with: the chip's peak rates (chips/<id>.yaml `rates`)
-        and the efficiency factors and overheads (step_model.yaml), each with its source."""
-        return self.rates.provenance + self.eff.provenance
+        and the efficiency factors and overheads (step_model.yaml), with the fused-MoE kernel's and the
+        attention backend's own where they are fitted apart, each with its source."""
+        generation = self.kernel.chip.generation
+        kernels = {g.fmt: self.eff.moe_kernel(generation, g.fmt) for g in self.groups if g.moe_layers}
+        kernels["attention"] = self.eff.attention_kernel(generation, self.kernel.graph.attention_backend)
+        return self.rates.provenance + self.eff.provenance + tuple(p for k in kernels.values() for p in k.provenance)
+
+    @property
+    def layer_floor(self) -> float:
+        """Fixed seconds per decoder layer per step: the floor every model pays (`layer_seconds`) and its
+        attention backend's own where one is fitted (Efficiency.attention_kernel)."""
+        backend = self.kernel.graph.attention_backend
+        return self.eff.layer_seconds + self.eff.attention_kernel(self.kernel.chip.generation, backend).layer_seconds
 
     @property
     def queries(self) -> int:
@@ -264,11 +285,11 @@ class StepModel:
                 # per pass, the per-layer floor: vLLM replays the drafter in PIECEWISE CUDA graphs
                 # only, attention eager between the pieces (llm_base_proposer.py
                 # initialize_cudagraph_keys); a fixed host cost per pass is not modelled (README)
-                seconds = eff.layer_seconds * self.drafting.work.comm.layers
+                seconds = self.layer_floor * self.drafting.work.comm.layers
                 drafter.overhead_seconds += seconds
                 drafter.add("overhead", seconds)
             out.fold(drafter, DRAFTER_PART)
-        overhead = eff.step_seconds + eff.layer_seconds * self.comm.layers + eff.per_request_seconds * step.requests
+        overhead = eff.step_seconds + self.layer_floor * self.comm.layers + eff.per_request_seconds * step.requests
         out.overhead_seconds += overhead
         out.add("step overhead", overhead)
         return out
@@ -279,7 +300,7 @@ class StepModel:
         `head`: the groups whose LM head a drafter shares, priced there alone)."""
         e, r, eff = self.engine, self.rates, self.eff
         byte_rate = r.memory_bandwidth * eff.memory_bandwidth
-        expert_rate = r.memory_bandwidth * eff.expert_bandwidth
+        generation = self.kernel.chip.generation
         n = step.tokens
         moe_tokens = n * e.dp if e.dp > 1 else n  # MoE layers see every data-parallel rank's tokens
         kinds: dict[str, list[float]] = {}  # kind -> [FLOPs, bytes, FLOP seconds, byte seconds]
@@ -293,6 +314,7 @@ class StepModel:
                 expert_flops, expert_bytes = g.routed_work(moe_tokens)
                 flops += expert_flops
                 nbytes += expert_bytes
+                expert_rate = r.memory_bandwidth * eff.moe_kernel(generation, g.fmt).expert_bandwidth
                 t_bytes += expert_bytes / expert_rate
             acc = kinds.setdefault(g.kind, [0.0, 0.0, 0.0, 0.0])
             acc[0] += flops
