@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT))
 
 from pricing.registry import Sourced  # noqa: E402
 from pricing.step.measured import POINTS, load_points, predict  # noqa: E402
-from pricing.step.rates import AttentionKernel, Efficiency, MoeKernel  # noqa: E402
+from pricing.step.rates import AttentionKernel, Efficiency, GemmKernel, MoeKernel  # noqa: E402
 from pricing.step.silicon import SILICON, SiliconPoint, load_silicon  # noqa: E402
-from pricing.step.step import ENGINE, ROCM_ENGINE  # noqa: E402
+from pricing.step.step import ENGINE, ROCM_ENGINE, StepModel  # noqa: E402
 
 REGISTRY = ROOT / "pricing" / "registry" / "step_model.yaml"
 GRIDS = {
@@ -136,7 +136,7 @@ def fit_silicon(rows: list[SiliconPoint], start: Efficiency, rounds: int = 6) ->
         for kind, key in ((MoeKernel, r.moe_kernel_key()), (AttentionKernel, r.attention_kernel_key())):
             if key is not None:
                 counts[(kind, key)] = counts.get((kind, key), 0) + 1
-    kernels = {(kind, key): kind(*key, start.expert_bandwidth if kind is MoeKernel else 0.0)
+    kernels = {(kind, key): (start.moe_kernel(*key) if kind is MoeKernel else start.attention_kernel(*key))
                for (kind, key), n in sorted(counts.items(), key=str) if n >= MIN_KERNEL_ROWS}
 
     def trial(eff: Efficiency, kernels: dict) -> Efficiency:
@@ -162,6 +162,63 @@ def fit_silicon(rows: list[SiliconPoint], start: Efficiency, rounds: int = 6) ->
     return trial(best, kernels)
 
 
+TTFT_CONCURRENCY = 8  # rows at most this concurrent train the first token: a prompt beside few others
+TTFT_GRIDS = {
+    "first_token_seconds": [i * 2.0e-3 for i in range(41)],
+    "interconnect": GRIDS["interconnect"],
+}
+GEMM_GRID = [round(0.20 + 0.025 * i, 3) for i in range(29)]  # 0.2-0.9 of the format's peak: below, not a GEMM
+GEMM_SHARE = 0.5  # a format is a row's GEMM kernel when its matrices run most of the prompt's FLOPs
+
+
+def gemm_keys(row: SiliconPoint) -> set[tuple[str, str]]:
+    """(chip generation, weight format) of the matrix multiplies that run at least GEMM_SHARE of the row's
+    prompt FLOPs (routed experts' in their format's group)."""
+    model = StepModel(row.kernel())
+    flops: dict[str, float] = {}
+    for g in model.groups:
+        work = g.flops_per_token * row.isl + (g.routed_work(row.isl)[0] if g.moe_layers else 0.0)
+        flops[g.fmt] = flops.get(g.fmt, 0.0) + work
+    total = sum(flops.values())
+    return {(model.kernel.chip.generation, f) for f, v in flops.items() if v >= GEMM_SHARE * total}
+
+
+def ttft_loss(rows: list[SiliconPoint], eff: Efficiency) -> float:
+    return statistics.fmean(abs(math.log(r.predicted(eff).ttft_seconds * 1e3 / r.ttft_ms)) for r in rows)
+
+
+def fit_silicon_ttft(rows: list[SiliconPoint], start: Efficiency, rounds: int = 3) -> Efficiency:
+    """`start` with the API server's time to a first token, the interconnect's efficiency and the GEMM
+    kernels that enough rows run (effective prefill efficiency by weight format) fitted on `rows`' TTFT."""
+    counts: dict[tuple, int] = {}
+    for r in rows:
+        for key in gemm_keys(r):
+            counts[key] = counts.get(key, 0) + 1
+    gemm = {key: start.gemm_kernel(*key) for key, n in sorted(counts.items()) if n >= MIN_KERNEL_ROWS}
+    best = start.with_kernels(gemm=tuple(gemm.values()))
+    best_loss = ttft_loss(rows, best)
+    for _ in range(rounds):
+        for name, grid in TTFT_GRIDS.items():
+            for value in grid:
+                candidate = best.replaced(**{name: value})
+                loss_ = ttft_loss(rows, candidate)
+                if loss_ < best_loss - 1e-12:
+                    best, best_loss = candidate, loss_
+        for key in gemm:
+            for value in GEMM_GRID:
+                trial = dict(gemm)
+                trial[key] = replace(gemm[key], tensor_compute=value)
+                candidate = best.with_kernels(gemm=tuple(trial.values()))
+                loss_ = ttft_loss(rows, candidate)
+                if loss_ < best_loss - 1e-12:
+                    best, best_loss, gemm = candidate, loss_, trial
+    return best
+
+
+def ttft_errors(rows: list[SiliconPoint], eff: Efficiency) -> list[float]:
+    return [r.predicted(eff).ttft_seconds * 1e3 / r.ttft_ms - 1 for r in rows]
+
+
 def silicon_errors(rows: list[SiliconPoint], eff: Efficiency) -> list[float]:
     return [r.predicted(eff).tpot_seconds * 1e3 / r.tpot_ms - 1 for r in rows]
 
@@ -178,14 +235,14 @@ def engine_block(engine: str, eff: Efficiency) -> str:
     lines = [f"  {engine}:"]
     sections: dict[str, list[str]] = {}
     for field, name in Efficiency.NAMES.items():
-        if field in GRIDS:
+        if field in GRIDS or field in TTFT_GRIDS:
             section, key = name.split(".")
             p = prov[key]
             sections.setdefault(section, []).append(_yaml_entry("      ", key, getattr(eff, field), p.source, p.how))
     for section, entries in sections.items():
         lines.append(f"    {section}:")
         lines += entries
-    for kernels in (eff.moe_kernels, eff.attention_kernels):
+    for kernels in (eff.moe_kernels, eff.attention_kernels, eff.gemm_kernels):
         if not kernels:
             continue
         lines.append(f"    {type(kernels[0]).TABLE}:")
@@ -198,9 +255,9 @@ def engine_block(engine: str, eff: Efficiency) -> str:
     return "\n".join(lines)
 
 
-def _kernel_name(kernel: MoeKernel | AttentionKernel) -> str:
-    """The key a kernel sits under in its table: the experts' format, or the attention backend."""
-    return kernel.fmt if isinstance(kernel, MoeKernel) else kernel.backend
+def _kernel_name(kernel: MoeKernel | AttentionKernel | GemmKernel) -> str:
+    """The key a kernel sits under in its table: the weights' format, or the attention backend."""
+    return kernel.backend if isinstance(kernel, AttentionKernel) else kernel.fmt
 
 
 def write_engines(blocks: dict[str, str]) -> None:
@@ -223,8 +280,9 @@ def fitted_engine(engine: str, eff: Efficiency, train: int, held: int, train_err
 
 
 def fitted_silicon(eff: Efficiency, train: int, held: int, train_err: float, held_err: float,
-                   signed: float) -> Efficiency:
-    """`eff` (the CUDA build's) with the source and how of the silicon fit on its overheads and kernels."""
+                   signed: float, ttft: tuple) -> Efficiency:
+    """`eff` (the CUDA build's) with the source and how of the silicon fit on its overheads and kernels;
+    `ttft`: (training rows, held-back rows, training error, held-back error, signed) of the TTFT stage."""
     how = (f"fitted by scripts/fit_step.py --engine vllm on the TPOT of {train} training rows of {SILICON_FILE} "
            f"(decode-dominated rows, outputs at least as long as prompts; median absolute error {train_err:.1%}); "
            f"its {held} held-back decode-dominated rows: {held_err:.1%}, signed {signed:+.1%}")
@@ -246,7 +304,18 @@ def fitted_silicon(eff: Efficiency, train: int, held: int, train_err: float, hel
                             f"{fitted}'s floor on {k.generation}, assumed (no {backend} row in the silicon data): "
                             f"{backend} layers run vLLM's MLA-family kernels (scripts/fit_step.py FLOOR_OF)"),)
             tables[AttentionKernel].append(replace(k, backend=backend, provenance=prov))
-    return eff.with_kernels(tuple(tables[MoeKernel]), tuple(tables[AttentionKernel]))
+    ttft_how = (f"fitted by scripts/fit_step.py --engine vllm on the TTFT of {ttft[0]} training rows of "
+                f"{SILICON_FILE} at most {TTFT_CONCURRENCY} concurrent (a prompt's prefill beside few decodes; "
+                f"median absolute error {ttft[2]:.1%}); its {ttft[1]} held-back rows: {ttft[3]:.1%}, signed "
+                f"{ttft[4]:+.1%}")
+    ttft_source = f"fit on vLLM's measured TTFT, {SILICON_FILE} (NVIDIA aiconfigurator silicon data)"
+    eff = eff.stamped(TTFT_GRIDS, ttft_source, ttft_how)
+    gemm = tuple(replace(k, provenance=(Sourced(
+        f"step_model.engines.{ENGINE}.{k.TABLE}.{k.generation}.{k.fmt}.tensor_compute", k.tensor_compute,
+        ttft_source, f"{ttft_how}; weights served as {k.fmt} on {k.generation}: an effective prefill efficiency, "
+        "what the prompt's other costs the step model does not price (its queueing behind other prompts in "
+        "the closed loop, MLA's prefill path) leave of the GEMMs' peak"),)) for k in eff.gemm_kernels)
+    return eff.with_kernels(tuple(tables[MoeKernel]), tuple(tables[AttentionKernel]), gemm)
 
 
 def main() -> None:
@@ -276,6 +345,7 @@ def main() -> None:
     if args.engine == ENGINE:
         rocm = fitted_engine(ENGINE, eff, len(train), len(held), train_err, held_err)
         cuda = silicon(rocm)
+        rocm = front_end_of(rocm, cuda)
         if args.write:
             write_engines({ROCM_ENGINE: engine_block(ROCM_ENGINE, rocm), ENGINE: engine_block(ENGINE, cuda)})
             print(f"wrote {REGISTRY.relative_to(ROOT)}")
@@ -288,26 +358,50 @@ def main() -> None:
         print(f"wrote {REGISTRY.relative_to(ROOT)}")
 
 
+def front_end_of(rocm: Efficiency, cuda: Efficiency) -> Efficiency:
+    """The ROCm set with the CUDA fit's time to a first token outside the engine: the API server runs on the
+    host, the same code on either build (no AMD row measures TTFT)."""
+    p = next(p for p in cuda.provenance if p.name.endswith(".first_token_seconds"))
+    out = rocm.replaced(first_token_seconds=cuda.first_token_seconds)
+    return out.stamped({"first_token_seconds"}, p.source, f"the CUDA set's ({p.how}): the API server runs on the "
+                       "host, the same code on ROCm; no AMD row measures TTFT")
+
+
 def silicon(start: Efficiency) -> Efficiency:
-    """vLLM's CUDA factors: `start` with its overheads and fused-MoE kernels fitted on the silicon rows."""
+    """vLLM's CUDA factors: `start` with its overheads, fused-MoE kernels and attention floors fitted on the
+    decode-dominated silicon rows' TPOT, its first-token time, interconnect and GEMM kernels on the
+    low-concurrency rows' TTFT, then the TPOT stage again at those."""
     rows, _ = load_silicon(SILICON)
     train = [r for r in rows if r.training]
     held = [r for r in rows if r.decode_dominated and r.held_back]
+    low = [r for r in rows if r.concurrency <= TTFT_CONCURRENCY]
+    low_train = [r for r in low if not r.held_back]
+    low_held = [r for r in low if r.held_back]
     eff = fit_silicon(train, start)
+    eff = fit_silicon_ttft(low_train, eff)
+    eff = fit_silicon(train, eff)
     train_err = statistics.median(abs(e) for e in silicon_errors(train, eff))
     held_errors = silicon_errors(held, eff)
     held_err = statistics.median(abs(e) for e in held_errors)
     signed = statistics.median(held_errors)
-    print(f"\nvLLM's CUDA factors, refitted on {len(train)} silicon rows (TPOT):")
-    for field in SILICON_GRIDS:
+    ttft_train = statistics.median(abs(e) for e in ttft_errors(low_train, eff))
+    ttft_held = ttft_errors(low_held, eff)
+    ttft_figures = (len(low_train), len(low_held), ttft_train, statistics.median(abs(e) for e in ttft_held),
+                    statistics.median(ttft_held))
+    print(f"\nvLLM's CUDA factors, refitted on {len(train)} silicon rows (TPOT) and {len(low_train)} (TTFT):")
+    for field in (*SILICON_GRIDS, *TTFT_GRIDS):
         print(f"{field:28s} {getattr(eff, field):.6g}")
     for k in eff.moe_kernels:
         print(f"moe kernel {k.generation} {k.fmt:18s} expert_bandwidth {k.expert_bandwidth:g}")
     for k in eff.attention_kernels:
         print(f"attention {k.generation} {k.backend:18s} layer_seconds {k.layer_seconds:g}")
+    for k in eff.gemm_kernels:
+        print(f"gemm {k.generation} {k.fmt:18s} tensor_compute {k.tensor_compute:g}")
     print(f"training rows {len(train)}, median |error| {train_err:.1%}")
     print(f"held-back decode-dominated rows {len(held)}, median |error| {held_err:.1%}, signed {signed:+.1%}")
-    return fitted_silicon(eff, len(train), len(held), train_err, held_err, signed)
+    print(f"TTFT: training rows {ttft_figures[0]}, median |error| {ttft_train:.1%}; held-back {ttft_figures[1]}: "
+          f"{ttft_figures[3]:.1%}, signed {ttft_figures[4]:+.1%}")
+    return fitted_silicon(eff, len(train), len(held), train_err, held_err, signed, ttft_figures)
 
 
 if __name__ == "__main__":

@@ -94,22 +94,29 @@ def _unmatched(table) -> str:
     slow = [(r, e) for r, f, e in table if f is None and _long(r) and e["duration_s"] > 0]
     if not slow:
         return ""
-    kernels = {_expert_kernel(r) for r, _ in slow}
+    kernels = {k for r, _ in slow if (k := _expert_kernel(r)) is not None}
+    dense = sorted({r.model for r, _ in slow if _expert_kernel(r) is None})
     runs_ = "; ".join(f"{r.model} on {r.chip}, {r.benchmark['input_len']}/{r.benchmark['output_len']}: duration "
                       f"{e['duration_s']:+.0%}, p50 ITL {e['p50_itl_ms']:+.0%}" for r, e in slow)
-    return (f"Slower than measured even at the whole bf16 peak ({runs_}): the miss is the decode step, where the "
-            "step model reads the routed experts at "
-            + "; ".join(f"{bw:g} of the peak bandwidth ({fmt} experts on {gen}: "
-                        + ("their fused-MoE kernel's, fitted on the silicon rows" if own else
-                           "no silicon row runs their kernel, so vLLM's throughput fit's `expert_bandwidth`, whose "
-                           "experts are gpt-oss's MXFP4 and DeepSeek-R1's FP8 ones") + ")"
-                        for gen, fmt, bw, own in sorted(kernels)) + ".")
+    said = [f"{bw:g} of the peak bandwidth for the routed experts ({fmt} experts on {gen}: "
+            + ("their fused-MoE kernel's, fitted on the silicon rows" if own else
+               "no silicon row runs their kernel, so vLLM's throughput fit's `expert_bandwidth`, whose "
+               "experts are gpt-oss's MXFP4 and DeepSeek-R1's FP8 ones") + ")"
+            for gen, fmt, bw, own in sorted(kernels)]
+    said += [f"{', '.join(dense)}'s dense weights at the memory bandwidth's fraction and its prompts' GEMMs at "
+             "their format's fitted prefill efficiency"] if dense else []
+    return (f"Slower than measured even at the whole bf16 peak ({runs_}): the miss is the decode step and what "
+            "the fraction left alone does not set, where the step model reads " + "; ".join(said) + ".")
 
 
-def _expert_kernel(run) -> tuple[str, str, float, bool]:
-    """(generation, format, expert bandwidth, fitted apart) of the fused-MoE kernel the run's experts are priced at."""
+def _expert_kernel(run) -> tuple[str, str, float, bool] | None:
+    """(generation, format, expert bandwidth, fitted apart) of the fused-MoE kernel the run's experts are
+    priced at; None for a dense model."""
     model = StepModel(run.kernel())
-    routed = max((g for g in model.groups if g.moe_layers), key=lambda g: g.expert_bytes)
+    groups = [g for g in model.groups if g.moe_layers]
+    if not groups:
+        return None
+    routed = max(groups, key=lambda g: g.expert_bytes)
     k = model.eff.moe_kernel(model.kernel.chip.generation, routed.fmt)
     return k.generation, k.fmt, k.expert_bandwidth, bool(k.provenance)
 

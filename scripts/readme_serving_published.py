@@ -15,10 +15,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
-from readme_serving_table import SHOWN, TOLERANCE, figure_cells, median_errors  # noqa: E402
+from readme_serving_table import SHOWN, figure_cells, matches, median_errors  # noqa: E402
 
 from pricing.serving.simulate import Instance  # noqa: E402
-from pricing.serving.validation import FIGURES, PUBLISHED, Run, compared, runs  # noqa: E402
+from pricing.serving.validation import PUBLISHED, Run, compared, runs  # noqa: E402
 from pricing.step import StepModel  # noqa: E402
 from pricing.step.measured import load_points  # noqa: E402
 from pricing.step.work import linear_groups, routes_experts  # noqa: E402
@@ -84,7 +84,7 @@ def _source(run: Run) -> str:
 
 def section() -> str:
     table = rows()
-    within = [r for r, _, e in table if all(abs(e[k]) <= TOLERANCE for k in FIGURES)]
+    within = [r for r, _, e in table if matches(e)]
     lines = ["**Against runs published one or two at a time.** `validation/vllm_published_runs.yaml`: "
              f"{len(table)} fully stated runs at a fixed concurrency (`--max-concurrency C`, every prompt of one "
              "length), each transcribed with its release, server and client commands from the source at the commit "

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
-from readme_serving_table import SHOWN, TOLERANCE, figure_cells, median_errors  # noqa: E402
+from readme_serving_table import SHOWN, TOLERANCE, figure_cells, matches, median_errors  # noqa: E402
 
 from pricing.serving.validation import FIGURES, SPOT_CHECK, Run, compared, runs  # noqa: E402
 
@@ -92,7 +92,7 @@ def _host(run: Run) -> str:
 
 def section() -> str:
     table = rows()
-    within = [r for r, _, e in table if all(abs(e[k]) <= TOLERANCE for k in FIGURES)]
+    within = [r for r, _, e in table if matches(e)]
     data = runs(SPOT_CHECK)
     machines = sorted({r.machine for r in data})
     by = {who: sum(measurer(r) == who for r in data) for who in ("simon-mo", "Michaelvll")}

@@ -262,3 +262,35 @@ def test_an_mla_layer_pays_its_backends_floor_beside_the_shared_one():
     assert dense.layer_floor == dense.eff.layer_seconds
     assert dense.decode(8, 4096).parts["step overhead"] == pytest.approx(
         eff.step_seconds + 80 * eff.layer_seconds + 8 * eff.per_request_seconds, rel=1e-12)
+
+
+def test_a_prompts_matrices_run_at_their_formats_fitted_gemm_efficiency():
+    """Qwen3-32B on one H100 serves its weights in BF16, whose GEMMs vLLM's CUDA factors fit apart
+    (gemm_kernels.sm90.bf16): a 4,096-token prefill's dense MLP is compute-bound, its time the
+    FLOPs at the bf16 peak times that efficiency; with the entry removed, at the engine's
+    tensor_compute. The ratio of the two MLP times is the ratio of the efficiencies."""
+    from dataclasses import replace
+
+    sm = step_model("qwen3-32b", "h100", 1)
+    own = sm.eff.gemm_kernel("sm90", "bf16")
+    assert own.provenance and own.tensor_compute != sm.eff.tensor_compute
+    assert sm.eff.gemm_kernel("sm80", "bf16").tensor_compute == sm.eff.tensor_compute  # no entry: the default
+    bare = StepModel(sm.kernel, efficiency=replace(sm.eff, gemm_kernels=()))
+    prefill = Step(chunk=4096)
+    fitted, plain = sm.time(prefill).parts["dense MLP"], bare.time(prefill).parts["dense MLP"]
+    assert fitted / plain == pytest.approx(sm.eff.tensor_compute / own.tensor_compute, rel=1e-9)
+    (mlp,) = [g for g in sm.groups if g.kind == "mlp" and g.fmt == "bf16"]
+    assert fitted == pytest.approx(mlp.flops_per_token * 4096 / (sm.rates.bf16_flops * own.tensor_compute), rel=1e-9)
+
+
+def test_the_first_token_waits_for_the_api_server_beside_the_prefill():
+    """vLLM's time to a first token holds the API server's own (first_token_seconds: HTTP,
+    tokenizing, hand-off, detokenizing, streaming) beside the prompt's prefill steps: a prompt of
+    one chunk's TTFT is that plus the one step; the steady-state TPOT does not hold it."""
+    from pricing.step.serving import step_seconds_per_token, ttft
+
+    sm = step_model("llama-3.1-8b", "h100", 1)
+    front = sm.eff.first_token_seconds
+    assert front > 0 and any(p.name.endswith("first_token_seconds") for p in sm.provenance)
+    assert ttft(sm, 1, 1000, 1000) == pytest.approx(front + sm.time(Step(chunk=1000)).seconds, rel=1e-12)
+    assert step_seconds_per_token(sm, 8, 2000, None) == pytest.approx(sm.decode(8, 2000).seconds, rel=1e-12)

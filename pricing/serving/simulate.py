@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import operator
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -495,8 +494,11 @@ class _Run:
                 continue
             if not self.step():
                 raise InputError("workload", "a waiting request can never be admitted", "give a larger instance")
-        ttft = list(map(operator.sub, self.first, self.sent))
-        e2e = list(map(operator.sub, self.finish, self.sent))
+        # the API server's time to a first token, beside the engine's steps; a prefilled request's first
+        # token came from its prefill pool, whose TTFT holds it
+        front = 0.0 if self.traffic.prefilled else self.cost.model.eff.first_token_seconds
+        ttft = [first - sent + front for first, sent in zip(self.first, self.sent, strict=True)]
+        e2e = [finish - sent + front for finish, sent in zip(self.finish, self.sent, strict=True)]
         tpot = [(f - a) / (o - 1) if o > 1 else 0.0 for f, a, o in zip(self.finish, self.first, self.osl, strict=True)]
         start = min(self.sent)
         return Served(Distribution.of(ttft), Distribution.of(tpot),

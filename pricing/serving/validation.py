@@ -100,9 +100,10 @@ class Run:
 
     def implied_tensor_compute(self, low: float = IMPLIED_RANGE[0], high: float = IMPLIED_RANGE[1],
                                halvings: int = 9) -> tuple[float | None, Served]:
-        """The fraction of the chip's peak tensor FLOP/s (`tensor_compute`, every other factor
-        vLLM's own) at which the simulated duration is the measured one, bisected in log space
-        between `low` and `high` (`halvings` halvings: 9 leave it within 0.6 %), and the run
+        """The fraction of the chip's peak tensor FLOP/s (`tensor_compute`, for every GEMM kernel alike:
+        the fitted ones set aside; every other factor vLLM's own) at which the simulated duration is the
+        measured one, bisected in log space between `low` and `high` (`halvings` halvings: 9 leave it
+        within 0.6 %), and the run
         simulated at it. None, and the run at the bound, when even `high` leaves the simulation
         slower than measured (the time it misses is not the prefill's matrix multiplies) or even
         `low` leaves it faster. A diagnosis, fitted to each run by itself: it is the run's own
@@ -113,7 +114,7 @@ class Run:
         target = self.measured["duration_s"]
 
         def run(fraction: float) -> Served:
-            return self._simulated(kernel, inst, base.replaced(tensor_compute=fraction))
+            return self._simulated(kernel, inst, base.replaced(tensor_compute=fraction).with_kernels(gemm=()))
 
         top = run(high)
         if top.duration > target:

@@ -88,6 +88,22 @@ class MoeKernel:
 
 
 @dataclass(frozen=True)
+class GemmKernel:
+    """vLLM's matrix-multiply kernel for weights served as `fmt` on chips of `generation` (CUTLASS
+    scaled_mm for FP8 per tensor or channel, block-scaled FP8 GEMMs, BF16 cuBLAS, the fused-MoE kernels'
+    GEMMs for routed experts; vllm/model_executor/layers/quantization/): the fraction of the chip's peak
+    tensor FLOP/s for that format it achieves. step_model.yaml `engines.<engine>.gemm_kernels.<generation>.<fmt>`."""
+
+    generation: str
+    fmt: str
+    tensor_compute: float
+    provenance: tuple[Sourced, ...] = ()
+
+    FIELDS = ("tensor_compute",)
+    TABLE = "gemm_kernels"
+
+
+@dataclass(frozen=True)
 class AttentionKernel:
     """vLLM's attention backend `backend` (the model graph's: mla, sparse_mla, ...) on chips of
     `generation`: its fixed seconds per decoder layer per step beyond the per-layer floor every model
@@ -117,11 +133,15 @@ class Efficiency:
     per_request_seconds  per request in the step: sampling, detokenizing, bookkeeping
     collective_latency_seconds  per collective call (all-reduce, all-to-all, hand-off) over NVLink or xGMI
     pcie_collective_latency_seconds  the same between cards that reach each other over PCIe only
+    first_token_seconds  per request, the API server's time outside the engine's steps before its first
+                       token reaches the client (HTTP, tokenizing, hand-off, detokenizing, streaming)
     activation_bytes   bytes per activation element (16-bit)
     moe_kernels        the fused-MoE kernels fitted apart (`MoeKernel`); experts of another format or
                        chip generation are read at `expert_bandwidth`
     attention_kernels  the attention backends whose layers cost more than the floor (`AttentionKernel`);
                        any other pays `layer_seconds` alone
+    gemm_kernels       the matrix multiplies fitted apart by weight format (`GemmKernel`); any other
+                       runs at `tensor_compute`
     """
 
     memory_bandwidth: float
@@ -133,10 +153,12 @@ class Efficiency:
     per_request_seconds: float
     collective_latency_seconds: float
     pcie_collective_latency_seconds: float
+    first_token_seconds: float
     activation_bytes: int
     provenance: tuple[Sourced, ...] = ()
     moe_kernels: tuple[MoeKernel, ...] = ()
     attention_kernels: tuple[AttentionKernel, ...] = ()
+    gemm_kernels: tuple[GemmKernel, ...] = ()
 
     NAMES = {"memory_bandwidth": "efficiency.memory_bandwidth", "expert_bandwidth": "efficiency.expert_bandwidth",
              "tensor_compute": "efficiency.tensor_compute",
@@ -145,6 +167,7 @@ class Efficiency:
              "per_request_seconds": "overhead.per_request_seconds",
              "collective_latency_seconds": "overhead.collective_latency_seconds",
              "pcie_collective_latency_seconds": "overhead.pcie_collective_latency_seconds",
+             "first_token_seconds": "overhead.first_token_seconds",
              "activation_bytes": "activation_bytes"}
 
     @classmethod
@@ -164,7 +187,8 @@ class Efficiency:
         values = {field: float(p.value) for field, p in prov.items()}
         values["activation_bytes"] = int(values["activation_bytes"])
         return cls(**values, provenance=tuple(prov.values()), moe_kernels=cls._kernels(reg, engine, MoeKernel),
-                   attention_kernels=cls._kernels(reg, engine, AttentionKernel))
+                   attention_kernels=cls._kernels(reg, engine, AttentionKernel),
+                   gemm_kernels=cls._kernels(reg, engine, GemmKernel))
 
     @staticmethod
     def _kernels(reg: Registry, engine: str | None, kind: type) -> tuple:
@@ -186,6 +210,14 @@ class Efficiency:
             if k.generation == generation and k.fmt == fmt:
                 return k
         return MoeKernel(generation, fmt, self.expert_bandwidth)
+
+    def gemm_kernel(self, generation: str, fmt: str) -> GemmKernel:
+        """The matrix-multiply kernel weights of `fmt` run on a chip of `generation`: its own fitted
+        entry, or the engine's `tensor_compute` where it has none."""
+        for k in self.gemm_kernels:
+            if k.generation == generation and k.fmt == fmt:
+                return k
+        return GemmKernel(generation, fmt, self.tensor_compute)
 
     def attention_kernel(self, generation: str, backend: str) -> AttentionKernel:
         """The attention backend's extra fixed cost per layer on a chip of `generation` (0 where none is fitted)."""
@@ -212,11 +244,15 @@ class Efficiency:
                      for p in self.provenance)
         return replace(self, provenance=prov)
 
-    def with_kernels(self, moe: tuple[MoeKernel, ...], attention: tuple[AttentionKernel, ...]) -> Efficiency:
-        """A copy with these fused-MoE kernels and attention backends in place of its own."""
+    def with_kernels(self, moe: tuple[MoeKernel, ...] | None = None,
+                     attention: tuple[AttentionKernel, ...] | None = None,
+                     gemm: tuple[GemmKernel, ...] | None = None) -> Efficiency:
+        """A copy with these fused-MoE kernels, attention backends and GEMM kernels (each given) in place of its own."""
         from dataclasses import replace
 
-        return replace(self, moe_kernels=moe, attention_kernels=attention)
+        return replace(self, moe_kernels=self.moe_kernels if moe is None else moe,
+                       attention_kernels=self.attention_kernels if attention is None else attention,
+                       gemm_kernels=self.gemm_kernels if gemm is None else gemm)
 
 
 def _field_of(registry_name: str) -> str:

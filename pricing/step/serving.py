@@ -87,14 +87,15 @@ def step_seconds_per_token(model: StepModel, batch: int, context: int, workload:
 
 
 def ttft(model: StepModel, batch: int, context: int, prompt: int) -> float:
-    """Seconds to prefill a `prompt`-token prompt in chunks beside `batch` − 1 other decodes.
+    """Seconds from a `prompt`-token prompt's sending to its first token: the API server's own time
+    (`first_token_seconds`, step_model.yaml) and its prefill in chunks beside `batch` − 1 other decodes.
     Every full chunk is the same step but for its attention (it attends further into the
     prompt), so one step is priced whole and the attention re-priced per chunk."""
     budget = model.engine.max_num_batched_tokens
     others = max(0, batch - 1)
     per_step = max(1, budget - others * model.queries)
     full, rest = divmod(prompt, per_step)
-    total = 0.0
+    total = model.eff.first_token_seconds
     if full:
         first = model.decode_step(others, context, chunk=per_step)
         fixed = model.time(first).seconds - model.attention_seconds(first)

@@ -319,7 +319,7 @@ class StepModel:
             acc = kinds.setdefault(g.kind, [0.0, 0.0, 0.0, 0.0])
             acc[0] += flops
             acc[1] += nbytes
-            acc[2] += flops / (r.flops_for(g.fmt) * eff.tensor_compute)
+            acc[2] += flops / (r.flops_for(g.fmt) * eff.gemm_kernel(generation, g.fmt).tensor_compute)
             acc[3] += t_bytes
         for kind, (flops, nbytes, t_flops, t_bytes) in kinds.items():  # one roofline per kind of layer
             out.roofline_seconds(PART_NAMES.get(kind, kind), flops, nbytes, t_flops, t_bytes)
