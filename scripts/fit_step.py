@@ -162,7 +162,7 @@ def fit_silicon(rows: list[SiliconPoint], start: Efficiency, rounds: int = 6) ->
     return trial(best, kernels)
 
 
-TTFT_CONCURRENCY = 8  # rows at most this concurrent train the first token: a prompt beside few others
+TTFT_CONCURRENCY = 4  # rows at most this concurrent train the first token: a prompt beside few others
 TTFT_GRIDS = {
     "first_token_seconds": [i * 2.0e-3 for i in range(41)],
     "interconnect": GRIDS["interconnect"],

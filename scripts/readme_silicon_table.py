@@ -59,7 +59,7 @@ def section() -> str:
              f"(outputs at least as long as prompts) train vLLM's CUDA factors ({len(training)} rows, `python "
              "scripts/fit_step.py --engine vllm --write`: the per-step, per-layer and per-request overheads, the "
              "fused-MoE kernels' expert reads by chip generation and experts' format, and MLA's floor per layer); two "
-             "thirds of the rows at most 8 concurrent train its first token (the API server's time to it and an "
+             "thirds of the rows at most 4 concurrent train its first token (the API server's time to it and an "
              "effective prefill efficiency by weight format); "
              f"the other third ({len(held)} rows) and the {len(longer)} rows of longer prompts measure them. "
              "Beside each row, the step model at vLLM's factors: TPOT, the steady step at the row's concurrency; "

@@ -265,22 +265,22 @@ def test_an_mla_layer_pays_its_backends_floor_beside_the_shared_one():
 
 
 def test_a_prompts_matrices_run_at_their_formats_fitted_gemm_efficiency():
-    """Qwen3-32B on one H100 serves its weights in BF16, whose GEMMs vLLM's CUDA factors fit apart
-    (gemm_kernels.sm90.bf16): a 4,096-token prefill's dense MLP is compute-bound, its time the
-    FLOPs at the bf16 peak times that efficiency; with the entry removed, at the engine's
-    tensor_compute. The ratio of the two MLP times is the ratio of the efficiencies."""
+    """Llama-3.1-70B FP8 on four H100s serves its weights as FP8 per tensor, whose GEMMs vLLM's CUDA
+    factors fit apart (gemm_kernels.sm90.fp8_tensor): a 4,096-token prefill's dense MLP is
+    compute-bound, its time the FLOPs at the FP8 peak times that efficiency; with the entry removed,
+    at the engine's tensor_compute. BF16 weights there have no entry of their own."""
     from dataclasses import replace
 
-    sm = step_model("qwen3-32b", "h100", 1)
-    own = sm.eff.gemm_kernel("sm90", "bf16")
+    sm = step_model("llama-3.1-70b", "h100", 4, "fp8")
+    own = sm.eff.gemm_kernel("sm90", "fp8_tensor")
     assert own.provenance and own.tensor_compute != sm.eff.tensor_compute
-    assert sm.eff.gemm_kernel("sm80", "bf16").tensor_compute == sm.eff.tensor_compute  # no entry: the default
+    assert sm.eff.gemm_kernel("sm90", "bf16").tensor_compute == sm.eff.tensor_compute  # no entry: the default
     bare = StepModel(sm.kernel, efficiency=replace(sm.eff, gemm_kernels=()))
     prefill = Step(chunk=4096)
     fitted, plain = sm.time(prefill).parts["dense MLP"], bare.time(prefill).parts["dense MLP"]
     assert fitted / plain == pytest.approx(sm.eff.tensor_compute / own.tensor_compute, rel=1e-9)
-    (mlp,) = [g for g in sm.groups if g.kind == "mlp" and g.fmt == "bf16"]
-    assert fitted == pytest.approx(mlp.flops_per_token * 4096 / (sm.rates.bf16_flops * own.tensor_compute), rel=1e-9)
+    (mlp,) = [g for g in sm.groups if g.kind == "mlp" and g.fmt == "fp8_tensor"]
+    assert fitted == pytest.approx(mlp.flops_per_token * 4096 / (sm.rates.fp8_flops * own.tensor_compute), rel=1e-9)
 
 
 def test_the_first_token_waits_for_the_api_server_beside_the_prefill():
