@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from pricing.registry import Sourced  # noqa: E402
 from pricing.step.measured import POINTS, load_points, predict  # noqa: E402
-from pricing.step.rates import AttentionKernel, Efficiency, GemmKernel, MoeKernel  # noqa: E402
+from pricing.step.rates import AttentionKernel, Efficiency, MoeKernel  # noqa: E402
 from pricing.step.silicon import SILICON, SiliconPoint, load_silicon  # noqa: E402
 from pricing.step.step import ENGINE, ROCM_ENGINE, StepModel  # noqa: E402
 
@@ -249,15 +249,10 @@ def engine_block(engine: str, eff: Efficiency) -> str:
         for generation in sorted({k.generation for k in kernels}):
             lines.append(f"      {generation}:")
             for k in (k for k in kernels if k.generation == generation):
-                lines.append(f"        {_kernel_name(k)}:")
+                lines.append(f"        {k.key[1]}:")
                 for p, field in zip(k.provenance, type(k).FIELDS, strict=True):
                     lines.append(_yaml_entry("          ", field, getattr(k, field), p.source, p.how))
     return "\n".join(lines)
-
-
-def _kernel_name(kernel: MoeKernel | AttentionKernel | GemmKernel) -> str:
-    """The key a kernel sits under in its table: the weights' format, or the attention backend."""
-    return kernel.backend if isinstance(kernel, AttentionKernel) else kernel.fmt
 
 
 def write_engines(blocks: dict[str, str]) -> None:
@@ -294,7 +289,7 @@ def fitted_silicon(eff: Efficiency, train: int, held: int, train_err: float, hel
                 if isinstance(k, MoeKernel) else
                 f"{k.backend} attention on {k.generation}: its fixed seconds per decoder layer beyond the shared "
                 "layer_seconds (the Kimi-K2.5 rows; DeepSeek-R1's runs, held back, measure it)")
-        prov = tuple(Sourced(f"step_model.engines.{ENGINE}.{k.TABLE}.{k.generation}.{_kernel_name(k)}.{f}",
+        prov = tuple(Sourced(f"step_model.engines.{ENGINE}.{k.TABLE}.{k.generation}.{k.key[1]}.{f}",
                              getattr(k, f), source, f"{how}; {what}") for f in type(k).FIELDS)
         tables[type(k)].append(replace(k, provenance=prov))
     for backend, fitted in FLOOR_OF.items():

@@ -4,7 +4,7 @@ vendors' data sheets) and the achieved fractions of them with the per-step overh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pricing.chips import Chip
 from pricing.errors import InputError
@@ -86,6 +86,10 @@ class MoeKernel:
     FIELDS = ("expert_bandwidth",)
     TABLE = "moe_kernels"
 
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.generation, self.fmt
+
 
 @dataclass(frozen=True)
 class GemmKernel:
@@ -101,6 +105,10 @@ class GemmKernel:
 
     FIELDS = ("tensor_compute",)
     TABLE = "gemm_kernels"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.generation, self.fmt
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,10 @@ class AttentionKernel:
 
     FIELDS = ("layer_seconds",)
     TABLE = "attention_kernels"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.generation, self.backend
 
 
 @dataclass(frozen=True)
@@ -206,40 +218,26 @@ class Efficiency:
     def moe_kernel(self, generation: str, fmt: str) -> MoeKernel:
         """The fused-MoE kernel experts of `fmt` run on a chip of `generation`: its own fitted entry,
         or the engine's `expert_bandwidth` where it has none."""
-        for k in self.moe_kernels:
-            if k.generation == generation and k.fmt == fmt:
-                return k
-        return MoeKernel(generation, fmt, self.expert_bandwidth)
+        return _entry(self.moe_kernels, MoeKernel(generation, fmt, self.expert_bandwidth))
 
     def gemm_kernel(self, generation: str, fmt: str) -> GemmKernel:
         """The matrix-multiply kernel weights of `fmt` run on a chip of `generation`: its own fitted
         entry, or the engine's `tensor_compute` where it has none."""
-        for k in self.gemm_kernels:
-            if k.generation == generation and k.fmt == fmt:
-                return k
-        return GemmKernel(generation, fmt, self.tensor_compute)
+        return _entry(self.gemm_kernels, GemmKernel(generation, fmt, self.tensor_compute))
 
     def attention_kernel(self, generation: str, backend: str) -> AttentionKernel:
         """The attention backend's extra fixed cost per layer on a chip of `generation` (0 where none is fitted)."""
-        for k in self.attention_kernels:
-            if k.generation == generation and k.backend == backend:
-                return k
-        return AttentionKernel(generation, backend, 0.0)
+        return _entry(self.attention_kernels, AttentionKernel(generation, backend, 0.0))
 
     def replaced(self, **values) -> Efficiency:
         """A copy with some factors replaced (the fit tries these); provenance says so."""
-        from dataclasses import replace
-
         prov = tuple(Sourced(p.name, values.get(_field_of(p.name), p.value),
                              "fit in progress" if _field_of(p.name) in values else p.source, p.how)
                      for p in self.provenance)
         return replace(self, **values, provenance=prov)
 
-
     def stamped(self, fields, source: str, how: str) -> Efficiency:
         """A copy whose `fields` carry `source` and `how` (what a fit writes beside its values)."""
-        from dataclasses import replace
-
         prov = tuple(Sourced(p.name, p.value, source, how) if _field_of(p.name) in fields else p
                      for p in self.provenance)
         return replace(self, provenance=prov)
@@ -248,11 +246,14 @@ class Efficiency:
                      attention: tuple[AttentionKernel, ...] | None = None,
                      gemm: tuple[GemmKernel, ...] | None = None) -> Efficiency:
         """A copy with these fused-MoE kernels, attention backends and GEMM kernels (each given) in place of its own."""
-        from dataclasses import replace
-
         return replace(self, moe_kernels=self.moe_kernels if moe is None else moe,
                        attention_kernels=self.attention_kernels if attention is None else attention,
                        gemm_kernels=self.gemm_kernels if gemm is None else gemm)
+
+
+def _entry(entries: tuple, default):
+    """The entry of `entries` with `default`'s key (chip generation, format or backend), else `default`."""
+    return next((k for k in entries if k.key == default.key), default)
 
 
 def _field_of(registry_name: str) -> str:
