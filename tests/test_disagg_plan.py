@@ -436,3 +436,20 @@ def test_the_example_scenario_plans_its_disaggregated_service(capsys):
     out = capsys.readouterr().out
     assert "chat (prefill)" in out and "chat (decode)" in out and "kv_producer" in out
     assert sum(line.startswith("total: ") for line in out.splitlines()) == 1
+
+
+def test_a_prefill_instance_serves_prompts_at_its_engines_rate_not_the_api_servers():
+    """A prompt's time to its first token holds the API server's time (first_token_seconds) beside the
+    prefill's steps; the prompts a prefill rank takes per second are the engine's alone. Llama-3.1-8B
+    on one H100 with 9,000-token prompts (none whole in a step): service rate = 1 / (prompt time − that)."""
+    from planner.candidates.roles import PREFILL
+    from pricing.step.rates import Efficiency
+
+    model, chip = load_model("llama-3.1-8b"), get_chip("h100")
+    service = _service(rate=5.0, isl=9000, osl=100, tp=(1,), pp=(1,))
+    side = disagg._side(model, service, "h100", PoolLimits(chips=("h100",)), PREFILL)
+    row = next(r for r in side.rows if r.max_num_batched_tokens // 9000 < 2)
+    fig = PREFILL.figures(model, chip, service, row)
+    front = Efficiency.from_registry(None, "vllm").first_token_seconds
+    assert front > 0
+    assert fig.service_rate == pytest.approx(1 / (fig.prompt_seconds - front), rel=1e-12)

@@ -60,7 +60,8 @@ class PrefillFigures:
     the prompts its pool holds, and the max_num_seqs it runs with."""
 
     row: Row
-    prompt_seconds: float  # one isl-token prompt through the token budget, nothing beside it
+    prompt_seconds: float  # one isl-token prompt to its first token through the token budget, nothing beside it
+    # (the API server's first_token_seconds and the prefill's steps)
     prompts_per_second_per_rank: float
     prompts_held_per_rank: int  # isl-token prompts the rank's pool holds (margin applied)
     max_num_seqs: int  # prompts one step takes: ceil(budget / isl)
@@ -93,9 +94,9 @@ class PrefillRole(Role):
             return Refused("flags", refused)
         sm = StepModel(kernel, rates_accepted=service.speculative_acceptance)
         budget = row.max_num_batched_tokens
-        alone = ttft(sm, 1, w.isl, w.isl)
+        alone = ttft(sm, 1, w.isl, w.isl)  # to its first token: the API server's time and the prefill's steps
         per_step = budget // w.isl  # whole prompts one step takes
-        rate = 1.0 / alone
+        rate = 1.0 / (alone - sm.eff.first_token_seconds)  # the engine's own: the API server's time is beside it
         if per_step >= 2:  # one step of k prompts: their tokens' linear work together, each prompt's own attention
             step = sm.decode_step(0, w.isl, chunk=per_step * w.isl)
             one = sm.decode_step(0, w.isl, chunk=w.isl)

@@ -247,7 +247,8 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
                     best_ttft = (spent, f"the fastest pair (prefill {pside.chip.id} tp {pf.row.shape.tp} × dp "
                                         f"{pf.row.shape.dp}, decode {dside.chip.id} tp {drow.shape.tp} × dp "
                                         f"{drow.shape.dp}) takes {duration(pf.prompt_seconds * 1000)} to prefill "
-                                        f"{with_article(tokens(w.isl))} prompt, {duration(h.seconds * 1000)} to hand "
+                                        f"{with_article(tokens(w.isl))} prompt (the API server's time to its first "
+                                        f"token in it), {duration(h.seconds * 1000)} to hand "
                                         f"it over and {duration(dec.step_seconds * 1000)} for the first decode step, "
                                         f"{duration(spent * 1000)} before any queueing, against "
                                         f"{given(service.ttft_ms)} ms")
