@@ -4,6 +4,7 @@ validation/aiconfigurator_disagg.yaml and README's table.
 
     python scripts/aiconfigurator_disagg.py            # run both, write the data file and README's table
     python scripts/aiconfigurator_disagg.py --readme   # rewrite README's table from the data file only
+    python scripts/aiconfigurator_disagg.py --replan   # keep the file's aiconfigurator answers, ask this planner again
 
 aiconfigurator is not a dependency of this project and nothing in the project imports it: this
 driver starts a child, `$AIC_VENV/bin/python <this file> --worker` (default ~/.cache/aic-venv; make it
@@ -301,6 +302,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--readme", action="store_true", help="rewrite README's table from the data file")
+    ap.add_argument("--replan", action="store_true",
+                    help="keep the data file's aiconfigurator answers and ask this planner again (no aiconfigurator)")
     ap.add_argument("--cached-only", action="store_true", help="only the questions the cache has answers for")
     ap.add_argument("--jobs", type=int, default=2, help="aiconfigurator processes at once")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/aiconfigurator_disagg.jsonl"),
@@ -313,6 +316,13 @@ def main() -> None:
 
     if args.readme:
         doc = yaml.safe_load(OUT.read_text())
+    elif args.replan:
+        sys.path.insert(0, str(ROOT))
+        doc = yaml.safe_load(OUT.read_text())
+        for row in doc["questions"]:
+            if row["aiconfigurator"]["supported"]:
+                row["planner"] = ours(row, row["aiconfigurator"]["request_rate"])
+        OUT.write_text(yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True))
     else:
         sys.path.insert(0, str(ROOT))
         doc = run(Path(os.environ.get("AIC_VENV", DEFAULT_VENV)), args.jobs, args.cache, args.cached_only)
