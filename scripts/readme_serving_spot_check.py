@@ -90,6 +90,13 @@ def _host(run: Run) -> str:
     return run.machine.split(" (")[0]
 
 
+def _front_ms() -> float:
+    """The API server's time to a first token in vLLM's CUDA factors (step_model.yaml), in ms."""
+    from pricing.step.rates import Efficiency
+
+    return Efficiency.from_registry(None, "vllm").first_token_seconds * 1e3
+
+
 def section() -> str:
     table = rows()
     within = [r for r, _, e in table if matches(e)]
@@ -154,8 +161,9 @@ def section() -> str:
               f"{min(r.measured['p50_ttft_ms'] for r, _ in short):,.0f} to "
               f"{max(r.measured['p50_ttft_ms'] for r, _ in short):,.0f} ms, simulated "
               f"{min(s['p50_ttft_ms'] for _, s in short):,.0f} ms: the engine prefills such a prompt in one step "
-              "beside the running decodes; the rest is time outside the engine's steps (the front end, the "
-              "request's way in), which the simulator does not model.",
+              "beside the running decodes, and the simulator adds the API server's time to a first token fitted "
+              f"on vLLM 0.11 to 0.18's silicon rows ({_front_ms():.0f} ms); the rest is time outside the engine's "
+              "steps that 0.8.4's front end took (its one API-server process, the host), which it does not model.",
               "- Prompts of 5,000 tokens or more: the simulated p50 TTFT is "
               + _range([e["p50_ttft_ms"] for r, _, e in table if r.benchmark["input_len"] >= 5000])
               + ": vLLM 0.33's defaults (8,192 tokens a step on an H200) at the step model's prefill rate for "

@@ -39,6 +39,13 @@ def figure_cells(run, sim: dict, err: dict) -> list[str]:
             else f"{_ms(run.measured[k])} / {_ms(sim[k])} ({err[k]:+.0%})" for k in SHOWN]
 
 
+def _eff():
+    """vLLM's CUDA factors (step_model.yaml engines.vllm), which these NVIDIA runs are priced at."""
+    from pricing.step.rates import Efficiency
+
+    return Efficiency.from_registry(None, "vllm")
+
+
 def matches(errors: dict[str, float]) -> bool:
     """Whether a run's simulation is within TOLERANCE on the four figures the issue names (p50 and p99
     TTFT and TPOT); its duration and ITL are shown, not judged."""
@@ -148,12 +155,18 @@ def section() -> str:
               f"- With every request sent at once, a run of long prompts ({len(long_)} here) queues for admission: "
               "p50 and p99 TTFT are about half and all of the duration, and TPOT is the step of decodes beside "
               "a prompt's chunk, so these four figures follow the engine's prefill throughput (the duration "
-              "column); the step model's `tensor_compute` for vLLM (0.3 of peak) is fitted on throughput points "
-              "where decoding dominates (1,024/1,024 and about 230/220 tokens), which hardly constrain it.",
+              "column); the step model prices a prompt's GEMMs at vLLM's effective prefill efficiency for their "
+              "format and chip generation (`gemm_kernels`: "
+              + "; ".join(f"{k.fmt} on {k.generation} {k.tensor_compute:g}" for k in _eff().gemm_kernels)
+              + f"), fitted on silicon rows of at most 4 requests, or the throughput fit's {_eff().tensor_compute:g} "
+              "of peak for a format that has none (BF16, block-scaled FP8): fitted on points where decoding "
+              "dominates, which hardly constrain it.",
               f"- 128-token prompts of 4 output tokens ({len(short)} runs): off the A100, the measured duration is "
               f"{ratio[0]:.1f} to {ratio[-1]:.1f} times the simulated: per-request work outside the engine step "
               "(the API server's HTTP, chat template, tokenizing and detokenizing, which `vllm bench serve` "
-              "times), not modelled.",
+              f"times). The step model adds the API server's time to each first token as a latency "
+              f"({_eff().first_token_seconds * 1e3:.0f} ms, fitted on silicon rows of at most 4 requests), not as "
+              "a server that a burst of a thousand requests queues for, one at a time.",
               "- A100 (no vLLM throughput point on it in the step model's fit): on prompts of 2,000 tokens or "
               "more, dense Qwen3-32B's p99 TTFT is "
               f"{_span(table, 'qwen3-32b')} in the simulator, gpt-oss-120b's (MXFP4 weights, served weight-only on "
@@ -169,8 +182,8 @@ def section() -> str:
               *([_refused(table)] if _refused(table) else []),
               "",
               "Each step is priced at vLLM's own factors (`step_model.yaml` `engines.vllm`: six throughput points at "
-              "a fixed concurrency, then the overheads, fused-MoE kernels and MLA floor refitted on the silicon rows "
-              "below; none of these runs is among them).",
+              "a fixed concurrency, then the overheads, fused-MoE kernels and MLA floor refitted on the silicon rows' "
+              "TPOT below, the API server's time and GEMM kernels on their TTFT; none of these runs is among them).",
               "",
               "Other public vLLM serving runs looked at and left out, for want of a stated release, server command or "
               "output length: InferenceX's dashboard fixture (SemiAnalysisAI/InferenceX-app, "
