@@ -281,6 +281,7 @@ def test_a_prompts_matrices_run_at_their_formats_fitted_gemm_efficiency():
     assert fitted / plain == pytest.approx(sm.eff.tensor_compute / own.tensor_compute, rel=1e-9)
     (mlp,) = [g for g in sm.groups if g.kind == "mlp" and g.fmt == "fp8_tensor"]
     assert fitted == pytest.approx(mlp.flops_per_token * 4096 / (sm.rates.fp8_flops * own.tensor_compute), rel=1e-9)
+    assert {p.name for p in own.provenance} <= {p.name for p in sm.provenance}
 
 
 def test_the_first_token_waits_for_the_api_server_beside_the_prefill():

@@ -214,12 +214,14 @@ class StepModel:
     @property
     def provenance(self) -> tuple:
         """Every registry value the step is priced with: the chip's peak rates (chips/<id>.yaml `rates`)
-        and the efficiency factors and overheads (step_model.yaml), with the fused-MoE kernel's and the
-        attention backend's own where they are fitted apart, each with its source."""
+        and the efficiency factors and overheads (step_model.yaml), with the fused-MoE kernels', GEMM
+        kernels' and the attention backend's own where they are fitted apart, each with its source."""
         generation = self.kernel.chip.generation
-        kernels = {g.fmt: self.eff.moe_kernel(generation, g.fmt) for g in self.groups if g.moe_layers}
-        kernels["attention"] = self.eff.attention_kernel(generation, self.kernel.graph.attention_backend)
-        return self.rates.provenance + self.eff.provenance + tuple(p for k in kernels.values() for p in k.provenance)
+        kernels = [self.eff.moe_kernel(generation, fmt) for fmt in dict.fromkeys(g.fmt for g in self.groups
+                                                                               if g.moe_layers)]
+        kernels += [self.eff.gemm_kernel(generation, fmt) for fmt in dict.fromkeys(g.fmt for g in self.groups)]
+        kernels.append(self.eff.attention_kernel(generation, self.kernel.graph.attention_backend))
+        return self.rates.provenance + self.eff.provenance + tuple(p for k in kernels for p in k.provenance)
 
     @property
     def layer_floor(self) -> float:
