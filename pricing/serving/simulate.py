@@ -13,10 +13,12 @@ when no request was preempted in this step, waiting requests are admitted in ord
 is left, fewer than max_num_seqs run and the pool holds the blocks of their first chunk (a
 prompt's prefix-cache hit is not computed again; its blocks are counted as held). A request whose
 last uncomputed token is computed in a step samples a token at the step's end: its first token
-(TTFT), or its next (ITL). Prefilling requests are always the tail of the running order (a
-request is admitted only with budget left after every running one, so an earlier one finishes its
-prefill first), so decoding requests are kept in aggregate: their count, summed context and
-blocks (by residue of their context modulo block_size), advanced together.
+(TTFT, with the API server's time to it outside the engine, `first_token_seconds`, added: the
+client sees both; not for a request that arrives prefilled), or its next (ITL). Prefilling
+requests are always the tail of the running order (a request is admitted only with budget left
+after every running one, so an earlier one finishes its prefill first), so decoding requests are
+kept in aggregate: their count, summed context and blocks (by residue of their context modulo
+block_size), advanced together.
 
 Between events (an arrival, a finish, a prefill, the pool running out) every step is the same
 pure decode one token further into every context, so those steps are taken at once: their time is

@@ -12,9 +12,10 @@ averaged. When B · isl / K exceeds osl the engine is prefill-bound: every step 
 only osl · K / isl requests' tokens come out of each. Decoding requests sit at the workload's
 mean context, isl + osl / 2. Without a workload a step is a pure decode at the given context.
 
-The time to first token of a prompt of P tokens is the steps its chunks take: each step
-prefills (budget − B + 1) of its tokens beside the other decodes, the chunk attending to the
-prompt's tokens before it. Queueing before admission is not modelled.
+The time to first token of a prompt of P tokens is the API server's time to it outside the engine
+(`first_token_seconds`, step_model.yaml) and the steps its chunks take: each step prefills
+(budget − B + 1) of its tokens beside the other decodes, the chunk attending to the prompt's
+tokens before it. Queueing before admission is not modelled (the simulator, pricing/serving/, does).
 
 Speculating with k draft tokens (pricing/step/speculative.py), every decoding request takes
 1 + k tokens of the budget (vLLM's scheduler schedules its drafts with it), so the prefill's
