@@ -71,9 +71,10 @@ def print_section() -> None:
     if vllm_r1:
         weak.append(f"vLLM 0.11 DeepSeek-R1 on 8 × H200 at concurrency 4 is over-predicted by {vllm_r1[0]:+.0%}")
     print("Where it is weak: " + "; ".join(weak) + ". Most points are DeepSeek-R1 under SGLang and TensorRT-LLM (the "
-          "public concurrency sweeps found); the vLLM points are gpt-oss-120b, Qwen3-8B and DeepSeek-R1. The fit puts "
-          "the tensor efficiency at its floor (0.3): prefill in these runs is slower than its FLOPs at peak, so TTFT "
-          "for dense models is likely pessimistic.")
+          "public concurrency sweeps found); the vLLM points are gpt-oss-120b, Qwen3-8B and DeepSeek-R1, each priced "
+          "at vLLM's own factors for its chip (CUDA's, refitted on vLLM's measured decode steps and first tokens, "
+          "or ROCm's: `engines.vllm` and `engines.vllm-rocm`). The shared fit puts the tensor efficiency at its floor "
+          "(0.3): prefill in these runs is slower than its FLOPs at peak.")
     print()
     by_engine(points)
     versus_aiconfigurator(points, aic)
@@ -91,8 +92,8 @@ def by_engine(points) -> None:
         return (f"{len(errs)}: {statistics.median(abs(e) for e in errs):.1%} "
                 f"({statistics.median(errs):+.1%})")
 
-    print("By engine and chip (points: median |error| (signed median) of output tokens/s per GPU; one set of "
-          "factors serves every engine):")
+    print("By engine and chip (points: median |error| (signed median) of output tokens/s per GPU; SGLang's and "
+          "TensorRT-LLM's at the shared factors, vLLM's at its own):")
     print()
     print("| engine | chip | training | held back |")
     print("| --- | --- | --- | --- |")
