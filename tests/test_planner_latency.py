@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -58,6 +59,23 @@ def test_a_target_no_split_can_meet_is_an_answer_with_the_reason(capsys):
     assert main([*DONE_WHEN, "--tpot-ms", "0.5"]) == 1
     captured = capsys.readouterr()
     assert "no instance meets the latency targets" in captured.out + captured.err
+
+
+def test_a_first_token_no_split_can_meet_says_what_of_it_is_the_api_servers(capsys):
+    """--ttft-ms 20 for Llama-3.1-8B: even alone, a 2,000-token prompt's first token takes the API
+    server's time (step_model.yaml first_token_seconds) before any prefill step; the reason says how
+    much of the fastest split's figure that is, so no wider split is sought for it."""
+    from pricing.step.rates import Efficiency
+
+    front = Efficiency.from_registry(None, "vllm").first_token_seconds * 1000
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4", "--context-length", "2000",
+                 "--ttft-ms", "20"]) == 1
+    text = capsys.readouterr()
+    said = re.search(r"and ([\d,.]+) ms to the first token at one request \(([\d.]+) ms of it the API server's",
+                     text.out + text.err)
+    assert said, text.out + text.err
+    assert float(said.group(2)) == pytest.approx(front, abs=0.05)
+    assert float(said.group(1).replace(",", "")) > float(said.group(2))
 
 
 def test_requests_per_second_raises_the_replicas_and_binds():

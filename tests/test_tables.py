@@ -410,7 +410,7 @@ REFUSALS = [
     # the latency note of a chip none of whose rows meets --tpot-ms 1
     (["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "10", "--tpot-ms", "1", "--isl", "20000",
       "--osl", "200", "--context-length", "32768", "--tp", "8"],
-     "no instance meets the latency targets", " at one request."),
+     "no instance meets the latency targets", " outside the engine: step_model.yaml first_token_seconds)."),
 ]
 
 

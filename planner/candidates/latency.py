@@ -89,7 +89,7 @@ def cap_rows(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
         b_ttft = largest_batch(sm, limit, length, wl, ttft_seconds=ttft) if ttft is not None else None
         one = serving(sm, 1, length, wl)
         if fastest is None or one.tpot_seconds < fastest[1].tpot_seconds:
-            fastest = (widest, one)
+            fastest = (widest, one, sm.eff.first_token_seconds)
         for row in rows:
             cap = Cap(row.held_per_rank, b_tpot, b_ttft, None)
             if cap.held < 1:
@@ -99,12 +99,13 @@ def cap_rows(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
             table.latency[capped] = replace(cap, requests_per_second=rps)
             kept.append(capped)
     if not kept and fastest is not None:
-        row, one = fastest
+        row, one, front = fastest
         s = row.shape
         table.latency_note = (f"no instance meets the latency targets: the fastest split, tp {s.tp}"
                               + (f" × dp {s.dp}" if s.dp > 1 else "") + f", takes {duration(one.tpot_seconds * 1000)} "
                               f"per output token and {duration(one.ttft_seconds * 1000)} to the first token at one "
-                              "request")
+                              f"request ({duration(front * 1000)} of it the API server's, outside the engine: "
+                              "step_model.yaml first_token_seconds)")
     table.rows = kept
 
 
