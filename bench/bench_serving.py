@@ -39,8 +39,7 @@ def instance(model: str, chip: str, tp: int):
     kernel = Kernel.of(load_model(model), Deployment(tensor_parallel_size=tp, max_model_len=8192), get_chip(chip))
     inst = Instance.of(kernel)
     start = time.perf_counter()
-    cost = StepCost(StepModel(kernel), inst.max_num_seqs, inst.max_num_batched_tokens + inst.max_num_seqs,
-                    inst.max_model_len)
+    cost = StepCost.of(StepModel(kernel), inst)
     return inst, cost, time.perf_counter() - start
 
 

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from pricing.registry import Sourced  # noqa: E402
 from pricing.step.measured import POINTS, load_points, predict  # noqa: E402
-from pricing.step.rates import AttentionKernel, Efficiency, MoeKernel  # noqa: E402
+from pricing.step.rates import AttentionKernel, Efficiency, GemmKernel, MoeKernel  # noqa: E402
 from pricing.step.silicon import SILICON, SiliconPoint, load_silicon  # noqa: E402
 from pricing.step.step import ENGINE, ROCM_ENGINE, StepModel  # noqa: E402
 
@@ -58,17 +58,33 @@ def loss(points, eff: Efficiency) -> float:
     return statistics.fmean(abs(math.log(predict(p, eff) / p.measured)) for p in points)
 
 
-def fit(points, start: Efficiency, rounds: int = 3) -> Efficiency:
-    best = start
-    best_loss = loss(points, best)
+def descend(loss, start: Efficiency, moves, rounds: int) -> Efficiency:
+    """Coordinate descent: each round tries every value of every move's grid on the best so far (a move
+    is (grid, (efficiency, value) -> the trial)), keeping a trial that lowers `loss`."""
+    best, best_loss = start, loss(start)
     for _ in range(rounds):
-        for name, grid in GRIDS.items():
+        for grid, move in moves:
             for value in grid:
-                trial = best.replaced(**{name: value})
-                trial_loss = loss(points, trial)
+                trial = move(best, value)
+                trial_loss = loss(trial)
                 if trial_loss < best_loss - 1e-12:
                     best, best_loss = trial, trial_loss
     return best
+
+
+def factor_moves(grids: dict[str, list]) -> list:
+    """A move per factor: its grid, and the efficiency with that factor replaced."""
+    return [(grid, lambda eff, value, name=name: eff.replaced(**{name: value})) for name, grid in grids.items()]
+
+
+def kernel_moves(kernels, grids: dict[type, list]) -> list:
+    """A move per fitted kernel: its kind's grid over its one field, and the efficiency with it replaced."""
+    return [(grids[type(k)], lambda eff, value, k=k: eff.with_kernel(replace(k, **{type(k).FIELDS[0]: value})))
+            for k in kernels]
+
+
+def fit(points, start: Efficiency, rounds: int = 3) -> Efficiency:
+    return descend(lambda eff: loss(points, eff), start, factor_moves(GRIDS), rounds)
 
 
 def table(points, eff: Efficiency) -> list[tuple]:
@@ -136,30 +152,12 @@ def fit_silicon(rows: list[SiliconPoint], start: Efficiency, rounds: int = 6) ->
         for kind, key in ((MoeKernel, r.moe_kernel_key()), (AttentionKernel, r.attention_kernel_key())):
             if key is not None:
                 counts[(kind, key)] = counts.get((kind, key), 0) + 1
-    kernels = {(kind, key): (start.moe_kernel(*key) if kind is MoeKernel else start.attention_kernel(*key))
-               for (kind, key), n in sorted(counts.items(), key=str) if n >= MIN_KERNEL_ROWS}
-
-    def trial(eff: Efficiency, kernels: dict) -> Efficiency:
-        return eff.with_kernels(tuple(k for k in kernels.values() if isinstance(k, MoeKernel)),
-                                tuple(k for k in kernels.values() if isinstance(k, AttentionKernel)))
-
-    best, best_loss = start, silicon_loss(rows, trial(start, kernels))
-    for _ in range(rounds):
-        for name, grid in SILICON_GRIDS.items():
-            for value in grid:
-                candidate = best.replaced(**{name: value})
-                loss_ = silicon_loss(rows, trial(candidate, kernels))
-                if loss_ < best_loss - 1e-12:
-                    best, best_loss = candidate, loss_
-        for key, kernel in list(kernels.items()):
-            (field,) = type(kernel).FIELDS
-            for value in KERNEL_GRIDS[type(kernel)]:
-                candidate = dict(kernels)
-                candidate[key] = replace(kernels[key], **{field: value})
-                loss_ = silicon_loss(rows, trial(best, candidate))
-                if loss_ < best_loss - 1e-12:
-                    kernels, best_loss = candidate, loss_
-    return trial(best, kernels)
+    kernels = [start.moe_kernel(*key) if kind is MoeKernel else start.attention_kernel(*key)
+               for (kind, key), n in sorted(counts.items(), key=str) if n >= MIN_KERNEL_ROWS]
+    first = start.with_kernels(tuple(k for k in kernels if isinstance(k, MoeKernel)),
+                               tuple(k for k in kernels if isinstance(k, AttentionKernel)))
+    return descend(lambda eff: silicon_loss(rows, eff), first,
+                   factor_moves(SILICON_GRIDS) + kernel_moves(kernels, KERNEL_GRIDS), rounds)
 
 
 TTFT_CONCURRENCY = 4  # rows at most this concurrent train the first token: a prompt beside few others
@@ -194,25 +192,9 @@ def fit_silicon_ttft(rows: list[SiliconPoint], start: Efficiency, rounds: int = 
     for r in rows:
         for key in gemm_keys(r):
             counts[key] = counts.get(key, 0) + 1
-    gemm = {key: start.gemm_kernel(*key) for key, n in sorted(counts.items()) if n >= MIN_KERNEL_ROWS}
-    best = start.with_kernels(gemm=tuple(gemm.values()))
-    best_loss = ttft_loss(rows, best)
-    for _ in range(rounds):
-        for name, grid in TTFT_GRIDS.items():
-            for value in grid:
-                candidate = best.replaced(**{name: value})
-                loss_ = ttft_loss(rows, candidate)
-                if loss_ < best_loss - 1e-12:
-                    best, best_loss = candidate, loss_
-        for key in gemm:
-            for value in GEMM_GRID:
-                trial = dict(gemm)
-                trial[key] = replace(gemm[key], tensor_compute=value)
-                candidate = best.with_kernels(gemm=tuple(trial.values()))
-                loss_ = ttft_loss(rows, candidate)
-                if loss_ < best_loss - 1e-12:
-                    best, best_loss, gemm = candidate, loss_, trial
-    return best
+    gemm = tuple(start.gemm_kernel(*key) for key, n in sorted(counts.items()) if n >= MIN_KERNEL_ROWS)
+    return descend(lambda eff: ttft_loss(rows, eff), start.with_kernels(gemm=gemm),
+                   factor_moves(TTFT_GRIDS) + kernel_moves(gemm, {GemmKernel: GEMM_GRID}), rounds)
 
 
 def ttft_errors(rows: list[SiliconPoint], eff: Efficiency) -> list[float]:

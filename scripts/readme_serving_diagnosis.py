@@ -111,14 +111,9 @@ def _unmatched(table) -> str:
 
 def _expert_kernel(run) -> tuple[str, str, float, bool] | None:
     """(generation, format, expert bandwidth, fitted apart) of the fused-MoE kernel the run's experts are
-    priced at; None for a dense model."""
-    model = StepModel(run.kernel())
-    groups = [g for g in model.groups if g.moe_layers]
-    if not groups:
-        return None
-    routed = max(groups, key=lambda g: g.expert_bytes)
-    k = model.eff.moe_kernel(model.kernel.chip.generation, routed.fmt)
-    return k.generation, k.fmt, k.expert_bandwidth, bool(k.provenance)
+    priced at (StepModel.expert_kernel); None for a dense model."""
+    k = StepModel(run.kernel()).expert_kernel()
+    return None if k is None else (k.generation, k.fmt, k.expert_bandwidth, bool(k.provenance))
 
 
 def _held_back_8b() -> str:

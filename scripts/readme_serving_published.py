@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
-from readme_serving_table import SHOWN, figure_cells, matches, median_errors  # noqa: E402
+from readme_serving_table import SHOWN, figure_table, matched, median_errors  # noqa: E402
 
 from pricing.serving.simulate import Instance  # noqa: E402
 from pricing.serving.validation import PUBLISHED, Run, compared, runs  # noqa: E402
@@ -54,12 +54,6 @@ def decode_parts(run: Run) -> dict[str, float]:
             "experts_at_peak": expert_bytes / model.rates.memory_bandwidth * 1e3}
 
 
-def _expert_kernel(model: StepModel):
-    """The fused-MoE kernel the deployment's routed experts (its largest expert group) are priced at."""
-    routed = max((g for g in model.groups if g.moe_layers), key=lambda g: g.expert_bytes)
-    return model.eff.moe_kernel(model.kernel.chip.generation, routed.fmt)
-
-
 def _at_nvlink_latency(run: Run) -> float:
     """The p50 TPOT error of `run` simulated with its PCIe all-reduces at NVLink's latency."""
     eff = StepModel(run.kernel()).eff
@@ -84,7 +78,6 @@ def _source(run: Run) -> str:
 
 def section() -> str:
     table = rows()
-    within = [r for r, _, e in table if matches(e)]
     lines = ["**Against runs published one or two at a time.** `validation/vllm_published_runs.yaml`: "
              f"{len(table)} fully stated runs at a fixed concurrency (`--max-concurrency C`, every prompt of one "
              "length), each transcribed with its release, server and client commands from the source at the commit "
@@ -94,14 +87,9 @@ def section() -> str:
              "whole server log, and an AMD recipe's sample output on one MI355X. Each is simulated with vLLM 0.33's "
              "defaults for what its command leaves out; none of them is in the step model's fit. Measured / "
              "simulated, in ms (duration in s):", "",
-             "| run (model, chip, tp, input/output tokens, concurrency, requests) | release | duration | p50 TTFT | "
-             "p99 TTFT | p50 TPOT | p99 TPOT | all four within 10 % |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for run, sim, err in table:
-        cells = figure_cells(run, sim, err)
-        lines.append(f"| [{_name(run)}]({run.url}) ({_source(run)}) | {run.release} | " + " | ".join(cells)
-                     + f" | {'yes' if run in within else 'no'} |")
-    lines += ["", f"{len(within)} of {len(table)} runs are within 10 % on all four figures; median |error|: "
+             *figure_table(["run (model, chip, tp, input/output tokens, concurrency, requests)", "release"], table,
+                           lambda run: [f"[{_name(run)}]({run.url}) ({_source(run)})", run.release])]
+    lines += ["", matched(table) + "; median |error|: "
               + median_errors(table) + ".", "",
               "The simulated decode step at each run's concurrency (the step model at vLLM's factors, in the middle "
               "of the outputs), against the measured p50 TPOT (a decode step and its share of the prefills beside "
@@ -123,7 +111,7 @@ def section() -> str:
     own, default = [], []
     for run, p in moe_runs:
         model = StepModel(run.kernel())
-        kernel = _expert_kernel(model)
+        kernel = model.expert_kernel()
         said = (f"{run.model} on {run.chip} ({kernel.fmt} experts on {kernel.generation}), "
                 f"{p['step'] / run.measured['p50_tpot_ms']:.1f} times")
         (own if kernel.provenance else default).append((said, kernel.expert_bandwidth))

@@ -15,7 +15,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 import readme_section  # noqa: E402
-from readme_serving_table import SHOWN, TOLERANCE, figure_cells, matches, median_errors  # noqa: E402
+from readme_serving_table import (  # noqa: E402
+    SHOWN,
+    TOLERANCE,
+    figure_table,
+    matched,
+    median_errors,
+    vllm_factors,
+)
 
 from pricing.serving.validation import FIGURES, SPOT_CHECK, Run, compared, runs  # noqa: E402
 
@@ -90,16 +97,8 @@ def _host(run: Run) -> str:
     return run.machine.split(" (")[0]
 
 
-def _front_ms() -> float:
-    """The API server's time to a first token in vLLM's CUDA factors (step_model.yaml), in ms."""
-    from pricing.step.rates import Efficiency
-
-    return Efficiency.from_registry(None, "vllm").first_token_seconds * 1e3
-
-
 def section() -> str:
     table = rows()
-    within = [r for r, _, e in table if matches(e)]
     data = runs(SPOT_CHECK)
     machines = sorted({r.machine for r in data})
     by = {who: sum(measurer(r) == who for r in data) for who in ("simon-mo", "Michaelvll")}
@@ -115,19 +114,14 @@ def section() -> str:
              "vLLM 0.8.4 is older than the rules packs (0.10 to 0.33), so each run "
              "is simulated as vLLM 0.33 with its defaults would serve it; none of them is in the step model's fit. "
              "Measured / simulated, in ms (duration in s):", "",
-             "| run (input/output tokens, host, measured by, day) | duration | p50 TTFT | p99 TTFT | p50 TPOT | "
-             "p99 TPOT | all four within 10 % |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for run, sim, err in table:
-        cells = figure_cells(run, sim, err)
-        lines.append(f"| [{_label(setup(run))}, {_host(run)}, {when(run)}]({run.url}) | " + " | ".join(cells)
-                     + f" | {'yes' if run in within else 'no'} |")
+             *figure_table(["run (input/output tokens, host, measured by, day)"], table,
+                           lambda run: [f"[{_label(setup(run))}, {_host(run)}, {when(run)}]({run.url})"])]
     again = repeats(table)
     spreads = {how: [(key, spread(rs)) for key, h, rs in again if h == how]
                for how in (SAME_HOST, SAME_KIND, TWO_KINDS)}
     beyond = [key for key, sp in spreads[TWO_KINDS] if any(sp[k] > TOLERANCE for k in FIGURES)]
     short = [(r, s) for r, s, _ in table if r.benchmark["input_len"] <= 1000]
-    lines += ["", f"{len(within)} of {len(table)} runs are within 10 % on all four figures; median |error|: "
+    lines += ["", matched(table) + "; median |error|: "
               + median_errors(table) + ".", "",
               "The same command measured again, the largest measurement over the smallest of each figure "
               "(a spread the simulator, which knows the chip and not the host, cannot follow):", "",
@@ -162,8 +156,9 @@ def section() -> str:
               f"{max(r.measured['p50_ttft_ms'] for r, _ in short):,.0f} ms, simulated "
               f"{min(s['p50_ttft_ms'] for _, s in short):,.0f} ms: the engine prefills such a prompt in one step "
               "beside the running decodes, and the simulator adds the API server's time to a first token fitted "
-              f"on vLLM 0.11 to 0.18's silicon rows ({_front_ms():.0f} ms); the rest is time outside the engine's "
-              "steps that 0.8.4's front end took (its one API-server process, the host), which it does not model.",
+              f"on vLLM 0.11 to 0.18's silicon rows ({vllm_factors().first_token_seconds * 1e3:.0f} ms); the rest "
+              "is time outside the engine's steps that 0.8.4's front end took (its one API-server process, the "
+              "host), which it does not model.",
               "- Prompts of 5,000 tokens or more: the simulated p50 TTFT is "
               + _range([e["p50_ttft_ms"] for r, _, e in table if r.benchmark["input_len"] >= 5000])
               + ": vLLM 0.33's defaults (8,192 tokens a step on an H200) at the step model's prefill rate for "

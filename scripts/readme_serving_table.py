@@ -39,7 +39,7 @@ def figure_cells(run, sim: dict, err: dict) -> list[str]:
             else f"{_ms(run.measured[k])} / {_ms(sim[k])} ({err[k]:+.0%})" for k in SHOWN]
 
 
-def _eff():
+def vllm_factors():
     """vLLM's CUDA factors (step_model.yaml engines.vllm), which these NVIDIA runs are priced at."""
     from pricing.step.rates import Efficiency
 
@@ -50,6 +50,26 @@ def matches(errors: dict[str, float]) -> bool:
     """Whether a run's simulation is within TOLERANCE on the four figures the issue names (p50 and p99
     TTFT and TPOT); its duration and ITL are shown, not judged."""
     return all(abs(errors[k]) <= TOLERANCE for k in FIGURES)
+
+
+FIGURE_HEADS = ("duration", "p50 TTFT", "p99 TTFT", "p50 TPOT", "p99 TPOT", "all four within 10 %")
+
+
+def figure_table(heads: list[str], table, lead) -> list[str]:
+    """A serving table's header, alignment and one row per (run, simulated, errors): the run's own
+    leading cells (`lead(run)`, under `heads`), its measured / simulated figures, and whether all four
+    match."""
+    lines = ["| " + " | ".join([*heads, *FIGURE_HEADS]) + " |",
+             "| " + " | ".join(["---"] * len(heads) + ["---:"] * len(SHOWN) + ["---"]) + " |"]
+    for run, sim, err in table:
+        lines.append("| " + " | ".join([*lead(run), *figure_cells(run, sim, err), "yes" if matches(err) else "no"])
+                     + " |")
+    return lines
+
+
+def matched(table) -> str:
+    """How many of the table's runs match on all four figures."""
+    return f"{sum(matches(e) for _, _, e in table)} of {len(table)} runs are within 10 % on all four figures"
 
 
 def median_errors(table) -> str:
@@ -114,9 +134,23 @@ def _refused(table) -> str:
             + "); the run's own release started them, so its pool was larger. They are simulated on 0.33's pool.")
 
 
+def _lead(run) -> list[str]:
+    """A GPUStack run's leading cells: its link (model, chip, tp and flags, lengths, requests) and release."""
+    b, d = run.benchmark, run.deployment
+    tp = d.get("tensor_parallel_size", 1)
+    extra = "".join(f" {k}" for k, on in (("pp" + str(d.get("pipeline_parallel_size", "")),
+                                             d.get("pipeline_parallel_size", 1) > 1),
+                                            ("ep", d.get("enable_expert_parallel")),
+                                            ("async", d.get("async_scheduling"))) if on)
+    extra += f" mnbt {d['max_num_batched_tokens']}" if "max_num_batched_tokens" in d else ""
+    refused = " \\*" if run.refusal() is not None else ""
+    name = f"{run.model}, {run.chip}, tp{tp}{extra}, {b['input_len']}/{b['output_len']}, {b['num_prompts']}"
+    return [f"[{name}]({run.url})", f"{run.release}{refused}"]
+
+
 def section() -> str:
     table = rows()
-    within = [r for r, _, e in table if matches(e)]
+    eff = vllm_factors()
     chips = sorted({r.chip for r, _, _ in table})
     short = [(r, s) for r, s, _ in table if r.benchmark["output_len"] <= 4]
     long_ = [(r, s) for r, s, _ in table if r.benchmark["input_len"] >= 2000]
@@ -128,24 +162,8 @@ def section() -> str:
              "/v1/chat/completions`, a random dataset of fixed lengths with every request sent at once, "
              "`--num-prompts N --seed 42`), each simulated with vLLM 0.33's defaults for what the command leaves "
              "out. None of them is in the step model's fit. Measured / simulated, in ms (duration in s):", "",
-             "| run (model, chip, tp, input/output tokens, requests) | release | duration | p50 TTFT | p99 TTFT | "
-             "p50 TPOT | p99 TPOT | all four within 10 % |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for run, sim, err in table:
-        b = run.benchmark
-        d = run.deployment
-        tp = d.get("tensor_parallel_size", 1)
-        extra = "".join(f" {k}" for k, on in (("pp" + str(d.get("pipeline_parallel_size", "")),
-                                                 d.get("pipeline_parallel_size", 1) > 1),
-                                                ("ep", d.get("enable_expert_parallel")),
-                                                ("async", d.get("async_scheduling"))) if on)
-        extra += f" mnbt {d['max_num_batched_tokens']}" if "max_num_batched_tokens" in d else ""
-        cells = figure_cells(run, sim, err)
-        ok = "yes" if run in within else "no"
-        refused = " \\*" if run.refusal() is not None else ""
-        lines.append(f"| [{run.model}, {run.chip}, tp{tp}{extra}, {b['input_len']}/{b['output_len']}, "
-                     f"{b['num_prompts']}]({run.url}) | {run.release}{refused} | " + " | ".join(cells) + f" | {ok} |")
-    lines += ["", f"{len(within)} of {len(table)} runs are within 10 % on all four figures (by chip: "
+             *figure_table(["run (model, chip, tp, input/output tokens, requests)", "release"], table, _lead)]
+    lines += ["", matched(table) + " (by chip: "
               + ", ".join(f"{c} {_share(table, lambda r, c=c: r.chip == c)}" for c in chips)
               + f"; prompts of 2,000 tokens or more {_share(table, lambda r: r.benchmark['input_len'] >= 2000)}, "
               f"128-token prompts of 4 output tokens {_share(table, lambda r: r.benchmark['output_len'] <= 4)}); "
@@ -157,15 +175,15 @@ def section() -> str:
               "a prompt's chunk, so these four figures follow the engine's prefill throughput (the duration "
               "column); the step model prices a prompt's GEMMs at vLLM's effective prefill efficiency for their "
               "format and chip generation (`gemm_kernels`: "
-              + "; ".join(f"{k.fmt} on {k.generation} {k.tensor_compute:g}" for k in _eff().gemm_kernels)
-              + f"), fitted on silicon rows of at most 4 requests, or the throughput fit's {_eff().tensor_compute:g} "
+              + "; ".join(f"{k.fmt} on {k.generation} {k.tensor_compute:g}" for k in eff.gemm_kernels)
+              + f"), fitted on silicon rows of at most 4 requests, or the throughput fit's {eff.tensor_compute:g} "
               "of peak for a format that has none (BF16, block-scaled FP8): fitted on points where decoding "
               "dominates, which hardly constrain it.",
               f"- 128-token prompts of 4 output tokens ({len(short)} runs): off the A100, the measured duration is "
               f"{ratio[0]:.1f} to {ratio[-1]:.1f} times the simulated: per-request work outside the engine step "
               "(the API server's HTTP, chat template, tokenizing and detokenizing, which `vllm bench serve` "
               f"times). The step model adds the API server's time to each first token as a latency "
-              f"({_eff().first_token_seconds * 1e3:.0f} ms, fitted on silicon rows of at most 4 requests), not as "
+              f"({eff.first_token_seconds * 1e3:.0f} ms, fitted on silicon rows of at most 4 requests), not as "
               "a server that a burst of a thousand requests queues for, one at a time.",
               "- A100 (no vLLM throughput point on it in the step model's fit): on prompts of 2,000 tokens or "
               "more, dense Qwen3-32B's p99 TTFT is "

@@ -50,8 +50,7 @@ def closed_loop_tpot_errors(rows: list[SiliconPoint]) -> list[float]:
     for r in rows:
         kernel = r.kernel()
         inst = Instance.of(kernel)
-        cost = StepCost(StepModel(kernel), inst.max_num_seqs, inst.max_num_batched_tokens + inst.max_num_seqs,
-                        inst.max_model_len)
+        cost = StepCost.of(StepModel(kernel), inst)
         count = max(LOOP_REQUESTS[1], LOOP_REQUESTS[0] * r.concurrency)
         served = simulate(inst, cost, Traffic(ClosedLoop(r.concurrency), Fixed(r.isl), Fixed(r.osl), count=count))
         out.append(served.tpot.mean * 1e3 / r.tpot_ms - 1)

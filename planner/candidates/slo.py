@@ -101,8 +101,7 @@ class Candidate:
         inst = Instance.of(kernel)
         self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin)))
         self.step = StepModel(kernel, rates_accepted=service.speculative_acceptance)
-        self.cost = StepCost(self.step, inst.max_num_seqs, inst.max_num_batched_tokens + inst.max_num_seqs,
-                             inst.max_model_len)
+        self.cost = StepCost.of(self.step, inst)
         self.service, self.row = service, row
 
     def run(self, rate: float | None, count: int | None = None) -> Served:

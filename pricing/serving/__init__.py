@@ -1,6 +1,6 @@
 """Serving at a request rate: vLLM's scheduler simulated step by step on the step model.
 
-`simulate(Instance.of(kernel), StepCost(StepModel(kernel), ...), Traffic(...))` runs a benchmark
+`simulate(inst := Instance.of(kernel), StepCost.of(StepModel(kernel), inst), Traffic(...))` runs a benchmark
 as `vllm bench serve` does (Poisson arrivals at a rate, or a closed loop at a concurrency;
 fixed, uniform or histogram lengths; a prefix-cache hit rate) through one instance and returns
 what it measures: TTFT, TPOT, ITL and end-to-end latency (any percentile), throughput, goodput.

@@ -65,6 +65,13 @@ class Table:
 class StepCost:
     """Seconds of a step the scheduler forms, from one rank's step model (see the module)."""
 
+    @classmethod
+    def of(cls, model: StepModel, instance) -> StepCost:
+        """The costs of every step `instance` (pricing.serving.Instance) schedules: up to max_num_seqs
+        decodes, up to max_num_batched_tokens + max_num_seqs tokens, contexts up to max_model_len."""
+        return cls(model, instance.max_num_seqs, instance.max_num_batched_tokens + instance.max_num_seqs,
+                   instance.max_model_len)
+
     def __init__(self, model: StepModel, max_decode: int, max_tokens: int, max_context: int):
         self.model = model
         q = model.queries

@@ -94,8 +94,7 @@ class Run:
         return self._simulated(kernel, Instance.of(kernel), efficiency)
 
     def _simulated(self, kernel: Kernel, inst: Instance, efficiency: Efficiency | None) -> Served:
-        cost = StepCost(StepModel(kernel, efficiency=efficiency), inst.max_num_seqs,
-                        inst.max_num_batched_tokens + inst.max_num_seqs, inst.max_model_len)
+        cost = StepCost.of(StepModel(kernel, efficiency=efficiency), inst)
         return simulate(inst, cost, self.traffic())
 
     def implied_tensor_compute(self, low: float = IMPLIED_RANGE[0], high: float = IMPLIED_RANGE[1],

@@ -250,6 +250,16 @@ class Efficiency:
                        attention_kernels=self.attention_kernels if attention is None else attention,
                        gemm_kernels=self.gemm_kernels if gemm is None else gemm)
 
+    def with_kernel(self, kernel: MoeKernel | AttentionKernel | GemmKernel) -> Efficiency:
+        """A copy with `kernel` in the place of its own entry of that kind and key (a fit's trial); each
+        kind's TABLE names its field here as in step_model.yaml."""
+        return replace(self, **{kernel.TABLE: _put(getattr(self, kernel.TABLE), kernel)})
+
+
+def _put(entries: tuple, kernel) -> tuple:
+    """`entries` with `kernel` in the place of the entry of its key (chip generation, format or backend)."""
+    return tuple(kernel if k.key == kernel.key else k for k in entries)
+
 
 def _entry(entries: tuple, default):
     """The entry of `entries` with `default`'s key (chip generation, format or backend), else `default`."""

@@ -19,7 +19,6 @@ from pricing.step.measured import HOLD_BACK_EVERY, point_kernel
 from pricing.step.rates import Efficiency
 from pricing.step.serving import Serving, Workload, serving
 from pricing.step.step import StepModel
-from pricing.step.work import linear_groups
 
 GQA = "gqa"  # the attention backend the shared per-layer floor is fitted on
 SILICON = Path(__file__).resolve().parents[2] / "validation" / "vllm_silicon_points.yaml"
@@ -65,10 +64,9 @@ class SiliconPoint:
 
     def moe_kernel_key(self) -> tuple[str, str] | None:
         """(chip generation, routed experts' served format) of the row's deployment, or None when the
-        model routes none: the fused-MoE kernel its experts run (Efficiency.moe_kernel)."""
-        kernel = self.kernel()
-        routed = [g for g in linear_groups(kernel) if g.moe_layers and g.expert_bytes]
-        return (kernel.chip.generation, max(routed, key=lambda g: g.expert_bytes).fmt) if routed else None
+        model routes none: the fused-MoE kernel its experts run (StepModel.expert_kernel)."""
+        kernel = StepModel(self.kernel()).expert_kernel()
+        return None if kernel is None else kernel.key
 
     def attention_kernel_key(self) -> tuple[str, str] | None:
         """(chip generation, attention backend) of the row's deployment, or None for GQA (whose layers

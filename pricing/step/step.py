@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from pricing.kernel import Kernel
-from pricing.step.rates import ChipRates, Efficiency, chip_rates
+from pricing.step.rates import ChipRates, Efficiency, MoeKernel, chip_rates
 from pricing.step.speculative import Acceptance, acceptance, drafter_for
 from pricing.step.work import (
     Collectives,
@@ -222,6 +222,14 @@ class StepModel:
         kernels += [self.eff.gemm_kernel(generation, fmt) for fmt in dict.fromkeys(g.fmt for g in self.groups)]
         kernels.append(self.eff.attention_kernel(generation, self.kernel.graph.attention_backend))
         return self.rates.provenance + self.eff.provenance + tuple(p for k in kernels for p in k.provenance)
+
+    def expert_kernel(self) -> MoeKernel | None:
+        """The fused-MoE kernel the routed experts are read at (those of the group holding most of their
+        bytes: gpt-oss's MXFP4 matrices, not their bias vectors); None for a model that routes none."""
+        routed = [g for g in self.groups if g.moe_layers and g.expert_bytes]
+        if not routed:
+            return None
+        return self.eff.moe_kernel(self.kernel.chip.generation, max(routed, key=lambda g: g.expert_bytes).fmt)
 
     @property
     def layer_floor(self) -> float:
