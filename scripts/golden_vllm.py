@@ -136,6 +136,12 @@ CASES = [
          64.0, dep(tp=8, max_model_len=40960)),
     case("qwen3-235b-a22b_h200_tp8_dcp2", "decode context parallel 2 on GQA (4 KV heads at tp 8: dcp <= tp / H = 2)",
          "qwen3-235b-a22b", "h200", "sm90", 64.0, dep(tp=8, max_model_len=40960, decode_context_parallel_size=2)),
+    case("minimax-m2.7_h200_tp4_bf16", "MiniMax-M2 MoE (62 full-attention layers, 8 KV heads -> 2 per rank), FP8 "
+         "checkpoint with a bf16 cache", "minimax-m2.7", "h200", "sm90", 70.0, dep(tp=4, max_model_len=196608)),
+    case("minimax-m2.7_b200_tp8_fp8", "MiniMax-M2 at tp 8 (1 KV head per rank), FP8 cache, SM100 (FlashInfer)",
+         "minimax-m2.7", "b200", "sm100", 140.0, dep(tp=8, max_model_len=196608, kv="fp8")),
+    case("minimax-m2.5_h100_tp4_fp8", "MiniMax-M2.5 (its config from aiconfigurator's public copy), 196k context, "
+         "FP8 cache on SM90", "minimax-m2.5", "h100", "sm90", 18.0, dep(tp=4, max_model_len=196608, kv="fp8")),
     case("qwen3-235b-a22b-fp8_h200_tp4_fp8", "FP8 checkpoint with FP8 cache, tp 4", "qwen3-235b-a22b-fp8", "h200",
          "sm90", 65.0, dep(tp=4, max_model_len=40960, kv="fp8")),
     case("mixtral-8x7b_a100_tp2_bf16", "MoE on SM80, tp 2, 32k", "mixtral-8x7b", "a100-80gb", "sm80", 23.0,
@@ -281,16 +287,48 @@ CASES = [
 # ---------------------------------------------------------------------------------------------
 
 
-def card_config_file(model: str) -> Path:
-    """The published config.json of a card: its hf_id 'org/name' -> ../shared/models/org--name.json."""
+# published configs that ../shared/models lacks, read from a public repository's copy at a commit:
+# hf_id -> (repository, commit, path); the repository's git directory is $AICONFIGURATOR_GIT (a clone or
+# bare mirror). Extracted to build/published/ (ignored by git) and named in the fixture's oracle input.
+PUBLISHED_ELSEWHERE = {
+    "MiniMaxAI/MiniMax-M2.5": ("ai-dynamo/aiconfigurator", "095f58a51c4ca8e61b66ec108d86f223f8d559ce",
+                               "aic-core/src/aiconfigurator_core/model_configs/MiniMaxAI--MiniMax-M2.5_config.json"),
+}
+
+
+def card_hf_id(model: str) -> str:
     import re
 
     card = (ROOT / "pricing" / "cards" / f"{model}.yaml").read_text()
-    hf_id = re.search(r"^hf_id:\s*(\S+)\s*$", card, re.M).group(1)  # stdlib only: any python3 runs the driver
+    return re.search(r"^hf_id:\s*(\S+)\s*$", card, re.M).group(1)  # stdlib only: any python3 runs the driver
+
+
+def card_config_file(model: str) -> Path:
+    """The published config.json of a card: its hf_id 'org/name' -> ../shared/models/org--name.json,
+    or the public copy PUBLISHED_ELSEWHERE names."""
+    hf_id = card_hf_id(model)
     path = MODELS / (hf_id.replace("/", "--") + ".json")
-    if not path.is_file():
-        raise SystemExit(f"{model}: published config {path} is missing")
-    return path
+    if path.is_file():
+        return path
+    if hf_id in PUBLISHED_ELSEWHERE:
+        repo, commit, inner = PUBLISHED_ELSEWHERE[hf_id]
+        git_dir = os.environ.get("AICONFIGURATOR_GIT", "/work/.mirror/ai-dynamo+aiconfigurator/repo")
+        out = ROOT / "build" / "published" / (hf_id.replace("/", "--") + ".json")
+        if not out.is_file():
+            shown = subprocess.run(["git", "-C", git_dir, "show", f"{commit}:{inner}"], capture_output=True, text=True)
+            if shown.returncode:
+                raise SystemExit(f"{model}: {repo}@{commit[:8]}:{inner} not readable from $AICONFIGURATOR_GIT="
+                                 f"{git_dir} ({shown.stderr.strip()})")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(shown.stdout)
+        return out
+    raise SystemExit(f"{model}: published config {path} is missing")
+
+
+def config_source(model: str) -> str | None:
+    """Where a config PUBLISHED_ELSEWHERE came from, for the fixture."""
+    found = PUBLISHED_ELSEWHERE.get(card_hf_id(model))
+    return f"{found[0]}@{found[1]}:{found[2]}" if found else None
 
 
 def rel(path: Path) -> str:
@@ -371,7 +409,7 @@ def build_input(c: dict) -> dict:
     nspec = d.get("num_speculative_tokens", 0)
     mt = t["model_type"]
     kind = "gqa"
-    if mt in ("llama", "qwen2", "qwen3", "qwen3_moe", "mixtral"):
+    if mt in ("llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "minimax_m2"):
         layers.append(_attn_entry(_names("model.layers.{i}.self_attn.attn", range(L)), "full",
                                   per_rank(kvh, tp), head, kv, dtype))
     elif mt == "gpt_oss":
@@ -482,7 +520,8 @@ def build_input(c: dict) -> dict:
     else:
         backend = BACKENDS[(kind, sm, "fp8" if kv.startswith("fp8") else "auto")]
     # sort entries by first layer index so the spec dict is in model order (as the model registers them)
-    return {"hf_config_file": rel(cfg_path), "architecture": arch, "attention_backend": backend,
+    source = {"hf_config_source": config_source(c["model"])} if config_source(c["model"]) else {}
+    return {"hf_config_file": rel(cfg_path), **source, "architecture": arch, "attention_backend": backend,
             "layers": layers, "layer_checks": checks, **knobs}
 
 

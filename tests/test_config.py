@@ -15,7 +15,6 @@ from pricing.graph import build_graph, load_model
 
 # decoder configs of families the project does not build (yet): refused in one line naming model_type
 UNSUPPORTED = {
-    "MiniMaxAI--MiniMax-M2.7.json": "minimax_m2",
     "google--gemma-4-26B-A4B.json": "gemma4_text",
     "sgl-project--DeepSeek-V4-Flash-FP8.json": "deepseek_ref",  # SGLang's reference layout, not a vLLM config
 }

@@ -369,3 +369,24 @@ def test_help_lists_every_method_from_one_place(method, capsys):
     for command in (["memory", "--help"], ["--help"]):
         code, out = run(command, capsys)
         assert code == 0 and method in " ".join(out.split())
+
+
+def test_minimax_m2_fp8_block_tp4(shared_models):
+    """MiniMax-M2.7 (vLLM 0.33 minimax_m2.py) at tp 4: FP8 with 128 x 128 block scales in fp32 on the
+    linears and experts; q_norm / k_norm over all heads, divided with the heads; an fp32 router and
+    score bias, replicated; the rotary cache rotary_dim (64) wide, not head_dim (128)."""
+    g = build_graph(resolve(str(shared_models / "MiniMaxAI--MiniMax-M2.7.json")))
+    cfg = json.loads((shared_models / "MiniMaxAI--MiniMax-M2.7.json").read_text())
+    s = sizer_for(g, "h200", tensor_parallel_size=4)
+    h, d, e, inter = cfg["hidden_size"], cfg["head_dim"], cfg["num_local_experts"], cfg["intermediate_size"]
+    assert (h, d, e, inter) == (3072, 128, 256, 1536)
+    # w13 of one expert: N = 2 x 1536 / 4 = 768 rows per rank, K = 3072; one byte each, scales 6 x 24 fp32
+    assert s.one(tensor(g, "layers.0.mlp.experts.w13")) == 768 * 3072 + 6 * 24 * 4
+    # o_proj row-parallel: K = 48 x 128 / 4 = 1536 per rank, N = 3072; scales 24 x 12
+    assert s.one(tensor(g, "layers.0.self_attn.o_proj")) == 3072 * 1536 + 24 * 12 * 4
+    assert s.one(tensor(g, "layers.0.self_attn.q_norm")) == 48 * 128 // 4 * 2
+    assert s.one(tensor(g, "layers.0.self_attn.k_norm")) == 8 * 128 // 4 * 2
+    assert s.one(tensor(g, "layers.0.mlp.gate")) == e * h * 4
+    assert s.one(tensor(g, "layers.0.mlp.e_score_correction_bias")) == e * 4
+    rotary = [b for _, n in g.nodes() for b in n.get("buffers", []) if b is not None]
+    assert {(b.rows, b.rotary_dim) for b in rotary} == {(cfg["max_position_embeddings"], 64)}

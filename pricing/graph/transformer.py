@@ -1,5 +1,5 @@
 """Grouped-query-attention decoders: dense (llama, mistral, qwen2, qwen3), mixture of experts
-(qwen3_moe, mixtral) and sliding-window hybrids (gpt_oss, gemma2, gemma3)."""
+(qwen3_moe, mixtral, minimax_m2) and sliding-window hybrids (gpt_oss, gemma2, gemma3)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,21 @@ from pricing.graph.rotary import rope_parameters, rotary_cache
 from pricing.graph.vision import add_vision_tower
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
-MOE = {"qwen3_moe", "mixtral", "qwen2_moe"}
+MOE = {"qwen3_moe", "mixtral", "qwen2_moe", "minimax_m2"}
 WINDOW = {"gpt_oss", "gemma2", "gemma3", "gemma3_text"}
 FAMILIES = LLAMA_LIKE | MOE | WINDOW
 # per-head RMSNorms of q and k (qwen3.py, gemma3.py Gemma3Attention q_norm / k_norm)
 QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
 # the norms before and after the MLP besides the two of every decoder (gemma2.py, gemma3.py
 # Gemma*DecoderLayer pre_feedforward_layernorm / post_feedforward_layernorm)
+# RMSNorms of q and k over all heads at once, each rank holding its heads' share (minimax_m2.py
+# MiniMaxM2Attention q_norm / k_norm, MiniMaxText01RMSNormTP)
+QK_NORM_ALL_HEADS = {"minimax_m2"}
+# an fp32 router with an fp32 score-correction bias (minimax_m2.py MiniMaxM2MoE: GateLinear at
+# params_dtype float32, e_score_correction_bias when use_routing_bias)
+FP32_ROUTER = {"minimax_m2"}
+# a config whose `rotary_dim` sets the rotated width (minimax_m2.py: partial_rotary_factor = rotary_dim / head_dim)
+ROTARY_DIM_FIELD = {"minimax_m2"}
 SANDWICH_NORM = {"gemma2", "gemma3", "gemma3_text"}
 
 
@@ -52,6 +60,7 @@ def layer_rotary(m: ModelGraph, cfg: dict, head_dim: int, window: int | None):
     if window and m.model_type.startswith("gemma3"):
         return rotary_cache(m, head_dim, m.max_position, {"rope_type": "default"}, base=cfg.get("rope_local_base_freq"))
     return rotary_cache(m, head_dim, m.max_position, rope_parameters(cfg), base=cfg.get("rope_theta"),
+                        rotary_dim=cfg.get("rotary_dim") if m.model_type in ROTARY_DIM_FIELD else None,
                         partial_rotary_factor=cfg.get("partial_rotary_factor"))
 
 
@@ -97,6 +106,9 @@ def build(source, override: str | None) -> ModelGraph:
                         make.plain(f"{p}.self_attn.v_bias", kv_heads * head_dim, 1, "heads", heads=kv_heads)]
         if model_type in QK_NORM:
             tensors += [make.plain(f"{p}.self_attn.q_norm", head_dim), make.plain(f"{p}.self_attn.k_norm", head_dim)]
+        if model_type in QK_NORM_ALL_HEADS:
+            tensors += [make.plain(f"{p}.self_attn.q_norm", heads * head_dim, 1, "column"),
+                        make.plain(f"{p}.self_attn.k_norm", kv_heads * head_dim, 1, "heads", heads=kv_heads)]
         if model_type == "gpt_oss":
             tensors.append(make.plain(f"{p}.self_attn.sinks", heads, 1, "column", fmt="fp32"))
         cache = AttentionCache("gqa", kv_heads, head_dim, head_dim, window=windows[i])
@@ -110,7 +122,13 @@ def build(source, override: str | None) -> ModelGraph:
         if experts and i not in mlp_only and (i + 1) % sparse_step == 0:
             inter = cfg.get("moe_intermediate_size") or cfg.get("intermediate_size")
             router_bias = model_type == "gpt_oss"
-            ffn = [make.plain(f"{p}.mlp.router", experts, hidden),
+            if model_type in FP32_ROUTER:
+                router = [make.plain(f"{p}.mlp.gate", experts, hidden, fmt="fp32")]
+                if cfg.get("use_routing_bias"):
+                    router.append(make.plain(f"{p}.mlp.e_score_correction_bias", experts, fmt="fp32"))
+            else:
+                router = [make.plain(f"{p}.mlp.router", experts, hidden)]
+            ffn = router + [
                    make.linear(f"{p}.mlp.experts.w13", 2 * inter, hidden, "expert_column", expert_count=experts),
                    make.linear(f"{p}.mlp.experts.w2", hidden, inter, "expert_row", expert_count=experts)]
             if router_bias:
