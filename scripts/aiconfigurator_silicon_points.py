@@ -10,12 +10,15 @@ TTFT and TPOT in ms (aiconfigurator's accuracy tools take it as ground truth; th
 they are means or medians, nor the server's flags or the number of prompts). Kept: backend vllm, mode agg,
 pp 1, attention dp at most 1, on the checkpoints and systems below; each row's `measured=` date and
 `image=` where its source says. Left out, and counted in the file: other checkpoints (no card), FP4 rows
-of a checkpoint that is FP8 (the file names meta-llama/Llama-3.1-70B for both; moonshotai/Kimi-K2.5, INT4, for
-its FP4 rows too), rows whose first token came
+of a checkpoint that is FP8 (the file names meta-llama/Llama-3.1-70B and MiniMaxAI/MiniMax-M2.5 for both;
+moonshotai/Kimi-K2.5, INT4, for its FP4 rows too), rows whose first token came
 later than the whole decode after it (TTFT > osl x TPOT: the requests queued for admission, so the client's
 concurrency was not the server's batch; gpt-oss-120b at 512 on an H100 has a TTFT of two minutes), and rows
 whose deployment vLLM 0.33 would not start (Qwen3-235B-A22B-FP8 at tp 1 on one H200: its weights alone
-exceed the GPU; the file's tp may then not be the run's, which the rows kept at tp 2 and 4 share).
+exceed the GPU; the file's tp may then not be the run's, which the rows kept at tp 2 and 4 share), and rows
+repeating an earlier row's deployment, workload and figures as kept here (the file lists some runs twice,
+from its database dump and from a dated CSV; kept twice, one copy could train the fit and the other be held
+back from it).
 """
 
 from __future__ import annotations
@@ -46,8 +49,13 @@ CHECKPOINTS = {"meta-llama/Llama-3.1-70B": ("llama-3.1-70b", {"fp8": "fp8"}),
                "Qwen/Qwen3-32B": ("qwen3-32b", {"": None, "fp8": "fp8"}),
                "nvidia/Llama-3.1-8B-Instruct-FP8": ("llama-3.1-8b", {"fp8": "fp8"}),
                "Qwen/Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b-fp8", {"fp8": None}),
-               "moonshotai/Kimi-K2.5": ("kimi-k2.5", {"int4": None})}
-SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200"}
+               "moonshotai/Kimi-K2.5": ("kimi-k2.5", {"int4": None}),
+               "MiniMaxAI/MiniMax-M2.5": ("minimax-m2.5", {"fp8": None})}
+# the fields that make two rows one run: its deployment and workload, and both figures as kept (TTFT to the
+# microsecond, TPOT to 0.1 us: the file prints one run's figures with different last digits in its two sources)
+MEASUREMENT = ("model_path", "system", "precision", "backend_version", "tp_size", "pp_size", "attention_dp_size",
+               "moe_ep_size", "batch_size", "isl", "osl")
+SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300"}
 
 
 def rows_of(git_dir: Path) -> list[dict]:
@@ -62,7 +70,7 @@ def _field(source: str, name: str) -> str | None:
 
 
 def collect(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
-    points, left_out = [], {}
+    points, left_out, seen = [], {}, set()
 
     def leave(reason: str) -> None:
         left_out[reason] = left_out.get(reason, 0) + 1
@@ -93,6 +101,11 @@ def collect(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
         if Startup(kernel).refusal() is not None:
             leave(f"{r['model_path']} at tp {tp} on one {chip}: vLLM 0.33 would not start it")
             continue
+        measurement = (*(r[f] for f in MEASUREMENT), round(ttft, 3), round(tpot, 4))
+        if measurement in seen:
+            leave("the same measurement as an earlier row (one run listed twice, from two of the file's sources)")
+            continue
+        seen.add(measurement)
         source = r["silicon_data_source"]
         measured = _field(source, "measured")
         points.append({"id": r["id"], "model": card, "quantization": quant, "chip": chip,

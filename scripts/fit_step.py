@@ -165,7 +165,7 @@ TTFT_GRIDS = {
     "first_token_seconds": [i * 2.0e-3 for i in range(41)],
     "interconnect": GRIDS["interconnect"],
 }
-GEMM_GRID = [round(0.20 + 0.025 * i, 3) for i in range(29)]  # 0.2-0.9 of the format's peak: below, not a GEMM
+GEMM_GRID = [round(0.10 + 0.025 * i, 3) for i in range(33)]  # 0.1-0.9 of the format's peak
 GEMM_SHARE = 0.5  # a format is a row's GEMM kernel when its matrices run most of the prompt's FLOPs
 
 
@@ -173,12 +173,10 @@ def gemm_keys(row: SiliconPoint) -> set[tuple[str, str]]:
     """(chip generation, weight format) of the matrix multiplies that run at least GEMM_SHARE of the row's
     prompt FLOPs (routed experts' in their format's group)."""
     model = StepModel(row.kernel())
-    flops: dict[str, float] = {}
-    for g in model.groups:
-        work = g.flops_per_token * row.isl + (g.routed_work(row.isl)[0] if g.moe_layers else 0.0)
-        flops[g.fmt] = flops.get(g.fmt, 0.0) + work
+    flops = model.prompt_flops_by_format()
     total = sum(flops.values())
-    return {(model.kernel.chip.generation, f) for f, v in flops.items() if v >= GEMM_SHARE * total}
+    return {model.eff.gemm_kernel(model.kernel.chip.generation, f).key for f, v in flops.items()
+            if v >= GEMM_SHARE * total}
 
 
 def ttft_loss(rows: list[SiliconPoint], eff: Efficiency) -> float:

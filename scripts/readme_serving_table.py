@@ -134,6 +134,20 @@ def _refused(table) -> str:
             + "); the run's own release started them, so its pool was larger. They are simulated on 0.33's pool.")
 
 
+def _unfitted_gemms(table, eff) -> str:
+    """The runs' prefill GEMM kernels (the format running most of a prompt's FLOPs, on the run's chip
+    generation) that `gemm_kernels` has no entry for, by format."""
+    fitted = {(k.generation, k.fmt) for k in eff.gemm_kernels}
+    missing: dict[str, set[str]] = {}
+    for run, _, _ in table:
+        model = StepModel(run.kernel())
+        flops = model.prompt_flops_by_format()
+        key = eff.gemm_kernel(model.kernel.chip.generation, max(flops, key=flops.get)).key
+        if key not in fitted:
+            missing.setdefault(key[1], set()).add(key[0])
+    return "; ".join(f"{fmt} on {', '.join(sorted(gens))}" for fmt, gens in sorted(missing.items()))
+
+
 def _lead(run) -> list[str]:
     """A GPUStack run's leading cells: its link (model, chip, tp and flags, lengths, requests) and release."""
     b, d = run.benchmark, run.deployment
@@ -177,8 +191,8 @@ def section() -> str:
               "format and chip generation (`gemm_kernels`: "
               + "; ".join(f"{k.fmt} on {k.generation} {k.tensor_compute:g}" for k in eff.gemm_kernels)
               + f"), fitted on silicon rows of at most 4 requests, or the throughput fit's {eff.tensor_compute:g} "
-              "of peak for a format that has none (BF16, block-scaled FP8): fitted on points where decoding "
-              "dominates, which hardly constrain it.",
+              f"of peak for a format and generation that has none ({_unfitted_gemms(table, eff)}): fitted on "
+              "points where decoding dominates, which hardly constrain it.",
               f"- 128-token prompts of 4 output tokens ({len(short)} runs): off the A100, the measured duration is "
               f"{ratio[0]:.1f} to {ratio[-1]:.1f} times the simulated: per-request work outside the engine step "
               "(the API server's HTTP, chat template, tokenizing and detokenizing, which `vllm bench serve` "

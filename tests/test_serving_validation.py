@@ -5,6 +5,7 @@ every run fully stated with its source, and README's table recomputed from the f
 import pytest
 
 from pricing.serving.validation import FIGURES, SPOT_CHECK, runs
+from pricing.step import StepModel
 from tests.helpers import script
 
 
@@ -94,12 +95,15 @@ def test_the_implied_fraction_reproduces_the_measured_run():
 
 
 def test_a_run_the_prefill_cannot_explain_has_no_fraction():
-    """Qwen3-235B-A22B on eight H100s, 2,000/100: even at the whole bf16 peak the simulation takes
-    longer than the measured 43.91 s, so no fraction of the peak explains it."""
+    """Qwen3-235B-A22B on eight H100s, 2,000/100: only at 0.95 or more of the whole bf16 peak (or at
+    none) does the simulation last the measured 43.91 s, more than any GEMM kernel's fitted share of
+    its peak (step_model.yaml gemm_kernels): the prefill rate alone does not explain the run."""
     run = _run("gpustack:qwen3-235b-a22b:h100:tp8:2000/100:n500")
     assert run.measured["duration_s"] == 43.91
     fraction, served = run.implied_tensor_compute()
-    assert fraction is None and served.duration > 43.91
+    assert fraction is None or fraction >= 0.95
+    assert fraction is not None or served.duration > 43.91
+    assert all(k.tensor_compute < 0.95 for k in StepModel(run.kernel()).eff.gemm_kernels)
 
 
 def test_the_decode_step_is_where_qwen3_32b_on_an_h100_misses():

@@ -183,7 +183,7 @@ def _on_chips(plan) -> dict[str, int]:
 
 
 def test_spares_move_a_disaggregated_fleet_within_max_gpus():
-    """plan --serving disagg on H100 and H200 at 50 requests/s within --max-gpus 16: the cheapest
+    """plan --serving disagg on H100 and H200 at 60 requests/s within --max-gpus 16: the cheapest
     fleet takes more than 8 GPUs of one chip, so with --spare 1 (8 of each chip's 16 kept free) it
     no longer fits. The plan is then, by the law of the search, the cheapest of every priced
     prefill × decode pair at its fewest counts whose GPUs on each chip it uses are at most 16 − 8;
@@ -192,12 +192,12 @@ def test_spares_move_a_disaggregated_fleet_within_max_gpus():
     from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
     from planner.search import disagg
 
-    service = ServiceSpec(**PD, workload=WorkloadSpec(isl=2000, osl=200, requests_per_second=50.0))
+    service = ServiceSpec(**PD, workload=WorkloadSpec(isl=2000, osl=200, requests_per_second=60.0))
     chips = ("h100", "h200")
     free = plan_disagg(service, PoolLimits(chips=chips, max_gpus=16))
     assert free.feasible and max(_on_chips(free).values()) > 8
     found = disagg.search(service, PoolLimits(chips=chips), alternatives=0)
-    units = math.ceil(50.0 * disagg.RATE_UNITS)
+    units = math.ceil(60.0 * disagg.RATE_UNITS)
 
     def on_chips(pair) -> dict[str, int]:
         p, d = pair.fewest(units)

@@ -247,6 +247,22 @@ def test_experts_are_read_at_their_fused_moe_kernels_own_efficiency():
     assert not step_model("gpt-oss-20b", "mi300x", 1).eff.moe_kernels
 
 
+def test_ue8m0_block_fp8_runs_the_block_fp8_kernels():
+    """DeepSeek-V3.2's block-FP8 weights carry UE8M0 scales (its scale_fmt): a format of their own for the
+    bytes (one-byte scales), the block-FP8 kernels for the time (vLLM 0.33 picks the block-scaled kernel by
+    the layer's block shape). On an H200 its experts and its prompt's GEMMs are priced at the sm90
+    fp8_block entries the MiniMax-M2.5 rows fitted, not at the engine's defaults."""
+    sm = step_model("dsv3.2", "h200", 8)
+    eff = sm.eff
+    flops = sm.prompt_flops_by_format()
+    assert max(flops, key=flops.get) == "fp8_block_ue8m0"
+    block = eff.gemm_kernel("sm90", "fp8_block")
+    assert block.provenance and block.tensor_compute != eff.tensor_compute
+    assert eff.gemm_kernel("sm90", "fp8_block_ue8m0") == block
+    assert sm.expert_kernel() == eff.moe_kernel("sm90", "fp8_block")
+    assert sm.expert_kernel().expert_bandwidth != eff.expert_bandwidth
+
+
 def test_an_mla_layer_pays_its_backends_floor_beside_the_shared_one():
     """Kimi-K2.5 runs 61 MLA decoder layers; on an H200 (sm90) each pays vLLM's shared per-layer floor
     plus MLA's own (attention_kernels.sm90.mla): the step's overhead is step_seconds + 61 x (both) +

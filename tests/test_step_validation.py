@@ -181,20 +181,23 @@ def test_the_silicon_collector_keeps_what_it_can_price_and_counts_what_it_leaves
     """scripts/aiconfigurator_silicon_points.py on rows written here: a Llama-3.1-70B FP8 row at tp 4 on an
     H200 is kept with its own figures; its FP4 twin (the checkpoint named is FP8), a row whose first token
     came after more than the whole decode (1,024 x 12.25 ms = 12.5 s), Qwen3-235B-A22B-FP8 at tp 1 on one
-    H200 (its weights alone exceed the GPU), another backend and a checkpoint without a card are left out."""
+    H200 (its weights alone exceed the GPU), another backend, a checkpoint without a card and a second listing of
+    the kept row's run (another id and source, the same deployment, workload and figures) are left out."""
     from tests.helpers import script
 
     collector = script("aiconfigurator_silicon_points")
     rows = [_silicon_row(), _silicon_row(precision="fp4"), _silicon_row(silicon_ttft_ms="12600"),
             _silicon_row(model_path="Qwen/Qwen3-235B-A22B-FP8", tp_size="1"), _silicon_row(backend="sglang"),
-            _silicon_row(model_path="MiniMaxAI/MiniMax-M2.5")]
+            _silicon_row(model_path="zai-org/GLM-4.6"),
+            _silicon_row(id="row-listed-again", silicon_data_source="db-dump/2026-04-27; config_id=7")]
     points, left_out = collector.collect(rows)
     assert points == [{"id": "row", "model": "llama-3.1-70b", "quantization": "fp8", "chip": "h200", "release": None,
                        "image": None, "tensor_parallel_size": 4, "enable_expert_parallel": False, "concurrency": 16,
                        "isl": 1024, "osl": 1024, "ttft_ms": 120.5, "tpot_ms": 12.25, "measured_on": "2025-10-29",
                        "source_file": "x.csv"}]
-    assert sum(left_out.values()) == 4 and len(left_out) == 4
+    assert sum(left_out.values()) == 5 and len(left_out) == 5
     assert any("queued for admission" in reason for reason in left_out)
+    assert any("the same measurement as an earlier row" in reason for reason in left_out)
     assert any("would not start" in reason for reason in left_out)
 
 
@@ -208,6 +211,10 @@ def test_the_silicon_rows_are_sourced_and_readme_shows_them():
     assert re.fullmatch(r"https://github.com/ai-dynamo/aiconfigurator/blob/[0-9a-f]{40}/\S+\.csv", url)
     for p in points:
         assert p.ttft_ms <= p.osl * p.tpot_ms and p.concurrency >= 1 and p.tpot_ms > 0, p.id
+    # no run twice: one copy could train the fit while the other is held back from it
+    runs = {(p.model, p.quantization, p.chip, p.release, p.tp, p.ep, p.concurrency, p.isl, p.osl, p.ttft_ms, p.tpot_ms)
+            for p in points}
+    assert len(runs) == len(points)
     measured_ids = {p.id for p in load_points()[0]}
     assert not measured_ids & {p.id for p in points}  # none of them is in the fit
     assert script("readme_silicon_table").section() == script("readme_section").shown("readme_silicon_table")

@@ -218,12 +218,12 @@ class Efficiency:
     def moe_kernel(self, generation: str, fmt: str) -> MoeKernel:
         """The fused-MoE kernel experts of `fmt` run on a chip of `generation`: its own fitted entry,
         or the engine's `expert_bandwidth` where it has none."""
-        return _entry(self.moe_kernels, MoeKernel(generation, fmt, self.expert_bandwidth))
+        return _entry(self.moe_kernels, MoeKernel(generation, kernel_format(fmt), self.expert_bandwidth))
 
     def gemm_kernel(self, generation: str, fmt: str) -> GemmKernel:
         """The matrix-multiply kernel weights of `fmt` run on a chip of `generation`: its own fitted
         entry, or the engine's `tensor_compute` where it has none."""
-        return _entry(self.gemm_kernels, GemmKernel(generation, fmt, self.tensor_compute))
+        return _entry(self.gemm_kernels, GemmKernel(generation, kernel_format(fmt), self.tensor_compute))
 
     def attention_kernel(self, generation: str, backend: str) -> AttentionKernel:
         """The attention backend's extra fixed cost per layer on a chip of `generation` (0 where none is fitted)."""
@@ -259,6 +259,17 @@ class Efficiency:
 def _put(entries: tuple, kernel) -> tuple:
     """`entries` with `kernel` in the place of the entry of its key (chip generation, format or backend)."""
     return tuple(kernel if k.key == kernel.key else k for k in entries)
+
+
+# weight formats that run another format's kernels: block-FP8 with UE8M0 (power-of-two) scales, DeepSeek-V3.1/V3.2's
+# scale_fmt, is served by the block-FP8 linear and fused-MoE kernels whatever the checkpoint's scale format
+# (vLLM 0.33 model_executor/kernels/linear/scaled_mm/BlockScaledMMLinearKernel.py picks by the layer's block shape)
+KERNEL_FORMAT = {"fp8_block_ue8m0": "fp8_block"}
+
+
+def kernel_format(fmt: str) -> str:
+    """The format whose kernel entries (moe_kernels, gemm_kernels) weights served as `fmt` run."""
+    return KERNEL_FORMAT.get(fmt, fmt)
 
 
 def _entry(entries: tuple, default):

@@ -231,6 +231,15 @@ class StepModel:
             return None
         return self.eff.moe_kernel(self.kernel.chip.generation, max(routed, key=lambda g: g.expert_bytes).fmt)
 
+    def prompt_flops_by_format(self) -> dict[str, float]:
+        """A prompt token's matrix-multiply FLOPs by weight format (routed experts' in their format's
+        group): which GEMM kernels (Efficiency.gemm_kernel) price the prefill, and in what share."""
+        flops: dict[str, float] = {}
+        for g in self.groups:
+            work = g.flops_per_token + (g.routed_work(1)[0] if g.moe_layers else 0.0)
+            flops[g.fmt] = flops.get(g.fmt, 0.0) + work
+        return flops
+
     @property
     def layer_floor(self) -> float:
         """Fixed seconds per decoder layer per step: the floor every model pays (`layer_seconds`) and its
