@@ -4,7 +4,7 @@ every run fully stated with its source, and README's table recomputed from the f
 
 import pytest
 
-from pricing.serving.validation import FIGURES, SPOT_CHECK, runs
+from pricing.serving.validation import FIGURES, PUBLISHED, RUNS, SPOT_CHECK, compared, runs
 from pricing.step import StepModel
 from tests.helpers import script
 
@@ -239,3 +239,19 @@ def test_the_experts_floor_of_a_qwen3_decode_step_by_hand():
     parts = published.decode_parts(run)
     assert parts["experts_at_peak"] == pytest.approx(floor_ms, rel=1e-9)
     assert floor_ms < run.measured["p50_tpot_ms"] == 13.17 < parts["step"]
+
+
+def test_at_least_eight_held_back_public_runs_match_on_all_four_figures():
+    """Issue 21's second target: the simulator within 10 % of the p50 and p99 TTFT and TPOT of at least 8
+    fully stated public runs, none of them in the step model's fit (measured_points.yaml and the silicon
+    rows are its training data; these three files are not read by scripts/fit_step.py). Each match's
+    four errors are recomputed here from the run's measured figures and a fresh simulation."""
+    fit_source = (RUNS.parents[1] / "scripts" / "fit_step.py").read_text()
+    matched = []
+    for path in (RUNS, SPOT_CHECK, PUBLISHED):
+        assert path.name not in fit_source
+        for run in runs(path):
+            sim, _ = compared(run)
+            if all(abs(sim[k] / run.measured[k] - 1) <= 0.10 for k in FIGURES):
+                matched.append(run.id)
+    assert len(matched) >= 8, matched
