@@ -134,6 +134,30 @@ def _refused(table) -> str:
             + "); the run's own release started them, so its pool was larger. They are simulated on 0.33's pool.")
 
 
+def _across_all(table) -> str:
+    """One line over the three files of public runs (this table's, the spot check's, the published ones):
+    how many match on all four figures, and which."""
+    from pricing.serving.validation import PUBLISHED, SPOT_CHECK
+
+    every = [*table, *((run, *compared(run)) for path in (SPOT_CHECK, PUBLISHED) for run in runs(path))]
+    hits = [run for run, _, err in every if matches(err)]
+    kinds: dict[tuple, list] = {}
+    for run in hits:
+        command = (run.benchmark["input_len"], run.benchmark["output_len"], tuple(sorted(run.deployment.items())))
+        kinds.setdefault((run.model, run.chip, run.release), []).append(command)
+
+    def said(key, commands) -> str:
+        model, chip, release = key
+        distinct = len(set(commands))
+        again = f", {distinct} commands measured again on other hosts or days" if distinct < len(commands) else ""
+        return f"{len(commands)} of {model} on {chip}, {release}{again}"
+
+    return (f"**All the public runs below, none of them in the step model's fit: {len(hits)} of {len(every)} within "
+            "10 % on p50 and p99 TTFT and TPOT** ("
+            + "; ".join(said(k, c) for k, c in sorted(kinds.items(), key=lambda kv: -len(kv[1])))
+            + "; `tests/test_serving_validation.py` recomputes them).")
+
+
 def _unfitted_gemms(table, eff) -> str:
     """The runs' prefill GEMM kernels (the format running most of a prompt's FLOPs, on the run's chip
     generation) that `gemm_kernels` has no entry for, by format."""
@@ -170,7 +194,8 @@ def section() -> str:
     long_ = [(r, s) for r, s, _ in table if r.benchmark["input_len"] >= 2000]
     ratio = sorted(r.measured["duration_s"] / s["duration_s"] for r, s in short if r.chip != "a100-80gb")
     floors, pairs = _floors(table)
-    lines = [f"**Against public `vllm bench serve` runs.** `validation/vllm_serving_runs.yaml`: {len(table)} fully "
+    lines = [_across_all(table), "",
+             f"**Against public `vllm bench serve` runs.** `validation/vllm_serving_runs.yaml`: {len(table)} fully "
              "stated runs from GPUStack's performance lab (`scripts/gpustack_serving_runs.py`: the document's "
              "hardware, vLLM release and `vllm serve` command, the client's `--backend openai-chat --endpoint "
              "/v1/chat/completions`, a random dataset of fixed lengths with every request sent at once, "
