@@ -136,7 +136,8 @@ def _refused(table) -> str:
 
 def _recipe_tpot_ms() -> float:
     """The step model's steady TPOT for vLLM's Nemotron-3-Nano recipe run: FP8 on one H200, 1,024 requests of
-    1,024/1,024 tokens at once (max_num_seqs 1,024, as the recipe's command sets it)."""
+    1,024/1,024 tokens at once (max_num_seqs 1,024, vLLM's default on an H200, which the recipe's server
+    command leaves)."""
     from pricing.chips import get_chip
     from pricing.graph import load_model
     from pricing.kernel import Deployment, Kernel
@@ -264,8 +265,9 @@ def section() -> str:
               "version and pull request head (their result blocks name no release, but for two: AMD's Llama-3.3-70B "
               "on one MI355X, below, and Nemotron-3-Nano-30B-A3B FP8 on one H200 with v0.12.0, 1,024 concurrent "
               "requests of 1,024/1,024 tokens, where the step model's steady TPOT at that concurrency, "
-              f"{_recipe_tpot_ms():.0f} ms, is {_recipe_tpot_ms() / 61 - 1:+.0%} against the measured 61 ms (its "
-              "release and flags are stated, its result block's percentiles are not, so it is not a run here); its "
+              f"{_recipe_tpot_ms():.0f} ms, is {_recipe_tpot_ms() / 61 - 1:+.0%} against the measured 61 ms (not a "
+              "run here: the FP8 checkpoint's config, which layers it keeps in BF16, is in no public copy at hand, so "
+              "the BF16 card served as FP8 stands in for it); its "
               "DeepSeek-R1 runs on MI300X name only the `rocm/vllm:latest` image); GPUStack's newer documents "
               "(Qwen3.5), measured with guidellm, not `vllm bench serve`; vLLM's own pull requests and issues (their "
               "result blocks seldom come with the GPU, the server command and the release together; one that does "
