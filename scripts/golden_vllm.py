@@ -289,7 +289,8 @@ CASES = [
 
 # published configs that ../shared/models lacks, read from a public repository's copy at a commit:
 # hf_id -> (repository, commit, path); the repository's git directory is $AICONFIGURATOR_GIT (a clone or
-# bare mirror). Extracted to build/published/ (ignored by git) and named in the fixture's oracle input.
+# bare mirror of github.com/ai-dynamo/aiconfigurator). Extracted to build/published/ (ignored by git) and
+# named in the fixture's oracle input.
 PUBLISHED_ELSEWHERE = {
     "MiniMaxAI/MiniMax-M2.5": ("ai-dynamo/aiconfigurator", "095f58a51c4ca8e61b66ec108d86f223f8d559ce",
                                "aic-core/src/aiconfigurator_core/model_configs/MiniMaxAI--MiniMax-M2.5_config.json"),
@@ -312,9 +313,12 @@ def card_config_file(model: str) -> Path:
         return path
     if hf_id in PUBLISHED_ELSEWHERE:
         repo, commit, inner = PUBLISHED_ELSEWHERE[hf_id]
-        git_dir = os.environ.get("AICONFIGURATOR_GIT", "/work/.mirror/ai-dynamo+aiconfigurator/repo")
         out = ROOT / "build" / "published" / (hf_id.replace("/", "--") + ".json")
         if not out.is_file():
+            git_dir = os.environ.get("AICONFIGURATOR_GIT")
+            if not git_dir:
+                raise SystemExit(f"{model}: its config is {repo}@{commit[:8]}:{inner}; set AICONFIGURATOR_GIT to a "
+                                 f"clone of github.com/{repo}")
             shown = subprocess.run(["git", "-C", git_dir, "show", f"{commit}:{inner}"], capture_output=True, text=True)
             if shown.returncode:
                 raise SystemExit(f"{model}: {repo}@{commit[:8]}:{inner} not readable from $AICONFIGURATOR_GIT="
