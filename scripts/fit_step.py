@@ -165,7 +165,7 @@ TTFT_GRIDS = {
     "first_token_seconds": [i * 2.0e-3 for i in range(41)],
     "interconnect": GRIDS["interconnect"],
 }
-GEMM_GRID = [round(0.10 + 0.025 * i, 3) for i in range(33)]  # 0.1-0.9 of the format's peak
+GEMM_GRID = [round(0.10 + 0.025 * i, 3) for i in range(33)]  # 0.1-0.9 of the peak (block FP8 sat at an 0.2 floor)
 GEMM_SHARE = 0.5  # a format is a row's GEMM kernel when its matrices run most of the prompt's FLOPs
 
 
