@@ -143,7 +143,8 @@ def section() -> str:
                         "likely too high for it. " for k in capped)
               + "The MLA floor rests on Kimi-K2.5's rows alone (DeepSeek-R1's vLLM runs below are held back and "
               "measure it); MoE formats no row runs (BF16 experts; block-scaled FP8 off Hopper and Blackwell; any AMD "
-              "chip) keep the throughput fit's figure. The rows of longer prompts stay pessimistic: in a closed loop of equal requests the "
+              "chip) keep the throughput fit's figure. The rows of longer prompts stay pessimistic: in a closed loop "
+              "of equal requests the "
               "prompts arrive in waves and are prefilled together, so most decode steps carry no prefill, where the "
               "steady state mixes each prompt's chunks into the decodes. Their TTFT is the client's, from the closed "
               "loop (queueing and the front end in it), hence far above the bare prefill. Simulated as that closed "
