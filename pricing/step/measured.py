@@ -48,17 +48,22 @@ class Point:
         return (self.source, self.model, self.quantization, self.chip, self.engine, self.tp, self.ep)
 
 
+def held_back(point_id: str) -> bool:
+    """Whether a measured point is held back from the fit: a third of them, chosen by a hash of their id
+    (the same rule for the throughput points and the silicon rows)."""
+    return int(hashlib.sha256(point_id.encode()).hexdigest(), 16) % HOLD_BACK_EVERY == 0
+
+
 def load_points(path: Path = POINTS) -> tuple[list[Point], dict]:
     """The points, each marked training or held back, and the sources' descriptions."""
     doc = yaml_fast.load(path.read_text())
     out = []
     for raw in doc["points"]:
-        digest = int(hashlib.sha256(raw["id"].encode()).hexdigest(), 16)
         out.append(Point(raw["id"], raw["source"], raw["model"], raw.get("quantization"), raw["chip"], raw["engine"],
                          int(raw["tensor_parallel_size"]), bool(raw.get("enable_expert_parallel")),
                          int(raw["concurrency"]), int(raw["isl"]), int(raw["osl"]),
                          float(raw["output_tokens_per_second_per_gpu"]), str(raw["date"]),
-                         digest % HOLD_BACK_EVERY == 0))
+                         held_back(raw["id"])))
     return out, doc["sources"]
 
 

@@ -9,13 +9,12 @@ a hash of the row's id, and every row of longer prompts measure them."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from pricing import yaml_fast
 from pricing.kernel import Kernel
-from pricing.step.measured import HOLD_BACK_EVERY, point_kernel
+from pricing.step.measured import held_back, point_kernel
 from pricing.step.rates import Efficiency
 from pricing.step.serving import Serving, Workload, serving
 from pricing.step.step import StepModel
@@ -56,7 +55,7 @@ class SiliconPoint:
     @property
     def held_back(self) -> bool:
         """A third of the rows, chosen by a hash of their id (as validation/measured_points.yaml's)."""
-        return int(hashlib.sha256(self.id.encode()).hexdigest(), 16) % HOLD_BACK_EVERY == 0
+        return held_back(self.id)
 
     @property
     def training(self) -> bool:
