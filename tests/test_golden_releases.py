@@ -147,7 +147,7 @@ def test_compare_and_variants_take_the_release_as_an_axis(tmp_path):
 
 
 def test_readme_shows_the_calibration_by_pack():
-    """README's per-pack table is what scripts/calibration_report.py --by-release prints."""
+    """docs/releases.md's per-pack table is what scripts/calibration_report.py --by-release prints."""
     from pricing.calibration.predict import predict_all
     from pricing.calibration.records import load_records
 
@@ -157,6 +157,6 @@ def test_readme_shows_the_calibration_by_pack():
         pytest.skip("no ../shared/calibration")
     report = script("calibration_report")
     predictions = predict_all(load_records(training))
-    readme = (root / "README.md").read_text()
+    readme = (root / "docs" / "releases.md").read_text()
     assert report.by_release(predictions) in readme
     assert report.later_records(predictions) in readme

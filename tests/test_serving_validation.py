@@ -1,5 +1,5 @@
 """The serving simulator against public `vllm bench serve` runs (validation/vllm_serving_runs.yaml):
-every run fully stated with its source, and README's table recomputed from the file."""
+every run fully stated with its source, and docs/serving.md's tables recomputed from the file."""
 
 
 import pytest
@@ -10,7 +10,7 @@ from tests.helpers import script
 
 
 def _script():
-    return script("readme_serving_table")
+    return script("docgen/serving_table")
 
 
 def test_every_run_is_fully_stated_with_its_source():
@@ -31,7 +31,7 @@ def test_every_run_is_fully_stated_with_its_source():
 
 def test_readme_shows_the_simulated_runs():
     script = _script()
-    assert script.readme_section.shown("readme_serving_table") == script.section()
+    assert script("docgen/generated").shown("serving-table") == script.section()
 
 
 def _run(run_id: str):
@@ -71,7 +71,7 @@ def test_runs_vllm_033_refuses_are_marked():
 
 
 def test_readme_shows_the_diagnosis():
-    assert script("readme_serving_diagnosis").section() == script("readme_section").shown("readme_serving_diagnosis")
+    assert script("docgen/serving_diagnosis").section() == script("docgen/generated").shown("serving-diagnosis")
 
 
 def test_the_implied_fraction_reproduces_the_measured_run():
@@ -148,7 +148,7 @@ def test_spot_check_runs_are_fully_stated_with_their_source():
 def test_a_run_is_named_by_who_measured_it_and_when():
     """simon-mo saved one file per command a day: named by day alone; Michaelvll's log was
     committed twice on 2025-04-20 with the same four commands, so each of those names its commit."""
-    spot = script("readme_serving_spot_check")
+    spot = script("docgen/serving_spot_check")
     found = runs(SPOT_CHECK)
     dgx = next(r for r in found if r.url.endswith("2025-04-18/deepseek-r1-h200-04182025/vllm-1000-2000-.json"))
     assert spot.when(dgx) == "simon-mo 2025-04-18"
@@ -157,7 +157,7 @@ def test_a_run_is_named_by_who_measured_it_and_when():
 
 
 def test_readme_shows_the_spot_check():
-    assert script("readme_serving_spot_check").section() == script("readme_section").shown("readme_serving_spot_check")
+    assert script("docgen/serving_spot_check").section() == script("docgen/generated").shown("serving-spot-check")
 
 
 def test_the_same_command_measured_again_by_hand():
@@ -167,7 +167,7 @@ def test_the_same_command_measured_again_by_hand():
     against simon-mo's Nebius run 88.92 / 66.66 - 1 = 33 %. Each command is measured on both kinds
     of host (8 commands), the expert-parallel ones twice on the DGX (4) and the others twice by
     Michaelvll (4), whose first run is set beside simon-mo's on Nebius (4)."""
-    spot = script("readme_serving_spot_check")
+    spot = script("docgen/serving_spot_check")
     again = spot.repeats(spot.rows())
     count = {how: sum(h == how for _, h, _ in again) for how in (spot.SAME_HOST, spot.SAME_KIND, spot.TWO_KINDS)}
     assert count == {spot.SAME_HOST: 8, spot.SAME_KIND: 4, spot.TWO_KINDS: 8}
@@ -187,7 +187,7 @@ def test_expert_parallel_pairs_by_hand():
     """simon-mo's 2025-04-18 sets measured every command with and without expert parallelism on
     each host: 8 pairs. On the DGX, 1,000/2,000 tokens took 92.00 s with it and 87.31 s without
     (92.00 / 87.31 - 1 = 5.4 %); the simulator gives the two the same duration."""
-    spot = script("readme_serving_spot_check")
+    spot = script("docgen/serving_spot_check")
     pairs = spot.ep_pairs(spot.rows())
     assert len(pairs) == 8
     without, with_ep, sim_without, sim_with = next(
@@ -223,7 +223,7 @@ def test_published_runs_quote_the_figures_they_state():
 
 
 def test_readme_shows_the_published_runs():
-    assert script("readme_serving_published").section() == script("readme_section").shown("readme_serving_published")
+    assert script("docgen/serving_published").section() == script("docgen/generated").shown("serving-published")
 
 
 def test_the_experts_floor_of_a_qwen3_decode_step_by_hand():
@@ -231,7 +231,7 @@ def test_the_experts_floor_of_a_qwen3_decode_step_by_hand():
     on one H100 at 10 requests: uniform routing touches 128 (1 - (120/128)^10) experts a layer, each
     3 x 2,048 x 768 x 2 bytes; at the H100's 3.35 TB/s that is 8.2 ms, under the 13.17 ms p50 TPOT
     the pull request measured, while the simulated step at vLLM's factors takes longer than it."""
-    published = script("readme_serving_published")
+    published = script("docgen/serving_published")
     run = next(r for r in runs(published.PUBLISHED) if r.id.startswith("vllm-pr23151:"))
     assert published.batch(run) == 10
     touched = 128 * (1 - (120 / 128) ** 10)

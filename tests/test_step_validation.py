@@ -149,7 +149,7 @@ def test_readme_states_the_aiconfigurator_errors_the_data_files_give():
     subsets = {"held back": [p for p in priced if p.held_back],
                "training": [p for p in priced if not p.held_back],
                "all (training and held back)": priced}
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "step-model.md").read_text()
     assert f"It prices {len(priced)} of the {len(points)} points" in readme
     for label, subset in subsets.items():
         row = re.search(rf"^\| {re.escape(label)} \| (\d+) \| ([\d.]+)% \| ([\d.]+)% \|$", readme, re.M)
@@ -217,4 +217,4 @@ def test_the_silicon_rows_are_sourced_and_readme_shows_them():
     assert len(runs) == len(points)
     measured_ids = {p.id for p in load_points()[0]}
     assert not measured_ids & {p.id for p in points}  # none of them is in the fit
-    assert script("readme_silicon_table").section() == script("readme_section").shown("readme_silicon_table")
+    assert script("docgen/silicon_table").section() == script("docgen/generated").shown("silicon-table")

@@ -1,8 +1,7 @@
-"""The README's step-time validation section, from validation/measured_points.yaml, the registry's
+"""docs/step-model.md's step-time validation section, from validation/measured_points.yaml, the registry's
 fitted factors and validation/aiconfigurator_points.yaml:
 
-    python scripts/readme_step_table.py           # print it
-    python scripts/readme_step_table.py --write   # replace it in README.md, between its markers
+    python scripts/docs.py --only step-table   # rewrite it in docs/step-model.md, between its markers
 """
 
 from __future__ import annotations
@@ -12,9 +11,8 @@ import io
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
-import readme_section  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
 
 from pricing.step.measured import (  # noqa: E402
     load_aiconfigurator,
@@ -148,7 +146,3 @@ def versus_aiconfigurator(points, aic) -> None:
         print(f"| {p.model}{' ' + p.quantization if p.quantization else ''}, {p.chip}, {p.engine}, tp{p.tp}"
               f"{' ep' if p.ep else ''} | {len(subset)} | {aic.median_abs_error(subset):.1%} "
               f"| {median_abs_error(subset):.1%} |")
-
-
-if __name__ == "__main__":
-    readme_section.main("readme_step_table", section, __doc__.splitlines()[0])

@@ -1,7 +1,6 @@
-"""The README's serving-simulator validation table, from validation/vllm_serving_runs.yaml:
+"""docs/serving.md's serving-simulator validation table, from validation/vllm_serving_runs.yaml:
 
-    python scripts/readme_serving_table.py           # print it
-    python scripts/readme_serving_table.py --write   # replace it in README.md, between its markers
+    python scripts/docs.py --only serving-table   # rewrite it in docs/serving.md, between its markers
 """
 
 from __future__ import annotations
@@ -10,9 +9,8 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
-import readme_section  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
 
 TOLERANCE = 0.10  # the issue's bar: within 10 % on p50 and p99 TTFT and TPOT
 
@@ -34,7 +32,7 @@ def _ms(v: float) -> str:
 
 
 def figure_cells(run, sim: dict, err: dict) -> list[str]:
-    """A run's SHOWN figures as the README tables print them: measured / simulated (error)."""
+    """A run's SHOWN figures as the docs' tables print them: measured / simulated (error)."""
     return [f"{run.measured[k]:,.1f} / {sim[k]:,.1f} ({err[k]:+.0%})" if k == "duration_s"
             else f"{_ms(run.measured[k])} / {_ms(sim[k])} ({err[k]:+.0%})" for k in SHOWN]
 
@@ -280,7 +278,3 @@ def section() -> str:
               "at a time, are below.",
               ""]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    readme_section.main("readme_serving_table", section, __doc__.splitlines()[0])

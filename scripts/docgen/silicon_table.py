@@ -1,9 +1,9 @@
-"""The README's table of vLLM's measured TPOT and TTFT at a fixed concurrency (validation/vllm_silicon_points.yaml,
+"""docs/step-model.md's table of vLLM's measured TPOT and TTFT at a fixed concurrency
+(validation/vllm_silicon_points.yaml,
 aiconfigurator's silicon data) beside the step model's at vLLM's own factors, by model, chip and release, with
 what of them trains vLLM's CUDA factors and what measures them:
 
-    python scripts/readme_silicon_table.py           # print it
-    python scripts/readme_silicon_table.py --write   # replace it in README.md, between its markers
+    python scripts/docs.py --only silicon-table   # rewrite it in docs/step-model.md, between its markers
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
-import readme_section  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
 from fit_step import GRIDS  # noqa: E402
 
 from pricing.step.rates import Efficiency  # noqa: E402
@@ -153,7 +152,3 @@ def section() -> str:
               + _loop_figures([p for p, _, _ in longer])
               + " off: the waves, not the step, are what the steady state misses.", ""]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    readme_section.main("readme_silicon_table", section, __doc__.splitlines()[0])

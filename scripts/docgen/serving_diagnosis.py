@@ -1,10 +1,9 @@
-"""The README's diagnosis of the serving simulator's misses on the public `vllm bench serve` runs
+"""docs/serving.md's diagnosis of the serving simulator's misses on the public `vllm bench serve` runs
 (validation/vllm_serving_runs.yaml): each run simulated again at the fraction of peak tensor FLOP/s
 that makes its simulated duration the measured one (`Run.implied_tensor_compute`), to tell the
 prefill rate apart from the rest (the scheduler, its queueing, the decode step):
 
-    python scripts/readme_serving_diagnosis.py           # print it
-    python scripts/readme_serving_diagnosis.py --write   # replace it in README.md, between its markers
+    python scripts/docs.py --only serving-diagnosis   # rewrite it in docs/serving.md, between its markers
 """
 
 from __future__ import annotations
@@ -13,9 +12,8 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
-import readme_section  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
 
 from pricing.serving.validation import FIGURES, IMPLIED_RANGE, compared, runs  # noqa: E402
 from pricing.step import StepModel  # noqa: E402
@@ -23,7 +21,7 @@ from pricing.step.measured import load_points, relative_error  # noqa: E402
 from pricing.step.rates import Efficiency  # noqa: E402
 from pricing.step.step import ENGINE  # noqa: E402
 
-TOLERANCE = 0.10  # the issue's bar, as scripts/readme_serving_table.py
+TOLERANCE = 0.10  # the issue's bar, as serving_table.py
 ITL = ("p50_itl_ms", "p99_itl_ms")
 
 
@@ -184,7 +182,3 @@ def section() -> str:
               "model. A per-request cost added to the engine step would make TPOT slower still, so none is added.",
               ""]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    readme_section.main("readme_serving_diagnosis", section, __doc__.splitlines()[0])

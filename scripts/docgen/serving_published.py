@@ -1,9 +1,8 @@
-"""The README's serving-simulator validation against runs published one or two at a time (a blog post,
+"""docs/serving.md's serving-simulator validation against runs published one or two at a time (a blog post,
 pull requests, vLLM's perf-dashboard and recipes), from validation/vllm_published_runs.yaml: each run
 measured / simulated, and the simulated decode step at the run's concurrency taken apart:
 
-    python scripts/readme_serving_published.py           # print it
-    python scripts/readme_serving_published.py --write   # replace it in README.md, between its markers
+    python scripts/docs.py --only serving-published   # rewrite it in docs/serving.md, between its markers
 """
 
 from __future__ import annotations
@@ -12,10 +11,9 @@ import functools
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
-import readme_section  # noqa: E402
-from readme_serving_table import SHOWN, figure_table, matched, median_errors  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
+from serving_table import SHOWN, figure_table, matched, median_errors  # noqa: E402
 
 from pricing.serving.simulate import Instance  # noqa: E402
 from pricing.serving.validation import PUBLISHED, Run, compared, runs  # noqa: E402
@@ -143,7 +141,3 @@ def section() -> str:
               + "; its p99 TTFT is the second round of 64 long prompts queued behind the first, and follows the "
               "prefill rate.", ""]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    readme_section.main("readme_serving_published", section, __doc__.splitlines()[0])

@@ -1,9 +1,8 @@
-"""The README's serving-simulator validation against vLLM's own performance spot check, from
+"""docs/serving.md's serving-simulator validation against vLLM's own performance spot check, from
 validation/vllm_spot_check_runs.yaml: each run measured / simulated, and how far the same command,
 measured again on the same machine or on another, moves its own figures:
 
-    python scripts/readme_serving_spot_check.py           # print it
-    python scripts/readme_serving_spot_check.py --write   # replace it in README.md, between its markers
+    python scripts/docs.py --only serving-spot-check   # rewrite it in docs/serving.md, between its markers
 """
 
 from __future__ import annotations
@@ -12,10 +11,9 @@ import functools
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
-import readme_section  # noqa: E402
-from readme_serving_table import (  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
+from serving_table import (  # noqa: E402
     SHOWN,
     TOLERANCE,
     figure_table,
@@ -196,7 +194,3 @@ def _with_ep(table) -> str:
 
 def _range(errors: list[float]) -> str:
     return f"{min(errors):+.0%} to {max(errors):+.0%}"
-
-
-if __name__ == "__main__":
-    readme_section.main("readme_serving_spot_check", section, __doc__.splitlines()[0])

@@ -1,19 +1,15 @@
-"""README's headline example ("Planning a pool"), from the command's own output at 120 columns,
-the winner's memory breakdown elided (the `plan memory` example beside it prints one):
-
-    python scripts/readme_headline.py           # print it
-    python scripts/readme_headline.py --write   # replace it in README.md, between its markers
-"""
+"""The headline example (docs/planning.md, "Planning a pool"), from the command's own output at 120
+columns, the winner's memory breakdown elided (the `plan memory` examples print one); `python
+scripts/docs.py --only headline` rewrites it."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
-import readme_examples  # noqa: E402
-import readme_section  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
+import examples  # noqa: E402
 
 COMMAND = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
 COLUMNS = 120
@@ -22,7 +18,7 @@ ELIDED = "(the winner's per-rank memory breakdown and KV cache groups, as `plan 
 
 def output() -> str:
     """What `plan` prints for the headline at COLUMNS columns (trailing blanks stripped)."""
-    return readme_examples.output(COMMAND, COLUMNS)
+    return examples.output(COMMAND, COLUMNS)
 
 
 def section() -> str:
@@ -33,7 +29,3 @@ def section() -> str:
     end = next(i for i, line in enumerate(lines) if "node map:" in line)
     kept = lines[:start] + [ELIDED, ""] + lines[end:]
     return "```console\n$ plan " + " ".join(COMMAND) + "\n" + "\n".join(kept) + "\n```\n"
-
-
-if __name__ == "__main__":
-    readme_section.main("readme_headline", section, __doc__.splitlines()[0])

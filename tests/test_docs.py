@@ -1,0 +1,70 @@
+"""Every figure the docs show from the tool's own commands is what the tool prints now: the
+headline, the console examples, the command reference and the scenario format (the cheap part of
+`python scripts/docs.py --check`, which rewrites them). The validation tables are recomputed by
+tests/test_step_validation.py and tests/test_serving_validation.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import script
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = script("docs")
+GENERATED = DOCS.generated
+EXAMPLES = DOCS.examples
+
+
+@pytest.mark.parametrize("key", list(DOCS.cheap()))
+def test_a_generated_section_is_the_commands_output(key):
+    assert GENERATED.shown(key) == DOCS.cheap()[key](), \
+        f"{GENERATED.page(key).relative_to(ROOT)}'s {key} is stale: python scripts/docs.py --only {key}"
+
+
+def test_every_marked_section_is_made_by_the_generator_and_every_cheap_one_is_marked():
+    made = set(DOCS.cheap()) | set(DOCS.costly())
+    assert GENERATED.keys() == made
+
+
+def test_the_check_fails_on_a_stale_figure_and_names_it(tmp_path, monkeypatch, capsys):
+    """`python scripts/docs.py --check` exits 1 and names the section whose figure the tool no longer prints
+    (issue 42: the speculative-decoding scenario once showed 25.0 ms where the tool printed 19.3 ms)."""
+    page = tmp_path / "page.md"
+    begin, end = GENERATED.markers("headline")
+    page.write_text(begin + "24.9 ms per output token\n" + end)
+    monkeypatch.setattr(GENERATED, "pages", lambda: [page])
+    monkeypatch.setattr(DOCS, "cheap", lambda: {"headline": lambda: "19.3 ms per output token\n"})
+    assert DOCS.main(["--check", "--cheap"]) == 1
+    assert "stale: headline" in capsys.readouterr().out
+    assert page.read_text() == begin + "24.9 ms per output token\n" + end  # --check writes nothing
+    assert DOCS.main(["--cheap"]) == 0 and "19.3 ms" in page.read_text()
+    assert DOCS.main(["--check", "--cheap"]) == 0
+
+
+def test_an_excerpt_marks_what_it_leaves_out():
+    lines = ["a 1", "b 2", "", "c 3", "a 4", "d 5"]
+    assert EXAMPLES.excerpt(lines, ("a",)) == ["a 1", "...", "a 4", "..."]
+    assert EXAMPLES.excerpt(lines, ("a", "b")) == ["a 1", "b 2", "...", "a 4", "..."]
+    assert EXAMPLES.excerpt(["x", "a 1"], ("a",)) == ["a 1"]
+
+
+def test_the_docs_name_every_constraint_an_explanation_can_bind():
+    """docs/planning.md's `--json` paragraph lists the constraints; an explanation's `constraint` is one of
+    planner/report/result.py CONSTRAINTS, each of which the page names."""
+    from planner.report.result import CONSTRAINTS
+
+    text = (ROOT / "docs" / "planning.md").read_text()
+    paragraph = text[text.index("the `constraint` that binds ("):].split(")")[0]
+    assert {c.strip(" `\n") for c in paragraph.split("(", 1)[1].split(",")} == set(CONSTRAINTS)
+
+
+def test_the_readme_is_a_front_door():
+    """issue 40: README.md at most 300 lines, its first command the headline and its second exactly what CI runs."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    commands = readme[readme.index("```bash\n") + len("```bash\n"):].split("```", 1)[0].splitlines()
+    assert commands[0] == "pip install . && plan --model dsv4.1-flash --chip h200 --concurrency 64"
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-1] == commands[1] and f"# README: {commands[1]}" in ci
