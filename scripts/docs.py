@@ -8,9 +8,10 @@ in validation/ (costly: minutes). Each section sits between its markers,
     python scripts/docs.py --cheap         # only the sections from the tool's own commands
     python scripts/docs.py --only KEY ...  # those sections (--list names them)
 
-tests/test_docs.py checks the cheap sections on every run of the suite; the validation tables are
-checked by their own tests (tests/test_step_validation.py, tests/test_serving_validation.py) and by
-`--check` here.
+tests/test_docs.py checks the cheap sections, the step-time validation section and the table beside
+aiconfigurator on every run of the suite; the silicon and serving tables are checked by their own
+tests (tests/test_step_validation.py, tests/test_serving_validation.py). The whole --check takes about
+half a minute.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Every figure the docs show from the tool's own commands is what the tool prints now: the
+"""Every generated figure of README.md and docs/ is what the tool and the data files give now: the
 headline, the console examples, the command reference and the scenario format (the cheap part of
-`python scripts/docs.py --check`, which rewrites them). The validation tables are recomputed by
-tests/test_step_validation.py and tests/test_serving_validation.py."""
+`python scripts/docs.py --check`, which rewrites them), the step-time validation section and the table
+beside aiconfigurator's disaggregated search. The other validation tables are recomputed by
+tests/test_step_validation.py (silicon-table) and tests/test_serving_validation.py (serving-*)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ EXAMPLES = DOCS.examples
 def test_a_generated_section_is_the_commands_output(key):
     assert GENERATED.shown(key) == DOCS.cheap()[key](), \
         f"{GENERATED.page(key).relative_to(ROOT)}'s {key} is stale: python scripts/docs.py --only {key}"
+
+
+def test_the_step_time_validation_section_is_the_data_files():
+    assert GENERATED.shown("step-table") == DOCS.costly()["step-table"](), "python scripts/docs.py --only step-table"
+
+
+def test_the_table_beside_aiconfigurator_is_its_data_file():
+    assert not DOCS.aiconfigurator_disagg(write=False), "python scripts/docs.py --only aiconfigurator-disagg"
 
 
 def test_every_marked_section_is_made_by_the_generator_and_every_cheap_one_is_marked():
@@ -68,3 +77,24 @@ def test_the_readme_is_a_front_door():
     assert commands[0] == "pip install . && plan --model dsv4.1-flash --chip h200 --concurrency 64"
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert ci[-1] == commands[1] and f"# README: {commands[1]}" in ci
+
+
+def test_the_site_lists_every_page_and_loads_nothing_from_another_host():
+    """mkdocs.yml's nav names every page of docs/ (and api.md, which the API's page is) and the theme loads no
+    web fonts; `mkdocs build --strict` in .ci/run then fails on a broken link or a page missing from docs/."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+
+    def pages(nav) -> set[str]:
+        found = set()
+        for entry in nav:
+            for value in (entry.values() if isinstance(entry, dict) else [entry]):
+                found |= pages(value) if isinstance(value, list) else {value}
+        return found
+
+    named = pages(config["nav"])
+    assert {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")} <= named
+    assert "api.md" in named and config["strict"] is True
+    assert config["theme"]["name"] == "material" and config["theme"]["font"] is False
+    assert not any(key in config for key in ("extra_javascript", "extra_css", "repo_url", "google_analytics"))
