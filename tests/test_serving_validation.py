@@ -30,8 +30,7 @@ def test_every_run_is_fully_stated_with_its_source():
 
 
 def test_readme_shows_the_simulated_runs():
-    script = _script()
-    assert script("docgen/generated").shown("serving-table") == script.section()
+    assert script("docgen/generated").shown("serving-table") == _script().section()
 
 
 def _run(run_id: str):
