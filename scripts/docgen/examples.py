@@ -130,8 +130,8 @@ EXAMPLES = {
     "tour-compare": Example(
         (("compare", "--model", "dsv4.1-flash", "--chip", "h200", "--chip", "b200", "--concurrency", "64",
           "--context-length", "32768", "--context-length", "1048576", "--format", "markdown"),),
-        lambda lines: lines[:next(i for i, line in enumerate(lines) if line.startswith("| service"))],
-        markdown=True),
+        lambda lines: [line for line in lines[:next(i for i, line in enumerate(lines) if line.startswith("| service"))]
+                       if line.startswith("|")], markdown=True),
     "speculative-scenario": Example(
         (("scenario", "scenarios/speculative-decoding-on-off.yaml", "--variants"),),
         starting("DeepSeek-V4.1-Flash: DSpark", "chat: speed", "chat: speculative"), columns=400),
