@@ -21,9 +21,9 @@ from planner.cli import main  # noqa: E402
 GAP = "..."
 
 
-def output(argv: list[str], columns: int) -> str:
+def output(argv: list[str], columns: int, status: int = 0) -> str:
     """What `plan ARGV` prints at `columns` columns, run from the project's root (trailing blanks
-    stripped); a non-zero exit is an error of the example."""
+    stripped); an exit status other than `status` is an error of the example."""
     out, err = io.StringIO(), io.StringIO()
     before, here = os.environ.get("COLUMNS"), Path.cwd()
     os.environ["COLUMNS"] = str(columns)
@@ -37,7 +37,7 @@ def output(argv: list[str], columns: int) -> str:
             del os.environ["COLUMNS"]
         else:
             os.environ["COLUMNS"] = before
-    if code != 0:
+    if code != status:
         raise SystemExit(f"plan {' '.join(argv)} exited {code}: {err.getvalue()}")
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
@@ -76,17 +76,18 @@ class Example:
     commands: tuple[tuple[str, ...], ...]
     pick: Callable[[list[str]], list[str]]
     columns: int = 120
+    status: int = 0  # the commands' exit status: 1 shows a plan that does not fit
     fence: str = "console"
     markdown: bool = False  # the output is markdown: shown as it renders, after the command's block
 
     def section(self) -> str:
         if self.markdown:
             (argv,) = self.commands
-            shown = self.pick(output(list(argv), self.columns).splitlines())
+            shown = self.pick(output(list(argv), self.columns, self.status).splitlines())
             return f"```{self.fence}\n$ plan {' '.join(argv)}\n```\n\n" + "\n".join(shown) + "\n\n"
         parts = []
         for argv in self.commands:
-            shown = self.pick(output(list(argv), self.columns).splitlines())
+            shown = self.pick(output(list(argv), self.columns, self.status).splitlines())
             parts.append("\n".join(["$ plan " + " ".join(argv), *shown]))
         return f"```{self.fence}\n" + "\n\n".join(parts) + "\n```\n"
 
@@ -113,6 +114,12 @@ def variants_and_base(lines: list[str]) -> list[str]:
     return [*first, "", *base]
 
 
+def disagg_spare(gpus: int, *spare: str) -> tuple[str, ...]:
+    return ("--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--requests-per-second", "60", "--tp", "1",
+            "--tp", "2", "--isl", "2000", "--osl", "200", "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length",
+            "8192", "--serving", "disagg", "--max-gpus", str(gpus), *spare)
+
+
 def tour_scenario(lines: list[str]) -> list[str]:
     """A scenario's first table and the note under it (the total line says how long the solve took)."""
     end = next(i for i, line in enumerate(lines) if line.startswith("total:"))
@@ -132,6 +139,23 @@ EXAMPLES = {
           "--context-length", "32768", "--context-length", "1048576", "--format", "markdown"),),
         lambda lines: [line for line in lines[:next(i for i, line in enumerate(lines) if line.startswith("| service"))]
                        if line.startswith("|")], markdown=True),
+    "spare-no-room": Example(
+        (("--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "400", "--context-length", "8192",
+          "--max-gpus", "8", "--spare", "1"),),
+        starting("no pool fits", "- NVIDIA H100"), columns=400, status=1),
+    "spare-disagg": Example((disagg_spare(16), disagg_spare(16, "--spare", "1")),
+                            starting("  prefill ", "  decode ", "  total "), columns=200),
+    "spare-disagg-no-room": Example((disagg_spare(14, "--spare", "1"),), starting("no disaggregated", "- no prefill"),
+                                    columns=400, status=1),
+    "multinode": Example(
+        tuple(("--model", model, "--chip", "h100", "--concurrency", "16", "--context-length", "32768")
+              for model in ("llama-3.1-405b", "kimi-k2")),
+        lambda lines: [line for line in lines if line.startswith("best:")], columns=200),
+    "release-0-19": Example(
+        tuple(("memory", *release, "--model", "llama-3.1-8b", "--chip", "h100", "--max-model-len", "16384",
+               "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching")
+              for release in (("--vllm-version", "0.19.0"), ())),
+        starting("budget ", "GPU KV cache size"), columns=200),
     "speculative-scenario": Example(
         (("scenario", "scenarios/speculative-decoding-on-off.yaml", "--variants"),),
         starting("DeepSeek-V4.1-Flash: DSpark", "chat: speed", "chat: speculative"), columns=400),
