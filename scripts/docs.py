@@ -28,6 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen
 import examples  # noqa: E402
 import generated  # noqa: E402
 import headline  # noqa: E402
+import inferencex_disagg  # noqa: E402
 import reference  # noqa: E402
 
 
@@ -40,7 +41,8 @@ def _module(name: str) -> Callable[[], str]:
 def cheap() -> dict[str, Callable[[], str]]:
     """The sections made from the tool's own commands, by key."""
     return {"headline": headline.section, **{key: example.section for key, example in examples.EXAMPLES.items()},
-            "commands": reference.commands, "scenario-schema": reference.scenario_schema}
+            "inferencex-disagg": inferencex_disagg.section, "commands": reference.commands,
+            "scenario-schema": reference.scenario_schema}
 
 
 def costly() -> dict[str, Callable[[], str]]:

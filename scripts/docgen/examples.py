@@ -156,6 +156,10 @@ EXAMPLES = {
                "--gpu-memory-utilization", "0.95", "--no-enable-prefix-caching")
               for release in (("--vllm-version", "0.19.0"), ())),
         starting("budget ", "GPU KV cache size"), columns=200),
+    "disagg-ttft-refusal": Example(
+        (("--model", "llama-3.1-8b", "--chip", "h100", "--isl", "7000", "--osl", "200", "--requests-per-second", "5",
+          "--ttft-ms", "20", "--tpot-ms", "30", "--context-length", "8192", "--serving", "disagg"),),
+        starting("no disaggregated", "- ttft:"), columns=400, status=1),
     "speculative-scenario": Example(
         (("scenario", "scenarios/speculative-decoding-on-off.yaml", "--variants"),),
         starting("DeepSeek-V4.1-Flash: DSpark", "chat: speed", "chat: speculative"), columns=400),
