@@ -98,3 +98,22 @@ def test_the_site_lists_every_page_and_loads_nothing_from_another_host():
     assert "api.md" in named and config["strict"] is True
     assert config["theme"]["name"] == "material" and config["theme"]["font"] is False
     assert not any(key in config for key in ("extra_javascript", "extra_css", "repo_url", "google_analytics"))
+
+
+def test_the_built_site_requests_nothing_from_another_host(tmp_path):
+    """Built with the project's mkdocs.yml, no page loads a script, style sheet, font, image or frame from another
+    host (links a reader follows are fine), and no style sheet imports one: the site reads offline."""
+    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install '.[docs]')")
+    import re
+
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    # strict is .ci/run's `mkdocs build --strict`; here the pages are built whatever it would warn about
+    build(load_config(str(ROOT / "mkdocs.yml"), site_dir=str(tmp_path / "site"), strict=False))
+    remote = re.compile(r"<(script|link|img|iframe|source|audio|video|embed)\b[^>]*\b(src|href)=\"(https?:)?//")
+    pages = list((tmp_path / "site").rglob("*.html"))
+    assert len(pages) > 10
+    assert [p.name for p in pages if remote.search(p.read_text())] == []
+    sheets = list((tmp_path / "site").rglob("*.css"))
+    assert sheets and [p.name for p in sheets if re.search(r"@import|url\((['\"]?)(https?:)?//", p.read_text())] == []
