@@ -170,6 +170,10 @@ EXAMPLES = {
         (("memory", "--registry", "pricing/registry/overlays/spec-reference.yaml", "--model", "dsv3", "--chip", "h200",
           "-tp", "8", "--kv-cache-dtype", "fp8", "--max-num-batched-tokens", "8192", "--max-num-seqs", "1024"),),
         upto("cache records:", "(the KV cache group table follows; --provenance adds every registry value used)")),
+    "memory-dsv3-shipped": Example(
+        (("memory", "--model", "dsv3", "--chip", "h200", "-tp", "8", "--kv-cache-dtype", "fp8",
+          "--max-num-batched-tokens", "8192", "--max-num-seqs", "1024"),),
+        lambda lines: [GAP, *excerpt(lines, ("activations", "CUDA graphs", "non-torch"))]),
     "memory-dsv4-mtp": Example(
         (("memory", "--model", "dsv4.1-flash", "--chip", "h200", "-tp", "8", "--kv-cache-dtype", "fp8",
           "--num-speculative-tokens", "5", "--max-num-batched-tokens", "8192"),),
