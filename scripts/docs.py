@@ -8,10 +8,10 @@ in validation/ (costly: minutes). Each section sits between its markers,
     python scripts/docs.py --cheap         # only the sections from the tool's own commands
     python scripts/docs.py --only KEY ...  # those sections (--list names them)
 
-tests/test_docs.py checks the cheap sections, the step-time validation section and the table beside
-aiconfigurator on every run of the suite; the silicon and serving tables are checked by their own
-tests (tests/test_step_validation.py, tests/test_serving_validation.py). The whole --check takes about
-half a minute.
+tests/test_docs.py checks the cheap sections, the step-time validation section, the table beside
+aiconfigurator and (with ../shared) the calibration's tables on every run of the suite; the silicon and
+serving tables are checked by their own tests (tests/test_step_validation.py,
+tests/test_serving_validation.py). The whole --check takes about half a minute.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
+import calibration  # noqa: E402
 import examples  # noqa: E402
 import generated  # noqa: E402
 import headline  # noqa: E402
@@ -47,9 +48,14 @@ def cheap() -> dict[str, Callable[[], str]]:
 
 def costly() -> dict[str, Callable[[], str]]:
     """The validation tables, by key."""
-    return {key: _module(key.replace("-", "_")) for key in (
+    return {**{key: _module(key.replace("-", "_")) for key in (
         "step-table", "silicon-table", "serving-table", "serving-diagnosis", "serving-spot-check",
-        "serving-published")}
+        "serving-published")}, **shared()}
+
+
+def shared() -> dict[str, Callable[[], str]]:
+    """The tables made from ../shared's start-up records, by key (none can be made without them)."""
+    return {"calibration-residuals": calibration.residuals, "calibration-by-release": calibration.by_release}
 
 
 AICONFIGURATOR_PAGE = ROOT / "docs" / "disaggregated.md"
@@ -105,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--only: no section {', '.join(sorted(unknown))} (--list names them)", file=sys.stderr)
             return 2
         sections = {key: everything[key] for key in args.only if key in everything}
+    if not calibration.available():
+        left = [key for key in shared() if key in sections]
+        for key in left:
+            print(f"left as it is: {key} (../shared/calibration is not beside the checkout)", file=sys.stderr)
+            del sections[key]
     stale = []
     for key, make in sections.items():
         text = make()

@@ -32,6 +32,13 @@ def test_the_table_beside_aiconfigurator_is_its_data_file():
     assert not DOCS.aiconfigurator_disagg(write=False), "python scripts/docs.py --only aiconfigurator-disagg"
 
 
+@pytest.mark.parametrize("key", ["calibration-residuals", "calibration-by-release"])
+def test_the_calibration_tables_are_what_the_report_prints(key):
+    if not DOCS.calibration.available():
+        pytest.skip("../shared/calibration is not present")
+    assert GENERATED.shown(key) == DOCS.shared()[key](), f"python scripts/docs.py --only {key}"
+
+
 def test_every_marked_section_is_made_by_the_generator_and_every_cheap_one_is_marked():
     made = set(DOCS.cheap()) | set(DOCS.costly())
     assert GENERATED.keys() == made
