@@ -39,6 +39,11 @@ def test_the_calibration_tables_are_what_the_report_prints(key):
     assert GENERATED.shown(key) == DOCS.shared()[key](), f"python scripts/docs.py --only {key}"
 
 
+@pytest.mark.parametrize("quote", DOCS.quotes.QUOTES, ids=lambda quote: f"{quote.page}: {quote.text[:30]}")
+def test_what_the_prose_quotes_the_tool_as_saying_it_says(quote):
+    assert quote.untrue() is None
+
+
 def test_every_marked_section_is_made_by_the_generator_and_every_cheap_one_is_marked():
     made = set(DOCS.cheap()) | set(DOCS.costly())
     assert GENERATED.keys() == made
