@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     if (not args.cheap and not args.only) or (args.only and "aiconfigurator-disagg" in args.only):
         if aiconfigurator_disagg(write=not args.check):
             stale.append("aiconfigurator-disagg")
-    untrue = [why for quote in quotes.QUOTES if (why := quote.untrue())] if not args.only else []
+    claims = (*quotes.QUOTES, *quotes.FIGURES)
+    untrue = [why for claim in claims if (why := claim.untrue())] if not args.only else []
     for why in untrue:
         print(f"untrue quote: {why} (scripts/docgen/quotes.py; prose is fixed by hand)", file=sys.stderr)
     for key in stale:

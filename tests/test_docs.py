@@ -44,6 +44,11 @@ def test_what_the_prose_quotes_the_tool_as_saying_it_says(quote):
     assert quote.untrue() is None
 
 
+@pytest.mark.parametrize("figure", DOCS.quotes.FIGURES, ids=lambda figure: f"{figure.page}: {figure.path}")
+def test_the_figures_the_prose_states_from_json_are_the_tools(figure):
+    assert figure.untrue() is None
+
+
 def test_every_marked_section_is_made_by_the_generator_and_every_cheap_one_is_marked():
     made = set(DOCS.cheap()) | set(DOCS.costly())
     assert GENERATED.keys() == made
