@@ -336,14 +336,15 @@ class ScenarioErrors(InputError):
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (safe YAML loader); every error reported before any planning."""
+    from pricing.files import read_text
+    from pricing.registry import shipped
+
     path = Path(path)
+    text = read_text(path, "FILE", shipped().value("input_limits.file_bytes"), "scenario YAML file")
     try:
-        raw = yaml_fast.load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError("FILE", f"cannot read {path}: {err.strerror}", "check the path") from None
-    except UnicodeDecodeError as err:
-        raise InputError(str(path), f"is not UTF-8 text (byte {err.start}: {err.reason})",
-                         "save the scenario file as UTF-8") from None
+        raw = yaml_fast.load_checked(text)
+    except yaml_fast.Refused as err:  # a key given twice, a number that is not finite
+        raise InputError(f"{path}:{err.line}: {err.path or '(top level)'}", err.problem, "fix the file") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -366,7 +367,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if scenario is not None:
         lines += check_scenario(scenario, where)
     if lines:
-        raise ScenarioErrors(as_written(list(dict.fromkeys(lines)), where, raw, path.read_text(encoding="utf-8")))
+        raise ScenarioErrors(as_written(list(dict.fromkeys(lines)), where, raw, text))
     return scenario
 
 

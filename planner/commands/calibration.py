@@ -14,15 +14,15 @@ from pricing.errors import named_all
 
 
 def _read(path: str) -> tuple[str, str]:
-    from pricing.errors import InputError
+    """A start-up log (or - for standard input) as text: a regular file within the registry's cap
+    (pricing/files.py), bytes that are not UTF-8 read as U+FFFD (the log is only searched)."""
+    from pricing.files import read_stream, read_text
+    from pricing.registry import shipped
 
+    cap = shipped().value("input_limits.file_bytes")
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(), path
-    except OSError as err:
-        raise InputError("FILE", f"cannot read {path}: {err.strerror}", "give a start-up log, or - for stdin") from None
+        return read_stream(sys.stdin, "FILE", cap, "start-up log, or - for stdin"), "<stdin>"
+    return read_text(path, "FILE", cap, "start-up log, or - for stdin", lenient=True), path
 
 
 @click.command("check-log")
