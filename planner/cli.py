@@ -8,6 +8,7 @@ import sys
 import click
 
 from planner.commands import plan
+from planner.commands.flags import check_argv
 from pricing.errors import InputError
 
 
@@ -77,6 +78,7 @@ def cli(ctx: click.Context, **options):
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one-line errors, exit status 2 for bad input, no traceback."""
     try:
+        check_argv(cli, sys.argv[1:] if argv is None else argv)  # a repeated single-valued option, an empty value
         result = cli.main(args=argv, prog_name="plan", standalone_mode=False)
     except InputError as err:
         click.echo(f"plan: error: {err}", err=True)
