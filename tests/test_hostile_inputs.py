@@ -104,3 +104,140 @@ def test_a_yaml_given_to_model_that_is_no_card_says_what_was_expected(tmp_path, 
     path = tmp_path / "mine.yaml"
     path.write_text(text)
     one_line_error(["memory", "--model", str(path), "--chip", "h100"], "--model: ", needle)
+
+
+def test_a_user_file_with_a_key_twice_or_a_number_not_finite_names_file_line_and_key(tmp_path):
+    base = "services:\n  - {name: chat, model: llama-3.1-8b, chips: [h200], concurrency: 4}\n"
+    cases = {"review: a\nreview: b\n" + base: ":2: review: the key 'review' is given twice (first on line 1)",
+             base + "grid:\n  growth: [1, .nan]\n": ":4: grid.growth[1]: .nan is not a finite number",
+             base + "variants:\n  big: {growth: .inf}\n": ":4: variants.big.growth: .inf is not a finite number"}
+    for text, needle in cases.items():
+        path = tmp_path / "review.yaml"
+        path.write_text(text)
+        one_line_error(["scenario", str(path), "--variants"], f"{path}{needle}")
+
+
+SERVICE = "  - {name: chat, model: llama-3.1-8b, chips: [h200], concurrency: 4%s}\n"
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ("", "spare: Input should be less than or equal to 1000"),  # spare: 100000 below
+    (", tp: []", "services.chat.tp: List should have at least 1 item"),
+    (", max_num_batched_tokens: []", "services.chat.max_num_batched_tokens: List should have at least 1 item"),
+    (", num_speculative_tokens: 1000000", "services.chat.num_speculative_tokens: Input should be less than"),
+])
+def test_a_scenario_value_out_of_range_or_empty_is_refused(tmp_path, extra, needle):
+    path = tmp_path / "review.yaml"
+    path.write_text("services:\n" + SERVICE % extra + ("spare: 100000\n" if not extra else ""))
+    code, out, err = run(["scenario", str(path), "--time-limit", "2"])
+    assert code == 2 and needle in err and "Traceback" not in err, err
+
+
+def test_a_scenario_count_that_is_a_bool_is_no_count(tmp_path):
+    path = tmp_path / "review.yaml"
+    path.write_text("services:\n" + SERVICE.replace("concurrency: 4", "concurrency: true") % "")
+    code, _, err = run(["scenario", str(path)])
+    assert code == 2 and "services.chat.concurrency: Input should be a valid integer" in err, err
+
+
+# -- registry overlays: blamed on the file, line and key ------------------------------------------
+LEAF = "vllm_0_33:\n  %s: %s\n"
+
+
+@pytest.mark.parametrize("key,leaf,needle", [
+    ("gpu_memory_utilization", "{value: abc, source: s, how: h}", ":2: vllm_0_33.gpu_memory_utilization: 'abc' is "
+     "not a number"),
+    ("gpu_memory_utilization", "{value: null, source: s, how: h}", "None is not a number"),
+    ("gpu_memory_utilization", "{value: .nan, source: s, how: h}", ".nan is not a finite number"),
+    ("gpu_memory_utilization", "{value: -5, source: s, how: h}", "gpu_memory_utilization: -5 must be positive"),
+    ("block_size", "{value: 0, source: s, how: h}", "block_size: 0 is not a table"),
+    ("block_size", "{value: {gqa: {default: 0}}, source: s, how: h}", "0 at gqa.default must be positive"),
+    ("scheduler_defaults", "{value: [], source: s, how: h}", "scheduler_defaults: the list is empty"),
+    ("scheduler_defaults", "{value: [{min_memory_gib: 0}], source: s, how: h}", "entry 0 lacks max_num_batched"),
+    ("gpu_memory_utilization", "0.5", "gpu_memory_utilization: is not a registry value {value, source, how}"),
+    ("gpu_memory_utilization", "{value: 0.5, source: s}", "is not a registry value {value, source, how}"),
+])
+def test_a_bad_overlay_value_is_blamed_on_the_file_and_key_not_a_flag(tmp_path, key, leaf, needle):
+    path = tmp_path / "overlay.yaml"
+    path.write_text(LEAF % (key, leaf))
+    for argv in (PLAN, ["memory", "--model", "llama-3.1-8b", "--chip", "h100"]):
+        err = one_line_error([*argv, "--registry", str(path)], f"plan: error: {path}:2: vllm_0_33.{key}", needle)
+        assert "--gpu-memory-utilization" not in err
+
+
+def test_an_overlay_that_is_not_utf8_or_repeats_a_key(tmp_path):
+    path = tmp_path / "overlay.yaml"
+    path.write_bytes(b"vllm_0_33:\n  \xff: 1\n")
+    one_line_error([*PLAN, "--registry", str(path)], "--registry: ", "is not UTF-8")
+    path.write_text(LEAF % ("gpu_memory_utilization", "{value: 0.5, source: s, how: h}") * 1
+                    + "  gpu_memory_utilization: {value: 0.6, source: s, how: h}\n")
+    one_line_error([*PLAN, "--registry", str(path)], ":3: vllm_0_33.gpu_memory_utilization: the key")
+
+
+def test_the_shipped_overlay_is_a_valid_overlay():
+    from pricing.registry import read_overlay
+
+    read_overlay(ROOT / "pricing" / "registry" / "overlays" / "spec-reference.yaml")
+
+
+# -- options that cannot apply, repeated, empty ----------------------------------------------------
+DISAGG = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1000", "--osl", "100", "--requests-per-second", "1",
+          "--ttft-ms", "1000", "--serving", "disagg"]
+OUT = "OUT"  # the test's own folder, never written
+
+
+@pytest.mark.parametrize("argv,needle", [
+    ([*PLAN, "--range-ratio", "0.5"], "--range-ratio: has no effect without service targets"),
+    ([*PLAN, "--acceptance", "0.8"], "--speculative-acceptance: has no effect without speculative decoding"),
+    (["memory", "--model", "llama-3.1-8b", "--chip", "h100", "--acceptance", "0.8"], "--speculative-acceptance"),
+    ([*PLAN, "--image", "x"], "--image: has no effect without --emit"),
+    ([*PLAN, "--namespace", "x"], "--namespace: has no effect without --emit"),
+    ([*PLAN, "--k8s-target", "llm-d"], "--k8s-target: has no effect without --emit"),
+    ([*PLAN, "--emit", "k8s", "-o", OUT, "--router-script", "http://x"], "--router-script: has no effect without a "
+     "disaggregated plan"),
+    (["scenario", "scenarios/mixed-fleet-shared-inventory.yaml", "--ray-address", "x", "--executor", "pool"],
+     "--ray-address: has no effect without --executor ray"),
+    ([*PLAN, "--json", "--brief"], "--brief: has no effect without a table"),
+    ([*PLAN, "--json", "--format", "csv"], "--format: has no effect without a table"),
+    (["compare", *PLAN, "--json", "--format", "markdown"], "--format: has no effect without a table"),
+    ([*DISAGG, "--concurrency", "4"], "--concurrency: has no effect without an aggregated plan"),
+    ([*DISAGG, "--headroom", "10"], "--headroom: has no effect without an aggregated plan"),
+    ([*DISAGG, "--brief"], "--brief: has no effect without an aggregated plan"),
+    ([*DISAGG, "--format", "csv"], "--format: has no effect without an aggregated plan"),
+    ([*PLAN, "--vllm-version", ""], "--vllm-version: is empty"),
+    ([*PLAN, "--emit", "k8s", "-o", OUT, "--image", ""], "--image: is empty"),
+    ([*PLAN, "--emit", "k8s", "-o", OUT, "--model-source="], "--model-source: is empty"),
+    ([*PLAN, "--concurrency", "8"], "--concurrency: is given twice (--concurrency 4 first)"),
+    (["memory", "--model", "llama-3.1-8b", "--chip", "h100", "-tp", "2", "--tp=4"], "--tp: is given twice"),
+    ([*PLAN, "--emit", "k8s", "-o", OUT, "--node-selector", "a=1", "--node-selector", "a=2"],
+     "--node-selector: gives 'a' twice"),
+])
+def test_an_option_that_cannot_apply_or_is_repeated_or_empty_is_refused(tmp_path, argv, needle):
+    out = tmp_path / "manifests"
+    one_line_error([str(out) if a == OUT else a for a in argv], needle)
+    assert not out.exists()
+
+
+def test_several_values_where_an_option_takes_several_are_still_taken():
+    code, _, err = run(["compare", "--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--concurrency",
+                        "4", "--concurrency", "8", "--context-length", "8192", "--time-limit", "5"])
+    assert code == 0, err
+
+
+# -- bounds: every count with its range stated -----------------------------------------------------
+@pytest.mark.parametrize("argv,needle", [
+    ([*PLAN, "--spare", "100000"], "--spare: must be in [0, 1,000], got 100,000"),
+    (["memory", "--model", "dsv3", "--chip", "h200", "-tp", "8", "--num-speculative-tokens", "1000000"],
+     "--num-speculative-tokens: must be in [0, 64]"),
+    ([*PLAN, "--gpus-per-node", "1000"], "--gpus-per-node: must be in [1, 72]"),
+    (["memory", "--model", "llama-3.1-8b", "--chip", "h100", "--memory-bytes", "1"], "--memory-bytes: must be in "
+     "[1,073,741,824, 4,398,046,511,104], got 1"),
+    (["memory", "--model", "llama-3.1-8b", "--chip", "h100", "--memory-bytes", str(10**21)], "--memory-bytes"),
+    (["compare", "--model", "llama-3.1-8b", "--chip", "h100", *[a for n in range(1, 202) for a in ("--concurrency",
+      str(n))], *[a for n in range(1, 52) for a in ("--context-length", str(1024 * n))]],
+     "the sweep has 10,251 points (201 x 51); at most 10,000"),
+    ([*PLAN, "--price", "h1000=3"], "--price: h1000: unknown chip 'h1000'"),
+    ([*PLAN, "--price", "nan"], "--price: nan is not a price from 0 to 100"),
+])
+def test_every_count_is_bounded_with_its_range_stated(argv, needle):
+    one_line_error(argv, needle)
