@@ -240,6 +240,18 @@ def validation_message(error: dict) -> str:
     return error["msg"].removeprefix("Value error, ")
 
 
+def check_request_fits(isl: int | None, osl: int | None, max_model_len: int) -> None:
+    """A workload's request (isl + osl tokens) within the deployment's context: vLLM rejects a prompt
+    longer than max_model_len and stops a request at it, so a speed priced beyond it would be untrue."""
+    from pricing.errors import InputError
+
+    if isl is not None and osl is not None and isl + osl > max_model_len:
+        raise InputError("isl", f"a request of {isl + osl:,} tokens ({isl:,} input and {osl:,} output) does not "
+                         f"fit the {max_model_len:,}-token context",
+                         f"lower {mention('isl')}/{mention('osl')} or raise {mention('max_model_len')} to at least "
+                         f"{isl + osl:,}")
+
+
 def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
     """What is wrong with `service` for `model` whatever the instance shape, as (field, problem,
     fix) with the ServiceSpec field's name: a KV cache dtype the release does not know, a drafter

@@ -241,3 +241,60 @@ def test_several_values_where_an_option_takes_several_are_still_taken():
 ])
 def test_every_count_is_bounded_with_its_range_stated(argv, needle):
     one_line_error(argv, needle)
+
+
+# -- untrue output ------------------------------------------------------------------------------
+MEMORY = ["memory", "--model", "llama-3.1-8b", "--chip", "h100"]
+
+
+def test_a_workload_longer_than_the_context_gets_no_speed():
+    """vLLM rejects a prompt beyond max_model_len: no speed is priced for 10,100-token requests at 8,192."""
+    one_line_error([*MEMORY, "--max-model-len", "8192", "--isl", "10000", "--osl", "100"],
+                   "--isl: a request of 10,100 tokens (10,000 input and 100 output) does not fit the 8,192-token "
+                   "context (lower --isl/--osl or raise --max-model-len to at least 10,100)")
+    code, out, err = run([*MEMORY, "--max-model-len", "8192", "--isl", "8000", "--osl", "192"])
+    assert code == 0 and "speed (step model)" in out, err
+
+
+def test_max_num_seqs_beyond_the_token_budget_is_vllms_scheduler_refusal():
+    """vLLM 0.33 config/scheduler.py: max_num_batched_tokens must be >= max_num_seqs, on the values the
+    defaults resolve to (H100: a budget of 8,192 tokens when not given)."""
+    one_line_error([*MEMORY, "--max-num-seqs", "10000"], "--max-num-seqs: max_num_batched_tokens (8192) must be "
+                   "greater than or equal to max_num_seqs (10000)", "raise --max-num-batched-tokens to at least 10000")
+    one_line_error([*MEMORY, "--max-num-seqs", "1000", "--max-num-batched-tokens", "512"],
+                   "--max-num-batched-tokens: max_num_batched_tokens (512) must be greater than or equal to "
+                   "max_num_seqs (1000)")
+
+
+def test_a_token_budget_that_fills_the_chip_is_named_not_the_weights():
+    code, _, err = run([*MEMORY, "--max-num-batched-tokens", str(10**9)])
+    assert code == 1 and "activation peak of max_num_batched_tokens 1,000,000,000: lower max_num_batched_tokens" \
+        in err and "quantize" not in err, err
+    code, _, err = run(["memory", "--model", "llama-3.1-405b", "--chip", "h100"])  # the weights: as before
+    assert code == 1 and "quantize, or use a chip with more memory" in err, err
+
+
+LOGS = ROOT / "tests" / "fixtures" / "startup_logs"
+A100_LOG = LOGS / "v0.10.1.1-dennislee22-a100-40gb-qwen2-7b-tp2-native.log"
+
+
+def test_check_log_refuses_a_release_the_log_contradicts_and_a_file_of_two_startups(tmp_path):
+    one_line_error(["check-log", str(A100_LOG), "--chip", "a100-40gb", "--vllm-version", "0.9.2"],
+                   "--vllm-version: 0.9.2 contradicts the log, which states vLLM 0.10.1.1 (line 1)")
+    one_line_error(["check-log", str(A100_LOG), "--chip", "a100-40gb", "--vllm-version", "abc"],
+                   "--vllm-version: 'abc' names no vLLM release")
+    code, out, err = run(["check-log", str(A100_LOG), "--chip", "a100-40gb", "--vllm-version", "0.10.1"])
+    assert code == 0 and "logged: started" in out, err
+    two = tmp_path / "two.log"
+    two.write_text(A100_LOG.read_text() * 2)
+    lines = len(A100_LOG.read_text().splitlines())
+    one_line_error(["check-log", str(two), "--chip", "a100-40gb"], f"holds 2 start-ups (from lines 1, {lines + 1})")
+
+
+def test_calibrate_refuses_records_that_are_not_utf8_and_an_out_that_is_a_folder(tmp_path):
+    records = tmp_path / "records.jsonl"
+    records.write_bytes(b"\xff\xfe{}\n")
+    one_line_error(["calibrate", str(records), "--out", str(tmp_path / "ours.yaml")], "RECORDS: ", "is not UTF-8")
+    records.write_text('{"id": "x", "observed": {"weights_gib": NaN}}\n')
+    one_line_error(["calibrate", str(records), "--out", str(tmp_path / "ours.yaml")], "NaN is not a finite number")
+    one_line_error(["calibrate", str(records), "--out", str(tmp_path)], f"--out: {tmp_path} is a folder")

@@ -25,6 +25,23 @@ def _read(path: str) -> tuple[str, str]:
     return read_text(path, "FILE", cap, "start-up log, or - for stdin", lenient=True), path
 
 
+def check_out(out_path: str) -> None:
+    """`--out`, before any fitting: a file to write in a folder that exists, not a folder."""
+    from pathlib import Path
+
+    from pricing.errors import InputError
+
+    target = Path(out_path)
+    if target.is_dir():
+        raise InputError("--out", f"{out_path} is a folder", "name the overlay file to write, e.g. ours.yaml")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError("--out", f"folder {folder} does not exist", "create it first, or name a file in an "
+                         "existing folder")
+    if target.exists() and not target.is_file():
+        raise InputError("--out", f"{out_path} is not a regular file", "name the overlay file to write")
+
+
 @click.command("check-log")
 @registry_option
 @click.argument("file")
@@ -72,6 +89,7 @@ def calibrate(records, out_path, chip, model):
     from pricing.chips import get_chip
     from pricing.errors import InputError
 
+    check_out(out_path)
     predictions = []
     for path in records:
         if path.endswith((".jsonl", ".json")):

@@ -16,6 +16,7 @@ from planner.limits import MAX_MEMORY, MAX_SPECULATIVE, MIN_MEMORY
 from planner.numbers import count, number
 from planner.report.memory import render_memory, step_speed
 from planner.report.tables import Col, console_for_output, csv_text, print_table
+from planner.request import check_request_fits
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
 from pricing.units import GiB
@@ -123,6 +124,7 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         raise InputError(missing, f"is required with {given}", "give both the mean input and output tokens")
     try:
         kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
+        check_request_fits(isl, osl, kernel.engine.max_model_len)  # before any speed is priced for it
         report = memory_report(kernel, tokens)
         for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
             click.echo(f"note: {note}", err=True)

@@ -125,6 +125,8 @@ class ParsedLog:
     sampler: str | None = None  # "flashinfer" | "native" as the sampler's line states; None: no line
     evidence: dict = field(default_factory=dict)  # fact -> line number
     lines: int = 0  # lines that are not blank
+    starts: list = field(default_factory=list)  # the line of each start-up the text holds (its API server's
+    # version line, or its "non-default args" line): more than one is several start-ups run into one file
 
     @property
     def empty(self) -> bool:
@@ -229,7 +231,12 @@ def parse(text: str) -> ParsedLog:
     patterns = {name: [re.compile(p) for p in pats] for name, pats in OBSERVED_PATTERNS.items()}
     refusals = [re.compile(p) for p in REFUSALS]
     log.lines = sum(1 for line in text.splitlines() if line.strip())
+    versions, arguments = [], []
     for number, line in _lines(text):
+        if VERSION[0].search(line):
+            versions.append(number)
+        if NON_DEFAULT.search(line):
+            arguments.append(number)
         if log.release is None:
             for rx in VERSION:
                 m = rx.search(line)
@@ -290,4 +297,5 @@ def parse(text: str) -> ParsedLog:
                     log.refusal = m.group(0).strip()
                     log.evidence["refusal"] = number
                     break
+    log.starts = max(versions, arguments, key=len)
     return log
