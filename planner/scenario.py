@@ -477,13 +477,15 @@ def _models_from_the_files_folder(raw: dict, folder: Path) -> None:
             return str(folder / value)
         return value
 
-    for entry in [raw.get("defaults"), *(raw.get("services") or [])]:
+    services = raw.get("services") if isinstance(raw.get("services"), list) else []  # else: reported as invalid
+    for entry in [raw.get("defaults"), *services]:
         if isinstance(entry, dict) and "model" in entry:
             entry["model"] = local(entry["model"])
-    for overrides in (raw.get("variants") or {}).values():
+    variants = raw.get("variants") if isinstance(raw.get("variants"), dict) else {}
+    for overrides in variants.values():
         if isinstance(overrides, dict):
             for key in overrides:
-                if key == "model" or key.endswith(".model"):
+                if str(key) == "model" or str(key).endswith(".model"):
                     overrides[key] = local(overrides[key])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable
 
 import click
@@ -187,3 +188,13 @@ def check_argv(group: click.Group, argv: list[str]) -> None:
                 raise InputError(name, f"is given twice ({seen[param.name]} first)",
                                  "give it once: a single-valued option takes one value")
             seen[param.name] = word if eq or value is None else f"{name} {value}"
+
+
+# what str.splitlines breaks a line at, and the other control characters: never printed raw in an error
+UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line_each(lines: list[str]) -> str:
+    """Error lines joined by newlines, each kept one line: a control character or a line separator a
+    user's file or flag held (a key `\\x85`, a newline in a value) shown escaped, as Python writes it."""
+    return "\n".join(UNPRINTABLE.sub(lambda m: repr(m.group(0))[1:-1], line) for line in lines)

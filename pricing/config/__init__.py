@@ -72,7 +72,8 @@ def _read_json(path: Path, what: str) -> dict:
     """A JSON object from a user's file (pricing/files.py: a regular file, within the registry's cap, UTF-8)."""
     text = read_text(path, "model", shipped().value("input_limits.file_bytes"), what)
     try:
-        data = json.loads(text)
+        data = json.loads(text)  # NaN and Infinity too (transformers writes Infinity: Nemotron-H's time_step_limit);
+        # the fields the graph sizes by are checked finite (pricing/config/fields.py)
     except json.JSONDecodeError as err:
         raise InputError("model", f"{path} is not valid JSON ({err.msg} at line {err.lineno})",
                          f"fix the {what} or point {mention('model')} at another one") from None
