@@ -298,3 +298,13 @@ def test_calibrate_refuses_records_that_are_not_utf8_and_an_out_that_is_a_folder
     records.write_text('{"id": "x", "observed": {"weights_gib": NaN}}\n')
     one_line_error(["calibrate", str(records), "--out", str(tmp_path / "ours.yaml")], "NaN is not a finite number")
     one_line_error(["calibrate", str(records), "--out", str(tmp_path)], f"--out: {tmp_path} is a folder")
+
+
+def test_a_chip_too_small_for_what_is_held_before_the_budget_gets_no_negative_utilization():
+    """--memory-bytes 1 GiB at tp 8: the collective buffers and workspace held before the budget
+    (1.73 GiB) exceed the device; no utilization fits, and free memory is never printed below 0."""
+    code, _, err = run([*MEMORY, "--memory-bytes", str(2**30), "-tp", "8"])
+    assert code == 1 and "(0.0/1.0 GiB)" in err and "no utilization: the 1.73 GiB held before the budget" in err, err
+    assert "utilization -" not in err
+    code, _, err = run([*MEMORY, "--memory-bytes", str(2**30)])
+    assert code == 1 and "--gpu-memory-utilization 0.46 is the highest" in err, err

@@ -263,13 +263,16 @@ def refusal(k: Kernel) -> Refusal | None:
     fixed = k.fixed_bytes().total
     free = total - pre
     if check == "free_memory":
+        highest = highest_utilization(k)
         return Refusal(
             check,
-            f"Free memory on device cuda:0 ({format_gib(free)}/{format_gib(total)} GiB) on startup is less than "
-            f"desired GPU memory utilization ({e.gpu_memory_utilization}, {format_gib(budget)} GiB). Decrease GPU "
-            "memory utilization or reduce GPU memory used by other processes.",
-            f"--gpu-memory-utilization {highest_utilization(k):g} is the highest whose budget fits beside the "
-            f"{format_gib(pre)} GiB held before it")
+            f"Free memory on device cuda:0 ({format_gib(max(0, free))}/{format_gib(total)} GiB) on startup is less "
+            f"than desired GPU memory utilization ({e.gpu_memory_utilization}, {format_gib(budget)} GiB). Decrease "
+            "GPU memory utilization or reduce GPU memory used by other processes.",
+            f"--gpu-memory-utilization {highest:g} is the highest whose budget fits beside the "
+            f"{format_gib(pre)} GiB held before it" if highest > 0 else
+            f"no utilization: the {format_gib(pre)} GiB held before the budget (collective buffers, workspace) "
+            f"alone fill the device's {format_gib(total)} GiB")
     if check == "kv_cache_memory_bytes":
         room = total - fixed - pre
         return Refusal(
