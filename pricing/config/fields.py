@@ -1,8 +1,9 @@
 """A config.json's values checked before any arithmetic on them: each size the graph reads is a
 whole number (not a bool, a float such as 4096.5, nor a string such as "4096") within the range the
-registry states for it (input_limits.yaml config_fields: zero heads, a negative width or a billion
-layers are refused), and the model's dtype is one transformers writes. pydantic checks the types;
-the ranges are the registry's, stated in the message."""
+registry states for it (input_limits.yaml config_fields and config_layer_counts: zero heads, a
+negative width or a billion layers are refused); words, flags, the rope configuration and the
+layer types typed as transformers writes them; the model's dtype one transformers knows. pydantic
+checks the types; the ranges are the registry's, stated in the message."""
 
 from __future__ import annotations
 
@@ -157,8 +158,12 @@ def _shown(value: Any) -> str:
 
 def ranges() -> dict[str, tuple[int, int]]:
     """Each config field's (lowest, highest) value, as the registry in use states them (an overlay's
-    that is no such pair is refused, naming the registry value)."""
+    that is no such pair is refused, naming the registry value), kept on that registry."""
     reg = load()
+    return reg.derived(("config.field_ranges",), lambda: _ranges(reg))
+
+
+def _ranges(reg) -> dict[str, tuple[int, int]]:
     prefix = "input_limits.config_fields."
     out = {}
     named = {name: reg.value(name) for name in reg.names(prefix)}
