@@ -1,4 +1,4 @@
-"""Hostile input, generated (issue 39): config.json files, scenario files, registry overlays and command
+"""Hostile input, generated (issue 39): config.json files, scenario files, registry overlays, start-up logs and command
 lines drawn by hypothesis, each run in this process (click's CliRunner isolation) under a time bound.
 Whatever is drawn, the tool answers: exit status 0, 1 or 2, never a traceback, never a hang; an exit 2
 is one line (a scenario file's errors: one line each, every line naming the file)."""
@@ -170,3 +170,40 @@ def test_any_command_line_is_answered(tmp_path_factory, monkeypatch, data, comma
         flag = option.opts[0]
         argv += [flag] if option.is_flag else [flag, data.draw(WORDS, label=flag)]
     answer(argv)
+
+
+# -- start-up logs --------------------------------------------------------------------------------------
+LOG_LINES = sorted({line for path in sorted((ROOT / "tests" / "fixtures" / "startup_logs").glob("*.log"))[:8]
+                    for line in path.read_text(errors="replace").splitlines() if line.strip()})
+
+
+@FUZZ
+@given(lines=st.lists(st.one_of(st.sampled_from(LOG_LINES), st.text(max_size=40),
+                                st.sampled_from(LOG_LINES).map(lambda s: s.replace("0", "9" * 30))),
+                      min_size=1, max_size=40),
+       flags=st.lists(st.sampled_from([["--chip", "h100"], ["--model", "llama-3.1-8b"], ["--tp", "2"],
+                                       ["--vllm-version", "0.19.0"], ["--json"]]), max_size=3, unique_by=str))
+def test_any_startup_log_is_answered(tmp_path_factory, lines, flags):
+    path = tmp_path_factory.mktemp("log") / "vllm.log"
+    path.write_text("\n".join(lines) + "\n")
+    answer(["check-log", str(path), *[word for flag in flags for word in flag]])
+
+
+WHOLE_LOGS = sorted(p for p in (ROOT / "tests" / "fixtures" / "startup_logs").glob("*.log"))
+NUMBER_WORDS = st.sampled_from(["0", "-1", "nan", "inf", "1e400", "9" * 40, "", "x", "0.0", "-0.5"])
+
+
+@FUZZ
+@given(log=st.sampled_from(WHOLE_LOGS), data=st.data())
+def test_any_edit_of_a_real_startup_log_is_answered(tmp_path_factory, log, data):
+    """A real log with a few of its numbers replaced (a hostile or corrupted copy)."""
+    import re
+
+    text = log.read_text(errors="replace")
+    numbers = [m.span() for m in re.finditer(r"\d+(?:\.\d+)?", text)]
+    for start, end in sorted(data.draw(st.lists(st.sampled_from(numbers), min_size=1, max_size=4, unique=True)),
+                             reverse=True):
+        text = text[:start] + data.draw(NUMBER_WORDS) + text[end:]
+    path = tmp_path_factory.mktemp("log") / log.name
+    path.write_text(text)
+    answer(["check-log", str(path), "--chip", data.draw(st.sampled_from(["h100", "a100-40gb", "h200"]))])
