@@ -38,7 +38,10 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from pricing.calibration.records import Observed, StartupRecord
+from pricing.errors import InputError
 
 NUM = r"(-?\d+(?:\.\d+)?)"
 INT = r"(\d[\d,]*)"
@@ -154,9 +157,15 @@ class ParsedLog:
             status = "failed_no_kv_memory" if self.refusal.startswith("No available") else "failed_kv_too_small"
         obs = {k: v for k, v in self.observed.items() if k in Observed.model_fields}
         extra = {k: v for k, v in self.observed.items() if k not in Observed.model_fields}
-        return StartupRecord(id=name, vllm_version=version, model=model or d.pop("model", None) or "",
-                             gpu=gpu, observed=Observed(**obs, extra=extra), status=status, sampler=self.sampler,
-                             **{k: v for k, v in d.items() if k != "model" and v is not None})
+        try:
+            return StartupRecord(id=name, vllm_version=version, model=model or d.pop("model", None) or "",
+                                 gpu=gpu, observed=Observed(**obs, extra=extra), status=status, sampler=self.sampler,
+                                 **{k: v for k, v in d.items() if k != "model" and v is not None})
+        except ValidationError as err:  # a setting or figure no start-up has (max_model_len nan): named, one line
+            first = err.errors()[0]
+            raise InputError("FILE", f"{name}: {'.'.join(map(str, first['loc']))} {first['input']!r} as the log "
+                             f"states it: {first['msg'][:1].lower() + first['msg'][1:]}",
+                             "give the log as vLLM printed it") from None
 
 
 def _value(text: str):
