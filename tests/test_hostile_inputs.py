@@ -308,3 +308,19 @@ def test_a_chip_too_small_for_what_is_held_before_the_budget_gets_no_negative_ut
     assert "utilization -" not in err
     code, _, err = run([*MEMORY, "--memory-bytes", str(2**30)])
     assert code == 1 and "--gpu-memory-utilization 0.46 is the highest" in err, err
+
+
+def test_a_router_script_is_refused_only_where_no_disaggregated_service_can_be(tmp_path):
+    """`plan` knows from --serving; a scenario's services state their own serving, so `plan scenario`
+    takes --router-script with --emit (the file may hold a disaggregated service)."""
+    import click
+
+    from planner.cli import cli
+    from planner.commands.flags import check_options
+
+    scenario = cli.get_command(click.Context(cli), "scenario")
+    ctx = scenario.make_context("scenario", [str(ROOT / "scenarios" / "disaggregated-chat-h200-b200.yaml"), "--emit",
+                                             "k8s", "-o", str(tmp_path / "out"), "--router-script", "http://x/p.py"])
+    check_options(ctx)  # no refusal
+    one_line_error([*PLAN, "--emit", "k8s", "-o", str(tmp_path / "out"), "--router-script", "http://x/p.py"],
+                   "--router-script: has no effect without a disaggregated plan")

@@ -118,7 +118,8 @@ NEEDS = (
       for name in ("image", "model_source", "hf_token_secret", "model_cache_claim", "namespace", "node_selector",
                    "router_script", "k8s_target")),
     Needs("router_script", "a disaggregated plan (only a disaggregated service has a router)",
-          lambda o: o.get("serving") in ("disagg", "auto"), "add --serving disagg, or drop it"),
+          lambda o: o.get("serving", "disagg") in ("disagg", "auto"),  # a scenario's services say their own
+          "add --serving disagg, or drop it"),
     Needs("ray_address", "--executor ray", lambda o: o.get("executor") == "ray", "add --executor ray, or drop it"),
     Needs("brief", "a table (--json prints every field)", lambda o: not o.get("as_json"), "drop --brief or --json"),
     Needs("fmt", "a table (--json is the format)", lambda o: not o.get("as_json"), "drop --format or --json"),
