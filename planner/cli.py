@@ -8,6 +8,7 @@ import sys
 import click
 
 from planner.commands import plan
+from planner.commands.flags import check_argv, one_line_each
 from pricing.errors import InputError
 
 
@@ -77,9 +78,10 @@ def cli(ctx: click.Context, **options):
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one-line errors, exit status 2 for bad input, no traceback."""
     try:
+        check_argv(cli, sys.argv[1:] if argv is None else argv)  # a repeated single-valued option, an empty value
         result = cli.main(args=argv, prog_name="plan", standalone_mode=False)
-    except InputError as err:
-        click.echo(f"plan: error: {err}", err=True)
+    except InputError as err:  # one line (a scenario file's: one per error), whatever the input held
+        click.echo(f"plan: error: {one_line_each(getattr(err, 'lines', None) or [str(err)])}", err=True)
         return 2
     except OverflowError as err:  # the solver's integer range (planner/search.py _weights): input too large
         click.echo(f"plan: error: {err}", err=True)

@@ -11,6 +11,11 @@ MAX_GPUS = defaults.value("limits.max_gpus")
 MAX_PRICE = defaults.value("limits.max_price")  # USD per GPU-hour
 MAX_RATE = defaults.value("limits.max_requests_per_second")
 MIN_CONTEXT = defaults.value("limits.min_context_length")
+MAX_SPARE = defaults.value("limits.max_spare_nodes")  # whole nodes per chip kept free
+MAX_SPECULATIVE = defaults.value("limits.max_speculative_tokens")
+MAX_GPUS_PER_NODE = defaults.value("limits.max_gpus_per_node")
+MIN_MEMORY, MAX_MEMORY = defaults.value("limits.memory_bytes")  # `plan memory --memory-bytes`
+MAX_GRID_POINTS = defaults.value("limits.max_grid_points")  # a scenario grid's and a compare sweep's points
 
 METRICS = ("ttft", "tpot", "itl", "e2e")  # as `vllm bench serve` reports them
 PERCENTILES = (50, 90, 99)

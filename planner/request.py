@@ -4,21 +4,27 @@ limits of the pool it may use. A scenario is several services over one set of li
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
 from planner.limits import (  # noqa: F401  (the scenario file and the commands read them here too)
     MAX_CONCURRENCY,
     MAX_GPUS,
+    MAX_GPUS_PER_NODE,
+    MAX_GRID_POINTS,
     MAX_PRICE,
     MAX_RATE,
+    MAX_SPARE,
+    MAX_SPECULATIVE,
     METRIC_NAMES,
     METRICS,
     MIN_CONTEXT,
     PERCENTILES,
 )
 from pricing.errors import mention, suggest
+
+Count = Annotated[int, Strict()]  # a whole number as typed: `concurrency: true` or 4.5 is no count
 
 
 def rates_in_range(v):
@@ -33,8 +39,8 @@ class WorkloadSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    isl: int = Field(ge=1, description="mean input (prompt) tokens of a request")
-    osl: int = Field(ge=1, description="mean output tokens of a request")
+    isl: Count = Field(ge=1, description="mean input (prompt) tokens of a request")
+    osl: Count = Field(ge=1, description="mean output tokens of a request")
     requests_per_second: float | None = Field(None, gt=0, le=MAX_RATE,
                                               description="requests the pool must serve each second")
     range_ratio: float = Field(0.0, ge=0, lt=1, description="lengths drawn uniform in [n (1 - r), n (1 + r)], as "
@@ -106,7 +112,7 @@ class ServiceSpec(BaseModel):
     concurrency: int = Field(ge=1, le=MAX_CONCURRENCY, description="concurrent requests at the context length")
     context_length: int | None = Field(None, ge=MIN_CONTEXT, description="max_model_len; None: the model's maximum")
     headroom: float = Field(0.0, ge=0, description="percent of extra concurrency the pool must hold")
-    num_speculative_tokens: int = Field(0, ge=0)
+    num_speculative_tokens: Count = Field(0, ge=0, le=MAX_SPECULATIVE)
     speculative_method: str | None = None
     speculative_acceptance: tuple[float, ...] | None = Field(
         None, min_length=1, description="the drafter's conditional acceptance by draft position (a later position "
@@ -202,9 +208,9 @@ class PoolLimits(BaseModel):
     price: float | None = Field(None, ge=0, le=MAX_PRICE, description="USD per GPU-hour for every chip")
     prices: dict[str, float] = Field(default_factory=dict, description="USD per GPU-hour by chip id")
     max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
-    gpus_per_node: int | None = Field(None, ge=1)
+    gpus_per_node: int | None = Field(None, ge=1, le=MAX_GPUS_PER_NODE)
     time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
-    spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (N+1: 1)")
+    spare: Count = Field(0, ge=0, le=MAX_SPARE, description="whole nodes per chip kept free as spare capacity (N+1: 1)")
     prefill_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated prefill pool may use; "
                                                   "None: `chips`")
     decode_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated decode pool may use; "
@@ -232,6 +238,18 @@ def validation_message(error: dict) -> str:
     """One pydantic error's message as the user reads it: without the "Value error, " pydantic puts
     before what a validator raised."""
     return error["msg"].removeprefix("Value error, ")
+
+
+def check_request_fits(isl: int | None, osl: int | None, max_model_len: int) -> None:
+    """A workload's request (isl + osl tokens) within the deployment's context: vLLM rejects a prompt
+    longer than max_model_len and stops a request at it, so a speed priced beyond it would be untrue."""
+    from pricing.errors import InputError
+
+    if isl is not None and osl is not None and isl + osl > max_model_len:
+        raise InputError("isl", f"a request of {isl + osl:,} tokens ({isl:,} input and {osl:,} output) does not "
+                         f"fit the {max_model_len:,}-token context",
+                         f"lower {mention('isl')}/{mention('osl')} or raise {mention('max_model_len')} to at least "
+                         f"{isl + osl:,}")
 
 
 def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:

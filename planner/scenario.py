@@ -29,8 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from planner.request import (
     MAX_CONCURRENCY,
     MAX_GPUS,
+    MAX_GPUS_PER_NODE,
+    MAX_GRID_POINTS,
     MAX_PRICE,
+    MAX_SPARE,
+    MAX_SPECULATIVE,
     MIN_CONTEXT,
+    Count,
     PoolLimits,
     ServiceSpec,
     SloSpec,
@@ -52,7 +57,7 @@ SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "hea
 class Speculative(BaseModel):
     model_config = ConfigDict(extra="forbid")
     method: str | None = None
-    tokens: int = Field(0, ge=0)
+    tokens: Count = Field(0, ge=0, le=MAX_SPECULATIVE)
     acceptance: list[float] | None = Field(None, min_length=1, description="the drafter's conditional acceptance by "
                                            "draft position; default: the registry's")
 
@@ -70,26 +75,26 @@ class Service(BaseModel):
     name: str = Field(min_length=1)
     model: str | None = None
     quantization: str | None = None
-    concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY,
-                                    description="concurrent requests at the context length")
-    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="tokens per request (max_model_len)")
+    concurrency: Count | None = Field(None, ge=1, le=MAX_CONCURRENCY,
+                                      description="concurrent requests at the context length")
+    context_length: Count | None = Field(None, ge=MIN_CONTEXT, description="tokens per request (max_model_len)")
     headroom: float | None = Field(None, ge=0, description="percent of extra concurrency to hold")
     chips: list[str] | None = Field(None, min_length=1, description="chips this service may run on")
     kv_cache_dtype: list[str] | None = Field(None, min_length=1, description="KV cache dtypes the search may choose")
     speculative: Speculative | None = None
-    num_speculative_tokens: int | None = Field(None, ge=0)
+    num_speculative_tokens: Count | None = Field(None, ge=0, le=MAX_SPECULATIVE)
     speculative_method: str | None = None
     speculative_acceptance: list[float] | None = Field(None, min_length=1, description="the drafter's conditional "
                                                        "acceptance by draft position; default: the registry's")
     vllm_version: str | None = Field(None, description="the vLLM release to plan for (default 0.33; any from 0.10 "
                                                        "to 0.33, served by its pack)")
-    tp: list[int] | None = None
-    pp: list[int] | None = None
-    dp: list[int] | None = None
-    dcp: list[int] | None = None
-    gpu_memory_utilization: list[float] | None = None
-    max_num_batched_tokens: list[int] | None = None
-    max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
+    tp: list[Count] | None = Field(None, min_length=1)
+    pp: list[Count] | None = Field(None, min_length=1)
+    dp: list[Count] | None = Field(None, min_length=1)
+    dcp: list[Count] | None = Field(None, min_length=1)
+    gpu_memory_utilization: list[float] | None = Field(None, min_length=1)
+    max_num_batched_tokens: list[Count] | None = Field(None, min_length=1)
+    max_gpus: Count | None = Field(None, ge=1, le=MAX_GPUS)
     tpot_ms: float | None = Field(None, gt=0, description="time per output token each request must get, in ms")
     ttft_ms: float | None = Field(None, gt=0, description="time to first token of the workload's prompt, in ms")
     workload: WorkloadSpec | None = Field(None, description="isl, osl and requests_per_second of the requests")
@@ -113,7 +118,7 @@ class Service(BaseModel):
     @field_validator("tp", "pp", "dp", "dcp", "max_num_batched_tokens", mode="before")
     @classmethod
     def _int_list(cls, v):
-        return [v] if isinstance(v, int) else v
+        return [v] if isinstance(v, int) and not isinstance(v, bool) else v
 
 
 class Defaults(Service):
@@ -127,8 +132,8 @@ class Stock(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    gpus: int | None = Field(None, ge=0, le=MAX_GPUS, description="GPUs available; absent: unlimited")
-    gpus_per_node: int | None = Field(None, ge=1)
+    gpus: Count | None = Field(None, ge=0, le=MAX_GPUS, description="GPUs available; absent: unlimited")
+    gpus_per_node: Count | None = Field(None, ge=1, le=MAX_GPUS_PER_NODE)
     price: float | None = Field(None, ge=0, le=MAX_PRICE,
                                 description="USD per GPU-hour; absent: the registry's default")
 
@@ -165,7 +170,7 @@ class Scenario(BaseModel):
                 raise ValueError(f"grid point {name!r} has the name of a variant")
             self.variants[name] = overrides
         return self
-    spare: int = Field(0, ge=0, description="whole nodes per chip kept free as spare capacity (1: N+1)")
+    spare: Count = Field(0, ge=0, le=MAX_SPARE, description="whole nodes per chip kept free as spare capacity (1: N+1)")
 
     @field_validator("services")
     @classmethod
@@ -243,7 +248,6 @@ class Scenario(BaseModel):
             raise InputError(f"variants.{variant}", _first_error(err), "fix the variant's value") from None
 
 
-MAX_GRID_POINTS = 10_000  # a grid's points are whole reviews each: beyond this, split the grid
 
 
 def grid_points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -336,14 +340,15 @@ class ScenarioErrors(InputError):
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (safe YAML loader); every error reported before any planning."""
+    from pricing.files import read_text
+    from pricing.registry import shipped
+
     path = Path(path)
+    text = read_text(path, "FILE", shipped().value("input_limits.file_bytes"), "scenario YAML file")
     try:
-        raw = yaml_fast.load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError("FILE", f"cannot read {path}: {err.strerror}", "check the path") from None
-    except UnicodeDecodeError as err:
-        raise InputError(str(path), f"is not UTF-8 text (byte {err.start}: {err.reason})",
-                         "save the scenario file as UTF-8") from None
+        raw = yaml_fast.load_checked(text)
+    except yaml_fast.Refused as err:  # a key given twice, a number that is not finite
+        raise InputError(f"{path}:{err.line}: {err.path or '(top level)'}", err.problem, "fix the file") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -366,7 +371,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if scenario is not None:
         lines += check_scenario(scenario, where)
     if lines:
-        raise ScenarioErrors(as_written(list(dict.fromkeys(lines)), where, raw, path.read_text(encoding="utf-8")))
+        raise ScenarioErrors(as_written(list(dict.fromkeys(lines)), where, raw, text))
     return scenario
 
 
@@ -472,13 +477,15 @@ def _models_from_the_files_folder(raw: dict, folder: Path) -> None:
             return str(folder / value)
         return value
 
-    for entry in [raw.get("defaults"), *(raw.get("services") or [])]:
+    services = raw.get("services") if isinstance(raw.get("services"), list) else []  # else: reported as invalid
+    for entry in [raw.get("defaults"), *services]:
         if isinstance(entry, dict) and "model" in entry:
             entry["model"] = local(entry["model"])
-    for overrides in (raw.get("variants") or {}).values():
+    variants = raw.get("variants") if isinstance(raw.get("variants"), dict) else {}
+    for overrides in variants.values():
         if isinstance(overrides, dict):
             for key in overrides:
-                if key == "model" or key.endswith(".model"):
+                if str(key) == "model" or str(key).endswith(".model"):
                     overrides[key] = local(overrides[key])
 
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # pricing's stages, in the order a request flows through them (the README's table)
 PRICING_STAGES = (
-    ("pricing.errors", "pricing.units", "pricing.yaml_fast"),  # what every stage shares
+    ("pricing.errors", "pricing.units", "pricing.yaml_fast", "pricing.files"),  # what every stage shares
     ("pricing.registry", "pricing.chips"),  # the registry and the chips it describes
     ("pricing.config",),
     ("pricing.graph",),

@@ -14,15 +14,32 @@ from pricing.errors import named_all
 
 
 def _read(path: str) -> tuple[str, str]:
+    """A start-up log (or - for standard input) as text: a regular file within the registry's cap
+    (pricing/files.py), bytes that are not UTF-8 read as U+FFFD (the log is only searched)."""
+    from pricing.files import read_stream, read_text
+    from pricing.registry import shipped
+
+    cap = shipped().value("input_limits.file_bytes")
+    if path == "-":
+        return read_stream(sys.stdin, "FILE", cap, "start-up log, or - for stdin"), "<stdin>"
+    return read_text(path, "FILE", cap, "start-up log, or - for stdin", lenient=True), path
+
+
+def check_out(out_path: str) -> None:
+    """`--out`, before any fitting: a file to write in a folder that exists, not a folder."""
+    from pathlib import Path
+
     from pricing.errors import InputError
 
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(), path
-    except OSError as err:
-        raise InputError("FILE", f"cannot read {path}: {err.strerror}", "give a start-up log, or - for stdin") from None
+    target = Path(out_path)
+    if target.is_dir():
+        raise InputError("--out", f"{out_path} is a folder", "name the overlay file to write, e.g. ours.yaml")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError("--out", f"folder {folder} does not exist", "create it first, or name a file in an "
+                         "existing folder")
+    if target.exists() and not target.is_file():
+        raise InputError("--out", f"{out_path} is not a regular file", "name the overlay file to write")
 
 
 @click.command("check-log")
@@ -72,6 +89,7 @@ def calibrate(records, out_path, chip, model):
     from pricing.chips import get_chip
     from pricing.errors import InputError
 
+    check_out(out_path)
     predictions = []
     for path in records:
         if path.endswith((".jsonl", ".json")):

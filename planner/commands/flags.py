@@ -4,7 +4,10 @@ their own shorter ones where those differ."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
+from collections.abc import Callable
 
 import click
 
@@ -79,3 +82,120 @@ def names_flags(flag=own_flag):
                 raise OverflowError(render(str(err), flag)) from None
         return run
     return wrap
+
+
+# -- options that cannot apply: one declarative table, checked once per command ----------------------
+SERVICE_TARGETS = tuple(f"p{p}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2e") for p in (50, 90, 99)) + ("goodput",)
+K8S = "add --emit k8s -o DIR, or drop it"
+
+
+def _targets(o: dict) -> bool:
+    return any(o.get(k) is not None for k in SERVICE_TARGETS)
+
+
+def _not_disagg(o: dict) -> bool:
+    """Not a disaggregated plan, or one without its workload yet (that is said first: add --isl and --osl)."""
+    return o.get("serving") != "disagg" or o.get("isl") is None or o.get("osl") is None
+
+
+@dataclasses.dataclass(frozen=True)
+class Needs:
+    """`option`, given, applies only where `holds(options)`: else it is refused, `without` saying
+    what is missing and `fix` the way out (an option with no effect is never taken silently)."""
+
+    option: str
+    without: str
+    holds: Callable[[dict], bool]
+    fix: str
+
+
+NEEDS = (
+    Needs("range_ratio", "service targets (the lengths are drawn only for the serving simulator)", _targets,
+          "add --p99-ttft-ms or another target with --requests-per-second, --isl and --osl, or drop it"),
+    Needs("speculative_acceptance", "speculative decoding (--num-speculative-tokens 0)",
+          lambda o: bool(o.get("num_speculative_tokens")), "add --num-speculative-tokens N, or drop it"),
+    *(Needs(name, "--emit (nothing is written)", lambda o: bool(o.get("emit")), K8S)
+      for name in ("image", "model_source", "hf_token_secret", "model_cache_claim", "namespace", "node_selector",
+                   "router_script", "k8s_target")),
+    Needs("router_script", "a disaggregated plan (only a disaggregated service has a router)",
+          lambda o: o.get("serving", "disagg") in ("disagg", "auto"),  # a scenario's services say their own
+          "add --serving disagg, or drop it"),
+    Needs("ray_address", "--executor ray", lambda o: o.get("executor") == "ray", "add --executor ray, or drop it"),
+    Needs("brief", "a table (--json prints every field)", lambda o: not o.get("as_json"), "drop --brief or --json"),
+    Needs("fmt", "a table (--json is the format)", lambda o: not o.get("as_json"), "drop --format or --json"),
+    *(Needs(name, "an aggregated plan (--serving disagg sizes both pools by the rate and the latency targets)",
+            _not_disagg, "drop it, or use --serving agg or auto")
+      for name in ("concurrency", "headroom", "range_ratio", "brief", "fmt")),
+)
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user gave option `name` (on the command line or from the environment)."""
+    from click.core import ParameterSource
+
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def check_options(ctx: click.Context) -> None:
+    """Refuse the first option given that cannot apply (NEEDS), a key given twice in a KEY=VALUE
+    option, and a sweep larger than a scenario grid may be; one line each, before any work."""
+    options = ctx.params
+    for row in NEEDS:
+        if row.option in options and given(ctx, row.option) and not row.holds(options):
+            raise InputError(own_flag(row.option, ctx) or option_flag(row.option),
+                             f"has no effect without {row.without}", row.fix)
+    keys = [str(v).partition("=")[0].strip() for v in options.get("node_selector") or ()]
+    if twice := sorted({k for k in keys if keys.count(k) > 1}):
+        raise InputError(own_flag("node_selector", ctx) or "--node-selector", f"gives {twice[0]!r} twice",
+                         "give each key once")
+    from planner.commands.ranges import check_sweep
+
+    check_sweep(ctx)
+
+
+# -- the command line as typed: a single-valued option given twice, an empty value ---------------------
+def check_argv(group: click.Group, argv: list[str]) -> None:
+    """Before click parses `argv` (where the last of a repeated option would win silently and an empty
+    value would fall back to a default): a single-valued option given twice, or any option given an
+    empty value, is one line naming the flag."""
+    ctx = click.Context(group)
+    command, args = group, list(argv)
+    if args and args[0] in group.list_commands(ctx):
+        command, args = group.get_command(ctx, args[0]), args[1:]
+    spelled = {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            for opt in param.opts + param.secondary_opts:
+                spelled[opt] = param
+    seen: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if word == "--":
+            break
+        name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+        param = spelled.get(name)
+        if param is None:
+            continue
+        value = None
+        if not param.is_flag and param.nargs == 1:
+            value = inline if eq else (args[i] if i < len(args) else None)
+            i += 0 if eq else 1
+        if value is not None and not value.strip():
+            raise InputError(name, "is empty", f"give a value, or leave {name} out for its default")
+        if not param.multiple and not param.count:
+            if param.name in seen:
+                raise InputError(name, f"is given twice ({seen[param.name]} first)",
+                                 "give it once: a single-valued option takes one value")
+            seen[param.name] = word if eq or value is None else f"{name} {value}"
+
+
+# what str.splitlines breaks a line at, and the other control characters: never printed raw in an error
+UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line_each(lines: list[str]) -> str:
+    """Error lines joined by newlines, each kept one line: a control character or a line separator a
+    user's file or flag held (a key `\\x85`, a newline in a value) shown escaped, as Python writes it."""
+    return "\n".join(UNPRINTABLE.sub(lambda m: repr(m.group(0))[1:-1], line) for line in lines)

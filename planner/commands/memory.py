@@ -9,12 +9,14 @@ import click
 
 from planner import numbers as fmt
 from planner.commands import ranges
-from planner.commands.flags import in_flags, memory_flag, names_flags
+from planner.commands.flags import check_options, in_flags, memory_flag, names_flags
 from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
 from planner.commands.registry_option import registry_option
+from planner.limits import MAX_MEMORY, MAX_SPECULATIVE, MIN_MEMORY
 from planner.numbers import count, number
 from planner.report.memory import render_memory, step_speed
 from planner.report.tables import Col, console_for_output, csv_text, print_table
+from planner.request import check_request_fits
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
 from pricing.units import GiB
@@ -56,7 +58,7 @@ def vllm_flags(f):
         click.option("--kv-cache-dtype", default="auto", show_default=True),
         click.option("--block-size", type=ranges.at_least(1),
                      help="tokens per KV block (default: the attention backend's)"),
-        click.option("--num-speculative-tokens", type=ranges.at_least(0), default=0),
+        click.option("--num-speculative-tokens", type=ranges.at_least(0, high=MAX_SPECULATIVE), default=0),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
         click.option("--enable-eplb", is_flag=True),
         click.option("--num-redundant-experts", type=ranges.at_least(0), default=0,
@@ -81,7 +83,8 @@ def vllm_flags(f):
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
 @click.option("--quantization", help=methods_help())
-@click.option("--memory-bytes", type=ranges.at_least(1), help="override the chip's memory as vLLM sees it")
+@click.option("--memory-bytes", type=ranges.Bounded(int, MIN_MEMORY, MAX_MEMORY),
+              help="override the chip's memory as vLLM sees it")
 @click.option("--tokens", type=ranges.at_least(0), default=4096, show_default=True,
               help="length of the request to price")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object with integer bytes (provenance included)")
@@ -108,6 +111,7 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     from pricing.kernel.report import memory_report
 
     freeze_imported()
+    check_options(ctx)  # an option that cannot apply (planner/commands/flags.py NEEDS)
     if tokens < 0:
         raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
     graph = load_model(model, quantization)
@@ -120,6 +124,7 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         raise InputError(missing, f"is required with {given}", "give both the mean input and output tokens")
     try:
         kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
+        check_request_fits(isl, osl, kernel.engine.max_model_len)  # before any speed is priced for it
         report = memory_report(kernel, tokens)
         for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
             click.echo(f"note: {note}", err=True)

@@ -15,9 +15,17 @@ from typing import TYPE_CHECKING
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import in_flags, names_flags, own_flag, plan_flag
+from planner.commands.flags import check_options, in_flags, names_flags, own_flag, plan_flag
 from planner.commands.registry_option import registry_option
-from planner.limits import MAX_CONCURRENCY, MAX_GPUS, MAX_RATE, MIN_CONTEXT
+from planner.limits import (
+    MAX_CONCURRENCY,
+    MAX_GPUS,
+    MAX_GPUS_PER_NODE,
+    MAX_RATE,
+    MAX_SPARE,
+    MAX_SPECULATIVE,
+    MIN_CONTEXT,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from planner.request import PlanRequest, ServiceSpec
@@ -82,7 +90,8 @@ def options_list(axes: bool = False) -> list:
                           "90th-percentile optimistic error (registry cost_model_memory.kv_pool_margin)"),
         click.option("--max-gpus", type=ranges.at_least(1, high=MAX_GPUS),
                      help="GPUs the pool may use (instances pack into whole nodes)"),
-        click.option("--gpus-per-node", type=ranges.at_least(1), help="GPUs per node (default: the chip's)"),
+        click.option("--gpus-per-node", type=ranges.at_least(1, high=MAX_GPUS_PER_NODE),
+                     help="GPUs per node (default: the chip's)"),
         click.option("--tp", "-tp", "--tensor-parallel-size", "tp", multiple=True, type=ranges.at_least(1),
                      help="allowed tensor parallel sizes (repeat)"),
         click.option("--pp", "-pp", "--pipeline-parallel-size", "pp", multiple=True, type=ranges.at_least(1),
@@ -97,11 +106,12 @@ def options_list(axes: bool = False) -> list:
                           "what the chip holds beside the budget"),
         click.option("--max-num-batched-tokens", multiple=True, type=ranges.at_least(1),
                      help="token budgets to search (repeat); default 2048 … 32768"),
-        click.option("--num-speculative-tokens", type=ranges.at_least(0), default=0, show_default=True),
+        click.option("--num-speculative-tokens", type=ranges.at_least(0, high=MAX_SPECULATIVE), default=0,
+                     show_default=True),
         click.option("--speculative-method", help="mtp or dspark, where the model ships it"),
         acceptance_option(),
         click.option("--quantization", help=methods_help() + repeat, **many),
-        click.option("--price", multiple=True,
+        click.option("--price", multiple=True, type=ranges.Price(),
                      help="USD per GPU-hour: 3.1 for every chip, or h200=3.1 for one (repeat)"),
         time_limit_option(),
         spare_option(),
@@ -127,7 +137,7 @@ def options_list(axes: bool = False) -> list:
 
 def spare_option():
     """--spare N: whole nodes per chip kept free beside the pools (N+1 capacity: --spare 1)."""
-    return click.option("--spare", type=ranges.at_least(0), default=0, show_default=True,
+    return click.option("--spare", type=ranges.at_least(0, high=MAX_SPARE), default=0, show_default=True,
                         help="whole nodes per chip kept free as spare capacity (1 for N+1), shown in the node map")
 
 
@@ -410,6 +420,7 @@ def run(ctx: click.Context, **options) -> None:
     """Parse → plan → render; exit status 1 when nothing fits."""
     if options.get("show_schema"):
         return print_schema()
+    check_options(ctx)  # an option that cannot apply (planner/commands/flags.py NEEDS)
     if not options.get("model"):
         raise InputError("--model", "is required" if options.get("model") is None else "must not be empty",
                          "give a card name (see `plan models`), a config.json path or a cached Hugging Face id; "

@@ -94,3 +94,51 @@ def fraction(fix: str = "for example 0.92") -> Bounded:
 def percent(fix: str = "", high: float | None = None, high_open: bool = False) -> Bounded:
     """A percentage ≥ 0 (below or at `high`)."""
     return Bounded(float, 0, high, high_open=high_open, fix=fix)
+
+
+AXES = ("model", "quantization", "concurrency", "context_length", "requests_per_second", "vllm_version", "chip")
+
+
+def check_sweep(ctx: click.Context) -> None:
+    """`plan compare`'s sweep (every combination of the values its axes are given) within the points a
+    scenario grid may have (planner/defaults.yaml limits.max_grid_points), counted before any is built."""
+    from planner.limits import MAX_GRID_POINTS
+
+    axes = {p.name: p for p in ctx.command.params if p.name in AXES and getattr(p, "multiple", False)}
+    if "model" not in axes:  # not a sweep: `plan` chooses among its chips
+        return
+    sizes = {name: len(dict.fromkeys(ctx.params.get(name) or ())) for name in axes}
+    points = math.prod(max(1, n) for n in sizes.values())
+    if points > MAX_GRID_POINTS:
+        widest = max(sizes, key=sizes.get)
+        raise InputError(flag_of(axes[widest]), f"the sweep has {points:,} points "
+                         f"({' x '.join(f'{n:,}' for n in sizes.values() if n > 1)}); at most {MAX_GRID_POINTS:,}",
+                         "split the sweep into several runs (planner/defaults.yaml limits.max_grid_points)")
+
+
+class Price(click.ParamType):
+    """`--price 3.1` (every chip) or `--price h200=3.1` (one chip, by id or alias): a finite price
+    within the solver's range and a known chip, refused as `--price` itself (the text is kept as typed)."""
+
+    name = "price"
+
+    def convert(self, value, param, ctx):
+        from planner.limits import MAX_PRICE
+        from pricing.chips import get_chip
+
+        flag, text = flag_of(param), str(value)
+        key, _, number = text.rpartition("=")
+        fix = f"give 3.1, or h200=3.1, in USD per GPU-hour, from 0 to {_shown(MAX_PRICE)}"
+        try:
+            price = float(number)
+        except ValueError:
+            raise InputError(flag, f"{text!r} is not a price", fix) from None
+        if not math.isfinite(price) or not 0 <= price <= MAX_PRICE:
+            raise InputError(flag, f"{number.strip()} is not a price from 0 to {_shown(MAX_PRICE)} USD per GPU-hour",
+                             fix)
+        if key:
+            try:
+                get_chip(key)
+            except InputError as err:
+                raise InputError(flag, f"{key}: {err.problem}", err.fix) from None
+        return text

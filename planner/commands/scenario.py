@@ -15,7 +15,7 @@ from rich.console import Console
 from planner import defaults
 from planner.commands import emit
 from planner.commands.emit import apply_k8s_options
-from planner.commands.flags import file_flag, names_flags, option_flag, own_flag, plan_flag, service_flag
+from planner.commands.flags import check_options, file_flag, names_flags, option_flag, own_flag, plan_flag, service_flag
 from planner.commands.plan import (
     check_output_path,
     options_list,
@@ -125,6 +125,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         return print_schema()
     if not file:
         raise InputError("FILE", "missing", "give a scenario file, or --file-schema for its format")
+    check_options(ctx)  # an option that cannot apply (planner/commands/flags.py NEEDS)
     check_output_path(chart_path)
     emit.check(k8s)
     scenario = load_scenario(file)
@@ -280,6 +281,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     if show_schema:
         return print_schema()
     freeze_imported()
+    check_options(ctx)  # an option that cannot apply, a sweep beyond the grid limit (planner/commands/flags.py)
     fmt = "json" if options["as_json"] else fmt
     check_output_path(chart_path)
     if file:

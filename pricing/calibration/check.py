@@ -41,6 +41,20 @@ class CheckReport(BaseModel):
     assumed: list[str] = []  # settings the log does not state, taken at vLLM's default (and the flag to give)
 
 
+def given_release(log: ParsedLog, release: str, source: str) -> str:
+    """The release given for a log (`vllm_version`): one the eras can read (vLLM 0.6 onwards, vllm_eras.yaml),
+    and only for a log that states none: a release the log contradicts would predict another engine's memory."""
+    from pricing.calibration.eras import release_of
+
+    if release_of(release) is None:
+        raise InputError("vllm_version", f"{release!r} names no vLLM release", "give it as the log's engine "
+                         "printed it, e.g. 0.19.0")
+    if log.release is not None and release_of(log.release) != release_of(release):
+        raise InputError("vllm_version", f"{release} contradicts the log, which states vLLM {log.release} (line "
+                         f"{log.evidence.get('release', '?')})", "drop it: it is for logs that state no release")
+    return release
+
+
 def _resolve_model(log: ParsedLog, given: str | None, source: str) -> Checkpoint:
     """The model the log's deployment is sized with: the one given, else the log's checkpoint as
     record_models.yaml lists it (with its quantization), by id or by a local path's last part,
@@ -78,6 +92,10 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
         raise InputError(source, f"is not a vLLM start-up log (it states no release nor engine "
                          f"arguments, and {len(set(log.evidence.values()))} of its {log.lines:,} lines are vLLM's)",
                          "give the engine's start-up output, from its first line to 'Maximum concurrency'")
+    if len(log.starts) > 1:  # one comparison of facts read from several start-ups would be none of them
+        raise InputError(source, f"holds {len(log.starts)} start-ups (from lines "
+                         f"{', '.join(map(str, log.starts))})", "split the file at those lines and check each "
+                         "start-up on its own")
     if "available_kv_gib" not in log.observed and log.refusal is None:
         raise InputError(source, "has no 'Available KV cache memory' line (nor v0's 'the rest of "
                          "the memory reserved for KV Cache'), and no start-up error",
@@ -88,7 +106,7 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     target = get_chip(chip)
     record = log.record(Path(source).name, model=log.deployment.get("model") or checkpoint.name, gpu=target.id)
     if release:
-        record.vllm_version = release
+        record.vllm_version = given_release(log, release, source)
     for key, value in (fill or {}).items():  # what the log does not say (--tp, --max-num-seqs, …)
         if value is not None and key not in log.deployment:
             setattr(record, key, value)

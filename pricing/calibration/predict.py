@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
+from pydantic import ValidationError
+
 from pricing import yaml_fast
 from pricing.calibration.eras import Era, era_of, has_sampler_law
 from pricing.calibration.records import StartupRecord
@@ -237,6 +239,11 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
         pool = k.kv_pool()
     except InputError as err:
         p.skipped = f"deployment not modelled ({err})"
+        return p
+    except ValidationError as err:  # a setting no deployment takes (a log's tp 0): named, one line
+        first = err.errors()[0]
+        p.skipped = (f"deployment not modelled ({'.'.join(map(str, first['loc']))} {first['input']!r}: "
+                     f"{first['msg'][:1].lower() + first['msg'][1:]})")
         return p
     p.kernel = k
     in_budget = bool(release.fact(k.reg, "graph_estimate_in_budget"))

@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from pricing.errors import InputError
+from pricing.files import read_text
+from pricing.registry import shipped
 
 
 class Observed(BaseModel):
@@ -78,21 +80,22 @@ class StartupRecord(BaseModel):
         return self.status in ("ok",) or self.refused
 
 
+def _not_finite(word: str):
+    raise ValueError(f"{word} is not a finite number")
+
+
 def load_records(*paths: str | Path) -> list[StartupRecord]:
     """Records from JSONL files (one object a line); a bad line is one InputError naming it."""
     out: list[StartupRecord] = []
     for path in paths:
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as err:
-            raise InputError("RECORDS", f"cannot read {path}: {err.strerror}", "give a JSONL file of records") from None
+        text = read_text(path, "RECORDS", shipped().value("input_limits.file_bytes"), "JSONL file of records")
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                out.append(StartupRecord.model_validate(json.loads(line)))
-            except (json.JSONDecodeError, ValueError) as err:
+                out.append(StartupRecord.model_validate(json.loads(line, parse_constant=_not_finite)))
+            except (json.JSONDecodeError, ValueError, RecursionError) as err:
                 first = str(err).splitlines()[0]
                 raise InputError("RECORDS", f"{path}:{number} is not a start-up record ({first})",
                                  "one JSON object a line, as in shared/calibration/README.md") from None

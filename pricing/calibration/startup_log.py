@@ -38,7 +38,10 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from pricing.calibration.records import Observed, StartupRecord
+from pricing.errors import InputError
 
 NUM = r"(-?\d+(?:\.\d+)?)"
 INT = r"(\d[\d,]*)"
@@ -125,6 +128,8 @@ class ParsedLog:
     sampler: str | None = None  # "flashinfer" | "native" as the sampler's line states; None: no line
     evidence: dict = field(default_factory=dict)  # fact -> line number
     lines: int = 0  # lines that are not blank
+    starts: list = field(default_factory=list)  # the line of each start-up the text holds (its API server's
+    # version line, or its "non-default args" line): more than one is several start-ups run into one file
 
     @property
     def empty(self) -> bool:
@@ -152,9 +157,15 @@ class ParsedLog:
             status = "failed_no_kv_memory" if self.refusal.startswith("No available") else "failed_kv_too_small"
         obs = {k: v for k, v in self.observed.items() if k in Observed.model_fields}
         extra = {k: v for k, v in self.observed.items() if k not in Observed.model_fields}
-        return StartupRecord(id=name, vllm_version=version, model=model or d.pop("model", None) or "",
-                             gpu=gpu, observed=Observed(**obs, extra=extra), status=status, sampler=self.sampler,
-                             **{k: v for k, v in d.items() if k != "model" and v is not None})
+        try:
+            return StartupRecord(id=name, vllm_version=version, model=model or d.pop("model", None) or "",
+                                 gpu=gpu, observed=Observed(**obs, extra=extra), status=status, sampler=self.sampler,
+                                 **{k: v for k, v in d.items() if k != "model" and v is not None})
+        except ValidationError as err:  # a setting or figure no start-up has (max_model_len nan): named, one line
+            first = err.errors()[0]
+            raise InputError("FILE", f"{name}: {'.'.join(map(str, first['loc']))} {first['input']!r} as the log "
+                             f"states it: {first['msg'][:1].lower() + first['msg'][1:]}",
+                             "give the log as vLLM printed it") from None
 
 
 def _value(text: str):
@@ -229,7 +240,12 @@ def parse(text: str) -> ParsedLog:
     patterns = {name: [re.compile(p) for p in pats] for name, pats in OBSERVED_PATTERNS.items()}
     refusals = [re.compile(p) for p in REFUSALS]
     log.lines = sum(1 for line in text.splitlines() if line.strip())
+    versions, arguments = [], []
     for number, line in _lines(text):
+        if VERSION[0].search(line):
+            versions.append(number)
+        if NON_DEFAULT.search(line):
+            arguments.append(number)
         if log.release is None:
             for rx in VERSION:
                 m = rx.search(line)
@@ -290,4 +306,5 @@ def parse(text: str) -> ParsedLog:
                     log.refusal = m.group(0).strip()
                     log.evidence["refusal"] = number
                     break
+    log.starts = max(versions, arguments, key=len)
     return log

@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pricing import yaml_fast
-from pricing.config.defaults import decoder_config
+from pricing.config.defaults import DECODER_KEYS, TOWER_KEYS, decoder_config
+from pricing.config.fields import check_config
 from pricing.errors import InputError, mention, suggest
+from pricing.files import read_text
 from pricing.registry import shipped
 
 CARDS = Path(__file__).resolve().parent.parent / "cards"
@@ -65,26 +69,36 @@ def list_cards() -> list[dict[str, Any]]:
 
 
 def _read_json(path: Path, what: str) -> dict:
+    """A JSON object from a user's file (pricing/files.py: a regular file, within the registry's cap, UTF-8)."""
+    text = read_text(path, "model", shipped().value("input_limits.file_bytes"), what)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)  # NaN and Infinity too (transformers writes Infinity: Nemotron-H's time_step_limit);
+        # the fields the graph sizes by are checked finite (pricing/config/fields.py)
     except json.JSONDecodeError as err:
         raise InputError("model", f"{path} is not valid JSON ({err.msg} at line {err.lineno})",
                          f"fix the {what} or point {mention('model')} at another one") from None
-    except UnicodeDecodeError as err:
-        raise InputError("model", f"{path} is not UTF-8 text (byte {err.start}: {err.reason})",
-                         f"save the {what} as UTF-8 JSON") from None
-    except OSError as err:
-        raise InputError("model", f"cannot read {path}: {err.strerror}", "check the path") from None
+    except RecursionError:
+        raise InputError("model", f"{path} nests too deeply to be a {what}", f"fix the {what}") from None
     if not isinstance(data, dict):
         raise InputError("model", f"{path} does not hold a JSON object", f"point {mention('model')} at a {what}")
     return data
+
+
+def _decoder(raw: dict, where: str) -> dict:
+    """The decoder config of `raw`, its values checked before any arithmetic (pricing/config/fields.py)."""
+    for key in DECODER_KEYS + TOWER_KEYS:
+        if key in raw and raw[key] is not None and not isinstance(raw[key], dict):
+            raise InputError("model", f"{where}: {key}: {raw[key]!r} is not a mapping", f"give {key} as an object")
+    cfg = decoder_config(raw)
+    check_config(cfg, where)
+    return cfg
 
 
 def _from_folder(folder: Path, name: str, hf_id: str, origin: str) -> ModelSource:
     raw = _read_json(folder / "config.json", "config.json")
     quant_path = folder / "hf_quant_config.json"
     hf_quant = _read_json(quant_path, "hf_quant_config.json") if quant_path.exists() else None
-    return ModelSource(name, hf_id, decoder_config(raw), hf_quant, origin, folder=folder)
+    return ModelSource(name, hf_id, _decoder(raw, str(folder / "config.json")), hf_quant, origin, folder=folder)
 
 
 def _hf_cache_dirs() -> list[Path]:
@@ -120,9 +134,49 @@ def _from_hf_cache(hf_id: str) -> ModelSource | None:
 
 
 def load_card(path: Path) -> ModelSource:
-    card = copy.deepcopy(_card(path))
-    return ModelSource(card["name"], card["hf_id"], decoder_config(card["config"]), card.get("hf_quant_config"),
+    """A shipped card (read once, kept by the shipped registry)."""
+    return _from_card(copy.deepcopy(_card(path)), path)
+
+
+def _from_card(card: dict, path: Path) -> ModelSource:
+    return ModelSource(card["name"], card["hf_id"], _decoder(card["config"], str(path)), card.get("hf_quant_config"),
                        f"model card {path.name}", card.get("description", ""))
+
+
+CARD_KEYS = {"name": str, "hf_id": str, "config": dict}  # what a card holds (the layout of pricing/cards)
+
+
+def user_card(path: Path) -> ModelSource:
+    """A card of one's own (`--model mine.yaml`, the layout of pricing/cards), read as a user's file:
+    a regular file within the cap, UTF-8, YAML with unique keys and finite numbers, holding `name`,
+    `hf_id` and `config`."""
+    text = read_text(path, "model", shipped().value("input_limits.file_bytes"), "model card")
+    try:
+        card = yaml_fast.load_checked(text)
+    except yaml_fast.Refused as err:
+        raise InputError("model", f"{path}:{err.line}: {err.path or '(top level)'}: {err.problem}",
+                         "fix the card") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise InputError("model", f"{path} is not valid YAML" + (f" (line {mark.line + 1})" if mark else ""),
+                         "fix the card's syntax") from None
+    if isinstance(card, dict) and "services" in card:
+        raise InputError("model", f"{path} is a scenario file, not a model card",
+                         "run it with `plan scenario`, or give a card (name, hf_id, config) or a config.json")
+    if not isinstance(card, dict):
+        raise InputError("model", f"{path} holds {type(card).__name__ if card is not None else 'nothing'}, not a "
+                         "model card", "give a card (a mapping of name, hf_id and config; see pricing/cards) or a "
+                         "config.json")
+    for key, kind in CARD_KEYS.items():
+        if not isinstance(card.get(key), kind) or not card[key]:
+            what = "a mapping" if kind is dict else "a string"
+            raise InputError("model", f"{path}: {key}: " + ("missing" if key not in card else
+                             f"{card[key]!r} is not {what}" if not isinstance(card[key], kind) else "is empty"),
+                             f"give the card's {key} as {what} (the layout of pricing/cards)")
+    if card.get("hf_quant_config") is not None and not isinstance(card["hf_quant_config"], dict):
+        raise InputError("model", f"{path}: hf_quant_config: not a mapping", "give it as the checkpoint's "
+                         "hf_quant_config.json object, or drop it")
+    return _from_card(card, path)
 
 
 def _card_for(key: str) -> Path | None:
@@ -164,14 +218,14 @@ def resolve(model: str) -> ModelSource:
                              f"point {mention('model')} at the model's folder")
         return _from_folder(path, path.name, model, f"folder {path}{shadow}")
     if path.is_file() and path.suffix in (".yaml", ".yml"):  # a card of one's own (the cards' layout)
-        return load_card(path)
-    if path.is_file():
+        return user_card(path)
+    if path.exists():  # a file (a FIFO or a device is refused by the reader, before it is opened)
         raw = _read_json(path, "config.json")
         quant = path.parent / "hf_quant_config.json"
         hf_quant = _read_json(quant, "hf_quant_config.json") if quant.exists() and path.name == "config.json" else None
         served = str(Path(model).parent) if path.name == "config.json" and _holds_weights(path.parent) else ""
         return ModelSource(path.stem if path.name != "config.json" else path.parent.name or path.stem, served,
-                           decoder_config(raw), hf_quant, f"file {path}{shadow}",
+                           _decoder(raw, str(path)), hf_quant, f"file {path}{shadow}",
                            folder=path.parent if path.name == "config.json" else None)
     if "/" in model:
         found = _from_hf_cache(model.strip())

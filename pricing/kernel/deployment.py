@@ -221,14 +221,17 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
         raise InputError("max_num_batched_tokens", f"must be at least 1, got {tokens}", "for example 8192")
     if seqs < 1:
         raise InputError("max_num_seqs", f"must be at least 1, got {seqs}", "for example 256")
-    if d.max_num_batched_tokens is not None and d.max_num_seqs is not None and tokens < seqs:
-        raise InputError("max_num_batched_tokens", f"{tokens} is below max_num_seqs {seqs} (vLLM's "
-                         "SchedulerConfig requires max_num_batched_tokens >= max_num_seqs)",
-                         f"use at least {seqs}, or lower {mention('max_num_seqs')}")
     if d.max_num_batched_tokens is None:
         tokens = min(seqs * max_len, tokens)
     if d.max_num_seqs is None:
         seqs = min(seqs, tokens)
+    if tokens < seqs:  # vLLM 0.33 config/scheduler.py verify_max_model_len, on the values defaults resolved to
+        field, fix = (("max_num_batched_tokens", f"use at least {seqs}, or lower {mention('max_num_seqs')}")
+                      if d.max_num_batched_tokens is not None else
+                      ("max_num_seqs", f"use at most {tokens} (the default token budget), or raise "
+                       f"{mention('max_num_batched_tokens')} to at least {seqs}"))
+        raise InputError(field, f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
+                         f"({seqs}) (vLLM's SchedulerConfig)", fix)
     kv_dtype = d.kv_cache_dtype.lower()
     if kv_dtype not in release.kv_cache_dtypes:
         raise InputError("kv_cache_dtype", f"unknown dtype {d.kv_cache_dtype!r} for {release.name}",

@@ -121,6 +121,17 @@ def loading_split(k: Kernel) -> str:
            "this quantization"
 
 
+def token_budget_binds(k: Kernel) -> str | None:
+    """When the activation peak of the token budget outweighs the weights, the budget to lower: the
+    fixed memory is then the token budget's, not the model's (a wider split or a smaller model would
+    not be the answer)."""
+    f = k.fixed_bytes()
+    if f.activation_peak <= f.weights:
+        return None
+    return (f"{format_gib(f.activation_peak)} GiB of it is the activation peak of max_num_batched_tokens "
+            f"{k.engine.max_num_batched_tokens:,}: lower max_num_batched_tokens")
+
+
 def highest_utilization(k: Kernel, step: float = 0.01) -> float:
     """The largest utilization (floored to `step`) whose budget the free memory at the snapshot covers."""
     ticks = round(1 / step)
@@ -252,13 +263,16 @@ def refusal(k: Kernel) -> Refusal | None:
     fixed = k.fixed_bytes().total
     free = total - pre
     if check == "free_memory":
+        highest = highest_utilization(k)
         return Refusal(
             check,
-            f"Free memory on device cuda:0 ({format_gib(free)}/{format_gib(total)} GiB) on startup is less than "
-            f"desired GPU memory utilization ({e.gpu_memory_utilization}, {format_gib(budget)} GiB). Decrease GPU "
-            "memory utilization or reduce GPU memory used by other processes.",
-            f"--gpu-memory-utilization {highest_utilization(k):g} is the highest whose budget fits beside the "
-            f"{format_gib(pre)} GiB held before it")
+            f"Free memory on device cuda:0 ({format_gib(max(0, free))}/{format_gib(total)} GiB) on startup is less "
+            f"than desired GPU memory utilization ({e.gpu_memory_utilization}, {format_gib(budget)} GiB). Decrease "
+            "GPU memory utilization or reduce GPU memory used by other processes.",
+            f"--gpu-memory-utilization {highest:g} is the highest whose budget fits beside the "
+            f"{format_gib(pre)} GiB held before it" if highest > 0 else
+            f"no utilization: the {format_gib(pre)} GiB held before the budget (collective buffers, workspace) "
+            f"alone fill the device's {format_gib(total)} GiB")
     if check == "kv_cache_memory_bytes":
         room = total - fixed - pre
         return Refusal(
@@ -271,15 +285,16 @@ def refusal(k: Kernel) -> Refusal | None:
             else f"nothing: the fixed memory alone ({format_gib(fixed)} GiB) exceeds the device")
     if check == "no_cache_memory":
         short = fixed - budget
+        way_out = (token_budget_binds(k) or (f"{split} starts" if (split := wider_split(k)) else
+                   "no wider split within the NVLink domain starts; quantize, or use a chip with more memory")
+                   ) if short > 0 else ""
         return Refusal(
             check,
             "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
             "the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). "
             f"See {CONSERVING_MEMORY} for more details.",
             (f"the fixed memory ({format_gib(fixed)} GiB per rank) exceeds the budget ({format_gib(budget)} GiB) "
-             f"by {format_gib(short)} GiB: " + (f"{split} starts" if (split := wider_split(k)) else
-                                                "no wider split within the NVLink domain starts; quantize, or use "
-                                                "a chip with more memory")) if short > 0 else
+             f"by {format_gib(short)} GiB: {way_out}") if short > 0 else
             f"the pool ({format_gib(max(0, k.kv_pool()))} GiB) does not hold one block: raise "
             "--gpu-memory-utilization")
     layout = k.layout()

@@ -16,6 +16,7 @@ chip parses that chip's file and the files whose values it reads, not the whole 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -316,22 +317,31 @@ def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
 
     The overlay has the registry's own layout: file stem, then the dotted path, each leaf
     `{value, source, how}` (`plan calibrate --out` writes one). A leaf must replace a value the
-    registry has, or add one inside a table it has (a new family's law); anything else is named
-    as bad input, so a typo is never silently ignored.
+    registry has, or add one inside a table it has (a new family's law), with a value of the same
+    shape (`overlay_problem`); anything else is named as bad input with the file, line and key, so
+    a typo is never silently ignored and a bad value never reaches the arithmetic.
     """
     from pricing.errors import InputError, mention
+    from pricing.files import read_text
 
     base = base or shipped()
     path = Path(path)
+    text = read_text(path, "registry", base.value("input_limits.file_bytes"), "overlay YAML file")
+    lines: dict[str, int] = {}
     try:
-        data = yaml_fast.load(path.read_text())
-    except OSError as err:
-        raise InputError("registry", f"cannot read {path}: {err.strerror}", "give an overlay YAML file") from None
+        data = yaml_fast.load_checked(text, lines)
+    except yaml_fast.Refused as err:
+        raise InputError(f"{path}:{err.line}: {err.path or '(top level)'}", err.problem, "fix the overlay") from None
     except yaml.YAMLError as err:
         raise InputError("registry", f"{path} is not valid YAML ({str(err).splitlines()[0]})",
                          "fix the file, or write one with `plan calibrate --out`") from None
     if not isinstance(data, dict):
         raise InputError("registry", f"{path} holds no mapping", "give registry file stems as top-level keys")
+
+    def where(name: str) -> str:
+        line = lines.get(name) or lines.get(name.rsplit(".", 1)[0])
+        return f"{path}:{line}: {name}" if line else f"{path}: {name}"
+
     values: dict[str, Sourced] = {}
     for stem, node in data.items():
         if stem == "chips":
@@ -340,13 +350,106 @@ def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
         if stem not in base.raw:
             raise InputError("registry", f"{path}: {stem!r} is not a registry file",
                              f"use one of {', '.join(sorted(base.raw))}")
+        for name in _not_leaves(str(stem), node):
+            raise InputError(where(name), "is not a registry value {value, source, how}",
+                             "give each value as {value: ..., source: ..., how: ...}, as `plan calibrate --out` "
+                             "writes them")
         _flatten(stem, node, values)
-    for name in values:
+    for name, laid in values.items():
         parent = name.rsplit(".", 1)[0]
         if name not in base and not ("." in parent and _is_table(base, parent) and parent not in base):
             raise InputError("registry", f"{path}: {name} is not a registry value",
                              "check the name against `plan memory --provenance` or the registry files")
+        shipped_value = base.value(name) if name in base else _sibling(base, parent)
+        problem = overlay_problem(laid.value, shipped_value, positive=name.rsplit(".", 1)[-1] in _positive_keys())
+        if problem is not None:
+            raise InputError(where(name), problem, f"give a value of the shape the shipped registry has ("
+                             f"{_shown(shipped_value)})")
     return base.overlay(values)
+
+
+LEAF_KEYS = {"value", "source", "how"}
+
+
+def _not_leaves(prefix: str, node: Any) -> list[str]:
+    """The names under `node` that are neither a table nor a leaf of exactly {value, source, how}."""
+    if isinstance(node, dict) and ("value" in node or "source" in node):
+        return [] if set(node) == LEAF_KEYS and isinstance(node["source"], str) and node["source"].strip() else [prefix]
+    if isinstance(node, dict) and node:
+        return [name for key, child in node.items() for name in _not_leaves(f"{prefix}.{key}", child)]
+    return [prefix]
+
+
+def _sibling(reg: Registry, table: str) -> Any:
+    """A value of the table `table` (a new entry of a table is shaped as the ones it has), or None."""
+    names = [n for n in reg.names(table + ".") if n.count(".") == table.count(".") + 1]
+    return reg.value(names[0]) if names else None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def overlay_problem(value: Any, shipped: Any, at: str = "", positive: bool = False) -> str | None:
+    """What makes `value` no stand-in for the shipped `shipped` (None: nothing): another type, a
+    number that is not finite or has the other sign (a positive law stays positive: `block_size: 0`,
+    a utilization of -5), an empty table or list where the shipped one has entries, or an entry of
+    it missing a key every shipped entry has. `at` is the path inside the value, for the message."""
+    here = f" at {at}" if at else ""
+    if shipped is None:
+        return None
+    if isinstance(shipped, bool) or isinstance(value, bool):
+        return None if isinstance(shipped, bool) and isinstance(value, bool) else \
+            f"{value!r}{here} is not {'true or false' if isinstance(shipped, bool) else 'a number'}"
+    if isinstance(shipped, (int, float)):
+        if not isinstance(value, (int, float)):
+            return f"{value!r}{here} is not a number"
+        if not math.isfinite(value):
+            return f"{value!r}{here} is not a finite number"
+        if positive and value <= 0:
+            return f"{value!r}{here} must be positive (registry input_limits.positive_overlay_keys)"
+        if shipped >= 0 and value < 0:
+            return f"{value!r}{here} must not be negative, as the shipped {shipped!r} is not"
+        return None
+    if isinstance(shipped, str):
+        return None if isinstance(value, str) and value.strip() else f"{value!r}{here} is not a word"
+    if isinstance(shipped, dict):
+        if not isinstance(value, dict):
+            return f"{_shown(value)}{here} is not a table"
+        if shipped and not value:
+            return f"the table{here} is empty"
+        for key, item in value.items():
+            problem = overlay_problem(item, shipped.get(key, _first(shipped.values())), f"{at}.{key}" if at else key,
+                                      positive or key in _positive_keys())
+            if problem:
+                return problem
+        return None
+    if isinstance(shipped, list):
+        if not isinstance(value, list):
+            return f"{_shown(value)}{here} is not a list"
+        if shipped and not value:
+            return f"the list{here} is empty"
+        entries = [e for e in shipped if isinstance(e, dict)]
+        required = set.intersection(*(set(e) for e in entries)) if entries and len(entries) == len(shipped) else set()
+        for i, item in enumerate(value):
+            if required and isinstance(item, dict) and required - set(item):
+                return f"entry {i}{here} lacks {', '.join(sorted(required - set(item)))}"
+            like = next((e for e in shipped if type(e) is type(item)), shipped[0] if shipped else None)
+            problem = overlay_problem(item, like, f"{at}[{i}]", positive)
+            if problem:
+                return problem
+        return None
+    return None
+
+
+def _positive_keys() -> frozenset[str]:
+    """The keys whose numbers an overlay must keep positive (sizes and counts the kernel divides by)."""
+    return frozenset(shipped().value("input_limits.positive_overlay_keys"))
+
+
+def _first(values) -> Any:
+    return next(iter(values), None)
 
 
 def _is_table(reg: Registry, dotted: str) -> bool:
