@@ -9,9 +9,9 @@ import re
 
 import pytest
 
+from planner.app.plan import plan
 from planner.candidates import slo
 from planner.cli import main
-from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, SloSpec, WorkloadSpec
 from pricing.graph import load_model
 

@@ -26,8 +26,8 @@ def test_an_excerpt_marks_what_it_leaves_out():
 
 def test_readme_names_every_constraint_an_explanation_can_bind():
     """README's `--json` paragraph lists the constraints; an explanation's `constraint` is one of
-    planner/report/result.py CONSTRAINTS, each of which README names."""
-    from planner.report.result import CONSTRAINTS
+    planner/app/result.py CONSTRAINTS, each of which README names."""
+    from planner.app.result import CONSTRAINTS
 
     text = SCRIPT.readme_section.README.read_text()
     paragraph = text[text.index("the `constraint` that binds ("):].split(")")[0]

@@ -20,9 +20,10 @@ import textwrap
 from pathlib import Path
 
 from planner import defaults
+from planner.app.review import Comparison
 from planner.numbers import count, duration, given, money, per_million_tokens
-from planner.report.result import price_footnotes
-from planner.report.review import Comparison, delta
+from planner.report.review import delta
+from planner.report.words import price_footnotes
 from planner.scenario import point_word
 
 DPI = 144  # the PNG's resolution; labels are placed at it, so what is checked is what is written

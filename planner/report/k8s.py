@@ -7,7 +7,7 @@ Per pool:
   (leaderworkerset.x-k8s.io/v1)        leaderworkerset.x-k8s.io/v1): one group per instance, a pod
                                        per node, each asking for the GPUs its node gives; the leader
                                        runs the head's command, the workers the others' (vLLM's
-                                       multi-node launch, planner/report/serve.py), the addresses
+                                       multi-node launch, planner/app/serve.py), the addresses
                                        from the variables LWS sets (LWS_LEADER_ADDRESS,
                                        LWS_WORKER_INDEX)
   Service (v1)                         the pool's API port (the leaders of a LeaderWorkerSet)
@@ -180,7 +180,7 @@ def _launch_env(env: dict[str, str]) -> list[dict]:
     the NIXL side channel listens on the pod's own IP (downward API status.podIP) at the release's
     base port (each pod has its own network namespace, so the plan's per-node port ranges are not
     needed); anything else as the plan sets it."""
-    from planner.report.disagg_launch import side_channel_base
+    from planner.app.disagg_launch import side_channel_base
 
     out = []
     for key, value in env.items():
@@ -303,7 +303,7 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
     """The router of a disaggregated service in front of its prefill and decode pools' Services
     (`prefill`, `decode`: their pool names): vLLM's proxy, as the plan names it (planner/report/
     disagg_launch.py `router`), on all addresses (its own default is 127.0.0.1), with a Service."""
-    from planner.report.disagg_launch import ROUTER_PORT, router_host
+    from planner.app.disagg_launch import ROUTER_PORT, router_host
 
     router = _name(name)
     if options.target == "llm-d":

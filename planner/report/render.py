@@ -10,6 +10,7 @@ from rich import box
 from rich.console import Console
 
 from planner import defaults
+from planner.app.result import PlanResult, PoolPlan
 from planner.numbers import (
     amount,
     count,
@@ -26,15 +27,14 @@ from planner.numbers import (
     with_article,
 )
 from planner.report.memory import render_memory, render_provenance
-from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase
 from planner.report.tables import Col, print_table
+from planner.report.words import price_footnotes, solver_phrase
 from pricing.errors import mention, render
-from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.report.fleet import FleetResult
-    from planner.report.review import Comparison
+    from planner.app.fleet import FleetResult
+    from planner.app.review import Comparison
 
 
 def split(p: PoolPlan, names: bool = True) -> str:
@@ -101,7 +101,7 @@ def margin_line(result: PlanResult) -> str:
     """'margin: 0.9% of each rank's predicted KV pool is not counted on (--margin sets it; --provenance
     says where it comes from)': short; the source is in the provenance and the JSON. It mentions
     margin and provenance: the printer names them."""
-    given = not result.margin.source.startswith("registry ")  # the margin asked for (planner/report/plan.py)
+    given = not result.margin.source.startswith("registry ")  # the margin asked for (planner/app/plan.py)
     margin = mention("margin")
     return (f"margin: {percent(result.margin.fraction)} of each rank's KV pool not counted on ("
             + (result.margin.source if given else f"the calibration's; {margin} sets it, {mention('provenance')} "
@@ -114,8 +114,7 @@ def best_line(best: PoolPlan) -> str:
             f"{money(best.cost_per_hour, best.price_estimate)}/hour")
 
 
-def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance: bool = False,
-                named=None) -> None:
+def render_plan(result: PlanResult, console: Console, provenance: bool = False, named=None) -> None:
     """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count; a
     field its sentences mention named as `named` calls it (the command's flag)."""
     best = result.best
@@ -136,7 +135,8 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
         console.print(line, soft_wrap=True, markup=False)
     console.print()
-    render_memory(best.memory or memory_report(kernel, result.target.context_length), kernel, console, named=named)
+    render_memory(best.memory or memory_report(best.kernel, result.target.context_length), best.kernel, console,
+                  named=named)
     if provenance:
         render_provenance(result.provenance, console, named)
     console.print()
@@ -208,17 +208,15 @@ def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) ->
     """Where every instance of the pool runs and the commands that start it, by node: one
     `vllm serve` per instance within a node (its CUDA_VISIBLE_DEVICES and port), one per node of
     an instance that spans nodes (the head first), and the Ray form of such an instance once."""
-    from planner.report.serve import WEIGHTS, across_nodes
-    from pricing.kernel import Deployment
+    from planner.app.serve import WEIGHTS, across_nodes
 
     many = p.replicas > 1
     head = f"{label}: " if label else ""
     if p.nodes_per_replica > 1:
-        d = Deployment(tensor_parallel_size=p.tensor_parallel_size, pipeline_parallel_size=p.pipeline_parallel_size,
-                       data_parallel_size=p.data_parallel_size)
         per_node = p.gpus_per_replica // p.nodes_per_replica
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} GPUs each; one "
-                      f"instance takes {p.nodes_per_replica} nodes of {per_node} GPUs ({across_nodes(d, per_node)}). "
+                      f"instance takes {p.nodes_per_replica} nodes of {per_node} GPUs "
+                      f"({across_nodes(p.deployment, per_node)}). "
                       "On each node of an instance, with HEAD_IP the head node's address:", soft_wrap=True)
     else:
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "

@@ -193,7 +193,7 @@ def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: lis
 
 def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list) -> list:
     """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands."""
-    from planner.report.result import CommandLine, InstanceLaunch
+    from planner.app.result import CommandLine, InstanceLaunch
 
     def lines(items: list[Launch]) -> list[CommandLine]:
         return [CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))

@@ -11,16 +11,16 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from planner import defaults
+from planner.app.binds import binding, default_max_num_seqs, latency_binding
+from planner.app.disagg_plan import launch_pools
+from planner.app.plan import serving_figures, token_costs
+from planner.app.result import PoolPlan, Target
+from planner.app.serve import instance_launches, pool_launch, served_model
+from planner.app.serving import Handover
+from planner.app.targets import target_words
 from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, sweep_model, verify
-from planner.report.binds import binding, default_max_num_seqs, latency_binding
-from planner.report.disagg_plan import launch_pools
-from planner.report.plan import serving_figures, token_costs
-from planner.report.result import PoolPlan, Target
-from planner.report.serve import instance_launches, pool_launch, served_model
-from planner.report.serving import Handover
-from planner.report.targets import target_words
 from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
@@ -123,6 +123,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         cost = round(option.price * row.gpus * replicas, 4)
         per_output, per_input = token_costs(p.spec, step, cost)
         out.append(dict(
+            deployment=d,
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
             nodes_per_replica=row.shape.nodes(p.node[row.chip]), data_parallel_size=row.shape.dp,
@@ -151,7 +152,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
     for fields, entry in zip(out, launch, strict=True):
         mine = [i for i in laid.instances if i.pool == fields["service"]]
         if isinstance(entry, RoleLaunch):  # a disaggregated service's pool: its connector and side channel
-            from planner.report.disagg_launch import side_channel_base
+            from planner.app.disagg_launch import side_channel_base
 
             side_port = side_channel_base() if side_port is None else side_port
             (pool,) = launch_pools(entry.spec, [(entry.pool, entry.deployment, entry.per_node)], mine, side_port)
@@ -178,7 +179,7 @@ class RoleLaunch:
 
 def _add_routers(plans: list[ServicePlan]) -> None:
     """Each disaggregated service's router, after its decode pool's instance commands."""
-    from planner.report.disagg_launch import router
+    from planner.app.disagg_launch import router
 
     for plan in plans:
         if plan.role != "decode":
@@ -202,7 +203,7 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
     """A disaggregated service's two pools as `plan --serving disagg` reports them, as ServicePlan
     fields, each with what its launch needs: priced as `pair` hands over (default: the option's,
     over the network)."""
-    from planner.report.disagg_plan import handover_of, role_pools
+    from planner.app.disagg_plan import handover_of, role_pools
 
     fleet = option.row
     pair = pair or fleet.pair
@@ -216,7 +217,7 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
         fields.update(headroom=spare, headroom_percent=round(spare * 100, 2), service=f"{p.name} ({pool.role})",
                       asked=pool.in_flight, target=Target.of(p.spec, context_length(model, p.spec),
                                                              target_words(p.spec)), role=pool.role,
-                      handover=handover_of(pair))
+                      handover=handover_of(pair), deployment=pool.deployment)
         out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
     return out
 
@@ -236,7 +237,7 @@ def _alone(p: Prepared) -> tuple[str, str]:
         sized = slo.size_tables(sweep_model(p.spec.model, p.spec.quantization), tables, p.spec, limits, 1)
     unlimited = cpsat.options(tables, p.spec, limits, sized)
     if not unlimited and sized is not None:
-        from planner.report.explain import explain
+        from planner.app.explain import explain
 
         # the fields it mentions kept as mentions, for the review to name as its file does
         return ("; ".join(explain(t, p.spec, limits, mention, sized).text.rstrip(".") for t in tables),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 from planner import defaults
+from planner.app.result import Explanation
+from planner.app.targets import missed_phrases
 from planner.candidates.shapes import (
     ChipTable,
     ShapeVerdict,
@@ -15,8 +17,6 @@ from planner.candidates.shapes import (
     replica_cap,
 )
 from planner.numbers import count, given, size
-from planner.report.result import Explanation
-from planner.report.targets import missed_phrases
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError, mention, quoted, render
 from pricing.graph import load_model

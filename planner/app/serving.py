@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from planner.report.result import Explanation, PlanResult, PoolPlan
+from planner.app.result import Explanation, PlanResult, PoolPlan
 
 
 class Launch(BaseModel):
@@ -92,6 +92,8 @@ class ServingChoice(BaseModel):
     why: str
     aggregated: PlanResult | None = None
     disaggregated: DisaggPlan | None = None
+    notes: list[str] = Field(default_factory=list, exclude=True, description="without an aggregated plan to carry "
+                             "them: input that had no effect, a line each (the text prints them)")
 
 
 class ServingOutput(BaseModel):
