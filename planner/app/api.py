@@ -14,6 +14,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from planner.app.kinds import Role, Serving
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from planner.scenario import Scenario
 
 LIMIT_FIELDS = set(PoolLimits.model_fields) | {"chip"}
+KINDS = (Role, Serving)  # the kinds a result's pools and plans come in (planner/app/kinds.py)
 
 
 @contextmanager
@@ -126,7 +128,7 @@ def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool 
     from pricing.errors import InputError, render
 
     request = _request(request, _by_rate(fields))
-    if request.service.serving != "agg":
+    if request.service.serving != Serving.AGG:
         raise InputError("serving", f"plan() plans an aggregated pool, not {request.service.serving}",
                          "call plan_serving() for a disaggregated or the cheaper plan")
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
@@ -148,7 +150,7 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     from planner.app.serving import ServingOutput
     from pricing.errors import render
 
-    fields = {"serving": "disagg", **fields} if request is None else fields
+    fields = {"serving": Serving.DISAGG.value, **fields} if request is None else fields
     request = _request(request, _by_rate(fields))
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
     check_service(request.service)

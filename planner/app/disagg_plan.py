@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from planner.app.kinds import Serving
 from planner.app.result import Explanation
 from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.table import ChipTable, Row, context_length, priced_chip
@@ -173,25 +174,26 @@ def plan_serving(request, named=None):
     from planner.app.serving import ServingChoice
 
     service, limits = request.service, request.limits
-    mode = service.serving
-    agg = plan(request, named) if mode in ("agg", "auto") else None
-    dis = plan_disagg(service, limits, request.alternatives, named) if mode in ("disagg", "auto") else None
+    mode = Serving(service.serving)
+    agg = plan(request, named) if mode in (Serving.AGG, Serving.AUTO) else None
+    dis = (plan_disagg(service, limits, request.alternatives, named) if mode in (Serving.DISAGG, Serving.AUTO)
+           else None)
     chosen, why = _cheaper(agg, dis)
     return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
 
 
-def _cheaper(agg, dis) -> tuple[str, str]:
+def _cheaper(agg, dis) -> tuple[Serving, str]:
     """Which plan is cheaper, and why, with the figures that make it so."""
     if dis is None:
-        return "agg", "aggregated serving was asked for"
+        return Serving.AGG, "aggregated serving was asked for"
     if agg is None:
-        return "disagg", "disaggregated serving was asked for"
+        return Serving.DISAGG, "disaggregated serving was asked for"
     if not agg.feasible and not dis.feasible:
-        return "agg", "neither plan fits"
+        return Serving.AGG, "neither plan fits"
     if not dis.feasible:
-        return "agg", "only the aggregated plan fits: " + "; ".join(e.text for e in dis.explanations)
+        return Serving.AGG, "only the aggregated plan fits: " + "; ".join(e.text for e in dis.explanations)
     if not agg.feasible:
-        return "disagg", "only the disaggregated plan fits: " + "; ".join(e.text for e in agg.explanations)
+        return Serving.DISAGG, "only the disaggregated plan fits: " + "; ".join(e.text for e in agg.explanations)
     a, p, d = agg.best, dis.prefill, dis.decode
     delta = dis.cost_per_hour / a.cost_per_hour - 1
     speed = ""
@@ -206,6 +208,6 @@ def _cheaper(agg, dis) -> tuple[str, str]:
                   f"{money(dis.cost_per_hour, estimate)}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV "
                   f"cache crosses {dis.handover.link} in {duration(dis.handover.transfer_ms)})")
     if dis.cost_per_hour < a.cost_per_hour:
-        return "disagg", f"disaggregated is {percent(-delta, 0)} cheaper. {dis_phrase}; {agg_phrase}"
-    return "agg", ("aggregated is cheaper" + (f" by {percent(delta / (1 + delta), 0)}" if delta > 0 else " (a tie)")
-                   + f". {agg_phrase}; {dis_phrase}")
+        return Serving.DISAGG, f"disaggregated is {percent(-delta, 0)} cheaper. {dis_phrase}; {agg_phrase}"
+    cheaper = f" by {percent(delta / (1 + delta), 0)}" if delta > 0 else " (a tie)"
+    return Serving.AGG, f"aggregated is cheaper{cheaper}. {agg_phrase}; {dis_phrase}"

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from planner import defaults
 from planner.app.binds import binding, default_max_num_seqs, latency_binding
 from planner.app.disagg_plan import launch_pools
+from planner.app.kinds import Role
 from planner.app.plan import serving_figures, token_costs
 from planner.app.result import PoolPlan, Target
 from planner.app.serve import instance_launches, pool_launch, served_model
@@ -38,11 +39,12 @@ class ServicePlan(PoolPlan):
     service has two: its prefill pool and its decode pool, `role`)."""
 
     service: str
+    served: str = Field("", exclude=True, description="the scenario's service this pool serves, as the file names it")
     model: str
     asked: int = Field(description="requests this pool is asked to hold: the service's concurrency, or a "
                                    "disaggregated role pool's requests in flight")
     target: Target = Field(description="what the service asks, every target restated (as `plan`'s `target`)")
-    role: str = Field("aggregated", description="aggregated, or the prefill or decode pool of a disaggregated "
+    role: Role = Field(Role.AGGREGATED, description="aggregated, or the prefill or decode pool of a disaggregated "
                                                 "service (vLLM's NixlConnector)")
     instance_commands: list[str] = Field(default_factory=list, description="a role's pool: one command per instance "
                                          "(each with its own port and NIXL side channel), then the router on the "
@@ -123,7 +125,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         cost = round(option.price * row.gpus * replicas, 4)
         per_output, per_input = token_costs(p.spec, step, cost)
         out.append(dict(
-            deployment=d,
+            deployment=d, served=p.name,
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
             nodes_per_replica=row.shape.nodes(p.node[row.chip]), data_parallel_size=row.shape.dp,
@@ -139,7 +141,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
         launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
     shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"],
-                        role=f.get("role", "aggregated")) for f in out]
+                        role=f.get("role", Role.AGGREGATED)) for f in out]
     per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
     laid = lay_out(shapes, scenario, per_node)
     for at, p, option in paired:  # both pools laid on one node: they hand over on its NVLink (same rows, counts)
@@ -182,10 +184,9 @@ def _add_routers(plans: list[ServicePlan]) -> None:
     from planner.app.disagg_launch import router
 
     for plan in plans:
-        if plan.role != "decode":
+        if plan.role != Role.DECODE:
             continue
-        name = plan.service.removesuffix(" (decode)")
-        prefill = next(p for p in plans if p.service == f"{name} (prefill)")
+        prefill = next(p for p in plans if (p.served, p.role) == (plan.served, Role.PREFILL))
         plan.instance_commands.append(router(prefill.instances, plan.instances).line)
 
 
@@ -217,7 +218,7 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
         fields.update(headroom=spare, headroom_percent=round(spare * 100, 2), service=f"{p.name} ({pool.role})",
                       asked=pool.in_flight, target=Target.of(p.spec, context_length(model, p.spec),
                                                              target_words(p.spec)), role=pool.role,
-                      handover=handover_of(pair), deployment=pool.deployment)
+                      handover=handover_of(pair), deployment=pool.deployment, served=p.name)
         out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
     return out
 

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field, PrivateAttr
 
 from planner import defaults
+from planner.app.kinds import Role
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.request import implicit_concurrency
-from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
+from planner.search.placement import NodeUse, Slot
 from planner.search.status import StageStatus
 from pricing.kernel import Deployment
 from pricing.kernel.report import MemoryReport
@@ -66,7 +67,7 @@ class InstanceLaunch(BaseModel):
     """One instance of a pool where it runs (planner/search/placement.py) and the commands that start it."""
 
     replica: int
-    role: str = Field(ROLE_AGGREGATED, description="aggregated: the instance prefills and decodes")
+    role: Role = Field(Role.AGGREGATED, description="aggregated: the instance prefills and decodes")
     slots: list[Slot] = Field(description="node, GPU indices and port, one per node, the head first")
     commands: list[CommandLine] = Field(description="one per node, the head first (vLLM's own launch, no Ray)")
     ray: list[CommandLine] = Field(default_factory=list, description="a multi-node instance: the same launch "

@@ -115,11 +115,6 @@ def engine_flags(model: ServedModel, d: Deployment) -> list[str]:
     return args
 
 
-def instance_nodes(d: Deployment, gpus_per_node: int) -> int:
-    world = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
-    return max(1, -(-world // gpus_per_node))
-
-
 def spans_by_data_parallel(d: Deployment, gpus_per_node: int) -> bool:
     """A multi-node instance whose data-parallel ranks go across nodes, each rank's tp within one
     (pp 1): vLLM's multi-node data-parallel launch; otherwise the `--nnodes` launch."""

@@ -57,10 +57,11 @@ def check_serving(options: dict, services: list[tuple[str, str]]) -> None:
     """Before any planning: the llm-d target writes no disaggregated service ((name, serving) pairs;
     `auto` is known only once planned, and refused then, before anything is written)."""
     if options.get("emit") and options.get("k8s_target") == "llm-d":
+        from planner.app.api import Serving
         from planner.report.k8s import no_llm_d
 
         for name, serving in services:
-            if serving == "disagg":
+            if serving == Serving.DISAGG:
                 raise no_llm_d(name)
 
 
@@ -113,15 +114,16 @@ def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]],
 
 def fleet_pools(services: list) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:
     """A scenario's pools as `emit` takes them: aggregated ones by service, a disaggregated
-    service's two role pools (`<service> (prefill)`, `(decode)`) and its router."""
+    service's two role pools (each knows the service it serves and its role) and its router."""
+    from planner.app.api import Role
+
     pools, routers = [], []
     for s in services:
-        if s.role == "aggregated":
+        if s.role == Role.AGGREGATED:
             pools.append((s.service, s))
-        elif s.role == "decode":
-            name = s.service.removesuffix(" (decode)")
-            prefill = next(p for p in services if p.service == f"{name} (prefill)")
-            more, router = disaggregated(name, prefill, s)
+        elif s.role == Role.DECODE:
+            prefill = next(p for p in services if (p.served, p.role) == (s.served, Role.PREFILL))
+            more, router = disaggregated(s.served, prefill, s)
             pools += more
             routers += router
     return pools, routers

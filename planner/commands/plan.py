@@ -396,7 +396,7 @@ def run(ctx: click.Context, **options) -> None:
     emit.check_chips(options, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
     emit.check_serving(options, [(request.service.model, request.service.serving)])
     by_rate = options["concurrency"] is None and request.service.slo is None
-    if request.service.serving != "agg":
+    if request.service.serving != api.Serving.AGG:
         return run_serving(ctx, request, options, by_rate)
     chart_path = options.get("chart_path")
     if chart_path:
@@ -476,11 +476,11 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
         click.echo(out.model_dump_json(indent=2))
     else:
         print_serving(choice, request, options)
-    chosen = agg if choice.chosen == "agg" else dis
+    chosen = agg if choice.chosen == api.Serving.AGG else dis
     if not chosen.feasible:
         ctx.exit(1)
     if options.get("emit"):  # the chosen plan's manifests
-        written = (emit.emit([(agg.best.model, agg.best)], options=options) if choice.chosen == "agg" else
+        written = (emit.emit([(agg.best.model, agg.best)], options=options) if choice.chosen == api.Serving.AGG else
                    emit.emit(*emit.disaggregated(request.service.model, dis.prefill, dis.decode), options=options))
         for line in written:
             click.echo(line, err=options["as_json"])

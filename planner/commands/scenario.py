@@ -271,10 +271,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     --context-length and --chip."""
     from ortools.sat.python import cp_model  # noqa: F401  (every point is solved: imported before the freeze)
 
-    from planner.app import api
-    from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
-    from planner.report.review import Ticker, markdown
 
     if show_schema:
         return print_schema()
@@ -282,16 +279,33 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     fmt = "json" if options["as_json"] else fmt
     check_output_path(chart_path)
     if file:
-        given = [p.opts[0] for p in ctx.command.params if p.name in options and p.name not in FILE_OPTIONS
-                 and ctx.get_parameter_source(p.name) is not ParameterSource.DEFAULT]
-        if given:
-            raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
-                             "put the what-if in the file's services and variants, or drop FILE")
-        c = api.compare(file, time_limit=options["time_limit"], executor=executor, ray_address=ray_address,
-                        progress=Ticker(_err_console()), named=file_option)
-        if options["show_provenance"]:
-            click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
-        ctx.exit(_emit(c, fmt, True, chart_path, file_option))
+        ctx.exit(compare_file(ctx, file, fmt, chart_path, executor, ray_address, options))
+    ctx.exit(compare_sweep(fmt, chart_path, executor, ray_address, options))
+
+
+def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str, ray_address: str | None,
+                 options: dict) -> int:
+    """`plan compare FILE`: the file's base and every variant; a `plan` option beside it is refused."""
+    from planner.app import api
+    from planner.report.review import Ticker
+
+    given = [p.opts[0] for p in ctx.command.params if p.name in options and p.name not in FILE_OPTIONS
+             and ctx.get_parameter_source(p.name) is not ParameterSource.DEFAULT]
+    if given:
+        raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
+                         "put the what-if in the file's services and variants, or drop FILE")
+    c = api.compare(file, time_limit=options["time_limit"], executor=executor, ray_address=ray_address,
+                    progress=Ticker(_err_console()), named=file_option)
+    if options["show_provenance"]:
+        click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
+    return _emit(c, fmt, True, chart_path, file_option)
+
+
+def sweep_scenarios(options: dict) -> tuple[list[dict], list[str], list[tuple[str, Scenario]], list[str]]:
+    """The sweep's points, the axes that vary, each point as a labelled one-service scenario, and
+    the notes of input that had no effect; every problem of every point raised before any planning."""
+    from planner.commands.plan import parse_prices
+
     has_targets = any(options.get(k) is not None for k in options if k.endswith("_ms") and k[0] == "p")
     if not options["model"] or not options["chip"] or not (options["concurrency"] or has_targets):
         raise InputError("compare", "needs a scenario FILE, or --model, --chip and --concurrency",
@@ -322,6 +336,15 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
              for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
     if options["show_provenance"]:
         notes.append(PROVENANCE_NOTE)
+    return points, varying, scenarios, notes
+
+
+def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: str | None, options: dict) -> int:
+    """`plan compare --model ... --chip ...`: every point of the sweep planned and set side by side."""
+    from planner.app import api
+    from planner.report.review import Ticker, markdown
+
+    points, varying, scenarios, notes = sweep_scenarios(options)
     ticker = Ticker(_err_console())
     done = [0]
 
@@ -352,7 +375,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
 
         write_charts(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title, plan_flag))],
                      chart_path)
-    ctx.exit(0 if all(r.feasible for r in results) else 1)
+    return 0 if all(r.feasible for r in results) else 1
 
 
 def register(cli: click.Group) -> None:

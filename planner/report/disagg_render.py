@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from planner.app.serving import DisaggPlan, RolePool, ServingChoice
+from planner.app.kinds import Serving
+from planner.app.serving import DisaggPlan, ServingChoice
 from planner.numbers import amount, count, duration, number
 from planner.report.memory import render_memory
 from planner.report.render import command, render_notes, split
@@ -101,11 +102,7 @@ def render_disagg_infeasible(plan: DisaggPlan, console: Console, workload: str) 
 
 def render_choice(choice: ServingChoice, console: Console) -> None:
     console.print()
-    label = {"agg": "aggregated", "disagg": "disaggregated"}[choice.chosen]
+    label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}[choice.chosen]
     console.print(f"[bold]serving {choice.mode}:[/bold] {label}. {choice.why}", soft_wrap=True)
     if choice.aggregated is not None:
         render_notes([], console)
-
-
-def role_of(pool: RolePool) -> str:
-    return pool.role

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner import defaults
+from planner.app.kinds import Role
 from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -241,7 +242,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     name = _name(pool_name)
     first = pool.instances[0]
     labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name,
-              "app.kubernetes.io/component": first.role, "app.kubernetes.io/managed-by": "deployment-planner"}
+              "app.kubernetes.io/component": str(first.role), "app.kubernetes.io/managed-by": "deployment-planner"}
     resource, selector = _gpu(chip, options)
     if not selector:
         notes.append(f"{name}: no node selector ({mention('node_selector')} none): the pods go to any node with "
@@ -281,7 +282,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     out.append({"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, labels, options),
                 "spec": {"selector": service_selector,
                          "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]}})
-    if options.target == "llm-d" and first.role != "aggregated":
+    if options.target == "llm-d" and first.role != Role.AGGREGATED:
         raise no_llm_d(name)
     if options.target == "llm-d":
         out.append({"apiVersion": INFERENCE_POOL_API, "kind": "InferencePool", "metadata": _meta(name, labels, options),

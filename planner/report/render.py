@@ -10,6 +10,7 @@ from rich import box
 from rich.console import Console
 
 from planner import defaults
+from planner.app.kinds import Role
 from planner.app.result import PlanResult, PoolPlan
 from planner.numbers import (
     amount,
@@ -356,7 +357,7 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r, named)}", soft_wrap=True)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
-        for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
+        for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == Role.AGGREGATED
                      else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     print_node_map(console, r.nodes, [(p.service, p.instances) for p in r.services],
@@ -365,7 +366,7 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:
         if p.instance_commands:  # a role's pool: one line per process, the decode pool's then the router
-            command(console, f"# {p.service}, one line per process" + (", then the router" if p.role == "decode"
+            command(console, f"# {p.service}, one line per process" + (", then the router" if p.role == Role.DECODE
                                                                        else ""))
             for line in p.instance_commands:
                 command(console, line)
