@@ -73,11 +73,11 @@ def _request(request: PlanRequest | None, fields: dict) -> PlanRequest:
 def check_service(service: ServiceSpec) -> None:
     """The first of what is wrong with the service whatever the shape, as bad input, before any
     search (planner/request.py service_problems)."""
+    from planner.candidates.table import sweep_model
     from planner.request import service_problems
     from pricing.errors import InputError
-    from pricing.graph import load_model
 
-    for field, problem, fix in service_problems(service, load_model(service.model, service.quantization))[:1]:
+    for field, problem, fix in service_problems(service, sweep_model(service.model, service.quantization))[:1]:
         raise InputError(field, problem, fix)
 
 
@@ -132,8 +132,8 @@ def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool 
         raise InputError("serving", f"plan() plans an aggregated pool, not {request.service.serving}",
                          "call plan_serving() for a disaggregated or the cheaper plan")
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
-    check_service(request.service)
-    with session():
+    with session():  # one graph of the model for the check, the search and the plan (`sweep_model`)
+        check_service(request.service)
         result = pool.plan(request, named)
     s = request.service
     notes = _notes(request, by_rate) + unused_acceptance(s.speculative_acceptance, s.num_speculative_tokens)
@@ -153,8 +153,8 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     fields = {"serving": Serving.DISAGG.value, **fields} if request is None else fields
     request = _request(request, _by_rate(fields))
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
-    check_service(request.service)
     with session():
+        check_service(request.service)
         choice = choose(request, named)
     notes = [render(n, named) for n in _notes(request, by_rate)]
     if choice.aggregated is not None:

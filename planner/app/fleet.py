@@ -110,11 +110,11 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             continue
         row = option.row
         model = sweep_model(p.spec.model, p.spec.quantization)
-        length = context_length(model, p.spec)
+        table = next(t for t in p.tables if t.chip.id == row.chip)
+        length = table.context_length
         d = deployment(row, p.spec, length)
         held = row.concurrency * replicas
-        table = next(t for t in p.tables if t.chip.id == row.chip)
-        kernel = verify(model, table.chip, p.spec, row)
+        kernel = verify(model, table, p.spec, row)
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
@@ -216,8 +216,8 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
                                                                          "nodes", "memory"})
         spare = pool.held / max(1, pool.in_flight) - 1
         fields.update(headroom=spare, headroom_percent=round(spare * 100, 2), service=f"{p.name} ({pool.role})",
-                      asked=pool.in_flight, target=Target.of(p.spec, context_length(model, p.spec),
-                                                             target_words(p.spec)), role=pool.role,
+                      asked=pool.in_flight, target=Target.of(p.spec, pool.max_model_len, target_words(p.spec)),
+                      role=pool.role,
                       handover=handover_of(pair), deployment=pool.deployment, served=p.name)
         out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
     return out

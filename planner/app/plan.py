@@ -12,12 +12,11 @@ from planner.app.serve import own_nodes, served_model
 from planner.app.targets import binds_words, met_words, narrower_words, target_words
 from planner.candidates import latency
 from planner.candidates.shapes import ChipTable, context_length, deployment
-from planner.candidates.table import verify
+from planner.candidates.table import sweep_model, verify
 from planner.numbers import count
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
 from pricing.errors import mention, named_all, render
-from pricing.graph import load_model
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
@@ -27,7 +26,7 @@ def plan(request: PlanRequest, named=None) -> PlanResult:
     rejected flag named as `named` calls its field: the command's flag; None: the field)."""
     service, limits = request.service, request.limits
     found = search(request)
-    model = load_model(service.model, service.quantization)
+    model = sweep_model(service.model, service.quantization)  # the graph the search's tables were built on
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
     prices = {t.chip.id: t.chip.price_per_gpu_hour for t in found.tables}
@@ -97,7 +96,7 @@ def margin_of(service: ServiceSpec) -> Margin:
 def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
           every=None, spare: int = 0) -> PoolPlan:
     row = option.row
-    kernel = verify(model, table.chip, service, row)
+    kernel = verify(model, table, service, row)
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
         update={"speculative_method": kernel.engine.spec_method})
     held = row.concurrency * replicas
