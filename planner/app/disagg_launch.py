@@ -41,11 +41,11 @@ def side_channel_base() -> int:
 
 
 def _with_connector(x: Launch, kv_role: str, side_port: int) -> Launch:
-    if "serve" not in x.args[:2]:
+    if x.serve is None:
         return x  # `ray start`: no engine
     env = (*x.env, ("VLLM_NIXL_SIDE_CHANNEL_HOST", node_address(x.node)),
            ("VLLM_NIXL_SIDE_CHANNEL_PORT", str(side_port)))
-    return replace(x, args=(*x.args, "--kv-transfer-config", kv_transfer_config(kv_role)), env=env)
+    return replace(x, serve=replace(x.serve, role=("--kv-transfer-config", kv_transfer_config(kv_role))), env=env)
 
 
 def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list, first_side_port: int):
@@ -61,10 +61,7 @@ def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed
         ray = [_with_connector(x, d.kv_role, port) for x in ray_launch(model, d, gpus_per_node, inst.slots)]
         out.append(InstanceLaunch(
             replica=inst.replica, role=inst.role, slots=inst.slots,
-            commands=[CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
-                      for x in own],
-            ray=[CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
-                 for x in ray]))
+            commands=[CommandLine.of(x) for x in own], ray=[CommandLine.of(x) for x in ray]))
         data += [LaunchData(node=x.node, env=dict(x.env), args=list(x.args), line=x.text) for x in own]
     return out, data
 

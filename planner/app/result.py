@@ -4,9 +4,9 @@ Fields marked `exclude=True` feed the rich rendering and are not part of the JSO
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr, SkipValidation
 
 from planner import defaults
 from planner.app.kinds import Role
@@ -61,6 +61,14 @@ class CommandLine(BaseModel):
     what: str = Field("", description="what the process is: the instance, the head, a worker, the Ray head ...")
     args: list[str] = Field(default_factory=list, description="the command as words (program first)")
     env: dict[str, str] = Field(default_factory=dict, description="the environment it is started with")
+    launch: SkipValidation[Any] = Field(None, exclude=True, description="the process in parts "
+                                        "(planner/app/serve.py Launch), for its other renderings")
+
+    @classmethod
+    def of(cls, launch) -> CommandLine:
+        """A launch (planner/app/serve.py) as the plan prints it: one shell line, its words and environment."""
+        return cls(node=launch.node, command=launch.text, what=launch.what, args=list(launch.args),
+                   env=dict(launch.env), launch=launch)
 
 
 class InstanceLaunch(BaseModel):

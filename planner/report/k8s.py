@@ -135,36 +135,25 @@ def node_selector(values: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None
     return tuple(out)
 
 
-def _serve_args(args: list[str], model: str, leader: bool) -> list[str]:
-    """`vllm serve`'s arguments in a pod: the model as the pods get it, the API on the pod's own port,
-    the head's address from LWS; the command's --host/--port (a node's own) left out."""
-    out, i = [model], 3  # args[0:3] = vllm serve MODEL
-    while i < len(args):
-        if args[i] in ("--host", "--port"):
-            i += 2
-            continue
-        out.append(LEADER_ADDRESS if args[i] == "$HEAD_IP" else args[i])
-        i += 1
-    if leader:
-        out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(defaults.value("launch.port"))]
+def _leader_args(serve, model: str) -> list[str]:
+    """`vllm serve`'s arguments in a leader's pod (a plan's `Serve`, planner/app/serve.py): the
+    model as the pods get it, the API on the pod's own port, the head's address from LWS."""
+    out = list(serve.args(head=LEADER_ADDRESS, model=model, endpoint=False))
+    out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(defaults.value("launch.port"))]
     return out
 
 
-def _worker_command(args: list[str]) -> tuple[list[str], list[str]]:
-    """A worker's container command and args: its rank from LWS_WORKER_INDEX. --node-rank is the
+def _worker_command(serve, model: str) -> tuple[list[str], list[str]]:
+    """A worker's container command and args: its rank from LWS_WORKER_INDEX. A node rank is the
     index itself (Kubernetes expands $(VAR) in args); a data-parallel start rank is the index times
     the ranks per node, which needs the shell's arithmetic."""
-    out = list(args)
-    if "--node-rank" in out:
-        out[out.index("--node-rank") + 1] = f"$({WORKER_INDEX})"
-        return ["vllm", "serve"], out
-    if "--data-parallel-start-rank" in out:
-        local = out[out.index("--data-parallel-size-local") + 1]
-        # $$ is Kubernetes' escape of $: the shell gets $((...)) (Kubernetes leaves $(VAR) to its own expansion)
-        out[out.index("--data-parallel-start-rank") + 1] = f"$$(({WORKER_INDEX}*{local}))"
-        line = " ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])
-        return ["sh", "-c"], [line.replace(LEADER_ADDRESS, "${LWS_LEADER_ADDRESS}")]
-    return ["vllm", "serve"], out
+    join = serve.join
+    if not join.shell_rank:
+        return ["vllm", "serve"], list(serve.args(LEADER_ADDRESS, f"$({WORKER_INDEX})", model, endpoint=False))
+    # $$ is Kubernetes' escape of $: the shell gets $((...)) (Kubernetes leaves $(VAR) to its own expansion)
+    out = serve.args(LEADER_ADDRESS, f"$$(({WORKER_INDEX}*{join.ranks_per_index}))", model, endpoint=False)
+    line = " ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])
+    return ["sh", "-c"], [line.replace(LEADER_ADDRESS, "${LWS_LEADER_ADDRESS}")]
 
 
 def _shell_word(arg: str) -> str:
@@ -247,20 +236,19 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     if not selector:
         notes.append(f"{name}: no node selector ({mention('node_selector')} none): the pods go to any node with "
                      f"{resource}")
-    commands = [c.args for c in first.commands]
+    serves = [c.launch.serve for c in first.commands]
     envs = [c.env for c in first.commands]
-    served = commands[0][2]
-    model = options.model_source or served
+    model = options.model_source or serves[0].model.name
     if model.startswith("$"):
         raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config file "
                          "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
     per_pod = [len(s.gpus) for s in first.slots]
-    leader_args = _serve_args(commands[0], model, leader=True)
+    leader_args = _leader_args(serves[0], model)
     head = _container("vllm", ["vllm", "serve"], leader_args, per_pod[0], resource, options, serves_api=True,
                       launch_env=envs[0])
     out = []
-    if len(commands) == 1:
+    if len(serves) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "selector": {"matchLabels": labels},
                              "template": _pod(head, selector, options, labels)}})
@@ -269,13 +257,13 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
         if len(set(per_pod)) != 1:
             raise InputError("placement", f"{name}: the nodes of one instance give {per_pod} GPUs",
                              "a LeaderWorkerSet asks every worker for the same GPUs")
-        command, worker_args = _worker_command(_serve_args(commands[1], model, leader=False))
+        command, worker_args = _worker_command(serves[1], model)
         worker = _container("vllm", command, worker_args, per_pod[1], resource, options, serves_api=False,
                             launch_env=envs[1])
         out.append({"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "startupPolicy": "LeaderCreated",
                              "leaderWorkerTemplate": {
-                                 "size": len(commands), "restartPolicy": "RecreateGroupOnPodRestart",
+                                 "size": len(serves), "restartPolicy": "RecreateGroupOnPodRestart",
                                  "leaderTemplate": _pod(head, selector, options, labels),
                                  "workerTemplate": _pod(worker, selector, options, labels)}}})
         service_selector = labels | {"leaderworkerset.sigs.k8s.io/worker-index": "0"}  # the leaders serve the API

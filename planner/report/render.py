@@ -223,7 +223,8 @@ def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) ->
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
                       "the node map names (each in its own shell, or end it with &):", soft_wrap=True)
-    if any(WEIGHTS in c.command for i in p.instances for c in i.commands):
+    if any(c.launch.serve.model.placeholder for i in p.instances for c in i.commands
+           if c.launch is not None and c.launch.serve is not None):  # a bare config.json: no weights named
         console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed ("
                       + render(mention("model"), named) + " named a config file with no weights beside it); set it "
                       "before the commands", soft_wrap=True, markup=False)
