@@ -390,14 +390,14 @@ def run(ctx: click.Context, **options) -> None:
     from planner.heap import freeze_imported
 
     freeze_imported()
-    emit.check(options)
+    to = emit.emit_of(options)
     request = request_from(options)
     limits = request.limits
-    emit.check_chips(options, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
-    emit.check_serving(options, [(request.service.model, request.service.serving)])
+    emit.check_chips(to, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
+    emit.check_serving(to, [(request.service.model, request.service.serving)])
     by_rate = options["concurrency"] is None and request.service.slo is None
     if request.service.serving != api.Serving.AGG:
-        return run_serving(ctx, request, options, by_rate)
+        return run_serving(ctx, request, options, by_rate, to)
     chart_path = options.get("chart_path")
     if chart_path:
         if request.service.slo is None:
@@ -415,8 +415,8 @@ def run(ctx: click.Context, **options) -> None:
     print_plan(result, options)
     if not result.feasible:
         ctx.exit(1)
-    if options.get("emit"):
-        for line in emit.emit([(result.best.model, result.best)], options=options):
+    if to is not None:
+        for line in emit.emit([(result.best.model, result.best)], to=to):
             click.echo(line, err=options["as_json"])
 
 
@@ -460,7 +460,7 @@ def print_plan(result, options: dict) -> None:
         render_plan(result, console_for_output(), options["show_provenance"], plan_flag)
 
 
-def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate: bool) -> None:
+def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate: bool, to) -> None:
     """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
     cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
     from planner.app import api
@@ -479,9 +479,9 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
     chosen = agg if choice.chosen == api.Serving.AGG else dis
     if not chosen.feasible:
         ctx.exit(1)
-    if options.get("emit"):  # the chosen plan's manifests
-        written = (emit.emit([(agg.best.model, agg.best)], options=options) if choice.chosen == api.Serving.AGG else
-                   emit.emit(*emit.disaggregated(request.service.model, dis.prefill, dis.decode), options=options))
+    if to is not None:  # the chosen plan's manifests
+        written = (emit.emit([(agg.best.model, agg.best)], to=to) if choice.chosen == api.Serving.AGG else
+                   emit.emit(*emit.disaggregated(request.service.model, dis.prefill, dis.decode), to=to))
         for line in written:
             click.echo(line, err=options["as_json"])
 

@@ -126,14 +126,14 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if not file:
         raise InputError("FILE", "missing", "give a scenario file, or --file-schema for its format")
     check_output_path(chart_path)
-    emit.check(k8s)
+    to = emit.emit_of(k8s)
     from planner.app import api
 
     scenario = api.scenario_of(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
-    emit.check_chips(k8s, [c for s in scenario.services for c in scenario.limits(s).chips])
-    emit.check_serving(k8s, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
+    emit.check_chips(to, [c for s in scenario.services for c in scenario.limits(s).chips])
+    emit.check_serving(to, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
     from planner.heap import freeze_imported
     from planner.report.review import Ticker
 
@@ -142,10 +142,10 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
                    ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
     code = _emit(c, fmt, with_variants, chart_path)
-    if k8s.get("emit") and c.base.feasible:
-        for line in emit.emit(*emit.fleet_pools(c.base.services), options=k8s):
+    if to is not None and c.base.feasible:
+        for line in emit.emit(*emit.fleet_pools(c.base.services), to=to):
             click.echo(line, err=fmt == "json")
-    elif k8s.get("emit"):
+    elif to is not None:
         click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)
     ctx.exit(code)
 
