@@ -29,7 +29,8 @@ PRICING_STAGES = (
 # the planner's stages, after pricing's
 PLANNER_STAGES = (
     # inputs, and the one number formatter every later stage prints its figures with
-    ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap", "planner.numbers"),
+    ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap", "planner.numbers",
+     "planner.kinds"),
     ("planner.candidates",),
     ("planner.search",),
     ("planner.app",),  # the use cases: the Python API (`import planner` re-exports planner.app.api)

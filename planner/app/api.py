@@ -14,7 +14,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from planner.app.kinds import Role, Serving
+from planner.kinds import Role, Serving
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from planner.scenario import Scenario
 
 LIMIT_FIELDS = set(PoolLimits.model_fields) | {"chip"}
-KINDS = (Role, Serving)  # the kinds a result's pools and plans come in (planner/app/kinds.py)
+KINDS = (Role, Serving)  # the kinds a result's pools and plans come in (planner/kinds.py)
 
 
 @contextmanager

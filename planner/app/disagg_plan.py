@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 
-from planner.app.kinds import Serving
 from planner.app.result import Explanation
 from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.table import ChipTable, Row, context_length, priced_chip
+from planner.kinds import Serving
 from planner.numbers import count, duration, given, money, number, percent, size, tokens, with_article
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search

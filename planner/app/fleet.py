@@ -13,7 +13,6 @@ from pydantic import BaseModel, Field
 from planner import defaults
 from planner.app.binds import binding, default_max_num_seqs, latency_binding
 from planner.app.disagg_plan import launch_pools
-from planner.app.kinds import Role
 from planner.app.plan import serving_figures, token_costs
 from planner.app.result import PoolPlan, Target
 from planner.app.serve import instance_launches, pool_launch, served_model
@@ -22,6 +21,7 @@ from planner.app.targets import target_words
 from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, sweep_model, verify
+from planner.kinds import Role
 from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat

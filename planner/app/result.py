@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, PrivateAttr, SkipValidation
 
 from planner import defaults
-from planner.app.kinds import Role
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
+from planner.kinds import Role
 from planner.request import implicit_concurrency
 from planner.search.placement import NodeUse, Slot
 from planner.search.status import StageStatus

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from planner.app.kinds import Role, Serving
 from planner.app.result import Explanation, PlanResult, PoolPlan
+from planner.kinds import Role, Serving
 
 
 class Launch(BaseModel):

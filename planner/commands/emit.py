@@ -76,7 +76,7 @@ def check_serving(to: Emit | None, services: list[tuple[str, str]]) -> None:
     """Before any planning: the llm-d target writes no disaggregated service ((name, serving) pairs;
     `auto` is known only once planned, and refused then, before anything is written)."""
     if to is not None and to.k8s.target == "llm-d":
-        from planner.app.api import Serving
+        from planner.kinds import Serving
         from planner.report.k8s import no_llm_d
 
         for name, serving in services:
@@ -128,7 +128,7 @@ def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]],
 def fleet_pools(services: list) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:
     """A scenario's pools as `emit` takes them: aggregated ones by service, a disaggregated
     service's two role pools (each knows the service it serves and its role) and its router."""
-    from planner.app.api import Role
+    from planner.kinds import Role
 
     pools, routers = [], []
     for s in services:

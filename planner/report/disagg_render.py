@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from planner.app.kinds import Serving
 from planner.app.serving import DisaggPlan, ServingChoice
+from planner.kinds import Serving
 from planner.numbers import amount, count, duration, number
 from planner.report.memory import render_memory
 from planner.report.render import command, render_notes, split

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner import defaults
-from planner.app.kinds import Role
+from planner.kinds import Role
 from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"

@@ -10,8 +10,8 @@ from rich import box
 from rich.console import Console
 
 from planner import defaults
-from planner.app.kinds import Role
 from planner.app.result import PlanResult, PoolPlan
+from planner.kinds import Role
 from planner.numbers import (
     amount,
     count,
