@@ -85,3 +85,15 @@ def test_each_role_pool_carries_its_role_kernel():
     d = out.serving.disaggregated
     assert (d.prefill.kernel.engine.kv_role, d.decode.kernel.engine.kv_role) == ("kv_producer", "kv_consumer")
     assert d.prefill.role == planner.app.api.Role.PREFILL and d.decode.role == "decode"
+
+
+def test_a_bare_config_says_its_weights_are_needed_from_the_served_model(tmp_path, shared_models):
+    """A config.json without weights is served as $MODEL_WEIGHTS (planner/app/serve.py ServedModel,
+    its `placeholder`): the plan says the weights are needed, and a card's plan does not."""
+    bare = tmp_path / "Qwen--Qwen3-8B.json"
+    bare.write_text((shared_models / "Qwen--Qwen3-8B.json").read_text())
+    said = "MODEL_WEIGHTS: the weights' folder or Hugging Face id is needed"
+    code, out, _ = cli(["--model", str(bare), "--chip", "h100", "--concurrency", "4", "--context-length", "8192"])
+    assert code == 0 and said in out and "vllm serve $MODEL_WEIGHTS " in out
+    code, out, _ = cli(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4", "--context-length", "8192"])
+    assert code == 0 and said not in out
