@@ -157,3 +157,19 @@ def test_no_docstring_cites_the_tracker():
                 if re.search(r"\bissues? \d+", doc):
                     cited.append(f"{name}: {getattr(node, 'name', '(module)')}")
     assert cited == []
+
+
+def test_the_api_never_prints():
+    """planner/app (the Python API) returns results and raises errors: it imports no terminal,
+    command-line or chart library, and calls no print."""
+    found = []
+    for name, path in MODULES.items():
+        if not (name == "planner.app" or name.startswith("planner.app.")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                found += [f"{name} imports {n}" for n in names if n.split(".")[0] in ("click", "rich", "matplotlib")]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                found.append(f"{name} calls print (line {node.lineno})")
+    assert found == []
