@@ -22,7 +22,7 @@ from pathlib import Path
 from bench_cli import FLOOR_IMPORTS, HEADLINE  # bench/ is on the path when a script there runs
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = {"planner.search.cpsat": ("tables_for", "solve"), "planner.report.plan": ("_pool",),
+STAGES = {"planner.search.cpsat": ("tables_for", "solve"), "planner.app.plan": ("_pool",),
           "planner.report.render": ("render_plan",)}
 
 CHILD = f"""

@@ -89,7 +89,7 @@ def free_inventory(listed: list[dict]) -> dict[str, dict]:
 
 def need(listed: list[dict], title: str) -> dict[str, int]:
     """GPUs per chip of the free review's answer (each service's own optimum), planned here."""
-    from planner.report.fleet import plan_scenario
+    from planner.app.fleet import plan_scenario
     from planner.scenario import Scenario
     from pricing import yaml_fast
 

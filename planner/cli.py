@@ -68,9 +68,9 @@ def cli(ctx: click.Context, **options):
     log against the kernel), calibrate (fit the fixed-memory laws to start-up records).
     """
     if ctx.invoked_subcommand not in ("models", "chips"):  # those print text: no candidate tables, no kernel
-        from planner.candidates.table import shared_tables
+        from planner.app.api import session
 
-        ctx.with_resource(shared_tables())  # one command's services and variants share their candidate tables
+        ctx.with_resource(session())  # one command's services and variants share their candidate tables
     if ctx.invoked_subcommand is None:
         plan.run(ctx, **options)
 

@@ -551,7 +551,7 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
 
     A context beyond a model's positions is an error of the services as written (`positions`),
     but not of a variant: a what-if across context lengths is answered, the variant infeasible
-    with vLLM's reason (planner/report/fleet.py `refused_context`). `name`: a mentioned field ->
+    with vLLM's reason (planner/app/fleet.py `refused_context`). `name`: a mentioned field ->
     how the reader calls it (the file's key; `plan compare` its flag)."""
     from functools import cache
 

@@ -114,7 +114,7 @@ def worker() -> None:
 
 def ours(q: dict, rate: float) -> dict:
     """This planner at aiconfigurator's rate and the question's targets."""
-    from planner.report.disagg_plan import plan_disagg
+    from planner.app.disagg_plan import plan_disagg
     from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
 
     service = ServiceSpec(model=q["card"], concurrency=1, context_length=q["isl"] + q["osl"], ttft_ms=q["ttft_ms"],
@@ -124,10 +124,9 @@ def ours(q: dict, rate: float) -> dict:
     if not plan.feasible:
         return {"feasible": False, "why": plan.explanations}
     p, d = plan.prefill, plan.decode
-    from planner.report.disagg_plan import role_kernels
     from pricing.kernel.connector import stages_refused
 
-    staged = stages_refused(role_kernels(service, PoolLimits(chips=(q["chip"],)), plan)["prefill"])
+    staged = stages_refused(p.kernel)
 
     def pool(x) -> dict:
         return {"replicas": x.replicas, "gpus_per_replica": x.gpus_per_replica, "tp": x.tensor_parallel_size,

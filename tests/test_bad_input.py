@@ -155,7 +155,7 @@ def test_the_library_names_fields_and_the_commands_name_flags():
 FLAG_WORD = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 QUOTED_COMMAND = re.compile(r"`(?:plan|kubectl|vllm|pip|ray) [^`]*`")  # a command line to run, quoted whole
 # vLLM's CLI, not ours: an argv element of a launch command is exactly one flag of vLLM's own parsers
-# (`vllm serve`, and the NIXL proxy planner/report/disagg_launch.py starts), or of `ray start` (serve.py)
+# (`vllm serve`, and the NIXL proxy planner/app/disagg_launch.py starts), or of `ray start` (serve.py)
 PARSERS = ROOT / "tests" / "fixtures" / "vllm-0.33"
 VLLM_FLAGS = frozenset(json.loads((PARSERS / "serve_flags.json").read_text())["flags"])
 PROXY_FLAGS = frozenset(json.loads((PARSERS / "proxy_flags.json").read_text())["flags"])
@@ -170,7 +170,7 @@ NOT_YET = {
     "pricing/graph/__init__.py": {"--limit-mm-per-prompt"}, "pricing/kernel/deepseek_v4.py": {"--no-mega-attention"},
     "pricing/kernel/startup.py": {"--gpu-memory-utilization", "--kv-cache-memory-bytes", "--enable-expert-parallel",
                                   "--max-model-len"},
-    "planner/report/result.py": {"--headroom", "--tpot-ms", "--ttft-ms", "--isl", "--osl", "--margin"},
+    "planner/app/result.py": {"--headroom", "--tpot-ms", "--ttft-ms", "--isl", "--osl", "--margin"},
     "planner/report/tables.py": {"--format"}, "planner/request.py": {"--random-range-ratio"},
     "planner/search/status.py": {"--time-limit"},
 }
@@ -208,7 +208,7 @@ def test_no_library_text_spells_a_flag_of_ours():
     in_errors, elsewhere = [], {}
     for module, in_error, text in library_strings():
         if text in VLLM_FLAGS | PROXY_FLAGS | RAY_START_FLAGS:
-            continue  # an argv element of a launch command (planner/report/serve.py, disagg_launch.py, k8s.py)
+            continue  # an argv element of a launch command (planner/app/serve.py, disagg_launch.py, k8s.py)
         words = flag_words(text)
         if words and in_error:
             in_errors.append((module, text))
@@ -308,7 +308,7 @@ def test_a_report_sentence_names_the_flag_in_plan_and_the_key_in_a_scenario(tmp_
 
 
 def test_the_estimate_footnote_names_plans_flag_and_the_files_key(tmp_path):
-    """An estimated price's footnote (planner/report/result.py) mentions price: `plan` says give
+    """An estimated price's footnote (planner/app/result.py) mentions price: `plan` says give
     yours with --price, a scenario review (table and Markdown) with the inventory's key."""
     estimate = "* l40s: $0.93/GPU-hour is an estimate as of 2026-05-01, not a quote (give yours with "
     code, out, err = run(["--model", "llama-3.1-8b", "--chip", "l40s", "--concurrency", "4"])
@@ -358,7 +358,7 @@ def test_library_errors_name_the_flag_typed(argv, needle):
 
 
 def test_executor_errors_name_the_flag(monkeypatch):
-    """planner/report/executors.py names `executor`; `plan scenario` says --executor."""
+    """planner/app/executors.py names `executor`; `plan scenario` says --executor."""
     import sys
 
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
@@ -420,7 +420,7 @@ def test_a_scenario_that_is_not_utf8(tmp_path):
 
 
 def test_an_unwritable_chart_is_refused_before_planning(monkeypatch):
-    from planner.report import review
+    from planner.app import review
 
     monkeypatch.setattr(review, "compare", lambda *a, **k: pytest.fail("planned before checking --chart"))
     one_line_error(["scenario", str(MIXED), "--chart", "/proc/x.png"], "--chart", "/proc/x.png")
@@ -474,10 +474,10 @@ def test_an_error_quoted_in_a_plan_names_the_flag():
     import dataclasses
     import pickle
 
+    from planner.app.disagg_plan import plan_disagg
+    from planner.app.explain import explain
     from planner.candidates.table import candidate_table
     from planner.commands.flags import plan_flag
-    from planner.report.disagg_plan import plan_disagg
-    from planner.report.explain import explain
     from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
     from pricing.chips import get_chip
     from pricing.errors import InputError, Quoted

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from planner import defaults
+from planner.app import fleet
 from planner.candidates.table import shared_tables
-from planner.report import fleet
 from planner.scenario import Scenario
 from planner.search import fleet as search_fleet
 

@@ -14,9 +14,9 @@ import pytest
 
 import planner.report.charts as charts
 from planner import defaults
+from planner.app.fleet import ChipUse, FleetResult, ServicePlan, Shortfall
+from planner.app.review import Comparison
 from planner.candidates.slo import ParetoPoint, ServingFigures
-from planner.report.fleet import ChipUse, FleetResult, ServicePlan, Shortfall
-from planner.report.review import Comparison
 from planner.search.placement import NodeUse
 
 HOURS = defaults.value("report.hours_per_month")

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from planner.app.plan import plan
 from planner.cli import main
-from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.chips import chip_ids, get_chip
 

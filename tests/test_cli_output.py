@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from planner import defaults
+from planner.app.plan import plan
 from planner.cli import cli, main
-from planner.report.plan import plan, winner_kernel
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.chips import get_chip
 from pricing.config import card_index, load_card
@@ -123,7 +123,7 @@ def test_binds_names_the_weights_when_they_force_the_split():
     b = result.best
     assert b.replicas == 1 and b.gpus > 1
     assert b.binds.startswith("weights force the split")
-    k = winner_kernel(request, result)
+    k = b.kernel
     assert f"{k.fixed_bytes().weights / GiB:.2f} GiB of weights per rank" in b.binds
 
 
@@ -133,7 +133,7 @@ def test_binds_names_the_kv_cache_with_its_numbers():
     result = plan(request)
     b = result.best
     assert b.replicas > 1
-    k = winner_kernel(request, result)
+    k = b.kernel
     assert b.binds == (f"KV cache: {Capacity(k).requests_held()} requests of 131,072 tokens per rank "
                        f"({k.kv_pool() / GiB:.2f} GiB pool, {k.request_bytes() / GiB:.2f} GiB each; vLLM's maximum "
                        f"concurrency, {k.instance.max_concurrency():.2f}×, is before the KV margin and whole blocks "
@@ -241,7 +241,7 @@ def test_the_utilization_grid_keeps_a_margin_beside_the_budget():
     result = plan(request)
     chip = get_chip("h200")
     for p in [result.best, *result.alternatives]:
-        k = winner_kernel(request, result.model_copy(update={"best": p}))
+        k = p.kernel
         assert chip.memory_bytes - k.pre_snapshot_bytes() - k.budget() >= spare
     # the user widens it by naming the utilization
     wide = plan(request.model_copy(update={"service": request.service.model_copy(
@@ -524,7 +524,8 @@ services:
 
 
 def test_the_inventory_binds_only_where_it_raises_the_cost(tmp_path):
-    from planner.report.review import binding, compare
+    from planner.app.review import compare
+    from planner.report.review import binding
     from planner.scenario import load_scenario
 
     path = tmp_path / "tight.yaml"

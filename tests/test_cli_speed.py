@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from planner.app import fleet
+from planner.app.plan import plan
 from planner.candidates.table import candidate_table, priced_chip, shared_tables
-from planner.report import fleet
-from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import Scenario
 from planner.search import cpsat

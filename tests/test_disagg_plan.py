@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from planner.app.disagg_plan import plan_disagg
 from planner.candidates.roles import DECODE
 from planner.candidates.table import candidate_table
 from planner.cli import main
-from planner.report.disagg_plan import plan_disagg
 from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
 from planner.search import disagg
 from pricing.chips import get_chip
@@ -294,7 +294,7 @@ def test_the_printed_router_is_vllms_proxy_listening_for_the_other_nodes(capsys)
         assert getattr(ns, f"{side}_ports") == [s["port"] for s in heads]
         assert getattr(ns, f"{side}_hosts") == ["$" + s["node"].upper().replace("-", "_") + "_IP" for s in heads]
     # a scenario review prints the same router after its decode pool's commands
-    from planner.report.fleet import plan_scenario
+    from planner.app.fleet import plan_scenario
     from planner.scenario import load_scenario
 
     path = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
@@ -353,7 +353,7 @@ services:
 
 
 def _review(tmp_path, serving: str):
-    from planner.report.fleet import plan_scenario
+    from planner.app.fleet import plan_scenario
     from planner.scenario import load_scenario
 
     path = tmp_path / f"{serving}.yaml"
@@ -402,7 +402,7 @@ def test_a_review_hands_over_on_nvlink_only_where_placement_lays_both_pools_on_o
     NIC. By hand, each decode rank reads an 8,192-token prompt's KV of its 4 of 8 KV heads: 8,192 ×
     80 layers × 4 heads × 128 × 2 (K, V) × 2 bytes, from one prefill rank (tp 2 to tp 2), at the
     link's rate × the registry's efficiency (B200: NVLink 900 GB/s, NIC 400 Gb/s)."""
-    from planner.report.fleet import plan_scenario
+    from planner.app.fleet import plan_scenario
     from planner.scenario import load_scenario
     from pricing.registry import load
 

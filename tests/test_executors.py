@@ -1,5 +1,5 @@
 """A review's variants give the same results, in the same order, one after another, through the
-process pool and on a real local Ray runtime (planner/report/executors.py)."""
+process pool and on a real local Ray runtime (planner/app/executors.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from planner.report.review import compare
+from planner.app.review import compare
 from planner.scenario import Scenario
 
 

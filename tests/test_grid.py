@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from planner.app.review import compare
 from planner.report.charts import grid_chart
-from planner.report.review import compare, markdown
+from planner.report.review import markdown
 from planner.scenario import Scenario
 from pricing.errors import InputError
 

@@ -29,9 +29,11 @@ PRICING_STAGES = (
 # the planner's stages, after pricing's
 PLANNER_STAGES = (
     # inputs, and the one number formatter every later stage prints its figures with
-    ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap", "planner.numbers"),
+    ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap", "planner.numbers",
+     "planner.kinds"),
     ("planner.candidates",),
     ("planner.search",),
+    ("planner.app",),  # the use cases: the Python API (`import planner` re-exports planner.app.api)
     ("planner.report",),
     ("planner.commands", "planner.cli"),
 )
@@ -84,8 +86,10 @@ GRAPH = _graph()
 
 
 def _stage(module: str) -> int | None:
-    if module in ("pricing", "planner"):
-        return 0  # the packages themselves (empty)
+    if module == "pricing":
+        return 0  # the package itself (empty)
+    if module == "planner":
+        return _stage("planner.app")  # the package is the API's face (its names resolve lazily to planner.app.api)
     for i, prefixes in enumerate(STAGES):
         if any(module == p or module.startswith(p + ".") for p in prefixes):
             return i
@@ -113,9 +117,31 @@ def test_no_import_cycles(package):
     assert cycles == set()
 
 
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_report_only_renders():
+    """planner/report renders result models: it runs no search and builds no candidates (the use
+    cases in planner/app do, and hand it their results)."""
+    reaching = [f"{a} (line {d['line']}) imports {b}" for a, b, d in GRAPH.edges(data=True)
+                if _inside(a, "planner.report") and (_inside(b, "planner.search") or _inside(b, "planner.candidates"))]
+    assert reaching == []
+
+
+def test_the_commands_call_only_the_api_and_the_renderers():
+    """The click commands parse options into typed inputs, call planner/app/api.py and render: of
+    the application they import the API alone, and nothing of the candidates or the search."""
+    beyond = [f"{a} (line {d['line']}) imports {b}" for a, b, d in GRAPH.edges(data=True)
+              if (_inside(a, "planner.commands") or a == "planner.cli")
+              and (_inside(b, "planner.search") or _inside(b, "planner.candidates")
+                   or (_inside(b, "planner.app") and b != "planner.app.api"))]
+    assert beyond == []
+
+
 def test_the_walk_sees_function_level_imports():
     """The walk reads imports inside functions: the planner's CLI imports its commands there."""
-    assert GRAPH.has_edge("planner.commands.plan", "planner.report.plan")
+    assert GRAPH.has_edge("planner.commands.plan", "planner.app.api")
     assert GRAPH.has_edge("pricing.kernel.report", "pricing.kernel.checkpoint_check")  # inside memory_report
 
 
@@ -131,3 +157,19 @@ def test_no_docstring_cites_the_tracker():
                 if re.search(r"\bissues? \d+", doc):
                     cited.append(f"{name}: {getattr(node, 'name', '(module)')}")
     assert cited == []
+
+
+def test_the_api_never_prints():
+    """planner/app (the Python API) returns results and raises errors: it imports no terminal,
+    command-line or chart library, and calls no print."""
+    found = []
+    for name, path in MODULES.items():
+        if not (name == "planner.app" or name.startswith("planner.app.")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                found += [f"{name} imports {n}" for n in names if n.split(".")[0] in ("click", "rich", "matplotlib")]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                found.append(f"{name} calls print (line {node.lineno})")
+    assert found == []

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from planner.app.fleet import plan_scenario
+from planner.app.plan import plan
+from planner.app.serve import WEIGHTS, Launch, across_nodes, launches, served_model
 from planner.cli import main
-from planner.report.fleet import plan_scenario
-from planner.report.plan import plan
-from planner.report.serve import WEIGHTS, Launch, across_nodes, launches, served_model
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import load_scenario
 from planner.search.placement import Slot

@@ -4,9 +4,9 @@ and the per-node `vllm serve` commands of vLLM's multi-node launch."""
 
 import pytest
 
+from planner.app.plan import plan
 from planner.candidates.shapes import placement
 from planner.cli import main
-from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.chips import get_chip
 from pricing.graph import load_model

@@ -10,8 +10,8 @@ import re
 import pytest
 
 from planner import defaults
+from planner.app.plan import plan
 from planner.candidates.shapes import replica_cap
-from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.search.cpsat import Option, build, solve
 from pricing.chips import get_chip

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
+from planner.app.plan import plan
 from planner.cli import main
-from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, WorkloadSpec
 
 DONE_WHEN = ["--model", "llama-3.1-70b", "--chip", "h100", "--chip", "h200", "--concurrency", "64",
@@ -119,7 +119,7 @@ def test_when_the_target_costs_gpus_the_phrase_says_so():
 
 
 def test_a_scenario_service_takes_a_workload_and_a_tpot_target(tmp_path):
-    from planner.report.fleet import plan_scenario
+    from planner.app.fleet import plan_scenario
     from planner.scenario import load_scenario
 
     path = tmp_path / "latency.yaml"

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
+from planner.app.plan import plan
 from planner.candidates import slo
 from planner.cli import main
-from planner.report.plan import plan
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, SloSpec, WorkloadSpec
 from pricing.graph import load_model
 
@@ -53,10 +53,10 @@ def test_the_plan_meets_its_targets_when_simulated_again():
     for pool in [result.best, *result.alternatives]:
         assert pool.serving.ttft_ms["p99"] <= 1000 and pool.serving.tpot_ms["p90"] <= 15
     best = result.best
-    from planner.candidates.shapes import ChipTable, Row, Shape  # the chosen row, rebuilt from the plan
+    from planner.candidates.shapes import ChipTable, Row, Shape, context_length  # the chosen row, rebuilt
     from pricing.chips import get_chip
 
-    table = ChipTable(get_chip("h100"), 8)
+    table = ChipTable(get_chip("h100"), 8, context_length(load_model("llama-3.1-8b"), service))
     row = Row(chip="h100", shape=Shape(best.tensor_parallel_size, best.data_parallel_size, best.enable_expert_parallel,
                                        best.decode_context_parallel_size, best.kv_cache_dtype,
                                        best.pipeline_parallel_size),

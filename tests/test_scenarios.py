@@ -11,9 +11,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from planner.app.fleet import plan_scenario
+from planner.app.plan import plan
 from planner.cli import cli, main
-from planner.report.fleet import plan_scenario
-from planner.report.plan import plan
 from planner.request import PlanRequest
 from planner.scenario import Scenario, file_key, load_scenario
 from planner.search.fleet import prepare

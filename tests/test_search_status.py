@@ -10,9 +10,9 @@ import pytest
 from ortools.sat.python import cp_model
 
 from planner import defaults
+from planner.app import fleet
 from planner.candidates.shapes import Row, Shape
-from planner.report import fleet
-from planner.report.result import solver_phrase
+from planner.report.words import solver_phrase
 from planner.scenario import Scenario
 from planner.search import cpsat
 from planner.search import fleet as search_fleet

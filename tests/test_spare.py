@@ -67,7 +67,7 @@ services:
 
 
 def _review(tmp_path, spare: int):
-    from planner.report.fleet import plan_scenario
+    from planner.app.fleet import plan_scenario
     from planner.scenario import load_scenario
 
     path = tmp_path / "spare.yaml"
@@ -79,7 +79,7 @@ def _review(tmp_path, spare: int):
 @pytest.fixture(scope="module")
 def h200_alone():
     """The chat service's cheapest pool on H200 alone (the planner's own answer for that chip)."""
-    from planner.report.plan import plan
+    from planner.app.plan import plan
     from planner.request import PlanRequest, PoolLimits, ServiceSpec
 
     service = ServiceSpec(model="llama-3.1-8b", concurrency=400, context_length=8192)
@@ -188,7 +188,7 @@ def test_spares_move_a_disaggregated_fleet_within_max_gpus():
     no longer fits. The plan is then, by the law of the search, the cheapest of every priced
     prefill × decode pair at its fewest counts whose GPUs on each chip it uses are at most 16 − 8;
     placement keeps each chip's last node as its spare, off the pools."""
-    from planner.report.disagg_plan import plan_disagg
+    from planner.app.disagg_plan import plan_disagg
     from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
     from planner.search import disagg
 

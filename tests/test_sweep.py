@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.candidates.shapes import ChipTable, Row, deployment_for, shapes
+from planner.candidates.shapes import ChipTable, Row, context_length, deployment_for, shapes
 from planner.candidates.table import _record, evaluate_shape, shape_grid
 from planner.request import ServiceSpec
 from pricing.chips import get_chip
@@ -68,7 +68,8 @@ def test_fast_sweep_equals_point_by_point(card, data):
         return
     picked = data.draw(st.lists(st.sampled_from(found), min_size=1, max_size=3, unique=True), label="shapes")
     for shape in picked:
-        fast, slow = ChipTable(chip, chip.gpus_per_node), ChipTable(chip, chip.gpus_per_node)
+        at = context_length(model, service)
+        fast, slow = ChipTable(chip, chip.gpus_per_node, at), ChipTable(chip, chip.gpus_per_node, at)
         evaluate_shape(model, chip, service, shape, fast)
         point_by_point(model, chip, service, shape, slow)
         assert fast.rows == slow.rows, shape
@@ -84,7 +85,7 @@ def test_the_fast_sweep_reads_lower_utilizations_off_one_kernel():
     service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=131072,
                           gpu_memory_utilization=(0.9, 0.9001), max_num_batched_tokens=(2048,))
     found, _ = shapes(model, chip, service, None, 8)
-    fast, slow = ChipTable(chip, 8), ChipTable(chip, 8)
+    fast, slow = ChipTable(chip, 8, 131072), ChipTable(chip, 8, 131072)
     evaluate_shape(model, chip, service, found[0], fast)
     point_by_point(model, chip, service, found[0], slow)
     assert [r.gpu_memory_utilization for r in fast.rows] == [0.9001, 0.9]

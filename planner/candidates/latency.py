@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from planner.candidates.shapes import ChipTable, Row, context_length, deployment
+from planner.candidates.shapes import ChipTable, Row, deployment
 from planner.candidates.step_fields import StepFigures, step_fields
 from planner.numbers import duration
 from planner.request import ServiceSpec
@@ -58,8 +58,7 @@ def constrains(service: ServiceSpec) -> bool:
 
 
 def _step_model(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> StepModel:
-    length = context_length(model, service)
-    return StepModel(Kernel.of(model, deployment(row, service, length), table.chip),
+    return StepModel(Kernel.of(model, deployment(row, service, table.context_length), table.chip),
                      rates_accepted=service.speculative_acceptance)
 
 
@@ -73,7 +72,7 @@ def cap_rows(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
                               "targets")
         table.rows = []
         return
-    length = context_length(model, service)
+    length = table.context_length
     wl = workload(service)
     tpot = service.tpot_ms / 1000 if service.tpot_ms is not None else None
     ttft = service.ttft_ms / 1000 if service.ttft_ms is not None else None
@@ -123,7 +122,7 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
     and each instance's data-parallel ranks. None when the chip has no peak rates."""
     if not has_rates(table.chip):
         return None
-    length = context_length(model, service)
+    length = table.context_length
     wl = workload(service)
     per_instance = math.ceil(service.concurrency / replicas)
     batch = max(1, min(row.held_per_rank, math.ceil(per_instance / row.shape.dp)))

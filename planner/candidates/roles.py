@@ -129,9 +129,6 @@ class DecodeFigures:
     binds: str  # what sets the batch: tpot, or memory (the running and the arriving)
     requests_per_second: float  # one instance
 
-    def instance_rate(self) -> float:
-        return self.requests_per_second
-
 
 class DecodeRole(Role):
     kv_role = "kv_consumer"

@@ -117,6 +117,7 @@ class ChipTable:
 
     chip: Chip
     gpus_per_node: int
+    context_length: int  # max_model_len of every row: the service's, resolved once (`context_length`)
     rows: list[Row] = field(default_factory=list)
     verdicts: list[ShapeVerdict] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)  # shape filters that removed values, in words

@@ -91,7 +91,7 @@ def shape_grid(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape
     the smallest budget and the release's default utilization) and the probe; None when the probe
     is refused (vLLM rejects the flags: one point judged) or no utilization starts, the verdict
     saying why."""
-    length = context_length(model, service)
+    length = table.context_length
     verdict = ShapeVerdict(shape)
     table.verdicts.append(verdict)
     budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
@@ -148,9 +148,9 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
             return
 
 
-def verify(model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Kernel:
-    """The kernel of a reported row at its own max_num_seqs; it must hold what the row says."""
-    kernel = Kernel.of(model, deployment(row, service, context_length(model, service)), chip,
+def verify(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> Kernel:
+    """The kernel of a reported row of `table` at its own max_num_seqs; it must hold what the row says."""
+    kernel = Kernel.of(model, deployment(row, service, table.context_length), table.chip,
                        release=service.vllm_version)
     held = Capacity(kernel).requests_held(service.kv_margin)
     if held != row.held_per_rank:
@@ -231,7 +231,7 @@ def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[M
         raise InputError("context_length", problem, f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
-    return model, ChipTable(chip, per_node, excluded=notes), found
+    return model, ChipTable(chip, per_node, length, excluded=notes), found
 
 
 def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: list[Shape], table: ChipTable) -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import click
 
 from planner.commands.flags import own_flag
@@ -40,34 +42,52 @@ def apply_k8s_options(f):
     return f
 
 
-def check(options: dict) -> None:
-    """Before any planning: -o with --emit, and --emit with -o, a folder it can write."""
+@dataclass(frozen=True)
+class Emit:
+    """`--emit k8s -o DIR`, read once from the command's options: what the manifests are built with
+    (planner/report/k8s.py K8sOptions) and the folder they go to."""
+
+    k8s: object  # K8sOptions
+    output_dir: str
+
+
+def emit_of(options: dict) -> Emit | None:
+    """Before any planning: -o with --emit, and --emit with -o, a folder it can write, the node
+    selector well formed; the settings read once (None without --emit)."""
     if options.get("emit") and not options.get("output_dir"):
         raise InputError("--emit", "needs the folder to write", "add -o DIR")
     if options.get("output_dir") and not options.get("emit"):
         raise InputError("-o", "has nothing to write", "add --emit k8s")
-    if options.get("emit"):
-        from planner.report.k8s import node_selector, writable_folder
+    if not options.get("emit"):
+        return None
+    from planner.report import k8s
 
-        writable_folder(options["output_dir"])
-        node_selector(tuple(options.get("node_selector") or ()))
+    k8s.writable_folder(options["output_dir"])
+    selector = k8s.node_selector(tuple(options.get("node_selector") or ()))
+    return Emit(k8s.K8sOptions(image=options.get("image") or k8s.default_image(),
+                               model_source=options.get("model_source"), hf_token_secret=options.get("hf_token_secret"),
+                               model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
+                               target=options.get("k8s_target") or "plain", node_selector=selector,
+                               router_script=options.get("router_script")),
+                options["output_dir"])
 
 
-def check_serving(options: dict, services: list[tuple[str, str]]) -> None:
+def check_serving(to: Emit | None, services: list[tuple[str, str]]) -> None:
     """Before any planning: the llm-d target writes no disaggregated service ((name, serving) pairs;
     `auto` is known only once planned, and refused then, before anything is written)."""
-    if options.get("emit") and options.get("k8s_target") == "llm-d":
+    if to is not None and to.k8s.target == "llm-d":
+        from planner.kinds import Serving
         from planner.report.k8s import no_llm_d
 
         for name, serving in services:
-            if serving == "disagg":
+            if serving == Serving.DISAGG:
                 raise no_llm_d(name)
 
 
-def check_chips(options: dict, chips) -> None:
+def check_chips(to: Emit | None, chips) -> None:
     """Before any planning: every chip the manifests may name has its node label's value, or
     --node-selector gives the selector (planner/report/k8s.py `unlabelled`)."""
-    if not options.get("emit") or options.get("node_selector"):
+    if to is None or to.k8s.node_selector is not None:
         return
     from planner.report.k8s import unlabelled
     from pricing.chips import get_chip
@@ -78,29 +98,23 @@ def check_chips(options: dict, chips) -> None:
             raise problem
 
 
-def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = (), *, options: dict) -> list[str]:
+def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = (), *, to: Emit) -> list[str]:
     """Write each (name, pool) as `<name>.yaml`, and each disaggregated service's router (`routers`:
     its name, its prefill pool's and its decode pool's) as `<name>.yaml`; the paths written and the
     notes, as lines. A role pool's name is `<service> <role>` (its file `<service>-<role>.yaml`)."""
     from planner.report import k8s
     from pricing.chips import get_chip
 
-    opts = k8s.K8sOptions(image=options.get("image") or k8s.default_image(), model_source=options.get("model_source"),
-                          hf_token_secret=options.get("hf_token_secret"),
-                          model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
-                          target=options.get("k8s_target") or "plain",
-                          node_selector=k8s.node_selector(tuple(options.get("node_selector") or ())),
-                          router_script=options.get("router_script"))
     files, notes = {}, []
     for name, pool in pools:
-        resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), opts)
+        resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)
         files[f"{k8s._name(name)}.yaml"] = resources
         notes += said
     for name, prefill, decode in routers:
-        resources, said = k8s.router_manifests(name, prefill, decode, opts)
+        resources, said = k8s.router_manifests(name, prefill, decode, to.k8s)
         files[f"{k8s._name(name)}.yaml"] = resources
         notes += said
-    written = k8s.write(files, options["output_dir"])
+    written = k8s.write(files, to.output_dir)
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [
         f"note: {render(n, own_flag)}" for n in notes]  # a field a note mentions as the running command's flag
 
@@ -113,15 +127,16 @@ def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]],
 
 def fleet_pools(services: list) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:
     """A scenario's pools as `emit` takes them: aggregated ones by service, a disaggregated
-    service's two role pools (`<service> (prefill)`, `(decode)`) and its router."""
+    service's two role pools (each knows the service it serves and its role) and its router."""
+    from planner.kinds import Role
+
     pools, routers = [], []
     for s in services:
-        if s.role == "aggregated":
+        if s.role == Role.AGGREGATED:
             pools.append((s.service, s))
-        elif s.role == "decode":
-            name = s.service.removesuffix(" (decode)")
-            prefill = next(p for p in services if p.service == f"{name} (prefill)")
-            more, router = disaggregated(name, prefill, s)
+        elif s.role == Role.DECODE:
+            prefill = next(p for p in services if (p.served, p.role) == (s.served, Role.PREFILL))
+            more, router = disaggregated(s.served, prefill, s)
             pools += more
             routers += router
     return pools, routers

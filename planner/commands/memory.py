@@ -9,16 +9,16 @@ import click
 
 from planner import numbers as fmt
 from planner.commands import ranges
-from planner.commands.flags import check_options, in_flags, memory_flag, names_flags
-from planner.commands.plan import acceptance_option, unused_acceptance, vllm_version_option
+from planner.commands.flags import check_options, memory_flag, names_flags
+from planner.commands.plan import acceptance_option, vllm_version_option
 from planner.commands.registry_option import registry_option
 from planner.limits import MAX_MEMORY, MAX_SPECULATIVE, MIN_MEMORY
 from planner.numbers import count, number
-from planner.report.memory import render_memory, step_speed
+from planner.report.memory import render_memory
 from planner.report.tables import Col, console_for_output, csv_text, print_table
-from planner.request import check_request_fits
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
+from pricing.errors import render
 from pricing.units import GiB
 
 
@@ -104,46 +104,22 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
     and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
     vLLM's own error, when vLLM would not start it."""
+    from planner.app.api import memory as memory_of
     from planner.heap import freeze_imported
-    from pricing.errors import InputError
-    from pricing.graph import load_model
-    from pricing.kernel import Deployment, Kernel
-    from pricing.kernel.report import memory_report
 
     freeze_imported()
     check_options(ctx)  # an option that cannot apply (planner/commands/flags.py NEEDS)
-    if tokens < 0:
-        raise InputError("--tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
-    graph = load_model(model, quantization)
-    if flags.get("mamba_cache_mode") is not None and not any(d["state"] is not None for _, d in graph.nodes()):
-        raise InputError("--mamba-cache-mode", f"{graph.name} has no recurrent (Mamba) state for it to cache",
-                         "drop the flag")
-    target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
-    if (isl is None) != (osl is None):
-        missing, given = ("--isl", "--osl") if isl is None else ("--osl", "--isl")
-        raise InputError(missing, f"is required with {given}", "give both the mean input and output tokens")
-    try:
-        kernel = Kernel.of(graph, Deployment(**flags), target, release=vllm_version)
-        check_request_fits(isl, osl, kernel.engine.max_model_len)  # before any speed is priced for it
-        report = memory_report(kernel, tokens)
-        for note in unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens):
-            click.echo(f"note: {note}", err=True)
-        speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
-        if speed:  # the speed line's registry values beside the memory's
-            from planner.report.plan import step_provenance
-            from pricing.kernel.report import ProvenanceOut
-
-            report.provenance += [ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how)
-                                  for p in step_provenance(kernel)]
-    except InputError as err:
-        raise in_flags(err, memory_flag) from None
+    report = memory_of(model, chip, quantization, memory_bytes, tokens, vllm_version, batch, isl, osl,
+                       speculative_acceptance, **flags)
+    kernel, speed = report.kernel, report.step
+    for note in report.notes:
+        click.echo(f"note: {render(note, memory_flag)}", err=True)
     if not report.starts:  # the answer first: vLLM's reason in one line on stderr, the breakdown after
         from planner.report.memory import refusal_line
 
         click.echo(refusal_line(report), err=True)
     if as_json:
         out = report.model_dump()
-        out["step"] = speed
         click.echo(json.dumps(out, indent=2, default=str, ensure_ascii=False))
     else:
         render_memory(report, kernel, provenance=show_provenance, named=memory_flag)

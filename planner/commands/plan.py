@@ -1,7 +1,7 @@
 """`plan --model M --chip C --concurrency N`: the cheapest pool of GPUs, in which vLLM
 configuration, that holds N concurrent requests at the context length.
 
-Thin: parse the flags into a `PlanRequest`, call `planner.report.plan.plan`, render. Exit status 1
+Thin: parse the flags into a `PlanRequest`, call `planner.app.plan.plan`, render. Exit status 1
 when nothing fits (with the reason per chip), 2 for bad input (one line)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from planner.limits import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.request import PlanRequest, ServiceSpec
+    from planner.request import PlanRequest
 from pricing.config.methods import methods_help
 from pricing.errors import InputError
 
@@ -327,20 +327,15 @@ FLAGS = {"kv_cache_dtypes": "--kv-cache-dtype", "speculative_method": "--specula
          "num_speculative_tokens": "--num-speculative-tokens", "workload": "--isl", "serving": "--serving"}
 
 
+def service_flag_of(field: str) -> str | None:
+    """`plan`'s flag for a field of the service the API checks (planner/app/api.py `check_service`)."""
+    return FLAGS.get(field) or plan_flag(field)
+
+
 def _reasons_on_stderr(result) -> None:
     """Each chip's reason and each note on stderr, a line each (stdout holds JSON or CSV)."""
     for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:
         click.echo(line, err=True)
-
-
-def check_service(service: ServiceSpec) -> None:
-    """The first of what is wrong with the service whatever the shape, as bad input (exit 2)
-    before the search (planner/request.py service_problems)."""
-    from planner.request import service_problems
-    from pricing.graph import load_model
-
-    for field, problem, fix in service_problems(service, load_model(service.model, service.quantization))[:1]:
-        raise InputError(FLAGS[field], problem, fix)
 
 
 def check_output_path(path: str | None, flag: str = "--chart") -> None:
@@ -389,35 +384,9 @@ def rate_only(options: dict, workload) -> int:
     return 1
 
 
-def concurrency_note(options: dict, request: PlanRequest) -> list[str]:
-    """Say how the pool was sized when --concurrency was not given."""
-    s = request.service
-    if options["concurrency"] is not None or s.slo is not None:
-        return []
-    return [f"no --concurrency: the aggregated pool is sized by {s.workload.requests_per_second:g} requests/s at "
-            "each candidate's throughput within the targets (its TTFT is the chunked prefill beside the decodes, "
-            "without queueing for admission), so 'held' and 'headroom' count against one request"]
-
-
-def unused_prices(request: PlanRequest) -> list[str]:
-    """`--price chip=…` for a chip that is not planned has no effect: say so."""
-    from pricing.chips import get_chip
-
-    planned = {get_chip(c).id for c in request.limits.chips}
-    return [f"--price {chip}={price:g} has no effect: {chip} is not among the chips planned "
-            f"({', '.join(sorted(planned))})" for chip, price in request.limits.prices.items() if chip not in planned]
-
-
-def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) -> list[str]:
-    """`--speculative-acceptance` without speculative decoding has no effect: say so."""
-    if rates and not speculative_tokens:
-        return ["--speculative-acceptance has no effect: no speculative decoding (--num-speculative-tokens 0)"]
-    return []
-
-
 @names_flags(plan_flag)
 def run(ctx: click.Context, **options) -> None:
-    """Parse → plan → render; exit status 1 when nothing fits."""
+    """Parse → plan (planner/app/api.py) → render; exit status 1 when nothing fits."""
     if options.get("show_schema"):
         return print_schema()
     check_options(ctx)  # an option that cannot apply (planner/commands/flags.py NEEDS)
@@ -427,21 +396,19 @@ def run(ctx: click.Context, **options) -> None:
                          "`plan --help` lists the options")
     from ortools.sat.python import cp_model  # noqa: F401  (every plan is solved: imported before the freeze)
 
+    from planner.app import api
     from planner.commands import emit
     from planner.heap import freeze_imported
-    from planner.report.plan import plan, winner_kernel
-    from planner.report.render import PLAN_COLUMNS, plan_rows, render_brief, render_infeasible, render_plan
-    from planner.report.tables import console_for_output, csv_text
 
     freeze_imported()
-    emit.check(options)
+    to = emit.emit_of(options)
     request = request_from(options)
     limits = request.limits
-    emit.check_chips(options, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
-    emit.check_serving(options, [(request.service.model, request.service.serving)])
-    check_service(request.service)
-    if request.service.serving != "agg":
-        return run_serving(ctx, request, options)
+    emit.check_chips(to, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
+    emit.check_serving(to, [(request.service.model, request.service.serving)])
+    by_rate = options["concurrency"] is None and request.service.slo is None
+    if request.service.serving != api.Serving.AGG:
+        return run_serving(ctx, request, options, by_rate, to)
     chart_path = options.get("chart_path")
     if chart_path:
         if request.service.slo is None:
@@ -449,26 +416,41 @@ def run(ctx: click.Context, **options) -> None:
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
     try:
-        result = plan(request, plan_flag)
+        result = api.plan(request, named=plan_flag, sized_by_rate=by_rate)
     except InputError as err:
-        raise in_flags(err, plan_flag) from None
+        raise in_flags(err, service_flag_of) from None
     if chart_path and result.feasible:
-        from planner import numbers as fmt
-        from planner.report.charts import pareto_chart
-        from planner.report.result import price_footnotes
-
-        t, pools = result.target, [result.best, *result.alternatives]
-        chips = {p.chip for p in result.best.serving.pareto}
-        drawn = [p for p in pools if p.chip in chips]
-        write_charts(lambda: [(chart_path, pareto_chart(
-            result.best.serving, chart_path, f"{result.model} at {fmt.given(t.requests_per_second)} requests/s: "
-            f"{', '.join(t.service_targets)}", {p.chip for p in drawn if p.price_estimate},
-            price_footnotes(drawn, plan_flag)))], chart_path)
+        draw_pareto(result, chart_path)
     elif chart_path:
         result.notes.append(f"--chart wrote nothing: no pool fits ({chart_path} not written)")
-    result.notes[:0] = (concurrency_note(options, request) + unused_prices(request)
-                        + unused_acceptance(request.service.speculative_acceptance,
-                                            request.service.num_speculative_tokens))
+    print_plan(result, options)
+    if not result.feasible:
+        ctx.exit(1)
+    if to is not None:
+        for line in emit.emit([(result.best.model, result.best)], to=to):
+            click.echo(line, err=options["as_json"])
+
+
+def draw_pareto(result, chart_path: str) -> None:
+    """--chart: $/M output tokens against p99 TPOT over every pool simulated, the chosen one marked."""
+    from planner import numbers as fmt
+    from planner.report.charts import pareto_chart
+    from planner.report.words import price_footnotes
+
+    t, pools = result.target, [result.best, *result.alternatives]
+    chips = {p.chip for p in result.best.serving.pareto}
+    drawn = [p for p in pools if p.chip in chips]
+    write_charts(lambda: [(chart_path, pareto_chart(
+        result.best.serving, chart_path, f"{result.model} at {fmt.given(t.requests_per_second)} requests/s: "
+        f"{', '.join(t.service_targets)}", {p.chip for p in drawn if p.price_estimate},
+        price_footnotes(drawn, plan_flag)))], chart_path)
+
+
+def print_plan(result, options: dict) -> None:
+    """The aggregated plan as --json, --format csv, --brief or the full text asks."""
+    from planner.report.render import PLAN_COLUMNS, plan_rows, render_brief, render_infeasible, render_plan
+    from planner.report.tables import console_for_output, csv_text
+
     if not result.feasible:  # the answer first, one line on stderr; the reason per chip follows
         from planner.report.render import infeasible_line
 
@@ -486,64 +468,61 @@ def run(ctx: click.Context, **options) -> None:
     elif options.get("brief"):
         render_brief(result, console_for_output(), plan_flag)
     else:
-        render_plan(result, winner_kernel(request, result), console_for_output(), options["show_provenance"],
-                    plan_flag)
-    if not result.feasible:
+        render_plan(result, console_for_output(), options["show_provenance"], plan_flag)
+
+
+def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate: bool, to) -> None:
+    """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
+    cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    from planner.app import api
+    from planner.commands import emit
+
+    try:
+        out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate)
+    except InputError as err:
+        raise in_flags(err, service_flag_of) from None
+    choice = out.serving
+    agg, dis = choice.aggregated, choice.disaggregated
+    if options["as_json"]:
+        click.echo(out.model_dump_json(indent=2))
+    else:
+        print_serving(choice, request, options)
+    chosen = agg if choice.chosen == api.Serving.AGG else dis
+    if not chosen.feasible:
         ctx.exit(1)
-    if options.get("emit"):
-        for line in emit.emit([(result.best.model, result.best)], options=options):
+    if to is not None:  # the chosen plan's manifests
+        written = (emit.emit([(agg.best.model, agg.best)], to=to) if choice.chosen == api.Serving.AGG else
+                   emit.emit(*emit.disaggregated(request.service.model, dis.prefill, dis.decode), to=to))
+        for line in written:
             click.echo(line, err=options["as_json"])
 
 
-def run_serving(ctx: click.Context, request: PlanRequest, options: dict) -> None:
-    """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
-    cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+def print_serving(choice, request: PlanRequest, options: dict) -> None:
+    """Both plans as text (the aggregated one with auto), then which is cheaper and why."""
     from planner import defaults
-    from planner.commands import emit
-    from planner.report.disagg_plan import plan_serving, role_kernels
-    from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
-    from planner.report.memory import console_for_output
-    from planner.report.plan import winner_kernel
-    from planner.report.render import render_infeasible, render_notes, render_plan
-
-    choice = plan_serving(request, plan_flag)
-    notes = concurrency_note(options, request) + unused_prices(request)
-    agg, dis = choice.aggregated, choice.disaggregated
-    if agg is not None:
-        agg.notes[:0] = notes
-    s = request.service
     from planner import numbers as fmt
+    from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
+    from planner.report.render import render_infeasible, render_notes, render_plan
+    from planner.report.tables import console_for_output
 
+    s, agg, dis = request.service, choice.aggregated, choice.disaggregated
     workload = (f"{s.model} at {fmt.given(s.workload.requests_per_second)} requests/s of {fmt.count(s.workload.isl)} "
                 f"input and {fmt.count(s.workload.osl)} output tokens, TTFT {fmt.duration(s.ttft_ms)}"
                 + (f", TPOT {fmt.duration(s.tpot_ms)}" if s.tpot_ms is not None else ""))
-    if options["as_json"]:
-        from planner.report.serving import ServingOutput
-
-        click.echo(ServingOutput(serving=choice).model_dump_json(indent=2))
-    else:
-        console = console_for_output()
-        if agg is not None:
-            console.print("[bold]aggregated[/bold]")
-            if agg.feasible:
-                render_plan(agg, winner_kernel(request, agg), console, options["show_provenance"], plan_flag)
-            else:
-                render_infeasible(agg, console)
-            console.print()
-            console.print("[bold]disaggregated[/bold]")
-        if dis.feasible:
-            hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
-            render_disagg(dis, role_kernels(s, request.limits, dis), console, hours, workload, plan_flag)
+    console = console_for_output()
+    if agg is not None:
+        console.print("[bold]aggregated[/bold]")
+        if agg.feasible:
+            render_plan(agg, console, options["show_provenance"], plan_flag)
         else:
-            render_disagg_infeasible(dis, console, workload)
-        if agg is None:
-            render_notes(notes, console)
-        render_choice(choice, console)
-    chosen = agg if choice.chosen == "agg" else dis
-    if not chosen.feasible:
-        ctx.exit(1)
-    if options.get("emit"):  # the chosen plan's manifests
-        written = (emit.emit([(agg.best.model, agg.best)], options=options) if choice.chosen == "agg" else
-                   emit.emit(*emit.disaggregated(s.model, dis.prefill, dis.decode), options=options))
-        for line in written:
-            click.echo(line, err=options["as_json"])
+            render_infeasible(agg, console)
+        console.print()
+        console.print("[bold]disaggregated[/bold]")
+    if dis.feasible:
+        hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
+        render_disagg(dis, console, hours, workload, plan_flag)
+    else:
+        render_disagg_infeasible(dis, console, workload)
+    if agg is None:
+        render_notes(choice.notes, console)
+    render_choice(choice, console)

@@ -29,12 +29,12 @@ from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
 from planner.request import validation_message
-from planner.scenario import Scenario, ScenarioErrors, check_scenario, load_scenario, schema
-from pricing.errors import InputError, named_all
+from planner.scenario import Scenario, ScenarioErrors, check_scenario, schema
+from pricing.errors import InputError
 from pricing.units import tokens_label
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.report.review import Comparison
+    from planner.app.api import Comparison
 
 FORMATS = click.Choice(["table", "json", "markdown"])
 
@@ -48,7 +48,7 @@ def _err_console() -> Console:
 
 
 def executor_options() -> list:
-    """--executor and --ray-address, on `plan scenario` and `plan compare` (planner/report/executors.py)."""
+    """--executor and --ray-address, on `plan scenario` and `plan compare` (planner/app/executors.py)."""
     return [click.option("--executor", type=click.Choice(defaults.value("parallel.executors")),
                          default=defaults.value("parallel.executor"),
                          show_default=True, help="where the variants are planned: one after another, a process "
@@ -73,7 +73,7 @@ def check_concurrency(n: int, flag: str) -> None:
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, named=file_flag) -> int:
     """The review printed, the fields its sentences mention named as `named` calls them."""
-    from planner.report.review import Comparison, markdown
+    from planner.report.review import markdown
 
     console = _console()
     for r in c.results if with_variants else [c.base]:  # the answer first, one line each on stderr
@@ -82,8 +82,8 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
     if fmt == "json":
         click.echo((c if with_variants else c.base).model_dump_json(indent=2))
     elif fmt == "markdown":
-        click.echo(markdown(c if with_variants else Comparison(review=c.review, base=c.base, variants=[]), named),
-                   nl=False)
+        alone = c.model_copy(update={"variants": [], "grid": {}, "ranking": []})  # the base by itself
+        click.echo(markdown(c if with_variants else alone, named), nl=False)
     else:
         for r in c.results if with_variants else [c.base]:
             render_fleet(r, console, named)
@@ -127,28 +127,26 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         raise InputError("FILE", "missing", "give a scenario file, or --file-schema for its format")
     check_options(ctx)  # an option that cannot apply (planner/commands/flags.py NEEDS)
     check_output_path(chart_path)
-    emit.check(k8s)
-    scenario = load_scenario(file)
+    to = emit.emit_of(k8s)
+    from planner.app import api
+
+    scenario = api.scenario_of(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
-    emit.check_chips(k8s, [c for s in scenario.services for c in scenario.limits(s).chips])
-    emit.check_serving(k8s, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
+    emit.check_chips(to, [c for s in scenario.services for c in scenario.limits(s).chips])
+    emit.check_serving(to, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
     from planner.heap import freeze_imported
-    from planner.report.review import Ticker, compare
+    from planner.report.review import Ticker
 
     freeze_imported()
-    for name in variant_names:
-        scenario.apply(name)  # an unknown name is bad input, with the nearest names, before any planning
-    names = list(dict.fromkeys(variant_names)) if variant_names else (None if with_variants else [])
     with_variants = with_variants or bool(variant_names)
-    ticker = Ticker(_err_console())
-    c = compare(scenario, names, progress=ticker, time_limit=time_limit, executor=executor, ray_address=ray_address)
-    c = named_all(c, file_flag)  # the fields its sentences mention as the file's keys (or this command's flags)
+    c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
+                   ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
     code = _emit(c, fmt, with_variants, chart_path)
-    if k8s.get("emit") and c.base.feasible:
-        for line in emit.emit(*emit.fleet_pools(c.base.services), options=k8s):
+    if to is not None and c.base.feasible:
+        for line in emit.emit(*emit.fleet_pools(c.base.services), to=to):
             click.echo(line, err=fmt == "json")
-    elif k8s.get("emit"):
+    elif to is not None:
         click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)
     ctx.exit(code)
 
@@ -274,9 +272,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     --context-length and --chip."""
     from ortools.sat.python import cp_model  # noqa: F401  (every point is solved: imported before the freeze)
 
-    from planner.commands.plan import parse_prices
     from planner.heap import freeze_imported
-    from planner.report.review import Comparison, Ticker, markdown
 
     if show_schema:
         return print_schema()
@@ -285,20 +281,33 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     fmt = "json" if options["as_json"] else fmt
     check_output_path(chart_path)
     if file:
-        given = [p.opts[0] for p in ctx.command.params if p.name in options and p.name not in FILE_OPTIONS
-                 and ctx.get_parameter_source(p.name) is not ParameterSource.DEFAULT]
-        if given:
-            raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
-                             "put the what-if in the file's services and variants, or drop FILE")
-        scenario = load_scenario(file)
-        from planner.report.review import compare
+        ctx.exit(compare_file(ctx, file, fmt, chart_path, executor, ray_address, options))
+    ctx.exit(compare_sweep(fmt, chart_path, executor, ray_address, options))
 
-        c = compare(scenario, progress=Ticker(_err_console()), time_limit=options["time_limit"], executor=executor,
-                    ray_address=ray_address)
-        c = named_all(c, file_option)
-        if options["show_provenance"]:
-            click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
-        ctx.exit(_emit(c, fmt, True, chart_path, file_option))
+
+def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str, ray_address: str | None,
+                 options: dict) -> int:
+    """`plan compare FILE`: the file's base and every variant; a `plan` option beside it is refused."""
+    from planner.app import api
+    from planner.report.review import Ticker
+
+    given = [p.opts[0] for p in ctx.command.params if p.name in options and p.name not in FILE_OPTIONS
+             and ctx.get_parameter_source(p.name) is not ParameterSource.DEFAULT]
+    if given:
+        raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
+                         "put the what-if in the file's services and variants, or drop FILE")
+    c = api.compare(file, time_limit=options["time_limit"], executor=executor, ray_address=ray_address,
+                    progress=Ticker(_err_console()), named=file_option)
+    if options["show_provenance"]:
+        click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
+    return _emit(c, fmt, True, chart_path, file_option)
+
+
+def sweep_scenarios(options: dict) -> tuple[list[dict], list[str], list[tuple[str, Scenario]], list[str]]:
+    """The sweep's points, the axes that vary, each point as a labelled one-service scenario, and
+    the notes of input that had no effect; every problem of every point raised before any planning."""
+    from planner.commands.plan import parse_prices
+
     has_targets = any(options.get(k) is not None for k in options if k.endswith("_ms") and k[0] == "p")
     if not options["model"] or not options["chip"] or not (options["concurrency"] or has_targets):
         raise InputError("compare", "needs a scenario FILE, or --model, --chip and --concurrency",
@@ -329,8 +338,15 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
              for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
     if options["show_provenance"]:
         notes.append(PROVENANCE_NOTE)
-    from planner.report.executors import plan_variants
+    return points, varying, scenarios, notes
 
+
+def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: str | None, options: dict) -> int:
+    """`plan compare --model ... --chip ...`: every point of the sweep planned and set side by side."""
+    from planner.app import api
+    from planner.report.review import Ticker, markdown
+
+    points, varying, scenarios, notes = sweep_scenarios(options)
     ticker = Ticker(_err_console())
     done = [0]
 
@@ -339,13 +355,12 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
         ticker(done[0], len(scenarios), label)
 
     ticker(0, len(scenarios), scenarios[0][0])
-    results = plan_variants([(s, label) for label, s in scenarios], options["time_limit"], executor, ray_address,
-                            tick)
-    ticker(len(scenarios), len(scenarios), "done")
-    results = [named_all(r, plan_flag) for r in results]  # the fields its sentences mention as its flags
-    notes += [n for r in results for n in r.notes]
     title = sweep_title(points[0], varying)
-    comparison = Comparison(review=title, base=results[0], variants=results[1:])
+    comparison = api.compare_points(scenarios, title, time_limit=options["time_limit"], executor=executor,
+                                    ray_address=ray_address, progress=tick, named=plan_flag)
+    ticker(len(scenarios), len(scenarios), "done")
+    results = comparison.results
+    notes += [n for r in results for n in r.notes]
     for r in comparison.results:  # the answer first, one line each on stderr
         if not r.feasible:
             click.echo(short_line(r), err=True)
@@ -362,7 +377,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
 
         write_charts(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title, plan_flag))],
                      chart_path)
-    ctx.exit(0 if all(r.feasible for r in results) else 1)
+    return 0 if all(r.feasible for r in results) else 1
 
 
 def register(cli: click.Group) -> None:

@@ -20,9 +20,10 @@ import textwrap
 from pathlib import Path
 
 from planner import defaults
+from planner.app.review import Comparison
 from planner.numbers import count, duration, given, money, per_million_tokens
-from planner.report.result import price_footnotes
-from planner.report.review import Comparison, delta
+from planner.report.review import delta
+from planner.report.words import price_footnotes
 from planner.scenario import point_word
 
 DPI = 144  # the PNG's resolution; labels are placed at it, so what is checked is what is written
@@ -59,33 +60,39 @@ def figure(width: float, height: float, panels: int = 1):
     return fig, list(axes.flat)
 
 
-_BATCHES: list[list[tuple[str, Path]]] = []  # the files of each open `all_or_none`, written but not yet renamed
+class Batch:
+    """Charts written together: each saved into a temporary file beside its target, all renamed
+    into place when the block ends, or, on an error in any, none (every target stays as it was and
+    no temporary file is left)."""
 
+    def __init__(self):
+        self.parts: list[tuple[str, Path]] = []
 
-@contextlib.contextmanager
-def all_or_none():
-    """The charts saved inside are renamed into place together when it ends, or, on an error in any,
-    none is: every target stays as it was and no temporary file is left."""
-    batch: list[tuple[str, Path]] = []
-    _BATCHES.append(batch)
-    try:
-        yield
-    except BaseException:
-        for part, _ in batch:
-            with contextlib.suppress(OSError):
-                os.unlink(part)
-        raise
-    finally:
-        _BATCHES.pop()
-    for part, target in batch:
-        os.replace(part, target)
+    def save(self, fig, path: str) -> None:
+        self.parts.append((_written(fig, path), Path(path)))
+
+    def __enter__(self) -> Batch:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        if kind is not None:
+            for part, _ in self.parts:
+                with contextlib.suppress(OSError):
+                    os.unlink(part)
+            return
+        for part, target in self.parts:
+            os.replace(part, target)
 
 
 def save(fig, path: str) -> None:
     """Write the figure whole or not at all: into a temporary file beside `path`, then renamed over
-    it (an error half-way leaves no file and the old one as it was; inside `all_or_none`, renamed
-    with the others at its end). The tight bounding box takes in legends, footnotes and long
-    labels."""
+    it (an error half-way leaves no file and the old one as it was; a `Batch` renames its charts
+    together). The tight bounding box takes in legends, footnotes and long labels."""
+    os.replace(_written(fig, path), path)
+
+
+def _written(fig, path: str) -> str:
+    """The figure written into a temporary file beside `path` (removed again on an error), its name."""
     plt = _pyplot()
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
@@ -96,16 +103,13 @@ def save(fig, path: str) -> None:
         mask = os.umask(0)
         os.umask(mask)
         os.chmod(part, 0o666 & ~mask)  # as a file the user creates, not mkstemp's 0600
-        if _BATCHES:
-            _BATCHES[-1].append((part, target))
-        else:
-            os.replace(part, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(part)
         raise
     finally:
         plt.close(fig)
+    return part
 
 
 def texts(fig) -> list:
@@ -326,9 +330,9 @@ def _legend(ax, handles: list | None = None, **how) -> None:
     ax.legend(handles=handles, fontsize=8, **where, **how)
 
 
-def _finish(fig, path: str, labels: list, notes: list[str] | None = None) -> None:
+def _finish(fig, path: str, labels: list, notes: list[str] | None = None, into: Batch | None = None) -> None:
     """Lay the figure out, place its labels (again when placing them raised an axis, whose new
-    ticks the layout must make room for), add the footnotes and write it."""
+    ticks the layout must make room for), add the footnotes and write it (with `into`, in that batch)."""
     for _ in range(2):
         fig.tight_layout()
         limits = [ax.get_ylim() for ax in fig.axes]
@@ -336,7 +340,7 @@ def _finish(fig, path: str, labels: list, notes: list[str] | None = None) -> Non
         if limits == [ax.get_ylim() for ax in fig.axes]:
             break
     footnotes(fig, notes or [])
-    save(fig, path)
+    (into.save if into is not None else save)(fig, path)
 
 
 def shortfall_label(r, by_service: bool) -> str:
@@ -362,25 +366,25 @@ def chart(c: Comparison, path: str, named=None) -> list[tuple[str, str]]:
     """Every chart of a review, each (path, what it shows): the variants (or the grid's points),
     with service targets their cost per token beside it (`-cost`), and the base's node map
     (`-nodes`); all written, or none (a field a footnote mentions named as `named` calls it)."""
-    with all_or_none():
-        return _review_charts(c, path, named)
+    with Batch() as batch:
+        return _review_charts(c, path, named, batch)
 
 
-def _review_charts(c: Comparison, path: str, named=None) -> list[tuple[str, str]]:
+def _review_charts(c: Comparison, path: str, named, batch: Batch) -> list[tuple[str, str]]:
     hours = defaults.value("report.hours_per_month")
     if c.ranking:
-        grid_chart(c, path, named)
+        grid_chart(c, path, named, batch)
         written = [(path, f"$/month ({hours} h) of {count(len(c.ranking))} grid points against each axis")]
     else:
-        variants_chart(c, path, named)
+        variants_chart(c, path, named, batch)
         written = [(path, f"GPUs and $/month ({hours} h) of the base" + (f" and {len(c.variants)} variant"
                                                                        f"{'s' if len(c.variants) > 1 else ''}"
                                                                        if c.variants else ""))]
     if any(s.serving for r in c.results for s in r.services):
-        targets_chart(c, cost_path(path), named)
+        targets_chart(c, cost_path(path), named, batch)
         written.append((cost_path(path), "$/M output tokens of the services with targets"))
     if c.base.feasible and c.base.nodes:
-        node_chart(c.base, node_chart_path(path))
+        node_chart(c.base, node_chart_path(path), batch)
         written.append((node_chart_path(path), f"node map of {c.base.variant}"))
     return written
 
@@ -397,7 +401,7 @@ def node_chart_path(path: str) -> str:
     return str(p.with_name(f"{p.stem}-nodes{p.suffix}"))
 
 
-def variants_chart(c: Comparison, path: str, named=None) -> None:
+def variants_chart(c: Comparison, path: str, named=None, into: Batch | None = None) -> None:
     """A review's base and variants: GPUs of each chip stacked by service, with the inventory of
     the chip as a line over its bar (SVG ids `bars-<chip>-<variant index>-<service>`,
     `inventory-<chip>-<variant index>`); $/month stacked by service with its total and its change
@@ -469,10 +473,10 @@ def variants_chart(c: Comparison, path: str, named=None) -> None:
                               label="infeasible (nothing drawn)"))
     _legend(ax_cost, handles, title="service")
     title(fig, c.review or "capacity review")
-    _finish(fig, path, labels, notes)
+    _finish(fig, path, labels, notes, into)
 
 
-def grid_chart(c: Comparison, path: str, named=None) -> None:
+def grid_chart(c: Comparison, path: str, named=None, into: Batch | None = None) -> None:
     """A grid: $/month of every point against each axis (one panel per axis, the points at each
     value side by side, the cheapest ringed); a value where a point is not served has an ✕ on the
     axis with how many."""
@@ -513,10 +517,10 @@ def grid_chart(c: Comparison, path: str, named=None) -> None:
                                 markeredgewidth=2, label="the cheapest at the value")])
     title(fig, c.review or "capacity review")
     panels[0].set_title(f"$/month of {count(len(c.ranking))} grid points against each axis", fontsize=9, loc="left")
-    _finish(fig, path, labels, notes)
+    _finish(fig, path, labels, notes, into)
 
 
-def targets_chart(c: Comparison, path: str, named=None) -> None:
+def targets_chart(c: Comparison, path: str, named=None, into: Batch | None = None) -> None:
     """The services with targets: $/M output tokens against the rate across the variants (each
     point labelled with its variant), and the base's Pareto front of $/M output tokens against p99
     TPOT for each, its chosen pool starred."""
@@ -545,10 +549,10 @@ def targets_chart(c: Comparison, path: str, named=None) -> None:
     ax_rate.set_title("cost per token against the rate, by variant", fontsize=9)
     ax_front.set_title("the base's cost per token against a p99 TPOT target (★ the pool chosen)", fontsize=9)
     title(fig, f"{c.review or 'capacity review'}: the services with targets")
-    _finish(fig, path, labels, notes)
+    _finish(fig, path, labels, notes, into)
 
 
-def node_chart(r, path: str) -> None:
+def node_chart(r, path: str, into: Batch | None = None) -> None:
     """The fleet's node map: one row per node of the inventory, one cell per GPU, coloured by the
     service whose instance holds it and labelled with the instance (SVG id `node-<node>`; the
     service's name where it fits the cell, else the instance's number, the colour naming the
@@ -604,7 +608,7 @@ def node_chart(r, path: str) -> None:
         if extent(t, renderer).width > cell * per_gpu:
             t.set_text(shorter)
             t.set_visible(bool(shorter) and extent(t, renderer).width <= cell * per_gpu)
-    save(fig, path)
+    (into.save if into is not None else save)(fig, path)
 
 
 # -- a sweep from the command line ---------------------------------------------------------------

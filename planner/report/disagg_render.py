@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from planner.app.serving import DisaggPlan, ServingChoice
+from planner.kinds import Serving
 from planner.numbers import amount, count, duration, number
 from planner.report.memory import render_memory
 from planner.report.render import command, render_notes, split
-from planner.report.serving import DisaggPlan, RolePool, ServingChoice
 from planner.report.tables import Col, print_table
 
 POOL_COLUMNS = (Col("role", "name"), Col("chip", "name"), Col("GPUs"), Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"),
@@ -47,11 +48,11 @@ def alternatives_rows(plan: DisaggPlan, hours: int) -> list[list[str]]:
     return rows
 
 
-def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int, workload: str, named=None) -> None:
-    """The feasible disaggregated plan; `kernels` holds each role's kernel for its memory printout (a
-    field its sentences mention named as `named` calls it)."""
+def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str, named=None) -> None:
+    """The feasible disaggregated plan, each role's memory from the kernel its pool carries (a field
+    its sentences mention named as `named` calls it)."""
     from planner.numbers import percent, size
-    from planner.report.result import solver_phrase
+    from planner.report.words import solver_phrase
     from pricing.errors import render
     from pricing.kernel.report import memory_report
 
@@ -79,7 +80,7 @@ def render_disagg(plan: DisaggPlan, kernels: dict, console: Console, hours: int,
     for p in (plan.prefill, plan.decode):
         console.print()
         console.print(f"[bold]{p.role}[/bold]: {p.gpus} × {p.chip} GPUs as {split(p)}, one rank:")
-        kernel = kernels[p.role]
+        kernel = p.kernel
         render_memory(memory_report(kernel, kernel.engine.max_model_len), kernel, console, named=named)
     console.print()
     for p in (plan.prefill, plan.decode):
@@ -101,11 +102,7 @@ def render_disagg_infeasible(plan: DisaggPlan, console: Console, workload: str) 
 
 def render_choice(choice: ServingChoice, console: Console) -> None:
     console.print()
-    label = {"agg": "aggregated", "disagg": "disaggregated"}[choice.chosen]
+    label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}[choice.chosen]
     console.print(f"[bold]serving {choice.mode}:[/bold] {label}. {choice.why}", soft_wrap=True)
     if choice.aggregated is not None:
         render_notes([], console)
-
-
-def role_of(pool: RolePool) -> str:
-    return pool.role

@@ -7,7 +7,7 @@ Per pool:
   (leaderworkerset.x-k8s.io/v1)        leaderworkerset.x-k8s.io/v1): one group per instance, a pod
                                        per node, each asking for the GPUs its node gives; the leader
                                        runs the head's command, the workers the others' (vLLM's
-                                       multi-node launch, planner/report/serve.py), the addresses
+                                       multi-node launch, planner/app/serve.py), the addresses
                                        from the variables LWS sets (LWS_LEADER_ADDRESS,
                                        LWS_WORKER_INDEX)
   Service (v1)                         the pool's API port (the leaders of a LeaderWorkerSet)
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner import defaults
+from planner.kinds import Role
 from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -134,36 +135,25 @@ def node_selector(values: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None
     return tuple(out)
 
 
-def _serve_args(args: list[str], model: str, leader: bool) -> list[str]:
-    """`vllm serve`'s arguments in a pod: the model as the pods get it, the API on the pod's own port,
-    the head's address from LWS; the command's --host/--port (a node's own) left out."""
-    out, i = [model], 3  # args[0:3] = vllm serve MODEL
-    while i < len(args):
-        if args[i] in ("--host", "--port"):
-            i += 2
-            continue
-        out.append(LEADER_ADDRESS if args[i] == "$HEAD_IP" else args[i])
-        i += 1
-    if leader:
-        out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(defaults.value("launch.port"))]
+def _leader_args(serve, model: str) -> list[str]:
+    """`vllm serve`'s arguments in a leader's pod (a plan's `Serve`, planner/app/serve.py): the
+    model as the pods get it, the API on the pod's own port, the head's address from LWS."""
+    out = list(serve.args(head=LEADER_ADDRESS, model=model, endpoint=False))
+    out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(defaults.value("launch.port"))]
     return out
 
 
-def _worker_command(args: list[str]) -> tuple[list[str], list[str]]:
-    """A worker's container command and args: its rank from LWS_WORKER_INDEX. --node-rank is the
+def _worker_command(serve, model: str) -> tuple[list[str], list[str]]:
+    """A worker's container command and args: its rank from LWS_WORKER_INDEX. A node rank is the
     index itself (Kubernetes expands $(VAR) in args); a data-parallel start rank is the index times
     the ranks per node, which needs the shell's arithmetic."""
-    out = list(args)
-    if "--node-rank" in out:
-        out[out.index("--node-rank") + 1] = f"$({WORKER_INDEX})"
-        return ["vllm", "serve"], out
-    if "--data-parallel-start-rank" in out:
-        local = out[out.index("--data-parallel-size-local") + 1]
-        # $$ is Kubernetes' escape of $: the shell gets $((...)) (Kubernetes leaves $(VAR) to its own expansion)
-        out[out.index("--data-parallel-start-rank") + 1] = f"$$(({WORKER_INDEX}*{local}))"
-        line = " ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])
-        return ["sh", "-c"], [line.replace(LEADER_ADDRESS, "${LWS_LEADER_ADDRESS}")]
-    return ["vllm", "serve"], out
+    join = serve.join
+    if not join.shell_rank:
+        return ["vllm", "serve"], list(serve.args(LEADER_ADDRESS, f"$({WORKER_INDEX})", model, endpoint=False))
+    # $$ is Kubernetes' escape of $: the shell gets $((...)) (Kubernetes leaves $(VAR) to its own expansion)
+    out = serve.args(LEADER_ADDRESS, f"$$(({WORKER_INDEX}*{join.ranks_per_index}))", model, endpoint=False)
+    line = " ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])
+    return ["sh", "-c"], [line.replace(LEADER_ADDRESS, "${LWS_LEADER_ADDRESS}")]
 
 
 def _shell_word(arg: str) -> str:
@@ -180,7 +170,7 @@ def _launch_env(env: dict[str, str]) -> list[dict]:
     the NIXL side channel listens on the pod's own IP (downward API status.podIP) at the release's
     base port (each pod has its own network namespace, so the plan's per-node port ranges are not
     needed); anything else as the plan sets it."""
-    from planner.report.disagg_launch import side_channel_base
+    from planner.app.disagg_launch import side_channel_base
 
     out = []
     for key, value in env.items():
@@ -241,25 +231,24 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     name = _name(pool_name)
     first = pool.instances[0]
     labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name,
-              "app.kubernetes.io/component": first.role, "app.kubernetes.io/managed-by": "deployment-planner"}
+              "app.kubernetes.io/component": str(first.role), "app.kubernetes.io/managed-by": "deployment-planner"}
     resource, selector = _gpu(chip, options)
     if not selector:
         notes.append(f"{name}: no node selector ({mention('node_selector')} none): the pods go to any node with "
                      f"{resource}")
-    commands = [c.args for c in first.commands]
+    serves = [c.launch.serve for c in first.commands]
     envs = [c.env for c in first.commands]
-    served = commands[0][2]
-    model = options.model_source or served
+    model = options.model_source or serves[0].model.name
     if model.startswith("$"):
         raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config file "
                          "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
     per_pod = [len(s.gpus) for s in first.slots]
-    leader_args = _serve_args(commands[0], model, leader=True)
+    leader_args = _leader_args(serves[0], model)
     head = _container("vllm", ["vllm", "serve"], leader_args, per_pod[0], resource, options, serves_api=True,
                       launch_env=envs[0])
     out = []
-    if len(commands) == 1:
+    if len(serves) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "selector": {"matchLabels": labels},
                              "template": _pod(head, selector, options, labels)}})
@@ -268,20 +257,20 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
         if len(set(per_pod)) != 1:
             raise InputError("placement", f"{name}: the nodes of one instance give {per_pod} GPUs",
                              "a LeaderWorkerSet asks every worker for the same GPUs")
-        command, worker_args = _worker_command(_serve_args(commands[1], model, leader=False))
+        command, worker_args = _worker_command(serves[1], model)
         worker = _container("vllm", command, worker_args, per_pod[1], resource, options, serves_api=False,
                             launch_env=envs[1])
         out.append({"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "startupPolicy": "LeaderCreated",
                              "leaderWorkerTemplate": {
-                                 "size": len(commands), "restartPolicy": "RecreateGroupOnPodRestart",
+                                 "size": len(serves), "restartPolicy": "RecreateGroupOnPodRestart",
                                  "leaderTemplate": _pod(head, selector, options, labels),
                                  "workerTemplate": _pod(worker, selector, options, labels)}}})
         service_selector = labels | {"leaderworkerset.sigs.k8s.io/worker-index": "0"}  # the leaders serve the API
     out.append({"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, labels, options),
                 "spec": {"selector": service_selector,
                          "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]}})
-    if options.target == "llm-d" and first.role != "aggregated":
+    if options.target == "llm-d" and first.role != Role.AGGREGATED:
         raise no_llm_d(name)
     if options.target == "llm-d":
         out.append({"apiVersion": INFERENCE_POOL_API, "kind": "InferencePool", "metadata": _meta(name, labels, options),
@@ -303,7 +292,7 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
     """The router of a disaggregated service in front of its prefill and decode pools' Services
     (`prefill`, `decode`: their pool names): vLLM's proxy, as the plan names it (planner/report/
     disagg_launch.py `router`), on all addresses (its own default is 127.0.0.1), with a Service."""
-    from planner.report.disagg_launch import ROUTER_PORT, router_host
+    from planner.app.disagg_launch import ROUTER_PORT, router_host
 
     router = _name(name)
     if options.target == "llm-d":

@@ -185,30 +185,3 @@ def render_recurrent(s, console: Console) -> None:
                   f"{s.state_bytes:,} bytes = {size(s.request_bytes)} per request per rank; {s.pages} page(s) "
                   f"per layer of {s.page_bytes:,} bytes (padded to the attention page of {s.attention_block_tokens:,} "
                   f"tokens), {size(s.held_bytes)} of pool blocks in {s.groups} groups", soft_wrap=True)
-
-
-def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int | None,
-               rates_accepted: tuple[float, ...] | None = None) -> dict | None:
-    """The step model's figures for this deployment (None when the chip has no peak rates):
-    `batch` requests per rank (default: what one rank holds) at `tokens` of context, or at the
-    workload's mean context with `isl` and `osl`; speculating, at `rates_accepted` (default: the
-    registry's acceptance)."""
-    from planner.candidates.step_fields import step_fields
-    from pricing.errors import InputError
-    from pricing.kernel import Capacity
-    from pricing.step import StepModel, has_rates
-    from pricing.step.serving import Workload, serving
-
-    if (isl is None) != (osl is None):
-        raise InputError("isl" if isl is None else "osl", "the workload needs both the mean input and output tokens",
-                         "give both")
-    if batch is not None and batch < 1:
-        raise InputError("batch", f"must be at least 1, got {batch}", "give requests per rank")
-    if not has_rates(kernel.chip):
-        return None
-    b = batch or max(1, min(kernel.engine.max_num_seqs, Capacity(kernel).requests_held() or 1))
-    wl = Workload(isl, osl) if isl else None
-    context = max(1, tokens)
-    s = serving(StepModel(kernel, rates_accepted=rates_accepted), b, context, wl)
-    return {**step_fields(s, b, wl.mean_context if wl else context, wl.isl if wl else context),
-            "requests_per_second": round(s.requests_per_second, 3) if s.requests_per_second else None}

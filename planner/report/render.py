@@ -10,6 +10,8 @@ from rich import box
 from rich.console import Console
 
 from planner import defaults
+from planner.app.result import PlanResult, PoolPlan
+from planner.kinds import Role
 from planner.numbers import (
     amount,
     count,
@@ -26,15 +28,14 @@ from planner.numbers import (
     with_article,
 )
 from planner.report.memory import render_memory, render_provenance
-from planner.report.result import PlanResult, PoolPlan, price_footnotes, solver_phrase
 from planner.report.tables import Col, print_table
+from planner.report.words import price_footnotes, solver_phrase
 from pricing.errors import mention, render
-from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
 if TYPE_CHECKING:  # pragma: no cover
-    from planner.report.fleet import FleetResult
-    from planner.report.review import Comparison
+    from planner.app.fleet import FleetResult
+    from planner.app.review import Comparison
 
 
 def split(p: PoolPlan, names: bool = True) -> str:
@@ -101,7 +102,7 @@ def margin_line(result: PlanResult) -> str:
     """'margin: 0.9% of each rank's predicted KV pool is not counted on (--margin sets it; --provenance
     says where it comes from)': short; the source is in the provenance and the JSON. It mentions
     margin and provenance: the printer names them."""
-    given = not result.margin.source.startswith("registry ")  # the margin asked for (planner/report/plan.py)
+    given = not result.margin.source.startswith("registry ")  # the margin asked for (planner/app/plan.py)
     margin = mention("margin")
     return (f"margin: {percent(result.margin.fraction)} of each rank's KV pool not counted on ("
             + (result.margin.source if given else f"the calibration's; {margin} sets it, {mention('provenance')} "
@@ -114,8 +115,7 @@ def best_line(best: PoolPlan) -> str:
             f"{money(best.cost_per_hour, best.price_estimate)}/hour")
 
 
-def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance: bool = False,
-                named=None) -> None:
+def render_plan(result: PlanResult, console: Console, provenance: bool = False, named=None) -> None:
     """The feasible plan: table, winner's memory per rank, `vllm serve` and the replica count; a
     field its sentences mention named as `named` calls it (the command's flag)."""
     best = result.best
@@ -136,7 +136,8 @@ def render_plan(result: PlanResult, kernel: Kernel, console: Console, provenance
     for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
         console.print(line, soft_wrap=True, markup=False)
     console.print()
-    render_memory(best.memory or memory_report(kernel, result.target.context_length), kernel, console, named=named)
+    render_memory(best.memory or memory_report(best.kernel, result.target.context_length), best.kernel, console,
+                  named=named)
     if provenance:
         render_provenance(result.provenance, console, named)
     console.print()
@@ -208,23 +209,22 @@ def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) ->
     """Where every instance of the pool runs and the commands that start it, by node: one
     `vllm serve` per instance within a node (its CUDA_VISIBLE_DEVICES and port), one per node of
     an instance that spans nodes (the head first), and the Ray form of such an instance once."""
-    from planner.report.serve import WEIGHTS, across_nodes
-    from pricing.kernel import Deployment
+    from planner.app.serve import WEIGHTS, across_nodes
 
     many = p.replicas > 1
     head = f"{label}: " if label else ""
     if p.nodes_per_replica > 1:
-        d = Deployment(tensor_parallel_size=p.tensor_parallel_size, pipeline_parallel_size=p.pipeline_parallel_size,
-                       data_parallel_size=p.data_parallel_size)
         per_node = p.gpus_per_replica // p.nodes_per_replica
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} GPUs each; one "
-                      f"instance takes {p.nodes_per_replica} nodes of {per_node} GPUs ({across_nodes(d, per_node)}). "
+                      f"instance takes {p.nodes_per_replica} nodes of {per_node} GPUs "
+                      f"({across_nodes(p.deployment, per_node)}). "
                       "On each node of an instance, with HEAD_IP the head node's address:", soft_wrap=True)
     else:
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
                       "the node map names (each in its own shell, or end it with &):", soft_wrap=True)
-    if any(WEIGHTS in c.command for i in p.instances for c in i.commands):
+    if any(c.launch.serve.model.placeholder for i in p.instances for c in i.commands
+           if c.launch is not None and c.launch.serve is not None):  # a bare config.json: no weights named
         console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed ("
                       + render(mention("model"), named) + " named a config file with no weights beside it); set it "
                       "before the commands", soft_wrap=True, markup=False)
@@ -358,7 +358,7 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r, named)}", soft_wrap=True)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
-        for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == "aggregated"
+        for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == Role.AGGREGATED
                      else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
     print_node_map(console, r.nodes, [(p.service, p.instances) for p in r.services],
@@ -367,7 +367,7 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
     for p in r.services:
         if p.instance_commands:  # a role's pool: one line per process, the decode pool's then the router
-            command(console, f"# {p.service}, one line per process" + (", then the router" if p.role == "decode"
+            command(console, f"# {p.service}, one line per process" + (", then the router" if p.role == Role.DECODE
                                                                        else ""))
             for line in p.instance_commands:
                 command(console, line)

@@ -10,10 +10,10 @@ from typing import Annotated
 
 from pydantic import Field, TypeAdapter
 
-from planner.report.fleet import FleetResult
-from planner.report.result import PlanResult
-from planner.report.review import Comparison
-from planner.report.serving import ServingOutput
+from planner.app.fleet import FleetResult
+from planner.app.result import PlanResult
+from planner.app.review import Comparison
+from planner.app.serving import ServingOutput
 
 Report = Annotated[PlanResult | ServingOutput | FleetResult | Comparison, Field(discriminator="kind")]
 

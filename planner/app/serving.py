@@ -8,7 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from planner.report.result import Explanation, PlanResult, PoolPlan
+from planner.app.result import Explanation, PlanResult, PoolPlan
+from planner.kinds import Role, Serving
 
 
 class Launch(BaseModel):
@@ -25,7 +26,7 @@ class RolePool(PoolPlan):
     Its `held` is the requests its instances run at once: prompts (max_num_seqs) per prefill
     rank, running decodes per decode rank."""
 
-    role: str = Field(description="prefill or decode")
+    role: Role = Field(description="prefill or decode")
     kv_role: str = Field(description="the NixlConnector role of its instances")
     binds_role: str = Field("", description="what sets this pool's count, with its numbers")
     in_flight: int = Field(0, description="requests the rate keeps in this pool at once (Little's law): prompts "
@@ -87,11 +88,13 @@ class DisaggPlan(BaseModel):
 class ServingChoice(BaseModel):
     """`--serving auto`: both plans, and which is cheaper and why."""
 
-    mode: str = Field(description="agg, disagg or auto, as asked")
-    chosen: str = Field(description="agg or disagg: the cheaper (agg on a tie)")
+    mode: Serving = Field(description="agg, disagg or auto, as asked")
+    chosen: Serving = Field(description="agg or disagg: the cheaper (agg on a tie)")
     why: str
     aggregated: PlanResult | None = None
     disaggregated: DisaggPlan | None = None
+    notes: list[str] = Field(default_factory=list, exclude=True, description="without an aggregated plan to carry "
+                             "them: input that had no effect, a line each (the text prints them)")
 
 
 class ServingOutput(BaseModel):

@@ -4,18 +4,22 @@ Fields marked `exclude=True` feed the rich rendering and are not part of the JSO
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr, SkipValidation
 
 from planner import defaults
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
+from planner.kinds import Role
 from planner.request import implicit_concurrency
-from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
+from planner.search.placement import NodeUse, Slot
 from planner.search.status import StageStatus
-from pricing.errors import mention, render
+from pricing.kernel import Deployment
 from pricing.kernel.report import MemoryReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pricing.kernel import Kernel
 
 
 class Target(BaseModel):
@@ -57,13 +61,21 @@ class CommandLine(BaseModel):
     what: str = Field("", description="what the process is: the instance, the head, a worker, the Ray head ...")
     args: list[str] = Field(default_factory=list, description="the command as words (program first)")
     env: dict[str, str] = Field(default_factory=dict, description="the environment it is started with")
+    launch: SkipValidation[Any] = Field(None, exclude=True, description="the process in parts "
+                                        "(planner/app/serve.py Launch), for its other renderings")
+
+    @classmethod
+    def of(cls, launch) -> CommandLine:
+        """A launch (planner/app/serve.py) as the plan prints it: one shell line, its words and environment."""
+        return cls(node=launch.node, command=launch.text, what=launch.what, args=list(launch.args),
+                   env=dict(launch.env), launch=launch)
 
 
 class InstanceLaunch(BaseModel):
     """One instance of a pool where it runs (planner/search/placement.py) and the commands that start it."""
 
     replica: int
-    role: str = Field(ROLE_AGGREGATED, description="aggregated: the instance prefills and decodes")
+    role: Role = Field(Role.AGGREGATED, description="aggregated: the instance prefills and decodes")
     slots: list[Slot] = Field(description="node, GPU indices and port, one per node, the head first")
     commands: list[CommandLine] = Field(description="one per node, the head first (vLLM's own launch, no Ray)")
     ray: list[CommandLine] = Field(default_factory=list, description="a multi-node instance: the same launch "
@@ -115,54 +127,20 @@ class PoolPlan(BaseModel):
     cost_per_million_input_tokens: float | None = Field(
         None, description="USD per million input tokens at the workload: the pool's whole cost over its input")
 
+    # the pick whole, for the rendering and the manifests (not part of the JSON shape)
+    deployment: Deployment | None = Field(None, exclude=True, description="one instance's vLLM configuration, as "
+                                          "the kernel verified it")
+    _kernel: Kernel | None = PrivateAttr(None)
 
-def price_footnotes(pools, named=None) -> list[str]:
-    """One footnote per chip whose price is an estimate (the `*` beside its cost); the price it
-    mentions named as `named` calls it (`plan`'s --price, a scenario's inventory price)."""
-    seen: dict[str, str] = {}
-    for p in pools:
-        if p.price_estimate and p.chip not in seen:
-            seen[p.chip] = (f"* {p.chip}: ${p.price_per_gpu_hour:.2f}/GPU-hour is an estimate as of {p.price_as_of}, "
-                            f"not a quote (give yours with {render(mention('price'), named)})")
-    return list(seen.values())
+    @property
+    def kernel(self) -> Kernel | None:
+        """One rank's kernel, as the plan verified it (None where the pool was not verified here)."""
+        return self._kernel
 
-
-def star(p) -> str:
-    return "*" if p.price_estimate else ""
-
-
-def solver_phrase(status: str, stages: list[StageStatus] | None = None) -> str:
-    """The solver's status in words, as every report prints it: OPTIMAL is an optimum every stage
-    proved; otherwise each stage's status, and where a stage has a solution without its proof, its
-    value, the solver's bound and the gap between them (planner/search/cpsat.py `solve`). It mentions
-    time_limit: the printer names it (`render`)."""
-    if status == "OPTIMAL":
-        return "solver OPTIMAL (optimum proven)"
-    if status == "UNKNOWN":
-        return f"solver UNKNOWN (no plan found within the time limit; {mention('time_limit')} raises it)"
-    if status != "FEASIBLE":
-        return f"solver {status}"
-    if not stages:
-        return f"solver FEASIBLE (optimum not proven within the time limit; {mention('time_limit')} raises it)"
-    return "solver FEASIBLE (optimum not proven: " + "; ".join(stage_words(s) for s in stages) + \
-        f"; {mention('time_limit')} raises it)"
-
-
-def stage_words(s: StageStatus) -> str:
-    """One stage's status, with its value, bound and gap when it has a solution it did not prove."""
-    limit = {"time": "the time limit", "deterministic": "the deterministic-work limit "
-             "(planner/defaults.yaml solver.max_deterministic_time)"}.get(s.limit or "", "its limit")
-    if s.status == "OPTIMAL":
-        return f"{s.stage} OPTIMAL"
-    if s.kept_previous:
-        return f"{s.stage} {s.status} ({limit} ended it without a solution: the previous stage's plan is kept)"
-    if s.value is None:
-        return f"{s.stage} {s.status}"
-    if s.stage.startswith("cost"):
-        figures = f"${s.value:,.2f}/hour, at least ${s.bound:,.2f}"
-    else:
-        figures = f"{s.value:,.0f} requests held, at most {s.bound:,.0f}"
-    return f"{s.stage} {s.status} when {limit} ended it: {figures}, gap {s.gap:.2%}"
+    def with_kernel(self, kernel: Kernel) -> PoolPlan:
+        """This pool carrying the kernel it was verified with."""
+        self._kernel = kernel
+        return self
 
 
 class SearchInfo(BaseModel):
@@ -189,7 +167,7 @@ CONSTRAINTS = ("no_shape", "flags", "chip", "checkpoint", "latency", "weights", 
 
 class Explanation(BaseModel):
     """Why nothing fits on one chip: the constraint that binds, by name, and in a sentence with its
-    numbers and the nearest change that fits (planner/report/explain.py)."""
+    numbers and the nearest change that fits (planner/app/explain.py)."""
 
     chip: str = Field(description="the chip's id; '' when the reason is the search's, not a chip's")
     constraint: Literal[CONSTRAINTS] = Field(description="no_shape: the splits allowed leave no instance shape; "

@@ -21,6 +21,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from typing import ClassVar
 
 from planner import defaults
 from pricing.kernel import Deployment
@@ -62,13 +63,103 @@ def served_model(model: str, quantization: str | None = None, release: str | Non
 
 
 @dataclass(frozen=True)
+class NodeRank:
+    """A process of an instance spread over nodes by pipeline or tensor parallelism: `--nnodes N
+    --node-rank R --master-addr <head>`, `--headless` but on the head."""
+
+    nodes: int
+    rank: int
+    shell_rank: ClassVar[bool] = False  # a worker's rank is its index as is: no shell arithmetic in a pod
+    ranks_per_index: ClassVar[int] = 1
+
+    def flags(self, head: str, rank: str | None = None) -> tuple[str, ...]:
+        """The flags, at `head`'s address and this process's rank (or `rank`, an expression for it)."""
+        out = ("--nnodes", str(self.nodes), "--node-rank", rank or str(self.rank), "--master-addr", head)
+        return out + (("--headless",) if self.rank else ())
+
+
+@dataclass(frozen=True)
+class DataParallelRanks:
+    """A node's data-parallel ranks of an instance whose ranks go across nodes: `--data-parallel-size-local
+    L --data-parallel-address <head> --data-parallel-rpc-port P`, the others `--headless
+    --data-parallel-start-rank r × L`."""
+
+    local: int
+    rpc_port: int
+    rank: int
+    shell_rank: ClassVar[bool] = True  # a worker's first rank is its index times `local`: the shell's arithmetic
+
+    @property
+    def ranks_per_index(self) -> int:
+        return self.local
+
+    def flags(self, head: str, rank: str | None = None) -> tuple[str, ...]:
+        out = ("--data-parallel-size-local", str(self.local), "--data-parallel-address", head,
+               "--data-parallel-rpc-port", str(self.rpc_port))
+        if self.rank:
+            out += ("--headless", "--data-parallel-start-rank", rank or str(self.rank * self.local))
+        return out
+
+
+@dataclass(frozen=True)
+class RayDataParallel:
+    """Ray starts the data-parallel ranks on the other nodes: `--data-parallel-backend ray`."""
+
+    local: int
+
+    def flags(self, head: str, rank: str | None = None) -> tuple[str, ...]:
+        return ("--data-parallel-size-local", str(self.local), "--data-parallel-address", head,
+                "--data-parallel-backend", "ray")
+
+
+@dataclass(frozen=True)
+class RayExecutor:
+    """Ray runs the other nodes' workers: `--distributed-executor-backend ray`."""
+
+    def flags(self, head: str, rank: str | None = None) -> tuple[str, ...]:
+        return ("--distributed-executor-backend", "ray")
+
+
+@dataclass(frozen=True)
+class Serve:
+    """One `vllm serve` process in parts: the model it is given, its API port (the head's; None on
+    the others), the engine's flags, how it joins the other nodes of its instance, and what its
+    role adds (a disaggregated pool's `--kv-transfer-config`). Rendered to a shell line (`Launch`)
+    and to a pod's arguments (planner/report/k8s.py), never parsed back."""
+
+    model: ServedModel
+    port: int | None
+    engine: tuple[str, ...]
+    join: NodeRank | DataParallelRanks | RayDataParallel | RayExecutor | None = None
+    role: tuple[str, ...] = ()
+
+    def args(self, head: str = HEAD, rank: str | None = None, model: str | None = None,
+             endpoint: bool = True) -> tuple[str, ...]:
+        """The words after `vllm serve`'s program: the model (or `model`), the API's host and port
+        (when it has one and `endpoint`), the engine's flags, the joining flags at `head` (and `rank`),
+        the role's."""
+        out = (model or self.model.name,)
+        if self.port is not None and endpoint:
+            out += ("--host", defaults.value("launch.host"), "--port", str(self.port))
+        out += self.engine + (self.join.flags(head, rank) if self.join is not None else ())
+        return out + self.role
+
+
+@dataclass(frozen=True)
 class Launch:
-    """One process to start on one node: its environment, its command, and what it is."""
+    """One process to start on one node: its environment, its command (a `vllm serve` in parts,
+    or a command given whole, `plain`), and what it is."""
 
     node: str
-    args: tuple[str, ...]
+    plain: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     what: str = ""
+    serve: Serve | None = None
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """The command as words, program first."""
+        return ("vllm", "serve", *self.serve.args()) if self.serve is not None else self.plain
 
     @property
     def text(self) -> str:
@@ -115,11 +206,6 @@ def engine_flags(model: ServedModel, d: Deployment) -> list[str]:
     return args
 
 
-def instance_nodes(d: Deployment, gpus_per_node: int) -> int:
-    world = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
-    return max(1, -(-world // gpus_per_node))
-
-
 def spans_by_data_parallel(d: Deployment, gpus_per_node: int) -> bool:
     """A multi-node instance whose data-parallel ranks go across nodes, each rank's tp within one
     (pp 1): vLLM's multi-node data-parallel launch; otherwise the `--nnodes` launch."""
@@ -135,38 +221,25 @@ def across_nodes(d: Deployment, gpus_per_node: int) -> str:
     return "tensor parallel across the nodes of one NVLink domain"
 
 
-def _serve(model: ServedModel, port: int | None) -> list[str]:
-    args = ["vllm", "serve", model.name]
-    if port is not None:
-        args += ["--host", defaults.value("launch.host"), "--port", str(port)]
-    return args
-
-
-def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True,
-             head: str = HEAD) -> list[Launch]:
+def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True) -> list[Launch]:
     """The processes of one placed instance, one per node (its `slots`: node, GPU indices, port;
     planner/search/placement.py), the head node first. `visible` sets CUDA_VISIBLE_DEVICES from the slot
     (a Kubernetes pod gets its GPUs from the device plugin instead)."""
-    flags = engine_flags(model, d)
+    flags = tuple(engine_flags(model, d))
     out = []
     nodes = len(slots)
     for rank, slot in enumerate(slots):
         env = (("CUDA_VISIBLE_DEVICES", ",".join(map(str, slot.gpus))),) if visible else ()
-        args = _serve(model, slot.port) + flags
         if nodes == 1:
-            out.append(Launch(slot.node, tuple(args), env, "the instance"))
+            out.append(Launch(slot.node, env=env, what="the instance", serve=Serve(model, slot.port, flags)))
             continue
         if spans_by_data_parallel(d, gpus_per_node):
-            local = gpus_per_node // d.tensor_parallel_size
-            args += ["--data-parallel-size-local", str(local), "--data-parallel-address", head,
-                     "--data-parallel-rpc-port", str(defaults.value("launch.data_parallel_rpc_port"))]
-            if rank:
-                args += ["--headless", "--data-parallel-start-rank", str(rank * local)]
+            join = DataParallelRanks(gpus_per_node // d.tensor_parallel_size,
+                                     int(defaults.value("launch.data_parallel_rpc_port")), rank)
         else:
-            args += ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", head]
-            if rank:
-                args.append("--headless")
-        out.append(Launch(slot.node, tuple(args), env, "head: serves the API" if rank == 0 else "worker"))
+            join = NodeRank(nodes, rank)
+        out.append(Launch(slot.node, env=env, what="head: serves the API" if rank == 0 else "worker",
+                          serve=Serve(model, slot.port, flags, join)))
     return out
 
 
@@ -181,23 +254,19 @@ def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: lis
     out = [Launch(slots[0].node, ("ray", "start", "--head", "--port", str(port)), what="Ray head")]
     out += [Launch(s.node, ("ray", "start", f"--address={HEAD}:{port}"), what="joins the Ray cluster")
             for s in slots[1:]]
-    args = _serve(model, slots[0].port) + engine_flags(model, d)
-    if spans_by_data_parallel(d, gpus_per_node):
-        args += ["--data-parallel-size-local", str(gpus_per_node // d.tensor_parallel_size),
-                 "--data-parallel-address", HEAD, "--data-parallel-backend", "ray"]
-    else:
-        args += ["--distributed-executor-backend", "ray"]
-    out.append(Launch(slots[0].node, tuple(args), what="serves the API on the head"))
+    join = (RayDataParallel(gpus_per_node // d.tensor_parallel_size) if spans_by_data_parallel(d, gpus_per_node)
+            else RayExecutor())
+    out.append(Launch(slots[0].node, what="serves the API on the head",
+                      serve=Serve(model, slots[0].port, tuple(engine_flags(model, d)), join)))
     return out
 
 
 def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list) -> list:
     """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands."""
-    from planner.report.result import CommandLine, InstanceLaunch
+    from planner.app.result import CommandLine, InstanceLaunch
 
     def lines(items: list[Launch]) -> list[CommandLine]:
-        return [CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
-                for x in items]
+        return [CommandLine.of(x) for x in items]
 
     return [InstanceLaunch(replica=i.replica, role=i.role, slots=i.slots,
                            commands=lines(launches(model, d, gpus_per_node, i.slots)),

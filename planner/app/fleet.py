@@ -11,16 +11,17 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from planner import defaults
+from planner.app.binds import binding, default_max_num_seqs, latency_binding
+from planner.app.disagg_plan import launch_pools
+from planner.app.plan import serving_figures, token_costs
+from planner.app.result import PoolPlan, Target
+from planner.app.serve import instance_launches, pool_launch, served_model
+from planner.app.serving import Handover
+from planner.app.targets import target_words
 from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, sweep_model, verify
-from planner.report.binds import binding, default_max_num_seqs, latency_binding
-from planner.report.disagg_plan import launch_pools
-from planner.report.plan import serving_figures, token_costs
-from planner.report.result import PoolPlan, Target
-from planner.report.serve import instance_launches, pool_launch, served_model
-from planner.report.serving import Handover
-from planner.report.targets import target_words
+from planner.kinds import Role
 from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
@@ -38,11 +39,12 @@ class ServicePlan(PoolPlan):
     service has two: its prefill pool and its decode pool, `role`)."""
 
     service: str
+    served: str = Field("", exclude=True, description="the scenario's service this pool serves, as the file names it")
     model: str
     asked: int = Field(description="requests this pool is asked to hold: the service's concurrency, or a "
                                    "disaggregated role pool's requests in flight")
     target: Target = Field(description="what the service asks, every target restated (as `plan`'s `target`)")
-    role: str = Field("aggregated", description="aggregated, or the prefill or decode pool of a disaggregated "
+    role: Role = Field(Role.AGGREGATED, description="aggregated, or the prefill or decode pool of a disaggregated "
                                                 "service (vLLM's NixlConnector)")
     instance_commands: list[str] = Field(default_factory=list, description="a role's pool: one command per instance "
                                          "(each with its own port and NIXL side channel), then the router on the "
@@ -108,11 +110,11 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             continue
         row = option.row
         model = sweep_model(p.spec.model, p.spec.quantization)
-        length = context_length(model, p.spec)
+        table = next(t for t in p.tables if t.chip.id == row.chip)
+        length = table.context_length
         d = deployment(row, p.spec, length)
         held = row.concurrency * replicas
-        table = next(t for t in p.tables if t.chip.id == row.chip)
-        kernel = verify(model, table.chip, p.spec, row)
+        kernel = verify(model, table, p.spec, row)
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
@@ -123,6 +125,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         cost = round(option.price * row.gpus * replicas, 4)
         per_output, per_input = token_costs(p.spec, step, cost)
         out.append(dict(
+            deployment=d, served=p.name,
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
             gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
             nodes_per_replica=row.shape.nodes(p.node[row.chip]), data_parallel_size=row.shape.dp,
@@ -138,7 +141,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
         launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
     shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"],
-                        role=f.get("role", "aggregated")) for f in out]
+                        role=f.get("role", Role.AGGREGATED)) for f in out]
     per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
     laid = lay_out(shapes, scenario, per_node)
     for at, p, option in paired:  # both pools laid on one node: they hand over on its NVLink (same rows, counts)
@@ -151,7 +154,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
     for fields, entry in zip(out, launch, strict=True):
         mine = [i for i in laid.instances if i.pool == fields["service"]]
         if isinstance(entry, RoleLaunch):  # a disaggregated service's pool: its connector and side channel
-            from planner.report.disagg_launch import side_channel_base
+            from planner.app.disagg_launch import side_channel_base
 
             side_port = side_channel_base() if side_port is None else side_port
             (pool,) = launch_pools(entry.spec, [(entry.pool, entry.deployment, entry.per_node)], mine, side_port)
@@ -178,13 +181,12 @@ class RoleLaunch:
 
 def _add_routers(plans: list[ServicePlan]) -> None:
     """Each disaggregated service's router, after its decode pool's instance commands."""
-    from planner.report.disagg_launch import router
+    from planner.app.disagg_launch import router
 
     for plan in plans:
-        if plan.role != "decode":
+        if plan.role != Role.DECODE:
             continue
-        name = plan.service.removesuffix(" (decode)")
-        prefill = next(p for p in plans if p.service == f"{name} (prefill)")
+        prefill = next(p for p in plans if (p.served, p.role) == (plan.served, Role.PREFILL))
         plan.instance_commands.append(router(prefill.instances, plan.instances).line)
 
 
@@ -202,7 +204,7 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
     """A disaggregated service's two pools as `plan --serving disagg` reports them, as ServicePlan
     fields, each with what its launch needs: priced as `pair` hands over (default: the option's,
     over the network)."""
-    from planner.report.disagg_plan import handover_of, role_pools
+    from planner.app.disagg_plan import handover_of, role_pools
 
     fleet = option.row
     pair = pair or fleet.pair
@@ -214,9 +216,9 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
                                                                          "nodes", "memory"})
         spare = pool.held / max(1, pool.in_flight) - 1
         fields.update(headroom=spare, headroom_percent=round(spare * 100, 2), service=f"{p.name} ({pool.role})",
-                      asked=pool.in_flight, target=Target.of(p.spec, context_length(model, p.spec),
-                                                             target_words(p.spec)), role=pool.role,
-                      handover=handover_of(pair))
+                      asked=pool.in_flight, target=Target.of(p.spec, pool.max_model_len, target_words(p.spec)),
+                      role=pool.role,
+                      handover=handover_of(pair), deployment=pool.deployment, served=p.name)
         out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
     return out
 
@@ -236,7 +238,7 @@ def _alone(p: Prepared) -> tuple[str, str]:
         sized = slo.size_tables(sweep_model(p.spec.model, p.spec.quantization), tables, p.spec, limits, 1)
     unlimited = cpsat.options(tables, p.spec, limits, sized)
     if not unlimited and sized is not None:
-        from planner.report.explain import explain
+        from planner.app.explain import explain
 
         # the fields it mentions kept as mentions, for the review to name as its file does
         return ("; ".join(explain(t, p.spec, limits, mention, sized).text.rstrip(".") for t in tables),

@@ -5,20 +5,19 @@ commands, and, when nothing fits, why; plus the provenance of the best plan."""
 from __future__ import annotations
 
 from planner import defaults
+from planner.app.binds import binding, default_max_num_seqs, latency_binding
+from planner.app.explain import explain
+from planner.app.result import Explanation, Margin, PlanResult, PoolPlan, SearchInfo, Target
+from planner.app.serve import own_nodes, served_model
+from planner.app.targets import binds_words, met_words, narrower_words, target_words
 from planner.candidates import latency
 from planner.candidates.shapes import ChipTable, context_length, deployment
-from planner.candidates.table import priced_chip, verify
+from planner.candidates.table import sweep_model, verify
 from planner.numbers import count
-from planner.report.binds import binding, default_max_num_seqs, latency_binding
-from planner.report.explain import explain
-from planner.report.result import Explanation, Margin, PlanResult, PoolPlan, SearchInfo, Target
-from planner.report.serve import own_nodes, served_model
-from planner.report.targets import binds_words, met_words, narrower_words, target_words
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
 from pricing.errors import mention, named_all, render
-from pricing.graph import load_model
-from pricing.kernel import Deployment, Kernel
+from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
 
@@ -27,7 +26,7 @@ def plan(request: PlanRequest, named=None) -> PlanResult:
     rejected flag named as `named` calls its field: the command's flag; None: the field)."""
     service, limits = request.service, request.limits
     found = search(request)
-    model = load_model(service.model, service.quantization)
+    model = sweep_model(service.model, service.quantization)  # the graph the search's tables were built on
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
     prices = {t.chip.id: t.chip.price_per_gpu_hour for t in found.tables}
@@ -44,7 +43,7 @@ def plan(request: PlanRequest, named=None) -> PlanResult:
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
     provenance = []
     if pools:  # the best pool's kernel: its provenance and its per-rank memory, as the text prints them
-        kernel = verify(model, by_chip[pools[0].chip].chip, service, found.ranked[0][0].row)
+        kernel = pools[0].kernel
         provenance = _provenance(kernel)
         memory = memory_report(kernel, length).model_copy(update={"provenance": []})  # the plan's own, above
         pools[0] = pools[0].model_copy(update={"memory": memory})
@@ -97,7 +96,7 @@ def margin_of(service: ServiceSpec) -> Margin:
 def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
           every=None, spare: int = 0) -> PoolPlan:
     row = option.row
-    kernel = verify(model, table.chip, service, row)
+    kernel = verify(model, table, service, row)
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(
         update={"speculative_method": kernel.engine.spec_method})
     held = row.concurrency * replicas
@@ -109,6 +108,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
     cost = round(option.price * row.gpus * replicas, 4)
     per_output, per_input = token_costs(service, step, cost)
     return PoolPlan(
+        deployment=d,
         model=service.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus,
         tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp,
         nodes_per_replica=row.shape.nodes(table.gpus_per_node), enable_expert_parallel=row.shape.ep,
@@ -120,7 +120,7 @@ def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replica
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of, step=step,
         serving=served, cost_per_million_output_tokens=per_output, cost_per_million_input_tokens=per_input,
         **own_nodes(served_model(service.model, service.quantization, service.vllm_version), d, table.chip,
-                    table.gpus_per_node, service.model, replicas, spare))
+                    table.gpus_per_node, service.model, replicas, spare)).with_kernel(kernel)
 
 
 def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str, every=None):
@@ -155,18 +155,3 @@ def token_costs(service: ServiceSpec, step, cost_per_hour: float) -> tuple[float
         return round(cost_per_hour / (tokens_per_second * 3600) * 1e6, 4) if tokens_per_second else None
 
     return per_million(out), per_million(inp)
-
-
-def winner_kernel(request: PlanRequest, result: PlanResult) -> Kernel:
-    """The kernel of one rank of the best plan (for the per-rank memory printout)."""
-    b, service = result.best, request.service
-    model = load_model(service.model, service.quantization)
-    d = Deployment(tensor_parallel_size=b.tensor_parallel_size, pipeline_parallel_size=b.pipeline_parallel_size,
-                   data_parallel_size=b.data_parallel_size,
-                   enable_expert_parallel=b.enable_expert_parallel,
-                   decode_context_parallel_size=b.decode_context_parallel_size,
-                   gpu_memory_utilization=b.gpu_memory_utilization, max_num_batched_tokens=b.max_num_batched_tokens,
-                   max_num_seqs=b.max_num_seqs, max_model_len=b.max_model_len, kv_cache_dtype=b.kv_cache_dtype,
-                   num_speculative_tokens=service.num_speculative_tokens,
-                   speculative_method=service.speculative_method)
-    return Kernel.of(model, d, priced_chip(b.chip, request.limits), release=service.vllm_version)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from planner import defaults
+from planner.app.fleet import FleetResult, plan_scenario, refused_context
 from planner.candidates.parallel import build_tables, fork_pool, workers
 from planner.candidates.table import shared_tables, sharing, sweep_key
-from planner.report.fleet import FleetResult, plan_scenario, refused_context
 from planner.scenario import Scenario
 from planner.search.fleet import table_requests
 from pricing.errors import InputError, mention

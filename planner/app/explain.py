@@ -6,20 +6,19 @@ from __future__ import annotations
 import math
 
 from planner import defaults
+from planner.app.result import Explanation
+from planner.app.targets import missed_phrases
 from planner.candidates.shapes import (
     ChipTable,
     ShapeVerdict,
-    context_length,
     deployment_for,
     pool_gpus,
     replica_cap,
 )
+from planner.candidates.table import sweep_model
 from planner.numbers import count, given, size
-from planner.report.result import Explanation
-from planner.report.targets import missed_phrases
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError, mention, quoted, render
-from pricing.graph import load_model
 from pricing.kernel import Capacity, Kernel, Startup
 from pricing.step.rates import has_rates, missing_rates
 from pricing.units import largest_such
@@ -65,9 +64,9 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=No
 def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:
     """The model loader refuses the checkpoint at every allowed split: vLLM's words for the first,
     and the split (or chip) that loads it (pricing/kernel/startup.py `loading_split`)."""
-    model = load_model(service.model, service.quantization)
+    model = sweep_model(service.model, service.quantization)
     first = min(valid, key=lambda v: (v.shape.gpus, v.shape))
-    d = deployment_for(first.shape, service, context_length(model, service))
+    d = deployment_for(first.shape, service, table.context_length)
     refusal = Startup(Kernel.of(model, d, table.chip, release=service.vllm_version)).refusal()
     splits = ", ".join(dict.fromkeys(_split(v.shape) for v in sorted(valid, key=lambda v: (v.shape.gpus, v.shape))))
     return (f"{table.chip.name}: vLLM would not load the checkpoint at {splits}: {refusal.message}. Nearest fit: "
@@ -86,7 +85,7 @@ def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
                 f"{size(widest.fixed - widest.budget)} more per rank is needed: a chip with more memory, a wider split "
                 f"({mention('tp')}, {mention('dp')}, {mention('max_gpus')}) or a smaller {mention('quantization')}.")
     best = max(started, key=lambda v: (v.kv_pool - v.request_bytes, v.shape))
-    length = context_length(load_model(service.model, service.quantization), service)
+    length = table.context_length
     fits = _longest_context(table, service, best)
     nearest = (f"the longest context this split holds is {count(fits)} tokens ({mention('context_length')} {fits})"
                if fits else "no context length fits this split")
@@ -98,7 +97,7 @@ def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
 def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) -> int:
     """The longest max_model_len one request fits at the shape's most generous setting (bisection
     over the kernel's verdict, which is monotone in the length)."""
-    model = load_model(service.model, service.quantization)
+    model = sweep_model(service.model, service.quantization)
 
     def holds(length: int) -> bool:
         d = deployment_for(v.shape, service, length, gpu_memory_utilization=v.utilization,
@@ -109,7 +108,7 @@ def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) ->
         except InputError:
             return False
 
-    return largest_such(holds, 1, context_length(model, service))  # 0 when no length holds
+    return largest_such(holds, 1, table.context_length)  # 0 when no length holds
 
 
 def _gpus_for(replicas: int, row, per_node: int) -> int:

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import math
 
+from planner.app.result import Explanation
 from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.table import ChipTable, Row, context_length, priced_chip
+from planner.kinds import Serving
 from planner.numbers import count, duration, given, money, number, percent, size, tokens, with_article
-from planner.report.result import Explanation
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
 from pricing.errors import named_all, quoted
-from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.serving.queueing import md1_wait
 
@@ -24,7 +24,7 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
                binds: str, in_flight: int):
     """One role's pool as the report shows it: the row in its role, its memory, its connector and
     binds; its launch follows its placement (`launch_pools`). Also the role's deployment."""
-    from planner.report.serving import RolePool
+    from planner.app.serving import RolePool
     from pricing.kernel.report import memory_report
 
     kernel = role.kernel(model, chip, service, row)
@@ -32,7 +32,9 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
     mem = memory_report(kernel, e.max_model_len)
     conn = kernel.connector()
     held = row.shape.dp * row.max_num_seqs * replicas
+    d = e.as_deployment()
     pool = RolePool(
+        deployment=d,
         in_flight=in_flight, role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id,
         gpus=row.gpus * replicas, replicas=replicas, gpus_per_replica=row.gpus, tensor_parallel_size=row.shape.tp,
         pipeline_parallel_size=row.shape.pp, nodes_per_replica=row.shape.nodes(table.gpus_per_node),
@@ -45,16 +47,16 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
         vllm_serve="", memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
                                "block_bytes": mem.block_bytes, "num_blocks": mem.num_blocks,
                                "requests_held": mem.requests_held},
-        connector_gpu_bytes=conn.gpu_bytes, connector_host_bytes=conn.host_bytes)
-    return pool, e.as_deployment(), table.gpus_per_node
+        connector_gpu_bytes=conn.gpu_bytes, connector_host_bytes=conn.host_bytes).with_kernel(kernel)
+    return pool, d, table.gpus_per_node
 
 
 def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_port: int) -> list:
     """Each role pool (RolePool, its deployment, GPUs per node) with the launches of its placed
     instances (`placed`: planner/search/placement.py InstancePlacement of every pool, by role),
     side-channel ports disjoint over the fleet from `first_side_port`; the pools returned updated."""
-    from planner.report.disagg_launch import role_instances
-    from planner.report.serve import served_model
+    from planner.app.disagg_launch import role_instances
+    from planner.app.serve import served_model
 
     served = served_model(service.model, service.quantization, service.vllm_version)
     out, port = [], first_side_port
@@ -103,10 +105,10 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
 
 
 def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None, named=None):
-    """The disaggregated plan (planner/report/serving.py DisaggPlan) with the best fleets of the
+    """The disaggregated plan (planner/app/serving.py DisaggPlan) with the best fleets of the
     next shapes as its alternatives, or why none fits (a rejected flag named as `named` calls its
     field: the command's flag; None: the field)."""
-    from planner.report.serving import DisaggPlan
+    from planner.app.serving import DisaggPlan
 
     found = search(service, limits, alternatives)
     if found.chosen is None:
@@ -122,8 +124,8 @@ def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | No
 def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int):
     """One chosen pair at its counts as a plan: both pools placed and launched, the hand-over and
     the time to first token by part."""
-    from planner.report.disagg_launch import router, side_channel_base
-    from planner.report.serving import DisaggPlan, TimeToFirstToken
+    from planner.app.disagg_launch import router, side_channel_base
+    from planner.app.serving import DisaggPlan, TimeToFirstToken
     from planner.search.placement import ChipNodes, PoolShape, place
 
     model, rate = found.model, found.rate
@@ -155,8 +157,8 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
 
 
 def handover_of(pair):
-    """A pair's hand-over as the report states it (planner/report/serving.py Handover)."""
-    from planner.report.serving import Handover
+    """A pair's hand-over as the report states it (planner/app/serving.py Handover)."""
+    from planner.app.serving import Handover
 
     h = pair.handover
     return Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
@@ -167,30 +169,31 @@ def handover_of(pair):
 
 def plan_serving(request, named=None):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
-    cheaper (planner/report/serving.py ServingChoice; the aggregated plan wins a tie)."""
-    from planner.report.plan import plan
-    from planner.report.serving import ServingChoice
+    cheaper (planner/app/serving.py ServingChoice; the aggregated plan wins a tie)."""
+    from planner.app.plan import plan
+    from planner.app.serving import ServingChoice
 
     service, limits = request.service, request.limits
-    mode = service.serving
-    agg = plan(request, named) if mode in ("agg", "auto") else None
-    dis = plan_disagg(service, limits, request.alternatives, named) if mode in ("disagg", "auto") else None
+    mode = Serving(service.serving)
+    agg = plan(request, named) if mode in (Serving.AGG, Serving.AUTO) else None
+    dis = (plan_disagg(service, limits, request.alternatives, named) if mode in (Serving.DISAGG, Serving.AUTO)
+           else None)
     chosen, why = _cheaper(agg, dis)
     return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
 
 
-def _cheaper(agg, dis) -> tuple[str, str]:
+def _cheaper(agg, dis) -> tuple[Serving, str]:
     """Which plan is cheaper, and why, with the figures that make it so."""
     if dis is None:
-        return "agg", "aggregated serving was asked for"
+        return Serving.AGG, "aggregated serving was asked for"
     if agg is None:
-        return "disagg", "disaggregated serving was asked for"
+        return Serving.DISAGG, "disaggregated serving was asked for"
     if not agg.feasible and not dis.feasible:
-        return "agg", "neither plan fits"
+        return Serving.AGG, "neither plan fits"
     if not dis.feasible:
-        return "agg", "only the aggregated plan fits: " + "; ".join(e.text for e in dis.explanations)
+        return Serving.AGG, "only the aggregated plan fits: " + "; ".join(e.text for e in dis.explanations)
     if not agg.feasible:
-        return "disagg", "only the disaggregated plan fits: " + "; ".join(e.text for e in agg.explanations)
+        return Serving.DISAGG, "only the disaggregated plan fits: " + "; ".join(e.text for e in agg.explanations)
     a, p, d = agg.best, dis.prefill, dis.decode
     delta = dis.cost_per_hour / a.cost_per_hour - 1
     speed = ""
@@ -205,26 +208,6 @@ def _cheaper(agg, dis) -> tuple[str, str]:
                   f"{money(dis.cost_per_hour, estimate)}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV "
                   f"cache crosses {dis.handover.link} in {duration(dis.handover.transfer_ms)})")
     if dis.cost_per_hour < a.cost_per_hour:
-        return "disagg", f"disaggregated is {percent(-delta, 0)} cheaper. {dis_phrase}; {agg_phrase}"
-    return "agg", ("aggregated is cheaper" + (f" by {percent(delta / (1 + delta), 0)}" if delta > 0 else " (a tie)")
-                   + f". {agg_phrase}; {dis_phrase}")
-
-
-def role_kernels(service: ServiceSpec, limits: PoolLimits, plan) -> dict:
-    """One rank's kernel of each role of a feasible plan (for the per-rank memory printout)."""
-    from pricing.kernel import Deployment, Kernel
-
-    model = load_model(service.model, service.quantization)
-    out = {}
-    for pool in (plan.prefill, plan.decode):
-        d = Deployment(tensor_parallel_size=pool.tensor_parallel_size, data_parallel_size=pool.data_parallel_size,
-                       pipeline_parallel_size=pool.pipeline_parallel_size,
-                       enable_expert_parallel=pool.enable_expert_parallel,
-                       decode_context_parallel_size=pool.decode_context_parallel_size,
-                       gpu_memory_utilization=pool.gpu_memory_utilization,
-                       max_num_batched_tokens=pool.max_num_batched_tokens, max_num_seqs=pool.max_num_seqs,
-                       max_model_len=pool.max_model_len, kv_cache_dtype=pool.kv_cache_dtype,
-                       num_speculative_tokens=service.num_speculative_tokens,
-                       speculative_method=service.speculative_method, kv_role=pool.kv_role)
-        out[pool.role] = Kernel.of(model, d, priced_chip(pool.chip, limits), release=service.vllm_version)
-    return out
+        return Serving.DISAGG, f"disaggregated is {percent(-delta, 0)} cheaper. {dis_phrase}; {agg_phrase}"
+    cheaper = f" by {percent(delta / (1 + delta), 0)}" if delta > 0 else " (a tie)"
+    return Serving.AGG, f"aggregated is cheaper{cheaper}. {agg_phrase}; {dis_phrase}"

@@ -1,6 +1,6 @@
 """The commands that start a disaggregated fleet, as vLLM 0.33 documents its P/D serving
 (docs/features/nixl_connector_usage.md; registry kv_transfer.nixl.*): each instance is placed and
-launched as any other (planner/search/placement.py, planner/report/serve.py: GPUs, host, port,
+launched as any other (planner/search/placement.py, planner/app/serve.py: GPUs, host, port,
 multi-node flags), plus `--kv-transfer-config` naming NixlConnector and its kv_role, and its own
 NIXL handshake side channel: VLLM_NIXL_SIDE_CHANNEL_HOST, the address of the node it runs on (the
 other side connects to it), and VLLM_NIXL_SIDE_CHANNEL_PORT, of which an instance of dp ranks uses
@@ -17,8 +17,8 @@ import json
 from dataclasses import replace
 
 from planner import defaults
-from planner.report.serve import Launch, ServedModel, _quote, launches, ray_launch
-from planner.report.serving import Launch as LaunchData
+from planner.app.serve import Launch, ServedModel, _quote, launches, ray_launch
+from planner.app.serving import Launch as LaunchData
 from pricing.kernel import Deployment
 from pricing.registry import load
 
@@ -41,18 +41,18 @@ def side_channel_base() -> int:
 
 
 def _with_connector(x: Launch, kv_role: str, side_port: int) -> Launch:
-    if "serve" not in x.args[:2]:
+    if x.serve is None:
         return x  # `ray start`: no engine
     env = (*x.env, ("VLLM_NIXL_SIDE_CHANNEL_HOST", node_address(x.node)),
            ("VLLM_NIXL_SIDE_CHANNEL_PORT", str(side_port)))
-    return replace(x, args=(*x.args, "--kv-transfer-config", kv_transfer_config(kv_role)), env=env)
+    return replace(x, serve=replace(x.serve, role=("--kv-transfer-config", kv_transfer_config(kv_role))), env=env)
 
 
 def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list, first_side_port: int):
     """Each placed instance of a role's pool (InstancePlacement, with its role) with its commands:
     the pool's launch plus the connector's flag and side channel. Returns the InstanceLaunch
-    records (planner/report/result.py) and, per process, its environment and argument list."""
-    from planner.report.result import CommandLine, InstanceLaunch
+    records (planner/app/result.py) and, per process, its environment and argument list."""
+    from planner.app.result import CommandLine, InstanceLaunch
 
     out, data = [], []
     for n, inst in enumerate(placed):
@@ -61,10 +61,7 @@ def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed
         ray = [_with_connector(x, d.kv_role, port) for x in ray_launch(model, d, gpus_per_node, inst.slots)]
         out.append(InstanceLaunch(
             replica=inst.replica, role=inst.role, slots=inst.slots,
-            commands=[CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
-                      for x in own],
-            ray=[CommandLine(node=x.node, command=x.text, what=x.what, args=list(x.args), env=dict(x.env))
-                 for x in ray]))
+            commands=[CommandLine.of(x) for x in own], ray=[CommandLine.of(x) for x in ray]))
         data += [LaunchData(node=x.node, env=dict(x.env), args=list(x.args), line=x.text) for x in own]
     return out, data
 

@@ -1,0 +1,81 @@
+"""A capacity review: a scenario under its base and every variant, side by side, with the
+grid's ranking (`plan scenario --variants`, `plan compare FILE`); its renderings are
+planner/report/review.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from planner.app.fleet import FleetResult
+from planner.scenario import Scenario, grid_points
+
+
+class GridPoint(BaseModel):
+    """One point of a scenario's grid, in the ranking: cheapest first, infeasible last."""
+
+    rank: int
+    variant: str
+    values: dict[str, Any] = Field(description="the point's value of each axis")
+    feasible: bool
+    cost_per_month: float | None
+    gpus: int | None
+
+
+class Comparison(BaseModel):
+    """`plan scenario --variants --format json` and `plan compare --json`: the base and each variant
+    (each a scenario's result), with the grid's ranking when the file has a grid."""
+
+    kind: Literal["comparison"] = Field("comparison", description="which report this is (the schema's "
+                                                                  "discriminator)")
+    review: str
+    base: FleetResult
+    variants: list[FleetResult]
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="the scenario's grid axes and values")
+    ranking: list[GridPoint] = Field(default_factory=list, description="the grid's points by cost (then GPUs), "
+                                     "feasible first")
+
+    @property
+    def results(self) -> list[FleetResult]:
+        return [self.base] + self.variants
+
+
+def compare(scenario: Scenario, names: list[str] | None = None,
+            progress: Callable[[int, int, str], None] | None = None, time_limit: float | None = None,
+            executor: str = "sequential", ray_address: str | None = None) -> Comparison:
+    """The scenario as written, then under each variant (in file order, or `names`); `time_limit`
+    bounds each solve (planner/app/fleet.py `plan_scenario`); the variants are planned by
+    `executor` (planner/app/executors.py), with the same results in the same order."""
+    from planner.app.executors import plan_variants
+
+    names = list(scenario.variants) if names is None else names
+    total = 1 + len(names)
+    if progress:
+        progress(0, total, "base")
+    done = [0]
+
+    def tick(name: str) -> None:
+        if done[0] and progress:  # the base is the first job: its start was said above
+            progress(done[0], total, name)
+        done[0] += 1
+
+    jobs = [(scenario, "base")] + [(scenario.apply(name), name) for name in names]  # the base planned as a job
+    base, *out = plan_variants(jobs, time_limit, executor, ray_address, tick)
+    if progress:
+        progress(total, total, "done")
+    return Comparison(review=scenario.review, base=base, variants=out, grid=scenario.grid,
+                      ranking=rank_grid(scenario, out))
+
+
+def rank_grid(scenario: Scenario, results: list[FleetResult]) -> list[GridPoint]:
+    """The grid's points (the variants `grid_points` names) ranked by $/month, then GPUs; the
+    points nothing serves last, in grid order."""
+    points = dict(grid_points(scenario.grid))
+    mine = [r for r in results if r.variant in points]
+    order = sorted(mine, key=lambda r: (not r.feasible, r.cost_per_month if r.feasible else 0,
+                                        r.gpus if r.feasible else 0))
+    return [GridPoint(rank=i, variant=r.variant, values=points[r.variant], feasible=r.feasible,
+                      cost_per_month=r.cost_per_month if r.feasible else None, gpus=r.gpus if r.feasible else None)
+            for i, r in enumerate(order, start=1)]
