@@ -29,6 +29,9 @@ The verdicts, computed in the oracle's interpreter ($VLLM_ORACLE_VENV, vLLM 0.33
   "auto"); unrefined: `fp8_utils.validate_fp8_block_shape_moe` with the attention tp as vLLM's tensor
   parallel world size; refined: `TritonExperts._supports_quant_scheme` of the refined key on a platform
   that supports FP8 (the H200: current_platform.supports_fp8 set true), as select_fp8_moe_backend asks.
+Beside the cards, PROBES: two published block-FP8 checkpoints that are not cards and three edited
+published configs whose shards reach the branches no card reaches (a row-parallel input, a plain
+column output and a fused QKV shard off the block), each under the splits the search would give it.
 The fixture keeps, per case, the first linear layer and the first MoE layer vLLM refuses (its
 exception text), or null. tests/test_load_checks.py asserts the rules pack agrees on every case.
 """
@@ -48,6 +51,19 @@ SHARED = ROOT.parent / "shared"
 OUT = ROOT / "tests" / "golden" / "load_checks" / "vllm-0.33.0.json"
 CHIP = "h200"
 GPUS_PER_NODE = 8
+# published block-FP8 checkpoints that are not cards, and edits of published configs whose shards reach the
+# branches the cards never do (a row input, a plain column output, a fused QKV shard off the block): each is
+# (name, file in ../shared/models, the fields changed); its layers come from the graph of that config.json
+PROBES = (
+    ("qwen3-32b-fp8", "Qwen--Qwen3-32B-FP8.json", {}),
+    ("qwen3-30b-a3b-fp8", "Qwen--Qwen3-30B-A3B-FP8.json", {}),
+    ("qwen3-32b-fp8-intermediate-25664", "Qwen--Qwen3-32B-FP8.json", {"intermediate_size": 25664}),
+    ("qwen3-32b-fp8-head-dim-96", "Qwen--Qwen3-32B-FP8.json", {"head_dim": 96}),
+    ("dsv3-120-heads", "deepseek-ai--DeepSeek-V3.json", {"num_attention_heads": 120}),
+)
+# 120 heads allow tp 3, 5 and 6, which the shared experts' 2,048 do not divide (vLLM's divide() asserts
+# before any block check): the probe is searched at the tp sizes the cards use
+PROBE_TP = {"dsv3-120-heads": (1, 2, 4, 8)}
 
 
 def published(hf_id: str) -> dict | None:
@@ -99,8 +115,20 @@ def linear_layers(graph) -> list[dict]:
     return out
 
 
+def probe_model(name: str, tmp: Path):
+    """The graph of probe `name` (PROBES): its published config.json with the edits, from a folder."""
+    from pricing.graph import load_model
+
+    _, file, edits = next(p for p in PROBES if p[0] == name)
+    folder = tmp / name
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = json.loads((SHARED / "models" / file).read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, **edits}))
+    return load_model(str(folder)), {**cfg, **edits}
+
+
 def cases() -> list[dict]:
-    """Every card with block-FP8 layers × every split the search enumerates on the chip."""
+    """Every card with block-FP8 layers, and every probe, × every split the search enumerates on the chip."""
     from planner.candidates.shapes import shapes
     from planner.request import ServiceSpec
     from pricing.chips import get_chip
@@ -108,10 +136,15 @@ def cases() -> list[dict]:
 
     chip = get_chip(CHIP)
     out = []
-    for card in sorted(p.stem for p in (ROOT / "pricing" / "cards").glob("*.yaml")):
-        graph = load_model(card)
+    tmp = Path(tempfile.mkdtemp())
+    cards = sorted(p.stem for p in (ROOT / "pricing" / "cards").glob("*.yaml"))
+    for card in cards + [f"probe:{p[0]}" for p in PROBES]:
+        if card.startswith("probe:"):
+            graph, probe_cfg = probe_model(card.removeprefix("probe:"), tmp)
+        else:
+            graph, probe_cfg = load_model(card), None
         layers = linear_layers(graph)
-        cfg = published(graph.hf_id) or graph_config(card)
+        cfg = probe_cfg or published(graph.hf_id) or graph_config(card)
         qc = cfg.get("quantization_config") or {}
         experts = None
         if any(t.split == "expert_row" and str(t.fmt).startswith("fp8_block") for _, d in graph.nodes()
@@ -120,12 +153,17 @@ def cases() -> list[dict]:
             experts = {"intermediate_size": inter, "hidden_size": cfg["hidden_size"], "block": qc["weight_block_size"]}
         if not layers and experts is None:
             continue
-        found, _ = shapes(graph, chip, ServiceSpec(model=card, concurrency=1), None, GPUS_PER_NODE)
+        service = ServiceSpec(model=graph.name if probe_cfg else card, concurrency=1,
+                              tp=PROBE_TP.get(card.removeprefix("probe:")))
+        found, _ = shapes(graph, chip, service, None, GPUS_PER_NODE)
         splits = sorted({(s.tp, s.dp, s.ep, s.pp) for s in found})
         for tp, dp, ep, pp in splits:
-            out.append({"id": f"{card}/tp{tp}-dp{dp}-pp{pp}-{'ep' if ep else 'noep'}", "card": card, "chip": CHIP,
-                        "split": {"tp": tp, "dp": dp, "pcp": 1, "ep": ep, "pp": pp},
-                        "linear": layers, "experts": experts})
+            case = {"id": f"{card}/tp{tp}-dp{dp}-pp{pp}-{'ep' if ep else 'noep'}", "card": card, "chip": CHIP,
+                    "split": {"tp": tp, "dp": dp, "pcp": 1, "ep": ep, "pp": pp}, "linear": layers, "experts": experts}
+            if probe_cfg:  # what the test rebuilds the graph from
+                _, file, edits = next(p for p in PROBES if p[0] == card.removeprefix("probe:"))
+                case["config"] = {"file": file, "edits": edits}
+            out.append(case)
     return out
 
 

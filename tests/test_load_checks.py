@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -36,7 +37,16 @@ QWEN_FP8 = "qwen3-235b-a22b-fp8"
 
 @cache
 def graph(card: str):
-    return load_model(card)
+    """A card's graph; a probe's (scripts/golden_load_checks.py PROBES) from its published config.json
+    with the fixture's edits, written to a folder."""
+    if not card.startswith("probe:"):
+        return load_model(card)
+    config = next(c["config"] for c in CASES if c["card"] == card)
+    cfg = json.loads((ROOT.parent / "shared" / "models" / config["file"]).read_text())
+    folder = Path(tempfile.mkdtemp()) / card.removeprefix("probe:")
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**cfg, **config["edits"]}))
+    return load_model(str(folder))
 
 
 def facts(version: str):
@@ -49,7 +59,7 @@ def test_the_fixture_is_vllm_0_33_and_covers_every_block_fp8_card():
     cards = {c["card"] for c in CASES}
     assert {"qwen3-235b-a22b-fp8", "dsv3", "dsr1", "dsv3.2", "kimi-k2", "minimax-m2.5", "minimax-m2.7",
             "dsv4-flash", "dsv4-pro", "dsv4.1-flash"} <= cards
-    assert len(CASES) == 430
+    assert len(CASES) == 552 and sum(c["card"].startswith("probe:") for c in CASES) == 122
     # vLLM's answers the rules must reproduce, among them: the issue's split refined, not refused ...
     qwen = {c["id"]: c["vllm"]["moe"] for c in CASES if c["card"] == QWEN_FP8}
     assert qwen[f"{QWEN_FP8}/tp1-dp8-pp1-noep"] == {"intermediate_per_rank": 192, "message": None, "moe_tp": 8,
