@@ -181,3 +181,19 @@ def test_every_quantized_scheme_a_card_serves_is_checked_or_stated():
     for scheme in sorted(quantized):
         assert scheme in checked or scheme in unchecked, f"{scheme}: neither checked nor stated as unchecked"
     assert not set(unchecked) & checked
+
+
+def test_plan_names_the_layer_when_every_split_is_refused(tmp_path):
+    """A config whose q_b_proj shard at tp 8 (120 heads / 8 × 192 = 2,880) is off the 128 block, searched
+    at tp 8 only: every shape is refused at load, and the reason is vLLM's (not a KV cache it never
+    reaches), with the split that starts."""
+    config = next(c["config"] for c in CASES if c["card"] == "probe:dsv3-120-heads")
+    cfg = json.loads((ROOT.parent / "shared" / "models" / config["file"]).read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, **config["edits"]}))
+    done = CliRunner().invoke(cli, ["--model", str(tmp_path), "--chip", "h200", "--tp", "8", "--pp", "1",
+                                    "--concurrency", "1", "--context-length", "4096"])
+    assert done.exit_code == 1
+    assert ("vLLM would not load the checkpoint at tp 8, " in done.output
+            and "ValueError: Weight output_partition_size = 2880 is not divisible by weight quantization block_n = 128."
+            in done.output and "Nearest fit: --tp 1 --dp 8 starts." in done.output)
+    assert "KV cache per rank" not in done.output
