@@ -27,7 +27,13 @@ from pricing.kernel import Deployment, Kernel, Startup
 from pricing.kernel.startup import load_refusal
 from pricing.registry import load
 from pricing.rules import get
-from pricing.rules.load_checks import Split, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe, checked_schemes
+from pricing.rules.load_checks import (
+    GptOssIntermediateDividesWorld,
+    Split,
+    ValidateFp8BlockShape,
+    ValidateFp8BlockShapeMoe,
+    checked_schemes,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "load_checks" / "vllm-0.33.0.json").read_text())
@@ -197,3 +203,19 @@ def test_plan_names_the_layer_when_every_split_is_refused(tmp_path):
             and "ValueError: Weight output_partition_size = 2880 is not divisible by weight quantization block_n = 128."
             in done.output and "Nearest fit: --tp 1 --dp 8 starts." in done.output)
     assert "KV cache per rank" not in done.output
+
+
+def test_gpt_oss_asserts_its_intermediate_size_divides_the_world():
+    """Hand-derived from models/gpt_oss.py (assert config.intermediate_size % self.world_size == 0):
+    gpt-oss's 2,880 = 2^6 × 45 divides every world the search offers (powers of two up to 64 GPUs)
+    but not 8 × 16 = 128 ranks; pipeline stages count in the world."""
+    g = graph("gpt-oss-120b")
+    check = GptOssIntermediateDividesWorld()
+    assert check.judge(g, Split(8, 8), facts("0.33")) is None
+    assert check.judge(g, Split(8, 4, pp=2), facts("0.33")) is None
+    assert check.judge(g, Split(8, 16), facts("0.33")).message == (
+        "AssertionError: config.intermediate_size % self.world_size == 0 (2880 over a world of 128 ranks)")
+    assert check.judge(g, Split(8, 8, pp=2), facts("0.33")) is not None
+    assert check.judge(graph(QWEN_FP8), Split(8, 16), facts("0.33")) is None  # another model's own check
+    done = CliRunner().invoke(cli, ["memory", "--model", "gpt-oss-120b", "--chip", "h200", "-tp", "8", "-dp", "16"])
+    assert done.exit_code == 1 and "vLLM would not start (load): AssertionError" in done.output

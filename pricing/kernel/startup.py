@@ -132,7 +132,7 @@ def load_refusal(k: Kernel) -> LoadRefusal | None:
     engine's split, by the release's load checks (its rules pack's LOAD_CHECKS, reading the pack's
     registry facts), or None; memoised by the graph on the engine fields it reads."""
     def judge(e, reg):
-        split = Split(e.tp, e.dp, e.pcp, e.ep, k.chip.generation)
+        split = Split(e.tp, e.dp, e.pcp, e.ep, k.chip.generation, e.pp)
         return load_check_refusal(e.release.rules.LOAD_CHECKS, k.graph, split, lambda name: e.release.fact(reg, name))
     return k.derived("startup.load_refusal", judge)
 

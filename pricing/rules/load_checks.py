@@ -28,13 +28,21 @@ from pricing.graph.nodes import Tensor
 @dataclass(frozen=True)
 class Split:
     """How one instance shards the weights: tensor parallel `tp`, data parallel `dp`, prefill
-    context parallel `pcp`, expert parallel `ep`, on a chip of `generation` ("sm90", "gfx942")."""
+    context parallel `pcp`, expert parallel `ep`, on a chip of `generation` ("sm90", "gfx942"),
+    with `pp` pipeline stages."""
 
     tp: int
     dp: int = 1
     pcp: int = 1
     ep: bool = False
     generation: str = "sm90"
+    pp: int = 1
+
+    @property
+    def world(self) -> int:
+        """torch.distributed's world: every rank of every data-parallel engine (distributed/
+        parallel_state.py init_distributed_environment: world_size_across_dp = tp × pp × pcp × dp)."""
+        return self.tp * self.pp * self.pcp * self.dp
 
     @property
     def moe_tp(self) -> int:
@@ -181,6 +189,25 @@ class ValidateFp8BlockShapeMoe:
         return None
 
 
+@dataclass(frozen=True)
+class GptOssIntermediateDividesWorld:
+    """gpt-oss's MoE block (models/gpt_oss.py MLPBlock.__init__, the same in every release the packs
+    serve: 0.10.2 to 0.33.0 wheels) asserts `config.intermediate_size % self.world_size == 0`, the
+    world being torch.distributed's (`Split.world`), whatever the experts' format."""
+
+    name: str = "gpt_oss_world"
+    source: str = "model_executor/models/gpt_oss.py MLPBlock.__init__"
+
+    def judge(self, model, split, facts):
+        if model.model_type != "gpt_oss":
+            return None
+        for _, t, _ in _tensors(model):
+            if t.split == "expert_row" and t.name.endswith(".w2") and t.cols % split.world:  # the down projection
+                return LoadRefusal(self.name, f"AssertionError: config.intermediate_size % self.world_size == 0 "
+                                   f"({t.cols} over a world of {split.world} ranks)", self.source, t.name)
+        return None
+
+
 def _triton_takes_fp8(generation: str, refinement: dict) -> bool:
     """current_platform.supports_fp8(): CUDA from the capability the fact names (platforms/cuda.py:
     has_device_capability(89)); ROCm on CDNA or RDNA (platforms/rocm.py), every ROCm chip here."""
@@ -207,5 +234,5 @@ def checked_schemes(checks) -> frozenset[str]:
 
 
 # the scheme keys each check judges (a quantized scheme no check judges is stated: UNCHECKED)
-CHECKED = {"ValidateFp8BlockShape": ("fp8_block", "fp8_block_ue8m0"),
+CHECKED = {"ValidateFp8BlockShape": ("fp8_block", "fp8_block_ue8m0"),  # a model's own check judges no scheme
            "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0")}

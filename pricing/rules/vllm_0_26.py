@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from pricing.rules.load_checks import ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
+from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
 from pricing.rules.shared import Layout, capture_ceilings
 from pricing.rules.vllm_0_19 import fits_one_request
@@ -46,6 +46,6 @@ def in_flight_batches(async_scheduling: bool, pipeline_parallel_size: int = 1) -
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
 # fp8_moe_block_refinement
-LOAD_CHECKS = (ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
+LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.26", "0.28.0", "vllm_0_26", sys.modules[__name__], covers=("0.26", "0.29"))
