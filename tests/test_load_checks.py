@@ -143,14 +143,20 @@ def test_moe_tp_is_flattened_across_dp_and_pcp_without_expert_parallelism():
 
 
 def test_older_packs_check_fused_shards_without_the_allowance():
-    """0.10 and 0.11 check every shard of a fused layer split tp ways (no
-    _maybe_allow_fp8_block_shape_mismatch); 0.19 and later let a misaligned fused layer through.
-    Hand-derived: Qwen3-235B's q shard at tp 8 is 8 heads × 128 = 1,024 and its KV shard 128 (4 KV
-    heads replicated): all multiples of 128, so no release refuses it; a 96-wide KV head would be
-    refused by 0.10 only."""
-    g = graph(QWEN_FP8)
-    for version in ("0.10", "0.11", "0.19", "0.33"):
+    """Hand-derived from the 0.10.2 wheel (fp8.py Fp8LinearMethod.create_weights) and 0.11.0's
+    validate_fp8_block_shape, which have no _maybe_allow_fp8_block_shape_mismatch: the head-dim-96
+    probe's QKV at tp 8 has shards [8 × 96, 96, 96] (8 KV heads, one per rank) of an output of
+    (64 + 16) × 96 = 7,680 = 8 × 960, so it is split tp ways and every shard is checked: 96 is off
+    the 128 block. From 0.19 the layer is let through (vLLM 0.33 starts it: the fixture's case)."""
+    g = graph("probe:qwen3-32b-fp8-head-dim-96")
+    message = "ValueError: Weight output_partition_size = 96 is not divisible by weight quantization block_n = 128."
+    for version in ("0.10", "0.11"):
+        assert ValidateFp8BlockShape().judge(g, Split(8), facts(version)).message == message
+        assert ValidateFp8BlockShape().judge(g, Split(1), facts(version)) is None  # [6,144, 768] checked, 768 last
+    for version in ("0.19", "0.21", "0.26", "0.33"):
         assert ValidateFp8BlockShape().judge(g, Split(8), facts(version)) is None
+    case = next(c for c in CASES if c["id"] == "probe:qwen3-32b-fp8-head-dim-96/tp8-dp1-pp1-noep")
+    assert case["vllm"]["linear"] is None
 
 
 def test_the_search_never_offers_a_refused_layout():
