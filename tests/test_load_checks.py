@@ -225,3 +225,18 @@ def test_gpt_oss_asserts_its_intermediate_size_divides_the_world():
     assert check.judge(graph(QWEN_FP8), Split(8, 16), facts("0.33")) is None  # another model's own check
     done = CliRunner().invoke(cli, ["memory", "--model", "gpt-oss-120b", "--chip", "h200", "-tp", "8", "-dp", "16"])
     assert done.exit_code == 1 and "vLLM would not start (load): AssertionError" in done.output
+
+
+def test_the_fixture_holds_every_case_the_search_gives_today():
+    """The cases scripts/golden_load_checks.py enumerates now (every block-FP8 card and probe under every
+    split planner/candidates/shapes.py gives, with what each hands vLLM) are the fixture's: a new card,
+    a changed graph or a wider shape grid makes the fixture stale until it is regenerated through vLLM."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("golden_load_checks", ROOT / "scripts" / "golden_load_checks.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    today = script.cases()
+    assert [c["id"] for c in today] == [c["id"] for c in CASES]
+    for now, fixed in zip(today, CASES, strict=True):
+        assert {k: v for k, v in fixed.items() if k != "vllm"} == json.loads(json.dumps(now)), now["id"]
