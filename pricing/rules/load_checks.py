@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import gcd
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pricing.config.quantization import Fp8, sm_of
-from pricing.graph.model import ModelGraph
-from pricing.graph.nodes import Tensor
+
+if TYPE_CHECKING:  # the graph (and networkx) only where a model is judged: the packs load without it
+    from pricing.graph.model import ModelGraph
+    from pricing.graph.nodes import Tensor
 
 
 @dataclass(frozen=True)
