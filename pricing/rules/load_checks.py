@@ -6,7 +6,8 @@ tensors, each with its served scheme) under one `Split`; a rules pack lists the 
 has (`LOAD_CHECKS`), and the magnitudes a check reads that differ between releases are facts of the
 pack's registry file (`Release.fact`). `refusal` gives the first refusal in vLLM's words, or None.
 
-How a split reaches the layers (vLLM 0.33, the same in every release the packs serve):
+How a split reaches the layers (vLLM 0.33; flatten_tp_across_dp is in every wheel read, 0.10.2 to 0.33.0,
+and pcp in it from the 0.19.0 wheel on, before which pcp is 1):
 - linear layers are split `tp` ways (ColumnParallelLinear: output; RowParallelLinear: input);
 - the fused-MoE layers are split across tp × dp × pcp without expert parallelism
   (model_executor/layers/fused_moe/config.py `FusedMoEParallelConfig.make`,
