@@ -28,7 +28,10 @@ The verdicts, computed in the oracle's interpreter ($VLLM_ORACLE_VENV, vLLM 0.33
   `oracle/fp8.resolve_fp8_moe_weight_block_shape(config, block, kFp8Dynamic128Sym, True)` (moe_backend
   "auto"); unrefined: `fp8_utils.validate_fp8_block_shape_moe` with the attention tp as vLLM's tensor
   parallel world size; refined: `TritonExperts._supports_quant_scheme` of the refined key on a platform
-  that supports FP8 (the H200: current_platform.supports_fp8 set true), as select_fp8_moe_backend asks.
+  that supports FP8 (the H200: current_platform.supports_fp8 set true), as select_fp8_moe_backend asks,
+  and `kernels_without_fp8`: every FP8 MoE backend's kernel classes (backend_to_kernel_cls) that take the
+  refined key with supports_fp8 false (an A100), each class's `_supports_quant_scheme` only (not the rest
+  of `is_supported_config`, which can only refuse more).
 Beside the cards, PROBES: two published block-FP8 checkpoints that are not cards and three edited
 published configs whose shards reach the branches no card reaches (a row-parallel input, a plain
 column output and a fused QKV shard off the block), each under the splits the search would give it.
@@ -240,8 +243,28 @@ def first_moe(case):
     key = create_fp8_quant_key(static=True, group_shape=GroupShape(*shape))
     with mock.patch.object(vllm.platforms.current_platform.__class__, "supports_fp8", classmethod(lambda cls: True)):
         taken = triton_moe.TritonExperts._supports_quant_scheme(key, kFp8Dynamic128Sym)
-    return {**verdict, "message": None if taken else
-            "NotImplementedError: No FP8 MoE backend supports the deployment configuration."}
+    return {**verdict, "message": None if taken else NO_BACKEND, "kernels_without_fp8": kernels_without_fp8(key)}
+
+NO_BACKEND = "NotImplementedError: No FP8 MoE backend supports the deployment configuration."
+
+def kernels_without_fp8(key):
+    """The FP8 MoE kernel classes (every Fp8MoeBackend's, oracle/fp8.py backend_to_kernel_cls) whose
+    _supports_quant_scheme takes the refined key on a platform without supports_fp8 (an A100)."""
+    names = []
+    with mock.patch.object(vllm.platforms.current_platform.__class__, "supports_fp8", classmethod(lambda cls: False)):
+        for backend in moe_fp8.Fp8MoeBackend:
+            try:
+                classes = moe_fp8.backend_to_kernel_cls(backend)
+            except Exception as err:  # a backend with no kernel class here (NONE) or one that cannot import
+                names.append(f"unjudged {backend.name}: {type(err).__name__}")
+                continue
+            for cls in classes:
+                try:
+                    if cls._supports_quant_scheme(key, kFp8Dynamic128Sym):
+                        names.append(cls.__name__)
+                except Exception as err:
+                    names.append(f"unjudged {cls.__name__}: {type(err).__name__}")
+    return names
 
 out = []
 for case in json.load(open(sys.argv[1])):

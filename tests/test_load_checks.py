@@ -68,8 +68,8 @@ def test_the_fixture_is_vllm_0_33_and_covers_every_block_fp8_card():
     assert len(CASES) == 552 and sum(c["card"].startswith("probe:") for c in CASES) == 122
     # vLLM's answers the rules must reproduce, among them: the issue's split refined, not refused ...
     qwen = {c["id"]: c["vllm"]["moe"] for c in CASES if c["card"] == QWEN_FP8}
-    assert qwen[f"{QWEN_FP8}/tp1-dp8-pp1-noep"] == {"intermediate_per_rank": 192, "message": None, "moe_tp": 8,
-                                                     "refined": [64, 64], "use_ep": False}
+    issue = {k: v for k, v in qwen[f"{QWEN_FP8}/tp1-dp8-pp1-noep"].items() if k != "kernels_without_fp8"}
+    assert issue == {"intermediate_per_rank": 192, "message": None, "moe_tp": 8, "refined": [64, 64], "use_ep": False}
     # ... and a 32-way MoE shard (1,536 / 32 = 48: gcd 16 < 32) refused
     assert qwen[f"{QWEN_FP8}/tp4-dp8-pp1-noep"]["message"] == (
         "ValueError: The output_size of gate's and up's weight = 48 is not divisible by weight quantization "
@@ -89,6 +89,16 @@ def test_rules_agree_with_vllm(case):
     assert (moe and moe.message) == (want_moe and want_moe["message"])
     if want_moe is not None:
         assert split.moe_tp == want_moe["moe_tp"]
+    if want_moe is not None and "kernels_without_fp8" in want_moe:  # a refined block, on a chip without FP8
+        kernels = want_moe["kernels_without_fp8"]
+        # backends with no kernel class to ask, none of which select_fp8_moe_backend picks by itself
+        assert {k.split(":")[0] for k in kernels if k.startswith("unjudged")} == {
+            "unjudged NONE", "unjudged EMULATION", "unjudged TRITON_MXFP8", "unjudged AITER_MXFP8"}
+        taken = [k for k in kernels if not k.startswith("unjudged")]
+        on_a100 = ValidateFp8BlockShapeMoe().judge(g, Split(s["tp"], s["dp"], s["pcp"], s["ep"], "sm80"), facts("0.33"))
+        assert (on_a100 and on_a100.message) == (None if taken else
+                                                  "NotImplementedError: No FP8 MoE backend supports the deployment "
+                                                  "configuration.")
 
 
 def _memory(*args):
