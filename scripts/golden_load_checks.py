@@ -35,8 +35,9 @@ The verdicts, computed in the oracle's interpreter ($VLLM_ORACLE_VENV, vLLM 0.33
 Beside the cards, PROBES: two published block-FP8 checkpoints that are not cards and three edited
 published configs whose shards reach the branches no card reaches (a row-parallel input, a plain
 column output and a fused QKV shard off the block), each under the splits the search would give it.
-The fixture keeps, per case, the first linear layer and the first MoE layer vLLM refuses (its
-exception text), or null. tests/test_load_checks.py asserts the rules pack agrees on every case.
+The fixture keeps each model's layers once (`models`) and, per case, the first linear layer and the
+first MoE layer vLLM refuses (its exception text), or null. tests/test_load_checks.py asserts the
+rules pack agrees on every case.
 """
 
 from __future__ import annotations
@@ -304,8 +305,11 @@ def main() -> None:
             print(case["id"])
         print(f"{len(todo)} cases")
         return
+    judged = judge(todo)
+    models = {c["card"]: {k: c[k] for k in ("linear", "experts", "config") if k in c} for c in judged}
     fixture = {"vllm": "0.33.0", "generated_by": "scripts/golden_load_checks.py", "chip": CHIP,
-               "cases": judge(todo)}
+               "models": models,  # what each card or probe hands vLLM, once
+               "cases": [{k: c[k] for k in ("id", "card", "chip", "split", "vllm")} for c in judged]}
     text = json.dumps(fixture, indent=1, sort_keys=True) + "\n"
     if args.check:
         same = OUT.exists() and OUT.read_text() == text

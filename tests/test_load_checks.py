@@ -37,7 +37,7 @@ from pricing.rules.load_checks import (
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "load_checks" / "vllm-0.33.0.json").read_text())
-CASES = GOLDEN["cases"]
+CASES = [{**c, **GOLDEN["models"][c["card"]]} for c in GOLDEN["cases"]]  # each case with its model's layers
 QWEN_FP8 = "qwen3-235b-a22b-fp8"
 
 
