@@ -47,7 +47,7 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=No
     if not valid:
         example = quoted(table.verdicts[0].invalid, named)
         return said("flags", f"{name}: vLLM rejects every allowed shape, e.g. {example}.")
-    if all(v.refusal == "quantization" for v in valid):
+    if all(v.refusal in ("quantization", "load") for v in valid):  # the loader, or a layer, refuses every split
         return said("checkpoint", _not_loaded(table, service, valid))
     if not table.rows and table.latency_note:
         return said("latency", f"{name}: {table.latency_note}.")
@@ -62,15 +62,17 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=No
 
 
 def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:
-    """The model loader refuses the checkpoint at every allowed split: vLLM's words for the first,
-    and the split (or chip) that loads it (pricing/kernel/startup.py `loading_split`)."""
+    """The model loader refuses the checkpoint, or a layer its shard, at every allowed split: vLLM's
+    words for the first, and the split (or chip) that loads it (pricing/kernel/startup.py
+    `loading_split`, `load_split`)."""
     model = sweep_model(service.model, service.quantization)
     first = min(valid, key=lambda v: (v.shape.gpus, v.shape))
     d = deployment_for(first.shape, service, table.context_length)
     refusal = Startup(Kernel.of(model, d, table.chip, release=service.vllm_version)).refusal()
     splits = ", ".join(dict.fromkeys(_split(v.shape) for v in sorted(valid, key=lambda v: (v.shape.gpus, v.shape))))
+    fit = refusal.would_fit.replace("-tp ", mention("tensor_parallel_size") + " ").replace("-dp ", mention("dp") + " ")
     return (f"{table.chip.name}: vLLM would not load the checkpoint at {splits}: {refusal.message}. Nearest fit: "
-            f"{refusal.would_fit.replace('-tp ', mention('tensor_parallel_size') + ' ')}.")  # vLLM's -tp, named
+            f"{fit}.")  # vLLM's -tp and -dp, named as the command names them
 
 
 def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:

@@ -3,6 +3,10 @@ does not, the error vLLM raises and what would fit instead.
 
 In the order vLLM meets them:
 
+0. the model's construction: the loader refuses the checkpoint on this chip (the quantization
+   method's kernels), or a layer refuses its shard under this split (the release's load checks,
+   pricing/rules/load_checks.py: vLLM raises while it builds the model, before any memory is
+   profiled).
 1. `request_memory` (vllm/v1/worker/utils.py): the free memory at the snapshot (the chip less
    what is held before it) must cover the budget, ceil(total × gpu_memory_utilization).
 2. `--kv-cache-memory-bytes` (vllm/v1/worker/gpu_worker.py `determine_available_memory`): the
@@ -24,6 +28,8 @@ from dataclasses import dataclass, replace
 from pricing.errors import InputError
 from pricing.kernel.deployment import allows_tensor_parallel
 from pricing.kernel.kernel import BudgetLaw, Kernel
+from pricing.rules.load_checks import LoadRefusal, Split
+from pricing.rules.load_checks import refusal as load_check_refusal
 from pricing.units import largest_such
 
 CONSERVING_MEMORY = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/"
@@ -38,7 +44,7 @@ def format_gib(n: int) -> str:
 class Refusal:
     """Why vLLM would not start: which check, vLLM's message, and the nearest setting that starts."""
 
-    check: str  # quantization | free_memory | kv_cache_memory_bytes | no_cache_memory | one_request
+    check: str  # quantization | load | free_memory | kv_cache_memory_bytes | no_cache_memory | one_request
     message: str
     would_fit: str
 
@@ -132,6 +138,42 @@ def token_budget_binds(k: Kernel) -> str | None:
             f"{k.engine.max_num_batched_tokens:,}: lower max_num_batched_tokens")
 
 
+def load_refusal(k: Kernel) -> LoadRefusal | None:
+    """The first layer of this rank (its pipeline stage's layers) that refuses its shard under the
+    engine's split, by the release's load checks (its rules pack's LOAD_CHECKS, reading the pack's
+    registry facts), or None; memoised by the graph on the engine fields it reads."""
+    def judge(e, reg):
+        split = Split(e.tp, e.dp, e.pcp, e.ep, k.chip.generation, e.pp)
+        return load_check_refusal(e.release.rules.LOAD_CHECKS, k.graph, split, lambda name: e.release.fact(reg, name))
+    return k.derived("startup.load_refusal", judge)
+
+
+def load_split(k: Kernel) -> str:
+    """What would fit when a layer refuses its shard: the same GPUs with expert parallelism (a MoE
+    model without it), then the other splits of tp × dp over the same GPUs, then fewer data-parallel
+    ranks, each at the same settings, the first that starts."""
+    e = k.engine
+    world = e.tp * e.dp
+    tries = [dict(enable_expert_parallel=True)] if k.model.has_experts and not e.ep else []
+    tries += [dict(tensor_parallel_size=tp, data_parallel_size=world // tp) for tp in range(1, k.chip.tp_domain + 1)
+              if world % tp == 0 and tp != e.tp and allows_tensor_parallel(k.model, tp)]
+    tries += [dict(data_parallel_size=dp) for dp in range(e.dp - 1, 0, -1)]
+    for change in tries:
+        other = _same(k, **change)
+        if other is not None and Startup(other).starts:
+            return _flags(change, e)
+    return "no split of these GPUs starts: another quantization of the model, or another chip"
+
+
+def _flags(change: dict, e) -> str:
+    """A change of split as `plan memory` flags: "-tp 2 -dp 4 starts"."""
+    words = {"tensor_parallel_size": "-tp", "data_parallel_size": "-dp"}
+    text = " ".join(f"{words[name]} {value}" for name, value in change.items() if name in words)
+    if change.get("enable_expert_parallel"):
+        text = f"-tp {e.tp} -dp {e.dp} --enable-expert-parallel"
+    return f"{text} starts"
+
+
 def highest_utilization(k: Kernel, step: float = 0.01) -> float:
     """The largest utilization (floored to `step`) whose budget the free memory at the snapshot covers."""
     ticks = round(1 / step)
@@ -153,7 +195,8 @@ class _Fixed:
 
     free: int  # the chip less what is held before the snapshot
     quantization: bool
-    kv_cache_memory_bytes: bool | None = None  # not asked when the quantization is refused
+    kv_cache_memory_bytes: bool | None = None  # not asked when the quantization or a layer is refused
+    load: bool = False  # a layer refuses its shard (load_refusal)
 
 
 def _fixed(k: Kernel) -> _Fixed:
@@ -162,6 +205,8 @@ def _fixed(k: Kernel) -> _Fixed:
     pre = k.pre_snapshot_bytes()
     if k.weight_bytes().refusal:
         return _Fixed(total - pre, True)
+    if load_refusal(k) is not None:
+        return _Fixed(total - pre, False, None, True)
     return _Fixed(total - pre, False, e.kv_cache_memory_bytes is not None
                   and e.kv_cache_memory_bytes + k.fixed_bytes().total + pre > total)
 
@@ -188,6 +233,8 @@ class StartChecks:
         fixed = self.fixed
         if fixed.quantization:
             return "quantization"
+        if fixed.load:
+            return "load"
         if budget > fixed.free:
             return "free_memory"
         if fixed.kv_cache_memory_bytes:
@@ -210,7 +257,7 @@ def start_checks(k: Kernel) -> StartChecks:
 
 def _start_checks(k: Kernel) -> StartChecks:
     fixed = _fixed(k)
-    if fixed.quantization or fixed.kv_cache_memory_bytes:  # failed before the layout is read: the rest unread
+    if fixed.quantization or fixed.load or fixed.kv_cache_memory_bytes:  # failed before the layout is read
         return StartChecks(fixed, BudgetLaw(0, 0, 0), False, 0, bool)
     layout = k.layout()
     return StartChecks(fixed, k.budget_law(), bool(layout.groups), _null_block_bytes(layout), k.one_request_check())
@@ -256,6 +303,9 @@ def refusal(k: Kernel) -> Refusal | None:
         return None
     if check == "quantization":  # the model loader refuses the checkpoint on this chip
         return Refusal(check, k.weight_bytes().refusal, loading_split(k))
+    if check == "load":  # a layer refuses its shard while vLLM builds the model
+        found = load_refusal(k)
+        return Refusal(check, f"{found.message} ({found.layer}: vLLM {found.source})", load_split(k))
     e = k.engine
     total = k.chip.memory_bytes
     pre = k.pre_snapshot_bytes()

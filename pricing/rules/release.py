@@ -27,6 +27,7 @@ class RulesPack(Protocol):
     """What a release's rules module provides (vllm_0_33.py is one)."""
 
     RELEASE: Release
+    LOAD_CHECKS: tuple  # the load-time shape checks vLLM runs while it builds the model (load_checks.py)
 
     def group(self, specs: list[KVCacheSpec], max_model_len: int) -> Layout:
         """The KV cache groups one rank's caches (in layer order) form, as the release forms them."""

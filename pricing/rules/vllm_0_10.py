@@ -23,11 +23,13 @@ from __future__ import annotations
 import sys
 from dataclasses import fields
 
+from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
 from pricing.rules.shared import Group, Layout, align_hybrid_block_size, capture_ceilings
 from pricing.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec
 
-__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
+__all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
+           "logged_tokens"]
 
 NAME = "vllm-0.10"
 
@@ -100,5 +102,10 @@ def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_m
     if len(layout.groups) == 1:
         return num_blocks * layout.groups[0].block_tokens * context_parallel
     return num_blocks // len(layout.groups) * min(g.block_tokens for g in layout.groups)
+
+# the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
+# fp8_moe_block_refinement
+LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.10", "0.10.2", "vllm_0_10", sys.modules[__name__], covers=("0.10", "0.10"))

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import sys
 
+from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
 from pricing.rules.shared import Group, Layout, align_hybrid_block_size, capture_ceilings
 from pricing.rules.vllm_0_10 import buckets, cannot_group, fits_one_request, in_flight_batches, one_group
 from pricing.specs import KVCacheSpec, MambaSpec
 from pricing.units import cdiv
 
-__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
+__all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
+           "logged_tokens"]
 
 NAME = "vllm-0.11"
 
@@ -72,5 +74,10 @@ def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_m
     """num_blocks // groups × the smallest block × the context-parallel size."""
     return num_blocks // len(layout.groups) * min(g.block_tokens for g in layout.groups) * context_parallel
 
+
+# the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
+# fp8_moe_block_refinement
+LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.11", "0.11.0", "vllm_0_11", sys.modules[__name__], covers=("0.11", "0.11"))

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import sys
 
+from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
 from pricing.rules.shared import Layout, align_hybrid_block_size, capture_ceilings
 from pricing.rules.vllm_0_10 import buckets, cannot_group, in_flight_batches, one_group
 from pricing.rules.vllm_0_11 import dealt, logged_tokens, summed_group
 from pricing.specs import KVCacheSpec, MambaSpec
 
-__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
+__all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
+           "logged_tokens"]
 
 NAME = "vllm-0.19"
 
@@ -75,5 +77,10 @@ def fits_one_request(pool: int, layout: Layout, blocks: int, layer_bytes: int) -
         return layer_bytes <= pool
     return layout.bytes_per_block * blocks <= pool
 
+
+# the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
+# fp8_moe_block_refinement
+LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.19", "0.19.0", "vllm_0_19", sys.modules[__name__], covers=("0.12", "0.20"))

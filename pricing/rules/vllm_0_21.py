@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 
+from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
 from pricing.rules.shared import Layout, align_hybrid_block_size, capture_ceilings
 from pricing.rules.vllm_0_10 import in_flight_batches
@@ -22,7 +23,8 @@ from pricing.rules.vllm_0_19 import fits_one_request, grown_pages, uniform_page
 from pricing.rules.vllm_0_33 import fallback, packed
 from pricing.specs import KVCacheSpec, MambaSpec
 
-__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
+__all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
+           "logged_tokens"]
 
 NAME = "vllm-0.21"
 
@@ -49,5 +51,10 @@ def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_m
     """int(max_concurrency × max_model_len)."""
     return int(max_concurrency * max_model_len)
 
+
+# the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
+# fp8_moe_block_refinement
+LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.21", "0.24.0", "vllm_0_21", sys.modules[__name__], covers=("0.21", "0.25"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 
+from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
 from pricing.rules.shared import Layout, capture_ceilings
 from pricing.rules.vllm_0_19 import fits_one_request
@@ -26,7 +27,8 @@ from pricing.rules.vllm_0_21 import group_unified_by, logged_tokens
 from pricing.rules.vllm_0_33 import unify_pages
 from pricing.specs import KVCacheSpec
 
-__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
+__all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
+           "logged_tokens"]
 
 NAME = "vllm-0.26"
 
@@ -40,5 +42,10 @@ def in_flight_batches(async_scheduling: bool, pipeline_parallel_size: int = 1) -
     """max_concurrent_batches: pp + 1 under asynchronous scheduling, else pp."""
     return pipeline_parallel_size + 1 if async_scheduling else pipeline_parallel_size
 
+
+# the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
+# fp8_moe_block_refinement
+LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.26", "0.28.0", "vllm_0_26", sys.modules[__name__], covers=("0.26", "0.29"))

@@ -10,12 +10,14 @@ from __future__ import annotations
 import sys
 from math import lcm
 
+from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
 from pricing.rules.shared import Group, Layout, align_hybrid_block_size, capture_ceilings
 from pricing.specs import KVCacheSpec, MambaSpec
 from pricing.units import cdiv, round_up
 
-__all__ = ["RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches", "logged_tokens"]
+__all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
+           "logged_tokens"]
 
 
 def _first_appearance(specs: list[KVCacheSpec], key) -> list[list[KVCacheSpec]]:
@@ -144,5 +146,10 @@ def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_m
     """"GPU KV cache size": int(max_concurrency × max_model_len) (kv_cache_utils.update_kv_cache_capacity)."""
     return int(max_concurrency * max_model_len)
 
+
+# the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
+# fp8_moe_block_refinement
+LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__], covers=("0.30", "0.33"))

@@ -1,0 +1,241 @@
+"""vLLM's load-time shape checks: while it builds the model, before any memory is planned, a
+quantized layer refuses a shard its kernels cannot take (vllm-0.33-load-checks.md).
+
+Each check is one class, named for the vLLM function it follows, judging one model (its graph's
+tensors, each with its served scheme) under one `Split`; a rules pack lists the checks its release
+has (`LOAD_CHECKS`), and the magnitudes a check reads that differ between releases are facts of the
+pack's registry file (`Release.fact`). `refusal` gives the first refusal in vLLM's words, or None.
+
+How a split reaches the layers (vLLM 0.33; flatten_tp_across_dp is in every wheel read, 0.10.2 to 0.33.0,
+and pcp in it from the 0.19.0 wheel on, before which pcp is 1):
+- linear layers are split `tp` ways (ColumnParallelLinear: output; RowParallelLinear: input);
+- the fused-MoE layers are split across tp × dp × pcp without expert parallelism
+  (model_executor/layers/fused_moe/config.py `FusedMoEParallelConfig.make`,
+  `flatten_tp_across_dp_and_pcp`), and with it each rank holds whole experts (MoE tp 1);
+  `FusedMoEConfig` then takes `intermediate_size // tp_size` per rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+from typing import TYPE_CHECKING, Protocol
+
+from pricing.config.quantization import Fp8, sm_of
+
+if TYPE_CHECKING:  # the graph (and networkx) only where a model is judged: the packs load without it
+    from pricing.graph.model import ModelGraph
+    from pricing.graph.nodes import Tensor
+
+
+@dataclass(frozen=True)
+class Split:
+    """How one instance shards the weights: tensor parallel `tp`, data parallel `dp`, prefill
+    context parallel `pcp`, expert parallel `ep`, on a chip of `generation` ("sm90", "gfx942"),
+    with `pp` pipeline stages."""
+
+    tp: int
+    dp: int = 1
+    pcp: int = 1
+    ep: bool = False
+    generation: str = "sm90"
+    pp: int = 1
+
+    @property
+    def world(self) -> int:
+        """torch.distributed's world: every rank of every data-parallel engine (distributed/
+        parallel_state.py init_distributed_environment: world_size_across_dp = tp × pp × pcp × dp)."""
+        return self.tp * self.pp * self.pcp * self.dp
+
+    @property
+    def moe_tp(self) -> int:
+        """The fused-MoE layers' tensor-parallel size (FusedMoEParallelConfig.make): tp × dp × pcp
+        without expert parallelism; 1 with it (use_ep needs more than one rank in that product)."""
+        world = self.tp * self.dp * self.pcp
+        return 1 if self.ep and world > 1 else world
+
+
+@dataclass(frozen=True)
+class LoadRefusal:
+    """A layer vLLM refuses to build: the check, the exception vLLM raises (its type and text), the
+    vLLM function it comes from, and the layer."""
+
+    check: str
+    message: str
+    source: str
+    layer: str
+
+
+class LoadCheck(Protocol):
+    """One load-time check: the first layer of `model` it refuses under `split`, or None. `facts`
+    reads one of the release's registry facts (Release.fact, recorded for provenance)."""
+
+    name: str
+    source: str
+
+    def judge(self, model: ModelGraph, split: Split, facts) -> LoadRefusal | None: ...
+
+
+def _block_fp8(t: Tensor) -> tuple[int, int] | None:
+    """The [block_n, block_k] of a block-scaled FP8 tensor, else None."""
+    fmt = t.fmt
+    if isinstance(fmt, Fp8) and fmt.strategy == "block" and fmt.block and not fmt.online:
+        return int(fmt.block[0]), int(fmt.block[1])
+    return None
+
+
+def _tensors(model: ModelGraph):
+    """(node name, tensor, the node's tensors) for every tensor of the graph, each distinct
+    (name aside) shape once, in topological order."""
+    seen = set()
+    for name, data in model.nodes():
+        tensors = data["tensors"]
+        for t in tensors:
+            key = (t.split, t.rows, t.cols, t.parts, t.fmt, t.name.rsplit(".", 1)[-1])
+            if key not in seen:
+                seen.add(key)
+                yield name, t, tensors
+
+
+def _partitions(t: Tensor, siblings, tp: int) -> tuple[int, int, list[int]]:
+    """(input_size_per_partition, output_size, output_partition_sizes) of the layer vLLM builds `t`
+    as: a RowParallelLinear's input divided by tp; a MergedColumnParallelLinear (the checkpoint
+    modules fused in it: `parts` > 1) one shard per module; a QKVParallelLinear (a q_proj beside
+    its k_proj and v_proj, linear.py: KV heads split, or replicated when fewer than tp,
+    max(1, heads // tp) per rank) the q, k and v shards; any other column layer output / tp."""
+    if t.split == "row":
+        return t.cols // tp, t.rows, [t.rows]
+    prefix = t.name.rsplit(".", 1)[0]
+    kv = [s for s in siblings if s.split == "heads" and s.name.rsplit(".", 1)[0] == prefix]
+    if t.name.endswith("q_proj") and len(kv) == 2:
+        kv_rank = max(1, kv[0].heads // tp) * (kv[0].rows // kv[0].heads)
+        return t.cols, t.rows + 2 * kv[0].rows, [t.rows // tp, kv_rank, kv_rank]
+    return t.cols, t.rows, [t.rows // t.parts // tp] * t.parts
+
+
+@dataclass(frozen=True)
+class ValidateFp8BlockShape:
+    """Block-scaled FP8 linear layers (quantization/utils/fp8_utils.py `validate_fp8_block_shape`,
+    from Fp8LinearMethod.create_weights, compressed-tensors W8A8/W8A16 FP8 and Quark W8A8 FP8;
+    inline in fp8.py in 0.10): with tp > 1 a row-parallel input shard must be a multiple of block_k;
+    a column-parallel layer's output shards (split tp ways, or fused: all but the last) multiples
+    of block_n. From the release whose fact `fp8_block_fused_mismatch_allowed` is true, a fused
+    layer with a shard that does not divide block_n is let through (linear.py
+    `_maybe_allow_fp8_block_shape_mismatch`)."""
+
+    name: str = "fp8_block_linear"
+    source: str = "model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape"
+
+    def judge(self, model, split, facts):
+        tp = split.tp
+        allowed = facts("fp8_block_fused_mismatch_allowed")
+        for _, t, siblings in _tensors(model):
+            block = _block_fp8(t)
+            if block is None or t.split not in ("row", "column") or (t.split == "column" and t.rows % tp):
+                continue
+            block_n, block_k = block
+            inner, outer, parts = _partitions(t, siblings, tp)
+            if tp > 1 and t.split == "row" and t.cols // inner == tp and inner % block_k:
+                return LoadRefusal(self.name, f"ValueError: Weight input_size_per_partition = {inner} is not "
+                                   f"divisible by weight quantization block_k = {block_k}.", self.source, t.name)
+            if t.split != "column" or (allowed and len(parts) > 1 and any(p % block_n for p in parts)):
+                continue
+            tp_split = tp > 1 and outer // sum(parts) == tp
+            for size in (parts if tp_split else parts[:-1]):
+                if size % block_n:
+                    return LoadRefusal(self.name, f"ValueError: Weight output_partition_size = {size} is not "
+                                       f"divisible by weight quantization block_n = {block_n}.", self.source, t.name)
+        return None
+
+
+@dataclass(frozen=True)
+class ValidateFp8BlockShapeMoe:
+    """Block-scaled FP8 routed experts (quantization/utils/fp8_utils.py `validate_fp8_block_shape_moe`,
+    from Fp8MoEMethod.create_weights; inline there before 0.30): the experts' intermediate size per
+    MoE rank must be a multiple of block_n, and of block_k when the attention tp is above 1.
+
+    From 0.29 a shard that fails this is first refined (fused_moe/oracle/fp8.py
+    `refine_fp8_moe_block_shape`, `resolve_fp8_moe_weight_block_shape` with the default
+    moe_backend "auto"): when gcd(block_n, block_k, intermediate per rank, hidden) is at least the
+    release's `fp8_moe_block_refinement.min_block`, the checkpoint's scales are upsampled to that
+    finer block and nothing is raised; only the Triton experts take a refined block
+    (experts/triton_moe.py `_supports_quant_scheme`: any block shape, where the platform
+    `supports_fp8`), so on a chip without it no FP8 MoE backend is left
+    (oracle/fp8.py `select_fp8_moe_backend`: NotImplementedError)."""
+
+    name: str = "fp8_block_moe"
+    source: str = ("model_executor/layers/quantization/fp8.py Fp8MoEMethod.create_weights "
+                   "(utils/fp8_utils.py validate_fp8_block_shape_moe from 0.30)")
+
+    def judge(self, model, split, facts):
+        refinement = facts("fp8_moe_block_refinement")
+        for _, t, _ in _tensors(model):
+            block = _block_fp8(t)
+            if block is None or t.split != "expert_row":
+                continue
+            block_n, block_k = block
+            intermediate, hidden = t.cols, t.rows
+            per_rank = intermediate // split.moe_tp
+            if per_rank % block_n == 0 and (split.tp == 1 or per_rank % block_k == 0):
+                continue
+            if refinement is not None and gcd(block_n, block_k, per_rank, hidden) >= refinement["min_block"]:
+                if _triton_takes_fp8(split.generation, refinement):
+                    continue
+                return LoadRefusal(self.name, "NotImplementedError: No FP8 MoE backend supports the deployment "
+                                   "configuration.", "fused_moe/oracle/fp8.py select_fp8_moe_backend", t.name)
+            if per_rank % block_n:
+                return LoadRefusal(self.name, f"ValueError: The output_size of gate's and up's weight = {per_rank} "
+                                   f"is not divisible by weight quantization block_n = {block_n}.", self.source,
+                                   t.name)
+            return LoadRefusal(self.name, f"ValueError: The input_size of down's weight = {per_rank} is not "
+                               f"divisible by weight quantization block_k = {block_k}.", self.source, t.name)
+        return None
+
+
+@dataclass(frozen=True)
+class GptOssIntermediateDividesWorld:
+    """gpt-oss's MoE block (models/gpt_oss.py MLPBlock.__init__, the same in every release the packs
+    serve: 0.10.2 to 0.33.0 wheels) asserts `config.intermediate_size % self.world_size == 0`, the
+    world being torch.distributed's (`Split.world`), whatever the experts' format."""
+
+    name: str = "gpt_oss_world"
+    source: str = "model_executor/models/gpt_oss.py MLPBlock.__init__"
+
+    def judge(self, model, split, facts):
+        if model.model_type != "gpt_oss":
+            return None
+        for _, t, _ in _tensors(model):
+            if t.split == "expert_row" and t.name.endswith(".w2") and t.cols % split.world:  # the down projection
+                return LoadRefusal(self.name, f"AssertionError: config.intermediate_size % self.world_size == 0 "
+                                   f"({t.cols} over a world of {split.world} ranks)", self.source, t.name)
+        return None
+
+
+def _triton_takes_fp8(generation: str, refinement: dict) -> bool:
+    """current_platform.supports_fp8(): CUDA from the capability the fact names (platforms/cuda.py:
+    has_device_capability(89)); ROCm on CDNA or RDNA (platforms/rocm.py), every ROCm chip here."""
+    if generation.startswith("sm"):
+        return sm_of(generation) >= refinement["triton_fp8_min_sm"]
+    return True
+
+
+def refusal(checks, model: ModelGraph, split: Split, facts) -> LoadRefusal | None:
+    """The first refusal of `checks` (a pack's LOAD_CHECKS, in vLLM's order), or None."""
+    for check in checks:
+        found = check.judge(model, split, facts)
+        if found is not None:
+            return found
+    return None
+
+
+def checked_schemes(checks) -> frozenset[str]:
+    """The scheme keys (quantization.py `Scheme.key`) some check of `checks` judges."""
+    keys = set()
+    for check in checks:
+        keys |= set(CHECKED.get(type(check).__name__, ()))
+    return frozenset(keys)
+
+
+# the scheme keys each check judges (a quantized scheme no check judges is stated: UNCHECKED)
+CHECKED = {"ValidateFp8BlockShape": ("fp8_block", "fp8_block_ue8m0"),  # a model's own check judges no scheme
+           "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0")}

@@ -1,0 +1,252 @@
+"""vLLM's load-time shape checks as rules of the release packs (issue 39, first part).
+
+- Golden: the 0.33 pack's checks agree, on every case, with vLLM 0.33's own functions
+  (tests/golden/load_checks/vllm-0.33.0.json, written by scripts/golden_load_checks.py through the
+  oracle: every card with block-FP8 layers under every split the search enumerates on an H200).
+- The kernel refuses what vLLM refuses (exit 1, vLLM's exception text) and starts what it starts;
+  releases differ: before 0.29 a routed-expert shard that does not divide the FP8 block raises, from
+  0.29 it is refined (fused_moe/oracle/fp8.py refine_fp8_moe_block_shape).
+- The search never offers a layout a layer refuses.
+- Every quantized scheme a shipped card serves is judged by a check or stated as unchecked.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
+from pricing.chips import get_chip
+from pricing.graph import load_model
+from pricing.kernel import Deployment, Kernel, Startup
+from pricing.kernel.startup import load_refusal
+from pricing.registry import load
+from pricing.rules import get
+from pricing.rules.load_checks import (
+    GptOssIntermediateDividesWorld,
+    Split,
+    ValidateFp8BlockShape,
+    ValidateFp8BlockShapeMoe,
+    checked_schemes,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = json.loads((ROOT / "tests" / "golden" / "load_checks" / "vllm-0.33.0.json").read_text())
+CASES = [{**c, **GOLDEN["models"][c["card"]]} for c in GOLDEN["cases"]]  # each case with its model's layers
+QWEN_FP8 = "qwen3-235b-a22b-fp8"
+
+
+@cache
+def graph(card: str):
+    """A card's graph; a probe's (scripts/golden_load_checks.py PROBES) from its published config.json
+    with the fixture's edits, written to a folder."""
+    if not card.startswith("probe:"):
+        return load_model(card)
+    config = next(c["config"] for c in CASES if c["card"] == card)
+    cfg = json.loads((ROOT.parent / "shared" / "models" / config["file"]).read_text())
+    folder = Path(tempfile.mkdtemp()) / card.removeprefix("probe:")
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**cfg, **config["edits"]}))
+    return load_model(str(folder))
+
+
+def facts(version: str):
+    release, reg = get(version), load()
+    return lambda name: release.fact(reg, name)
+
+
+def test_the_fixture_is_vllm_0_33_and_covers_every_block_fp8_card():
+    assert GOLDEN["vllm"] == "0.33.0" and GOLDEN["chip"] == "h200"
+    cards = {c["card"] for c in CASES}
+    assert {"qwen3-235b-a22b-fp8", "dsv3", "dsr1", "dsv3.2", "kimi-k2", "minimax-m2.5", "minimax-m2.7",
+            "dsv4-flash", "dsv4-pro", "dsv4.1-flash"} <= cards
+    assert len(CASES) == 552 and sum(c["card"].startswith("probe:") for c in CASES) == 122
+    # vLLM's answers the rules must reproduce, among them: the issue's split refined, not refused ...
+    qwen = {c["id"]: c["vllm"]["moe"] for c in CASES if c["card"] == QWEN_FP8}
+    issue = {k: v for k, v in qwen[f"{QWEN_FP8}/tp1-dp8-pp1-noep"].items() if k != "kernels_without_fp8"}
+    assert issue == {"intermediate_per_rank": 192, "message": None, "moe_tp": 8, "refined": [64, 64], "use_ep": False}
+    # ... and a 32-way MoE shard (1,536 / 32 = 48: gcd 16 < 32) refused
+    assert qwen[f"{QWEN_FP8}/tp4-dp8-pp1-noep"]["message"] == (
+        "ValueError: The output_size of gate's and up's weight = 48 is not divisible by weight quantization "
+        "block_n = 128.")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_rules_agree_with_vllm(case):
+    s = case["split"]
+    split = Split(s["tp"], s["dp"], s["pcp"], s["ep"], "sm90")
+    g = graph(case["card"])
+    linear = ValidateFp8BlockShape().judge(g, split, facts("0.33"))
+    moe = ValidateFp8BlockShapeMoe().judge(g, split, facts("0.33"))
+    want_linear = case["vllm"]["linear"]
+    assert (linear and linear.message) == (want_linear and want_linear["message"])
+    want_moe = case["vllm"]["moe"]
+    assert (moe and moe.message) == (want_moe and want_moe["message"])
+    if want_moe is not None:
+        assert split.moe_tp == want_moe["moe_tp"]
+    if want_moe is not None and "kernels_without_fp8" in want_moe:  # a refined block, on a chip without FP8
+        kernels = want_moe["kernels_without_fp8"]
+        # backends with no kernel class to ask, none of which select_fp8_moe_backend picks by itself
+        assert {k.split(":")[0] for k in kernels if k.startswith("unjudged")} == {
+            "unjudged NONE", "unjudged EMULATION", "unjudged TRITON_MXFP8", "unjudged AITER_MXFP8"}
+        taken = [k for k in kernels if not k.startswith("unjudged")]
+        on_a100 = ValidateFp8BlockShapeMoe().judge(g, Split(s["tp"], s["dp"], s["pcp"], s["ep"], "sm80"), facts("0.33"))
+        assert (on_a100 and on_a100.message) == (None if taken else
+                                                  "NotImplementedError: No FP8 MoE backend supports the deployment "
+                                                  "configuration.")
+
+
+def _memory(*args):
+    return CliRunner().invoke(cli, ["memory", "--model", QWEN_FP8, "--chip", "h200", *args])
+
+
+def test_plan_memory_starts_what_vllm_0_33_refines():
+    """tp 1 × dp 8 without EP: 1,536 / 8 = 192 per rank, refined to 64 × 64 blocks (gcd(128, 128, 192,
+    4,096) = 64 >= 32) and served by the Triton experts on an H200: it starts (the fixture's case)."""
+    done = _memory("-dp", "8")
+    assert done.exit_code == 0, done.output
+    assert "would not start" not in done.output
+
+
+def test_plan_memory_refuses_a_shard_vllm_0_33_refuses():
+    done = _memory("-tp", "4", "-dp", "8")
+    assert done.exit_code == 1
+    assert ("plan: vLLM would not start (load): ValueError: The output_size of gate's and up's weight = 48 is not "
+            "divisible by weight quantization block_n = 128.") in done.output
+    assert "what would fit: -tp 4 -dp 8 --enable-expert-parallel starts" in done.output
+    assert _memory("-tp", "4", "-dp", "8", "--enable-expert-parallel").exit_code == 0
+
+
+def test_plan_memory_refuses_the_issues_split_on_a_release_without_refinement():
+    """vLLM 0.28 (the 0.28.0 wheel's Fp8MoEMethod.create_weights) raises on 192 per rank; -dp 4 (384)
+    and -dp 8 with expert parallelism (1,536 whole) start."""
+    done = _memory("-dp", "8", "--vllm-version", "0.28")
+    assert done.exit_code == 1
+    assert ("ValueError: The output_size of gate's and up's weight = 192 is not divisible by weight quantization "
+            "block_n = 128.") in done.output
+    assert _memory("-dp", "4", "--vllm-version", "0.28").exit_code == 0
+    assert _memory("-dp", "8", "--enable-expert-parallel", "--vllm-version", "0.28").exit_code == 0
+    # from 0.29 (the 0.26 pack's last release) the shard is refined, as in 0.33
+    assert _memory("-dp", "8", "--vllm-version", "0.29").exit_code == 0
+
+
+def test_a_refined_block_needs_an_fp8_platform():
+    """Hand-derived from vLLM 0.33: only TritonExperts takes a refined block (experts/triton_moe.py,
+    where current_platform.supports_fp8(): CUDA capability >= 89), so on an A100 (sm80) no FP8 MoE
+    backend is left (oracle/fp8.py select_fp8_moe_backend raises NotImplementedError)."""
+    g = graph(QWEN_FP8)
+    check = ValidateFp8BlockShapeMoe()
+    assert check.judge(g, Split(1, 8, 1, False, "sm90"), facts("0.33")) is None
+    refused = check.judge(g, Split(1, 8, 1, False, "sm80"), facts("0.33"))
+    assert refused.message == "NotImplementedError: No FP8 MoE backend supports the deployment configuration."
+    assert check.judge(g, Split(1, 8, 1, True, "sm80"), facts("0.33")) is None
+
+
+def test_moe_tp_is_flattened_across_dp_and_pcp_without_expert_parallelism():
+    assert Split(2, 4).moe_tp == 8 and Split(2, 4, 2).moe_tp == 16
+    assert Split(2, 4, ep=True).moe_tp == 1 and Split(1, 1, ep=True).moe_tp == 1
+
+
+def test_older_packs_check_fused_shards_without_the_allowance():
+    """Hand-derived from the 0.10.2 wheel (fp8.py Fp8LinearMethod.create_weights) and 0.11.0's
+    validate_fp8_block_shape, which have no _maybe_allow_fp8_block_shape_mismatch: the head-dim-96
+    probe's QKV at tp 8 has shards [8 × 96, 96, 96] (8 KV heads, one per rank) of an output of
+    (64 + 16) × 96 = 7,680 = 8 × 960, so it is split tp ways and every shard is checked: 96 is off
+    the 128 block. From 0.19 the layer is let through (vLLM 0.33 starts it: the fixture's case)."""
+    g = graph("probe:qwen3-32b-fp8-head-dim-96")
+    message = "ValueError: Weight output_partition_size = 96 is not divisible by weight quantization block_n = 128."
+    for version in ("0.10", "0.11"):
+        assert ValidateFp8BlockShape().judge(g, Split(8), facts(version)).message == message
+        assert ValidateFp8BlockShape().judge(g, Split(1), facts(version)) is None  # [6,144, 768] checked, 768 last
+    for version in ("0.19", "0.21", "0.26", "0.33"):
+        assert ValidateFp8BlockShape().judge(g, Split(8), facts(version)) is None
+    case = next(c for c in CASES if c["id"] == "probe:qwen3-32b-fp8-head-dim-96/tp8-dp1-pp1-noep")
+    assert case["vllm"]["linear"] is None
+
+
+def test_the_search_never_offers_a_refused_layout():
+    """The issue's command on vLLM 0.28: its picks (tp 1 × dp 8 without EP before) are all layouts the
+    load checks pass, and tp 1 × dp 8 is offered only with expert parallelism."""
+    from planner.candidates.table import candidate_table
+    from planner.request import PoolLimits, ServiceSpec
+
+    service = ServiceSpec(model=QWEN_FP8, concurrency=1, context_length=9000, vllm_version="0.28")
+    chip = get_chip("h200")
+    table = candidate_table(service, chip, PoolLimits(chips=("h200",)))
+    shapes = {(r.shape.tp, r.shape.dp, r.shape.ep) for r in table.rows}
+    assert (1, 8, True) in shapes and (1, 8, False) not in shapes and (2, 4, False) not in shapes
+    assert (1, 4, False) in shapes
+    g = graph(QWEN_FP8)
+    for tp, dp, ep in shapes:
+        k = Kernel.of(g, Deployment(tensor_parallel_size=tp, data_parallel_size=dp, enable_expert_parallel=ep,
+                                    max_model_len=9000), chip, release="0.28")
+        assert load_refusal(k) is None and Startup(k).failed_check() != "load"
+    refused = [v for v in table.verdicts if v.refusal == "load"]
+    assert {(v.shape.tp, v.shape.dp, v.shape.ep) for v in refused} >= {(1, 8, False), (2, 4, False), (4, 2, False)}
+
+
+def test_every_quantized_scheme_a_card_serves_is_checked_or_stated():
+    release = get()
+    checked = checked_schemes(release.rules.LOAD_CHECKS)
+    unchecked = release.fact(load(), "load_checks_unchecked")
+    served = set()
+    for card in sorted(p.stem for p in (ROOT / "pricing" / "cards").glob("*.yaml")):
+        for _, data in graph(card).nodes():
+            served |= {str(t.fmt) for t in data["tensors"]}
+    quantized = served - {"bf16", "fp16", "fp32"}
+    assert quantized == {"fp8_block", "fp8_block_ue8m0", "mxfp4", "int4_g32_marlin"}
+    for scheme in sorted(quantized):
+        assert scheme in checked or scheme in unchecked, f"{scheme}: neither checked nor stated as unchecked"
+    assert not set(unchecked) & checked
+
+
+def test_plan_names_the_layer_when_every_split_is_refused(tmp_path):
+    """A config whose q_b_proj shard at tp 8 (120 heads / 8 × 192 = 2,880) is off the 128 block, searched
+    at tp 8 only: every shape is refused at load, and the reason is vLLM's (not a KV cache it never
+    reaches), with the split that starts."""
+    config = next(c["config"] for c in CASES if c["card"] == "probe:dsv3-120-heads")
+    cfg = json.loads((ROOT.parent / "shared" / "models" / config["file"]).read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, **config["edits"]}))
+    done = CliRunner().invoke(cli, ["--model", str(tmp_path), "--chip", "h200", "--tp", "8", "--pp", "1",
+                                    "--concurrency", "1", "--context-length", "4096"])
+    assert done.exit_code == 1
+    assert ("vLLM would not load the checkpoint at tp 8, " in done.output
+            and "ValueError: Weight output_partition_size = 2880 is not divisible by weight quantization block_n = 128."
+            in done.output and "Nearest fit: --tp 1 --dp 8 starts." in done.output)
+    assert "KV cache per rank" not in done.output
+
+
+def test_gpt_oss_asserts_its_intermediate_size_divides_the_world():
+    """Hand-derived from models/gpt_oss.py (assert config.intermediate_size % self.world_size == 0):
+    gpt-oss's 2,880 = 2^6 × 45 divides every world the search offers (powers of two up to 64 GPUs)
+    but not 8 × 16 = 128 ranks; pipeline stages count in the world."""
+    g = graph("gpt-oss-120b")
+    check = GptOssIntermediateDividesWorld()
+    assert check.judge(g, Split(8, 8), facts("0.33")) is None
+    assert check.judge(g, Split(8, 4, pp=2), facts("0.33")) is None
+    assert check.judge(g, Split(8, 16), facts("0.33")).message == (
+        "AssertionError: config.intermediate_size % self.world_size == 0 (2880 over a world of 128 ranks)")
+    assert check.judge(g, Split(8, 8, pp=2), facts("0.33")) is not None
+    assert check.judge(graph(QWEN_FP8), Split(8, 16), facts("0.33")) is None  # another model's own check
+    done = CliRunner().invoke(cli, ["memory", "--model", "gpt-oss-120b", "--chip", "h200", "-tp", "8", "-dp", "16"])
+    assert done.exit_code == 1 and "vLLM would not start (load): AssertionError" in done.output
+
+
+def test_the_fixture_holds_every_case_the_search_gives_today():
+    """The cases scripts/golden_load_checks.py enumerates now (every block-FP8 card and probe under every
+    split planner/candidates/shapes.py gives, with what each hands vLLM) are the fixture's: a new card,
+    a changed graph or a wider shape grid makes the fixture stale until it is regenerated through vLLM."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("golden_load_checks", ROOT / "scripts" / "golden_load_checks.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    today = script.cases()
+    assert [c["id"] for c in today] == [c["id"] for c in CASES]
+    for now, fixed in zip(today, CASES, strict=True):
+        assert {k: v for k, v in fixed.items() if k != "vllm"} == json.loads(json.dumps(now)), now["id"]
