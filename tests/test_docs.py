@@ -78,8 +78,8 @@ def test_an_excerpt_marks_what_it_leaves_out():
 
 def test_the_docs_name_every_constraint_an_explanation_can_bind():
     """docs/planning.md's `--json` paragraph lists the constraints; an explanation's `constraint` is one of
-    planner/report/result.py CONSTRAINTS, each of which the page names."""
-    from planner.report.result import CONSTRAINTS
+    planner/app/result.py CONSTRAINTS, each of which the page names."""
+    from planner.app.result import CONSTRAINTS
 
     text = (ROOT / "docs" / "planning.md").read_text()
     paragraph = text[text.index("the `constraint` that binds ("):].split(")")[0]
