@@ -16,7 +16,8 @@ their steps keep the ROCm build's fitted efficiencies (step_model.yaml engines.v
 
 The step model (step.py) does not read these yet: it still prices with the fitted efficiencies of
 step_model.yaml. A step composed of these operators was judged on the silicon rows and public runs
-and came out less accurate (issue 38's closing note has the tables), so it is not the default.
+and came out less accurate than the fitted one (TPOT at 32 requests and more, TTFT at 8 and fewer),
+so it is not the default.
 """
 
 from __future__ import annotations
