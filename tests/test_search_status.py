@@ -64,8 +64,10 @@ def coupled_fleet(services: int, seed: int = 7) -> tuple[list[list[cpsat.Option]
 
 
 def limited(monkeypatch, work: float) -> None:
+    """A time limit of 1 s worth `work` deterministic seconds, shared by every stage of a solve."""
     real = defaults.value
-    monkeypatch.setattr(defaults, "value", lambda name: work if name == "solver.max_deterministic_time" else real(name))
+    monkeypatch.setattr(defaults, "value",
+                        lambda name: work if name == "solver.deterministic_per_second" else real(name))
 
 
 def test_a_stage_that_cannot_finish_reports_feasible_with_its_gap(monkeypatch):
@@ -74,7 +76,7 @@ def test_a_stage_that_cannot_finish_reports_feasible_with_its_gap(monkeypatch):
     and gap in the words every report prints."""
     limited(monkeypatch, 0.05)
     opts, required, inventory = coupled_fleet(20)
-    sol = cpsat.solve(cpsat.build(opts, required, inventory))
+    sol = cpsat.solve(cpsat.build(opts, required, inventory), time_limit=1.0)
     assert sol.picks and sol.status == "FEASIBLE"
     first, second = sol.stages
     assert first.status == "OPTIMAL" and first.gap == 0
@@ -90,7 +92,7 @@ def test_a_stage_that_cannot_finish_reports_feasible_with_its_gap(monkeypatch):
 def test_a_stage_two_its_limit_ends_before_any_solution_keeps_stage_one(monkeypatch):
     limited(monkeypatch, 0.01)
     opts, required, inventory = coupled_fleet(60)
-    sol = cpsat.solve(cpsat.build(opts, required, inventory))
+    sol = cpsat.solve(cpsat.build(opts, required, inventory), time_limit=1.0)
     assert sol.status == "FEASIBLE" and len(sol.picks) == 60
     assert sol.stages[0].status == "OPTIMAL"
     assert sol.stages[1].status == "UNKNOWN" and sol.stages[1].kept_previous

@@ -288,7 +288,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         if not solvable:
             missing = [i for i, p in enumerate(prepared) if not p.options]
         else:
-            missing = range(len(prepared)) if timed_out else unserved(prepared, scenario) or range(len(prepared))
+            missing = range(len(prepared)) if timed_out else unserved(prepared, scenario, found) or range(len(prepared))
         for s in missing:
             p = prepared[s]
             stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()
