@@ -13,7 +13,7 @@ from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.request import implicit_concurrency
 from planner.search.placement import ROLE_AGGREGATED, NodeUse, Slot
-from planner.search.status import StageStatus
+from planner.search.status import StageStatus, limit_words
 from pricing.errors import mention, render
 from pricing.kernel.report import MemoryReport
 
@@ -150,8 +150,7 @@ def solver_phrase(status: str, stages: list[StageStatus] | None = None) -> str:
 
 def stage_words(s: StageStatus) -> str:
     """One stage's status, with its value, bound and gap when it has a solution it did not prove."""
-    limit = {"time": "the time limit", "deterministic": "the deterministic-work limit "
-             "(planner/defaults.yaml solver.max_deterministic_time)"}.get(s.limit or "", "its limit")
+    limit = limit_words(s.limit)
     if s.status == "OPTIMAL":
         return f"{s.stage} OPTIMAL"
     if s.kept_previous:

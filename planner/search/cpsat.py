@@ -10,7 +10,8 @@ Model, for services s and their candidate rows i (one row per instance shape, se
 `ChipTable.dominant`):
 
     x[s,i] ∈ {0,1}, exactly one per service          the instance configuration
-    r[s,i] ∈ {0} ∪ [rmin, rmax], r ≤ rmax·x, r ≥ rmin·x   its replica count
+    r[s,i] = rmin[s,i] · x[s,i]                      its replica count: the fewest that reach the target
+                                                      (more only cost more: submodels.py PoolChoice)
     Σ_i concurrency[s,i] · r[s,i] ≥ required[s]       the target (with headroom)
     Σ_{s,i on chip c} gpus[s,i] · r[s,i] + spare[c] · u[c] ≤ inventory[c]
                                                       shared GPUs (--max-gpus), less the spare nodes'
@@ -116,7 +117,7 @@ class PoolModel:
     """The CP-SAT model of one or more services: one PoolChoice per service (planner/search/submodels.py),
     their shared Inventory, any coupling a caller composes in (`build`'s `coupling`), and the two stages
     of the objective: `primary` (cost, then GPUs) and `secondary` (headroom, then rank). `start`: the
-    first stage's hint, one (option index, replicas) per service."""
+    first stage's hint, one option index per service."""
 
     model: cp_model.CpModel
     pools: list[PoolChoice]
@@ -124,7 +125,7 @@ class PoolModel:
     secondary: cp_model.LinearExpr | int = 0
     weights: tuple[int, int] = (1, 1)  # (w_cost, w_held): the folds of `_weights`
     used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # chip -> u[c], whether a pool takes GPUs on it
-    start: list[tuple[int, int]] | None = None
+    start: list[int] | None = None
 
     @property
     def services(self) -> list[list[Option]]:
@@ -135,7 +136,7 @@ class PoolModel:
         return [pool.x for pool in self.pools]
 
     @property
-    def r(self) -> list[list[cp_model.IntVar]]:
+    def r(self) -> list[list[cp_model.LinearExpr]]:
         return [pool.r for pool in self.pools]
 
     def stages(self) -> list[Stage]:
@@ -159,7 +160,7 @@ class PoolModel:
 
 def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None,
           spare: dict[str, int] | None = None, coupling: Callable | None = None,
-          start: list[tuple[int, int]] | None = None) -> PoolModel:
+          start: list[int] | None = None) -> PoolModel:
     """The model: one configuration and a replica count per service, the target, shared GPUs; on a
     chip with an inventory, `spare[c]` GPUs (its spare nodes') come out of it when the chip is used.
     `coupling(model, pools, used)` adds a caller's submodel over the pools (a scenario's NodePacking)."""
@@ -220,10 +221,9 @@ def solve(pm: PoolModel, time_limit: float | None = None, deadline: Budget | Non
     `pm.start` when given."""
     budget = deadline or Budget(time_limit)
     if pm.start is not None:
-        for (i, replicas), pool in zip(pm.start, pm.pools, strict=True):
-            for j, (xj, rj) in enumerate(zip(pool.x, pool.r, strict=True)):
+        for i, pool in zip(pm.start, pm.pools, strict=True):
+            for j, xj in enumerate(pool.x):
                 pm.model.add_hint(xj, j == i)
-                pm.model.add_hint(rj, replicas if j == i else 0)
     solved = solve_lexicographic(pm.model, pm.stages(), budget)
     if solved.solver is None:
         return Solution(solved.status, [], solved.stages)

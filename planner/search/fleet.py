@@ -195,7 +195,7 @@ def fleet_model(prepared: list[Prepared], scenario: Scenario,
 
     return cpsat.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory,
                        spare_gpus(scenario, prepared), coupling=packing,
-                       start=None if start is None else [(i, replicas) for i, _, replicas in start])
+                       start=None if start is None else [i for i, _, _ in start])
 
 
 def _relaxed(prepared: list[Prepared], scenario: Scenario, budget: Budget | None = None) -> list[int] | None:
