@@ -98,8 +98,8 @@ def test_a_spent_budget_starts_no_stage():
 def test_the_answer_does_not_depend_on_the_wall_clock(monkeypatch):
     """A coupled model whose second stage the budget ends: the same answer, status and figures on a
     quiet machine and with two threads burning the CPU beside the solve. Break-check: with the
-    budget's deterministic limit replaced by its wall clock (max_time_in_seconds = the limit's
-    share, max_deterministic_time unbounded) the quiet and loaded answers differ."""
+    budget spent as wall-clock seconds instead (max_time_in_seconds = the work left, no
+    deterministic limit) this fails: 0.03 s of wall clock end stage one before any plan."""
     monkeypatch.setattr(defaults, "value", _ratio(defaults.value, 0.03))
     opts, required, inventory = coupled_fleet(150)
 
