@@ -21,7 +21,8 @@ Model, for services s and their candidate rows i (one row per instance shape, se
 Objective, lexicographic: the lowest cost per hour, then the fewest GPUs, then the most
 requests held (headroom), then the candidate's rank: the larger token budget, then the lower
 utilization, then the smaller tp, dp, expert parallel off, the smaller dcp, then the order of
---kv-cache-dtype and --chip. Solved in two stages (§2.2 item 7a), each folding two keys into
+--kv-cache-dtype and --chip (summed over services, service s weighted s + 1, so that services
+with the same options do not tie). Solved in two stages (§2.2 item 7a), each folding two keys into
 one integer (item 7b) with a weight above the range of the second key: (cost, GPUs), then,
 holding that optimum, (requests held, rank). Two stages keep the integers far below 2^63 even
 for pools of thousands of GPUs; the rank makes the optimum unique, so the answer does not
@@ -148,7 +149,7 @@ class PoolModel:
         def cost(objective: int, bound: int) -> tuple[float, float]:  # primary = w_cost · cost + GPUs
             return (objective // w_cost) / units, (max(bound, 0) // w_cost) / units
 
-        def held(objective: int, bound: int) -> tuple[float, float]:  # secondary = rank − w_held · held
+        def held(objective: int, bound: int) -> tuple[float, float]:  # secondary = ranks − w_held · held
             return -(objective // w_held), (w_held - 1 - bound) // w_held
 
         return [Stage(STAGES[0], self.primary, cost), Stage(STAGES[1], self.secondary, held, larger_is_better=True)]
@@ -172,17 +173,19 @@ def build(services: list[list[Option]], required: list[int], inventory: dict[str
         coupling(m, pools, used)
     w_cost, w_held = _weights(services)
     primary = w_cost * sum(p.cost for p in pools) + sum(p.gpus for p in pools)
-    secondary = sum(p.rank for p in pools) - w_held * sum(p.held for p in pools)
+    secondary = sum((s + 1) * p.rank for s, p in enumerate(pools)) - w_held * sum(p.held for p in pools)
     return PoolModel(m, pools, primary, secondary, (w_cost, w_held), used, start)
 
 
 def _weights(services: list[list[Option]]) -> tuple[int, int]:
     """Weights that fold two keys into one integer: each exceeds the range of the key after it
-    (cost over GPUs in the primary stage, requests held over rank in the secondary)."""
+    (cost over GPUs in the primary stage, requests held over rank in the secondary). The rank key
+    weighs service s (from 0) by s + 1, so that services with the same options tie no more: the
+    later service takes the better-ranked option (one service: the rank itself)."""
     gpus_range = sum(max((o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
     cost_range = sum(max((o.cost_units * o.rmax for o in opts), default=0) for opts in services) + 1
     held_range = sum(max((o.row.concurrency * o.rmax for o in opts), default=0) for opts in services) + 1
-    rank_range = sum(len(opts) for opts in services) + 1
+    rank_range = sum((s + 1) * max((o.rank + 1 for o in opts), default=0) for s, opts in enumerate(services)) + 1
     if cost_range * (gpus_range + 1) >= INT_LIMIT or held_range * (rank_range + 1) >= INT_LIMIT:
         raise OverflowError(f"the objective exceeds 2^62: lower {mention('max_gpus')} or the concurrency")
     return gpus_range + 1, rank_range + 1
