@@ -122,9 +122,11 @@ def solve_lexicographic(model: cp_model.CpModel, stages: list[Stage], budget: Bu
             model.minimize(stage.objective)
             if incumbent is not None:
                 _hint(model, incumbent)
-            if budget.exhausted():
+            if budget.exhausted():  # nothing left to start the stage with
+                limit = "deterministic" if budget.work_left() < SMALLEST_STAGE else "time"
+                budget.backstop_hit |= limit == "time"
                 found.append(StageStatus(stage=stage.name, status="UNKNOWN", kept_previous=incumbent is not None,
-                                         limit="deterministic" if budget.work_left() < SMALLEST_STAGE else "time"))
+                                         limit=limit))
                 break
             sol = budget.solver()
             status = sol.solve(model)
