@@ -232,6 +232,8 @@ class FleetModel:
     def solve(self, budget: Budget) -> cpsat.Solution:
         """The staged solve, its picks indexed into each service's whole option list."""
         sol = cpsat.solve(self.pool, deadline=budget)
+        if not sol.picks:  # no plan
+            return sol
         picks = [(kept[i], o, r) for kept, (i, o, r) in zip(self.kept, sol.picks, strict=True)]
         return cpsat.Solution(sol.status, picks, sol.stages)
 
