@@ -165,3 +165,17 @@ def test_leaving_out_dominated_options_keeps_the_optimum(seed):
     assert [(s.value, s.bound) for s in whole.stages] == [(s.value, s.bound) for s in pruned.stages]
     assert [(i, r) for i, _, r in whole.picks] == [(k[i], r) for k, (i, _, r) in zip(kept, pruned.picks, strict=True)]
     assert sum(map(len, kept)) < sum(map(len, opts)) / 2
+
+
+def test_a_search_solves_within_the_budget_it_is_given():
+    """`plan` hands its search one budget (a command running several searches may share one): a
+    budget already spent leaves the search without a plan, UNKNOWN, said as the time limit's."""
+    from planner.request import PlanRequest, ServiceSpec
+
+    spent = Budget(1.0)
+    spent.spent = spent.work
+    request = PlanRequest(service=ServiceSpec(model="qwen3-8b", concurrency=8, context_length=8192),
+                          limits=PoolLimits(chips=("h100",)))
+    found = cpsat.search(request, spent)
+    assert found.status == "UNKNOWN" and found.ranked == [] and found.stages[0].limit == "deterministic"
+    assert cpsat.search(request).status == "OPTIMAL"

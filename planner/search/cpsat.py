@@ -290,9 +290,10 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
     return [table for _, table, _ in started]
 
 
-def search(request: PlanRequest) -> Search:
+def search(request: PlanRequest, budget: Budget | None = None) -> Search:
     """Oracle sweep, then CP-SAT: the best pool, then the best pools of the next shapes (each
-    re-solve forbids the shapes already reported)."""
+    re-solve forbids the shapes already reported), every solve within one `budget` (default: one of
+    the request's --time-limit; a command that runs several searches may share one)."""
     start = time.perf_counter()
     service, limits = request.service, request.limits
     wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
@@ -313,7 +314,7 @@ def search(request: PlanRequest) -> Search:
     pm = build([opts], [service.required], inventory, spare)
     ranked: list[tuple[Option, int]] = []
     status, stages = "INFEASIBLE", []
-    budget = Budget(limits.time_limit)  # the best pool and its alternatives share --time-limit
+    budget = budget or Budget(limits.time_limit)  # the best pool and its alternatives share --time-limit
     for n in range(min(wanted, len(opts))):
         sol = solve(pm, deadline=budget)
         if n == 0:

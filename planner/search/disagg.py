@@ -387,10 +387,12 @@ def pair_model(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dic
     return PairModel(m, choice, rank_range, per_dollar)
 
 
-def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None) -> DisaggSearch:
+def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None,
+           budget: Budget | None = None) -> DisaggSearch:
     """The cheapest prefill and decode pools for `service` at its request rate (the chips: --chip,
     or --prefill-chip / --decode-chip), and the best fleets of the next `alternatives` shapes
-    (default: the planner's report.alternatives)."""
+    (default: the planner's report.alternatives), every solve within one `budget` (default: one of
+    --time-limit; `plan --serving auto` may share one with the aggregated search)."""
     wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
     prefill_chips, decode_chips = limits.prefill_chips, limits.decode_chips
     start = time.perf_counter()
@@ -403,7 +405,7 @@ def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = 
     if not pairs:
         return DisaggSearch([], None, "INFEASIBLE", evaluated, time.perf_counter() - start, why, model, rate)
     per_node = {s.chip.id: s.table.gpus_per_node for s in p_sides + d_sides}
-    status, stages, ranked = ranked_fleets(pairs, rate, limits, wanted, per_node)
+    status, stages, ranked = ranked_fleets(pairs, rate, limits, wanted, per_node, budget)
     ranked = [(Pair(**{**pair.__dict__, "queue_seconds": md1_wait(rate / (p * pair.prefill.row.shape.dp),
                                                                    pair.prefill.service_rate)}), p, d)
               for pair, p, d in ranked]
