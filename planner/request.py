@@ -209,7 +209,7 @@ class PoolLimits(BaseModel):
     prices: dict[str, float] = Field(default_factory=dict, description="USD per GPU-hour by chip id")
     max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
     gpus_per_node: int | None = Field(None, ge=1, le=MAX_GPUS_PER_NODE)
-    time_limit: float | None = Field(None, gt=0, description="solver wall-clock bound in seconds")
+    time_limit: float | None = Field(None, gt=0, description="solver time limit in seconds, as deterministic work")
     spare: Count = Field(0, ge=0, le=MAX_SPARE, description="whole nodes per chip kept free as spare capacity (N+1: 1)")
     prefill_chips: tuple[str, ...] | None = Field(None, description="chips a disaggregated prefill pool may use; "
                                                   "None: `chips`")

@@ -16,6 +16,7 @@ from planner.report.words import solver_phrase
 from planner.scenario import Scenario
 from planner.search import cpsat
 from planner.search import fleet as search_fleet
+from planner.search.staged import Budget
 
 
 def option(chip: str, gpus: int, held: int, price: float, rmin: int, rmax: int, rank: int) -> cpsat.Option:
@@ -45,36 +46,53 @@ def test_stage_two_holds_stage_one_and_then_holds_the_most_requests():
     assert sol.stages[1].value == 12
 
 
-def coupled_fleet(services: int, seed: int = 7) -> tuple[list[list[cpsat.Option]], list[int], dict[str, int]]:
-    """Many services over two chips of one inventory that cannot hold every service's cheapest
-    pool: the second stage's knapsack is hard."""
+def coupled_fleet(services: int, seed: int = 7, per: int = 24,
+                  slack: int = 6) -> tuple[list[list[cpsat.Option]], list[int], dict[str, int]]:
+    """Many services over two chips of one inventory (`slack` GPUs of each chip per service) that
+    cannot hold every service's cheapest pool: the second stage's knapsack is hard."""
     rng = random.Random(seed)
     fleet_opts, required = [], []
     for _ in range(services):
         opts = []
-        for rank in range(12):
+        need = rng.randint(50, 400)
+        for rank in range(per):
             gpus = rng.choice((1, 2, 4, 8))
             held = rng.randint(4, 60) * gpus
-            need = rng.randint(50, 400)
             rmin = -(-need // held)
-            opts.append(option(rng.choice(("a", "b")), gpus, held, 1.0, rmin, rmin + 6, rank))
+            opts.append(option(rng.choice(("a", "b")), gpus, held, rng.choice((1.0, 1.5, 2.0)), rmin, rmin + 6, rank))
         fleet_opts.append(opts)
         required.append(need)
-    return fleet_opts, required, {"a": 20 * services, "b": 20 * services}
+    return fleet_opts, required, {"a": slack * services, "b": slack * services}
 
 
 def limited(monkeypatch, work: float) -> None:
+    """A time limit of 1 s worth `work` deterministic seconds, shared by every stage of a solve."""
     real = defaults.value
-    monkeypatch.setattr(defaults, "value", lambda name: work if name == "solver.max_deterministic_time" else real(name))
+    monkeypatch.setattr(defaults, "value",
+                        lambda name: work if name == "solver.deterministic_per_second" else real(name))
 
 
-def test_a_stage_that_cannot_finish_reports_feasible_with_its_gap(monkeypatch):
-    """A coupled model of 20 services whose stage one proves its optimum within a tiny
-    deterministic-work limit and whose stage two cannot: FEASIBLE, with stage two's value, bound
-    and gap in the words every report prints."""
-    limited(monkeypatch, 0.05)
-    opts, required, inventory = coupled_fleet(20)
-    sol = cpsat.solve(cpsat.build(opts, required, inventory))
+class FirstSolutionAfterStageOne(Budget):
+    """A budget whose stages after the first stop at their first solution, as a deterministic limit
+    reached just after it would stop them (an injected parameter: synthetic models small enough for
+    a test are proven too fast for a real limit to end them with a solution)."""
+
+    def solver(self):
+        sol = super().solver()
+        sol.parameters.stop_after_first_solution = self.spent > 0
+        return sol
+
+    def spend(self, sol, finished):
+        limit = super().spend(sol, finished)
+        return limit and "deterministic"
+
+
+def test_a_stage_that_cannot_finish_reports_feasible_with_its_gap():
+    """A coupled model of 150 services whose stage one proves its optimum and whose stage two is
+    stopped at its first solution: FEASIBLE, with stage two's value, bound and gap in the words
+    every report prints."""
+    opts, required, inventory = coupled_fleet(150)
+    sol = cpsat.solve(cpsat.build(opts, required, inventory), deadline=FirstSolutionAfterStageOne(10.0))
     assert sol.picks and sol.status == "FEASIBLE"
     first, second = sol.stages
     assert first.status == "OPTIMAL" and first.gap == 0
@@ -83,17 +101,22 @@ def test_a_stage_that_cannot_finish_reports_feasible_with_its_gap(monkeypatch):
                                                                        abs=1e-6)
     held = sum(o.row.concurrency * r for _, o, r in sol.picks)
     assert held == second.value
+    assert sum(o.price * o.row.gpus * r for _, o, r in sol.picks) == pytest.approx(first.value)
     words = solver_phrase(sol.status, sol.stages)
     assert "optimum not proven" in words and f"gap {second.gap:.2%}" in words and "proven)" not in words
+    assert "the time limit (as deterministic work) ended it" in words
 
 
 def test_a_stage_two_its_limit_ends_before_any_solution_keeps_stage_one(monkeypatch):
-    limited(monkeypatch, 0.01)
-    opts, required, inventory = coupled_fleet(60)
-    sol = cpsat.solve(cpsat.build(opts, required, inventory))
-    assert sol.status == "FEASIBLE" and len(sol.picks) == 60
+    """150 services, 0.03 deterministic seconds in all: stage one proves its optimum in about 0.001,
+    stage two's presolve runs past what is left (about 0.17) before any solution: stage one's plan."""
+    limited(monkeypatch, 0.03)
+    opts, required, inventory = coupled_fleet(150)
+    sol = cpsat.solve(cpsat.build(opts, required, inventory), time_limit=1.0)
+    assert sol.status == "FEASIBLE" and len(sol.picks) == 150
     assert sol.stages[0].status == "OPTIMAL"
     assert sol.stages[1].status == "UNKNOWN" and sol.stages[1].kept_previous
+    assert sol.stages[1].limit == "deterministic"
     assert sum(o.price * o.row.gpus * r for _, o, r in sol.picks) == pytest.approx(sol.stages[0].value)
 
 

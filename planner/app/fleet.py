@@ -271,7 +271,7 @@ def refused_context(scenario: Scenario, service: Service, spec: ServiceSpec | No
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
                   parallel_tables: bool = True, bounded: bool = False) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
-    solver's wall-clock bound, default planner/defaults.yaml; `parallel_tables`: many candidate
+    solver's time limit, default planner/defaults.yaml; `parallel_tables`: many candidate
     tables may be built in worker processes; `bounded`: each service swept only as far as its own
     optimum reaches, when that answers, `search_fleet`). A service vLLM would not start at its context
     length leaves the result infeasible, with vLLM's reason."""
@@ -290,7 +290,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         if not solvable:
             missing = [i for i, p in enumerate(prepared) if not p.options]
         else:
-            missing = range(len(prepared)) if timed_out else unserved(prepared, scenario) or range(len(prepared))
+            missing = range(len(prepared)) if timed_out else unserved(prepared, scenario, found) or range(len(prepared))
         for s in missing:
             p = prepared[s]
             stock = ", ".join(f"{c} {s.gpus}" for c, s in scenario.inventory.items()

@@ -61,12 +61,14 @@ def vllm_version_option(multiple: bool = False):
 
 
 def time_limit_option():
-    """--time-limit, one option on `plan`, `plan compare` and `plan scenario`: the solver's
-    wall-clock bound (planner/defaults.yaml solver.max_time_in_seconds when absent)."""
+    """--time-limit, one option on `plan`, `plan compare` and `plan scenario`: the solver's time
+    limit, as deterministic work (planner/search/staged.py Budget; planner/defaults.yaml
+    solver.max_time_in_seconds when absent)."""
     from planner import defaults
 
     return click.option("--time-limit", type=ranges.positive("for example 10"),
-                        help="solver wall-clock bound in seconds (default "
+                        help="solver time limit in seconds, counted as deterministic work so that the answer does "
+                             "not depend on the machine's load (default "
                              f"{defaults.value('solver.max_time_in_seconds'):g}, planner/defaults.yaml)")
 
 

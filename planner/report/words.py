@@ -34,11 +34,15 @@ def solver_phrase(status: str, stages: list | None = None) -> str:
         f"; {mention('time_limit')} raises it)"
 
 
+LIMITS = {"deterministic": "the time limit (as deterministic work)",
+          "time": "the wall-clock backstop (the machine was too slow for the time limit's work)"}
+"""What ended a stage (planner/search/status.py `StageStatus.limit`), as a report says it."""
+
+
 def stage_words(s) -> str:
     """One stage's status (planner/search/status.py StageStatus), with its value, bound and gap when
     it has a solution it did not prove."""
-    limit = {"time": "the time limit", "deterministic": "the deterministic-work limit "
-             "(planner/defaults.yaml solver.max_deterministic_time)"}.get(s.limit or "", "its limit")
+    limit = LIMITS.get(s.limit or "", "its limit")
     if s.status == "OPTIMAL":
         return f"{s.stage} OPTIMAL"
     if s.kept_previous:

@@ -10,7 +10,8 @@ Model, for services s and their candidate rows i (one row per instance shape, se
 `ChipTable.dominant`):
 
     x[s,i] ∈ {0,1}, exactly one per service          the instance configuration
-    r[s,i] ∈ {0} ∪ [rmin, rmax], r ≤ rmax·x, r ≥ rmin·x   its replica count
+    r[s,i] = rmin[s,i] · x[s,i]                      its replica count: the fewest that reach the target
+                                                      (more only cost more: submodels.py PoolChoice)
     Σ_i concurrency[s,i] · r[s,i] ≥ required[s]       the target (with headroom)
     Σ_{s,i on chip c} gpus[s,i] · r[s,i] + spare[c] · u[c] ≤ inventory[c]
                                                       shared GPUs (--max-gpus), less the spare nodes'
@@ -20,7 +21,8 @@ Model, for services s and their candidate rows i (one row per instance shape, se
 Objective, lexicographic: the lowest cost per hour, then the fewest GPUs, then the most
 requests held (headroom), then the candidate's rank: the larger token budget, then the lower
 utilization, then the smaller tp, dp, expert parallel off, the smaller dcp, then the order of
---kv-cache-dtype and --chip. Solved in two stages (§2.2 item 7a), each folding two keys into
+--kv-cache-dtype and --chip (summed over services, service s weighted s + 1, so that services
+with the same options do not tie). Solved in two stages (§2.2 item 7a), each folding two keys into
 one integer (item 7b) with a weight above the range of the second key: (cost, GPUs), then,
 holding that optimum, (requests held, rank). Two stages keep the integers far below 2^63 even
 for pools of thousands of GPUs; the rank makes the optimum unique, so the answer does not
@@ -29,8 +31,8 @@ depend on the solver's search order.
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,7 +48,10 @@ from planner.candidates.table import (
     start_table,
 )
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
-from planner.search.status import STAGES, StageStatus, _gap, overall
+from planner.search.staged import Budget, Stage, solve_lexicographic
+from planner.search.staged import ImpossibleSolve as ImpossibleSolve  # re-exported: callers catch it here
+from planner.search.status import STAGES, StageStatus
+from planner.search.submodels import Inventory, PoolChoice
 from pricing.errors import mention
 
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built or solved)
@@ -110,80 +115,77 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
 
 @dataclass
 class PoolModel:
-    """The CP-SAT model of one or more services, its decision variables, and the two stages of
-    its objective: `primary` (cost, then GPUs) and `secondary` (headroom, then rank)."""
+    """The CP-SAT model of one or more services: one PoolChoice per service (planner/search/submodels.py),
+    their shared Inventory, any coupling a caller composes in (`build`'s `coupling`), and the two stages
+    of the objective: `primary` (cost, then GPUs) and `secondary` (headroom, then rank). `start`: the
+    first stage's hint, one option index per service."""
 
     model: cp_model.CpModel
-    services: list[list[Option]]
-    x: list[list[cp_model.IntVar]]
-    r: list[list[cp_model.IntVar]]
+    pools: list[PoolChoice]
     primary: cp_model.LinearExpr | int = 0
     secondary: cp_model.LinearExpr | int = 0
     weights: tuple[int, int] = (1, 1)  # (w_cost, w_held): the folds of `_weights`
     used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # chip -> u[c], whether a pool takes GPUs on it
+    start: list[int] | None = None
 
+    @property
+    def services(self) -> list[list[Option]]:
+        return [pool.options for pool in self.pools]
 
-def chip_used(m: cp_model.CpModel, services: list[list[Option]], xs: list[list[cp_model.IntVar]],
-              chip: str) -> cp_model.IntVar:
-    """u[c]: 1 when a chosen configuration takes GPUs on `chip` (x ⇒ u), so what is kept for the
-    chip's spare nodes counts only where the chip is used (the solver sets it 0 otherwise: it only
-    tightens)."""
-    u = m.new_bool_var(f"used_{chip}")
-    for opts, x in zip(services, xs, strict=True):
-        for o, xi in zip(opts, x, strict=True):
-            if chip in o.row.chips:
-                m.add_implication(xi, u)
-    return u
+    @property
+    def x(self) -> list[list[cp_model.IntVar]]:
+        return [pool.x for pool in self.pools]
+
+    @property
+    def r(self) -> list[list[cp_model.LinearExpr]]:
+        return [pool.r for pool in self.pools]
+
+    def stages(self) -> list[Stage]:
+        """The lexicographic stages: (cost, then GPUs), then (requests held, then rank), each folded
+        into one integer and read back into its key (`_weights`)."""
+        w_cost, w_held = self.weights
+        units = defaults.value("solver.price_units_per_dollar")
+
+        def cost(objective: int, bound: int) -> tuple[float, float]:  # primary = w_cost · cost + GPUs
+            return (objective // w_cost) / units, (max(bound, 0) // w_cost) / units
+
+        def held(objective: int, bound: int) -> tuple[float, float]:  # secondary = ranks − w_held · held
+            return -(objective // w_held), (w_held - 1 - bound) // w_held
+
+        return [Stage(STAGES[0], self.primary, cost), Stage(STAGES[1], self.secondary, held, larger_is_better=True)]
+
+    def forbid(self, service: int, index: int) -> None:
+        """Leave the service's option `index` out of later solves (an alternative's re-solve)."""
+        self.model.add(self.pools[service].x[index] == 0)
 
 
 def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None,
-          spare: dict[str, int] | None = None) -> PoolModel:
+          spare: dict[str, int] | None = None, coupling: Callable | None = None,
+          start: list[int] | None = None) -> PoolModel:
     """The model: one configuration and a replica count per service, the target, shared GPUs; on a
-    chip with an inventory, `spare[c]` GPUs (its spare nodes') come out of it when the chip is used."""
+    chip with an inventory, `spare[c]` GPUs (its spare nodes') come out of it when the chip is used.
+    `coupling(model, pools, used)` adds a caller's submodel over the pools (a scenario's NodePacking)."""
     from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     m = cp_model.CpModel()
-    xs, rs = [], []
-    for s, opts in enumerate(services):
-        x = [m.new_bool_var(f"x{s}_{i}") for i in range(len(opts))]
-        r = [m.new_int_var(0, o.rmax, f"r{s}_{i}") for i, o in enumerate(opts)]
-        for o, xi, ri in zip(opts, x, r, strict=True):
-            m.add(ri >= o.rmin * xi)
-            m.add(ri <= o.rmax * xi)
-        m.add_exactly_one(x)
-        m.add(sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True)) >= required[s])
-        xs.append(x)
-        rs.append(r)
-    used = {}
-    for chip, limit in sorted((inventory or {}).items()):
-        use = [o.row.gpus_on(chip) * ri for opts, r in zip(services, rs, strict=True)
-               for o, ri in zip(opts, r, strict=True) if chip in o.row.chips]
-        if not use:
-            continue
-        kept = (spare or {}).get(chip, 0)
-        if kept:
-            used[chip] = chip_used(m, services, xs, chip)
-            m.add(sum(use) + kept * used[chip] <= limit)
-        else:
-            m.add(sum(use) <= limit)
-    cost = gpus = held = rank = 0
-    for opts, x, r in zip(services, xs, rs, strict=True):
-        cost += sum(o.cost_units * ri for o, ri in zip(opts, r, strict=True))
-        gpus += sum(o.row.gpus * ri for o, ri in zip(opts, r, strict=True))
-        held += sum(o.row.concurrency * ri for o, ri in zip(opts, r, strict=True))
-        rank += sum(o.rank * xi for o, xi in zip(opts, x, strict=True))
+    pools = [PoolChoice(m, opts, s, required[s]) for s, opts in enumerate(services)]
+    used = Inventory(m, pools, inventory, spare).used
+    if coupling is not None:
+        coupling(m, pools, used)
     w_cost, w_held = _weights(services)
-    pm = PoolModel(m, services, xs, rs, w_cost * cost + gpus, rank - w_held * held, (w_cost, w_held), used)
-    m.minimize(pm.primary)
-    return pm
+    primary = w_cost * sum(p.cost for p in pools) + sum(p.gpus for p in pools)
+    secondary = sum((s + 1) * p.rank for s, p in enumerate(pools)) - w_held * sum(p.held for p in pools)
+    return PoolModel(m, pools, primary, secondary, (w_cost, w_held), used, start)
 
 
 def _weights(services: list[list[Option]]) -> tuple[int, int]:
     """Weights that fold two keys into one integer: each exceeds the range of the key after it
-    (cost over GPUs in the primary stage, requests held over rank in the secondary)."""
+    (cost over GPUs in the primary stage, requests held over rank in the secondary). The rank key
+    weighs service s (from 0) by s + 1, so that services with the same options tie no more: the
+    later service takes the better-ranked option (one service: the rank itself)."""
     gpus_range = sum(max((o.row.gpus * o.rmax for o in opts), default=0) for opts in services) + 1
     cost_range = sum(max((o.cost_units * o.rmax for o in opts), default=0) for opts in services) + 1
     held_range = sum(max((o.row.concurrency * o.rmax for o in opts), default=0) for opts in services) + 1
-    rank_range = sum(len(opts) for opts in services) + 1
+    rank_range = sum((s + 1) * max((o.rank + 1 for o in opts), default=0) for s, opts in enumerate(services)) + 1
     if cost_range * (gpus_range + 1) >= INT_LIMIT or held_range * (rank_range + 1) >= INT_LIMIT:
         raise OverflowError(f"the objective exceeds 2^62: lower {mention('max_gpus')} or the concurrency")
     return gpus_range + 1, rank_range + 1
@@ -196,21 +198,11 @@ class Solution:
     stages: list[StageStatus] = field(default_factory=list)
 
 
-class Deadline:
-    """The wall clock a whole solve may take, shared by its stages and re-solves: --time-limit,
-    or planner/defaults.yaml solver.max_time_in_seconds."""
-
-    def __init__(self, time_limit: float | None = None):
-        self.given = time_limit is not None
-        self.limit = time_limit_of(time_limit)
-        self.end = time.monotonic() + self.limit
-
-    def left(self) -> float:
-        return max(0.0, self.end - time.monotonic())
+Deadline = Budget  # the name report/ and older callers use: the budget one search's solves share
 
 
 def time_limit_of(time_limit: float | None) -> float:
-    """The solver's wall-clock bound: --time-limit, or planner/defaults.yaml solver.max_time_in_seconds."""
+    """The solver's bound: --time-limit, or planner/defaults.yaml solver.max_time_in_seconds."""
     return time_limit or defaults.value("solver.max_time_in_seconds")
 
 
@@ -219,108 +211,26 @@ def no_plan_in_time(time_limit: float | None) -> str:
     return f"the solver found no plan within its {time_limit_of(time_limit):g} s time limit"
 
 
-def deterministic_limit(deadline: Deadline) -> float:
-    """The deterministic-work cap of a stage: planner/defaults.yaml solver.max_deterministic_time,
-    raised to --time-limit when one is given, so that the user's bound is the one that ends a solve."""
-    cap = defaults.value("solver.max_deterministic_time")
-    return max(cap, deadline.limit) if deadline.given else cap
+def solver(time_limit: float | None = None, deadline: Budget | None = None) -> cp_model.CpSolver:
+    """A CP-SAT solver with the planner's explicit parameters, bounded by what is left of
+    `deadline` (else a fresh budget of `time_limit`): planner/search/staged.py `Budget.solver`."""
+    return (deadline or Budget(time_limit)).solver()
 
 
-def solver(time_limit: float | None = None, deadline: Deadline | None = None) -> cp_model.CpSolver:
-    """A CP-SAT solver with the planner's explicit parameters (planner/defaults.yaml solver.*),
-    bounded by what is left of `deadline` (else `time_limit`)."""
-    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
-    deadline = deadline or Deadline(time_limit)
-    sol = cp_model.CpSolver()
-    sol.parameters.num_workers = defaults.value("solver.num_workers")
-    sol.parameters.max_time_in_seconds = max(deadline.left(), 1e-3)
-    sol.parameters.max_deterministic_time = deterministic_limit(deadline)
-    sol.parameters.random_seed = 0
-    return sol
-
-
-def _ended_by(sol: cp_model.CpSolver) -> str:
-    """Which limit stopped a stage that did not prove its optimum."""
-    params = sol.parameters
-    return "deterministic" if sol.deterministic_time >= params.max_deterministic_time * 0.99 else "time"
-
-
-def _stage(i: int, pm: PoolModel, sol: cp_model.CpSolver, status: int, kept: bool = False) -> StageStatus:
-    """Stage `i`'s status in the reviewer's units (the folded integer read back into its key)."""
-    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
-    name = sol.status_name(status)
-    limit = _ended_by(sol) if status in (cp_model.FEASIBLE, cp_model.UNKNOWN) else None
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return StageStatus(stage=STAGES[i], status=name, kept_previous=kept, limit=limit)
-    w_cost, w_held = pm.weights
-    objective = int(sol.value(pm.primary if i == 0 else pm.secondary))  # exact: the float may round
-    bound = min(objective, math.ceil(sol.best_objective_bound - 1e-6))  # the objective is an integer
-    if i == 0:  # primary = w_cost · cost + GPUs, 0 ≤ GPUs < w_cost: cost = primary // w_cost
-        units = defaults.value("solver.price_units_per_dollar")
-        value, least = (objective // w_cost) / units, (max(bound, 0) // w_cost) / units
-    else:  # secondary = rank − w_held · held, 0 ≤ rank < w_held: held = −(secondary // w_held)
-        value, least = -(objective // w_held), (w_held - 1 - bound) // w_held
-    return StageStatus(stage=STAGES[i], status=name, value=value, bound=least, gap=_gap(i, value, least),
-                       limit=limit)
-
-
-def _read(pm: PoolModel, sol: cp_model.CpSolver) -> list[tuple[int, Option, int]]:
-    picks = []
-    for opts, x, r in zip(pm.services, pm.x, pm.r, strict=True):
-        i = next(i for i, xi in enumerate(x) if sol.boolean_value(xi))
-        picks.append((i, opts[i], int(sol.value(r[i]))))
-    return picks
-
-
-class ImpossibleSolve(RuntimeError):
-    """A solver state the model rules out (a defect of the model, never an answer)."""
-
-
-def solve(pm: PoolModel, time_limit: float | None = None, deadline: Deadline | None = None) -> Solution:
-    """Solve lexicographically in two stages and read the solution into plain data (no picks
-    when nothing is feasible). Stage 1 minimises cost, then GPUs; stage 2 holds stage 1's value
-    (a constraint switched on by an assumption literal, so the model stays reusable), starts from
-    stage 1's solution (a hint) and minimises the secondary key: most requests held, then the
-    candidate's rank. Both share one deadline (`time_limit` or `deadline`). A stage 2 that ends
-    without a solution leaves stage 1's plan, and says so; one the model makes impossible (stage
-    1's solution satisfies it) raises."""
-    from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
-    deadline = deadline or Deadline(time_limit)
-    m = pm.model
-    sol = solver(deadline=deadline)
-    status = sol.solve(m)
-    if status == cp_model.MODEL_INVALID:
-        raise ImpossibleSolve(f"stage one: the model is invalid ({m.validate()})")
-    first = _stage(0, pm, sol, status)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Solution(first.status, [], [first])
-    picks = _read(pm, sol)
-    best = int(sol.value(pm.primary))
-    hold = m.new_bool_var(f"hold_primary_{len(m.proto.constraints)}")
-    m.add(pm.primary <= best).only_enforce_if(hold)
-    m.add_assumptions([hold])
-    m.minimize(pm.secondary)
-    m.clear_hints()
-    for xs, rs in zip(pm.x, pm.r, strict=True):
-        for xi, ri in zip(xs, rs, strict=True):
-            m.add_hint(xi, sol.boolean_value(xi))
-            m.add_hint(ri, sol.value(ri))
-    try:
-        second_solver = solver(deadline=deadline)
-        second = second_solver.solve(m)
-        if second in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            picks = _read(pm, second_solver)
-            stages = [first, _stage(1, pm, second_solver, second)]
-        elif second == cp_model.UNKNOWN:  # its limit ended it before any solution: stage one's plan stands
-            stages = [first, _stage(1, pm, second_solver, second, kept=True)]
-        else:
-            raise ImpossibleSolve(f"stage two is {second_solver.status_name(second)}, but stage one's solution "
-                                  "satisfies it")
-    finally:
-        m.clear_assumptions()
-        m.clear_hints()
-        m.minimize(pm.primary)
-    return Solution(overall(stages), picks, stages)
+def solve(pm: PoolModel, time_limit: float | None = None, deadline: Budget | None = None) -> Solution:
+    """Solve lexicographically (planner/search/staged.py `solve_lexicographic`, the stages of
+    `PoolModel.stages`) and read the solution into plain data (no picks when nothing is feasible).
+    The stages share one budget (`deadline`, else one of `time_limit`); the first starts from
+    `pm.start` when given."""
+    budget = deadline or Budget(time_limit)
+    if pm.start is not None:
+        for i, pool in zip(pm.start, pm.pools, strict=True):
+            for j, xj in enumerate(pool.x):
+                pm.model.add_hint(xj, j == i)
+    solved = solve_lexicographic(pm.model, pm.stages(), budget)
+    if solved.solver is None:
+        return Solution(solved.status, [], solved.stages)
+    return Solution(solved.status, [pool.picked(solved) for pool in pm.pools], solved.stages)
 
 
 @dataclass
@@ -380,9 +290,10 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
     return [table for _, table, _ in started]
 
 
-def search(request: PlanRequest) -> Search:
+def search(request: PlanRequest, budget: Budget | None = None) -> Search:
     """Oracle sweep, then CP-SAT: the best pool, then the best pools of the next shapes (each
-    re-solve forbids the shapes already reported)."""
+    re-solve forbids the shapes already reported), every solve within one `budget` (default: one of
+    the request's --time-limit; a command that runs several searches may share one)."""
     start = time.perf_counter()
     service, limits = request.service, request.limits
     wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
@@ -403,14 +314,14 @@ def search(request: PlanRequest) -> Search:
     pm = build([opts], [service.required], inventory, spare)
     ranked: list[tuple[Option, int]] = []
     status, stages = "INFEASIBLE", []
-    deadline = Deadline(limits.time_limit)  # the best pool and its alternatives share --time-limit
+    budget = budget or Budget(limits.time_limit)  # the best pool and its alternatives share --time-limit
     for n in range(min(wanted, len(opts))):
-        sol = solve(pm, deadline=deadline)
+        sol = solve(pm, deadline=budget)
         if n == 0:
             status, stages = sol.status, sol.stages
         if not sol.picks:
             break
         index, option, replicas = sol.picks[0]
         ranked.append((option, replicas))
-        pm.model.add(pm.x[0][index] == 0)
+        pm.forbid(0, index)
     return Search(tables, opts, ranked, status, evaluated, time.perf_counter() - start, sized, stages)

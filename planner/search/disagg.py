@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from planner import defaults
 from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures, Refused
@@ -44,6 +45,9 @@ from planner.candidates.table import ChipTable, Row, candidate_table, priced_chi
 from planner.numbers import duration, given, tokens, with_article
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
+from planner.search.staged import Budget, Solved, Stage, solve_lexicographic
+from planner.search.status import StageStatus
+from planner.search.submodels import Inventory, PairChoice
 from pricing.chips import Chip
 from pricing.errors import InputError, Quoted, mention
 from pricing.graph import load_model
@@ -51,6 +55,9 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel.connector import stages_refused
 from pricing.serving.queueing import md1_wait, servers_for_wait
 from pricing.step.transfer import Handover, handover, link_between, link_within_node
+
+if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built or solved)
+    from ortools.sat.python import cp_model
 
 RATE_UNITS = 1000  # requests per second are counted in thousandths in the model
 
@@ -183,6 +190,7 @@ class DisaggSearch:
     model: ModelGraph
     rate: float
     ranked: list[tuple[Pair, int, int]] = field(default_factory=list)  # the chosen, then the alternatives
+    stages: list[StageStatus] = field(default_factory=list)  # what each stage of the best fleet's solve proved
 
 
 def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side], decode_sides: list[Side],
@@ -285,17 +293,29 @@ def shapes_of(pair: Pair) -> tuple:
 
 
 def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: int = 1,
-                    per_node: dict[str, int] | None = None) -> tuple[str, list[tuple[Pair, int, int]]]:
+                    per_node: dict[str, int] | None = None,
+                    budget: Budget | None = None) -> tuple[str, list[tuple[Pair, int, int]]]:
     """The best fleet (the CP-SAT model of the module's docstring: the chosen pair and its two
-    counts), then the best fleets of the next shapes, `wanted` in all: each re-solve leaves out
-    every pair of the shapes already reported, as the aggregated plan's alternatives do
-    (planner/search/cpsat.py search). `per_node`: GPUs per node of each chip, for its --spare
-    nodes. The status is the first solve's."""
-    status, ranked, left = "INFEASIBLE", [], list(pairs)
+    counts), then the best fleets of the next shapes, `wanted` in all: `ranked_fleets`. The
+    status is the first solve's."""
+    status, _, ranked = ranked_fleets(pairs, rate, limits, wanted, per_node, budget)
+    return status, ranked
+
+
+def ranked_fleets(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: int = 1,
+                  per_node: dict[str, int] | None = None, budget: Budget | None = None
+                  ) -> tuple[str, list[StageStatus], list[tuple[Pair, int, int]]]:
+    """The best fleet, then the best fleets of the next shapes, `wanted` in all: each re-solve
+    leaves out every pair of the shapes already reported, as the aggregated plan's alternatives do
+    (planner/search/cpsat.py search), and every solve draws on one `budget` (else one of
+    --time-limit). `per_node`: GPUs per node of each chip, for its --spare nodes. The status and
+    stages are the first solve's."""
+    budget = budget or Budget(limits.time_limit)
+    status, stages, ranked, left = "INFEASIBLE", [], [], list(pairs)
     for n in range(wanted):
-        found_status, found = _solve(left, rate, limits, per_node or {})
+        solved, found = pair_model(left, rate, limits, per_node or {}).solve(budget)
         if n == 0:
-            status = found_status
+            status, stages = solved.status, solved.stages
         if found is None:
             break
         ranked.append(found)
@@ -303,7 +323,7 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: 
         left = [q for q in left if shapes_of(q) != seen]
         if not left:
             break
-    return status, ranked
+    return status, stages, ranked
 
 
 def spare_gpus(limits: PoolLimits, per_node: dict[str, int]) -> dict[str, int]:
@@ -313,80 +333,66 @@ def spare_gpus(limits: PoolLimits, per_node: dict[str, int]) -> dict[str, int]:
     return {chip: limits.spare * node for chip, node in per_node.items()}
 
 
-def _solve(pairs: list[Pair], rate: float, limits: PoolLimits,
-           per_node: dict[str, int]) -> tuple[str, tuple[Pair, int, int] | None]:
-    """One solve of the module's CP-SAT model over `pairs`."""
+@dataclass
+class PairModel:
+    """The module's CP-SAT model over some pairs: the PairChoice, the Inventory of --max-gpus
+    (with the --spare nodes of the chips in use), and its two stages: cost, then (GPUs, then rank)
+    folded with `rank_range`."""
+
+    model: cp_model.CpModel
+    choice: PairChoice
+    rank_range: int
+    price_units: int  # per dollar
+
+    def stages(self) -> list[Stage]:
+        units, fold = self.price_units, self.rank_range
+        return [Stage("cost", self.choice.cost, lambda value, bound: (value / units, max(bound, 0) / units)),
+                Stage("GPUs, then rank", self.choice.gpus * fold + self.choice.rank,
+                      lambda value, bound: (value // fold, max(bound, 0) // fold))]
+
+    def solve(self, budget: Budget) -> tuple[Solved, tuple[Pair, int, int] | None]:
+        """The lexicographic solve (planner/search/staged.py) and the chosen pair with its counts."""
+        solved = solve_lexicographic(self.model, self.stages(), budget)
+        return solved, (self.choice.picked(solved) if solved.solver is not None else None)
+
+
+def pair_model(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dict[str, int]) -> PairModel:
+    """The module's CP-SAT model over `pairs`, started from the cheapest pair at its fewest counts
+    (optimal without an inventory)."""
     from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     units = math.ceil(rate * RATE_UNITS)
     m = cp_model.CpModel()
-    price_units = defaults.value("solver.price_units_per_dollar")
+    per_dollar = defaults.value("solver.price_units_per_dollar")
     cap = limits.max_gpus
     kept = spare_gpus(limits, per_node)
-    ys, ps, ds = [], [], []
-    cost = gpus = rank = 0
-    top = 0
-    for k, pair in enumerate(pairs):
+    ceiling = []
+    for pair in pairs:
         p_lo, d_lo = pair.fewest(units)
         p_hi = max(p_lo, (cap - kept.get(pair.prefill_chip.id, 0)) // pair.prefill.row.gpus) if cap else p_lo
         d_hi = max(d_lo, (cap - kept.get(pair.decode_chip.id, 0)) // pair.decode.row.gpus) if cap else d_lo
-        y = m.new_bool_var(f"y{k}")
-        p = m.new_int_var(0, p_hi, f"p{k}")
-        d = m.new_int_var(0, d_hi, f"d{k}")
-        m.add(p >= pair.prefill_min * y)
-        m.add(pair.prefill_link * p >= units * y)
-        m.add(pair.decode_serve * d >= units * y)
-        m.add(pair.decode_link * d >= units * y)
-        m.add(p <= p_hi * y)
-        m.add(d <= d_hi * y)
-        pu = round(pair.prefill_chip.price_per_gpu_hour * price_units)
-        du = round(pair.decode_chip.price_per_gpu_hour * price_units)
-        cost += pu * pair.prefill.row.gpus * p + du * pair.decode.row.gpus * d
-        gpus += pair.prefill.row.gpus * p + pair.decode.row.gpus * d
-        rank += pair.rank * y
-        top = max(top, pu * pair.prefill.row.gpus * p_hi + du * pair.decode.row.gpus * d_hi)
-        ys.append(y)
-        ps.append(p)
-        ds.append(d)
-    m.add_exactly_one(ys)
+        ceiling.append((p_hi, d_hi))
+    prices = {c.id: round(c.price_per_gpu_hour * per_dollar) for pair in pairs
+              for c in (pair.prefill_chip, pair.decode_chip)}
+    choice = PairChoice(m, pairs, units, prices, ceiling)
     if cap is not None:
-        for chip in {c for pair in pairs for c in (pair.prefill_chip.id, pair.decode_chip.id)}:
-            use = [pair.prefill.row.gpus * p for pair, p in zip(pairs, ps, strict=True)
-                   if pair.prefill_chip.id == chip]
-            use += [pair.decode.row.gpus * d for pair, d in zip(pairs, ds, strict=True) if pair.decode_chip.id == chip]
-            if kept.get(chip):  # exactly one y is 1: their sum over the pairs on the chip is whether it is used
-                used = [y for pair, y in zip(pairs, ys, strict=True) if chip in (pair.prefill_chip.id,
-                                                                                 pair.decode_chip.id)]
-                m.add(sum(use) + kept[chip] * sum(used) <= cap)
-            else:
-                m.add(sum(use) <= cap)
+        chips = sorted({c for pair in pairs for c in (pair.prefill_chip.id, pair.decode_chip.id)})
+        Inventory(m, [choice], dict.fromkeys(chips, cap), kept)
     rank_range = max(p.rank for p in pairs) + 2
-    if (top + 1) * rank_range >= cpsat.INT_LIMIT:
+    if (choice.top(ceiling) + 1) * rank_range >= cpsat.INT_LIMIT:
         raise OverflowError(f"the objective exceeds 2^62: lower {mention('max_gpus')} or the rate")
     best = min(range(len(pairs)), key=lambda i: (pairs[i].cost(units), pairs[i].rank))
     p_best, d_best = pairs[best].fewest(units)
-    for var, value in ((ys[best], 1), (ps[best], p_best), (ds[best], d_best)):
+    for var, value in ((choice.y[best], 1), (choice.p[best], p_best), (choice.d[best], d_best)):
         m.add_hint(var, value)  # the cheapest pair at its fewest counts: optimal without an inventory
-    m.minimize(cost)
-    sol = cpsat.solver(limits.time_limit)
-    status = sol.solve(m)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return sol.status_name(status), None
-    proven = status == cp_model.OPTIMAL
-    m.add(cost <= int(sol.value(cost)))  # stage 2: at that cost (exact: objective_value is a float, 209299.99...
-    # for 209,300), the fewest GPUs, then the rank
-    m.minimize(gpus * rank_range + rank)
-    second = sol.solve(m)
-    if second not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        raise AssertionError("stage 1's solution satisfies stage 2")
-    status = cp_model.OPTIMAL if proven and second == cp_model.OPTIMAL else cp_model.FEASIBLE
-    k = next(i for i, y in enumerate(ys) if sol.boolean_value(y))
-    return sol.status_name(status), (pairs[k], int(sol.value(ps[k])), int(sol.value(ds[k])))
+    return PairModel(m, choice, rank_range, per_dollar)
 
 
-def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None) -> DisaggSearch:
+def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None,
+           budget: Budget | None = None) -> DisaggSearch:
     """The cheapest prefill and decode pools for `service` at its request rate (the chips: --chip,
     or --prefill-chip / --decode-chip), and the best fleets of the next `alternatives` shapes
-    (default: the planner's report.alternatives)."""
+    (default: the planner's report.alternatives), every solve within one `budget` (default: one of
+    --time-limit; `plan --serving auto` may share one with the aggregated search)."""
     wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
     prefill_chips, decode_chips = limits.prefill_chips, limits.decode_chips
     start = time.perf_counter()
@@ -399,7 +405,7 @@ def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = 
     if not pairs:
         return DisaggSearch([], None, "INFEASIBLE", evaluated, time.perf_counter() - start, why, model, rate)
     per_node = {s.chip.id: s.table.gpus_per_node for s in p_sides + d_sides}
-    status, ranked = build_and_solve(pairs, rate, limits, wanted, per_node)
+    status, stages, ranked = ranked_fleets(pairs, rate, limits, wanted, per_node, budget)
     ranked = [(Pair(**{**pair.__dict__, "queue_seconds": md1_wait(rate / (p * pair.prefill.row.shape.dp),
                                                                    pair.prefill.service_rate)}), p, d)
               for pair, p, d in ranked]
@@ -407,7 +413,7 @@ def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = 
     if chosen is None:
         why = why or [Reason("", "max_gpus", beyond_inventory(pairs, rate, limits, per_node))]
     return DisaggSearch(pairs, chosen, status, evaluated, time.perf_counter() - start, why, model, rate,
-                        ranked)
+                        ranked, stages)
 
 
 def beyond_inventory(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dict[str, int]) -> str:
@@ -474,19 +480,22 @@ class FleetPair:
 
 
 @dataclass(frozen=True)
-class PairOption(cpsat.Option):
-    """A FleetPair as a scenario option: its cost is both pools'."""
+class PairOption:
+    """A FleetPair as one of a scenario service's pool choices (planner/search/submodels.py
+    `Choosable`): taken once or not at all, at its own cost, both pools' (no price per GPU: its two
+    pools may be on chips of two prices)."""
 
-    units: int = 0
-    dollars: float = 0.0
+    fleet: FleetPair
+    rank: int
+    cost_units: int  # per hour, in planner/defaults.yaml solver.price_units_per_dollar
+    cost: float  # USD per hour
+    rmin: int = 1
+    rmax: int = 1
 
     @property
-    def cost_units(self) -> int:
-        return self.units
-
-    @property
-    def cost(self) -> float:
-        return self.dollars
+    def row(self) -> FleetPair:
+        """What the model chooses, as a candidate row's `Option.row`: the two pools at their counts."""
+        return self.fleet
 
 
 def _pools_of(pair: Pair) -> tuple:
@@ -535,5 +544,5 @@ def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int
     if not kept and not why:
         why = [Reason("", "max_gpus", "no prefill × decode pair fits the stock ("
                       + ", ".join(f"{c} {n}" for c, n in stock.items()) + ")")]
-    return [PairOption(row, 0.0, 0, 1, 1, first_rank + i, cost_units, dollars)
+    return [PairOption(row, first_rank + i, cost_units, dollars)
             for i, (cost_units, dollars, row) in enumerate(kept)], why

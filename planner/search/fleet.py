@@ -30,7 +30,9 @@ from planner.candidates.table import (
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
+from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.status import STAGES, StageStatus
+from planner.search.submodels import Inventory, NodePacking, PoolChoice
 from pricing.chips import Chip
 
 
@@ -170,64 +172,109 @@ def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None
     return Prepared(service.name, spec, limits, tables, capped, node, own, sized)
 
 
-def _add_node_packing(pm: cpsat.PoolModel, services: list[Prepared], scenario: Scenario) -> None:
-    """Instances larger than a node take whole nodes; the rest share nodes (power-of-two sizes
-    pack a node exactly), so whole nodes of large instances plus the GPUs of small ones fit, beside
-    the spare whole nodes of a chip in use (pm.used: `cpsat.build`'s u[c])."""
+def node_stock(scenario: Scenario, prepared: list[Prepared]) -> dict[str, tuple[int, int]]:
+    """(GPUs, GPUs per node) of every chip of the inventory with a GPU count and a node size."""
+    out = {}
     for chip, stock in scenario.inventory.items():
-        if stock.gpus is None:
-            continue
-        node = next((p.node[chip] for p in services if chip in p.node), None)
-        if node is None:
-            continue
-        big, small = [], []
-        for p, r in zip(services, pm.r, strict=True):
-            for o, ri in zip(p.options, r, strict=True):
-                for gpus, count in o.row.instances(chip):
-                    if gpus > node:
-                        big.append(-(-gpus // node) * count * ri)
-                    else:
-                        small.append(gpus * count * ri)
-        u = pm.used.get(chip)
-        spare = scenario.spare * u if u is not None else 0
-        if big:
-            pm.model.add(sum(big) + spare <= stock.gpus // node)
-            pm.model.add(node * sum(big) + sum(small) + node * spare <= stock.gpus)
+        node = next((p.node[chip] for p in prepared if chip in p.node), None)
+        if stock.gpus is not None and node is not None:
+            out[chip] = (stock.gpus, node)
+    return out
 
 
-def _relaxed(prepared: list[Prepared], scenario: Scenario) -> tuple[list[int], list]:
-    """Serve as many services as the inventory allows (then at the lowest cost): which are short."""
+def undominated(options: list[cpsat.Option], nodes: dict[str, int]) -> list[int]:
+    """The indices of a service's options that none of its other options dominates, in order.
+
+    Option i dominates option j when it takes GPUs on the same chips and no more of what the
+    Inventory and the NodePacking count on any of them (GPUs; whole nodes of instances larger than
+    a node, `nodes[chip]` GPUs; GPUs of smaller ones), and is better on the search's keys (cost,
+    then GPUs, then requests held, then rank, every option at its fewest replicas). Swapping j for i
+    keeps any solution feasible and makes it strictly better, so no optimum takes j: the coupled
+    model over the rest has the same optimum and is far smaller (a 500-service review keeps about
+    4 of its 90 options a service), arithmetic done in Python first (chips-and-solver.md §2.4)."""
+    def use(o: cpsat.Option) -> tuple[int, ...]:
+        out: list[int] = []
+        for chip in o.row.chips:
+            node = nodes.get(chip)
+            big = small = 0
+            for gpus, count in o.row.instances(chip):
+                if node is not None and gpus > node:
+                    big += -(-gpus // node) * count * o.rmin
+                else:
+                    small += gpus * count * o.rmin
+            out += [o.row.gpus_on(chip) * o.rmin, big, small]
+        return tuple(out)
+
+    fronts: dict[tuple[str, ...], list[tuple[int, ...]]] = {}
+    kept = []
+    for i in sorted(range(len(options)), key=lambda i: _keys(options[i])):  # the better first
+        mine, front = use(options[i]), fronts.setdefault(tuple(options[i].row.chips), [])
+        if any(all(a <= b for a, b in zip(other, mine, strict=True)) for other in front):
+            continue
+        front.append(mine)
+        kept.append(i)
+    return sorted(kept)
+
+
+def _keys(o: cpsat.Option) -> tuple[int, int, int, int]:
+    """An option's place on the search's keys at its fewest replicas: cost, GPUs, most held, rank."""
+    return o.cost_units * o.rmin, o.row.gpus * o.rmin, -o.row.concurrency * o.rmin, o.rank
+
+
+@dataclass
+class FleetModel:
+    """The scenario's coupled model and, per service, the indices (into its options) of the
+    options the model holds (`undominated`)."""
+
+    pool: cpsat.PoolModel
+    kept: list[list[int]]
+
+    def solve(self, budget: Budget) -> cpsat.Solution:
+        """The staged solve, its picks indexed into each service's whole option list."""
+        sol = cpsat.solve(self.pool, deadline=budget)
+        if not sol.picks:  # no plan
+            return sol
+        picks = [(kept[i], o, r) for kept, (i, o, r) in zip(self.kept, sol.picks, strict=True)]
+        return cpsat.Solution(sol.status, picks, sol.stages)
+
+
+def fleet_model(prepared: list[Prepared], scenario: Scenario,
+                start: list[tuple[int, cpsat.Option, int]] | None = None) -> FleetModel:
+    """The scenario's coupled model: `cpsat.build` over every service's undominated options (their
+    PoolChoices and the shared Inventory, less the spare nodes of a chip in use), composed with the
+    scenario's NodePacking; started from `start` (the services' own optima, never dominated) when
+    given."""
+    inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
+    stock = node_stock(scenario, prepared)
+    nodes = {chip: node for chip, (_, node) in stock.items()}
+    kept = [undominated(p.options, nodes) for p in prepared]
+
+    def packing(m, pools, used) -> None:
+        NodePacking(m, pools, stock, scenario.spare, used)
+
+    pool = cpsat.build([[p.options[i] for i in k] for p, k in zip(prepared, kept, strict=True)],
+                       [p.spec.required for p in prepared], inventory, spare_gpus(scenario, prepared),
+                       coupling=packing,
+                       start=None if start is None else [k.index(i) for k, (i, _, _) in zip(kept, start, strict=True)])
+    return FleetModel(pool, kept)
+
+
+def _relaxed(prepared: list[Prepared], scenario: Scenario, budget: Budget | None = None) -> list[int] | None:
+    """Serve as many services as the inventory allows (then at the lowest cost), within `budget`:
+    which are short (None when the budget ends before any answer)."""
     from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     m = cp_model.CpModel()
-    served, picks_vars = [], []
-    cost = 0
-    for s, p in enumerate(prepared):
-        x = [m.new_bool_var(f"x{s}_{i}") for i in range(len(p.options))]
-        r = [m.new_int_var(0, o.rmax, f"r{s}_{i}") for i, o in enumerate(p.options)]
-        for o, xi, ri in zip(p.options, x, r, strict=True):
-            m.add(ri >= o.rmin * xi)
-            m.add(ri <= o.rmax * xi)
-        m.add(sum(x) <= 1)
-        served.append(sum(x))
-        picks_vars.append((x, r))
-        cost += sum(o.cost_units * ri for o, ri in zip(p.options, r, strict=True))
-    kept = spare_gpus(scenario, prepared)
-    for chip, stock in scenario.inventory.items():
-        if stock.gpus is None:
-            continue
-        use = [o.row.gpus_on(chip) * ri for p, (x, r) in zip(prepared, picks_vars, strict=True)
-               for o, ri in zip(p.options, r, strict=True) if chip in o.row.chips]
-        if use and kept.get(chip):
-            u = cpsat.chip_used(m, [p.options for p in prepared], [x for x, _ in picks_vars], chip)
-            m.add(sum(use) + kept[chip] * u <= stock.gpus)
-        elif use:
-            m.add(sum(use) <= stock.gpus)
+    nodes = {chip: node for chip, (_, node) in node_stock(scenario, prepared).items()}
+    pools = [PoolChoice(m, [p.options[i] for i in undominated(p.options, nodes)], s, optional=True)
+             for s, p in enumerate(prepared)]
+    inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
+    Inventory(m, pools, inventory, spare_gpus(scenario, prepared))
     bound = sum(max((o.cost_units * o.rmax for o in p.options), default=0) for p in prepared) + 1
-    m.maximize(bound * sum(served) - cost)
-    sol = cpsat.solver()
-    sol.solve(m)
-    short = [s for s, (x, _) in enumerate(picks_vars) if not any(sol.boolean_value(v) for v in x)]
-    return short, picks_vars
+    stage = Stage("services served, then cost", sum(p.cost for p in pools) - bound * sum(p.served for p in pools))
+    solved = solve_lexicographic(m, [stage], budget or Budget())
+    if solved.solver is None:
+        return None
+    return [s for s, pool in enumerate(pools) if pool.picked(solved) is None]
 
 
 def own_optimum(p: Prepared) -> tuple[int, cpsat.Option, int] | None:
@@ -288,6 +335,8 @@ class FleetSearch:
     decomposed: bool
     evaluated: int
     stages: list[StageStatus]
+    short: list[int] | None = None  # when no plan serves every service: those the inventory cannot serve beside
+    # the others (`unserved`), found within the same --time-limit; None when not asked or not found in time
 
 
 def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None = None,
@@ -312,22 +361,16 @@ def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None
     prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
-    inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
     solvable = not refused and all(p.options for p in prepared)  # every service has a candidate
     if not solvable:
         return FleetSearch(prepared, "INFEASIBLE", [], solvable, False, evaluated, [])
     own = [own_optimum(p) for p in prepared]
     if fits(prepared, own, scenario):
         return FleetSearch(prepared, "OPTIMAL", own, solvable, True, evaluated, proven(own))
-    pm = cpsat.build([p.options for p in prepared], [p.spec.required for p in prepared], inventory,
-                     spare_gpus(scenario, prepared))
-    _add_node_packing(pm, prepared, scenario)
-    for (i, _, replicas), xs, rs in zip(own, pm.x, pm.r, strict=True):
-        for j, (xj, rj) in enumerate(zip(xs, rs, strict=True)):
-            pm.model.add_hint(xj, j == i)
-            pm.model.add_hint(rj, replicas if j == i else 0)
-    sol = cpsat.solve(pm, time_limit)
-    return FleetSearch(prepared, sol.status, sol.picks, solvable, False, evaluated, sol.stages)
+    budget = Budget(time_limit)  # the coupled solve and, when it proves no plan, who is short share --time-limit
+    sol = fleet_model(prepared, scenario, own).solve(budget)
+    short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" else None
+    return FleetSearch(prepared, sol.status, sol.picks, solvable, False, evaluated, sol.stages, short)
 
 
 def _bounded(scenario: Scenario, served: list[Service], parallel: bool) -> FleetSearch | None:
@@ -374,6 +417,10 @@ def _bounded_share(job: tuple[Scenario, list[Service], list[int]]) -> tuple[list
     return share, [bounded_tables(scenario, served[i]) for i in share]
 
 
-def unserved(prepared: list[Prepared], scenario: Scenario) -> list[int]:
-    """The services the inventory cannot serve beside the others (`_relaxed`)."""
-    return _relaxed(prepared, scenario)[0]
+def unserved(prepared: list[Prepared], scenario: Scenario, found: FleetSearch | None = None) -> list[int]:
+    """The services the inventory cannot serve beside the others (`_relaxed`): `found.short` when the
+    search has it (solved within its --time-limit), else solved now within the default limit."""
+    short = found.short if found is not None else None
+    if short is None:
+        short = _relaxed(prepared, scenario)
+    return short or []

@@ -23,9 +23,10 @@ class StageStatus(BaseModel):
                                                 "the requests: 0 when proven")
     kept_previous: bool = Field(False, description="the stage ended without a solution: the previous stage's "
                                                    "plan is the answer")
-    limit: str | None = Field(None, description="what ended the stage before it proved its optimum: 'time' "
-                                                "(--time-limit) or 'deterministic' (planner/defaults.yaml "
-                                                "solver.max_deterministic_time)")
+    limit: str | None = Field(None, description="what ended the stage before it proved its optimum: "
+                                                "'deterministic' (--time-limit, as deterministic work: the same "
+                                                "answer on any machine load) or 'time' (the wall-clock backstop, "
+                                                "planner/search/staged.py Budget: the answer may depend on load)")
 
 
 def overall(stages: list[StageStatus]) -> str:

@@ -1,0 +1,96 @@
+"""Honest time: a tight review answers the same with --time-limit on a quiet machine and beside
+CPU-burning neighbours (issue: honest time limits).
+
+    python bench/bench_honest_time.py [--sizes 120,500] [--time-limit 3] [--burners 2] [--folder DIR]
+
+Each case is `plan scenario FILE --format json --time-limit T` as a fresh process, once alone and
+once beside `--burners` processes that each spin a core (`python -c 'while 1: pass'`). The reviews
+are bench/reviews.py's tight inventories (a fixed seed; generated into `--folder` once, kept). Printed
+per case: whether the two answers are identical apart from the report's wall-clock `seconds`, the
+status of every stage, the solve's own wall and CPU seconds and deterministic work (planner/search/
+staged.py Budget, read in the child), and the whole command's wall seconds (the candidate sweep is
+most of it). Exit 1 when an answer differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHILD = """
+import atexit, json, sys, time
+from planner.search import staged
+acc = {"wall": 0.0, "cpu": 0.0, "work": 0.0}
+solver, spend = staged.Budget.solver, staged.Budget.spend
+def timed_solver(self):
+    acc["t"], acc["c"] = time.perf_counter(), time.process_time()
+    return solver(self)
+def timed_spend(self, sol, finished):
+    acc["wall"] += time.perf_counter() - acc["t"]
+    acc["cpu"] += time.process_time() - acc["c"]
+    acc["work"] += sol.deterministic_time
+    return spend(self, sol, finished)
+staged.Budget.solver, staged.Budget.spend = timed_solver, timed_spend
+atexit.register(lambda: print(json.dumps({k: acc[k] for k in ("wall", "cpu", "work")}), file=sys.stderr))
+from planner.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def review(folder: Path, services: int) -> Path:
+    path = folder / f"tight-{services}.yaml"
+    if not path.exists():
+        subprocess.run([sys.executable, str(ROOT / "bench" / "reviews.py"), "--services", str(services),
+                        "--inventory", "tight", "--out", str(path)], check=True, cwd=ROOT)
+    return path
+
+
+def run(path: Path, limit: float, burners: int) -> tuple[dict, dict, float]:
+    spinning = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(burners)]
+    try:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", CHILD, "scenario", str(path), "--format", "json",
+                               "--time-limit", str(limit)], cwd=ROOT, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+    finally:
+        for p in spinning:
+            p.kill()
+            p.wait()
+    answer = json.loads(done.stdout)
+    answer.pop("seconds", None)
+    return answer, json.loads(done.stderr.strip().splitlines()[-1]), seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="120,500")
+    parser.add_argument("--time-limit", type=float, default=3.0)
+    parser.add_argument("--burners", type=int, default=2)
+    parser.add_argument("--folder", default="/tmp/bench-honest-time")
+    opts = parser.parse_args()
+    folder = Path(opts.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    differ = False
+    for size in (int(s) for s in opts.sizes.split(",")):
+        path = review(folder, size)
+        quiet, quiet_solve, quiet_wall = run(path, opts.time_limit, 0)
+        busy, busy_solve, busy_wall = run(path, opts.time_limit, opts.burners)
+        same = quiet == busy
+        differ |= not same
+        stages = ", ".join(f"{s['stage']} {s['status']}" for s in quiet.get("solver_stages", []))
+        print(f"{size} services, --time-limit {opts.time_limit:g}: {'identical' if same else 'DIFFERENT'} answers; "
+              f"{quiet['solver_status']} ({stages})")
+        for name, solve, wall in (("quiet", quiet_solve, quiet_wall), (f"{opts.burners} burners", busy_solve,
+                                                                          busy_wall)):
+            print(f"  {name}: solve {solve['wall']:.2f} s wall, {solve['cpu']:.2f} s CPU, {solve['work']:.3f} "
+                  f"deterministic s; command {wall:.1f} s")
+    sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main()
