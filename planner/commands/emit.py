@@ -16,7 +16,8 @@ def k8s_options() -> list:
 
     return [
         click.option("--emit", type=click.Choice(["k8s"]), help="also write the plan as Kubernetes manifests (-o DIR)"),
-        click.option("-o", "--output", "output_dir", metavar="DIR", help="the folder --emit writes (created)"),
+        click.option("-o", "--output", "output_dir", metavar="DIR", help="the folder --emit writes, replaced whole "
+                     "(created; files in it from before do not stay beside the new ones)"),
         click.option("--image", help="the vLLM image of every pod (default "
                      f"{defaults.value('kubernetes.image')}, planner/defaults.yaml)"),
         click.option("--model-source", help="what the pods serve: a Hugging Face id or a path inside the pod "
@@ -64,11 +65,11 @@ def emit_of(options: dict) -> Emit | None:
 
     k8s.writable_folder(options["output_dir"])
     selector = k8s.node_selector(tuple(options.get("node_selector") or ()))
-    return Emit(k8s.K8sOptions(image=options.get("image") or k8s.default_image(),
+    return Emit(k8s.checked(k8s.K8sOptions(image=options.get("image") or k8s.default_image(),
                                model_source=options.get("model_source"), hf_token_secret=options.get("hf_token_secret"),
                                model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
                                target=options.get("k8s_target") or "plain", node_selector=selector,
-                               router_script=options.get("router_script")),
+                               router_script=options.get("router_script"))),
                 options["output_dir"])
 
 
@@ -105,6 +106,15 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     from planner.report import k8s
     from pricing.chips import get_chip
 
+    names = [name for name, _ in pools] + [name for name, _, _ in routers]
+    same = {}
+    for name in names:
+        same.setdefault(f"{k8s._name(name)}.yaml", []).append(name)
+    for file, named in same.items():
+        if len(named) > 1:
+            raise InputError("service", f"{', '.join(map(repr, named))} are all {file} as Kubernetes names "
+                             f"(lower case, a-z, 0-9 and '-')", "rename the services so that they differ in "
+                             "letters or digits, not only in case or punctuation")
     files, notes = {}, []
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)

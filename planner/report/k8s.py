@@ -37,18 +37,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from planner import defaults
+from planner.app.serve import Placeholder
 from planner.kinds import Role
 from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
-LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"  # LWS sets it in every pod of a group; Kubernetes expands $(VAR) in args
+LEADER_ADDRESS = Placeholder("$(LWS_LEADER_ADDRESS)")  # LWS sets it in every pod of a group; Kubernetes expands
+# $(VAR) in args
 WORKER_INDEX = "LWS_WORKER_INDEX"
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the device plugins' resource names
 # the node label whose value names the GPU: NVIDIA GPU feature discovery's product label
@@ -72,6 +72,78 @@ class K8sOptions:
     node_selector: tuple[tuple[str, str], ...] | None = None  # --node-selector: replaces the registry's label;
     # () schedules on any node with the GPU resource (--node-selector none)
     router_script: str | None = None  # where a disaggregated service's router fetches vLLM's proxy
+
+
+# Kubernetes' name rules (k8s.io/apimachinery pkg/util/validation/validation.go): a DNS-1123 label
+# (IsDNS1123Label: namespaces, ValidateNamespaceName), a DNS-1123 subdomain (IsDNS1123Subdomain:
+# Secrets, PersistentVolumeClaims, Deployments), a label key's name part and a label value
+# (IsQualifiedName, IsValidLabelValue).
+LABEL_RULE = "at most 63 characters of a-z, 0-9 and '-', beginning and ending with a letter or digit"
+SUBDOMAIN_RULE = "at most 253 characters: labels of a-z, 0-9 and '-' (each beginning and ending with a letter or " \
+                 "digit) joined by '.'"
+LABEL_VALUE_RULE = "at most 63 characters of A-Z, a-z, 0-9, '-', '_' and '.', beginning and ending with a letter or " \
+                   "digit, or empty"
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+LABEL_MAX, SUBDOMAIN_MAX = 63, 253
+CONTROL = re.compile(r"[\x00-\x20\x7f]")  # whitespace and control characters: no image reference holds one
+
+
+def is_label(text: str) -> bool:
+    return len(text) <= LABEL_MAX and DNS1123_LABEL.fullmatch(text) is not None
+
+
+def is_subdomain(text: str) -> bool:
+    return len(text) <= SUBDOMAIN_MAX and DNS1123_SUBDOMAIN.fullmatch(text) is not None
+
+
+def _label_key(key: str) -> bool:
+    """A label key: an optional DNS-1123 subdomain prefix and '/', then a name (IsQualifiedName)."""
+    prefix, slash, name = key.rpartition("/")
+    return ((not slash or is_subdomain(prefix)) and len(name) <= LABEL_MAX
+            and QUALIFIED.fullmatch(name) is not None)
+
+
+def _label_value(value: str) -> bool:
+    return value == "" or (len(value) <= LABEL_MAX and QUALIFIED.fullmatch(value) is not None)
+
+
+def checked(options: K8sOptions) -> K8sOptions:
+    """The options, each value the API server checks checked as it does, before anything is planned
+    or written: the namespace a DNS-1123 label, the Secret and the claim DNS-1123 subdomains, the
+    node selector's keys and values label keys and values, the image and the model source free of
+    whitespace and control characters, the model source not beginning with '-' (`vllm serve` would
+    read it as a flag)."""
+    names = (("namespace", options.namespace, is_label, LABEL_RULE),
+             ("hf_token_secret", options.hf_token_secret, is_subdomain, SUBDOMAIN_RULE),
+             ("model_cache_claim", options.model_cache_claim, is_subdomain, SUBDOMAIN_RULE))
+    for field, value, rule, words in names:
+        if value is not None and not rule(value):
+            raise InputError(field, f"{value!r} is not a Kubernetes name", f"give {words}")
+    for field, value in (("image", options.image), ("model_source", options.model_source),
+                         ("router_script", options.router_script)):
+        if value is not None and (not value or CONTROL.search(value)):
+            raise InputError(field, f"{value!r} is empty or holds whitespace or a control character",
+                             "give the value on one line, without spaces")
+    if options.model_source is not None and options.model_source.startswith("-"):
+        raise InputError("model_source", f"{options.model_source!r} begins with '-': `vllm serve` would read it "
+                         "as a flag", "give a Hugging Face id or a path, e.g. ./" + options.model_source)
+    for key, value in options.node_selector or ():
+        if not _label_key(key):
+            raise InputError("node_selector", f"{key!r} is not a label key",
+                             f"give [a DNS subdomain and '/'] a name of {LABEL_VALUE_RULE.replace(', or empty', '')}")
+        if not _label_value(value):
+            raise InputError("node_selector", f"{key}={value!r}: the value is not a label value",
+                             f"give {LABEL_VALUE_RULE}")
+    return options
+
+
+def escaped(word: str) -> str:
+    """A word as Kubernetes passes it on from a container's command or args: each `$` doubled, so
+    that no `$(VAR)` in it is expanded (Kubernetes' $$ escape; `$(VAR)` references are expanded
+    in command, args and env values: core/v1 Container.args)."""
+    return word.replace("$", "$$")
 
 
 def default_image() -> str:
@@ -140,7 +212,13 @@ def _leader_args(serve, model: str) -> list[str]:
     model as the pods get it, the API on the pod's own port, the head's address from LWS."""
     out = list(serve.args(head=LEADER_ADDRESS, model=model, endpoint=False))
     out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(defaults.value("launch.port"))]
-    return out
+    return [_pod_word(a) for a in out]
+
+
+def _pod_word(arg: str) -> str:
+    """A word of a container's args: escaped for Kubernetes' $(VAR) expansion (`escaped`) but for
+    the references this tool writes (`Placeholder`: LWS's variables)."""
+    return str(arg) if isinstance(arg, Placeholder) else escaped(arg)
 
 
 def _worker_command(serve, model: str) -> tuple[list[str], list[str]]:
@@ -149,17 +227,20 @@ def _worker_command(serve, model: str) -> tuple[list[str], list[str]]:
     the ranks per node, which needs the shell's arithmetic."""
     join = serve.join
     if not join.shell_rank:
-        return ["vllm", "serve"], list(serve.args(LEADER_ADDRESS, f"$({WORKER_INDEX})", model, endpoint=False))
-    # $$ is Kubernetes' escape of $: the shell gets $((...)) (Kubernetes leaves $(VAR) to its own expansion)
-    out = serve.args(LEADER_ADDRESS, f"$$(({WORKER_INDEX}*{join.ranks_per_index}))", model, endpoint=False)
-    line = " ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])
-    return ["sh", "-c"], [line.replace(LEADER_ADDRESS, "${LWS_LEADER_ADDRESS}")]
+        out = serve.args(LEADER_ADDRESS, Placeholder(f"$({WORKER_INDEX})"), model, endpoint=False)
+        return ["vllm", "serve"], [_pod_word(a) for a in out]
+    # $$ is Kubernetes' escape of $: the shell gets $((...)) and ${LWS_LEADER_ADDRESS}, each other word
+    # in the shell's quotes (shlex.quote) with its $ doubled for Kubernetes
+    out = serve.args(Placeholder("${LWS_LEADER_ADDRESS}"), Placeholder(f"$$(({WORKER_INDEX}*{join.ranks_per_index}))"),
+                     model, endpoint=False)
+    return ["sh", "-c"], [" ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])]
 
 
 def _shell_word(arg: str) -> str:
+    """A word of a `sh -c` line in a container's args: the shell's quotes, then Kubernetes' escape."""
     import shlex
 
-    return arg if arg.startswith("$$((") or arg == LEADER_ADDRESS else shlex.quote(arg)
+    return str(arg) if isinstance(arg, Placeholder) else escaped(shlex.quote(arg))
 
 
 SIDE_CHANNEL_HOST, SIDE_CHANNEL_PORT = "VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT"
@@ -239,7 +320,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     serves = [c.launch.serve for c in first.commands]
     envs = [c.env for c in first.commands]
     model = options.model_source or serves[0].model.name
-    if model.startswith("$"):
+    if options.model_source is None and serves[0].model.placeholder:
         raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config file "
                          "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
@@ -303,7 +384,8 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
     script = options.router_script or str(defaults.value("kubernetes.router_script"))
     path = "/router/toy_proxy_server.py"
     fetch = {"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
-             "args": ["import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])", script, path],
+             "args": ["import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])",
+                      escaped(script), path],
              "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
     probe = {"httpGet": {"path": "/healthcheck", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
     proxy = {"name": "router", "image": options.image, "command": ["python3", path],
@@ -348,18 +430,10 @@ def writable_folder(out_dir: str) -> tuple[Path, Path]:
 
 
 def write(files: dict[str, list[dict]], out_dir: str) -> list[Path]:
-    """Each file's resources into `out_dir`, nothing written half-way: every file is written into a
-    temporary folder beside it first, then moved into place."""
-    target, parent = writable_folder(out_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
-    try:
-        for file, resources in files.items():
-            (tmp / file).write_text(dump(resources))
-        target.mkdir(exist_ok=True)
-        written = []
-        for file in files:
-            os.replace(tmp / file, target / file)
-            written.append(target / file)
-        return written
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    """The folder `out_dir` holding exactly each file's resources, swapped in whole or not at all
+    (planner/report/atomic.py: what was in it before is replaced, never mixed with the new files)."""
+    from planner.report.atomic import write_folder
+
+    target, _ = writable_folder(out_dir)
+    return write_folder(target, {file: (lambda r=resources: dump(r)) for file, resources in files.items()},
+                        "output_dir")
