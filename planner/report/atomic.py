@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -152,40 +153,44 @@ def write_folder(target: str | Path, files: dict[str, Callable[[], bytes | str]]
     target = Path(target)
     parent = _sibling(target)
     slow = float(os.environ.get(SLOW_WRITES) or 0)
-    with _signals_exit(), _locked(target):
-        part = None
-        try:
-            with _blocked():
-                part = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=parent))
-            _mode(part, 0o777)
-            for name, content in files.items():
-                data = content()
-                (part / name).write_bytes(data.encode() if isinstance(data, str) else data)
-                if slow:
-                    import time
-
-                    time.sleep(slow)
-            with _blocked():
-                if target.is_dir() and not target.is_symlink() and _exchange(part, target):
-                    pass  # the old folder is at `part` now, removed below
-                elif target.is_dir() and not target.is_symlink():
-                    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))
-                    os.replace(target, old)  # onto the empty folder just made
-                    os.replace(part, target)
-                    part = old
-                else:
-                    os.replace(part, target)
-                    part = None
-                if part is not None:
-                    _remove(part)
-                    part = None
-        except OSError as err:
-            raise _system_error(flag, err, target) from None
-        finally:
-            if part is not None:
+    part = None
+    try:
+        with _signals_exit(), _locked(target):
+            try:
                 with _blocked():
-                    _remove(part)
+                    part = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=parent))
+                _mode(part, 0o777)
+                for name, content in files.items():
+                    data = content()
+                    (part / name).write_bytes(data.encode() if isinstance(data, str) else data)
+                    if slow:
+                        time.sleep(slow)
+                with _blocked():
+                    part = _swap(part, target)
+            finally:
+                if part is not None:
+                    with _blocked():
+                        _remove(part)
+    except OSError as err:
+        raise _system_error(flag, err, target) from None
     return [target / name for name in files]
+
+
+def _swap(part: Path, target: Path) -> Path | None:
+    """`part` put in place of `target` in one step; what is left to remove (the old folder), or None."""
+    if not target.is_dir() or target.is_symlink():
+        os.replace(part, target)
+        return None
+    if _exchange(part, target):
+        return part  # the old folder, now at the temporary name
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=_sibling(target)))
+    os.replace(target, old)  # onto the empty folder just made
+    try:
+        os.replace(part, target)
+    except OSError:
+        os.replace(old, target)
+        raise
+    return old
 
 
 class Files:
