@@ -87,7 +87,7 @@ DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 LABEL_MAX, SUBDOMAIN_MAX = 63, 253
-CONTROL = re.compile(r"[\x00-\x20\x7f]")  # whitespace and control characters: no image reference holds one
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # control characters (a newline among them): no value of a manifest holds one
 
 
 def is_label(text: str) -> bool:
@@ -121,11 +121,11 @@ def checked(options: K8sOptions) -> K8sOptions:
     for field, value, rule, words in names:
         if value is not None and not rule(value):
             raise InputError(field, f"{value!r} is not a Kubernetes name", f"give {words}")
-    for field, value in (("image", options.image), ("model_source", options.model_source),
-                         ("router_script", options.router_script)):
-        if value is not None and (not value or CONTROL.search(value)):
-            raise InputError(field, f"{value!r} is empty or holds whitespace or a control character",
-                             "give the value on one line, without spaces")
+    for field, value, spaces in (("image", options.image, False), ("model_source", options.model_source, True),
+                                 ("router_script", options.router_script, False)):
+        if value is not None and (not value or CONTROL.search(value) or (not spaces and " " in value)):
+            raise InputError(field, f"{value!r} is empty or holds a control character{'' if spaces else ' or a space'}",
+                             "give the value on one line" + ("" if spaces else ", without spaces"))
     if options.model_source is not None and options.model_source.startswith("-"):
         raise InputError("model_source", f"{options.model_source!r} begins with '-': `vllm serve` would read it "
                          "as a flag", "give a Hugging Face id or a path, e.g. ./" + options.model_source)
