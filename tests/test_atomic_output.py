@@ -190,6 +190,15 @@ def test_names_that_collide_after_sanitising_are_refused_before_any_write(tmp_pa
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
 
 
+def test_a_name_a_service_cannot_take_is_refused(tmp_path, capsys):
+    """A Service's name begins with a letter (DNS-1035): a service `70b` is refused, not written."""
+    scenario = many_services(tmp_path / "s.yaml", ["70b"])
+    assert main(["scenario", str(scenario), "--emit", "k8s", "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "'70b' is '70b' as a Kubernetes name, which a Service cannot take" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
 def test_calibrate_out_is_replaced_whole(tmp_path, capsys, monkeypatch):
     """`plan calibrate --out` a folder was a traceback; a failure half-way leaves the old overlay."""
     records = ROOT.parent / "shared" / "calibration"

@@ -106,23 +106,15 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     from planner.report import k8s
     from pricing.chips import get_chip
 
-    names = [name for name, _ in pools] + [name for name, _, _ in routers]
-    same = {}
-    for name in names:
-        same.setdefault(f"{k8s._name(name)}.yaml", []).append(name)
-    for file, named in same.items():
-        if len(named) > 1:
-            raise InputError("service", f"{', '.join(map(repr, named))} are all {file} as Kubernetes names "
-                             f"(lower case, a-z, 0-9 and '-')", "rename the services so that they differ in "
-                             "letters or digits, not only in case or punctuation")
+    named = k8s.resource_names([name for name, _ in pools] + [name for name, _, _ in routers])
     files, notes = {}, []
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)
-        files[f"{k8s._name(name)}.yaml"] = resources
+        files[f"{named[name]}.yaml"] = resources
         notes += said
     for name, prefill, decode in routers:
         resources, said = k8s.router_manifests(name, prefill, decode, to.k8s)
-        files[f"{k8s._name(name)}.yaml"] = resources
+        files[f"{named[name]}.yaml"] = resources
         notes += said
     written = k8s.write(files, to.output_dir)
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [

@@ -156,6 +156,29 @@ def _name(text: str) -> str:
     return name or "pool"
 
 
+DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # a Service's name (ValidateServiceName: IsDNS1035Label)
+
+
+def resource_names(names: list[str]) -> dict[str, str]:
+    """Each pool's or router's name as its resources' (and file's) name, before anything is
+    written: two that become one Kubernetes name are refused, naming them (`chat_a`, `chat-a` and
+    `Chat.A` are all `chat-a`), and so is a name a Service cannot take (a DNS-1035 label: it begins
+    with a letter)."""
+    same: dict[str, list[str]] = {}
+    for name in names:
+        same.setdefault(_name(name), []).append(name)
+    for resource, named in same.items():
+        if len(named) > 1:
+            raise InputError("service", f"{', '.join(map(repr, named))} are all {resource}.yaml as Kubernetes names "
+                             "(lower case a-z, 0-9 and '-')", "rename the services so that they differ in letters or "
+                             "digits, not only in case or punctuation")
+        if not DNS1035_LABEL.fullmatch(resource):
+            raise InputError("service", f"{named[0]!r} is {resource!r} as a Kubernetes name, which a Service cannot "
+                             "take", "rename it to begin with a letter (a Service's name is a DNS-1035 label: a-z, "
+                             "0-9 and '-', beginning with a letter)")
+    return {name: _name(name) for name in names}
+
+
 def _label(chip) -> str | None:
     """The value of the chip's node label (NODE_LABEL), from the chip registry's gpu_product_label."""
     from pricing.registry import load
