@@ -150,6 +150,25 @@ def test_old_files_do_not_stay_beside_the_new_ones(tmp_path, capsys):
         capsys.readouterr().out.split())
 
 
+def test_a_folder_that_is_not_the_tools_to_replace_is_refused(tmp_path, capsys, monkeypatch):
+    """The folder is replaced whole, so one holding anything but .yaml files, or the working folder
+    (or one above it), is refused before planning and left as it was, never removed."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    (mine / "sub").mkdir()
+    assert main([*PLAN_8B, "--emit", "k8s", "-o", str(mine)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"plan: error: -o: {mine} holds notes.txt, sub, not manifests, and the folder is replaced whole "
+                   "(name a folder of its own for the manifests (a new one, or one holding only .yaml files))"]
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "sub"]
+    monkeypatch.chdir(mine / "sub")
+    for here in (".", "..", str(tmp_path)):
+        assert main([*PLAN_8B, "--emit", "k8s", "-o", here]) == 2
+        assert capsys.readouterr().err.startswith(f"plan: error: -o: {here} is the working folder or holds it")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
 @pytest.mark.skipif(os.geteuid() != 0 and not os.path.isdir("/sys/kernel"), reason="needs /sys")
 def test_an_unwritable_target_is_one_line_naming_o(tmp_path, capsys):
     """Issue 39: `--emit k8s -o /sys/kernel/foo` was a PermissionError traceback."""

@@ -442,11 +442,24 @@ def dump(resources: list[dict]) -> str:
 
 
 def writable_folder(out_dir: str) -> tuple[Path, Path]:
-    """The folder to write and its parent, or an error when it is not a folder or cannot be made."""
-    target = Path(out_dir)
+    """The folder to write (its absolute path) and its parent, or an error: not a folder, a place
+    that cannot be written, or a folder that is not the tool's to replace (it is replaced whole:
+    one holding anything but .yaml files, or the working folder or one above it, is refused rather
+    than removed)."""
+    target = Path(os.path.abspath(out_dir))
     if target.exists() and not target.is_dir():
-        raise InputError("output_dir", f"{target} is not a folder", "name a folder (it is created)")
-    parent = target.parent if str(target.parent) else Path(".")
+        raise InputError("output_dir", f"{out_dir} is not a folder", "name a folder (it is created)")
+    cwd = Path.cwd()
+    if target == cwd or target in cwd.parents:
+        raise InputError("output_dir", f"{out_dir} is the working folder or holds it, and the folder is replaced "
+                         "whole", f"name a folder of its own for the manifests, e.g. {mention('output_dir')} k8s")
+    if target.is_dir() and not target.is_symlink():
+        other = sorted(p.name for p in target.iterdir() if p.suffix != ".yaml" or not p.is_file() or p.is_symlink())
+        if other:
+            raise InputError("output_dir", f"{out_dir} holds {', '.join(other[:3])}{' ...' if len(other) > 3 else ''}"
+                             ", not manifests, and the folder is replaced whole", "name a folder of its own for the "
+                             "manifests (a new one, or one holding only .yaml files)")
+    parent = target.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK):
         raise InputError("output_dir", f"cannot write into {parent}", "name a folder in a place you can write")
     return target, parent
