@@ -471,5 +471,5 @@ def write(files: dict[str, list[dict]], out_dir: str) -> list[Path]:
     from planner.report.atomic import write_folder
 
     target, _ = writable_folder(out_dir)
-    return write_folder(target, {file: (lambda r=resources: dump(r)) for file, resources in files.items()},
-                        "output_dir")
+    write_folder(target, {file: (lambda r=resources: dump(r)) for file, resources in files.items()}, "output_dir")
+    return [Path(out_dir) / file for file in files]  # as the user named the folder
