@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,7 +59,11 @@ def _blocked() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _signals_exit() -> Iterator[None]:
-    """SIGINT and SIGTERM raise `Interrupted` (the clean-up runs, then the process exits 130 or 143)."""
+    """SIGINT and SIGTERM raise `Interrupted` (the clean-up runs, then the process exits 130 or 143);
+    in the main thread only, where Python runs signal handlers (elsewhere the caller's stay)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     old = {s: signal.signal(s, _interrupted) for s in SIGNALS}
     try:
         yield
