@@ -1,5 +1,6 @@
 """`--emit k8s -o DIR` on `plan` and `plan scenario`: the plan's pools as Kubernetes manifests
-(planner/report/k8s.py), one file per pool, written whole or not at all."""
+(planner/report/k8s.py), one file per pool; DIR replaced whole or not at all, one run at a time
+(planner/report/atomic.py)."""
 
 from __future__ import annotations
 
