@@ -112,9 +112,9 @@ def _label_value(value: str) -> bool:
 def checked(options: K8sOptions) -> K8sOptions:
     """The options, each value the API server checks checked as it does, before anything is planned
     or written: the namespace a DNS-1123 label, the Secret and the claim DNS-1123 subdomains, the
-    node selector's keys and values label keys and values, the image and the model source free of
-    whitespace and control characters, the model source not beginning with '-' (`vllm serve` would
-    read it as a flag)."""
+    node selector's keys and values label keys and values, the image and the router script free of
+    spaces and control characters (a newline would end the YAML value), the model source free of
+    control characters and not beginning with '-' (`vllm serve` would read it as a flag)."""
     names = (("namespace", options.namespace, is_label, LABEL_RULE),
              ("hf_token_secret", options.hf_token_secret, is_subdomain, SUBDOMAIN_RULE),
              ("model_cache_claim", options.model_cache_claim, is_subdomain, SUBDOMAIN_RULE))
