@@ -182,3 +182,11 @@ def test_names_the_api_server_takes_are_written(tmp_path, capsys):
     assert resources[0]["metadata"]["namespace"] == "team-a"
     assert pod["volumes"][1]["persistentVolumeClaim"]["claimName"] == "models-cache"
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100_80GB.x"}
+
+
+def test_a_launch_environment_value_is_escaped_too():
+    """Kubernetes expands $(VAR) in env values as in args: a plan's value reaches the pod as written."""
+    from planner.report.k8s import _launch_env
+
+    (entry,) = _launch_env({"SOME_SETTING": "a$(HF_TOKEN)b"})
+    assert kubernetes_expanded(entry["value"], {"HF_TOKEN": "x"}) == "a$(HF_TOKEN)b"

@@ -285,7 +285,7 @@ def _launch_env(env: dict[str, str]) -> list[dict]:
         elif key == SIDE_CHANNEL_PORT:
             out.append({"name": key, "value": str(side_channel_base())})
         else:
-            out.append({"name": key, "value": value})
+            out.append({"name": key, "value": _pod_word(value)})  # env values are expanded too
     return out
 
 
