@@ -18,6 +18,7 @@ from planner.app.fleet import ChipUse, FleetResult, ServicePlan, Shortfall
 from planner.app.review import Comparison
 from planner.candidates.slo import ParetoPoint, ServingFigures
 from planner.search.placement import NodeUse
+from pricing.errors import InputError
 
 HOURS = defaults.value("report.hours_per_month")
 
@@ -445,11 +446,11 @@ def test_a_chart_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device", str(target))
 
     monkeypatch.setattr(Figure, "savefig", full_disk)
-    with pytest.raises(OSError):
+    with pytest.raises(InputError, match="^chart_path: cannot write .*No space left on device"):
         charts.variants_chart(SMALL, str(target))
     assert target.read_bytes() == first  # the old chart as it was
     assert sorted(p.name for p in tmp_path.iterdir()) == ["review.png"]  # no half-written file beside it
-    with pytest.raises(OSError):
+    with pytest.raises(InputError):
         charts.variants_chart(SMALL, str(tmp_path / "new.png"))
     assert not (tmp_path / "new.png").exists()
 
@@ -468,8 +469,8 @@ def test_a_chart_the_disk_refuses_is_one_line_and_exit_2(tmp_path, monkeypatch, 
                  "--chart", str(tmp_path / "f.png")]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.splitlines() == [
-        f"plan: error: --chart: cannot write {tmp_path / 'f.png'}: No space left on device (name a file on a disk "
-        "with room, in a folder you can write)"]
+        f"plan: error: --chart: cannot write {tmp_path / 'f.png'}: No space left on device; nothing was written (name "
+        "a place you can write, on a disk with room)"]
     assert list(tmp_path.iterdir()) == []  # and nothing half-written
 
 
@@ -497,7 +498,7 @@ def test_a_review_writes_all_its_charts_or_none(tmp_path, monkeypatch):
         return real(self, out, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", second_fails)
-    with pytest.raises(OSError):
+    with pytest.raises(InputError, match="r-nodes.svg: No space left on device; nothing was written"):
         charts.chart(review, str(tmp_path / "r.svg"))
     assert len(calls) == 2 and list(tmp_path.iterdir()) == []
 

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from planner.cli import main
+from pricing.errors import InputError
 from tests.vllm_flags import problems, proxy_parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,7 +188,7 @@ def test_nothing_is_written_half_way(tmp_path, monkeypatch):
         return "kind: x\n"
 
     monkeypatch.setattr(k8s, "dump", failing)
-    with pytest.raises(OSError):
+    with pytest.raises(InputError, match="^output_dir: cannot write .*disk full"):
         k8s.write({"a.yaml": [{}], "b.yaml": [{}]}, str(target))
     assert not target.exists() and list(tmp_path.iterdir()) == []
 

@@ -13,7 +13,7 @@ import pytest
 
 from planner.app.fleet import plan_scenario
 from planner.app.plan import plan
-from planner.app.serve import WEIGHTS, Launch, across_nodes, launches, served_model
+from planner.app.serve import HEAD, WEIGHTS, Launch, across_nodes, launches, served_model
 from planner.cli import main
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import load_scenario
@@ -230,7 +230,7 @@ def test_online_quantization_and_the_checkpoints_own_method(tmp_path, shared_mod
 
 
 def test_a_launch_line_keeps_the_placeholders_for_the_shell():
-    line = Launch("n", ("vllm", "serve", WEIGHTS, "--master-addr", "$HEAD_IP", "--speculative-config",
+    line = Launch("n", ("vllm", "serve", WEIGHTS, "--master-addr", HEAD, "--speculative-config",
                         json.dumps({"method": "mtp"})), (("CUDA_VISIBLE_DEVICES", "0,1"),)).text
     assert line.startswith("CUDA_VISIBLE_DEVICES=0,1 vllm serve $MODEL_WEIGHTS --master-addr $HEAD_IP ")
     assert shlex.split(line)[-1] == '{"method": "mtp"}'

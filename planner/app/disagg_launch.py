@@ -14,10 +14,11 @@ proxy's own default, 127.0.0.1, takes no connection from another machine).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 from planner import defaults
-from planner.app.serve import Launch, ServedModel, _quote, launches, ray_launch
+from planner.app.serve import Launch, Placeholder, ServedModel, _quote, launches, ray_launch
 from planner.app.serving import Launch as LaunchData
 from pricing.kernel import Deployment
 from pricing.registry import load
@@ -33,7 +34,7 @@ def kv_transfer_config(kv_role: str) -> str:
 
 def node_address(node: str) -> str:
     """The placeholder of a node's address: h200-0 -> $H200_0_IP (for the user to fill in)."""
-    return "$" + node.upper().replace("-", "_").replace(".", "_") + "_IP"
+    return Placeholder("$" + re.sub(r"[^A-Z0-9_]", "_", node.upper()) + "_IP")
 
 
 def side_channel_base() -> int:

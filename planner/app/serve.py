@@ -18,7 +18,6 @@ and Ray is the alternative (one `vllm serve` on the head of a Ray cluster of the
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from dataclasses import dataclass
 from typing import ClassVar
@@ -26,8 +25,14 @@ from typing import ClassVar
 from planner import defaults
 from pricing.kernel import Deployment
 
-HEAD = "$HEAD_IP"  # the head node's address, for the user to fill in
-WEIGHTS = "$MODEL_WEIGHTS"  # a model given as a bare config.json: where the weights are, for the user to fill in
+
+class Placeholder(str):
+    """A word this tool writes for the shell to expand (`$HEAD_IP`, `$MODEL_WEIGHTS`, a node's
+    `$H200_0_IP`): printed bare. Any other word is quoted (`_quote`), a `$` a user wrote included."""
+
+
+HEAD = Placeholder("$HEAD_IP")  # the head node's address, for the user to fill in
+WEIGHTS = Placeholder("$MODEL_WEIGHTS")  # a bare config.json's model: where the weights are, for the user to fill in
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,7 @@ class ServedModel:
 
     @property
     def placeholder(self) -> bool:
-        return self.name == WEIGHTS
+        return isinstance(self.name, Placeholder)
 
 
 def served_model(model: str, quantization: str | None = None, release: str | None = None) -> ServedModel:
@@ -54,9 +59,13 @@ def served_model(model: str, quantization: str | None = None, release: str | Non
     from pricing import rules
     from pricing.config import resolve
     from pricing.config.quantization import launch_method
+    from pricing.errors import InputError
     from pricing.registry import load
 
     source = resolve(model)
+    if (source.hf_id or "").startswith("-"):
+        raise InputError("model", f"{source.hf_id!r} begins with '-': `vllm serve` would read it as a flag",
+                         "name the folder so that it does not begin with '-', e.g. ./" + source.hf_id)
     method = launch_method(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
     remote = source.config.get("model_type") in rules.get(release).fact(load(), "remote_code_model_types")
     return ServedModel(source.hf_id or WEIGHTS, trust_remote_code=remote, quantization=method)
@@ -168,13 +177,11 @@ class Launch:
         return (env + " " if env else "") + " ".join(_quote(a) for a in self.args)
 
 
-_PLAIN = re.compile(r"[\w@%+=:,./$-]+")
-
-
 def _quote(arg: str) -> str:
-    """shlex.quote, except that a word holding only a placeholder and safe characters stays bare
-    (so the shell expands $HEAD_IP)."""
-    return arg if "$" in arg and _PLAIN.fullmatch(arg) else shlex.quote(arg)
+    """A word as the shell reads it back unchanged (shlex.quote: any word holding a character the
+    shell expands or splits on, `$` included, in single quotes), except the placeholders this tool
+    writes (`Placeholder`), left bare for the shell to expand."""
+    return arg if isinstance(arg, Placeholder) else shlex.quote(arg)
 
 
 def engine_flags(model: ServedModel, d: Deployment) -> list[str]:
@@ -252,7 +259,7 @@ def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: lis
         return []
     port = defaults.value("launch.ray_port")
     out = [Launch(slots[0].node, ("ray", "start", "--head", "--port", str(port)), what="Ray head")]
-    out += [Launch(s.node, ("ray", "start", f"--address={HEAD}:{port}"), what="joins the Ray cluster")
+    out += [Launch(s.node, ("ray", "start", Placeholder(f"--address={HEAD}:{port}")), what="joins the Ray cluster")
             for s in slots[1:]]
     join = (RayDataParallel(gpus_per_node // d.tensor_parallel_size) if spans_by_data_parallel(d, gpus_per_node)
             else RayExecutor())

@@ -115,10 +115,11 @@ def calibrate(records, out_path, chip, model):
 
     refit = predict_all([p.record for p in predictions if p.usable], overlay_from(overlay(values)))
     values.append(margin_value(refit))
-    tmp = Path(out_path + ".tmp")
-    tmp.write_text("# written by plan calibrate; use with --registry\n"
-                   + yaml.safe_dump(overlay(values), sort_keys=False, allow_unicode=True, width=1000))
-    tmp.replace(out_path)
+    from planner.report.atomic import write_file
+
+    text = ("# written by plan calibrate; use with --registry\n"
+            + yaml.safe_dump(overlay(values), sort_keys=False, allow_unicode=True, width=1000))
+    write_file(out_path, lambda out: out.write(text.encode("utf-8")), "out_path")
     usable = [p for p in predictions if p.usable]
     click.echo(f"fitted {len(values)} values on {len(usable)} of {len(predictions)} records -> {out_path}")
     for v in values:

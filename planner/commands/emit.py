@@ -1,5 +1,6 @@
 """`--emit k8s -o DIR` on `plan` and `plan scenario`: the plan's pools as Kubernetes manifests
-(planner/report/k8s.py), one file per pool, written whole or not at all."""
+(planner/report/k8s.py), one file per pool; DIR replaced whole or not at all, one run at a time
+(planner/report/atomic.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def k8s_options() -> list:
 
     return [
         click.option("--emit", type=click.Choice(["k8s"]), help="also write the plan as Kubernetes manifests (-o DIR)"),
-        click.option("-o", "--output", "output_dir", metavar="DIR", help="the folder --emit writes (created)"),
+        click.option("-o", "--output", "output_dir", metavar="DIR", help="the folder --emit writes, replaced whole "
+                     "(created; files in it from before do not stay beside the new ones)"),
         click.option("--image", help="the vLLM image of every pod (default "
                      f"{defaults.value('kubernetes.image')}, planner/defaults.yaml)"),
         click.option("--model-source", help="what the pods serve: a Hugging Face id or a path inside the pod "
@@ -64,11 +66,11 @@ def emit_of(options: dict) -> Emit | None:
 
     k8s.writable_folder(options["output_dir"])
     selector = k8s.node_selector(tuple(options.get("node_selector") or ()))
-    return Emit(k8s.K8sOptions(image=options.get("image") or k8s.default_image(),
+    return Emit(k8s.checked(k8s.K8sOptions(image=options.get("image") or k8s.default_image(),
                                model_source=options.get("model_source"), hf_token_secret=options.get("hf_token_secret"),
                                model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
                                target=options.get("k8s_target") or "plain", node_selector=selector,
-                               router_script=options.get("router_script")),
+                               router_script=options.get("router_script"))),
                 options["output_dir"])
 
 
@@ -105,14 +107,15 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     from planner.report import k8s
     from pricing.chips import get_chip
 
+    named = k8s.resource_names([name for name, _ in pools] + [name for name, _, _ in routers])
     files, notes = {}, []
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)
-        files[f"{k8s._name(name)}.yaml"] = resources
+        files[f"{named[name]}.yaml"] = resources
         notes += said
     for name, prefill, decode in routers:
         resources, said = k8s.router_manifests(name, prefill, decode, to.k8s)
-        files[f"{k8s._name(name)}.yaml"] = resources
+        files[f"{named[name]}.yaml"] = resources
         notes += said
     written = k8s.write(files, to.output_dir)
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [

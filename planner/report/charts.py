@@ -12,10 +12,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -60,56 +57,47 @@ def figure(width: float, height: float, panels: int = 1):
     return fig, list(axes.flat)
 
 
+CHART_FIELD = "chart_path"  # the option every --chart is stored under: a system error names it
+
+
 class Batch:
-    """Charts written together: each saved into a temporary file beside its target, all renamed
-    into place when the block ends, or, on an error in any, none (every target stays as it was and
-    no temporary file is left)."""
+    """Charts written together (planner/report/atomic.py Files): each into a temporary file beside
+    its target, all renamed into place when the block ends, or, on an error or a signal in any,
+    none (every target stays as it was and no temporary file is left)."""
 
     def __init__(self):
-        self.parts: list[tuple[str, Path]] = []
+        from planner.report.atomic import Files
+
+        self.files = Files(CHART_FIELD)
 
     def save(self, fig, path: str) -> None:
-        self.parts.append((_written(fig, path), Path(path)))
+        try:
+            self.files.add(path, _drawing(fig, path))
+        finally:
+            _pyplot().close(fig)
 
     def __enter__(self) -> Batch:
+        self.files.__enter__()
         return self
 
     def __exit__(self, kind, error, trace) -> None:
-        if kind is not None:
-            for part, _ in self.parts:
-                with contextlib.suppress(OSError):
-                    os.unlink(part)
-            return
-        for part, target in self.parts:
-            os.replace(part, target)
+        self.files.__exit__(kind, error, trace)
 
 
 def save(fig, path: str) -> None:
     """Write the figure whole or not at all: into a temporary file beside `path`, then renamed over
     it (an error half-way leaves no file and the old one as it was; a `Batch` renames its charts
     together). The tight bounding box takes in legends, footnotes and long labels."""
-    os.replace(_written(fig, path), path)
+    with Batch() as batch:
+        batch.save(fig, path)
 
 
-def _written(fig, path: str) -> str:
-    """The figure written into a temporary file beside `path` (removed again on an error), its name."""
-    plt = _pyplot()
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, part = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            fig.savefig(out, format=target.suffix.lower().lstrip("."), bbox_inches="tight", pad_inches=0.2, dpi=DPI)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(part, 0o666 & ~mask)  # as a file the user creates, not mkstemp's 0600
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(part)
-        raise
-    finally:
-        plt.close(fig)
-    return part
+def _drawing(fig, path: str):
+    """What writes the figure into a stream, in the format `path`'s suffix names."""
+    def draw(out) -> None:
+        fig.savefig(out, format=Path(path).suffix.lower().lstrip("."), bbox_inches="tight", pad_inches=0.2, dpi=DPI)
+
+    return draw
 
 
 def texts(fig) -> list:

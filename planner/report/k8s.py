@@ -37,18 +37,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from planner import defaults
+from planner.app.serve import Placeholder
 from planner.kinds import Role
 from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
-LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"  # LWS sets it in every pod of a group; Kubernetes expands $(VAR) in args
+LEADER_ADDRESS = Placeholder("$(LWS_LEADER_ADDRESS)")  # LWS sets it in every pod of a group; Kubernetes expands
+# $(VAR) in args
 WORKER_INDEX = "LWS_WORKER_INDEX"
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the device plugins' resource names
 # the node label whose value names the GPU: NVIDIA GPU feature discovery's product label
@@ -74,6 +74,78 @@ class K8sOptions:
     router_script: str | None = None  # where a disaggregated service's router fetches vLLM's proxy
 
 
+# Kubernetes' name rules (k8s.io/apimachinery pkg/util/validation/validation.go): a DNS-1123 label
+# (IsDNS1123Label: namespaces, ValidateNamespaceName), a DNS-1123 subdomain (IsDNS1123Subdomain:
+# Secrets, PersistentVolumeClaims, Deployments), a label key's name part and a label value
+# (IsQualifiedName, IsValidLabelValue).
+LABEL_RULE = "at most 63 characters of a-z, 0-9 and '-', beginning and ending with a letter or digit"
+SUBDOMAIN_RULE = "at most 253 characters: labels of a-z, 0-9 and '-' (each beginning and ending with a letter or " \
+                 "digit) joined by '.'"
+LABEL_VALUE_RULE = "at most 63 characters of A-Z, a-z, 0-9, '-', '_' and '.', beginning and ending with a letter or " \
+                   "digit, or empty"
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+LABEL_MAX, SUBDOMAIN_MAX = 63, 253
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # control characters (a newline among them): no value of a manifest holds one
+
+
+def is_label(text: str) -> bool:
+    return len(text) <= LABEL_MAX and DNS1123_LABEL.fullmatch(text) is not None
+
+
+def is_subdomain(text: str) -> bool:
+    return len(text) <= SUBDOMAIN_MAX and DNS1123_SUBDOMAIN.fullmatch(text) is not None
+
+
+def _label_key(key: str) -> bool:
+    """A label key: an optional DNS-1123 subdomain prefix and '/', then a name (IsQualifiedName)."""
+    prefix, slash, name = key.rpartition("/")
+    return ((not slash or is_subdomain(prefix)) and len(name) <= LABEL_MAX
+            and QUALIFIED.fullmatch(name) is not None)
+
+
+def _label_value(value: str) -> bool:
+    return value == "" or (len(value) <= LABEL_MAX and QUALIFIED.fullmatch(value) is not None)
+
+
+def checked(options: K8sOptions) -> K8sOptions:
+    """The options, each value the API server checks checked as it does, before anything is planned
+    or written: the namespace a DNS-1123 label, the Secret and the claim DNS-1123 subdomains, the
+    node selector's keys and values label keys and values, the image and the router script free of
+    spaces and control characters (a newline would end the YAML value), the model source free of
+    control characters and not beginning with '-' (`vllm serve` would read it as a flag)."""
+    names = (("namespace", options.namespace, is_label, LABEL_RULE),
+             ("hf_token_secret", options.hf_token_secret, is_subdomain, SUBDOMAIN_RULE),
+             ("model_cache_claim", options.model_cache_claim, is_subdomain, SUBDOMAIN_RULE))
+    for field, value, rule, words in names:
+        if value is not None and not rule(value):
+            raise InputError(field, f"{value!r} is not a Kubernetes name", f"give {words}")
+    for field, value, spaces in (("image", options.image, False), ("model_source", options.model_source, True),
+                                 ("router_script", options.router_script, False)):
+        if value is not None and (not value or CONTROL.search(value) or (not spaces and " " in value)):
+            raise InputError(field, f"{value!r} is empty or holds a control character{'' if spaces else ' or a space'}",
+                             "give the value on one line" + ("" if spaces else ", without spaces"))
+    if options.model_source is not None and options.model_source.startswith("-"):
+        raise InputError("model_source", f"{options.model_source!r} begins with '-': `vllm serve` would read it "
+                         "as a flag", "give a Hugging Face id or a path, e.g. ./" + options.model_source)
+    for key, value in options.node_selector or ():
+        if not _label_key(key):
+            raise InputError("node_selector", f"{key!r} is not a label key",
+                             f"give [a DNS subdomain and '/'] a name of {LABEL_VALUE_RULE.replace(', or empty', '')}")
+        if not _label_value(value):
+            raise InputError("node_selector", f"{key}={value!r}: the value is not a label value",
+                             f"give {LABEL_VALUE_RULE}")
+    return options
+
+
+def escaped(word: str) -> str:
+    """A word as Kubernetes passes it on from a container's command or args: each `$` doubled, so
+    that no `$(VAR)` in it is expanded (Kubernetes' $$ escape; `$(VAR)` references are expanded
+    in command, args and env values: core/v1 Container.args)."""
+    return word.replace("$", "$$")
+
+
 def default_image() -> str:
     return str(defaults.value("kubernetes.image"))
 
@@ -82,6 +154,29 @@ def _name(text: str) -> str:
     """A DNS-1123 label from a pool's name."""
     name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:50].strip("-")
     return name or "pool"
+
+
+DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")  # a Service's name (ValidateServiceName: IsDNS1035Label)
+
+
+def resource_names(names: list[str]) -> dict[str, str]:
+    """Each pool's or router's name as its resources' (and file's) name, before anything is
+    written: two that become one Kubernetes name are refused, naming them (`chat_a`, `chat-a` and
+    `Chat.A` are all `chat-a`), and so is a name a Service cannot take (a DNS-1035 label: it begins
+    with a letter)."""
+    same: dict[str, list[str]] = {}
+    for name in names:
+        same.setdefault(_name(name), []).append(name)
+    for resource, named in same.items():
+        if len(named) > 1:
+            raise InputError("service", f"{', '.join(map(repr, named))} are all {resource}.yaml as Kubernetes names "
+                             "(lower case a-z, 0-9 and '-')", "rename the services so that they differ in letters or "
+                             "digits, not only in case or punctuation")
+        if not DNS1035_LABEL.fullmatch(resource):
+            raise InputError("service", f"{named[0]!r} is {resource!r} as a Kubernetes name, which a Service cannot "
+                             "take", "rename it to begin with a letter (a Service's name is a DNS-1035 label: a-z, "
+                             "0-9 and '-', beginning with a letter)")
+    return {name: _name(name) for name in names}
 
 
 def _label(chip) -> str | None:
@@ -140,7 +235,13 @@ def _leader_args(serve, model: str) -> list[str]:
     model as the pods get it, the API on the pod's own port, the head's address from LWS."""
     out = list(serve.args(head=LEADER_ADDRESS, model=model, endpoint=False))
     out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(defaults.value("launch.port"))]
-    return out
+    return [_pod_word(a) for a in out]
+
+
+def _pod_word(arg: str) -> str:
+    """A word of a container's args: escaped for Kubernetes' $(VAR) expansion (`escaped`) but for
+    the references this tool writes (`Placeholder`: LWS's variables)."""
+    return str(arg) if isinstance(arg, Placeholder) else escaped(arg)
 
 
 def _worker_command(serve, model: str) -> tuple[list[str], list[str]]:
@@ -149,17 +250,20 @@ def _worker_command(serve, model: str) -> tuple[list[str], list[str]]:
     the ranks per node, which needs the shell's arithmetic."""
     join = serve.join
     if not join.shell_rank:
-        return ["vllm", "serve"], list(serve.args(LEADER_ADDRESS, f"$({WORKER_INDEX})", model, endpoint=False))
-    # $$ is Kubernetes' escape of $: the shell gets $((...)) (Kubernetes leaves $(VAR) to its own expansion)
-    out = serve.args(LEADER_ADDRESS, f"$$(({WORKER_INDEX}*{join.ranks_per_index}))", model, endpoint=False)
-    line = " ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])
-    return ["sh", "-c"], [line.replace(LEADER_ADDRESS, "${LWS_LEADER_ADDRESS}")]
+        out = serve.args(LEADER_ADDRESS, Placeholder(f"$({WORKER_INDEX})"), model, endpoint=False)
+        return ["vllm", "serve"], [_pod_word(a) for a in out]
+    # $$ is Kubernetes' escape of $: the shell gets $((...)) and ${LWS_LEADER_ADDRESS}, each other word
+    # in the shell's quotes (shlex.quote) with its $ doubled for Kubernetes
+    out = serve.args(Placeholder("${LWS_LEADER_ADDRESS}"), Placeholder(f"$$(({WORKER_INDEX}*{join.ranks_per_index}))"),
+                     model, endpoint=False)
+    return ["sh", "-c"], [" ".join(["exec", "vllm", "serve", *(_shell_word(a) for a in out)])]
 
 
 def _shell_word(arg: str) -> str:
+    """A word of a `sh -c` line in a container's args: the shell's quotes, then Kubernetes' escape."""
     import shlex
 
-    return arg if arg.startswith("$$((") or arg == LEADER_ADDRESS else shlex.quote(arg)
+    return str(arg) if isinstance(arg, Placeholder) else escaped(shlex.quote(arg))
 
 
 SIDE_CHANNEL_HOST, SIDE_CHANNEL_PORT = "VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT"
@@ -181,7 +285,7 @@ def _launch_env(env: dict[str, str]) -> list[dict]:
         elif key == SIDE_CHANNEL_PORT:
             out.append({"name": key, "value": str(side_channel_base())})
         else:
-            out.append({"name": key, "value": value})
+            out.append({"name": key, "value": _pod_word(value)})  # env values are expanded too
     return out
 
 
@@ -239,7 +343,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     serves = [c.launch.serve for c in first.commands]
     envs = [c.env for c in first.commands]
     model = options.model_source or serves[0].model.name
-    if model.startswith("$"):
+    if options.model_source is None and serves[0].model.placeholder:
         raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config file "
                          "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
@@ -303,7 +407,8 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
     script = options.router_script or str(defaults.value("kubernetes.router_script"))
     path = "/router/toy_proxy_server.py"
     fetch = {"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
-             "args": ["import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])", script, path],
+             "args": ["import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])",
+                      escaped(script), path],
              "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
     probe = {"httpGet": {"path": "/healthcheck", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
     proxy = {"name": "router", "image": options.image, "command": ["python3", path],
@@ -337,29 +442,34 @@ def dump(resources: list[dict]) -> str:
 
 
 def writable_folder(out_dir: str) -> tuple[Path, Path]:
-    """The folder to write and its parent, or an error when it is not a folder or cannot be made."""
-    target = Path(out_dir)
+    """The folder to write (its absolute path) and its parent, or an error: not a folder, a place
+    that cannot be written, or a folder that is not the tool's to replace (it is replaced whole:
+    one holding anything but .yaml files, or the working folder or one above it, is refused rather
+    than removed)."""
+    target = Path(os.path.abspath(out_dir))
     if target.exists() and not target.is_dir():
-        raise InputError("output_dir", f"{target} is not a folder", "name a folder (it is created)")
-    parent = target.parent if str(target.parent) else Path(".")
+        raise InputError("output_dir", f"{out_dir} is not a folder", "name a folder (it is created)")
+    cwd = Path.cwd()
+    if target == cwd or target in cwd.parents:
+        raise InputError("output_dir", f"{out_dir} is the working folder or holds it, and the folder is replaced "
+                         "whole", f"name a folder of its own for the manifests, e.g. {mention('output_dir')} k8s")
+    if target.is_dir() and not target.is_symlink():
+        other = sorted(p.name for p in target.iterdir() if p.suffix != ".yaml" or not p.is_file() or p.is_symlink())
+        if other:
+            raise InputError("output_dir", f"{out_dir} holds {', '.join(other[:3])}{' ...' if len(other) > 3 else ''}"
+                             ", not manifests, and the folder is replaced whole", "name a folder of its own for the "
+                             "manifests (a new one, or one holding only .yaml files)")
+    parent = target.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK):
         raise InputError("output_dir", f"cannot write into {parent}", "name a folder in a place you can write")
     return target, parent
 
 
 def write(files: dict[str, list[dict]], out_dir: str) -> list[Path]:
-    """Each file's resources into `out_dir`, nothing written half-way: every file is written into a
-    temporary folder beside it first, then moved into place."""
-    target, parent = writable_folder(out_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=parent))
-    try:
-        for file, resources in files.items():
-            (tmp / file).write_text(dump(resources))
-        target.mkdir(exist_ok=True)
-        written = []
-        for file in files:
-            os.replace(tmp / file, target / file)
-            written.append(target / file)
-        return written
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    """The folder `out_dir` holding exactly each file's resources, swapped in whole or not at all
+    (planner/report/atomic.py: what was in it before is replaced, never mixed with the new files)."""
+    from planner.report.atomic import write_folder
+
+    target, _ = writable_folder(out_dir)
+    write_folder(target, {file: (lambda r=resources: dump(r)) for file, resources in files.items()}, "output_dir")
+    return [Path(out_dir) / file for file in files]  # as the user named the folder
