@@ -111,9 +111,10 @@ def test_405b_is_a_leaderworkerset_of_two_pods_of_eight_gpus(plan_405b):
     for role in ("leaderTemplate", "workerTemplate"):
         pod = lws["leaderWorkerTemplate"][role]["spec"]
         (container,) = pod["containers"]
-        assert container["resources"]["requests"] == container["resources"]["limits"] == {"nvidia.com/gpu": 8}
+        assert container["resources"]["requests"]["nvidia.com/gpu"] == container["resources"]["limits"][
+            "nvidia.com/gpu"] == 8
         assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
-        assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
+        assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": 2 * 2**30}} in pod["volumes"]
         assert container_problems(container) == []
         token = next(e for e in container["env"] if e["name"] == "HF_TOKEN")
         assert token == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}
@@ -218,7 +219,7 @@ def test_replicas_and_amd_gpus(tmp_path, capsys):
     deployment = resources[0]
     assert deployment["kind"] == "Deployment" and deployment["spec"]["replicas"] == 7
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
     assert "CUDA_VISIBLE_DEVICES" not in json.dumps(deployment)  # the device plugin gives each pod its GPUs
     amd = tmp_path / "amd"
     text = run(capsys, "--model", "llama-3.1-70b", "--chip", "mi300x", "--concurrency", "16", "--context-length",
@@ -227,7 +228,9 @@ def test_replicas_and_amd_gpus(tmp_path, capsys):
     for r in resources:
         validate(r)
     pod = resources[0]["spec"]["template"]["spec"]
-    assert list(pod["containers"][0]["resources"]["limits"]) == ["amd.com/gpu"]
+    assert [k for k in pod["containers"][0]["resources"]["limits"] if "gpu" in k] == ["amd.com/gpu"]
+    assert "tolerations" not in pod  # no common GPU taint is documented for AMD nodes (kubernetes.gpu_tolerations)
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": 8 * 2**30}} in pod["volumes"]
     assert pod["nodeSelector"] == {"amd.com/gpu.device-id": "74a1"} and "note:" not in text
 
 
@@ -333,8 +336,9 @@ def test_a_disaggregated_plan_is_one_set_per_role_and_its_router(pd_plan):
         assert deployment["spec"]["replicas"] == pool["replicas"]
         assert deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == role
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
-        gpus = {"nvidia.com/gpu": pool["gpus_per_replica"]}
-        assert container["resources"]["requests"] == container["resources"]["limits"] == gpus
+        gpus = pool["gpus_per_replica"]
+        assert container["resources"]["requests"]["nvidia.com/gpu"] == container["resources"]["limits"][
+            "nvidia.com/gpu"] == gpus
         args = container["args"]
         printed = pool["launches"][0]["args"]  # the plan's own launch of its first instance
         assert _without_host_port(args) == _without_host_port(printed[2:])  # the same flags, in the same order
@@ -398,3 +402,166 @@ def test_auto_emits_the_plan_it_chose(tmp_path, capsys):
     for resources in files.values():
         for r in resources:
             validate(r)
+
+
+# -- hardened pods, interconnect on request ---------------------------------------------------------------
+GB = 10**9
+SHM_NVIDIA = 2 * 2**30  # vLLM docs/deployment/k8s.md, the NVIDIA example's /dev/shm sizeLimit "2Gi"
+
+
+def pod_specs(resources: list[dict]) -> list[dict]:
+    """Every pod template of a file's resources: a Deployment's, a LeaderWorkerSet's leader and worker."""
+    out = []
+    for r in resources:
+        if r["kind"] == "Deployment":
+            out.append(r["spec"]["template"]["spec"])
+        elif r["kind"] == "LeaderWorkerSet":
+            lwt = r["spec"]["leaderWorkerTemplate"]
+            out += [lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]]
+    return out
+
+
+def assert_hardened(pod: dict, ipc_lock: bool = False) -> None:
+    """No service-account token, every container without privilege escalation, every capability dropped
+    (IPC_LOCK added back only with RDMA), the runtime's seccomp profile, CPU and memory asked for and bounded."""
+    assert pod["automountServiceAccountToken"] is False
+    for c in pod["containers"] + pod.get("initContainers", []):
+        context = c["securityContext"]
+        assert context["allowPrivilegeEscalation"] is False
+        assert context["capabilities"]["drop"] == ["ALL"]
+        assert context["capabilities"].get("add", []) == (["IPC_LOCK"] if ipc_lock else [])
+        assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert "runAsNonRoot" not in context  # the default image runs as root (kubernetes.image_user)
+        for bound in ("requests", "limits"):
+            assert c["resources"][bound]["cpu"] >= 1 and c["resources"][bound]["memory"] >= GB
+        assert c["resources"]["requests"]["memory"] <= c["resources"]["limits"]["memory"]
+
+
+def test_every_pod_is_hardened_and_sized(plan_405b, pd_plan):
+    """Done when: for a multi-node (LeaderWorkerSet), an aggregated-per-role and a P/D plan
+    with its router, every pod has the hardened securityContext, CPU/memory requests and limits, a
+    sized /dev/shm and no automounted token."""
+    _, files = pd_plan
+    for resources in [*plan_405b.values(), *files.values()]:
+        for pod in pod_specs(resources):
+            assert_hardened(pod)
+            if pod["containers"][0]["name"] == "vllm":
+                assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_NVIDIA}} in pod["volumes"]
+                assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                               "effect": "NoSchedule"}]
+            else:
+                assert "tolerations" not in pod and "nvidia.com/gpu" not in json.dumps(pod)  # the router: no GPU
+
+
+def test_host_memory_of_a_405b_pod_by_hand(plan_405b):
+    """A 405B pod of 8 ranks (tp 8, pp 2): requests 8 × 6 GB (vLLM's k8s example's request per GPU) +
+    the 2 GiB /dev/shm; the limit adds 8 rank shards. A stage's shard by hand from Llama 3.1 405B's
+    config (hidden 16384, 126 layers, 53248 intermediate, 128 heads of 128, 8 KV heads, vocab 128256):
+    63 layers × (2·16384² + 2·16384·1024 + 3·16384·53248) / 8 + 63 × 2·16384 norms + 128256·16384/8
+    (embedding or head) + 16384 = 25,367,658,496 parameters, 50.74 GB in bf16."""
+    (resources,) = plan_405b.values()
+    lwt = resources[0]["spec"]["leaderWorkerTemplate"]
+    layer = (2 * 16384**2 + 2 * 16384 * 1024 + 3 * 16384 * 53248) // 8 + 2 * 16384
+    shard = 2 * (63 * layer + 128256 * 16384 // 8 + 16384)
+    assert shard == 50_735_316_992
+    for role in ("leaderTemplate", "workerTemplate"):
+        (c,) = lwt[role]["spec"]["containers"]
+        asked = c["resources"]
+        assert asked["requests"]["memory"] == 8 * 6 * GB + SHM_NVIDIA
+        assert asked["requests"]["cpu"] == 8 * 2 and asked["limits"]["cpu"] == 8 * 10
+        per_rank = (asked["limits"]["memory"] - asked["requests"]["memory"]) / 8
+        assert abs(per_rank / shard - 1) < 0.001, per_rank
+
+
+def test_rdma_on_request_for_the_pd_pods(tmp_path, capsys):
+    """`--rdma RESOURCE=N`: the prefill and decode pods ask for the device (requests = limits), add
+    IPC_LOCK back and set UCX's registration-cache bound vLLM's NIXL wants; the router does not.
+    Without it the P/D pools' notes say NIXL falls back to TCP."""
+    text = run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "tcp"))
+    assert text.count("falls back to TCP unless --rdma RESOURCE=N") == 2
+    text = run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "rdma"),
+               "--rdma", "rdma/rdma_shared_device_a=1")
+    assert "TCP" not in text
+    files = emitted(tmp_path / "rdma")
+    for role in ("prefill", "decode"):
+        resources = files[f"llama-3-1-8b-{role}.yaml"]
+        for r in resources:
+            validate(r)
+        (pod,) = pod_specs(resources)
+        assert_hardened(pod, ipc_lock=True)
+        (c,) = pod["containers"]
+        assert c["resources"]["requests"]["rdma/rdma_shared_device_a"] == 1
+        assert c["resources"]["limits"]["rdma/rdma_shared_device_a"] == 1
+        assert {"name": "UCX_RCACHE_MAX_UNRELEASED", "value": "1024"} in c["env"]
+    (router,) = pod_specs(files["llama-3-1-8b-router.yaml"])
+    assert_hardened(router)
+    assert "rdma" not in json.dumps(router)
+
+
+def test_rdma_for_a_multi_node_group_and_not_for_one_node(tmp_path, capsys):
+    """A LeaderWorkerSet's pods carry the device and IPC_LOCK (NCCL between nodes; no NIXL, so no UCX
+    setting); a plan within one node has no pod that needs it, and says so."""
+    args = ["--model", "llama-3.1-405b", "--chip", "h100", "--concurrency", "16", "--context-length", "32768",
+            "--emit", "k8s", "--rdma", "nvidia.com/hostdev=2"]
+    text = run(capsys, *args, "-o", str(tmp_path / "lws"))
+    assert "TCP" not in text
+    (resources,) = emitted(tmp_path / "lws").values()
+    for r in resources:
+        validate(r)
+    for pod in pod_specs(resources):
+        assert_hardened(pod, ipc_lock=True)
+        (c,) = pod["containers"]
+        assert c["resources"]["limits"]["nvidia.com/hostdev"] == 2
+        assert "UCX_RCACHE_MAX_UNRELEASED" not in json.dumps(c["env"])
+    text = run(capsys, "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
+               "--emit", "k8s", "-o", str(tmp_path / "one"), "--rdma", "nvidia.com/hostdev=1")
+    (resources,) = emitted(tmp_path / "one").values()
+    (pod,) = pod_specs(resources)
+    assert_hardened(pod)
+    assert "hostdev" not in json.dumps(pod)
+    assert "--rdma: no pool" in text
+
+
+@pytest.mark.parametrize("bad", ["rdma/x", "rdma/x=0", "=1", "rdma/x=one"])
+def test_a_bad_rdma_resource_is_one_line(tmp_path, capsys, bad):
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--emit", "k8s",
+                 "-o", str(tmp_path / "o"), "--rdma", bad]) == 2
+    err = capsys.readouterr().err
+    assert "--rdma" in err and "RESOURCE=N" in err and "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+def test_tolerations_and_user_and_image_digest(tmp_path, capsys):
+    """--toleration replaces the GPU taint's toleration (a value: operator Equal; none: no toleration);
+    --run-as-user runs the pods as that non-root user with the model cache where it can enter; --image
+    takes a digest as written."""
+    image = "vllm/vllm-openai@sha256:" + "0123456789abcdef" * 4
+    base = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
+            "--emit", "k8s"]
+    run(capsys, *base, "-o", str(tmp_path / "a"), "--toleration", "dedicated=inference:NoExecute",
+        "--toleration", "nvidia.com/gpu:NoSchedule", "--run-as-user", "2000", "--image", image)
+    (resources,) = emitted(tmp_path / "a").values()
+    for r in resources:
+        validate(r)
+    (pod,) = pod_specs(resources)
+    assert pod["tolerations"] == [
+        {"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoExecute"},
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    (c,) = pod["containers"]
+    assert c["image"] == image
+    assert c["securityContext"]["runAsNonRoot"] is True and c["securityContext"]["runAsUser"] == 2000
+    home = next(e["value"] for e in c["env"] if e["name"] == "HF_HOME")
+    assert not home.startswith("/root") and {"name": "model-cache", "mountPath": home} in c["volumeMounts"]
+    run(capsys, *base, "-o", str(tmp_path / "b"), "--toleration", "none")
+    (resources,) = emitted(tmp_path / "b").values()
+    assert "tolerations" not in pod_specs(resources)[0]
+    for bad in (["--toleration", "gpu"], ["--toleration", "gpu:Sometimes"], ["--toleration", "k=:NoSchedule"],
+                ["--run-as-user", "0"]):
+        assert main([*base, "-o", str(tmp_path / "c"), *bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert bad[0] in err and "Traceback" not in err and not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("option", [["--rdma", "rdma/x=1"], ["--toleration", "none"], ["--run-as-user", "2000"]])
+def test_k8s_options_need_emit(capsys, option):
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", *option]) == 2
+    assert "--emit" in capsys.readouterr().err

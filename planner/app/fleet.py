@@ -139,7 +139,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             cost_per_million_input_tokens=per_input,
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
-        launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
+        launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip],
+                       kernel))
     shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"],
                         role=f.get("role", Role.AGGREGATED)) for f in out]
     per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
@@ -161,10 +162,11 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             side_port += len(mine) * entry.deployment.data_parallel_size
             fields["instance_commands"] = [x.line for x in pool.launches]
             plans.append(ServicePlan(**fields, **{k: getattr(pool, k) for k in ("instances", "vllm_serve",
-                                                                                 "vllm_serve_nodes")}))
+                                                                                 "vllm_serve_nodes")})
+                         .with_kernel(entry.pool.kernel))  # the rank's kernel: the manifests size host memory by it
             continue
-        named, d, node = entry
-        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, node, mine))))
+        named, d, node, kernel = entry
+        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, node, mine))).with_kernel(kernel))
     _add_routers(plans)
     return plans, laid
 

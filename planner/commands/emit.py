@@ -31,6 +31,13 @@ def k8s_options() -> list:
                      "amd.com/gpu.device-id); `none`: any node with the GPU resource"),
         click.option("--router-script", metavar="URL", help="where a disaggregated service's router pod fetches "
                      "vLLM's proxy (default: vLLM v0.33.0's toy_proxy_server.py on GitHub, planner/defaults.yaml)"),
+        click.option("--rdma", multiple=True, metavar="RESOURCE=N", help="the RDMA device P/D and multi-node pods "
+                     "ask for (repeat), as the cluster's device plugin names it (rdma/rdma_shared_device_a=1, "
+                     "nvidia.com/hostdev=1); adds IPC_LOCK and UCX's NIXL setting. Without it NIXL and NCCL use TCP"),
+        click.option("--toleration", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="a taint the vLLM pods "
+                     "tolerate (repeat; default: nvidia.com/gpu:NoSchedule on NVIDIA chips); `none`: no toleration"),
+        click.option("--run-as-user", type=click.IntRange(min=1), metavar="UID", help="run the pods as this "
+                     "non-root user (an image that has one; the default vllm/vllm-openai runs as root)"),
         click.option("--k8s-target", type=click.Choice(["plain", "llm-d"]), default="plain", show_default=True,
                      help="llm-d adds an InferencePool per pool, for llm-d's scheduler"),
     ]
@@ -68,7 +75,10 @@ def emit_of(options: dict) -> Emit | None:
                                model_source=options.get("model_source"), hf_token_secret=options.get("hf_token_secret"),
                                model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
                                target=options.get("k8s_target") or "plain", node_selector=selector,
-                               router_script=options.get("router_script")),
+                               router_script=options.get("router_script"),
+                               rdma=k8s.rdma(tuple(options.get("rdma") or ())),
+                               tolerations=k8s.tolerations(tuple(options.get("toleration") or ())),
+                               run_as_user=options.get("run_as_user")),
                 options["output_dir"])
 
 
@@ -102,8 +112,11 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     """Write each (name, pool) as `<name>.yaml`, and each disaggregated service's router (`routers`:
     its name, its prefill pool's and its decode pool's) as `<name>.yaml`; the paths written and the
     notes, as lines. A role pool's name is `<service> <role>` (its file `<service>-<role>.yaml`)."""
+    import json
+
     from planner.report import k8s
     from pricing.chips import get_chip
+    from pricing.errors import mention
 
     files, notes = {}, []
     for name, pool in pools:
@@ -114,6 +127,9 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         resources, said = k8s.router_manifests(name, prefill, decode, to.k8s)
         files[f"{k8s._name(name)}.yaml"] = resources
         notes += said
+    if to.k8s.rdma and not any(key in json.dumps(files) for key, _ in to.k8s.rdma):
+        notes.append(f"{mention('rdma')}: no pool of this plan is disaggregated or spans nodes, so no pod asks for "
+                     "the RDMA device")
     written = k8s.write(files, to.output_dir)
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [
         f"note: {render(n, own_flag)}" for n in notes]  # a field a note mentions as the running command's flag

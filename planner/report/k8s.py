@@ -24,10 +24,15 @@ release's base port, free in every pod's own network namespace), plus the router
                                          the two pools' Services as its prefiller and decoder hosts;
                                          it hands each request to a prefill pod, then to a decode
                                          pod with the kv_transfer_params the prefill pod returned
+Every pod is hardened (security_context: no privilege escalation, every capability dropped but IPC_LOCK
+with RDMA, seccomp RuntimeDefault; no service-account token; non-root only with --run-as-user, the default
+image runs as root) and sized (PodResources: CPU and host memory per rank, the weight shards in the limit,
+/dev/shm's sizeLimit), tolerates the GPU taint (or --toleration's), and a P/D or multi-node pod asks for
+the RDMA device --rdma names (else NIXL and NCCL use TCP, and a note says so).
 Every pod: the exact `vllm serve` arguments of the plan, a node selector on the label that names the
 GPU (NODE_LABEL: GPU feature discovery's nvidia.com/gpu.product, the AMD node labeller's
 amd.com/gpu.device-id; its value the chip registry's gpu_product_label, or `--node-selector`; a chip
-whose value no public source gives needs `--node-selector`, never a guess), /dev/shm in memory,
+whose value no public source gives needs `--node-selector`, never a guess), /dev/shm in memory (sized),
 the model cache volume, probes on vLLM's /health (200 once the engine serves, 503 when it died:
 vllm/entrypoints/serve/instrumentator/health.py), and a Hugging Face token only as a reference to a
 Secret the user names (secretKeyRef), never a value.
@@ -55,7 +60,8 @@ GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the device 
 # (k8s-device-plugin internal/lm/resource.go), the AMD node labeller's PCI device ID (ROCm/k8s-device-plugin
 # cmd/k8s-node-labeller/main.go; its product-name label comes from the board's FRU data and varies by board)
 NODE_LABEL = {"nvidia": "nvidia.com/gpu.product", "amd": "amd.com/gpu.device-id"}
-CACHE_MOUNT = "/root/.cache/huggingface"  # HF_HOME of the vllm/vllm-openai image (runs as root)
+CACHE_MOUNT = "/root/.cache/huggingface"  # HF_HOME of the vllm/vllm-openai image (runs as root: kubernetes.image_user)
+USER_CACHE_MOUNT = "/cache/huggingface"  # HF_HOME with --run-as-user: a non-root user cannot enter /root
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,10 @@ class K8sOptions:
     node_selector: tuple[tuple[str, str], ...] | None = None  # --node-selector: replaces the registry's label;
     # () schedules on any node with the GPU resource (--node-selector none)
     router_script: str | None = None  # where a disaggregated service's router fetches vLLM's proxy
+    rdma: tuple[tuple[str, int], ...] = ()  # --rdma RESOURCE=N: the RDMA device of P/D and multi-node pods
+    tolerations: tuple[tuple[str, str | None, str], ...] | None = None  # --toleration KEY[=VALUE]:EFFECT;
+    # None: the vendor's GPU taint (kubernetes.gpu_tolerations)
+    run_as_user: int | None = None  # --run-as-user UID: an image with a non-root user (the default runs as root)
 
 
 def default_image() -> str:
@@ -135,6 +145,100 @@ def node_selector(values: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None
     return tuple(out)
 
 
+def rdma(values: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """`--rdma RESOURCE=N` (repeat): the RDMA device resources P/D and multi-node pods ask for, as the
+    cluster's device plugin names them (rdma/rdma_shared_device_a=1, nvidia.com/hostdev=1)."""
+    out = []
+    for text in values:
+        key, eq, count = text.partition("=")
+        if not eq or not key or not count.isdigit() or int(count) < 1:
+            raise InputError("rdma", f"{text!r} is not RESOURCE=N",
+                             "give the device plugin's resource and a count, e.g. rdma/rdma_shared_device_a=1")
+        out.append((key, int(count)))
+    return tuple(out)
+
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")  # a taint's effects (Kubernetes core/v1 Taint)
+
+
+def tolerations(values: tuple[str, ...]) -> tuple[tuple[str, str | None, str], ...] | None:
+    """`--toleration KEY[=VALUE]:EFFECT` (repeat), or `none`: the pods' tolerations instead of the
+    GPU's default (None without the option)."""
+    if not values:
+        return None
+    if values == ("none",):
+        return ()
+    out = []
+    for text in values:
+        taint, colon, effect = text.rpartition(":")
+        key, eq, value = taint.partition("=")
+        if not colon or not key or effect not in EFFECTS or (eq and not value):
+            raise InputError("toleration", f"{text!r} is not KEY[=VALUE]:EFFECT",
+                             f"give a taint to tolerate, e.g. nvidia.com/gpu:NoSchedule (EFFECT one of "
+                             f"{', '.join(EFFECTS)}), or none alone")
+        out.append((key, value if eq else None, effect))
+    return tuple(out)
+
+
+def _tolerations(chip, options: K8sOptions) -> list[dict]:
+    """The pods' tolerations: --toleration's, else the vendor's GPU taint (kubernetes.gpu_tolerations);
+    a toleration without a value matches the key with any value (operator Exists)."""
+    given = options.tolerations
+    if given is None:
+        default = defaults.value("kubernetes.gpu_tolerations").get(chip.vendor)
+        given = tolerations((default,)) if default else ()
+    return [{"key": key, "operator": "Equal", "value": value, "effect": effect} if value is not None
+            else {"key": key, "operator": "Exists", "effect": effect} for key, value, effect in given]
+
+
+def security_context(rdma_on: bool, options: K8sOptions) -> dict:
+    """A container's securityContext: no privilege escalation, every capability dropped but IPC_LOCK
+    where RDMA is on (registering memory with the NIC pins it: ibv_reg_mr needs CAP_IPC_LOCK or an
+    unlimited memlock), the runtime's default seccomp profile; non-root only with --run-as-user (the
+    default image runs as root: kubernetes.image_user)."""
+    context = {"allowPrivilegeEscalation": False,
+               "capabilities": {"drop": ["ALL"], **({"add": ["IPC_LOCK"]} if rdma_on else {})},
+               "seccompProfile": {"type": "RuntimeDefault"}}
+    if options.run_as_user is not None:
+        context |= {"runAsNonRoot": True, "runAsUser": options.run_as_user}
+    return context
+
+
+@dataclass(frozen=True)
+class PodResources:
+    """What one vLLM pod asks of its node beside the GPUs: CPU per rank (kubernetes.cpu_per_rank),
+    host memory per rank (kubernetes.host_memory_per_rank) plus the connector's host buffer per rank
+    and the /dev/shm tmpfs (its pages are the pod's memory); the limit adds every rank's weight
+    shard, which the loader reads through host memory. Bytes; CPU in cores."""
+
+    gpus: int
+    resource: str
+    cpu_request: int
+    cpu_limit: int
+    memory_request: int
+    memory_limit: int
+    shm: int
+    rdma: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, kernel, chip, gpus: int, rdma_devices: tuple[tuple[str, int], ...]) -> PodResources:
+        if kernel is None:
+            raise AssertionError("a pool reaches the manifests without the kernel that verified it")
+        shard = kernel.weight_bytes()
+        connector = kernel.connector()
+        per_rank = int(defaults.value("kubernetes.host_memory_per_rank")) + (connector.host_bytes if connector else 0)
+        cpu = defaults.value("kubernetes.cpu_per_rank")
+        shm = int(defaults.value("kubernetes.shm_size_limit")[chip.vendor])
+        request = gpus * per_rank + shm
+        return cls(gpus, GPU_RESOURCE[chip.vendor], gpus * int(cpu["request"]), gpus * int(cpu["limit"]), request,
+                   request + gpus * (shard.weights + shard.eplb_redundant), shm, rdma_devices)
+
+    def as_k8s(self) -> dict:
+        devices = {self.resource: self.gpus, **dict(self.rdma)}
+        return {"requests": {**devices, "cpu": self.cpu_request, "memory": self.memory_request},
+                "limits": {**devices, "cpu": self.cpu_limit, "memory": self.memory_limit}}
+
+
 def _leader_args(serve, model: str) -> list[str]:
     """`vllm serve`'s arguments in a leader's pod (a plan's `Serve`, planner/app/serve.py): the
     model as the pods get it, the API on the pod's own port, the head's address from LWS."""
@@ -185,17 +289,20 @@ def _launch_env(env: dict[str, str]) -> list[dict]:
     return out
 
 
-def _container(name: str, command: list[str], args: list[str], gpus: int, resource: str, options: K8sOptions,
+def _container(name: str, command: list[str], args: list[str], resources: PodResources, options: K8sOptions,
                serves_api: bool, launch_env: dict[str, str] | None = None) -> dict:
-    env = [{"name": "HF_HOME", "value": CACHE_MOUNT}, *_launch_env(launch_env or {})]
+    cache = CACHE_MOUNT if options.run_as_user is None else USER_CACHE_MOUNT
+    env = [{"name": "HF_HOME", "value": cache}, *_launch_env(launch_env or {})]
+    if resources.rdma and SIDE_CHANNEL_HOST in (launch_env or {}):  # NIXL's UCX, over the RDMA device
+        env += [{"name": k, "value": str(v)} for k, v in defaults.value("kubernetes.rdma_env").items()]
     if options.hf_token_secret:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret,
                                                                          "key": "token"}}})
     container = {
         "name": name, "image": options.image, "command": command, "args": args, "env": env,
-        "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
+        "resources": resources.as_k8s(), "securityContext": security_context(bool(resources.rdma), options),
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
-                         {"name": "model-cache", "mountPath": CACHE_MOUNT}],
+                         {"name": "model-cache", "mountPath": cache}],
     }
     if serves_api:
         port = int(defaults.value("launch.port"))
@@ -207,13 +314,17 @@ def _container(name: str, command: list[str], args: list[str], gpus: int, resour
     return container
 
 
-def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict) -> dict:
+def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict, tolerate: list[dict],
+         shm: int) -> dict:
     cache = ({"persistentVolumeClaim": {"claimName": options.model_cache_claim}} if options.model_cache_claim
              else {"emptyDir": {}})
-    spec = {"containers": [container],
-            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}, {"name": "model-cache", **cache}]}
+    spec = {"automountServiceAccountToken": False, "containers": [container],
+            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}},
+                        {"name": "model-cache", **cache}]}
     if selector:
         spec["nodeSelector"] = selector
+    if tolerate:
+        spec["tolerations"] = tolerate
     return {"metadata": {"labels": labels}, "spec": spec}
 
 
@@ -244,28 +355,39 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
                          "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
     per_pod = [len(s.gpus) for s in first.slots]
+    crosses = first.role != Role.AGGREGATED or len(serves) > 1  # a hand-over or a group across pods
+    if crosses and not options.rdma:
+        notes.append(f"{name}: " + ("the plan prices the KV hand-over at its link's speed (the report's hand-over "
+                                     "line), but these pods ask for no RDMA device: NIXL between them falls back to TCP"
+                                     if first.role != Role.AGGREGATED else "the pods of one instance ask for no RDMA "
+                                     "device: NCCL between its nodes uses TCP sockets")
+                     + f" unless {mention('rdma')} RESOURCE=N names the cluster's RDMA resource")
+    pod_rdma = options.rdma if crosses else ()
+    tolerate = _tolerations(chip, options)
+    resources = PodResources.of(pool.kernel, chip, per_pod[0], pod_rdma)
     leader_args = _leader_args(serves[0], model)
-    head = _container("vllm", ["vllm", "serve"], leader_args, per_pod[0], resource, options, serves_api=True,
+    head = _container("vllm", ["vllm", "serve"], leader_args, resources, options, serves_api=True,
                       launch_env=envs[0])
     out = []
     if len(serves) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "selector": {"matchLabels": labels},
-                             "template": _pod(head, selector, options, labels)}})
+                             "template": _pod(head, selector, options, labels, tolerate, resources.shm)}})
         service_selector = labels
     else:
         if len(set(per_pod)) != 1:
             raise InputError("placement", f"{name}: the nodes of one instance give {per_pod} GPUs",
                              "a LeaderWorkerSet asks every worker for the same GPUs")
         command, worker_args = _worker_command(serves[1], model)
-        worker = _container("vllm", command, worker_args, per_pod[1], resource, options, serves_api=False,
+        worker = _container("vllm", command, worker_args, resources, options, serves_api=False,
                             launch_env=envs[1])
         out.append({"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "startupPolicy": "LeaderCreated",
                              "leaderWorkerTemplate": {
                                  "size": len(serves), "restartPolicy": "RecreateGroupOnPodRestart",
-                                 "leaderTemplate": _pod(head, selector, options, labels),
-                                 "workerTemplate": _pod(worker, selector, options, labels)}}})
+                                 "leaderTemplate": _pod(head, selector, options, labels, tolerate, resources.shm),
+                                 "workerTemplate": _pod(worker, selector, options, labels, tolerate,
+                                                        resources.shm)}}})
         service_selector = labels | {"leaderworkerset.sigs.k8s.io/worker-index": "0"}  # the leaders serve the API
     out.append({"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, labels, options),
                 "spec": {"selector": service_selector,
@@ -288,6 +410,13 @@ def no_llm_d(name: str) -> InputError:
                       f"use {mention('k8s_target')} plain: vLLM's proxy in front of the two pools")
 
 
+def _router_resources() -> dict:
+    """The router container's CPU and memory, requests = limits (kubernetes.router_resources)."""
+    size = defaults.value("kubernetes.router_resources")
+    amounts = {"cpu": int(size["cpu"]), "memory": int(size["memory"])}
+    return {"requests": amounts, "limits": dict(amounts)}
+
+
 def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) -> tuple[list[dict], list[str]]:
     """The router of a disaggregated service in front of its prefill and decode pools' Services
     (`prefill`, `decode`: their pool names): vLLM's proxy, as the plan names it (planner/report/
@@ -304,16 +433,18 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
     path = "/router/toy_proxy_server.py"
     fetch = {"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
              "args": ["import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])", script, path],
-             "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
+             "volumeMounts": [{"name": "router", "mountPath": "/router"}],
+             "resources": _router_resources(), "securityContext": security_context(False, options)}
     probe = {"httpGet": {"path": "/healthcheck", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
     proxy = {"name": "router", "image": options.image, "command": ["python3", path],
              "args": ["--host", router_host(), "--port", str(ROUTER_PORT), "--prefiller-hosts", _name(prefill),
                       "--prefiller-ports", api, "--decoder-hosts", _name(decode), "--decoder-ports", api],
              "ports": [{"name": "http", "containerPort": ROUTER_PORT, "protocol": "TCP"}],
              "readinessProbe": probe, "livenessProbe": probe,
-             "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
+             "volumeMounts": [{"name": "router", "mountPath": "/router"}],
+             "resources": _router_resources(), "securityContext": security_context(False, options)}
     pod = {"metadata": {"labels": labels},
-           "spec": {"initContainers": [fetch], "containers": [proxy],
+           "spec": {"automountServiceAccountToken": False, "initContainers": [fetch], "containers": [proxy],
                     "volumes": [{"name": "router", "emptyDir": {}}]}}
     out = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(router, labels, options),
             "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}},
