@@ -565,3 +565,44 @@ def test_tolerations_and_user_and_image_digest(tmp_path, capsys):
 def test_k8s_options_need_emit(capsys, option):
     assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", *option]) == 2
     assert "--emit" in capsys.readouterr().err
+
+
+# -- the model cache -------------------------------------------------------------------------------------
+LLAMA_8B_BYTES = 8_030_261_248 * 2  # Llama 3.1 8B's parameters in bf16: its model.safetensors.index.json total_size
+
+
+def test_the_cache_claim_is_recommended_and_written_at_the_checkpoint_size(tmp_path, capsys):
+    """Without a claim, the notes say each pod downloads the checkpoint and what size a shared cache
+    needs (15Gi: 16,060,522,496 bytes rounded up to GiB); --model-cache-size auto writes that claim,
+    ReadWriteMany, and the pods mount it; P/D pools of one model count it once."""
+    base = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192",
+            "--emit", "k8s", "--hf-token-secret", "hf"]
+    text = run(capsys, *base, "-o", str(tmp_path / "a"))
+    assert -(-LLAMA_8B_BYTES // 2**30) == 15
+    assert "downloads the checkpoint (15Gi)" in text and "--model-cache-claim NAME" in text
+    text = run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "b"), "--hf-token-secret",
+               "hf", "--model-cache-claim", "models", "--model-cache-size", "auto")
+    files = emitted(tmp_path / "b")
+    (claim,) = files["models.yaml"]
+    validate(claim)
+    assert claim["kind"] == "PersistentVolumeClaim" and claim["metadata"]["name"] == "models"
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "15Gi"
+    assert "downloads the checkpoint" not in text
+    for role in ("prefill", "decode"):
+        (pod,) = pod_specs(files[f"llama-3-1-8b-{role}.yaml"])
+        assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "models"}} in pod["volumes"]
+    assert main([*base, "-o", str(tmp_path / "c"), "--model-cache-size", "auto"]) == 2
+    assert "--model-cache-claim" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
+def test_a_gated_model_without_a_token_is_warned(tmp_path, capsys):
+    """meta-llama's checkpoints are gated (kubernetes.gated_sources): without --hf-token-secret the
+    manifests come with a warning; Qwen's are not."""
+    base = ["--chip", "h100", "--concurrency", "8", "--context-length", "8192", "--emit", "k8s"]
+    text = run(capsys, "--model", "llama-3.1-8b", *base, "-o", str(tmp_path / "a"))
+    assert "warning: llama-3-1-8b: meta-llama/Meta-Llama-3.1-8B is gated" in text and "--hf-token-secret" in text
+    text = run(capsys, "--model", "llama-3.1-8b", *base, "-o", str(tmp_path / "b"), "--hf-token-secret", "hf")
+    assert "is gated on" not in text
+    text = run(capsys, "--model", "qwen3-8b", *base, "-o", str(tmp_path / "c"))
+    assert "is gated on" not in text

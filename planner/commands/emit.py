@@ -25,6 +25,8 @@ def k8s_options() -> list:
                      "`token`: the pods read HF_TOKEN from it (never written into a manifest)"),
         click.option("--model-cache-claim", metavar="PVC", help="a PersistentVolumeClaim for the model cache "
                      "(default: an emptyDir per pod)"),
+        click.option("--model-cache-size", type=click.Choice(["auto"]), help="auto: also write the "
+                     "--model-cache-claim PersistentVolumeClaim, sized for the checkpoints served"),
         click.option("--namespace", help="the namespace of every resource (default: none, kubectl's own)"),
         click.option("--node-selector", multiple=True, metavar="KEY=VALUE", help="the pods' node selector "
                      "(repeat), instead of the GPU's label from the chip registry (nvidia.com/gpu.product, "
@@ -78,7 +80,8 @@ def emit_of(options: dict) -> Emit | None:
                                router_script=options.get("router_script"),
                                rdma=k8s.rdma(tuple(options.get("rdma") or ())),
                                tolerations=k8s.tolerations(tuple(options.get("toleration") or ())),
-                               run_as_user=options.get("run_as_user")),
+                               run_as_user=options.get("run_as_user"),
+                               model_cache_size=options.get("model_cache_size")),
                 options["output_dir"])
 
 
@@ -127,12 +130,16 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         resources, said = k8s.router_manifests(name, prefill, decode, to.k8s)
         files[f"{k8s._name(name)}.yaml"] = resources
         notes += said
+    if to.k8s.model_cache_size == "auto":
+        models = {pool.model: k8s.checkpoint_bytes(pool.kernel) for _, pool in pools}
+        files[f"{k8s._name(to.k8s.model_cache_claim)}.yaml"] = [k8s.cache_claim(models, to.k8s)]
     if to.k8s.rdma and not any(key in json.dumps(files) for key, _ in to.k8s.rdma):
         notes.append(f"{mention('rdma')}: no pool of this plan is disaggregated or spans nodes, so no pod asks for "
                      "the RDMA device")
     written = k8s.write(files, to.output_dir)
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [
-        f"note: {render(n, own_flag)}" for n in notes]  # a field a note mentions as the running command's flag
+        f"{'' if n.startswith('warning:') else 'note: '}{render(n, own_flag)}"  # a field a note mentions as the
+        for n in notes]  # running command's flag
 
 
 def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:

@@ -116,7 +116,9 @@ NEEDS = (
           lambda o: bool(o.get("num_speculative_tokens")), "add --num-speculative-tokens N, or drop it"),
     *(Needs(name, "--emit (nothing is written)", lambda o: bool(o.get("emit")), K8S)
       for name in ("image", "model_source", "hf_token_secret", "model_cache_claim", "namespace", "node_selector",
-                   "router_script", "k8s_target", "rdma", "toleration", "run_as_user")),
+                   "router_script", "k8s_target", "rdma", "toleration", "run_as_user", "model_cache_size")),
+    Needs("model_cache_size", "--model-cache-claim (the claim it writes)", lambda o: bool(o.get("model_cache_claim")),
+          "add --model-cache-claim NAME, or drop it"),
     Needs("router_script", "a disaggregated plan (only a disaggregated service has a router)",
           lambda o: o.get("serving", "disagg") in ("disagg", "auto"),  # a scenario's services say their own
           "add --serving disagg, or drop it"),

@@ -82,6 +82,7 @@ class K8sOptions:
     tolerations: tuple[tuple[str, str | None, str], ...] | None = None  # --toleration KEY[=VALUE]:EFFECT;
     # None: the vendor's GPU taint (kubernetes.gpu_tolerations)
     run_as_user: int | None = None  # --run-as-user UID: an image with a non-root user (the default runs as root)
+    model_cache_size: str | None = None  # --model-cache-size auto: write the --model-cache-claim PVC, sized
 
 
 def default_image() -> str:
@@ -368,6 +369,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     leader_args = _leader_args(serves[0], model)
     head = _container("vllm", ["vllm", "serve"], leader_args, resources, options, serves_api=True,
                       launch_env=envs[0])
+    notes += cache_notes(name, model, pool.kernel, options)
     out = []
     if len(serves) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
@@ -401,6 +403,49 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
         notes.append(f"{name}: the InferencePool's endpoint picker is the Service {name}-epp (port "
                      f"{options.epp_port}), deployed with llm-d's inference scheduler chart")
     return out, notes
+
+
+def checkpoint_bytes(kernel) -> int:
+    """The checkpoint's bytes as stored (every tensor of the model's graph in the checkpoint's own
+    layout: pricing/kernel/checkpoint_check.py), what a model cache holds of it (vLLM downloads the
+    weight files only)."""
+    from pricing.kernel.checkpoint_check import graph_stored_bytes
+    from pricing.registry import load
+
+    return graph_stored_bytes(kernel.model, load())[0]
+
+
+def _gib(nbytes: int) -> str:
+    """Bytes as a storage quantity, rounded up to whole GiB (printing only)."""
+    return f"{-(-nbytes // 2**30)}Gi"
+
+
+def cache_notes(name: str, model: str, kernel, options: K8sOptions) -> list[str]:
+    """What the manifests of one pool say about the model: the shared cache it should use (the size
+    its checkpoint needs) and a gated model without a token (kubernetes.gated_sources)."""
+    notes = []
+    if not options.model_cache_claim:
+        notes.append(f"{name}: every pod downloads the checkpoint ({_gib(checkpoint_bytes(kernel))}) into its own "
+                     f"emptyDir; {mention('model_cache_claim')} NAME shares one cache of that size "
+                     f"({mention('model_cache_size')} auto writes the claim)")
+    gated = [g for g in defaults.value("kubernetes.gated_sources") if model.startswith(g)]
+    if gated and not options.hf_token_secret:
+        notes.append(f"warning: {name}: {model} is gated on Hugging Face ({gated[0]}...): the pods cannot download it "
+                     f"without a token; give {mention('hf_token_secret')} SECRET")
+    return notes
+
+
+def cache_claim(models: dict[str, int], options: K8sOptions) -> dict:
+    """The PersistentVolumeClaim of the shared model cache: the checkpoints of every model served
+    (`models`: their bytes) side by side (kubernetes.model_cache_access)."""
+    meta = {"name": options.model_cache_claim, "labels": {"app.kubernetes.io/name": "vllm",
+                                                          "app.kubernetes.io/component": "model-cache",
+                                                          "app.kubernetes.io/managed-by": "deployment-planner"}}
+    if options.namespace:
+        meta["namespace"] = options.namespace
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
+            "spec": {"accessModes": [defaults.value("kubernetes.model_cache_access")],
+                     "resources": {"requests": {"storage": _gib(sum(models.values()))}}}}
 
 
 def no_llm_d(name: str) -> InputError:
