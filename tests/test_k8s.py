@@ -231,7 +231,7 @@ def test_replicas_and_amd_gpus(tmp_path, capsys):
     assert [k for k in pod["containers"][0]["resources"]["limits"] if "gpu" in k] == ["amd.com/gpu"]
     assert "tolerations" not in pod  # no common GPU taint is documented for AMD nodes (kubernetes.gpu_tolerations)
     assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": 8 * 2**30}} in pod["volumes"]
-    assert pod["nodeSelector"] == {"amd.com/gpu.device-id": "74a1"} and "note:" not in text
+    assert pod["nodeSelector"] == {"amd.com/gpu.device-id": "74a1"} and "node selector" not in text
 
 
 def _sanitised(nvml: str) -> str:
@@ -290,6 +290,7 @@ def test_a_chip_without_a_known_label_needs_node_selector(tmp_path, capsys):
     assert "KEY=VALUE" in capsys.readouterr().err
 
 
+ROUTER_IMAGE = "registry.example/vllm-router@sha256:" + "ab" * 32  # built from docs/launch.md's Dockerfile
 PD = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--requests-per-second", "40",
       "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192", "--tp", "1", "--tp", "2"]
 
@@ -314,7 +315,8 @@ def pd_plan(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pd") / "out"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main([*PD, "--serving", "disagg", "--json", "--emit", "k8s", "-o", str(folder)]) == 0
+        assert main([*PD, "--serving", "disagg", "--json", "--emit", "k8s", "-o", str(folder),
+                     "--router-image", ROUTER_IMAGE]) == 0
     return json.loads(out.getvalue())["serving"]["disaggregated"], emitted(folder)
 
 
@@ -361,8 +363,8 @@ def test_a_disaggregated_plan_is_one_set_per_role_and_its_router(pd_plan):
     assert a[a.index("--host") + 1] == "0.0.0.0"  # the proxy's own default is 127.0.0.1
     assert proxy_parse(a).decoder_ports == [8000]  # the flags vLLM's proxy parses (tests/vllm_flags.py)
     assert a[a.index("--port") + 1] == plan["router"]["args"][plan["router"]["args"].index("--port") + 1]
-    (fetch,) = router["spec"]["template"]["spec"]["initContainers"]
-    assert fetch["args"][1].endswith("/v0.33.0/tests/v1/kv_connector/nixl_integration/toy_proxy_server.py")
+    assert proxy["image"] == ROUTER_IMAGE and proxy["command"] == ["python3", "/opt/vllm-router/toy_proxy_server.py"]
+    assert "initContainers" not in router["spec"]["template"]["spec"]  # nothing fetched at start-up
     assert router_service["spec"]["ports"][0]["port"] == 8192
 
 
@@ -374,7 +376,7 @@ def test_a_disaggregated_scenario_service_gets_its_pools_and_router(tmp_path, ca
 
     path = tmp_path / "pd.yaml"
     path.write_text(SCENARIO.replace("SERVING", "disagg"))
-    run(capsys, "scenario", str(path), "--emit", "k8s", "-o", str(tmp_path / "out"))
+    run(capsys, "scenario", str(path), "--emit", "k8s", "-o", str(tmp_path / "out"), "--router-image", ROUTER_IMAGE)
     files = emitted(tmp_path / "out")
     assert sorted(files) == ["batch.yaml", "chat-decode.yaml", "chat-prefill.yaml", "chat-router.yaml"]
     for resources in files.values():
@@ -393,7 +395,8 @@ def test_a_disaggregated_scenario_service_gets_its_pools_and_router(tmp_path, ca
 def test_auto_emits_the_plan_it_chose(tmp_path, capsys):
     """`--serving auto --emit k8s` writes the cheaper plan's manifests: a router and two role pools
     when disaggregated serving wins, one pool when aggregated does."""
-    assert main([*PD, "--serving", "auto", "--json", "--emit", "k8s", "-o", str(tmp_path / "auto")]) == 0
+    assert main([*PD, "--serving", "auto", "--json", "--emit", "k8s", "-o", str(tmp_path / "auto"),
+                 "--router-image", ROUTER_IMAGE]) == 0
     chosen = json.loads(capsys.readouterr().out)["serving"]["chosen"]
     files = emitted(tmp_path / "auto")
     expected = (["llama-3-1-8b-decode.yaml", "llama-3-1-8b-prefill.yaml", "llama-3-1-8b-router.yaml"]
@@ -477,10 +480,11 @@ def test_rdma_on_request_for_the_pd_pods(tmp_path, capsys):
     """`--rdma RESOURCE=N`: the prefill and decode pods ask for the device (requests = limits), add
     IPC_LOCK back and set UCX's registration-cache bound vLLM's NIXL wants; the router does not.
     Without it the P/D pools' notes say NIXL falls back to TCP."""
-    text = run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "tcp"))
+    text = run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "tcp"),
+               "--router-image", ROUTER_IMAGE)
     assert text.count("falls back to TCP unless --rdma RESOURCE=N") == 2
     text = run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "rdma"),
-               "--rdma", "rdma/rdma_shared_device_a=1")
+               "--rdma", "rdma/rdma_shared_device_a=1", "--router-image", ROUTER_IMAGE)
     assert "TCP" not in text
     files = emitted(tmp_path / "rdma")
     for role in ("prefill", "decode"):
@@ -581,7 +585,7 @@ def test_the_cache_claim_is_recommended_and_written_at_the_checkpoint_size(tmp_p
     assert -(-LLAMA_8B_BYTES // 2**30) == 15
     assert "downloads the checkpoint (15Gi)" in text and "--model-cache-claim NAME" in text
     text = run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "b"), "--hf-token-secret",
-               "hf", "--model-cache-claim", "models", "--model-cache-size", "auto")
+               "hf", "--model-cache-claim", "models", "--model-cache-size", "auto", "--router-image", ROUTER_IMAGE)
     files = emitted(tmp_path / "b")
     (claim,) = files["models.yaml"]
     validate(claim)
@@ -606,3 +610,54 @@ def test_a_gated_model_without_a_token_is_warned(tmp_path, capsys):
     assert "is gated on" not in text
     text = run(capsys, "--model", "qwen3-8b", *base, "-o", str(tmp_path / "c"))
     assert "is gated on" not in text
+
+
+# -- the router: nothing unpinned fetched at start-up -------------------------------------------------------
+def test_a_disaggregated_plan_needs_a_router_image_or_the_checked_fetch(tmp_path, capsys):
+    """Without --router-image or --router-fetch a disaggregated plan's manifests are refused before
+    any planning (the vLLM image ships no proxy); a bad digest, both options, or --router-script
+    without the opt-in are one line each."""
+    base = [*PD, "--serving", "disagg", "--emit", "k8s"]
+    assert main([*base, "-o", str(tmp_path / "a")]) == 2
+    out = capsys.readouterr()
+    assert "--router-image" in out.err and "--router-fetch" in out.err and not (tmp_path / "a").exists()
+    assert out.out == ""  # refused before planning: no plan printed
+    for bad in (["--router-fetch", "abc"], ["--router-fetch", "a" * 64, "--router-image", ROUTER_IMAGE],
+                ["--router-image", ROUTER_IMAGE, "--router-script", "https://mirror/p.py"]):
+        assert main([*base, "-o", str(tmp_path / "b"), *bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "--router-fetch" in err and not (tmp_path / "b").exists()
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--emit", "k8s", "-o",
+                 str(tmp_path / "c"), "--router-image", ROUTER_IMAGE]) == 2
+    assert "disaggregated" in capsys.readouterr().err
+
+
+def test_the_opt_in_fetch_runs_the_proxy_only_with_its_digest(tmp_path, capsys):
+    """--router-fetch SHA256: the init container downloads the proxy and writes it where the proxy runs
+    only if the download's SHA-256 is the one given. Its program, run here on a file:// URL: the right
+    digest writes the file, a wrong one exits non-zero and writes nothing."""
+    import hashlib
+    import subprocess
+    import sys
+
+    payload = tmp_path / "proxy.py"
+    payload.write_bytes(b"print('proxy')\n")
+    digest = hashlib.sha256(payload.read_bytes()).hexdigest()
+    run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "out"), "--router-fetch",
+        digest.upper(), "--router-script", payload.as_uri())
+    resources = emitted(tmp_path / "out")["llama-3-1-8b-router.yaml"]
+    for r in resources:
+        validate(r)
+    (pod,) = pod_specs(resources)
+    assert_hardened(pod)
+    (fetch,) = pod["initContainers"]
+    (proxy,) = pod["containers"]
+    program, url, want, path = fetch["args"]
+    assert (url, want) == (payload.as_uri(), digest) and proxy["command"] == ["python3", path]
+    target = tmp_path / "run" / "toy_proxy_server.py"
+    target.parent.mkdir()
+    ok = subprocess.run([sys.executable, "-c", program, url, want, str(target)], capture_output=True, text=True)
+    assert ok.returncode == 0 and target.read_bytes() == payload.read_bytes()
+    target.unlink()
+    bad = subprocess.run([sys.executable, "-c", program, url, "0" * 64, str(target)], capture_output=True, text=True)
+    assert bad.returncode != 0 and "expected" in bad.stderr and not target.exists()

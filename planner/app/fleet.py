@@ -52,6 +52,12 @@ class ServicePlan(PoolPlan):
     handover: Handover | None = Field(None, description="a role's pool: its service's KV hand-over, over one node's "
                                                         "NVLink only where placement laid both pools on that node")
 
+    def __getstate__(self) -> dict:
+        """Pickled (a review's worker hands its results back) without the kernel, which stays in the
+        process that verified it (the manifests are written there)."""
+        state = super().__getstate__()
+        return state | {"__pydantic_private__": {**(state.get("__pydantic_private__") or {}), "_kernel": None}}
+
 
 class Shortfall(BaseModel):
     """A service the result does not serve: why, in full, and in a few words for a chart label."""

@@ -13,6 +13,7 @@ from pricing.errors import InputError, render
 
 def k8s_options() -> list:
     from planner import defaults
+    from planner.commands.ranges import Bounded  # a UID: non-root, within Kubernetes' runAsUser range [0, 2^31 - 1]
 
     return [
         click.option("--emit", type=click.Choice(["k8s"]), help="also write the plan as Kubernetes manifests (-o DIR)"),
@@ -31,14 +32,18 @@ def k8s_options() -> list:
         click.option("--node-selector", multiple=True, metavar="KEY=VALUE", help="the pods' node selector "
                      "(repeat), instead of the GPU's label from the chip registry (nvidia.com/gpu.product, "
                      "amd.com/gpu.device-id); `none`: any node with the GPU resource"),
-        click.option("--router-script", metavar="URL", help="where a disaggregated service's router pod fetches "
-                     "vLLM's proxy (default: vLLM v0.33.0's toy_proxy_server.py on GitHub, planner/defaults.yaml)"),
+        click.option("--router-image", metavar="IMAGE", help="a disaggregated service's router image: vLLM's "
+                     "proxy at /opt/vllm-router/toy_proxy_server.py (docs/launch.md gives the Dockerfile)"),
+        click.option("--router-fetch", metavar="SHA256", help="opt in to downloading vLLM's proxy when the router "
+                     "pod starts, run only if its SHA-256 is this (instead of --router-image)"),
+        click.option("--router-script", metavar="URL", help="with --router-fetch: where the proxy is downloaded "
+                     "from (default: vLLM v0.33.0's toy_proxy_server.py on GitHub, planner/defaults.yaml)"),
         click.option("--rdma", multiple=True, metavar="RESOURCE=N", help="the RDMA device P/D and multi-node pods "
                      "ask for (repeat), as the cluster's device plugin names it (rdma/rdma_shared_device_a=1, "
                      "nvidia.com/hostdev=1); adds IPC_LOCK and UCX's NIXL setting. Without it NIXL and NCCL use TCP"),
         click.option("--toleration", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="a taint the vLLM pods "
                      "tolerate (repeat; default: nvidia.com/gpu:NoSchedule on NVIDIA chips); `none`: no toleration"),
-        click.option("--run-as-user", type=click.IntRange(min=1), metavar="UID", help="run the pods as this "
+        click.option("--run-as-user", type=Bounded(int, 1, 2**31 - 1), metavar="UID", help="run the pods as this "
                      "non-root user (an image that has one; the default vllm/vllm-openai runs as root)"),
         click.option("--k8s-target", type=click.Choice(["plain", "llm-d"]), default="plain", show_default=True,
                      help="llm-d adds an InferencePool per pool, for llm-d's scheduler"),
@@ -81,20 +86,26 @@ def emit_of(options: dict) -> Emit | None:
                                rdma=k8s.rdma(tuple(options.get("rdma") or ())),
                                tolerations=k8s.tolerations(tuple(options.get("toleration") or ())),
                                run_as_user=options.get("run_as_user"),
-                               model_cache_size=options.get("model_cache_size")),
+                               model_cache_size=options.get("model_cache_size"),
+                               router_image=options.get("router_image"),
+                               router_fetch=k8s.router_fetch(options.get("router_fetch"))),
                 options["output_dir"])
 
 
 def check_serving(to: Emit | None, services: list[tuple[str, str]]) -> None:
-    """Before any planning: the llm-d target writes no disaggregated service ((name, serving) pairs;
-    `auto` is known only once planned, and refused then, before anything is written)."""
-    if to is not None and to.k8s.target == "llm-d":
-        from planner.kinds import Serving
-        from planner.report.k8s import no_llm_d
+    """Before any planning: the llm-d target writes no disaggregated service, and a disaggregated
+    service's router needs --router-image or --router-fetch ((name, serving) pairs; `auto` is known only
+    once planned, and refused then, before anything is written)."""
+    if to is None:
+        return
+    from planner.kinds import Serving
+    from planner.report.k8s import no_llm_d, no_router_image
 
-        for name, serving in services:
-            if serving == Serving.DISAGG:
-                raise no_llm_d(name)
+    for name, serving in services:
+        if serving == Serving.DISAGG and to.k8s.target == "llm-d":
+            raise no_llm_d(name)
+        if serving == Serving.DISAGG and not (to.k8s.router_image or to.k8s.router_fetch):
+            raise no_router_image(f"{name} router")
 
 
 def check_chips(to: Emit | None, chips) -> None:

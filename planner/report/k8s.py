@@ -83,6 +83,8 @@ class K8sOptions:
     # None: the vendor's GPU taint (kubernetes.gpu_tolerations)
     run_as_user: int | None = None  # --run-as-user UID: an image with a non-root user (the default runs as root)
     model_cache_size: str | None = None  # --model-cache-size auto: write the --model-cache-claim PVC, sized
+    router_image: str | None = None  # --router-image: an image with vLLM's proxy at ROUTER_SCRIPT (docs/launch.md)
+    router_fetch: str | None = None  # --router-fetch SHA256: download the proxy at start-up, checked against it
 
 
 def default_image() -> str:
@@ -455,6 +457,37 @@ def no_llm_d(name: str) -> InputError:
                       f"use {mention('k8s_target')} plain: vLLM's proxy in front of the two pools")
 
 
+ROUTER_SCRIPT = "/opt/vllm-router/toy_proxy_server.py"  # where docs/launch.md's Dockerfile puts vLLM's proxy
+SHA256 = re.compile(r"[0-9a-f]{64}")
+# the opt-in fetch: the script is written where the proxy runs only when its SHA-256 is the one given
+CHECKED_FETCH = ("import hashlib, sys, urllib.request\n"
+                 "url, want, path = sys.argv[1:4]\n"
+                 "data = urllib.request.urlopen(url, timeout=60).read()\n"
+                 "got = hashlib.sha256(data).hexdigest()\n"
+                 "if got != want:\n"
+                 "    sys.exit(f'{url}: SHA-256 {got}, expected {want}: not run')\n"
+                 "open(path, 'wb').write(data)\n")
+
+
+def router_fetch(value: str | None) -> str | None:
+    """`--router-fetch SHA256`: the SHA-256 (64 hex digits) the downloaded proxy must have."""
+    if value is None:
+        return None
+    if not SHA256.fullmatch(value.lower()):
+        raise InputError("router_fetch", f"{value!r} is not a SHA-256 (64 hex digits)",
+                         "give the proxy file's digest: curl -sL URL | sha256sum")
+    return value.lower()
+
+
+def no_router_image(name: str) -> InputError:
+    """A disaggregated service's router with neither --router-image nor --router-fetch: the vLLM
+    image ships no proxy, and nothing unpinned is fetched at start-up."""
+    return InputError("router_image", f"{name}: the router runs vLLM's proxy, which the vLLM image does not ship",
+                      f"build the image docs/launch.md gives and name it ({mention('router_image')} IMAGE), or opt "
+                      f"in to downloading the proxy at start-up, checked against its digest "
+                      f"({mention('router_fetch')} SHA256)")
+
+
 def _router_resources() -> dict:
     """The router container's CPU and memory, requests = limits (kubernetes.router_resources)."""
     size = defaults.value("kubernetes.router_resources")
@@ -465,39 +498,48 @@ def _router_resources() -> dict:
 def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) -> tuple[list[dict], list[str]]:
     """The router of a disaggregated service in front of its prefill and decode pools' Services
     (`prefill`, `decode`: their pool names): vLLM's proxy, as the plan names it (planner/report/
-    disagg_launch.py `router`), on all addresses (its own default is 127.0.0.1), with a Service."""
+    disagg_launch.py `router`), on all addresses (its own default is 127.0.0.1), with a Service. It
+    runs from --router-image (the proxy at ROUTER_SCRIPT), or, opted in with --router-fetch SHA256,
+    from the vLLM image after an init container downloaded it and checked its digest."""
     from planner.app.disagg_launch import ROUTER_PORT, router_host
 
     router = _name(name)
     if options.target == "llm-d":
         raise no_llm_d(router)
+    if not options.router_image and not options.router_fetch:
+        raise no_router_image(router)
     labels = {"app.kubernetes.io/name": "vllm-router", "app.kubernetes.io/instance": router,
               "app.kubernetes.io/component": "router", "app.kubernetes.io/managed-by": "deployment-planner"}
     api = str(int(defaults.value("launch.port")))
-    script = options.router_script or str(defaults.value("kubernetes.router_script"))
-    path = "/router/toy_proxy_server.py"
-    fetch = {"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
-             "args": ["import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])", script, path],
-             "volumeMounts": [{"name": "router", "mountPath": "/router"}],
-             "resources": _router_resources(), "securityContext": security_context(False, options)}
     probe = {"httpGet": {"path": "/healthcheck", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
-    proxy = {"name": "router", "image": options.image, "command": ["python3", path],
+    script = ROUTER_SCRIPT if options.router_image else "/router/toy_proxy_server.py"
+    proxy = {"name": "router", "image": options.router_image or options.image, "command": ["python3", script],
              "args": ["--host", router_host(), "--port", str(ROUTER_PORT), "--prefiller-hosts", _name(prefill),
                       "--prefiller-ports", api, "--decoder-hosts", _name(decode), "--decoder-ports", api],
              "ports": [{"name": "http", "containerPort": ROUTER_PORT, "protocol": "TCP"}],
              "readinessProbe": probe, "livenessProbe": probe,
-             "volumeMounts": [{"name": "router", "mountPath": "/router"}],
              "resources": _router_resources(), "securityContext": security_context(False, options)}
-    pod = {"metadata": {"labels": labels},
-           "spec": {"automountServiceAccountToken": False, "initContainers": [fetch], "containers": [proxy],
-                    "volumes": [{"name": "router", "emptyDir": {}}]}}
+    spec = {"automountServiceAccountToken": False, "containers": [proxy]}
+    if options.router_image:
+        notes = [f"{router}: vLLM's toy proxy from {options.router_image}; llm-d's inference scheduler or Dynamo's "
+                 "router serve in production"]
+    else:
+        url = options.router_script or str(defaults.value("kubernetes.router_script"))
+        mount = [{"name": "router", "mountPath": "/router"}]
+        spec["initContainers"] = [{"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
+                                   "args": [CHECKED_FETCH, url, options.router_fetch, script], "volumeMounts": mount,
+                                   "resources": _router_resources(),
+                                   "securityContext": security_context(False, options)}]
+        proxy["volumeMounts"] = mount
+        spec["volumes"] = [{"name": "router", "emptyDir": {}}]
+        notes = [f"{router}: vLLM's toy proxy, downloaded at start-up from {url} and run only if its SHA-256 is "
+                 f"{options.router_fetch}; llm-d's inference scheduler or Dynamo's router serve in production"]
+    pod = {"metadata": {"labels": labels}, "spec": spec}
     out = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(router, labels, options),
             "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}},
            {"apiVersion": "v1", "kind": "Service", "metadata": _meta(router, labels, options),
             "spec": {"selector": labels, "ports": [{"name": "http", "port": ROUTER_PORT, "targetPort": "http",
                                                     "protocol": "TCP"}]}}]
-    notes = [f"{router}: vLLM's toy proxy (its init container downloads {script}); llm-d's inference scheduler or "
-             "Dynamo's router serve in production"]
     return out, notes
 
 
