@@ -19,8 +19,9 @@ with its role's own `vllm serve` arguments (`--kv-transfer-config` with NixlConn
 kv_role, as the plan prints them) and its NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_HOST the pod's
 own IP from the downward API, which the other side reaches; VLLM_NIXL_SIDE_CHANNEL_PORT the
 release's base port, free in every pod's own network namespace), plus the router the plan names:
-  Deployment + Service <service>-router  vLLM's documented proxy (toy_proxy_server.py, fetched by an
-                                         init container: defaults kubernetes.router_script), given
+  Deployment + Service <service>-router  vLLM's documented proxy (toy_proxy_server.py: from --router-image,
+                                         or fetched by an init container only with --router-fetch
+                                         and run only if its SHA-256 is the one given), given
                                          the two pools' Services as its prefiller and decoder hosts;
                                          it hands each request to a prefill pod, then to a decode
                                          pod with the kv_transfer_params the prefill pod returned
