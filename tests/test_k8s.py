@@ -661,3 +661,19 @@ def test_the_opt_in_fetch_runs_the_proxy_only_with_its_digest(tmp_path, capsys):
     target.unlink()
     bad = subprocess.run([sys.executable, "-c", program, url, "0" * 64, str(target)], capture_output=True, text=True)
     assert bad.returncode != 0 and "expected" in bad.stderr and not target.exists()
+
+
+def test_a_review_planned_in_worker_processes_still_writes_sized_pods(tmp_path, capsys):
+    """`plan scenario FILE --variants --emit k8s`: the base comes back from a worker process without its
+    kernel (it does not pickle); what the manifests read of it comes with it, so the pods are sized."""
+    run(capsys, "scenario", str(ROOT / "scenarios" / "kv-cache-fp8-vs-bf16.yaml"), "--variants", "--executor", "pool",
+        "--emit", "k8s", "-o", str(tmp_path / "out"))
+    files = emitted(tmp_path / "out")
+    assert files
+    for resources in files.values():
+        for r in resources:
+            validate(r)
+        for pod in pod_specs(resources):
+            assert_hardened(pod)
+            (c,) = pod["containers"]
+            assert c["resources"]["limits"]["memory"] - c["resources"]["requests"]["memory"] > 10 * GB  # 70B shards

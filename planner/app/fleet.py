@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from planner import defaults
 from planner.app.binds import binding, default_max_num_seqs, latency_binding
@@ -34,6 +34,35 @@ from pricing.errors import mention
 from pricing.kernel.deployment import beyond_positions
 
 
+@dataclass(frozen=True)
+class RankBytes:
+    """What the Kubernetes manifests read of a pool's rank (planner/report/k8s.py): its weight shard
+    (EPLB's replicas included), the KV connector's host buffer, the checkpoint's stored bytes."""
+
+    shard: int
+    connector_host: int
+    checkpoint: int
+
+    @classmethod
+    def of(cls, kernel) -> RankBytes:
+        from pricing.kernel.checkpoint_check import graph_stored_bytes
+        from pricing.registry import load
+
+        weights, connector = kernel.weight_bytes(), kernel.connector()
+        return cls(weights.weights + weights.eplb_redundant, connector.host_bytes if connector else 0,
+                   graph_stored_bytes(kernel.model, load())[0])
+
+
+def rank_bytes(pool: PoolPlan) -> RankBytes:
+    """A pool's RankBytes: from the kernel it carries, or kept when it crossed processes without it."""
+    if pool.kernel is not None:
+        return RankBytes.of(pool.kernel)
+    kept = getattr(pool, "_rank_bytes", None)
+    if kept is None:
+        raise AssertionError(f"{pool.model} on {pool.chip}: a pool without the kernel that verified it")
+    return kept
+
+
 class ServicePlan(PoolPlan):
     """The pool chosen for one service: `plan`'s pool, with the service it serves (a disaggregated
     service has two: its prefill pool and its decode pool, `role`)."""
@@ -52,11 +81,15 @@ class ServicePlan(PoolPlan):
     handover: Handover | None = Field(None, description="a role's pool: its service's KV hand-over, over one node's "
                                                         "NVLink only where placement laid both pools on that node")
 
+    _rank_bytes: RankBytes | None = PrivateAttr(None)
+
     def __getstate__(self) -> dict:
-        """Pickled (a review's worker hands its results back) without the kernel, which stays in the
-        process that verified it (the manifests are written there)."""
+        """Pickled (a review's worker hands its results back) without the kernel, which does not
+        pickle; what the manifests read of it goes along (RankBytes)."""
         state = super().__getstate__()
-        return state | {"__pydantic_private__": {**(state.get("__pydantic_private__") or {}), "_kernel": None}}
+        kept = rank_bytes(self) if self.kernel is not None else self._rank_bytes
+        private = {**(state.get("__pydantic_private__") or {}), "_kernel": None, "_rank_bytes": kept}
+        return state | {"__pydantic_private__": private}
 
 
 class Shortfall(BaseModel):

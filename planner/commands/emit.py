@@ -142,7 +142,7 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         files[f"{k8s._name(name)}.yaml"] = resources
         notes += said
     if to.k8s.model_cache_size == "auto":
-        models = {pool.model: k8s.checkpoint_bytes(pool.kernel) for _, pool in pools}
+        models = {pool.model: k8s.checkpoint_bytes(pool) for _, pool in pools}
         files[f"{k8s._name(to.k8s.model_cache_claim)}.yaml"] = [k8s.cache_claim(models, to.k8s)]
     if to.k8s.rdma and not any(key in json.dumps(files) for key, _ in to.k8s.rdma):
         notes.append(f"{mention('rdma')}: no pool of this plan is disaggregated or spans nodes, so no pod asks for "

@@ -225,17 +225,14 @@ class PodResources:
     rdma: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def of(cls, kernel, chip, gpus: int, rdma_devices: tuple[tuple[str, int], ...]) -> PodResources:
-        if kernel is None:
-            raise AssertionError("a pool reaches the manifests without the kernel that verified it")
-        shard = kernel.weight_bytes()
-        connector = kernel.connector()
-        per_rank = int(defaults.value("kubernetes.host_memory_per_rank")) + (connector.host_bytes if connector else 0)
+    def of(cls, rank, chip, gpus: int, rdma_devices: tuple[tuple[str, int], ...]) -> PodResources:
+        """`rank`: the pool's rank bytes (planner/app/fleet.py RankBytes)."""
+        per_rank = int(defaults.value("kubernetes.host_memory_per_rank")) + rank.connector_host
         cpu = defaults.value("kubernetes.cpu_per_rank")
         shm = int(defaults.value("kubernetes.shm_size_limit")[chip.vendor])
         request = gpus * per_rank + shm
         return cls(gpus, GPU_RESOURCE[chip.vendor], gpus * int(cpu["request"]), gpus * int(cpu["limit"]), request,
-                   request + gpus * (shard.weights + shard.eplb_redundant), shm, rdma_devices)
+                   request + gpus * rank.shard, shm, rdma_devices)
 
     def as_k8s(self) -> dict:
         devices = {self.resource: self.gpus, **dict(self.rdma)}
@@ -342,6 +339,8 @@ def _meta(name: str, labels: dict, options: K8sOptions) -> dict:
 def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[list[dict], list[str]]:
     """The resources of one pool (a PoolPlan with its instances' commands) and notes on them. The
     pool's role (aggregated, or a disaggregated role) is its `app.kubernetes.io/component` label."""
+    from planner.app.fleet import rank_bytes
+
     notes = []
     name = _name(pool_name)
     first = pool.instances[0]
@@ -368,11 +367,12 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
                      + f" unless {mention('rdma')} RESOURCE=N names the cluster's RDMA resource")
     pod_rdma = options.rdma if crosses else ()
     tolerate = _tolerations(chip, options)
-    resources = PodResources.of(pool.kernel, chip, per_pod[0], pod_rdma)
+    rank = rank_bytes(pool)
+    resources = PodResources.of(rank, chip, per_pod[0], pod_rdma)
     leader_args = _leader_args(serves[0], model)
     head = _container("vllm", ["vllm", "serve"], leader_args, resources, options, serves_api=True,
                       launch_env=envs[0])
-    notes += cache_notes(name, model, pool.kernel, options)
+    notes += cache_notes(name, model, rank.checkpoint, options)
     out = []
     if len(serves) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
@@ -408,14 +408,13 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     return out, notes
 
 
-def checkpoint_bytes(kernel) -> int:
-    """The checkpoint's bytes as stored (every tensor of the model's graph in the checkpoint's own
-    layout: pricing/kernel/checkpoint_check.py), what a model cache holds of it (vLLM downloads the
-    weight files only)."""
-    from pricing.kernel.checkpoint_check import graph_stored_bytes
-    from pricing.registry import load
+def checkpoint_bytes(pool) -> int:
+    """The checkpoint's bytes as stored (the model graph's tensors in the checkpoint's layout:
+    pricing/kernel/checkpoint_check.py), what a model cache holds of it (vLLM downloads the weight
+    files only)."""
+    from planner.app.fleet import rank_bytes
 
-    return graph_stored_bytes(kernel.model, load())[0]
+    return rank_bytes(pool).checkpoint
 
 
 def _gib(nbytes: int) -> str:
@@ -423,18 +422,18 @@ def _gib(nbytes: int) -> str:
     return f"{-(-nbytes // 2**30)}Gi"
 
 
-def cache_notes(name: str, model: str, kernel, options: K8sOptions) -> list[str]:
+def cache_notes(name: str, model: str, checkpoint: int, options: K8sOptions) -> list[str]:
     """What the manifests of one pool say about the model: the shared cache it should use (the size
     its checkpoint needs) and a gated model without a token (kubernetes.gated_sources)."""
     notes = []
     if not options.model_cache_claim:
-        notes.append(f"{name}: every pod downloads the checkpoint ({_gib(checkpoint_bytes(kernel))}) into its own "
+        notes.append(f"{name}: every pod downloads the checkpoint ({_gib(checkpoint)}) into its own "
                      f"emptyDir; {mention('model_cache_claim')} NAME shares one cache of that size "
                      f"({mention('model_cache_size')} auto writes the claim)")
     gated = [g for g in defaults.value("kubernetes.gated_sources") if model.startswith(g)]
     if gated and not options.hf_token_secret:
-        notes.append(f"warning: {name}: {model} is gated on Hugging Face ({gated[0]}...): the pods cannot download it "
-                     f"without a token; give {mention('hf_token_secret')} SECRET")
+        notes.append(f"warning: {name}: {model} is gated on Hugging Face (as every model under {gated[0]} is): "
+                     f"the pods cannot download it without a token; give {mention('hf_token_secret')} SECRET")
     return notes
 
 
