@@ -1,7 +1,8 @@
 """Kubernetes manifests (`--emit k8s -o DIR`): every resource validates, offline, against the
 Kubernetes 1.33 schemas kubernetes-validate ships and the custom resources' published schemas
 (tests/fixtures/crds/, written by scripts/crd_schemas.py: LeaderWorkerSet from kubernetes-sigs/lws
-v0.10.0, InferencePool from kubernetes-sigs/gateway-api-inference-extension v1.6.0); the pods ask
+v0.10.0, InferencePool from kubernetes-sigs/gateway-api-inference-extension v1.6.0,
+DynamoGraphDeployment v1beta1 from ai-dynamo/dynamo at commit 2a6da14c); the pods ask
 for exactly their GPUs, run the plan's own `vllm serve` arguments (every flag in vLLM 0.33's
 parser), and nothing secret is written."""
 
@@ -43,6 +44,10 @@ def validate(resource: dict) -> None:
         kubernetes_validate.validate(resource, KUBERNETES, strict=True)
         return
     jsonschema.validate(resource, crd["schema"])
+    if resource["kind"] == "DynamoGraphDeployment":  # each component's pod in full, strictly
+        for component in resource["spec"]["components"]:
+            kubernetes_validate.validate({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
+                                          "template": component["podTemplate"]}, KUBERNETES, strict=True)
     if resource["kind"] == "LeaderWorkerSet":  # the pods in full, strictly, as Kubernetes sees them
         lwt = resource["spec"]["leaderWorkerTemplate"]
         for template in (lwt["leaderTemplate"], lwt["workerTemplate"]):
@@ -677,3 +682,71 @@ def test_a_review_planned_in_worker_processes_still_writes_sized_pods(tmp_path, 
             assert_hardened(pod)
             (c,) = pod["containers"]
             assert c["resources"]["limits"]["memory"] - c["resources"]["requests"]["memory"] > 10 * GB  # 70B shards
+
+
+# -- the Dynamo target ---------------------------------------------------------------------------------------
+DYNAMO_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:planned"
+
+
+def _dynamo_engine_args(args: list[str]) -> list[str]:
+    """dynamo.vllm's arguments as `vllm serve`'s: the model positional, Dynamo's own flag dropped."""
+    assert args[0] == "--model"
+    out = list(args[1:])
+    if "--disaggregation-mode" in out:
+        i = out.index("--disaggregation-mode")
+        del out[i:i + 2]
+    return out
+
+
+def test_dynamo_writes_a_graph_deployment_per_service(tmp_path, capsys):
+    """--k8s-target dynamo: an aggregated plan and a P/D plan each become one DynamoGraphDeployment
+    (nvidia.com/v1beta1) that validates against ai-dynamo/dynamo's CRD (its pods strictly): a Frontend
+    and the workers as its vLLM examples lay them out, each worker running dynamo.vllm with the
+    plan's exact engine flags, its replicas, GPUs, node selector, the hardened pod and sharedMemorySize."""
+    schema = crd_schemas()[("nvidia.com/v1beta1", "DynamoGraphDeployment")]
+    assert schema["source"]["repository"] == "https://github.com/ai-dynamo/dynamo"
+    base = ["--emit", "k8s", "--k8s-target", "dynamo", "--image", DYNAMO_IMAGE, "--hf-token-secret", "hf"]
+    run(capsys, "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "400", "--context-length", "8192",
+        *base, "-o", str(tmp_path / "agg"))
+    ((graph,),) = emitted(tmp_path / "agg").values()
+    validate(graph)
+    frontend, worker = graph["spec"]["components"]
+    assert (frontend["type"], worker["type"], worker["replicas"]) == ("frontend", "worker", 7)
+    (c,) = worker["podTemplate"]["spec"]["containers"]
+    assert c["command"] == ["python3", "-m", "dynamo.vllm"] and c["image"] == DYNAMO_IMAGE
+    assert container_problems({"command": ["vllm", "serve"], "args": _dynamo_engine_args(c["args"])}) == []
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1 and worker["sharedMemorySize"] == SHM_NVIDIA
+    assert worker["podTemplate"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert "dshm" not in json.dumps(worker)  # the operator mounts /dev/shm (sharedMemorySize)
+    for component in (frontend, worker):
+        assert_hardened(component["podTemplate"]["spec"])
+
+    assert main([*PD, "--serving", "disagg", "--json", *base, "-o", str(tmp_path / "pd")]) == 0
+    plan = json.loads(capsys.readouterr().out)["serving"]["disaggregated"]
+    ((graph,),) = emitted(tmp_path / "pd").values()  # no router file: Dynamo's frontend routes
+    validate(graph)
+    types = {comp["type"]: comp for comp in graph["spec"]["components"]}
+    assert sorted(types) == ["decode", "frontend", "prefill"]
+    for role in ("prefill", "decode"):
+        component = types[role]
+        assert component["replicas"] == plan[role]["replicas"]
+        (c,) = component["podTemplate"]["spec"]["containers"]
+        printed = plan[role]["launches"][0]["args"]
+        assert _dynamo_engine_args(c["args"]) == _without_host_port(printed[2:])  # the plan's flags, in order
+        assert c["args"][c["args"].index("--disaggregation-mode") + 1] == role
+        assert c["resources"]["limits"]["nvidia.com/gpu"] == plan[role]["gpus_per_replica"]
+
+
+def test_dynamo_refuses_what_it_cannot_write(tmp_path, capsys):
+    """No default image (Dynamo's runtime must carry vLLM 0.33: the user names it); multi-node workers
+    are not written; the plain target's router options do not apply."""
+    agg = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192", "--emit",
+           "k8s", "--k8s-target", "dynamo"]
+    assert main([*agg, "-o", str(tmp_path / "a")]) == 2
+    assert "--image" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert main(["--model", "llama-3.1-405b", "--chip", "h100", "--concurrency", "16", "--context-length", "32768",
+                 "--emit", "k8s", "--k8s-target", "dynamo", "--image", DYNAMO_IMAGE, "-o", str(tmp_path / "b")]) == 2
+    assert "multi-node" in capsys.readouterr().err and not (tmp_path / "b").exists()
+    assert main([*PD, "--serving", "disagg", "--emit", "k8s", "--k8s-target", "dynamo", "--image", DYNAMO_IMAGE,
+                 "--router-image", ROUTER_IMAGE, "-o", str(tmp_path / "c")]) == 2
+    assert "--router-image" in capsys.readouterr().err and not (tmp_path / "c").exists()

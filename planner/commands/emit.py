@@ -45,8 +45,9 @@ def k8s_options() -> list:
                      "tolerate (repeat; default: nvidia.com/gpu:NoSchedule on NVIDIA chips); `none`: no toleration"),
         click.option("--run-as-user", type=Bounded(int, 1, 2**31 - 1), metavar="UID", help="run the pods as this "
                      "non-root user (an image that has one; the default vllm/vllm-openai runs as root)"),
-        click.option("--k8s-target", type=click.Choice(["plain", "llm-d"]), default="plain", show_default=True,
-                     help="llm-d adds an InferencePool per pool, for llm-d's scheduler"),
+        click.option("--k8s-target", type=click.Choice(["plain", "llm-d", "dynamo"]), default="plain",
+                     show_default=True, help="llm-d adds an InferencePool per pool, for llm-d's scheduler; dynamo "
+                     "writes a DynamoGraphDeployment per service (needs --image: Dynamo's vLLM runtime)"),
     ]
 
 
@@ -77,6 +78,9 @@ def emit_of(options: dict) -> Emit | None:
     from planner.report import k8s
 
     k8s.writable_folder(options["output_dir"])
+    if options.get("k8s_target") == "dynamo" and not options.get("image"):
+        raise InputError("--image", "the Dynamo target runs Dynamo's vLLM runtime image, which has no default here",
+                         "give --image nvcr.io/nvidia/ai-dynamo/vllm-runtime:TAG, a tag whose vLLM is 0.33")
     selector = k8s.node_selector(tuple(options.get("node_selector") or ()))
     return Emit(k8s.K8sOptions(image=options.get("image") or k8s.default_image(),
                                model_source=options.get("model_source"), hf_token_secret=options.get("hf_token_secret"),
@@ -104,7 +108,8 @@ def check_serving(to: Emit | None, services: list[tuple[str, str]]) -> None:
     for name, serving in services:
         if serving == Serving.DISAGG and to.k8s.target == "llm-d":
             raise no_llm_d(name)
-        if serving == Serving.DISAGG and not (to.k8s.router_image or to.k8s.router_fetch):
+        if serving == Serving.DISAGG and to.k8s.target != "dynamo" and not (to.k8s.router_image
+                                                                            or to.k8s.router_fetch):
             raise no_router_image(f"{name} router")
 
 
@@ -133,6 +138,17 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     from pricing.errors import mention
 
     files, notes = {}, []
+    if to.k8s.target == "dynamo":  # one DynamoGraphDeployment per service: its frontend routes
+        by_name = dict(pools)
+        services = [(r.removesuffix(" router"), [("prefill", by_name[p]), ("decode", by_name[d])])
+                    for r, p, d in routers]
+        paired = {p for _, p, d in routers} | {d for _, p, d in routers}
+        services += [(name, [("worker", pool)]) for name, pool in pools if name not in paired]
+        pools, routers = [], []
+        for name, workers in services:
+            resources, said = k8s.dynamo_manifests(name, workers, get_chip, to.k8s)
+            files[f"{k8s._name(name)}.yaml"] = resources
+            notes += said
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)
         files[f"{k8s._name(name)}.yaml"] = resources

@@ -54,6 +54,7 @@ from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
+DYNAMO_API = "nvidia.com/v1beta1"  # ai-dynamo/dynamo's DynamoGraphDeployment, as its vLLM examples write it
 LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"  # LWS sets it in every pod of a group; Kubernetes expands $(VAR) in args
 WORKER_INDEX = "LWS_WORKER_INDEX"
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the device plugins' resource names
@@ -74,7 +75,7 @@ class K8sOptions:
     hf_token_secret: str | None = None  # a Secret holding the Hugging Face token (key `token`)
     model_cache_claim: str | None = None  # a PersistentVolumeClaim for the model cache (else emptyDir)
     namespace: str | None = None
-    target: str = "plain"  # plain | llm-d
+    target: str = "plain"  # plain | llm-d | dynamo
     epp_port: int = 9002
     node_selector: tuple[tuple[str, str], ...] | None = None  # --node-selector: replaces the registry's label;
     # () schedules on any node with the GPU resource (--node-selector none)
@@ -291,7 +292,8 @@ def _launch_env(env: dict[str, str]) -> list[dict]:
 
 
 def _container(name: str, command: list[str], args: list[str], resources: PodResources, options: K8sOptions,
-               serves_api: bool, launch_env: dict[str, str] | None = None) -> dict:
+               serves_api: bool, launch_env: dict[str, str] | None = None, shm: bool = True) -> dict:
+    """A vLLM container; `shm`: it mounts its pod's /dev/shm volume (Dynamo's operator mounts its own)."""
     cache = CACHE_MOUNT if options.run_as_user is None else USER_CACHE_MOUNT
     env = [{"name": "HF_HOME", "value": cache}, *_launch_env(launch_env or {})]
     if resources.rdma and SIDE_CHANNEL_HOST in (launch_env or {}):  # NIXL's UCX, over the RDMA device
@@ -302,8 +304,8 @@ def _container(name: str, command: list[str], args: list[str], resources: PodRes
     container = {
         "name": name, "image": options.image, "command": command, "args": args, "env": env,
         "resources": resources.as_k8s(), "securityContext": security_context(bool(resources.rdma), options),
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
-                         {"name": "model-cache", "mountPath": cache}],
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}] * shm + [{"name": "model-cache",
+                                                                            "mountPath": cache}],
     }
     if serves_api:
         port = int(defaults.value("launch.port"))
@@ -316,12 +318,13 @@ def _container(name: str, command: list[str], args: list[str], resources: PodRes
 
 
 def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict, tolerate: list[dict],
-         shm: int) -> dict:
+         shm: int | None) -> dict:
+    """A vLLM pod; `shm` None: no /dev/shm volume of its own (Dynamo's operator mounts one)."""
     cache = ({"persistentVolumeClaim": {"claimName": options.model_cache_claim}} if options.model_cache_claim
              else {"emptyDir": {}})
+    dshm = [] if shm is None else [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
     spec = {"automountServiceAccountToken": False, "containers": [container],
-            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}},
-                        {"name": "model-cache", **cache}]}
+            "volumes": [*dshm, {"name": "model-cache", **cache}]}
     if selector:
         spec["nodeSelector"] = selector
     if tolerate:
@@ -448,6 +451,63 @@ def cache_claim(models: dict[str, int], options: K8sOptions) -> dict:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
             "spec": {"accessModes": [defaults.value("kubernetes.model_cache_access")],
                      "resources": {"requests": {"storage": _gib(sum(models.values()))}}}}
+
+
+DYNAMO_COMPONENT = {"worker": "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
+
+
+def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, options: K8sOptions
+                     ) -> tuple[list[dict], list[str]]:
+    """One DynamoGraphDeployment (nvidia.com/v1beta1) for a service, laid out as ai-dynamo/dynamo's
+    examples/backends/vllm/deploy agg.yaml and disagg.yaml lay it out: a Frontend component (Dynamo's
+    OpenAI frontend and router) and a worker component per pool (`workers`: (type, pool), type
+    `worker` aggregated, or `prefill` and `decode`), each running `python3 -m dynamo.vllm --model M`
+    with the plan's engine flags (a role's with `--disaggregation-mode` as those examples add it), its
+    replicas, GPUs, node selector, the hardened and sized pod, /dev/shm by `sharedMemorySize` (the
+    operator mounts it). Instances within one node only."""
+    from planner.app.fleet import rank_bytes
+
+    service = _name(name)
+    labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": service,
+              "app.kubernetes.io/managed-by": "deployment-planner"}
+    frontend = {"name": "main", "image": options.image, "resources": _router_resources(),
+                "securityContext": security_context(False, options)}
+    components = [{"name": "Frontend", "type": "frontend", "replicas": 1,
+                   "podTemplate": {"spec": {"automountServiceAccountToken": False, "containers": [frontend]}}}]
+    notes = []
+    for kind, pool in workers:
+        first = pool.instances[0]
+        serves = [c.launch.serve for c in first.commands]
+        if len(serves) > 1:
+            raise InputError("k8s_target", f"{service}: an instance spans {len(serves)} nodes, and multi-node "
+                             "workers are not written for the Dynamo target",
+                             f"use {mention('k8s_target')} plain (a LeaderWorkerSet)")
+        chip = chip_of(pool.chip)
+        resource, selector = _gpu(chip, options)
+        model = options.model_source or serves[0].model.name
+        if model.startswith("$"):
+            raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config "
+                             "file with no weights beside it)", "give the folder or Hugging Face id the pods serve")
+        words = list(serves[0].args(model=model, endpoint=False))
+        args = ["--model", *words] + (["--disaggregation-mode", kind] if kind != "worker" else [])
+        crosses = kind != "worker"
+        if crosses and not options.rdma:
+            notes.append(f"{service} {kind}: the plan prices the KV hand-over at its link's speed, but these pods ask "
+                         f"for no RDMA device: NIXL between them falls back to TCP unless {mention('rdma')} "
+                         "RESOURCE=N names the cluster's RDMA resource")
+        rank = rank_bytes(pool)
+        resources = PodResources.of(rank, chip, len(first.slots[0].gpus), options.rdma if crosses else ())
+        container = _container("main", ["python3", "-m", "dynamo.vllm"], args, resources, options, serves_api=False,
+                               launch_env=first.commands[0].env, shm=False)
+        notes += cache_notes(f"{service} {kind}", model, rank.checkpoint, options)
+        components.append({"name": DYNAMO_COMPONENT[kind], "type": kind, "replicas": pool.replicas,
+                           "sharedMemorySize": resources.shm,
+                           "podTemplate": _pod(container, selector, options, labels | {
+                               "app.kubernetes.io/component": kind}, _tolerations(chip, options), None)})
+    notes.append(f"{service}: Dynamo's operator and its platform (etcd, NATS) come with ai-dynamo's own charts; the "
+                 f"image {options.image} must run vLLM 0.33, the release planned")
+    return [{"apiVersion": DYNAMO_API, "kind": "DynamoGraphDeployment", "metadata": _meta(service, labels, options),
+             "spec": {"backendFramework": "vllm", "components": components}}], notes
 
 
 def no_llm_d(name: str) -> InputError:
