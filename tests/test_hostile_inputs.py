@@ -320,7 +320,8 @@ def test_a_router_script_is_refused_only_where_no_disaggregated_service_can_be(t
 
     scenario = cli.get_command(click.Context(cli), "scenario")
     ctx = scenario.make_context("scenario", [str(ROOT / "scenarios" / "disaggregated-chat-h200-b200.yaml"), "--emit",
-                                             "k8s", "-o", str(tmp_path / "out"), "--router-script", "http://x/p.py"])
+                                             "k8s", "-o", str(tmp_path / "out"), "--router-script", "http://x/p.py",
+                                             "--router-fetch", "0" * 64])
     check_options(ctx)  # no refusal
     one_line_error([*PLAN, "--emit", "k8s", "-o", str(tmp_path / "out"), "--router-script", "http://x/p.py"],
                    "--router-script: has no effect without a disaggregated plan")

@@ -143,7 +143,8 @@ def test_a_worker_shell_line_hands_vllm_the_model_as_written(tmp_path, capsys):
 def test_a_router_script_with_a_variable_reference_is_escaped():
     from planner.report.k8s import K8sOptions, router_manifests
 
-    options = K8sOptions(image="vllm/vllm-openai:v0.33.0", router_script="https://example.com/$(HF_TOKEN)/p.py")
+    options = K8sOptions(image="vllm/vllm-openai:v0.33.0", router_script="https://example.com/$(HF_TOKEN)/p.py",
+                         router_fetch="0" * 64)  # the fetch at start-up is an opt-in, checked against a SHA-256
     resources, _ = router_manifests("chat router", "chat prefill", "chat decode", options)
     fetch = resources[0]["spec"]["template"]["spec"]["initContainers"][0]
     assert [kubernetes_expanded(a, {"HF_TOKEN": "x"}) for a in fetch["args"]][1] == options.router_script

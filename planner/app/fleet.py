@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from planner import defaults
 from planner.app.binds import binding, default_max_num_seqs, latency_binding
@@ -34,6 +34,35 @@ from pricing.errors import mention
 from pricing.kernel.deployment import beyond_positions
 
 
+@dataclass(frozen=True)
+class RankBytes:
+    """What the Kubernetes manifests read of a pool's rank (planner/report/k8s.py): its weight shard
+    (EPLB's replicas included), the KV connector's host buffer, the checkpoint's stored bytes."""
+
+    shard: int
+    connector_host: int
+    checkpoint: int
+
+    @classmethod
+    def of(cls, kernel) -> RankBytes:
+        from pricing.kernel.checkpoint_check import graph_stored_bytes
+        from pricing.registry import load
+
+        weights, connector = kernel.weight_bytes(), kernel.connector()
+        return cls(weights.weights + weights.eplb_redundant, connector.host_bytes if connector else 0,
+                   graph_stored_bytes(kernel.model, load())[0])
+
+
+def rank_bytes(pool: PoolPlan) -> RankBytes:
+    """A pool's RankBytes: from the kernel it carries, or kept when it crossed processes without it."""
+    if pool.kernel is not None:
+        return RankBytes.of(pool.kernel)
+    kept = getattr(pool, "_rank_bytes", None)
+    if kept is None:
+        raise AssertionError(f"{pool.model} on {pool.chip}: a pool without the kernel that verified it")
+    return kept
+
+
 class ServicePlan(PoolPlan):
     """The pool chosen for one service: `plan`'s pool, with the service it serves (a disaggregated
     service has two: its prefill pool and its decode pool, `role`)."""
@@ -51,6 +80,16 @@ class ServicePlan(PoolPlan):
                                          "decode pool's")
     handover: Handover | None = Field(None, description="a role's pool: its service's KV hand-over, over one node's "
                                                         "NVLink only where placement laid both pools on that node")
+
+    _rank_bytes: RankBytes | None = PrivateAttr(None)
+
+    def __getstate__(self) -> dict:
+        """Pickled (a review's worker hands its results back) without the kernel, which does not
+        pickle; what the manifests read of it goes along (RankBytes)."""
+        state = super().__getstate__()
+        kept = rank_bytes(self) if self.kernel is not None else self._rank_bytes
+        private = {**(state.get("__pydantic_private__") or {}), "_kernel": None, "_rank_bytes": kept}
+        return state | {"__pydantic_private__": private}
 
 
 class Shortfall(BaseModel):
@@ -139,7 +178,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             cost_per_million_input_tokens=per_input,
             price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
             price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
-        launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip]))
+        launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip],
+                       kernel))
     shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"],
                         role=f.get("role", Role.AGGREGATED)) for f in out]
     per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
@@ -161,10 +201,11 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             side_port += len(mine) * entry.deployment.data_parallel_size
             fields["instance_commands"] = [x.line for x in pool.launches]
             plans.append(ServicePlan(**fields, **{k: getattr(pool, k) for k in ("instances", "vllm_serve",
-                                                                                 "vllm_serve_nodes")}))
+                                                                                 "vllm_serve_nodes")})
+                         .with_kernel(entry.pool.kernel))  # the rank's kernel: the manifests size host memory by it
             continue
-        named, d, node = entry
-        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, node, mine))))
+        named, d, node, kernel = entry
+        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, node, mine))).with_kernel(kernel))
     _add_routers(plans)
     return plans, laid
 

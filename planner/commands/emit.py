@@ -14,6 +14,7 @@ from pricing.errors import InputError, render
 
 def k8s_options() -> list:
     from planner import defaults
+    from planner.commands.ranges import Bounded  # a UID: non-root, within Kubernetes' runAsUser range [0, 2^31 - 1]
 
     return [
         click.option("--emit", type=click.Choice(["k8s"]), help="also write the plan as Kubernetes manifests (-o DIR)"),
@@ -27,14 +28,28 @@ def k8s_options() -> list:
                      "`token`: the pods read HF_TOKEN from it (never written into a manifest)"),
         click.option("--model-cache-claim", metavar="PVC", help="a PersistentVolumeClaim for the model cache "
                      "(default: an emptyDir per pod)"),
+        click.option("--model-cache-size", type=click.Choice(["auto"]), help="auto: also write the "
+                     "--model-cache-claim PersistentVolumeClaim, sized for the checkpoints served"),
         click.option("--namespace", help="the namespace of every resource (default: none, kubectl's own)"),
         click.option("--node-selector", multiple=True, metavar="KEY=VALUE", help="the pods' node selector "
                      "(repeat), instead of the GPU's label from the chip registry (nvidia.com/gpu.product, "
                      "amd.com/gpu.device-id); `none`: any node with the GPU resource"),
-        click.option("--router-script", metavar="URL", help="where a disaggregated service's router pod fetches "
-                     "vLLM's proxy (default: vLLM v0.33.0's toy_proxy_server.py on GitHub, planner/defaults.yaml)"),
-        click.option("--k8s-target", type=click.Choice(["plain", "llm-d"]), default="plain", show_default=True,
-                     help="llm-d adds an InferencePool per pool, for llm-d's scheduler"),
+        click.option("--router-image", metavar="IMAGE", help="a disaggregated service's router image: vLLM's "
+                     "proxy at /opt/vllm-router/toy_proxy_server.py (docs/launch.md gives the Dockerfile)"),
+        click.option("--router-fetch", metavar="SHA256", help="opt in to downloading vLLM's proxy when the router "
+                     "pod starts, run only if its SHA-256 is this (instead of --router-image)"),
+        click.option("--router-script", metavar="URL", help="with --router-fetch: where the proxy is downloaded "
+                     "from (default: vLLM v0.33.0's toy_proxy_server.py on GitHub, planner/defaults.yaml)"),
+        click.option("--rdma", multiple=True, metavar="RESOURCE=N", help="the RDMA device P/D and multi-node pods "
+                     "ask for (repeat), as the cluster's device plugin names it (rdma/rdma_shared_device_a=1, "
+                     "nvidia.com/hostdev=1); adds IPC_LOCK and UCX's NIXL setting. Without it NIXL and NCCL use TCP"),
+        click.option("--toleration", multiple=True, metavar="KEY[=VALUE]:EFFECT", help="a taint the vLLM pods "
+                     "tolerate (repeat; default: nvidia.com/gpu:NoSchedule on NVIDIA chips); `none`: no toleration"),
+        click.option("--run-as-user", type=Bounded(int, 1, 2**31 - 1), metavar="UID", help="run the pods as this "
+                     "non-root user (an image that has one; the default vllm/vllm-openai runs as root)"),
+        click.option("--k8s-target", type=click.Choice(["plain", "llm-d", "dynamo"]), default="plain",
+                     show_default=True, help="llm-d adds an InferencePool per pool, for llm-d's scheduler; dynamo "
+                     "writes a DynamoGraphDeployment per service (needs --image: Dynamo's vLLM runtime)"),
     ]
 
 
@@ -65,25 +80,39 @@ def emit_of(options: dict) -> Emit | None:
     from planner.report import k8s
 
     k8s.writable_folder(options["output_dir"])
+    if options.get("k8s_target") == "dynamo" and not options.get("image"):
+        raise InputError("--image", "the Dynamo target runs Dynamo's vLLM runtime image, which has no default here",
+                         "give --image nvcr.io/nvidia/ai-dynamo/vllm-runtime:TAG, a tag whose vLLM is 0.33")
     selector = k8s.node_selector(tuple(options.get("node_selector") or ()))
     return Emit(k8s.checked(k8s.K8sOptions(image=options.get("image") or k8s.default_image(),
                                model_source=options.get("model_source"), hf_token_secret=options.get("hf_token_secret"),
                                model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
                                target=options.get("k8s_target") or "plain", node_selector=selector,
-                               router_script=options.get("router_script"))),
+                               router_script=options.get("router_script"),
+                               rdma=k8s.rdma(tuple(options.get("rdma") or ())),
+                               tolerations=k8s.tolerations(tuple(options.get("toleration") or ())),
+                               run_as_user=options.get("run_as_user"),
+                               model_cache_size=options.get("model_cache_size"),
+                               router_image=options.get("router_image"),
+                               router_fetch=k8s.router_fetch(options.get("router_fetch")))),
                 options["output_dir"])
 
 
 def check_serving(to: Emit | None, services: list[tuple[str, str]]) -> None:
-    """Before any planning: the llm-d target writes no disaggregated service ((name, serving) pairs;
-    `auto` is known only once planned, and refused then, before anything is written)."""
-    if to is not None and to.k8s.target == "llm-d":
-        from planner.kinds import Serving
-        from planner.report.k8s import no_llm_d
+    """Before any planning: the llm-d target writes no disaggregated service, and a disaggregated
+    service's router needs --router-image or --router-fetch ((name, serving) pairs; `auto` is known only
+    once planned, and refused then, before anything is written)."""
+    if to is None:
+        return
+    from planner.kinds import Serving
+    from planner.report.k8s import no_llm_d, no_router_image
 
-        for name, serving in services:
-            if serving == Serving.DISAGG:
-                raise no_llm_d(name)
+    for name, serving in services:
+        if serving == Serving.DISAGG and to.k8s.target == "llm-d":
+            raise no_llm_d(name)
+        if serving == Serving.DISAGG and to.k8s.target != "dynamo" and not (to.k8s.router_image
+                                                                            or to.k8s.router_fetch):
+            raise no_router_image(f"{name} router")
 
 
 def check_chips(to: Emit | None, chips) -> None:
@@ -104,11 +133,25 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     """Write each (name, pool) as `<name>.yaml`, and each disaggregated service's router (`routers`:
     its name, its prefill pool's and its decode pool's) as `<name>.yaml`; the paths written and the
     notes, as lines. A role pool's name is `<service> <role>` (its file `<service>-<role>.yaml`)."""
+    import json
+
     from planner.report import k8s
     from pricing.chips import get_chip
+    from pricing.errors import mention
 
     named = k8s.resource_names([name for name, _ in pools] + [name for name, _, _ in routers])
     files, notes = {}, []
+    if to.k8s.target == "dynamo":  # one DynamoGraphDeployment per service: its frontend routes
+        by_name = dict(pools)
+        services = [(r.removesuffix(" router"), [("prefill", by_name[p]), ("decode", by_name[d])])
+                    for r, p, d in routers]
+        paired = {p for _, p, d in routers} | {d for _, p, d in routers}
+        services += [(name, [("worker", pool)]) for name, pool in pools if name not in paired]
+        pools, routers = [], []
+        for name, workers in services:
+            resources, said = k8s.dynamo_manifests(name, workers, get_chip, to.k8s)
+            files[f"{k8s._name(name)}.yaml"] = resources
+            notes += said
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)
         files[f"{named[name]}.yaml"] = resources
@@ -117,9 +160,16 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         resources, said = k8s.router_manifests(name, prefill, decode, to.k8s)
         files[f"{named[name]}.yaml"] = resources
         notes += said
+    if to.k8s.model_cache_size == "auto":
+        models = {pool.model: k8s.checkpoint_bytes(pool) for _, pool in pools}
+        files[f"{k8s._name(to.k8s.model_cache_claim)}.yaml"] = [k8s.cache_claim(models, to.k8s)]
+    if to.k8s.rdma and not any(key in json.dumps(files) for key, _ in to.k8s.rdma):
+        notes.append(f"{mention('rdma')}: no pool of this plan is disaggregated or spans nodes, so no pod asks for "
+                     "the RDMA device")
     written = k8s.write(files, to.output_dir)
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [
-        f"note: {render(n, own_flag)}" for n in notes]  # a field a note mentions as the running command's flag
+        f"{'' if n.startswith('warning:') else 'note: '}{render(n, own_flag)}"  # a field a note mentions as the
+        for n in notes]  # running command's flag
 
 
 def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:

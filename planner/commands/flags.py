@@ -116,10 +116,20 @@ NEEDS = (
           lambda o: bool(o.get("num_speculative_tokens")), "add --num-speculative-tokens N, or drop it"),
     *(Needs(name, "--emit (nothing is written)", lambda o: bool(o.get("emit")), K8S)
       for name in ("image", "model_source", "hf_token_secret", "model_cache_claim", "namespace", "node_selector",
-                   "router_script", "k8s_target")),
-    Needs("router_script", "a disaggregated plan (only a disaggregated service has a router)",
-          lambda o: o.get("serving", "disagg") in ("disagg", "auto"),  # a scenario's services say their own
-          "add --serving disagg, or drop it"),
+                   "router_script", "k8s_target", "rdma", "toleration", "run_as_user", "model_cache_size",
+                   "router_image", "router_fetch")),
+    Needs("model_cache_size", "--model-cache-claim (the claim it writes)", lambda o: bool(o.get("model_cache_claim")),
+          "add --model-cache-claim NAME, or drop it"),
+    *(Needs(name, "a disaggregated plan (only a disaggregated service has a router)",
+            lambda o: o.get("serving", "disagg") in ("disagg", "auto"),  # a scenario's services say their own
+            "add --serving disagg, or drop it") for name in ("router_script", "router_image", "router_fetch")),
+    *(Needs(name, "the plain target's router (Dynamo's frontend routes a DynamoGraphDeployment)",
+            lambda o: o.get("k8s_target") != "dynamo", "drop it with --k8s-target dynamo")
+      for name in ("router_image", "router_fetch", "router_script")),
+    Needs("router_script", "--router-fetch (the router downloads nothing unless opted in)",
+          lambda o: bool(o.get("router_fetch")), "add --router-fetch SHA256, or drop it"),
+    Needs("router_fetch", "a router built without --router-image (it runs from that image)",
+          lambda o: not o.get("router_image"), "give --router-image or --router-fetch, not both"),
     Needs("ray_address", "--executor ray", lambda o: o.get("executor") == "ray", "add --executor ray, or drop it"),
     Needs("brief", "a table (--json prints every field)", lambda o: not o.get("as_json"), "drop --brief or --json"),
     Needs("fmt", "a table (--json is the format)", lambda o: not o.get("as_json"), "drop --format or --json"),

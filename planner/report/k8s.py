@@ -19,15 +19,21 @@ with its role's own `vllm serve` arguments (`--kv-transfer-config` with NixlConn
 kv_role, as the plan prints them) and its NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_HOST the pod's
 own IP from the downward API, which the other side reaches; VLLM_NIXL_SIDE_CHANNEL_PORT the
 release's base port, free in every pod's own network namespace), plus the router the plan names:
-  Deployment + Service <service>-router  vLLM's documented proxy (toy_proxy_server.py, fetched by an
-                                         init container: defaults kubernetes.router_script), given
+  Deployment + Service <service>-router  vLLM's documented proxy (toy_proxy_server.py: from --router-image,
+                                         or fetched by an init container only with --router-fetch
+                                         and run only if its SHA-256 is the one given), given
                                          the two pools' Services as its prefiller and decoder hosts;
                                          it hands each request to a prefill pod, then to a decode
                                          pod with the kv_transfer_params the prefill pod returned
+Every pod is hardened (security_context: no privilege escalation, every capability dropped but IPC_LOCK
+with RDMA, seccomp RuntimeDefault; no service-account token; non-root only with --run-as-user, the default
+image runs as root) and sized (PodResources: CPU and host memory per rank, the weight shards in the limit,
+/dev/shm's sizeLimit), tolerates the GPU taint (or --toleration's), and a P/D or multi-node pod asks for
+the RDMA device --rdma names (else NIXL and NCCL use TCP, and a note says so).
 Every pod: the exact `vllm serve` arguments of the plan, a node selector on the label that names the
 GPU (NODE_LABEL: GPU feature discovery's nvidia.com/gpu.product, the AMD node labeller's
 amd.com/gpu.device-id; its value the chip registry's gpu_product_label, or `--node-selector`; a chip
-whose value no public source gives needs `--node-selector`, never a guess), /dev/shm in memory,
+whose value no public source gives needs `--node-selector`, never a guess), /dev/shm in memory (sized),
 the model cache volume, probes on vLLM's /health (200 once the engine serves, 503 when it died:
 vllm/entrypoints/serve/instrumentator/health.py), and a Hugging Face token only as a reference to a
 Secret the user names (secretKeyRef), never a value.
@@ -47,6 +53,7 @@ from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
+DYNAMO_API = "nvidia.com/v1beta1"  # ai-dynamo/dynamo's DynamoGraphDeployment, as its vLLM examples write it
 LEADER_ADDRESS = Placeholder("$(LWS_LEADER_ADDRESS)")  # LWS sets it in every pod of a group; Kubernetes expands
 # $(VAR) in args
 WORKER_INDEX = "LWS_WORKER_INDEX"
@@ -55,7 +62,8 @@ GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the device 
 # (k8s-device-plugin internal/lm/resource.go), the AMD node labeller's PCI device ID (ROCm/k8s-device-plugin
 # cmd/k8s-node-labeller/main.go; its product-name label comes from the board's FRU data and varies by board)
 NODE_LABEL = {"nvidia": "nvidia.com/gpu.product", "amd": "amd.com/gpu.device-id"}
-CACHE_MOUNT = "/root/.cache/huggingface"  # HF_HOME of the vllm/vllm-openai image (runs as root)
+CACHE_MOUNT = "/root/.cache/huggingface"  # HF_HOME of the vllm/vllm-openai image (runs as root: kubernetes.image_user)
+USER_CACHE_MOUNT = "/cache/huggingface"  # HF_HOME with --run-as-user: a non-root user cannot enter /root
 
 
 @dataclass(frozen=True)
@@ -67,11 +75,18 @@ class K8sOptions:
     hf_token_secret: str | None = None  # a Secret holding the Hugging Face token (key `token`)
     model_cache_claim: str | None = None  # a PersistentVolumeClaim for the model cache (else emptyDir)
     namespace: str | None = None
-    target: str = "plain"  # plain | llm-d
+    target: str = "plain"  # plain | llm-d | dynamo
     epp_port: int = 9002
     node_selector: tuple[tuple[str, str], ...] | None = None  # --node-selector: replaces the registry's label;
     # () schedules on any node with the GPU resource (--node-selector none)
     router_script: str | None = None  # where a disaggregated service's router fetches vLLM's proxy
+    rdma: tuple[tuple[str, int], ...] = ()  # --rdma RESOURCE=N: the RDMA device of P/D and multi-node pods
+    tolerations: tuple[tuple[str, str | None, str], ...] | None = None  # --toleration KEY[=VALUE]:EFFECT;
+    # None: the vendor's GPU taint (kubernetes.gpu_tolerations)
+    run_as_user: int | None = None  # --run-as-user UID: an image with a non-root user (the default runs as root)
+    model_cache_size: str | None = None  # --model-cache-size auto: write the --model-cache-claim PVC, sized
+    router_image: str | None = None  # --router-image: an image with vLLM's proxy at ROUTER_SCRIPT (docs/launch.md)
+    router_fetch: str | None = None  # --router-fetch SHA256: download the proxy at start-up, checked against it
 
 
 # Kubernetes' name rules (k8s.io/apimachinery pkg/util/validation/validation.go): a DNS-1123 label
@@ -122,7 +137,8 @@ def checked(options: K8sOptions) -> K8sOptions:
         if value is not None and not rule(value):
             raise InputError(field, f"{value!r} is not a Kubernetes name", f"give {words}")
     for field, value, spaces in (("image", options.image, False), ("model_source", options.model_source, True),
-                                 ("router_script", options.router_script, False)):
+                                 ("router_script", options.router_script, False),
+                                 ("router_image", options.router_image, False)):
         if value is not None and (not value or CONTROL.search(value) or (not spaces and " " in value)):
             raise InputError(field, f"{value!r} is empty or holds a control character{'' if spaces else ' or a space'}",
                              "give the value on one line" + ("" if spaces else ", without spaces"))
@@ -230,6 +246,97 @@ def node_selector(values: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None
     return tuple(out)
 
 
+def rdma(values: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """`--rdma RESOURCE=N` (repeat): the RDMA device resources P/D and multi-node pods ask for, as the
+    cluster's device plugin names them (rdma/rdma_shared_device_a=1, nvidia.com/hostdev=1)."""
+    out = []
+    for text in values:
+        key, eq, count = text.partition("=")
+        if not eq or not key or not count.isdigit() or int(count) < 1:
+            raise InputError("rdma", f"{text!r} is not RESOURCE=N",
+                             "give the device plugin's resource and a count, e.g. rdma/rdma_shared_device_a=1")
+        out.append((key, int(count)))
+    return tuple(out)
+
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")  # a taint's effects (Kubernetes core/v1 Taint)
+
+
+def tolerations(values: tuple[str, ...]) -> tuple[tuple[str, str | None, str], ...] | None:
+    """`--toleration KEY[=VALUE]:EFFECT` (repeat), or `none`: the pods' tolerations instead of the
+    GPU's default (None without the option)."""
+    if not values:
+        return None
+    if values == ("none",):
+        return ()
+    out = []
+    for text in values:
+        taint, colon, effect = text.rpartition(":")
+        key, eq, value = taint.partition("=")
+        if not colon or not key or effect not in EFFECTS or (eq and not value):
+            raise InputError("toleration", f"{text!r} is not KEY[=VALUE]:EFFECT",
+                             f"give a taint to tolerate, e.g. nvidia.com/gpu:NoSchedule (EFFECT one of "
+                             f"{', '.join(EFFECTS)}), or none alone")
+        out.append((key, value if eq else None, effect))
+    return tuple(out)
+
+
+def _tolerations(chip, options: K8sOptions) -> list[dict]:
+    """The pods' tolerations: --toleration's, else the vendor's GPU taint (kubernetes.gpu_tolerations);
+    a toleration without a value matches the key with any value (operator Exists)."""
+    given = options.tolerations
+    if given is None:
+        default = defaults.value("kubernetes.gpu_tolerations").get(chip.vendor)
+        given = tolerations((default,)) if default else ()
+    return [{"key": key, "operator": "Equal", "value": value, "effect": effect} if value is not None
+            else {"key": key, "operator": "Exists", "effect": effect} for key, value, effect in given]
+
+
+def security_context(rdma_on: bool, options: K8sOptions) -> dict:
+    """A container's securityContext: no privilege escalation, every capability dropped but IPC_LOCK
+    where RDMA is on (registering memory with the NIC pins it: ibv_reg_mr needs CAP_IPC_LOCK or an
+    unlimited memlock), the runtime's default seccomp profile; non-root only with --run-as-user (the
+    default image runs as root: kubernetes.image_user)."""
+    context = {"allowPrivilegeEscalation": False,
+               "capabilities": {"drop": ["ALL"], **({"add": ["IPC_LOCK"]} if rdma_on else {})},
+               "seccompProfile": {"type": "RuntimeDefault"}}
+    if options.run_as_user is not None:
+        context |= {"runAsNonRoot": True, "runAsUser": options.run_as_user}
+    return context
+
+
+@dataclass(frozen=True)
+class PodResources:
+    """What one vLLM pod asks of its node beside the GPUs: CPU per rank (kubernetes.cpu_per_rank),
+    host memory per rank (kubernetes.host_memory_per_rank) plus the connector's host buffer per rank
+    and the /dev/shm tmpfs (its pages are the pod's memory); the limit adds every rank's weight
+    shard, which the loader reads through host memory. Bytes; CPU in cores."""
+
+    gpus: int
+    resource: str
+    cpu_request: int
+    cpu_limit: int
+    memory_request: int
+    memory_limit: int
+    shm: int
+    rdma: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, rank, chip, gpus: int, rdma_devices: tuple[tuple[str, int], ...]) -> PodResources:
+        """`rank`: the pool's rank bytes (planner/app/fleet.py RankBytes)."""
+        per_rank = int(defaults.value("kubernetes.host_memory_per_rank")) + rank.connector_host
+        cpu = defaults.value("kubernetes.cpu_per_rank")
+        shm = int(defaults.value("kubernetes.shm_size_limit")[chip.vendor])
+        request = gpus * per_rank + shm
+        return cls(gpus, GPU_RESOURCE[chip.vendor], gpus * int(cpu["request"]), gpus * int(cpu["limit"]), request,
+                   request + gpus * rank.shard, shm, rdma_devices)
+
+    def as_k8s(self) -> dict:
+        devices = {self.resource: self.gpus, **dict(self.rdma)}
+        return {"requests": {**devices, "cpu": self.cpu_request, "memory": self.memory_request},
+                "limits": {**devices, "cpu": self.cpu_limit, "memory": self.memory_limit}}
+
+
 def _leader_args(serve, model: str) -> list[str]:
     """`vllm serve`'s arguments in a leader's pod (a plan's `Serve`, planner/app/serve.py): the
     model as the pods get it, the API on the pod's own port, the head's address from LWS."""
@@ -289,17 +396,21 @@ def _launch_env(env: dict[str, str]) -> list[dict]:
     return out
 
 
-def _container(name: str, command: list[str], args: list[str], gpus: int, resource: str, options: K8sOptions,
-               serves_api: bool, launch_env: dict[str, str] | None = None) -> dict:
-    env = [{"name": "HF_HOME", "value": CACHE_MOUNT}, *_launch_env(launch_env or {})]
+def _container(name: str, command: list[str], args: list[str], resources: PodResources, options: K8sOptions,
+               serves_api: bool, launch_env: dict[str, str] | None = None, shm: bool = True) -> dict:
+    """A vLLM container; `shm`: it mounts its pod's /dev/shm volume (Dynamo's operator mounts its own)."""
+    cache = CACHE_MOUNT if options.run_as_user is None else USER_CACHE_MOUNT
+    env = [{"name": "HF_HOME", "value": cache}, *_launch_env(launch_env or {})]
+    if resources.rdma and SIDE_CHANNEL_HOST in (launch_env or {}):  # NIXL's UCX, over the RDMA device
+        env += [{"name": k, "value": str(v)} for k, v in defaults.value("kubernetes.rdma_env").items()]
     if options.hf_token_secret:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret,
                                                                          "key": "token"}}})
     container = {
         "name": name, "image": options.image, "command": command, "args": args, "env": env,
-        "resources": {"requests": {resource: gpus}, "limits": {resource: gpus}},
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
-                         {"name": "model-cache", "mountPath": CACHE_MOUNT}],
+        "resources": resources.as_k8s(), "securityContext": security_context(bool(resources.rdma), options),
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}] * shm + [{"name": "model-cache",
+                                                                            "mountPath": cache}],
     }
     if serves_api:
         port = int(defaults.value("launch.port"))
@@ -311,13 +422,18 @@ def _container(name: str, command: list[str], args: list[str], gpus: int, resour
     return container
 
 
-def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict) -> dict:
+def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict, tolerate: list[dict],
+         shm: int | None) -> dict:
+    """A vLLM pod; `shm` None: no /dev/shm volume of its own (Dynamo's operator mounts one)."""
     cache = ({"persistentVolumeClaim": {"claimName": options.model_cache_claim}} if options.model_cache_claim
              else {"emptyDir": {}})
-    spec = {"containers": [container],
-            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}, {"name": "model-cache", **cache}]}
+    dshm = [] if shm is None else [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
+    spec = {"automountServiceAccountToken": False, "containers": [container],
+            "volumes": [*dshm, {"name": "model-cache", **cache}]}
     if selector:
         spec["nodeSelector"] = selector
+    if tolerate:
+        spec["tolerations"] = tolerate
     return {"metadata": {"labels": labels}, "spec": spec}
 
 
@@ -331,6 +447,8 @@ def _meta(name: str, labels: dict, options: K8sOptions) -> dict:
 def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[list[dict], list[str]]:
     """The resources of one pool (a PoolPlan with its instances' commands) and notes on them. The
     pool's role (aggregated, or a disaggregated role) is its `app.kubernetes.io/component` label."""
+    from planner.app.fleet import rank_bytes
+
     notes = []
     name = _name(pool_name)
     first = pool.instances[0]
@@ -348,28 +466,41 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
                          "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
     per_pod = [len(s.gpus) for s in first.slots]
+    crosses = first.role != Role.AGGREGATED or len(serves) > 1  # a hand-over or a group across pods
+    if crosses and not options.rdma:
+        notes.append(f"{name}: " + ("the plan prices the KV hand-over at its link's speed (the report's hand-over "
+                                     "line), but these pods ask for no RDMA device: NIXL between them falls back to TCP"
+                                     if first.role != Role.AGGREGATED else "the pods of one instance ask for no RDMA "
+                                     "device: NCCL between its nodes uses TCP sockets")
+                     + f" unless {mention('rdma')} RESOURCE=N names the cluster's RDMA resource")
+    pod_rdma = options.rdma if crosses else ()
+    tolerate = _tolerations(chip, options)
+    rank = rank_bytes(pool)
+    resources = PodResources.of(rank, chip, per_pod[0], pod_rdma)
     leader_args = _leader_args(serves[0], model)
-    head = _container("vllm", ["vllm", "serve"], leader_args, per_pod[0], resource, options, serves_api=True,
+    head = _container("vllm", ["vllm", "serve"], leader_args, resources, options, serves_api=True,
                       launch_env=envs[0])
+    notes += cache_notes(name, model, rank.checkpoint, options)
     out = []
     if len(serves) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "selector": {"matchLabels": labels},
-                             "template": _pod(head, selector, options, labels)}})
+                             "template": _pod(head, selector, options, labels, tolerate, resources.shm)}})
         service_selector = labels
     else:
         if len(set(per_pod)) != 1:
             raise InputError("placement", f"{name}: the nodes of one instance give {per_pod} GPUs",
                              "a LeaderWorkerSet asks every worker for the same GPUs")
         command, worker_args = _worker_command(serves[1], model)
-        worker = _container("vllm", command, worker_args, per_pod[1], resource, options, serves_api=False,
+        worker = _container("vllm", command, worker_args, resources, options, serves_api=False,
                             launch_env=envs[1])
         out.append({"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "startupPolicy": "LeaderCreated",
                              "leaderWorkerTemplate": {
                                  "size": len(serves), "restartPolicy": "RecreateGroupOnPodRestart",
-                                 "leaderTemplate": _pod(head, selector, options, labels),
-                                 "workerTemplate": _pod(worker, selector, options, labels)}}})
+                                 "leaderTemplate": _pod(head, selector, options, labels, tolerate, resources.shm),
+                                 "workerTemplate": _pod(worker, selector, options, labels, tolerate,
+                                                        resources.shm)}}})
         service_selector = labels | {"leaderworkerset.sigs.k8s.io/worker-index": "0"}  # the leaders serve the API
     out.append({"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, labels, options),
                 "spec": {"selector": service_selector,
@@ -385,6 +516,105 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     return out, notes
 
 
+def checkpoint_bytes(pool) -> int:
+    """The checkpoint's bytes as stored (the model graph's tensors in the checkpoint's layout:
+    pricing/kernel/checkpoint_check.py), what a model cache holds of it (vLLM downloads the weight
+    files only)."""
+    from planner.app.fleet import rank_bytes
+
+    return rank_bytes(pool).checkpoint
+
+
+def _gib(nbytes: int) -> str:
+    """Bytes as a storage quantity, rounded up to whole GiB (printing only)."""
+    return f"{-(-nbytes // 2**30)}Gi"
+
+
+def cache_notes(name: str, model: str, checkpoint: int, options: K8sOptions) -> list[str]:
+    """What the manifests of one pool say about the model: the shared cache it should use (the size
+    its checkpoint needs) and a gated model without a token (kubernetes.gated_sources)."""
+    notes = []
+    if not options.model_cache_claim:
+        notes.append(f"{name}: every pod downloads the checkpoint ({_gib(checkpoint)}) into its own "
+                     f"emptyDir; {mention('model_cache_claim')} NAME shares one cache of that size "
+                     f"({mention('model_cache_size')} auto writes the claim)")
+    gated = [g for g in defaults.value("kubernetes.gated_sources") if model.startswith(g)]
+    if gated and not options.hf_token_secret:
+        notes.append(f"warning: {name}: {model} is gated on Hugging Face (as every model under {gated[0]} is): "
+                     f"the pods cannot download it without a token; give {mention('hf_token_secret')} SECRET")
+    return notes
+
+
+def cache_claim(models: dict[str, int], options: K8sOptions) -> dict:
+    """The PersistentVolumeClaim of the shared model cache: the checkpoints of every model served
+    (`models`: their bytes) side by side (kubernetes.model_cache_access)."""
+    meta = {"name": options.model_cache_claim, "labels": {"app.kubernetes.io/name": "vllm",
+                                                          "app.kubernetes.io/component": "model-cache",
+                                                          "app.kubernetes.io/managed-by": "deployment-planner"}}
+    if options.namespace:
+        meta["namespace"] = options.namespace
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
+            "spec": {"accessModes": [defaults.value("kubernetes.model_cache_access")],
+                     "resources": {"requests": {"storage": _gib(sum(models.values()))}}}}
+
+
+DYNAMO_COMPONENT = {"worker": "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
+
+
+def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, options: K8sOptions
+                     ) -> tuple[list[dict], list[str]]:
+    """One DynamoGraphDeployment (nvidia.com/v1beta1) for a service, laid out as ai-dynamo/dynamo's
+    examples/backends/vllm/deploy agg.yaml and disagg.yaml lay it out: a Frontend component (Dynamo's
+    OpenAI frontend and router) and a worker component per pool (`workers`: (type, pool), type
+    `worker` aggregated, or `prefill` and `decode`), each running `python3 -m dynamo.vllm --model M`
+    with the plan's engine flags (a role's with `--disaggregation-mode` as those examples add it), its
+    replicas, GPUs, node selector, the hardened and sized pod, /dev/shm by `sharedMemorySize` (the
+    operator mounts it). Instances within one node only."""
+    from planner.app.fleet import rank_bytes
+
+    service = _name(name)
+    labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": service,
+              "app.kubernetes.io/managed-by": "deployment-planner"}
+    frontend = {"name": "main", "image": options.image, "resources": _router_resources(),
+                "securityContext": security_context(False, options)}
+    components = [{"name": "Frontend", "type": "frontend", "replicas": 1,
+                   "podTemplate": {"spec": {"automountServiceAccountToken": False, "containers": [frontend]}}}]
+    notes = []
+    for kind, pool in workers:
+        first = pool.instances[0]
+        serves = [c.launch.serve for c in first.commands]
+        if len(serves) > 1:
+            raise InputError("k8s_target", f"{service}: an instance spans {len(serves)} nodes, and multi-node "
+                             "workers are not written for the Dynamo target",
+                             f"use {mention('k8s_target')} plain (a LeaderWorkerSet)")
+        chip = chip_of(pool.chip)
+        resource, selector = _gpu(chip, options)
+        model = options.model_source or serves[0].model.name
+        if model.startswith("$"):
+            raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config "
+                             "file with no weights beside it)", "give the folder or Hugging Face id the pods serve")
+        words = list(serves[0].args(model=model, endpoint=False))
+        args = ["--model", *words] + (["--disaggregation-mode", kind] if kind != "worker" else [])
+        crosses = kind != "worker"
+        if crosses and not options.rdma:
+            notes.append(f"{service} {kind}: the plan prices the KV hand-over at its link's speed, but these pods ask "
+                         f"for no RDMA device: NIXL between them falls back to TCP unless {mention('rdma')} "
+                         "RESOURCE=N names the cluster's RDMA resource")
+        rank = rank_bytes(pool)
+        resources = PodResources.of(rank, chip, len(first.slots[0].gpus), options.rdma if crosses else ())
+        container = _container("main", ["python3", "-m", "dynamo.vllm"], args, resources, options, serves_api=False,
+                               launch_env=first.commands[0].env, shm=False)
+        notes += cache_notes(f"{service} {kind}", model, rank.checkpoint, options)
+        components.append({"name": DYNAMO_COMPONENT[kind], "type": kind, "replicas": pool.replicas,
+                           "sharedMemorySize": resources.shm,
+                           "podTemplate": _pod(container, selector, options, labels | {
+                               "app.kubernetes.io/component": kind}, _tolerations(chip, options), None)})
+    notes.append(f"{service}: Dynamo's operator and its platform (etcd, NATS) come with ai-dynamo's own charts; the "
+                 f"image {options.image} must run vLLM 0.33, the release planned")
+    return [{"apiVersion": DYNAMO_API, "kind": "DynamoGraphDeployment", "metadata": _meta(service, labels, options),
+             "spec": {"backendFramework": "vllm", "components": components}}], notes
+
+
 def no_llm_d(name: str) -> InputError:
     """The llm-d target and a disaggregated service: not written (never half of it)."""
     return InputError("k8s_target", f"{name}: llm-d's prefill/decode scheduling (its P/D profile handler and the "
@@ -392,41 +622,90 @@ def no_llm_d(name: str) -> InputError:
                       f"use {mention('k8s_target')} plain: vLLM's proxy in front of the two pools")
 
 
+ROUTER_SCRIPT = "/opt/vllm-router/toy_proxy_server.py"  # where docs/launch.md's Dockerfile puts vLLM's proxy
+SHA256 = re.compile(r"[0-9a-f]{64}")
+# the opt-in fetch: the script is written where the proxy runs only when its SHA-256 is the one given
+CHECKED_FETCH = ("import hashlib, sys, urllib.request\n"
+                 "url, want, path = sys.argv[1:4]\n"
+                 "data = urllib.request.urlopen(url, timeout=60).read()\n"
+                 "got = hashlib.sha256(data).hexdigest()\n"
+                 "if got != want:\n"
+                 "    sys.exit(f'{url}: SHA-256 {got}, expected {want}: not run')\n"
+                 "open(path, 'wb').write(data)\n")
+
+
+def router_fetch(value: str | None) -> str | None:
+    """`--router-fetch SHA256`: the SHA-256 (64 hex digits) the downloaded proxy must have."""
+    if value is None:
+        return None
+    if not SHA256.fullmatch(value.lower()):
+        raise InputError("router_fetch", f"{value!r} is not a SHA-256 (64 hex digits)",
+                         "give the proxy file's digest: curl -sL URL | sha256sum")
+    return value.lower()
+
+
+def no_router_image(name: str) -> InputError:
+    """A disaggregated service's router with neither --router-image nor --router-fetch: the vLLM
+    image ships no proxy, and nothing unpinned is fetched at start-up."""
+    return InputError("router_image", f"{name}: the router runs vLLM's proxy, which the vLLM image does not ship",
+                      f"build the image docs/launch.md gives and name it ({mention('router_image')} IMAGE), or opt "
+                      f"in to downloading the proxy at start-up, checked against its digest "
+                      f"({mention('router_fetch')} SHA256)")
+
+
+def _router_resources() -> dict:
+    """The router container's CPU and memory, requests = limits (kubernetes.router_resources)."""
+    size = defaults.value("kubernetes.router_resources")
+    amounts = {"cpu": int(size["cpu"]), "memory": int(size["memory"])}
+    return {"requests": amounts, "limits": dict(amounts)}
+
+
 def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) -> tuple[list[dict], list[str]]:
     """The router of a disaggregated service in front of its prefill and decode pools' Services
     (`prefill`, `decode`: their pool names): vLLM's proxy, as the plan names it (planner/report/
-    disagg_launch.py `router`), on all addresses (its own default is 127.0.0.1), with a Service."""
+    disagg_launch.py `router`), on all addresses (its own default is 127.0.0.1), with a Service. It
+    runs from --router-image (the proxy at ROUTER_SCRIPT), or, opted in with --router-fetch SHA256,
+    from the vLLM image after an init container downloaded it and checked its digest."""
     from planner.app.disagg_launch import ROUTER_PORT, router_host
 
     router = _name(name)
     if options.target == "llm-d":
         raise no_llm_d(router)
+    if not options.router_image and not options.router_fetch:
+        raise no_router_image(router)
     labels = {"app.kubernetes.io/name": "vllm-router", "app.kubernetes.io/instance": router,
               "app.kubernetes.io/component": "router", "app.kubernetes.io/managed-by": "deployment-planner"}
     api = str(int(defaults.value("launch.port")))
-    script = options.router_script or str(defaults.value("kubernetes.router_script"))
-    path = "/router/toy_proxy_server.py"
-    fetch = {"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
-             "args": ["import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])",
-                      escaped(script), path],
-             "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
     probe = {"httpGet": {"path": "/healthcheck", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
-    proxy = {"name": "router", "image": options.image, "command": ["python3", path],
+    script = ROUTER_SCRIPT if options.router_image else "/router/toy_proxy_server.py"
+    proxy = {"name": "router", "image": options.router_image or options.image, "command": ["python3", script],
              "args": ["--host", router_host(), "--port", str(ROUTER_PORT), "--prefiller-hosts", _name(prefill),
                       "--prefiller-ports", api, "--decoder-hosts", _name(decode), "--decoder-ports", api],
              "ports": [{"name": "http", "containerPort": ROUTER_PORT, "protocol": "TCP"}],
              "readinessProbe": probe, "livenessProbe": probe,
-             "volumeMounts": [{"name": "router", "mountPath": "/router"}]}
-    pod = {"metadata": {"labels": labels},
-           "spec": {"initContainers": [fetch], "containers": [proxy],
-                    "volumes": [{"name": "router", "emptyDir": {}}]}}
+             "resources": _router_resources(), "securityContext": security_context(False, options)}
+    spec = {"automountServiceAccountToken": False, "containers": [proxy]}
+    if options.router_image:
+        notes = [f"{router}: vLLM's toy proxy from {options.router_image}; llm-d's inference scheduler or Dynamo's "
+                 "router serve in production"]
+    else:
+        url = options.router_script or str(defaults.value("kubernetes.router_script"))
+        mount = [{"name": "router", "mountPath": "/router"}]
+        spec["initContainers"] = [{"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
+                                   "args": [CHECKED_FETCH, escaped(url), options.router_fetch, script],
+                                   "volumeMounts": mount,
+                                   "resources": _router_resources(),
+                                   "securityContext": security_context(False, options)}]
+        proxy["volumeMounts"] = mount
+        spec["volumes"] = [{"name": "router", "emptyDir": {}}]
+        notes = [f"{router}: vLLM's toy proxy, downloaded at start-up from {url} and run only if its SHA-256 is "
+                 f"{options.router_fetch}; llm-d's inference scheduler or Dynamo's router serve in production"]
+    pod = {"metadata": {"labels": labels}, "spec": spec}
     out = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(router, labels, options),
             "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}},
            {"apiVersion": "v1", "kind": "Service", "metadata": _meta(router, labels, options),
             "spec": {"selector": labels, "ports": [{"name": "http", "port": ROUTER_PORT, "targetPort": "http",
                                                     "protocol": "TCP"}]}}]
-    notes = [f"{router}: vLLM's toy proxy (its init container downloads {script}); llm-d's inference scheduler or "
-             "Dynamo's router serve in production"]
     return out, notes
 
 
