@@ -290,3 +290,40 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
                     f"{w.longest:,}" if w.longest <= model.max_position else
                     f"lower {mention('isl')}/{mention('osl')}: {model.name} has {model.max_position:,} positions"))
     return out
+
+
+class MaxRateRequest(BaseModel):
+    """The most requests per second a pool serves (`plan --max-rate`): the service at a rate not
+    yet known (its workload's lengths, no rate), the targets every rate is judged by, and the pool
+    (`limits.max_gpus`, of the chips allowed)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    service: ServiceSpec
+    slo: SloSpec
+    limits: PoolLimits
+
+    @model_validator(mode="after")
+    def _a_pool_and_lengths(self):
+        w = self.service.workload
+        if self.limits.max_gpus is None:
+            raise ValueError("max_gpus is the pool whose rate is asked: give it")
+        if w is None:
+            raise ValueError("workload: give the requests' isl and osl")
+        if w.requests_per_second is not None:
+            raise ValueError("workload.requests_per_second is what max_rate finds: leave it out")
+        if self.service.slo is not None:
+            raise ValueError("the service's slo: give the targets as the request's slo")
+        return self
+
+    def at(self, rate: float) -> ServiceSpec:
+        """The service at `rate` requests/s under the targets (what a plan at that rate is given)."""
+        w = self.service.workload.model_copy(update={"requests_per_second": rate})
+        return ServiceSpec.model_validate({**self.service.model_dump(), "workload": w.model_dump(),
+                                           "slo": self.slo.model_dump()})
+
+    @property
+    def judged(self) -> ServiceSpec:
+        """The service with its targets, at no rate: what each candidate instance is simulated as
+        (the rate is the simulation's argument, planner/candidates/slo.py highest_rate)."""
+        return self.service.model_copy(update={"slo": self.slo})

@@ -275,3 +275,87 @@ def _marked(points: list[ParetoPoint], sizing: Sizing, replicas: int) -> list[Pa
         f" × dp {row.shape.dp}" if row.shape.dp > 1 else "")
     return [p.model_copy(update={"chosen": True}) if (p.chip, p.split, p.replicas) == (row.chip, split, replicas)
             else p for p in points]
+
+
+# -- the most a pool serves: the highest rate per instance that meets the targets -------------------
+def grid_rate(k: int) -> float:
+    """The k-th rate of the grid the highest rate is searched on (requests/s): three significant
+    digits from 0.001 up (100 … 999 × 10^e), so consecutive rates differ by at most 1 % and each
+    prints exactly. Searching a fixed grid makes the answer the grid's highest meeting rate
+    whatever the starting guess (the simulation's percentiles do not fall as the rate rises)."""
+    mantissa, exponent = 100 + k % 900, k // 900 - 5
+    return mantissa * 10**exponent if exponent >= 0 else mantissa / 10**-exponent
+
+
+def grid_index(rate: float) -> int:
+    """The index of the highest grid rate at or below `rate` (0 below the grid)."""
+    if rate < grid_rate(0):
+        return 0
+    exponent = math.floor(math.log10(rate)) - 2
+    k = (exponent + 5) * 900 + min(899, max(0, int(rate / 10**exponent) - 100))
+    while k > 0 and grid_rate(k) > rate:
+        k -= 1
+    while grid_rate(k + 1) <= rate:
+        k += 1
+    return k
+
+
+@dataclass
+class InstanceRate:
+    """One row's instance at the highest grid rate that meets every target (`rate` 0 and `alone`
+    set when even one request at a time misses), with its benchmark there."""
+
+    candidate: Candidate
+    rate: float = 0.0
+    served: Served | None = None
+    above: Served | None = None  # the next grid rate's benchmark, which misses (None at the ceiling)
+    alone: Served | None = None
+    simulated: int = 0
+
+    @property
+    def next_rate(self) -> float:
+        """The grid rate above `rate`, the lowest the instance misses at."""
+        return grid_rate(grid_index(self.rate) + 1)
+
+
+def highest_rate(candidate: Candidate, ceiling: float) -> InstanceRate:
+    """The highest grid rate (at most `ceiling`) one instance serves within the targets: from the
+    step model's closed-form estimate, by doubling steps on the grid to a bracket, then bisection."""
+    service = candidate.service
+    found = InstanceRate(candidate)
+    runs: dict[int, Served] = {}
+
+    def meets(k: int) -> bool:
+        if k not in runs:
+            runs[k] = candidate.run(grid_rate(k))
+        return not misses(service, runs[k])
+
+    alone = candidate.run(None, count=defaults.value("serving.alone_requests"))
+    if misses(service, alone):
+        found.alone = alone
+        return found
+    top = grid_index(ceiling)
+    k = min(top, grid_index(candidate.estimate()))
+    step = 1
+    if meets(k):
+        lo = k
+        while lo < top and meets(min(top, lo + step)):
+            lo, step = min(top, lo + step), step * 2
+        hi = min(top, lo + step) if lo < top else None
+    else:
+        hi = k
+        while hi > 0 and not meets(max(0, hi - step)):
+            hi, step = max(0, hi - step), step * 2
+        if hi == 0:
+            found.simulated = len(runs)
+            return found  # even the grid's lowest rate misses: only one request at a time meets them
+        lo = max(0, hi - step)
+    while hi is not None and hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    found.rate, found.served, found.simulated = grid_rate(lo), runs[lo], len(runs)
+    found.above = runs[hi] if hi is not None else None
+    return found

@@ -98,6 +98,14 @@ def _not_disagg(o: dict) -> bool:
     return o.get("serving") != "disagg" or o.get("isl") is None or o.get("osl") is None
 
 
+def _no_max_rate(o: dict) -> bool:
+    return not o.get("max_rate")
+
+
+MAX_RATE_REFUSES = ("requests_per_second", "concurrency", "headroom", "tpot_ms", "ttft_ms", "chart_path", "emit",
+                    "brief", "fmt", "prefill_chip", "decode_chip")  # what a plan at a given load takes
+
+
 @dataclasses.dataclass(frozen=True)
 class Needs:
     """`option`, given, applies only where `holds(options)`: else it is refused, `without` saying
@@ -123,6 +131,14 @@ NEEDS = (
     Needs("ray_address", "--executor ray", lambda o: o.get("executor") == "ray", "add --executor ray, or drop it"),
     Needs("brief", "a table (--json prints every field)", lambda o: not o.get("as_json"), "drop --brief or --json"),
     Needs("fmt", "a table (--json is the format)", lambda o: not o.get("as_json"), "drop --format or --json"),
+    Needs("max_rate", "service targets (the rate is the most that meets them)", _targets,
+          "add --p99-ttft-ms, --p90-tpot-ms or another target, with --isl and --osl"),
+    Needs("max_rate", "--max-gpus (the pool whose rate is asked)", lambda o: o.get("max_gpus") is not None,
+          "add --max-gpus 8, the GPUs of the pool"),
+    *(Needs(name, "a plan at a given load (--max-rate finds the rate the --max-gpus pool serves)", _no_max_rate,
+            "drop it, or drop --max-rate") for name in MAX_RATE_REFUSES),
+    Needs("serving", "an aggregated pool's rate (--max-rate plans aggregated instances)",
+          lambda o: _no_max_rate(o) or o.get("serving") == "agg", "drop --serving, or drop --max-rate"),
     *(Needs(name, "an aggregated plan (--serving disagg sizes both pools by the rate and the latency targets)",
             _not_disagg, "drop it, or use --serving agg or auto")
       for name in ("concurrency", "headroom", "range_ratio", "brief", "fmt")),
