@@ -1,0 +1,163 @@
+"""`plan --max-rate` (issue 38): the most requests per second a pool of --max-gpus GPUs serves
+within service targets. Properties: a larger pool never serves less, a tighter target never
+serves more, the rate reported meets the targets when simulated again and the next rate of the
+grid does not, and the rate planned back with --requests-per-second needs no more GPUs than the pool."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import planner
+from planner.candidates import slo
+from planner.cli import main
+from planner.request import PlanRequest, PoolLimits, SloSpec
+
+WORKLOAD = {"isl": 1000, "osl": 200}
+TARGETS = {"p99_ttft_ms": 1000, "p90_tpot_ms": 15}
+
+
+def _most(max_gpus: int = 4, targets: dict | None = None, tp=(1, 2), chip: str = "h100"):
+    return planner.max_rate(model="llama-3.1-8b", chip=chip, max_gpus=max_gpus, tp=tp, workload=WORKLOAD,
+                            slo=targets or TARGETS)
+
+
+def test_the_grid_steps_by_at_most_one_percent_and_indexes_back():
+    ks = range(0, 9000, 7)
+    for k in ks:
+        low, high = slo.grid_rate(k), slo.grid_rate(k + 1)
+        assert low < high <= low * 1.01 + 1e-12
+        assert slo.grid_index(low) == k
+        assert slo.grid_index((low + high) / 2) == k  # between two grid rates: the lower
+    assert slo.grid_rate(0) == 0.001 and slo.grid_rate(2700) == 1.0 and slo.grid_rate(2723) == 1.23
+
+
+@pytest.mark.parametrize("smaller, larger", [(1, 2), (2, 4), (4, 8)])
+def test_a_larger_pool_never_serves_less(smaller, larger):
+    assert _most(larger).requests_per_second >= _most(smaller).requests_per_second > 0
+
+
+@pytest.mark.parametrize("loose, tight", [
+    ({"p99_ttft_ms": 1000, "p90_tpot_ms": 20}, {"p99_ttft_ms": 1000, "p90_tpot_ms": 15}),
+    ({"p99_ttft_ms": 1000, "p90_tpot_ms": 15}, {"p99_ttft_ms": 150, "p90_tpot_ms": 15}),
+    ({"p90_tpot_ms": 15}, {"p99_tpot_ms": 15}),  # a higher percentile under the same bound
+])
+def test_a_tighter_target_never_serves_more(loose, tight):
+    assert _most(4, loose).requests_per_second >= _most(4, tight).requests_per_second
+
+
+def test_the_binding_target_loosened_serves_more():
+    """TPOT binds at 15 ms (the binds sentence says so): at 20 ms the pool serves strictly more."""
+    tight = _most(4)
+    assert "p90 TPOT" in tight.best.binds.rpartition("each:")[2]
+    assert _most(4, {"p99_ttft_ms": 1000, "p90_tpot_ms": 20}).requests_per_second > tight.requests_per_second
+
+
+def test_the_rate_meets_the_targets_simulated_again_and_the_next_grid_rate_misses():
+    result = _most(4)
+    best = result.best
+    per_instance = result.requests_per_second / best.replicas
+    assert best.serving.requests_per_second_per_instance == pytest.approx(per_instance)
+    assert best.serving.ttft_ms["p99"] <= 1000 and best.serving.tpot_ms["p90"] <= 15
+    assert result.shapes[0].requests_per_second == result.requests_per_second
+    assert all(s.requests_per_second <= result.requests_per_second for s in result.shapes)
+    # the binds sentence names the target missed one grid step (≤ 1 %) above, with its figure
+    nxt = slo.grid_rate(slo.grid_index(per_instance) + 1)
+    assert f"at {nxt:g} requests/s each:" in best.binds and "against ≤" in best.binds
+    # every GPU of the pool is used by the best shape's replicas (tp 1 and tp 2 both pack 4 GPUs)
+    assert best.gpus == 4 and best.gpus_per_replica * best.replicas == best.gpus
+
+
+def test_replicas_share_the_rate_evenly_so_n_gpus_of_tp_1_serve_n_times_one():
+    one = _most(1, tp=(1,)).requests_per_second
+    assert one > 0
+    assert _most(8, tp=(1,)).requests_per_second == pytest.approx(8 * one)
+
+
+@pytest.mark.parametrize("max_gpus", [1, 2, 8])
+def test_the_rate_planned_back_needs_no_more_gpus_than_the_pool(max_gpus):
+    from planner.app.api import max_rate_request, request_of
+
+    asked = request_of(model="llama-3.1-8b", chip="h100", max_gpus=max_gpus, tp=(1, 2), concurrency=1,
+                       workload=WORKLOAD)
+    request = max_rate_request(asked.service, SloSpec(**TARGETS), asked.limits)
+    result = planner.max_rate(request)
+    back = planner.plan(PlanRequest(service=request.at(result.requests_per_second),
+                                    limits=PoolLimits(chips=("h100",))))
+    assert back.feasible and back.best.gpus <= max_gpus
+
+
+def test_cost_per_token_is_the_pool_cost_over_the_tokens_the_rate_brings():
+    result = _most(2)
+    best, rate = result.best, result.requests_per_second
+    assert best.cost_per_million_output_tokens == pytest.approx(best.cost_per_hour / (rate * 200 * 3600) * 1e6,
+                                                                rel=1e-3)
+    assert best.cost_per_million_input_tokens == pytest.approx(best.cost_per_hour / (rate * 1000 * 3600) * 1e6,
+                                                               rel=1e-3)
+
+
+def test_the_command_prints_json_of_kind_max_rate(capsys):
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--tp", "2", "--max-gpus", "4", "--isl", "1000",
+            "--osl", "200", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "15", "--max-rate"]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "max_rate" and out["max_gpus"] == 4
+    assert out["requests_per_second"] == _most(4).requests_per_second
+    assert out["target"]["requests_per_second"] == out["requests_per_second"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"llama-3.1-8b (--max-gpus 4): at most {out['requests_per_second']:g} requests/s")
+    assert "binds: --max-gpus 4 holds" in text
+
+
+def test_the_json_validates_against_the_report_schema(capsys):
+    jsonschema = pytest.importorskip("jsonschema")
+    from planner.report.schema import report_schema
+
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--max-gpus", "1", "--isl", "1000",
+                 "--osl", "200", "--p99-ttft-ms", "1000", "--max-rate", "--json"]) == 0
+    jsonschema.validate(json.loads(capsys.readouterr().out), report_schema())
+
+
+@pytest.mark.parametrize("extra, flag", [
+    ([], "--max-gpus"),  # no pool
+    (["--max-gpus", "8", "--requests-per-second", "5"], "--requests-per-second"),
+    (["--max-gpus", "8", "--concurrency", "5"], "--concurrency"),
+    (["--max-gpus", "8", "--serving", "disagg"], "--serving"),
+    (["--max-gpus", "8", "--tpot-ms", "20"], "--tpot-ms"),
+])
+def test_inapplicable_combinations_are_one_line_exit_2(extra, flag, capsys):
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1000", "--osl", "200", "--p99-ttft-ms", "1000",
+            "--max-rate", *extra]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err and "Traceback" not in err
+
+
+def test_without_targets_or_lengths_is_one_line_exit_2(capsys):
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--max-gpus", "8", "--isl", "1000", "--osl", "200",
+                 "--max-rate"]) == 2
+    assert "--max-rate" in capsys.readouterr().err
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--max-gpus", "8", "--p99-ttft-ms", "1000",
+                 "--max-rate"]) == 2
+    assert "--isl" in capsys.readouterr().err
+
+
+def test_the_api_names_the_missing_field():
+    with pytest.raises(planner.InputError) as err:
+        planner.max_rate(model="llama-3.1-8b", chip="h100", workload=WORKLOAD, slo=TARGETS)
+    assert err.value.field == "max_gpus"
+    with pytest.raises(planner.InputError) as err:
+        planner.max_rate(model="llama-3.1-8b", chip="h100", max_gpus=8, workload={**WORKLOAD,
+                         "requests_per_second": 5}, slo=TARGETS)
+    assert err.value.field == "requests_per_second"
+
+
+def test_targets_one_request_alone_misses_are_an_answer_exit_1(capsys):
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--max-gpus", "2", "--isl", "1000",
+                 "--osl", "200", "--p99-tpot-ms", "1", "--max-rate", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert not out["feasible"] and out["requests_per_second"] == 0 and out["best"] is None
+    assert "even one request at a time" in out["explanations"][0]["text"]
+    assert out["shapes"][0]["misses_alone"][0].startswith("p99 TPOT")
