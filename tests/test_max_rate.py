@@ -33,6 +33,16 @@ def test_the_grid_steps_by_at_most_one_percent_and_indexes_back():
     assert slo.grid_rate(0) == 0.001 and slo.grid_rate(2700) == 1.0 and slo.grid_rate(2723) == 1.23
 
 
+@pytest.mark.parametrize("step", [1, 3, 128])
+def test_the_search_finds_the_highest_index_a_monotone_predicate_holds_at_whatever_the_start(step):
+    top = 300
+    for threshold in (-1, 0, 1, 7, 150, 299, 300):
+        for start in (0, 5, 151, 300, 400):
+            found = slo.highest_index(lambda k, t=threshold: k <= t, start, top, step)
+            expected = (None, 0) if threshold < 0 else (top, None) if threshold >= top else (threshold, threshold + 1)
+            assert found == expected, (threshold, start)
+
+
 @pytest.mark.parametrize("smaller, larger", [(1, 2), (2, 4), (4, 8)])
 def test_a_larger_pool_never_serves_less(smaller, larger):
     assert _most(larger).requests_per_second >= _most(smaller).requests_per_second > 0

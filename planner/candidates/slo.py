@@ -18,6 +18,7 @@ serving.capacity_allowance), until `keep` simulated pools cost less than the nex
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, Field
@@ -318,9 +319,38 @@ class InstanceRate:
         return grid_rate(grid_index(self.rate) + 1)
 
 
+def highest_index(meets: Callable[[int], bool], start: int, top: int, step: int = 1) -> tuple[int | None, int | None]:
+    """The highest grid index in [0, `top`] where `meets` holds, for a predicate that holds up to
+    some index and not above: from `start`, steps doubling from `step` up (or down) to a bracket,
+    then bisection. Returns (that index, the index above it, which misses); (None, 0) when even
+    index 0 misses and (top, None) when `top` meets."""
+    k = max(0, min(top, start))
+    if meets(k):
+        lo = k
+        while lo < top and meets(min(top, lo + step)):
+            lo, step = min(top, lo + step), step * 2
+        if lo == top:
+            return top, None
+        hi = min(top, lo + step)
+    else:
+        hi = k
+        while hi > 0 and not meets(max(0, hi - step)):
+            hi, step = max(0, hi - step), step * 2
+        if hi == 0:
+            return None, 0
+        lo = max(0, hi - step)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
 def highest_rate(candidate: Candidate, ceiling: float) -> InstanceRate:
     """The highest grid rate (at most `ceiling`) one instance serves within the targets: from the
-    step model's closed-form estimate, by doubling steps on the grid to a bracket, then bisection."""
+    step model's closed-form estimate (`highest_index`)."""
     service = candidate.service
     found = InstanceRate(candidate)
     runs: dict[int, Served] = {}
@@ -334,28 +364,10 @@ def highest_rate(candidate: Candidate, ceiling: float) -> InstanceRate:
     if misses(service, alone):
         found.alone = alone
         return found
-    top = grid_index(ceiling)
-    k = min(top, grid_index(candidate.estimate()))
-    step = 1
-    if meets(k):
-        lo = k
-        while lo < top and meets(min(top, lo + step)):
-            lo, step = min(top, lo + step), step * 2
-        hi = min(top, lo + step) if lo < top else None
-    else:
-        hi = k
-        while hi > 0 and not meets(max(0, hi - step)):
-            hi, step = max(0, hi - step), step * 2
-        if hi == 0:
-            found.simulated = len(runs)
-            return found  # even the grid's lowest rate misses: only one request at a time meets them
-        lo = max(0, hi - step)
-    while hi is not None and hi - lo > 1:
-        mid = (lo + hi) // 2
-        if meets(mid):
-            lo = mid
-        else:
-            hi = mid
-    found.rate, found.served, found.simulated = grid_rate(lo), runs[lo], len(runs)
+    lo, hi = highest_index(meets, grid_index(candidate.estimate()), grid_index(ceiling))
+    found.simulated = len(runs)
+    if lo is None:
+        return found  # even the grid's lowest rate misses: only one request at a time meets them
+    found.rate, found.served = grid_rate(lo), runs[lo]
     found.above = runs[hi] if hi is not None else None
     return found
