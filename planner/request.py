@@ -295,12 +295,14 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
 class MaxRateRequest(BaseModel):
     """The most requests per second a pool serves (`plan --max-rate`): the service at a rate not
     yet known (its workload's lengths, no rate), the targets every rate is judged by, and the pool
-    (`limits.max_gpus`, of the chips allowed)."""
+    (`limits.max_gpus`, of the chips allowed). An aggregated pool is judged by percentile targets
+    (`slo`, the serving simulator); a disaggregated fleet by the service's own `ttft_ms` (queueing
+    included) and `tpot_ms`, as `plan --serving disagg` sizes it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     service: ServiceSpec
-    slo: SloSpec
+    slo: SloSpec | None = None
     limits: PoolLimits
 
     @model_validator(mode="after")
@@ -314,13 +316,20 @@ class MaxRateRequest(BaseModel):
             raise ValueError("workload.requests_per_second is what max_rate finds: leave it out")
         if self.service.slo is not None:
             raise ValueError("the service's slo: give the targets as the request's slo")
+        if self.service.serving == "auto":
+            raise ValueError("serving auto: the most of an aggregated pool or of a disaggregated fleet is asked, "
+                             "not the cheaper")
+        if self.service.serving == "agg" and self.slo is None:
+            raise ValueError("slo: an aggregated pool's rate is the most that meets percentile targets")
+        if self.service.serving == "disagg" and (self.slo is not None or self.service.ttft_ms is None):
+            raise ValueError("a disaggregated fleet is judged by ttft_ms (and tpot_ms), not percentile targets")
         return self
 
     def at(self, rate: float) -> ServiceSpec:
         """The service at `rate` requests/s under the targets (what a plan at that rate is given)."""
         w = self.service.workload.model_copy(update={"requests_per_second": rate})
         return ServiceSpec.model_validate({**self.service.model_dump(), "workload": w.model_dump(),
-                                           "slo": self.slo.model_dump()})
+                                           "slo": self.slo.model_dump() if self.slo is not None else None})
 
     @property
     def judged(self) -> ServiceSpec:

@@ -171,3 +171,58 @@ def test_targets_one_request_alone_misses_are_an_answer_exit_1(capsys):
     assert not out["feasible"] and out["requests_per_second"] == 0 and out["best"] is None
     assert "even one request at a time" in out["explanations"][0]["text"]
     assert out["shapes"][0]["misses_alone"][0].startswith("p99 TPOT")
+
+
+# -- disaggregated: the most a prefill pool and a decode pool within --max-gpus serve ----------------------
+DISAGG = {"serving": "disagg", "context_length": 8192, "ttft_ms": 1500, "tpot_ms": 30}
+
+
+def _most_disagg(max_gpus: int = 8, **targets):
+    return planner.max_rate(model="llama-3.1-8b", chip="h100", max_gpus=max_gpus, workload={"isl": 2000, "osl": 200},
+                            **{**DISAGG, **targets})
+
+
+def test_a_larger_disaggregated_pool_never_serves_less():
+    rates = [_most_disagg(g).requests_per_second for g in (2, 4, 8)]
+    assert 0 < rates[0] <= rates[1] <= rates[2]
+
+
+def test_a_tighter_ttft_never_lets_a_disaggregated_fleet_serve_more():
+    assert _most_disagg(8, ttft_ms=400).requests_per_second <= _most_disagg(8).requests_per_second
+
+
+def test_the_disaggregated_rate_planned_back_needs_no_more_gpus_and_the_next_grid_rate_does_not_fit():
+    result = _most_disagg(8)
+    fleet = result.fleet
+    assert result.feasible and fleet.gpus <= 8 and fleet.requests_per_second == result.requests_per_second
+    back = planner.plan_serving(model="llama-3.1-8b", chip="h100", workload={"isl": 2000, "osl": 200,
+                                "requests_per_second": result.requests_per_second}, **DISAGG).serving.disaggregated
+    assert back.feasible and back.gpus <= 8
+    above = slo.grid_rate(slo.grid_index(result.requests_per_second) + 1)
+    beyond = planner.plan_serving(model="llama-3.1-8b", chip="h100", max_gpus=8, workload={
+        "isl": 2000, "osl": 200, "requests_per_second": above}, **DISAGG).serving.disaggregated
+    assert not beyond.feasible
+    assert f"at {above:g} requests/s:" in result.binds
+
+
+def test_the_command_answers_for_a_disaggregated_fleet(capsys):
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--max-gpus", "4", "--isl", "2000", "--osl", "200",
+            "--context-length", "8192", "--ttft-ms", "1500", "--tpot-ms", "30", "--serving", "disagg", "--max-rate"]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "max_rate" and out["serving"] == "disagg" and out["best"] is None
+    assert out["fleet"]["gpus"] <= 4 and out["requests_per_second"] == _most_disagg(4).requests_per_second
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--serving", "disagg", "--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--p99-ttft-ms"),
+    (["--serving", "disagg", "--tpot-ms", "30"], "--max-rate"),  # no --ttft-ms
+    (["--serving", "auto", "--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--serving"),
+    (["--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--ttft-ms"),  # an aggregated pool takes percentile targets
+])
+def test_inapplicable_disaggregated_combinations_are_one_line_exit_2(extra, flag, capsys):
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--max-gpus", "8",
+            "--max-rate", *extra]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err and "Traceback" not in err

@@ -175,7 +175,7 @@ def max_rate(request: MaxRateRequest | None = None, *, named=None, **fields) -> 
 
     if request is None:
         slo = fields.pop("slo", None)
-        asked = request_of(concurrency=1, **fields)
+        asked = request_of(concurrency=1, **{"serving": Serving.AGG.value, **fields})
         request = max_rate_request(asked.service, slo, asked.limits)
     elif fields:
         raise InputError(next(iter(fields)), "is given beside a MaxRateRequest", "put it in the request, or give "
@@ -194,16 +194,22 @@ def max_rate_request(service: ServiceSpec, slo, limits: PoolLimits) -> MaxRateRe
     from planner.request import validation_message
     from pricing.errors import InputError
 
-    w = service.workload
-    for field, problem, fix in (
-            ("slo", slo is None, "give slo={'p99_ttft_ms': 2000, ...}: the rate is the most that meets them"),
-            ("max_gpus", limits.max_gpus is None, "give max_gpus=8, the GPUs of the pool whose rate is asked"),
-            ("workload", w is None, "give workload={'isl': 2000, 'osl': 500}, the requests' lengths"),
+    w, mode = service.workload, service.serving
+    for field, wrong, problem, fix in (
+            ("max_gpus", limits.max_gpus is None, "is required",
+             "give max_gpus=8, the GPUs of the pool whose rate is asked"),
+            ("workload", w is None, "is required", "give workload={'isl': 2000, 'osl': 500}, the requests' lengths"),
             ("requests_per_second", w is not None and w.requests_per_second is not None,
-             "leave it out: the rate is what max_rate finds")):
-        if problem:
-            raise InputError(field, "is given, but it is the answer" if field == "requests_per_second"
-                             else "is required", fix)
+             "is given, but it is the answer", "leave it out: the rate is what max_rate finds"),
+            ("serving", mode == Serving.AUTO, "auto is not taken", "give 'agg' or 'disagg': the most of one kind"),
+            ("slo", slo is None and mode == Serving.AGG, "is required",
+             "give slo={'p99_ttft_ms': 2000, ...}: an aggregated pool's rate is the most that meets them"),
+            ("slo", slo is not None and mode == Serving.DISAGG, "is not taken by a disaggregated fleet",
+             "give ttft_ms and tpot_ms: the fleet is sized by them, queueing included"),
+            ("ttft_ms", service.ttft_ms is None and mode == Serving.DISAGG, "is required",
+             "give ttft_ms=1500: the prefill pool is sized by it, queueing included")):
+        if wrong:
+            raise InputError(field, problem, fix)
     try:
         return MaxRateRequest(service=service, slo=slo, limits=limits)
     except ValidationError as err:

@@ -15,10 +15,12 @@ from pydantic import BaseModel, Field
 
 from planner.app.plan import pool_plan
 from planner.app.result import Explanation, PoolPlan, Target
+from planner.app.serving import DisaggPlan
 from planner.app.targets import measured_words, missed_phrases, target_words
 from planner.candidates import slo
 from planner.candidates.shapes import context_length, pool_gpus, replica_cap
 from planner.candidates.table import sweep_model
+from planner.kinds import Serving
 from planner.limits import MAX_RATE
 from planner.numbers import given
 from planner.request import MaxRateRequest
@@ -52,7 +54,12 @@ class MaxRateResult(BaseModel):
                                        "every target (on a grid of three significant digits per instance)")
     max_gpus: int = Field(description="the pool: GPUs it may use")
     target: Target = Field(description="the service at that rate, every target restated")
-    best: PoolPlan | None = Field(None, description="the pool at that rate, as `plan --requests-per-second` reports it")
+    serving: Serving = Field(Serving.AGG, description="agg: an aggregated pool; disagg: a prefill and a decode pool")
+    best: PoolPlan | None = Field(None, description="the aggregated pool at that rate, as `plan --requests-per-second` "
+                                  "reports it")
+    fleet: DisaggPlan | None = Field(None, description="the disaggregated fleet at that rate, as `plan --serving "
+                                     "disagg --requests-per-second` reports it")
+    binds: str = Field("", description="what sets the rate: the target the next rate of the grid misses")
     shapes: list[ShapeRate] = Field(default_factory=list, description="every shape simulated, the most first")
     model: str = ""
     hf_id: str = ""
@@ -63,6 +70,8 @@ class MaxRateResult(BaseModel):
 
 def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
     """The most requests per second `request.limits` (max_gpus of its chips) serves within the targets."""
+    if request.service.serving == Serving.DISAGG:
+        return _most_disagg(request, named)
     start = time.perf_counter()
     service, limits = request.judged, request.limits
     model = sweep_model(service.model, service.quantization)
@@ -104,9 +113,8 @@ def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
         "binds": render(_binds(at, best, replicas, row.shape.split(), limits.max_gpus), named),
         "memory": memory_report(pool.kernel, length).model_copy(update={"provenance": []})})
     return named_all(MaxRateResult(
-        feasible=True, requests_per_second=rate, max_gpus=limits.max_gpus, target=Target.of(at, length,
-                                                                                            target_words(at)),
-        best=pool, shapes=shapes, model=model.name, hf_id=model.hf_id,
+        feasible=True, requests_per_second=rate, binds=pool.binds, max_gpus=limits.max_gpus,
+        target=Target.of(at, length, target_words(at)), best=pool, shapes=shapes, model=model.name, hf_id=model.hf_id,
         seconds=round(time.perf_counter() - start, 3)), named)
 
 
@@ -137,3 +145,45 @@ def _none_serves(request: MaxRateRequest, found: list) -> str:
             f"time, e.g. {row.shape.split()} on {table.chip.id}: "
             f"{', '.join(missed_phrases(slo.misses(request.judged, best.alone)))}; loosen the targets, shorten "
             f"{mention('isl')}/{mention('osl')} or raise {mention('max_gpus')}")
+
+
+def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
+    """A disaggregated fleet's most: the highest grid rate at which `plan --serving disagg` finds a
+    fleet within the pool (planner/search/disagg.py: the prefill pool's M/D/1 wait within TTFT, the
+    decode pool within TPOT; more rate never needs fewer instances), searched as the aggregated
+    instance's rate is (slo.highest_index), from 1 request/s in steps of about 2× the grid's."""
+    from planner.app.disagg_plan import plan_disagg
+    from planner.search.disagg import search
+
+    start = time.perf_counter()
+    limits = request.limits
+    found: dict[int, object] = {}
+
+    def fits(k: int) -> bool:
+        if k not in found:
+            found[k] = search(request.at(slo.grid_rate(k)), limits, 0)
+        return found[k].chosen is not None
+
+    lo, hi = slo.highest_index(fits, slo.grid_index(1.0), slo.grid_index(MAX_RATE), step=64)
+    model = sweep_model(request.service.model, request.service.quantization)
+    rate = slo.grid_rate(lo if lo is not None else hi)
+    at = request.at(rate)
+    target = Target.of(at, context_length(model, at))
+    if lo is None:
+        why = "; ".join(e.text for e in found[hi].explanations)
+        return named_all(MaxRateResult(
+            feasible=False, max_gpus=limits.max_gpus, serving=Serving.DISAGG, model=model.name, hf_id=model.hf_id,
+            target=target.model_copy(update={"requests_per_second": None}),
+            explanations=[Explanation(chip=",".join(limits.chips), constraint="service_targets", text=render(
+                f"no disaggregated fleet within {mention('max_gpus')} {limits.max_gpus} serves even "
+                f"{given(rate)} requests/s: {why}", named))],
+            seconds=round(time.perf_counter() - start, 3)), named)
+    fleet = plan_disagg(at, limits, 0, named)
+    binds = (f"{mention('max_gpus')} {limits.max_gpus} holds {fleet.prefill.gpus} prefill + {fleet.decode.gpus} "
+             f"decode GPUs at {given(rate)} requests/s")
+    binds += ("; the rate is the planner's ceiling" if hi is None else
+              f"; at {given(slo.grid_rate(hi))} requests/s: " + "; ".join(e.text for e in found[hi].explanations))
+    return named_all(MaxRateResult(
+        feasible=True, requests_per_second=rate, max_gpus=limits.max_gpus, serving=Serving.DISAGG, target=target,
+        fleet=fleet, binds=render(binds, named), model=model.name, hf_id=model.hf_id,
+        seconds=round(time.perf_counter() - start, 3)), named)

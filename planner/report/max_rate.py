@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from planner import defaults
 from planner.app.max_rate import MaxRateResult
-from planner.numbers import count, given
+from planner.numbers import count, duration, given
 from planner.report.render import best_line, cost_lines, render_launch, render_notes, serving_lines, speed_lines
 from planner.report.tables import Col, print_table
 from pricing.errors import mention, render
@@ -20,7 +21,10 @@ def max_rate_line(result: MaxRateResult, named=None) -> str:
     """The answer in one line: 'llama-3.1-8b on 8 GPUs of h100: 33.4 requests/s within p99 TTFT ≤ ...'."""
     t = result.target
     pool = render(f"{mention('max_gpus')} {result.max_gpus}", named)
-    within = ", ".join(t.service_targets)
+    within = ", ".join(t.service_targets or [f"TTFT {duration(t.ttft_ms)} (mean, queueing included)"] + (
+        [f"TPOT {duration(t.tpot_ms)}"] if t.tpot_ms is not None else []))
+    if result.fleet is not None:
+        pool += ", prefill and decode pools"
     if not result.feasible:
         return f"{result.model} ({pool}): no rate meets {within} at ISL {count(t.isl)} / OSL {count(t.osl)}"
     return (f"{result.model} ({pool}): at most {given(result.requests_per_second)} requests/s of ISL "
@@ -30,6 +34,17 @@ def max_rate_line(result: MaxRateResult, named=None) -> str:
 def render_max_rate(result: MaxRateResult, console: Console, named=None) -> None:
     """The answer, every shape's most, then the pool at that rate (speed, serving, cost, launch)."""
     console.print(max_rate_line(result, named), soft_wrap=True, markup=False)
+    if result.fleet is not None:
+        from planner.report.disagg_render import render_disagg
+
+        console.print(f"binds: {result.binds}", soft_wrap=True, markup=False)
+        console.print()
+        t = result.target
+        render_disagg(result.fleet, console, defaults.value("report.hours_per_month"),
+                      f"{result.model} at {given(result.requests_per_second)} requests/s of {count(t.isl)} input and "
+                      f"{count(t.osl)} output tokens", named)
+        render_notes(result.notes, console)
+        return
     rows = [[s.chip, s.split, str(s.gpus_per_replica), str(s.replicas), given(s.requests_per_second_per_instance),
              given(s.requests_per_second), str(s.benchmarks), "; ".join(s.misses_alone)] for s in result.shapes]
     print_table(console, "the most each instance shape serves in the pool", SHAPE_COLUMNS, rows)
