@@ -228,7 +228,8 @@ def max_rate_option():
     """--max-rate: instead of a plan at a load, the most requests per second the pool serves."""
     return click.option("--max-rate", is_flag=True, help="instead of a plan at a load: the most requests per second "
                         "--max-gpus GPUs of --chip serve within the service targets (--p99-ttft-ms ..., with --isl "
-                        "and --osl), each instance shape simulated as at --requests-per-second")
+                        "and --osl), each instance shape simulated as at --requests-per-second; with --serving "
+                        "disagg: the most a prefill and a decode pool serve within --ttft-ms and --tpot-ms")
 
 
 def schema_option():
