@@ -226,3 +226,20 @@ def test_inapplicable_disaggregated_combinations_are_one_line_exit_2(extra, flag
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag in err and "Traceback" not in err
+
+
+def test_a_disaggregated_plan_prints_and_emits_cost_per_token_as_an_aggregated_one(capsys):
+    """$/M tokens: both pools' cost over the tokens the rate brings an hour (5 requests/s × 200 output and
+    2,000 input tokens), in the JSON and in the text, for the fleet and each alternative."""
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--requests-per-second", "5",
+            "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192", "--serving", "disagg"]
+    assert main([*args, "--json"]) == 0
+    fleet = json.loads(capsys.readouterr().out)["serving"]["disaggregated"]
+    for f in [fleet, *fleet["alternatives"]]:
+        assert f["cost_per_million_output_tokens"] == pytest.approx(f["cost_per_hour"] / (5 * 200 * 3600) * 1e6,
+                                                                    abs=1e-4)
+        assert f["cost_per_million_input_tokens"] == pytest.approx(f["cost_per_hour"] / (5 * 2000 * 3600) * 1e6,
+                                                                   abs=1e-4)
+    assert main(args) == 0
+    assert (f"cost per token: ${fleet['cost_per_million_output_tokens']:.3f} per million output tokens"
+            in capsys.readouterr().out)

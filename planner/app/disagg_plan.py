@@ -125,6 +125,7 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
     """One chosen pair at its counts as a plan: both pools placed and launched, the hand-over and
     the time to first token by part."""
     from planner.app.disagg_launch import router, side_channel_base
+    from planner.app.plan import token_costs
     from planner.app.serving import DisaggPlan, TimeToFirstToken
     from planner.search.placement import ChipNodes, PoolShape, place
 
@@ -142,6 +143,7 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
         raise AssertionError("a pair priced over one node's NVLink was laid over more than one node")
     prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base())
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
+    per_output, per_input = token_costs(service, None, cost)  # as an aggregated pool's: the rate's tokens an hour
     return DisaggPlan(
         feasible=True, prefill=prefill_pool, decode=decode_pool,
         handover=handover_of(pair),
@@ -150,8 +152,9 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
                               first_step_ms=round(dec.step_seconds * 1000, 2),
                               total_ms=round(spent * 1000, 1), prefill_utilization=round(util, 4)),
         requests_per_second=rate, tpot_ms=round(dec.tpot_seconds * 1000, 3), gpus=prefill_pool.gpus + decode_pool.gpus,
-        cost_per_hour=round(cost, 4),
-        router=router(prefill_pool.instances, decode_pool.instances), nodes=laid.nodes,
+        cost_per_hour=round(cost, 4), cost_per_million_output_tokens=per_output,
+        cost_per_million_input_tokens=per_input, router=router(prefill_pool.instances, decode_pool.instances),
+        nodes=laid.nodes,
         solver_status=found.status, candidates_evaluated=found.evaluated, pairs=len(found.pairs),
         seconds=round(found.seconds, 3))
 

@@ -72,6 +72,10 @@ class DisaggPlan(BaseModel):
                                                     "batch; null when no fleet fits")
     gpus: int | None = Field(None, description="GPUs of both pools; null when no fleet fits")
     cost_per_hour: float | None = Field(None, description="USD per hour of both pools; null when no fleet fits")
+    cost_per_million_output_tokens: float | None = Field(
+        None, description="USD per million output tokens at the workload: both pools' whole cost over its output")
+    cost_per_million_input_tokens: float | None = Field(
+        None, description="USD per million input tokens at the workload: both pools' whole cost over its input")
     router: Launch | None = Field(None, description="the proxy to start in front of the two pools")
     nodes: list = Field(default_factory=list, description="the nodes both pools are laid on")
     explanations: list[Explanation] = Field(default_factory=list, description="why no fleet fits: each reason's "
