@@ -110,7 +110,8 @@ class ServiceSpec(BaseModel):
     model: str
     quantization: str | None = None
     concurrency: int = Field(ge=1, le=MAX_CONCURRENCY, description="concurrent requests at the context length")
-    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="max_model_len; None: the model's maximum")
+    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="max_model_len; None: at a rate the "
+                                       "workload's longest request, else the model's maximum")
     headroom: float = Field(0.0, ge=0, description="percent of extra concurrency the pool must hold")
     num_speculative_tokens: Count = Field(0, ge=0, le=MAX_SPECULATIVE)
     speculative_method: str | None = None

@@ -243,3 +243,23 @@ def test_a_disaggregated_plan_prints_and_emits_cost_per_token_as_an_aggregated_o
     assert main(args) == 0
     assert (f"cost per token: ${fleet['cost_per_million_output_tokens']:.3f} per million output tokens"
             in capsys.readouterr().out)
+
+
+def test_every_rate_based_mode_takes_the_workloads_longest_request_as_its_default_context():
+    """One rule (`--context-length`'s help): at a rate, max_model_len defaults to isl + osl (2,000 + 200),
+    in an aggregated plan by mean or percentile targets, a disaggregated one, and --max-rate of either."""
+    at_rate = {"isl": 2000, "osl": 200, "requests_per_second": 2}
+    common = {"model": "llama-3.1-8b", "chip": "h100"}
+    by_means = planner.plan(**common, ttft_ms=1500, tpot_ms=30, workload=at_rate)
+    by_targets = planner.plan(**common, concurrency=1, workload=at_rate, slo={"p99_ttft_ms": 1500})
+    fleet = planner.plan_serving(**common, ttft_ms=1500, tpot_ms=30, workload=at_rate).serving.disaggregated
+    most = planner.max_rate(**common, max_gpus=2, workload={"isl": 2000, "osl": 200}, slo={"p99_ttft_ms": 1500})
+    most_disagg = planner.max_rate(**common, max_gpus=2, serving="disagg", ttft_ms=1500, tpot_ms=30,
+                                   workload={"isl": 2000, "osl": 200})
+    lengths = [by_means.best.max_model_len, by_targets.best.max_model_len, fleet.prefill.max_model_len,
+               fleet.decode.max_model_len, most.best.max_model_len, most_disagg.fleet.prefill.max_model_len,
+               most_disagg.fleet.decode.max_model_len, by_means.target.context_length,
+               most.target.context_length, most_disagg.target.context_length]
+    assert lengths == [2200] * len(lengths)
+    # without a rate, vLLM's default: the model's maximum position (131,072 for Llama 3.1)
+    assert planner.plan(**common, concurrency=8).best.max_model_len == 131072

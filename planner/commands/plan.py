@@ -82,7 +82,9 @@ def options_list(axes: bool = False) -> list:
                      help="concurrent requests the pool must hold" + repeat, **many),
         click.option("--context-length", "--max-model-len", "context_length",
                      type=ranges.at_least(MIN_CONTEXT, "give the tokens per request, e.g. 32768"),
-                     help="tokens per request (max_model_len); default: the model's maximum" + repeat, **many),
+                     help="tokens per request (max_model_len); default: at a rate (--requests-per-second or "
+                          "--max-rate, every --serving) the workload's longest request, --isl + --osl (at the top of "
+                          "--range-ratio), else the model's maximum" + repeat, **many),
         click.option("--headroom", type=ranges.percent(), default=0.0, show_default=True,
                      help="percent of extra concurrency the pool must hold"),
         click.option("--margin", type=ranges.percent(high=100, high_open=True),
