@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from planner.app.result import Explanation, PlanResult, PoolPlan
+from planner.app.same_arrivals import SameArrivals
 from planner.kinds import Role, Serving
 
 
@@ -97,6 +98,8 @@ class ServingChoice(BaseModel):
     why: str
     aggregated: PlanResult | None = None
     disaggregated: DisaggPlan | None = None
+    same_arrivals: SameArrivals | None = Field(None, description="auto, both plans fitting: each judged again on the "
+                                               "same simulated arrivals (planner/app/same_arrivals.py)")
     notes: list[str] = Field(default_factory=list, exclude=True, description="without an aggregated plan to carry "
                              "them: input that had no effect, a line each (the text prints them)")
 
