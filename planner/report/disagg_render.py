@@ -61,8 +61,6 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
         print_table(console, "the chosen fleet and the best fleets of the next prefill × decode shapes",
                     ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))
     h, t = plan.handover, plan.ttft
-    for line in token_cost_lines(plan):
-        console.print(line, soft_wrap=True, markup=False)
     console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
                   + render(solver_phrase(plan.solver_status), named), soft_wrap=True)
     console.print(f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
@@ -72,6 +70,8 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
                   f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
                   f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
                   f"{duration(t.total_ms)}", soft_wrap=True, markup=False)
+    for line in token_cost_lines(plan):
+        console.print(line, soft_wrap=True, markup=False)
     for p in (plan.prefill, plan.decode):
         console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=True, markup=False)
         console.print(f"{p.role} connector: NixlConnector {p.kv_role}, {size(p.connector_gpu_bytes)} on the GPU "
