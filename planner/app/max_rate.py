@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from planner import defaults
 from planner.app.plan import pool_plan
 from planner.app.result import Explanation, PoolPlan, Target
 from planner.app.serving import DisaggPlan
@@ -151,7 +152,8 @@ def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
     """A disaggregated fleet's most: the highest grid rate at which `plan --serving disagg` finds a
     fleet within the pool (planner/search/disagg.py: the prefill pool's M/D/1 wait within TTFT, the
     decode pool within TPOT; more rate never needs fewer instances), searched as the aggregated
-    instance's rate is (slo.highest_index), from 1 request/s in steps of about 2× the grid's."""
+    instance's rate is (slo.highest_index), from planner/defaults.yaml serving.disagg_first_rate in
+    steps of serving.disagg_first_step grid rates, doubling."""
     from planner.app.disagg_plan import plan_disagg
     from planner.search.disagg import search
 
@@ -164,7 +166,8 @@ def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
             found[k] = search(request.at(slo.grid_rate(k)), limits, 0)
         return found[k].chosen is not None
 
-    lo, hi = slo.highest_index(fits, slo.grid_index(1.0), slo.grid_index(MAX_RATE), step=64)
+    lo, hi = slo.highest_index(fits, slo.grid_index(defaults.value("serving.disagg_first_rate")),
+                               slo.grid_index(MAX_RATE), step=defaults.value("serving.disagg_first_step"))
     model = sweep_model(request.service.model, request.service.quantization)
     rate = slo.grid_rate(lo if lo is not None else hi)
     at = request.at(rate)

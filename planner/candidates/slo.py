@@ -279,12 +279,20 @@ def _marked(points: list[ParetoPoint], sizing: Sizing, replicas: int) -> list[Pa
 
 
 # -- the most a pool serves: the highest rate per instance that meets the targets -------------------
+def _grid() -> tuple[int, int]:
+    """The rate grid's first mantissa (10^(digits-1)) and the exponent of its lowest rate's last digit
+    (planner/defaults.yaml serving.rate_digits, serving.lowest_rate)."""
+    digits = defaults.value("serving.rate_digits")
+    return 10 ** (digits - 1), round(math.log10(defaults.value("serving.lowest_rate"))) - (digits - 1)
+
+
 def grid_rate(k: int) -> float:
-    """The k-th rate of the grid the highest rate is searched on (requests/s): three significant
-    digits from 0.001 up (100 … 999 × 10^e), so consecutive rates differ by at most 1 % and each
-    prints exactly. Searching a fixed grid makes the answer the grid's highest meeting rate
-    whatever the starting guess (the simulation's percentiles do not fall as the rate rises)."""
-    mantissa, exponent = 100 + k % 900, k // 900 - 5
+    """The k-th rate of the grid the highest rate is searched on (requests/s): `serving.rate_digits`
+    significant digits (three: 100 … 999 × 10^e) from `serving.lowest_rate` up, so consecutive rates
+    differ by at most 1 % and each prints exactly. Searching a fixed grid makes the answer the grid's
+    highest meeting rate whatever the starting guess (the percentiles do not fall as the rate rises)."""
+    first, low = _grid()
+    mantissa, exponent = first + k % (9 * first), k // (9 * first) + low
     return mantissa * 10**exponent if exponent >= 0 else mantissa / 10**-exponent
 
 
@@ -292,8 +300,9 @@ def grid_index(rate: float) -> int:
     """The index of the highest grid rate at or below `rate` (0 below the grid)."""
     if rate < grid_rate(0):
         return 0
-    exponent = math.floor(math.log10(rate)) - 2
-    k = (exponent + 5) * 900 + min(899, max(0, int(rate / 10**exponent) - 100))
+    first, low = _grid()
+    exponent = math.floor(math.log10(rate)) - (len(str(first)) - 1)
+    k = (exponent - low) * 9 * first + min(9 * first - 1, max(0, int(rate / 10**exponent) - first))
     while k > 0 and grid_rate(k) > rate:
         k -= 1
     while grid_rate(k + 1) <= rate:
