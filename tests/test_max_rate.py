@@ -263,3 +263,14 @@ def test_every_rate_based_mode_takes_the_workloads_longest_request_as_its_defaul
     assert lengths == [2200] * len(lengths)
     # without a rate, vLLM's default: the model's maximum position (131,072 for Llama 3.1)
     assert planner.plan(**common, concurrency=8).best.max_model_len == 131072
+
+
+@pytest.mark.parametrize("model, chip, gpus, said", [
+    ("llama-3.1-8b", "a10g", 2, "a10g: no vendor-sourced bf16_flops"),  # no step-model rates to simulate with
+    ("llama-3.1-70b", "h100", 1, "no instance shape of llama-3.1-70b fits --max-gpus 1 on h100"),  # 141 GB of bf16
+])
+def test_a_pool_that_serves_no_rate_says_why_exit_1(model, chip, gpus, said, capsys):
+    assert main(["--model", model, "--chip", chip, "--max-gpus", str(gpus), "--isl", "2000", "--osl", "200",
+                 "--p99-ttft-ms", "1000", "--max-rate"]) == 1
+    out = capsys.readouterr().out
+    assert f"{model} (--max-gpus {gpus}): serves no rate within p99 TTFT ≤ 1,000 ms" in out and said in out

@@ -76,11 +76,12 @@ def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
     start = time.perf_counter()
     service, limits = request.judged, request.limits
     model = sweep_model(service.model, service.quantization)
-    found = []
+    found, unpriced = [], []
     # the rows a plan at any rate sweeps (a rate caps each row's max_num_seqs at the requests it holds,
     # planner/candidates/latency.py cap_rows; the rate's value changes no row): planned back, the same rows
     for table in tables_for(request.at(1.0), limits):
         if not has_rates(table.chip):
+            unpriced.append(table.chip)
             continue
         stock = pool_gpus(limits.max_gpus, table.gpus_per_node, limits.spare)
         for row in table.dominant():
@@ -101,7 +102,7 @@ def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
             feasible=False, max_gpus=limits.max_gpus, shapes=shapes, model=model.name, hf_id=model.hf_id,
             target=Target.of(asked, length, target_words(asked)).model_copy(update={"requests_per_second": None}),
             explanations=[Explanation(chip=",".join(limits.chips), constraint="service_targets",
-                                      text=render(_none_serves(request, found), named))],
+                                      text=render(_none_serves(request, found, unpriced), named))],
             seconds=round(time.perf_counter() - start, 3)), named)
     table, row, replicas, best = found[0]
     rate = replicas * best.rate
@@ -130,13 +131,20 @@ def _binds(at, best: slo.InstanceRate, replicas: int, split: str, max_gpus: int)
     return said + f"; at {given(best.next_rate)} requests/s each: {missed}"
 
 
-def _none_serves(request: MaxRateRequest, found: list) -> str:
-    """Why the pool serves no rate: no shape fits it, or every shape misses a target even one request
-    at a time (the nearest named with its figures), or even at the lowest rate searched."""
+def _none_serves(request: MaxRateRequest, found: list, unpriced: list) -> str:
+    """Why the pool serves no rate: a chip without the step model's rates, no shape fits it, or every
+    shape misses a target even one request at a time (the nearest named with its figures), or even
+    at the lowest rate searched."""
+    from pricing.step import missing_rates
+
     gpus = request.limits.max_gpus
     if not found:
-        return (f"no instance shape of {request.service.model} fits {mention('max_gpus')} {gpus} on "
-                f"{', '.join(request.limits.chips)} with the step model's rates; raise {mention('max_gpus')}")
+        said = [f"{missing_rates(chip)}, so no rate can be simulated" for chip in unpriced]
+        priced = [c for c in request.limits.chips if c not in {chip.id for chip in unpriced}]
+        if priced or not said:
+            said.append(f"no instance shape of {request.service.model} fits {mention('max_gpus')} {gpus} on "
+                        f"{', '.join(priced or request.limits.chips)}; raise {mention('max_gpus')}")
+        return "; ".join(said)
     table, row, replicas, best = min(found, key=lambda f: len(slo.misses(request.judged, f[3].alone))
                                      if f[3].alone is not None else 0)
     if best.alone is None:

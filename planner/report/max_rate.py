@@ -26,7 +26,7 @@ def max_rate_line(result: MaxRateResult, named=None) -> str:
     if result.fleet is not None:
         pool += ", prefill and decode pools"
     if not result.feasible:
-        return f"{result.model} ({pool}): no rate meets {within} at ISL {count(t.isl)} / OSL {count(t.osl)}"
+        return f"{result.model} ({pool}): serves no rate within {within} at ISL {count(t.isl)} / OSL {count(t.osl)}"
     return (f"{result.model} ({pool}): at most {given(result.requests_per_second)} requests/s of ISL "
             f"{count(t.isl)} / OSL {count(t.osl)} within {within}")
 
@@ -47,7 +47,8 @@ def render_max_rate(result: MaxRateResult, console: Console, named=None) -> None
         return
     rows = [[s.chip, s.split, str(s.gpus_per_replica), str(s.replicas), given(s.requests_per_second_per_instance),
              given(s.requests_per_second), str(s.benchmarks), "; ".join(s.misses_alone)] for s in result.shapes]
-    print_table(console, "the most each instance shape serves in the pool", SHAPE_COLUMNS, rows)
+    if rows:
+        print_table(console, "the most each instance shape serves in the pool", SHAPE_COLUMNS, rows)
     for e in result.explanations:
         console.print(e.text, soft_wrap=True, markup=False)
     best = result.best
