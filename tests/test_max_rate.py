@@ -236,6 +236,8 @@ def test_a_disaggregated_plan_prints_and_emits_cost_per_token_as_an_aggregated_o
     assert main([*args, "--json"]) == 0
     fleet = json.loads(capsys.readouterr().out)["serving"]["disaggregated"]
     for f in [fleet, *fleet["alternatives"]]:
+        roles = [f["prefill"]["cost_per_million_output_tokens"], f["decode"]["cost_per_million_output_tokens"]]
+        assert sum(roles) == pytest.approx(f["cost_per_million_output_tokens"], abs=2e-4)  # each role's share
         assert f["cost_per_million_output_tokens"] == pytest.approx(f["cost_per_hour"] / (5 * 200 * 3600) * 1e6,
                                                                     abs=1e-4)
         assert f["cost_per_million_input_tokens"] == pytest.approx(f["cost_per_hour"] / (5 * 2000 * 3600) * 1e6,

@@ -24,6 +24,7 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
                binds: str, in_flight: int):
     """One role's pool as the report shows it: the row in its role, its memory, its connector and
     binds; its launch follows its placement (`launch_pools`). Also the role's deployment."""
+    from planner.app.plan import token_costs
     from planner.app.serving import RolePool
     from pricing.kernel.report import memory_report
 
@@ -33,6 +34,8 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
     conn = kernel.connector()
     held = row.shape.dp * row.max_num_seqs * replicas
     d = e.as_deployment()
+    cost = round(chip.price_per_gpu_hour * row.gpus * replicas, 4)
+    per_output, per_input = token_costs(service, None, cost)  # this role's share: the two pools' sum the fleet's
     pool = RolePool(
         deployment=d,
         in_flight=in_flight, role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id,
@@ -42,7 +45,8 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
         max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, held=held, headroom=0.0,
-        binds=binds, binds_role=binds, cost_per_hour=round(chip.price_per_gpu_hour * row.gpus * replicas, 4),
+        binds=binds, binds_role=binds, cost_per_hour=cost, cost_per_million_output_tokens=per_output,
+        cost_per_million_input_tokens=per_input,
         price_per_gpu_hour=chip.price_per_gpu_hour, price_estimate=chip.price_estimate, price_as_of=chip.price_as_of,
         vllm_serve="", memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
                                "block_bytes": mem.block_bytes, "num_blocks": mem.num_blocks,
