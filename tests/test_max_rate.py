@@ -136,6 +136,9 @@ def test_the_json_validates_against_the_report_schema(capsys):
     (["--max-gpus", "8", "--concurrency", "5"], "--concurrency"),
     (["--max-gpus", "8", "--serving", "disagg"], "--serving"),
     (["--max-gpus", "8", "--tpot-ms", "20"], "--tpot-ms"),
+    (["--max-gpus", "8", "--provenance"], "--provenance"),
+    (["--max-gpus", "8", "--time-limit", "5"], "--time-limit"),
+    (["--max-gpus", "8", "--emit", "k8s", "-o", "out"], "--emit"),
 ])
 def test_inapplicable_combinations_are_one_line_exit_2(extra, flag, capsys):
     args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1000", "--osl", "200", "--p99-ttft-ms", "1000",

@@ -102,8 +102,8 @@ def _no_max_rate(o: dict) -> bool:
     return not o.get("max_rate")
 
 
-MAX_RATE_REFUSES = ("requests_per_second", "concurrency", "headroom", "chart_path", "emit", "brief", "fmt")  # what a
-# plan at a given load takes
+MAX_RATE_REFUSES = ("requests_per_second", "concurrency", "headroom", "chart_path", "emit", "brief", "fmt",
+                    "show_provenance")  # what a plan at a given load takes
 
 
 def _max_rate_disagg(o: dict) -> bool:
@@ -151,6 +151,8 @@ NEEDS = (
             "drop it, or drop --max-rate") for name in MAX_RATE_REFUSES),
     Needs("serving", "one kind of pool (--max-rate finds the most of an aggregated pool or of a disaggregated fleet)",
           lambda o: _no_max_rate(o) or o.get("serving") != "auto", "give --serving agg or disagg"),
+    Needs("time_limit", "a solve (--max-rate simulates an aggregated pool's shapes; --serving disagg solves)",
+          lambda o: not _max_rate_agg(o), "drop --time-limit, or add --serving disagg"),
     *(Needs(name, "a disaggregated fleet (--max-rate judges an aggregated pool by percentile targets)",
             lambda o: not _max_rate_agg(o), "give --p90-tpot-ms or --p99-ttft-ms, or add --serving disagg")
       for name in ("tpot_ms", "ttft_ms", "prefill_chip", "decode_chip")),
