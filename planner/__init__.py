@@ -6,7 +6,7 @@ and what it costs. The Python API is planner/app/api.py's (docs/api.md):
 
 Its names resolve when first used, so `import planner` loads neither pydantic models nor OR-Tools."""
 
-API = ("plan", "plan_serving", "review", "compare", "compare_points", "memory", "request_of")
+API = ("plan", "plan_serving", "max_rate", "review", "compare", "compare_points", "memory", "request_of")
 
 __all__ = [*API, "InputError"]
 

@@ -110,7 +110,8 @@ class ServiceSpec(BaseModel):
     model: str
     quantization: str | None = None
     concurrency: int = Field(ge=1, le=MAX_CONCURRENCY, description="concurrent requests at the context length")
-    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="max_model_len; None: the model's maximum")
+    context_length: int | None = Field(None, ge=MIN_CONTEXT, description="max_model_len; None: at a rate the "
+                                       "workload's longest request, else the model's maximum")
     headroom: float = Field(0.0, ge=0, description="percent of extra concurrency the pool must hold")
     num_speculative_tokens: Count = Field(0, ge=0, le=MAX_SPECULATIVE)
     speculative_method: str | None = None
@@ -290,3 +291,49 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
                     f"{w.longest:,}" if w.longest <= model.max_position else
                     f"lower {mention('isl')}/{mention('osl')}: {model.name} has {model.max_position:,} positions"))
     return out
+
+
+class MaxRateRequest(BaseModel):
+    """The most requests per second a pool serves (`plan --max-rate`): the service at a rate not
+    yet known (its workload's lengths, no rate), the targets every rate is judged by, and the pool
+    (`limits.max_gpus`, of the chips allowed). An aggregated pool is judged by percentile targets
+    (`slo`, the serving simulator); a disaggregated fleet by the service's own `ttft_ms` (queueing
+    included) and `tpot_ms`, as `plan --serving disagg` sizes it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    service: ServiceSpec
+    slo: SloSpec | None = None
+    limits: PoolLimits
+
+    @model_validator(mode="after")
+    def _a_pool_and_lengths(self):
+        w = self.service.workload
+        if self.limits.max_gpus is None:
+            raise ValueError("max_gpus is the pool whose rate is asked: give it")
+        if w is None:
+            raise ValueError("workload: give the requests' isl and osl")
+        if w.requests_per_second is not None:
+            raise ValueError("workload.requests_per_second is what max_rate finds: leave it out")
+        if self.service.slo is not None:
+            raise ValueError("the service's slo: give the targets as the request's slo")
+        if self.service.serving == "auto":
+            raise ValueError("serving auto: the most of an aggregated pool or of a disaggregated fleet is asked, "
+                             "not the cheaper")
+        if self.service.serving == "agg" and self.slo is None:
+            raise ValueError("slo: an aggregated pool's rate is the most that meets percentile targets")
+        if self.service.serving == "disagg" and (self.slo is not None or self.service.ttft_ms is None):
+            raise ValueError("a disaggregated fleet is judged by ttft_ms (and tpot_ms), not percentile targets")
+        return self
+
+    def at(self, rate: float) -> ServiceSpec:
+        """The service at `rate` requests/s under the targets (what a plan at that rate is given)."""
+        w = self.service.workload.model_copy(update={"requests_per_second": rate})
+        return ServiceSpec.model_validate({**self.service.model_dump(), "workload": w.model_dump(),
+                                           "slo": self.slo.model_dump() if self.slo is not None else None})
+
+    @property
+    def judged(self) -> ServiceSpec:
+        """The service with its targets, at no rate: what each candidate instance is simulated as
+        (the rate is the simulation's argument, planner/candidates/slo.py highest_rate)."""
+        return self.service.model_copy(update={"slo": self.slo})

@@ -492,13 +492,14 @@ def test_an_error_quoted_in_a_plan_names_the_flag():
     assert "e.g. --tp: 3 does not divide 32 attention heads (use 1, 2, 4 or 8)." in explain(
         table, service, limits, plan_flag).text
     # a10g states no tensor rate: each disaggregated role's step time cannot be priced
-    disagg = ServiceSpec(model="llama-3.1-8b", concurrency=1, ttft_ms=1000, serving="disagg",
+    disagg = ServiceSpec(model="llama-3.1-8b", concurrency=1, ttft_ms=1000, serving="disagg", context_length=131072,
                          workload=WorkloadSpec(isl=1000, osl=100, requests_per_second=1))
     found = plan_disagg(disagg, PoolLimits(chips=("a10g",)))
     assert "a10g tp 2 dcp 1: chip: a10g: no vendor-sourced bf16_flops" in found.explanations[0].text
     assert (found.explanations[0].chip, found.explanations[0].constraint) == ("a10g", "chip")
     code, out, err = run(["--model", "llama-3.1-8b", "--chip", "a10g", "--isl", "1000", "--osl", "100",
-                          "--requests-per-second", "1", "--ttft-ms", "1000", "--serving", "disagg"])
+                          "--requests-per-second", "1", "--ttft-ms", "1000", "--serving", "disagg",
+                          "--context-length", "131072"])
     assert code == 1 and "Traceback" not in err
     assert "- a10g tp 2 dcp 1: --chip: a10g: no vendor-sourced bf16_flops" in out + err
     assert "- prefill: no candidate instance (a10g tp 2 dcp 1: --chip: a10g: no vendor-sourced" in out + err

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner.kinds import Role, Serving
-from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from planner.request import MaxRateRequest, PlanRequest, PoolLimits, ServiceSpec
 
 if TYPE_CHECKING:  # pragma: no cover
+    from planner.app.max_rate import MaxRateResult
     from planner.app.memory import MemoryResult
     from planner.app.result import PlanResult
     from planner.app.review import Comparison
@@ -162,6 +163,60 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     else:
         choice.notes = notes
     return ServingOutput(serving=choice)
+
+
+def max_rate(request: MaxRateRequest | None = None, *, named=None, **fields) -> MaxRateResult:
+    """The most requests per second a pool serves within service targets (`plan --max-rate --json`):
+    `request`, or its fields as keywords: `max_rate(model="llama-3.1-8b", chip="h100", max_gpus=8,
+    workload={"isl": 1000, "osl": 200}, slo={"p99_ttft_ms": 1000, "p90_tpot_ms": 15})`; the other
+    keywords are `plan()`'s (tp, kv_cache_dtypes, price, spare, ...)."""
+    from planner.app.max_rate import max_rate as most
+    from pricing.errors import InputError
+
+    if request is None:
+        slo = fields.pop("slo", None)
+        asked = request_of(concurrency=1, **{"serving": Serving.AGG.value, **fields})
+        request = max_rate_request(asked.service, slo, asked.limits)
+    elif fields:
+        raise InputError(next(iter(fields)), "is given beside a MaxRateRequest", "put it in the request, or give "
+                         "only keywords")
+    with session():
+        check_service(request.judged)
+        return most(request, named)
+
+
+def max_rate_request(service: ServiceSpec, slo, limits: PoolLimits) -> MaxRateRequest:
+    """The question `max_rate` answers, checked: the pool (`max_gpus`), the requests' lengths
+    (`workload` without a rate: the rate is the answer) and the targets (`slo`), each missing one
+    bad input naming its field."""
+    from pydantic import ValidationError
+
+    from planner.request import validation_message
+    from pricing.errors import InputError
+
+    w, mode = service.workload, service.serving
+    for field, wrong, problem, fix in (
+            ("max_gpus", limits.max_gpus is None, "is required",
+             "give max_gpus=8, the GPUs of the pool whose rate is asked"),
+            ("workload", w is None, "is required", "give workload={'isl': 2000, 'osl': 500}, the requests' lengths"),
+            ("requests_per_second", w is not None and w.requests_per_second is not None,
+             "is given, but it is the answer", "leave it out: the rate is what max_rate finds"),
+            ("serving", mode == Serving.AUTO, "auto is not taken", "give 'agg' or 'disagg': the most of one kind"),
+            ("slo", slo is None and mode == Serving.AGG, "is required",
+             "give slo={'p99_ttft_ms': 2000, ...}: an aggregated pool's rate is the most that meets them"),
+            ("slo", slo is not None and mode == Serving.DISAGG, "is not taken by a disaggregated fleet",
+             "give ttft_ms and tpot_ms: the fleet is sized by them, queueing included"),
+            ("ttft_ms", service.ttft_ms is None and mode == Serving.DISAGG, "is required",
+             "give ttft_ms=1500: the prefill pool is sized by it, queueing included")):
+        if wrong:
+            raise InputError(field, problem, fix)
+    try:
+        return MaxRateRequest(service=service, slo=slo, limits=limits)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = str(first["loc"][-1]) if first["loc"] else "slo"
+        message = validation_message(first)
+        raise InputError(field, message[:1].lower() + message[1:], "see planner/request.py SloSpec") from None
 
 
 def scenario_of(scenario: str | Path | Scenario) -> Scenario:

@@ -24,6 +24,7 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
                binds: str, in_flight: int):
     """One role's pool as the report shows it: the row in its role, its memory, its connector and
     binds; its launch follows its placement (`launch_pools`). Also the role's deployment."""
+    from planner.app.plan import token_costs
     from planner.app.serving import RolePool
     from pricing.kernel.report import memory_report
 
@@ -33,6 +34,8 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
     conn = kernel.connector()
     held = row.shape.dp * row.max_num_seqs * replicas
     d = e.as_deployment()
+    cost = round(chip.price_per_gpu_hour * row.gpus * replicas, 4)
+    per_output, per_input = token_costs(service, None, cost)  # this role's share: the two pools' sum the fleet's
     pool = RolePool(
         deployment=d,
         in_flight=in_flight, role=role.name, kv_role=role.kv_role, model=service.model, chip=chip.id,
@@ -42,7 +45,8 @@ def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table:
         decode_context_parallel_size=row.shape.dcp, gpu_memory_utilization=row.gpu_memory_utilization,
         max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs,
         max_model_len=e.max_model_len, kv_cache_dtype=row.shape.kv_cache_dtype, held=held, headroom=0.0,
-        binds=binds, binds_role=binds, cost_per_hour=round(chip.price_per_gpu_hour * row.gpus * replicas, 4),
+        binds=binds, binds_role=binds, cost_per_hour=cost, cost_per_million_output_tokens=per_output,
+        cost_per_million_input_tokens=per_input,
         price_per_gpu_hour=chip.price_per_gpu_hour, price_estimate=chip.price_estimate, price_as_of=chip.price_as_of,
         vllm_serve="", memory={"fixed": mem.fixed.model_dump(), "budget": mem.budget, "kv_pool": mem.kv_pool,
                                "block_bytes": mem.block_bytes, "num_blocks": mem.num_blocks,
@@ -125,6 +129,7 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
     """One chosen pair at its counts as a plan: both pools placed and launched, the hand-over and
     the time to first token by part."""
     from planner.app.disagg_launch import router, side_channel_base
+    from planner.app.plan import token_costs
     from planner.app.serving import DisaggPlan, TimeToFirstToken
     from planner.search.placement import ChipNodes, PoolShape, place
 
@@ -142,6 +147,7 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
         raise AssertionError("a pair priced over one node's NVLink was laid over more than one node")
     prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base())
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
+    per_output, per_input = token_costs(service, None, cost)  # as an aggregated pool's: the rate's tokens an hour
     return DisaggPlan(
         feasible=True, prefill=prefill_pool, decode=decode_pool,
         handover=handover_of(pair),
@@ -150,8 +156,9 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
                               first_step_ms=round(dec.step_seconds * 1000, 2),
                               total_ms=round(spent * 1000, 1), prefill_utilization=round(util, 4)),
         requests_per_second=rate, tpot_ms=round(dec.tpot_seconds * 1000, 3), gpus=prefill_pool.gpus + decode_pool.gpus,
-        cost_per_hour=round(cost, 4),
-        router=router(prefill_pool.instances, decode_pool.instances), nodes=laid.nodes,
+        cost_per_hour=round(cost, 4), cost_per_million_output_tokens=per_output,
+        cost_per_million_input_tokens=per_input, router=router(prefill_pool.instances, decode_pool.instances),
+        nodes=laid.nodes,
         solver_status=found.status, candidates_evaluated=found.evaluated, pairs=len(found.pairs),
         seconds=round(found.seconds, 3))
 
@@ -179,7 +186,30 @@ def plan_serving(request, named=None):
     dis = (plan_disagg(service, limits, request.alternatives, named) if mode in (Serving.DISAGG, Serving.AUTO)
            else None)
     chosen, why = _cheaper(agg, dis)
-    return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis)
+    same = None
+    if mode == Serving.AUTO and agg.feasible and dis.feasible:  # one queueing model for both: the same arrivals
+        from planner.app.same_arrivals import judge
+
+        same = judge(service, agg, dis)
+        chosen, why = _on_same_arrivals(same, chosen, why)
+    return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis, same_arrivals=same)
+
+
+def _on_same_arrivals(same, chosen: Serving, why: str) -> tuple[Serving, str]:
+    """The cheaper plan, unless on the same simulated arrivals only the other meets the targets."""
+    a, d = same.aggregated, same.disaggregated
+    said = (f"on the same simulated arrivals ({count(same.requests)} Poisson requests at "
+            f"{given(same.requests_per_second)} requests/s, vLLM 0.33's scheduler on the step model) mean TTFT/TPOT "
+            f"aggregated {duration(a.ttft_ms)}/{duration(a.tpot_ms)}, disaggregated {duration(d.ttft_ms)}/"
+            f"{duration(d.tpot_ms)}")
+    if a.meets != d.meets:
+        kept = Serving.AGG if a.meets else Serving.DISAGG
+        label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}
+        if kept != chosen:
+            return kept, (f"only the {label[kept]} plan meets the targets: {said}; the {label[chosen]} one, though "
+                          f"cheaper, misses them. {why}")
+        return chosen, f"{why}. Only it meets the targets {said}"
+    return chosen, f"{why}. {'Both meet' if a.meets else 'Neither meets'} the targets {said}"
 
 
 def _cheaper(agg, dis) -> tuple[Serving, str]:

@@ -30,7 +30,7 @@ def plan(request: PlanRequest, named=None) -> PlanResult:
     length = context_length(model, service)
     by_chip = {t.chip.id: t for t in found.tables}
     prices = {t.chip.id: t.chip.price_per_gpu_hour for t in found.tables}
-    pools = [_pool(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)),
+    pools = [pool_plan(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)),
                    (found.sized, prices), limits.spare) for o, n in found.ranked]
     if pools:
         explanations = []
@@ -93,8 +93,10 @@ def margin_of(service: ServiceSpec) -> Margin:
     return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 
 
-def _pool(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
-          every=None, spare: int = 0) -> PoolPlan:
+def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
+              every=None, spare: int = 0) -> PoolPlan:
+    """One chosen row at `replicas`, verified by the kernel, with what binds it, its step and serving
+    figures, its costs per token and its launch."""
     row = option.row
     kernel = verify(model, table, service, row)
     d = deployment(row, service, kernel.engine.max_model_len).model_copy(

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from planner.app.result import Explanation, PlanResult, PoolPlan
+from planner.app.same_arrivals import SameArrivals
 from planner.kinds import Role, Serving
 
 
@@ -72,6 +73,10 @@ class DisaggPlan(BaseModel):
                                                     "batch; null when no fleet fits")
     gpus: int | None = Field(None, description="GPUs of both pools; null when no fleet fits")
     cost_per_hour: float | None = Field(None, description="USD per hour of both pools; null when no fleet fits")
+    cost_per_million_output_tokens: float | None = Field(
+        None, description="USD per million output tokens at the workload: both pools' whole cost over its output")
+    cost_per_million_input_tokens: float | None = Field(
+        None, description="USD per million input tokens at the workload: both pools' whole cost over its input")
     router: Launch | None = Field(None, description="the proxy to start in front of the two pools")
     nodes: list = Field(default_factory=list, description="the nodes both pools are laid on")
     explanations: list[Explanation] = Field(default_factory=list, description="why no fleet fits: each reason's "
@@ -93,6 +98,8 @@ class ServingChoice(BaseModel):
     why: str
     aggregated: PlanResult | None = None
     disaggregated: DisaggPlan | None = None
+    same_arrivals: SameArrivals | None = Field(None, description="auto, both plans fitting: each judged again on the "
+                                               "same simulated arrivals (planner/app/same_arrivals.py)")
     notes: list[str] = Field(default_factory=list, exclude=True, description="without an aggregated plan to carry "
                              "them: input that had no effect, a line each (the text prints them)")
 

@@ -218,14 +218,21 @@ def pool_gpus(max_gpus: int | None, gpus_per_node: int, spare: int) -> int | Non
 
 
 def context_length(model: ModelGraph, service: ServiceSpec) -> int:
-    """`--context-length`; with service targets, the workload's longest request (its prompt and
-    output at the top of their range), so the KV pool admits by what requests hold; else vLLM's
-    default, the model's maximum position."""
+    """`--context-length`; else, at a rate (a workload with requests_per_second, or service
+    targets, which are met at one: every rate-based mode alike, aggregated, disaggregated and
+    --max-rate), the workload's longest request (its prompt and output at the top of their range),
+    so the KV pool admits by what requests hold; else vLLM's default, the model's maximum position."""
     if service.context_length is not None:
         return service.context_length
-    if service.slo is not None:
+    if at_a_rate(service):
         return min(model.max_position, service.workload.longest)
     return model.max_position
+
+
+def at_a_rate(service: ServiceSpec) -> bool:
+    """The service is sized at a request rate (the rule of its default context length)."""
+    w = service.workload
+    return service.slo is not None or (w is not None and w.requests_per_second is not None)
 
 
 def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:

@@ -18,6 +18,7 @@ serving.capacity_allowance), until `keep` simulated pools cost less than the nex
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, Field
@@ -275,3 +276,107 @@ def _marked(points: list[ParetoPoint], sizing: Sizing, replicas: int) -> list[Pa
         f" × dp {row.shape.dp}" if row.shape.dp > 1 else "")
     return [p.model_copy(update={"chosen": True}) if (p.chip, p.split, p.replicas) == (row.chip, split, replicas)
             else p for p in points]
+
+
+# -- the most a pool serves: the highest rate per instance that meets the targets -------------------
+def _grid() -> tuple[int, int]:
+    """The rate grid's first mantissa (10^(digits-1)) and the exponent of its lowest rate's last digit
+    (planner/defaults.yaml serving.rate_digits, serving.lowest_rate)."""
+    digits = defaults.value("serving.rate_digits")
+    return 10 ** (digits - 1), round(math.log10(defaults.value("serving.lowest_rate"))) - (digits - 1)
+
+
+def grid_rate(k: int) -> float:
+    """The k-th rate of the grid the highest rate is searched on (requests/s): `serving.rate_digits`
+    significant digits (three: 100 … 999 × 10^e) from `serving.lowest_rate` up, so consecutive rates
+    differ by at most 1 % and each prints exactly. Searching a fixed grid makes the answer the grid's
+    highest meeting rate whatever the starting guess (the percentiles do not fall as the rate rises)."""
+    first, low = _grid()
+    mantissa, exponent = first + k % (9 * first), k // (9 * first) + low
+    return mantissa * 10**exponent if exponent >= 0 else mantissa / 10**-exponent
+
+
+def grid_index(rate: float) -> int:
+    """The index of the highest grid rate at or below `rate` (0 below the grid)."""
+    if rate < grid_rate(0):
+        return 0
+    first, low = _grid()
+    exponent = math.floor(math.log10(rate)) - (len(str(first)) - 1)
+    k = (exponent - low) * 9 * first + min(9 * first - 1, max(0, int(rate / 10**exponent) - first))
+    while k > 0 and grid_rate(k) > rate:
+        k -= 1
+    while grid_rate(k + 1) <= rate:
+        k += 1
+    return k
+
+
+@dataclass
+class InstanceRate:
+    """One row's instance at the highest grid rate that meets every target (`rate` 0 and `alone`
+    set when even one request at a time misses), with its benchmark there."""
+
+    candidate: Candidate
+    rate: float = 0.0
+    served: Served | None = None
+    above: Served | None = None  # the next grid rate's benchmark, which misses (None at the ceiling)
+    alone: Served | None = None
+    simulated: int = 0
+
+    @property
+    def next_rate(self) -> float:
+        """The grid rate above `rate`, the lowest the instance misses at."""
+        return grid_rate(grid_index(self.rate) + 1)
+
+
+def highest_index(meets: Callable[[int], bool], start: int, top: int, step: int = 1) -> tuple[int | None, int | None]:
+    """The highest grid index in [0, `top`] where `meets` holds, for a predicate that holds up to
+    some index and not above: from `start`, steps doubling from `step` up (or down) to a bracket,
+    then bisection. Returns (that index, the index above it, which misses); (None, 0) when even
+    index 0 misses and (top, None) when `top` meets."""
+    k = max(0, min(top, start))
+    if meets(k):
+        lo = k
+        while lo < top and meets(min(top, lo + step)):
+            lo, step = min(top, lo + step), step * 2
+        if lo == top:
+            return top, None
+        hi = min(top, lo + step)
+    else:
+        hi = k
+        while hi > 0 and not meets(max(0, hi - step)):
+            hi, step = max(0, hi - step), step * 2
+        if hi == 0:
+            return None, 0
+        lo = max(0, hi - step)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+def highest_rate(candidate: Candidate, ceiling: float) -> InstanceRate:
+    """The highest grid rate (at most `ceiling`) one instance serves within the targets: from the
+    step model's closed-form estimate (`highest_index`)."""
+    service = candidate.service
+    found = InstanceRate(candidate)
+    runs: dict[int, Served] = {}
+
+    def meets(k: int) -> bool:
+        if k not in runs:
+            runs[k] = candidate.run(grid_rate(k))
+        return not misses(service, runs[k])
+
+    alone = candidate.run(None, count=defaults.value("serving.alone_requests"))
+    if misses(service, alone):
+        found.alone = alone
+        return found
+    lo, hi = highest_index(meets, grid_index(candidate.estimate()), grid_index(ceiling))
+    found.simulated = len(runs)
+    if lo is None:
+        return found  # even the grid's lowest rate misses: only one request at a time meets them
+    found.rate, found.served = grid_rate(lo), runs[lo]
+    found.above = runs[hi] if hi is not None else None
+    return found

@@ -98,6 +98,22 @@ def _not_disagg(o: dict) -> bool:
     return o.get("serving") != "disagg" or o.get("isl") is None or o.get("osl") is None
 
 
+def _no_max_rate(o: dict) -> bool:
+    return not o.get("max_rate")
+
+
+MAX_RATE_REFUSES = ("requests_per_second", "concurrency", "headroom", "chart_path", "emit", "brief", "fmt",
+                    "show_provenance")  # what a plan at a given load takes
+
+
+def _max_rate_disagg(o: dict) -> bool:
+    return bool(o.get("max_rate")) and o.get("serving") == "disagg"
+
+
+def _max_rate_agg(o: dict) -> bool:
+    return bool(o.get("max_rate")) and o.get("serving", "agg") == "agg"
+
+
 @dataclasses.dataclass(frozen=True)
 class Needs:
     """`option`, given, applies only where `holds(options)`: else it is refused, `without` saying
@@ -133,6 +149,26 @@ NEEDS = (
     Needs("ray_address", "--executor ray", lambda o: o.get("executor") == "ray", "add --executor ray, or drop it"),
     Needs("brief", "a table (--json prints every field)", lambda o: not o.get("as_json"), "drop --brief or --json"),
     Needs("fmt", "a table (--json is the format)", lambda o: not o.get("as_json"), "drop --format or --json"),
+    Needs("max_rate", "service targets (the rate is the most that meets them)",
+          lambda o: _targets(o) or o.get("serving") == "disagg",
+          "add --p99-ttft-ms, --p90-tpot-ms or another target, with --isl and --osl"),
+    Needs("max_rate", "--ttft-ms (--serving disagg sizes the prefill pool by it, queueing included)",
+          lambda o: o.get("serving") != "disagg" or o.get("ttft_ms") is not None,
+          "add --ttft-ms 1500 and --tpot-ms 30"),
+    Needs("max_rate", "--max-gpus (the pool whose rate is asked)", lambda o: o.get("max_gpus") is not None,
+          "add --max-gpus 8, the GPUs of the pool"),
+    *(Needs(name, "a plan at a given load (--max-rate finds the rate the --max-gpus pool serves)", _no_max_rate,
+            "drop it, or drop --max-rate") for name in MAX_RATE_REFUSES),
+    Needs("serving", "one kind of pool (--max-rate finds the most of an aggregated pool or of a disaggregated fleet)",
+          lambda o: _no_max_rate(o) or o.get("serving") != "auto", "give --serving agg or disagg"),
+    Needs("time_limit", "a solve (--max-rate simulates an aggregated pool's shapes; --serving disagg solves)",
+          lambda o: not _max_rate_agg(o), "drop --time-limit, or add --serving disagg"),
+    *(Needs(name, "a disaggregated fleet (--max-rate judges an aggregated pool by percentile targets)",
+            lambda o: not _max_rate_agg(o), "give --p90-tpot-ms or --p99-ttft-ms, or add --serving disagg")
+      for name in ("tpot_ms", "ttft_ms", "prefill_chip", "decode_chip")),
+    *(Needs(name, "an aggregated pool (--max-rate --serving disagg is judged by --ttft-ms and --tpot-ms)",
+            lambda o: not _max_rate_disagg(o), "give --ttft-ms and --tpot-ms instead")
+      for name in SERVICE_TARGETS),
     *(Needs(name, "an aggregated plan (--serving disagg sizes both pools by the rate and the latency targets)",
             _not_disagg, "drop it, or use --serving agg or auto")
       for name in ("concurrency", "headroom", "range_ratio", "brief", "fmt")),

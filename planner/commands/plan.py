@@ -84,7 +84,9 @@ def options_list(axes: bool = False) -> list:
                      help="concurrent requests the pool must hold" + repeat, **many),
         click.option("--context-length", "--max-model-len", "context_length",
                      type=ranges.at_least(MIN_CONTEXT, "give the tokens per request, e.g. 32768"),
-                     help="tokens per request (max_model_len); default: the model's maximum" + repeat, **many),
+                     help="tokens per request (max_model_len); default: at a rate (--requests-per-second or "
+                          "--max-rate, every --serving) the workload's longest request, --isl + --osl (at the top of "
+                          "--range-ratio), else the model's maximum" + repeat, **many),
         click.option("--headroom", type=ranges.percent(), default=0.0, show_default=True,
                      help="percent of extra concurrency the pool must hold"),
         click.option("--margin", type=ranges.percent(high=100, high_open=True),
@@ -166,7 +168,7 @@ def slo_from(options: dict):
     given = {k: v for k, v in given.items() if v is not None}
     if not given and options.get("goodput") is None:
         return None
-    if options.get("requests_per_second") is None:
+    if options.get("requests_per_second") is None and not options.get("max_rate"):
         flag = "--" + next(iter(given), "goodput").replace("_", "-")
         raise InputError(flag, "a service target is met at a rate", "add --requests-per-second with --isl and --osl")
     try:
@@ -223,7 +225,15 @@ def plan_options(f):
              click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
              click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True,
                           help="csv: the plan table (the best pool and the alternatives), every column")]
-    return apply_options(options_list() + serving_options() + shown + k8s_options(), f)
+    return apply_options(options_list() + serving_options() + [max_rate_option()] + shown + k8s_options(), f)
+
+
+def max_rate_option():
+    """--max-rate: instead of a plan at a load, the most requests per second the pool serves."""
+    return click.option("--max-rate", is_flag=True, help="instead of a plan at a load: the most requests per second "
+                        "--max-gpus GPUs of --chip serve within the service targets (--p99-ttft-ms ..., with --isl "
+                        "and --osl), each instance shape simulated as at --requests-per-second; with --serving "
+                        "disagg: the most a prefill and a decode pool serve within --ttft-ms and --tpot-ms")
 
 
 def schema_option():
@@ -296,10 +306,10 @@ def request_from(options: dict) -> PlanRequest:
         raise InputError("--chip", "is required", "give a chip id such as h200 (see `plan chips`), repeat to compare")
     every, by_chip = parse_prices(options["price"])
     workload = workload_from(options)
-    slo = slo_from(options)
+    slo = None if options.get("max_rate") else slo_from(options)  # --max-rate: the targets judge every rate
     concurrency = options["concurrency"]
     if concurrency is None:  # a rate sizes the pool by its throughput within the targets (concurrency_note)
-        concurrency = 1 if slo is not None else rate_only(options, workload)
+        concurrency = 1 if slo is not None or options.get("max_rate") else rate_only(options, workload)
     try:
         service = ServiceSpec(
             model=options["model"], quantization=options["quantization"], concurrency=concurrency,
@@ -403,6 +413,8 @@ def run(ctx: click.Context, **options) -> None:
     from planner.heap import freeze_imported
 
     freeze_imported()
+    if options.get("max_rate"):
+        return run_max_rate(ctx, options)
     to = emit.emit_of(options)
     request = request_from(options)
     limits = request.limits
@@ -431,6 +443,29 @@ def run(ctx: click.Context, **options) -> None:
     if to is not None:
         for line in emit.emit([(result.best.model, result.best)], to=to):
             click.echo(line, err=options["as_json"])
+
+
+def run_max_rate(ctx: click.Context, options: dict) -> None:
+    """`--max-rate`: the most requests per second the pool serves within the targets (planner/app/
+    max_rate.py); exit status 1 when no rate meets them."""
+    from planner.app import api
+    from planner.report.max_rate import render_max_rate
+    from planner.report.tables import console_for_output
+
+    asked = request_from(options)
+    try:
+        request = api.max_rate_request(asked.service, slo_from(options), asked.limits)
+        result = api.max_rate(request, named=plan_flag)
+    except InputError as err:
+        raise in_flags(err, service_flag_of) from None
+    if options["as_json"]:
+        click.echo(result.model_dump_json(indent=2))
+        for e in result.explanations:
+            click.echo(e.text, err=True)
+    else:
+        render_max_rate(result, console_for_output(), plan_flag)
+    if not result.feasible:
+        ctx.exit(1)
 
 
 def draw_pareto(result, chart_path: str) -> None:

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from planner.app.serving import DisaggPlan, ServingChoice
 from planner.kinds import Serving
-from planner.numbers import amount, count, duration, number
+from planner.numbers import amount, count, duration, number, per_million_tokens
 from planner.report.memory import render_memory
 from planner.report.render import command, render_notes, split
 from planner.report.tables import Col, print_table
@@ -70,6 +70,8 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
                   f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
                   f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
                   f"{duration(t.total_ms)}", soft_wrap=True, markup=False)
+    for line in token_cost_lines(plan):
+        console.print(line, soft_wrap=True, markup=False)
     for p in (plan.prefill, plan.decode):
         console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=True, markup=False)
         console.print(f"{p.role} connector: NixlConnector {p.kv_role}, {size(p.connector_gpu_bytes)} on the GPU "
@@ -92,6 +94,17 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
     console.print("then the router in front of both pools (vLLM's documented proxy; llm-d's inference scheduler or "
                   "Dynamo's router serve the same role in production):", soft_wrap=True)
     command(console, plan.router.line)
+
+
+def token_cost_lines(plan: DisaggPlan) -> list[str]:
+    """$/M tokens at the workload, as an aggregated pool's (planner/report/render.py cost_lines): both
+    pools' whole cost charged to each kind of token."""
+    if plan.cost_per_million_output_tokens is None:
+        return []
+    estimate = plan.prefill.price_estimate or plan.decode.price_estimate
+    return [f"cost per token: {per_million_tokens(plan.cost_per_million_output_tokens, estimate)} per million output "
+            f"tokens, {per_million_tokens(plan.cost_per_million_input_tokens, estimate)} per million input tokens "
+            "(each both pools' whole cost over that kind of token at the workload)"]
 
 
 def render_disagg_infeasible(plan: DisaggPlan, console: Console, workload: str) -> None:

@@ -1,6 +1,6 @@
 """The one JSON schema of every report the tool prints as JSON (`--schema` on `plan`, `plan
-scenario` and `plan compare`): a `plan`, a `plan --serving disagg|auto`, a scenario's result and a
-comparison of variants, told apart by `kind`. They share their parts: a pool is `plan`'s
+scenario` and `plan compare`): a `plan`, a `plan --serving disagg|auto`, a `plan --max-rate`, a
+scenario's result and a comparison of variants, told apart by `kind`. They share their parts: a pool is `plan`'s
 `PoolPlan` wherever it appears (a scenario's service adds its name), `target` is the same object
 (`asked`, `required` and every target restated), and a pool's `held` is what it holds."""
 
@@ -11,11 +11,12 @@ from typing import Annotated
 from pydantic import Field, TypeAdapter
 
 from planner.app.fleet import FleetResult
+from planner.app.max_rate import MaxRateResult
 from planner.app.result import PlanResult
 from planner.app.review import Comparison
 from planner.app.serving import ServingOutput
 
-Report = Annotated[PlanResult | ServingOutput | FleetResult | Comparison, Field(discriminator="kind")]
+Report = Annotated[PlanResult | ServingOutput | FleetResult | Comparison | MaxRateResult, Field(discriminator="kind")]
 
 
 def report_schema() -> dict:

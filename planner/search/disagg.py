@@ -130,9 +130,15 @@ def rate_of(service: ServiceSpec) -> float:
 
 def memory_service(service: ServiceSpec, stages: bool = False) -> ServiceSpec:
     """The service with its latency targets and workload removed: the oracle's rows by memory alone
-    (the roles price their own steps); with `stages`, its pipeline sizes kept (a prefill instance
+    (the roles price their own steps), at the context length the rate gives (shapes.context_length,
+    pinned before the workload goes); with `stages`, its pipeline sizes kept (a prefill instance
     may run them), else none (a decode instance runs none)."""
+    from planner.candidates.shapes import context_length
+    from planner.candidates.table import sweep_model
+
+    length = context_length(sweep_model(service.model, service.quantization), service)
     return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None,
+                                      "context_length": length,
                                       "pp": service.pp if stages else (1,), "serving": "agg"})
 
 

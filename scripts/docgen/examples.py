@@ -186,6 +186,10 @@ EXAMPLES = {
         (("--model", "llama-3.1-70b", "--chip", "h100", "--chip", "h200", "--isl", "2000", "--osl", "500",
           "--requests-per-second", "20", "--p99-ttft-ms", "2000", "--p90-tpot-ms", "40"),),
         upto("cost per token:"), columns=140),
+    "max-rate": Example(
+        (("--model", "llama-3.1-70b", "--chip", "h200", "--max-gpus", "8", "--isl", "2000", "--osl", "500",
+          "--p99-ttft-ms", "2000", "--p90-tpot-ms", "40", "--max-rate"),),
+        upto("cost per token:"), columns=140),
     "serving-auto": Example(
         (("--model", "dsv4-flash", "--chip", "h200", "--isl", "8192", "--osl", "1024", "--requests-per-second", "4",
           "--ttft-ms", "3000", "--tpot-ms", "50", "--serving", "auto"),),
