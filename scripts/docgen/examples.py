@@ -21,9 +21,9 @@ from planner.cli import main  # noqa: E402
 GAP = "..."
 
 
-def output(argv: list[str], columns: int, status: int = 0) -> str:
-    """What `plan ARGV` prints at `columns` columns, run from the project's root (trailing blanks
-    stripped); an exit status other than `status` is an error of the example."""
+def run(argv, columns: int) -> tuple[int, str, str]:
+    """`plan ARGV` run in this process from the project's root at `columns` columns: its exit status,
+    what it printed on stdout and on stderr."""
     out, err = io.StringIO(), io.StringIO()
     before, here = os.environ.get("COLUMNS"), Path.cwd()
     os.environ["COLUMNS"] = str(columns)
@@ -37,9 +37,16 @@ def output(argv: list[str], columns: int, status: int = 0) -> str:
             del os.environ["COLUMNS"]
         else:
             os.environ["COLUMNS"] = before
+    return code, out.getvalue(), err.getvalue()
+
+
+def output(argv: list[str], columns: int, status: int = 0) -> str:
+    """What `plan ARGV` prints at `columns` columns, run from the project's root (trailing blanks
+    stripped); an exit status other than `status` is an error of the example."""
+    code, out, err = run(argv, columns)
     if code != status:
-        raise SystemExit(f"plan {' '.join(argv)} exited {code}: {err.getvalue()}")
-    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+        raise SystemExit(f"plan {' '.join(argv)} exited {code}: {err}")
+    return "\n".join(line.rstrip() for line in out.splitlines())
 
 
 def excerpt(lines: list[str], starts: tuple[str, ...]) -> list[str]:

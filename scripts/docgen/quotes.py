@@ -15,28 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
 
 
 def said(argv: tuple[str, ...], columns: int = 400) -> tuple[int, str]:
     """`plan ARGV` run from the project's root: its exit status and all it printed (stdout, then stderr),
     each line's run of blanks as one."""
-    from planner.cli import main
+    from docgen.examples import run
 
-    out, err = io.StringIO(), io.StringIO()
-    before, here = os.environ.get("COLUMNS"), Path.cwd()
-    os.environ["COLUMNS"] = str(columns)
-    os.chdir(ROOT)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(argv))
-    finally:
-        os.chdir(here)
-        if before is None:
-            del os.environ["COLUMNS"]
-        else:
-            os.environ["COLUMNS"] = before
-    return code, " ".join((out.getvalue() + "\n" + err.getvalue()).split())
+    code, out, err = run(argv, columns)
+    return code, " ".join((out + "\n" + err).split())
 
 
 @dataclass(frozen=True)
