@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -60,7 +61,16 @@ def emit_process(scenario: Path, out: Path, *extra: str, slow: float = 0.003) ->
     env = os.environ | {SLOW_WRITES: str(slow)}
     command = [sys.executable, "-m", "planner.cli", "scenario", str(scenario), "--format", "json", "--emit", "k8s",
                "-o", str(out), *extra]
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a run that says much never blocks on it
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    process.err = err
+    return process
+
+
+def said(process: subprocess.Popen) -> str:
+    """What a finished `emit_process` printed on stderr."""
+    process.err.seek(0)
+    return process.err.read()
 
 
 def others(parent: Path, out: Path) -> list[Path]:
@@ -113,7 +123,7 @@ def test_a_signal_at_any_moment_leaves_the_folder_as_it_was_or_complete(tmp_path
         assert after == before or complete(after), (moment, signum, sorted(after)[:5])
         assert others(parent, out) == [], (moment, signum, others(parent, out))
         if moment is not None and moment < SERVICES:  # interrupted while writing: the old folder, 128 + signal
-            assert after == before and code == 128 + signum, (moment, signum, code, process.stderr.read())
+            assert after == before and code == 128 + signum, (moment, signum, code, said(process))
         else:
             assert code != 0 or complete(after)
 
@@ -131,7 +141,7 @@ def test_two_emits_into_one_folder_take_turns(tmp_path):
     while a.poll() is None or b.poll() is None:
         most = max(most, len([p for p in others(parent, out) if p.is_dir()]))
         time.sleep(0.01)
-    assert (a.returncode, b.returncode) == (0, 0), (a.stderr.read(), b.stderr.read())
+    assert (a.returncode, b.returncode) == (0, 0), (said(a), said(b))
     after = contents(out)
     assert complete(after, "team-a") or complete(after, "team-b")
     assert most == 1 and others(parent, out) == []

@@ -751,3 +751,15 @@ def test_dynamo_refuses_what_it_cannot_write(tmp_path, capsys):
     assert main([*PD, "--serving", "disagg", "--emit", "k8s", "--k8s-target", "dynamo", "--image", DYNAMO_IMAGE,
                  "--router-image", ROUTER_IMAGE, "-o", str(tmp_path / "c")]) == 2
     assert "--router-image" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
+def test_what_many_pools_are_told_alike_is_one_line_naming_them():
+    """A 500-service emit printed the gated-model warning 500 times (and filled a pipe its caller did not
+    read); a note that several pools get alike is one line naming them, in order, the rest counted."""
+    from planner.commands.emit import grouped
+
+    names = ["chat", "chat prefill", "a", "b", "c"]
+    notes = ["warning: chat prefill: m is gated", "chat: x", "warning: a: m is gated", "warning: b: m is gated",
+             "warning: c: m is gated", "--rdma: no pool asks"]
+    assert grouped(notes, names) == ["warning: chat prefill, a, b and 1 more: m is gated", "chat: x",
+                                     "--rdma: no pool asks"]

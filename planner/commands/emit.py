@@ -139,7 +139,8 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     from pricing.chips import get_chip
     from pricing.errors import mention
 
-    named = k8s.resource_names([name for name, _ in pools] + [name for name, _, _ in routers])
+    names = [name for name, _ in pools] + [name for name, _, _ in routers]
+    named = k8s.resource_names(names)
     files, notes = {}, []
     if to.k8s.target == "dynamo":  # one DynamoGraphDeployment per service: its frontend routes
         by_name = dict(pools)
@@ -169,7 +170,28 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     written = k8s.write(files, to.output_dir)
     return [f"wrote {p} ({', '.join(r['kind'] for r in files[p.name])})" for p in written] + [
         f"{'' if n.startswith('warning:') else 'note: '}{render(n, own_flag)}"  # a field a note mentions as the
-        for n in notes]  # running command's flag
+        for n in grouped(notes, names)]  # running command's flag
+
+
+def grouped(notes: list[str], names: list[str]) -> list[str]:
+    """The notes, one line for what several pools are told alike ("NAME: text" for each): the pools
+    named once (a 500-service review's gated-model warning is one line, not 500), in order."""
+    longest_first = sorted(names, key=len, reverse=True)
+    said: dict[tuple[str, str], list[str]] = {}
+    for note in notes:
+        lead = "warning: " if note.startswith("warning: ") else ""
+        body = note.removeprefix(lead)
+        name = next((n for n in longest_first if body.startswith(f"{n}: ")), "")
+        said.setdefault((lead, body[len(name) + 2:] if name else body), []).append(name)
+    out = []
+    for (lead, text), who in said.items():
+        pools = [n for n in who if n]
+        if not pools:
+            out.append(lead + text)
+            continue
+        shown = ", ".join(pools[:3]) + (f" and {len(pools) - 3} more" if len(pools) > 3 else "")
+        out.append(f"{lead}{shown}: {text}")
+    return out
 
 
 def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:
