@@ -25,7 +25,18 @@ from dataclasses import fields
 
 from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
-from pricing.rules.shared import Group, Layout, align_hybrid_block_size, capture_ceilings
+from pricing.rules.shared import (
+    Group,
+    Layout,
+    align_hybrid_block_size,
+    buckets,
+    cannot_group,
+    capture_ceilings,
+    fits_layer_by_layer,
+    logged_blocks_one_group,
+    one_batch,
+    one_group,
+)
 from pricing.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, MLAAttentionSpec
 
 __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
@@ -40,25 +51,6 @@ def as_full_attention(s: KVCacheSpec) -> KVCacheSpec:
     if type(s) is MLAAttentionSpec and s.tokens_per_state == 1:
         return FullAttentionSpec(**{f.name: getattr(s, f.name) for f in fields(FullAttentionSpec)})
     return s
-
-
-def buckets(specs: list[KVCacheSpec]) -> list[list[KVCacheSpec]]:
-    """The layers of each distinct spec, in order of first appearance (same_type_layers)."""
-    out: dict = {}
-    for s in specs:
-        out.setdefault((s.type_key(), s.page_bytes), []).append(s)
-    return list(out.values())
-
-
-def one_group(specs: list[KVCacheSpec], rule: str) -> Layout:
-    return Layout((Group(tuple(specs)),), sum(s.page_bytes for s in specs), True, rule)
-
-
-def cannot_group(specs: list[KVCacheSpec], name: str) -> Layout:
-    """vLLM raises NotImplementedError: each cache priced at its own page, as a group of its own."""
-    return Layout(tuple(Group((s,)) for s in specs), 0, False,
-                  f"{name} cannot group these caches (pages differ: NotImplementedError): each cache priced at its "
-                  "own page")
 
 
 def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
@@ -86,22 +78,10 @@ def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
                   "(kv_cache_utils._get_kv_cache_config_uniform_page_size, unify_kv_cache_configs)", padding)
 
 
-def in_flight_batches(async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:
-    """Sliding windows reserve for one batch of max_num_batched_tokens (no max_in_flight_tokens)."""
-    return 1
+in_flight_batches = one_batch
+fits_one_request = fits_layer_by_layer
+logged_tokens = logged_blocks_one_group
 
-
-def fits_one_request(pool: int, layout: Layout, blocks: int, layer_bytes: int) -> bool:
-    """check_enough_kv_cache_memory: Σ of every layer's max_memory_usage_bytes ≤ the pool."""
-    return pool > 0 and layer_bytes <= pool
-
-
-def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_model_len: int,
-                  context_parallel: int) -> int:
-    """num_blocks × block × dcp for one group; num_blocks // groups × the smallest block otherwise."""
-    if len(layout.groups) == 1:
-        return num_blocks * layout.groups[0].block_tokens * context_parallel
-    return num_blocks // len(layout.groups) * min(g.block_tokens for g in layout.groups)
 
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and

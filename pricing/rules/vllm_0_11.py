@@ -22,10 +22,13 @@ import sys
 
 from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
-from pricing.rules.shared import Group, Layout, align_hybrid_block_size, capture_ceilings
-from pricing.rules.vllm_0_10 import buckets, cannot_group, fits_one_request, in_flight_batches, one_group
-from pricing.specs import KVCacheSpec, MambaSpec
-from pricing.units import cdiv
+from pricing.rules.shared import (
+    Grouping,
+    capture_ceilings,
+    fits_layer_by_layer,
+    logged_blocks_per_group,
+    one_batch,
+)
 
 __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
            "logged_tokens"]
@@ -33,46 +36,11 @@ __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "gr
 NAME = "vllm-0.11"
 
 
-def summed_group(specs: list[KVCacheSpec]) -> Layout:
-    """UniformTypeKVCacheSpecs.from_specs: one type, different pages, one group of summed pages."""
-    return Layout((Group(tuple(specs), True),), sum(s.page_bytes for s in specs), True,
-                  "same type, different sizes: one group of summed pages (UniformTypeKVCacheSpecs)")
-
-
-def dealt(specs: list[KVCacheSpec], group_size: int, rule: str) -> Layout:
-    """Each spec's layers dealt round-robin into cdiv(count, group_size) groups, short ones padded
-    (_get_kv_cache_groups_uniform_page_size: layers[i::num_groups])."""
-    groups, padding = [], 0
-    for bucket in buckets(specs):
-        n = cdiv(len(bucket), group_size)
-        for i in range(n):
-            members = tuple(bucket[i::n])
-            padding += group_size - len(members)
-            groups.append(Group(members))
-    return Layout(tuple(groups), group_size * specs[0].page_bytes, True, rule, padding)
-
-
-def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
-    """KV cache groups for one rank's caches (in layer order), as vLLM 0.11 forms them."""
-    if not specs:
-        return Layout((), 0, True, "attention-free: no KV cache")
-    if any(isinstance(s, MambaSpec) for s in specs):
-        specs = align_hybrid_block_size(specs, max_model_len, whole_sequence_state=False)  # block = cache block
-    if len({s.type_key() for s in specs}) == 1:
-        if len({s.page_bytes for s in specs}) == 1:
-            return one_group(specs, "all layers mergeable: one group (kv_cache_utils, is_kv_cache_spec_uniform)")
-        return summed_group(specs)
-    if len({s.page_bytes for s in specs}) > 1:
-        return cannot_group(specs, NAME)
-    size = min(len(b) for b in buckets(specs))
-    return dealt(specs, size, f"uniform page size: groups of {size} layers, dealt round-robin "
-                 "(kv_cache_utils._get_kv_cache_groups_uniform_page_size)")
-
-
-def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_model_len: int,
-                  context_parallel: int) -> int:
-    """num_blocks // groups × the smallest block × the context-parallel size."""
-    return num_blocks // len(layout.groups) * min(g.block_tokens for g in layout.groups) * context_parallel
+GROUPING = Grouping(NAME, whole_sequence_state=False)  # pages that differ: NotImplementedError; block = cache block
+group = GROUPING.group
+in_flight_batches = one_batch
+fits_one_request = fits_layer_by_layer
+logged_tokens = logged_blocks_per_group
 
 
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what

@@ -21,10 +21,14 @@ import sys
 
 from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
-from pricing.rules.shared import Layout, align_hybrid_block_size, capture_ceilings
-from pricing.rules.vllm_0_10 import buckets, cannot_group, in_flight_batches, one_group
-from pricing.rules.vllm_0_11 import dealt, logged_tokens, summed_group
-from pricing.specs import KVCacheSpec, MambaSpec
+from pricing.rules.shared import (
+    Grouping,
+    capture_ceilings,
+    fits_by_groups,
+    grown_pages,
+    logged_blocks_per_group,
+    one_batch,
+)
 
 __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
            "logged_tokens"]
@@ -32,50 +36,11 @@ __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "gr
 NAME = "vllm-0.19"
 
 
-def grown_pages(specs: list[KVCacheSpec]) -> list[KVCacheSpec] | None:
-    """unify_kv_cache_spec_page_size: a page dividing the largest grows its block; None otherwise."""
-    largest = max(s.page_bytes for s in specs)
-    out = [s if s.page_bytes == largest else s.grown_to(largest) for s in specs]
-    return None if any(s is None for s in out) else out
-
-
-def group_size(specs: list[KVCacheSpec]) -> int:
-    """The smallest layer count, or the largest when it is below 1.5 × the smallest."""
-    sizes = [len(b) for b in buckets(specs)]
-    return max(sizes) if max(sizes) < 1.5 * min(sizes) else min(sizes)
-
-
-def uniform_page(specs: list[KVCacheSpec], unify, name: str) -> Layout:
-    """One spec / one type / page-uniform groups, after `unify` has made the pages one size."""
-    if len({s.type_key() for s in specs}) == 1:
-        if len({s.page_bytes for s in specs}) == 1:
-            return one_group(specs, "all layers mergeable: one group (kv_cache_utils, is_kv_cache_spec_uniform)")
-        return summed_group(specs)
-    unified = unify(specs) if len({s.page_bytes for s in specs}) > 1 else specs
-    if unified is None:
-        return cannot_group(specs, name)
-    size = group_size(unified)
-    return dealt(unified, size, f"uniform page size: groups of {size} layers, dealt round-robin "
-                 "(kv_cache_utils._get_kv_cache_groups_uniform_page_size)")
-
-
-def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
-    """KV cache groups for one rank's caches (in layer order), as vLLM 0.19 forms them."""
-    if not specs:
-        return Layout((), 0, True, "attention-free: no KV cache")
-    if any(isinstance(s, MambaSpec) for s in specs):
-        specs = align_hybrid_block_size(specs, max_model_len)
-    return uniform_page(specs, grown_pages, NAME)
-
-
-def fits_one_request(pool: int, layout: Layout, blocks: int, layer_bytes: int) -> bool:
-    """_check_enough_kv_cache_memory(_max_memory_usage_bytes_from_groups): one group, its layers'
-    own bytes; several, the group size × the page × Σ blocks; no null block held back."""
-    if pool <= 0:
-        return False
-    if not layout.grouped or len(layout.groups) == 1:
-        return layer_bytes <= pool
-    return layout.bytes_per_block * blocks <= pool
+GROUPING = Grouping(NAME, unify=grown_pages, ratio=1.5)
+group = GROUPING.group
+in_flight_batches = one_batch
+fits_one_request = fits_by_groups
+logged_tokens = logged_blocks_per_group
 
 
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what

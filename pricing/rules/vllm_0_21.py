@@ -17,11 +17,14 @@ import sys
 
 from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
-from pricing.rules.shared import Layout, align_hybrid_block_size, capture_ceilings
-from pricing.rules.vllm_0_10 import in_flight_batches
-from pricing.rules.vllm_0_19 import fits_one_request, grown_pages, uniform_page
-from pricing.rules.vllm_0_33 import fallback, packed
-from pricing.specs import KVCacheSpec, MambaSpec
+from pricing.rules.shared import (
+    Grouping,
+    capture_ceilings,
+    fits_by_groups,
+    grown_pages,
+    logged_max_concurrency,
+    one_batch,
+)
 
 __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
            "logged_tokens"]
@@ -29,27 +32,11 @@ __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "gr
 NAME = "vllm-0.21"
 
 
-def group_unified_by(specs: list[KVCacheSpec], max_model_len: int, unify, name: str) -> Layout:
-    """KV cache groups as vLLM 0.21 and later form them: packed specs first, then the hybrid block
-    alignment, then page-uniform groups once `unify` has made the pages one size."""
-    if not specs:
-        return Layout((), 0, True, "attention-free: no KV cache")
-    if any(s.packed for s in specs):
-        return packed(specs) or fallback(specs, name)
-    if any(isinstance(s, MambaSpec) for s in specs):
-        specs = align_hybrid_block_size(specs, max_model_len)
-    return uniform_page(specs, unify, name)
-
-
-def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
-    """KV cache groups for one rank's caches (in layer order), as vLLM 0.21–0.25 form them (pages grown)."""
-    return group_unified_by(specs, max_model_len, grown_pages, NAME)
-
-
-def logged_tokens(num_blocks: int, layout: Layout, max_concurrency: float, max_model_len: int,
-                  context_parallel: int) -> int:
-    """int(max_concurrency × max_model_len)."""
-    return int(max_concurrency * max_model_len)
+GROUPING = Grouping(NAME, unify=grown_pages, ratio=1.5, packs=True)
+group = GROUPING.group
+in_flight_batches = one_batch
+fits_one_request = fits_by_groups
+logged_tokens = logged_max_concurrency
 
 
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what

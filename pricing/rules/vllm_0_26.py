@@ -21,11 +21,14 @@ import sys
 
 from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
 from pricing.rules.release import Release
-from pricing.rules.shared import Layout, capture_ceilings
-from pricing.rules.vllm_0_19 import fits_one_request
-from pricing.rules.vllm_0_21 import group_unified_by, logged_tokens
-from pricing.rules.vllm_0_33 import unify_pages
-from pricing.specs import KVCacheSpec
+from pricing.rules.shared import (
+    Grouping,
+    capture_ceilings,
+    fits_by_groups,
+    logged_max_concurrency,
+    pipeline_plus_async,
+    unify_pages,
+)
 
 __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "group", "in_flight_batches",
            "logged_tokens"]
@@ -33,14 +36,11 @@ __all__ = ["LOAD_CHECKS", "RELEASE", "capture_ceilings", "fits_one_request", "gr
 NAME = "vllm-0.26"
 
 
-def group(specs: list[KVCacheSpec], max_model_len: int) -> Layout:
-    """KV cache groups for one rank's caches (in layer order), as vLLM 0.26–0.29 form them (pages unified as 0.33)."""
-    return group_unified_by(specs, max_model_len, unify_pages, NAME)
-
-
-def in_flight_batches(async_scheduling: bool, pipeline_parallel_size: int = 1) -> int:
-    """max_concurrent_batches: pp + 1 under asynchronous scheduling, else pp."""
-    return pipeline_parallel_size + 1 if async_scheduling else pipeline_parallel_size
+GROUPING = Grouping(NAME, unify=unify_pages, ratio=1.5, packs=True)
+group = GROUPING.group
+in_flight_batches = pipeline_plus_async  # pp + 1 is taken (the V2 model runner's count)
+fits_one_request = fits_by_groups  # the 0.26–0.28 check (0.29 holds the null block back: not modelled)
+logged_tokens = logged_max_concurrency
 
 
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
