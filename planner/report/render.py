@@ -62,6 +62,8 @@ def target_phrase(result: PlanResult) -> str:
     30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
     text = f"{plural(t.asked, 'concurrent request')} at {count(t.context_length)} tokens"
+    if t.sized_by_rate:  # no concurrency asked: the rate and the mean targets size the pool
+        text = f"{given(t.requests_per_second)} requests/s at {count(t.context_length)} tokens"
     if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
         held = f", {count(t.asked)} concurrent held" if t.asked > 1 else ""
         text = (f"{given(t.requests_per_second)} requests/s at "
@@ -70,7 +72,7 @@ def target_phrase(result: PlanResult) -> str:
         text += f", TPOT ≤ {duration(t.tpot_ms)}"
     if t.ttft_ms is not None:
         text += f", TTFT ≤ {duration(t.ttft_ms)}"
-    if t.requests_per_second is not None and not t.service_targets:
+    if t.requests_per_second is not None and not t.service_targets and not t.sized_by_rate:
         text += f", {given(t.requests_per_second)} requests/s"
     if t.isl is not None:
         text += f" (prompts of {count(t.isl)}, outputs of {count(t.osl)} tokens)"

@@ -1,0 +1,36 @@
+"""Issue 42's "what a reviewer tripped on": each item a reviewer read and questioned, as a test."""
+
+from __future__ import annotations
+
+import json
+
+from planner.cli import main
+
+# a pool sized by a rate at mean targets, no --concurrency (issue 42, item 3)
+BY_RATE = ["--model", "qwen3-235b-a22b-fp8", "--chip", "h200", "--isl", "8000", "--osl", "1000",
+           "--requests-per-second", "1.9", "--ttft-ms", "3000", "--tpot-ms", "50", "--context-length", "9000"]
+
+
+def test_a_plan_sized_by_a_rate_claims_no_concurrency_it_was_not_asked(capsys):
+    """Item 3: no concurrency was asked, so the title names the rate, not '1 concurrent request',
+    and the JSON's asked, required and every headroom are null where the text prints '-'."""
+    assert main([*BY_RATE, "--brief"]) == 0
+    title = capsys.readouterr().out.splitlines()[0]
+    assert "concurrent request" not in title
+    assert title.startswith("qwen3-235b-a22b-fp8: 1.9 requests/s at 9,000 tokens, TPOT ≤ 50.0 ms")
+    assert title.count("requests/s") == 1
+    assert main([*BY_RATE, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    t = out["target"]
+    assert (t["asked"], t["required"], t["headroom_percent"]) == (None, None, None)
+    assert t["requests_per_second"] == 1.9
+    assert out["best"]["held"] > 1 and out["best"]["headroom_percent"] is None
+    assert all(p["headroom_percent"] is None for p in out["alternatives"])
+
+
+def test_a_concurrency_asked_beside_a_rate_is_still_a_target(capsys):
+    """Item 3's converse: --concurrency 1 given with the rate is asked, and the JSON says so."""
+    assert main([*BY_RATE, "--concurrency", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["target"]["asked"] == 1 and out["target"]["required"] == 1
+    assert out["best"]["headroom_percent"] == round((out["best"]["held"] - 1) * 100, 2)
