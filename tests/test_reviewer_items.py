@@ -34,3 +34,16 @@ def test_a_concurrency_asked_beside_a_rate_is_still_a_target(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["target"]["asked"] == 1 and out["target"]["required"] == 1
     assert out["best"]["headroom_percent"] == round((out["best"]["held"] - 1) * 100, 2)
+
+
+def test_the_handover_link_says_its_unit_truly(capsys):
+    """Item 4: a 400 Gb/s NIC per GPU achieving 85% carries 400 / 8 × 0.85 = 42.5 gigabytes per
+    second (tests/test_disagg_plan.py's transfer time); the field says gigabytes, not 'gbps'."""
+    code = main(["--model", "llama-3.1-8b", "--prefill-chip", "b200", "--decode-chip", "h200", "--isl", "2000",
+                 "--osl", "200", "--requests-per-second", "5", "--ttft-ms", "1500", "--tpot-ms", "30",
+                 "--context-length", "8192", "--tp", "1", "--tp", "2", "--serving", "disagg", "--json"])
+    assert code == 0
+    handover = json.loads(capsys.readouterr().out)["serving"]["disaggregated"]["handover"]
+    assert handover["link"].startswith("400 Gb/s")
+    assert "link_gbps_per_gpu" not in handover
+    assert handover["link_gbytes_per_second_per_gpu"] == 400 / 8 * 0.85
