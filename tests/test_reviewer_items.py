@@ -47,3 +47,17 @@ def test_the_handover_link_says_its_unit_truly(capsys):
     assert handover["link"].startswith("400 Gb/s")
     assert "link_gbps_per_gpu" not in handover
     assert handover["link_gbytes_per_second_per_gpu"] == 400 / 8 * 0.85
+
+
+def test_compare_help_says_each_chip_is_its_own_point():
+    """Item 9: `plan compare` plans each --chip as its own point of the sweep, so its help does not
+    say 'choose among chips' (which `plan`'s help still says, truly)."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    compare = " ".join(CliRunner().invoke(cli, ["compare", "--help"], terminal_width=200).output.split())
+    assert "choose among chips" not in compare
+    assert "--chip TEXT chip id (repeat to compare: each chip is planned as its own point" in compare
+    plan = " ".join(CliRunner().invoke(cli, ["--help"], terminal_width=200).output.split())
+    assert "--chip TEXT chip id (repeat to choose among chips" in plan

@@ -79,7 +79,9 @@ def options_list(axes: bool = False) -> list:
     repeat = " (repeat to compare)" if axes else ""
     return [
         click.option("--model", help="model card name, config.json path or cached HF id" + repeat, **many),
-        click.option("--chip", multiple=True, help="chip id (repeat to choose among chips; see `plan chips`)"),
+        click.option("--chip", multiple=True, help="chip id (" + (
+            "repeat to compare: each chip is planned as its own point" if axes else "repeat to choose among chips")
+            + "; see `plan chips`)"),
         click.option("--concurrency", type=ranges.at_least(1, high=MAX_CONCURRENCY),
                      help="concurrent requests the pool must hold" + repeat, **many),
         click.option("--context-length", "--max-model-len", "context_length",
