@@ -61,3 +61,20 @@ def test_compare_help_says_each_chip_is_its_own_point():
     assert "--chip TEXT chip id (repeat to compare: each chip is planned as its own point" in compare
     plan = " ".join(CliRunner().invoke(cli, ["--help"], terminal_width=200).output.split())
     assert "--chip TEXT chip id (repeat to choose among chips" in plan
+
+
+def test_csv_with_emit_keeps_the_csv_whole(capsys, tmp_path):
+    """Item 10: `--format csv --emit k8s -o DIR` prints the plan table as CSV on stdout and what it
+    wrote (and the manifests' notes) on stderr, as --json does."""
+    import csv
+    import io
+
+    code = main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "csv",
+                 "--emit", "k8s", "-o", str(tmp_path)])
+    assert code == 0
+    out, err = capsys.readouterr()
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0][1:3] == ["chip", "GPUs"] and rows[1][0] == "best"
+    assert {len(r) for r in rows} == {len(rows[0])}  # every line a row of the table
+    assert "wrote" not in out and f"wrote {tmp_path / 'llama-3-1-8b.yaml'} (Deployment, Service)" in err
+    assert (tmp_path / "llama-3-1-8b.yaml").exists()

@@ -444,7 +444,13 @@ def run(ctx: click.Context, **options) -> None:
         ctx.exit(1)
     if to is not None:
         for line in emit.emit([(result.best.model, result.best)], to=to):
-            click.echo(line, err=options["as_json"])
+            click.echo(line, err=data_on_stdout(options))
+
+
+def data_on_stdout(options: dict) -> bool:
+    """stdout carries data a program reads (--json, --format csv): what --emit wrote, and its notes,
+    go to stderr so that the data stays whole."""
+    return options["as_json"] or options["fmt"] == "csv"
 
 
 def run_max_rate(ctx: click.Context, options: dict) -> None:
@@ -533,7 +539,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
         written = (emit.emit([(agg.best.model, agg.best)], to=to) if choice.chosen == api.Serving.AGG else
                    emit.emit(*emit.disaggregated(request.service.model, dis.prefill, dis.decode), to=to))
         for line in written:
-            click.echo(line, err=options["as_json"])
+            click.echo(line, err=data_on_stdout(options))
 
 
 def print_serving(choice, request: PlanRequest, options: dict) -> None:
