@@ -399,7 +399,7 @@ def render_comparison(c: Comparison, console: Console, named=None) -> None:
     if c.ranking:
         columns = [Col("rank"), *[Col(a, "name") for a in c.grid], Col(f"$/month ({hours} h)"), Col("GPUs")]
         marked = {r.variant for r in c.results if any(p.price_estimate for p in r.services)}
-        rows = [[count(g.rank), *[point_word(g.values[a]) for a in c.grid],  # as the variants' names write them
+        rows = [[count(g.rank), *[point_word(g.values[a], a) for a in c.grid],  # as the variants' names write them
                  amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
                  count(g.gpus) if g.feasible else "—"] for g in c.ranking]
         print_table(console, f"{c.review or 'scenario'}: grid points by cost", columns, rows, box=box.HEAVY_HEAD)
