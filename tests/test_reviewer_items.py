@@ -119,3 +119,46 @@ def test_a_grid_over_the_context_length_says_8k_as_the_rest_does(tmp_path):
     c = compare(s, executor="sequential")
     md = markdown(c)
     assert "| 8k |" in md and "| 32k |" in md and "8192" not in md.split("### grid points by cost")[1]
+
+
+DISAGG = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--requests-per-second", "5",
+          "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192", "--tp", "1", "--tp", "2"]
+
+
+def test_brief_names_no_node_map_it_does_not_print(capsys):
+    """Item 1: `--brief` prints no node map, so its launch line points at the node each command's
+    comment names ('# h200-0: replica 0'), not at 'the node the node map names'."""
+    assert main([*BY_RATE, "--brief"]) == 0
+    brief = capsys.readouterr().out
+    assert "node map" not in brief
+    lines = brief.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("start 1 replica of 8 GPUs"))
+    assert "on the node named in the comment above it" in lines[start]
+    assert lines[start + 1] == "# h200-0: replica 0" and lines[start + 2].startswith("CUDA_VISIBLE_DEVICES=0,1,2,")
+
+
+def test_brief_with_disagg_is_refused_not_ignored(capsys):
+    """Item 1: `--brief` with `--serving disagg` is refused (exit 2, one line naming --brief), not
+    silently ignored (planner/commands/flags.py NEEDS)."""
+    assert main([*DISAGG, "--serving", "disagg", "--brief"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("plan: error: --brief:")
+
+
+def test_a_pure_disaggregated_plan_says_nothing_of_an_aggregated_pool_or_a_choice(capsys):
+    """Item 2: `--serving disagg` plans no aggregated pool, so no note says how one is sized and no
+    closing line says 'disaggregated. disaggregated serving was asked for'; `auto` still states
+    its choice and the aggregated pool's sizing."""
+    assert main([*DISAGG, "--serving", "disagg"]) == 0
+    text = capsys.readouterr().out
+    assert "aggregated pool is sized" not in text and "serving disagg:" not in text
+    assert "was asked for" not in text
+    from planner.app import api
+
+    choice = api.plan_serving(model="llama-3.1-8b", chip=["h100"], tp=[1, 2], context_length=8192, ttft_ms=1500,
+                              tpot_ms=30, workload={"isl": 2000, "osl": 200, "requests_per_second": 5}).serving
+    assert choice.aggregated is None and not any("aggregated pool" in n for n in choice.notes)
+    assert main([*DISAGG, "--serving", "auto"]) == 0
+    text = capsys.readouterr().out
+    assert "note: no --concurrency: the aggregated pool is sized by 5 requests/s" in text
+    assert "serving auto: aggregated." in text

@@ -163,7 +163,8 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     with session():
         check_service(request.service)
         choice = choose(request, named)
-    notes = [render(n, named) for n in _notes(request, by_rate)]
+    # the rate sizes an aggregated pool only where one is planned (disagg sizes both of its pools by the rate)
+    notes = [render(n, named) for n in _notes(request, by_rate and choice.aggregated is not None)]
     if choice.aggregated is not None:
         choice.aggregated.notes[:0] = notes
     else:

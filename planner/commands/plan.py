@@ -568,6 +568,7 @@ def print_serving(choice, request: PlanRequest, options: dict) -> None:
         render_disagg(dis, console, hours, workload, plan_flag)
     else:
         render_disagg_infeasible(dis, console, workload)
-    if agg is None:
+    if agg is None:  # only the disaggregated plan was asked for: no choice to state
         render_notes(choice.notes, console)
-    render_choice(choice, console)
+    else:
+        render_choice(choice, console)

@@ -224,7 +224,7 @@ def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) ->
     else:
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
-                      "the node map names (each in its own shell, or end it with &):", soft_wrap=True)
+                      "named in the comment above it (each in its own shell, or end it with &):", soft_wrap=True)
     if any(c.launch.serve.model.placeholder for i in p.instances for c in i.commands
            if c.launch is not None and c.launch.serve is not None):  # a bare config.json: no weights named
         console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed ("
