@@ -16,6 +16,7 @@ never an f-string of your own, for a figure a reviewer reads:
     money(13257, cents=False)  '$13,257'
     per_million_tokens(4.983)  '$4.983'    USD per million tokens, to a tenth of a cent
     tokens(8192)           '8,192-token'    with_article(tokens(8192)) 'an 8,192-token'
+    tokens_label(32768)    '32k'            a context length as people say it (2^10 = k, 2^20 = M): '1M', '9,000'
     ratio(217.1)           '217.10×'
     given(2.5)             '2.5'            a figure the user gave (a rate, a target), as given: '40', '1,000'
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from pricing.units import GiB, MiB
+from pricing.units import GiB, MiB, tokens_label  # noqa: F401  (tokens_label: one of this module's styles)
 
 ESTIMATE_MARK = "*"  # beside every price that is the catalogue's estimate, not a quote
 TEN_SECONDS_MS = 10_000.0

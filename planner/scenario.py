@@ -258,11 +258,20 @@ def grid_points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for combo in itertools.product(*grid.values()):
         overrides = dict(zip(grid, combo, strict=True))
-        out.append((", ".join(f"{axis} {point_word(v)}" for axis, v in overrides.items()), overrides))
+        out.append((", ".join(f"{axis} {point_word(v, axis)}" for axis, v in overrides.items()), overrides))
     return out
 
 
-def point_word(value: Any) -> str:
+TOKEN_AXES = ("context_length", "max_model_len")  # a grid axis whose values are token counts ('32k')
+
+
+def point_word(value: Any, axis: str = "") -> str:
+    """A grid point's value on `axis` as the variants' names, tables and charts write it: a context
+    length as '32k' (planner/numbers.py tokens_label, as `plan compare` says it), a list 'h200+h100'."""
+    from planner.numbers import tokens_label
+
+    if axis.rsplit(".", 1)[-1] in TOKEN_AXES and isinstance(value, int) and not isinstance(value, bool):
+        return tokens_label(value)
     if isinstance(value, list):
         return "+".join(map(str, value))
     return f"{value:g}" if isinstance(value, float) else str(value)

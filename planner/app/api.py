@@ -93,7 +93,7 @@ def _notes(request: PlanRequest, sized_by_rate: bool) -> list[str]:
         out.append(f"no {mention('concurrency')}: the aggregated pool is sized by "
                    f"{s.workload.requests_per_second:g} requests/s at each candidate's throughput within the "
                    "targets (its TTFT is the chunked prefill beside the decodes, without queueing for admission), "
-                   "so 'held' and 'headroom' count against one request")
+                   "so no headroom is counted (the table's '-', the JSON's null)")
     planned = {get_chip(c).id for c in limits.chips}
     out += [f"{mention('price')} {chip}={price:g} has no effect: {chip} is not among the chips planned "
             f"({', '.join(sorted(planned))})" for chip, price in limits.prices.items() if chip not in planned]
@@ -136,6 +136,12 @@ def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool 
     with session():  # one graph of the model for the check, the search and the plan (`sweep_model`)
         check_service(request.service)
         result = pool.plan(request, named)
+    if by_rate:
+        result.target.sized_by_rate = True
+    if result.target.implicit_concurrency:  # a headroom over the 1 held in a concurrency's place is none
+        for p in [result.best, *result.alternatives]:
+            if p is not None:
+                p.headroom_percent = None
     s = request.service
     notes = _notes(request, by_rate) + unused_acceptance(s.speculative_acceptance, s.num_speculative_tokens)
     result.notes[:0] = [render(n, named) for n in notes]
@@ -157,7 +163,8 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     with session():
         check_service(request.service)
         choice = choose(request, named)
-    notes = [render(n, named) for n in _notes(request, by_rate)]
+    # the rate sizes an aggregated pool only where one is planned (disagg sizes both of its pools by the rate)
+    notes = [render(n, named) for n in _notes(request, by_rate and choice.aggregated is not None)]
     if choice.aggregated is not None:
         choice.aggregated.notes[:0] = notes
     else:

@@ -39,10 +39,10 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
             domain = f" (the NVLink domain is {table.chip.nvlink_domain} GPUs)" \
                 if row.shape.tp == table.chip.nvlink_domain else ""
             return (f"weights force the split: {size(kernel.fixed_bytes().weights)} of weights per rank need "
-                    f"{row.gpus} GPUs ({row.shape.split()}){domain}{where}; one instance holds {held} of the {target} "
-                    "asked")
+                    f"{row.gpus} GPUs ({row.shape.split()}){domain}{where}; one instance holds {count(held)} of the "
+                    f"{count(target)} asked")
         if row.gpus == 1:
-            return f"one GPU is the smallest pool: it holds {held} of the {target} asked"
+            return f"one GPU is the smallest pool: it holds {count(held)} of the {count(target)} asked"
     per_rank = row.held_per_rank
     if per_rank == row.max_num_batched_tokens and per_rank < seqs_cap:
         return f"token budget: max_num_seqs may not exceed max_num_batched_tokens {row.max_num_batched_tokens:,}"

@@ -168,7 +168,7 @@ def handover_of(pair):
     from planner.app.serving import Handover
 
     h = pair.handover
-    return Handover(link=h.link.name, link_gbps_per_gpu=round(h.link.bandwidth / 1e9, 2),
+    return Handover(link=h.link.name, link_gbytes_per_second_per_gpu=round(h.link.bandwidth / 1e9, 2),
                     decode_rank_bytes=h.decode_rank_bytes, prefill_rank_bytes=h.prefill_rank_bytes,
                     request_bytes=h.request_bytes, transfer_ms=round(h.seconds * 1000, 3),
                     one_node=pair.node_gpus is not None)

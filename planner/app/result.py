@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, SkipValidation
+from pydantic import BaseModel, Field, PrivateAttr, SkipValidation, field_serializer
 
 from planner import defaults
 from planner.candidates.slo import ServingFigures
@@ -36,6 +36,14 @@ class Target(BaseModel):
     osl: int | None = Field(None, description="mean output tokens of a request (--osl)")
     requests_per_second: float | None = Field(None, description="the workload's rate, when asked")
     service_targets: list[str] = Field(default_factory=list, description="the percentile targets, in words")
+    sized_by_rate: bool = Field(False, exclude=True, description="no concurrency was asked: the rate and the mean "
+                                "targets size the pool (planner/app/api.py _sized_by_rate)")
+
+    @field_serializer("asked", "required", "headroom_percent")
+    def _unless_implicit(self, value: float) -> float | None:
+        """No concurrency was asked (a rate sizes the pool): the 1 held in its place, and a headroom
+        over it, are no target, so the JSON says null where the text says '-'."""
+        return None if self.implicit_concurrency else value
 
     @classmethod
     def of(cls, service, context_length: int, service_targets: list[str] | None = None) -> Target:
@@ -49,8 +57,9 @@ class Target(BaseModel):
     @property
     def implicit_concurrency(self) -> bool:
         """Only service targets at a rate were asked: the concurrency (1) is no target, so neither
-        is a headroom over it (planner/request.py implicit_concurrency, as its ServiceSpec decides)."""
-        return implicit_concurrency(bool(self.service_targets), self.asked)
+        is a headroom over it (planner/request.py implicit_concurrency, as its ServiceSpec decides);
+        likewise a pool sized by a rate at mean targets with no concurrency asked."""
+        return self.sized_by_rate or implicit_concurrency(bool(self.service_targets), self.asked)
 
 
 class CommandLine(BaseModel):
@@ -104,7 +113,8 @@ class PoolPlan(BaseModel):
     held: int = Field(description="requests the whole pool holds at the context length (what is asked: the "
                                   "target's `asked` and `required`)")
     headroom: float = Field(exclude=True, description="held / asked − 1 (0.25 is 25% spare)")
-    headroom_percent: float = Field(0.0, description="spare concurrency in percent, as --headroom takes it")
+    headroom_percent: float | None = Field(0.0, description="spare concurrency in percent, as --headroom takes "
+                                           "it; null when no concurrency was asked (a rate sizes the pool)")
     binds: str = Field("", description="what sets the pool's size, with its numbers")
     cost_per_hour: float = Field(description="GPUs × USD per GPU-hour")
     price_per_gpu_hour: float = Field(0.0, description="USD per GPU-hour the cost is counted at")

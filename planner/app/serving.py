@@ -42,7 +42,8 @@ class RolePool(PoolPlan):
 
 class Handover(BaseModel):
     link: str = Field(description="what the KV cache crosses: the NIC, or NVLink within an NVL72 rack")
-    link_gbps_per_gpu: float = Field(description="achieved bytes/s per GPU per direction / 1e9")
+    link_gbytes_per_second_per_gpu: float = Field(description="achieved gigabytes (1e9 bytes) per second per GPU "
+                                                  "per direction")
     decode_rank_bytes: int = Field(description="KV bytes each decode rank reads for one request")
     prefill_rank_bytes: int = Field(description="KV bytes the busiest prefill rank sends for one request")
     request_bytes: int = Field(description="KV bytes of one request over all the decode ranks that read it")

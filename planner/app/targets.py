@@ -4,7 +4,7 @@ sets a pool's replica count (the candidates carry the values: planner/candidates
 
 from __future__ import annotations
 
-from planner.numbers import duration, given, percent
+from planner.numbers import duration, given, percent, plural
 from planner.request import METRIC_NAMES, ServiceSpec
 
 
@@ -37,12 +37,14 @@ def binds_words(service: ServiceSpec, sizing) -> str | None:
     said = []
     for metric, p, bound, got in missed:
         if metric == "goodput":
-            said.append(f"goodput {percent(bound)} (at {r - 1} replicas {percent(got)} of requests meet every bound)")
+            said.append(f"goodput {percent(bound)} (at {plural(r - 1, 'replica')} {percent(got)} of requests meet "
+                        "every bound)")
         else:
-            said.append(f"p{p} {METRIC_NAMES[metric]} ≤ {given(bound)} ms (at {r - 1} replicas, "
+            said.append(f"p{p} {METRIC_NAMES[metric]} ≤ {given(bound)} ms (at {plural(r - 1, 'replica')}, "
                         f"{rate / (r - 1):,.2f} requests/s each: {duration(got)})")
     return (f"service targets at {given(rate)} requests/s: " + "; ".join(said)
-            + f"; at {r} replicas ({rate / r:,.2f} requests/s each): {measured_words(service, sizing.served)}")
+            + f"; at {plural(r, 'replica')} ({rate / r:,.2f} requests/s each): "
+            f"{measured_words(service, sizing.served)}")
 
 
 def missed_phrases(missed: list[tuple[str, int, float, float]]) -> list[str]:

@@ -79,7 +79,9 @@ def options_list(axes: bool = False) -> list:
     repeat = " (repeat to compare)" if axes else ""
     return [
         click.option("--model", help="model card name, config.json path or cached HF id" + repeat, **many),
-        click.option("--chip", multiple=True, help="chip id (repeat to choose among chips; see `plan chips`)"),
+        click.option("--chip", multiple=True, help="chip id (" + (
+            "repeat to compare: each chip is planned as its own point" if axes else "repeat to choose among chips")
+            + "; see `plan chips`)"),
         click.option("--concurrency", type=ranges.at_least(1, high=MAX_CONCURRENCY),
                      help="concurrent requests the pool must hold" + repeat, **many),
         click.option("--context-length", "--max-model-len", "context_length",
@@ -442,7 +444,13 @@ def run(ctx: click.Context, **options) -> None:
         ctx.exit(1)
     if to is not None:
         for line in emit.emit([(result.best.model, result.best)], to=to):
-            click.echo(line, err=options["as_json"])
+            click.echo(line, err=data_on_stdout(options))
+
+
+def data_on_stdout(options: dict) -> bool:
+    """stdout carries data a program reads (--json, --format csv): what --emit wrote, and its notes,
+    go to stderr so that the data stays whole."""
+    return options["as_json"] or options["fmt"] == "csv"
 
 
 def run_max_rate(ctx: click.Context, options: dict) -> None:
@@ -531,7 +539,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
         written = (emit.emit([(agg.best.model, agg.best)], to=to) if choice.chosen == api.Serving.AGG else
                    emit.emit(*emit.disaggregated(request.service.model, dis.prefill, dis.decode), to=to))
         for line in written:
-            click.echo(line, err=options["as_json"])
+            click.echo(line, err=data_on_stdout(options))
 
 
 def print_serving(choice, request: PlanRequest, options: dict) -> None:
@@ -560,6 +568,7 @@ def print_serving(choice, request: PlanRequest, options: dict) -> None:
         render_disagg(dis, console, hours, workload, plan_flag)
     else:
         render_disagg_infeasible(dis, console, workload)
-    if agg is None:
+    if agg is None:  # only the disaggregated plan was asked for: no choice to state
         render_notes(choice.notes, console)
-    render_choice(choice, console)
+    else:
+        render_choice(choice, console)

@@ -499,7 +499,7 @@ def grid_chart(c: Comparison, path: str, named=None, into: Batch | None = None) 
         ax.grid(alpha=0.3)
         _money_axis(ax)
         _from_zero(ax)
-    fit_ticks(fig, {ax: [point_word(v) for v in c.grid[axis]] for ax, axis in zip(panels, axes, strict=True)})
+    fit_ticks(fig, {ax: [point_word(v, axis) for v in c.grid[axis]] for ax, axis in zip(panels, axes, strict=True)})
     _legend(panels[-1], [Line2D([], [], color="C0", marker="o", linestyle="none", alpha=0.6, label="a grid point"),
                          Line2D([], [], color="C1", marker="o", markerfacecolor="none", linestyle="none",
                                 markeredgewidth=2, label="the cheapest at the value")])

@@ -65,7 +65,8 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
                   + render(solver_phrase(plan.solver_status), named), soft_wrap=True)
     console.print(f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
                   f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
-                  f"{h.link_gbps_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}", soft_wrap=True, markup=False)
+                  f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}", soft_wrap=True,
+                  markup=False)
     console.print(f"time to first token: queue {duration(t.queue_ms)} (M/D/1 per prefill rank, "
                   f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
                   f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "

@@ -62,6 +62,8 @@ def target_phrase(result: PlanResult) -> str:
     30 ms, ... (+20% headroom: 77 required)'."""
     t = result.target
     text = f"{plural(t.asked, 'concurrent request')} at {count(t.context_length)} tokens"
+    if t.sized_by_rate:  # no concurrency asked: the rate and the mean targets size the pool
+        text = f"{given(t.requests_per_second)} requests/s at {count(t.context_length)} tokens"
     if t.service_targets:  # a rate with percentile targets: the concurrency is what the rate holds
         held = f", {count(t.asked)} concurrent held" if t.asked > 1 else ""
         text = (f"{given(t.requests_per_second)} requests/s at "
@@ -70,7 +72,7 @@ def target_phrase(result: PlanResult) -> str:
         text += f", TPOT ≤ {duration(t.tpot_ms)}"
     if t.ttft_ms is not None:
         text += f", TTFT ≤ {duration(t.ttft_ms)}"
-    if t.requests_per_second is not None and not t.service_targets:
+    if t.requests_per_second is not None and not t.service_targets and not t.sized_by_rate:
         text += f", {given(t.requests_per_second)} requests/s"
     if t.isl is not None:
         text += f" (prompts of {count(t.isl)}, outputs of {count(t.osl)} tokens)"
@@ -222,7 +224,7 @@ def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) ->
     else:
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
-                      "the node map names (each in its own shell, or end it with &):", soft_wrap=True)
+                      "named in the comment above it (each in its own shell, or end it with &):", soft_wrap=True)
     if any(c.launch.serve.model.placeholder for i in p.instances for c in i.commands
            if c.launch is not None and c.launch.serve is not None):  # a bare config.json: no weights named
         console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed ("
@@ -397,7 +399,7 @@ def render_comparison(c: Comparison, console: Console, named=None) -> None:
     if c.ranking:
         columns = [Col("rank"), *[Col(a, "name") for a in c.grid], Col(f"$/month ({hours} h)"), Col("GPUs")]
         marked = {r.variant for r in c.results if any(p.price_estimate for p in r.services)}
-        rows = [[count(g.rank), *[point_word(g.values[a]) for a in c.grid],  # as the variants' names write them
+        rows = [[count(g.rank), *[point_word(g.values[a], a) for a in c.grid],  # as the variants' names write them
                  amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
                  count(g.gpus) if g.feasible else "—"] for g in c.ranking]
         print_table(console, f"{c.review or 'scenario'}: grid points by cost", columns, rows, box=box.HEAVY_HEAD)

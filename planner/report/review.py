@@ -95,7 +95,7 @@ def markdown(c: Comparison, named=None) -> str:
                   "|---:|" + "---|" * len(axes) + "---:|---:|"]
         for g in c.ranking:
             money_cell = md_amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible"
-            lines.append(f"| {fmt.count(g.rank)} | " + " | ".join(point_word(g.values[a]) for a in axes) +
+            lines.append(f"| {fmt.count(g.rank)} | " + " | ".join(point_word(g.values[a], a) for a in axes) +
                          f" | {money_cell} | {fmt.count(g.gpus) if g.feasible else '—'} |")
         lines.append("")
     for r in c.results:

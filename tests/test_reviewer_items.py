@@ -1,0 +1,164 @@
+"""Issue 42's "what a reviewer tripped on": each item a reviewer read and questioned, as a test."""
+
+from __future__ import annotations
+
+import json
+
+from planner.cli import main
+
+# a pool sized by a rate at mean targets, no --concurrency (issue 42, item 3)
+BY_RATE = ["--model", "qwen3-235b-a22b-fp8", "--chip", "h200", "--isl", "8000", "--osl", "1000",
+           "--requests-per-second", "1.9", "--ttft-ms", "3000", "--tpot-ms", "50", "--context-length", "9000"]
+
+
+def test_a_plan_sized_by_a_rate_claims_no_concurrency_it_was_not_asked(capsys):
+    """Item 3: no concurrency was asked, so the title names the rate, not '1 concurrent request',
+    and the JSON's asked, required and every headroom are null where the text prints '-'."""
+    assert main([*BY_RATE, "--brief"]) == 0
+    title = capsys.readouterr().out.splitlines()[0]
+    assert "concurrent request" not in title
+    assert title.startswith("qwen3-235b-a22b-fp8: 1.9 requests/s at 9,000 tokens, TPOT ≤ 50.0 ms")
+    assert title.count("requests/s") == 1
+    assert main([*BY_RATE, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    t = out["target"]
+    assert (t["asked"], t["required"], t["headroom_percent"]) == (None, None, None)
+    assert t["requests_per_second"] == 1.9
+    assert out["best"]["held"] > 1 and out["best"]["headroom_percent"] is None
+    assert all(p["headroom_percent"] is None for p in out["alternatives"])
+
+
+def test_a_concurrency_asked_beside_a_rate_is_still_a_target(capsys):
+    """Item 3's converse: --concurrency 1 given with the rate is asked, and the JSON says so."""
+    assert main([*BY_RATE, "--concurrency", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["target"]["asked"] == 1 and out["target"]["required"] == 1
+    assert out["best"]["headroom_percent"] == round((out["best"]["held"] - 1) * 100, 2)
+
+
+def test_the_handover_link_says_its_unit_truly(capsys):
+    """Item 4: a 400 Gb/s NIC per GPU achieving 85% carries 400 / 8 × 0.85 = 42.5 gigabytes per
+    second (tests/test_disagg_plan.py's transfer time); the field says gigabytes, not 'gbps'."""
+    code = main(["--model", "llama-3.1-8b", "--prefill-chip", "b200", "--decode-chip", "h200", "--isl", "2000",
+                 "--osl", "200", "--requests-per-second", "5", "--ttft-ms", "1500", "--tpot-ms", "30",
+                 "--context-length", "8192", "--tp", "1", "--tp", "2", "--serving", "disagg", "--json"])
+    assert code == 0
+    handover = json.loads(capsys.readouterr().out)["serving"]["disaggregated"]["handover"]
+    assert handover["link"].startswith("400 Gb/s")
+    assert "link_gbps_per_gpu" not in handover
+    assert handover["link_gbytes_per_second_per_gpu"] == 400 / 8 * 0.85
+
+
+def test_compare_help_says_each_chip_is_its_own_point():
+    """Item 9: `plan compare` plans each --chip as its own point of the sweep, so its help does not
+    say 'choose among chips' (which `plan`'s help still says, truly)."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    compare = " ".join(CliRunner().invoke(cli, ["compare", "--help"], terminal_width=200).output.split())
+    assert "choose among chips" not in compare
+    assert "--chip TEXT chip id (repeat to compare: each chip is planned as its own point" in compare
+    plan = " ".join(CliRunner().invoke(cli, ["--help"], terminal_width=200).output.split())
+    assert "--chip TEXT chip id (repeat to choose among chips" in plan
+
+
+def test_csv_with_emit_keeps_the_csv_whole(capsys, tmp_path):
+    """Item 10: `--format csv --emit k8s -o DIR` prints the plan table as CSV on stdout and what it
+    wrote (and the manifests' notes) on stderr, as --json does."""
+    import csv
+    import io
+
+    code = main(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "csv",
+                 "--emit", "k8s", "-o", str(tmp_path)])
+    assert code == 0
+    out, err = capsys.readouterr()
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0][1:3] == ["chip", "GPUs"] and rows[1][0] == "best"
+    assert {len(r) for r in rows} == {len(rows[0])}  # every line a row of the table
+    assert "wrote" not in out and f"wrote {tmp_path / 'llama-3-1-8b.yaml'} (Deployment, Service)" in err
+    assert (tmp_path / "llama-3-1-8b.yaml").exists()
+
+
+def test_counts_in_binds_have_separators_and_their_plural(capsys):
+    """Item 11: 'one instance holds 1,368 of the 64 asked' (thousands separators, planner/numbers.py
+    count) and 'at 1 replica' (llama-3.1-8b at tp 1 misses p90 TPOT ≤ 20 ms alone at 10 requests/s:
+    tests/test_planner_slo.py's figure, so two replicas are needed and one is named)."""
+    import re
+
+    assert main(["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64", "--context-length", "32768",
+                 "--json"]) == 0
+    binds = json.loads(capsys.readouterr().out)["best"]["binds"]
+    held = re.search(r"one instance holds ([\d,]+) of the 64 asked", binds).group(1)
+    assert int(held.replace(",", "")) >= 1000 and held == f"{int(held.replace(',', '')):,}"
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1000", "--osl", "200",
+                 "--requests-per-second", "10", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "20", "--tp", "1",
+                 "--json"]) == 0
+    binds = json.loads(capsys.readouterr().out)["best"]["binds"]
+    assert "(at 1 replica, 10.00 requests/s each:" in binds and "at 2 replicas (5.00 requests/s each)" in binds
+    assert "1 replicas" not in binds
+
+
+def test_a_grid_over_the_context_length_says_8k_as_the_rest_does(tmp_path):
+    """Item 11: a grid's variant names, ranking table, markdown and chart ticks write a context length
+    as `plan compare` does (planner/numbers.py tokens_label: 8192 = 8 × 2^10 is '8k'), never 8192."""
+    from planner.report.review import markdown
+    from planner.scenario import Scenario, grid_points, point_word
+
+    grid = {"context_length": [8192, 32768], "services.chat.max_model_len": [1 << 20], "growth": [1, 1.5]}
+    names = [name for name, _ in grid_points(grid)]
+    assert names[0] == "context_length 8k, services.chat.max_model_len 1M, growth 1"
+    assert names[-1] == "context_length 32k, services.chat.max_model_len 1M, growth 1.5"
+    assert point_word(9000, "context_length") == "9,000" and point_word(8192, "gpus.h200") == "8192"
+
+    from planner.app.review import compare
+
+    s = Scenario(review="grid", inventory={"h200": {"gpus_per_node": 8}},
+                 services=[{"name": "chat", "model": "llama-3.1-8b", "concurrency": 50, "context_length": 32768}],
+                 grid={"context_length": [8192, 32768]})
+    c = compare(s, executor="sequential")
+    md = markdown(c)
+    assert "| 8k |" in md and "| 32k |" in md and "8192" not in md.split("### grid points by cost")[1]
+
+
+DISAGG = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--requests-per-second", "5",
+          "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192", "--tp", "1", "--tp", "2"]
+
+
+def test_brief_names_no_node_map_it_does_not_print(capsys):
+    """Item 1: `--brief` prints no node map, so its launch line points at the node each command's
+    comment names ('# h200-0: replica 0'), not at 'the node the node map names'."""
+    assert main([*BY_RATE, "--brief"]) == 0
+    brief = capsys.readouterr().out
+    assert "node map" not in brief
+    lines = brief.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("start 1 replica of 8 GPUs"))
+    assert "on the node named in the comment above it" in lines[start]
+    assert lines[start + 1] == "# h200-0: replica 0" and lines[start + 2].startswith("CUDA_VISIBLE_DEVICES=0,1,2,")
+
+
+def test_brief_with_disagg_is_refused_not_ignored(capsys):
+    """Item 1: `--brief` with `--serving disagg` is refused (exit 2, one line naming --brief), not
+    silently ignored (planner/commands/flags.py NEEDS)."""
+    assert main([*DISAGG, "--serving", "disagg", "--brief"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("plan: error: --brief:")
+
+
+def test_a_pure_disaggregated_plan_says_nothing_of_an_aggregated_pool_or_a_choice(capsys):
+    """Item 2: `--serving disagg` plans no aggregated pool, so no note says how one is sized and no
+    closing line says 'disaggregated. disaggregated serving was asked for'; `auto` still states
+    its choice and the aggregated pool's sizing."""
+    assert main([*DISAGG, "--serving", "disagg"]) == 0
+    text = capsys.readouterr().out
+    assert "aggregated pool is sized" not in text and "serving disagg:" not in text
+    assert "was asked for" not in text
+    from planner.app import api
+
+    choice = api.plan_serving(model="llama-3.1-8b", chip=["h100"], tp=[1, 2], context_length=8192, ttft_ms=1500,
+                              tpot_ms=30, workload={"isl": 2000, "osl": 200, "requests_per_second": 5}).serving
+    assert choice.aggregated is None and not any("aggregated pool" in n for n in choice.notes)
+    assert main([*DISAGG, "--serving", "auto"]) == 0
+    text = capsys.readouterr().out
+    assert "note: no --concurrency: the aggregated pool is sized by 5 requests/s" in text
+    assert "serving auto: aggregated." in text
