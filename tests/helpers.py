@@ -41,3 +41,19 @@ def script(name: str):
     sys.modules[name] = module  # as an import would: dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def second_solve_unknown(monkeypatch) -> None:
+    """Every CP-SAT solve after the first returns UNKNOWN (as a time limit ending it without a
+    solution would); the first solves as usual."""
+    from ortools.sat.python import cp_model
+
+    real = cp_model.CpSolver.solve
+    calls = []
+
+    def second_unknown(self, model, *args, **kwargs):
+        calls.append(1)
+        status = real(self, model, *args, **kwargs)
+        return status if len(calls) == 1 else cp_model.UNKNOWN
+
+    monkeypatch.setattr(cp_model.CpSolver, "solve", second_unknown)

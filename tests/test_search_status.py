@@ -17,6 +17,7 @@ from planner.scenario import Scenario
 from planner.search import cpsat
 from planner.search import fleet as search_fleet
 from planner.search.staged import Budget
+from tests.helpers import second_solve_unknown
 
 
 def option(chip: str, gpus: int, held: int, price: float, rmin: int, rmax: int, rank: int) -> cpsat.Option:
@@ -122,15 +123,7 @@ def test_a_stage_two_its_limit_ends_before_any_solution_keeps_stage_one(monkeypa
 
 def test_a_second_stage_without_a_solution_keeps_the_first_stage_plan(monkeypatch):
     opts = [option("a", 4, 4, 2.0, 3, 10, 0), option("b", 8, 12, 1.2, 1, 4, 1)]
-    real = cp_model.CpSolver.solve
-    calls = []
-
-    def second_unknown(self, model, *args, **kwargs):
-        calls.append(1)
-        status = real(self, model, *args, **kwargs)
-        return status if len(calls) == 1 else cp_model.UNKNOWN
-
-    monkeypatch.setattr(cp_model.CpSolver, "solve", second_unknown)
+    second_solve_unknown(monkeypatch)
     sol = cpsat.solve(cpsat.build([opts], [10]))
     assert sol.status == "FEASIBLE" and sol.picks[0][1].row.chip == "b"
     assert sol.stages[1].status == "UNKNOWN" and sol.stages[1].kept_previous

@@ -8,12 +8,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from ortools.sat.python import cp_model
 
 from planner import defaults
 from planner.request import PoolLimits
 from planner.search import cpsat, disagg, staged
 from planner.search.staged import Budget
+from tests.helpers import second_solve_unknown
 from tests.test_search_status import coupled_fleet
 from tests.test_spare import _pair
 
@@ -53,15 +53,7 @@ def test_a_disaggregated_stage_two_the_solver_ends_without_a_solution_keeps_stag
     """The same through the solver itself: its second solve returns UNKNOWN (as a time limit
     would). Break-check: on the code before this change (planner/search/disagg.py `_solve`) this
     raised AssertionError("stage 1's solution satisfies stage 2")."""
-    real = cp_model.CpSolver.solve
-    calls = []
-
-    def second_unknown(self, model, *args, **kwargs):
-        calls.append(1)
-        status = real(self, model, *args, **kwargs)
-        return status if len(calls) == 1 else cp_model.UNKNOWN
-
-    monkeypatch.setattr(cp_model.CpSolver, "solve", second_unknown)
+    second_solve_unknown(monkeypatch)
     status, ranked = disagg.build_and_solve(pairs(), 1.0, PoolLimits(chips=("h100",), max_gpus=16), 1, NODES)
     assert status == "FEASIBLE" and [(q.rank, p, d) for q, p, d in ranked] == [(0, 5, 4)]
 
