@@ -43,17 +43,17 @@ def script(name: str):
     return module
 
 
-def second_solve_unknown(monkeypatch) -> None:
-    """Every CP-SAT solve after the first returns UNKNOWN (as a time limit ending it without a
-    solution would); the first solves as usual."""
+def second_solve_unknown(monkeypatch, status: str = "UNKNOWN") -> None:
+    """Every CP-SAT solve after the first returns `status` (UNKNOWN: as a time limit ending it without
+    a solution would); the first solves as usual."""
     from ortools.sat.python import cp_model
 
     real = cp_model.CpSolver.solve
     calls = []
 
-    def second_unknown(self, model, *args, **kwargs):
+    def second(self, model, *args, **kwargs):
         calls.append(1)
-        status = real(self, model, *args, **kwargs)
-        return status if len(calls) == 1 else cp_model.UNKNOWN
+        answer = real(self, model, *args, **kwargs)
+        return answer if len(calls) == 1 else getattr(cp_model, status)
 
-    monkeypatch.setattr(cp_model.CpSolver, "solve", second_unknown)
+    monkeypatch.setattr(cp_model.CpSolver, "solve", second)

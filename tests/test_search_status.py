@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from ortools.sat.python import cp_model
 
 from planner import defaults
 from planner.app import fleet
@@ -133,15 +132,7 @@ def test_a_second_stage_without_a_solution_keeps_the_first_stage_plan(monkeypatc
 def test_an_impossible_second_stage_raises(monkeypatch):
     """Stage one's solution satisfies stage two: an INFEASIBLE stage two is a defect, not an answer."""
     opts = [option("a", 4, 4, 2.0, 3, 10, 0)]
-    real = cp_model.CpSolver.solve
-    calls = []
-
-    def second_infeasible(self, model, *args, **kwargs):
-        calls.append(1)
-        status = real(self, model, *args, **kwargs)
-        return status if len(calls) == 1 else cp_model.INFEASIBLE
-
-    monkeypatch.setattr(cp_model.CpSolver, "solve", second_infeasible)
+    second_solve_unknown(monkeypatch, "INFEASIBLE")
     with pytest.raises(cpsat.ImpossibleSolve):
         cpsat.solve(cpsat.build([opts], [10]))
 
