@@ -143,7 +143,8 @@ def test_every_scenario_pool_gets_its_set_and_all_validate(tmp_path, capsys):
     files = emitted(out)
     assert sorted(files) == ["agents.yaml", "analytics.yaml", "chat.yaml"] and "wrote" in text
     for resources in files.values():
-        assert [r["kind"] for r in resources] == ["Deployment", "Service", "InferencePool"]
+        assert [r["kind"] for r in resources] == ["Deployment", "Service", "InferencePool", "ServiceAccount", "Role",
+                                                  "RoleBinding", "ConfigMap", "Deployment", "Service"]
         for r in resources:
             validate(r)
         deployment, pool = resources[0], resources[2]
@@ -376,8 +377,7 @@ def test_a_disaggregated_plan_is_one_set_per_role_and_its_router(pd_plan):
 
 def test_a_disaggregated_scenario_service_gets_its_pools_and_router(tmp_path, capsys):
     """A scenario service with `serving: disagg` is its two role pools and its router, beside the
-    other services' pools; the llm-d target, which would need llm-d's P/D scheduler, is refused
-    before any planning and writes nothing."""
+    other services' pools (the llm-d target's: tests/test_k8s_llmd.py)."""
     from tests.test_disagg_plan import SCENARIO
 
     path = tmp_path / "pd.yaml"
@@ -394,8 +394,6 @@ def test_a_disaggregated_scenario_service_gets_its_pools_and_router(tmp_path, ca
         assert config["kv_role"] == kv_role and container_problems(container) == []
     (batch,) = files["batch.yaml"][0]["spec"]["template"]["spec"]["containers"]
     assert "--kv-transfer-config" not in batch["args"]
-    assert main(["scenario", str(path), "--emit", "k8s", "-o", str(tmp_path / "llmd"), "--k8s-target", "llm-d"]) == 2
-    assert "llm-d" in capsys.readouterr().err and not (tmp_path / "llmd").exists()
 
 
 def test_auto_emits_the_plan_it_chose(tmp_path, capsys):

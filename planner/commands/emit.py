@@ -99,19 +99,17 @@ def emit_of(options: dict) -> Emit | None:
 
 
 def check_serving(to: Emit | None, services: list[tuple[str, str]]) -> None:
-    """Before any planning: the llm-d target writes no disaggregated service, and a disaggregated
-    service's router needs --router-image or --router-fetch ((name, serving) pairs; `auto` is known only
-    once planned, and refused then, before anything is written)."""
+    """Before any planning: a disaggregated service's router on the plain target needs --router-image
+    or --router-fetch (llm-d's scheduler and Dynamo's frontend route on their own) ((name, serving)
+    pairs; `auto` is known only once planned, and refused then, before anything is written)."""
     if to is None:
         return
     from planner.kinds import Serving
-    from planner.report.k8s import no_llm_d, no_router_image
+    from planner.report.k8s import no_router_image
 
     for name, serving in services:
-        if serving == Serving.DISAGG and to.k8s.target == "llm-d":
-            raise no_llm_d(name)
-        if serving == Serving.DISAGG and to.k8s.target != "dynamo" and not (to.k8s.router_image
-                                                                            or to.k8s.router_fetch):
+        if serving == Serving.DISAGG and to.k8s.target == "plain" and not (to.k8s.router_image
+                                                                           or to.k8s.router_fetch):
             raise no_router_image(f"{name} router")
 
 
@@ -153,6 +151,17 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
             resources, said = k8s.dynamo_manifests(name, workers, get_chip, to.k8s)
             files[f"{k8s._name(name)}.yaml"] = resources
             notes += said
+    if to.k8s.target == "llm-d":  # a P/D service's pools with llm-d's roles, its scheduler in the router's file
+        from planner.report import k8s_llmd
+
+        by_name = dict(pools)
+        for router, p, d in routers:
+            more, said = k8s_llmd.pd_manifests(router.removesuffix(" router"), [(p, by_name[p]), (d, by_name[d])],
+                                               router, get_chip, to.k8s, named)
+            files |= more
+            notes += said
+        pools = [(name, pool) for name, pool in pools if name not in {x for _, p, d in routers for x in (p, d)}]
+        routers = []
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)
         files[f"{named[name]}.yaml"] = resources

@@ -139,8 +139,8 @@ NEEDS = (
     *(Needs(name, "a disaggregated plan (only a disaggregated service has a router)",
             lambda o: o.get("serving", "disagg") in ("disagg", "auto"),  # a scenario's services say their own
             "add --serving disagg, or drop it") for name in ("router_script", "router_image", "router_fetch")),
-    *(Needs(name, "the plain target's router (Dynamo's frontend routes a DynamoGraphDeployment)",
-            lambda o: o.get("k8s_target") != "dynamo", "drop it with --k8s-target dynamo")
+    *(Needs(name, "the plain target's router (Dynamo's frontend and llm-d's scheduler route on their own)",
+            lambda o: o.get("k8s_target") in (None, "plain"), "drop it with --k8s-target dynamo or llm-d")
       for name in ("router_image", "router_fetch", "router_script")),
     Needs("router_script", "--router-fetch (the router downloads nothing unless opted in)",
           lambda o: bool(o.get("router_fetch")), "add --router-fetch SHA256, or drop it"),

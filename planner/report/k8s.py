@@ -52,7 +52,6 @@ from planner.kinds import Role
 from pricing.errors import InputError, mention
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
-INFERENCE_POOL_API = "inference.networking.k8s.io/v1"
 DYNAMO_API = "nvidia.com/v1beta1"  # ai-dynamo/dynamo's DynamoGraphDeployment, as its vLLM examples write it
 LEADER_ADDRESS = Placeholder("$(LWS_LEADER_ADDRESS)")  # LWS sets it in every pod of a group; Kubernetes expands
 # $(VAR) in args
@@ -76,7 +75,6 @@ class K8sOptions:
     model_cache_claim: str | None = None  # a PersistentVolumeClaim for the model cache (else emptyDir)
     namespace: str | None = None
     target: str = "plain"  # plain | llm-d | dynamo
-    epp_port: int = 9002
     node_selector: tuple[tuple[str, str], ...] | None = None  # --node-selector: replaces the registry's label;
     # () schedules on any node with the GPU resource (--node-selector none)
     router_script: str | None = None  # where a disaggregated service's router fetches vLLM's proxy
@@ -337,11 +335,11 @@ class PodResources:
                 "limits": {**devices, "cpu": self.cpu_limit, "memory": self.memory_limit}}
 
 
-def _leader_args(serve, model: str) -> list[str]:
+def _leader_args(serve, model: str, port: int) -> list[str]:
     """`vllm serve`'s arguments in a leader's pod (a plan's `Serve`, planner/app/serve.py): the
-    model as the pods get it, the API on the pod's own port, the head's address from LWS."""
+    model as the pods get it, the API on the pod's own `port`, the head's address from LWS."""
     out = list(serve.args(head=LEADER_ADDRESS, model=model, endpoint=False))
-    out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(defaults.value("launch.port"))]
+    out[1:1] = ["--host", defaults.value("launch.host"), "--port", str(port)]
     return [_pod_word(a) for a in out]
 
 
@@ -397,8 +395,10 @@ def _launch_env(env: dict[str, str]) -> list[dict]:
 
 
 def _container(name: str, command: list[str], args: list[str], resources: PodResources, options: K8sOptions,
-               serves_api: bool, launch_env: dict[str, str] | None = None, shm: bool = True) -> dict:
-    """A vLLM container; `shm`: it mounts its pod's /dev/shm volume (Dynamo's operator mounts its own)."""
+               serves_api: bool, launch_env: dict[str, str] | None = None, shm: bool = True,
+               port: int | None = None) -> dict:
+    """A vLLM container; `shm`: it mounts its pod's /dev/shm volume (Dynamo's operator mounts its own);
+    `port`: the API's (default launch.port)."""
     cache = CACHE_MOUNT if options.run_as_user is None else USER_CACHE_MOUNT
     env = [{"name": "HF_HOME", "value": cache}, *_launch_env(launch_env or {})]
     if resources.rdma and SIDE_CHANNEL_HOST in (launch_env or {}):  # NIXL's UCX, over the RDMA device
@@ -413,7 +413,7 @@ def _container(name: str, command: list[str], args: list[str], resources: PodRes
                                                                             "mountPath": cache}],
     }
     if serves_api:
-        port = int(defaults.value("launch.port"))
+        port = port or int(defaults.value("launch.port"))
         probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}
         container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
         container["startupProbe"] = probe | {"failureThreshold": int(defaults.value("kubernetes.startup_probes"))}
@@ -423,13 +423,16 @@ def _container(name: str, command: list[str], args: list[str], resources: PodRes
 
 
 def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict, tolerate: list[dict],
-         shm: int | None) -> dict:
-    """A vLLM pod; `shm` None: no /dev/shm volume of its own (Dynamo's operator mounts one)."""
+         shm: int | None, sidecars: tuple[dict, ...] = ()) -> dict:
+    """A vLLM pod; `shm` None: no /dev/shm volume of its own (Dynamo's operator mounts one); `sidecars`:
+    native sidecars (init containers with restartPolicy Always), started before vLLM."""
     cache = ({"persistentVolumeClaim": {"claimName": options.model_cache_claim}} if options.model_cache_claim
              else {"emptyDir": {}})
     dshm = [] if shm is None else [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
     spec = {"automountServiceAccountToken": False, "containers": [container],
             "volumes": [*dshm, {"name": "model-cache", **cache}]}
+    if sidecars:
+        spec["initContainers"] = list(sidecars)
     if selector:
         spec["nodeSelector"] = selector
     if tolerate:
@@ -444,16 +447,27 @@ def _meta(name: str, labels: dict, options: K8sOptions) -> dict:
     return meta
 
 
-def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[list[dict], list[str]]:
+def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str | None = None
+                   ) -> tuple[list[dict], list[str]]:
     """The resources of one pool (a PoolPlan with its instances' commands) and notes on them. The
-    pool's role (aggregated, or a disaggregated role) is its `app.kubernetes.io/component` label."""
+    pool's role (aggregated, or a disaggregated role) is its `app.kubernetes.io/component` label.
+    With the llm-d target (planner/report/k8s_llmd.py) an aggregated pool gets its InferencePool and
+    endpoint picker; a role pool of `service` its llm-d role label, no Service of its own (the
+    service's InferencePool selects its pods), and, a decode pool, the routing sidecar on the API
+    port, vLLM behind it."""
     from planner.app.fleet import rank_bytes
+    from planner.report import k8s_llmd
 
     notes = []
     name = _name(pool_name)
     first = pool.instances[0]
     labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name,
               "app.kubernetes.io/component": str(first.role), "app.kubernetes.io/managed-by": "deployment-planner"}
+    llm_d_role = options.target == "llm-d" and first.role != Role.AGGREGATED
+    if llm_d_role:
+        if service is None:
+            raise no_llm_d(name)
+        labels |= k8s_llmd.role_labels(first.role, _name(service))
     resource, selector = _gpu(chip, options)
     if not selector:
         notes.append(f"{name}: no node selector ({mention('node_selector')} none): the pods go to any node with "
@@ -465,6 +479,8 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
         raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config file "
                          "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
     port = int(defaults.value("launch.port"))
+    vllm_port = k8s_llmd.decode_vllm_port() if llm_d_role and first.role == Role.DECODE else port
+    sidecars = (k8s_llmd.routing_sidecar(port, security_context(False, options)),) if vllm_port != port else ()
     per_pod = [len(s.gpus) for s in first.slots]
     crosses = first.role != Role.AGGREGATED or len(serves) > 1  # a hand-over or a group across pods
     if crosses and not options.rdma:
@@ -477,17 +493,22 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
     tolerate = _tolerations(chip, options)
     rank = rank_bytes(pool)
     resources = PodResources.of(rank, chip, per_pod[0], pod_rdma)
-    leader_args = _leader_args(serves[0], model)
+    leader_args = _leader_args(serves[0], model, vllm_port)
     head = _container("vllm", ["vllm", "serve"], leader_args, resources, options, serves_api=True,
-                      launch_env=envs[0])
+                      launch_env=envs[0], port=vllm_port)
     notes += cache_notes(name, model, rank.checkpoint, options)
     out = []
     if len(serves) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "selector": {"matchLabels": labels},
-                             "template": _pod(head, selector, options, labels, tolerate, resources.shm)}})
+                             "template": _pod(head, selector, options, labels, tolerate, resources.shm,
+                                              sidecars)}})
         service_selector = labels
     else:
+        if llm_d_role:
+            raise InputError("k8s_target", f"{name}: an instance spans {len(serves)} nodes, and multi-node P/D "
+                             "pools are not written for the llm-d target", f"use {mention('k8s_target')} plain "
+                             "(a LeaderWorkerSet per role and vLLM's proxy)")
         if len(set(per_pod)) != 1:
             raise InputError("placement", f"{name}: the nodes of one instance give {per_pod} GPUs",
                              "a LeaderWorkerSet asks every worker for the same GPUs")
@@ -502,17 +523,14 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions) -> tuple[lis
                                  "workerTemplate": _pod(worker, selector, options, labels, tolerate,
                                                         resources.shm)}}})
         service_selector = labels | {"leaderworkerset.sigs.k8s.io/worker-index": "0"}  # the leaders serve the API
+    if llm_d_role:  # the service's InferencePool selects the pods (k8s_llmd.pd_manifests)
+        return out, notes
     out.append({"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, labels, options),
                 "spec": {"selector": service_selector,
                          "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]}})
-    if options.target == "llm-d" and first.role != Role.AGGREGATED:
-        raise no_llm_d(name)
     if options.target == "llm-d":
-        out.append({"apiVersion": INFERENCE_POOL_API, "kind": "InferencePool", "metadata": _meta(name, labels, options),
-                    "spec": {"selector": {"matchLabels": service_selector}, "targetPorts": [{"number": port}],
-                             "endpointPickerRef": {"name": f"{name}-epp", "port": {"number": options.epp_port}}}})
-        notes.append(f"{name}: the InferencePool's endpoint picker is the Service {name}-epp (port "
-                     f"{options.epp_port}), deployed with llm-d's inference scheduler chart")
+        out += k8s_llmd.scheduler(name, service_selector, port, False, options, _meta, security_context(False, options))
+        notes.append(k8s_llmd.scheduler_note(name))
     return out, notes
 
 
@@ -700,6 +718,11 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
         spec["volumes"] = [{"name": "router", "emptyDir": {}}]
         notes = [f"{router}: vLLM's toy proxy, downloaded at start-up from {url} and run only if its SHA-256 is "
                  f"{options.router_fetch}; llm-d's inference scheduler or Dynamo's router serve in production"]
+        known = defaults.value("kubernetes.router_script_sha256")
+        if options.router_script is None and options.router_fetch != known:
+            notes.append(f"warning: {router}: vLLM v0.33.0's proxy has SHA-256 {known} "
+                         "(planner/defaults.yaml kubernetes.router_script_sha256), not the one given: the init "
+                         "container will refuse to run it")
     pod = {"metadata": {"labels": labels}, "spec": spec}
     out = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(router, labels, options),
             "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}},
