@@ -9,7 +9,7 @@ from planner.app.serving import DisaggPlan, ServingChoice
 from planner.kinds import Serving
 from planner.numbers import amount, count, duration, number, per_million_tokens
 from planner.report.memory import render_memory
-from planner.report.render import command, render_notes, split
+from planner.report.render import command, render_notes, split, tcp_line
 from planner.report.tables import Col, print_table
 
 POOL_COLUMNS = (Col("role", "name"), Col("chip", "name"), Col("GPUs"), Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"),
@@ -67,6 +67,8 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
                   f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
                   f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}", soft_wrap=True,
                   markup=False)
+    if not h.one_node:
+        console.print(render(tcp_line("the hand-over", "NIXL"), named), soft_wrap=True, markup=False)
     console.print(f"time to first token: queue {duration(t.queue_ms)} (M/D/1 per prefill rank, "
                   f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
                   f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
@@ -120,3 +122,4 @@ def render_choice(choice: ServingChoice, console: Console) -> None:
     console.print(f"[bold]serving {choice.mode}:[/bold] {label}. {choice.why}", soft_wrap=True)
     if choice.aggregated is not None:
         render_notes([], console)
+

@@ -221,6 +221,8 @@ def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) ->
                       f"instance takes {p.nodes_per_replica} nodes of {per_node} GPUs "
                       f"({across_nodes(p.deployment, per_node)}). "
                       "On each node of an instance, with HEAD_IP the head node's address:", soft_wrap=True)
+        console.print(render(tcp_line("the traffic between an instance's nodes", "NCCL"), named), soft_wrap=True,
+                      markup=False)
     else:
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
@@ -241,6 +243,14 @@ def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) ->
         for c in first.ray:
             command(console, f"# {c.node}: {c.what}")
             command(console, c.command)
+
+
+def tcp_line(what: str, library: str) -> str:
+    """What crosses the network between pods or hosts runs at the NIC's speed only over its RDMA device
+    (NIXL through UCX, NCCL through its IB/RoCE transport); without one they fall back to TCP. One line,
+    the --emit k8s flag that asks for the device mentioned."""
+    return (f"network: {what} runs at the NIC's speed only over RDMA; without an RDMA device {library} falls back to "
+            f"TCP (with {mention('emit')} k8s, {mention('rdma')} RESOURCE=N asks for the cluster's)")
 
 
 def command(console: Console, text: str) -> None:
@@ -363,6 +373,9 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == Role.AGGREGATED
                      else [f"binds: {p.binds}"]):
             console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
+        if p.role == Role.DECODE and p.handover is not None and not p.handover.one_node:  # once per service
+            console.print(f"{p.served}: " + render(tcp_line("the hand-over", "NIXL"), named), soft_wrap=True,
+                          markup=False)
     print_node_map(console, r.nodes, [(p.service, p.instances) for p in r.services],
                    f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes in use")
     for note in r.placement_notes:
