@@ -31,6 +31,7 @@ import examples  # noqa: E402
 import generated  # noqa: E402
 import headline  # noqa: E402
 import inferencex_disagg  # noqa: E402
+import k8s_targets  # noqa: E402
 import quotes  # noqa: E402
 import reference  # noqa: E402
 
@@ -44,7 +45,8 @@ def _module(name: str) -> Callable[[], str]:
 def cheap() -> dict[str, Callable[[], str]]:
     """The sections made from the tool's own commands, by key."""
     return {"headline": headline.section, **{key: example.section for key, example in examples.EXAMPLES.items()},
-            "inferencex-disagg": inferencex_disagg.section, "commands": reference.commands,
+            "inferencex-disagg": inferencex_disagg.section, "k8s-targets": k8s_targets.section,
+            "commands": reference.commands,
             "scenario-schema": reference.scenario_schema}
 
 

@@ -48,8 +48,9 @@ def k8s_options() -> list:
         click.option("--run-as-user", type=Bounded(int, 1, 2**31 - 1), metavar="UID", help="run the pods as this "
                      "non-root user (an image that has one; the default vllm/vllm-openai runs as root)"),
         click.option("--k8s-target", type=click.Choice(["plain", "llm-d", "dynamo"]), default="plain",
-                     show_default=True, help="llm-d adds an InferencePool per pool, for llm-d's scheduler; dynamo "
-                     "writes a DynamoGraphDeployment per service (needs --image: Dynamo's vLLM runtime)"),
+                     show_default=True, help="llm-d: an InferencePool and llm-d's scheduler per pool or P/D service "
+                     "(its pools labelled by role, the decode pods' routing sidecar); dynamo: a DynamoGraphDeployment "
+                     "per service (needs --image: Dynamo's vLLM runtime)"),
     ]
 
 
