@@ -11,9 +11,10 @@ Per pool:
                                        from the variables LWS sets (LWS_LEADER_ADDRESS,
                                        LWS_WORKER_INDEX)
   Service (v1)                         the pool's API port (the leaders of a LeaderWorkerSet)
-  InferencePool                        with the llm-d target: the pool behind llm-d's scheduler
-  (inference.networking.k8s.io/v1)     (the Gateway API inference extension's resource; its
-                                       endpoint picker is deployed with llm-d's own chart)
+  InferencePool and its endpoint       with the llm-d target: the pool behind llm-d's scheduler
+  picker                               (planner/report/k8s_llmd.py; a P/D service's two pools share one,
+                                       its pods labelled by llm-d role, the decode pods' routing sidecar
+                                       in front of vLLM)
 A disaggregated service is two such pools, its prefill pool and its decode pool, each
 with its role's own `vllm serve` arguments (`--kv-transfer-config` with NixlConnector and its
 kv_role, as the plan prints them) and its NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_HOST the pod's
@@ -25,6 +26,8 @@ release's base port, free in every pod's own network namespace), plus the router
                                          the two pools' Services as its prefiller and decoder hosts;
                                          it hands each request to a prefill pod, then to a decode
                                          pod with the kv_transfer_params the prefill pod returned
+                                         (with the llm-d target: llm-d's scheduler and the decode
+                                         pods' sidecar instead; with Dynamo: its frontend)
 Every pod is hardened (security_context: no privilege escalation, every capability dropped but IPC_LOCK
 with RDMA, seccomp RuntimeDefault; no service-account token; non-root only with --run-as-user, the default
 image runs as root) and sized (PodResources: CPU and host memory per rank, the weight shards in the limit,
@@ -466,7 +469,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
     llm_d_role = options.target == "llm-d" and first.role != Role.AGGREGATED
     if llm_d_role:
         if service is None:
-            raise no_llm_d(name)
+            raise ValueError(f"{name}: an llm-d role pool is written with its service (k8s_llmd.pd_manifests)")
         labels |= k8s_llmd.role_labels(first.role, _name(service))
     resource, selector = _gpu(chip, options)
     if not selector:
@@ -633,13 +636,6 @@ def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, opti
              "spec": {"backendFramework": "vllm", "components": components}}], notes
 
 
-def no_llm_d(name: str) -> InputError:
-    """The llm-d target and a disaggregated service: not written (never half of it)."""
-    return InputError("k8s_target", f"{name}: llm-d's prefill/decode scheduling (its P/D profile handler and the "
-                      "decode pods' routing sidecar) is not written by this tool",
-                      f"use {mention('k8s_target')} plain: vLLM's proxy in front of the two pools")
-
-
 ROUTER_SCRIPT = "/opt/vllm-router/toy_proxy_server.py"  # where docs/launch.md's Dockerfile puts vLLM's proxy
 SHA256 = re.compile(r"[0-9a-f]{64}")
 # the opt-in fetch: the script is written where the proxy runs only when its SHA-256 is the one given
@@ -687,8 +683,6 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
     from planner.app.disagg_launch import ROUTER_PORT, router_host
 
     router = _name(name)
-    if options.target == "llm-d":
-        raise no_llm_d(router)
     if not options.router_image and not options.router_fetch:
         raise no_router_image(router)
     labels = {"app.kubernetes.io/name": "vllm-router", "app.kubernetes.io/instance": router,
