@@ -208,3 +208,15 @@ def test_the_recorded_proxy_digest_is_the_one_checked(tmp_path, capsys):
     text = run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "b"), "--router-fetch",
                "0" * 64)
     assert f"vLLM v0.33.0's proxy has SHA-256 {known}" in text
+
+
+@pytest.mark.parametrize("target", ["llm-d", "dynamo"])
+def test_the_cache_claim_holds_a_pd_services_model(tmp_path, capsys, target):
+    """--model-cache-size auto sizes the claim for every model served, a P/D service's too, whichever target
+    writes its pools (the checkpoint's 15Gi for llama-3.1-8b, as the plain target's claim)."""
+    image = ["--image", "nvcr.io/nvidia/ai-dynamo/vllm-runtime:planned"] if target == "dynamo" else []
+    run(capsys, *PD, "--serving", "disagg", "--emit", "k8s", "-o", str(tmp_path / "out"), "--k8s-target", target,
+        "--model-cache-claim", "models", "--model-cache-size", "auto", *image)
+    (claim,) = emitted(tmp_path / "out")["models.yaml"]
+    validate(claim)
+    assert claim["spec"]["resources"]["requests"]["storage"] == "15Gi"

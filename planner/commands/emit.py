@@ -141,6 +141,7 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     names = [name for name, _ in pools] + [name for name, _, _ in routers]
     named = k8s.resource_names(names)
     files, notes = {}, []
+    models = {pool.model: k8s.checkpoint_bytes(pool) for _, pool in pools}  # every pool's, whichever target
     if to.k8s.target == "dynamo":  # one DynamoGraphDeployment per service: its frontend routes
         by_name = dict(pools)
         services = [(r.removesuffix(" router"), [("prefill", by_name[p]), ("decode", by_name[d])])
@@ -172,7 +173,6 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         files[f"{named[name]}.yaml"] = resources
         notes += said
     if to.k8s.model_cache_size == "auto":
-        models = {pool.model: k8s.checkpoint_bytes(pool) for _, pool in pools}
         files[f"{k8s._name(to.k8s.model_cache_claim)}.yaml"] = [k8s.cache_claim(models, to.k8s)]
     if to.k8s.rdma and not any(key in json.dumps(files) for key, _ in to.k8s.rdma):
         notes.append(f"{mention('rdma')}: no pool of this plan is disaggregated or spans nodes, so no pod asks for "
