@@ -161,6 +161,10 @@ VLLM_FLAGS = frozenset(json.loads((PARSERS / "serve_flags.json").read_text())["f
 PROXY_FLAGS = frozenset(json.loads((PARSERS / "proxy_flags.json").read_text())["flags"])
 RAY_START_FLAGS = frozenset({"--head", "--port", "--address="})
 DYNAMO_VLLM_FLAGS = frozenset({"--disaggregation-mode"})  # dynamo.vllm's own (ai-dynamo/dynamo's vLLM examples)
+# llm-d's routing sidecar and endpoint picker (planner/report/k8s_llmd.py; llm-d-inference-scheduler v0.8.0
+# pkg/sidecar/proxy/options.go, gateway-api-inference-extension v1.5.0 pkg/epp/server/options.go)
+LLM_D_FLAGS = frozenset({"--port", "--vllm-port", "--kv-connector", "--secure-proxy", "--pool-name", "--pool-group",
+                         "--zap-encoder", "--config-file", "--tracing", "--metrics-endpoint-auth"})
 # Not yet moved to mentions; the set may only shrink. The JSON Schema's descriptions (result.py's Target and
 # Margin, request.py's range ratio, search/status.py): one schema for every command, no reader to name a field.
 # The tables' csv hint (tables.py): true of `plan`'s plan table alone, print_table knows no reader. vLLM's own
@@ -208,7 +212,7 @@ def test_no_library_text_spells_a_flag_of_ours():
     a launch command are vLLM's CLI and stay: a string that is exactly one of its parsers' flags."""
     in_errors, elsewhere = [], {}
     for module, in_error, text in library_strings():
-        if text in VLLM_FLAGS | PROXY_FLAGS | RAY_START_FLAGS | DYNAMO_VLLM_FLAGS:
+        if text in VLLM_FLAGS | PROXY_FLAGS | RAY_START_FLAGS | DYNAMO_VLLM_FLAGS | LLM_D_FLAGS:
             continue  # an argv element of a launch command (planner/app/serve.py, disagg_launch.py, k8s.py)
         words = flag_words(text)
         if words and in_error:

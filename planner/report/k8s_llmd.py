@@ -93,6 +93,12 @@ schedulingProfiles:
 """
 
 
+def _flag(name: str, value) -> str:
+    """A Go program's flag and its value as one word (pflag's --name=value: a boolean flag takes its
+    value only so)."""
+    return f"{name}={value}"
+
+
 def role_labels(role: Role, service: str) -> dict[str, str]:
     """A P/D pool's extra labels: its llm-d role and the service whose InferencePool selects it."""
     return {ROLE_LABEL: str(role), PART_OF: service}
@@ -112,8 +118,8 @@ def routing_sidecar(api_port: int, security_context: dict) -> dict:
     amounts = {"cpu": int(size["cpu"]), "memory": int(size["memory"])}
     return {"name": "routing-sidecar", "image": str(defaults.value("kubernetes.llm_d.sidecar_image")),
             "restartPolicy": "Always",
-            "args": [f"--port={api_port}", f"--vllm-port={decode_vllm_port()}", "--kv-connector=nixlv2",
-                     "--secure-proxy=false"],
+            "args": [_flag("--port", api_port), _flag("--vllm-port", decode_vllm_port()),
+                     _flag("--kv-connector", "nixlv2"), _flag("--secure-proxy", "false")],
             "ports": [{"name": "sidecar", "containerPort": api_port, "protocol": "TCP"}],
             "resources": {"requests": amounts, "limits": dict(amounts)},
             "securityContext": security_context | {"runAsNonRoot": True, "runAsUser": 65532}}
@@ -154,7 +160,8 @@ def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated:
     container = {
         "name": "epp", "image": str(defaults.value("kubernetes.llm_d.scheduler_image")),
         "args": ["--pool-name", name, "--pool-group", "inference.networking.k8s.io", "--zap-encoder", "json",
-                 "--config-file", f"/config/{EPP_CONFIG}", "--tracing=false", "--metrics-endpoint-auth=false"],
+                 "--config-file", f"/config/{EPP_CONFIG}", _flag("--tracing", "false"),
+                 _flag("--metrics-endpoint-auth", "false")],
         "ports": [{"name": "grpc", "containerPort": int(ports["grpc"])},
                   {"name": "grpc-health", "containerPort": int(ports["health"])},
                   {"name": "metrics", "containerPort": int(ports["metrics"])}],
