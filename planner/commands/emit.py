@@ -154,12 +154,10 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
             files[f"{k8s._name(name)}.yaml"] = resources
             notes += said
     if to.k8s.target == "llm-d":  # a P/D service's pools with llm-d's roles, its scheduler in the router's file
-        from planner.report import k8s_llmd
-
         by_name = dict(pools)
         for router, p, d in routers:
-            more, said = k8s_llmd.pd_manifests(router.removesuffix(" router"), [(p, by_name[p]), (d, by_name[d])],
-                                               router, get_chip, to.k8s, named)
+            more, said = k8s.llm_d_pd_manifests(router.removesuffix(" router"), [(p, by_name[p]), (d, by_name[d])],
+                                                router, get_chip, to.k8s, named)
             files |= more
             notes += said
         pools = [(name, pool) for name, pool in pools if name not in {x for _, p, d in routers for x in (p, d)}]

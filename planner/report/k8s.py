@@ -469,7 +469,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
     llm_d_role = options.target == "llm-d" and first.role != Role.AGGREGATED
     if llm_d_role:
         if service is None:
-            raise ValueError(f"{name}: an llm-d role pool is written with its service (k8s_llmd.pd_manifests)")
+            raise ValueError(f"{name}: an llm-d role pool is written with its service (llm_d_pd_manifests)")
         labels |= k8s_llmd.role_labels(first.role, _name(service))
     resource, selector = _gpu(chip, options)
     if not selector:
@@ -526,7 +526,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
                                  "workerTemplate": _pod(worker, selector, options, labels, tolerate,
                                                         resources.shm)}}})
         service_selector = labels | {"leaderworkerset.sigs.k8s.io/worker-index": "0"}  # the leaders serve the API
-    if llm_d_role:  # the service's InferencePool selects the pods (k8s_llmd.pd_manifests)
+    if llm_d_role:  # the service's InferencePool selects the pods (llm_d_pd_manifests)
         return out, notes
     out.append({"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, labels, options),
                 "spec": {"selector": service_selector,
@@ -535,6 +535,31 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
         out += k8s_llmd.scheduler(name, service_selector, port, False, options, _meta, security_context(False, options))
         notes.append(k8s_llmd.scheduler_note(name))
     return out, notes
+
+
+def llm_d_pd_manifests(service: str, pools: list[tuple[str, object]], router: str, chip_of, options: K8sOptions,
+                       named: dict[str, str]) -> tuple[dict[str, list[dict]], list[str]]:
+    """A disaggregated service for llm-d (planner/report/k8s_llmd.py): its prefill and its decode pool
+    (`pools`: (name, pool) each, pool_manifests with the service's labels) and, in the router's file
+    (`router`: its name), the InferencePool over both and the P/D endpoint picker. `named`: each
+    pool's and router's file name (resource_names)."""
+    from planner.report import k8s_llmd
+
+    files, notes = {}, []
+    for pool_name, pool in pools:
+        resources, said = pool_manifests(pool_name, pool, chip_of(pool.chip), options, service=service)
+        files[f"{named[pool_name]}.yaml"] = resources
+        notes += said
+    name = _name(service)
+    selector = {"app.kubernetes.io/name": "vllm", k8s_llmd.PART_OF: name}
+    port = int(defaults.value("launch.port"))
+    files[f"{named[router]}.yaml"] = k8s_llmd.scheduler(name, selector, port, True, options, _meta,
+                                                        security_context(False, options))
+    notes.append(k8s_llmd.scheduler_note(name))
+    notes.append(f"{name}: each decode pod's routing sidecar {defaults.value('kubernetes.llm_d.sidecar_image')} (a "
+                 f"mutable tag: pin it by digest) takes the requests on port {port} and runs the prefill on the pod "
+                 "the scheduler names, vLLM behind it on port " + str(k8s_llmd.decode_vllm_port()))
+    return files, notes
 
 
 def checkpoint_bytes(pool) -> int:

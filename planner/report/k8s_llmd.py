@@ -196,27 +196,3 @@ def scheduler_note(name: str) -> str:
             f"scheduler {defaults.value('kubernetes.llm_d.scheduler_image')} (a mutable tag: pin it by digest); the "
             "Gateway API and inference extension CRDs and the Gateway are the cluster's")
 
-
-def pd_manifests(service: str, pools: list[tuple[str, object]], router: str, chip_of, options,
-                 named: dict[str, str]) -> tuple[dict[str, list[dict]], list[str]]:
-    """A disaggregated service for llm-d: its prefill and its decode pool (`pools`: (name, pool) each,
-    planner/report/k8s.py pool_manifests with the service's labels) and, in the router's file
-    (`router`: its name), the InferencePool over both and the P/D endpoint picker. `named`: each
-    pool's and router's file name (k8s.resource_names)."""
-    from planner.report import k8s
-
-    files, notes = {}, []
-    for pool_name, pool in pools:
-        resources, said = k8s.pool_manifests(pool_name, pool, chip_of(pool.chip), options, service=service)
-        files[f"{named[pool_name]}.yaml"] = resources
-        notes += said
-    name = k8s._name(service)
-    selector = {"app.kubernetes.io/name": "vllm", PART_OF: name}
-    port = int(defaults.value("launch.port"))
-    files[f"{named[router]}.yaml"] = scheduler(name, selector, port, True, options, k8s._meta,
-                                               k8s.security_context(False, options))
-    notes.append(scheduler_note(name))
-    notes.append(f"{name}: each decode pod's routing sidecar {defaults.value('kubernetes.llm_d.sidecar_image')} (a "
-                 f"mutable tag: pin it by digest) takes the requests on port {port} and runs the prefill on the pod "
-                 "the scheduler names, vLLM behind it on port " + str(decode_vllm_port()))
-    return files, notes
