@@ -112,6 +112,7 @@ def test_the_role_pods_are_hardened_and_carry_rdma(llmd_pd):
         for sidecar in pod.get("initContainers", []):  # its image's user (Dockerfile.sidecar USER 65532)
             assert sidecar["securityContext"]["runAsNonRoot"] is True and "add" not in sidecar["securityContext"][
                 "capabilities"]
+            assert sidecar["securityContext"]["runAsUser"] == 65532
             assert "rdma" not in json.dumps(sidecar)
         assert_hardened({**pod, "initContainers": []}, ipc_lock=True)
 

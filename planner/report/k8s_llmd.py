@@ -99,6 +99,11 @@ def _flag(name: str, value) -> str:
     return f"{name}={value}"
 
 
+def _image_user() -> dict:
+    """The scheduler's and the sidecar's images' own non-root user (kubernetes.llm_d.image_user)."""
+    return {"runAsNonRoot": True, "runAsUser": int(defaults.value("kubernetes.llm_d.image_user"))}
+
+
 def role_labels(role: Role, service: str) -> dict[str, str]:
     """A P/D pool's extra labels: its llm-d role and the service whose InferencePool selects it."""
     return {ROLE_LABEL: str(role), PART_OF: service}
@@ -112,8 +117,7 @@ def routing_sidecar(api_port: int, security_context: dict) -> dict:
     """The decode pod's routing sidecar (llm-d-inference-scheduler v0.8.0 cmd/pd-sidecar, its flags in
     pkg/sidecar/proxy/options.go): on the pool's API port, vLLM beside it on decode_vllm_port, the
     NIXL protocol (nixlv2), plain HTTP (--secure-proxy=false: the pods serve HTTP, as llm-d's guides
-    run it). A native sidecar (restartPolicy Always), as those guides write it; its image runs as
-    UID 65532 (Dockerfile.sidecar)."""
+    run it). A native sidecar (restartPolicy Always), as those guides write it, as its image's user."""
     size = defaults.value("kubernetes.llm_d.sidecar_resources")
     amounts = {"cpu": int(size["cpu"]), "memory": int(size["memory"])}
     return {"name": "routing-sidecar", "image": str(defaults.value("kubernetes.llm_d.sidecar_image")),
@@ -122,7 +126,7 @@ def routing_sidecar(api_port: int, security_context: dict) -> dict:
                      _flag("--kv-connector", "nixlv2"), _flag("--secure-proxy", "false")],
             "ports": [{"name": "sidecar", "containerPort": api_port, "protocol": "TCP"}],
             "resources": {"requests": amounts, "limits": dict(amounts)},
-            "securityContext": security_context | {"runAsNonRoot": True, "runAsUser": 65532}}
+            "securityContext": security_context | _image_user()}
 
 
 def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated: bool, options, meta,
@@ -172,7 +176,7 @@ def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated:
         "livenessProbe": grpc_probe | {"initialDelaySeconds": 5, "periodSeconds": 10},
         "readinessProbe": grpc_probe | {"periodSeconds": 2},
         "volumeMounts": [{"name": "plugins-config", "mountPath": "/config"}],
-        "securityContext": security_context | {"runAsNonRoot": True, "runAsUser": 65532},  # Dockerfile.epp's USER
+        "securityContext": security_context | _image_user(),
     }
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(epp, labels, options),
                   "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
