@@ -136,6 +136,7 @@ def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated:
     epp = f"{name}-epp"
     ports = defaults.value("kubernetes.llm_d.epp_ports")
     size = defaults.value("kubernetes.llm_d.epp_resources")
+    timing = defaults.value("kubernetes.llm_d.epp_timing")
     labels = {"app.kubernetes.io/name": "llm-d-inference-scheduler", "app.kubernetes.io/instance": epp,
               "app.kubernetes.io/component": "endpoint-picker", "app.kubernetes.io/managed-by": "deployment-planner"}
     pod_labels = {"inferencepool": epp}  # the chart's selector label
@@ -173,8 +174,9 @@ def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated:
                 {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
         "resources": {"requests": {"cpu": int(size["cpu_request"]), "memory": int(size["memory_request"])},
                       "limits": {"memory": int(size["memory_limit"])}},
-        "livenessProbe": grpc_probe | {"initialDelaySeconds": 5, "periodSeconds": 10},
-        "readinessProbe": grpc_probe | {"periodSeconds": 2},
+        "livenessProbe": grpc_probe | {"initialDelaySeconds": int(timing["liveness_delay_seconds"]),
+                                       "periodSeconds": int(timing["liveness_period_seconds"])},
+        "readinessProbe": grpc_probe | {"periodSeconds": int(timing["readiness_period_seconds"])},
         "volumeMounts": [{"name": "plugins-config", "mountPath": "/config"}],
         "securityContext": security_context | _image_user(),
     }
@@ -182,7 +184,7 @@ def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated:
                   "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
                            "selector": {"matchLabels": pod_labels},
                            "template": {"metadata": {"labels": pod_labels | labels},
-                                        "spec": {"serviceAccountName": epp, "terminationGracePeriodSeconds": 130,
+                                        "spec": {"serviceAccountName": epp, "terminationGracePeriodSeconds": int(timing["grace_seconds"]),
                                                  "containers": [container],
                                                  "volumes": [{"name": "plugins-config",
                                                               "configMap": {"name": epp}}]}}}}
