@@ -180,14 +180,11 @@ def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated:
         "volumeMounts": [{"name": "plugins-config", "mountPath": "/config"}],
         "securityContext": security_context | _image_user(),
     }
+    pod = {"serviceAccountName": epp, "terminationGracePeriodSeconds": int(timing["grace_seconds"]),
+           "containers": [container], "volumes": [{"name": "plugins-config", "configMap": {"name": epp}}]}
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(epp, labels, options),
-                  "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
-                           "selector": {"matchLabels": pod_labels},
-                           "template": {"metadata": {"labels": pod_labels | labels},
-                                        "spec": {"serviceAccountName": epp, "terminationGracePeriodSeconds": int(timing["grace_seconds"]),
-                                                 "containers": [container],
-                                                 "volumes": [{"name": "plugins-config",
-                                                              "configMap": {"name": epp}}]}}}}
+                  "spec": {"replicas": 1, "strategy": {"type": "Recreate"}, "selector": {"matchLabels": pod_labels},
+                           "template": {"metadata": {"labels": pod_labels | labels}, "spec": pod}}}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": meta(epp, labels, options),
                "spec": {"selector": pod_labels, "type": "ClusterIP",
                         "ports": [{"name": "grpc-ext-proc", "protocol": "TCP", "port": int(ports["grpc"])},
