@@ -19,8 +19,9 @@ P/D service                     <service>-prefill.yaml, <service>-decode.yaml: a
                                 every request's prefill on the prefill pool), the prefill pod's address
                                 handed to the decode pod's sidecar (disagg-headers-handler), which
                                 runs the prefill there and the decode beside it (NIXL, nixlv2)
-The EPP is written as the Gateway API inference extension's `inferencepool` chart (v1.5.0, the one
-llm-d's guides install it with) renders it: a ServiceAccount, a Role to read pods, InferencePools,
+The EPP is written as the Gateway API inference extension's `inferencepool` chart renders it (the
+chart llm-d's guides install the EPP with; its v1.5.0 templates, the release llm-d-inference-scheduler
+v0.8.0 builds on): a ServiceAccount, a Role to read pods, InferencePools,
 InferenceObjectives and InferenceModelRewrites, its RoleBinding, the plugins' ConfigMap, the
 Deployment (one replica, Recreate) and its Service. The Gateway and its HTTPRoute to the InferencePool
 are the cluster's (its gateway class).
