@@ -8,6 +8,7 @@ import math
 from planner import defaults
 from planner.app.result import Explanation
 from planner.app.targets import missed_phrases
+from planner.candidates.service import sweep_model
 from planner.candidates.shapes import (
     ChipTable,
     ShapeVerdict,
@@ -15,7 +16,6 @@ from planner.candidates.shapes import (
     pool_gpus,
     replica_cap,
 )
-from planner.candidates.table import sweep_model
 from planner.numbers import count, given, size
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError, mention, quoted, render

@@ -19,8 +19,8 @@ from planner.app.result import Explanation, PoolPlan, Target
 from planner.app.serving import DisaggPlan
 from planner.app.targets import measured_words, missed_phrases, target_words
 from planner.candidates import slo
+from planner.candidates.service import ResolvedService, sweep_model
 from planner.candidates.shapes import context_length, pool_gpus, replica_cap
-from planner.candidates.table import sweep_model
 from planner.kinds import Serving
 from planner.limits import MAX_RATE
 from planner.numbers import given
@@ -79,7 +79,7 @@ def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
     found, unpriced = [], []
     # the rows a plan at any rate sweeps (a rate caps each row's max_num_seqs at the requests it holds,
     # planner/candidates/latency.py cap_rows; the rate's value changes no row): planned back, the same rows
-    for table in tables_for(request.at(1.0), limits):
+    for table in tables_for(ResolvedService.of(request.at(1.0), limits)):
         if not has_rates(table.chip):
             unpriced.append(table.chip)
             continue
@@ -171,7 +171,7 @@ def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
 
     def fits(k: int) -> bool:
         if k not in found:
-            found[k] = search(request.at(slo.grid_rate(k)), limits, 0)
+            found[k] = search(ResolvedService.of(request.at(slo.grid_rate(k)), limits), 0)
         return found[k].chosen is not None
 
     lo, hi = slo.highest_index(fits, slo.grid_index(defaults.value("serving.disagg_first_rate")),
@@ -189,7 +189,7 @@ def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
                 f"no disaggregated fleet within {mention('max_gpus')} {limits.max_gpus} serves even "
                 f"{given(rate)} requests/s: {why}", named))],
             seconds=round(time.perf_counter() - start, 3)), named)
-    fleet = plan_disagg(at, limits, 0, named)
+    fleet = plan_disagg(ResolvedService.of(at, limits), 0, named)
     binds = (f"{mention('max_gpus')} {limits.max_gpus} holds {fleet.prefill.gpus} prefill + {fleet.decode.gpus} "
              f"decode GPUs at {given(rate)} requests/s")
     binds += ("; the rate is the planner's ceiling" if hi is None else
