@@ -18,6 +18,7 @@ from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
 from pricing.errors import named_all, quoted
 from pricing.serving.queueing import md1_wait
+from pricing.units import cdiv
 
 
 def _role_pool(resolved: ResolvedService, role, chip: Chip, table: ChipTable, row: Row, replicas: int, binds: str,
@@ -87,7 +88,7 @@ def role_pools(resolved: ResolvedService, pair, p: int, d: int, rate: float, nod
                f"{percent(util, 0)} utilization wait {duration(wait * 1000)} (M/D/1), prefill "
                f"{with_article(tokens(w.isl))} prompt in {duration(pf.prompt_seconds * 1000)}, hand it over in "
                f"{duration(h.seconds * 1000)} over {h.link.name}")
-    if -(-math.ceil(rate * RATE_UNITS) // pair.prefill_link) > pair.prefill_min:
+    if cdiv(math.ceil(rate * RATE_UNITS), pair.prefill_link) > pair.prefill_min:
         p_binds = (f"link: {h.link.name} hands over {number(h.prefill_rate(pf.row.shape.dp), 1)} requests/s per "
                    f"instance ({size(h.prefill_rank_bytes)} from the busiest rank each)")
     d_binds = (f"{'tpot' if dec.binds == 'tpot' else 'memory'}: {count(dec.batch_per_rank)} running requests per "

@@ -23,6 +23,7 @@ from planner.candidates.table import sweep_key
 from planner.scenario import Scenario
 from planner.search.fleet import table_requests
 from pricing.errors import InputError, mention
+from pricing.units import cdiv
 
 EXECUTORS = tuple(defaults.value("parallel.executors"))
 Job = tuple[Scenario, str]  # a variant's scenario and its name
@@ -88,7 +89,7 @@ def _prebuilt(jobs: list[Task]) -> list[list[int]]:
     build_tables([r for scenario, _, services in jobs for s in services if refused_context(s) is None
                   for r in table_requests(scenario, s)])
     runs = min(len(jobs), 4 * workers())
-    size = -(-len(jobs) // runs)
+    size = cdiv(len(jobs), runs)
     return [list(range(i, min(i + size, len(jobs)))) for i in range(0, len(jobs), size)]
 
 

@@ -31,7 +31,7 @@ from pricing.chips import Chip
 from pricing.kernel import Kernel
 from pricing.step import StepModel
 from pricing.step.serving import largest_batch, step_seconds_per_token, ttft
-from pricing.units import largest_such
+from pricing.units import cdiv, largest_such
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class PrefillRole(Role):
         prompts = [k.request_kv_bytes(w.isl) for k in stages]
         held = min(int(k.kv_pool() * (1 - service.kv_margin)) // b if b else row.max_num_seqs
                    for k, b in zip(stages, prompts, strict=True))
-        seqs = max(1, min(held, -(-budget // w.isl)))
+        seqs = max(1, min(held, cdiv(budget, w.isl)))
         if held < 1:
             return Refused("context", f"its pool holds no {tokens(w.isl)} prompt")
         share = Fraction(max(prompts), sum(prompts)) if sum(prompts) else Fraction(1)

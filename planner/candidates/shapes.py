@@ -14,6 +14,7 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment
 from pricing.kernel.deployment import allows_tensor_parallel, check_tensor_parallel, max_dcp
 from pricing.kernel.pipeline import backbone_layers
+from pricing.units import cdiv
 
 
 @dataclass(frozen=True, order=True)
@@ -33,7 +34,7 @@ class Shape:
 
     def nodes(self, gpus_per_node: int) -> int:
         """Nodes one instance takes: one when it fits a node, else whole nodes (`placement`)."""
-        return max(1, -(-self.gpus // gpus_per_node))
+        return max(1, cdiv(self.gpus, gpus_per_node))
 
     def split(self) -> str:
         """The parallel split in words: 'tp 1 × pp 2 × dp 4 with expert parallel, dcp 2' (factors of 1
@@ -187,7 +188,7 @@ def cheapest_pool(rows, need: int, gpus_per_node: int, max_gpus: int | None, pri
     (`replica_cap`) at `price` per GPU (dollars or the solver's price units); None when none does."""
     best = None
     for row in rows:
-        replicas = -(-need // row.concurrency)
+        replicas = cdiv(need, row.concurrency)
         cap = replica_cap(row.gpus, gpus_per_node, max_gpus)
         if cap is None or cap >= replicas:
             cost = replicas * row.gpus * price
@@ -205,7 +206,7 @@ def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | No
     full, partial = divmod(max(max_gpus, 0), gpus_per_node)
     if gpus <= gpus_per_node:
         return full * (gpus_per_node // gpus) + partial // gpus
-    return full // -(-gpus // gpus_per_node)
+    return full // cdiv(gpus, gpus_per_node)
 
 
 def pool_gpus(max_gpus: int | None, gpus_per_node: int, spare: int) -> int | None:

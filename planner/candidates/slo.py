@@ -31,6 +31,7 @@ from pricing.kernel import Kernel
 from pricing.serving import ClosedLoop, Fixed, Instance, Poisson, Served, StepCost, Traffic, Uniform, simulate
 from pricing.step import StepModel, has_rates
 from pricing.step.serving import Workload, largest_batch, serving
+from pricing.units import cdiv
 
 
 @dataclass
@@ -169,7 +170,7 @@ def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec
         if not has_rates(table.chip):
             continue
         for row in table.dominant():
-            memory = -(-service.required // row.concurrency)
+            memory = cdiv(service.required, row.concurrency)
             candidate = Candidate(model, table, service, row)
             low = max(memory, math.floor(rate / (candidate.estimate() * allowance)), 1)
             price = row.gpus * table.chip.price_per_gpu_hour

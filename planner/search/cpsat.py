@@ -54,6 +54,7 @@ from planner.search.staged import ImpossibleSolve as ImpossibleSolve  # re-expor
 from planner.search.status import STAGES, StageStatus
 from planner.search.submodels import Inventory, PoolChoice
 from pricing.errors import mention
+from pricing.units import cdiv
 
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built or solved)
     from ortools.sat.python import cp_model
@@ -100,9 +101,9 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
                 sizing = (sized or {}).get((table.chip.id, row))
                 if sizing is None or not sizing.replicas:
                     continue
-                rmin = max(-(-need // row.concurrency), sizing.replicas)
+                rmin = max(cdiv(need, row.concurrency), sizing.replicas)
             else:
-                rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
+                rmin = max(cdiv(need, row.concurrency), latency.replicas_for_rate(table, row, service))
             cap = replica_cap(row.gpus, table.gpus_per_node, pool_gpus(limits.max_gpus, table.gpus_per_node,
                                                                          limits.spare))
             if cap is not None and cap < rmin:

@@ -55,6 +55,7 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel.connector import stages_refused
 from pricing.serving.queueing import md1_wait, servers_for_wait
 from pricing.step.transfer import Handover, handover, link_between, link_within_node
+from pricing.units import cdiv
 
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built or solved)
     from ortools.sat.python import cp_model
@@ -102,8 +103,8 @@ class Pair:
         return p * self.prefill.row.gpus + d * self.decode.row.gpus
 
     def fewest(self, rate_units: int) -> tuple[int, int]:
-        p = max(self.prefill_min, -(-rate_units // self.prefill_link))
-        d = max(-(-rate_units // self.decode_serve), -(-rate_units // self.decode_link))
+        p = max(self.prefill_min, cdiv(rate_units, self.prefill_link))
+        d = max(cdiv(rate_units, self.decode_serve), cdiv(rate_units, self.decode_link))
         return p, d
 
     def cost(self, rate_units: int) -> float:
@@ -273,7 +274,7 @@ def pairs_for(resolved: ResolvedService, prefill_sides: list[Side], decode_sides
                 d_serve = math.floor(dec.requests_per_second * RATE_UNITS)
                 if min(p_link, d_link, d_serve) < 1:
                     continue
-                pair = Pair(pf, pside.chip, dec, dside.chip, h, -(-servers // dp_p), p_link, d_serve, d_link, 0.0,
+                pair = Pair(pf, pside.chip, dec, dside.chip, h, cdiv(servers, dp_p), p_link, d_serve, d_link, 0.0,
                             node_gpus=node_gpus)
                 if node_gpus is not None and pair.gpus(*pair.fewest(units)) > node_gpus:
                     continue  # the two pools do not fit one node: their hand-over crosses the network
