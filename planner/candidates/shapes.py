@@ -282,7 +282,7 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     cap = None if service.dp else defaults.value("grids.max_gpus_per_instance")
     if max_gpus is not None:
         cap = max_gpus if cap is None else min(cap, max_gpus)
-    kv_heads = max(1, model.num_kv_heads) if model.attention_backend == "gqa" else 1
+    kv_heads = model.cache_kv_heads
     layers = backbone_layers(model)
     pps = tuple(p for p in (service.pp or tuple(defaults.value("grids.pipeline_parallel_size"))) if p <= layers)
     if service.pp and any(p > layers for p in service.pp):

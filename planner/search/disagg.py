@@ -209,7 +209,7 @@ def pairs_for(resolved: ResolvedService, prefill_sides: list[Side], decode_sides
     w = service.workload
     ttft = service.ttft_ms / 1000
     latent = model.attention_backend != "gqa"
-    kv_heads = max(1, model.num_kv_heads)
+    kv_heads = model.cache_kv_heads  # read by the hand-over only for a cache of heads (not latent)
     units = math.ceil(rate * RATE_UNITS)
     prefills, decodes, why = [], [], []
     for side in prefill_sides:

@@ -8,7 +8,7 @@ from pricing.kernel import recurrent_state as _recurrent_state  # noqa: F401  (r
 from pricing.kernel.capacity import Capacity
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.kernel.instance import Instance
-from pricing.kernel.kernel import Kernel, evaluate
+from pricing.kernel.kernel import Kernel
 from pricing.kernel.startup import Startup
 
-__all__ = ["Capacity", "Deployment", "Engine", "Instance", "Kernel", "Startup", "evaluate", "resolve_engine"]
+__all__ = ["Capacity", "Deployment", "Engine", "Instance", "Kernel", "Startup", "resolve_engine"]

@@ -127,8 +127,7 @@ def max_dcp(model: ModelGraph, tp: int) -> int:
     """The widest decode-context-parallel group at tensor parallel `tp`: tp / KV heads per model
     (a latent cache has one head). vLLM docs, context_parallel_deployment.md: "The dcp size should
     lie in the range of [1, tp_size/H]"."""
-    kv_heads = model.num_kv_heads if model.attention_backend == "gqa" else 1
-    return max(1, tp // max(1, kv_heads))
+    return max(1, tp // model.cache_kv_heads)
 
 
 def _divisors(n: int) -> str:

@@ -507,9 +507,3 @@ def _collective_groups(e: Engine) -> dict[str, int]:
     if e.ep:
         groups["expert parallel"] = e.ep_size
     return {k: v for k, v in groups.items() if v > 1}
-
-
-def evaluate(model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
-             release: Release | str | None = None) -> Kernel:
-    """A kernel for a user-level deployment (defaults resolved as the release, vLLM 0.33 by default, would)."""
-    return Kernel.of(model, deployment, chip, registry, release)
