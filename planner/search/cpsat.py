@@ -48,6 +48,7 @@ from planner.candidates.table import (
     stage_within,
     start_table,
 )
+from planner.limits import price_units
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.staged import ImpossibleSolve as ImpossibleSolve  # re-exported: callers catch it here
@@ -91,7 +92,6 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
     service targets, `sized` (planner/candidates/slo.py) gives each row's fewest replicas at the
     rate; a row it did not size, or sized to none, is no option."""
     need = service.required
-    units = defaults.value("solver.price_units_per_dollar")
     kv_order = {kv: i for i, kv in enumerate(service.kv_cache_dtypes)}
     found = []
     for chip_order, table in enumerate(tables):
@@ -110,7 +110,7 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
                 continue
             key = (-row.max_num_batched_tokens, row.gpu_memory_utilization, row.shape.pp, row.shape.tp, row.shape.dp,
                    row.shape.ep, row.shape.dcp, kv_order[row.shape.kv_cache_dtype], chip_order)
-            found.append((key, row, price, round(price * units), rmin, rmin if cap is None else cap))
+            found.append((key, row, price, price_units(price), rmin, rmin if cap is None else cap))
     found.sort(key=lambda f: f[0])
     return [Option(row, price, pu, rmin, rmax, rank) for rank, (_, row, price, pu, rmin, rmax) in enumerate(found)]
 

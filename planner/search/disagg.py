@@ -43,6 +43,7 @@ from planner import defaults
 from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures, Refused
 from planner.candidates.service import ResolvedService
 from planner.candidates.table import ChipTable, Row, candidate_table, priced_chip
+from planner.limits import price_units
 from planner.numbers import duration, given, tokens, with_article
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
@@ -376,7 +377,7 @@ def pair_model(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dic
         p_hi = max(p_lo, (cap - kept.get(pair.prefill_chip.id, 0)) // pair.prefill.row.gpus) if cap else p_lo
         d_hi = max(d_lo, (cap - kept.get(pair.decode_chip.id, 0)) // pair.decode.row.gpus) if cap else d_lo
         ceiling.append((p_hi, d_hi))
-    prices = {c.id: round(c.price_per_gpu_hour * per_dollar) for pair in pairs
+    prices = {c.id: price_units(c.price_per_gpu_hour) for pair in pairs
               for c in (pair.prefill_chip, pair.decode_chip)}
     choice = PairChoice(m, pairs, units, prices, ceiling)
     if cap is not None:
@@ -525,7 +526,6 @@ def fleet_options(resolved: ResolvedService, stock: dict[str, int | None], first
     units = math.ceil(rate * RATE_UNITS)
     pairs = [q for q in priced if q.node_gpus is None]  # nodes shared: chosen over the network
     twins = {_pools_of(q): q for q in priced if q.node_gpus is not None}
-    price_units = defaults.value("solver.price_units_per_dollar")
     found = []
     for pair in pairs:
         p, d = pair.fewest(units)
@@ -535,8 +535,8 @@ def fleet_options(resolved: ResolvedService, stock: dict[str, int | None], first
         row = FleetPair(pair, p, d, service.required, twin)
         if any(stock.get(c) is not None and row.gpus_on(c) > stock[c] for c in row.chips):
             continue
-        cost_units = (round(pair.prefill_chip.price_per_gpu_hour * price_units) * p * pair.prefill.row.gpus
-                      + round(pair.decode_chip.price_per_gpu_hour * price_units) * d * pair.decode.row.gpus)
+        cost_units = (price_units(pair.prefill_chip.price_per_gpu_hour) * p * pair.prefill.row.gpus
+                      + price_units(pair.decode_chip.price_per_gpu_hour) * d * pair.decode.row.gpus)
         found.append((cost_units, pair.rank, row, pair.cost(units)))
     found.sort(key=lambda f: (f[0], f[1]))
     kept: list = []

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from planner import defaults
 from planner.candidates.parallel import build_tables, fork_pool, use_workers, workers
 from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable, cheapest_pool, pool_gpus, replica_cap
@@ -28,6 +27,7 @@ from planner.candidates.table import (
     stage_within,
     start_table,
 )
+from planner.limits import price_units
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario
 from planner.search import cpsat
@@ -111,8 +111,7 @@ def bounded_tables(scenario: Scenario, service: ResolvedService) -> list[ChipTab
         return None
     requests = table_requests(scenario, service)
     started = [start_table(service, chip, chip_limits) for _, chip, chip_limits in requests]
-    units = defaults.value("solver.price_units_per_dollar")
-    price_units = [round(chip.price_per_gpu_hour * units) for _, chip, _ in requests]
+    units = [price_units(chip.price_per_gpu_hour) for _, chip, _ in requests]
     stocks = [_pool_stock(scenario, chip.id, limits.gpus_per_node) for _, chip, limits in requests]
     cheapest = None  # the cheapest pool within the stock found so far, in price units
 
@@ -120,16 +119,16 @@ def bounded_tables(scenario: Scenario, service: ResolvedService) -> list[ChipTab
         """Sweep `shape` on chip `i` unless one instance costs more than the cheapest pool so far."""
         nonlocal cheapest
         (_, chip, limits), (model, table, _) = requests[i], started[i]
-        if cheapest is not None and shape.gpus * price_units[i] > cheapest:
+        if cheapest is not None and shape.gpus * units[i] > cheapest:
             table.skipped += 1
             return
         before = len(table.rows)
         evaluate_shape(model, chip, spec, shape, table)
-        pool = cheapest_pool(table.rows[before:], spec.required, limits.gpus_per_node, stocks[i], price_units[i])
+        pool = cheapest_pool(table.rows[before:], spec.required, limits.gpus_per_node, stocks[i], units[i])
         if pool is not None and (cheapest is None or pool < cheapest):
             cheapest = pool
 
-    for _, i, shape in sorted((shape.gpus * price_units[i], i, shape) for i, (_, _, found) in enumerate(started)
+    for _, i, shape in sorted((shape.gpus * units[i], i, shape) for i, (_, _, found) in enumerate(started)
                               for shape in found if shape.pp == 1):
         judge(i, shape)
     for i, ((_, chip, _), (model, table, found)) in enumerate(zip(requests, started, strict=True)):
