@@ -119,3 +119,29 @@ def test_a_bare_config_says_its_weights_are_needed_from_the_served_model(tmp_pat
     assert code == 0 and said in out and "vllm serve $MODEL_WEIGHTS " in out
     code, out, _ = cli(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4", "--context-length", "8192"])
     assert code == 0 and said not in out
+
+
+def test_each_candidate_row_carries_its_deployment_and_keeps_it_through_a_worker():
+    """A row's deployment is its shape's flags at its own settings, at the table's context length;
+    a table sent back from a worker process (pickled) keeps them."""
+    import pickle
+
+    from planner.candidates.service import ResolvedService
+    from planner.candidates.table import candidate_table
+    from planner.request import PoolLimits, ServiceSpec
+    from pricing.chips import get_chip
+
+    limits = PoolLimits(chips=("h200",))
+    spec = ServiceSpec(model="dsv4.1-flash", concurrency=8, context_length=8192, num_speculative_tokens=1,
+                       speculative_method="dspark")
+    built = candidate_table(ResolvedService.of(spec, limits), get_chip("h200"), limits)
+    assert built.rows
+    for table in (built, pickle.loads(pickle.dumps(built))):
+        for row in table.rows:
+            d = row.deployment
+            assert (d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.enable_expert_parallel,
+                    d.decode_context_parallel_size, d.kv_cache_dtype) == (
+                row.shape.tp, row.shape.pp, row.shape.dp, row.shape.ep, row.shape.dcp, row.shape.kv_cache_dtype)
+            assert (d.gpu_memory_utilization, d.max_num_batched_tokens, d.max_num_seqs) == (
+                row.gpu_memory_utilization, row.max_num_batched_tokens, row.max_num_seqs)
+            assert (d.max_model_len, d.num_speculative_tokens, d.speculative_method) == (8192, 1, "dspark")

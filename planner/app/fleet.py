@@ -20,7 +20,6 @@ from planner.app.serving import Handover
 from planner.app.targets import target_words
 from planner.candidates import latency
 from planner.candidates.service import ResolvedService
-from planner.candidates.shapes import deployment
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.kinds import Role
 from planner.request import ServiceSpec
@@ -152,7 +151,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         model = p.resolved.graph
         table = next(t for t in p.tables if t.chip.id == row.chip)
         length = table.context_length
-        d = deployment(row, p.spec, length)
+        d = row.deployment
         held = row.concurrency * replicas
         kernel = verify(model, table, p.spec, row)
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,

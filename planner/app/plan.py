@@ -12,7 +12,7 @@ from planner.app.serve import own_nodes, served_model
 from planner.app.targets import binds_words, met_words, narrower_words, target_words
 from planner.candidates import latency
 from planner.candidates.service import ResolvedService
-from planner.candidates.shapes import ChipTable, deployment
+from planner.candidates.shapes import ChipTable
 from planner.candidates.table import verify
 from planner.numbers import count
 from planner.request import PlanRequest, ServiceSpec
@@ -104,7 +104,7 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
     figures, its costs per token and its launch."""
     row = option.row
     kernel = verify(model, table, service, row)
-    d = deployment(row, service, kernel.engine.max_model_len).model_copy(
+    d = row.deployment.model_copy(
         update={"speculative_method": kernel.engine.spec_method})
     held = row.concurrency * replicas
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from planner.candidates.shapes import ChipTable, Row, deployment
+from planner.candidates.shapes import ChipTable, Row
 from planner.candidates.step_fields import StepFigures, step_fields
 from planner.numbers import duration
 from planner.request import ServiceSpec
@@ -58,7 +58,7 @@ def constrains(service: ServiceSpec) -> bool:
 
 
 def _step_model(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> StepModel:
-    return StepModel(Kernel.of(model, deployment(row, service, table.context_length), table.chip),
+    return StepModel(Kernel.of(model, row.deployment, table.chip),
                      rates_accepted=service.speculative_acceptance)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from planner.candidates.service import ResolvedService
-from planner.candidates.table import Row, deployment
+from planner.candidates.table import Row
 from planner.numbers import duration, given, requests, tokens
 from planner.request import ServiceSpec
 from pricing.chips import Chip
@@ -51,7 +51,7 @@ class Role:
 
     def kernel(self, service: ResolvedService, chip: Chip, row: Row) -> Kernel:
         """The row's kernel in this role, at the service's context length."""
-        d = deployment(row, service.spec, service.context_length).model_copy(update={"kv_role": self.kv_role})
+        d = row.deployment.model_copy(update={"kv_role": self.kv_role})
         return Kernel.of(service.graph, d, chip, release=service.release)
 
 

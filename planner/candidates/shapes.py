@@ -62,7 +62,8 @@ def placement(tp: int, world: int, gpus_per_node: int) -> str | None:
 
 @dataclass(frozen=True)
 class Row:
-    """One instance configuration the kernel accepts, with the requests it holds."""
+    """One instance configuration the kernel accepts, with the requests it holds, and the flags of
+    its shape it was judged with (`deployment`)."""
 
     chip: str
     shape: Shape
@@ -70,6 +71,18 @@ class Row:
     max_num_batched_tokens: int
     max_num_seqs: int
     held_per_rank: int
+    flags: Deployment | None = field(default=None, compare=False, repr=False)  # the shape's, for its table's
+    # service at its context length (`deployment_for`), one object for every row of the shape
+
+    @property
+    def deployment(self) -> Deployment:
+        """The vLLM flags of this instance: its shape's at this row's utilization, token budget and
+        max_num_seqs."""
+        if self.flags is None:
+            raise AssertionError(f"{self} was made without its shape's flags")
+        return self.flags.model_copy(update={"gpu_memory_utilization": self.gpu_memory_utilization,
+                                             "max_num_batched_tokens": self.max_num_batched_tokens,
+                                             "max_num_seqs": self.max_num_seqs})
 
     @property
     def gpus(self) -> int:
@@ -134,17 +147,20 @@ class ChipTable:
 
     def __getstate__(self) -> dict:
         """What pickle sends (a worker's table to the parent, planner/candidates/parallel.py): the
-        rows as plain tuples, each shape once, which load several times faster than Row objects."""
+        rows as plain tuples, each shape and its flags once, which load several times faster than
+        Row objects."""
         state = dict(self.__dict__)
         shapes: dict[Shape, int] = {}
-        packed = [(shapes.setdefault(r.shape, len(shapes)), r.chip, r.gpu_memory_utilization,
-                   r.max_num_batched_tokens, r.max_num_seqs, r.held_per_rank) for r in self.rows]
-        state["rows"] = (list(shapes), packed)
+        flags: dict[int, tuple[int, Deployment | None]] = {}
+        packed = [(shapes.setdefault(r.shape, len(shapes)), flags.setdefault(id(r.flags), (len(flags), r.flags))[0],
+                   r.chip, r.gpu_memory_utilization, r.max_num_batched_tokens, r.max_num_seqs, r.held_per_rank)
+                  for r in self.rows]
+        state["rows"] = (list(shapes), [f for _, f in flags.values()], packed)
         return state
 
     def __setstate__(self, state: dict) -> None:
-        shapes, packed = state["rows"]
-        rows = [Row(chip, shapes[i], util, mbt, seqs, held) for i, chip, util, mbt, seqs, held in packed]
+        shapes, flags, packed = state["rows"]
+        rows = [Row(chip, shapes[i], util, mbt, seqs, held, flags[f]) for i, f, chip, util, mbt, seqs, held in packed]
         self.__dict__.update(state, rows=rows)
 
     def seal(self) -> ChipTable:
@@ -326,8 +342,3 @@ def deployment_for(shape: Shape, service: ServiceSpec, max_model_len: int, **set
                       max_model_len=max_model_len, num_speculative_tokens=service.num_speculative_tokens,
                       speculative_method=service.speculative_method, **settings)
 
-
-def deployment(row: Row, service: ServiceSpec, max_model_len: int) -> Deployment:
-    """The vLLM flags of one candidate instance."""
-    return deployment_for(row.shape, service, max_model_len, gpu_memory_utilization=row.gpu_memory_utilization,
-                       max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pydantic import BaseModel, Field
 
 from planner import defaults
-from planner.candidates.shapes import ChipTable, Row, deployment, pool_gpus, replica_cap
+from planner.candidates.shapes import ChipTable, Row, pool_gpus, replica_cap
 from planner.request import PoolLimits, ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
@@ -98,7 +98,7 @@ class Candidate:
     """One row's instance, ready to simulate."""
 
     def __init__(self, model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row):
-        kernel = Kernel.of(model, deployment(row, service, table.context_length), table.chip,
+        kernel = Kernel.of(model, row.deployment, table.chip,
                            release=service.vllm_version)
         inst = Instance.of(kernel)
         self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin)))

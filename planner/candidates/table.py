@@ -31,7 +31,6 @@ from planner.candidates.shapes import (
     Row,
     Shape,
     ShapeVerdict,
-    deployment,
     deployment_for,
     shapes,
 )
@@ -139,7 +138,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
             if held < top or held == 0:
                 break  # lower utilizations leave a smaller pool: they hold no more, and this holds less
             top = held
-            table.rows.append(Row(chip.id, shape, util, mbt, min(held, mbt), min(held, mbt)))
+            table.rows.append(Row(chip.id, shape, util, mbt, min(held, mbt), min(held, mbt), grid.flags))
         if top == 0:  # larger token budgets hold none either
             table.evaluated += len(budgets) - n - 1
             return
@@ -147,7 +146,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
 
 def verify(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> Kernel:
     """The kernel of a reported row of `table` at its own max_num_seqs; it must hold what the row says."""
-    kernel = Kernel.of(model, deployment(row, service, table.context_length), table.chip,
+    kernel = Kernel.of(model, row.deployment, table.chip,
                        release=service.vllm_version)
     held = Capacity(kernel).requests_held(service.kv_margin)
     if held != row.held_per_rank:
