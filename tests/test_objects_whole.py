@@ -81,6 +81,12 @@ def test_a_compare_sweep_resolves_each_point_once(counts):
     assert dict(counts) == {"context_length": 2, "load_model": 1}, dict(counts)
 
 
+def test_max_rate_resolves_its_service_once(counts):
+    _run(["--model", "llama-3.1-8b", "--chip", "h100", "--max-gpus", "2", "--max-rate", "--isl", "1000", "--osl", "100",
+          "--p99-ttft-ms", "2000", "--p99-tpot-ms", "50", "--json"])
+    assert dict(counts) == {"context_length": 1, "load_model": 1}, dict(counts)
+
+
 def test_the_best_pool_carries_its_deployment_and_kernel():
     import planner
     from pricing.kernel import Capacity
