@@ -60,7 +60,7 @@ def sweep_model(model: str, quantization: str | None) -> ModelGraph:
     return graph
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per service: compared and hashed as itself
 class ResolvedService:
     """One service as the candidates, the search and the reports read it. `graph` is the command's
     one graph of the model (`sweep_model`), never edited."""
@@ -81,10 +81,6 @@ class ResolvedService:
     def release(self) -> str:
         """The vLLM release whose rules and defaults apply."""
         return self.spec.vllm_version
-
-    def within(self, limits: PoolLimits) -> ResolvedService:
-        """The same service under other limits (one chip's, a stock's)."""
-        return replace(self, limits=limits)
 
     def asking(self, spec: ServiceSpec) -> ResolvedService:
         """The same model at the same context length asked as `spec` (a disaggregated role's sweep:
