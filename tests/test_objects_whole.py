@@ -70,6 +70,12 @@ def test_a_scenario_resolves_each_service_once(counts):
     assert dict(counts) == {"context_length": 3, "load_model": 3}, dict(counts)
 
 
+def test_a_scenario_with_a_disaggregated_service_resolves_each_service_once(counts):
+    _run(["scenario", str(ROOT / "scenarios" / "disaggregated-chat-h200-b200.yaml"), "--format", "json",
+          "--executor", "sequential"])
+    assert dict(counts) == {"context_length": 2, "load_model": 2}, dict(counts)  # two services of two models
+
+
 def test_compare_resolves_each_service_of_each_variant_once(counts):
     _run(["compare", KV, "--format", "json", "--executor", "sequential"])
     assert dict(counts) == {"context_length": 2, "load_model": 1}, dict(counts)  # the base and fp8-kv: one model
