@@ -167,9 +167,9 @@ def per_rank(traffic: Traffic, dp: int) -> Traffic:
         return traffic
     a = traffic.arrivals
     if isinstance(a, ClosedLoop):
-        arrivals = ClosedLoop(max(1, math.ceil(a.concurrency / dp)))
+        arrivals = ClosedLoop(max(1, cdiv(a.concurrency, dp)))
     else:
-        cap = max(1, math.ceil(a.max_concurrency / dp)) if a.max_concurrency else None
+        cap = max(1, cdiv(a.max_concurrency, dp)) if a.max_concurrency else None
         arrivals = Poisson(a.rate / dp, a.burstiness, cap)
     return replace(traffic, arrivals=arrivals)
 
