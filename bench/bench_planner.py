@@ -42,6 +42,7 @@ def wall(args: list[str], runs: int) -> float:
 
 def stages(chips: tuple[str, ...], runs: int) -> tuple[float, int, float]:
     """Median oracle-sweep seconds, kernel evaluations, and median solve seconds (6 solves)."""
+    from planner.candidates.service import ResolvedService
     from planner.request import PoolLimits, ServiceSpec
     from planner.search import cpsat
     from pricing.chips import get_chip
@@ -55,7 +56,7 @@ def stages(chips: tuple[str, ...], runs: int) -> tuple[float, int, float]:
     sweeps, solves, evaluated = [], [], 0
     for _ in range(runs):
         start = time.perf_counter()
-        tables = cpsat.tables_for(service, limits)
+        tables = cpsat.tables_for(ResolvedService.of(service, limits))
         sweeps.append(time.perf_counter() - start)
         evaluated = sum(t.evaluated for t in tables)
         opts = cpsat.options(tables, service, limits)

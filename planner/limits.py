@@ -18,5 +18,11 @@ MIN_MEMORY, MAX_MEMORY = defaults.value("limits.memory_bytes")  # `plan memory -
 MAX_GRID_POINTS = defaults.value("limits.max_grid_points")  # a scenario grid's and a compare sweep's points
 
 METRICS = ("ttft", "tpot", "itl", "e2e")  # as `vllm bench serve` reports them
+
+
+def price_units(usd: float) -> int:
+    """USD as the solver's integer price units (planner/defaults.yaml solver.price_units_per_dollar),
+    to the nearest unit: every cost the CP-SAT models compare is counted in them."""
+    return round(usd * defaults.value("solver.price_units_per_dollar"))
 PERCENTILES = (50, 90, 99)
 METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}

@@ -23,6 +23,7 @@ from planner.limits import (  # noqa: F401  (the scenario file and the commands 
     PERCENTILES,
 )
 from pricing.errors import mention, suggest
+from pricing.units import cdiv
 
 Count = Annotated[int, Strict()]  # a whole number as typed: `concurrency: true` or 4.5 is no count
 
@@ -197,7 +198,7 @@ class ServiceSpec(BaseModel):
     def required(self) -> int:
         """Requests the pool must hold: ceil(concurrency × (1 + headroom / 100)), in integers."""
         scaled = round(self.headroom * 10_000)  # headroom percent to 1e-4 percent, exact for typed values
-        return -(-self.concurrency * (1_000_000 + scaled) // 1_000_000)
+        return cdiv(self.concurrency * (1_000_000 + scaled), 1_000_000)
 
 
 class PoolLimits(BaseModel):

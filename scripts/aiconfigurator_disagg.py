@@ -115,12 +115,13 @@ def worker() -> None:
 def ours(q: dict, rate: float) -> dict:
     """This planner at aiconfigurator's rate and the question's targets."""
     from planner.app.disagg_plan import plan_disagg
+    from planner.candidates.service import ResolvedService
     from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
 
     service = ServiceSpec(model=q["card"], concurrency=1, context_length=q["isl"] + q["osl"], ttft_ms=q["ttft_ms"],
                           tpot_ms=q["tpot_ms"], serving="disagg",
                           workload=WorkloadSpec(isl=q["isl"], osl=q["osl"], requests_per_second=rate))
-    plan = plan_disagg(service, PoolLimits(chips=(q["chip"],)))
+    plan = plan_disagg(ResolvedService.of(service, PoolLimits(chips=(q["chip"],))))
     if not plan.feasible:
         return {"feasible": False, "why": plan.explanations}
     p, d = plan.prefill, plan.decode

@@ -15,6 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner.candidates.service import ResolvedService
 from planner.cli import cli
 from planner.commands.ranges import Bounded
 from tests.helpers import cli as run
@@ -489,7 +490,7 @@ def test_an_error_quoted_in_a_plan_names_the_flag():
 
     service, limits = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192), PoolLimits(chips=("h200",))
     rejected = InputError("tensor_parallel_size", "3 does not divide 32 attention heads", "use 1, 2, 4 or 8")
-    table = candidate_table(service, get_chip("h200"), limits)
+    table = candidate_table(ResolvedService.of(service, limits), get_chip("h200"), limits)
     invalid = pickle.loads(pickle.dumps(Quoted("", rejected)))  # every shape rejected, as a worker returns it
     table = dataclasses.replace(table, verdicts=[dataclasses.replace(v, invalid=invalid) for v in table.verdicts])
     assert "e.g. tensor_parallel_size: 3 does not divide" in explain(table, service, limits).text
@@ -498,7 +499,7 @@ def test_an_error_quoted_in_a_plan_names_the_flag():
     # a10g states no tensor rate: each disaggregated role's step time cannot be priced
     disagg = ServiceSpec(model="llama-3.1-8b", concurrency=1, ttft_ms=1000, serving="disagg", context_length=131072,
                          workload=WorkloadSpec(isl=1000, osl=100, requests_per_second=1))
-    found = plan_disagg(disagg, PoolLimits(chips=("a10g",)))
+    found = plan_disagg(ResolvedService.of(disagg, PoolLimits(chips=("a10g",))))
     assert "a10g tp 2 dcp 1: chip: a10g: no vendor-sourced bf16_flops" in found.explanations[0].text
     assert (found.explanations[0].chip, found.explanations[0].constraint) == ("a10g", "chip")
     code, out, err = run(["--model", "llama-3.1-8b", "--chip", "a10g", "--isl", "1000", "--osl", "100",

@@ -9,7 +9,7 @@ import pytest
 
 from planner import defaults
 from planner.app import fleet
-from planner.candidates.table import shared_tables
+from planner.candidates.service import shared_tables
 from planner.scenario import Scenario
 from planner.search import fleet as search_fleet
 
@@ -61,7 +61,7 @@ def test_optima_that_do_not_fit_are_swept_whole():
 def test_a_service_with_latency_targets_is_swept_whole():
     targeted = [*SERVICES[:2], {**SERVICES[2], "tpot_ms": 40}]
     spec = review(None, targeted)
-    assert search_fleet.bounded_tables(spec, spec.services[2]) is None
+    assert search_fleet.bounded_tables(spec, fleet.resolve_services(spec)[2]) is None
     bounded, whole = both(spec)
     assert answer(bounded) == answer(whole) and bounded.candidates_evaluated == whole.candidates_evaluated
 
@@ -91,9 +91,10 @@ def test_the_bounded_sweep_evaluates_only_what_the_whole_sweep_does(service):
     from planner.candidates.table import candidate_table
 
     scenario = Scenario(review="t", inventory={}, services=[service])
-    bounded = search_fleet.bounded_tables(scenario, scenario.services[0])
+    (resolved,) = fleet.resolve_services(scenario)
+    bounded = search_fleet.bounded_tables(scenario, resolved)
     with shared_tables():
-        whole = [candidate_table(*r) for r in search_fleet.table_requests(scenario, scenario.services[0])]
+        whole = [candidate_table(*r) for r in search_fleet.table_requests(scenario, resolved)]
     for b, w in zip(bounded, whole, strict=True):
         assert {v.shape for v in b.verdicts} <= {v.shape for v in w.verdicts}, b.chip.id
         assert set(b.rows) <= set(w.rows)

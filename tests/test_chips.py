@@ -6,6 +6,7 @@ import json
 import pytest
 
 from planner.app.plan import plan
+from planner.candidates.service import ResolvedService
 from planner.cli import main
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from pricing.chips import chip_ids, get_chip
@@ -65,7 +66,7 @@ def test_a_pcie_chip_plans_tp_over_pcie_and_says_so():
     free = plan(req.model_copy(update={"service": req.service.model_copy(update={"pp": None})}))
     assert free.best.gpus_per_replica >= 4 and free.best.nodes_per_replica == 1
     from planner.candidates.table import candidate_table
-    table = candidate_table(req.service, get_chip("l40s"), req.limits)
+    table = candidate_table(ResolvedService.of(req.service, req.limits), get_chip("l40s"), req.limits)
     assert any("over PCIe" in note for note in table.excluded)
 
 

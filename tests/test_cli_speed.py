@@ -14,7 +14,8 @@ import pytest
 
 from planner.app import fleet
 from planner.app.plan import plan
-from planner.candidates.table import candidate_table, priced_chip, shared_tables
+from planner.candidates.service import ResolvedService, shared_tables
+from planner.candidates.table import candidate_table, priced_chip
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import Scenario
 from planner.search import cpsat
@@ -61,8 +62,10 @@ def test_services_of_one_model_share_one_oracle_table():
     b = ServiceSpec(model="llama-3.1-8b", concurrency=256, context_length=32768, headroom=20)
     c = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=65536)
     with shared_tables():
+        a, b, c = (ResolvedService.of(s, limits) for s in (a, b, c))
         assert candidate_table(a, chip, limits) is candidate_table(b, chip, limits)
         assert candidate_table(a, chip, limits) is not candidate_table(c, chip, limits)
+    a = ResolvedService.of(a.spec, limits)
     assert candidate_table(a, chip, limits) is not candidate_table(a, chip, limits)  # outside a command: none kept
 
 
@@ -71,7 +74,7 @@ def test_a_table_at_another_price_is_the_same_sweep():
     chip at another price gets the table already swept, under that priced chip, and it equals the table
     swept from scratch at that price."""
     listed, given = PoolLimits(chips=("h200",)), PoolLimits(chips=("h200",), prices={"h200": 2.0})
-    service = ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768)
+    service = ResolvedService.of(ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768), listed)
     with shared_tables():
         first = candidate_table(service, priced_chip("h200", listed), listed)
         again = candidate_table(service, priced_chip("h200", given), given)
@@ -112,7 +115,7 @@ def test_the_cost_bound_never_changes_the_reported_plans(monkeypatch, model, chi
                           limits=PoolLimits(chips=chips))
     bounded = plan(request)
     full_tables = cpsat.tables_for
-    monkeypatch.setattr(cpsat, "tables_for", lambda service, limits, keep=None: full_tables(service, limits))
+    monkeypatch.setattr(cpsat, "tables_for", lambda service, keep=None: full_tables(service))
     full = plan(request)
     assert full.search.shapes_skipped == 0
     if model == "dsv4.1-flash":  # 4 GPUs serve it: the 8- to 64-GPU instances are never evaluated
@@ -160,8 +163,8 @@ def test_the_cost_bound_stages_a_chip_only_where_the_whole_sweep_would():
     every h100 instance ($100 and more) is beyond the bound; the h100 tp 4 row settles it."""
     service = ServiceSpec(model="llama-3.1-70b", concurrency=64)
     limits = PoolLimits(chips=("h200", "h100"), prices={"h100": 100, "h200": 0.5})
-    bounded = {t.chip.id: t for t in cpsat.tables_for(service, limits, keep=1)}
-    full = {t.chip.id: t for t in cpsat.tables_for(service, limits)}
+    bounded = {t.chip.id: t for t in cpsat.tables_for(ResolvedService.of(service, limits), keep=1)}
+    full = {t.chip.id: t for t in cpsat.tables_for(ResolvedService.of(service, limits))}
     h100 = bounded["h100"]
     assert not any(v.shape.pp > 1 for t in full.values() for v in t.verdicts)  # the whole sweep stages nothing
     assert not any(v.shape.pp > 1 for v in h100.verdicts)

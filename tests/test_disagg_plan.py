@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from planner.app.disagg_plan import plan_disagg
 from planner.candidates.roles import DECODE
+from planner.candidates.service import ResolvedService
 from planner.candidates.table import candidate_table
 from planner.cli import main
 from planner.request import PoolLimits, ServiceSpec, WorkloadSpec
 from planner.search import disagg
 from pricing.chips import get_chip
-from pricing.graph import load_model
 from pricing.serving.queueing import md1_wait, servers_for_wait
 
 GRID = {"tp": (1, 2), "max_num_batched_tokens": (8192,), "gpu_memory_utilization": (0.9,)}
@@ -51,11 +51,12 @@ def test_a_decode_rank_holds_the_arriving_requests_beside_the_running_ones():
     service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=131072,
                           workload=WorkloadSpec(isl=131072 - 200, osl=200, requests_per_second=1.0),
                           tp=(1,), gpu_memory_utilization=(0.9,), max_num_batched_tokens=(8192,))
-    model, chip = load_model("llama-3.1-8b"), get_chip("h100")
-    table = candidate_table(disagg.memory_service(service), chip, PoolLimits(chips=("h100",)))
+    chip = get_chip("h100")
+    resolved = ResolvedService.of(service, PoolLimits(chips=("h100",)))
+    table = candidate_table(disagg.memory_service(resolved), chip, PoolLimits(chips=("h100",)))
     row = table.dominant()[0]
     assert row.held_per_rank == 3
-    sm = DECODE.step_model(model, chip, service, row)
+    sm = DECODE.step_model(resolved, chip, row)
     alone = DECODE.figures(sm, service, row, 0.0, 1.0)
     assert alone.batch_per_rank == 3 and alone.arriving_per_rank == 0
     tpot = alone.tpot_seconds
@@ -68,7 +69,7 @@ def test_a_decode_rank_holds_the_arriving_requests_beside_the_running_ones():
 
 
 def _plan(service: ServiceSpec, chips=("h100",)):
-    return plan_disagg(service, PoolLimits(chips=chips))
+    return plan_disagg(ResolvedService.of(service, PoolLimits(chips=chips)))
 
 
 def test_the_fleet_adds_up():
@@ -128,10 +129,11 @@ def test_a_prefill_instance_of_two_stages_prefills_twice_the_prompts_and_holds_h
     traversal; each stage's pool holds its own layers' half of every prompt."""
     from planner.candidates.roles import PREFILL
 
-    model, chip = load_model("llama-3.1-8b"), get_chip("h100")
+    chip = get_chip("h100")
     service = _service(rate=20.0, isl=4000, osl=100, tp=(1,), pp=(1, 2))
-    side = disagg._side(model, service, "h100", PoolLimits(chips=("h100",)), PREFILL)
-    one, two = (next(PREFILL.figures(model, chip, service, r) for r in side.rows if r.shape.pp == pp) for pp in (1, 2))
+    resolved = ResolvedService.of(service, PoolLimits(chips=("h100",)))
+    side = disagg._side(resolved, "h100", PoolLimits(chips=("h100",)), PREFILL)
+    one, two = (next(PREFILL.figures(resolved, chip, r) for r in side.rows if r.shape.pp == pp) for pp in (1, 2))
     assert two.stage_share == Fraction(16, 32) and one.stage_share == 1
     assert two.prompt_seconds == pytest.approx(one.prompt_seconds, rel=0.05)
     # one traversal of the two stages: the prompts per second at its own prompt time, times the stages
@@ -162,7 +164,7 @@ def test_the_disaggregated_plan_prints(capsys):
 def _fleet(service: ServiceSpec) -> tuple[float, int] | None:
     """The cheapest fleet's cost per hour and prefill GPUs (the search alone: no placement, no
     launches), or None when none fits."""
-    found = disagg.search(service, PoolLimits(chips=("h100",)), alternatives=0)
+    found = disagg.search(ResolvedService.of(service, PoolLimits(chips=("h100",))), alternatives=0)
     if found.chosen is None:
         return None
     pair, p, d = found.chosen
@@ -371,7 +373,7 @@ def test_a_disaggregated_service_plans_in_a_fleet_review(tmp_path):
     decode = next(p for p in result.services if p.role == "decode")
     assert "--kv-transfer-config" in decode.instance_commands[0] and "toy_proxy_server" in decode.instance_commands[-1]
     # the pools are the ones `plan --serving disagg` chooses for the service on its own
-    alone = plan_disagg(_service(rate=5.0), PoolLimits(chips=("h100",)))
+    alone = plan_disagg(ResolvedService.of(_service(rate=5.0), PoolLimits(chips=("h100",))))
     assert {p.role: p.gpus for p in result.services if p.role != "aggregated"} == {
         "prefill": alone.prefill.gpus, "decode": alone.decode.gpus}
 
@@ -445,11 +447,12 @@ def test_a_prefill_instance_serves_prompts_at_its_engines_rate_not_the_api_serve
     from planner.candidates.roles import PREFILL
     from pricing.step.rates import Efficiency
 
-    model, chip = load_model("llama-3.1-8b"), get_chip("h100")
+    chip = get_chip("h100")
     service = _service(rate=5.0, isl=9000, osl=100, tp=(1,), pp=(1,))
-    side = disagg._side(model, service, "h100", PoolLimits(chips=("h100",)), PREFILL)
+    resolved = ResolvedService.of(service, PoolLimits(chips=("h100",)))
+    side = disagg._side(resolved, "h100", PoolLimits(chips=("h100",)), PREFILL)
     row = next(r for r in side.rows if r.max_num_batched_tokens // 9000 < 2)
-    fig = PREFILL.figures(model, chip, service, row)
+    fig = PREFILL.figures(resolved, chip, row)
     front = Efficiency.from_registry(None, "vllm").first_token_seconds
     assert front > 0
     assert fig.service_rate == pytest.approx(1 / (fig.prompt_seconds - front), rel=1e-12)

@@ -40,7 +40,7 @@ def test_the_pool_gives_the_sequential_results(sequential):
 def test_the_pool_of_a_command_gives_the_sequential_results(sequential):
     """As `plan scenario --variants` runs it (the command's shared_tables block open): the variants'
     tables are built before the pool forks, and the variants are dealt out in even runs."""
-    from planner.candidates.table import shared_tables
+    from planner.candidates.service import shared_tables
 
     with shared_tables():
         assert untimed(compare(review(), executor="pool")) == sequential
@@ -65,7 +65,7 @@ def test_sequential_starts_no_process(sequential, monkeypatch):
 
     from planner import defaults
     from planner.candidates import parallel
-    from planner.candidates.table import shared_tables
+    from planner.candidates.service import shared_tables
 
     value = defaults.value
     monkeypatch.setattr(defaults, "value", lambda name: 1 if name == "parallel.min_tables" else value(name))

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from planner.candidates.service import ResolvedService
 from planner.cli import cli
 from pricing.chips import get_chip
 from pricing.graph import load_model
@@ -177,7 +178,8 @@ def test_the_search_never_offers_a_refused_layout():
 
     service = ServiceSpec(model=QWEN_FP8, concurrency=1, context_length=9000, vllm_version="0.28")
     chip = get_chip("h200")
-    table = candidate_table(service, chip, PoolLimits(chips=("h200",)))
+    limits = PoolLimits(chips=("h200",))
+    table = candidate_table(ResolvedService.of(service, limits), chip, limits)
     shapes = {(r.shape.tp, r.shape.dp, r.shape.ep) for r in table.rows}
     assert (1, 8, True) in shapes and (1, 8, False) not in shapes and (2, 4, False) not in shapes
     assert (1, 4, False) in shapes

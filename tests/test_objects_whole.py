@@ -1,62 +1,96 @@
-"""Objects made once and handed down whole: a command reads its model's graph once per model
-(planner/candidates/table.py `sweep_model`) and resolves a service's context length once for its
-target and once per candidate table (which carries it: `ChipTable.context_length`); a plan's pools
-carry the deployment and the kernel they were verified with, not fields to rebuild them from."""
+"""Objects made once and handed down whole: a command resolves each service once
+(planner/candidates/service.py `ResolvedService`: its context length settled once, its model's graph
+read once per model, `sweep_model`), whatever the stages below read of it; a plan's pools carry the
+deployment and the kernel they were verified with, not fields to rebuild them from."""
 
 from __future__ import annotations
 
-import collections
 import importlib
 import json
 import pkgutil
+import sys
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
-import pricing.graph
-from planner.candidates import shapes
 from tests.helpers import cli
 
-MIXED = "scenarios/mixed-fleet-shared-inventory.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+MIXED = str(ROOT / "scenarios" / "mixed-fleet-shared-inventory.yaml")  # three services, three models
+KV = str(ROOT / "scenarios" / "kv-cache-fp8-vs-bf16.yaml")  # one service, a base and one variant
 
 
 @pytest.fixture
-def calls(monkeypatch):
-    """Every call of `load_model` and `context_length` from the planner's application, candidates
-    and search (imported by name at the top of a module, or inside a function), counted by name."""
-    counted = collections.Counter()
+def counts(monkeypatch) -> Counter:
+    """Every reference to `context_length` and `load_model`, in every planner and pricing module
+    that imported them by name, replaced by one that counts its calls (variants are planned one
+    after another, `--executor sequential`: a worker process's calls would not be counted). Every
+    module is imported first, so that none imports a counting function later and keeps it past the
+    test."""
+    import planner
+    import pricing
+    from planner.candidates import shapes
+    from pricing import graph
 
-    def counting(name, fn):
-        def call(*args, **kwargs):
-            counted[name] += 1
-            return fn(*args, **kwargs)
-        return call
+    for package in (planner, pricing):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(info.name)
 
-    modules = [importlib.import_module(f"{package}.{info.name}")  # all imported before any is patched
-               for package in ("planner.app", "planner.candidates", "planner.search")
-               for info in pkgutil.iter_modules(importlib.import_module(package).__path__)]
-    originals = {"load_model": pricing.graph.load_model, "context_length": shapes.context_length}
-    for module in [pricing.graph, shapes, *modules]:  # the functions' own modules, and those importing them by name
-        for name, fn in originals.items():
-            if getattr(module, name, None) is fn:
-                monkeypatch.setattr(module, name, counting(name, fn))
-    return counted
+    found: Counter = Counter()
+    for name, original in (("context_length", shapes.context_length), ("load_model", graph.load_model)):
+        def counted(*args, _name=name, _original=original, **kwargs):
+            found[_name] += 1
+            return _original(*args, **kwargs)
 
-
-def test_a_plan_reads_its_model_once_and_resolves_its_context_per_table(calls):
-    code, _, _ = cli(["--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--concurrency", "64",
-                      "--context-length", "8192", "--json"])
-    assert code == 0
-    assert calls["load_model"] == 1
-    assert calls["context_length"] == 1 + 2  # the plan's target, and each chip's candidate table
+        for module_name, module in list(sys.modules.items()):
+            if module_name.split(".")[0] in ("planner", "pricing") and getattr(module, name, None) is original:
+                monkeypatch.setattr(module, name, counted)
+    return found
 
 
-def test_a_review_reads_each_model_once(calls, monkeypatch):
-    monkeypatch.chdir(shapes.__file__.rsplit("/planner/", 1)[0])
-    code, _, _ = cli(["scenario", MIXED, "--executor", "sequential", "--format", "json"])
-    assert code == 0
-    assert calls["load_model"] == 3  # three services of three models
-    # each service's length checked against its positions before the search, then once per candidate table
-    assert calls["context_length"] == 3 + 6
+def _run(argv: list[str]) -> None:
+    code, out, err = cli(argv)
+    assert code == 0, out + err
+
+
+def test_plan_resolves_its_service_once(counts):
+    _run(["--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--concurrency", "64", "--json"])
+    assert dict(counts) == {"context_length": 1, "load_model": 1}, dict(counts)
+
+
+def test_a_disaggregated_plan_resolves_its_service_once(counts):
+    _run(["--model", "llama-3.1-8b", "--chip", "h100", "--serving", "disagg", "--isl", "2000", "--osl", "200",
+          "--requests-per-second", "4", "--ttft-ms", "2000", "--tpot-ms", "50", "--json"])
+    assert dict(counts) == {"context_length": 1, "load_model": 1}, dict(counts)
+
+
+def test_a_scenario_resolves_each_service_once(counts):
+    _run(["scenario", MIXED, "--format", "json", "--executor", "sequential"])
+    assert dict(counts) == {"context_length": 3, "load_model": 3}, dict(counts)
+
+
+def test_a_scenario_with_a_disaggregated_service_resolves_each_service_once(counts):
+    _run(["scenario", str(ROOT / "scenarios" / "disaggregated-chat-h200-b200.yaml"), "--format", "json",
+          "--executor", "sequential"])
+    assert dict(counts) == {"context_length": 2, "load_model": 2}, dict(counts)  # two services of two models
+
+
+def test_compare_resolves_each_service_of_each_variant_once(counts):
+    _run(["compare", KV, "--format", "json", "--executor", "sequential"])
+    assert dict(counts) == {"context_length": 2, "load_model": 1}, dict(counts)  # the base and fp8-kv: one model
+
+
+def test_a_compare_sweep_resolves_each_point_once(counts):
+    _run(["compare", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "16", "--context-length", "8192",
+          "--context-length", "16384", "--format", "json", "--executor", "sequential"])
+    assert dict(counts) == {"context_length": 2, "load_model": 1}, dict(counts)
+
+
+def test_max_rate_resolves_its_service_once(counts):
+    _run(["--model", "llama-3.1-8b", "--chip", "h100", "--max-gpus", "2", "--max-rate", "--isl", "1000", "--osl", "100",
+          "--p99-ttft-ms", "2000", "--p99-tpot-ms", "50", "--json"])
+    assert dict(counts) == {"context_length": 1, "load_model": 1}, dict(counts)
 
 
 def test_the_best_pool_carries_its_deployment_and_kernel():
@@ -97,3 +131,29 @@ def test_a_bare_config_says_its_weights_are_needed_from_the_served_model(tmp_pat
     assert code == 0 and said in out and "vllm serve $MODEL_WEIGHTS " in out
     code, out, _ = cli(["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "4", "--context-length", "8192"])
     assert code == 0 and said not in out
+
+
+def test_each_candidate_row_carries_its_deployment_and_keeps_it_through_a_worker():
+    """A row's deployment is its shape's flags at its own settings, at the table's context length;
+    a table sent back from a worker process (pickled) keeps them."""
+    import pickle
+
+    from planner.candidates.service import ResolvedService
+    from planner.candidates.table import candidate_table
+    from planner.request import PoolLimits, ServiceSpec
+    from pricing.chips import get_chip
+
+    limits = PoolLimits(chips=("h200",))
+    spec = ServiceSpec(model="dsv4.1-flash", concurrency=8, context_length=8192, num_speculative_tokens=1,
+                       speculative_method="dspark")
+    built = candidate_table(ResolvedService.of(spec, limits), get_chip("h200"), limits)
+    assert built.rows
+    for table in (built, pickle.loads(pickle.dumps(built))):
+        for row in table.rows:
+            d = row.deployment
+            assert (d.tensor_parallel_size, d.pipeline_parallel_size, d.data_parallel_size, d.enable_expert_parallel,
+                    d.decode_context_parallel_size, d.kv_cache_dtype) == (
+                row.shape.tp, row.shape.pp, row.shape.dp, row.shape.ep, row.shape.dcp, row.shape.kv_cache_dtype)
+            assert (d.gpu_memory_utilization, d.max_num_batched_tokens, d.max_num_seqs) == (
+                row.gpu_memory_utilization, row.max_num_batched_tokens, row.max_num_seqs)
+            assert (d.max_model_len, d.num_speculative_tokens, d.speculative_method) == (8192, 1, "dspark")

@@ -62,7 +62,7 @@ def test_the_plan_meets_its_targets_when_simulated_again():
                                        best.pipeline_parallel_size),
               gpu_memory_utilization=best.gpu_memory_utilization,
               max_num_batched_tokens=best.max_num_batched_tokens, max_num_seqs=best.max_num_seqs,
-              held_per_rank=best.max_num_seqs)
+              held_per_rank=best.max_num_seqs, flags=best.deployment)
     candidate = slo.Candidate(load_model("llama-3.1-8b"), table, service, row)
     assert not slo.misses(service, candidate.run(8.0 / best.replicas))
     if best.replicas > 1:  # one replica fewer misses a target: that is what binds says

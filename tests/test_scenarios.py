@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from planner.app.fleet import plan_scenario
+from planner.app.fleet import plan_scenario, resolve_services
 from planner.app.plan import plan
 from planner.cli import cli, main
 from planner.request import PlanRequest
@@ -87,7 +87,7 @@ def test_shared_inventory_matches_brute_force():
     add cost), filtered by the inventory: the solver's total is the cheapest that fits."""
     scenario = Scenario(**SMALL_INVENTORY)
     result = plan_scenario(scenario)
-    prepared = [prepare(scenario, s) for s in scenario.services]
+    prepared = [prepare(scenario, s) for s in resolve_services(scenario)]
     best = None
     for combo in itertools.product(*[p.options for p in prepared]):
         use = {"h200": 0, "b200": 0}

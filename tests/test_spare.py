@@ -13,6 +13,7 @@ import math
 
 import pytest
 
+from planner.candidates.service import ResolvedService
 from planner.cli import main
 from planner.search.placement import ChipNodes, PoolShape, place
 
@@ -194,9 +195,9 @@ def test_spares_move_a_disaggregated_fleet_within_max_gpus():
 
     service = ServiceSpec(**PD, workload=WorkloadSpec(isl=2000, osl=200, requests_per_second=60.0))
     chips = ("h100", "h200")
-    free = plan_disagg(service, PoolLimits(chips=chips, max_gpus=16))
+    free = plan_disagg(ResolvedService.of(service, PoolLimits(chips=chips, max_gpus=16)))
     assert free.feasible and max(_on_chips(free).values()) > 8
-    found = disagg.search(service, PoolLimits(chips=chips), alternatives=0)
+    found = disagg.search(ResolvedService.of(service, PoolLimits(chips=chips)), alternatives=0)
     units = math.ceil(60.0 * disagg.RATE_UNITS)
 
     def on_chips(pair) -> dict[str, int]:
@@ -207,7 +208,7 @@ def test_spares_move_a_disaggregated_fleet_within_max_gpus():
 
     fitting = [q for q in found.pairs if max(on_chips(q).values()) <= 16 - 8]
     cheapest = min(round(q.cost(units), 4) for q in fitting)
-    kept = plan_disagg(service, PoolLimits(chips=chips, max_gpus=16, spare=1))
+    kept = plan_disagg(ResolvedService.of(service, PoolLimits(chips=chips, max_gpus=16, spare=1)))
     assert kept.feasible and kept.cost_per_hour == pytest.approx(cheapest)
     use = _on_chips(kept)
     assert use in [on_chips(q) for q in fitting if round(q.cost(units), 4) == cheapest]

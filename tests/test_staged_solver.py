@@ -10,6 +10,7 @@ import time
 import pytest
 
 from planner import defaults
+from planner.candidates.service import ResolvedService
 from planner.request import PoolLimits
 from planner.search import cpsat, disagg, staged
 from planner.search.staged import Budget
@@ -168,6 +169,7 @@ def test_a_search_solves_within_the_budget_it_is_given():
     spent.spent = spent.work
     request = PlanRequest(service=ServiceSpec(model="qwen3-8b", concurrency=8, context_length=8192),
                           limits=PoolLimits(chips=("h100",)))
-    found = cpsat.search(request, spent)
+    resolved = ResolvedService.of(request.service, request.limits)
+    found = cpsat.search(resolved, budget=spent)
     assert found.status == "UNKNOWN" and found.ranked == [] and found.stages[0].limit == "deterministic"
-    assert cpsat.search(request).status == "OPTIMAL"
+    assert cpsat.search(resolved).status == "OPTIMAL"

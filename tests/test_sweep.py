@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable, Row, context_length, deployment_for, shapes
 from planner.candidates.table import _record, evaluate_shape, shape_grid
 from planner.request import ServiceSpec
@@ -115,7 +116,8 @@ def test_a_table_sent_from_a_worker_arrives_whole():
 
     chip = get_chip("h200")
     service = ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768, ttft_ms=2000)
-    table = candidate_table(service, chip, PoolLimits(chips=("h200",)))
+    limits = PoolLimits(chips=("h200",))
+    table = candidate_table(ResolvedService.of(service, limits), chip, limits)
     assert len(table.rows) > 10 and table.latency
     back = pickle.loads(pickle.dumps(table))
     assert back == table
@@ -137,7 +139,8 @@ def test_a_built_tables_dominant_rows_are_each_shapes_best_and_travel_with_it():
 
     chip = get_chip("h200")
     service = ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768)
-    table = candidate_table(service, chip, PoolLimits(chips=("h200",)))
+    limits = PoolLimits(chips=("h200",))
+    table = candidate_table(ResolvedService.of(service, limits), chip, limits)
     assert table.best is not None and len(table.rows) > len(table.best) > 1
     by_shape: dict = {}
     for row in table.rows:

@@ -111,7 +111,7 @@ def test_pricing_changes_no_module_level_state():
     after = _state(modules)
     changed = sorted(f"{m}.{n}" for m, n in before if before[(m, n)] != after.get((m, n)))
     assert changed == []
-    from planner.candidates.table import _SHARED
+    from planner.candidates.service import _SHARED
     from pricing.registry import _IN_USE
 
     assert _IN_USE.get() is None and _SHARED.get() is None  # a command's overlay and tables end with it

@@ -33,7 +33,7 @@ KINDS = (Role, Serving)  # the kinds a result's pools and plans come in (planner
 def session() -> Iterator[None]:
     """One command's calls share their candidate tables (planner/candidates/table.py
     `shared_tables`): a block the CLI opens per command, each use case opens its own outside one."""
-    from planner.candidates.table import shared_tables, sharing
+    from planner.candidates.service import shared_tables, sharing
 
     with nullcontext() if sharing() else shared_tables():
         yield
@@ -74,7 +74,7 @@ def _request(request: PlanRequest | None, fields: dict) -> PlanRequest:
 def check_service(service: ServiceSpec) -> None:
     """The first of what is wrong with the service whatever the shape, as bad input, before any
     search (planner/request.py service_problems)."""
-    from planner.candidates.table import sweep_model
+    from planner.candidates.service import sweep_model
     from planner.request import service_problems
     from pricing.errors import InputError
 

@@ -9,26 +9,28 @@ import math
 
 from planner.app.result import Explanation
 from planner.candidates.roles import DECODE, PREFILL
-from planner.candidates.table import ChipTable, Row, context_length, priced_chip
+from planner.candidates.service import ResolvedService
+from planner.candidates.table import ChipTable, Row, priced_chip
 from planner.kinds import Serving
 from planner.numbers import count, duration, given, money, number, percent, size, tokens, with_article
-from planner.request import PoolLimits, ServiceSpec
+from planner.request import ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
 from pricing.errors import named_all, quoted
-from pricing.graph.model import ModelGraph
 from pricing.serving.queueing import md1_wait
+from pricing.units import cdiv
 
 
-def _role_pool(model: ModelGraph, service: ServiceSpec, role, chip: Chip, table: ChipTable, row: Row, replicas: int,
-               binds: str, in_flight: int):
+def _role_pool(resolved: ResolvedService, role, chip: Chip, table: ChipTable, row: Row, replicas: int, binds: str,
+               in_flight: int):
     """One role's pool as the report shows it: the row in its role, its memory, its connector and
     binds; its launch follows its placement (`launch_pools`). Also the role's deployment."""
     from planner.app.plan import token_costs
     from planner.app.serving import RolePool
     from pricing.kernel.report import memory_report
 
-    kernel = role.kernel(model, chip, service, row)
+    service = resolved.spec
+    kernel = role.kernel(resolved, chip, row)
     e = kernel.engine
     mem = memory_report(kernel, e.max_model_len)
     conn = kernel.connector()
@@ -74,9 +76,9 @@ def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_por
     return out
 
 
-def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int, rate: float,
-               node: dict[str, int] | None = None):
+def role_pools(resolved: ResolvedService, pair, p: int, d: int, rate: float, node: dict[str, int] | None = None):
     """The prefill pool and the decode pool of `pair` at `p` and `d` instances, each with its binds."""
+    service, limits = resolved.spec, resolved.limits
     w = service.workload
     pf, dec, h = pair.prefill, pair.decode, pair.handover
     ranks = p * pf.row.shape.dp
@@ -86,46 +88,44 @@ def role_pools(model: ModelGraph, service: ServiceSpec, limits: PoolLimits, pair
                f"{percent(util, 0)} utilization wait {duration(wait * 1000)} (M/D/1), prefill "
                f"{with_article(tokens(w.isl))} prompt in {duration(pf.prompt_seconds * 1000)}, hand it over in "
                f"{duration(h.seconds * 1000)} over {h.link.name}")
-    if -(-math.ceil(rate * RATE_UNITS) // pair.prefill_link) > pair.prefill_min:
+    if cdiv(math.ceil(rate * RATE_UNITS), pair.prefill_link) > pair.prefill_min:
         p_binds = (f"link: {h.link.name} hands over {number(h.prefill_rate(pf.row.shape.dp), 1)} requests/s per "
                    f"instance ({size(h.prefill_rank_bytes)} from the busiest rank each)")
     d_binds = (f"{'tpot' if dec.binds == 'tpot' else 'memory'}: {count(dec.batch_per_rank)} running requests per "
                "rank " + (f"within {duration(service.tpot_ms)} per output token" if dec.binds == "tpot" else
-                          f"(its pool holds {count(dec.memory_per_rank)} of {count(context_length(model, service))} "
+                          f"(its pool holds {count(dec.memory_per_rank)} of {count(resolved.context_length)} "
                           f"tokens, {number(dec.arriving_per_rank)} more arriving)")
                + f", {number(dec.requests_per_second)} requests/s per instance at "
                  f"{duration(dec.tpot_seconds * 1000)} per output token")
     node = node or {}
 
     def table(chip):
-        return _table(service, chip, limits.model_copy(update={"gpus_per_node": node.get(chip.id)}))
+        return _table(resolved, chip, limits.model_copy(update={"gpus_per_node": node.get(chip.id)}))
 
     prompts = math.ceil(rate * (wait + pf.prompt_seconds))  # Little's law in each pool
     running = math.ceil(rate * (w.osl * dec.tpot_seconds))
-    return (_role_pool(model, service, PREFILL, pair.prefill_chip, table(pair.prefill_chip), pf.row, p, p_binds,
-                       prompts),
-            _role_pool(model, service, DECODE, pair.decode_chip, table(pair.decode_chip), dec.row, d, d_binds,
-                       running))
+    return (_role_pool(resolved, PREFILL, pair.prefill_chip, table(pair.prefill_chip), pf.row, p, p_binds, prompts),
+            _role_pool(resolved, DECODE, pair.decode_chip, table(pair.decode_chip), dec.row, d, d_binds, running))
 
 
-def plan_disagg(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None, named=None):
+def plan_disagg(resolved: ResolvedService, alternatives: int | None = None, named=None):
     """The disaggregated plan (planner/app/serving.py DisaggPlan) with the best fleets of the
     next shapes as its alternatives, or why none fits (a rejected flag named as `named` calls its
     field: the command's flag; None: the field)."""
     from planner.app.serving import DisaggPlan
 
-    found = search(service, limits, alternatives)
+    found = search(resolved, alternatives)
     if found.chosen is None:
         return DisaggPlan(feasible=False, solver_status=found.status,
                           explanations=[Explanation(chip=e.chip, constraint=e.constraint, text=quoted(e.text, named))
                                         for e in found.explanations],
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
                           requests_per_second=found.rate, seconds=round(found.seconds, 3))
-    best, *rest = [_fleet(found, service, limits, *choice) for choice in found.ranked]
+    best, *rest = [_fleet(found, resolved, *choice) for choice in found.ranked]
     return named_all(best.model_copy(update={"alternatives": rest}), named)
 
 
-def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int):
+def _fleet(found, resolved: ResolvedService, pair, p: int, d: int):
     """One chosen pair at its counts as a plan: both pools placed and launched, the hand-over and
     the time to first token by part."""
     from planner.app.disagg_launch import router, side_channel_base
@@ -133,11 +133,11 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
     from planner.app.serving import DisaggPlan, TimeToFirstToken
     from planner.search.placement import ChipNodes, PoolShape, place
 
-    model, rate = found.model, found.rate
+    service, limits, rate = resolved.spec, resolved.limits, found.rate
     pf, dec, h = pair.prefill, pair.decode, pair.handover
     util = rate / (p * pf.row.shape.dp * pf.service_rate)
     spent = pair.queue_seconds + pf.prompt_seconds + h.seconds + dec.step_seconds
-    roles = role_pools(model, service, limits, pair, p, d, rate)
+    roles = role_pools(resolved, pair, p, d, rate)
     shapes = [PoolShape(pool.role, pool.chip, pool.replicas, pool.gpus_per_replica, pool.tensor_parallel_size,
                         role=pool.role) for pool, _, _ in roles]
     chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits).tp_domain)
@@ -177,13 +177,14 @@ def handover_of(pair):
 def plan_serving(request, named=None):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
     cheaper (planner/app/serving.py ServingChoice; the aggregated plan wins a tie)."""
-    from planner.app.plan import plan
+    from planner.app.plan import plan_pool
     from planner.app.serving import ServingChoice
 
-    service, limits = request.service, request.limits
+    service = request.service
+    resolved = ResolvedService.of(service, request.limits)
     mode = Serving(service.serving)
-    agg = plan(request, named) if mode in (Serving.AGG, Serving.AUTO) else None
-    dis = (plan_disagg(service, limits, request.alternatives, named) if mode in (Serving.DISAGG, Serving.AUTO)
+    agg = plan_pool(resolved, request.alternatives, named) if mode in (Serving.AGG, Serving.AUTO) else None
+    dis = (plan_disagg(resolved, request.alternatives, named) if mode in (Serving.DISAGG, Serving.AUTO)
            else None)
     chosen, why = _cheaper(agg, dis)
     same = None

@@ -16,15 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from planner import defaults
-from planner.app.fleet import FleetResult, plan_scenario, refused_context
+from planner.app.fleet import FleetResult, plan_scenario, refused_context, resolve_services
 from planner.candidates.parallel import build_tables, fork_pool, workers
-from planner.candidates.table import shared_tables, sharing, sweep_key
+from planner.candidates.service import ResolvedService, shared_tables, sharing
+from planner.candidates.table import sweep_key
 from planner.scenario import Scenario
 from planner.search.fleet import table_requests
 from pricing.errors import InputError, mention
+from pricing.units import cdiv
 
 EXECUTORS = tuple(defaults.value("parallel.executors"))
 Job = tuple[Scenario, str]  # a variant's scenario and its name
+Task = tuple[Scenario, str, list[ResolvedService]]  # a job with its services, resolved once (in this process)
 
 
 def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_address: str | None = None,
@@ -38,22 +41,23 @@ def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_
             if progress:
                 progress(name)
         return out
+    if executor not in EXECUTORS:
+        raise InputError("executor", f"no executor named {executor!r}", f"use one of {', '.join(EXECUTORS)}")
+    tasks = [(scenario, name, resolve_services(scenario)) for scenario, name in jobs]
     found: dict[int, FleetResult] = {}
     if executor == "pool":
-        groups = _prebuilt(jobs)
+        groups = _prebuilt(tasks)
         with fork_pool(min(workers(), len(groups))) as pool:
-            for done in pool.imap_unordered(_plan_group, [([jobs[i] for i in g], g, time_limit) for g in groups]):
+            for done in pool.imap_unordered(_plan_group, [([tasks[i] for i in g], g, time_limit) for g in groups]):
                 _collect(done, found, jobs, progress)
     elif executor == "ray":
-        groups = _groups(jobs)
+        groups = _groups(tasks)
         ray = _ray(ray_address)
         remote = ray.remote(_plan_group)
-        pending = [remote.remote(([jobs[i] for i in g], g, time_limit)) for g in groups]
+        pending = [remote.remote(([tasks[i] for i in g], g, time_limit)) for g in groups]
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             _collect(ray.get(ready[0]), found, jobs, progress)
-    else:
-        raise InputError("executor", f"no executor named {executor!r}", f"use one of {', '.join(EXECUTORS)}")
     return [found[i] for i in range(len(jobs))]
 
 
@@ -64,37 +68,36 @@ def _collect(done, found: dict, jobs: list[Job], progress) -> None:
             progress(jobs[i][1])
 
 
-def _plan_group(task: tuple[list[Job], list[int], float | None]) -> list[tuple[int, FleetResult]]:
+def _plan_group(task: tuple[list[Task], list[int], float | None]) -> list[tuple[int, FleetResult]]:
     """A worker's share: its variants one after another, tables built here (a worker has no pool)."""
     group, indices, time_limit = task
     if sharing():  # a forked worker keeps the tables the parent had built (the base's)
-        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False))
-                for i, (scenario, name) in zip(indices, group, strict=True)]
+        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False, services=services))
+                for i, (scenario, name, services) in zip(indices, group, strict=True)]
     with shared_tables():  # a Ray worker: its variants share the tables they ask for
-        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False))
-                for i, (scenario, name) in zip(indices, group, strict=True)]
+        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False, services=services))
+                for i, (scenario, name, services) in zip(indices, group, strict=True)]
 
 
-def _prebuilt(jobs: list[Job]) -> list[list[int]]:
+def _prebuilt(jobs: list[Task]) -> list[list[int]]:
     """The pool's shares of the jobs. With a `shared_tables` block open, every table the jobs ask
     for is built first, once (planner/candidates/parallel.py: in table workers when there are
     many), so the pool's workers, forked after, inherit them all and the jobs are dealt out in
     even runs (a few per worker, so none waits alone at the end); otherwise by `_groups`."""
     if not sharing():
         return _groups(jobs)
-    build_tables([r for scenario, _ in jobs for s in scenario.services
-                  if refused_context(scenario, s, spec := scenario.service_spec(s)) is None
-                  for r in table_requests(scenario, s, spec)])
+    build_tables([r for scenario, _, services in jobs for s in services if refused_context(s) is None
+                  for r in table_requests(scenario, s)])
     runs = min(len(jobs), 4 * workers())
-    size = -(-len(jobs) // runs)
+    size = cdiv(len(jobs), runs)
     return [list(range(i, min(i + size, len(jobs)))) for i in range(0, len(jobs), size)]
 
 
-def _groups(jobs: list[Job]) -> list[list[int]]:
+def _groups(jobs: list[Task]) -> list[list[int]]:
     """The jobs' indices grouped by the candidate tables they ask for, the largest groups first."""
     by_tables: dict[frozenset, list[int]] = {}
-    for i, (scenario, _) in enumerate(jobs):
-        keys = frozenset(hash(sweep_key(*r)) for s in scenario.services for r in table_requests(scenario, s))
+    for i, (scenario, _, services) in enumerate(jobs):
+        keys = frozenset(hash(sweep_key(*r)) for s in services for r in table_requests(scenario, s))
         by_tables.setdefault(keys, []).append(i)
     return sorted(by_tables.values(), key=len, reverse=True)
 

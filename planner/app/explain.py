@@ -8,6 +8,7 @@ import math
 from planner import defaults
 from planner.app.result import Explanation
 from planner.app.targets import missed_phrases
+from planner.candidates.service import sweep_model
 from planner.candidates.shapes import (
     ChipTable,
     ShapeVerdict,
@@ -15,13 +16,12 @@ from planner.candidates.shapes import (
     pool_gpus,
     replica_cap,
 )
-from planner.candidates.table import sweep_model
 from planner.numbers import count, given, size
 from planner.request import PoolLimits, ServiceSpec
 from pricing.errors import InputError, mention, quoted, render
 from pricing.kernel import Capacity, Kernel, Startup
 from pricing.step.rates import has_rates, missing_rates
-from pricing.units import largest_such
+from pricing.units import cdiv, largest_such
 
 
 def _split(shape) -> str:
@@ -201,7 +201,7 @@ def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
     cap = replica_cap(top.gpus, per_node, stock) or 0
 
     def gpus_needed(row) -> int:
-        return _gpus_for(-(-need // row.concurrency), row, per_node)
+        return _gpus_for(cdiv(need, row.concurrency), row, per_node)
 
     cheapest = min(rows, key=lambda r: (gpus_needed(r), r.shape))
     max_gpus, spare = mention("max_gpus"), mention("spare")
@@ -216,4 +216,4 @@ def _too_few(table: ChipTable, service: ServiceSpec, limits: PoolLimits) -> str:
     return (f"{name}: {within} the most concurrency reachable is "
             f"{count(cap * top.concurrency)} ({count(cap)} × {_split(top.shape)}, {count(top.concurrency)} requests "
             f"each) against {count(need)} required. Nearest fit: {max_gpus} {gpus_needed(cheapest) + kept} "
-            f"({count(-(-need // cheapest.concurrency))} × {_split(cheapest.shape)}){spare_fix}.")
+            f"({count(cdiv(need, cheapest.concurrency))} × {_split(cheapest.shape)}){spare_fix}.")

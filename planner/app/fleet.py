@@ -19,11 +19,11 @@ from planner.app.serve import instance_launches, pool_launch, served_model
 from planner.app.serving import Handover
 from planner.app.targets import target_words
 from planner.candidates import latency
-from planner.candidates.shapes import context_length, deployment
-from planner.candidates.table import candidate_table, priced_chip, sweep_model, verify
+from planner.candidates.service import ResolvedService
+from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.kinds import Role
 from planner.request import ServiceSpec
-from planner.scenario import Scenario, Service
+from planner.scenario import Scenario
 from planner.search import cpsat
 from planner.search.disagg import PairOption
 from planner.search.fleet import Prepared, search_fleet, unserved
@@ -148,10 +148,10 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
                 launch.append(role)
             continue
         row = option.row
-        model = sweep_model(p.spec.model, p.spec.quantization)
+        model = p.resolved.graph
         table = next(t for t in p.tables if t.chip.id == row.chip)
         length = table.context_length
-        d = deployment(row, p.spec, length)
+        d = row.deployment
         held = row.concurrency * replicas
         kernel = verify(model, table, p.spec, row)
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
@@ -249,10 +249,9 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
 
     fleet = option.row
     pair = pair or fleet.pair
-    model = sweep_model(p.spec.model, p.spec.quantization)
     rate = p.spec.workload.requests_per_second
     out = []
-    for pool, d, per_node in role_pools(model, p.spec, p.limits, pair, fleet.prefill, fleet.decode, rate, p.node):
+    for pool, d, per_node in role_pools(p.resolved, pair, fleet.prefill, fleet.decode, rate, p.node):
         fields = pool.model_dump(include=set(PoolPlan.model_fields) - {"instances", "vllm_serve", "vllm_serve_nodes",
                                                                          "nodes", "memory"})
         spare = pool.held / max(1, pool.in_flight) - 1
@@ -269,14 +268,14 @@ def _alone(p: Prepared) -> tuple[str, str]:
     again without the stock caps; service targets sized again without them), in full and in a few
     words; with service targets no split meets, why, as `plan` explains it."""
     limits = p.limits.model_copy(update={"max_gpus": None})
-    tables = [candidate_table(p.spec, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
+    tables = [candidate_table(p.resolved, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
                                                                         "gpus_per_node": t.gpus_per_node}))
               for t in p.tables]
     sized = None
     if p.spec.slo is not None:  # aggregated pools only (planner/request.py service_problems refuses the others)
         from planner.candidates import slo  # the serving simulator, only with service targets
 
-        sized = slo.size_tables(sweep_model(p.spec.model, p.spec.quantization), tables, p.spec, limits, 1)
+        sized = slo.size_tables(p.resolved.graph, tables, p.spec, limits, 1)
     unlimited = cpsat.options(tables, p.spec, limits, sized)
     if not unlimited and sized is not None:
         from planner.app.explain import explain
@@ -294,13 +293,17 @@ def _alone(p: Prepared) -> tuple[str, str]:
             f"needs {gpus}")
 
 
-def refused_context(scenario: Scenario, service: Service, spec: ServiceSpec | None = None) -> Shortfall | None:
+def resolve_services(scenario: Scenario) -> list[ResolvedService]:
+    """Every service of the scenario resolved once (its spec and limits merged with the defaults,
+    its graph, its context length): what every stage of its planning reads."""
+    return [ResolvedService.of(scenario.service_spec(s), scenario.limits(s), s.name) for s in scenario.services]
+
+
+def refused_context(service: ResolvedService) -> Shortfall | None:
     """Why vLLM would not start the service at its context length, or None: a max_model_len
-    beyond the model's positions is refused before any memory is sized, on every chip (`spec`:
-    the service's, when the caller has it)."""
-    spec = spec or scenario.service_spec(service)
-    model = sweep_model(spec.model, spec.quantization)
-    problem = beyond_positions(model, context_length(model, spec))
+    beyond the model's positions is refused before any memory is sized, on every chip."""
+    model = service.graph
+    problem = beyond_positions(model, service.context_length)
     if problem is None:
         return None
     return Shortfall(service=service.name, brief=f"beyond {model.max_position:,} positions",
@@ -310,15 +313,18 @@ def refused_context(scenario: Scenario, service: Service, spec: ServiceSpec | No
 
 
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
-                  parallel_tables: bool = True, bounded: bool = False) -> FleetResult:
+                  parallel_tables: bool = True, bounded: bool = False,
+                  services: list[ResolvedService] | None = None) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
     solver's time limit, default planner/defaults.yaml; `parallel_tables`: many candidate
     tables may be built in worker processes; `bounded`: each service swept only as far as its own
-    optimum reaches, when that answers, `search_fleet`). A service vLLM would not start at its context
-    length leaves the result infeasible, with vLLM's reason."""
+    optimum reaches, when that answers, `search_fleet`; `services`: the scenario's services as the
+    caller resolved them, `resolve_services`, else resolved here). A service vLLM would not start at its
+    context length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
-    refused = {s.name: why for s in scenario.services if (why := refused_context(scenario, s))}
-    found = search_fleet(scenario, set(refused), time_limit, parallel_tables, bounded)
+    services = resolve_services(scenario) if services is None else services
+    refused = {s.name: why for s in services if (why := refused_context(s))}
+    found = search_fleet(scenario, services, set(refused), time_limit, parallel_tables, bounded)
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
     if picks:

@@ -19,8 +19,8 @@ from planner.app.result import Explanation, PoolPlan, Target
 from planner.app.serving import DisaggPlan
 from planner.app.targets import measured_words, missed_phrases, target_words
 from planner.candidates import slo
-from planner.candidates.shapes import context_length, pool_gpus, replica_cap
-from planner.candidates.table import sweep_model
+from planner.candidates.service import ResolvedService
+from planner.candidates.shapes import pool_gpus, replica_cap
 from planner.kinds import Serving
 from planner.limits import MAX_RATE
 from planner.numbers import given
@@ -75,11 +75,12 @@ def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
         return _most_disagg(request, named)
     start = time.perf_counter()
     service, limits = request.judged, request.limits
-    model = sweep_model(service.model, service.quantization)
-    found, unpriced = [], []
     # the rows a plan at any rate sweeps (a rate caps each row's max_num_seqs at the requests it holds,
     # planner/candidates/latency.py cap_rows; the rate's value changes no row): planned back, the same rows
-    for table in tables_for(request.at(1.0), limits):
+    resolved = ResolvedService.of(request.at(1.0), limits)  # at any rate the same context length
+    model = resolved.graph
+    found, unpriced = [], []
+    for table in tables_for(resolved):
         if not has_rates(table.chip):
             unpriced.append(table.chip)
             continue
@@ -95,7 +96,7 @@ def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
                         requests_per_second=r * b.rate, requests_per_second_per_instance=b.rate,
                         benchmarks=b.simulated, misses_alone=missed_phrases(slo.misses(service, b.alone))
                         if b.alone is not None else []) for t, row, r, b in found]
-    length = context_length(model, service)
+    length = resolved.context_length
     if not found or not found[0][3].rate:
         asked = request.at(1.0)  # the target restated: the lengths and the targets, no rate found
         return named_all(MaxRateResult(
@@ -171,15 +172,16 @@ def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
 
     def fits(k: int) -> bool:
         if k not in found:
-            found[k] = search(request.at(slo.grid_rate(k)), limits, 0)
+            found[k] = search(ResolvedService.of(request.at(slo.grid_rate(k)), limits), 0)
         return found[k].chosen is not None
 
     lo, hi = slo.highest_index(fits, slo.grid_index(defaults.value("serving.disagg_first_rate")),
                                slo.grid_index(MAX_RATE), step=defaults.value("serving.disagg_first_step"))
-    model = sweep_model(request.service.model, request.service.quantization)
     rate = slo.grid_rate(lo if lo is not None else hi)
     at = request.at(rate)
-    target = Target.of(at, context_length(model, at))
+    resolved = ResolvedService.of(at, limits)
+    model = resolved.graph
+    target = Target.of(at, resolved.context_length)
     if lo is None:
         why = "; ".join(e.text for e in found[hi].explanations)
         return named_all(MaxRateResult(
@@ -189,7 +191,7 @@ def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
                 f"no disaggregated fleet within {mention('max_gpus')} {limits.max_gpus} serves even "
                 f"{given(rate)} requests/s: {why}", named))],
             seconds=round(time.perf_counter() - start, 3)), named)
-    fleet = plan_disagg(at, limits, 0, named)
+    fleet = plan_disagg(resolved, 0, named)
     binds = (f"{mention('max_gpus')} {limits.max_gpus} holds {fleet.prefill.gpus} prefill + {fleet.decode.gpus} "
              f"decode GPUs at {given(rate)} requests/s")
     binds += ("; the rate is the planner's ceiling" if hi is None else

@@ -11,8 +11,9 @@ from planner.app.result import Explanation, Margin, PlanResult, PoolPlan, Search
 from planner.app.serve import own_nodes, served_model
 from planner.app.targets import binds_words, met_words, narrower_words, target_words
 from planner.candidates import latency
-from planner.candidates.shapes import ChipTable, context_length, deployment
-from planner.candidates.table import sweep_model, verify
+from planner.candidates.service import ResolvedService
+from planner.candidates.shapes import ChipTable
+from planner.candidates.table import verify
 from planner.numbers import count
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
@@ -24,10 +25,14 @@ from pricing.kernel.report import memory_report
 def plan(request: PlanRequest, named=None) -> PlanResult:
     """The cheapest pool for one service, the next alternatives, and, when nothing fits, why (a
     rejected flag named as `named` calls its field: the command's flag; None: the field)."""
-    service, limits = request.service, request.limits
-    found = search(request)
-    model = sweep_model(service.model, service.quantization)  # the graph the search's tables were built on
-    length = context_length(model, service)
+    return plan_pool(ResolvedService.of(request.service, request.limits), request.alternatives, named)
+
+
+def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=None) -> PlanResult:
+    """`plan` of a service resolved once by the command (planner/candidates/service.py)."""
+    service, limits = resolved.spec, resolved.limits
+    found = search(resolved, alternatives)
+    model, length = resolved.graph, resolved.context_length  # the graph the search's tables were built on
     by_chip = {t.chip.id: t for t in found.tables}
     prices = {t.chip.id: t.chip.price_per_gpu_hour for t in found.tables}
     pools = [pool_plan(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)),
@@ -99,7 +104,7 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
     figures, its costs per token and its launch."""
     row = option.row
     kernel = verify(model, table, service, row)
-    d = deployment(row, service, kernel.engine.max_model_len).model_copy(
+    d = row.deployment.model_copy(
         update={"speculative_method": kernel.engine.spec_method})
     held = row.concurrency * replicas
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from planner.candidates.shapes import ChipTable, Row, deployment
+from planner.candidates.shapes import ChipTable, Row
 from planner.candidates.step_fields import StepFigures, step_fields
 from planner.numbers import duration
 from planner.request import ServiceSpec
@@ -24,6 +24,7 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
 from pricing.step import StepModel, has_rates, missing_rates
 from pricing.step.serving import Workload, largest_batch, serving
+from pricing.units import cdiv
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def constrains(service: ServiceSpec) -> bool:
 
 
 def _step_model(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> StepModel:
-    return StepModel(Kernel.of(model, deployment(row, service, table.context_length), table.chip),
+    return StepModel(Kernel.of(model, row.deployment, table.chip),
                      rates_accepted=service.speculative_acceptance)
 
 
@@ -124,8 +125,8 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
         return None
     length = table.context_length
     wl = workload(service)
-    per_instance = math.ceil(service.concurrency / replicas)
-    batch = max(1, min(row.held_per_rank, math.ceil(per_instance / row.shape.dp)))
+    per_instance = cdiv(service.concurrency, replicas)
+    batch = max(1, min(row.held_per_rank, cdiv(per_instance, row.shape.dp)))
     sm = _step_model(model, table, service, row)
     s = serving(sm, batch, length, wl)
     rate = service.workload.requests_per_second if service.workload is not None else None
@@ -146,7 +147,7 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
         binds = cap.binds  # the target costs GPUs: memory alone would need fewer on this chip
     if wl is not None and service.workload.requests_per_second is not None and cap is not None:
         by_rate = replicas_for_rate(table, row, service)
-        by_concurrency = math.ceil(service.required / row.concurrency)
+        by_concurrency = cdiv(service.required, row.concurrency)
         if by_rate > by_concurrency:
             binds = "requests per second"
     return StepFigures(
@@ -159,7 +160,7 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
 def memory_only_gpus(table: ChipTable, service: ServiceSpec) -> int:
     """The fewest GPUs of `table`'s chip that hold the target on memory alone (the rows' uncapped
     requests per rank)."""
-    return min((r.gpus * math.ceil(service.required / (r.shape.dp * c.memory)) for r, c in table.latency.items()),
+    return min((r.gpus * cdiv(service.required, r.shape.dp * c.memory) for r, c in table.latency.items()),
                default=0)
 
 

@@ -9,13 +9,14 @@ import multiprocessing
 import os
 
 from planner import defaults
+from planner.candidates.service import ResolvedService, shared_tables, sharing
 from planner.candidates.shapes import ChipTable
-from planner.candidates.table import built_table, candidate_table, keep_table, shared_tables, sharing, sweep_key
+from planner.candidates.table import built_table, candidate_table, keep_table, sweep_key
 from planner.heap import freeze_for_fork
-from planner.request import PoolLimits, ServiceSpec
+from planner.request import PoolLimits
 from pricing.chips import Chip
 
-Request = tuple[ServiceSpec, Chip, PoolLimits]
+Request = tuple[ResolvedService, Chip, PoolLimits]  # what `candidate_table` is asked with
 
 
 def workers() -> int:
@@ -60,7 +61,7 @@ def build_tables(requests: list[Request]) -> int:
     groups: dict[tuple, list[int]] = {}
     for i, key in enumerate(keys):
         service, chip, _ = todo[key]
-        groups.setdefault((service.model, service.quantization, chip.id), []).append(i)
+        groups.setdefault((service.spec.model, service.spec.quantization, chip.id), []).append(i)
     jobs = sorted(groups.values(), key=len, reverse=True)  # the longest first, so no worker waits alone at the end
     with fork_pool(min(workers(), len(jobs))) as pool:
         for indices, tables in pool.imap_unordered(_build, [(idx, [todo[keys[i]] for i in idx]) for idx in jobs]):

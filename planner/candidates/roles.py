@@ -23,15 +23,15 @@ import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from planner.candidates.table import Row, context_length, deployment
+from planner.candidates.service import ResolvedService
+from planner.candidates.table import Row
 from planner.numbers import duration, given, requests, tokens
 from planner.request import ServiceSpec
 from pricing.chips import Chip
-from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
 from pricing.step import StepModel
 from pricing.step.serving import largest_batch, step_seconds_per_token, ttft
-from pricing.units import largest_such
+from pricing.units import cdiv, largest_such
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,10 @@ class Role:
     kv_role: str
     name: str
 
-    def kernel(self, model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> Kernel:
-        d = deployment(row, service, context_length(model, service)).model_copy(update={"kv_role": self.kv_role})
-        return Kernel.of(model, d, chip, release=service.vllm_version)
+    def kernel(self, service: ResolvedService, chip: Chip, row: Row) -> Kernel:
+        """The row's kernel in this role, at the service's context length."""
+        d = row.deployment.model_copy(update={"kv_role": self.kv_role})
+        return Kernel.of(service.graph, d, chip, release=service.release)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class PrefillRole(Role):
     kv_role = "kv_producer"
     name = "prefill"
 
-    def figures(self, model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> PrefillFigures | Refused:
+    def figures(self, resolved: ResolvedService, chip: Chip, row: Row) -> PrefillFigures | Refused:
         """The row as a prefill instance, or why it cannot be one (its pool holds no prompt; vLLM
         refuses its pipeline stages).
 
@@ -87,8 +88,9 @@ class PrefillRole(Role):
         Each stage's pool holds its own layers' blocks of every prompt."""
         from pricing.kernel.connector import pipeline_refusal
 
+        service = resolved.spec
         w = service.workload
-        kernel = self.kernel(model, chip, service, row)
+        kernel = self.kernel(resolved, chip, row)
         refused = pipeline_refusal(kernel)
         if refused is not None:
             return Refused("flags", refused)
@@ -107,7 +109,7 @@ class PrefillRole(Role):
         prompts = [k.request_kv_bytes(w.isl) for k in stages]
         held = min(int(k.kv_pool() * (1 - service.kv_margin)) // b if b else row.max_num_seqs
                    for k, b in zip(stages, prompts, strict=True))
-        seqs = max(1, min(held, -(-budget // w.isl)))
+        seqs = max(1, min(held, cdiv(budget, w.isl)))
         if held < 1:
             return Refused("context", f"its pool holds no {tokens(w.isl)} prompt")
         share = Fraction(max(prompts), sum(prompts)) if sum(prompts) else Fraction(1)
@@ -134,8 +136,8 @@ class DecodeRole(Role):
     kv_role = "kv_consumer"
     name = "decode"
 
-    def step_model(self, model: ModelGraph, chip: Chip, service: ServiceSpec, row: Row) -> StepModel:
-        return StepModel(self.kernel(model, chip, service, row), rates_accepted=service.speculative_acceptance)
+    def step_model(self, service: ResolvedService, chip: Chip, row: Row) -> StepModel:
+        return StepModel(self.kernel(service, chip, row), rates_accepted=service.spec.speculative_acceptance)
 
     def figures(self, sm: StepModel, service: ServiceSpec, row: Row, transfer_seconds: float,
                 arriving_share: float) -> DecodeFigures | Refused:

@@ -14,6 +14,7 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment
 from pricing.kernel.deployment import allows_tensor_parallel, check_tensor_parallel, max_dcp
 from pricing.kernel.pipeline import backbone_layers
+from pricing.units import cdiv
 
 
 @dataclass(frozen=True, order=True)
@@ -33,7 +34,7 @@ class Shape:
 
     def nodes(self, gpus_per_node: int) -> int:
         """Nodes one instance takes: one when it fits a node, else whole nodes (`placement`)."""
-        return max(1, -(-self.gpus // gpus_per_node))
+        return max(1, cdiv(self.gpus, gpus_per_node))
 
     def split(self) -> str:
         """The parallel split in words: 'tp 1 × pp 2 × dp 4 with expert parallel, dcp 2' (factors of 1
@@ -61,7 +62,8 @@ def placement(tp: int, world: int, gpus_per_node: int) -> str | None:
 
 @dataclass(frozen=True)
 class Row:
-    """One instance configuration the kernel accepts, with the requests it holds."""
+    """One instance configuration the kernel accepts, with the requests it holds, and the flags of
+    its shape it was judged with (`deployment`)."""
 
     chip: str
     shape: Shape
@@ -69,6 +71,18 @@ class Row:
     max_num_batched_tokens: int
     max_num_seqs: int
     held_per_rank: int
+    flags: Deployment | None = field(default=None, compare=False, repr=False)  # the shape's, for its table's
+    # service at its context length (`deployment_for`), one object for every row of the shape
+
+    @property
+    def deployment(self) -> Deployment:
+        """The vLLM flags of this instance: its shape's at this row's utilization, token budget and
+        max_num_seqs."""
+        if self.flags is None:
+            raise AssertionError(f"{self} was made without its shape's flags")
+        return self.flags.model_copy(update={"gpu_memory_utilization": self.gpu_memory_utilization,
+                                             "max_num_batched_tokens": self.max_num_batched_tokens,
+                                             "max_num_seqs": self.max_num_seqs})
 
     @property
     def gpus(self) -> int:
@@ -133,17 +147,20 @@ class ChipTable:
 
     def __getstate__(self) -> dict:
         """What pickle sends (a worker's table to the parent, planner/candidates/parallel.py): the
-        rows as plain tuples, each shape once, which load several times faster than Row objects."""
+        rows as plain tuples, each shape and its flags once, which load several times faster than
+        Row objects."""
         state = dict(self.__dict__)
         shapes: dict[Shape, int] = {}
-        packed = [(shapes.setdefault(r.shape, len(shapes)), r.chip, r.gpu_memory_utilization,
-                   r.max_num_batched_tokens, r.max_num_seqs, r.held_per_rank) for r in self.rows]
-        state["rows"] = (list(shapes), packed)
+        flags: dict[int, tuple[int, Deployment | None]] = {}
+        packed = [(shapes.setdefault(r.shape, len(shapes)), flags.setdefault(id(r.flags), (len(flags), r.flags))[0],
+                   r.chip, r.gpu_memory_utilization, r.max_num_batched_tokens, r.max_num_seqs, r.held_per_rank)
+                  for r in self.rows]
+        state["rows"] = (list(shapes), [f for _, f in flags.values()], packed)
         return state
 
     def __setstate__(self, state: dict) -> None:
-        shapes, packed = state["rows"]
-        rows = [Row(chip, shapes[i], util, mbt, seqs, held) for i, chip, util, mbt, seqs, held in packed]
+        shapes, flags, packed = state["rows"]
+        rows = [Row(chip, shapes[i], util, mbt, seqs, held, flags[f]) for i, f, chip, util, mbt, seqs, held in packed]
         self.__dict__.update(state, rows=rows)
 
     def seal(self) -> ChipTable:
@@ -187,7 +204,7 @@ def cheapest_pool(rows, need: int, gpus_per_node: int, max_gpus: int | None, pri
     (`replica_cap`) at `price` per GPU (dollars or the solver's price units); None when none does."""
     best = None
     for row in rows:
-        replicas = -(-need // row.concurrency)
+        replicas = cdiv(need, row.concurrency)
         cap = replica_cap(row.gpus, gpus_per_node, max_gpus)
         if cap is None or cap >= replicas:
             cost = replicas * row.gpus * price
@@ -205,7 +222,7 @@ def replica_cap(gpus: int, gpus_per_node: int, max_gpus: int | None) -> int | No
     full, partial = divmod(max(max_gpus, 0), gpus_per_node)
     if gpus <= gpus_per_node:
         return full * (gpus_per_node // gpus) + partial // gpus
-    return full // -(-gpus // gpus_per_node)
+    return full // cdiv(gpus, gpus_per_node)
 
 
 def pool_gpus(max_gpus: int | None, gpus_per_node: int, spare: int) -> int | None:
@@ -281,7 +298,7 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     cap = None if service.dp else defaults.value("grids.max_gpus_per_instance")
     if max_gpus is not None:
         cap = max_gpus if cap is None else min(cap, max_gpus)
-    kv_heads = max(1, model.num_kv_heads) if model.attention_backend == "gqa" else 1
+    kv_heads = model.cache_kv_heads
     layers = backbone_layers(model)
     pps = tuple(p for p in (service.pp or tuple(defaults.value("grids.pipeline_parallel_size"))) if p <= layers)
     if service.pp and any(p > layers for p in service.pp):
@@ -325,8 +342,3 @@ def deployment_for(shape: Shape, service: ServiceSpec, max_model_len: int, **set
                       max_model_len=max_model_len, num_speculative_tokens=service.num_speculative_tokens,
                       speculative_method=service.speculative_method, **settings)
 
-
-def deployment(row: Row, service: ServiceSpec, max_model_len: int) -> Deployment:
-    """The vLLM flags of one candidate instance."""
-    return deployment_for(row.shape, service, max_model_len, gpu_memory_utilization=row.gpu_memory_utilization,
-                       max_num_batched_tokens=row.max_num_batched_tokens, max_num_seqs=row.max_num_seqs)

@@ -24,13 +24,14 @@ from dataclasses import dataclass, field, replace
 from pydantic import BaseModel, Field
 
 from planner import defaults
-from planner.candidates.shapes import ChipTable, Row, deployment, pool_gpus, replica_cap
+from planner.candidates.shapes import ChipTable, Row, pool_gpus, replica_cap
 from planner.request import PoolLimits, ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
 from pricing.serving import ClosedLoop, Fixed, Instance, Poisson, Served, StepCost, Traffic, Uniform, simulate
 from pricing.step import StepModel, has_rates
 from pricing.step.serving import Workload, largest_batch, serving
+from pricing.units import cdiv
 
 
 @dataclass
@@ -97,7 +98,7 @@ class Candidate:
     """One row's instance, ready to simulate."""
 
     def __init__(self, model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row):
-        kernel = Kernel.of(model, deployment(row, service, table.context_length), table.chip,
+        kernel = Kernel.of(model, row.deployment, table.chip,
                            release=service.vllm_version)
         inst = Instance.of(kernel)
         self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin)))
@@ -169,7 +170,7 @@ def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec
         if not has_rates(table.chip):
             continue
         for row in table.dominant():
-            memory = -(-service.required // row.concurrency)
+            memory = cdiv(service.required, row.concurrency)
             candidate = Candidate(model, table, service, row)
             low = max(memory, math.floor(rate / (candidate.estimate() * allowance)), 1)
             price = row.gpus * table.chip.price_per_gpu_hour

@@ -21,26 +21,22 @@ shape (see `ChipTable.dominant`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from planner import defaults
+from planner.candidates.service import ResolvedService, shared_store
 from planner.candidates.shapes import (
     ChipTable,
     Row,
     Shape,
     ShapeVerdict,
-    context_length,
-    deployment,
     deployment_for,
     shapes,
 )
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip, get_chip
 from pricing.errors import InputError, Quoted
-from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Capacity, Kernel, Startup
 from pricing.kernel.deployment import Deployment, beyond_positions
@@ -142,7 +138,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
             if held < top or held == 0:
                 break  # lower utilizations leave a smaller pool: they hold no more, and this holds less
             top = held
-            table.rows.append(Row(chip.id, shape, util, mbt, min(held, mbt), min(held, mbt)))
+            table.rows.append(Row(chip.id, shape, util, mbt, min(held, mbt), min(held, mbt), grid.flags))
         if top == 0:  # larger token budgets hold none either
             table.evaluated += len(budgets) - n - 1
             return
@@ -150,7 +146,7 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
 
 def verify(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> Kernel:
     """The kernel of a reported row of `table` at its own max_num_seqs; it must hold what the row says."""
-    kernel = Kernel.of(model, deployment(row, service, table.context_length), table.chip,
+    kernel = Kernel.of(model, row.deployment, table.chip,
                        release=service.vllm_version)
     held = Capacity(kernel).requests_held(service.kv_margin)
     if held != row.held_per_rank:
@@ -174,28 +170,15 @@ def _record(verdict: ShapeVerdict, kernel: Kernel, held: int, utilization: float
     verdict.refusal = failed_check_at(kernel, budget)
 
 
-_SHARED: ContextVar[dict | None] = ContextVar("candidate_tables", default=None)
-
-
-@contextmanager
-def shared_tables() -> Iterator[dict]:
-    """Inside the block, candidate tables are reused by every service and variant of equal
-    `sweep_key` (one command's: the CLI opens the block for each command); on leaving it they go."""
-    token = _SHARED.set({})
-    try:
-        yield _SHARED.get()
-    finally:
-        _SHARED.reset(token)
-
-
-def sweep_key(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple:
-    """What a candidate table depends on: the whole service but its target (concurrency and
+def sweep_key(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> tuple:
+    """What a candidate table depends on: the whole service (its context length follows from it and
+    the registry) but its target (concurrency and
     headroom, which only the solve reads), the whole chip but its price (which only the solve
     reads: `candidate_table` gives the table at another price as the same rows under that chip),
     the node size, the GPU cap and the registry in use."""
     from pricing.registry import load
 
-    sweep = service.model_copy(update={"concurrency": 1, "headroom": 0.0})
+    sweep = resolved.spec.model_copy(update={"concurrency": 1, "headroom": 0.0})
     return (sweep, unpriced(chip), limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
 
 
@@ -205,28 +188,9 @@ def unpriced(chip: Chip) -> Chip:
                    provenance=tuple(p for p in chip.provenance if not p.name.endswith(".price_per_gpu_hour")))
 
 
-def sweep_model(model: str, quantization: str | None) -> ModelGraph:
-    """The graph of `model` the command's sweeps and checks read: inside a `shared_tables` block,
-    one graph per model, quantization and registry, so the kernel's memo it keeps (weights,
-    activations, caches: each keyed by the engine fields it read) serves every table of the model,
-    at every context length, and the check of every row reported (the planner never edits a
-    graph); outside one, a graph of the caller's own (`load_model`)."""
-    tables = _SHARED.get()
-    if tables is None:
-        return load_model(model, quantization)
-    from pricing.registry import load
-
-    key = ("model", model, quantization, load())
-    graph = tables.get(key)
-    if graph is None:
-        graph = tables[key] = load_model(model, quantization)
-    return graph
-
-
-def start_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> tuple[ModelGraph, ChipTable, list[Shape]]:
+def start_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> tuple[ModelGraph, ChipTable, list[Shape]]:
     """The model, an empty table and the shapes to evaluate on `chip`."""
-    model = sweep_model(service.model, service.quantization)
-    length = context_length(model, service)
+    model, length, service = resolved.graph, resolved.context_length, resolved.spec
     if problem := beyond_positions(model, length):
         raise InputError("context_length", problem, f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
@@ -265,13 +229,14 @@ def stage_within(model: ModelGraph, chip: Chip, service: ServiceSpec, found: lis
             judge(shape)
 
 
-def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> ChipTable:
+def candidate_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> ChipTable:
     """Every candidate instance of `service` on `chip` the kernel accepts (the reusable unit of a
     scenario: one table per service and chip). Inside a `shared_tables` block, tables are reused
     across services and variants that share a `sweep_key` (a review's services of one model at
     one context length share one sweep); the table is never changed after it is built."""
-    tables = _SHARED.get()
-    key = sweep_key(service, chip, limits) if tables is not None else None
+    tables = shared_store()
+    service = resolved.spec
+    key = sweep_key(resolved, chip, limits) if tables is not None else None
     table = tables.get(key) if tables is not None else None
     if table is not None and table.chip != chip:  # the same sweep at another price: its rows, this chip
         priced = tables.get((key, chip))
@@ -279,7 +244,7 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
             priced = tables[(key, chip)] = replace(table, chip=chip)
         table = priced
     if table is None:
-        model, table, found = start_table(service, chip, limits)
+        model, table, found = start_table(resolved, chip, limits)
         for shape in found:
             if shape.pp == 1:
                 evaluate_shape(model, chip, service, shape, table)
@@ -293,20 +258,15 @@ def candidate_table(service: ServiceSpec, chip: Chip, limits: PoolLimits) -> Chi
 
 def built_table(key: tuple) -> ChipTable | None:
     """The table of `sweep_key` built inside the open `shared_tables` block, if any."""
-    tables = _SHARED.get()
+    tables = shared_store()
     return tables.get(key) if tables is not None else None
 
 
 def keep_table(key: tuple, table: ChipTable) -> None:
     """Keep a table built in a worker (planner/candidates/parallel.py) in the open block."""
-    tables = _SHARED.get()
+    tables = shared_store()
     if tables is not None:
         tables[key] = table
-
-
-def sharing() -> bool:
-    """Whether a `shared_tables` block is open (tables built now are kept for the command)."""
-    return _SHARED.get() is not None
 
 
 def has_latency_target(service: ServiceSpec) -> bool:

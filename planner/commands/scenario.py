@@ -133,8 +133,9 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     scenario = api.scenario_of(file)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
-    emit.check_chips(to, [c for s in scenario.services for c in scenario.limits(s).chips])
-    emit.check_serving(to, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
+    if to is not None:  # the manifests' checks, before any planning (which merges each service once)
+        emit.check_chips(to, [c for s in scenario.services for c in scenario.limits(s).chips])
+        emit.check_serving(to, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
     from planner.heap import freeze_imported
     from planner.report.review import Ticker
 

@@ -10,6 +10,7 @@ from planner import numbers as fmt
 from planner.app.binds import inventory_binds
 from planner.app.fleet import FleetResult
 from planner.app.review import Comparison
+from planner.limits import price_units
 from planner.report.words import price_footnotes, solver_phrase
 from planner.scenario import point_word
 from pricing.errors import render
@@ -31,7 +32,7 @@ def binding(r: FleetResult) -> str:
         return "; ".join(f"{s.service} short: {s.reason}" for s in r.short) or "infeasible"
     own = r.services[0].binds if len(r.services) == 1 else "; ".join(f"{p.service}: {p.binds}" for p in r.services)
     extra = r.cost_per_hour - r.own_cost_per_hour if r.own_cost_per_hour is not None else 0.0
-    if round(extra * defaults.value("solver.price_units_per_dollar")) > 0:  # dearer by the solver's price unit
+    if price_units(extra) > 0:  # dearer by the solver's price unit
         full = [u for u in r.chips if u.available is not None and u.gpus >= u.available]
         return f"{inventory_binds([(u.chip, u.gpus, u.available) for u in full], extra)}; {own}"
     return own

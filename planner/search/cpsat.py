@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from planner import defaults
 from planner.candidates import latency
+from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable, Row, Shape, cheapest_pool, pool_gpus, replica_cap
 from planner.candidates.table import (
     candidate_table,
@@ -47,12 +48,14 @@ from planner.candidates.table import (
     stage_within,
     start_table,
 )
-from planner.request import PlanRequest, PoolLimits, ServiceSpec
+from planner.limits import price_units
+from planner.request import PoolLimits, ServiceSpec
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.staged import ImpossibleSolve as ImpossibleSolve  # re-exported: callers catch it here
 from planner.search.status import STAGES, StageStatus
 from planner.search.submodels import Inventory, PoolChoice
 from pricing.errors import mention
+from pricing.units import cdiv
 
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built or solved)
     from ortools.sat.python import cp_model
@@ -89,7 +92,6 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
     service targets, `sized` (planner/candidates/slo.py) gives each row's fewest replicas at the
     rate; a row it did not size, or sized to none, is no option."""
     need = service.required
-    units = defaults.value("solver.price_units_per_dollar")
     kv_order = {kv: i for i, kv in enumerate(service.kv_cache_dtypes)}
     found = []
     for chip_order, table in enumerate(tables):
@@ -99,16 +101,16 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
                 sizing = (sized or {}).get((table.chip.id, row))
                 if sizing is None or not sizing.replicas:
                     continue
-                rmin = max(-(-need // row.concurrency), sizing.replicas)
+                rmin = max(cdiv(need, row.concurrency), sizing.replicas)
             else:
-                rmin = max(-(-need // row.concurrency), latency.replicas_for_rate(table, row, service))
+                rmin = max(cdiv(need, row.concurrency), latency.replicas_for_rate(table, row, service))
             cap = replica_cap(row.gpus, table.gpus_per_node, pool_gpus(limits.max_gpus, table.gpus_per_node,
                                                                          limits.spare))
             if cap is not None and cap < rmin:
                 continue
             key = (-row.max_num_batched_tokens, row.gpu_memory_utilization, row.shape.pp, row.shape.tp, row.shape.dp,
                    row.shape.ep, row.shape.dcp, kv_order[row.shape.kv_cache_dtype], chip_order)
-            found.append((key, row, price, round(price * units), rmin, rmin if cap is None else cap))
+            found.append((key, row, price, price_units(price), rmin, rmin if cap is None else cap))
     found.sort(key=lambda f: f[0])
     return [Option(row, price, pu, rmin, rmax, rank) for rank, (_, row, price, pu, rmin, rmax) in enumerate(found)]
 
@@ -247,13 +249,14 @@ class Search:
     stages: list[StageStatus] = field(default_factory=list)  # what each stage of the best pool's solve proved
 
 
-def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None) -> list[ChipTable]:
-    """The oracle's candidate table of the service on each allowed chip, in --chip order.
+def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipTable]:
+    """The oracle's candidate table of the service on each allowed chip (of its limits), in --chip order.
 
     With `keep`, shapes are evaluated across chips in order of one instance's cost, and a shape
     whose single instance costs more than the `keep`-th cheapest pool found so far is skipped: its
     pool costs at least that much, so it can be neither the best nor one of the `keep` − 1
     alternatives (the ranking is by cost first). Without `keep`, every shape is evaluated."""
+    service, limits = resolved.spec, resolved.limits
     seen, chips = set(), []
     for chip_id in limits.chips:
         chip = priced_chip(chip_id, limits)
@@ -261,8 +264,8 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
             seen.add(chip.id)
             chips.append(chip)
     if keep is None:
-        return [candidate_table(service, chip, limits) for chip in chips]
-    started = [start_table(service, chip, limits) for chip in chips]
+        return [candidate_table(resolved, chip, limits) for chip in chips]
+    started = [start_table(resolved, chip, limits) for chip in chips]
     order = sorted(((shape.gpus * chip.price_per_gpu_hour, i, shape) for i, (chip, (_, _, found))
                     in enumerate(zip(chips, started, strict=True)) for shape in found if shape.pp == 1),
                    key=lambda o: (o[0], o[1]))
@@ -290,21 +293,21 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
     return [table for _, table, _ in started]
 
 
-def search(request: PlanRequest, budget: Budget | None = None) -> Search:
-    """Oracle sweep, then CP-SAT: the best pool, then the best pools of the next shapes (each
-    re-solve forbids the shapes already reported), every solve within one `budget` (default: one of
-    the request's --time-limit; a command that runs several searches may share one)."""
+def search(resolved: ResolvedService, alternatives: int | None = None, budget: Budget | None = None) -> Search:
+    """Oracle sweep, then CP-SAT: the best pool, then the best pools of the next `alternatives`
+    shapes (default: the planner's report.alternatives; each re-solve forbids the shapes already
+    reported), every solve within one `budget` (default: one of the service's --time-limit; a
+    command that runs several searches may share one)."""
     start = time.perf_counter()
-    service, limits = request.service, request.limits
-    wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
+    service, limits = resolved.spec, resolved.limits
+    wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
     # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
-    tables = tables_for(service, limits, keep=None if has_latency_target(service) else wanted)
+    tables = tables_for(resolved, keep=None if has_latency_target(service) else wanted)
     sized = {}
     if service.slo is not None:
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
-        from pricing.graph import load_model
 
-        sized = slo.size_tables(load_model(service.model, service.quantization), tables, service, limits, wanted)
+        sized = slo.size_tables(resolved.graph, tables, service, limits, wanted)
     opts = options(tables, service, limits, sized)
     evaluated = sum(t.evaluated for t in tables)
     if not opts:

@@ -41,7 +41,9 @@ from typing import TYPE_CHECKING
 
 from planner import defaults
 from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures, Refused
+from planner.candidates.service import ResolvedService
 from planner.candidates.table import ChipTable, Row, candidate_table, priced_chip
+from planner.limits import price_units
 from planner.numbers import duration, given, tokens, with_article
 from planner.request import PoolLimits, ServiceSpec
 from planner.search import cpsat
@@ -50,11 +52,11 @@ from planner.search.status import StageStatus
 from planner.search.submodels import Inventory, PairChoice
 from pricing.chips import Chip
 from pricing.errors import InputError, Quoted, mention
-from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.kernel.connector import stages_refused
 from pricing.serving.queueing import md1_wait, servers_for_wait
 from pricing.step.transfer import Handover, handover, link_between, link_within_node
+from pricing.units import cdiv
 
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built or solved)
     from ortools.sat.python import cp_model
@@ -102,8 +104,8 @@ class Pair:
         return p * self.prefill.row.gpus + d * self.decode.row.gpus
 
     def fewest(self, rate_units: int) -> tuple[int, int]:
-        p = max(self.prefill_min, -(-rate_units // self.prefill_link))
-        d = max(-(-rate_units // self.decode_serve), -(-rate_units // self.decode_link))
+        p = max(self.prefill_min, cdiv(rate_units, self.prefill_link))
+        d = max(cdiv(rate_units, self.decode_serve), cdiv(rate_units, self.decode_link))
         return p, d
 
     def cost(self, rate_units: int) -> float:
@@ -128,25 +130,22 @@ def rate_of(service: ServiceSpec) -> float:
     return w.requests_per_second
 
 
-def memory_service(service: ServiceSpec, stages: bool = False) -> ServiceSpec:
+def memory_service(resolved: ResolvedService, stages: bool = False) -> ResolvedService:
     """The service with its latency targets and workload removed: the oracle's rows by memory alone
     (the roles price their own steps), at the context length the rate gives (shapes.context_length,
     pinned before the workload goes); with `stages`, its pipeline sizes kept (a prefill instance
     may run them), else none (a decode instance runs none)."""
-    from planner.candidates.shapes import context_length
-    from planner.candidates.table import sweep_model
-
-    length = context_length(sweep_model(service.model, service.quantization), service)
-    return service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None,
-                                      "context_length": length,
-                                      "pp": service.pp if stages else (1,), "serving": "agg"})
+    service = resolved.spec
+    return resolved.asking(service.model_copy(update={"tpot_ms": None, "ttft_ms": None, "workload": None, "slo": None,
+                                                      "context_length": resolved.context_length,
+                                                      "pp": service.pp if stages else (1,), "serving": "agg"}))
 
 
-def _side(model: ModelGraph, service: ServiceSpec, chip_id: str, limits: PoolLimits, role) -> Side:
+def _side(service: ResolvedService, chip_id: str, limits: PoolLimits, role) -> Side:
     chip = priced_chip(chip_id, limits)
     table = _table(service, chip, limits)
-    if role is PREFILL and (service.pp or table.rows and stages_refused(PREFILL.kernel(model, chip, service,
-                                                                                       table.rows[0])) is None):
+    if role is PREFILL and (service.spec.pp or table.rows and stages_refused(PREFILL.kernel(service, chip,
+                                                                                            table.rows[0])) is None):
         # the stages --pp asks for (each refused with vLLM's reason where it refuses them), or the default
         # grid's when the caches allow a prefill instance stages
         table = _table(service, chip, limits, stages=True)
@@ -163,15 +162,15 @@ def _side(model: ModelGraph, service: ServiceSpec, chip_id: str, limits: PoolLim
     return Side(chip, table, rows if role is PREFILL else [r for r in rows if r.shape.pp == 1])
 
 
-def _valid(model: ModelGraph, service: ServiceSpec, side: Side, role) -> tuple[list, list[Reason]]:
+def _valid(service: ResolvedService, side: Side, role) -> tuple[list, list[Reason]]:
     """The side's rows the connector accepts, priced in their role (or why each is refused)."""
     out, why = [], []
     for row in side.rows:
         try:
             if role is PREFILL:
-                found = PREFILL.figures(model, side.chip, service, row)
+                found = PREFILL.figures(service, side.chip, row)
             else:
-                found = (row, DECODE.step_model(model, side.chip, service, row))
+                found = (row, DECODE.step_model(service, side.chip, row))
         except InputError as err:
             what = "chip" if err.field == "chip" else "flags"  # the chip's data lacks a figure, or vLLM refuses
             line = Quoted(f"{side.chip.id} tp {row.shape.tp} dcp {row.shape.dcp}: ", err)
@@ -199,7 +198,7 @@ class DisaggSearch:
     stages: list[StageStatus] = field(default_factory=list)  # what each stage of the best fleet's solve proved
 
 
-def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side], decode_sides: list[Side],
+def pairs_for(resolved: ResolvedService, prefill_sides: list[Side], decode_sides: list[Side],
               rate: float) -> tuple[list[Pair], list[Reason]]:
     """Every prefill × decode pair that meets the targets at `rate`, priced; and why the rest do not.
 
@@ -207,18 +206,19 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
     any nodes), and over NVLink with both pools within one node (kept when its fewest counts fit
     the node: `plan`'s model holds it there; a scenario's reports it only where placement lays
     the pools on one node, `fleet_options`)."""
+    model, service = resolved.graph, resolved.spec
     w = service.workload
     ttft = service.ttft_ms / 1000
     latent = model.attention_backend != "gqa"
-    kv_heads = max(1, model.num_kv_heads)
+    kv_heads = model.cache_kv_heads  # read by the hand-over only for a cache of heads (not latent)
     units = math.ceil(rate * RATE_UNITS)
     prefills, decodes, why = [], [], []
     for side in prefill_sides:
-        found, refused = _valid(model, service, side, PREFILL)
+        found, refused = _valid(resolved, side, PREFILL)
         prefills += [(side, f) for f in found]
         why += refused
     for side in decode_sides:
-        found, refused = _valid(model, service, side, DECODE)
+        found, refused = _valid(resolved, side, DECODE)
         decodes += [(side, row, sm) for row, sm in found]
         why += refused
     if not prefills:
@@ -275,7 +275,7 @@ def pairs_for(model: ModelGraph, service: ServiceSpec, prefill_sides: list[Side]
                 d_serve = math.floor(dec.requests_per_second * RATE_UNITS)
                 if min(p_link, d_link, d_serve) < 1:
                     continue
-                pair = Pair(pf, pside.chip, dec, dside.chip, h, -(-servers // dp_p), p_link, d_serve, d_link, 0.0,
+                pair = Pair(pf, pside.chip, dec, dside.chip, h, cdiv(servers, dp_p), p_link, d_serve, d_link, 0.0,
                             node_gpus=node_gpus)
                 if node_gpus is not None and pair.gpus(*pair.fewest(units)) > node_gpus:
                     continue  # the two pools do not fit one node: their hand-over crosses the network
@@ -377,7 +377,7 @@ def pair_model(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dic
         p_hi = max(p_lo, (cap - kept.get(pair.prefill_chip.id, 0)) // pair.prefill.row.gpus) if cap else p_lo
         d_hi = max(d_lo, (cap - kept.get(pair.decode_chip.id, 0)) // pair.decode.row.gpus) if cap else d_lo
         ceiling.append((p_hi, d_hi))
-    prices = {c.id: round(c.price_per_gpu_hour * per_dollar) for pair in pairs
+    prices = {c.id: price_units(c.price_per_gpu_hour) for pair in pairs
               for c in (pair.prefill_chip, pair.decode_chip)}
     choice = PairChoice(m, pairs, units, prices, ceiling)
     if cap is not None:
@@ -393,21 +393,20 @@ def pair_model(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dic
     return PairModel(m, choice, rank_range, per_dollar)
 
 
-def search(service: ServiceSpec, limits: PoolLimits, alternatives: int | None = None,
-           budget: Budget | None = None) -> DisaggSearch:
-    """The cheapest prefill and decode pools for `service` at its request rate (the chips: --chip,
+def search(resolved: ResolvedService, alternatives: int | None = None, budget: Budget | None = None) -> DisaggSearch:
+    """The cheapest prefill and decode pools for the service at its request rate (the chips: --chip,
     or --prefill-chip / --decode-chip), and the best fleets of the next `alternatives` shapes
     (default: the planner's report.alternatives), every solve within one `budget` (default: one of
     --time-limit; `plan --serving auto` may share one with the aggregated search)."""
     wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
+    limits, model = resolved.limits, resolved.graph
     prefill_chips, decode_chips = limits.prefill_chips, limits.decode_chips
     start = time.perf_counter()
-    rate = rate_of(service)
-    model = load_model(service.model, service.quantization)
-    p_sides = [_side(model, service, c, limits, PREFILL) for c in (prefill_chips or limits.chips)]
-    d_sides = [_side(model, service, c, limits, DECODE) for c in (decode_chips or limits.chips)]
+    rate = rate_of(resolved.spec)
+    p_sides = [_side(resolved, c, limits, PREFILL) for c in (prefill_chips or limits.chips)]
+    d_sides = [_side(resolved, c, limits, DECODE) for c in (decode_chips or limits.chips)]
     evaluated = sum(s.table.evaluated for s in {id(s.table): s for s in p_sides + d_sides}.values())
-    pairs, why = pairs_for(model, service, p_sides, d_sides, rate)
+    pairs, why = pairs_for(resolved, p_sides, d_sides, rate)
     if not pairs:
         return DisaggSearch([], None, "INFEASIBLE", evaluated, time.perf_counter() - start, why, model, rate)
     per_node = {s.chip.id: s.table.gpus_per_node for s in p_sides + d_sides}
@@ -444,7 +443,7 @@ def beyond_inventory(pairs: list[Pair], rate: float, limits: PoolLimits, per_nod
             f"{min(need(p) for p in pairs)}")
 
 
-def _table(service: ServiceSpec, chip: Chip, limits: PoolLimits, stages: bool = False) -> ChipTable:
+def _table(service: ResolvedService, chip: Chip, limits: PoolLimits, stages: bool = False) -> ChipTable:
     return candidate_table(memory_service(service, stages), chip, limits.model_copy(update={"chips": (chip.id,)}))
 
 
@@ -509,7 +508,7 @@ def _pools_of(pair: Pair) -> tuple:
     return pair.prefill_chip.id, pair.prefill.row, pair.decode_chip.id, pair.decode.row
 
 
-def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int | None], first_rank: int,
+def fleet_options(resolved: ResolvedService, stock: dict[str, int | None], first_rank: int,
                   per_node: dict[str, int]) -> tuple[list[PairOption], list[Reason]]:
     """The service's prefill × decode pairs as scenario options (one replica each, at their fewest
     counts), those no other pair beats on cost with as few GPUs on every chip, within the stock;
@@ -517,17 +516,16 @@ def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int
     shared, so the model cannot hold two pools on one node); each carries its twin priced over one
     node's NVLink where the pools at its counts fit a node, for the report to use where placement
     lays them there."""
+    service, limits = resolved.spec, resolved.limits
     rate = rate_of(service)
-    model = load_model(service.model, service.quantization)
     chip_limits = {c: limits.model_copy(update={"gpus_per_node": per_node.get(priced_chip(c, limits).id)})
                    for c in limits.chips}
-    p_sides = [_side(model, service, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
-    d_sides = [_side(model, service, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
-    priced, why = pairs_for(model, service, p_sides, d_sides, rate)
+    p_sides = [_side(resolved, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
+    d_sides = [_side(resolved, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]
+    priced, why = pairs_for(resolved, p_sides, d_sides, rate)
     units = math.ceil(rate * RATE_UNITS)
     pairs = [q for q in priced if q.node_gpus is None]  # nodes shared: chosen over the network
     twins = {_pools_of(q): q for q in priced if q.node_gpus is not None}
-    price_units = defaults.value("solver.price_units_per_dollar")
     found = []
     for pair in pairs:
         p, d = pair.fewest(units)
@@ -537,8 +535,8 @@ def fleet_options(service: ServiceSpec, limits: PoolLimits, stock: dict[str, int
         row = FleetPair(pair, p, d, service.required, twin)
         if any(stock.get(c) is not None and row.gpus_on(c) > stock[c] for c in row.chips):
             continue
-        cost_units = (round(pair.prefill_chip.price_per_gpu_hour * price_units) * p * pair.prefill.row.gpus
-                      + round(pair.decode_chip.price_per_gpu_hour * price_units) * d * pair.decode.row.gpus)
+        cost_units = (price_units(pair.prefill_chip.price_per_gpu_hour) * p * pair.prefill.row.gpus
+                      + price_units(pair.decode_chip.price_per_gpu_hour) * d * pair.decode.row.gpus)
         found.append((cost_units, pair.rank, row, pair.cost(units)))
     found.sort(key=lambda f: (f[0], f[1]))
     kept: list = []

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from planner import defaults
 from planner.candidates.parallel import build_tables, fork_pool, use_workers, workers
+from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable, cheapest_pool, pool_gpus, replica_cap
 from planner.candidates.table import (
     candidate_table,
@@ -27,8 +27,9 @@ from planner.candidates.table import (
     stage_within,
     start_table,
 )
+from planner.limits import price_units
 from planner.request import PoolLimits, ServiceSpec
-from planner.scenario import Scenario, Service
+from planner.scenario import Scenario
 from planner.search import cpsat
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.status import STAGES, StageStatus
@@ -38,16 +39,27 @@ from pricing.chips import Chip
 
 @dataclass
 class Prepared:
-    """One service ready for the solver: its spec, limits and ranked options over its chips."""
+    """One service ready for the solver: the service resolved (its spec, limits, graph and context
+    length) and its ranked options over its chips."""
 
-    name: str
-    spec: ServiceSpec
-    limits: PoolLimits
+    resolved: ResolvedService
     tables: list[ChipTable]
     options: list[cpsat.Option]
     node: dict[str, int]
     own_cost: float | None  # USD/hour of its cheapest pool on its own, the stock's replica caps aside
     sized: dict | None = None  # service targets: (chip id, row) -> planner.candidates.slo.Sizing
+
+    @property
+    def name(self) -> str:
+        return self.resolved.name
+
+    @property
+    def spec(self) -> ServiceSpec:
+        return self.resolved.spec
+
+    @property
+    def limits(self) -> PoolLimits:
+        return self.resolved.limits
 
 
 def _stock(scenario: Scenario, chip: str) -> int | None:
@@ -70,24 +82,21 @@ def spare_gpus(scenario: Scenario, prepared: list[Prepared]) -> dict[str, int]:
     return out
 
 
-def table_requests(scenario: Scenario, service: Service,
-                   spec: ServiceSpec | None = None) -> list[tuple[ServiceSpec, Chip, PoolLimits]]:
-    """What the service's candidate table on each of its chips is asked with: its spec (`spec`, when
-    the caller has it), the chip at the review's price, and limits of that chip alone (its node
-    size, its stock as --max-gpus)."""
-    spec = spec or scenario.service_spec(service)
-    limits = scenario.limits(service)
+def table_requests(scenario: Scenario, service: ResolvedService) -> list[tuple[ResolvedService, Chip, PoolLimits]]:
+    """What the service's candidate table on each of its chips is asked with: the service, the chip
+    at the review's price, and limits of that chip alone (its node size, its stock as --max-gpus)."""
+    limits = service.limits
     out = []
     for chip_id in limits.chips:
         stock = scenario.inventory.get(chip_id)
         chip = priced_chip(chip_id, limits)
         per_node = (stock.gpus_per_node if stock and stock.gpus_per_node else None) or chip.gpus_per_node
-        out.append((spec, chip, limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
+        out.append((service, chip, limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
                                                           "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})))
     return out
 
 
-def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | None:
+def bounded_tables(scenario: Scenario, service: ResolvedService) -> list[ChipTable] | None:
     """The service's candidate tables swept only as far as its own optimum can reach (None when its
     rows change after the sweep: latency or service targets, a disaggregated role).
 
@@ -97,13 +106,12 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
     it is none of the options `own_optimum` can pick, on any of its keys (cost first). Tables of the
     service's own, unshared; `search_fleet` takes them only when the optima they give fit the
     inventory together, which makes the answer exact and proven."""
-    spec = scenario.service_spec(service)
+    spec = service.spec
     if has_latency_target(spec) or spec.slo is not None or spec.serving != "agg":
         return None
-    requests = table_requests(scenario, service, spec)
-    started = [start_table(spec, chip, chip_limits) for spec, chip, chip_limits in requests]
-    units = defaults.value("solver.price_units_per_dollar")
-    price_units = [round(chip.price_per_gpu_hour * units) for _, chip, _ in requests]
+    requests = table_requests(scenario, service)
+    started = [start_table(service, chip, chip_limits) for _, chip, chip_limits in requests]
+    units = [price_units(chip.price_per_gpu_hour) for _, chip, _ in requests]
     stocks = [_pool_stock(scenario, chip.id, limits.gpus_per_node) for _, chip, limits in requests]
     cheapest = None  # the cheapest pool within the stock found so far, in price units
 
@@ -111,16 +119,16 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
         """Sweep `shape` on chip `i` unless one instance costs more than the cheapest pool so far."""
         nonlocal cheapest
         (_, chip, limits), (model, table, _) = requests[i], started[i]
-        if cheapest is not None and shape.gpus * price_units[i] > cheapest:
+        if cheapest is not None and shape.gpus * units[i] > cheapest:
             table.skipped += 1
             return
         before = len(table.rows)
         evaluate_shape(model, chip, spec, shape, table)
-        pool = cheapest_pool(table.rows[before:], spec.required, limits.gpus_per_node, stocks[i], price_units[i])
+        pool = cheapest_pool(table.rows[before:], spec.required, limits.gpus_per_node, stocks[i], units[i])
         if pool is not None and (cheapest is None or pool < cheapest):
             cheapest = pool
 
-    for _, i, shape in sorted((shape.gpus * price_units[i], i, shape) for i, (_, _, found) in enumerate(started)
+    for _, i, shape in sorted((shape.gpus * units[i], i, shape) for i, (_, _, found) in enumerate(started)
                               for shape in found if shape.pp == 1):
         judge(i, shape)
     for i, ((_, chip, _), (model, table, found)) in enumerate(zip(requests, started, strict=True)):
@@ -132,24 +140,22 @@ def bounded_tables(scenario: Scenario, service: Service) -> list[ChipTable] | No
     return [table.seal() for _, table, _ in started]
 
 
-def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None = None) -> Prepared:
+def prepare(scenario: Scenario, service: ResolvedService, tables: list[ChipTable] | None = None) -> Prepared:
     """The service's candidate tables (one per chip; `tables` when given, in its chips' order) and its
     options, each capped by the chip's stock and by the service's own max_gpus, as `plan --max-gpus`
     would cap it."""
-    spec = scenario.service_spec(service)
-    limits = scenario.limits(service)
+    spec, limits = service.spec, service.limits
     given, tables, node = tables, [], {}
-    for i, (asked, chip, chip_limits) in enumerate(table_requests(scenario, service, spec)):
+    for i, (asked, chip, chip_limits) in enumerate(table_requests(scenario, service)):
         node[chip.id] = chip_limits.gpus_per_node
         tables.append(given[i] if given is not None else candidate_table(asked, chip, chip_limits))
     sized = None
     if spec.slo is not None and spec.serving != "disagg":
         from planner import defaults
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
-        from pricing.graph import load_model
 
         keep = 1 + defaults.value("report.alternatives")
-        sized = slo.size_tables(load_model(spec.model, spec.quantization), tables, spec, limits, keep)
+        sized = slo.size_tables(service.graph, tables, spec, limits, keep)
     opts = (cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized)
             if spec.serving != "disagg" else [])
     capped = []
@@ -166,10 +172,10 @@ def prepare(scenario: Scenario, service: Service, tables: list[ChipTable] | None
         from planner.search import disagg
 
         stock = {c: _pool_stock(scenario, c, node[priced_chip(c, limits).id]) for c in limits.chips}
-        pairs, _ = disagg.fleet_options(spec, limits, stock, len(capped), node)
+        pairs, _ = disagg.fleet_options(service, stock, len(capped), node)
         opts, capped = opts + pairs, capped + pairs
     own = min((o.cost * o.rmin for o in opts), default=None)
-    return Prepared(service.name, spec, limits, tables, capped, node, own, sized)
+    return Prepared(service, tables, capped, node, own, sized)
 
 
 def node_stock(scenario: Scenario, prepared: list[Prepared]) -> dict[str, tuple[int, int]]:
@@ -339,10 +345,10 @@ class FleetSearch:
     # the others (`unserved`), found within the same --time-limit; None when not asked or not found in time
 
 
-def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None = None,
-                 parallel_tables: bool = True, bounded: bool = False) -> FleetSearch:
-    """Prepare every service but the `refused` ones and solve them together over the inventory;
-    a refused service leaves the scenario unsolvable.
+def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: set[str],
+                 time_limit: float | None = None, parallel_tables: bool = True, bounded: bool = False) -> FleetSearch:
+    """Prepare every service (the scenario's, resolved) but the `refused` ones and solve them
+    together over the inventory; a refused service leaves the scenario unsolvable.
 
     Each service's own optimum (`own_optimum`) is a lower bound of the fleet's on every key (the
     keys are sums over services, and the inventory only removes choices): when the optima fit the
@@ -351,7 +357,7 @@ def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None
     variants to share whole tables with), each service is first swept only as far as its own
     optimum can reach (`bounded_tables`); when every service has one and they fit, that is the
     answer; otherwise every table is swept whole and the search runs as without."""
-    served = [s for s in scenario.services if s.name not in refused]
+    served = [s for s in services if s.name not in refused]
     if bounded and not refused:
         found = _bounded(scenario, served, parallel_tables)
         if found is not None:
@@ -373,7 +379,7 @@ def search_fleet(scenario: Scenario, refused: set[str], time_limit: float | None
     return FleetSearch(prepared, sol.status, sol.picks, solvable, False, evaluated, sol.stages, short)
 
 
-def _bounded(scenario: Scenario, served: list[Service], parallel: bool) -> FleetSearch | None:
+def _bounded(scenario: Scenario, served: list[ResolvedService], parallel: bool) -> FleetSearch | None:
     """The decomposed answer from bounded tables, or None when a service cannot be bounded, has no
     option, or the optima do not fit the inventory together. With `parallel`, many services' tables
     are swept in worker processes (planner/candidates/parallel.py `use_workers`), a model a job."""
@@ -401,18 +407,18 @@ def _bounded(scenario: Scenario, served: list[Service], parallel: bool) -> Fleet
     return FleetSearch(prepared, "OPTIMAL", own, True, True, evaluated, proven(own))
 
 
-def _model_shares(scenario: Scenario, served: list[Service]) -> list[list[int]]:
+def _model_shares(scenario: Scenario, served: list[ResolvedService]) -> list[list[int]]:
     """The services' indices by model, the models with the most service chips first: one job a
     model, so that a worker's kernel memo serves all its services, dealt to the workers as they
     come free (the largest first, so that none is left alone with one at the end)."""
     by_model: dict[tuple, list[int]] = {}
     for i, s in enumerate(served):
-        spec = scenario.service_spec(s)
-        by_model.setdefault((spec.model, spec.quantization), []).append(i)
-    return sorted(by_model.values(), key=lambda g: -sum(len(scenario.chips_of(served[i])) for i in g))
+        by_model.setdefault((s.spec.model, s.spec.quantization), []).append(i)
+    return sorted(by_model.values(), key=lambda g: -sum(len(served[i].limits.chips) for i in g))
 
 
-def _bounded_share(job: tuple[Scenario, list[Service], list[int]]) -> tuple[list[int], list[list[ChipTable] | None]]:
+def _bounded_share(job: tuple[Scenario, list[ResolvedService], list[int]]
+                   ) -> tuple[list[int], list[list[ChipTable] | None]]:
     scenario, served, share = job
     return share, [bounded_tables(scenario, served[i]) for i in share]
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from planner import defaults
 from pricing.errors import InputError
+from pricing.units import cdiv
 
 ROLE_AGGREGATED = "aggregated"  # one instance prefills and decodes (vLLM's default); disaggregated roles add others
 
@@ -92,7 +93,7 @@ class ChipNodes:
 
     @property
     def nodes(self) -> int | None:
-        return None if self.gpus is None else -(-self.gpus // self.gpus_per_node)
+        return None if self.gpus is None else cdiv(self.gpus, self.gpus_per_node)
 
     def node_size(self, index: int) -> int:
         return self.gpus_per_node if self.gpus is None else min(self.gpus_per_node,
@@ -227,7 +228,7 @@ def _within_node(pool: PoolShape, label: str, have: Iterable[_Node], new_node) -
 def _whole_nodes(pool: PoolShape, chip: ChipNodes, label: str, nodes: dict[str, list[_Node]],
                  new_node) -> list[Slot] | None:
     """An instance larger than a node: whole empty nodes, the head first (it serves the API)."""
-    count = -(-pool.gpus_per_replica // chip.gpus_per_node)
+    count = cdiv(pool.gpus_per_replica, chip.gpus_per_node)
     empty = [n for n in nodes[chip.chip] if n.free() == n.size == chip.gpus_per_node]
     while len(empty) < count:
         node = new_node(chip)

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from pricing.units import cdiv
+
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is built)
     from ortools.sat.python import cp_model
 
@@ -230,7 +232,7 @@ class NodePacking:
             for pool in pools:
                 for per_instance, count, ri in pool.instances(chip):
                     if per_instance > node:
-                        big.append(-(-per_instance // node) * count * ri)
+                        big.append(cdiv(per_instance, node) * count * ri)
                     else:
                         small.append(per_instance * count * ri)
             u = used.get(chip)

@@ -44,6 +44,12 @@ class ModelGraph:
 
     __hash__ = None  # mutable while it is built: never a memo key (its derived store is the memo)
 
+    @property
+    def cache_kv_heads(self) -> int:
+        """KV heads one attention layer's cache holds: the model's KV heads under grouped-query
+        attention, one (latent) head for MLA and DeepSeek's compressed caches."""
+        return max(1, self.num_kv_heads) if self.attention_backend == "gqa" else 1
+
     def derived(self, key, compute):
         """compute(), once per `key` until the graph is next edited. `key` holds the values the
         fact depends on beside the graph (a chip, a registry, a stage), never an identity."""

@@ -3,12 +3,10 @@ budget, and what each request holds (Kernel, shared/spec/memory-model.md); the i
 pipeline stage's rank and the figures vLLM takes over them (Instance); whether vLLM starts it
 (Startup) and the requests a planner counts on (Capacity)."""
 
-from pricing.kernel import deepseek_v4 as _deepseek_v4  # noqa: F401  (registers the family's hooks)
-from pricing.kernel import recurrent_state as _recurrent_state  # noqa: F401  (registers the hybrid state resolver)
 from pricing.kernel.capacity import Capacity
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.kernel.instance import Instance
-from pricing.kernel.kernel import Kernel, evaluate
+from pricing.kernel.kernel import Kernel
 from pricing.kernel.startup import Startup
 
-__all__ = ["Capacity", "Deployment", "Engine", "Instance", "Kernel", "Startup", "evaluate", "resolve_engine"]
+__all__ = ["Capacity", "Deployment", "Engine", "Instance", "Kernel", "Startup", "resolve_engine"]

@@ -22,9 +22,6 @@ from pricing.kernel.caches import DTYPE_BYTES  # noqa: F401  (model-dtype widths
 from pricing.kernel.deployment import Engine
 from pricing.registry import Reads
 
-# model family (attention_backend) -> function(model, engine, chip, reg) -> dict name -> bytes
-MODEL_BUFFERS: dict[str, Callable] = {}
-
 
 @dataclass(frozen=True)
 class Activation:
@@ -47,7 +44,9 @@ def tp_key(table: dict, tp: int):
     return chosen if chosen in table else str(chosen)
 
 
-def activation(model: ModelGraph, engine: Engine, chip, reg: Reads) -> Activation:
+def activation(model: ModelGraph, engine: Engine, chip, reg: Reads, hook: Callable | None) -> Activation:
+    """The forward pass's and the sampler's peaks, and the buffers the model's family allocates
+    beside them (`hook`: pricing/kernel/families.py MODEL_BUFFERS, None for none)."""
     counts = reg[f"cost_model_memory.activation_buffers.{model.activation_family}"]
     floor = reg["cost_model_memory.activation_floor_bytes"]
     width = reg["cost_model_memory.activation_element_bytes"]
@@ -60,7 +59,6 @@ def activation(model: ModelGraph, engine: Engine, chip, reg: Reads) -> Activatio
     sampler = int(Fraction(str(per_logit.value)) * rows * model.vocab_size
                   + Fraction(str(per_hidden.value)) * engine.max_num_batched_tokens * model.hidden_size)
     buffers = {}
-    hook = MODEL_BUFFERS.get(model.attention_backend)
     if hook is not None:
         buffers = hook(model, engine, chip, reg)
     return Activation(forward, sampler, sum(buffers.values()), buffers)

@@ -4,8 +4,8 @@ vLLM's kv_cache_interface.py has them), in the order vLLM registers their layers
 Generic layers follow the KV law of the spec ("What each request adds"):
   per token = n_tensors × max(1, ⌊kv_heads / tp⌋) × head width × bytes per element,
 latent (MLA) caches one head that no tp shrinks; packed formats state their bytes per token.
-Layers that state their caches are resolved by their family (STATED_RESOLVERS), recurrent state
-by the hybrid resolver (STATE_RESOLVERS).
+Layers that state their caches are resolved by their family, recurrent state by the hybrid
+resolver (pricing/kernel/families.py, handed in by the kernel).
 """
 
 from __future__ import annotations
@@ -90,16 +90,11 @@ def _sparse_record(chip: Chip, engine: Engine, reg: Reads) -> str:
     return str(table.get(chip.generation, table["default"]))
 
 
-# family -> function(model, engine, chip, reg) -> (specs, notes): resolves stated caches
-STATED_RESOLVERS: dict[str, Callable] = {}
-# family -> function(model, engine, chip, reg) -> list[KVCacheSpec]: recurrent state specs
-STATE_RESOLVERS: dict[str, Callable] = {}
-
-
-def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads
-                ) -> tuple[list[KVCacheSpec], list[str]]:
+def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads, *, stated_caches: Callable | None,
+                state_caches: Callable | None) -> tuple[list[KVCacheSpec], list[str]]:
     """Every cache one rank holds, in layer order (vLLM orders groups by first appearance), and
-    notes for provenance."""
+    notes for provenance; the caches its layers state (`stated_caches`) and its recurrent state (`state_caches`)
+    resolved by its family's hooks (pricing/kernel/families.py), None where it has none."""
     order: dict[str, int] = {}
     specs: list[KVCacheSpec] = []
     notes: list[str] = []
@@ -121,11 +116,16 @@ def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads
         if data["state"] is not None:
             has_state = True
     if stated:
-        resolver = STATED_RESOLVERS[model.attention_backend]
-        more, why = resolver(model, engine, chip, reg)
+        more, why = _hook(stated_caches, model, "stated caches")(model, engine, chip, reg)
         specs += more
         notes += why
     if has_state:
-        specs += STATE_RESOLVERS[model.family](model, engine, chip, reg)
+        specs += _hook(state_caches, model, "recurrent state")(model, engine, chip, reg)
     specs.sort(key=lambda s: order[s.layer])  # stable: a layer's own caches keep their order
     return specs, notes
+
+
+def _hook(hook: Callable | None, model: ModelGraph, what: str) -> Callable:
+    if hook is None:
+        raise AssertionError(f"{model.name}: its layers have {what} and no resolver in pricing/kernel/families.py")
+    return hook

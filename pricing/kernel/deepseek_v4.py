@@ -11,7 +11,7 @@ from fractions import Fraction
 from pricing.chips import Chip
 from pricing.errors import InputError
 from pricing.graph.model import ModelGraph
-from pricing.kernel import activations, caches
+from pricing.kernel import activations
 from pricing.kernel.deployment import Engine
 from pricing.registry import Reads
 from pricing.specs import CircularBufferSpec, KVCacheSpec, MLAAttentionSpec, SlidingWindowMLASpec
@@ -189,7 +189,3 @@ def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> 
         out["drafter hidden states"] = T * model.extras["hc_mult"] * model.hidden_size * act_bytes
     return out
 
-
-for _family in ("deepseek_v4", "deepseek_v41"):
-    caches.STATED_RESOLVERS[_family] = resolve_caches
-    activations.MODEL_BUFFERS[_family] = model_buffers

@@ -51,9 +51,10 @@ class Deployment(BaseModel):
     kv_buffer_device: Literal["cuda", "cpu"] = "cuda"  # KVTransferConfig.kv_buffer_device (vLLM's default: cuda)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Engine:
-    """Resolved settings of one instance on one chip: every default filled in."""
+    """Resolved settings of one instance on one chip: every default filled in (made by
+    `resolve_engine`, its fields by name)."""
 
     tp: int
     dp: int
@@ -127,8 +128,7 @@ def max_dcp(model: ModelGraph, tp: int) -> int:
     """The widest decode-context-parallel group at tensor parallel `tp`: tp / KV heads per model
     (a latent cache has one head). vLLM docs, context_parallel_deployment.md: "The dcp size should
     lie in the range of [1, tp_size/H]"."""
-    kv_heads = model.num_kv_heads if model.attention_backend == "gqa" else 1
-    return max(1, tp // max(1, kv_heads))
+    return max(1, tp // model.cache_kv_heads)
 
 
 def _divisors(n: int) -> str:
@@ -277,10 +277,14 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
                          f"use one of {', '.join(release.mamba_cache_modes)}")
     if d.kv_role is not None:
         _check_connector(d, model, tp)
-    return Engine(tp, dp, ep, ep_size, dcp, d.prefill_context_parallel_size, float(util), int(tokens), int(seqs),
-                  int(max_len), kv_dtype, d.block_size, d.num_speculative_tokens, method, d.enable_eplb,
-                  d.num_redundant_experts, mode, d.kv_cache_memory_bytes, d.enable_prefix_caching, d.async_scheduling,
-                  mamba, d.mega_attention, release, pp=d.pipeline_parallel_size, pp_partition=d.pp_layer_partition,
+    return Engine(tp=tp, dp=dp, ep=ep, ep_size=ep_size, dcp=dcp, pcp=d.prefill_context_parallel_size,
+                  gpu_memory_utilization=float(util), max_num_batched_tokens=int(tokens), max_num_seqs=int(seqs),
+                  max_model_len=int(max_len), kv_cache_dtype=kv_dtype, block_size=d.block_size,
+                  spec_tokens=d.num_speculative_tokens, spec_method=method, eplb=d.enable_eplb,
+                  redundant_experts=d.num_redundant_experts, cudagraph_mode=mode,
+                  kv_cache_memory_bytes=d.kv_cache_memory_bytes, prefix_caching=d.enable_prefix_caching,
+                  async_scheduling=d.async_scheduling, mamba_cache_mode=mamba, mega_attention=d.mega_attention,
+                  release=release, pp=d.pipeline_parallel_size, pp_partition=d.pp_layer_partition,
                   kv_role=d.kv_role, kv_buffer_device=d.kv_buffer_device)
 
 

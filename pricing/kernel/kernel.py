@@ -28,7 +28,7 @@ from operator import attrgetter
 
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
-from pricing.kernel import activations, caches, cudagraphs, pipeline, weights
+from pricing.kernel import activations, caches, cudagraphs, families, pipeline, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.kernel.instance import Instance
 from pricing.registry import Reads, Registry, Sourced, load
@@ -239,7 +239,8 @@ class Kernel:
         return self._get("weights", lambda e, reg: weights.weight_bytes(self.graph, e, reg, self.chip.generation))
 
     def activation(self) -> activations.Activation:
-        act = self._get("activation", lambda e, reg: activations.activation(self.model, e, self.chip, reg))
+        act = self._get("activation", lambda e, reg: activations.activation(self.model, e, self.chip, reg,
+                                                                                   families.hooks(self.model).model_buffers))
         if self.stage is not None and not self.stage.is_last:
             return self.once("activation_of_stage", lambda: replace(act, sampler=0))  # the sampler warm-up
         return act  # runs on the last stage only
@@ -301,7 +302,9 @@ class Kernel:
         return found[0], found[1]
 
     def _layout_of(self, e, reg: Reads):
-        specs, notes = caches.cache_specs(self.model, e, self.chip, reg)
+        family = families.hooks(self.model)
+        specs, notes = caches.cache_specs(self.model, e, self.chip, reg, stated_caches=family.stated_caches,
+                                          state_caches=family.state_caches)
         layout = e.release.rules.group(specs, e.max_model_len)  # over the whole model, all stages merged
         if self.stage is not None:
             mine = frozenset(self.graph.g.nodes)
@@ -507,9 +510,3 @@ def _collective_groups(e: Engine) -> dict[str, int]:
     if e.ep:
         groups["expert parallel"] = e.ep_size
     return {k: v for k, v in groups.items() if v > 1}
-
-
-def evaluate(model: ModelGraph, deployment: Deployment, chip: Chip, registry: Registry | None = None,
-             release: Release | str | None = None) -> Kernel:
-    """A kernel for a user-level deployment (defaults resolved as the release, vLLM 0.33 by default, would)."""
-    return Kernel.of(model, deployment, chip, registry, release)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pricing.chips import Chip
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import RecurrentState
-from pricing.kernel.caches import DTYPE_BYTES, STATE_RESOLVERS, default_block_size
+from pricing.kernel.caches import DTYPE_BYTES, default_block_size
 from pricing.kernel.deployment import Engine
 from pricing.registry import Reads
 from pricing.specs import FullAttentionSpec, HybridAlignment, KVCacheSpec, MambaSpec, SlidingWindowSpec
@@ -79,8 +79,6 @@ def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> li
                                speculative_blocks=engine.spec_tokens, kinds=(state.kind,), hybrid=hybrid))
     return specs
 
-
-STATE_RESOLVERS["hybrid"] = state_specs
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ import bisect
 from dataclasses import dataclass
 
 from pricing.step.step import Step, StepModel
+from pricing.units import cdiv
 
 EXACT_UP_TO = 16  # the tables hold every count up to this (small batches, where each request matters most)
 GROWTH = 1.08  # then points 8 % apart: linear interpolation between them stays within the tests' 3 %
@@ -119,7 +120,7 @@ class StepCost:
 
     def micro(self, decode: int) -> int:
         """Decoding requests in one pipeline micro-batch (all of them without pipeline parallelism)."""
-        return -(-decode // self.pp)
+        return cdiv(decode, self.pp)
 
     def attention(self, decode: int, context_sum: float, chunks: list[tuple[int, int]]) -> float:
         """The attention roofline of `decode` requests of summed context `context_sum` and the

@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from pricing.errors import InputError
 from pricing.serving.cost import StepCost
 from pricing.serving.traffic import ClosedLoop, Poisson, Traffic
+from pricing.units import cdiv
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM's CacheConfig.block_size default (vllm/config/cache.py), for a model without KV groups
 
@@ -166,9 +167,9 @@ def per_rank(traffic: Traffic, dp: int) -> Traffic:
         return traffic
     a = traffic.arrivals
     if isinstance(a, ClosedLoop):
-        arrivals = ClosedLoop(max(1, math.ceil(a.concurrency / dp)))
+        arrivals = ClosedLoop(max(1, cdiv(a.concurrency, dp)))
     else:
-        cap = max(1, math.ceil(a.max_concurrency / dp)) if a.max_concurrency else None
+        cap = max(1, cdiv(a.max_concurrency, dp)) if a.max_concurrency else None
         arrivals = Poisson(a.rate / dp, a.burstiness, cap)
     return replace(traffic, arrivals=arrivals)
 
@@ -254,7 +255,7 @@ class _Run:
         r = key % bs
         by_residue[r] += 1
         by_residue[r + bs] += 1
-        self.blocks_held += -(-context // bs)
+        self.blocks_held += cdiv(context, bs)
         self.key_sum += key
         self.done_at[i] = gen + left
         heapq.heappush(self.done, (gen + left, i))
@@ -266,7 +267,7 @@ class _Run:
         r = key % bs
         by_residue[r] -= 1
         by_residue[r + bs] -= 1
-        self.blocks_held -= -(-(key + self.gen) // bs)
+        self.blocks_held -= cdiv(key + self.gen, bs)
         self.key_sum -= key
         return self.steps_out[i] - (self.done_at.pop(i) - self.gen)
 
@@ -348,7 +349,7 @@ class _Run:
             if budget <= 0 or i not in prefilling:  # (preempted for an earlier one)
                 break
             tokens = min(prompt[i] + produced[i] - computed[i], budget)
-            blocks = -(-(computed[i] + tokens) // bs) - held[i]
+            blocks = cdiv(computed[i] + tokens, bs) - held[i]
             while blocks > total_blocks - grown - self.prefill_blocks:
                 victim = self.preempt()
                 preempted = True
@@ -369,7 +370,7 @@ class _Run:
                 i = waiting[0]
                 start = self.start(i)
                 tokens = min(prompt[i] + produced[i] - start, budget)
-                blocks = -(-(start + max(tokens, 1)) // bs)
+                blocks = cdiv(start + max(tokens, 1), bs)
                 if blocks > free:
                     break
                 waiting.popleft()
@@ -431,7 +432,7 @@ class _Run:
         if self.prefilling:
             return False
         if self.waiting and len(self.decoders) < inst.max_num_seqs:
-            need = -(-(self.start(self.waiting[0]) + 1) // inst.block_size)
+            need = cdiv(self.start(self.waiting[0]) + 1, inst.block_size)
             if need <= inst.blocks - self.decode_blocks(1):
                 return False  # it would be admitted next step
         done, done_at = self.done, self.done_at

@@ -41,6 +41,7 @@ from pricing.step.work import (
     context_work,
     linear_groups,
 )
+from pricing.units import cdiv
 
 PART_NAMES = {"attention": "attention projections", "mlp": "dense MLP", "moe": "MoE layers", "lm_head": "LM head",
               "embedding": "embedding", "norm": "norms", "mixer": "recurrent mixers", "projection": "projections"}
@@ -270,7 +271,7 @@ class StepModel:
     # -- pipeline parallelism -----------------------------------------------------------------
     def _micro(self, step: Step) -> Step:
         """One micro-batch: vLLM keeps pp batches in flight, each of 1/pp of the decoding requests."""
-        return replace(step, decode=-(-step.decode // len(self.stages)))
+        return replace(step, decode=cdiv(step.decode, len(self.stages)))
 
     def _pipeline_time(self, step: Step) -> StepTime:
         """A request's step under pipeline parallelism: its micro-batch through every stage, and

@@ -1,0 +1,97 @@
+"""A service resolved once per command (the application layer makes it, planner/app; every stage
+below reads it): what the user asked (`spec`: the model, the targets and workload, the flags'
+grids, the vLLM release), the pool's limits, the model's graph and the context length every
+candidate instance runs at (`shapes.context_length`, vLLM's max_model_len). And the command's
+block of what its services share: one graph per model (`sweep_model`) and the candidate tables
+(planner/candidates/table.py `candidate_table`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+
+from planner.candidates.shapes import context_length
+from planner.request import PoolLimits, ServiceSpec
+from pricing.graph import load_model
+from pricing.graph.model import ModelGraph
+
+_SHARED: ContextVar[dict | None] = ContextVar("candidate_tables", default=None)
+
+
+@contextmanager
+def shared_tables() -> Iterator[dict]:
+    """Inside the block, candidate tables are reused by every service and variant of equal
+    `sweep_key` (one command's: the CLI opens the block for each command), and each model's graph
+    by every service of it (`sweep_model`); on leaving it they go."""
+    token = _SHARED.set({})
+    try:
+        yield _SHARED.get()
+    finally:
+        _SHARED.reset(token)
+
+
+def shared_store() -> dict | None:
+    """The open block's store (graphs and tables by key), None outside one."""
+    return _SHARED.get()
+
+
+def sharing() -> bool:
+    """Whether a `shared_tables` block is open (tables built now are kept for the command)."""
+    return _SHARED.get() is not None
+
+
+def sweep_model(model: str, quantization: str | None) -> ModelGraph:
+    """The graph of `model` the command's sweeps and checks read: inside a `shared_tables` block,
+    one graph per model, quantization and registry, so the kernel's memo it keeps (weights,
+    activations, caches: each keyed by the engine fields it read) serves every table of the model,
+    at every context length, and the check of every row reported (the planner never edits a
+    graph); outside one, a graph of the caller's own (`load_model`)."""
+    tables = _SHARED.get()
+    if tables is None:
+        return load_model(model, quantization)
+    from pricing.registry import load
+
+    key = ("model", model, quantization, load())
+    graph = tables.get(key)
+    if graph is None:
+        graph = tables[key] = load_model(model, quantization)
+    return graph
+
+
+@dataclass(frozen=True, eq=False)  # one per service: compared and hashed as itself
+class ResolvedService:
+    """One service as the candidates, the search and the reports read it. `graph` is the command's
+    one graph of the model (`sweep_model`), never edited."""
+
+    spec: ServiceSpec
+    limits: PoolLimits
+    graph: ModelGraph
+    context_length: int
+    name: str = ""  # a scenario's service as its file names it ("" for the one service of `plan`)
+
+    @classmethod
+    def of(cls, spec: ServiceSpec, limits: PoolLimits, name: str = "") -> ResolvedService:
+        """The service resolved: its graph read and its context length settled, once."""
+        graph = sweep_model(spec.model, spec.quantization)
+        return cls(spec, limits, graph, context_length(graph, spec), name)
+
+    @property
+    def release(self) -> str:
+        """The vLLM release whose rules and defaults apply."""
+        return self.spec.vllm_version
+
+    def asking(self, spec: ServiceSpec) -> ResolvedService:
+        """The same model at the same context length asked as `spec` (a disaggregated role's sweep:
+        its memory alone, planner/search/disagg.py `memory_service`)."""
+        return replace(self, spec=spec)
+
+    def __reduce__(self):
+        """Pickled (to a table worker, planner/candidates/parallel.py) without the graph: a worker
+        reads its own, one per job (`sweep_model`), and keeps the context length resolved here."""
+        return _rebuilt, (self.spec, self.limits, self.context_length, self.name)
+
+
+def _rebuilt(spec: ServiceSpec, limits: PoolLimits, length: int, name: str) -> ResolvedService:
+    return ResolvedService(spec, limits, sweep_model(spec.model, spec.quantization), length, name)
