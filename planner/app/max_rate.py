@@ -61,6 +61,8 @@ class MaxRateResult(BaseModel):
     fleet: DisaggPlan | None = Field(None, description="the disaggregated fleet at that rate, as `plan --serving "
                                      "disagg --requests-per-second` reports it")
     binds: str = Field("", description="what sets the rate: the target the next rate of the grid misses")
+    next_misses: list[str] = Field(default_factory=list, description="an aggregated pool: the targets one instance "
+                                   "misses at the next rate of the grid (empty at the planner's ceiling)")
     shapes: list[ShapeRate] = Field(default_factory=list, description="every shape simulated, the most first")
     model: str = ""
     hf_id: str = ""
@@ -114,8 +116,9 @@ def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
         "serving": slo.figures(at, sizing, replicas, target_words(at)),
         "binds": render(_binds(at, best, replicas, row.shape.split(), limits.max_gpus), named),
         "memory": memory_report(pool.kernel, length).model_copy(update={"provenance": []})})
+    misses = missed_phrases(slo.misses(at, best.above)) if best.above is not None else []
     return named_all(MaxRateResult(
-        feasible=True, requests_per_second=rate, binds=pool.binds, max_gpus=limits.max_gpus,
+        feasible=True, requests_per_second=rate, binds=pool.binds, next_misses=misses, max_gpus=limits.max_gpus,
         target=Target.of(at, length, target_words(at)), best=pool, shapes=shapes, model=model.name, hf_id=model.hf_id,
         seconds=round(time.perf_counter() - start, 3)), named)
 

@@ -102,8 +102,8 @@ def _no_max_rate(o: dict) -> bool:
     return not o.get("max_rate")
 
 
-MAX_RATE_REFUSES = ("requests_per_second", "concurrency", "headroom", "chart_path", "emit", "brief", "fmt",
-                    "show_provenance")  # what a plan at a given load takes
+MAX_RATE_REFUSES = ("requests_per_second", "concurrency", "headroom", "chart_path", "brief",
+                    "show_provenance")  # what a plan at a given load takes (--emit writes the pool at the rate found)
 
 
 def _max_rate_disagg(o: dict) -> bool:
@@ -159,6 +159,8 @@ NEEDS = (
           "add --max-gpus 8, the GPUs of the pool"),
     *(Needs(name, "a plan at a given load (--max-rate finds the rate the --max-gpus pool serves)", _no_max_rate,
             "drop it, or drop --max-rate") for name in MAX_RATE_REFUSES),
+    Needs("fmt", "a plan at a given load (--max-rate prints its table, or --json)",
+          lambda o: _no_max_rate(o) or o.get("fmt") != "csv", "drop it, or drop --max-rate"),
     Needs("serving", "one kind of pool (--max-rate finds the most of an aggregated pool or of a disaggregated fleet)",
           lambda o: _no_max_rate(o) or o.get("serving") != "auto", "give --serving agg or disagg"),
     Needs("time_limit", "a solve (--max-rate simulates an aggregated pool's shapes; --serving disagg solves)",
