@@ -218,7 +218,6 @@ def test_the_command_answers_for_a_disaggregated_fleet(capsys):
 
 
 @pytest.mark.parametrize("extra, flag", [
-    (["--serving", "disagg", "--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--p99-ttft-ms"),
     (["--serving", "disagg", "--tpot-ms", "30"], "--max-rate"),  # no --ttft-ms
     (["--serving", "auto", "--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--serving"),
     (["--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--ttft-ms"),  # an aggregated pool takes percentile targets
@@ -369,3 +368,39 @@ def test_compare_max_rate_refuses_a_load_in_one_line(extra, flag, capsys):
     assert main([*COMPARE, *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag in err and "Traceback" not in err
+
+
+# -- a disaggregated fleet's most under percentile targets ----------------------------------------------------
+def _fleet_p99_ttft_ms(fleet, rate: float) -> float:
+    """The fleet's p99 TTFT on the simulated arrivals at `rate` (planner/app/same_arrivals.py)."""
+    from planner.app.same_arrivals import fleet_served
+    from planner.request import ServiceSpec
+
+    service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192,
+                          workload={"isl": 2000, "osl": 200, "requests_per_second": rate})
+    return fleet_served(service, fleet, rate).ttft.percentile(99) * 1000
+
+
+def test_a_disaggregated_fleet_under_a_percentile_target_serves_no_more_and_meets_it_simulated_again():
+    """Sized by the means as before, each rate's fleet must also meet p99 TTFT ≤ 1,000 ms on the simulated
+    arrivals: the rate is below the means' alone (there the fleet's p99 is past 1 s), its fleet meets p99
+    when simulated again, and the fleet `plan --serving disagg` sizes one grid rate above misses it."""
+    by_means = _most_disagg(4)
+    assert _fleet_p99_ttft_ms(by_means.fleet, by_means.requests_per_second) > 1000
+    tight = planner.max_rate(model="llama-3.1-8b", chip="h100", max_gpus=4, workload={"isl": 2000, "osl": 200},
+                             slo={"p99_ttft_ms": 1000}, **DISAGG)
+    rate = tight.requests_per_second
+    assert 0 < rate < by_means.requests_per_second
+    assert tight.target.service_targets == ["p99 TTFT ≤ 1,000 ms"]
+    assert _fleet_p99_ttft_ms(tight.fleet, rate) <= 1000
+    above = slo.grid_rate(slo.grid_index(rate) + 1)
+    fleet = planner.plan_serving(model="llama-3.1-8b", chip="h100", max_gpus=4, workload={
+        "isl": 2000, "osl": 200, "requests_per_second": above}, **DISAGG).serving.disaggregated
+    assert _fleet_p99_ttft_ms(fleet, above) > 1000
+    assert f"at {above:g} requests/s its fleet misses p99 TTFT" in tight.binds
+
+
+def test_a_looser_percentile_target_never_lets_a_disaggregated_fleet_serve_less():
+    rates = [planner.max_rate(model="llama-3.1-8b", chip="h100", max_gpus=4, workload={"isl": 2000, "osl": 200},
+                              slo={"p99_ttft_ms": ms}, **DISAGG).requests_per_second for ms in (700, 1000, 5000)]
+    assert rates[0] <= rates[1] <= rates[2]

@@ -188,7 +188,7 @@ def max_rate(request: MaxRateRequest | None = None, *, named=None, **fields) -> 
         raise InputError(next(iter(fields)), "is given beside a MaxRateRequest", "put it in the request, or give "
                          "only keywords")
     with session():
-        check_service(request.judged)
+        check_service(request.service)  # its targets are the request's (a fleet's sizing takes none of them)
         return most(request, named)
 
 
@@ -211,8 +211,6 @@ def max_rate_request(service: ServiceSpec, slo, limits: PoolLimits) -> MaxRateRe
             ("serving", mode == Serving.AUTO, "auto is not taken", "give 'agg' or 'disagg': the most of one kind"),
             ("slo", slo is None and mode == Serving.AGG, "is required",
              "give slo={'p99_ttft_ms': 2000, ...}: an aggregated pool's rate is the most that meets them"),
-            ("slo", slo is not None and mode == Serving.DISAGG, "is not taken by a disaggregated fleet",
-             "give ttft_ms and tpot_ms: the fleet is sized by them, queueing included"),
             ("ttft_ms", service.ttft_ms is None and mode == Serving.DISAGG, "is required",
              "give ttft_ms=1500: the prefill pool is sized by it, queueing included")):
         if wrong:

@@ -202,6 +202,10 @@ def _on_same_arrivals(same, chosen: Serving, why: str) -> tuple[Serving, str]:
             f"{given(same.requests_per_second)} requests/s, vLLM 0.33's scheduler on the step model) mean TTFT/TPOT "
             f"aggregated {duration(a.ttft_ms)}/{duration(a.tpot_ms)}, disaggregated {duration(d.ttft_ms)}/"
             f"{duration(d.tpot_ms)}")
+    missed = [f"the {label} plan misses {', '.join(x.misses)}" for label, x in (("aggregated", a),
+                                                                               ("disaggregated", d)) if x.misses]
+    if missed:
+        said += f" ({'; '.join(missed)})"
     if a.meets != d.meets:
         kept = Serving.AGG if a.meets else Serving.DISAGG
         label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}

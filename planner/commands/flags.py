@@ -168,9 +168,6 @@ NEEDS = (
     *(Needs(name, "a disaggregated fleet (--max-rate judges an aggregated pool by percentile targets)",
             lambda o: not _max_rate_agg(o), "give --p90-tpot-ms or --p99-ttft-ms, or add --serving disagg")
       for name in ("tpot_ms", "ttft_ms", "prefill_chip", "decode_chip")),
-    *(Needs(name, "an aggregated pool (--max-rate --serving disagg is judged by --ttft-ms and --tpot-ms)",
-            lambda o: not _max_rate_disagg(o), "give --ttft-ms and --tpot-ms instead")
-      for name in SERVICE_TARGETS),
     *(Needs(name, "an aggregated plan (--serving disagg sizes both pools by the rate and the latency targets)",
             _not_disagg, "drop it, or use --serving agg or auto")
       for name in ("concurrency", "headroom", "range_ratio", "brief", "fmt")),

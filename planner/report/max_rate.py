@@ -7,6 +7,7 @@ from rich.console import Console
 
 from planner import defaults
 from planner.app.max_rate import MaxRateResult
+from planner.kinds import Serving
 from planner.numbers import count, duration, given
 from planner.report.render import best_line, cost_lines, render_launch, render_notes, serving_lines, speed_lines
 from planner.report.tables import Col, print_table
@@ -21,10 +22,12 @@ def max_rate_line(result: MaxRateResult, named=None) -> str:
     """The answer in one line: 'llama-3.1-8b on 8 GPUs of h100: 33.4 requests/s within p99 TTFT ≤ ...'."""
     t = result.target
     pool = render(f"{mention('max_gpus')} {result.max_gpus}", named)
-    within = ", ".join(t.service_targets or [f"TTFT {duration(t.ttft_ms)} (mean, queueing included)"] + (
-        [f"TPOT {duration(t.tpot_ms)}"] if t.tpot_ms is not None else []))
-    if result.fleet is not None:
+    means = ([f"TTFT {duration(t.ttft_ms)} (mean, queueing included)"] if t.ttft_ms is not None else []) + (
+        [f"TPOT {duration(t.tpot_ms)}"] if t.tpot_ms is not None else [])
+    within = ", ".join(t.service_targets or means)
+    if result.serving == Serving.DISAGG:  # sized by the means, judged by the percentile targets too
         pool += ", prefill and decode pools"
+        within = ", ".join(means + t.service_targets)
     if not result.feasible:
         return f"{result.model} ({pool}): serves no rate within {within} at ISL {count(t.isl)} / OSL {count(t.osl)}"
     return (f"{result.model} ({pool}): at most {given(result.requests_per_second)} requests/s of ISL "
