@@ -126,3 +126,34 @@ def test_auto_judges_both_plans_by_the_percentile_targets_it_is_given(capsys):
     assert below["same_arrivals"]["disaggregated"]["misses"][0].startswith("p99 TTFT")
     assert below["same_arrivals"]["aggregated"]["meets"] and below["chosen"] == "agg"
     assert choice(p99 + 0.01)["same_arrivals"]["disaggregated"]["meets"]
+
+
+# -- a scenario's `serving: auto` makes the same choice as `plan --serving auto` --------------------------------
+def _scenario_roles(rate: int, tmp_path, capsys) -> tuple[list[tuple[str, int]], list[str]]:
+    import yaml
+
+    file = tmp_path / "auto.yaml"
+    file.write_text(yaml.safe_dump({"review": "auto", "services": [{
+        "name": "chat", "model": "llama-3.1-8b", "chips": ["h100"], "serving": "auto", "concurrency": 1,
+        "ttft_ms": 500, "tpot_ms": 30, "context_length": 8192,
+        "workload": {"isl": 2000, "osl": 200, "requests_per_second": rate}}]}))
+    assert main(["scenario", str(file), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    return [(s["role"], s["gpus"]) for s in out["services"]], out["notes"]
+
+
+def test_a_scenario_service_on_auto_makes_the_same_choice_as_the_command(tmp_path, capsys):
+    """At 45 requests/s the aggregated pool is cheaper but only the fleet meets the targets on the same
+    arrivals: the command and the scenario both plan the fleet, of the same pools; at 10 requests/s both
+    meet them, and both keep the cheaper aggregated pool."""
+    c = _choice(45, capsys)
+    assert c["chosen"] == "disagg"
+    roles, notes = _scenario_roles(45, tmp_path, capsys)
+    dis = c["disaggregated"]
+    assert roles == [("prefill", dis["prefill"]["gpus"]), ("decode", dis["decode"]["gpus"])]
+    assert notes[0].startswith("chat: serving auto planned disaggregated: on the same simulated arrivals")
+    assert "the aggregated one misses mean TTFT" in notes[0]
+    c = _choice(10, capsys)
+    assert c["chosen"] == "agg"
+    roles, notes = _scenario_roles(10, tmp_path, capsys)
+    assert roles == [("aggregated", c["aggregated"]["best"]["gpus"])] and not notes

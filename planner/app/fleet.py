@@ -21,7 +21,7 @@ from planner.app.targets import target_words
 from planner.candidates import latency
 from planner.candidates.shapes import context_length, deployment
 from planner.candidates.table import candidate_table, priced_chip, sweep_model, verify
-from planner.kinds import Role
+from planner.kinds import Role, Serving
 from planner.request import ServiceSpec
 from planner.scenario import Scenario, Service
 from planner.search import cpsat
@@ -309,6 +309,41 @@ def refused_context(scenario: Scenario, service: Service, spec: ServiceSpec | No
                             f"{model.max_position:,} tokens")
 
 
+def on_same_arrivals(scenario: Scenario, skip: set[str]) -> tuple[Scenario, list[str]]:
+    """Each `serving: auto` service judged as `plan --serving auto` judges it (planner/app/disagg_plan.py
+    plan_serving: its aggregated and its disaggregated plan, alone, on the same simulated arrivals,
+    planner/app/same_arrivals.py): where only one kind meets its targets there, the service is
+    planned as that kind (the cheaper within the inventory otherwise, the aggregated on a tie, as
+    `plan` chooses), and a note says why. The scenario so judged, and the notes."""
+    from planner.app.disagg_plan import plan_serving
+    from planner.request import PlanRequest
+
+    kinds, notes = {}, []
+    for service in scenario.services:
+        spec = scenario.service_spec(service)
+        w = spec.workload
+        if (service.name in skip or spec.serving != Serving.AUTO or w is None or w.requests_per_second is None
+                or spec.ttft_ms is None):
+            continue
+        choice = plan_serving(PlanRequest(service=spec, limits=scenario.limits(service)))
+        same = choice.same_arrivals
+        if same is None or same.aggregated.meets == same.disaggregated.meets:
+            continue
+        kept, other = (Serving.AGG, same.disaggregated) if same.aggregated.meets else (Serving.DISAGG,
+                                                                                       same.aggregated)
+        kinds[service.name] = kept
+        label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}
+        notes.append(f"{service.name}: serving auto planned {label[kept]}: on the same simulated arrivals "
+                     f"({same.requests:,} Poisson requests at {same.requests_per_second:g} requests/s) only its "
+                     f"{label[kept]} plan meets the targets; the {label[other.serving]} one misses "
+                     f"{', '.join(other.misses)}")
+    if not kinds:
+        return scenario, notes
+    services = [s.model_copy(update={"serving": kinds[s.name].value}) if s.name in kinds else s
+                for s in scenario.services]
+    return scenario.model_copy(update={"services": services}), notes
+
+
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
                   parallel_tables: bool = True, bounded: bool = False) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
@@ -318,6 +353,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
     refused = {s.name: why for s in scenario.services if (why := refused_context(scenario, s))}
+    scenario, judged = on_same_arrivals(scenario, set(refused))
     found = search_fleet(scenario, set(refused), time_limit, parallel_tables, bounded)
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
@@ -367,7 +403,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        cost_per_month=round(total * hours, 2) if plans else None,
                        gpus=sum(pl.gpus for pl in plans) if plans else None, short=short, solver_status=status,
                        solver_stages=found.stages,
-                       notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
+                       notes=judged + list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
                        candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3),
