@@ -280,6 +280,18 @@ def compare_points(points: list[tuple[str, Scenario]], title: str, *, time_limit
     return Comparison(review=title, base=results[0], variants=results[1:])
 
 
+def compare_max_rate(points: list[tuple[str, dict, MaxRateRequest]], title: str, *,
+                     progress: Callable[[str], None] | None = None, named=None):
+    """What-if points (a label, the axes' values and a MaxRateRequest each), each answered as
+    `max_rate` answers it and set side by side (`plan compare --max-rate`)."""
+    from planner.app.review import compare_max_rate as most
+
+    for _, _, request in points:
+        check_service(request.service)
+    with session():
+        return most(points, title, progress, named)
+
+
 def memory(model: str, chip: str, quantization: str | None = None, memory_bytes: int | None = None,
            tokens: int = 4096, vllm_version: str | None = None, batch: int | None = None, isl: int | None = None,
            osl: int | None = None, speculative_acceptance: tuple[float, ...] | None = None,

@@ -388,7 +388,6 @@ def compare_max_rate(fmt: str, options: dict) -> int:
     --max-gpus GPUs serves within the targets (`plan --max-rate` for each), set side by side; exit
     status 1 when some point serves no rate."""
     from planner.app import api
-    from planner.app.review import compare_max_rate as most
     from planner.commands.plan import parse_prices, request_from, slo_from
     from planner.report.max_rate import max_rate_markdown, render_max_rate_comparison
     from planner.report.review import Ticker
@@ -419,8 +418,8 @@ def compare_max_rate(fmt: str, options: dict) -> int:
         ticker(done[0], len(asked), label)
 
     ticker(0, len(asked), asked[0][0])
-    comparison = most(asked, sweep_title(points[0], varying).replace("GPUs and $/month", "the most requests/s"),
-                      progress=tick, named=plan_flag)
+    title = sweep_title(points[0], varying).replace("GPUs and $/month", "the most requests/s")
+    comparison = api.compare_max_rate(asked, title, progress=tick, named=plan_flag)
     if fmt == "json" or options["as_json"]:
         click.echo(comparison.model_dump_json(indent=2))
         for p in comparison.points:  # why a point serves no rate, one line each on stderr
