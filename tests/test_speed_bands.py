@@ -91,3 +91,21 @@ def test_a_context_beyond_the_rows_or_an_amd_chip_prints_no_band():
     busy = planner.plan(model="llama-3.1-8b", chip="h100", concurrency=64, workload={"isl": 1000, "osl": 200})
     assert busy.best.step.ttft_band is None  # no held-out row measures a first token beside a running batch
     assert busy.best.step.tpot_band.source == "speed_bands.tpot.requests_32_up"
+
+
+def test_a_disaggregated_fleet_prints_its_decode_tpots_band(capsys):
+    from planner.cli import main
+    from planner.numbers import duration
+
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--requests-per-second", "5",
+            "--ttft-ms", "1500", "--tpot-ms", "30", "--context-length", "8192", "--serving", "disagg"]
+    fleet = planner.plan_serving(model="llama-3.1-8b", chip="h100", ttft_ms=1500, tpot_ms=30, context_length=8192,
+                                 workload={"isl": 2000, "osl": 200, "requests_per_second": 5},
+                                 serving="disagg").serving.disaggregated
+    batch = fleet.decode_batch_per_rank
+    regime = load().value(fleet.tpot_band.source)
+    assert regime["requests_from"] <= batch <= (regime["requests_to"] or batch) and fleet.tpot_band.applies
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert (f"time per output token (step model): {duration(fleet.tpot_ms)} ({fleet.tpot_band.words()}) at {batch} "
+            "running requests per decode rank") in " ".join(out.split())

@@ -131,6 +131,7 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
     from planner.app.disagg_launch import router, side_channel_base
     from planner.app.plan import token_costs
     from planner.app.serving import DisaggPlan, TimeToFirstToken
+    from planner.candidates.speed_band import band
     from planner.search.placement import ChipNodes, PoolShape, place
 
     model, rate = found.model, found.rate
@@ -155,7 +156,9 @@ def _fleet(found, service: ServiceSpec, limits: PoolLimits, pair, p: int, d: int
                               prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
                               first_step_ms=round(dec.step_seconds * 1000, 2),
                               total_ms=round(spent * 1000, 1), prefill_utilization=round(util, 4)),
-        requests_per_second=rate, tpot_ms=round(dec.tpot_seconds * 1000, 3), gpus=prefill_pool.gpus + decode_pool.gpus,
+        requests_per_second=rate, tpot_ms=round(dec.tpot_seconds * 1000, 3), decode_batch_per_rank=dec.batch_per_rank,
+        tpot_band=band("tpot", dec.batch_per_rank, service.workload.isl + service.workload.osl // 2,
+                       decode_pool.kernel), gpus=prefill_pool.gpus + decode_pool.gpus,
         cost_per_hour=round(cost, 4), cost_per_million_output_tokens=per_output,
         cost_per_million_input_tokens=per_input, router=router(prefill_pool.instances, decode_pool.instances),
         nodes=laid.nodes,
