@@ -277,10 +277,10 @@ def service_problems(service: ServiceSpec, model) -> list[tuple[str, str, str]]:
     elif method is not None and not service.num_speculative_tokens:
         out.append(("num_speculative_tokens", "must be at least 1 when a speculative method is set",
                     "for example 1 for MTP, 5 for DSpark"))
-    if service.slo is not None and service.serving != "agg":
-        out.append(("serving", f"percentile service targets are simulated for aggregated pools only, and "
-                    f"{service.serving} would size a disaggregated fleet without them",
-                    f"use {mention('serving')} agg, or size the fleet by {mention('ttft_ms')} and "
+    if service.slo is not None and service.serving == "disagg":  # auto judges both plans by them (same_arrivals)
+        out.append(("serving", "percentile service targets are simulated for aggregated pools, and judge a "
+                    "disaggregated fleet only beside one (auto); disagg would size the fleet without them",
+                    f"use {mention('serving')} agg or auto, or size the fleet by {mention('ttft_ms')} and "
                     f"{mention('tpot_ms')} without the percentile targets"))
     w = service.workload
     length = service.context_length or model.max_position
@@ -298,8 +298,9 @@ class MaxRateRequest(BaseModel):
     """The most requests per second a pool serves (`plan --max-rate`): the service at a rate not
     yet known (its workload's lengths, no rate), the targets every rate is judged by, and the pool
     (`limits.max_gpus`, of the chips allowed). An aggregated pool is judged by percentile targets
-    (`slo`, the serving simulator); a disaggregated fleet by the service's own `ttft_ms` (queueing
-    included) and `tpot_ms`, as `plan --serving disagg` sizes it."""
+    (`slo`, the serving simulator); a disaggregated fleet is sized by the service's own `ttft_ms`
+    (queueing included) and `tpot_ms`, as `plan --serving disagg` sizes it, and, given `slo`, judged
+    by its percentile targets on the simulated arrivals too (planner/app/same_arrivals.py)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -323,8 +324,8 @@ class MaxRateRequest(BaseModel):
                              "not the cheaper")
         if self.service.serving == "agg" and self.slo is None:
             raise ValueError("slo: an aggregated pool's rate is the most that meets percentile targets")
-        if self.service.serving == "disagg" and (self.slo is not None or self.service.ttft_ms is None):
-            raise ValueError("a disaggregated fleet is judged by ttft_ms (and tpot_ms), not percentile targets")
+        if self.service.serving == "disagg" and self.service.ttft_ms is None:
+            raise ValueError("a disaggregated fleet is sized by ttft_ms (and tpot_ms), queueing included: give it")
         return self
 
     def at(self, rate: float) -> ServiceSpec:

@@ -381,13 +381,13 @@ def test_plan_bad_flags(flags, field):
     one_line_error(PLAN + flags, field)
 
 
-@pytest.mark.parametrize("serving", ["disagg", "auto"])
-def test_percentile_targets_on_a_disaggregated_fleet_are_refused_not_dropped(serving):
+def test_percentile_targets_on_a_disaggregated_fleet_are_refused_not_dropped():
     """A disaggregated fleet is sized by mean TTFT and TPOT; percentile targets would be left out
-    of it, so they are refused, naming --serving and the way out."""
+    of it, so they are refused, naming --serving and the way out (auto takes them: it judges both
+    plans by them on the same simulated arrivals, tests/test_same_arrivals.py)."""
     one_line_error(["--model", "llama-3.1-70b", "--chip", "h100", "--isl", "2000", "--osl", "500",
                     "--requests-per-second", "20", "--p99-ttft-ms", "2000", "--ttft-ms", "2000", "--tpot-ms", "50",
-                    "--serving", serving], "--serving: percentile service targets", "use --serving agg")
+                    "--serving", "disagg"], "--serving: percentile service targets", "use --serving agg or auto")
 
 
 def test_a_workload_beyond_the_models_positions_is_not_told_to_raise_the_context():

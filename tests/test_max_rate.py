@@ -138,7 +138,7 @@ def test_the_json_validates_against_the_report_schema(capsys):
     (["--max-gpus", "8", "--tpot-ms", "20"], "--tpot-ms"),
     (["--max-gpus", "8", "--provenance"], "--provenance"),
     (["--max-gpus", "8", "--time-limit", "5"], "--time-limit"),
-    (["--max-gpus", "8", "--emit", "k8s", "-o", "out"], "--emit"),
+    (["--max-gpus", "8", "--format", "csv"], "--format"),
 ])
 def test_inapplicable_combinations_are_one_line_exit_2(extra, flag, capsys):
     args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "1000", "--osl", "200", "--p99-ttft-ms", "1000",
@@ -218,7 +218,6 @@ def test_the_command_answers_for_a_disaggregated_fleet(capsys):
 
 
 @pytest.mark.parametrize("extra, flag", [
-    (["--serving", "disagg", "--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--p99-ttft-ms"),
     (["--serving", "disagg", "--tpot-ms", "30"], "--max-rate"),  # no --ttft-ms
     (["--serving", "auto", "--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--serving"),
     (["--ttft-ms", "1500", "--p99-ttft-ms", "1000"], "--ttft-ms"),  # an aggregated pool takes percentile targets
@@ -279,3 +278,129 @@ def test_a_pool_that_serves_no_rate_says_why_exit_1(model, chip, gpus, said, cap
                  "--p99-ttft-ms", "1000", "--max-rate"]) == 1
     out = capsys.readouterr().out
     assert f"{model} (--max-gpus {gpus}): serves no rate within p99 TTFT ≤ 1,000 ms" in out and said in out
+
+
+# -- --emit k8s: the pool the rate was found for --------------------------------------------------------------
+def test_max_rate_emits_the_pool_it_sized(tmp_path, capsys):
+    """The manifest is the best pool's: its replicas, its split and its max_num_seqs, as the JSON reports them."""
+    yaml = pytest.importorskip("yaml")
+    out = tmp_path / "k8s"
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--tp", "2", "--max-gpus", "4", "--isl", "1000",
+            "--osl", "200", "--p99-ttft-ms", "1000", "--p90-tpot-ms", "15", "--max-rate"]
+    assert main([*args, "--json", "--emit", "k8s", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    best = json.loads(captured.out)["best"]  # stdout stays JSON: what was written goes to stderr
+    assert "wrote" in captured.err
+    files = sorted(out.iterdir())
+    assert len(files) == 1
+    docs = [d for d in yaml.safe_load_all(files[0].read_text()) if d]
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    assert deployment["spec"]["replicas"] == best["replicas"] == 2
+    argv = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
+    assert argv[argv.index("--max-num-seqs") + 1] == str(best["max_num_seqs"])
+
+
+def test_max_rate_of_a_disaggregated_fleet_emits_both_pools_and_the_router(tmp_path, capsys):
+    out = tmp_path / "k8s"
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--max-gpus", "4", "--isl", "2000", "--osl", "200",
+                 "--context-length", "8192", "--ttft-ms", "1500", "--tpot-ms", "30", "--serving", "disagg",
+                 "--max-rate", "--emit", "k8s", "-o", str(out), "--router-image", "proxy:1"]) == 0
+    capsys.readouterr()
+    assert sorted(f.name for f in out.iterdir()) == ["llama-3-1-8b-decode.yaml", "llama-3-1-8b-prefill.yaml",
+                                                     "llama-3-1-8b-router.yaml"]
+
+
+def test_max_rate_that_serves_no_rate_writes_nothing_and_says_so(tmp_path, capsys):
+    out = tmp_path / "k8s"
+    assert main(["--model", "llama-3.1-8b", "--chip", "h100", "--tp", "1", "--max-gpus", "2", "--isl", "1000",
+                 "--osl", "200", "--p99-tpot-ms", "1", "--max-rate", "--emit", "k8s", "-o", str(out)]) == 1
+    assert "--emit k8s wrote nothing: no rate is served" in capsys.readouterr().err
+    assert not out.exists()
+
+
+# -- plan compare --max-rate: each point's most, side by side ----------------------------------------------------
+COMPARE = ["compare", "--max-rate", "--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--tp", "1",
+           "--tp", "2", "--max-gpus", "4", "--isl", "1000", "--osl", "200", "--p99-ttft-ms", "1000",
+           "--p90-tpot-ms", "15"]
+
+
+def test_compare_max_rate_answers_each_chip_as_plan_max_rate_does(capsys):
+    assert main([*COMPARE, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "max_rate_comparison"
+    assert [p["label"] for p in out["points"]] == ["on h100", "on h200"]
+    for point, chip in zip(out["points"], ("h100", "h200"), strict=True):
+        assert point["values"]["chip"] == chip
+        alone = _most(4, chip=chip)
+        assert point["result"]["requests_per_second"] == alone.requests_per_second > 0
+        assert point["result"]["best"]["chip"] == chip
+    jsonschema = pytest.importorskip("jsonschema")
+    from planner.report.schema import report_schema
+
+    jsonschema.validate(out, report_schema())
+
+
+def test_compare_max_rate_prints_a_row_per_point_with_what_binds(capsys):
+    assert main(COMPARE) == 0
+    text = capsys.readouterr().out
+    h100, h200 = _most(4, chip="h100"), _most(4, chip="h200")
+    for label, most in (("on h100", h100), ("on h200", h200)):
+        row = next(line for line in text.splitlines() if line.strip().startswith(label))
+        assert f"{most.requests_per_second:g}" in row and most.next_misses[0] in row
+        assert most.next_misses[0].startswith("p90 TPOT")  # the binding target, as plan --max-rate's binds names it
+    assert main([*COMPARE, "--format", "markdown"]) == 0
+    assert f"| on h100 | {h100.requests_per_second:g} |" in capsys.readouterr().out
+
+
+def test_compare_max_rate_with_a_point_that_serves_nothing_exits_1_and_says_why(capsys):
+    assert main([*COMPARE, "--chip", "a10g"]) == 1
+    out = capsys.readouterr().out
+    assert "on a10g: a10g: no vendor-sourced bf16_flops" in out
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--concurrency", "8"], "--concurrency"),
+    (["--requests-per-second", "5"], "--requests-per-second"),
+    (["--chart", "x.png"], "--chart"),
+])
+def test_compare_max_rate_refuses_a_load_in_one_line(extra, flag, capsys):
+    assert main([*COMPARE, *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err and "Traceback" not in err
+
+
+# -- a disaggregated fleet's most under percentile targets ----------------------------------------------------
+def _fleet_p99_ttft_ms(fleet, rate: float) -> float:
+    """The fleet's p99 TTFT on the simulated arrivals at `rate` (planner/app/same_arrivals.py)."""
+    from planner.app.same_arrivals import fleet_served
+    from planner.request import ServiceSpec
+
+    service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192,
+                          workload={"isl": 2000, "osl": 200, "requests_per_second": rate})
+    return fleet_served(service, fleet, rate).ttft.percentile(99) * 1000
+
+
+def test_a_disaggregated_fleet_under_a_percentile_target_serves_no_more_and_meets_it_simulated_again():
+    """Sized by the means as before, each rate's fleet must also meet p99 TTFT ≤ 1,000 ms on the simulated
+    arrivals: the rate is below the means' alone (there the fleet's p99 is past 1 s), its fleet meets p99
+    when simulated again, and the fleet `plan --serving disagg` sizes one grid rate above misses it."""
+    by_means = _most_disagg(4)
+    assert _fleet_p99_ttft_ms(by_means.fleet, by_means.requests_per_second) > 1000
+    tight = planner.max_rate(model="llama-3.1-8b", chip="h100", max_gpus=4, workload={"isl": 2000, "osl": 200},
+                             slo={"p99_ttft_ms": 1000}, **DISAGG)
+    rate = tight.requests_per_second
+    assert 0 < rate < by_means.requests_per_second
+    assert tight.target.service_targets == ["p99 TTFT ≤ 1,000 ms"]
+    assert _fleet_p99_ttft_ms(tight.fleet, rate) <= 1000
+    above = slo.grid_rate(slo.grid_index(rate) + 1)
+    fleet = planner.plan_serving(model="llama-3.1-8b", chip="h100", max_gpus=4, workload={
+        "isl": 2000, "osl": 200, "requests_per_second": above}, **DISAGG).serving.disaggregated
+    assert _fleet_p99_ttft_ms(fleet, above) > 1000
+    assert f"at {above:g} requests/s its fleet misses p99 TTFT" in tight.binds
+
+
+def test_a_looser_percentile_target_never_lets_a_disaggregated_fleet_serve_less():
+    rates = [planner.max_rate(model="llama-3.1-8b", chip="h100", max_gpus=4, workload={"isl": 2000, "osl": 200},
+                              slo={"p99_ttft_ms": ms}, **DISAGG).requests_per_second for ms in (700, 1000, 5000)]
+    assert rates[0] <= rates[1] <= rates[2]

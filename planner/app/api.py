@@ -188,7 +188,7 @@ def max_rate(request: MaxRateRequest | None = None, *, named=None, **fields) -> 
         raise InputError(next(iter(fields)), "is given beside a MaxRateRequest", "put it in the request, or give "
                          "only keywords")
     with session():
-        check_service(request.judged)
+        check_service(request.service)  # its targets are the request's (a fleet's sizing takes none of them)
         return most(request, named)
 
 
@@ -211,8 +211,6 @@ def max_rate_request(service: ServiceSpec, slo, limits: PoolLimits) -> MaxRateRe
             ("serving", mode == Serving.AUTO, "auto is not taken", "give 'agg' or 'disagg': the most of one kind"),
             ("slo", slo is None and mode == Serving.AGG, "is required",
              "give slo={'p99_ttft_ms': 2000, ...}: an aggregated pool's rate is the most that meets them"),
-            ("slo", slo is not None and mode == Serving.DISAGG, "is not taken by a disaggregated fleet",
-             "give ttft_ms and tpot_ms: the fleet is sized by them, queueing included"),
             ("ttft_ms", service.ttft_ms is None and mode == Serving.DISAGG, "is required",
              "give ttft_ms=1500: the prefill pool is sized by it, queueing included")):
         if wrong:
@@ -280,6 +278,18 @@ def compare_points(points: list[tuple[str, Scenario]], title: str, *, time_limit
                                 executor or defaults.value("parallel.executor"), ray_address, progress)
     results = [named_all(r, named) for r in results]
     return Comparison(review=title, base=results[0], variants=results[1:])
+
+
+def compare_max_rate(points: list[tuple[str, dict, MaxRateRequest]], title: str, *,
+                     progress: Callable[[str], None] | None = None, named=None):
+    """What-if points (a label, the axes' values and a MaxRateRequest each), each answered as
+    `max_rate` answers it and set side by side (`plan compare --max-rate`)."""
+    from planner.app.review import compare_max_rate as most
+
+    for _, _, request in points:
+        check_service(request.service)
+    with session():
+        return most(points, title, progress, named)
 
 
 def memory(model: str, chip: str, quantization: str | None = None, memory_bytes: int | None = None,

@@ -131,6 +131,7 @@ def _fleet(found, resolved: ResolvedService, pair, p: int, d: int):
     from planner.app.disagg_launch import router, side_channel_base
     from planner.app.plan import token_costs
     from planner.app.serving import DisaggPlan, TimeToFirstToken
+    from planner.candidates.speed_band import band
     from planner.search.placement import ChipNodes, PoolShape, place
 
     service, limits, rate = resolved.spec, resolved.limits, found.rate
@@ -155,7 +156,9 @@ def _fleet(found, resolved: ResolvedService, pair, p: int, d: int):
                               prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
                               first_step_ms=round(dec.step_seconds * 1000, 2),
                               total_ms=round(spent * 1000, 1), prefill_utilization=round(util, 4)),
-        requests_per_second=rate, tpot_ms=round(dec.tpot_seconds * 1000, 3), gpus=prefill_pool.gpus + decode_pool.gpus,
+        requests_per_second=rate, tpot_ms=round(dec.tpot_seconds * 1000, 3), decode_batch_per_rank=dec.batch_per_rank,
+        tpot_band=band("tpot", dec.batch_per_rank, service.workload.isl + service.workload.osl // 2,
+                       decode_pool.kernel), gpus=prefill_pool.gpus + decode_pool.gpus,
         cost_per_hour=round(cost, 4), cost_per_million_output_tokens=per_output,
         cost_per_million_input_tokens=per_input, router=router(prefill_pool.instances, decode_pool.instances),
         nodes=laid.nodes,
@@ -177,15 +180,18 @@ def handover_of(pair):
 def plan_serving(request, named=None):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
     cheaper (planner/app/serving.py ServingChoice; the aggregated plan wins a tie)."""
+    return choose_serving(ResolvedService.of(request.service, request.limits), request.alternatives, named)
+
+
+def choose_serving(resolved: ResolvedService, alternatives: int | None = None, named=None):
+    """`plan_serving` for a service already resolved (a scenario's `serving: auto`, planner/app/fleet.py)."""
     from planner.app.plan import plan_pool
     from planner.app.serving import ServingChoice
 
-    service = request.service
-    resolved = ResolvedService.of(service, request.limits)
+    service = resolved.spec
     mode = Serving(service.serving)
-    agg = plan_pool(resolved, request.alternatives, named) if mode in (Serving.AGG, Serving.AUTO) else None
-    dis = (plan_disagg(resolved, request.alternatives, named) if mode in (Serving.DISAGG, Serving.AUTO)
-           else None)
+    agg = plan_pool(resolved, alternatives, named) if mode in (Serving.AGG, Serving.AUTO) else None
+    dis = plan_disagg(resolved, alternatives, named) if mode in (Serving.DISAGG, Serving.AUTO) else None
     chosen, why = _cheaper(agg, dis)
     same = None
     if mode == Serving.AUTO and agg.feasible and dis.feasible:  # one queueing model for both: the same arrivals
@@ -203,6 +209,10 @@ def _on_same_arrivals(same, chosen: Serving, why: str) -> tuple[Serving, str]:
             f"{given(same.requests_per_second)} requests/s, vLLM 0.33's scheduler on the step model) mean TTFT/TPOT "
             f"aggregated {duration(a.ttft_ms)}/{duration(a.tpot_ms)}, disaggregated {duration(d.ttft_ms)}/"
             f"{duration(d.tpot_ms)}")
+    missed = [f"the {label} plan misses {', '.join(x.misses)}" for label, x in (("aggregated", a),
+                                                                               ("disaggregated", d)) if x.misses]
+    if missed:
+        said += f" ({'; '.join(missed)})"
     if a.meets != d.meets:
         kept = Serving.AGG if a.meets else Serving.DISAGG
         label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}

@@ -21,7 +21,7 @@ from planner.app.targets import target_words
 from planner.candidates import latency
 from planner.candidates.service import ResolvedService
 from planner.candidates.table import candidate_table, priced_chip, verify
-from planner.kinds import Role
+from planner.kinds import Role, Serving
 from planner.request import ServiceSpec
 from planner.scenario import Scenario
 from planner.search import cpsat
@@ -312,6 +312,42 @@ def refused_context(service: ResolvedService) -> Shortfall | None:
                             f"{model.max_position:,} tokens")
 
 
+def on_same_arrivals(scenario: Scenario, services: list[ResolvedService], skip: set[str]
+                     ) -> tuple[Scenario, list[ResolvedService], list[str]]:
+    """Each `serving: auto` service judged as `plan --serving auto` judges it (planner/app/disagg_plan.py
+    `choose_serving`: its aggregated and its disaggregated plan, alone, on the same simulated arrivals,
+    planner/app/same_arrivals.py): where only one kind meets its targets there, the service is
+    planned as that kind (the cheaper within the inventory otherwise, the aggregated on a tie, as
+    `plan` chooses), and a note says why. The scenario and its resolved services so judged, and the notes."""
+    from planner.app.disagg_plan import choose_serving
+
+    kinds, notes = {}, []
+    for resolved in services:
+        spec = resolved.spec
+        w = spec.workload
+        if (resolved.name in skip or spec.serving != Serving.AUTO or w is None or w.requests_per_second is None
+                or spec.ttft_ms is None):
+            continue
+        same = choose_serving(resolved).same_arrivals
+        if same is None or same.aggregated.meets == same.disaggregated.meets:
+            continue
+        kept, other = (Serving.AGG, same.disaggregated) if same.aggregated.meets else (Serving.DISAGG,
+                                                                                       same.aggregated)
+        kinds[resolved.name] = kept
+        label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}
+        notes.append(f"{resolved.name}: serving auto planned {label[kept]}: on the same simulated arrivals "
+                     f"({same.requests:,} Poisson requests at {same.requests_per_second:g} requests/s) only its "
+                     f"{label[kept]} plan meets the targets; the {label[other.serving]} one misses "
+                     f"{', '.join(other.misses)}")
+    if not kinds:
+        return scenario, services, notes
+    judged = [s.asking(s.spec.model_copy(update={"serving": kinds[s.name].value})) if s.name in kinds else s
+              for s in services]
+    scenario = scenario.model_copy(update={"services": [
+        s.model_copy(update={"serving": kinds[s.name].value}) if s.name in kinds else s for s in scenario.services]})
+    return scenario, judged, notes
+
+
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
                   parallel_tables: bool = True, bounded: bool = False,
                   services: list[ResolvedService] | None = None) -> FleetResult:
@@ -324,6 +360,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     start = time.perf_counter()
     services = resolve_services(scenario) if services is None else services
     refused = {s.name: why for s in services if (why := refused_context(s))}
+    scenario, services, judged = on_same_arrivals(scenario, services, set(refused))
     found = search_fleet(scenario, services, set(refused), time_limit, parallel_tables, bounded)
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
@@ -373,7 +410,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        cost_per_month=round(total * hours, 2) if plans else None,
                        gpus=sum(pl.gpus for pl in plans) if plans else None, short=short, solver_status=status,
                        solver_stages=found.stages,
-                       notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
+                       notes=judged + list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
                        candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3),

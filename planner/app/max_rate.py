@@ -61,6 +61,8 @@ class MaxRateResult(BaseModel):
     fleet: DisaggPlan | None = Field(None, description="the disaggregated fleet at that rate, as `plan --serving "
                                      "disagg --requests-per-second` reports it")
     binds: str = Field("", description="what sets the rate: the target the next rate of the grid misses")
+    next_misses: list[str] = Field(default_factory=list, description="an aggregated pool: the targets one instance "
+                                   "misses at the next rate of the grid (empty at the planner's ceiling)")
     shapes: list[ShapeRate] = Field(default_factory=list, description="every shape simulated, the most first")
     model: str = ""
     hf_id: str = ""
@@ -115,8 +117,9 @@ def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
         "serving": slo.figures(at, sizing, replicas, target_words(at)),
         "binds": render(_binds(at, best, replicas, row.shape.split(), limits.max_gpus), named),
         "memory": memory_report(pool.kernel, length).model_copy(update={"provenance": []})})
+    misses = missed_phrases(slo.misses(at, best.above)) if best.above is not None else []
     return named_all(MaxRateResult(
-        feasible=True, requests_per_second=rate, binds=pool.binds, max_gpus=limits.max_gpus,
+        feasible=True, requests_per_second=rate, binds=pool.binds, next_misses=misses, max_gpus=limits.max_gpus,
         target=Target.of(at, length, target_words(at)), best=pool, shapes=shapes, model=model.name, hf_id=model.hf_id,
         seconds=round(time.perf_counter() - start, 3)), named)
 
@@ -160,30 +163,43 @@ def _none_serves(request: MaxRateRequest, found: list, unpriced: list) -> str:
 def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
     """A disaggregated fleet's most: the highest grid rate at which `plan --serving disagg` finds a
     fleet within the pool (planner/search/disagg.py: the prefill pool's M/D/1 wait within TTFT, the
-    decode pool within TPOT; more rate never needs fewer instances), searched as the aggregated
-    instance's rate is (slo.highest_index), from planner/defaults.yaml serving.disagg_first_rate in
-    steps of serving.disagg_first_step grid rates, doubling."""
+    decode pool within TPOT; more rate never needs fewer instances) that, under percentile targets
+    (`request.slo`), meets them on the simulated arrivals as `--serving auto` judges a fleet
+    (planner/app/same_arrivals.py), searched as the aggregated instance's rate is
+    (slo.highest_index), from planner/defaults.yaml serving.disagg_first_rate in steps of
+    serving.disagg_first_step grid rates, doubling."""
     from planner.app.disagg_plan import plan_disagg
     from planner.search.disagg import search
 
     start = time.perf_counter()
     limits = request.limits
     found: dict[int, object] = {}
+    judged: dict[int, object] = {}  # under percentile targets: the fleet at the rate, on the simulated arrivals
+
+    first = slo.grid_rate(slo.grid_index(defaults.value("serving.disagg_first_rate")))
+    resolved = ResolvedService.of(request.at(first).model_copy(update={"slo": None}), limits)
+
+    def sized(rate: float) -> ResolvedService:  # the fleet is sized by ttft_ms and tpot_ms; one graph, one length
+        return resolved.asking(request.at(rate).model_copy(update={"slo": None}))
 
     def fits(k: int) -> bool:
         if k not in found:
-            found[k] = search(ResolvedService.of(request.at(slo.grid_rate(k)), limits), 0)
-        return found[k].chosen is not None
+            found[k] = search(sized(slo.grid_rate(k)), 0)
+        if found[k].chosen is None or request.slo is None:
+            return found[k].chosen is not None
+        if k not in judged:
+            judged[k] = _fleet_judged(request, sized, slo.grid_rate(k), named)
+        return judged[k][1].meets
 
     lo, hi = slo.highest_index(fits, slo.grid_index(defaults.value("serving.disagg_first_rate")),
                                slo.grid_index(MAX_RATE), step=defaults.value("serving.disagg_first_step"))
+    model = resolved.graph
     rate = slo.grid_rate(lo if lo is not None else hi)
     at = request.at(rate)
-    resolved = ResolvedService.of(at, limits)
-    model = resolved.graph
-    target = Target.of(at, resolved.context_length)
+    target = Target.of(at, resolved.context_length, target_words(at) if request.slo is not None else None)
     if lo is None:
-        why = "; ".join(e.text for e in found[hi].explanations)
+        why = ("; ".join(e.text for e in found[hi].explanations) if hi not in judged else
+               f"its fleet misses {', '.join(judged[hi][1].misses)} on the simulated arrivals")
         return named_all(MaxRateResult(
             feasible=False, max_gpus=limits.max_gpus, serving=Serving.DISAGG, model=model.name, hf_id=model.hf_id,
             target=target.model_copy(update={"requests_per_second": None}),
@@ -191,12 +207,30 @@ def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
                 f"no disaggregated fleet within {mention('max_gpus')} {limits.max_gpus} serves even "
                 f"{given(rate)} requests/s: {why}", named))],
             seconds=round(time.perf_counter() - start, 3)), named)
-    fleet = plan_disagg(resolved, 0, named)
+    fleet = judged[lo][0] if lo in judged else plan_disagg(sized(rate), 0, named)
     binds = (f"{mention('max_gpus')} {limits.max_gpus} holds {fleet.prefill.gpus} prefill + {fleet.decode.gpus} "
              f"decode GPUs at {given(rate)} requests/s")
-    binds += ("; the rate is the planner's ceiling" if hi is None else
-              f"; at {given(slo.grid_rate(hi))} requests/s: " + "; ".join(e.text for e in found[hi].explanations))
+    if lo in judged:
+        met = judged[lo][1]
+        binds += f" ({met.figures_words()} on the simulated arrivals)"
+    if hi is None:
+        binds += "; the rate is the planner's ceiling"
+    elif hi in judged:
+        binds += f"; at {given(slo.grid_rate(hi))} requests/s its fleet misses {', '.join(judged[hi][1].misses)}"
+    else:
+        binds += f"; at {given(slo.grid_rate(hi))} requests/s: " + "; ".join(e.text for e in found[hi].explanations)
     return named_all(MaxRateResult(
         feasible=True, requests_per_second=rate, max_gpus=limits.max_gpus, serving=Serving.DISAGG, target=target,
         fleet=fleet, binds=render(binds, named), model=model.name, hf_id=model.hf_id,
         seconds=round(time.perf_counter() - start, 3)), named)
+
+
+def _fleet_judged(request: MaxRateRequest, sized, rate: float, named=None):
+    """The fleet `plan --serving disagg` sizes at `rate`, and it on the simulated arrivals under the
+    request's percentile targets (planner/app/same_arrivals.py, as `--serving auto` judges it)."""
+    from planner.app.disagg_plan import plan_disagg
+    from planner.app.same_arrivals import fleet_served, simulated
+
+    fleet = plan_disagg(sized(rate), 0, named)
+    at = request.at(rate).model_copy(update={"ttft_ms": None, "tpot_ms": None})  # judged by the percentiles
+    return fleet, simulated(at, Serving.DISAGG, fleet_served(at, fleet, rate))

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from planner.app.fleet import FleetResult
+from planner.app.max_rate import MaxRateResult
 from planner.scenario import Scenario, grid_points
 
 
@@ -79,3 +80,35 @@ def rank_grid(scenario: Scenario, results: list[FleetResult]) -> list[GridPoint]
     return [GridPoint(rank=i, variant=r.variant, values=points[r.variant], feasible=r.feasible,
                       cost_per_month=r.cost_per_month if r.feasible else None, gpus=r.gpus if r.feasible else None)
             for i, r in enumerate(order, start=1)]
+
+
+class MaxRatePoint(BaseModel):
+    """One point of `plan compare --max-rate`: its label, its value of each axis, and the most
+    requests per second its pool serves within the targets (`plan --max-rate`'s answer)."""
+
+    label: str
+    values: dict[str, Any] = Field(description="the point's value of each axis (model, chip, ...)")
+    result: MaxRateResult
+
+
+class MaxRateComparison(BaseModel):
+    """`plan compare --max-rate --json`: per point (a model, a chip, ...), the highest rate its pool
+    of --max-gpus GPUs serves within the service targets, the point's first."""
+
+    kind: Literal["max_rate_comparison"] = Field("max_rate_comparison", description="which report this is (the "
+                                                 "schema's discriminator)")
+    review: str = Field(description="what was compared: the values held fixed, then the axes that vary")
+    points: list[MaxRatePoint]
+
+
+def compare_max_rate(points: list[tuple[str, dict, Any]], title: str,
+                     progress: Callable[[str], None] | None = None, named=None) -> MaxRateComparison:
+    """Each point's `max_rate` (planner/app/max_rate.py), in order: (label, axis values, MaxRateRequest)."""
+    from planner.app.max_rate import max_rate
+
+    out = []
+    for label, values, request in points:
+        out.append(MaxRatePoint(label=label, values=values, result=max_rate(request, named)))
+        if progress:
+            progress(label)
+    return MaxRateComparison(review=title, points=out)

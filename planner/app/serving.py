@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from planner.app.result import Explanation, PlanResult, PoolPlan
 from planner.app.same_arrivals import SameArrivals
+from planner.candidates.speed_band import SpeedBand
 from planner.kinds import Role, Serving
 
 
@@ -72,6 +73,11 @@ class DisaggPlan(BaseModel):
     requests_per_second: float = Field(0.0, description="the rate the fleet is sized for")
     tpot_ms: float | None = Field(None, description="the decode ranks' time per output token at their running "
                                                     "batch; null when no fleet fits")
+    tpot_band: SpeedBand | None = Field(None, description="tpot_ms's measured error in its regime (the decode "
+                                        "ranks' running batch), on rows the step model was not fitted on "
+                                        "(pricing/registry/speed_bands.yaml)")
+    decode_batch_per_rank: int | None = Field(None, description="the running requests per decode rank tpot_ms is "
+                                              "priced at")
     gpus: int | None = Field(None, description="GPUs of both pools; null when no fleet fits")
     cost_per_hour: float | None = Field(None, description="USD per hour of both pools; null when no fleet fits")
     cost_per_million_output_tokens: float | None = Field(

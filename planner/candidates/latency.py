@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, replace
 
 from planner.candidates.shapes import ChipTable, Row
+from planner.candidates.speed_band import band
 from planner.candidates.step_fields import StepFigures, step_fields
 from planner.numbers import duration
 from planner.request import ServiceSpec
@@ -154,7 +155,8 @@ def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row,
         **step_fields(s, batch, wl.mean_context if wl else length, wl.isl if wl else length),
         pool_output_tokens_per_second=round(s.output_tokens_per_second * replicas, 1),
         pool_requests_per_second=round(s.requests_per_second * replicas, 3) if s.requests_per_second else None,
-        binds=binds)
+        binds=binds, tpot_band=band("tpot", batch, wl.mean_context if wl else length, sm.kernel),
+        ttft_band=band("ttft", batch, wl.isl if wl else length, sm.kernel))
 
 
 def memory_only_gpus(table: ChipTable, service: ServiceSpec) -> int:

@@ -7,6 +7,8 @@ import re
 
 from pydantic import BaseModel, Field
 
+from planner.candidates.speed_band import SpeedBand
+
 
 def part_key(name: str) -> str:
     """A step part's name (pricing/step: 'tensor-parallel all-reduce', 'LM head') as a JSON key:
@@ -49,3 +51,7 @@ class StepFigures(BaseModel):
     acceptance: list[float] = Field(default_factory=list, description="speculating: the conditional acceptance "
                                                                       "assumed at each draft position")
     speculative: str | None = Field(None, description="speculating: the acceptance assumed, in words, with its source")
+    tpot_band: SpeedBand | None = Field(None, description="tpot_ms's measured error in its regime, on rows the step "
+                                        "model was not fitted on (pricing/registry/speed_bands.yaml); null: none "
+                                        "measures it")
+    ttft_band: SpeedBand | None = Field(None, description="ttft_ms's, likewise (measured at most 4 requests)")

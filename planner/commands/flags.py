@@ -102,8 +102,8 @@ def _no_max_rate(o: dict) -> bool:
     return not o.get("max_rate")
 
 
-MAX_RATE_REFUSES = ("requests_per_second", "concurrency", "headroom", "chart_path", "emit", "brief", "fmt",
-                    "show_provenance")  # what a plan at a given load takes
+MAX_RATE_REFUSES = ("requests_per_second", "concurrency", "headroom", "chart_path", "brief",
+                    "show_provenance")  # what a plan at a given load takes (--emit writes the pool at the rate found)
 
 
 def _max_rate_disagg(o: dict) -> bool:
@@ -159,6 +159,8 @@ NEEDS = (
           "add --max-gpus 8, the GPUs of the pool"),
     *(Needs(name, "a plan at a given load (--max-rate finds the rate the --max-gpus pool serves)", _no_max_rate,
             "drop it, or drop --max-rate") for name in MAX_RATE_REFUSES),
+    Needs("fmt", "a plan at a given load (--max-rate prints its table, or --json)",
+          lambda o: _no_max_rate(o) or o.get("fmt") != "csv", "drop it, or drop --max-rate"),
     Needs("serving", "one kind of pool (--max-rate finds the most of an aggregated pool or of a disaggregated fleet)",
           lambda o: _no_max_rate(o) or o.get("serving") != "auto", "give --serving agg or disagg"),
     Needs("time_limit", "a solve (--max-rate simulates an aggregated pool's shapes; --serving disagg solves)",
@@ -166,9 +168,6 @@ NEEDS = (
     *(Needs(name, "a disaggregated fleet (--max-rate judges an aggregated pool by percentile targets)",
             lambda o: not _max_rate_agg(o), "give --p90-tpot-ms or --p99-ttft-ms, or add --serving disagg")
       for name in ("tpot_ms", "ttft_ms", "prefill_chip", "decode_chip")),
-    *(Needs(name, "an aggregated pool (--max-rate --serving disagg is judged by --ttft-ms and --tpot-ms)",
-            lambda o: not _max_rate_disagg(o), "give --ttft-ms and --tpot-ms instead")
-      for name in SERVICE_TARGETS),
     *(Needs(name, "an aggregated plan (--serving disagg sizes both pools by the rate and the latency targets)",
             _not_disagg, "drop it, or use --serving agg or auto")
       for name in ("concurrency", "headroom", "range_ratio", "brief", "fmt")),

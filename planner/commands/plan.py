@@ -230,8 +230,13 @@ def plan_options(f):
     return apply_options(options_list() + serving_options() + [max_rate_option()] + shown + k8s_options(), f)
 
 
-def max_rate_option():
-    """--max-rate: instead of a plan at a load, the most requests per second the pool serves."""
+def max_rate_option(axes: bool = False):
+    """--max-rate: instead of a plan at a load, the most requests per second the pool serves (on
+    `plan compare`, at each point of the sweep)."""
+    if axes:
+        return click.option("--max-rate", is_flag=True, help="instead of a plan at a load: at each point, the most "
+                            "requests per second --max-gpus GPUs of its chip serve within the service targets "
+                            "(--p99-ttft-ms ..., with --isl and --osl), as `plan --max-rate` answers")
     return click.option("--max-rate", is_flag=True, help="instead of a plan at a load: the most requests per second "
                         "--max-gpus GPUs of --chip serve within the service targets (--p99-ttft-ms ..., with --isl "
                         "and --osl), each instance shape simulated as at --requests-per-second; with --serving "
@@ -457,10 +462,15 @@ def run_max_rate(ctx: click.Context, options: dict) -> None:
     """`--max-rate`: the most requests per second the pool serves within the targets (planner/app/
     max_rate.py); exit status 1 when no rate meets them."""
     from planner.app import api
+    from planner.commands import emit
     from planner.report.max_rate import render_max_rate
     from planner.report.tables import console_for_output
 
+    to = emit.emit_of(options)
     asked = request_from(options)
+    limits = asked.limits
+    emit.check_chips(to, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
+    emit.check_serving(to, [(asked.service.model, asked.service.serving)])
     try:
         request = api.max_rate_request(asked.service, slo_from(options), asked.limits)
         result = api.max_rate(request, named=plan_flag)
@@ -473,7 +483,16 @@ def run_max_rate(ctx: click.Context, options: dict) -> None:
     else:
         render_max_rate(result, console_for_output(), plan_flag)
     if not result.feasible:
+        if to is not None:
+            click.echo(f"plan: note: --emit k8s wrote nothing: no rate is served ({to.output_dir} not written)",
+                       err=True)
         ctx.exit(1)
+    if to is not None:  # the pool (or fleet) sized at the rate found, as `plan --requests-per-second` emits it
+        written = (emit.emit([(result.best.model, result.best)], to=to) if result.fleet is None else
+                   emit.emit(*emit.disaggregated(asked.service.model, result.fleet.prefill, result.fleet.decode),
+                             to=to))
+        for line in written:
+            click.echo(line, err=options["as_json"])
 
 
 def draw_pareto(result, chart_path: str) -> None:

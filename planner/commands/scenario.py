@@ -18,6 +18,7 @@ from planner.commands.emit import apply_k8s_options
 from planner.commands.flags import check_options, file_flag, names_flags, option_flag, own_flag, plan_flag, service_flag
 from planner.commands.plan import (
     check_output_path,
+    max_rate_option,
     options_list,
     print_schema,
     schema_option,
@@ -259,7 +260,7 @@ def get_chip_id(name: str) -> str:
 @click.command("compare")
 @registry_option
 @click.argument("file", required=False)
-@apply_options_to(options_list(axes=True))
+@apply_options_to(options_list(axes=True) + [max_rate_option(axes=True)])
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @schema_option()
 @click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, "
@@ -283,6 +284,8 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     check_output_path(chart_path)
     if file:
         ctx.exit(compare_file(ctx, file, fmt, chart_path, executor, ray_address, options))
+    if options["max_rate"]:
+        ctx.exit(compare_max_rate(fmt, options))
     ctx.exit(compare_sweep(fmt, chart_path, executor, ray_address, options))
 
 
@@ -379,6 +382,57 @@ def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: 
         write_charts(lambda: [(chart_path, axis_chart(points, varying, results, chart_path, title, plan_flag))],
                      chart_path)
     return 0 if all(r.feasible for r in results) else 1
+
+
+def compare_max_rate(fmt: str, options: dict) -> int:
+    """`plan compare --max-rate`: per point of the sweep, the most requests per second its pool of
+    --max-gpus GPUs serves within the targets (`plan --max-rate` for each), set side by side; exit
+    status 1 when some point serves no rate."""
+    from planner.app import api
+    from planner.commands.plan import parse_prices, request_from, slo_from
+    from planner.report.max_rate import max_rate_markdown, render_max_rate_comparison
+    from planner.report.review import Ticker
+    from pricing.rules import DEFAULT
+
+    if not options["model"] or not options["chip"]:
+        raise InputError("compare", "--max-rate needs --model and --chip", "for example: plan compare --max-rate "
+                         "--model llama-3.1-8b --chip h100 --chip h200 --max-gpus 8 --isl 1000 --osl 200 "
+                         "--p99-ttft-ms 1000")
+    points = sweep_points(options)
+    varying = [a for a in AXES if len({p[a] for p in points}) > 1]
+    _, by_chip = parse_prices(options["price"])
+    notes = [f"--price {chip}={price:g} has no effect: {chip} is not compared"
+             for chip, price in by_chip.items() if chip not in {get_chip_id(p["chip"]) for p in points}]
+    asked = []  # every point's question checked before any is simulated
+    for p in points:
+        at = {**options, "model": p["model"], "chip": (p["chip"],), "quantization": p["quantization"],
+              "context_length": p["context_length"], "vllm_version": p["vllm_version"] or DEFAULT, "concurrency": None,
+              "requests_per_second": None}
+        plan_request = request_from(at)
+        asked.append((point_label(p, varying), {a: p[a] for a in AXES if p[a] is not None},
+                      api.max_rate_request(plan_request.service, slo_from(at), plan_request.limits)))
+    ticker = Ticker(_err_console())
+    done = [0]
+
+    def tick(label: str) -> None:
+        done[0] += 1
+        ticker(done[0], len(asked), label)
+
+    ticker(0, len(asked), asked[0][0])
+    title = sweep_title(points[0], varying).replace("GPUs and $/month", "the most requests/s")
+    comparison = api.compare_max_rate(asked, title, progress=tick, named=plan_flag)
+    if fmt == "json" or options["as_json"]:
+        click.echo(comparison.model_dump_json(indent=2))
+        for p in comparison.points:  # why a point serves no rate, one line each on stderr
+            for e in p.result.explanations:
+                click.echo(f"{p.label}: {e.text}", err=True)
+    elif fmt == "markdown":
+        click.echo(max_rate_markdown(comparison, plan_flag), nl=False)
+    else:
+        render_max_rate_comparison(comparison, _console(), plan_flag)
+    for note in dict.fromkeys(notes):
+        click.echo(f"plan: note: {note}", err=True)
+    return 0 if all(p.result.feasible for p in comparison.points) else 1
 
 
 def register(cli: click.Group) -> None:

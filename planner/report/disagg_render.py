@@ -73,6 +73,11 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
                   f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
                   f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
                   f"{duration(t.total_ms)}", soft_wrap=True, markup=False)
+    if plan.tpot_ms is not None and plan.decode_batch_per_rank is not None:
+        band = f" ({plan.tpot_band.words()})" if plan.tpot_band else ""
+        console.print(f"time per output token (step model): {duration(plan.tpot_ms)}{band} at "
+                      f"{count(plan.decode_batch_per_rank)} running requests per decode rank", soft_wrap=True,
+                      markup=False)
     for line in token_cost_lines(plan):
         console.print(line, soft_wrap=True, markup=False)
     for p in (plan.prefill, plan.decode):

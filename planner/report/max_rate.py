@@ -7,6 +7,7 @@ from rich.console import Console
 
 from planner import defaults
 from planner.app.max_rate import MaxRateResult
+from planner.kinds import Serving
 from planner.numbers import count, duration, given
 from planner.report.render import best_line, cost_lines, render_launch, render_notes, serving_lines, speed_lines
 from planner.report.tables import Col, print_table
@@ -21,10 +22,12 @@ def max_rate_line(result: MaxRateResult, named=None) -> str:
     """The answer in one line: 'llama-3.1-8b on 8 GPUs of h100: 33.4 requests/s within p99 TTFT ≤ ...'."""
     t = result.target
     pool = render(f"{mention('max_gpus')} {result.max_gpus}", named)
-    within = ", ".join(t.service_targets or [f"TTFT {duration(t.ttft_ms)} (mean, queueing included)"] + (
-        [f"TPOT {duration(t.tpot_ms)}"] if t.tpot_ms is not None else []))
-    if result.fleet is not None:
+    means = ([f"TTFT {duration(t.ttft_ms)} (mean, queueing included)"] if t.ttft_ms is not None else []) + (
+        [f"TPOT {duration(t.tpot_ms)}"] if t.tpot_ms is not None else [])
+    within = ", ".join(t.service_targets or means)
+    if result.serving == Serving.DISAGG:  # sized by the means, judged by the percentile targets too
         pool += ", prefill and decode pools"
+        within = ", ".join(means + t.service_targets)
     if not result.feasible:
         return f"{result.model} ({pool}): serves no rate within {within} at ISL {count(t.isl)} / OSL {count(t.osl)}"
     return (f"{result.model} ({pool}): at most {given(result.requests_per_second)} requests/s of ISL "
@@ -62,3 +65,51 @@ def render_max_rate(result: MaxRateResult, console: Console, named=None) -> None
             console.print(line, soft_wrap=True, markup=False)
         render_launch(best, console, named=named)
     render_notes(result.notes, console)
+
+
+COMPARE_COLUMNS = [Col("point", "name"), Col("req/s"), Col("pool", "name"), Col("GPUs"), Col("$/hour", drop=3),
+                   Col("$/M output", drop=2), Col("the next rate misses", "text", drop=1)]
+
+
+def _point_row(point, named=None) -> list[str]:
+    """One point's cells: its most, the pool that serves it, its cost, what the next grid rate misses."""
+    r = point.result
+    if not r.feasible:
+        return [point.label, "0", "none", "-", "-", "-", "no rate meets the targets (why: below)"]
+    best = r.best
+    if best is None:  # a disaggregated fleet
+        f = r.fleet
+        return [point.label, given(r.requests_per_second), f"{f.prefill.replicas} prefill + {f.decode.replicas} "
+                "decode", str(f.gpus), f"{f.cost_per_hour:,.2f}", f"{f.cost_per_million_output_tokens:.3f}", ""]
+    pool = f"{best.replicas} × {r.shapes[0].split} on {best.chip}"  # the shapes, the most first: the best's
+    return [point.label, given(r.requests_per_second), pool, str(best.gpus), f"{best.cost_per_hour:,.2f}",
+            f"{best.cost_per_million_output_tokens:.3f}" if best.cost_per_million_output_tokens is not None else "-",
+            ", ".join(r.next_misses) or "the planner's ceiling"]
+
+
+def render_max_rate_comparison(comparison, console: Console, named=None) -> None:
+    """`plan compare --max-rate`: each point's most, the pool that serves it and what binds, one row a point."""
+    rows = [_point_row(p, named) for p in comparison.points]
+    print_table(console, comparison.review, COMPARE_COLUMNS, rows)
+    first = next((p.result for p in comparison.points if p.result.feasible), comparison.points[0].result)
+    t = first.target
+    within = ", ".join(t.service_targets)
+    console.print(f"within {within} at ISL {count(t.isl)} / OSL {count(t.osl)}, each point's pool at most "
+                  f"{render(mention('max_gpus'), named)} {first.max_gpus} GPUs of its chip (as `plan --max-rate` "
+                  "answers each); rates per instance on a grid of three significant digits", soft_wrap=True,
+                  markup=False)
+    for p in comparison.points:
+        for e in p.result.explanations:
+            console.print(f"{p.label}: {e.text}", soft_wrap=True, markup=False)
+
+
+def max_rate_markdown(comparison, named=None) -> str:
+    """`plan compare --max-rate --format markdown`: the table as a Markdown table."""
+    head = [c.header for c in COMPARE_COLUMNS]
+    lines = [f"## {comparison.review}", "", "| " + " | ".join(head) + " |",
+             "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _point_row(p, named)) + " |"
+              for p in comparison.points]
+    why = [f"- {p.label}: {e.text}" for p in comparison.points for e in p.result.explanations]
+    lines += [""] + why if why else []
+    return "\n".join(lines) + "\n"

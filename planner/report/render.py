@@ -326,10 +326,12 @@ def speed_lines(p: PoolPlan) -> list[str]:
     holds = p.held // ranks  # what binds counts: each rank's held requests
     load = "" if s.batch_per_rank == holds else (f"; the load asked over the pool's {plural(ranks, 'rank')}, each "
                                                   f"holding up to {count(holds)}")
-    return [f"speed (step model): {duration(s.tpot_ms)} per output token at {count(s.batch_per_rank)} requests per "
-            f"rank ({count(s.context_tokens)} tokens of context{load}), first token of "
-            f"{with_article(tokens(s.prompt_tokens))} "
-            f"prompt in {duration(s.ttft_ms)}; {count(s.output_tokens_per_second)} output tokens/s per instance, "
+    tpot_band = f" ({s.tpot_band.words()})" if s.tpot_band else ""
+    ttft_band = f" ({s.ttft_band.words()})" if s.ttft_band else ""
+    return [f"speed (step model): {duration(s.tpot_ms)} per output token{tpot_band} at {count(s.batch_per_rank)} "
+            f"requests per rank ({count(s.context_tokens)} tokens of context{load}), first token of "
+            f"{with_article(tokens(s.prompt_tokens))} prompt in {duration(s.ttft_ms)}{ttft_band}; "
+            f"{count(s.output_tokens_per_second)} output tokens/s per instance, "
             f"{count(s.output_tokens_per_second_per_gpu)} per GPU, {count(s.pool_output_tokens_per_second)} for the "
             f"pool{rate}; the step is {s.step_bound}-bound"] + ([f"speculative decoding: {s.speculative}"]
                                                                 if s.speculative else [])
