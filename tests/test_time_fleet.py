@@ -1,0 +1,128 @@
+"""The fleet over the day (planner/search/time_fleet.py): hand-derived small fleets, the peak of the
+sum against the sum of peaks as a property over small synthetic fleets, and the brute-force optimum."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.search.time_fleet import (
+    ServiceOverDay,
+    ShapeOverDay,
+    common_timeline,
+    solve_time_fleet,
+    spread,
+)
+
+HOUR = [60, 60]
+
+
+def one_gpu(replicas, chip="h100", price=2.0, rank=0, name="shape"):
+    return ShapeOverDay(name, chip, 1, price, tuple(replicas), rank)
+
+
+def test_two_services_peaking_at_different_hours_share_gpus():
+    """Chat needs 4 GPUs in hour 0 and 1 in hour 1; batch the reverse. Alone each buys its peak:
+    4 + 4 = 8 GPUs. Together the busiest hour holds 4 + 1 = 5, so a stock of 5 serves both (8 would
+    not fit), at (4 + 1) + (1 + 4) = 10 GPU-hours × $2 = $20 over the two hours."""
+    chat = ServiceOverDay("chat", [one_gpu([4, 1])])
+    batch = ServiceOverDay("batch", [one_gpu([1, 4])])
+    found = solve_time_fleet([chat, batch], HOUR, {"h100": 5})
+    assert found.status == "OPTIMAL"
+    assert found.gpus == [5, 5] and found.peak_gpus == 5 and found.sum_of_service_peaks == 8
+    assert found.stages[0].value == 20.0 and found.stages[1].value == 5
+    assert solve_time_fleet([chat, batch], HOUR, {"h100": 4}).status == "INFEASIBLE"
+
+
+def test_the_inventory_at_the_busiest_hour_picks_the_shape():
+    """Chat's cheaper shape (1 H100 at $2, 4 then 1 replicas: $10) beside batch's 1 then 4 H100s takes
+    5 H100s in each hour, one more than a stock of 4; so chat takes its B200 shape (2 GPUs at $3 per
+    GPU-hour, 2 then 1 replicas: (4 + 2) × $3 = $18), which leaves the H100s to batch."""
+    chat = ServiceOverDay("chat", [one_gpu([4, 1], name="h100 tp1"),
+                                   ShapeOverDay("b200 tp2", "b200", 2, 3.0, (2, 1), 1)])
+    batch = ServiceOverDay("batch", [one_gpu([1, 4])])
+    alone = solve_time_fleet([chat, batch], HOUR, None)
+    assert [p.option for p in alone.picks] == ["h100 tp1", "shape"] and alone.stages[0].value == 20.0
+    found = solve_time_fleet([chat, batch], HOUR, {"h100": 4, "b200": 8})
+    assert found.status == "OPTIMAL" and [p.option for p in found.picks] == ["b200 tp2", "shape"]
+    assert found.stages[0].value == 18.0 + 10.0
+    assert found.gpus == [4 + 1, 2 + 4] and found.peak_gpus == 6 and found.sum_of_service_peaks == 4 + 4
+
+
+def test_equal_cost_then_the_fewer_peak_gpus():
+    """Two shapes of one cost over the day (8 GPU-hours each at $1): flat [4, 4], or [6, 2] on
+    hour 0, where batch peaks too. The second stage takes the flat one: peak 4 + 4 = 8, not 6 + 4."""
+    chat = ServiceOverDay("chat", [one_gpu([6, 2], price=1.0, name="ramp"), one_gpu([4, 4], price=1.0, rank=1,
+                                                                                    name="flat")])
+    batch = ServiceOverDay("batch", [one_gpu([4, 0], price=1.0)])
+    found = solve_time_fleet([chat, batch], HOUR, None)
+    assert [p.option for p in found.picks] == ["flat", "shape"] and found.peak_gpus == 8
+    assert [s.stage for s in found.stages] == ["cost over the window", "peak GPUs", "rank"]
+
+
+def test_spare_nodes_come_out_of_a_chip_in_use():
+    chat = ServiceOverDay("chat", [one_gpu([4, 1])])
+    assert solve_time_fleet([chat], HOUR, {"h100": 12}, {"h100": 8}).status == "OPTIMAL"
+    assert solve_time_fleet([chat], HOUR, {"h100": 11}, {"h100": 8}).status == "INFEASIBLE"
+
+
+def test_a_common_timeline_cuts_every_bin():
+    hourly = [(0, 60), (60, 60)]
+    quarter = [(0, 30), (30, 30), (60, 60)]
+    line = common_timeline([hourly, quarter])
+    assert line == [(0, 30), (30, 30), (60, 60)]
+    assert spread([7, 9], hourly, line) == (7, 7, 9)
+    with pytest.raises(ValueError, match="windows differ"):
+        common_timeline([hourly, [(0, 60)]])
+    with pytest.raises(ValueError, match="follow one another"):
+        common_timeline([[(0, 60), (90, 30)]])
+
+
+def brute_force(services, minutes, inventory):
+    """Every combination of shapes: the feasible ones' least (cost units, peak GPUs)."""
+    best = None
+    for combo in itertools.product(*(s.shapes for s in services)):
+        fits = all(sum(p.gpus()[t] for p in combo if p.chip == chip) <= stock
+                   for chip, stock in inventory.items() for t in range(len(minutes)))
+        if not fits:
+            continue
+        key = (sum(p.cost_units(minutes) for p in combo),
+               max(sum(p.gpus()[t] for p in combo) for t in range(len(minutes))))
+        best = key if best is None or key < best else best
+    return best
+
+
+@st.composite
+def fleets(draw):
+    intervals = draw(st.integers(1, 4))
+    minutes = draw(st.lists(st.sampled_from([15, 30, 60]), min_size=intervals, max_size=intervals))
+    services = []
+    for k in range(draw(st.integers(1, 3))):
+        shapes = [ShapeOverDay(f"s{k}-{i}", draw(st.sampled_from(["h100", "b200"])), draw(st.sampled_from([1, 2, 4])),
+                               draw(st.sampled_from([1.5, 2.0, 3.25])),
+                               tuple(draw(st.lists(st.integers(0, 5), min_size=intervals, max_size=intervals))), i)
+                  for i in range(draw(st.integers(1, 3)))]
+        services.append(ServiceOverDay(f"svc{k}", shapes))
+    inventory = {"h100": draw(st.integers(0, 30)), "b200": draw(st.integers(0, 30))}
+    return services, minutes, inventory
+
+
+@settings(max_examples=60, deadline=None)
+@given(fleets())
+def test_the_fleets_peak_never_exceeds_the_sum_of_peaks_and_is_the_optimum(fleet):
+    """Property: max over intervals of the sum ≤ the sum of each service's max; and the solve finds
+    the brute-force optimum (cost, then peak GPUs) or proves there is none."""
+    services, minutes, inventory = fleet
+    found = solve_time_fleet(services, minutes, inventory)
+    best = brute_force(services, minutes, inventory)
+    if best is None:
+        assert found.status == "INFEASIBLE" and not found.picks
+        return
+    assert found.status == "OPTIMAL"
+    assert found.peak_gpus <= found.sum_of_service_peaks
+    assert (sum(p.cost_units(minutes) for p in found.picks), found.peak_gpus) == best
+    for chip, stock in inventory.items():
+        assert all(sum(p.gpus()[t] for p in found.picks if p.chip == chip) <= stock for t in range(len(minutes)))
