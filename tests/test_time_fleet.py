@@ -126,3 +126,87 @@ def test_the_fleets_peak_never_exceeds_the_sum_of_peaks_and_is_the_optimum(fleet
     assert (sum(p.cost_units(minutes) for p in found.picks), found.peak_gpus) == best
     for chip, stock in inventory.items():
         assert all(sum(p.gpus()[t] for p in found.picks if p.chip == chip) <= stock for t in range(len(minutes)))
+
+
+# -- the autoscaler's manifests (planner/report/autoscaler.py) -------------------------------------------
+def deployment(name="chat", namespace=None):
+    meta = {"name": name, "labels": {"app.kubernetes.io/instance": name}}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {"replicas": 3}}
+
+
+def scaling(**changes):
+    from planner.report.autoscaler import Autoscaling
+
+    fields = dict(min_replicas=1, max_replicas=6, running_per_replica=12.5, how="Little's law", lead_seconds=240,
+                  scale_down_seconds=300, step=3)
+    return Autoscaling(**(fields | changes))
+
+
+def test_largest_step_within_a_lead_time():
+    """Hourly replicas 1, 1, 4, 6, 2: within one hour's lead the schedule adds at most 3 (1 → 4);
+    within two hours 5 (1 → 6); cyclic, the seam from 2 back to 1 adds nothing more."""
+    from planner.report.autoscaler import largest_step
+
+    replicas, minutes = [1, 1, 4, 6, 2], [60] * 5
+    assert largest_step(replicas, minutes, 10, cyclic=False) == 3
+    assert largest_step(replicas, minutes, 120, cyclic=False) == 5
+    assert largest_step([6, 2, 2], [60] * 3, 60, cyclic=True) == 4  # 2 → 6 over the seam
+    assert largest_step([6, 2, 2], [60] * 3, 60, cyclic=False) == 1  # never rises: one replica a lead at least
+
+
+def test_the_hpa_validates_and_carries_the_schedule():
+    import kubernetes_validate
+
+    from planner.report.autoscaler import autoscaler
+
+    resources, notes = autoscaler([deployment(namespace="llm")], scaling(), "hpa")
+    hpa = resources[-1]
+    kubernetes_validate.validate(hpa, "1.33.0", strict=True)
+    spec = hpa["spec"]
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat"}
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (1, 6)
+    running, waiting = spec["metrics"]
+    assert running["pods"] == {"metric": {"name": "vllm:num_requests_running"},
+                               "target": {"type": "AverageValue", "averageValue": "12500m"}}
+    assert waiting["pods"]["metric"]["name"] == "vllm:num_requests_waiting"
+    assert spec["behavior"]["scaleDown"] == {"stabilizationWindowSeconds": 300}
+    assert spec["behavior"]["scaleUp"]["policies"] == [{"type": "Pods", "value": 3, "periodSeconds": 240}]
+    assert any("12.5 requests running per replica (Little's law)" in n for n in notes)
+
+
+def test_the_scaled_object_validates_against_kedas_schema():
+    import jsonschema
+    import kubernetes_validate
+
+    from planner.report.autoscaler import autoscaler
+    from tests.test_k8s import crd_schemas
+
+    resources, _ = autoscaler([deployment(namespace="llm")], scaling(min_replicas=0), "keda", "http://prom:9090")
+    so = resources[-1]
+    schema = crd_schemas()[("keda.sh/v1alpha1", "ScaledObject")]
+    assert schema["source"]["repository"] == "https://github.com/kedacore/keda" and schema["source"]["tag"] == "v2.20.2"
+    jsonschema.validate(so, schema["schema"])
+    behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]  # as Kubernetes reads it
+    kubernetes_validate.validate({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                                  "metadata": {"name": "t"}, "spec": {"scaleTargetRef": so["spec"]["scaleTargetRef"],
+                                                                      "maxReplicas": 6, "behavior": behavior}},
+                                 "1.33.0", strict=True)
+    running, waiting = so["spec"]["triggers"]
+    assert running["metadata"] == {"serverAddress": "http://prom:9090", "threshold": "12.5",
+                                   "query": 'sum(vllm:num_requests_running{namespace="llm",service="chat"})'}
+    assert waiting["metadata"]["query"] == 'sum(vllm:num_requests_waiting{namespace="llm",service="chat"})'
+    assert so["spec"]["minReplicaCount"] == 0 and running["metricType"] == "AverageValue"
+    with pytest.raises(jsonschema.ValidationError):  # the check itself: a trigger without its type
+        jsonschema.validate({**so, "spec": {**so["spec"], "triggers": [{"metadata": {}}]}}, schema["schema"])
+
+
+def test_an_hpa_keeps_one_replica_and_a_window_beyond_kubernetes_is_refused():
+    from planner.report.autoscaler import autoscaler
+    from pricing.errors import InputError
+
+    resources, notes = autoscaler([deployment()], scaling(min_replicas=0), "hpa")
+    assert resources[-1]["spec"]["minReplicas"] == 1 and any("keeps at least 1" in n for n in notes)
+    with pytest.raises(InputError, match="scale_down_minutes"):
+        autoscaler([deployment()], scaling(scale_down_seconds=7200), "hpa")

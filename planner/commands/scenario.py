@@ -14,7 +14,7 @@ from rich.console import Console
 
 from planner import defaults
 from planner.commands import emit
-from planner.commands.emit import apply_k8s_options
+from planner.commands.emit import apply_k8s_options, autoscaler_options
 from planner.commands.flags import check_options, file_flag, names_flags, option_flag, own_flag, plan_flag, service_flag
 from planner.commands.plan import (
     check_output_path,
@@ -113,6 +113,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
 @apply_options_to(executor_options())
 @spare_option()
 @apply_k8s_options
+@apply_options_to(autoscaler_options())
 @click.pass_context
 @names_flags(file_flag)
 def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_file_schema, show_schema,
