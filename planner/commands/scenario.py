@@ -136,6 +136,9 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         scenario = scenario.model_copy(update={"spare": spare})
     emit.check_chips(to, [c for s in scenario.services for c in scenario.limits(s).chips])
     emit.check_serving(to, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
+    if k8s.get("autoscaler") and not any(scenario.merged(s).traffic for s in scenario.services):
+        raise InputError("--autoscaler", "has no effect without a service's traffic: (nothing is autoscaled)",
+                         "give a service traffic:, or drop it")
     from planner.heap import freeze_imported
     from planner.report.review import Ticker
 
@@ -145,7 +148,9 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
                    ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
     code = _emit(c, fmt, with_variants, chart_path)
     if to is not None and c.base.feasible:
-        for line in emit.emit(*emit.fleet_pools(c.base.services), to=to):
+        from planner.app.fleet_schedule import autoscaled
+
+        for line in emit.emit(*emit.fleet_pools(c.base.emitted_pools), to=to, autoscaled=autoscaled(c.base)):
             click.echo(line, err=fmt == "json")
     elif to is not None:
         click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)

@@ -1,0 +1,220 @@
+"""A scenario's fleet over the day (issue 41): the services with `traffic:` scheduled interval by
+interval on one inventory (planner/search/time_fleet.py), so that services peaking at different
+hours share GPUs; the GPUs the inventory needs at its busiest interval against the sum of the
+services' own peaks; and each autoscaled pool's autoscaler settings (planner/report/autoscaler.py).
+
+Each service's candidate shapes are its options as the scenario's search prepares them
+(planner/search/fleet.py `prepare`, sized at the traffic's peak): the static plan's pick and the
+cheapest others at the peak, up to planner/defaults.yaml
+time_fleet.shapes_per_service in all (the search over the day is over those shapes only). A shape's
+replicas per interval are the traffic's (planner/traffic/schedule.py `replicas_needed`: the fewest
+meeting the targets, min replicas, lead time and scale-down delay); a service without `traffic:`
+keeps its static replicas all day.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, PrivateAttr
+
+from planner import defaults
+from planner.report.autoscaler import Autoscaling, largest_step
+from planner.scenario import Scenario
+from planner.search.fleet import Prepared, spare_gpus
+from planner.search.status import StageStatus
+from planner.search.time_fleet import ServiceOverDay, ShapeOverDay, common_timeline, solve_time_fleet, spread
+from pricing.errors import InputError
+
+MINUTES_PER_DAY = 1440
+
+
+class AutoscalerSettings(BaseModel):
+    """What an autoscaled pool's autoscaler is set to (planner/report/autoscaler.py), at the shape
+    the fleet over the day keeps it on (the pool --emit k8s writes)."""
+
+    min_replicas: int
+    max_replicas: int
+    per_replica_rate: float = Field(description="the highest requests/s one replica serves within the targets at the "
+                                    "peak interval's lengths (the serving simulator, tails included)")
+    mean_e2e_seconds: float = Field(description="the simulator's mean E2E latency of one replica at that rate")
+    running_per_replica: float = Field(description="target requests per replica: per_replica_rate × mean E2E "
+                                       "(Little's law: requests in the system, queued ones included)")
+    lead_minutes: float
+    scale_down_minutes: float
+    step: int = Field(description="the most replicas the schedule adds within one lead time (the scale-up policy)")
+
+    def autoscaling(self) -> Autoscaling:
+        return Autoscaling(self.min_replicas, self.max_replicas, self.running_per_replica,
+                           f"Little's law: {self.per_replica_rate:g} requests/s per replica × "
+                           f"{self.mean_e2e_seconds:.2f} s mean E2E, the serving simulator at the pool's shape",
+                           round(self.lead_minutes * 60), round(self.scale_down_minutes * 60), self.step)
+
+
+class ServiceOverTheDay(BaseModel):
+    """One service over the day: the shape the fleet keeps it on, its replicas and GPUs per interval."""
+
+    service: str
+    autoscaled: bool = Field(description="the service has traffic: (else its static replicas all day)")
+    chip: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    gpus_per_replica: int
+    price_per_gpu_hour: float
+    replicas: list[int] = Field(description="replicas at each interval of the timeline")
+    gpus: list[int]
+    peak_gpus: int = Field(description="the service's own busiest interval's GPUs")
+    cost_per_day: float = Field(description="USD a day of its replicas over the day")
+    cost_static_per_day: float = Field(description="USD a day of its own peak pool held all day")
+    same_as_static: bool = Field(description="the shape is the static plan's")
+    shapes_considered: int
+    autoscaler: AutoscalerSettings | None = Field(None, description="the autoscaler of its pool (with traffic:)")
+
+
+class TimelineInterval(BaseModel):
+    start_minute: int
+    minutes: int
+
+
+class FleetOverTheDay(BaseModel):
+    """`plan scenario`'s fleet over the day: the peak of the sum against the sum of peaks."""
+
+    timeline: list[TimelineInterval]
+    services: list[ServiceOverTheDay]
+    gpus: list[int] = Field(default_factory=list, description="the fleet's GPUs at each interval")
+    peak_gpus: int | None = Field(None, description="GPUs the inventory needs at its busiest interval")
+    sum_of_service_peaks: int | None = Field(None, description="the sum of each service's own peak GPUs (what "
+                                             "pools sized each for its own peak take)")
+    saving_gpus: int | None = None
+    busiest_start_minute: int | None = None
+    cost_autoscaled_per_day: float | None = None
+    cost_static_per_day: float | None = Field(None, description="every service's own peak pool held all day")
+    solver_status: str
+    solver_stages: list[StageStatus] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    _options: list = PrivateAttr(default_factory=list)  # the option each service keeps (planner/search/cpsat.py)
+
+
+def busiest_picks(over: FleetOverTheDay, prepared: list[Prepared]) -> list[tuple[int, object, int]]:
+    """The fleet over the day's pools at its busiest interval, as planner/app/fleet.py `_plans` takes
+    picks: (option index, option, replicas; at least one), per service."""
+    t = next(i for i, a in enumerate(over.timeline) if a.start_minute == over.busiest_start_minute)
+    return [(p.options.index(o), o, max(1, s.replicas[t])) for p, s, o in zip(prepared, over.services, over._options,
+                                                                               strict=True)]
+
+
+def _candidates(p: Prepared, static) -> list:
+    """The static pick first, then the cheapest other aggregated options at the peak (an option
+    dominated at the peak may still cost less over the day: fewer GPUs a replica when it is quiet)."""
+    keep = defaults.value("time_fleet.shapes_per_service")
+    kept = [o for o in p.options if hasattr(o.row, "chip")]
+    kept.sort(key=lambda o: (o.cost_units * o.rmin, o.row.gpus * o.rmin, o.rank))
+    out = [static] if static is not None and hasattr(static.row, "chip") else []
+    out += [o for o in kept if o is not static]
+    return out[:keep]
+
+
+def _shape(p: Prepared, option):
+    from planner.traffic.schedule import PoolShape
+
+    return PoolShape(next(t for t in p.tables if t.chip.id == option.row.chip), option.row)
+
+
+def _settings(scenario: Scenario, p: Prepared, option, replicas: list[int]) -> AutoscalerSettings:
+    """The autoscaler of the service's pool on `option`'s shape: its replicas' range over its own
+    bins, the simulator's target at the traffic's peak lengths."""
+    from planner.candidates import slo
+    from planner.candidates.table import sweep_model
+    from planner.limits import MAX_RATE
+    from planner.traffic import schedule
+
+    traffic = scenario.traffic_of(next(s for s in scenario.services if s.name == p.name))
+    shape = _shape(p, option)
+    peak = traffic.peak
+    rate = max(peak.requests_per_second, slo.grid_rate(0))
+    spec = schedule.at(p.spec, schedule.length_bin(peak.isl), schedule.length_bin(peak.osl), rate)
+    candidate = slo.Candidate(sweep_model(p.spec.model, p.spec.quantization), shape.table, spec, option.row)
+    found = slo.highest_rate(candidate, min(MAX_RATE, slo.grid_rate(slo.grid_index(rate) + 1)))
+    mean_e2e = found.served.e2e.mean if found.served is not None else 0.0
+    lead = traffic.lead_minutes if traffic.lead_minutes is not None else schedule.lead_minutes(p.spec, shape)[0]
+    down = schedule.scale_down(traffic)[0]
+    return AutoscalerSettings(min_replicas=min(replicas), max_replicas=max(replicas), per_replica_rate=found.rate,
+                              mean_e2e_seconds=round(mean_e2e, 4),
+                              running_per_replica=round(found.rate * mean_e2e, 3), lead_minutes=round(lead, 3),
+                              scale_down_minutes=round(down, 3),
+                              step=largest_step(replicas, [i.minutes for i in traffic.intervals], lead, traffic.cyclic))
+
+
+def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list | None,
+                      time_limit: float | None = None) -> FleetOverTheDay | None:
+    """The fleet over the day of a scenario whose services have `traffic:` (None when none has):
+    `prepared`, every service's options (planner/search/fleet.py); `static`, the static plan's picks
+    ((index, option, replicas) per service; None when it found none)."""
+    from planner.traffic.schedule import NotServed, replicas_needed
+
+    traffics = {p.name: scenario.traffic_of(s) for p in prepared for s in scenario.services if s.name == p.name}
+    if not any(traffics.values()):
+        return None
+    bins = {name: [(i.start_minute, i.minutes) for i in t.intervals] for name, t in traffics.items() if t}
+    try:
+        timeline = common_timeline(list(bins.values()))
+    except ValueError as err:
+        raise InputError("traffic", f"the services cannot share one timeline: {err}",
+                         "give every service's traffic the same window (a day, or a week)") from None
+    minutes = [m for _, m in timeline]
+    services, considered, own, notes = [], [], {}, []
+    for k, p in enumerate(prepared):
+        pick = static[k][1] if static else None
+        shapes = []
+        for rank, option in enumerate(_candidates(p, pick)):
+            traffic = traffics[p.name]
+            if traffic is None:
+                replicas = (option.rmin,) * len(timeline)
+            else:
+                try:
+                    need = replicas_needed(p.spec, _shape(p, option), traffic)
+                except NotServed as err:
+                    notes.append(f"{p.name}: {err}")
+                    continue
+                replicas = spread(need, bins[p.name], timeline)
+                own[(p.name, id(option))] = need
+            shapes.append(ShapeOverDay(option, option.row.chip, option.row.gpus, option.price, replicas, rank))
+        considered.append(len(shapes))
+        services.append(ServiceOverDay(p.name, shapes))
+    inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
+    found = solve_time_fleet(services, minutes, inventory, spare_gpus(scenario, prepared), time_limit)
+    day = MINUTES_PER_DAY / sum(minutes)
+    out = []
+    for k, (p, shape) in enumerate(zip(prepared, found.picks, strict=False)):
+        row = shape.option.row
+        pick = static[k][1] if static else None
+        need = own.get((p.name, id(shape.option)))
+        settings = _settings(scenario, p, shape.option, need) if need is not None else None
+        out.append(ServiceOverTheDay(
+            service=p.name, autoscaled=traffics[p.name] is not None, chip=row.chip, tensor_parallel_size=row.shape.tp,
+            pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp, gpus_per_replica=row.gpus,
+            price_per_gpu_hour=shape.price_per_gpu_hour, replicas=list(shape.replicas), gpus=shape.gpus(),
+            peak_gpus=shape.peak_gpus(), cost_per_day=round(shape.cost(minutes) * day, 2),
+            cost_static_per_day=round(shape.peak_gpus() * shape.price_per_gpu_hour * 24, 2),
+            same_as_static=shape.option is pick, shapes_considered=considered[k], autoscaler=settings))
+        if pick is not None and shape.option is not pick:
+            notes.append(f"{p.name}: over the day replicas of {row.gpus} × {row.chip} (tp {row.shape.tp}) cost less "
+                         f"than the static plan's {pick.row.gpus} × {pick.row.chip} (tp {pick.row.shape.tp}); "
+                         "--emit k8s writes the pools over the day")
+    over = FleetOverTheDay(
+        timeline=[TimelineInterval(start_minute=a, minutes=m) for a, m in timeline], services=out, gpus=found.gpus,
+        peak_gpus=found.peak_gpus, sum_of_service_peaks=found.sum_of_service_peaks,
+        saving_gpus=None if found.peak_gpus is None else found.sum_of_service_peaks - found.peak_gpus,
+        busiest_start_minute=None if found.busiest is None else timeline[found.busiest][0],
+        cost_autoscaled_per_day=round(sum(s.cost_per_day for s in out), 2) if out else None,
+        cost_static_per_day=round(sum(s.cost_static_per_day for s in out), 2) if out else None,
+        solver_status=found.status, solver_stages=found.stages, notes=notes)
+    over._options = [shape.option for shape in found.picks]
+    return over
+
+
+def autoscaled(result) -> dict[str, Autoscaling]:
+    """A scenario result's autoscaled pools (planner/app/fleet.py FleetResult): service name -> its
+    autoscaler's settings, as planner/commands/emit.py `emit` takes them."""
+    over = result.over_the_day
+    return {s.service: s.autoscaler.autoscaling() for s in over.services if s.autoscaler} if over else {}
