@@ -67,3 +67,21 @@ def schedule(request: ScheduleRequest) -> ServiceSchedule:
         cost_static_per_day=round(hours_static * price, 2), cost_autoscaled_per_day=round(hours_scaled * price, 2),
         gpu_hours_static=round(hours_static, 2), gpu_hours_autoscaled=round(hours_scaled, 2))
 
+
+
+def fleet_schedules(scenario, prepared: list, picks: list) -> list[ServiceSchedule]:
+    """The schedule of every service of a planned scenario that gives `traffic:`, on the pool shape
+    its static plan chose (the cheapest at the peak interval), priced as the plan prices it."""
+    from planner.search.disagg import PairOption
+
+    by_name = {s.name: s for s in scenario.services}
+    out = []
+    for p, (_, option, replicas) in zip(prepared, picks, strict=True):
+        traffic = scenario.traffic_of(by_name[p.name])
+        if traffic is None or isinstance(option, PairOption):  # a disaggregated fleet: check_references refuses
+            continue
+        table = next(t for t in p.tables if t.chip.id == option.row.chip)
+        out.append(schedule(ScheduleRequest(name=p.name, service=p.spec, traffic=traffic,
+                                            shape=PoolShape(table, option.row), price_per_gpu_hour=option.price,
+                                            static_replicas=replicas)))
+    return out
