@@ -61,7 +61,8 @@ def schedule(request: ScheduleRequest) -> ServiceSchedule:
                                                          traffic.cyclic)) * gpus / 60 * per_day
     rate = found.rates[found.bins[traffic.intervals.index(traffic.peak)]]
     return ServiceSchedule(
-        service=request.name, source=traffic.source, shape=shape.described(price), per_replica_rate=rate,
+        service=request.name, source=traffic.source, window_start=traffic.window_start,
+        shape=shape.described(price), per_replica_rate=rate,
         min_replicas=traffic.min_replicas, lead_minutes=round(lead, 2), lead_source=lead_said,
         scale_down_minutes=round(down, 2), intervals=rows, static_replicas=static,
         cost_static_per_day=round(hours_static * price, 2), cost_autoscaled_per_day=round(hours_scaled * price, 2),

@@ -74,6 +74,8 @@ class ServiceSchedule(BaseModel):
 
     service: str
     source: str = Field("", description="where the traffic came from")
+    window_start: str | None = Field(None, description="the window's first minute, ISO-8601 UTC (a trace's or an "
+                                     "export's); None: a profile's midnight")
     shape: ScheduleShape = Field(description="the pool shape: the static plan's, the cheapest at the peak interval")
     per_replica_rate: float = Field(description="highest requests/s one replica serves within the targets (the "
                                     "simulator, tails included), at the peak interval's lengths")
@@ -273,8 +275,8 @@ def lead_minutes(service: ServiceSpec, shape: PoolShape) -> tuple[float, str]:
     bandwidth = defaults.value("traffic.storage_bytes_per_second")
     warm = defaults.value("traffic.warm_up_seconds")
     seconds = shard / bandwidth + warm
-    return seconds / 60, (f"{shard / 2**30:.1f} GiB per rank at {bandwidth / 1e9:g} GB/s, plus {warm:g} s warm-up "
-                          "(planner/defaults.yaml traffic)")
+    return seconds / 60, (f"{shard / 2**30:.1f} GiB per rank at {bandwidth / 1e9:g} GB/s plus {warm:g} s warm-up, "
+                          "planner/defaults.yaml traffic")
 
 
 def replicas_needed(service: ServiceSpec, shape: PoolShape, traffic: Traffic) -> list[int]:

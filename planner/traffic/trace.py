@@ -134,4 +134,8 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
                           osl=max(1, math.ceil(output[k] / n)) if n else mean_osl)
                  for k, n in enumerate(counts)]
     return Traffic(intervals=intervals, source=f"trace {path.name} ({total:,} requests)",
-                   longest_request=max(1, longest), **policy)
+                   longest_request=max(1, longest), window_start=iso(start), **policy)
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
