@@ -211,13 +211,18 @@ class Scenario(BaseModel):
         method = s.speculative_method or (s.speculative.method if s.speculative else None)
         rates = s.speculative_acceptance or (s.speculative.acceptance if s.speculative else None)
         concurrency = s.concurrency if s.concurrency is not None else 1  # service targets alone: a rate
-        workload = s.workload
+        workload, context = s.workload, s.context_length
         if s.traffic is not None:  # sized at the peak interval: the static plan (planner/traffic/schedule.py)
-            peak = self.traffic_of(service).peak
+            traffic = self.traffic_of(service)
+            ratio = s.workload.range_ratio if s.workload else 0.0
+            peak = traffic.peak
             workload = WorkloadSpec(isl=peak.isl, osl=peak.osl, requests_per_second=peak.requests_per_second,
-                                    range_ratio=s.workload.range_ratio if s.workload else 0.0)
+                                    range_ratio=ratio)
+            if context is None:  # every interval's requests fit, as a rate's context holds its longest request
+                context = max([MIN_CONTEXT, traffic.longest_request or 0] + [
+                    WorkloadSpec(isl=i.isl, osl=i.osl, range_ratio=ratio).longest for i in traffic.intervals])
         return ServiceSpec(model=s.model, quantization=s.quantization, concurrency=concurrency,
-                           context_length=s.context_length, headroom=s.headroom or 0.0,
+                           context_length=context, headroom=s.headroom or 0.0,
                            num_speculative_tokens=tokens, speculative_method=method,
                            speculative_acceptance=tuple(rates) if rates else None,
                            kv_cache_dtypes=tuple(s.kv_cache_dtype or ("auto",)),

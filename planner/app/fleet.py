@@ -16,6 +16,7 @@ from planner.app.disagg_plan import launch_pools
 from planner.app.fleet_schedule import FleetOverTheDay, plan_over_the_day
 from planner.app.plan import serving_figures, token_costs
 from planner.app.result import PoolPlan, Target
+from planner.app.schedule import fleet_schedules
 from planner.app.serve import instance_launches, pool_launch, served_model
 from planner.app.serving import Handover
 from planner.app.targets import target_words
@@ -30,6 +31,7 @@ from planner.search.disagg import PairOption
 from planner.search.fleet import Prepared, search_fleet, unserved
 from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
 from planner.search.status import StageStatus
+from planner.traffic.schedule import ServiceSchedule
 from pricing.chips import get_chip
 from pricing.errors import mention
 from pricing.kernel.deployment import beyond_positions
@@ -149,6 +151,10 @@ class FleetResult(BaseModel):
     def emitted_pools(self) -> list[ServicePlan]:
         """The pools --emit k8s writes: over the day's when the services have traffic, else the plan's."""
         return self._day_pools or self.services
+
+    schedules: list[ServiceSchedule] = Field(default_factory=list, description="each service with traffic: its "
+                                             "autoscaled schedule (per interval: rate, replicas, GPUs, p99s) and its "
+                                             "cost per day against the static peak pool's")
 
 
 def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[ServicePlan], Placement]:
@@ -337,9 +343,10 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     hours = defaults.value("report.hours_per_month")
     if picks:
         plans, laid = _plans(prepared, picks, scenario)
+        schedules = fleet_schedules(scenario, prepared, picks)
         short = []
     else:
-        plans, laid = [], Placement(nodes=[], instances=[])
+        plans, laid, schedules = [], Placement(nodes=[], instances=[]), []
         short = list(refused.values())
         timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
         if not solvable:
@@ -392,7 +399,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
                        candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3),
-                       nodes=laid.nodes, placement_notes=laid.notes, over_the_day=over,
+                       nodes=laid.nodes, placement_notes=laid.notes, schedules=schedules, over_the_day=over,
                        peak_gpus=over.peak_gpus if over else None,
                        sum_of_service_peaks=over.sum_of_service_peaks if over else None)
     result._day_pools = day_pools

@@ -125,23 +125,21 @@ def _settings(scenario: Scenario, p: Prepared, option, replicas: list[int]) -> A
     bins, the simulator's target at the traffic's peak lengths."""
     from planner.candidates import slo
     from planner.candidates.table import sweep_model
-    from planner.limits import MAX_RATE
     from planner.traffic import schedule
 
     traffic = scenario.traffic_of(next(s for s in scenario.services if s.name == p.name))
     shape = _shape(p, option)
-    peak = traffic.peak
-    rate = max(peak.requests_per_second, slo.grid_rate(0))
-    spec = schedule.at(p.spec, schedule.length_bin(peak.isl), schedule.length_bin(peak.osl), rate)
-    candidate = slo.Candidate(sweep_model(p.spec.model, p.spec.quantization), shape.table, spec, option.row)
-    found = slo.highest_rate(candidate, min(MAX_RATE, slo.grid_rate(slo.grid_index(rate) + 1)))
-    mean_e2e = found.served.e2e.mean if found.served is not None else 0.0
+    found = schedule.demand(p.spec, shape, traffic)  # the per-replica rate as the service's schedule finds it
+    isl, osl = found.bins[traffic.intervals.index(traffic.peak)]
+    rate = found.rates[(isl, osl)]
+    candidate = slo.Candidate(sweep_model(p.spec.model, p.spec.quantization), shape.table,
+                              schedule.at(p.spec, isl, osl, rate), option.row)
+    mean_e2e = candidate.run(rate).e2e.mean
     lead = traffic.lead_minutes if traffic.lead_minutes is not None else schedule.lead_minutes(p.spec, shape)[0]
     down = schedule.scale_down(traffic)[0]
-    return AutoscalerSettings(min_replicas=min(replicas), max_replicas=max(replicas), per_replica_rate=found.rate,
-                              mean_e2e_seconds=round(mean_e2e, 4),
-                              running_per_replica=round(found.rate * mean_e2e, 3), lead_minutes=round(lead, 3),
-                              scale_down_minutes=round(down, 3),
+    return AutoscalerSettings(min_replicas=min(replicas), max_replicas=max(replicas), per_replica_rate=rate,
+                              mean_e2e_seconds=round(mean_e2e, 4), running_per_replica=round(rate * mean_e2e, 3),
+                              lead_minutes=round(lead, 3), scale_down_minutes=round(down, 3),
                               step=largest_step(replicas, [i.minutes for i in traffic.intervals], lead, traffic.cyclic))
 
 

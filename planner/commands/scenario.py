@@ -93,9 +93,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
         for note in dict.fromkeys(n for r in (c.results if with_variants else [c.base]) for n in r.notes):
             click.echo(f"plan: note: {note}", err=True)
     if chart_path:
-        from planner.report.charts import chart
+        from planner.report.schedule_chart import review_charts
 
-        write_charts(lambda: chart(c, chart_path, named), chart_path)
+        write_charts(lambda: review_charts(c, chart_path, named), chart_path)
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 

@@ -359,6 +359,10 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     estimate = any(p.price_estimate for p in r.services)
     console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r, named)}", soft_wrap=True)
+    for s in r.schedules:  # a service with traffic: its autoscaled schedule against its static pool
+        from planner.report.schedule import render_schedule
+
+        render_schedule(s, console)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == Role.AGGREGATED
                      else [f"binds: {p.binds}"]):

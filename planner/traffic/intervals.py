@@ -37,6 +37,10 @@ class Traffic(BaseModel):
                                        "(planner/defaults.yaml traffic.storage_bytes_per_second)")
     scale_down_minutes: float | None = Field(None, ge=0, description="replicas are kept this long after the need "
                                              "falls; None: planner/defaults.yaml traffic.scale_down_seconds")
+    longest_request: int | None = Field(None, ge=1, description="input + output tokens of the longest request "
+                                        "(a trace's); None: the intervals' mean lengths are all that is known")
+    window_start: str | None = Field(None, description="the window's first minute, ISO-8601 UTC (a trace's or an "
+                                     "export's); None: a profile's midnight (Monday's, weekly)")
     cyclic: bool = Field(False, description="the window repeats (a day or week profile): its end ramps into its start")
 
     @property

@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from planner.traffic.intervals import Interval, Traffic
+from planner.traffic.trace import iso
 from pricing.errors import InputError
 from pricing.files import read_text
 
@@ -132,4 +133,4 @@ def read_export(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
                                   requests_per_second=sums[REQUESTS][k] / seconds,
                                   isl=mean(k, lengths[0]), osl=mean(k, lengths[1])))
     return Traffic(intervals=intervals, source=f"prometheus {path.name} ({round(total):,} requests; lengths "
-                   f"from the {said})", **policy)
+                   f"from the {said})", window_start=iso(start), **policy)

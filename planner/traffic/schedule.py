@@ -3,8 +3,9 @@ meet the service targets at the interval's arrivals, held to an autoscaling poli
 
 The approximation (the fast path): per length bin (the intervals' mean lengths rounded up to
 planner/defaults.yaml traffic.length_digits significant digits, so the bin is never shorter than
-the requests), the highest rate one replica serves within every target is found once by the serving
-simulator (planner/candidates/slo.py highest_rate: Poisson arrivals, tails included, on a grid of
+the requests; unrounded where the rounded pair would not fit the shape's max_model_len), the highest
+rate one replica serves within every target is found once by the serving simulator
+(planner/candidates/slo.py highest_rate: Poisson arrivals, tails included, on a grid of
 three significant digits); an interval at rate λ then needs ceil(λ / that rate) replicas, each
 seeing λ / R ≤ the rate found (the percentiles never fall as the rate rises, property-tested in
 tests/test_serving.py), and the peak interval of each bin is simulated at its share to check it.
@@ -23,10 +24,11 @@ before its load arrives, which an autoscaler reacting to load (HPA, KEDA) does `
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from planner import defaults
 from planner.candidates import slo
@@ -51,14 +53,30 @@ class IntervalPlan(BaseModel):
                           "autoscaler reacting to load does late")
 
 
+class ScheduleShape(BaseModel):
+    """The pool shape a schedule scales: one replica's vLLM configuration on its chip, at its price."""
+
+    chip: str
+    split: str = Field(description="the instance's split, 'tp 8' or 'tp 1 × dp 4'")
+    gpus_per_replica: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    gpu_memory_utilization: float
+    kv_cache_dtype: str
+    price_per_gpu_hour: float
+
+
 class ServiceSchedule(BaseModel):
     """A service's autoscaled schedule on one pool shape, against the static pool that serves its peak."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     service: str
     source: str = Field("", description="where the traffic came from")
-    shape: object = Field(description="the pool shape: planner/app/result.py PoolPlan of the static (peak) pool")
+    window_start: str | None = Field(None, description="the window's first minute, ISO-8601 UTC (a trace's or an "
+                                     "export's); None: a profile's midnight")
+    shape: ScheduleShape = Field(description="the pool shape: the static plan's, the cheapest at the peak interval")
     per_replica_rate: float = Field(description="highest requests/s one replica serves within the targets (the "
                                     "simulator, tails included), at the peak interval's lengths")
     min_replicas: int
@@ -89,6 +107,17 @@ class PoolShape:
     def price_per_gpu_hour(self) -> float:
         return self.table.chip.price_per_gpu_hour
 
+    def described(self, price: float | None = None) -> ScheduleShape:
+        """The shape as the schedule reports it (`price`: USD per GPU-hour, the chip's unless given)."""
+        row = self.row
+        return ScheduleShape(chip=row.chip, split=row.shape.split(), gpus_per_replica=row.gpus,
+                             tensor_parallel_size=row.shape.tp, pipeline_parallel_size=row.shape.pp,
+                             data_parallel_size=row.shape.dp, max_num_seqs=row.max_num_seqs,
+                             max_num_batched_tokens=row.max_num_batched_tokens,
+                             gpu_memory_utilization=row.gpu_memory_utilization,
+                             kv_cache_dtype=row.shape.kv_cache_dtype,
+                             price_per_gpu_hour=self.price_per_gpu_hour if price is None else price)
+
 
 class NotServed(ValueError):
     """The shape misses the service targets at some interval's lengths even one request at a time."""
@@ -113,6 +142,7 @@ class Demand:
     its fewest replicas and one replica's benchmark at its share."""
 
     rates: dict[tuple[int, int], float] = field(default_factory=dict)  # length bin -> req/s per replica
+    bins: list[tuple[int, int]] = field(default_factory=list)  # each interval's length bin
     needed: list[int] = field(default_factory=list)
     served: list[Served | None] = field(default_factory=list)
     simulated: int = 0
@@ -125,22 +155,31 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
     from planner.candidates.table import sweep_model
 
     model = sweep_model(service.model, service.quantization)
+    ratio = service.workload.range_ratio
+    context = shape.table.context_length
+
+    def fits(isl: int, osl: int) -> bool:
+        return math.ceil(isl * (1 + ratio)) + math.ceil(osl * (1 + ratio)) <= context
+
     bins: dict[tuple[int, int], list[int]] = {}
     for i, iv in enumerate(traffic.intervals):
-        bins.setdefault((length_bin(iv.isl), length_bin(iv.osl)), []).append(i)
-    out = Demand(needed=[0] * len(traffic.intervals), served=[None] * len(traffic.intervals))
+        binned = (length_bin(iv.isl), length_bin(iv.osl))
+        bins.setdefault(binned if fits(*binned) else (iv.isl, iv.osl), []).append(i)
+    out = Demand(needed=[0] * len(traffic.intervals), served=[None] * len(traffic.intervals),
+                 bins=[(0, 0)] * len(traffic.intervals))
     for (isl, osl), members in bins.items():
         peak = max(traffic.intervals[i].requests_per_second for i in members)
         spec = at(service, isl, osl, max(peak, slo.grid_rate(0)))
         candidate = slo.Candidate(model, shape.table, spec, shape.row)
-        ceiling = min(MAX_RATE, slo.grid_rate(slo.grid_index(max(peak, slo.grid_rate(0))) + 1))
-        found = slo.highest_rate(candidate, ceiling)
+        found = slo.highest_rate(candidate, MAX_RATE)
         out.simulated += found.simulated + 1
         if not found.rate:
             missed = slo.misses(spec, found.alone) if found.alone is not None else []
             raise NotServed(f"{shape.row.shape.split()} on {shape.table.chip.id} misses the targets at isl {isl}, "
                             f"osl {osl}" + (f" even one request at a time ({len(missed)} targets)" if missed else ""))
         out.rates[(isl, osl)] = found.rate
+        for i in members:
+            out.bins[i] = (isl, osl)
         runs: dict[float, Served] = {}
 
         def bench(rate: float, candidate=candidate, runs=runs) -> Served:
@@ -153,12 +192,16 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
             rate = traffic.intervals[i].requests_per_second
             out.needed[i] = max(traffic.min_replicas, math.ceil(rate / found.rate - 1e-12) if rate else 0)
         top = max(members, key=lambda i: traffic.intervals[i].requests_per_second)
-        if peak:
-            while slo.misses(spec, bench(peak / out.needed[top])):  # the check: the peak at its share
+        if peak:  # the check: the peak at its share, and one replica fewer (as slo.size sizes a static pool)
+            while slo.misses(spec, bench(peak / out.needed[top])):
                 out.needed[top] += 1
-            for i in members:
-                if traffic.intervals[i].requests_per_second == peak:
-                    out.needed[i] = max(out.needed[i], out.needed[top])
+            while out.needed[top] > max(1, traffic.min_replicas) and not slo.misses(
+                    spec, bench(peak / (out.needed[top] - 1))):
+                out.needed[top] -= 1
+            for i in members:  # a lower rate never needs more than the peak (the percentiles rise with the rate)
+                rate = traffic.intervals[i].requests_per_second
+                out.needed[i] = max(traffic.min_replicas, out.needed[top] if rate == peak
+                                    else min(out.needed[i], out.needed[top]))
         if benchmarks:
             for i in members:
                 rate = traffic.intervals[i].requests_per_second
@@ -167,19 +210,48 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
     return out
 
 
+def steps(needed: list[int], intervals: list[Interval], lead_minutes: float, scale_down_minutes: float,
+          cyclic: bool) -> list[tuple[float, float, int]]:
+    """The replicas running over the window as steps (start minute, end minute, replicas): each
+    interval's need held from `lead_minutes` before it starts to `scale_down_minutes` after it ends
+    (over the cycle's seam when `cyclic`), the most of those covering each moment."""
+    window = sum(i.minutes for i in intervals)
+    shifts = (-window, 0, window) if cyclic else (0,)
+    spans = sorted((iv.start_minute + s - lead_minutes, iv.start_minute + iv.minutes + s + scale_down_minutes, n)
+                   for s in shifts for iv, n in zip(intervals, needed, strict=True))
+    cuts = sorted({0.0, float(window), *(min(window, max(0.0, x)) for a, b, _ in spans for x in (a, b))})
+    out: list[tuple[float, float, int]] = []
+    active: list[tuple[int, float]] = []  # (-replicas, end) of the spans begun, the most first
+    k = 0
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        while k < len(spans) and spans[k][0] <= lo:
+            heapq.heappush(active, (-spans[k][2], spans[k][1]))
+            k += 1
+        while active and active[0][1] <= lo:  # ended before this piece
+            heapq.heappop(active)
+        top = -active[0][0] if active else 0
+        if out and out[-1][2] == top:
+            out[-1] = (out[-1][0], hi, top)
+        else:
+            out.append((lo, hi, top))
+    return out
+
+
 def hold(needed: list[int], intervals: list[Interval], lead_minutes: float, scale_down_minutes: float,
          cyclic: bool) -> list[int]:
-    """The replicas running in each interval: every interval's need held from `lead_minutes` before
-    it starts to `scale_down_minutes` after it ends (over the cycle's seam when `cyclic`)."""
-    window = sum(i.minutes for i in intervals)
-    running = list(needed)
-    for j, target in enumerate(intervals):
-        lo, hi = target.start_minute - lead_minutes, target.start_minute + target.minutes + scale_down_minutes
-        for i, iv in enumerate(intervals):
-            shifts = (-window, 0, window) if cyclic else (0,)
-            if any(iv.start_minute + s < hi and iv.start_minute + iv.minutes + s > lo for s in shifts):
-                running[i] = max(running[i], needed[j])
-    return running
+    """The replicas running in each interval: the most `steps` holds at any moment of it."""
+    held = steps(needed, intervals, lead_minutes, scale_down_minutes, cyclic)
+    out, k = [], 0
+    for iv in intervals:
+        end = iv.start_minute + iv.minutes
+        while held[k][1] <= iv.start_minute:
+            k += 1
+        j, most = k, 0
+        while j < len(held) and held[j][0] < end:
+            most = max(most, held[j][2])
+            j += 1
+        out.append(most)
+    return out
 
 
 def at_risk(needed: list[int], lead_minutes: float, cyclic: bool) -> list[bool]:
@@ -203,8 +275,8 @@ def lead_minutes(service: ServiceSpec, shape: PoolShape) -> tuple[float, str]:
     bandwidth = defaults.value("traffic.storage_bytes_per_second")
     warm = defaults.value("traffic.warm_up_seconds")
     seconds = shard / bandwidth + warm
-    return seconds / 60, (f"{shard / 2**30:.1f} GiB per rank at {bandwidth / 1e9:g} GB/s, plus {warm:g} s warm-up "
-                          "(planner/defaults.yaml traffic)")
+    return seconds / 60, (f"{shard / 2**30:.1f} GiB per rank at {bandwidth / 1e9:g} GB/s plus {warm:g} s warm-up, "
+                          "planner/defaults.yaml traffic")
 
 
 def replicas_needed(service: ServiceSpec, shape: PoolShape, traffic: Traffic) -> list[int]:

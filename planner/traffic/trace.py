@@ -63,6 +63,7 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
     prompt: list[int] = []
     output: list[int] = []
     start = last = None
+    longest = 0
     try:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.reader(f)
@@ -109,6 +110,7 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
                     counts.append(0)
                     prompt.append(0)
                     output.append(0)
+                longest = max(longest, lengths[0] + lengths[1])
                 counts[k] += 1
                 prompt[k] += lengths[0]
                 output[k] += lengths[1]
@@ -131,4 +133,9 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
                           isl=max(1, math.ceil(prompt[k] / n)) if n else mean_isl,
                           osl=max(1, math.ceil(output[k] / n)) if n else mean_osl)
                  for k, n in enumerate(counts)]
-    return Traffic(intervals=intervals, source=f"trace {path.name} ({total:,} requests)", **policy)
+    return Traffic(intervals=intervals, source=f"trace {path.name} ({total:,} requests)",
+                   longest_request=max(1, longest), window_start=iso(start), **policy)
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
