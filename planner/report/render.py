@@ -363,6 +363,10 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         from planner.report.schedule import render_schedule
 
         render_schedule(s, console)
+    if r.over_the_day is not None:  # services with traffic on one inventory: the peak of the sum
+        from planner.report.fleet_schedule import render_over_the_day
+
+        render_over_the_day(r.over_the_day, console)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == Role.AGGREGATED
                      else [f"binds: {p.binds}"]):

@@ -29,6 +29,10 @@ def review_charts(c, path: str, named=None) -> list[tuple[str, str]]:
             schedule_chart(c.base.schedules, there, c.base.review or "scenario", batch)
             written.append((there, f"rate, replicas and $/day over the window of {len(c.base.schedules)} "
                                    f"service{'s' if len(c.base.schedules) > 1 else ''} with traffic"))
+        if c.base.feasible and c.base.over_the_day and c.base.over_the_day.peak_gpus is not None:
+            from planner.report.fleet_chart import fleet_written
+
+            written.append(fleet_written(c.base, path, batch))
         return written
 
 
