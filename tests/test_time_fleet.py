@@ -4,6 +4,7 @@ sum against the sum of peaks as a property over small synthetic fleets, and the 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -210,3 +211,96 @@ def test_an_hpa_keeps_one_replica_and_a_window_beyond_kubernetes_is_refused():
     assert resources[-1]["spec"]["minReplicas"] == 1 and any("keeps at least 1" in n for n in notes)
     with pytest.raises(InputError, match="scale_down_minutes"):
         autoscaler([deployment()], scaling(scale_down_seconds=7200), "hpa")
+
+
+# -- the three-service scenario (scenarios/diurnal-three-services.yaml) -------------------------------------
+SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "diurnal-three-services.yaml"
+
+
+@pytest.fixture(scope="module")
+def diurnal(tmp_path_factory):
+    """`plan scenario --format json --emit k8s` of the scenario, with the HPA and the KEDA manifests."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("diurnal")
+    runs = {}
+    for kind in ("hpa", "keda"):
+        done = subprocess.run([sys.executable, "-m", "planner.cli", "scenario", str(SCENARIO), "--format", "json",
+                               "--emit", "k8s", "-o", str(out / kind), "--autoscaler", kind, "--namespace", "llm"],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        runs[kind] = json.loads(done.stdout), done.stderr
+    return out, runs
+
+
+def test_the_diurnal_fleet_peaks_below_the_sum_of_peaks(diurnal):
+    """Done when: chat by day, batch by night, a flat API on one inventory report a fleet peak below the
+    sum of the services' peaks. Each service's GPUs over the day sum to the fleet's at every hour; the
+    peak is the busiest hour's; the sum of peaks is each service's own busiest hour's, added."""
+    _, runs = diurnal
+    result, _ = runs["hpa"]
+    over = result["over_the_day"]
+    assert result["feasible"] and over["solver_status"] == "OPTIMAL"
+    by = {s["service"]: s for s in over["services"]}
+    fleet = [sum(s["gpus"][t] for s in by.values()) for t in range(24)]
+    assert over["gpus"] == fleet and result["peak_gpus"] == over["peak_gpus"] == max(fleet)
+    assert result["sum_of_service_peaks"] == sum(max(s["gpus"]) for s in by.values())
+    assert result["peak_gpus"] < result["sum_of_service_peaks"]
+    assert max(fleet) <= 64  # the inventory's H100s, at every hour
+    chat, batch = by["chat"]["gpus"], by["batch"]["gpus"]
+    assert chat.index(max(chat)) in range(8, 18) and batch.index(max(batch)) not in range(8, 18)  # offset peaks
+    assert len(set(by["api"]["replicas"])) == 1  # flat
+    assert over["cost_autoscaled_per_day"] < over["cost_static_per_day"]
+    for s in by.values():  # each interval's cost: GPUs × an hour × the price
+        assert s["cost_per_day"] == pytest.approx(sum(s["gpus"]) * s["price_per_gpu_hour"], abs=0.01)
+
+
+def test_the_diurnal_fleets_autoscalers_validate(diurnal):
+    """Done when: the scenario emits autoscaler manifests that validate: an HPA (Kubernetes' schema) or a
+    ScaledObject (KEDA's CRD schema) per autoscaled pool, min/max replicas from the schedule over the day,
+    the target the simulator's per-replica rate × mean E2E."""
+    import jsonschema
+    import kubernetes_validate
+
+    from tests.test_k8s import crd_schemas, emitted, validate
+
+    out, runs = diurnal
+    result, _ = runs["hpa"]
+    by = {s["service"]: s for s in result["over_the_day"]["services"]}
+    for kind, last in (("hpa", "HorizontalPodAutoscaler"), ("keda", "ScaledObject")):
+        files = emitted(out / kind)
+        assert sorted(files) == ["api.yaml", "batch.yaml", "chat.yaml"]
+        for name, resources in files.items():
+            for r in resources:
+                validate(r)
+            scaler, service = resources[-1], by[name.removesuffix(".yaml")]
+            assert scaler["kind"] == last and scaler["metadata"]["namespace"] == "llm"
+            settings = service["autoscaler"]
+            assert settings["running_per_replica"] == pytest.approx(
+                settings["per_replica_rate"] * settings["mean_e2e_seconds"], abs=1e-3)
+            low, high = min(service["replicas"]), max(service["replicas"])
+            workload = resources[0]
+            assert scaler["spec"]["scaleTargetRef"]["name"] == workload["metadata"]["name"]
+            args = workload["spec"]["template"]["spec"]["containers"][0]["args"]
+            assert args[args.index("--tensor-parallel-size") + 1] == str(service["tensor_parallel_size"])
+            if kind == "hpa":
+                assert (scaler["spec"]["minReplicas"], scaler["spec"]["maxReplicas"]) == (max(1, low), high)
+            else:
+                assert (scaler["spec"]["minReplicaCount"], scaler["spec"]["maxReplicaCount"]) == (low, high)
+                schema = crd_schemas()[("keda.sh/v1alpha1", "ScaledObject")]["schema"]
+                jsonschema.validate(scaler, schema)
+                kubernetes_validate.validate(
+                    {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "t"},
+                     "spec": {"scaleTargetRef": scaler["spec"]["scaleTargetRef"], "maxReplicas": high,
+                              "behavior": scaler["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]}},
+                    "1.33.0", strict=True)
+
+
+def test_an_autoscaler_without_traffic_is_refused(capsys):
+    from planner.cli import main
+
+    code = main(["scenario", str(SCENARIO.parent / "mixed-fleet-shared-inventory.yaml"), "--emit", "k8s", "-o",
+                 "/nonexistent-never-written", "--autoscaler", "keda"])
+    assert code == 2 and "--autoscaler: has no effect without a service's traffic:" in capsys.readouterr().err
