@@ -10,8 +10,9 @@ The series, as vLLM 0.33 names them (vllm/v1/metrics/loggers.py PrometheusStatLo
 
 A counter's increase between two samples is their difference, or the later value where the counter
 fell (a restart reset it), as Prometheus' own `increase()` counts it; the series of one name are
-summed. An increase belongs to the interval its later sample falls in; the window starts at the
-first sample, so intervals are `interval_minutes` from it, the last one as long as the samples
+summed. An increase belongs to the interval that holds the span between its two samples (the
+interval its later sample ends: a sample on a boundary closes the interval before it); the window
+starts at the first sample, so intervals are `interval_minutes` from it, the last one as long as the samples
 reach."""
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def read_export(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
     sums = defaultdict(lambda: [0.0] * count)
     for name in {REQUESTS, *(n for pair in lengths for n in pair)}:
         for t, rise in series[name].items():
-            sums[name][min(count - 1, int((t - start) // bin_seconds)) if t > start else 0] += rise
+            sums[name][min(count - 1, max(0, math.ceil((t - start) / bin_seconds) - 1))] += rise  # over (t - step, t]
     total = sum(sums[REQUESTS])
     if total <= 0:
         raise InputError(f"{path}: {REQUESTS}", "did not rise over the window: no request finished",
