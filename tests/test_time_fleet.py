@@ -304,3 +304,17 @@ def test_an_autoscaler_without_traffic_is_refused(capsys):
     code = main(["scenario", str(SCENARIO.parent / "mixed-fleet-shared-inventory.yaml"), "--emit", "k8s", "-o",
                  "/nonexistent-never-written", "--autoscaler", "keda"])
     assert code == 2 and "--autoscaler: has no effect without a service's traffic:" in capsys.readouterr().err
+
+
+def test_a_tight_inventory_holds_the_fleet_over_the_day_but_not_every_peak():
+    """The scenario's tight-inventory variant: 48 H100s, below the 57 of the services' own peaks, above
+    the fleet's busiest hour: the static plan is short, the fleet over the day fits (peak ≤ 48)."""
+    from planner.app.fleet import plan_scenario
+    from planner.scenario import load_scenario
+
+    r = plan_scenario(load_scenario(SCENARIO).apply("tight-inventory"), "tight-inventory")
+    assert not r.feasible and r.short
+    over = r.over_the_day
+    assert over.solver_status == "OPTIMAL" and over.inventory == {"h100": 48}
+    assert over.peak_gpus <= 48 < over.sum_of_service_peaks
+    assert r.emitted_pools and {p.service for p in r.emitted_pools} == {"chat", "batch", "api"}

@@ -90,6 +90,8 @@ class FleetOverTheDay(BaseModel):
     cost_static_per_day: float | None = Field(None, description="every service's own peak pool held all day")
     solver_status: str
     solver_stages: list[StageStatus] = Field(default_factory=list)
+    inventory: dict[str, int] = Field(default_factory=dict, description="GPUs of each chip with a count, held at "
+                                      "every interval")
     notes: list[str] = Field(default_factory=list)
 
     _options: list = PrivateAttr(default_factory=list)  # the option each service keeps (planner/search/cpsat.py)
@@ -206,7 +208,7 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
         busiest_start_minute=None if found.busiest is None else timeline[found.busiest][0],
         cost_autoscaled_per_day=round(sum(s.cost_per_day for s in out), 2) if out else None,
         cost_static_per_day=round(sum(s.cost_static_per_day for s in out), 2) if out else None,
-        solver_status=found.status, solver_stages=found.stages, notes=notes)
+        solver_status=found.status, solver_stages=found.stages, inventory=inventory, notes=notes)
     over._options = [shape.option for shape in found.picks]
     return over
 

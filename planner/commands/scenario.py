@@ -147,9 +147,12 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
                    ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
     code = _emit(c, fmt, with_variants, chart_path)
-    if to is not None and c.base.feasible:
+    if to is not None and (c.base.feasible or c.base.emitted_pools):  # the fleet over the day may fit alone
         from planner.app.fleet_schedule import autoscaled
 
+        if not c.base.feasible:
+            click.echo("note: --emit k8s writes the fleet over the day: its pools fit the inventory at every "
+                       "interval, autoscaled, though the static plan does not", err=True)
         for line in emit.emit(*emit.fleet_pools(c.base.emitted_pools), to=to, autoscaled=autoscaled(c.base)):
             click.echo(line, err=fmt == "json")
     elif to is not None:

@@ -46,7 +46,18 @@ def summary_lines(over) -> list[str]:
             f"{money(over.cost_static_per_day)}/day for every service's own peak pool all day ({percent(saved)} less)",
             f"solver {over.solver_status} ({stages}); each service's shape chosen among its "
             f"{'/'.join(str(s.shapes_considered) for s in over.services)} cheapest at the peak "
-            "(planner/defaults.yaml time_fleet.shapes_per_service)"]
+            "(planner/defaults.yaml time_fleet.shapes_per_service)"] + _inventory_line(over)
+
+
+def _inventory_line(over) -> list[str]:
+    """When the services' own peaks would not fit the inventory together but the fleet over the day does."""
+    chips = {s.chip for s in over.services}
+    stock = {c: g for c, g in over.inventory.items() if c in chips}
+    if not stock or len(chips) > 1 or over.sum_of_service_peaks <= sum(stock.values()):
+        return []
+    held = ", ".join(f"{c} {count(g)}" for c, g in stock.items())
+    return [f"the inventory ({held}) holds the fleet at every interval, though the services' own peaks "
+            f"({count(over.sum_of_service_peaks)} GPUs) would not fit it together"]
 
 
 def render_over_the_day(over, console: Console) -> None:

@@ -344,6 +344,10 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         for s in r.short:
             console.print(f"  {s.service} is short: {s.reason}", markup=False)
         console.print(search_line(r, named), soft_wrap=True)
+        if r.over_the_day is not None:  # the inventory may hold the fleet over the day though not every peak at once
+            from planner.report.fleet_schedule import render_over_the_day
+
+            render_over_the_day(r.over_the_day, console)
         return
     rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
              count(p.max_num_batched_tokens), count(p.max_num_seqs),
