@@ -318,3 +318,37 @@ def test_a_tight_inventory_holds_the_fleet_over_the_day_but_not_every_peak():
     assert over.solver_status == "OPTIMAL" and over.inventory == {"h100": 48}
     assert over.peak_gpus <= 48 < over.sum_of_service_peaks
     assert r.emitted_pools and {p.service for p in r.emitted_pools} == {"chat", "batch", "api"}
+
+
+def test_the_fleet_chart_draws_the_peak_of_the_sum_against_the_sum_of_peaks(monkeypatch):
+    """Chat 4 then 1 GPUs, batch 1 then 4 (the first hand case): the stacked areas top out at 5, the
+    peak line at 5, the sum-of-peaks line at 8, the inventory at 6; no two texts overlap."""
+    from planner.app.fleet_schedule import FleetOverTheDay, ServiceOverTheDay, TimelineInterval
+    from planner.report import charts
+    from planner.report.fleet_chart import fleet_chart
+    from tests.test_charts import by_gid, overlaps
+
+    def service(name, replicas):
+        return ServiceOverTheDay(service=name, autoscaled=True, chip="h100", tensor_parallel_size=1,
+                                 pipeline_parallel_size=1, data_parallel_size=1, gpus_per_replica=1,
+                                 price_per_gpu_hour=2.0, replicas=replicas, gpus=replicas, peak_gpus=max(replicas),
+                                 cost_per_day=10.0, cost_static_per_day=16.0, same_as_static=True,
+                                 shapes_considered=1)
+
+    over = FleetOverTheDay(timeline=[TimelineInterval(start_minute=0, minutes=720),
+                                     TimelineInterval(start_minute=720, minutes=720)],
+                           services=[service("chat", [4, 1]), service("batch", [1, 4])], gpus=[5, 5], peak_gpus=5,
+                           sum_of_service_peaks=8, busiest_start_minute=0, cost_autoscaled_per_day=20.0,
+                           cost_static_per_day=32.0, solver_status="OPTIMAL")
+    figures = []
+    monkeypatch.setattr(charts, "save", lambda fig, path: figures.append(fig))
+    fleet_chart(over, "fleet.png", "two services", inventory=6)
+    (fig,) = figures
+    lines = {a.get_gid(): a.get_ydata()[0] for a in by_gid(fig, "") if a.get_gid() in
+             ("peak-of-sum", "sum-of-peaks", "inventory")}
+    assert lines == {"peak-of-sum": 5, "sum-of-peaks": 8, "inventory": 6}
+    (top,) = by_gid(fig, "gpus-batch")
+    assert max(v[1] for v in top.get_paths()[0].vertices) == 5  # batch stacked on chat: the fleet's GPUs
+    assert {a.get_gid(): a.get_height() for a in by_gid(fig, "cost-")} == {"cost-static": 32.0,
+                                                                         "cost-over-the-day": 20.0}
+    assert overlaps(fig) == []
