@@ -1,4 +1,4 @@
-"""A day's trace planned as a whole process (issue 41): `plan scenario` of a service whose
+"""A day's trace planned as a whole process: `plan scenario` of a service whose
 `traffic:` is a CSV of 100,000 requests over 24 hours.
 
     python bench/bench_traffic.py [--runs 5] [--requests 100000]

@@ -1,4 +1,4 @@
-"""Traffic over the day (issue 41): the three forms parsed to exact, hand-derived intervals; bad
+"""Traffic over the day: the three forms parsed to exact, hand-derived intervals; bad
 traces named by file, row and column; the schedule's policy (lead time before a ramp, scale-down
 after) by hand; and properties of the schedule on a real pool shape by the serving simulator: a
 flat profile gives the static plan, scaling a profile up never costs less, a longer lead time
