@@ -241,7 +241,7 @@ class Scenario(BaseModel):
         if s.traffic is None:
             return None
         w = s.workload
-        key = (s.traffic.model_dump_json(), w.isl if w else None, w.osl if w else None)
+        key = (s.traffic.model_dump_json(), w.isl if w else None, w.osl if w else None, s.traffic.file_stamp())
         if key not in _TRAFFIC:
             _TRAFFIC[key] = s.traffic.resolve(w.isl if w else None, w.osl if w else None)
         return _TRAFFIC[key]
@@ -276,7 +276,7 @@ class Scenario(BaseModel):
 
 
 
-_TRAFFIC: dict[tuple, Traffic] = {}  # a traffic block (its files' paths absolute) -> its intervals
+_TRAFFIC: dict[tuple, Traffic] = {}  # a traffic block, its lengths and its file's stamp -> its intervals
 
 
 def grid_points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -651,6 +651,11 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True, read=No
         if model is None:
             continue  # a name that does not resolve: check_references reports it
         at = f"{where}: services[{i}]"
+        if s.traffic is not None:
+            try:
+                scenario.traffic_of(service)
+            except InputError:
+                continue  # a traffic file that does not read: check_references reports it
         if positions and s.context_length is not None and (problem := beyond_positions(model, s.context_length)):
             lines.append(f"{at}.context_length: {problem} (use at most {model.max_position})")
         for tp in s.tp or []:

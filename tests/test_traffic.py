@@ -1,4 +1,4 @@
-"""Traffic over the day (issue 41): the three forms parsed to exact, hand-derived intervals; bad
+"""Traffic over the day: the three forms parsed to exact, hand-derived intervals; bad
 traces named by file, row and column; the schedule's policy (lead time before a ramp, scale-down
 after) by hand; and properties of the schedule on a real pool shape by the serving simulator: a
 flat profile gives the static plan, scaling a profile up never costs less, a longer lead time
@@ -261,11 +261,35 @@ def test_a_longer_lead_time_never_needs_fewer_replicas_before_a_ramp(rates, lead
 
 
 def test_every_interval_meets_the_targets_at_its_share_and_the_peak_one_replica_fewer_does_not():
-    s = planned([5.0] * 8 + [80.0] * 8 + [20.0] * 8)
-    peak = next(i for i in s.intervals if i.interval.requests_per_second == 80.0)
+    s = planned([5.0] * 8 + [200.0] * 8 + [150.0] * 8)
+    peak = next(i for i in s.intervals if i.interval.requests_per_second == 200.0)
     assert all(i.p99_ttft_ms <= 1000 and i.p99_tpot_ms <= 40 for i in s.intervals)
-    assert math.ceil(80.0 / s.per_replica_rate) - 1 <= peak.needed <= math.ceil(80.0 / s.per_replica_rate)
+    assert math.ceil(200.0 / s.per_replica_rate) - 1 <= peak.needed <= math.ceil(200.0 / s.per_replica_rate)
     assert s.gpu_hours_static == 24 * s.static_replicas * s.shape.gpus_per_replica
+
+
+def test_the_peak_is_checked_by_simulation_both_ways(monkeypatch):
+    """An understated rate per replica (half the highest) gives twice the replicas by ceil(rate / it);
+    the peak's check, simulated at one replica fewer while that meets, brings it back to the static
+    plan's count, and no lower interval needs more than the peak."""
+    from planner.candidates import slo
+    from planner.candidates.table import sweep_model
+    from planner.traffic.schedule import at
+
+    spec, pool = shape()
+    static = slo.size(slo.Candidate(sweep_model(spec.model, None), pool.table, at(spec, 512, 128, 90.0), pool.row),
+                      1, None).replicas
+    real = slo.highest_rate
+
+    def halved(candidate, ceiling):
+        found = real(candidate, ceiling)
+        found.rate /= 2
+        return found
+
+    monkeypatch.setattr(slo, "highest_rate", halved)
+    s = planned([90.0] * 12 + [80.0] * 12)
+    assert s.static_replicas == static
+    assert max(i.needed for i in s.intervals) == static
 
 
 # -- a scenario -----------------------------------------------------------------------------------

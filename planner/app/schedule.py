@@ -1,4 +1,4 @@
-"""A service's autoscaled schedule (issue 41): the replicas of its pool shape each interval of its
+"""A service's autoscaled schedule: the replicas of its pool shape each interval of its
 traffic needs within its service targets, held to its autoscaling policy, with the static peak
 pool's cost and the schedule's per day (planner/traffic/schedule.py states the approximation)."""
 

@@ -67,6 +67,16 @@ class TrafficSpec(BaseModel):
     def form(self) -> str:
         return next(f for f in FORMS if getattr(self, f) is not None)
 
+    def file_stamp(self) -> tuple | None:
+        """The file's size and modification time (None: a profile, or a file that is not there), so
+        that a file read once is read again when it changes."""
+        path = self.trace or self.prometheus
+        try:
+            st = Path(path).expanduser().stat() if path is not None else None
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns) if st is not None else None
+
     def resolve(self, isl: int | None, osl: int | None, folder: Path | None = None) -> Traffic:
         """The intervals this block describes (a profile at the workload's `isl`/`osl`; a file read
         from `folder`, the scenario file's, when relative)."""

@@ -124,7 +124,7 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
         raise InputError(str(path), f"cannot read the trace: {err.strerror}", "give a CSV file") from None
     total = sum(counts)
     if not total:
-        raise InputError(str(path), "the window holds no request (a header and no rows)",
+        raise InputError(str(path), "the window holds no request: the file has a header and no rows",
                          "give one row per request")
     mean_isl = max(1, math.ceil(sum(prompt) / total))
     mean_osl = max(1, math.ceil(sum(output) / total))
