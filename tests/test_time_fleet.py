@@ -148,7 +148,7 @@ def scaling(**changes):
 def test_largest_step_within_a_lead_time():
     """Hourly replicas 1, 1, 4, 6, 2: within one hour's lead the schedule adds at most 3 (1 → 4);
     within two hours 5 (1 → 6); cyclic, the seam from 2 back to 1 adds nothing more."""
-    from planner.report.autoscaler import largest_step
+    from planner.app.fleet_schedule import largest_step
 
     replicas, minutes = [1, 1, 4, 6, 2], [60] * 5
     assert largest_step(replicas, minutes, 10, cyclic=False) == 3

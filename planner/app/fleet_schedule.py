@@ -1,4 +1,4 @@
-"""A scenario's fleet over the day (issue 41): the services with `traffic:` scheduled interval by
+"""A scenario's fleet over the day: the services with `traffic:` scheduled interval by
 interval on one inventory (planner/search/time_fleet.py), so that services peaking at different
 hours share GPUs; the GPUs the inventory needs at its busiest interval against the sum of the
 services' own peaks; and each autoscaled pool's autoscaler settings (planner/report/autoscaler.py).
@@ -17,7 +17,6 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, PrivateAttr
 
 from planner import defaults
-from planner.report.autoscaler import Autoscaling, largest_step
 from planner.scenario import Scenario
 from planner.search.fleet import Prepared, spare_gpus
 from planner.search.status import StageStatus
@@ -28,7 +27,7 @@ MINUTES_PER_DAY = 1440
 
 
 class AutoscalerSettings(BaseModel):
-    """What an autoscaled pool's autoscaler is set to (planner/report/autoscaler.py), at the shape
+    """What an autoscaled pool's autoscaler is set to (planner/report/autoscaler.py writes it), at the shape
     the fleet over the day keeps it on (the pool --emit k8s writes)."""
 
     min_replicas: int
@@ -41,12 +40,6 @@ class AutoscalerSettings(BaseModel):
     lead_minutes: float
     scale_down_minutes: float
     step: int = Field(description="the most replicas the schedule adds within one lead time (the scale-up policy)")
-
-    def autoscaling(self) -> Autoscaling:
-        return Autoscaling(self.min_replicas, self.max_replicas, self.running_per_replica,
-                           f"Little's law: {self.per_replica_rate:g} requests/s per replica × "
-                           f"{self.mean_e2e_seconds:.2f} s mean E2E, the serving simulator at the pool's shape",
-                           round(self.lead_minutes * 60), round(self.scale_down_minutes * 60), self.step)
 
 
 class ServiceOverTheDay(BaseModel):
@@ -95,6 +88,23 @@ class FleetOverTheDay(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     _options: list = PrivateAttr(default_factory=list)  # the option each service keeps (planner/search/cpsat.py)
+
+
+def largest_step(replicas: list[int], minutes: list[int], lead_minutes: float, cyclic: bool) -> int:
+    """The most replicas the schedule adds within any `lead_minutes` (at least one interval): from an
+    interval to the highest within the lead after it (over the window's seam when `cyclic`)."""
+    starts, at = [], 0
+    for m in minutes:
+        starts.append(at)
+        at += m
+    window = at
+    step = 0
+    for i, r in enumerate(replicas):
+        for j, q in enumerate(replicas):
+            ahead = (starts[j] - starts[i]) % window if cyclic else starts[j] - starts[i]
+            if 0 < ahead <= max(lead_minutes, minutes[i]):
+                step = max(step, q - r)
+    return max(1, step)
 
 
 def busiest_picks(over: FleetOverTheDay, prepared: list[Prepared]) -> list[tuple[int, object, int]]:
@@ -212,9 +222,3 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
     over._options = [shape.option for shape in found.picks]
     return over
 
-
-def autoscaled(result) -> dict[str, Autoscaling]:
-    """A scenario result's autoscaled pools (planner/app/fleet.py FleetResult): service name -> its
-    autoscaler's settings, as planner/commands/emit.py `emit` takes them."""
-    over = result.over_the_day
-    return {s.service: s.autoscaler.autoscaling() for s in over.services if s.autoscaler} if over else {}

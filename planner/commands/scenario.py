@@ -148,7 +148,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
                    ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
     code = _emit(c, fmt, with_variants, chart_path)
     if to is not None and (c.base.feasible or c.base.emitted_pools):  # the fleet over the day may fit alone
-        from planner.app.fleet_schedule import autoscaled
+        from planner.report.autoscaler import autoscaled
 
         if not c.base.feasible:
             click.echo("note: --emit k8s writes the fleet over the day: its pools fit the inventory at every "

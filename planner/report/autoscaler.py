@@ -1,4 +1,4 @@
-"""An autoscaled pool's autoscaler (`--emit k8s`, issue 41): a HorizontalPodAutoscaler
+"""An autoscaled pool's autoscaler (`--emit k8s`): a HorizontalPodAutoscaler
 (`autoscaling/v2`) or, with `--autoscaler keda`, a KEDA ScaledObject (keda.sh/v1alpha1), scaling the
 pool's Deployment or LeaderWorkerSet on vLLM's per-replica request gauges.
 
@@ -50,23 +50,6 @@ class Autoscaling:
     lead_seconds: int
     scale_down_seconds: int
     step: int
-
-
-def largest_step(replicas: list[int], minutes: list[int], lead_minutes: float, cyclic: bool) -> int:
-    """The most replicas the schedule adds within any `lead_minutes` (at least one interval): from an
-    interval to the highest within the lead after it (over the window's seam when `cyclic`)."""
-    starts, at = [], 0
-    for m in minutes:
-        starts.append(at)
-        at += m
-    window = at
-    step = 0
-    for i, r in enumerate(replicas):
-        for j, q in enumerate(replicas):
-            ahead = (starts[j] - starts[i]) % window if cyclic else starts[j] - starts[i]
-            if 0 < ahead <= max(lead_minutes, minutes[i]):
-                step = max(step, q - r)
-    return max(1, step)
 
 
 def quantity(value: float) -> str:
@@ -151,3 +134,22 @@ def autoscaler(resources: list[dict], a: Autoscaling, kind: str, prometheus: str
                 f"{a.min_replicas}-{a.max_replicas} replicas at {a.running_per_replica:g} requests running per "
                 f"replica ({a.how})")
     return [*resources, made], said
+
+
+def autoscaled(result) -> dict[str, Autoscaling]:
+    """A scenario result's autoscaled pools (planner/app/fleet.py FleetResult, its over_the_day's
+    planner/app/fleet_schedule.py AutoscalerSettings): service name -> its Autoscaling, as
+    planner/commands/emit.py `emit` takes them."""
+    over = result.over_the_day
+    if over is None:
+        return {}
+    out = {}
+    for s in over.services:
+        a = s.autoscaler
+        if a is None:
+            continue
+        out[s.service] = Autoscaling(a.min_replicas, a.max_replicas, a.running_per_replica,
+                                     f"Little's law: {a.per_replica_rate:g} requests/s per replica × "
+                                     f"{a.mean_e2e_seconds:.2f} s mean E2E, the serving simulator at the pool's shape",
+                                     round(a.lead_minutes * 60), round(a.scale_down_minutes * 60), a.step)
+    return out

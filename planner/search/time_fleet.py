@@ -1,4 +1,4 @@
-"""A fleet over the day (issue 41): each service keeps one pool shape all day, its replicas follow
+"""A fleet over the day: each service keeps one pool shape all day, its replicas follow
 its traffic interval by interval, and every interval's pools share one inventory per chip; services
 that peak at different hours share GPUs.
 
