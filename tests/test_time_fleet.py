@@ -352,3 +352,20 @@ def test_the_fleet_chart_draws_the_peak_of_the_sum_against_the_sum_of_peaks(monk
     assert {a.get_gid(): a.get_height() for a in by_gid(fig, "cost-")} == {"cost-static": 32.0,
                                                                          "cost-over-the-day": 20.0}
     assert overlaps(fig) == []
+
+
+def test_the_least_cost_over_the_window_by_hand():
+    """A shape of 4 GPUs at $2.50 over 24 hourly intervals, 4 of them without requests: at least one
+    replica in each of the 20 busy hours, $200; with min_replicas 1, every hour, $240. The schedule
+    never runs fewer (its need is at least 1 where requests arrive, and its policy only adds)."""
+    from types import SimpleNamespace
+
+    from planner.app.fleet_schedule import _least_cost
+    from planner.traffic.intervals import Interval, Traffic
+
+    rates = [0.0] * 4 + [3.0] * 20
+    intervals = [Interval(start_minute=60 * h, minutes=60, requests_per_second=r, isl=100, osl=10)
+                 for h, r in enumerate(rates)]
+    option = SimpleNamespace(row=SimpleNamespace(gpus=4), price=2.5)
+    assert _least_cost(option, Traffic(intervals=intervals, source="t", min_replicas=0)) == pytest.approx(200.0)
+    assert _least_cost(option, Traffic(intervals=intervals, source="t", min_replicas=1)) == pytest.approx(240.0)

@@ -6,13 +6,17 @@ services' own peaks; and each autoscaled pool's autoscaler settings (planner/rep
 Each service's candidate shapes are its options as the scenario's search prepares them
 (planner/search/fleet.py `prepare`, sized at the traffic's peak): the static plan's pick and the
 cheapest others at the peak, up to planner/defaults.yaml
-time_fleet.shapes_per_service in all (the search over the day is over those shapes only). A shape's
-replicas per interval are the traffic's (planner/traffic/schedule.py `replicas_needed`: the fewest
+time_fleet.shapes_per_service in all (the search over the day is over those shapes only); on a chip
+the inventory does not count, a shape whose least cost over the window (its min replicas, one where
+requests arrive) exceeds a cost already found is never the answer, and is not simulated. A shape's
+replicas per interval are the traffic's (planner/traffic/schedule.py `replicas_needed`, from its parts: the fewest
 meeting the targets, min replicas, lead time and scale-down delay); a service without `traffic:`
 keeps its static replicas all day.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -126,33 +130,60 @@ def _candidates(p: Prepared, static) -> list:
     return out[:keep]
 
 
+def _least_cost(option, traffic) -> float:
+    """A lower bound of a shape's cost over the window (USD): at least its min replicas in every
+    interval, and one where requests arrive (its need; the policy only adds)."""
+    floor = sum(i.minutes * max(traffic.min_replicas, 1 if i.requests_per_second > 0 else 0)
+                for i in traffic.intervals)
+    return floor * option.row.gpus * option.price / 60
+
+
 def _shape(p: Prepared, option):
     from planner.traffic.schedule import PoolShape
 
     return PoolShape(next(t for t in p.tables if t.chip.id == option.row.chip), option.row)
 
 
-def _settings(scenario: Scenario, p: Prepared, option, replicas: list[int]) -> AutoscalerSettings:
+@dataclass(frozen=True)
+class _Need:
+    """One shape's replicas over a service's own bins (planner/traffic/schedule.py `replicas_needed`,
+    from its parts, so that the demand's per-replica rates serve the autoscaler too) and its lead time."""
+
+    replicas: list[int]
+    demand: object  # planner/traffic/schedule.py Demand
+    lead_minutes: float
+
+
+def _need(p: Prepared, option, traffic) -> _Need:
+    """As `replicas_needed`: the demand held to the traffic's policy (raises NotServed)."""
+    from planner.traffic import schedule
+
+    shape = _shape(p, option)
+    found = schedule.demand(p.spec, shape, traffic)
+    lead = traffic.lead_minutes if traffic.lead_minutes is not None else schedule.lead_minutes(p.spec, shape)[0]
+    return _Need(schedule.hold(found.needed, traffic.intervals, lead, schedule.scale_down(traffic)[0], traffic.cyclic),
+                 found, lead)
+
+
+def _settings(p: Prepared, option, traffic, need: _Need) -> AutoscalerSettings:
     """The autoscaler of the service's pool on `option`'s shape: its replicas' range over its own
-    bins, the simulator's target at the traffic's peak lengths."""
+    bins, the simulator's target at the traffic's peak lengths (the demand's per-replica rate there)."""
     from planner.candidates import slo
     from planner.candidates.table import sweep_model
     from planner.traffic import schedule
 
-    traffic = scenario.traffic_of(next(s for s in scenario.services if s.name == p.name))
-    shape = _shape(p, option)
-    found = schedule.demand(p.spec, shape, traffic)  # the per-replica rate as the service's schedule finds it
-    isl, osl = found.bins[traffic.intervals.index(traffic.peak)]
-    rate = found.rates[(isl, osl)]
-    candidate = slo.Candidate(sweep_model(p.spec.model, p.spec.quantization), shape.table,
+    isl, osl = need.demand.bins[traffic.intervals.index(traffic.peak)]
+    rate = need.demand.rates[(isl, osl)]
+    candidate = slo.Candidate(sweep_model(p.spec.model, p.spec.quantization), _shape(p, option).table,
                               schedule.at(p.spec, isl, osl, rate), option.row)
     mean_e2e = candidate.run(rate).e2e.mean
-    lead = traffic.lead_minutes if traffic.lead_minutes is not None else schedule.lead_minutes(p.spec, shape)[0]
-    down = schedule.scale_down(traffic)[0]
+    replicas = need.replicas
     return AutoscalerSettings(min_replicas=min(replicas), max_replicas=max(replicas), per_replica_rate=rate,
                               mean_e2e_seconds=round(mean_e2e, 4), running_per_replica=round(rate * mean_e2e, 3),
-                              lead_minutes=round(lead, 3), scale_down_minutes=round(down, 3),
-                              step=largest_step(replicas, [i.minutes for i in traffic.intervals], lead, traffic.cyclic))
+                              lead_minutes=round(need.lead_minutes, 3),
+                              scale_down_minutes=round(schedule.scale_down(traffic)[0], 3),
+                              step=largest_step(replicas, [i.minutes for i in traffic.intervals], need.lead_minutes,
+                                                traffic.cyclic))
 
 
 def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list | None,
@@ -160,7 +191,7 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
     """The fleet over the day of a scenario whose services have `traffic:` (None when none has):
     `prepared`, every service's options (planner/search/fleet.py); `static`, the static plan's picks
     ((index, option, replicas) per service; None when it found none)."""
-    from planner.traffic.schedule import NotServed, replicas_needed
+    from planner.traffic.schedule import NotServed
 
     traffics = {p.name: scenario.traffic_of(s) for p in prepared for s in scenario.services if s.name == p.name}
     if not any(traffics.values()):
@@ -173,22 +204,28 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
                          "give every service's traffic the same window (a day, or a week)") from None
     minutes = [m for _, m in timeline]
     services, considered, own, notes = [], [], {}, []
+    counted = {c for c, s in scenario.inventory.items() if s.gpus is not None}
     for k, p in enumerate(prepared):
         pick = static[k][1] if static else None
-        shapes = []
+        shapes, free = [], None  # free: the least cost over the window of a shape on a chip without a GPU count
         for rank, option in enumerate(_candidates(p, pick)):
             traffic = traffics[p.name]
             if traffic is None:
                 replicas = (option.rmin,) * len(timeline)
+            elif option.row.chip not in counted and free is not None and _least_cost(option, traffic) > free:
+                continue  # costs more over the window than a shape already found, whatever its need: never the answer
             else:
                 try:
-                    need = replicas_needed(p.spec, _shape(p, option), traffic)
+                    need = _need(p, option, traffic)
                 except NotServed as err:
                     notes.append(f"{p.name}: {err}")
                     continue
-                replicas = spread(need, bins[p.name], timeline)
+                replicas = spread(need.replicas, bins[p.name], timeline)
                 own[(p.name, id(option))] = need
             shapes.append(ShapeOverDay(option, option.row.chip, option.row.gpus, option.price, replicas, rank))
+            if option.row.chip not in counted:
+                cost = shapes[-1].cost(minutes)
+                free = cost if free is None else min(free, cost)
         considered.append(len(shapes))
         services.append(ServiceOverDay(p.name, shapes))
     inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
@@ -199,7 +236,7 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
         row = shape.option.row
         pick = static[k][1] if static else None
         need = own.get((p.name, id(shape.option)))
-        settings = _settings(scenario, p, shape.option, need) if need is not None else None
+        settings = _settings(p, shape.option, traffics[p.name], need) if need is not None else None
         out.append(ServiceOverTheDay(
             service=p.name, autoscaled=traffics[p.name] is not None, chip=row.chip, tensor_parallel_size=row.shape.tp,
             pipeline_parallel_size=row.shape.pp, data_parallel_size=row.shape.dp, gpus_per_replica=row.gpus,
