@@ -369,3 +369,22 @@ def test_the_least_cost_over_the_window_by_hand():
     option = SimpleNamespace(row=SimpleNamespace(gpus=4), price=2.5)
     assert _least_cost(option, Traffic(intervals=intervals, source="t", min_replicas=0)) == pytest.approx(200.0)
     assert _least_cost(option, Traffic(intervals=intervals, source="t", min_replicas=1)) == pytest.approx(240.0)
+
+
+def test_a_days_profile_repeats_over_a_weeks(diurnal):
+    """The API's flat 10 requests/s given as a week (168 hours) beside the others' days: the days repeat
+    over the week, so the fleet's GPUs are the day's seven times over, its peak and cost a day the same."""
+    import yaml
+
+    from planner.app.fleet import plan_scenario
+    from planner.scenario import load_scenario
+
+    out, runs = diurnal
+    daily = runs["hpa"][0]["over_the_day"]
+    raw = yaml.safe_load(SCENARIO.read_text())
+    raw["services"][2]["traffic"] = {"hourly_requests_per_second": None, "weekly_requests_per_second": [10] * 168}
+    raw["services"][2]["traffic"].pop("hourly_requests_per_second")
+    (out / "weekly.yaml").write_text(yaml.safe_dump(raw))
+    over = plan_scenario(load_scenario(out / "weekly.yaml")).over_the_day
+    assert len(over.timeline) == 168 and over.gpus == daily["gpus"] * 7
+    assert over.peak_gpus == daily["peak_gpus"] and over.cost_autoscaled_per_day == daily["cost_autoscaled_per_day"]

@@ -196,7 +196,11 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
     traffics = {p.name: scenario.traffic_of(s) for p in prepared for s in scenario.services if s.name == p.name}
     if not any(traffics.values()):
         return None
-    bins = {name: [(i.start_minute, i.minutes) for i in t.intervals] for name, t in traffics.items() if t}
+    longest = max(t.window_minutes for t in traffics.values() if t)
+    repeats = {name: longest // t.window_minutes if t.cyclic and longest % t.window_minutes == 0 else 1
+               for name, t in traffics.items() if t}  # a day's profile repeats over a week's
+    bins = {name: [(i.start_minute + k * t.window_minutes, i.minutes) for k in range(repeats[name])
+                   for i in t.intervals] for name, t in traffics.items() if t}
     try:
         timeline = common_timeline(list(bins.values()))
     except ValueError as err:
@@ -220,7 +224,7 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
                 except NotServed as err:
                     notes.append(f"{p.name}: {err}")
                     continue
-                replicas = spread(need.replicas, bins[p.name], timeline)
+                replicas = spread(need.replicas * repeats[p.name], bins[p.name], timeline)
                 own[(p.name, id(option))] = need
             shapes.append(ShapeOverDay(option, option.row.chip, option.row.gpus, option.price, replicas, rank))
             if option.row.chip not in counted:
