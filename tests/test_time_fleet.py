@@ -388,3 +388,32 @@ def test_a_days_profile_repeats_over_a_weeks(diurnal):
     over = plan_scenario(load_scenario(out / "weekly.yaml")).over_the_day
     assert len(over.timeline) == 168 and over.gpus == daily["gpus"] * 7
     assert over.peak_gpus == daily["peak_gpus"] and over.cost_autoscaled_per_day == daily["cost_autoscaled_per_day"]
+
+
+def test_a_leaderworkerset_is_scaled_and_a_dynamo_graph_is_left_to_its_operator():
+    import kubernetes_validate
+
+    from planner.report.autoscaler import autoscaler
+    from planner.report.k8s import LWS_API
+
+    lws = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": {"name": "big"}, "spec": {}}
+    resources, _ = autoscaler([lws], scaling(), "hpa")
+    kubernetes_validate.validate(resources[-1], "1.33.0", strict=True)
+    assert resources[-1]["spec"]["scaleTargetRef"] == {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "name": "big"}
+    graph = {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment", "metadata": {"name": "g"}}
+    resources, notes = autoscaler([graph], scaling(), "keda")
+    assert resources == [graph] and notes == ["g: no autoscaler: a DynamoGraphDeployment is scaled by its own operator"]
+
+
+def test_the_dynamo_target_says_it_writes_no_autoscaler(tmp_path, monkeypatch):
+    """A DynamoGraphDeployment is scaled by Dynamo's planner: an autoscaled pool there is told, not dropped."""
+    from types import SimpleNamespace
+
+    from planner.commands import emit
+    from planner.report import k8s
+
+    monkeypatch.setattr(k8s, "dynamo_manifests", lambda name, workers, chip_of, options: (
+        [{"kind": "DynamoGraphDeployment"}], []))
+    to = emit.Emit(SimpleNamespace(target="dynamo", model_cache_size=None, rdma=()), str(tmp_path / "out"))
+    said = emit.emit([("chat", SimpleNamespace(chip="h100"))], to=to, autoscaled={"chat": scaling()})
+    assert "note: chat: no autoscaler: a DynamoGraphDeployment is scaled by Dynamo's own planner" in said

@@ -164,6 +164,9 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         paired = {p for _, p, d in routers} | {d for _, p, d in routers}
         services += [(name, [("worker", pool)]) for name, pool in pools if name not in paired]
         pools, routers = [], []
+        if autoscaled:
+            notes.append(f"{', '.join(autoscaled)}: no autoscaler: a DynamoGraphDeployment is scaled by Dynamo's "
+                         "own planner")
         for name, workers in services:
             resources, said = k8s.dynamo_manifests(name, workers, get_chip, to.k8s)
             files[f"{k8s._name(name)}.yaml"] = resources
