@@ -348,3 +348,16 @@ def test_a_shape_that_misses_another_intervals_lengths_alone_is_a_note_not_a_sch
     assert code == 0 and result["schedules"] == []
     assert any(n.startswith("chat: no schedule: ") and "misses the targets at isl 30000, osl 2000 even one request "
                "at a time (p99 ttft" in n for n in result["notes"])
+
+
+def test_the_chart_draws_the_rate_the_replicas_and_the_cost_beside_the_reviews_own(tmp_path):
+    rates = ", ".join(str(r) for r in [5] * 8 + [80] * 8 + [20] * 8)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}], lead_minutes: 30}}}}\n")
+    chart = tmp_path / "review.svg"
+    code, _, err = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--chart", str(chart)])
+    drawn = (tmp_path / "review-schedule.svg").read_text()
+    assert code == 0 and f"wrote {tmp_path / 'review-schedule.svg'}" in err
+    for gid in ("rate-chat", "replicas-chat", "needed-chat", "static-chat", "risk-chat", "cost-chat"):
+        assert f'id="{gid}' in drawn, gid
