@@ -335,3 +335,29 @@ def test_a_service_with_traffic_needs_service_targets_and_no_second_rate(tmp_pat
     assert code == 2
     assert "services.chat.slo: a schedule meets service targets" in err
     assert "services.chat.workload.requests_per_second: the traffic gives the rate" in err
+
+
+def test_a_shape_that_misses_another_intervals_lengths_alone_is_a_note_not_a_schedule(tmp_path):
+    """The static plan is sized at the busiest interval (short prompts, 1 request/s); a later hour of
+    a few 30,000-token prompts misses a 300 ms TTFT on that shape even alone: said, not scheduled."""
+    rows = [f"{k},500,100" for k in range(3600)] + [f"{3600 + 360 * k},30000,2000" for k in range(10)]
+    write(tmp_path, "timestamp,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
+    text = SCENARIO.format(trace="trace.csv").replace("p99_ttft_ms: 1000, p99_tpot_ms: 40", "p99_ttft_ms: 300")
+    code, out, err = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--format", "json"])
+    result = json.loads(out)
+    assert code == 0 and result["schedules"] == []
+    assert any(n.startswith("chat: no schedule: ") and "misses the targets at isl 30000, osl 2000 even one request "
+               "at a time (p99 ttft" in n for n in result["notes"])
+
+
+def test_the_chart_draws_the_rate_the_replicas_and_the_cost_beside_the_reviews_own(tmp_path):
+    rates = ", ".join(str(r) for r in [5] * 8 + [80] * 8 + [20] * 8)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}], lead_minutes: 30}}}}\n")
+    chart = tmp_path / "review.svg"
+    code, _, err = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--chart", str(chart)])
+    drawn = (tmp_path / "review-schedule.svg").read_text()
+    assert code == 0 and f"wrote {tmp_path / 'review-schedule.svg'}" in err
+    for gid in ("rate-chat", "replicas-chat", "needed-chat", "static-chat", "risk-chat", "cost-chat"):
+        assert f'id="{gid}' in drawn, gid

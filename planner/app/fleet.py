@@ -343,10 +343,10 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     hours = defaults.value("report.hours_per_month")
     if picks:
         plans, laid = _plans(prepared, picks, scenario)
-        schedules = fleet_schedules(scenario, prepared, picks)
+        schedules, unscheduled = fleet_schedules(scenario, prepared, picks)
         short = []
     else:
-        plans, laid, schedules = [], Placement(nodes=[], instances=[]), []
+        plans, laid, schedules, unscheduled = [], Placement(nodes=[], instances=[]), [], []
         short = list(refused.values())
         timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
         if not solvable:
@@ -395,7 +395,8 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        cost_per_month=round(total * hours, 2) if plans else None,
                        gpus=sum(pl.gpus for pl in plans) if plans else None, short=short, solver_status=status,
                        solver_stages=found.stages,
-                       notes=list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
+                       notes=list(dict.fromkeys([*(n for p in prepared for t in p.tables for n in t.excluded),
+                                                 *unscheduled])),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
                        candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3),

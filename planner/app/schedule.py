@@ -10,6 +10,7 @@ from planner.request import ServiceSpec
 from planner.traffic.intervals import Traffic
 from planner.traffic.schedule import (
     IntervalPlan,
+    NotServed,
     PoolShape,
     ServiceSchedule,
     at_risk,
@@ -70,19 +71,23 @@ def schedule(request: ScheduleRequest) -> ServiceSchedule:
 
 
 
-def fleet_schedules(scenario, prepared: list, picks: list) -> list[ServiceSchedule]:
+def fleet_schedules(scenario, prepared: list, picks: list) -> tuple[list[ServiceSchedule], list[str]]:
     """The schedule of every service of a planned scenario that gives `traffic:`, on the pool shape
-    its static plan chose (the cheapest at the peak interval), priced as the plan prices it."""
+    its static plan chose (the cheapest at the peak interval), priced as the plan prices it; and a
+    note for each service whose shape misses its targets at some interval's lengths even alone."""
     from planner.search.disagg import PairOption
 
     by_name = {s.name: s for s in scenario.services}
-    out = []
+    out, notes = [], []
     for p, (_, option, replicas) in zip(prepared, picks, strict=True):
         traffic = scenario.traffic_of(by_name[p.name])
         if traffic is None or isinstance(option, PairOption):  # a disaggregated fleet: check_references refuses
             continue
         table = next(t for t in p.tables if t.chip.id == option.row.chip)
-        out.append(schedule(ScheduleRequest(name=p.name, service=p.spec, traffic=traffic,
-                                            shape=PoolShape(table, option.row), price_per_gpu_hour=option.price,
-                                            static_replicas=replicas)))
-    return out
+        try:
+            out.append(schedule(ScheduleRequest(name=p.name, service=p.spec, traffic=traffic,
+                                                shape=PoolShape(table, option.row), price_per_gpu_hour=option.price,
+                                                static_replicas=replicas)))
+        except NotServed as err:
+            notes.append(f"{p.name}: no schedule: {err} (its pool was planned at the busiest interval's lengths)")
+    return out, notes

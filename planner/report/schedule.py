@@ -23,6 +23,8 @@ def clock(s: ServiceSchedule, minute: int) -> str:
     export's UTC time of day (with the date when the window spans days)."""
     window = sum(i.interval.minutes for i in s.intervals)
     if s.window_start is None:
+        if minute == window:  # the window's end: the last day's 24:00
+            return f"{DAYS[(minute - 1) // 1440 % 7]} 24:00" if window > 1440 else "24:00"
         day, rest = divmod(minute, 1440)
         text = f"{rest // 60:02d}:{rest % 60:02d}"
         return f"{DAYS[day % 7]} {text}" if window > 1440 else text

@@ -88,7 +88,8 @@ def schedule_chart(schedules: list[ServiceSchedule], path: str, review: str, int
         handles = [*ax_rate.get_legend_handles_labels()[0], *ax_reps.get_legend_handles_labels()[0]]
         if any(i.at_risk for i in s.intervals):
             handles.append(Patch(color="C3", alpha=0.12, label="ramp at risk"))
-        ax_rate.legend(handles=handles, fontsize=7, loc="upper left")
+        ax_rate.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                       ncol=len(handles), frameon=False)  # under the axes: clear of every step
         ax_rate.set_title(f"{s.service}: {s.shape.split} on {s.shape.chip}, one replica serves up to "
                           f"{number(s.per_replica_rate, 1)} requests/s within the targets", fontsize=9)
         costs = [s.cost_static_per_day, s.cost_autoscaled_per_day]

@@ -49,5 +49,6 @@ class Traffic(BaseModel):
 
     @property
     def peak(self) -> Interval:
-        """The busiest interval (highest rate; the earliest of equals)."""
-        return max(self.intervals, key=lambda i: i.requests_per_second)
+        """The busiest interval: the most tokens a second (rate × (isl + osl)), then the highest
+        rate, the earliest of equals. The static plan is sized at it."""
+        return max(self.intervals, key=lambda i: (i.requests_per_second * (i.isl + i.osl), i.requests_per_second))

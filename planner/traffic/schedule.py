@@ -175,8 +175,11 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
         out.simulated += found.simulated + 1
         if not found.rate:
             missed = slo.misses(spec, found.alone) if found.alone is not None else []
+            said = ", ".join(f"p{p} {metric} {got:,.1f} ms > {ms:g} ms" if metric != "goodput" else
+                             f"goodput {got:.3f} < {ms:g}" for metric, p, ms, got in missed)
             raise NotServed(f"{shape.row.shape.split()} on {shape.table.chip.id} misses the targets at isl {isl}, "
-                            f"osl {osl}" + (f" even one request at a time ({len(missed)} targets)" if missed else ""))
+                            f"osl {osl} " + (f"even one request at a time ({said})" if missed else
+                                             f"even at {slo.grid_rate(0):g} requests/s"))
         out.rates[(isl, osl)] = found.rate
         for i in members:
             out.bins[i] = (isl, osl)
