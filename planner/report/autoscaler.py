@@ -4,8 +4,9 @@ pool's Deployment or LeaderWorkerSet on vLLM's per-replica request gauges.
 
 The metrics are vLLM's `vllm:num_requests_running` and `vllm:num_requests_waiting` (vLLM 0.33
 v1/metrics/loggers.py, gauges per engine), per replica:
-- HPA: two `Pods` metrics through the Prometheus adapter (custom.metrics.k8s.io: the adapter serves
-  a gauge of pods under its Prometheus name), target type AverageValue; the HPA scales to the larger of
+- HPA: two `Pods` metrics through the Prometheus adapter (custom.metrics.k8s.io: an adapter rule that
+  discovers the gauges' series by their namespace and pod labels and names them as Prometheus does,
+  docs/fleet-over-time.md), target type AverageValue; the HPA scales to the larger of
   the two replica counts (Kubernetes docs, HorizontalPodAutoscaler: 'the HorizontalPodAutoscaler
   calculates proposed replica counts for each metric, and then chooses the one with the highest');
 - KEDA: two `prometheus` triggers, each a query summing the gauge over the pool's pods (the series a
