@@ -130,6 +130,10 @@ def autoscaler(resources: list[dict], a: Autoscaling, kind: str, prometheus: str
         made, notes = scaled_object(workload, a, prometheus or defaults.value("autoscaler.prometheus_address"))
     else:
         made, notes = hpa(workload, a)
+    notes.append("the ScaledObject's triggers query vllm:num_requests_* of the series a ServiceMonitor on the "
+                 "pool's Service labels service=<pool>" if kind == "keda" else "the HorizontalPodAutoscaler's Pods "
+                 "metrics need the Prometheus adapter to serve vllm:num_requests_running and vllm:num_requests_waiting "
+                 "per pod (docs/fleet-over-time.md)")
     said = [f"{name}: {n}" for n in notes]
     said.append(f"{name}: {'the ScaledObject' if kind == 'keda' else 'the HorizontalPodAutoscaler'} scales "
                 f"{a.min_replicas}-{a.max_replicas} replicas at {a.running_per_replica:g} requests running per "
