@@ -251,7 +251,7 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
         if pick is not None and shape.option is not pick:
             notes.append(f"{p.name}: over the day replicas of {row.gpus} × {row.chip} (tp {row.shape.tp}) cost less "
                          f"than the static plan's {pick.row.gpus} × {pick.row.chip} (tp {pick.row.shape.tp}); "
-                         "--emit k8s writes the pools over the day")
+                         "the Kubernetes manifests are written for the pools over the day")
     over = FleetOverTheDay(
         timeline=[TimelineInterval(start_minute=a, minutes=m) for a, m in timeline], services=out, gpus=found.gpus,
         peak_gpus=found.peak_gpus, sum_of_service_peaks=found.sum_of_service_peaks,

@@ -85,7 +85,7 @@ def hpa(workload: dict, a: Autoscaling) -> tuple[dict, list[str]]:
     lowest = max(1, a.min_replicas)
     if a.min_replicas < 1:
         notes.append("the schedule idles at 0 replicas; a HorizontalPodAutoscaler keeps at least 1 "
-                     "(--autoscaler keda scales to 0)")
+                     "(a KEDA ScaledObject scales to 0)")
     waiting = defaults.value("autoscaler.waiting_per_replica")
     metrics = [{"type": "Pods", "pods": {"metric": {"name": name},
                                           "target": {"type": "AverageValue", "averageValue": quantity(value)}}}
