@@ -75,7 +75,7 @@ def summary_lines(s: ServiceSchedule) -> list[str]:
     lines = [
         f"traffic: {s.source}; {shape.split} on {shape.chip} ({plural(shape.gpus_per_replica, 'GPU')} a replica, "
         f"{money(shape.price_per_gpu_hour)}/GPU-hour); one replica serves {given(s.per_replica_rate)} requests/s "
-        "within the targets at the peak's lengths (simulated, tails included)",
+        "within the targets at the busiest interval's lengths (simulated, tails included)",
         f"static peak pool: {plural(s.static_replicas, 'replica')} all day, {number(s.gpu_hours_static, 1)} "
         f"GPU-hours, {money(s.cost_static_per_day)}/day",
         f"autoscaled: {number(s.gpu_hours_autoscaled, 1)} GPU-hours, {money(s.cost_autoscaled_per_day)}/day "

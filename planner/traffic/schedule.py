@@ -78,7 +78,7 @@ class ServiceSchedule(BaseModel):
                                      "export's); None: a profile's midnight")
     shape: ScheduleShape = Field(description="the pool shape: the static plan's, the cheapest at the peak interval")
     per_replica_rate: float = Field(description="highest requests/s one replica serves within the targets (the "
-                                    "simulator, tails included), at the peak interval's lengths")
+                                    "simulator, tails included), at the busiest interval's lengths")
     min_replicas: int
     lead_minutes: float
     lead_source: str = Field("", description="how the lead time was found")
