@@ -8,7 +8,9 @@ rate one replica serves within every target is found once by the serving simulat
 (planner/candidates/slo.py highest_rate: Poisson arrivals, tails included, on a grid of
 three significant digits); an interval at rate λ then needs ceil(λ / that rate) replicas, each
 seeing λ / R ≤ the rate found (the percentiles never fall as the rate rises, property-tested in
-tests/test_serving.py), and the peak interval of each bin is simulated at its share to check it.
+tests/test_serving.py); the peak interval of each bin is simulated at its share to check it, and at
+one replica fewer while that meets, so that a flat profile needs exactly what the static plan buys
+(planner/candidates/slo.py size); no other interval of the bin needs more than its peak.
 Within an interval arrivals are taken as steady at its mean rate (Poisson); a burst inside an
 interval above its mean is not seen.
 
