@@ -317,6 +317,8 @@ def test_a_scenario_reads_its_trace_beside_it_and_prints_the_schedule(tmp_path):
     assert {"cost_static_per_day", "cost_autoscaled_per_day"} <= set(s)
     code, out, err = cli(["scenario", str(scenario)])
     assert code == 0 and "chat — schedule" in out and "static peak pool" in out
+    code, out, err = cli(["scenario", str(scenario), "--format", "markdown"])
+    assert code == 0 and "#### chat — autoscaled schedule" in out and "| from | to | req/s |" in out
 
 
 def test_a_bad_trace_in_a_scenario_is_exit_2_naming_the_row_and_column(tmp_path):

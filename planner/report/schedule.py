@@ -95,3 +95,12 @@ def render_schedule(s: ServiceSchedule, console: Console) -> None:
     print_table(console, f"{s.service} — schedule", COLUMNS, rows(s), box=box.SIMPLE_HEAD)
     for line in summary_lines(s):
         console.print(f"{s.service}: {line}", soft_wrap=True, markup=False, highlight=False)
+
+
+def markdown_lines(s: ServiceSchedule) -> list[str]:
+    """The schedule as a Markdown section a review pastes in: the table, then the summary."""
+    lines = [f"#### {s.service} — autoscaled schedule", "",
+             "| " + " | ".join(c.header for c in COLUMNS) + " |",
+             "|" + "|".join("---:" if c.align == "right" else "---" for c in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "/") or " " for cell in row) + " |" for row in rows(s)]
+    return [*lines, "", *(f"- {line}" for line in summary_lines(s)), ""]
