@@ -11,7 +11,8 @@
       long: {context_length: 1048576}
 
 A variant is a set of what-if overrides; each key names a field that exists:
-`chip` / `chips`, any service field (applied to every service), `services.<name>.<field>` (one
+`chip` / `chips`, `growth` (every service's concurrency and traffic × the factor), any service
+field (applied to every service), `services.<name>.<field>` (one
 service), `price.<chip>`, `gpus.<chip>`, `gpus_per_node.<chip>` (the inventory).
 """
 
@@ -317,6 +318,9 @@ def _override(data: dict, key: str, value: Any, where: str) -> None:
             base = s.get("concurrency", every)
             if base is not None:
                 s["concurrency"] = math.ceil(base * value)
+        for entry in [data["defaults"], *data["services"]]:  # and every traffic's rates × the factor
+            if isinstance(entry.get("traffic"), dict):
+                entry["traffic"]["scale"] = entry["traffic"].get("scale", 1.0) * value
         return
     if head in ("chip", "chips") and len(parts) == 1:
         chips = [value] if isinstance(value, str) else list(value)

@@ -363,3 +363,23 @@ def test_the_chart_draws_the_rate_the_replicas_and_the_cost_beside_the_reviews_o
     assert code == 0 and f"wrote {tmp_path / 'review-schedule.svg'}" in err
     for gid in ("rate-chat", "replicas-chat", "needed-chat", "static-chat", "risk-chat", "cost-chat"):
         assert f'id="{gid}' in drawn, gid
+
+
+def test_a_growth_variant_scales_the_traffic_and_never_costs_less(tmp_path):
+    rates = ", ".join(str(r) for r in [4] * 12 + [40] * 12)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}]}}}}\nvariants:\n  busy: {{growth: 2.5}}\n")
+    code, out, err = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--variants", "--format", "json"])
+    assert code == 0, err
+    both = json.loads(out)
+    base, busy = both["base"]["schedules"][0], both["variants"][0]["schedules"][0]
+    assert [i["interval"]["requests_per_second"] for i in busy["intervals"]] == [10.0] * 12 + [100.0] * 12
+    assert busy["source"] == "hourly profile, rates × 2.5" and base["source"] == "hourly profile"
+    assert busy["cost_autoscaled_per_day"] > base["cost_autoscaled_per_day"]
+
+
+def test_a_scale_beyond_the_planners_ceiling_is_named():
+    with pytest.raises(InputError) as err:
+        TrafficSpec(hourly_requests_per_second=[1.0] * 24, scale=1e9).resolve(10, 10)
+    assert str(err.value).startswith("scale: 1e+09 × the busiest interval is 1e+09 requests/s, above the")
