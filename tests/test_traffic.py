@@ -198,6 +198,11 @@ def test_a_longer_lead_never_runs_fewer_replicas_and_covers_every_ramp(need, lea
             assert short[j - 1] >= need[j]
     total = sum((b - a) * n for a, b, n in steps(need, intervals, lead, down, cyclic))
     assert total >= sum(60 * n for n in need) - 1e-6  # the schedule never runs less than the need
+    window = 60 * len(need)  # by brute force: interval i runs the need of every j whose held span meets it
+    shifts = (-window, 0, window) if cyclic else (0,)
+    assert short == [max(n for j, n in enumerate(need) if any(
+        60 * i < 60 * (j + 1) + k + down and 60 * (i + 1) > 60 * j + k - lead for k in shifts))
+        for i in range(len(need))]
 
 
 # -- the schedule on a real shape (the serving simulator) -------------------------------------------
