@@ -195,6 +195,7 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
 
         for i in members:
             rate = traffic.intervals[i].requests_per_second
+            # ceil of the quotient, not of its last bit's rounding error (a rate of exactly k × the rate found: k)
             out.needed[i] = max(traffic.min_replicas, math.ceil(rate / found.rate - 1e-12) if rate else 0)
         top = max(members, key=lambda i: traffic.intervals[i].requests_per_second)
         if peak:  # the check: the peak at its share, and one replica fewer (as slo.size sizes a static pool)
