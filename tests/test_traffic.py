@@ -388,3 +388,23 @@ def test_a_scale_beyond_the_planners_ceiling_is_named():
     with pytest.raises(InputError) as err:
         TrafficSpec(hourly_requests_per_second=[1.0] * 24, scale=1e9).resolve(10, 10)
     assert str(err.value).startswith("scale: 1e+09 × the busiest interval is 1e+09 requests/s, above the")
+
+
+def test_a_scenario_with_traffic_validates_against_the_one_schema(tmp_path):
+    """Every key of a schedule is one the schema (`plan --schema`) names (tests/test_json_schema.py's
+    closed schema: an unnamed key fails)."""
+    import jsonschema
+
+    from tests.test_json_schema import closed
+
+    rates = ", ".join(str(r) for r in [2] * 12 + [30] * 12)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}]}}}}\n")
+    code, out, _ = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--format", "json"])
+    _, schema, _ = cli(["--schema"])
+    report = json.loads(out)
+    assert code == 0 and report["schedules"]
+    jsonschema.Draft202012Validator(closed(json.loads(schema))).validate(report)
+    report["schedules"][0]["intervals"][0]["not_in_the_schema"] = 1
+    assert not jsonschema.Draft202012Validator(closed(json.loads(schema))).is_valid(report)
