@@ -11,8 +11,9 @@ seeing λ / R ≤ the rate found (the percentiles never fall as the rate rises, 
 tests/test_serving.py); the peak interval of each bin is simulated at its share to check it, and at
 one replica fewer while that meets, so that a flat profile needs exactly what the static plan buys
 (planner/candidates/slo.py size); no other interval of the bin needs more than its peak.
-Within an interval arrivals are taken as steady at its mean rate (Poisson); a burst inside an
-interval above its mean is not seen.
+Within an interval arrivals are taken as steady at its mean rate (Poisson) and its requests at its
+mean lengths (uniform around them by the workload's range_ratio): a burst inside an interval above
+its mean, and a trace's length tail, are not seen.
 
 The policy: at least `min_replicas` in every interval; a replica takes `lead_minutes` to serve
 (model load and warm-up: the weights' bytes per rank over planner/defaults.yaml
