@@ -74,12 +74,13 @@ def summary_lines(s: ServiceSchedule) -> list[str]:
     risky = [i for i in s.intervals if i.at_risk]
     lines = [
         f"traffic: {s.source}; {shape.split} on {shape.chip} ({plural(shape.gpus_per_replica, 'GPU')} a replica, "
-        f"{money(shape.price_per_gpu_hour)}/GPU-hour); one replica serves {given(s.per_replica_rate)} requests/s "
-        "within the targets at the busiest interval's lengths (simulated, tails included)",
+        f"{money(shape.price_per_gpu_hour, shape.price_estimate)}/GPU-hour); one replica serves "
+        f"{given(s.per_replica_rate)} requests/s within the targets at the busiest interval's lengths (simulated, "
+        "tails included)",
         f"static peak pool: {plural(s.static_replicas, 'replica')} all day, {number(s.gpu_hours_static, 1)} "
-        f"GPU-hours, {money(s.cost_static_per_day)}/day",
-        f"autoscaled: {number(s.gpu_hours_autoscaled, 1)} GPU-hours, {money(s.cost_autoscaled_per_day)}/day "
-        f"({percent(saved)} less)",
+        f"GPU-hours, {money(s.cost_static_per_day, shape.price_estimate)}/day",
+        f"autoscaled: {number(s.gpu_hours_autoscaled, 1)} GPU-hours, "
+        f"{money(s.cost_autoscaled_per_day, shape.price_estimate)}/day ({percent(saved)} less)",
         f"policy: at least {plural(s.min_replicas, 'replica')}; replicas start {number(s.lead_minutes, 1)} min "
         f"ahead ({s.lead_source}); kept {number(s.scale_down_minutes, 1)} min after the need falls",
     ]

@@ -70,6 +70,7 @@ class ScheduleShape(BaseModel):
     gpu_memory_utilization: float
     kv_cache_dtype: str
     price_per_gpu_hour: float
+    price_estimate: bool = Field(False, description="the price is the catalogue's estimate, not a quote")
 
 
 class ServiceSchedule(BaseModel):
@@ -119,7 +120,8 @@ class PoolShape:
                              max_num_batched_tokens=row.max_num_batched_tokens,
                              gpu_memory_utilization=row.gpu_memory_utilization,
                              kv_cache_dtype=row.shape.kv_cache_dtype,
-                             price_per_gpu_hour=self.price_per_gpu_hour if price is None else price)
+                             price_per_gpu_hour=self.price_per_gpu_hour if price is None else price,
+                             price_estimate=self.table.chip.price_estimate)
 
 
 class NotServed(ValueError):
