@@ -178,8 +178,15 @@ def test_a_profile_is_a_cycle_its_last_hour_ramps_into_its_first():
     need = [5, 1, 1, 1]
     assert hold(need, hours(need), 10, 0, cyclic=True) == [5, 1, 1, 5]
     assert hold(need, hours(need), 10, 0, cyclic=False) == [5, 1, 1, 1]
-    assert at_risk(need, 10, cyclic=True) == [True, False, False, False]
-    assert at_risk(need, 0, cyclic=True) == [False] * 4
+    assert at_risk(need, hours(need), 10, 0, cyclic=True) == [True, False, False, False]
+    assert at_risk(need, hours(need), 0, 0, cyclic=True) == [False] * 4
+    assert at_risk(need, hours(need), 10, 0, cyclic=False) == [False] * 4  # nothing known before the window
+
+
+def test_a_dip_the_scale_down_delay_covers_is_no_ramp_at_risk():
+    need = [2, 6, 4, 6, 6, 1, 6]
+    assert at_risk(need, hours(need), 5, 5, cyclic=False) == [False, True, False, True, False, False, True]
+    assert at_risk(need, hours(need), 5, 60, cyclic=False) == [False, True, False, False, False, False, False]
 
 
 def test_lengths_are_binned_up_to_two_significant_digits():

@@ -20,9 +20,10 @@ The policy: at least `min_replicas` in every interval; a replica takes `lead_min
 traffic.storage_bytes_per_second, plus traffic.warm_up_seconds), so the replicas an interval needs
 run from `lead_minutes` before it starts; they are kept `scale_down_minutes` after it ends (the
 HorizontalPodAutoscaler's stabilization window). A day or week profile is a cycle (its last hour
-ramps into its first); a trace or an export is not. An interval whose need rises above the one
-before it (a ramp) is flagged at risk when the lead time is positive: its capacity must be started
-before its load arrives, which an autoscaler reacting to load (HPA, KEDA) does `lead_minutes` late.
+ramps into its first); a trace or an export is not. An interval whose need rises above what an
+autoscaler reacting to load (HPA, KEDA) runs as it begins (the needs before it, kept the scale-down
+delay) is flagged at risk when the lead time is positive: its capacity must be started before its
+load arrives, which such an autoscaler does `lead_minutes` late.
 """
 
 from __future__ import annotations
@@ -263,9 +264,23 @@ def hold(needed: list[int], intervals: list[Interval], lead_minutes: float, scal
     return out
 
 
-def at_risk(needed: list[int], lead_minutes: float, cyclic: bool) -> list[bool]:
-    """A ramp: the interval needs more replicas than the one before it, and they take `lead_minutes` to serve."""
-    return [lead_minutes > 0 and (i > 0 or cyclic) and n > needed[i - 1] for i, n in enumerate(needed)]
+def at_risk(needed: list[int], intervals: list[Interval], lead_minutes: float, scale_down_minutes: float,
+            cyclic: bool) -> list[bool]:
+    """A ramp an autoscaler that reacts to load meets late: the interval needs more replicas than
+    such an autoscaler runs as it begins (the needs before it, kept `scale_down_minutes`, none
+    started ahead), and a new replica takes `lead_minutes` (> 0) to serve."""
+    if lead_minutes <= 0:
+        return [False] * len(needed)
+    reactive = steps(needed, intervals, 0.0, scale_down_minutes, cyclic)
+    window = sum(i.minutes for i in intervals)
+    out = []
+    for iv, n in zip(intervals, needed, strict=True):
+        if iv.start_minute == 0 and not cyclic:
+            out.append(False)  # the window's first interval: what ran before it is not known
+            continue
+        before = (iv.start_minute or window) - 1e-9  # just before it begins (over the seam when cyclic)
+        out.append(n > next(r for a, b, r in reactive if a <= before < b))
+    return out
 
 
 def lead_minutes(service: ServiceSpec, shape: PoolShape) -> tuple[float, str]:
