@@ -244,6 +244,8 @@ class Scenario(BaseModel):
         w = s.workload
         key = (s.traffic.model_dump_json(), w.isl if w else None, w.osl if w else None, s.traffic.file_stamp())
         if key not in _TRAFFIC:
+            if len(_TRAFFIC) >= TRAFFIC_KEPT:
+                _TRAFFIC.clear()
             _TRAFFIC[key] = s.traffic.resolve(w.isl if w else None, w.osl if w else None)
         return _TRAFFIC[key]
 
@@ -278,6 +280,7 @@ class Scenario(BaseModel):
 
 
 _TRAFFIC: dict[tuple, Traffic] = {}  # a traffic block, its lengths and its file's stamp -> its intervals
+TRAFFIC_KEPT = 64  # traffic blocks kept read at once: a review's services and variants, not a process's history
 
 
 def grid_points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
