@@ -415,3 +415,21 @@ def test_a_scenario_with_traffic_validates_against_the_one_schema(tmp_path):
     jsonschema.Draft202012Validator(closed(json.loads(schema))).validate(report)
     report["schedules"][0]["intervals"][0]["not_in_the_schema"] = 1
     assert not jsonschema.Draft202012Validator(closed(json.loads(schema))).is_valid(report)
+
+
+def test_a_spreadsheets_byte_order_mark_is_no_part_of_the_header(tmp_path):
+    path = tmp_path / "trace.csv"
+    path.write_bytes("timestamp,input_tokens,output_tokens\r\n0,10,5\r\n".encode("utf-8-sig"))
+    assert [(i.isl, i.osl) for i in read_trace(path, 60).intervals] == [(10, 5)]
+
+
+@pytest.mark.parametrize("body, words", [
+    ("timestamp,input_tokens,output_tokens\n1767225600000,1,1\n",
+     "row 2, column timestamp: 1767225600000 is too large for epoch seconds (milliseconds?)"),
+    ("timestamp,input_tokens,output_tokens\n0,1,1\n604800,1,1\n",
+     "row 3, column timestamp: 604800 is 10,081 intervals of 1 minute after the trace's start; at most 10,080"),
+])
+def test_a_window_no_review_means_is_named_not_binned(tmp_path, body, words):
+    with pytest.raises(InputError) as err:
+        read_trace(write(tmp_path, body), 1)
+    assert words in str(err.value)
