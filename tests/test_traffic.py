@@ -433,3 +433,15 @@ def test_a_window_no_review_means_is_named_not_binned(tmp_path, body, words):
     with pytest.raises(InputError) as err:
         read_trace(write(tmp_path, body), 1)
     assert words in str(err.value)
+
+
+def test_a_concurrency_asked_beside_the_traffic_is_held_all_day():
+    from planner.app.schedule import ScheduleRequest, schedule
+
+    spec, pool = shape()
+    held = spec.model_copy(update={"concurrency": 3 * pool.row.concurrency})  # three replicas' worth
+    traffic = Traffic(intervals=[Interval(start_minute=60 * h, minutes=60, requests_per_second=r, isl=512, osl=128)
+                                 for h, r in enumerate([1.0] * 12 + [200.0] * 12)], source="test", cyclic=True)
+    s = schedule(ScheduleRequest(name="s", service=held, traffic=traffic, shape=pool))
+    assert min(i.needed for i in s.intervals) == 3 and s.intervals[0].needed == 3
+    assert max(i.needed for i in s.intervals) > 3

@@ -156,7 +156,8 @@ class Demand:
 
 def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks: bool = False) -> Demand:
     """The fewest replicas of `shape` meeting `service`'s targets at each interval (the fast path of
-    the module docstring; at least `traffic.min_replicas`). `benchmarks`: also simulate one replica
+    the module docstring; at least `traffic.min_replicas`, and the replicas that hold a concurrency
+    the service asks beside its traffic). `benchmarks`: also simulate one replica
     of every interval at its share, for its p99s. Raises NotServed when some bin is missed alone."""
     from planner.candidates.table import sweep_model
 
@@ -173,6 +174,9 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
         bins.setdefault(binned if fits(*binned) else (iv.isl, iv.osl), []).append(i)
     out = Demand(needed=[0] * len(traffic.intervals), served=[None] * len(traffic.intervals),
                  bins=[(0, 0)] * len(traffic.intervals))
+    # a concurrency asked beside the traffic is held at every interval, as the static plan holds it
+    least = traffic.min_replicas if service.implicit_concurrency else max(
+        traffic.min_replicas, -(-service.required // shape.row.concurrency))
     for (isl, osl), members in bins.items():
         peak = max(traffic.intervals[i].requests_per_second for i in members)
         spec = at(service, isl, osl, max(peak, slo.grid_rate(0)))
@@ -200,17 +204,17 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
         for i in members:
             rate = traffic.intervals[i].requests_per_second
             # ceil of the quotient, not of its last bit's rounding error (a rate of exactly k × the rate found: k)
-            out.needed[i] = max(traffic.min_replicas, math.ceil(rate / found.rate - 1e-12) if rate else 0)
+            out.needed[i] = max(least, math.ceil(rate / found.rate - 1e-12) if rate else 0)
         top = max(members, key=lambda i: traffic.intervals[i].requests_per_second)
         if peak:  # the check: the peak at its share, and one replica fewer (as slo.size sizes a static pool)
             while slo.misses(spec, bench(peak / out.needed[top])):
                 out.needed[top] += 1
-            while out.needed[top] > max(1, traffic.min_replicas) and not slo.misses(
+            while out.needed[top] > max(1, least) and not slo.misses(
                     spec, bench(peak / (out.needed[top] - 1))):
                 out.needed[top] -= 1
             for i in members:  # a lower rate never needs more than the peak (the percentiles rise with the rate)
                 rate = traffic.intervals[i].requests_per_second
-                out.needed[i] = max(traffic.min_replicas, out.needed[top] if rate == peak
+                out.needed[i] = max(least, out.needed[top] if rate == peak
                                     else min(out.needed[i], out.needed[top]))
         if benchmarks:
             for i in members:
