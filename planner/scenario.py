@@ -737,13 +737,16 @@ def check_references(scenario: Scenario, where: str, variants: bool = True, name
 
 def _traffic_problems(scenario: Scenario, service: Service, merged: Service, at: str) -> list[str]:
     """A service with `traffic:`: service targets to schedule against, the lengths a profile needs,
-    no second rate beside it, and its file read (a bad trace's row and column named)."""
+    no second rate beside it, an aggregated pool, and its file read (a bad trace's row and column named)."""
     lines = []
     if merged.slo is None:
         lines.append(f"{at}.slo: a schedule meets service targets at each interval's rate: give slo, e.g. "
                      "{p99_ttft_ms: 2000, p99_tpot_ms: 50}")
     if merged.workload is not None and merged.workload.requests_per_second is not None:
         lines.append(f"{at}.workload.requests_per_second: the traffic gives the rate; drop it from the workload")
+    if merged.serving not in (None, "agg"):
+        lines.append(f"{at}.serving: a schedule scales one aggregated pool; give serving: agg with traffic "
+                     f"(not {merged.serving})")
     try:
         scenario.traffic_of(service)
     except InputError as err:

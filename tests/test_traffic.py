@@ -349,6 +349,9 @@ def test_a_service_with_traffic_needs_service_targets_and_no_second_rate(tmp_pat
     assert code == 2
     assert "services.chat.slo: a schedule meets service targets" in err
     assert "services.chat.workload.requests_per_second: the traffic gives the rate" in err
+    code, _, err = cli(["scenario", str(write(tmp_path, text.replace("concurrency: 4,", "serving: disagg,"),
+                                               "review.yaml"))])
+    assert code == 2 and "services.chat.serving: a schedule scales one aggregated pool" in err
 
 
 def test_a_shape_that_misses_another_intervals_lengths_alone_is_a_note_not_a_schedule(tmp_path):
