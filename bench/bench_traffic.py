@@ -5,7 +5,8 @@
 
 The trace is generated once (seeded): arrivals of a diurnal rate (a night's trough at a tenth of
 the afternoon's peak) as a Poisson process, prompt and output lengths drawn log-normal around 1,000
-and 250 tokens; the scenario plans Llama 3.1 70B on H100 at p99 TTFT 2 s and p99 TPOT 50 ms, binned
+and 250 tokens; the scenario plans Llama 3.1 70B on L40S (a pool that scales: several replicas at
+the peak) at p99 TTFT 2 s and p99 TPOT 50 ms, binned
 hourly. Each figure is the median wall time of `--runs` fresh processes (interpreter start,
 imports, reading the trace, the static plan at the peak, the schedule's simulations, the JSON to a
 pipe), interleaved with the floor that bench/bench_cli.py measures: a process that imports only
@@ -35,7 +36,7 @@ review: a day's trace
 services:
   - name: chat
     model: llama-3.1-70b
-    chips: [h100]
+    chips: [l40s]
     slo: {p99_ttft_ms: 2000, p99_tpot_ms: 50}
     traffic: {trace: trace.csv, interval_minutes: 60}
 """
@@ -95,7 +96,9 @@ def main() -> None:
             floors.append(timed(FLOOR))
             plans.append(timed(plan))
     f, p = statistics.median(floors), statistics.median(plans)
-    print(f"trace: {s['source']}, {len(s['intervals'])} intervals; static {s['static_replicas']} replicas "
+    print(f"trace: {s['source']}, {len(s['intervals'])} intervals; {s['shape']['split']} on {s['shape']['chip']}, "
+          f"replicas {min(i['replicas'] for i in s['intervals'])} to {s['static_replicas']}; "
+          f"static {s['static_replicas']} replicas "
           f"${s['cost_static_per_day']:,.2f}/day, autoscaled ${s['cost_autoscaled_per_day']:,.2f}/day")
     print(f"{'process':44} {'median':>8} {'ratio':>7}")
     print(f"{'floor (imports ortools, networkx, pydantic)':44} {f:7.2f}s {1:6.2f}x")

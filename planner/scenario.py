@@ -11,7 +11,8 @@
       long: {context_length: 1048576}
 
 A variant is a set of what-if overrides; each key names a field that exists:
-`chip` / `chips`, any service field (applied to every service), `services.<name>.<field>` (one
+`chip` / `chips`, `growth` (every service's concurrency and traffic × the factor), any service
+field (applied to every service), `services.<name>.<field>` (one
 service), `price.<chip>`, `gpus.<chip>`, `gpus_per_node.<chip>` (the inventory).
 """
 
@@ -243,6 +244,8 @@ class Scenario(BaseModel):
         w = s.workload
         key = (s.traffic.model_dump_json(), w.isl if w else None, w.osl if w else None, s.traffic.file_stamp())
         if key not in _TRAFFIC:
+            if len(_TRAFFIC) >= TRAFFIC_KEPT:
+                _TRAFFIC.clear()
             _TRAFFIC[key] = s.traffic.resolve(w.isl if w else None, w.osl if w else None)
         return _TRAFFIC[key]
 
@@ -277,6 +280,7 @@ class Scenario(BaseModel):
 
 
 _TRAFFIC: dict[tuple, Traffic] = {}  # a traffic block, its lengths and its file's stamp -> its intervals
+TRAFFIC_KEPT = 64  # traffic blocks kept read at once: a review's services and variants, not a process's history
 
 
 def grid_points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -317,6 +321,9 @@ def _override(data: dict, key: str, value: Any, where: str) -> None:
             base = s.get("concurrency", every)
             if base is not None:
                 s["concurrency"] = math.ceil(base * value)
+        for entry in [data["defaults"], *data["services"]]:  # and every traffic's rates × the factor
+            if isinstance(entry.get("traffic"), dict):
+                entry["traffic"]["scale"] = entry["traffic"].get("scale", 1.0) * value
         return
     if head in ("chip", "chips") and len(parts) == 1:
         chips = [value] if isinstance(value, str) else list(value)
@@ -730,13 +737,16 @@ def check_references(scenario: Scenario, where: str, variants: bool = True, name
 
 def _traffic_problems(scenario: Scenario, service: Service, merged: Service, at: str) -> list[str]:
     """A service with `traffic:`: service targets to schedule against, the lengths a profile needs,
-    no second rate beside it, and its file read (a bad trace's row and column named)."""
+    no second rate beside it, an aggregated pool, and its file read (a bad trace's row and column named)."""
     lines = []
     if merged.slo is None:
         lines.append(f"{at}.slo: a schedule meets service targets at each interval's rate: give slo, e.g. "
                      "{p99_ttft_ms: 2000, p99_tpot_ms: 50}")
     if merged.workload is not None and merged.workload.requests_per_second is not None:
         lines.append(f"{at}.workload.requests_per_second: the traffic gives the rate; drop it from the workload")
+    if merged.serving not in (None, "agg"):
+        lines.append(f"{at}.serving: a schedule scales one aggregated pool; give serving: agg with traffic "
+                     f"(not {merged.serving})")
     try:
         scenario.traffic_of(service)
     except InputError as err:

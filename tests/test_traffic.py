@@ -178,8 +178,15 @@ def test_a_profile_is_a_cycle_its_last_hour_ramps_into_its_first():
     need = [5, 1, 1, 1]
     assert hold(need, hours(need), 10, 0, cyclic=True) == [5, 1, 1, 5]
     assert hold(need, hours(need), 10, 0, cyclic=False) == [5, 1, 1, 1]
-    assert at_risk(need, 10, cyclic=True) == [True, False, False, False]
-    assert at_risk(need, 0, cyclic=True) == [False] * 4
+    assert at_risk(need, hours(need), 10, 0, cyclic=True) == [True, False, False, False]
+    assert at_risk(need, hours(need), 0, 0, cyclic=True) == [False] * 4
+    assert at_risk(need, hours(need), 10, 0, cyclic=False) == [False] * 4  # nothing known before the window
+
+
+def test_a_dip_the_scale_down_delay_covers_is_no_ramp_at_risk():
+    need = [2, 6, 4, 6, 6, 1, 6]
+    assert at_risk(need, hours(need), 5, 5, cyclic=False) == [False, True, False, True, False, False, True]
+    assert at_risk(need, hours(need), 5, 60, cyclic=False) == [False, True, False, False, False, False, False]
 
 
 def test_lengths_are_binned_up_to_two_significant_digits():
@@ -198,6 +205,11 @@ def test_a_longer_lead_never_runs_fewer_replicas_and_covers_every_ramp(need, lea
             assert short[j - 1] >= need[j]
     total = sum((b - a) * n for a, b, n in steps(need, intervals, lead, down, cyclic))
     assert total >= sum(60 * n for n in need) - 1e-6  # the schedule never runs less than the need
+    window = 60 * len(need)  # by brute force: interval i runs the need of every j whose held span meets it
+    shifts = (-window, 0, window) if cyclic else (0,)
+    assert short == [max(n for j, n in enumerate(need) if any(
+        60 * i < 60 * (j + 1) + k + down and 60 * (i + 1) > 60 * j + k - lead for k in shifts))
+        for i in range(len(need))]
 
 
 # -- the schedule on a real shape (the serving simulator) -------------------------------------------
@@ -317,6 +329,8 @@ def test_a_scenario_reads_its_trace_beside_it_and_prints_the_schedule(tmp_path):
     assert {"cost_static_per_day", "cost_autoscaled_per_day"} <= set(s)
     code, out, err = cli(["scenario", str(scenario)])
     assert code == 0 and "chat — schedule" in out and "static peak pool" in out
+    code, out, err = cli(["scenario", str(scenario), "--format", "markdown"])
+    assert code == 0 and "#### chat — autoscaled schedule" in out and "| from | to | req/s |" in out
 
 
 def test_a_bad_trace_in_a_scenario_is_exit_2_naming_the_row_and_column(tmp_path):
@@ -335,6 +349,9 @@ def test_a_service_with_traffic_needs_service_targets_and_no_second_rate(tmp_pat
     assert code == 2
     assert "services.chat.slo: a schedule meets service targets" in err
     assert "services.chat.workload.requests_per_second: the traffic gives the rate" in err
+    code, _, err = cli(["scenario", str(write(tmp_path, text.replace("concurrency: 4,", "serving: disagg,"),
+                                               "review.yaml"))])
+    assert code == 2 and "services.chat.serving: a schedule scales one aggregated pool" in err
 
 
 def test_a_shape_that_misses_another_intervals_lengths_alone_is_a_note_not_a_schedule(tmp_path):
@@ -361,3 +378,73 @@ def test_the_chart_draws_the_rate_the_replicas_and_the_cost_beside_the_reviews_o
     assert code == 0 and f"wrote {tmp_path / 'review-schedule.svg'}" in err
     for gid in ("rate-chat", "replicas-chat", "needed-chat", "static-chat", "risk-chat", "cost-chat"):
         assert f'id="{gid}' in drawn, gid
+
+
+def test_a_growth_variant_scales_the_traffic_and_never_costs_less(tmp_path):
+    rates = ", ".join(str(r) for r in [4] * 12 + [40] * 12)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}]}}}}\nvariants:\n  busy: {{growth: 2.5}}\n")
+    code, out, err = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--variants", "--format", "json"])
+    assert code == 0, err
+    both = json.loads(out)
+    base, busy = both["base"]["schedules"][0], both["variants"][0]["schedules"][0]
+    assert [i["interval"]["requests_per_second"] for i in busy["intervals"]] == [10.0] * 12 + [100.0] * 12
+    assert busy["source"] == "hourly profile, rates × 2.5" and base["source"] == "hourly profile"
+    assert busy["cost_autoscaled_per_day"] > base["cost_autoscaled_per_day"]
+
+
+def test_a_scale_beyond_the_planners_ceiling_is_named():
+    with pytest.raises(InputError) as err:
+        TrafficSpec(hourly_requests_per_second=[1.0] * 24, scale=1e9).resolve(10, 10)
+    assert str(err.value).startswith("scale: 1e+09 × the busiest interval is 1e+09 requests/s, above the")
+
+
+def test_a_scenario_with_traffic_validates_against_the_one_schema(tmp_path):
+    """Every key of a schedule is one the schema (`plan --schema`) names (tests/test_json_schema.py's
+    closed schema: an unnamed key fails)."""
+    import jsonschema
+
+    from tests.test_json_schema import closed
+
+    rates = ", ".join(str(r) for r in [2] * 12 + [30] * 12)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}]}}}}\n")
+    code, out, _ = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--format", "json"])
+    _, schema, _ = cli(["--schema"])
+    report = json.loads(out)
+    assert code == 0 and report["schedules"]
+    jsonschema.Draft202012Validator(closed(json.loads(schema))).validate(report)
+    report["schedules"][0]["intervals"][0]["not_in_the_schema"] = 1
+    assert not jsonschema.Draft202012Validator(closed(json.loads(schema))).is_valid(report)
+
+
+def test_a_spreadsheets_byte_order_mark_is_no_part_of_the_header(tmp_path):
+    path = tmp_path / "trace.csv"
+    path.write_bytes("timestamp,input_tokens,output_tokens\r\n0,10,5\r\n".encode("utf-8-sig"))
+    assert [(i.isl, i.osl) for i in read_trace(path, 60).intervals] == [(10, 5)]
+
+
+@pytest.mark.parametrize("body, words", [
+    ("timestamp,input_tokens,output_tokens\n1767225600000,1,1\n",
+     "row 2, column timestamp: 1767225600000 is too large for epoch seconds (milliseconds?)"),
+    ("timestamp,input_tokens,output_tokens\n0,1,1\n604800,1,1\n",
+     "row 3, column timestamp: 604800 is 10,081 intervals of 1 minute after the trace's start; at most 10,080"),
+])
+def test_a_window_no_review_means_is_named_not_binned(tmp_path, body, words):
+    with pytest.raises(InputError) as err:
+        read_trace(write(tmp_path, body), 1)
+    assert words in str(err.value)
+
+
+def test_a_concurrency_asked_beside_the_traffic_is_held_all_day():
+    from planner.app.schedule import ScheduleRequest, schedule
+
+    spec, pool = shape()
+    held = spec.model_copy(update={"concurrency": 3 * pool.row.concurrency})  # three replicas' worth
+    traffic = Traffic(intervals=[Interval(start_minute=60 * h, minutes=60, requests_per_second=r, isl=512, osl=128)
+                                 for h, r in enumerate([1.0] * 12 + [200.0] * 12)], source="test", cyclic=True)
+    s = schedule(ScheduleRequest(name="s", service=held, traffic=traffic, shape=pool))
+    assert min(i.needed for i in s.intervals) == 3 and s.intervals[0].needed == 3
+    assert max(i.needed for i in s.intervals) > 3

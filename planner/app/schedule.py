@@ -46,7 +46,7 @@ def schedule(request: ScheduleRequest) -> ServiceSchedule:
         lead, lead_said = lead_minutes(service, shape)
     down, _ = scale_down(traffic)
     running = hold(found.needed, traffic.intervals, lead, down, traffic.cyclic)
-    risky = at_risk(found.needed, lead, traffic.cyclic)
+    risky = at_risk(found.needed, traffic.intervals, lead, down, traffic.cyclic)
     gpus = shape.gpus
     price = request.price_per_gpu_hour if request.price_per_gpu_hour is not None else shape.price_per_gpu_hour
     rows = []

@@ -74,12 +74,13 @@ def summary_lines(s: ServiceSchedule) -> list[str]:
     risky = [i for i in s.intervals if i.at_risk]
     lines = [
         f"traffic: {s.source}; {shape.split} on {shape.chip} ({plural(shape.gpus_per_replica, 'GPU')} a replica, "
-        f"{money(shape.price_per_gpu_hour)}/GPU-hour); one replica serves {given(s.per_replica_rate)} requests/s "
-        "within the targets at the peak's lengths (simulated, tails included)",
+        f"{money(shape.price_per_gpu_hour, shape.price_estimate)}/GPU-hour); one replica serves "
+        f"{given(s.per_replica_rate)} requests/s within the targets at the busiest interval's lengths (simulated, "
+        "tails included)",
         f"static peak pool: {plural(s.static_replicas, 'replica')} all day, {number(s.gpu_hours_static, 1)} "
-        f"GPU-hours, {money(s.cost_static_per_day)}/day",
-        f"autoscaled: {number(s.gpu_hours_autoscaled, 1)} GPU-hours, {money(s.cost_autoscaled_per_day)}/day "
-        f"({percent(saved)} less)",
+        f"GPU-hours, {money(s.cost_static_per_day, shape.price_estimate)}/day",
+        f"autoscaled: {number(s.gpu_hours_autoscaled, 1)} GPU-hours, "
+        f"{money(s.cost_autoscaled_per_day, shape.price_estimate)}/day ({percent(saved)} less)",
         f"policy: at least {plural(s.min_replicas, 'replica')}; replicas start {number(s.lead_minutes, 1)} min "
         f"ahead ({s.lead_source}); kept {number(s.scale_down_minutes, 1)} min after the need falls",
     ]
@@ -95,3 +96,12 @@ def render_schedule(s: ServiceSchedule, console: Console) -> None:
     print_table(console, f"{s.service} — schedule", COLUMNS, rows(s), box=box.SIMPLE_HEAD)
     for line in summary_lines(s):
         console.print(f"{s.service}: {line}", soft_wrap=True, markup=False, highlight=False)
+
+
+def markdown_lines(s: ServiceSchedule) -> list[str]:
+    """The schedule as a Markdown section a review pastes in: the table, then the summary."""
+    lines = [f"#### {s.service} — autoscaled schedule", "",
+             "| " + " | ".join(c.header for c in COLUMNS) + " |",
+             "|" + "|".join("---:" if c.align == "right" else "---" for c in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "/") or " " for cell in row) + " |" for row in rows(s)]
+    return [*lines, "", *(f"- {line}" for line in summary_lines(s)), ""]

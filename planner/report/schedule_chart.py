@@ -10,6 +10,7 @@ from pathlib import Path
 
 from planner.numbers import money, number
 from planner.report import charts
+from planner.report.words import price_footnotes
 from planner.traffic.schedule import ServiceSchedule
 
 
@@ -26,7 +27,9 @@ def review_charts(c, path: str, named=None) -> list[tuple[str, str]]:
         written = charts._review_charts(c, path, named, batch)
         if c.base.feasible and c.base.schedules:
             there = schedule_chart_path(path)
-            schedule_chart(c.base.schedules, there, c.base.review or "scenario", batch)
+            names = {s.service for s in c.base.schedules}
+            notes = price_footnotes([p for p in c.base.services if p.service in names], named)
+            schedule_chart(c.base.schedules, there, c.base.review or "scenario", notes, batch)
             written.append((there, f"rate, replicas and $/day over the window of {len(c.base.schedules)} "
                                    f"service{'s' if len(c.base.schedules) > 1 else ''} with traffic"))
         if c.base.feasible and c.base.over_the_day and c.base.over_the_day.peak_gpus is not None:
@@ -43,11 +46,13 @@ def _hours(s: ServiceSchedule) -> tuple[list[float], float]:
     return starts, (last.start_minute + last.minutes) / 60
 
 
-def schedule_chart(schedules: list[ServiceSchedule], path: str, review: str, into=None) -> None:
+def schedule_chart(schedules: list[ServiceSchedule], path: str, review: str, notes: list[str] | None = None,
+                   into=None) -> None:
     """One row per service: rate (left axis) and replicas (right axis) over the window as steps,
     the static peak pool a dashed line, ramps at risk shaded (SVG ids `rate-<service>`,
     `replicas-<service>`, `needed-<service>`, `static-<service>`, `risk-<service>`); beside it the
-    cost per day, static against autoscaled (`cost-<service>`)."""
+    cost per day, static against autoscaled (`cost-<service>`); `notes` under it (the estimated
+    prices' footnotes)."""
     plt = charts._pyplot()
     rows = len(schedules)
     fig, axes = plt.subplots(rows, 2, squeeze=False, dpi=charts.DPI, figsize=(11, 3.4 * rows),
@@ -100,6 +105,7 @@ def schedule_chart(schedules: list[ServiceSchedule], path: str, review: str, int
         ax_cost.set_title("$ per day", fontsize=9)
         ax_cost.grid(alpha=0.3, axis="y")
         for x, (usd, hours) in enumerate(zip(costs, [s.gpu_hours_static, s.gpu_hours_autoscaled], strict=True)):
-            labels.append(charts.value_label(ax_cost, f"{money(usd, cents=False)}\n{number(hours, 0)} GPU-h", x, usd))
+            labels.append(charts.value_label(ax_cost, f"{money(usd, s.shape.price_estimate, cents=False)}\n"
+                                                      f"{number(hours, 0)} GPU-h", x, usd))
     charts.title(fig, f"{review}: traffic over the window, the replicas that serve it, and what each costs a day")
-    charts._finish(fig, path, labels, into=into)
+    charts._finish(fig, path, labels, notes, into=into)

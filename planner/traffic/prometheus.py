@@ -22,6 +22,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from planner.numbers import plural
 from planner.traffic.intervals import Interval, Traffic
 from planner.traffic.trace import iso
 from pricing.errors import InputError
@@ -60,6 +61,7 @@ def _increases(path: Path, index: int, values) -> dict[float, float]:
 def read_export(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
     """The export at `path` binned into `interval_minutes` intervals (`policy`: Traffic's
     min_replicas, lead_minutes, scale_down_minutes)."""
+    from planner import defaults
     from pricing.registry import shipped
 
     path = Path(path)
@@ -113,6 +115,11 @@ def read_export(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
     end = max(times)
     bin_seconds = interval_minutes * 60
     count = max(1, math.ceil((end - start) / bin_seconds))
+    most = defaults.value("traffic.max_intervals")
+    if count > most:
+        raise InputError(f"{path}: data.result", f"the samples span {count:,} intervals of "
+                         f"{plural(interval_minutes, 'minute')}; at most {most:,}",
+                         "export a shorter window or give a longer interval_minutes")
     sums = defaultdict(lambda: [0.0] * count)
     for name in {REQUESTS, *(n for pair in lengths for n in pair)}:
         for t, rise in series[name].items():

@@ -8,18 +8,22 @@ rate one replica serves within every target is found once by the serving simulat
 (planner/candidates/slo.py highest_rate: Poisson arrivals, tails included, on a grid of
 three significant digits); an interval at rate λ then needs ceil(λ / that rate) replicas, each
 seeing λ / R ≤ the rate found (the percentiles never fall as the rate rises, property-tested in
-tests/test_serving.py), and the peak interval of each bin is simulated at its share to check it.
-Within an interval arrivals are taken as steady at its mean rate (Poisson); a burst inside an
-interval above its mean is not seen.
+tests/test_serving.py); the peak interval of each bin is simulated at its share to check it, and at
+one replica fewer while that meets, so that a flat profile needs exactly what the static plan buys
+(planner/candidates/slo.py size); no other interval of the bin needs more than its peak.
+Within an interval arrivals are taken as steady at its mean rate (Poisson) and its requests at its
+mean lengths (uniform around them by the workload's range_ratio): a burst inside an interval above
+its mean, and a trace's length tail, are not seen.
 
 The policy: at least `min_replicas` in every interval; a replica takes `lead_minutes` to serve
 (model load and warm-up: the weights' bytes per rank over planner/defaults.yaml
 traffic.storage_bytes_per_second, plus traffic.warm_up_seconds), so the replicas an interval needs
 run from `lead_minutes` before it starts; they are kept `scale_down_minutes` after it ends (the
 HorizontalPodAutoscaler's stabilization window). A day or week profile is a cycle (its last hour
-ramps into its first); a trace or an export is not. An interval whose need rises above the one
-before it (a ramp) is flagged at risk when the lead time is positive: its capacity must be started
-before its load arrives, which an autoscaler reacting to load (HPA, KEDA) does `lead_minutes` late.
+ramps into its first); a trace or an export is not. An interval whose need rises above what an
+autoscaler reacting to load (HPA, KEDA) runs as it begins (the needs before it, kept the scale-down
+delay) is flagged at risk when the lead time is positive: its capacity must be started before its
+load arrives, which such an autoscaler does `lead_minutes` late.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ class ScheduleShape(BaseModel):
     gpu_memory_utilization: float
     kv_cache_dtype: str
     price_per_gpu_hour: float
+    price_estimate: bool = Field(False, description="the price is the catalogue's estimate, not a quote")
 
 
 class ServiceSchedule(BaseModel):
@@ -78,7 +83,7 @@ class ServiceSchedule(BaseModel):
                                      "export's); None: a profile's midnight")
     shape: ScheduleShape = Field(description="the pool shape: the static plan's, the cheapest at the peak interval")
     per_replica_rate: float = Field(description="highest requests/s one replica serves within the targets (the "
-                                    "simulator, tails included), at the peak interval's lengths")
+                                    "simulator, tails included), at the busiest interval's lengths")
     min_replicas: int
     lead_minutes: float
     lead_source: str = Field("", description="how the lead time was found")
@@ -116,7 +121,8 @@ class PoolShape:
                              max_num_batched_tokens=row.max_num_batched_tokens,
                              gpu_memory_utilization=row.gpu_memory_utilization,
                              kv_cache_dtype=row.shape.kv_cache_dtype,
-                             price_per_gpu_hour=self.price_per_gpu_hour if price is None else price)
+                             price_per_gpu_hour=self.price_per_gpu_hour if price is None else price,
+                             price_estimate=self.table.chip.price_estimate)
 
 
 class NotServed(ValueError):
@@ -150,7 +156,8 @@ class Demand:
 
 def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks: bool = False) -> Demand:
     """The fewest replicas of `shape` meeting `service`'s targets at each interval (the fast path of
-    the module docstring; at least `traffic.min_replicas`). `benchmarks`: also simulate one replica
+    the module docstring; at least `traffic.min_replicas`, and the replicas that hold a concurrency
+    the service asks beside its traffic). `benchmarks`: also simulate one replica
     of every interval at its share, for its p99s. Raises NotServed when some bin is missed alone."""
     from planner.candidates.table import sweep_model
 
@@ -167,6 +174,9 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
         bins.setdefault(binned if fits(*binned) else (iv.isl, iv.osl), []).append(i)
     out = Demand(needed=[0] * len(traffic.intervals), served=[None] * len(traffic.intervals),
                  bins=[(0, 0)] * len(traffic.intervals))
+    # a concurrency asked beside the traffic is held at every interval, as the static plan holds it
+    least = traffic.min_replicas if service.implicit_concurrency else max(
+        traffic.min_replicas, -(-service.required // shape.row.concurrency))
     for (isl, osl), members in bins.items():
         peak = max(traffic.intervals[i].requests_per_second for i in members)
         spec = at(service, isl, osl, max(peak, slo.grid_rate(0)))
@@ -193,17 +203,18 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
 
         for i in members:
             rate = traffic.intervals[i].requests_per_second
-            out.needed[i] = max(traffic.min_replicas, math.ceil(rate / found.rate - 1e-12) if rate else 0)
+            # ceil of the quotient, not of its last bit's rounding error (a rate of exactly k × the rate found: k)
+            out.needed[i] = max(least, math.ceil(rate / found.rate - 1e-12) if rate else 0)
         top = max(members, key=lambda i: traffic.intervals[i].requests_per_second)
         if peak:  # the check: the peak at its share, and one replica fewer (as slo.size sizes a static pool)
             while slo.misses(spec, bench(peak / out.needed[top])):
                 out.needed[top] += 1
-            while out.needed[top] > max(1, traffic.min_replicas) and not slo.misses(
+            while out.needed[top] > max(1, least) and not slo.misses(
                     spec, bench(peak / (out.needed[top] - 1))):
                 out.needed[top] -= 1
             for i in members:  # a lower rate never needs more than the peak (the percentiles rise with the rate)
                 rate = traffic.intervals[i].requests_per_second
-                out.needed[i] = max(traffic.min_replicas, out.needed[top] if rate == peak
+                out.needed[i] = max(least, out.needed[top] if rate == peak
                                     else min(out.needed[i], out.needed[top]))
         if benchmarks:
             for i in members:
@@ -257,9 +268,23 @@ def hold(needed: list[int], intervals: list[Interval], lead_minutes: float, scal
     return out
 
 
-def at_risk(needed: list[int], lead_minutes: float, cyclic: bool) -> list[bool]:
-    """A ramp: the interval needs more replicas than the one before it, and they take `lead_minutes` to serve."""
-    return [lead_minutes > 0 and (i > 0 or cyclic) and n > needed[i - 1] for i, n in enumerate(needed)]
+def at_risk(needed: list[int], intervals: list[Interval], lead_minutes: float, scale_down_minutes: float,
+            cyclic: bool) -> list[bool]:
+    """A ramp an autoscaler that reacts to load meets late: the interval needs more replicas than
+    such an autoscaler runs as it begins (the needs before it, kept `scale_down_minutes`, none
+    started ahead), and a new replica takes `lead_minutes` (> 0) to serve."""
+    if lead_minutes <= 0:
+        return [False] * len(needed)
+    reactive = steps(needed, intervals, 0.0, scale_down_minutes, cyclic)
+    window = sum(i.minutes for i in intervals)
+    out = []
+    for iv, n in zip(intervals, needed, strict=True):
+        if iv.start_minute == 0 and not cyclic:
+            out.append(False)  # the window's first interval: what ran before it is not known
+            continue
+        before = (iv.start_minute or window) - 1e-9  # just before it begins (over the seam when cyclic)
+        out.append(n > next(r for a, b, r in reactive if a <= before < b))
+    return out
 
 
 def lead_minutes(service: ServiceSpec, shape: PoolShape) -> tuple[float, str]:

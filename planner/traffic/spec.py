@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from planner.limits import MAX_RATE
 from planner.traffic.intervals import Traffic
 from planner.traffic.profile import HOURS
+from pricing.errors import InputError
 
 FORMS = ("hourly_requests_per_second", "weekly_requests_per_second", "trace", "prometheus")
 
@@ -32,6 +33,8 @@ class TrafficSpec(BaseModel):
                                    "request_success_total and its prompt/generation token histograms")
     interval_minutes: int | None = Field(None, ge=1, le=1440, description="bin length of a trace or export "
                                          "(default 60); profiles are hourly")
+    scale: float = Field(1.0, gt=0, description="every interval's rate × this (a what-if: 1.5 for 50 % more "
+                         "traffic; a variant's growth multiplies it)")
     min_replicas: int = Field(1, ge=0, description="replicas kept however quiet the interval")
     lead_minutes: float | None = Field(None, ge=0, description="scale-up lead time: model load and warm-up "
                                        "(default: the weights' bytes per rank over the storage bandwidth)")
@@ -80,6 +83,19 @@ class TrafficSpec(BaseModel):
     def resolve(self, isl: int | None, osl: int | None, folder: Path | None = None) -> Traffic:
         """The intervals this block describes (a profile at the workload's `isl`/`osl`; a file read
         from `folder`, the scenario file's, when relative)."""
+        traffic = self._read(isl, osl, folder)
+        if self.scale == 1:
+            return traffic
+        scaled = [i.model_copy(update={"requests_per_second": i.requests_per_second * self.scale})
+                  for i in traffic.intervals]
+        top = max(i.requests_per_second for i in scaled)
+        if top > MAX_RATE:
+            raise InputError("scale", f"{self.scale:g} × the busiest interval is {top:,.6g} requests/s, above the "
+                             f"{MAX_RATE:,g} the planner sizes", "give a smaller scale or growth")
+        return traffic.model_copy(update={"intervals": scaled,
+                                          "source": f"{traffic.source}, rates × {self.scale:g}"})
+
+    def _read(self, isl: int | None, osl: int | None, folder: Path | None) -> Traffic:
         policy = {"min_replicas": self.min_replicas, "lead_minutes": self.lead_minutes,
                   "scale_down_minutes": self.scale_down_minutes}
         minutes = self.interval_minutes or 60
@@ -92,7 +108,6 @@ class TrafficSpec(BaseModel):
 
             return read_export(_local(self.prometheus, folder), minutes, **policy)
         from planner.traffic.profile import profile_intervals
-        from pricing.errors import InputError
 
         if isl is None or osl is None:
             raise InputError("workload", "a rate profile needs the requests' lengths",

@@ -17,6 +17,7 @@ import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
+from planner.numbers import plural
 from planner.traffic.intervals import Interval, Traffic
 from pricing.errors import InputError
 
@@ -25,6 +26,13 @@ COLUMNS = ("timestamp", "input_tokens", "output_tokens")
 
 def _where(path: Path, row: int | None = None, column: str | None = None) -> str:
     return str(path) + (f", row {row}" if row is not None else "") + (f", column {column}" if column else "")
+
+
+LATEST_EPOCH_SECONDS = 1e11  # the year 5138: a larger number is epoch milliseconds or microseconds, not seconds
+
+
+class Milliseconds(ValueError):
+    """A number too large for epoch seconds."""
 
 
 def parse_timestamp(text: str) -> float:
@@ -38,6 +46,8 @@ def parse_timestamp(text: str) -> float:
         return when.timestamp()
     if not math.isfinite(value):
         raise ValueError(text)
+    if abs(value) > LATEST_EPOCH_SECONDS:
+        raise Milliseconds(text)
     return value
 
 
@@ -58,14 +68,17 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
         raise InputError(str(path), f"cannot read the trace: {err.strerror}", "give a CSV file") from None
     if not stat.S_ISREG(mode):
         raise InputError(str(path), "is not a regular file", "give a CSV file")
+    from planner import defaults
+
     bin_seconds = interval_minutes * 60
+    most = defaults.value("traffic.max_intervals")
     counts: list[int] = []
     prompt: list[int] = []
     output: list[int] = []
     start = last = None
     longest = 0
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's byte-order mark is no header
             reader = csv.reader(f)
             header = next(reader, None)
             if header is None:
@@ -87,6 +100,10 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
                                      f"give {', '.join(COLUMNS)} on every row")
                 try:
                     t = parse_timestamp(cells[at[0]])
+                except Milliseconds:
+                    raise InputError(_where(path, row, "timestamp"), f"{cells[at[0]]} is too large for epoch seconds "
+                                     "(milliseconds?)", "give epoch seconds (divide milliseconds by 1,000) or "
+                                     "ISO-8601") from None
                 except ValueError:
                     raise InputError(_where(path, row, "timestamp"), f"{cells[at[0]]!r} is not a time",
                                      "give epoch seconds or ISO-8601, e.g. 2026-03-02T14:00:00Z") from None
@@ -106,6 +123,10 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
                 if start is None:
                     start = math.floor(t / bin_seconds) * bin_seconds
                 k = int((t - start) // bin_seconds)
+                if k >= most:
+                    raise InputError(_where(path, row, "timestamp"), f"{cells[at[0]]} is {k + 1:,} intervals of "
+                                     f"{plural(interval_minutes, 'minute')} after the trace's start; at most {most:,}",
+                                     "give a shorter window or a longer interval_minutes")
                 while len(counts) <= k:
                     counts.append(0)
                     prompt.append(0)
