@@ -11,7 +11,8 @@
       long: {context_length: 1048576}
 
 A variant is a set of what-if overrides; each key names a field that exists:
-`chip` / `chips`, any service field (applied to every service), `services.<name>.<field>` (one
+`chip` / `chips`, `growth` (every service's concurrency and traffic × the factor), any service
+field (applied to every service), `services.<name>.<field>` (one
 service), `price.<chip>`, `gpus.<chip>`, `gpus_per_node.<chip>` (the inventory).
 """
 
@@ -44,6 +45,8 @@ from planner.request import (
     service_problems,
     validation_message,
 )
+from planner.traffic.intervals import Traffic
+from planner.traffic.spec import TrafficSpec
 from pricing import yaml_fast
 from pricing.errors import InputError, render, suggest
 
@@ -51,7 +54,7 @@ SPEC_KEYS = {"kv_cache_dtypes": "kv_cache_dtype"}  # a ServiceSpec field -> the 
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
                   "num_speculative_tokens", "speculative_method", "speculative_acceptance", "tp", "pp", "dp", "dcp",
                   "gpu_memory_utilization",
-                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload", "serving", "slo")
+                  "max_num_batched_tokens", "max_gpus", "tpot_ms", "ttft_ms", "workload", "serving", "slo", "traffic")
 
 
 class Speculative(BaseModel):
@@ -104,6 +107,9 @@ class Service(BaseModel):
         "within the inventory")
     slo: SloSpec | None = Field(None, description="percentile targets at the workload's rate, e.g. {p99_ttft_ms: "
                                 "2000, p90_tpot_ms: 40, goodput: 0.99}")
+    traffic: TrafficSpec | None = Field(None, description="arrivals over the day, for an autoscaled schedule: "
+                                        "hourly_requests_per_second (24), weekly_requests_per_second (168), trace "
+                                        "(CSV) or prometheus (query_range JSON); the plan is sized at its peak")
 
     @field_validator("speculative_acceptance")
     @classmethod
@@ -206,8 +212,18 @@ class Scenario(BaseModel):
         method = s.speculative_method or (s.speculative.method if s.speculative else None)
         rates = s.speculative_acceptance or (s.speculative.acceptance if s.speculative else None)
         concurrency = s.concurrency if s.concurrency is not None else 1  # service targets alone: a rate
+        workload, context = s.workload, s.context_length
+        if s.traffic is not None:  # sized at the peak interval: the static plan (planner/traffic/schedule.py)
+            traffic = self.traffic_of(service)
+            ratio = s.workload.range_ratio if s.workload else 0.0
+            peak = traffic.peak
+            workload = WorkloadSpec(isl=peak.isl, osl=peak.osl, requests_per_second=peak.requests_per_second,
+                                    range_ratio=ratio)
+            if context is None:  # every interval's requests fit, as a rate's context holds its longest request
+                context = max([MIN_CONTEXT, traffic.longest_request or 0] + [
+                    WorkloadSpec(isl=i.isl, osl=i.osl, range_ratio=ratio).longest for i in traffic.intervals])
         return ServiceSpec(model=s.model, quantization=s.quantization, concurrency=concurrency,
-                           context_length=s.context_length, headroom=s.headroom or 0.0,
+                           context_length=context, headroom=s.headroom or 0.0,
                            num_speculative_tokens=tokens, speculative_method=method,
                            speculative_acceptance=tuple(rates) if rates else None,
                            kv_cache_dtypes=tuple(s.kv_cache_dtype or ("auto",)),
@@ -216,9 +232,22 @@ class Scenario(BaseModel):
                            dcp=tuple(s.dcp) if s.dcp else None,
                            gpu_memory_utilization=tuple(s.gpu_memory_utilization) if s.gpu_memory_utilization else None,
                            max_num_batched_tokens=tuple(s.max_num_batched_tokens) if s.max_num_batched_tokens
-                           else None, tpot_ms=s.tpot_ms, ttft_ms=s.ttft_ms, workload=s.workload, slo=s.slo,
+                           else None, tpot_ms=s.tpot_ms, ttft_ms=s.ttft_ms, workload=workload, slo=s.slo,
                            serving=s.serving or "agg",
                            **({"vllm_version": s.vllm_version} if s.vllm_version else {}))
+
+    def traffic_of(self, service: Service) -> Traffic | None:
+        """The service's traffic as intervals (None without `traffic:`); a file is read once."""
+        s = self.merged(service)
+        if s.traffic is None:
+            return None
+        w = s.workload
+        key = (s.traffic.model_dump_json(), w.isl if w else None, w.osl if w else None, s.traffic.file_stamp())
+        if key not in _TRAFFIC:
+            if len(_TRAFFIC) >= TRAFFIC_KEPT:
+                _TRAFFIC.clear()
+            _TRAFFIC[key] = s.traffic.resolve(w.isl if w else None, w.osl if w else None)
+        return _TRAFFIC[key]
 
     def limits(self, service: Service) -> PoolLimits:
         merged = self.merged(service)
@@ -248,6 +277,10 @@ class Scenario(BaseModel):
             raise InputError(f"variants.{variant}", _first_error(err), "fix the variant's value") from None
 
 
+
+
+_TRAFFIC: dict[tuple, Traffic] = {}  # a traffic block, its lengths and its file's stamp -> its intervals
+TRAFFIC_KEPT = 64  # traffic blocks kept read at once: a review's services and variants, not a process's history
 
 
 def grid_points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -288,6 +321,9 @@ def _override(data: dict, key: str, value: Any, where: str) -> None:
             base = s.get("concurrency", every)
             if base is not None:
                 s["concurrency"] = math.ceil(base * value)
+        for entry in [data["defaults"], *data["services"]]:  # and every traffic's rates × the factor
+            if isinstance(entry.get("traffic"), dict):
+                entry["traffic"]["scale"] = entry["traffic"].get("scale", 1.0) * value
         return
     if head in ("chip", "chips") and len(parts) == 1:
         chips = [value] if isinstance(value, str) else list(value)
@@ -490,12 +526,23 @@ def _models_from_the_files_folder(raw: dict, folder: Path) -> None:
     for entry in [raw.get("defaults"), *services]:
         if isinstance(entry, dict) and "model" in entry:
             entry["model"] = local(entry["model"])
+    for entry in [raw.get("defaults"), *services]:
+        traffic = entry.get("traffic") if isinstance(entry, dict) else None
+        for key in ("trace", "prometheus"):
+            if isinstance(traffic, dict) and isinstance(traffic.get(key), str):
+                traffic[key] = _beside(traffic[key], folder)
     variants = raw.get("variants") if isinstance(raw.get("variants"), dict) else {}
     for overrides in variants.values():
         if isinstance(overrides, dict):
             for key in overrides:
                 if str(key) == "model" or str(key).endswith(".model"):
                     overrides[key] = local(overrides[key])
+
+
+def _beside(value: str, folder: Path) -> str:
+    """A traffic file's path as the scenario file reads it: relative to the file's folder."""
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else folder / path)
 
 
 def _valid_fields_limits(raw: dict, err: ValidationError, where: str) -> list[str]:
@@ -611,6 +658,11 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True, read=No
         if model is None:
             continue  # a name that does not resolve: check_references reports it
         at = f"{where}: services[{i}]"
+        if s.traffic is not None:
+            try:
+                scenario.traffic_of(service)
+            except InputError:
+                continue  # a traffic file that does not read: check_references reports it
         if positions and s.context_length is not None and (problem := beyond_positions(model, s.context_length)):
             lines.append(f"{at}.context_length: {problem} (use at most {model.max_position})")
         for tp in s.tp or []:
@@ -660,7 +712,9 @@ def check_references(scenario: Scenario, where: str, variants: bool = True, name
         if merged.concurrency is None and merged.slo is None:
             lines.append(f"{where}: services[{i}].concurrency: required (here or in defaults), or service targets "
                          "at a rate (slo with a workload's requests_per_second)")
-        if merged.slo is not None and (merged.workload is None or merged.workload.requests_per_second is None):
+        if merged.traffic is not None:
+            lines += _traffic_problems(scenario, service, merged, f"{where}: services[{i}]")
+        elif merged.slo is not None and (merged.workload is None or merged.workload.requests_per_second is None):
             lines.append(f"{where}: services[{i}].slo: service targets are met at a rate: give workload "
                          "{isl, osl, requests_per_second}")
         for chip in merged.chips or []:
@@ -678,6 +732,25 @@ def check_references(scenario: Scenario, where: str, variants: bool = True, name
                 lines += check_references(varied, f"{where}: variants.{variant}", variants=False, name=name)
             except InputError as err:
                 lines.append(f"{where}: {err}")
+    return lines
+
+
+def _traffic_problems(scenario: Scenario, service: Service, merged: Service, at: str) -> list[str]:
+    """A service with `traffic:`: service targets to schedule against, the lengths a profile needs,
+    no second rate beside it, an aggregated pool, and its file read (a bad trace's row and column named)."""
+    lines = []
+    if merged.slo is None:
+        lines.append(f"{at}.slo: a schedule meets service targets at each interval's rate: give slo, e.g. "
+                     "{p99_ttft_ms: 2000, p99_tpot_ms: 50}")
+    if merged.workload is not None and merged.workload.requests_per_second is not None:
+        lines.append(f"{at}.workload.requests_per_second: the traffic gives the rate; drop it from the workload")
+    if merged.serving not in (None, "agg"):
+        lines.append(f"{at}.serving: a schedule scales one aggregated pool; give serving: agg with traffic "
+                     f"(not {merged.serving})")
+    try:
+        scenario.traffic_of(service)
+    except InputError as err:
+        lines.append(f"{at}.traffic: {err}")
     return lines
 
 

@@ -2,14 +2,15 @@
 """Write the published OpenAPI schemas of the custom resources the Kubernetes manifests use
 (tests/fixtures/crds/*.json), so the tests validate every emitted manifest offline.
 
-    python scripts/crd_schemas.py LWS_GIT_DIR GIE_GIT_DIR DYNAMO_GIT_DIR
+    python scripts/crd_schemas.py LWS_GIT_DIR GIE_GIT_DIR DYNAMO_GIT_DIR KEDA_GIT_DIR
 
 Each argument is a git directory of the public repository (a bare clone is enough; `-` keeps that
 repository's files as they are):
 kubernetes-sigs/lws (LeaderWorkerSet) and kubernetes-sigs/gateway-api-inference-extension
 (InferencePool, the resource llm-d's scheduler serves), ai-dynamo/dynamo (DynamoGraphDeployment,
 v1beta1 only: the version its vLLM examples use; read at a commit of its main branch, the copy at hand
-having no release tags: the fork wxsms/dynamo's snapshot, whose history is upstream's). The CRD file
+having no release tags: the fork wxsms/dynamo's snapshot, whose history is upstream's), kedacore/keda
+(ScaledObject, the autoscaler `--autoscaler keda` writes). The CRD file
 is read at the release tag (or commit) named below; the schema of each served version is kept as
 published, without its `description` fields (prose, not constraints), with the repository, tag,
 commit and path it came from.
@@ -32,6 +33,7 @@ CRDS = [  # (argument index, repository, tag or commit, path, the versions kept:
      "config/crd/bases/inference.networking.k8s.io_inferencepools.yaml", None),
     (2, "ai-dynamo/dynamo", "2a6da14c83617f5412caba5777dbf0e2399e9c5f",
      "deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml", ("v1beta1",)),
+    (3, "kedacore/keda", "v2.20.2", "config/crd/bases/keda.sh_scaledobjects.yaml", None),
 ]
 
 

@@ -13,8 +13,10 @@ from pydantic import BaseModel, Field, PrivateAttr
 from planner import defaults
 from planner.app.binds import binding, default_max_num_seqs, latency_binding
 from planner.app.disagg_plan import launch_pools
+from planner.app.fleet_schedule import FleetOverTheDay, plan_over_the_day
 from planner.app.plan import serving_figures, token_costs
 from planner.app.result import PoolPlan, Target
+from planner.app.schedule import fleet_schedules
 from planner.app.serve import instance_launches, pool_launch, served_model
 from planner.app.serving import Handover
 from planner.app.targets import target_words
@@ -29,6 +31,7 @@ from planner.search.disagg import PairOption
 from planner.search.fleet import Prepared, search_fleet, unserved
 from planner.search.placement import ChipNodes, NodeUse, Placement, PoolShape, place
 from planner.search.status import StageStatus
+from planner.traffic.schedule import ServiceSchedule
 from pricing.chips import get_chip
 from pricing.errors import mention
 from pricing.kernel.deployment import beyond_positions
@@ -135,6 +138,23 @@ class FleetResult(BaseModel):
     seconds: float
     nodes: list[NodeUse] = Field(default_factory=list, description="the inventory's nodes and what runs on each GPU")
     placement_notes: list[str] = Field(default_factory=list, description="what the placement could not do")
+    peak_gpus: int | None = Field(None, description="with traffic: the GPUs the inventory needs at its busiest "
+                                  "interval over the day (over_the_day)")
+    sum_of_service_peaks: int | None = Field(None, description="with traffic: the sum of each service's own peak GPUs")
+    over_the_day: FleetOverTheDay | None = Field(None, description="with traffic: the fleet interval by interval "
+                                                 "on one inventory (planner/app/fleet_schedule.py)")
+
+    _day_pools: list[ServicePlan] = PrivateAttr(default_factory=list)  # with traffic: the pools over the day at their
+    # busiest interval, what --emit k8s writes (each autoscaled)
+
+    @property
+    def emitted_pools(self) -> list[ServicePlan]:
+        """The pools --emit k8s writes: over the day's when the services have traffic, else the plan's."""
+        return self._day_pools or self.services
+
+    schedules: list[ServiceSchedule] = Field(default_factory=list, description="each service with traffic: its "
+                                             "autoscaled schedule (per interval: rate, replicas, GPUs, p99s) and its "
+                                             "cost per day against the static peak pool's")
 
 
 def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[ServicePlan], Placement]:
@@ -366,9 +386,10 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     hours = defaults.value("report.hours_per_month")
     if picks:
         plans, laid = _plans(prepared, picks, scenario)
+        schedules, unscheduled = fleet_schedules(scenario, prepared, picks)
         short = []
     else:
-        plans, laid = [], Placement(nodes=[], instances=[])
+        plans, laid, schedules, unscheduled = [], Placement(nodes=[], instances=[]), [], []
         short = list(refused.values())
         timed_out = status == "UNKNOWN"  # the time limit ended the search before any plan
         if not solvable:
@@ -405,13 +426,25 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         chips.append(ChipUse(chip=chip, gpus=sum(pl.gpus for pl in used), available=stock.gpus if stock else None,
                              cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
     total = round(sum(pl.cost_per_hour for pl in plans), 4)
-    return FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
+    over = plan_over_the_day(scenario, prepared, picks or None, time_limit) if not refused else None
+    day_pools = []
+    if over is not None and over.peak_gpus is not None:
+        from planner.app.fleet_schedule import busiest_picks
+
+        day_pools = plans if all(s.same_as_static for s in over.services) else _plans(
+            prepared, busiest_picks(over, prepared), scenario)[0]
+    result = FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
                        cost_per_hour=total if plans else None,
                        cost_per_month=round(total * hours, 2) if plans else None,
                        gpus=sum(pl.gpus for pl in plans) if plans else None, short=short, solver_status=status,
                        solver_stages=found.stages,
-                       notes=judged + list(dict.fromkeys(n for p in prepared for t in p.tables for n in t.excluded)),
+                       notes=judged + list(dict.fromkeys([*(n for p in prepared for t in p.tables for n in t.excluded),
+                                                          *unscheduled])),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
                        candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3),
-                       nodes=laid.nodes, placement_notes=laid.notes)
+                       nodes=laid.nodes, placement_notes=laid.notes, schedules=schedules, over_the_day=over,
+                       peak_gpus=over.peak_gpus if over else None,
+                       sum_of_service_peaks=over.sum_of_service_peaks if over else None)
+    result._day_pools = day_pools
+    return result

@@ -60,6 +60,17 @@ def apply_k8s_options(f):
     return f
 
 
+def autoscaler_options() -> list:
+    """`plan scenario`'s autoscaler of every pool its traffic schedules (planner/report/autoscaler.py)."""
+    from planner import defaults
+
+    return [click.option("--autoscaler", type=click.Choice(["hpa", "keda"]), help="with --emit: each pool a "
+                         "service's traffic: schedules gets a HorizontalPodAutoscaler (hpa, the default) or a KEDA "
+                         "ScaledObject (keda)"),
+            click.option("--prometheus-address", metavar="URL", help="with --autoscaler keda: the Prometheus its "
+                         f"triggers query (default {defaults.value('autoscaler.prometheus_address')})")]
+
+
 @dataclass(frozen=True)
 class Emit:
     """`--emit k8s -o DIR`, read once from the command's options: what the manifests are built with
@@ -67,6 +78,8 @@ class Emit:
 
     k8s: object  # K8sOptions
     output_dir: str
+    autoscaler: str = "hpa"  # an autoscaled pool's autoscaler: hpa | keda (planner/report/autoscaler.py)
+    prometheus: str | None = None  # --prometheus-address: the Prometheus KEDA's triggers query
 
 
 def emit_of(options: dict) -> Emit | None:
@@ -96,7 +109,7 @@ def emit_of(options: dict) -> Emit | None:
                                model_cache_size=options.get("model_cache_size"),
                                router_image=options.get("router_image"),
                                router_fetch=k8s.router_fetch(options.get("router_fetch")))),
-                options["output_dir"])
+                options["output_dir"], options.get("autoscaler") or "hpa", options.get("prometheus_address"))
 
 
 def check_serving(to: Emit | None, services: list[tuple[str, str]]) -> None:
@@ -128,10 +141,12 @@ def check_chips(to: Emit | None, chips) -> None:
             raise problem
 
 
-def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = (), *, to: Emit) -> list[str]:
+def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = (), *, to: Emit,
+         autoscaled: dict | None = None) -> list[str]:
     """Write each (name, pool) as `<name>.yaml`, and each disaggregated service's router (`routers`:
     its name, its prefill pool's and its decode pool's) as `<name>.yaml`; the paths written and the
-    notes, as lines. A role pool's name is `<service> <role>` (its file `<service>-<role>.yaml`)."""
+    notes, as lines. A role pool's name is `<service> <role>` (its file `<service>-<role>.yaml`).
+    `autoscaled`: a pool's name -> its planner/report/autoscaler.py Autoscaling (its autoscaler follows)."""
     import json
 
     from planner.report import k8s
@@ -141,7 +156,8 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     names = [name for name, _ in pools] + [name for name, _, _ in routers]
     named = k8s.resource_names(names)
     files, notes = {}, []
-    models = {pool.model: k8s.checkpoint_bytes(pool) for _, pool in pools}  # every pool's, whichever target
+    models = ({pool.model: k8s.checkpoint_bytes(pool) for _, pool in pools}  # every pool's, whichever target
+              if to.k8s.model_cache_size == "auto" else {})
     if to.k8s.target == "dynamo":  # one DynamoGraphDeployment per service: its frontend routes
         by_name = dict(pools)
         services = [(r.removesuffix(" router"), [("prefill", by_name[p]), ("decode", by_name[d])])
@@ -149,6 +165,9 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         paired = {p for _, p, d in routers} | {d for _, p, d in routers}
         services += [(name, [("worker", pool)]) for name, pool in pools if name not in paired]
         pools, routers = [], []
+        if autoscaled:
+            notes.append(f"{', '.join(autoscaled)}: no autoscaler: a DynamoGraphDeployment is scaled by Dynamo's "
+                         "own planner")
         for name, workers in services:
             resources, said = k8s.dynamo_manifests(name, workers, get_chip, to.k8s)
             files[f"{k8s._name(name)}.yaml"] = resources
@@ -164,6 +183,11 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
         routers = []
     for name, pool in pools:
         resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)
+        if name in (autoscaled or {}):
+            from planner.report.autoscaler import autoscaler
+
+            resources, more = autoscaler(resources, autoscaled[name], to.autoscaler, to.prometheus)
+            said += more
         files[f"{named[name]}.yaml"] = resources
         notes += said
     for name, prefill, decode in routers:

@@ -134,6 +134,10 @@ NEEDS = (
       for name in ("image", "model_source", "hf_token_secret", "model_cache_claim", "namespace", "node_selector",
                    "router_script", "k8s_target", "rdma", "toleration", "run_as_user", "model_cache_size",
                    "router_image", "router_fetch")),
+    *(Needs(name, "--emit (nothing is written)", lambda o: bool(o.get("emit")), K8S)
+      for name in ("autoscaler", "prometheus_address")),
+    Needs("prometheus_address", "--autoscaler keda (a HorizontalPodAutoscaler reads the Prometheus adapter)",
+          lambda o: o.get("autoscaler") == "keda", "add --autoscaler keda, or drop it"),
     Needs("model_cache_size", "--model-cache-claim (the claim it writes)", lambda o: bool(o.get("model_cache_claim")),
           "add --model-cache-claim NAME, or drop it"),
     *(Needs(name, "a disaggregated plan (only a disaggregated service has a router)",

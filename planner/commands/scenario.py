@@ -14,7 +14,7 @@ from rich.console import Console
 
 from planner import defaults
 from planner.commands import emit
-from planner.commands.emit import apply_k8s_options
+from planner.commands.emit import apply_k8s_options, autoscaler_options
 from planner.commands.flags import check_options, file_flag, names_flags, option_flag, own_flag, plan_flag, service_flag
 from planner.commands.plan import (
     check_output_path,
@@ -94,9 +94,9 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
         for note in dict.fromkeys(n for r in (c.results if with_variants else [c.base]) for n in r.notes):
             click.echo(f"plan: note: {note}", err=True)
     if chart_path:
-        from planner.report.charts import chart
+        from planner.report.schedule_chart import review_charts
 
-        write_charts(lambda: chart(c, chart_path, named), chart_path)
+        write_charts(lambda: review_charts(c, chart_path, named), chart_path)
     return 0 if all(r.feasible for r in (c.results if with_variants else [c.base])) else 1
 
 
@@ -114,6 +114,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
 @apply_options_to(executor_options())
 @spare_option()
 @apply_k8s_options
+@apply_options_to(autoscaler_options())
 @click.pass_context
 @names_flags(file_flag)
 def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, show_file_schema, show_schema,
@@ -137,6 +138,9 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     if to is not None:  # the manifests' checks, before any planning (which merges each service once)
         emit.check_chips(to, [c for s in scenario.services for c in scenario.limits(s).chips])
         emit.check_serving(to, [(s.name, scenario.service_spec(s).serving) for s in scenario.services])
+    if k8s.get("autoscaler") and not any(scenario.merged(s).traffic for s in scenario.services):
+        raise InputError("--autoscaler", "has no effect without a service's traffic: (nothing is autoscaled)",
+                         "give a service traffic:, or drop it")
     from planner.heap import freeze_imported
     from planner.report.review import Ticker
 
@@ -145,8 +149,13 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
                    ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
     code = _emit(c, fmt, with_variants, chart_path)
-    if to is not None and c.base.feasible:
-        for line in emit.emit(*emit.fleet_pools(c.base.services), to=to):
+    if to is not None and (c.base.feasible or c.base.emitted_pools):  # the fleet over the day may fit alone
+        from planner.report.autoscaler import autoscaled
+
+        if not c.base.feasible:
+            click.echo("note: --emit k8s writes the fleet over the day: its pools fit the inventory at every "
+                       "interval, autoscaled, though the static plan does not", err=True)
+        for line in emit.emit(*emit.fleet_pools(c.base.emitted_pools), to=to, autoscaled=autoscaled(c.base)):
             click.echo(line, err=fmt == "json")
     elif to is not None:
         click.echo("note: --emit k8s wrote nothing: the base cannot serve every service", err=True)

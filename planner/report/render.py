@@ -356,6 +356,10 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         for s in r.short:
             console.print(f"  {s.service} is short: {s.reason}", markup=False)
         console.print(search_line(r, named), soft_wrap=True)
+        if r.over_the_day is not None:  # the inventory may hold the fleet over the day though not every peak at once
+            from planner.report.fleet_schedule import render_over_the_day
+
+            render_over_the_day(r.over_the_day, console)
         return
     rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
              count(p.max_num_batched_tokens), count(p.max_num_seqs),
@@ -371,6 +375,14 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     estimate = any(p.price_estimate for p in r.services)
     console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
                   f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r, named)}", soft_wrap=True)
+    for s in r.schedules:  # a service with traffic: its autoscaled schedule against its static pool
+        from planner.report.schedule import render_schedule
+
+        render_schedule(s, console)
+    if r.over_the_day is not None:  # services with traffic on one inventory: the peak of the sum
+        from planner.report.fleet_schedule import render_over_the_day
+
+        render_over_the_day(r.over_the_day, console)
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == Role.AGGREGATED
                      else [f"binds: {p.binds}"]):

@@ -125,6 +125,10 @@ def markdown(c: Comparison, named=None) -> str:
         lines.append("")
         lines += md_footnotes(r.services, named)
         lines += [search_line(r, named), ""]
+        for schedule in r.schedules:  # a service with traffic: its autoscaled schedule
+            from planner.report.schedule import markdown_lines
+
+            lines += markdown_lines(schedule)
     return "\n".join(lines) + "\n"
 
 

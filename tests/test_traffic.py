@@ -1,0 +1,451 @@
+"""Traffic over the day: the three forms parsed to exact, hand-derived intervals; bad
+traces named by file, row and column; the schedule's policy (lead time before a ramp, scale-down
+after) by hand; and properties of the schedule on a real pool shape by the serving simulator: a
+flat profile gives the static plan, scaling a profile up never costs less, a longer lead time
+never needs fewer replicas before a ramp."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from planner.traffic.intervals import Interval, Traffic
+from planner.traffic.prometheus import read_export
+from planner.traffic.schedule import at_risk, hold, length_bin, steps
+from planner.traffic.spec import TrafficSpec
+from planner.traffic.trace import read_trace
+from pricing.errors import InputError
+from tests.helpers import cli
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "traffic"
+EXPORT = FIXTURES / "vllm-fleet-range.json"
+
+
+# -- profiles --------------------------------------------------------------------------------------
+def test_an_hourly_profile_is_24_hours_at_the_workloads_lengths():
+    rates = [float(h) for h in range(1, 25)]
+    t = TrafficSpec(hourly_requests_per_second=rates).resolve(512, 128)
+    assert [i.start_minute for i in t.intervals] == list(range(0, 1440, 60))
+    assert {i.minutes for i in t.intervals} == {60}
+    assert [i.requests_per_second for i in t.intervals] == rates
+    assert {(i.isl, i.osl) for i in t.intervals} == {(512, 128)}
+    assert t.cyclic and t.window_minutes == 1440 and t.peak.start_minute == 23 * 60
+
+
+def test_a_weekly_profile_is_168_hours():
+    t = TrafficSpec(weekly_requests_per_second=[1.0] * 167 + [3.0]).resolve(100, 10)
+    assert len(t.intervals) == 168 and t.window_minutes == 7 * 1440 and t.peak.start_minute == 167 * 60
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"hourly_requests_per_second": [1.0] * 23}, "give 24 rates, one per hour; got 23"),
+    ({"weekly_requests_per_second": [1.0] * 24}, "give 168 rates, one per hour; got 24"),
+    ({"hourly_requests_per_second": [1.0] * 23 + [-1.0]}, "hour 23: -1.0 requests/s is not within 0"),
+    ({"hourly_requests_per_second": [0.0] * 24}, "every hour is 0 requests/s"),
+    ({}, "give exactly one of hourly_requests_per_second, weekly_requests_per_second, trace, prometheus"),
+    ({"trace": "a.csv", "prometheus": "b.json"}, "got trace, prometheus"),
+    ({"hourly_requests_per_second": [1.0] * 24, "interval_minutes": 30}, "a profile is hourly"),
+])
+def test_a_traffic_block_takes_exactly_one_well_formed_form(fields, words):
+    with pytest.raises(ValidationError) as err:
+        TrafficSpec(**fields)
+    assert words in str(err.value)
+
+
+def test_a_profile_without_lengths_names_the_workload():
+    with pytest.raises(InputError) as err:
+        TrafficSpec(hourly_requests_per_second=[1.0] * 24).resolve(None, None)
+    assert "give the service workload {isl, osl}" in str(err.value)
+
+
+# -- traces ------------------------------------------------------------------------------------------
+def write(tmp_path: Path, text: str, name: str = "trace.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_trace_is_binned_by_its_arrivals_with_mean_lengths_rounded_up(tmp_path):
+    # 2026-01-01T10:00:00Z is epoch 1767261600; the window starts at 10:00, the first arrival's hour
+    path = write(tmp_path, "timestamp,input_tokens,output_tokens\n"
+                           "1767261601,100,10\n"                   # 10:00:01
+                           "2026-01-01T10:30:00Z,201,21\n"          # 10:30, ISO with Z
+                           "2026-01-01T10:59:59,300,30\n"           # 10:59:59, no offset: UTC
+                           "1767268800.5,1000,7\n")                 # 12:00:00.5: 11:00 holds nothing
+    t = read_trace(path, 60)
+    assert [(i.start_minute, i.minutes) for i in t.intervals] == [(0, 60), (60, 60), (120, 60)]
+    assert [i.requests_per_second for i in t.intervals] == [3 / 3600, 0.0, 1 / 3600]
+    assert (t.intervals[0].isl, t.intervals[0].osl) == (201, 21)  # (100 + 201 + 300) / 3 = 200.33 -> 201
+    assert (t.intervals[1].isl, t.intervals[1].osl) == (401, 17)  # empty: the trace's mean, 1601/4, 68/4
+    assert (t.intervals[2].isl, t.intervals[2].osl) == (1000, 7)
+    assert t.window_start == "2026-01-01T10:00:00Z" and t.longest_request == 1007 and not t.cyclic
+    assert t.source == "trace trace.csv (4 requests)"
+
+
+def test_a_traces_columns_may_come_in_any_order_beside_others(tmp_path):
+    path = write(tmp_path, "output_tokens,user,Timestamp,input_tokens\n5,a,0,7\n6,b,1799,9\n")
+    t = read_trace(path, 30)
+    assert [(i.requests_per_second, i.isl, i.osl) for i in t.intervals] == [(2 / 1800, 8, 6)]
+
+
+@pytest.mark.parametrize("body, where, words", [
+    ("timestamp,input_tokens,output_tokens\n10,1,1\n5,1,1\n", "row 3, column timestamp",
+     "5 is earlier than the row before it (sort the trace by timestamp)"),
+    ("timestamp,input_tokens,output_tokens\n10,1,1\n11,-4,1\n", "row 3, column input_tokens",
+     "-4 tokens is negative"),
+    ("timestamp,input_tokens,output_tokens\n10,1,2.5\n", "row 2, column output_tokens",
+     "'2.5' is not a whole number of tokens"),
+    ("timestamp,input_tokens\n10,1\n", "row 1, column output_tokens", "missing from the header"),
+    ("timestamp,input_tokens,output_tokens\n", "", "the window holds no request"),
+    ("", "", "is empty: the window holds no request"),
+    ("timestamp,input_tokens,output_tokens\nyesterday,1,1\n", "row 2, column timestamp",
+     "'yesterday' is not a time"),
+    ("timestamp,input_tokens,output_tokens\n10,1\n", "row 2, column output_tokens", "the row has no such cell"),
+])
+def test_a_bad_trace_is_one_line_naming_file_row_and_column(tmp_path, body, where, words):
+    path = write(tmp_path, body)
+    with pytest.raises(InputError) as err:
+        read_trace(path, 60)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(f"{path}" + (f", {where}: " if where else ": "))
+    assert words in line
+
+
+# -- a Prometheus range export ---------------------------------------------------------------------
+def test_a_prometheus_export_gives_rates_from_counter_increases_and_lengths_from_the_histograms():
+    t = read_export(EXPORT, 60)  # figures derived by hand in tests/fixtures/traffic/make_prometheus.py
+    assert [(i.start_minute, i.minutes) for i in t.intervals] == [(0, 60), (60, 60)]
+    assert t.intervals[0].requests_per_second == pytest.approx(7560 / 3600)
+    assert t.intervals[1].requests_per_second == pytest.approx(7460 / 3600)  # engine 1 restarted: 800 counted
+    assert [(i.isl, i.osl) for i in t.intervals] == [(1000, 250), (2000, 300)]
+    assert t.window_start == "2026-01-01T00:00:00Z"
+    assert t.source.startswith("prometheus vllm-fleet-range.json (15,020 requests; lengths from the prompt and")
+
+
+def test_half_hour_bins_put_each_increase_where_its_span_lies():
+    t = read_export(EXPORT, 30)
+    assert [round(i.requests_per_second * 1800) for i in t.intervals] == [3780, 3780, 3680, 3780]
+
+
+def test_without_histograms_the_token_counters_give_the_lengths(tmp_path):
+    doc = json.loads(EXPORT.read_text())
+    doc["data"]["result"] = [r for r in doc["data"]["result"] if "request_prompt" not in r["metric"]["__name__"]]
+    t = read_export(write(tmp_path, json.dumps(doc), "export.json"), 60)
+    assert "lengths from the token counters" in t.source
+    assert t.intervals[0].isl == math.ceil(1890 * 4 * 1000 / 7560)  # every request's 1,000 prompt tokens / requests
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d.update(status="error"), "is not a successful query_range answer"),
+    (lambda d: d["data"].update(resultType="vector"), "'vector' is not a range (matrix)"),
+    (lambda d: d["data"].update(result=[r for r in d["data"]["result"]
+                                        if r["metric"]["__name__"] != "vllm:request_success_total"]),
+     "holds no vllm:request_success_total series"),
+    (lambda d: d["data"]["result"][0]["metric"].pop("__name__"), "export the raw series"),
+    (lambda d: d["data"]["result"][0]["values"].reverse(), "is not after the sample before it"),
+])
+def test_a_bad_export_is_one_line_naming_where(tmp_path, change, words):
+    doc = json.loads(EXPORT.read_text())
+    change(doc)
+    with pytest.raises(InputError) as err:
+        read_export(write(tmp_path, json.dumps(doc), "export.json"), 60)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+# -- the policy, by hand -----------------------------------------------------------------------------
+def hours(needs: list[int]) -> list[Interval]:
+    return [Interval(start_minute=60 * h, minutes=60, requests_per_second=1.0, isl=1, osl=1) for h in range(len(needs))]
+
+
+def test_replicas_start_lead_minutes_before_a_ramp_and_stay_the_scale_down_delay_after():
+    need = [1, 1, 4, 4, 2, 2]
+    assert hold(need, hours(need), 0, 0, cyclic=False) == need
+    assert hold(need, hours(need), 10, 0, cyclic=False) == [1, 4, 4, 4, 2, 2]
+    assert hold(need, hours(need), 0, 5, cyclic=False) == [1, 1, 4, 4, 4, 2]
+    assert hold(need, hours(need), 61, 0, cyclic=False) == [4, 4, 4, 4, 2, 2]  # more than an hour ahead
+    # the running replicas as steps: 10 minutes ahead of 02:00, 5 minutes after 04:00
+    assert steps(need, hours(need), 10, 5, cyclic=False) == [(0.0, 110.0, 1), (110.0, 245.0, 4), (245.0, 360.0, 2)]
+
+
+def test_a_profile_is_a_cycle_its_last_hour_ramps_into_its_first():
+    need = [5, 1, 1, 1]
+    assert hold(need, hours(need), 10, 0, cyclic=True) == [5, 1, 1, 5]
+    assert hold(need, hours(need), 10, 0, cyclic=False) == [5, 1, 1, 1]
+    assert at_risk(need, hours(need), 10, 0, cyclic=True) == [True, False, False, False]
+    assert at_risk(need, hours(need), 0, 0, cyclic=True) == [False] * 4
+    assert at_risk(need, hours(need), 10, 0, cyclic=False) == [False] * 4  # nothing known before the window
+
+
+def test_a_dip_the_scale_down_delay_covers_is_no_ramp_at_risk():
+    need = [2, 6, 4, 6, 6, 1, 6]
+    assert at_risk(need, hours(need), 5, 5, cyclic=False) == [False, True, False, True, False, False, True]
+    assert at_risk(need, hours(need), 5, 60, cyclic=False) == [False, True, False, False, False, False, False]
+
+
+def test_lengths_are_binned_up_to_two_significant_digits():
+    assert [length_bin(n) for n in (7, 99, 100, 101, 512, 1234, 20000)] == [7, 99, 100, 110, 520, 1300, 20000]
+
+
+@given(need=st.lists(st.integers(0, 20), min_size=2, max_size=30), lead=st.one_of(st.just(0.0), st.floats(0.01, 300)),
+       more=st.floats(0, 300),
+       down=st.floats(0, 120), cyclic=st.booleans())
+def test_a_longer_lead_never_runs_fewer_replicas_and_covers_every_ramp(need, lead, more, down, cyclic):
+    intervals = hours(need)
+    short, long = hold(need, intervals, lead, down, cyclic), hold(need, intervals, lead + more, down, cyclic)
+    assert all(b >= a >= n for a, b, n in zip(short, long, need, strict=True))
+    for j in range(1, len(need)):  # before a ramp the replicas it needs already run
+        if lead > 0 and need[j] > need[j - 1]:
+            assert short[j - 1] >= need[j]
+    total = sum((b - a) * n for a, b, n in steps(need, intervals, lead, down, cyclic))
+    assert total >= sum(60 * n for n in need) - 1e-6  # the schedule never runs less than the need
+    window = 60 * len(need)  # by brute force: interval i runs the need of every j whose held span meets it
+    shifts = (-window, 0, window) if cyclic else (0,)
+    assert short == [max(n for j, n in enumerate(need) if any(
+        60 * i < 60 * (j + 1) + k + down and 60 * (i + 1) > 60 * j + k - lead for k in shifts))
+        for i in range(len(need))]
+
+
+# -- the schedule on a real shape (the serving simulator) -------------------------------------------
+@cache
+def shape():
+    """Llama 3.1 8B on one H100 at isl 512 / osl 128, its first dominant row, with its spec."""
+    from planner.candidates.service import ResolvedService
+    from planner.request import ServiceSpec, SloSpec, WorkloadSpec
+    from planner.scenario import PoolLimits
+    from planner.search.cpsat import tables_for
+    from planner.traffic.schedule import PoolShape
+
+    spec = ServiceSpec(model="llama-3.1-8b", concurrency=1, workload=WorkloadSpec(isl=512, osl=128,
+                       requests_per_second=10.0), slo=SloSpec(p99_ttft_ms=1000, p99_tpot_ms=40))
+    table = tables_for(ResolvedService.of(spec, PoolLimits(chips=("h100",))))[0]
+    return spec, PoolShape(table, table.dominant()[0])
+
+
+def planned(rates: list[float], lead: float = 0.0):
+    from planner.app.schedule import ScheduleRequest, schedule
+
+    spec, pool = shape()
+    traffic = Traffic(intervals=[Interval(start_minute=60 * h, minutes=60, requests_per_second=r, isl=512, osl=128)
+                                 for h, r in enumerate(rates)], source="test", lead_minutes=lead, cyclic=True)
+    return schedule(ScheduleRequest(name="s", service=spec, traffic=traffic, shape=pool))
+
+
+SLOW = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SLOW
+@given(rate=st.floats(0.5, 120))
+def test_a_flat_profile_gives_the_static_plan(rate):
+    from planner.candidates import slo
+    from planner.candidates.service import sweep_model
+    from planner.traffic.schedule import at
+
+    spec, pool = shape()
+    static = slo.size(slo.Candidate(sweep_model(spec.model, None), pool.table, at(spec, 512, 128, rate), pool.row),
+                      1, None).replicas  # as the static plan sizes the pool (binned 520 / 130 would not fit 640)
+    s = planned([rate] * 24)
+    assert {i.replicas for i in s.intervals} == {static} == {s.static_replicas}
+    assert s.cost_autoscaled_per_day == s.cost_static_per_day and not any(i.at_risk for i in s.intervals)
+
+
+@SLOW
+@given(rates=st.lists(st.floats(0, 60), min_size=24, max_size=24).filter(any), factor=st.floats(1, 3))
+def test_scaling_a_profile_up_never_costs_less(rates, factor):
+    low, high = planned(rates), planned([r * factor for r in rates])
+    assert high.cost_autoscaled_per_day >= low.cost_autoscaled_per_day
+    assert high.cost_static_per_day >= low.cost_static_per_day
+    assert all(b.replicas >= a.replicas for a, b in zip(low.intervals, high.intervals, strict=True))
+
+
+@SLOW
+@given(rates=st.lists(st.floats(0, 60), min_size=24, max_size=24).filter(any), lead=st.floats(0, 90),
+       more=st.floats(1, 120))
+def test_a_longer_lead_time_never_needs_fewer_replicas_before_a_ramp(rates, lead, more):
+    short, long = planned(rates, lead), planned(rates, lead + more)
+    assert all(b.replicas >= a.replicas for a, b in zip(short.intervals, long.intervals, strict=True))
+    assert long.gpu_hours_autoscaled >= short.gpu_hours_autoscaled
+
+
+def test_every_interval_meets_the_targets_at_its_share_and_the_peak_one_replica_fewer_does_not():
+    s = planned([5.0] * 8 + [200.0] * 8 + [150.0] * 8)
+    peak = next(i for i in s.intervals if i.interval.requests_per_second == 200.0)
+    assert all(i.p99_ttft_ms <= 1000 and i.p99_tpot_ms <= 40 for i in s.intervals)
+    assert math.ceil(200.0 / s.per_replica_rate) - 1 <= peak.needed <= math.ceil(200.0 / s.per_replica_rate)
+    assert s.gpu_hours_static == 24 * s.static_replicas * s.shape.gpus_per_replica
+
+
+def test_the_peak_is_checked_by_simulation_both_ways(monkeypatch):
+    """An understated rate per replica (half the highest) gives twice the replicas by ceil(rate / it);
+    the peak's check, simulated at one replica fewer while that meets, brings it back to the static
+    plan's count, and no lower interval needs more than the peak."""
+    from planner.candidates import slo
+    from planner.candidates.service import sweep_model
+    from planner.traffic.schedule import at
+
+    spec, pool = shape()
+    static = slo.size(slo.Candidate(sweep_model(spec.model, None), pool.table, at(spec, 512, 128, 90.0), pool.row),
+                      1, None).replicas
+    real = slo.highest_rate
+
+    def halved(candidate, ceiling):
+        found = real(candidate, ceiling)
+        found.rate /= 2
+        return found
+
+    monkeypatch.setattr(slo, "highest_rate", halved)
+    s = planned([90.0] * 12 + [80.0] * 12)
+    assert s.static_replicas == static
+    assert max(i.needed for i in s.intervals) == static
+
+
+# -- a scenario -----------------------------------------------------------------------------------
+SCENARIO = """\
+review: traffic
+services:
+  - name: chat
+    model: llama-3.1-8b
+    chips: [h100]
+    slo: {{p99_ttft_ms: 1000, p99_tpot_ms: 40}}
+    traffic: {{trace: {trace}, interval_minutes: 60, lead_minutes: 10}}
+"""
+
+
+def test_a_scenario_reads_its_trace_beside_it_and_prints_the_schedule(tmp_path):
+    (tmp_path / "logs").mkdir()
+    rows = [f"{1767225600 + k * 9},{400 + k % 200},{100 + k % 50}" for k in range(0, 20000)]  # 50 h of 0.11 req/s
+    write(tmp_path / "logs", "timestamp,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
+    scenario = write(tmp_path, SCENARIO.format(trace="logs/trace.csv"), "review.yaml")
+    code, out, err = cli(["scenario", str(scenario), "--format", "json"])
+    assert code == 0, err
+    s = json.loads(out)["schedules"][0]
+    assert s["service"] == "chat" and s["source"] == "trace trace.csv (20,000 requests)"
+    assert len(s["intervals"]) == 50 and s["lead_minutes"] == 10
+    assert {"cost_static_per_day", "cost_autoscaled_per_day"} <= set(s)
+    code, out, err = cli(["scenario", str(scenario)])
+    assert code == 0 and "chat — schedule" in out and "static peak pool" in out
+    code, out, err = cli(["scenario", str(scenario), "--format", "markdown"])
+    assert code == 0 and "#### chat — autoscaled schedule" in out and "| from | to | req/s |" in out
+
+
+def test_a_bad_trace_in_a_scenario_is_exit_2_naming_the_row_and_column(tmp_path):
+    write(tmp_path, "timestamp,input_tokens,output_tokens\n5,1,1\n4,1,1\n")
+    scenario = write(tmp_path, SCENARIO.format(trace="trace.csv"), "review.yaml")
+    code, out, err = cli(["scenario", str(scenario)])
+    assert code == 2 and "Traceback" not in err
+    assert f"{tmp_path / 'trace.csv'}, row 3, column timestamp: 4 is earlier than the row before it" in err
+
+
+def test_a_service_with_traffic_needs_service_targets_and_no_second_rate(tmp_path):
+    text = ("services:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], concurrency: 4, "
+            "workload: {isl: 10, osl: 10, requests_per_second: 3},\n"
+            "     traffic: {hourly_requests_per_second: [" + ", ".join(["1"] * 24) + "]}}\n")
+    code, _, err = cli(["scenario", str(write(tmp_path, text, "review.yaml"))])
+    assert code == 2
+    assert "services.chat.slo: a schedule meets service targets" in err
+    assert "services.chat.workload.requests_per_second: the traffic gives the rate" in err
+    code, _, err = cli(["scenario", str(write(tmp_path, text.replace("concurrency: 4,", "serving: disagg,"),
+                                               "review.yaml"))])
+    assert code == 2 and "services.chat.serving: a schedule scales one aggregated pool" in err
+
+
+def test_a_shape_that_misses_another_intervals_lengths_alone_is_a_note_not_a_schedule(tmp_path):
+    """The static plan is sized at the busiest interval (short prompts, 1 request/s); a later hour of
+    a few 30,000-token prompts misses a 300 ms TTFT on that shape even alone: said, not scheduled."""
+    rows = [f"{k},500,100" for k in range(3600)] + [f"{3600 + 360 * k},30000,2000" for k in range(10)]
+    write(tmp_path, "timestamp,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
+    text = SCENARIO.format(trace="trace.csv").replace("p99_ttft_ms: 1000, p99_tpot_ms: 40", "p99_ttft_ms: 300")
+    code, out, err = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--format", "json"])
+    result = json.loads(out)
+    assert code == 0 and result["schedules"] == []
+    assert any(n.startswith("chat: no schedule: ") and "misses the targets at isl 30000, osl 2000 even one request "
+               "at a time (p99 ttft" in n for n in result["notes"])
+
+
+def test_the_chart_draws_the_rate_the_replicas_and_the_cost_beside_the_reviews_own(tmp_path):
+    rates = ", ".join(str(r) for r in [5] * 8 + [80] * 8 + [20] * 8)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}], lead_minutes: 30}}}}\n")
+    chart = tmp_path / "review.svg"
+    code, _, err = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--chart", str(chart)])
+    drawn = (tmp_path / "review-schedule.svg").read_text()
+    assert code == 0 and f"wrote {tmp_path / 'review-schedule.svg'}" in err
+    for gid in ("rate-chat", "replicas-chat", "needed-chat", "static-chat", "risk-chat", "cost-chat"):
+        assert f'id="{gid}' in drawn, gid
+
+
+def test_a_growth_variant_scales_the_traffic_and_never_costs_less(tmp_path):
+    rates = ", ".join(str(r) for r in [4] * 12 + [40] * 12)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}]}}}}\nvariants:\n  busy: {{growth: 2.5}}\n")
+    code, out, err = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--variants", "--format", "json"])
+    assert code == 0, err
+    both = json.loads(out)
+    base, busy = both["base"]["schedules"][0], both["variants"][0]["schedules"][0]
+    assert [i["interval"]["requests_per_second"] for i in busy["intervals"]] == [10.0] * 12 + [100.0] * 12
+    assert busy["source"] == "hourly profile, rates × 2.5" and base["source"] == "hourly profile"
+    assert busy["cost_autoscaled_per_day"] > base["cost_autoscaled_per_day"]
+
+
+def test_a_scale_beyond_the_planners_ceiling_is_named():
+    with pytest.raises(InputError) as err:
+        TrafficSpec(hourly_requests_per_second=[1.0] * 24, scale=1e9).resolve(10, 10)
+    assert str(err.value).startswith("scale: 1e+09 × the busiest interval is 1e+09 requests/s, above the")
+
+
+def test_a_scenario_with_traffic_validates_against_the_one_schema(tmp_path):
+    """Every key of a schedule is one the schema (`plan --schema`) names (tests/test_json_schema.py's
+    closed schema: an unnamed key fails)."""
+    import jsonschema
+
+    from tests.test_json_schema import closed
+
+    rates = ", ".join(str(r) for r in [2] * 12 + [30] * 12)
+    text = ("review: day\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], workload: {isl: 512, "
+            "osl: 128},\n     slo: {p99_ttft_ms: 1000, p99_tpot_ms: 40},\n     traffic: {hourly_requests_per_second: "
+            f"[{rates}]}}}}\n")
+    code, out, _ = cli(["scenario", str(write(tmp_path, text, "review.yaml")), "--format", "json"])
+    _, schema, _ = cli(["--schema"])
+    report = json.loads(out)
+    assert code == 0 and report["schedules"]
+    jsonschema.Draft202012Validator(closed(json.loads(schema))).validate(report)
+    report["schedules"][0]["intervals"][0]["not_in_the_schema"] = 1
+    assert not jsonschema.Draft202012Validator(closed(json.loads(schema))).is_valid(report)
+
+
+def test_a_spreadsheets_byte_order_mark_is_no_part_of_the_header(tmp_path):
+    path = tmp_path / "trace.csv"
+    path.write_bytes("timestamp,input_tokens,output_tokens\r\n0,10,5\r\n".encode("utf-8-sig"))
+    assert [(i.isl, i.osl) for i in read_trace(path, 60).intervals] == [(10, 5)]
+
+
+@pytest.mark.parametrize("body, words", [
+    ("timestamp,input_tokens,output_tokens\n1767225600000,1,1\n",
+     "row 2, column timestamp: 1767225600000 is too large for epoch seconds (milliseconds?)"),
+    ("timestamp,input_tokens,output_tokens\n0,1,1\n604800,1,1\n",
+     "row 3, column timestamp: 604800 is 10,081 intervals of 1 minute after the trace's start; at most 10,080"),
+])
+def test_a_window_no_review_means_is_named_not_binned(tmp_path, body, words):
+    with pytest.raises(InputError) as err:
+        read_trace(write(tmp_path, body), 1)
+    assert words in str(err.value)
+
+
+def test_a_concurrency_asked_beside_the_traffic_is_held_all_day():
+    from planner.app.schedule import ScheduleRequest, schedule
+
+    spec, pool = shape()
+    held = spec.model_copy(update={"concurrency": 3 * pool.row.concurrency})  # three replicas' worth
+    traffic = Traffic(intervals=[Interval(start_minute=60 * h, minutes=60, requests_per_second=r, isl=512, osl=128)
+                                 for h, r in enumerate([1.0] * 12 + [200.0] * 12)], source="test", cyclic=True)
+    s = schedule(ScheduleRequest(name="s", service=held, traffic=traffic, shape=pool))
+    assert min(i.needed for i in s.intervals) == 3 and s.intervals[0].needed == 3
+    assert max(i.needed for i in s.intervals) > 3
