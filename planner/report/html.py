@@ -6,7 +6,8 @@ the tool's version, the vLLM release and the date last.
 
 Rendered from the app layer's result models through Jinja2 templates (planner/report/templates/),
 autoescaped: every value from a user's file or flag is escaped. The page requests nothing: its CSS
-and SVG are inline, it has no script and no web font. Written whole or not at all (atomic.py)."""
+and SVG are inline, its one line of script opens the collapsed sections for print, it loads no web
+font. Written whole or not at all (atomic.py)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,7 @@ def tool_version() -> str:
 # -- charts ----------------------------------------------------------------------------------------
 PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->|<metadata>.*?</metadata>", re.S)
 IDS = re.compile(r'(\bid="|href="#|url\(#)')
+ID = re.compile(r' id="([^"]+)"')
 
 
 def inline_svg(svg: str, prefix: str, what: str) -> Markup:
@@ -92,6 +94,13 @@ def inline_svg(svg: str, prefix: str, what: str) -> Markup:
     id prefixed (several charts on one page keep theirs apart), scaled to the page's width. Its
     texts are matplotlib's, escaped by its SVG writer; the label is escaped here."""
     body = IDS.sub(lambda m: m.group(1) + prefix, PROLOG.sub("", svg)).strip()
+    seen: dict[str, int] = {}
+
+    def once(m: re.Match) -> str:  # a gid charts.py gives two panels' marks alike: the second made its own
+        seen[m.group(1)] = seen.get(m.group(1), 0) + 1
+        return m.group(0) if seen[m.group(1)] == 1 else f' id="{m.group(1)}-{seen[m.group(1)]}"'
+
+    body = ID.sub(once, body)
     label = Markup(' role="img" aria-label="{}"').format(what)
     return Markup(body.replace("<svg ", f"<svg{label} class=\"chart\" ", 1))
 
@@ -169,10 +178,10 @@ def fleet_pools(r: FleetResult) -> list[tuple[str, PoolPlan]]:
     return [(p.service if p.role == Role.AGGREGATED else f"{p.served or p.service} {p.role}", p) for p in r.services]
 
 
-def money_figures(cost_per_hour: float, estimate: bool, hours: int, key: str = "") -> list[Figure]:
-    return [Figure("$/hour", fmt.money(cost_per_hour, estimate), f"{key}cost_per_hour", cost_per_hour),
-            Figure(f"$/month ({hours} h)", fmt.money(cost_per_hour * hours, estimate, cents=False),
-                   f"{key}cost_per_month", round(cost_per_hour * hours, 2))]
+def money_figures(cost_per_hour: float, cost_per_month: float, estimate: bool, hours: int) -> list[Figure]:
+    return [Figure("$/hour", fmt.money(cost_per_hour, estimate), "cost_per_hour", cost_per_hour),
+            Figure(f"$/month ({hours} h)", fmt.money(cost_per_month, estimate, cents=False), "cost_per_month",
+                   cost_per_month)]
 
 
 # -- `plan` ----------------------------------------------------------------------------------------
@@ -188,7 +197,7 @@ def plan_page(result: PlanResult, about: About, draw: Draw | None = None, named=
         return _render("plan.html.j2", context)
     best = result.best
     answer = [Figure("chip", best.chip, "chip", best.chip), Figure("GPUs", fmt.count(best.gpus), "gpus", best.gpus),
-              *money_figures(best.cost_per_hour, best.price_estimate, hours)]
+              *money_figures(best.cost_per_hour, best.cost_per_hour * hours, best.price_estimate, hours)]
     if best.cost_per_million_output_tokens is not None:
         answer.append(Figure("$/M output tokens", fmt.per_million_tokens(best.cost_per_million_output_tokens,
                                                                           best.price_estimate),
@@ -250,7 +259,7 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
         context["lead"] = (f"{base.variant}: {fmt.plural(len(base.services), 'pool')} on "
                            f"{fmt.plural(base.gpus, 'GPU')} ({chips}), {fmt.money(base.cost_per_hour, estimate)}/hour")
         answer = [Figure("GPUs", fmt.count(base.gpus), "gpus", base.gpus),
-                  *money_figures(base.cost_per_hour, estimate, hours),
+                  *money_figures(base.cost_per_hour, base.cost_per_month, estimate, hours),
                   Figure("solver", base.solver_status, "solver_status", base.solver_status)]
         for p in base.services:
             if p.cost_per_million_output_tokens is not None:
@@ -341,10 +350,10 @@ def _environment():
 
 
 def _json_value(value) -> str:
-    """A figure's JSON value as a data attribute holds it (numbers as JSON writes them)."""
+    """A figure's value as a data attribute holds it: JSON, as `--json` writes it."""
     import json
 
-    return value if isinstance(value, str) else json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _render(template: str, context: dict) -> str:
