@@ -71,6 +71,7 @@ class Table:
     head: list[str]
     rows: list[list[str]]
     numeric: list[bool] = field(default_factory=list)  # right-aligned columns
+    wrap: bool = False  # cells of long unbroken words (names, paths) broken anywhere to fit the page
 
 
 def tool_version() -> str:
@@ -239,7 +240,7 @@ def provenance_table(rows: list[dict]) -> Table | None:
     return Table("every registry value and planner default the plan used",
                  ["name", "value", "source", "how"],
                  [[str(p.get("name", "")), registry_value(p.get("value"), _names_bytes(str(p.get("name", "")))),
-                   str(p.get("source", "")), str(p.get("how", ""))] for p in rows], [False] * 4)
+                   str(p.get("source", "")), str(p.get("how", ""))] for p in rows], [False] * 4, wrap=True)
 
 
 # -- `plan scenario` and `plan compare` ------------------------------------------------------------
