@@ -159,11 +159,15 @@ def test_a_plan_page_leads_with_the_answer_and_its_figures_are_the_jsons(tmp_pat
 def test_a_plan_nothing_fits_is_a_page_that_says_why(tmp_path):
     argv = ["plan", "--model", "dsv4.1-flash", "--chip", "h100", "--concurrency", "64", "--max-gpus", "2"]
     code, html, err = page_of(tmp_path, argv)
-    assert code == 1 and "no pool fits" in err
+    _, out, jerr = run([*argv, "--json"])
+    reasons = [e["text"] for e in json.loads(out)["explanations"]]
+    assert code == 1 and err.startswith("plan: no pool fits dsv4.1-flash") and reasons
+    assert err.splitlines()[0] == jerr.splitlines()[0] and all(r in err for r in reasons)  # as --json says it
     page = Page(html)
     assert page.texts["verdict"] == "No pool fits."
-    _, _, jerr = run([*argv, "--json"])
-    assert "max_gpus" in jerr or "weights" in jerr
+    items = re.findall(r"<li>(.*?)</li>", html[html.index('id="verdict"'):html.index('id="status"')], re.S)
+    assert [i.replace("&#39;", "'").replace("&amp;", "&") for i in items] == reasons
+    assert page.texts["status"] == "solver INFEASIBLE"
     self_contained(html)
 
 

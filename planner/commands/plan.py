@@ -507,11 +507,11 @@ def run(ctx: click.Context, **options) -> None:
 
         about = About([request.service.vllm_version], typed_command(ctx))
         draw = pareto_drawing(result) if result.feasible and result.best.serving else None
-        write_html(plan_page(result, about, draw, plan_flag), page_path)
-        if not result.feasible:
+        page = plan_page(result, about, draw, plan_flag)
+        if not result.feasible:  # the answer first, then where the page went, each chip's reason and each note
             click.echo(infeasible_line(result), err=True)
-        for note in result.notes:
-            click.echo(f"plan: note: {note}", err=True)
+        write_html(page, page_path)
+        _reasons_on_stderr(result)
         if not result.feasible:
             ctx.exit(1)
         return
