@@ -220,6 +220,20 @@ def test_a_compare_sweep_is_a_page(tmp_path):
     self_contained(html)
 
 
+def test_a_compare_file_is_a_page_of_every_variant(tmp_path):
+    path = ROOT / "scenarios" / "kv-cache-fp8-vs-bf16.yaml"
+    argv = ["plan", "compare", str(path), "--executor", "sequential"]
+    code, html, _ = page_of(tmp_path, argv)
+    jcode, out, _ = run([*argv, "--json"])
+    data = json.loads(out)
+    assert code == jcode == 0 and data["variants"]
+    table = Page(html).tables["table-1"]
+    assert [row[0] for row in table[1:]] == [r["variant"] for r in [data["base"], *data["variants"]]]
+    command = Page(html).texts["about"].split("Command: ")[1]  # as given (in the command's order of options)
+    assert command.startswith(f"plan compare {path} ") and "--executor sequential" in command
+    self_contained(html)
+
+
 def test_every_user_value_is_escaped(tmp_path):
     """A service named <script>alert(1)</script> and a review titled &"'<> are text on the page."""
     scenario = tmp_path / "x.yaml"
@@ -249,6 +263,8 @@ def test_every_user_value_is_escaped(tmp_path):
       "100", "--ttft-ms", "1000", "--serving", "auto", "--format", "html", "-o", "r.html"],
      "--format: html renders an aggregated plan"),
     (["plan", "scenario", str(SCENARIOS[0]), "--format", "html"], "--format: html is written to a file"),
+    (["plan", "scenario", str(SCENARIOS[0]), "--format", "html", "-o", "r.html", "--emit", "k8s"],
+     "--emit: writes a folder and --format html a file"),
     (["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "-o", "r.html"],
      "-o: has nothing to write (add --format html)"),
     (["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html",
