@@ -275,8 +275,9 @@ def typed_command(ctx: click.Context) -> str:
         flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
         if param.is_flag:
             words.append(flag if value else (param.secondary_opts or [flag])[0])
-        else:
-            words += [w for v in (value if param.multiple else [value]) for w in (flag, str(v))]
+        else:  # a value a callback made a tuple (--speculative-acceptance 0.85,0.68) as it was typed
+            words += [w for v in (value if param.multiple else [value])
+                      for w in (flag, ",".join(map(str, v)) if isinstance(v, tuple) else str(v))]
     return shlex.join(words)
 
 
