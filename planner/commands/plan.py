@@ -231,7 +231,7 @@ def plan_options(f):
     return apply_options(options_list() + serving_options() + [max_rate_option()] + shown + k8s_options(), f)
 
 
-HTML_HELP = ("html: the plan as one self-contained page to share (no request leaves it; printable), written to "
+HTML_HELP = ("html: the report as one self-contained page to share (no request leaves it; printable), written to "
              "-o FILE.html, never to the terminal")
 
 
