@@ -117,7 +117,10 @@ def inline_charts(draw: Draw | None) -> list[Chart]:
 
 
 # -- pieces the pages share ------------------------------------------------------------------------
-def captured(draw: Callable[[Console], None], width: int = 100) -> str:
+TEXT_COLUMNS = 100  # the width the memory breakdown's tables are laid out at for the page's <pre> (it scrolls)
+
+
+def captured(draw: Callable[[Console], None], width: int = TEXT_COLUMNS) -> str:
     """What a rich renderer prints, as plain text (the terminal's own words for the page's <pre>)."""
     out = io.StringIO()
     draw(Console(file=out, width=width, color_system=None, force_terminal=False, highlight=False, soft_wrap=False))
@@ -152,7 +155,7 @@ def launch_text(pools: list[tuple[str, PoolPlan]], named) -> str:
                     text.command(console, line)
                 continue
             text.render_launch(p, console, label, named)
-    return captured(draw, width=160)
+    return captured(draw)  # commands are printed whole, never wrapped (render.py `command`); the page wraps them
 
 
 def manifests(pools: list[tuple[str, PoolPlan]], named) -> list[tuple[str, str]]:
