@@ -189,6 +189,11 @@ def test_every_scenario_is_a_page_under_3_mb_whose_figures_are_the_jsons(tmp_pat
         assert dollars(page.shown("cost_per_hour")) == round(base["cost_per_hour"], 2)
         assert dollars(page.shown("cost_per_month")) == round(base["cost_per_month"])
         assert page.value("solver_status") == page.shown("solver_status") == base["solver_status"]
+        for p in base["services"]:  # each pool's manifests; a disaggregated service's router says what it needs
+            assert p["instances"][0]["commands"][0]["command"].split(" --")[0].replace("'", "&#39;") in html
+        if any(p["role"] == "decode" for p in base["services"]):
+            assert "router: the router runs vLLM&#39;s proxy" in html and "(--router-image IMAGE)" in html
+        assert html.count("kind: Deployment") >= len(base["services"])
     else:
         assert page.texts["verdict"] == "Not every service can be served."
         assert "solver_status" not in page.figures

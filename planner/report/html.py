@@ -164,17 +164,22 @@ def manifests(pools: list[tuple[str, PoolPlan]], named) -> list[tuple[str, str]]
     from planner.report import k8s
     from pricing.chips import get_chip
 
+    def refused(err: InputError) -> str:
+        problem, fix = (named_text(part, named) for part in err.text)
+        return f"# not written with the defaults: {problem}" + (f" ({fix})" if fix else "")
+
     options = k8s.checked(k8s.K8sOptions(image=k8s.default_image()))
-    names = k8s.resource_names([name for name, _ in pools])
+    routers = [f"{p.served or p.service} router" for _, p in pools if p.role == Role.DECODE]
+    names = k8s.resource_names([name for name, _ in pools] + routers)
     out = []
     for name, pool in pools:
         try:
             resources, _ = k8s.pool_manifests(name, pool, get_chip(pool.chip), options)
         except InputError as err:
-            out.append((name, f"# not written with the defaults: {named_text(str(err), named)}"))
+            out.append((name, refused(err)))
             continue
         out.append((f"{names[name]}.yaml", k8s.dump(resources)))
-    return out
+    return out + [(router, refused(k8s.no_router_image(names[router]))) for router in routers]
 
 
 def fleet_pools(r: FleetResult) -> list[tuple[str, PoolPlan]]:
