@@ -232,7 +232,7 @@ def plan_options(f):
 
 
 HTML_HELP = ("html: the report as one self-contained page to share (no request leaves it; printable), written to "
-             "-o FILE.html, never to the terminal")
+             "-o FILE.html, never to standard output")
 
 
 def html_output(ctx: click.Context, options: dict) -> str | None:
