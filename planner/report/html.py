@@ -169,7 +169,7 @@ def manifests(pools: list[tuple[str, PoolPlan]], named) -> list[tuple[str, str]]
         return f"# not written with the defaults: {problem}" + (f" ({fix})" if fix else "")
 
     options = k8s.checked(k8s.K8sOptions(image=k8s.default_image()))
-    routers = [f"{p.served or p.service} router" for _, p in pools if p.role == Role.DECODE]
+    routers = [f"{p.served or p.service} router" for _, p in pools if getattr(p, "role", None) == Role.DECODE]
     names = k8s.resource_names([name for name, _ in pools] + routers)
     out = []
     for name, pool in pools:
