@@ -270,6 +270,8 @@ def test_every_user_value_is_escaped(tmp_path):
     (["plan", "scenario", str(SCENARIOS[0]), "--format", "html"], "--format: html is written to a file"),
     (["plan", "scenario", str(SCENARIOS[0]), "--format", "html", "-o", "r.html", "--emit", "k8s"],
      "--emit: writes a folder and --format html a file"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "csv", "-o", "r.html"],
+     "-o: has nothing to write (add --emit k8s for a folder of manifests, or --format html for a page)"),
     (["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "-o", "r.html"],
      "-o: has nothing to write (add --format html)"),
     (["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html",

@@ -77,7 +77,8 @@ def emit_of(options: dict) -> Emit | None:
     if options.get("fmt") == "html":  # -o names the page (planner/commands/plan.py html_output)
         return None
     if options.get("output_dir") and not options.get("emit"):
-        raise InputError("-o", "has nothing to write", "add --emit k8s")
+        raise InputError("-o", "has nothing to write", "add --emit k8s for a folder of manifests, or --format html "
+                         "for a page")
     if not options.get("emit"):
         return None
     from planner.report import k8s
