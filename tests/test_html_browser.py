@@ -1,6 +1,6 @@
 """issue 42: the HTML report opened in a real browser — headless Chromium (Debian's `chromium`,
-driven by Playwright through its executable_path; .ci/run installs it). Every scenario's page (with
---variants) and a plan's: no console error, no request but the file itself, the headline figures in
+driven by Playwright through its executable_path; .ci/run installs it). Every scenario's page (alone
+and with --variants) and a plan's: no console error, no request but the file itself, the headline figures in
 the DOM those of the same command's JSON, a screenshot that is not blank, nothing wider than the
 viewport at 1280 and at 390 pixels, and printed, every collapsed section shown and nothing wider
 than the paper. Without Chromium it fails in CI (CI=true) and is skipped elsewhere, saying why."""
@@ -71,17 +71,18 @@ def browser():
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory) -> list[tuple[str, Path, dict]]:
-    """Every scenario's page with --variants and a plan's with service targets (a chart), each with
-    its JSON: (name, page, JSON's headline object)."""
+    """Every scenario's page, alone and with --variants, and a plan's with service targets (a chart),
+    each with its JSON's headline object: (name, page, object)."""
     folder = tmp_path_factory.mktemp("pages")
     out = []
     for path in SCENARIOS:
         argv = ["scenario", str(path), "--variants", "--executor", "sequential"]
-        target = folder / f"{path.stem}.html"
-        code, _, err = cli([*argv, "--format", "html", "-o", str(target)])
-        assert code in (0, 1) and target.exists(), err
-        _, data, _ = cli([*argv, "--format", "json"])
-        out.append((path.stem, target, json.loads(data)["base"]))
+        base = json.loads(cli([*argv, "--format", "json"])[1])["base"]  # the base's figures, with variants or not
+        for name, given in ((f"{path.stem}-variants", argv), (path.stem, argv[:2])):
+            target = folder / f"{name}.html"
+            code, _, err = cli([*given, "--format", "html", "-o", str(target)])
+            assert code in (0, 1) and target.exists(), err
+            out.append((name, target, base))
     target = folder / "plan.html"
     assert cli([*PLAN, "--format", "html", "-o", str(target)])[0] == 0
     best = json.loads(cli([*PLAN, "--json"])[1])["best"]
@@ -89,59 +90,65 @@ def pages(tmp_path_factory) -> list[tuple[str, Path, dict]]:
     return out
 
 
-def opened(browser, path: Path, width: int):
-    """The page at `width` × 900, loaded, with what it logged and requested."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    errors, requests = [], []
-    page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: requests.append(r.url))
-    page.goto(path.as_uri(), wait_until="load")
-    return context, page, errors, requests
+class Tab:
+    """One browser tab at `width` × 900 pixels, which opens page after page and keeps what each
+    logged (console errors and warnings, uncaught errors) and requested."""
+
+    def __init__(self, browser, width: int):
+        self.context = browser.new_context(viewport={"width": width, "height": 900})
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+
+    def open(self, path: Path):
+        self.page.emulate_media(media="screen")
+        self.errors.clear()
+        self.requests.clear()
+        self.page.goto(path.as_uri(), wait_until="load")
+        return self.page
 
 
 def test_every_page_renders_alone_with_the_jsons_figures_and_fits_the_screen(browser, pages, tmp_path):
     from matplotlib.image import imread
 
-    for name, path, expected in pages:
-        for width in WIDTHS:
-            context, page, errors, requests = opened(browser, path, width)
-            try:
-                assert errors == [], (name, width, errors)
-                assert requests == [path.as_uri()], (name, width, requests)
-                figures = page.evaluate(FIGURES)
-                if expected.get("feasible", True):
-                    for field in ("gpus", "cost_per_hour", "solver_status"):
-                        if field in expected or field == "gpus":
-                            assert json.loads(figures[field][0]) == expected.get(field, expected.get("gpus")), \
-                                (name, field)
-                    assert float(figures["cost_per_hour"][1].strip("$*").replace(",", "")) == \
-                        round(expected["cost_per_hour"], 2)
-                else:
-                    assert page.text_content("#verdict") == "Not every service can be served."
-                fits = page.evaluate(OVERFLOW)
-                assert fits["scroll"] <= fits["width"] and fits["wide"] == [], (name, width, fits)
-                shot = tmp_path / f"{name}-{width}.png"
-                page.screenshot(path=str(shot), full_page=name == "plan")  # the whole of one page, the top of each
-                pixels = imread(str(shot))
-                assert shot.stat().st_size > 10_000 and pixels.shape[1] == width and pixels.std() > 0.05, name
-                page.emulate_media(media="print")  # printed: every section open, nothing wider than the paper
-                assert page.evaluate("[...document.querySelectorAll('details > :not(summary)')]"
-                                     ".every(el => el.checkVisibility())"), (name, width)
-                fits = page.evaluate(OVERFLOW)
-                assert fits["scroll"] <= fits["width"] and fits["wide"] == [], (name, width, "print", fits)
-            finally:
-                context.close()
+    for width in WIDTHS:
+        tab = Tab(browser, width)
+        for name, path, expected in pages:
+            page = tab.open(path)
+            assert tab.errors == [], (name, width, tab.errors)
+            assert tab.requests == [path.as_uri()], (name, width, tab.requests)
+            figures = page.evaluate(FIGURES)
+            if expected.get("feasible", True):  # a review's base, or a plan's best pool
+                for field in ("gpus", "cost_per_hour", "solver_status"):
+                    if field in expected:
+                        assert json.loads(figures[field][0]) == expected[field], (name, field)
+                assert float(figures["cost_per_hour"][1].strip("$*").replace(",", "")) == \
+                    round(expected["cost_per_hour"], 2)
+            else:
+                assert page.text_content("#verdict") == "Not every service can be served."
+            fits = page.evaluate(OVERFLOW)
+            assert fits["scroll"] <= fits["width"] and fits["wide"] == [], (name, width, fits)
+            shot = tmp_path / f"{name}-{width}.png"
+            page.screenshot(path=str(shot), full_page=name == "plan")  # the whole of one page, the top of each
+            pixels = imread(str(shot))
+            assert shot.stat().st_size > 10_000 and pixels.shape[1] == width and pixels.std() > 0.05, name
+            page.emulate_media(media="print")  # printed: every section open, nothing wider than the paper
+            assert page.evaluate("[...document.querySelectorAll('details > :not(summary)')]"
+                                 ".every(el => el.checkVisibility())"), (name, width)
+            fits = page.evaluate(OVERFLOW)
+            assert fits["scroll"] <= fits["width"] and fits["wide"] == [], (name, width, "print", fits)
+            assert tab.errors == [], (name, width, tab.errors)
+        tab.context.close()
 
 
 def test_a_print_opens_every_section(browser, pages):
     """The beforeprint script, for a browser without the print style's ::details-content."""
-    _, path, _ = pages[-1]
-    context, page, errors, _ = opened(browser, path, 1280)
-    try:
-        assert page.evaluate("document.querySelectorAll('details:not([open])').length") > 0
-        page.evaluate("dispatchEvent(new Event('beforeprint'))")
-        assert page.evaluate("document.querySelectorAll('details:not([open])').length") == 0 and errors == []
-    finally:
-        context.close()
+    tab = Tab(browser, 1280)
+    page = tab.open(pages[-1][1])
+    assert page.evaluate("document.querySelectorAll('details:not([open])').length") > 0
+    page.evaluate("dispatchEvent(new Event('beforeprint'))")
+    assert page.evaluate("document.querySelectorAll('details:not([open])').length") == 0 and tab.errors == []
+    tab.context.close()
