@@ -20,7 +20,8 @@ def test_every_data_file_is_packaged():
     patterns = config["tool"]["setuptools"]["package-data"]
     for package in ("pricing", "planner"):
         files = packaged(package, patterns.get(package, []))
-        missing = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*.yaml") if p not in files)
+        data = [p for suffix in ("*.yaml", "*.html.j2") for p in (ROOT / package).rglob(suffix)]  # + html templates
+        missing = sorted(p.relative_to(ROOT).as_posix() for p in data if p not in files)
         assert not missing, f"not in the wheel: {missing}"
 
 

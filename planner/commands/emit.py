@@ -18,8 +18,9 @@ def k8s_options() -> list:
 
     return [
         click.option("--emit", type=click.Choice(["k8s"]), help="also write the plan as Kubernetes manifests (-o DIR)"),
-        click.option("-o", "--output", "output_dir", metavar="DIR", help="the folder --emit writes, replaced whole "
-                     "(created; files in it from before do not stay beside the new ones)"),
+        click.option("-o", "--output", "output_dir", metavar="DIR|FILE", help="the folder --emit writes, replaced "
+                     "whole (created; files in it from before do not stay beside the new ones); with --format html, "
+                     "the page's .html file"),
         click.option("--image", help="the vLLM image of every pod (default "
                      f"{defaults.value('kubernetes.image')}, planner/defaults.yaml)"),
         click.option("--model-source", help="what the pods serve: a Hugging Face id or a path inside the pod "
@@ -87,8 +88,11 @@ def emit_of(options: dict) -> Emit | None:
     selector well formed; the settings read once (None without --emit)."""
     if options.get("emit") and not options.get("output_dir"):
         raise InputError("--emit", "needs the folder to write", "add -o DIR")
+    if options.get("fmt") == "html":  # -o names the page (planner/commands/plan.py html_output)
+        return None
     if options.get("output_dir") and not options.get("emit"):
-        raise InputError("-o", "has nothing to write", "add --emit k8s")
+        raise InputError("-o", "has nothing to write", "add --emit k8s for a folder of manifests, or --format html "
+                         "for a page")
     if not options.get("emit"):
         return None
     from planner.report import k8s

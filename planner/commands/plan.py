@@ -225,9 +225,68 @@ def plan_options(f):
 
     shown = [schema_option(),
              click.option("--brief", is_flag=True, help="only the plan line, what binds and the launch commands"),
-             click.option("--format", "fmt", type=click.Choice(["table", "csv"]), default="table", show_default=True,
-                          help="csv: the plan table (the best pool and the alternatives), every column")]
+             click.option("--format", "fmt", type=click.Choice(["table", "csv", "html"]), default="table",
+                          show_default=True, help="csv: the plan table (the best pool and the alternatives), every "
+                          "column; " + HTML_HELP)]
     return apply_options(options_list() + serving_options() + [max_rate_option()] + shown + k8s_options(), f)
+
+
+HTML_HELP = ("html: the report as one self-contained page to share (no request leaves it; printable), written to "
+             "-o FILE.html, never to standard output")
+
+
+def html_output(ctx: click.Context, options: dict) -> str | None:
+    """`--format html -o FILE`: the file the page goes to, checked before any work; None for another
+    format. -o names one output, so --emit's folder is refused beside it."""
+    if options.get("fmt") != "html":
+        return None
+    flag = own_flag("fmt", ctx) or "--format"
+    if options.get("emit"):
+        raise InputError("--emit", "writes a folder and --format html a file, and -o names only one",
+                         "run twice: --format html -o FILE.html, then --emit k8s -o DIR")
+    for name in ("brief", "max_rate"):
+        if options.get(name):
+            raise InputError(own_flag(name, ctx), "has no effect on --format html (the page is the whole plan)",
+                             f"drop {own_flag(name, ctx)} or {flag} html")
+    if options.get("serving", "agg") != "agg":
+        raise InputError(flag, "html renders an aggregated plan", "plan a scenario file with the disaggregated "
+                         "service (`plan scenario FILE --format html -o FILE.html`), or drop --format html")
+    path = options.get("output_dir")
+    if not path:
+        raise InputError(flag, "html is written to a file, never to the terminal", "add -o FILE.html")
+    check_output_path(path, "-o", page=True)
+    return path
+
+
+def typed_command(ctx: click.Context) -> str:
+    """The command as given (the options typed, not their defaults), for the page's footer."""
+    import shlex
+
+    from click.core import ParameterSource
+
+    words = ctx.command_path.split()
+    for param in ctx.command.params:
+        if ctx.get_parameter_source(param.name) not in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            continue
+        value = ctx.params.get(param.name)
+        if isinstance(param, click.Argument):
+            words.append(str(value))
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        if param.is_flag:
+            words.append(flag if value else (param.secondary_opts or [flag])[0])
+        else:  # a value a callback made a tuple (--speculative-acceptance 0.85,0.68) as it was typed
+            words += [w for v in (value if param.multiple else [value])
+                      for w in (flag, ",".join(map(str, v)) if isinstance(v, tuple) else str(v))]
+    return shlex.join(words)
+
+
+def write_html(page, path: str) -> None:
+    """The page written whole or not at all, and where it went said on standard error."""
+    from planner.report.html import write
+
+    write(path, page)
+    click.echo(f"plan: wrote {path} (the report as one self-contained HTML page)", err=True)
 
 
 def max_rate_option(axes: bool = False):
@@ -357,12 +416,15 @@ def _reasons_on_stderr(result) -> None:
         click.echo(line, err=True)
 
 
-def check_output_path(path: str | None, flag: str = "--chart") -> None:
-    """An output file the tool can write, checked before any work (never half-way)."""
+def check_output_path(path: str | None, flag: str = "--chart", page: bool = False) -> None:
+    """An output file the tool can write (a chart's .png or .svg, or with `page` an .html page),
+    checked before any work (never half-way)."""
     if not path:
         return
     target = Path(path)
-    if target.suffix.lower() not in (".png", ".svg"):
+    if page and target.suffix.lower() not in (".html", ".htm"):
+        raise InputError(flag, f"{path} is not an .html file", "name the page's file, e.g. review.html")
+    if not page and target.suffix.lower() not in (".png", ".svg"):
         raise InputError(flag, f"{path} is neither .png nor .svg", "name a .png or .svg file")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
@@ -420,6 +482,7 @@ def run(ctx: click.Context, **options) -> None:
     from planner.heap import freeze_imported
 
     freeze_imported()
+    page_path = html_output(ctx, options)
     if options.get("max_rate"):
         return run_max_rate(ctx, options)
     to = emit.emit_of(options)
@@ -444,6 +507,20 @@ def run(ctx: click.Context, **options) -> None:
         draw_pareto(result, chart_path)
     elif chart_path:
         result.notes.append(f"--chart wrote nothing: no pool fits ({chart_path} not written)")
+    if page_path:
+        from planner.report.html import About, plan_page
+        from planner.report.render import infeasible_line
+
+        about = About([request.service.vllm_version], typed_command(ctx))
+        draw = pareto_drawing(result) if result.feasible and result.best.serving else None
+        page = plan_page(result, about, draw, plan_flag)
+        if not result.feasible:  # the answer first, then where the page went, each chip's reason and each note
+            click.echo(infeasible_line(result), err=True)
+        write_html(page, page_path)
+        _reasons_on_stderr(result)
+        if not result.feasible:
+            ctx.exit(1)
+        return
     print_plan(result, options)
     if not result.feasible:
         ctx.exit(1)
@@ -495,8 +572,9 @@ def run_max_rate(ctx: click.Context, options: dict) -> None:
             click.echo(line, err=options["as_json"])
 
 
-def draw_pareto(result, chart_path: str) -> None:
-    """--chart: $/M output tokens against p99 TPOT over every pool simulated, the chosen one marked."""
+def pareto_drawing(result):
+    """What draws `--chart`'s figure at a path: $/M output tokens against p99 TPOT over every pool
+    simulated, the chosen one marked; it returns [(path, what it shows)]."""
     from planner import numbers as fmt
     from planner.report.charts import pareto_chart
     from planner.report.words import price_footnotes
@@ -504,10 +582,19 @@ def draw_pareto(result, chart_path: str) -> None:
     t, pools = result.target, [result.best, *result.alternatives]
     chips = {p.chip for p in result.best.serving.pareto}
     drawn = [p for p in pools if p.chip in chips]
-    write_charts(lambda: [(chart_path, pareto_chart(
-        result.best.serving, chart_path, f"{result.model} at {fmt.given(t.requests_per_second)} requests/s: "
-        f"{', '.join(t.service_targets)}", {p.chip for p in drawn if p.price_estimate},
-        price_footnotes(drawn, plan_flag)))], chart_path)
+
+    def draw(path: str) -> list[tuple[str, str]]:
+        return [(path, pareto_chart(
+            result.best.serving, path, f"{result.model} at {fmt.given(t.requests_per_second)} requests/s: "
+            f"{', '.join(t.service_targets)}", {p.chip for p in drawn if p.price_estimate},
+            price_footnotes(drawn, plan_flag)))]
+    return draw
+
+
+def draw_pareto(result, chart_path: str) -> None:
+    """--chart: $/M output tokens against p99 TPOT over every pool simulated, the chosen one marked."""
+    draw = pareto_drawing(result)
+    write_charts(lambda: draw(chart_path), chart_path)
 
 
 def print_plan(result, options: dict) -> None:

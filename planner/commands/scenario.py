@@ -3,6 +3,7 @@ sweeps over chips, models and context lengths from the command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from typing import TYPE_CHECKING
@@ -17,14 +18,18 @@ from planner.commands import emit
 from planner.commands.emit import apply_k8s_options, autoscaler_options
 from planner.commands.flags import check_options, file_flag, names_flags, option_flag, own_flag, plan_flag, service_flag
 from planner.commands.plan import (
+    HTML_HELP,
     check_output_path,
+    html_output,
     max_rate_option,
     options_list,
     print_schema,
     schema_option,
     spare_option,
     time_limit_option,
+    typed_command,
     write_charts,
+    write_html,
 )
 from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet, short_line
@@ -37,7 +42,8 @@ from pricing.units import tokens_label
 if TYPE_CHECKING:  # pragma: no cover
     from planner.app.api import Comparison
 
-FORMATS = click.Choice(["table", "json", "markdown"])
+FORMATS = click.Choice(["table", "json", "markdown", "html"])
+FORMAT_HELP = ("markdown: a report to paste in; " + HTML_HELP)
 
 
 def _console() -> Console:
@@ -72,8 +78,10 @@ def check_concurrency(n: int, flag: str) -> None:
         raise InputError(flag, f"{n:,} is outside 1 … {limit:,}", "give the concurrent requests one review plans for")
 
 
-def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, named=file_flag) -> int:
-    """The review printed, the fields its sentences mention named as `named` calls them."""
+def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, named=file_flag,
+          page: tuple[str, object, object] | None = None) -> int:
+    """The review printed, the fields its sentences mention named as `named` calls them; with
+    `page` (its file, its About, what draws its charts) written as one HTML page instead."""
     from planner.report.review import markdown
 
     console = _console()
@@ -85,6 +93,11 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
     elif fmt == "markdown":
         alone = c.model_copy(update={"variants": [], "grid": {}, "ranking": []})  # the base by itself
         click.echo(markdown(c if with_variants else alone, named), nl=False)
+    elif fmt == "html":
+        from planner.report.html import review_page
+
+        path, about, draw = page
+        write_html(review_page(c, about, draw, named, with_variants), path)
     else:
         for r in c.results if with_variants else [c.base]:
             render_fleet(r, console, named)
@@ -105,7 +118,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
 @click.argument("file", required=False)
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True, help=FORMAT_HELP)
 @click.option("--chart", "chart_path", help="draw GPUs per chip and $/month, stacked by service, for the base and "
               "variants (.png or .svg), and the base's node map beside it (FILE-nodes.png)")
 @click.option("--file-schema", "show_file_schema", is_flag=True, help="print the scenario file's JSON Schema")
@@ -129,7 +142,8 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         raise InputError("FILE", "missing", "give a scenario file, or --file-schema for its format")
     check_options(ctx)  # an option that cannot apply (planner/commands/flags.py NEEDS)
     check_output_path(chart_path)
-    to = emit.emit_of(k8s)
+    page_path = html_output(ctx, {"fmt": fmt, **k8s})
+    to = emit.emit_of({"fmt": fmt, **k8s})
     from planner.app import api
 
     scenario = api.scenario_of(file)
@@ -142,13 +156,17 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
         raise InputError("--autoscaler", "has no effect without a service's traffic: (nothing is autoscaled)",
                          "give a service traffic:, or drop it")
     from planner.heap import freeze_imported
+    from planner.report.charts import chart
+    from planner.report.html import About
     from planner.report.review import Ticker
 
     freeze_imported()
     with_variants = with_variants or bool(variant_names)
     c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
                    ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
-    code = _emit(c, fmt, with_variants, chart_path)
+    page = (page_path, About(releases([scenario, *(scenario.apply(r.variant) for r in c.variants)]),
+                             typed_command(ctx)), lambda path: chart(c, path, file_flag)) if page_path else None
+    code = _emit(c, fmt, with_variants, chart_path, page=page)
     if to is not None and (c.base.feasible or c.base.emitted_pools):  # the fleet over the day may fit alone
         from planner.report.autoscaler import autoscaled
 
@@ -163,7 +181,12 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
 
 
 AXES = ("model", "quantization", "concurrency", "context_length", "requests_per_second", "vllm_version", "chip")
-FILE_OPTIONS = ("time_limit", "as_json", "show_provenance")  # what `plan compare FILE` takes beside the file
+FILE_OPTIONS = ("time_limit", "as_json", "show_provenance", "output_dir")  # what `plan compare FILE` takes beside it
+
+
+def releases(scenarios: list[Scenario]) -> list[str]:
+    """The vLLM releases the scenarios' services are planned for, each once (a page's footer)."""
+    return list(dict.fromkeys(s.service_spec(service).vllm_version for s in scenarios for service in s.services))
 
 
 def file_option(field: str) -> str | None:
@@ -270,7 +293,8 @@ def get_chip_id(name: str) -> str:
 @registry_option
 @click.argument("file", required=False)
 @apply_options_to(options_list(axes=True) + [max_rate_option(axes=True)])
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True, help=FORMAT_HELP)
+@click.option("-o", "--output", "output_dir", metavar="FILE", help="with --format html: the page's .html file")
 @schema_option()
 @click.option("--chart", "chart_path", help="draw the comparison (.png or .svg): bars for categorical variants, "
                                             "markers against context length, concurrency or the rate")
@@ -284,6 +308,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     from ortools.sat.python import cp_model  # noqa: F401  (every point is solved: imported before the freeze)
 
     from planner.heap import freeze_imported
+    from planner.report.html import About
 
     if show_schema:
         return print_schema()
@@ -291,15 +316,19 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     check_options(ctx)  # an option that cannot apply, a sweep beyond the grid limit (planner/commands/flags.py)
     fmt = "json" if options["as_json"] else fmt
     check_output_path(chart_path)
+    if options.get("output_dir") and fmt != "html":
+        raise InputError("-o", "has nothing to write", "add --format html")
+    page_path = html_output(ctx, {"fmt": fmt, **options})
+    about = About([], typed_command(ctx)) if page_path else None
     if file:
-        ctx.exit(compare_file(ctx, file, fmt, chart_path, executor, ray_address, options))
+        ctx.exit(compare_file(ctx, file, fmt, chart_path, executor, ray_address, options, (page_path, about)))
     if options["max_rate"]:
         ctx.exit(compare_max_rate(fmt, options))
-    ctx.exit(compare_sweep(fmt, chart_path, executor, ray_address, options))
+    ctx.exit(compare_sweep(fmt, chart_path, executor, ray_address, options, (page_path, about)))
 
 
 def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str, ray_address: str | None,
-                 options: dict) -> int:
+                 options: dict, page: tuple) -> int:
     """`plan compare FILE`: the file's base and every variant; a `plan` option beside it is refused."""
     from planner.app import api
     from planner.report.review import Ticker
@@ -313,7 +342,14 @@ def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str
                     progress=Ticker(_err_console()), named=file_option)
     if options["show_provenance"]:
         click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
-    return _emit(c, fmt, True, chart_path, file_option)
+    path, about = page
+    if path:
+        from planner.report.charts import chart
+
+        scenario = api.scenario_of(file)
+        about = dataclasses.replace(about, vllm_releases=releases([scenario, *map(scenario.apply, scenario.variants)]))
+        page = (path, about, lambda out: chart(c, out, file_option))
+    return _emit(c, fmt, True, chart_path, file_option, page if path else None)
 
 
 def sweep_scenarios(options: dict) -> tuple[list[dict], list[str], list[tuple[str, Scenario]], list[str]]:
@@ -354,7 +390,8 @@ def sweep_scenarios(options: dict) -> tuple[list[dict], list[str], list[tuple[st
     return points, varying, scenarios, notes
 
 
-def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: str | None, options: dict) -> int:
+def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: str | None, options: dict,
+                  page: tuple = (None, None)) -> int:
     """`plan compare --model ... --chip ...`: every point of the sweep planned and set side by side."""
     from planner.app import api
     from planner.report.review import Ticker, markdown
@@ -381,6 +418,14 @@ def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: 
         click.echo(comparison.model_dump_json(indent=2))
     elif fmt == "markdown":
         click.echo(markdown(comparison, plan_flag), nl=False)
+    elif fmt == "html":
+        from planner.report.charts import axis_chart
+        from planner.report.html import review_page
+
+        path, about = page
+        about = dataclasses.replace(about, vllm_releases=releases([s for _, s in scenarios]))
+        write_html(review_page(comparison, about, lambda out: [
+            (out, axis_chart(points, varying, results, out, title, plan_flag))], plan_flag), path)
     else:
         render_comparison(comparison, _console(), plan_flag)
     for note in dict.fromkeys(notes):

@@ -345,6 +345,16 @@ def fleet_columns(hours: int) -> list[Col]:
             Col(f"$/month\n({hours} h)", drop=1)]
 
 
+def fleet_rows(r: FleetResult, hours: int) -> list[list[str]]:
+    """A review's pools, one row each in fleet_columns' order."""
+    return [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
+             count(p.max_num_batched_tokens), count(p.max_num_seqs),
+             f"{count(p.held)} / {'-' if p.target.implicit_concurrency else count(p.asked)}",
+             "-" if p.target.implicit_concurrency else percent(p.headroom, 0),
+             amount(p.cost_per_hour, p.price_estimate),
+             amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
+
+
 def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     """A review's result; the fields its sentences mention named as `named` calls them."""
     hours = defaults.value("report.hours_per_month")
@@ -361,13 +371,7 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
 
             render_over_the_day(r.over_the_day, console)
         return
-    rows = [[p.service, p.model, p.chip, count(p.gpus), split(p, names=False), f"{p.gpu_memory_utilization:.2f}",
-             count(p.max_num_batched_tokens), count(p.max_num_seqs),
-             f"{count(p.held)} / {'-' if p.target.implicit_concurrency else count(p.asked)}",
-             "-" if p.target.implicit_concurrency else percent(p.headroom, 0),
-             amount(p.cost_per_hour, p.price_estimate),
-             amount(p.cost_per_hour * hours, p.price_estimate, cents=False)] for p in r.services]
-    print_table(console, title, fleet_columns(hours), rows, box=box.SIMPLE_HEAD)
+    print_table(console, title, fleet_columns(hours), fleet_rows(r, hours), box=box.SIMPLE_HEAD)
     for note in price_footnotes(r.services, named):
         console.print(note)
     used = ", ".join(f"{u.chip} {count(u.gpus)}" + (f" of {count(u.available)}" if u.available is not None else "")

@@ -1,0 +1,377 @@
+"""`--format html -o FILE`: one self-contained page a capacity review shares (`plan`, `plan scenario`,
+`plan compare`). The answer first (pools, GPUs, cost, solver status), then what binds, the charts
+(planner/report/charts.py's, drawn as SVG and inlined), the service targets and the simulated
+percentiles, and, collapsed, the assumptions, the provenance, the launch commands and the manifests;
+the tool's version, the vLLM release and the date last.
+
+Rendered from the app layer's result models through Jinja2 templates (planner/report/templates/),
+autoescaped: every value from a user's file or flag is escaped. The page requests nothing: its CSS
+and SVG are inline, its one line of script opens the collapsed sections for print, it loads no web
+font. Written whole or not at all (atomic.py)."""
+
+from __future__ import annotations
+
+import io
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from markupsafe import Markup
+from rich.console import Console
+
+from planner import defaults
+from planner import numbers as fmt
+from planner.app.fleet import FleetResult
+from planner.app.result import PlanResult, PoolPlan
+from planner.app.review import Comparison
+from planner.kinds import Role
+from planner.report import render as text
+from planner.report.review import binding, chips_of, delta, gpus_by_chip, search_line
+from planner.report.words import price_footnotes, solver_phrase
+from pricing.errors import InputError
+from pricing.errors import render as named_text
+from pricing.kernel.report import memory_report
+
+OUTPUT_FIELD = "output_dir"  # the option `-o` is stored under (a system error names it)
+Draw = Callable[[str], list[tuple[str, str]]]  # draws the charts at a path: each (file written, what it shows)
+
+
+@dataclass(frozen=True)
+class About:
+    """What made the page: the tool's version, the vLLM releases planned for, the command, the time (UTC)."""
+
+    vllm_releases: list[str]
+    command: str = ""
+    made: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    version: str = field(default_factory=lambda: tool_version())
+
+
+@dataclass(frozen=True)
+class Chart:
+    what: str
+    svg: Markup
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One headline figure: its label, the text shown, and the JSON field and value it equals (data-*)."""
+
+    label: str
+    shown: str
+    key: str = ""
+    value: object = None
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    numeric: list[bool] = field(default_factory=list)  # right-aligned columns
+    wrap: bool = False  # cells of long unbroken words (names, paths) broken anywhere to fit the page
+
+
+def tool_version() -> str:
+    """deployment-planner's installed version, or what says it is not installed (a source checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("deployment-planner")
+    except PackageNotFoundError:
+        return "unknown (run from a source checkout, not installed)"
+
+
+# -- charts ----------------------------------------------------------------------------------------
+PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->|<metadata>.*?</metadata>", re.S)
+IDS = re.compile(r'(\bid="|href="#|url\(#)')
+ID = re.compile(r' id="([^"]+)"')
+
+
+def inline_svg(svg: str, prefix: str, what: str) -> Markup:
+    """matplotlib's SVG as a fragment of the page: no prolog, doctype, comments or metadata, every
+    id prefixed (several charts on one page keep theirs apart), scaled to the page's width. Its
+    texts are matplotlib's, escaped by its SVG writer; the label is escaped here."""
+    body = IDS.sub(lambda m: m.group(1) + prefix, PROLOG.sub("", svg)).strip()
+    seen: dict[str, int] = {}
+
+    def once(m: re.Match) -> str:  # a gid charts.py gives two panels' marks alike: the second made its own
+        seen[m.group(1)] = seen.get(m.group(1), 0) + 1
+        return m.group(0) if seen[m.group(1)] == 1 else f' id="{m.group(1)}-{seen[m.group(1)]}"'
+
+    body = ID.sub(once, body)
+    label = Markup(' role="img" aria-label="{}"').format(what)
+    return Markup(body.replace("<svg ", f"<svg{label} class=\"chart\" ", 1))
+
+
+def inline_charts(draw: Draw | None) -> list[Chart]:
+    """The charts `draw` writes, as SVG into a temporary folder, inlined (none without `draw`)."""
+    if draw is None:
+        return []
+    with tempfile.TemporaryDirectory(prefix="plan-html-") as folder:
+        written = draw(str(Path(folder) / "chart.svg"))
+        return [Chart(what, inline_svg(Path(path).read_text(encoding="utf-8"), f"c{i}-", what))
+                for i, (path, what) in enumerate(written)]
+
+
+# -- pieces the pages share ------------------------------------------------------------------------
+TEXT_COLUMNS = 100  # the width the memory breakdown's tables are laid out at for the page's <pre> (it scrolls)
+
+
+def captured(draw: Callable[[Console], None], width: int = TEXT_COLUMNS) -> str:
+    """What a rich renderer prints, as plain text (the terminal's own words for the page's <pre>)."""
+    out = io.StringIO()
+    draw(Console(file=out, width=width, color_system=None, force_terminal=False, highlight=False, soft_wrap=False))
+    return out.getvalue().rstrip("\n")
+
+
+def serving_table(p: PoolPlan, label: str = "") -> Table | None:
+    """The simulated percentiles of a pool sized to service targets (p50, p90, p99 of each metric)."""
+    s = p.serving
+    if s is None:
+        return None
+    rows = [[name, *(fmt.duration(figures[k]) for k in ("p50", "p90", "p99"))]
+            for name, figures in (("TTFT", s.ttft_ms), ("TPOT", s.tpot_ms), ("ITL", s.itl_ms), ("E2E", s.e2e_ms))]
+    title = (f"{label}: " if label else "") + (f"{', '.join(s.targets)} at {fmt.given(s.requests_per_second)} "
+                                               f"requests/s; goodput {fmt.percent(s.goodput)}")
+    return Table(title, ["metric", "p50", "p90", "p99"], rows, [False, True, True, True])
+
+
+def node_table(nodes, pools, title: str) -> Table:
+    head = [c.header for c in text.NODE_MAP_COLUMNS]
+    return Table(title, head, text.node_map_rows(nodes, pools), [False] * len(head))
+
+
+def launch_text(pools: list[tuple[str, PoolPlan]], named) -> str:
+    """Where every instance runs and the commands that start it, as the terminal prints them."""
+    def draw(console: Console) -> None:
+        for label, p in pools:
+            if getattr(p, "instance_commands", None):  # a role's pool: one line per process
+                text.command(console, f"# {label}, one line per process"
+                             + (", then the router" if p.role == Role.DECODE else ""))
+                for line in p.instance_commands:
+                    text.command(console, line)
+                continue
+            text.render_launch(p, console, label, named)
+    return captured(draw)  # commands are printed whole, never wrapped (render.py `command`); the page wraps them
+
+
+def manifests(pools: list[tuple[str, PoolPlan]], named) -> list[tuple[str, str]]:
+    """Each pool's Kubernetes manifests as `--emit k8s` writes them with its defaults: (file name,
+    YAML), or (the pool, why none) where the defaults do not suffice."""
+    from planner.report import k8s
+    from pricing.chips import get_chip
+
+    def refused(err: InputError) -> str:
+        problem, fix = (named_text(part, named) for part in err.text)
+        return f"# not written with the defaults: {problem}" + (f" ({fix})" if fix else "")
+
+    options = k8s.checked(k8s.K8sOptions(image=k8s.default_image()))
+    routers = [f"{p.served or p.service} router" for _, p in pools if getattr(p, "role", None) == Role.DECODE]
+    names = k8s.resource_names([name for name, _ in pools] + routers)
+    out = []
+    for name, pool in pools:
+        try:
+            resources, _ = k8s.pool_manifests(name, pool, get_chip(pool.chip), options)
+        except InputError as err:
+            out.append((name, refused(err)))
+            continue
+        out.append((f"{names[name]}.yaml", k8s.dump(resources)))
+    return out + [(router, refused(k8s.no_router_image(names[router]))) for router in routers]
+
+
+def fleet_pools(r: FleetResult) -> list[tuple[str, PoolPlan]]:
+    """A result's pools by name: a service's, or `<service> <role>` for a disaggregated one's."""
+    return [(p.service if p.role == Role.AGGREGATED else f"{p.served or p.service} {p.role}", p) for p in r.services]
+
+
+def money_figures(cost_per_hour: float, cost_per_month: float, estimate: bool, hours: int) -> list[Figure]:
+    return [Figure("$/hour", fmt.money(cost_per_hour, estimate), "cost_per_hour", cost_per_hour),
+            Figure(f"$/month ({hours} h)", fmt.money(cost_per_month, estimate, cents=False), "cost_per_month",
+                   cost_per_month)]
+
+
+# -- `plan` ----------------------------------------------------------------------------------------
+def plan_page(result: PlanResult, about: About, draw: Draw | None = None, named=None) -> str:
+    """`plan --format html`: the best pool and its alternatives, or why nothing fits."""
+    hours = result.hours_per_month
+    heading = f"{result.model}: {text.target_phrase(result)}"
+    status = named_text(solver_phrase(result.search.solver_status, result.search.solver_stages), named)
+    context = {"title": heading, "heading": heading, "about": about, "feasible": result.feasible,
+               "status": status, "notes": result.notes}
+    if not result.feasible:
+        context["reasons"] = [e.text for e in result.explanations]
+        return _render("plan.html.j2", context)
+    best = result.best
+    answer = [Figure("chip", best.chip, "chip", best.chip), Figure("GPUs", fmt.count(best.gpus), "gpus", best.gpus),
+              *money_figures(best.cost_per_hour, best.cost_per_hour * hours, best.price_estimate, hours)]
+    if best.cost_per_million_output_tokens is not None:
+        answer.append(Figure("$/M output tokens", fmt.per_million_tokens(best.cost_per_million_output_tokens,
+                                                                          best.price_estimate),
+                             "cost_per_million_output_tokens", best.cost_per_million_output_tokens))
+    if best.cost_per_million_input_tokens is not None:
+        answer.append(Figure("$/M input tokens", fmt.per_million_tokens(best.cost_per_million_input_tokens,
+                                                                         best.price_estimate),
+                             "cost_per_million_input_tokens", best.cost_per_million_input_tokens))
+    answer.append(Figure("requests held", fmt.count(best.held), "held", best.held))
+    answer.append(Figure("solver", result.search.solver_status, "solver_status", result.search.solver_status))
+    pools = Table("the best pool and the alternatives", [c.header.replace("\n", " ") for c in text.PLAN_COLUMNS],
+                  text.plan_rows(result), [c.align == "right" for c in text.PLAN_COLUMNS])
+    pools.head[0] = "pool"
+    why = [f"binds: {best.binds}", *text.speed_lines(best), *text.cost_lines(best)]
+    assumptions = [f"context length {fmt.count(result.target.context_length)} tokens (max_model_len); cost is GPUs × "
+                   f"$/GPU-hour, {hours} hours a month; ties go to fewer GPUs, then more headroom, then the larger "
+                   "token budget", f"search: {result.search.candidates_evaluated:,} kernel evaluations, {status}"]
+    if result.margin is not None:
+        assumptions.append(named_text(text.margin_line(result), named))
+    memory = captured(lambda console: text.render_memory(
+        best.memory or memory_report(best.kernel, result.target.context_length), best.kernel, console,
+        named=named)) if best.memory is not None or best.kernel is not None else ""
+    served = serving_table(best)
+    title = f"node map: {best.chip} nodes of {best.nodes[0].gpus} GPUs" if best.nodes else "node map"
+    context |= {"lead": text.best_line(best), "answer": answer, "tables": [pools],
+                "footnotes": price_footnotes([best, *result.alternatives], named),
+                "why": why, "charts": inline_charts(draw), "serving": [served] if served else [],
+                "assumptions": assumptions, "provenance": provenance_table(result.provenance),
+                "memory": memory, "nodes": node_table(best.nodes, [(best.model, best.instances)], title),
+                "launch": launch_text([("", best)], named), "manifests": manifests([(best.model, best)], named)}
+    return _render("plan.html.j2", context)
+
+
+def provenance_table(rows: list[dict]) -> Table | None:
+    if not rows:
+        return None
+    from planner.report.memory import _names_bytes, registry_value
+
+    return Table("every registry value and planner default the plan used",
+                 ["name", "value", "source", "how"],
+                 [[str(p.get("name", "")), registry_value(p.get("value"), _names_bytes(str(p.get("name", "")))),
+                   str(p.get("source", "")), str(p.get("how", ""))] for p in rows], [False] * 4, wrap=True)
+
+
+# -- `plan scenario` and `plan compare` ------------------------------------------------------------
+def review_page(c: Comparison, about: About, draw: Draw | None = None, named=None, with_variants: bool = True) -> str:
+    """`plan scenario --format html` (the base; with `with_variants` the variants and the grid beside
+    it) and `plan compare --format html` (every point)."""
+    hours = defaults.value("report.hours_per_month")
+    results = c.results if with_variants else [c.base]
+    base = c.base
+    heading = c.review or "capacity review"
+    context = {"title": heading, "heading": heading, "about": about, "feasible": base.feasible,
+               "status": search_line(base, named),
+               "notes": list(dict.fromkeys(n for r in results for n in r.notes))}
+    estimate = any(p.price_estimate for p in base.services)
+    if base.feasible:
+        chips = ", ".join(f"{fmt.count(u.gpus)} {u.chip}" for u in base.chips)
+        context["lead"] = (f"{base.variant}: {fmt.plural(len(base.services), 'pool')} on "
+                           f"{fmt.plural(base.gpus, 'GPU')} ({chips}), {fmt.money(base.cost_per_hour, estimate)}/hour")
+        answer = [Figure("GPUs", fmt.count(base.gpus), "gpus", base.gpus),
+                  *money_figures(base.cost_per_hour, base.cost_per_month, estimate, hours),
+                  Figure("solver", base.solver_status, "solver_status", base.solver_status)]
+        for p in base.services:
+            if p.cost_per_million_output_tokens is not None:
+                answer.insert(-1, Figure(f"{p.service}: $/M output tokens", fmt.per_million_tokens(
+                    p.cost_per_million_output_tokens, p.price_estimate)))
+        context["answer"] = answer
+    else:
+        context["reasons"] = [f"{s.service} is short: {s.reason}" for s in base.short]
+    tables = [services_table(r, hours) for r in ([base] if base.feasible else [])]
+    if with_variants and c.variants:
+        tables.insert(0, variants_table(c, hours))
+        if c.ranking:
+            tables.insert(1, grid_table(c, hours))
+    why = fleet_lines(base) if base.feasible else []
+    served = [t for r in results if r.feasible for p in r.services
+              if (t := serving_table(p, p.service if len(results) == 1 else f"{r.variant}, {p.service}"))]
+    assumptions = [f"{p.service}: {text.target_phrase(p)}" for p in base.services]
+    assumptions += [f"{r.variant}: {search_line(r, named)}" for r in results]
+    assumptions += [f"{r.variant}: {note}" for r in results for note in r.placement_notes]
+    details = [(f"{r.variant}: its pools and what binds them", services_table(r, hours), fleet_lines(r))
+               for r in results[1:] if r.feasible]
+    used = sum(1 for n in base.nodes if any(n.used_by))
+    context |= {
+        "answer": context.get("answer", []), "tables": tables,
+        "footnotes": price_footnotes([p for r in results for p in r.services], named),
+        "why": why, "charts": inline_charts(draw), "serving": served, "assumptions": assumptions,
+        "variant_tables": details,
+        "nodes": node_table(base.nodes, [(p.service, p.instances) for p in base.services],
+                            f"node map of {base.variant}: {used} of the {len(base.nodes)} nodes in use")
+        if base.feasible and base.nodes else None,
+        "launch": launch_text(fleet_pools(base), named) if base.feasible else "",
+        "manifests": manifests(fleet_pools(base), named) if base.feasible else [],
+        "launch_of": base.variant}
+    return _render("review.html.j2", context)
+
+
+def services_table(r: FleetResult, hours: int) -> Table:
+    columns = text.fleet_columns(hours)
+    return Table(f"{r.review or 'scenario'} — {r.variant}: the pools", [c.header.replace("\n", " ") for c in columns],
+                 text.fleet_rows(r, hours), [c.align == "right" for c in columns])
+
+
+def variants_table(c: Comparison, hours: int) -> Table:
+    chips = chips_of(c)
+    head = ["variant", *[f"{chip} GPUs" for chip in chips], "$/hour", f"$/month ({hours} h)", "vs base", "binds"]
+    rows = []
+    for r in c.results:
+        estimate = any(p.price_estimate for p in r.services)
+        figures = ([fmt.amount(r.cost_per_hour, estimate), fmt.amount(r.cost_per_month, estimate, cents=False),
+                    "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
+                   if r.feasible else ["infeasible", "infeasible", "—"])
+        rows.append([r.variant, *[fmt.count(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips],
+                     *figures, binding(r)])
+    return Table(f"{c.review or 'scenario'}: variants", head, rows,
+                 [False, *[True] * (len(chips) + 3), False])
+
+
+def grid_table(c: Comparison, hours: int) -> Table:
+    from planner.scenario import point_word
+
+    marked = {r.variant for r in c.results if any(p.price_estimate for p in r.services)}
+    rows = [[fmt.count(g.rank), *[point_word(g.values[a], a) for a in c.grid],
+             fmt.amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
+             fmt.count(g.gpus) if g.feasible else "—"] for g in c.ranking]
+    return Table(f"{c.review or 'scenario'}: grid points by cost",
+                 ["rank", *c.grid, f"$/month ({hours} h)", "GPUs"], rows, [True, *[False] * len(c.grid), True, True])
+
+
+def fleet_lines(r: FleetResult) -> list[str]:
+    """What binds each service's pool, and how fast it serves (as the terminal prints them)."""
+    out = []
+    for p in r.services:
+        lines = ([f"binds: {p.binds}", *text.speed_lines(p), *text.cost_lines(p)] if p.role == Role.AGGREGATED
+                 else [f"binds: {p.binds}"])
+        out += [f"{p.service}: {line}" for line in lines]
+    return out
+
+
+# -- the templates ---------------------------------------------------------------------------------
+def _environment():
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=PackageLoader("planner.report", "templates"),
+                      autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["json_value"] = _json_value
+    return env
+
+
+def _json_value(value) -> str:
+    """A figure's value as a data attribute holds it: JSON, as `--json` writes it."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _render(template: str, context: dict) -> str:
+    return _environment().get_template(template).render(**context)
+
+
+def write(path: str, page: str) -> None:
+    """The page written to `path` whole or not at all (planner/report/atomic.py); a system error is
+    one line naming -o."""
+    from planner.report.atomic import write_file
+
+    write_file(path, lambda out: out.write(page.encode("utf-8")), OUTPUT_FIELD)

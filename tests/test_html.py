@@ -1,0 +1,301 @@
+"""issue 42: `--format html -o FILE` — one self-contained page (nothing it could request, one inline
+script, ids unique), every user value escaped, under 3 MB for every scenario (with --variants too),
+its headline figures those of the JSON of the same command; bad use is one line, exit 2.
+(tests/test_html_browser.py opens the pages in Chromium.)"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from planner import defaults
+from tests.helpers import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+MAX_BYTES = 3 * 1024 * 1024
+HOURS = defaults.value("report.hours_per_month")
+
+
+class Page(HTMLParser):
+    """A page read as a browser's parser reads it: every element's tag and attributes, the figures
+    marked with data-field (their shown text), the tables' cells by row, the text outside scripts."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict]] = []
+        self.figures: dict[str, tuple[str, str]] = {}  # data-field -> (data-value, shown text)
+        self.tables: dict[str, list[list[str]]] = {}  # table id -> rows (the header row first)
+        self.texts: dict[str, str] = {}  # element id -> its text
+        self._open: list[tuple[str, dict, list[str]]] = []
+        self._table: str | None = None
+        self._row: list[str] | None = None
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.elements.append((tag, a))
+        if tag in ("meta", "br", "img", "input", "link", "hr", "path", "use", "rect", "stop"):
+            return  # void elements, and SVG's self-closed ones: no end tag follows
+        self._open.append((tag, a, []))
+        if tag == "table":
+            self._table = a.get("id") or f"table{len(self.tables)}"
+            self.tables[self._table] = []
+        elif tag == "tr":
+            self._row = []
+
+    def handle_startendtag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag):
+        while self._open:
+            name, a, words = self._open.pop()
+            text = " ".join("".join(words).split())
+            for _, _, outer in self._open:
+                outer.append("".join(words))
+            if "data-field" in a and "data-value" in a:
+                self.figures[a["data-field"]] = (a["data-value"], text)
+            if "id" in a:
+                self.texts[a["id"]] = text
+            if name in ("td", "th") and self._row is not None:
+                self._row.append(text)
+            if name == "tr" and self._table is not None:
+                self.tables[self._table].append(self._row)
+                self._row = None
+            if name == tag:
+                break
+
+    def handle_data(self, data):
+        if self._open:
+            self._open[-1][2].append(data)
+
+    def shown(self, field: str) -> str:
+        return self.figures[field][1]
+
+    def value(self, field: str):
+        return json.loads(self.figures[field][0])
+
+
+def dollars(text: str) -> float:
+    """'$18.16/hour', '$13,257*' -> the figure."""
+    return float(re.sub(r"[^0-9.]", "", text.split("/")[0]))
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    """`plan ...` as typed (the words after `plan`), in this process."""
+    assert argv[0] == "plan"
+    return cli(argv[1:])
+
+
+def page_of(tmp_path: Path, argv: list[str], name: str = "r.html") -> tuple[int, str, str]:
+    """`plan argv --format html -o FILE`: its exit status, the page, stderr."""
+    target = tmp_path / name
+    code, out, err = run([*argv, "--format", "html", "-o", str(target)])
+    assert out == "", out  # the page goes to its file, nothing to stdout
+    return code, target.read_text(encoding="utf-8"), err
+
+
+def self_contained(html: str) -> None:
+    """Nothing the page could fetch: no external reference in any attribute or style, no <link>,
+    no <img>, no @import or url() but a fragment's, one <script> (the template's), ids unique."""
+    page = Page(html)
+    tags = [t for t, _ in page.elements]
+    assert "link" not in tags and "img" not in tags and "iframe" not in tags and "object" not in tags
+    assert tags.count("script") == 1 and "<script>addEventListener(\"beforeprint\"" in html
+    for tag, attrs in page.elements:
+        for key, value in attrs.items():
+            if key in ("src", "href", "xlink:href", "action", "poster", "srcset", "data"):
+                assert (value or "").startswith("#"), (tag, key, value)
+    assert "@import" not in html and "@font-face" not in html
+    assert not re.search(r"url\((?!#)", html), re.search(r"url\((?!#).{0,60}", html).group(0)
+    ids = [a["id"] for _, a in page.elements if "id" in a]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})[:5]
+
+
+def test_a_plan_page_leads_with_the_answer_and_its_figures_are_the_jsons(tmp_path):
+    argv = ["plan", "--model", "llama-3.1-70b", "--chip", "h100", "--requests-per-second", "4", "--isl", "1000",
+            "--osl", "200", "--p99-ttft-ms", "2000", "--p90-tpot-ms", "40"]
+    code, html, err = page_of(tmp_path, argv)
+    assert code == 0 and f"plan: wrote {tmp_path / 'r.html'}" in err
+    jcode, out, _ = run([*argv, "--json"])
+    assert jcode == 0
+    best = json.loads(out)["best"]
+    result = json.loads(out)
+    page = Page(html)
+    assert page.value("gpus") == best["gpus"] and page.shown("gpus") == str(best["gpus"])
+    assert page.value("chip") == best["chip"] and page.shown("chip") == best["chip"]
+    assert page.value("cost_per_hour") == best["cost_per_hour"]
+    assert dollars(page.shown("cost_per_hour")) == round(best["cost_per_hour"], 2)
+    assert dollars(page.shown("cost_per_month")) == round(best["cost_per_hour"] * HOURS)
+    assert dollars(page.shown("cost_per_million_output_tokens")) == round(best["cost_per_million_output_tokens"], 3)
+    assert page.value("solver_status") == page.shown("solver_status") == result["search"]["solver_status"]
+    # the answer comes first: the figures before the pools' table, the charts, the details
+    order = [html.index(s) for s in ('id="answer"', 'id="pools"', 'id="why"', 'id="charts"', 'id="serving"',
+                                     'id="assumptions"', 'id="launch"', 'id="manifests"', 'id="about"')]
+    assert order == sorted(order)
+    # the simulated percentiles are the JSON's, and the chart is inline SVG (the same figure as --chart)
+    serving = best["serving"]
+    served = next(t for t in page.tables.values() if t and t[0] == ["metric", "p50", "p90", "p99"])
+    for row in served[1:]:
+        figures = serving[f"{row[0].lower()}_ms"]
+        assert [float(c.replace(",", "").split()[0]) for c in row[1:]] == pytest.approx(
+            [figures[k] for k in ("p50", "p90", "p99")], abs=0.051), row
+    assert html.count("<svg") == 1 and 'class="chart"' in html and "pools-h100" in html
+    # collapsed: the launch command as the JSON gives it, copyable
+    assert re.search(r'<details id="launch">\s*<summary>', html)
+    assert best["vllm_serve"].split(" --")[0] in html
+    assert "kind: Deployment" in html
+    self_contained(html)
+    about = page.texts["about"]
+    assert "vLLM 0.33" in about and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", about)
+    assert "plan --model llama-3.1-70b --chip h100" in about
+
+
+def test_a_plan_nothing_fits_is_a_page_that_says_why(tmp_path):
+    argv = ["plan", "--model", "dsv4.1-flash", "--chip", "h100", "--concurrency", "64", "--max-gpus", "2"]
+    code, html, err = page_of(tmp_path, argv)
+    _, out, jerr = run([*argv, "--json"])
+    reasons = [e["text"] for e in json.loads(out)["explanations"]]
+    assert code == 1 and err.startswith("plan: no pool fits dsv4.1-flash") and reasons
+    assert err.splitlines()[0] == jerr.splitlines()[0] and all(r in err for r in reasons)  # as --json says it
+    page = Page(html)
+    assert page.texts["verdict"] == "No pool fits."
+    items = re.findall(r"<li>(.*?)</li>", html[html.index('id="verdict"'):html.index('id="status"')], re.S)
+    assert [i.replace("&#39;", "'").replace("&amp;", "&") for i in items] == reasons
+    assert page.texts["status"] == "solver INFEASIBLE"
+    self_contained(html)
+
+
+@pytest.mark.parametrize("variants", [False, True], ids=["base", "variants"])
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_every_scenario_is_a_page_under_3_mb_whose_figures_are_the_jsons(tmp_path, path, variants):
+    argv = ["plan", "scenario", str(path), "--executor", "sequential"] + (["--variants"] if variants else [])
+    code, html, _ = page_of(tmp_path, argv)
+    jcode, out, _ = run([*argv, "--format", "json"])
+    assert code == jcode
+    assert len(html.encode()) < MAX_BYTES
+    self_contained(html)
+    data = json.loads(out)
+    base = data["base"] if variants else data
+    page = Page(html)
+    if base["feasible"]:
+        assert page.value("gpus") == base["gpus"]
+        assert page.value("cost_per_hour") == base["cost_per_hour"]
+        assert dollars(page.shown("cost_per_hour")) == round(base["cost_per_hour"], 2)
+        assert dollars(page.shown("cost_per_month")) == round(base["cost_per_month"])
+        assert page.value("solver_status") == page.shown("solver_status") == base["solver_status"]
+        for p in base["services"]:  # each pool's manifests; a disaggregated service's router says what it needs
+            assert p["instances"][0]["commands"][0]["command"].split(" --")[0].replace("'", "&#39;") in html
+        if any(p["role"] == "decode" for p in base["services"]):
+            assert "router: the router runs vLLM&#39;s proxy" in html and "(--router-image IMAGE)" in html
+        assert html.count("kind: Deployment") >= len(base["services"])
+    else:
+        assert page.texts["verdict"] == "Not every service can be served."
+        assert "solver_status" not in page.figures
+    if variants and data["variants"]:  # the variants' table: each variant's $/hour, the JSON's
+        table = page.tables["table-1"]
+        column = table[0].index("$/hour")
+        shown = {row[0]: row[column] for row in table[1:]}
+        for r in [data["base"], *data["variants"]]:
+            assert shown[r["variant"]] == ("infeasible" if not r["feasible"] else
+                                           f"{r['cost_per_hour']:,.2f}" + ("*" if any(
+                                               p["price_estimate"] for p in r["services"]) else ""))
+        if data["ranking"]:
+            ranks = page.tables["table-2"]
+            assert [int(row[0]) for row in ranks[1:]] == [g["rank"] for g in data["ranking"]]
+
+
+def test_a_compare_sweep_is_a_page(tmp_path):
+    argv = ["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--concurrency", "8",
+            "--executor", "sequential"]
+    code, html, _ = page_of(tmp_path, argv)
+    assert code == 0
+    jcode, out, _ = run([*argv, "--json"])
+    data = json.loads(out)
+    page = Page(html)
+    assert page.value("cost_per_hour") == data["base"]["cost_per_hour"]
+    table = page.tables["table-1"]
+    assert [row[0] for row in table[1:]] == [r["variant"] for r in [data["base"], *data["variants"]]]
+    assert html.count("<svg") == 1
+    self_contained(html)
+
+
+def test_a_compare_file_is_a_page_of_every_variant(tmp_path):
+    path = ROOT / "scenarios" / "kv-cache-fp8-vs-bf16.yaml"
+    argv = ["plan", "compare", str(path), "--executor", "sequential"]
+    code, html, _ = page_of(tmp_path, argv)
+    jcode, out, _ = run([*argv, "--json"])
+    data = json.loads(out)
+    assert code == jcode == 0 and data["variants"]
+    table = Page(html).tables["table-1"]
+    assert [row[0] for row in table[1:]] == [r["variant"] for r in [data["base"], *data["variants"]]]
+    command = Page(html).texts["about"].split("Command: ")[1]  # as given (in the command's order of options)
+    assert command.startswith(f"plan compare {path} ") and "--executor sequential" in command
+    self_contained(html)
+
+
+def test_every_user_value_is_escaped(tmp_path):
+    """A service named <script>alert(1)</script> and a review titled &"'<> are text on the page."""
+    scenario = tmp_path / "x.yaml"
+    scenario.write_text("review: \"&\\\"'<> review\"\nservices:\n  - name: \"<script>alert(1)</script>\"\n"
+                        "    model: llama-3.1-8b\n    concurrency: 8\n    chips: [h100]\n")
+    code, html, _ = page_of(tmp_path, ["plan", "scenario", str(scenario)])
+    assert code == 0
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert '<h1 id="heading">&amp;&#34;&#39;&lt;&gt; review</h1>' in html
+    assert "<title>&amp;&#34;&#39;&lt;&gt; review</title>" in html
+    page = Page(html)
+    assert page.texts["heading"] == "&\"'<> review"
+    assert page.tables["table-1"][1][0] == "<script>alert(1)</script>"  # read back as the text it is
+    self_contained(html)
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html"],
+     "--format: html is written to a file, never to the terminal (add -o FILE.html)"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html", "-o", "r.txt"],
+     "-o: r.txt is not an .html file (name the page's file, e.g. review.html)"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html", "-o",
+      "r.html", "--emit", "k8s"], "--emit: writes a folder and --format html a file, and -o names only one"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html", "-o",
+      "r.html", "--brief"], "--brief: has no effect on --format html"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--requests-per-second", "2", "--isl", "100", "--osl",
+      "100", "--ttft-ms", "1000", "--serving", "auto", "--format", "html", "-o", "r.html"],
+     "--format: html renders an aggregated plan"),
+    (["plan", "scenario", str(SCENARIOS[0]), "--format", "html"], "--format: html is written to a file"),
+    (["plan", "scenario", str(SCENARIOS[0]), "--format", "html", "-o", "r.html", "--emit", "k8s"],
+     "--emit: writes a folder and --format html a file"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "csv", "-o", "r.html"],
+     "-o: has nothing to write (add --emit k8s for a folder of manifests, or --format html for a page)"),
+    (["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "-o", "r.html"],
+     "-o: has nothing to write (add --format html)"),
+    (["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html",
+      "-o", "missing/r.html"], "-o: folder missing does not exist"),
+])
+def test_html_without_its_file_is_one_line_and_nothing_written(tmp_path, monkeypatch, argv, line):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and line in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_the_system_refuses_leaves_the_old_page(tmp_path, monkeypatch):
+    """Written whole or not at all (planner/report/atomic.py): a failing write is one line naming -o."""
+    import planner.report.atomic as atomic
+
+    target = tmp_path / "r.html"
+    target.write_text("old")
+
+    def refuse(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic, "_mode", refuse)
+    code, out, err = run(["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format",
+                          "html", "-o", str(target)])
+    assert code == 2 and err.startswith("plan: error: -o: ") and "No space left on device" in err
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
