@@ -162,3 +162,34 @@ def test_a_pure_disaggregated_plan_says_nothing_of_an_aggregated_pool_or_a_choic
     text = capsys.readouterr().out
     assert "note: no --concurrency: the aggregated pool is sized by 5 requests/s" in text
     assert "serving auto: aggregated." in text
+
+
+def test_binds_says_why_fewer_gpus_do_not_serve_the_target():
+    """Item 5: dsv4.1-flash on b200 at 64 requests of 1M tokens is one 4-GPU instance holding 304;
+    the KV cache binds not because a rank holds 76 (the pool holds 304) but because 2 GPUs hold
+    only 32 (16 per rank, tp 1 × dp 2, the table's 2 × (1,1,2) row holding 64 at 4 GPUs)."""
+    from planner.app.api import plan
+
+    p = plan(model="dsv4.1-flash", chip="b200", concurrency=64)
+    assert (p.best.gpus, p.best.replicas, p.best.held) == (4, 1, 304)
+    pair = next(a for a in p.alternatives if a.gpus_per_replica == 2)
+    assert (pair.replicas, pair.held) == (2, 64)
+    assert p.best.binds.startswith("KV cache: fewer than 4 b200 GPUs hold at most 32 of the 64 asked "
+                                   "(1 × (tp 1 × dp 2 with expert parallel), 16 requests of 1,048,576 tokens per rank)")
+    assert "its 4 ranks hold 76 each, 304 in all" in p.best.binds
+
+
+def test_binds_says_the_tpot_target_forced_the_split():
+    """Item 5: llama-3.1-70b at 64 requests of 8k with TPOT ≤ 30 ms is 1 × tp 4 on h200; without the
+    target 2 × tp 2 (the same 4 GPUs) would serve too; within 30 ms a tp-2 rank serves 28, 56 in all."""
+    from planner.app.api import plan
+
+    ask = dict(model="llama-3.1-70b", chip="h200", concurrency=64, context_length=8192)
+    free = plan(**ask)
+    assert any(a.gpus == 4 and a.tensor_parallel_size == 2 for a in [free.best, *free.alternatives])
+    p = plan(**ask, tpot_ms=30)
+    assert (p.best.gpus, p.best.tensor_parallel_size) == (4, 4)
+    three = next(a for a in p.alternatives if a.tensor_parallel_size == 2)
+    assert three.gpus == 6 and three.max_num_seqs == 28  # tp 2 at the target: 28 per rank, 3 replicas
+    assert p.best.binds.startswith("tpot 30.0 ms forced (tp 4): 2 × (tp 2) on 4 GPUs serve 56 of the 64 asked")
+    assert "KV cache: fewer than 4 h200 GPUs hold at most" in p.best.binds

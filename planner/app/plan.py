@@ -105,7 +105,7 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
     step = latency.figures(model, table, service, row, replicas)
-    binds = latency_binding(table, row, service, step, binds)
+    binds = latency_binding(table, row, replicas, service, step, binds)
     served, binds = serving_figures(service, sizing, replicas, binds, every)
     cost = round(option.price * row.gpus * replicas, 4)
     per_output, per_input = token_costs(service, step, cost)
