@@ -193,3 +193,26 @@ def test_binds_says_the_tpot_target_forced_the_split():
     assert three.gpus == 6 and three.max_num_seqs == 28  # tp 2 at the target: 28 per rank, 3 replicas
     assert p.best.binds.startswith("tpot 30.0 ms forced (tp 4): 2 × (tp 2) on 4 GPUs serve 56 of the 64 asked")
     assert "KV cache: fewer than 4 h200 GPUs hold at most" in p.best.binds
+
+
+def test_the_documented_completion_commands_print_completion_scripts():
+    """Shell completion (issue 42): each command docs/command-line.md gives prints the shell's
+    script (click's), and the script's words complete: `plan sce` offers `scenario`."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs" / "command-line.md").read_text()
+    found = {shell: source for source, shell in re.findall(r"_PLAN_COMPLETE=((bash|zsh|fish)_source) plan", doc)}
+    assert set(found) == {"bash", "zsh", "fish"}
+    run = [sys.executable, "-c", "from planner.cli import main; main()"]
+    mark = {"bash": "complete -o nosort -F _plan_completion plan", "zsh": "#compdef plan",
+            "fish": "complete --no-files --command plan"}
+    for shell, source in found.items():
+        out = subprocess.run(run, env={**os.environ, "_PLAN_COMPLETE": source}, capture_output=True, text=True)
+        assert out.returncode == 0 and mark[shell] in out.stdout, (shell, out.stdout[:200], out.stderr[-300:])
+    words = subprocess.run(run, env={**os.environ, "_PLAN_COMPLETE": "bash_complete", "COMP_WORDS": "plan sce",
+                                     "COMP_CWORD": "1"}, capture_output=True, text=True)
+    assert words.stdout.split() == ["plain,scenario"]
