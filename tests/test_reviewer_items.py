@@ -216,3 +216,21 @@ def test_the_documented_completion_commands_print_completion_scripts():
     words = subprocess.run(run, env={**os.environ, "_PLAN_COMPLETE": "bash_complete", "COMP_WORDS": "plan sce",
                                      "COMP_CWORD": "1"}, capture_output=True, text=True)
     assert words.stdout.split() == ["plain,scenario"]
+
+
+def test_a_rate_sized_plan_under_serving_auto_claims_no_concurrency(capsys):
+    """Item 3 under `--serving auto` (issue 42): the aggregated plan sized by the rate names the rate,
+    not '1 concurrent request', quotes no '… of the 1 asked', and counts one GPU as one GPU."""
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--requests-per-second",
+            "5", "--ttft-ms", "1500", "--tpot-ms", "30"]
+    assert main([*args, "--serving", "auto"]) == 0
+    text = capsys.readouterr().out
+    assert "concurrent request" not in text and "of the 1 asked" not in text
+    assert "llama-3.1-8b: 5 requests/s at 2,200 tokens" in text
+    assert "best: 1 × h100 GPU as" in text and "aggregated: 1 h100 GPU at" in text and "1 h100 GPUs" not in text
+    assert "binds: one GPU is the smallest pool: it holds 216;" in text
+    assert main([*args, "--serving", "auto", "--json"]) == 0
+    agg = json.loads(capsys.readouterr().out)["serving"]["aggregated"]
+    assert agg["target"]["asked"] is None and agg["best"]["headroom_percent"] is None
+    assert main([*args, "--concurrency", "8", "--serving", "auto"]) == 0  # asked: quoted
+    assert "of the 8 asked" in capsys.readouterr().out

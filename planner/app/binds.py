@@ -25,10 +25,12 @@ def _narrower(v) -> str:
             f"{size(v.budget)} budget, short of one {size(v.request_bytes)} request")
 
 
-def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs_cap: int) -> str:
+def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs_cap: int, asked: bool = True) -> str:
     """One phrase naming what sets the size of `replicas` × `row` on `table`'s chip for `target`
-    requests; `kernel` is the row's verified kernel, `seqs_cap` vLLM's default max_num_seqs."""
+    requests; `kernel` is the row's verified kernel, `seqs_cap` vLLM's default max_num_seqs;
+    `asked`: the target was asked (not a rate's floor of one request, which no phrase quotes)."""
     held = row.concurrency * replicas
+    of_asked = f" of the {count(target)} asked" if asked else ""
     if replicas == 1 and held > target:
         started = [v for v in table.verdicts if v.held_per_rank > 0]
         narrowest = min((v.shape.gpus for v in started), default=row.gpus)
@@ -39,12 +41,11 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
             domain = f" (the NVLink domain is {table.chip.nvlink_domain} GPUs)" \
                 if row.shape.tp == table.chip.nvlink_domain else ""
             return (f"weights force the split: {size(kernel.fixed_bytes().weights)} of weights per rank need "
-                    f"{row.gpus} GPUs ({row.shape.split()}){domain}{where}; one instance holds {count(held)} of the "
-                    f"{count(target)} asked")
+                    f"{row.gpus} GPUs ({row.shape.split()}){domain}{where}; one instance holds {count(held)}{of_asked}")
         if row.gpus == 1:
-            return f"one GPU is the smallest pool: it holds {count(held)} of the {count(target)} asked"
+            return f"one GPU is the smallest pool: it holds {count(held)}{of_asked}"
     per_rank = row.held_per_rank
-    if replicas == 1 and held > target and row.gpus > 1:
+    if replicas == 1 and held > target and row.gpus > 1 and asked:
         fewer = _fewer_gpus(table, row.gpus, target)
         if fewer:
             ranks = (f"its {count(row.shape.dp)} ranks hold {count(per_rank)} each, {count(held)} in all"

@@ -82,7 +82,8 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
                       "accounting", soft_wrap=True, markup=False)
     for p in (plan.prefill, plan.decode):
         console.print()
-        console.print(f"[bold]{p.role}[/bold]: {p.gpus} × {p.chip} GPUs as {split(p)}, one rank:")
+        gpus = f"{p.gpus} × {p.chip} GPU{'s' if p.gpus > 1 else ''}"
+        console.print(f"[bold]{p.role}[/bold]: {gpus} as {split(p)}, one rank:")
         kernel = p.kernel
         render_memory(memory_report(kernel, kernel.engine.max_model_len), kernel, console, named=named)
     console.print()

@@ -113,7 +113,8 @@ def margin_line(result: PlanResult) -> str:
 
 def best_line(best: PoolPlan) -> str:
     """'best: 4 × h200 GPUs as 1 × (tp 1, ...), 100 requests held, $18.16*/hour'."""
-    return (f"best: {count(best.gpus)} × {best.chip} GPUs as {split(best)}, {count(best.held)} requests held, "
+    gpus = f"{count(best.gpus)} × {best.chip} GPU{'s' if best.gpus > 1 else ''}"
+    return (f"best: {gpus} as {split(best)}, {count(best.held)} requests held, "
             f"{money(best.cost_per_hour, best.price_estimate)}/hour")
 
 
