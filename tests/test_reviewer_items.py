@@ -234,3 +234,40 @@ def test_a_rate_sized_plan_under_serving_auto_claims_no_concurrency(capsys):
     assert agg["target"]["asked"] is None and agg["best"]["headroom_percent"] is None
     assert main([*args, "--concurrency", "8", "--serving", "auto"]) == 0  # asked: quoted
     assert "of the 8 asked" in capsys.readouterr().out
+
+
+CHECKED_LOG = "tests/fixtures/startup_logs/v0.10-issue25350-fp8-kv-100k.log"  # states no model, release nor GPU
+
+
+def test_check_log_fits_80_columns(capsys, monkeypatch):
+    """Item 7: at COLUMNS=80 every line of `plan check-log` fits 80 cells (the table's lines were
+    up to 280), each figure whole and every explanation printed (after the table, wrapped)."""
+    from pathlib import Path
+
+    from rich.cells import cell_len
+
+    monkeypatch.setenv("COLUMNS", "80")
+    log = str(Path(__file__).parents[1] / CHECKED_LOG)
+    assert main(["check-log", log, "--chip", "h100", "--model", "llama-3.1-8b", "--vllm-version", "0.10.2"]) == 0
+    text = capsys.readouterr().out
+    assert max(cell_len(line.rstrip()) for line in text.splitlines()) <= 80
+    row = next(line.split() for line in text.splitlines() if line.strip().startswith("available KV cache memory"))
+    assert row[-5:] == ["51.37", "GiB", "10.55", "GiB", "+387.0%"]
+    flat = " ".join(text.split())
+    assert "(sampler warm-up: 1,024 rows × 128,256 logits" in flat  # an explanation, whole
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["check-log", log, "--chip", "h100", "--model", "llama-3.1-8b", "--vllm-version", "0.10.2"]) == 0
+    wide = capsys.readouterr().out  # wide enough: the explanation beside its figures
+    assert any("51.37 GiB" in line and "ceil(total × 0.9)" in line for line in wide.splitlines())
+
+
+def test_check_log_names_every_missing_option_in_one_run(capsys):
+    """Item 7: a log that states neither its GPU, its model nor its release names all three at once."""
+    from pathlib import Path
+
+    assert main(["check-log", str(Path(__file__).parents[1] / CHECKED_LOG)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3
+    assert lines[0] == "plan: error: --chip: the log does not name the GPU (give --chip (see `plan chips`))"
+    assert "the log names no model" in lines[1] and lines[1].endswith("(give --model)")
+    assert "the log states no release" in lines[2] and "(give --vllm-version, e.g. 0.19.0)" in lines[2]
