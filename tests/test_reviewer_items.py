@@ -271,3 +271,44 @@ def test_check_log_names_every_missing_option_in_one_run(capsys):
     assert lines[0] == "plan: error: --chip: the log does not name the GPU (give --chip (see `plan chips`))"
     assert "the log names no model" in lines[1] and lines[1].endswith("(give --model)")
     assert "the log states no release" in lines[2] and "(give --vllm-version, e.g. 0.19.0)" in lines[2]
+
+
+def _scenario(tmp_path, grid: str, concurrency: int = 16):
+    path = tmp_path / "review.yaml"
+    path.write_text("review: item 8\ndefaults:\n  chips: [h200]\nservices:\n  - name: chat\n    model: llama-3.1-8b\n"
+                    f"    concurrency: {concurrency}\ngrid:\n{grid}")
+    return path
+
+
+def test_scenario_errors_come_at_once_and_a_grid_axis_at_its_line(tmp_path, capsys):
+    """Item 8: a negative concurrency and a bad grid axis in one run, the axis at `grid.bogus` with its
+    line (line 10), once, not once per generated variant ('variants.growth 1, bogus 1.bogus')."""
+    path = _scenario(tmp_path, "  growth: [1, 2]\n  bogus: [1]\n", concurrency=-4)
+    assert main(["scenario", str(path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == f"plan: error: {path}:7: services.chat.concurrency: Input should be greater than or equal to 1"
+    assert len(lines) == 2 and lines[1].startswith(f"{path}:10: grid.bogus: 'bogus' is not a field a variant can set")
+    path = _scenario(tmp_path, "  growth: [1, 2]\n  bogus: [1]\n")  # the services valid: the same line, once
+    assert main(["scenario", str(path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [f"plan: error: {path}:10: grid.bogus: 'bogus' is not a field a variant can set (use chip, "
+                     "growth, price.<chip>, gpus.<chip>, services.<name>.<field>, or a service field (model, "
+                     "quantization, concurrency, context_length, headroom, chips, kv_cache_dtype, "
+                     "num_speculative_tokens, speculative_method, speculative_acceptance, tp, pp, dp, dcp, "
+                     "gpu_memory_utilization, max_num_batched_tokens, max_gpus, tpot_ms, ttft_ms, workload, serving, "
+                     "slo))"]
+    path = _scenario(tmp_path, "  growth: [1, -1]\n")  # a value no variant can take: at its axis too
+    assert main(["scenario", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == (f"plan: error: {path}:9: grid.growth: growth -1 is not a positive "
+                                               "factor (give e.g. 1.5 for 50 % more)")
+
+
+def test_a_grid_without_variants_is_said_in_one_line(tmp_path, capsys):
+    """Item 8: without --variants the grid is not planned, and stderr says so in one line."""
+    path = _scenario(tmp_path, "  growth: [1, 2]\n")
+    assert main(["scenario", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["plan: note: only the base is planned: the file's 2 grid points (growth) are "
+                                        "planned with --variants (or --variant NAME)"]
+    assert main(["scenario", str(path), "--variants"]) == 0
+    assert "only the base" not in capsys.readouterr().err

@@ -71,8 +71,26 @@ def check_concurrency(n: int, flag: str) -> None:
         raise InputError(flag, f"{n:,} is outside 1 … {limit:,}", "give the concurrent requests one review plans for")
 
 
-def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, named=file_flag) -> int:
-    """The review printed, the fields its sentences mention named as `named` calls them."""
+def unplanned(scenario) -> str | None:
+    """Without --variants or --variant: the file's variants and grid points that are not planned, in
+    one line (None when it has none)."""
+    from planner.numbers import plural
+    from planner.scenario import grid_points
+
+    points = {name for name, _ in grid_points(scenario.grid)}
+    named = [v for v in scenario.variants if v not in points]
+    parts = ([f"{plural(len(named), 'variant')} ({', '.join(named)})"] if named else []) + (
+        [f"{plural(len(points), 'grid point')} ({' × '.join(scenario.grid)})"] if points else [])
+    if not parts:
+        return None
+    return (f"only the base is planned: the file's {' and '.join(parts)} are planned with --variants "
+            "(or --variant NAME)")
+
+
+def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, named=file_flag,
+          notes: tuple[str, ...] = ()) -> int:
+    """The review printed, the fields its sentences mention named as `named` calls them; `notes`:
+    the command's own, said on stderr beside the review's."""
     from planner.report.review import markdown
 
     console = _console()
@@ -90,7 +108,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
         if with_variants:
             render_comparison(c, console, named)
     if fmt != "json":  # what the JSON carries as `notes`: input that had no effect, said on stderr
-        for note in dict.fromkeys(n for r in (c.results if with_variants else [c.base]) for n in r.notes):
+        for note in dict.fromkeys([*notes, *(n for r in (c.results if with_variants else [c.base]) for n in r.notes)]):
             click.echo(f"plan: note: {note}", err=True)
     if chart_path:
         from planner.report.charts import chart
@@ -142,7 +160,8 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     with_variants = with_variants or bool(variant_names)
     c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
                    ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
-    code = _emit(c, fmt, with_variants, chart_path)
+    note = None if with_variants else unplanned(scenario)
+    code = _emit(c, fmt, with_variants, chart_path, notes=(note,) if note else ())
     if to is not None and c.base.feasible:
         for line in emit.emit(*emit.fleet_pools(c.base.services), to=to):
             click.echo(line, err=fmt == "json")
