@@ -83,8 +83,9 @@ def unplanned(scenario) -> str | None:
         [f"{plural(len(points), 'grid point')} ({' × '.join(scenario.grid)})"] if points else [])
     if not parts:
         return None
-    return (f"only the base is planned: the file's {' and '.join(parts)} are planned with --variants "
-            "(or --variant NAME)")
+    one = len(named) + len(points) == 1
+    return (f"only the base is planned: the file's {' and '.join(parts)} {'is' if one else 'are'} planned with "
+            "--variants (or --variant NAME)")
 
 
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, named=file_flag,
@@ -97,6 +98,10 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
     for r in c.results if with_variants else [c.base]:  # the answer first, one line each on stderr
         if not r.feasible:
             click.echo(short_line(r), err=True)
+    if fmt != "json":  # what the JSON carries as `notes`: input that had no effect, said on stderr, before the
+        # review, whose answer ends it (a terminal's last screen)
+        for note in dict.fromkeys([*notes, *(n for r in (c.results if with_variants else [c.base]) for n in r.notes)]):
+            click.echo(f"plan: note: {note}", err=True)
     if fmt == "json":
         click.echo((c if with_variants else c.base).model_dump_json(indent=2))
     elif fmt == "markdown":
@@ -107,9 +112,6 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
             render_fleet(r, console, named)
         if with_variants:
             render_comparison(c, console, named)
-    if fmt != "json":  # what the JSON carries as `notes`: input that had no effect, said on stderr
-        for note in dict.fromkeys([*notes, *(n for r in (c.results if with_variants else [c.base]) for n in r.notes)]):
-            click.echo(f"plan: note: {note}", err=True)
     if chart_path:
         from planner.report.charts import chart
 

@@ -10,7 +10,7 @@ from planner.kinds import Serving
 from planner.numbers import amount, count, duration, number, per_million_tokens
 from planner.report.memory import render_memory
 from planner.report.render import command, render_notes, split
-from planner.report.tables import Col, print_table
+from planner.report.tables import Col, print_table, unwrapped
 
 POOL_COLUMNS = (Col("role", "name"), Col("chip", "name"), Col("GPUs"), Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"),
                 Col("util.", drop=4), Col("token\nbudget", drop=5), Col("max_num_seqs", drop=6),
@@ -62,24 +62,25 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
                     ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))
     h, t = plan.handover, plan.ttft
     console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
-                  + render(solver_phrase(plan.solver_status), named), soft_wrap=True)
+                  + render(solver_phrase(plan.solver_status), named), soft_wrap=unwrapped(console))
     console.print(f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
                   f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
-                  f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}", soft_wrap=True,
+                  f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}",
+                  soft_wrap=unwrapped(console),
                   markup=False)
     console.print(f"time to first token: queue {duration(t.queue_ms)} (M/D/1 per prefill rank, "
                   f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
                   f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
-                  f"{duration(t.total_ms)}", soft_wrap=True, markup=False)
+                  f"{duration(t.total_ms)}", soft_wrap=unwrapped(console), markup=False)
     for line in token_cost_lines(plan):
-        console.print(line, soft_wrap=True, markup=False)
+        console.print(line, soft_wrap=unwrapped(console), markup=False)
     for p in (plan.prefill, plan.decode):
-        console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=True, markup=False)
+        console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=unwrapped(console), markup=False)
         console.print(f"{p.role} connector: NixlConnector {p.kv_role}, {size(p.connector_gpu_bytes)} on the GPU "
                       f"beyond the {size(p.memory['kv_pool'])} KV pool it registers, "
                       f"{size(p.connector_host_bytes)} host buffer per rank (kv_buffer_device "
                       f"{'cpu' if p.connector_host_bytes else 'cuda'}); NIXL/UCX's own memory is outside vLLM's "
-                      "accounting", soft_wrap=True, markup=False)
+                      "accounting", soft_wrap=unwrapped(console), markup=False)
     for p in (plan.prefill, plan.decode):
         console.print()
         gpus = f"{p.gpus} × {p.chip} GPU{'s' if p.gpus > 1 else ''}"
@@ -90,11 +91,11 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
     for p in (plan.prefill, plan.decode):
         console.print(f"start {p.replicas} {p.role} instance{'s' if p.replicas > 1 else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one line per process ($<NODE>_IP: the "
-                      "address of that node, which the NIXL side channel listens on):", soft_wrap=True)
+                      "address of that node, which the NIXL side channel listens on):", soft_wrap=unwrapped(console))
         for launch in p.launches:
             command(console, launch.line)
     console.print("then the router in front of both pools (vLLM's documented proxy; llm-d's inference scheduler or "
-                  "Dynamo's router serve the same role in production):", soft_wrap=True)
+                  "Dynamo's router serve the same role in production):", soft_wrap=unwrapped(console))
     command(console, plan.router.line)
 
 
@@ -112,12 +113,12 @@ def token_cost_lines(plan: DisaggPlan) -> list[str]:
 def render_disagg_infeasible(plan: DisaggPlan, console: Console, workload: str) -> None:
     console.print(f"[bold red]no disaggregated fleet fits[/bold red] {workload}:")
     for e in plan.explanations:
-        console.print(f"- {e.text}", soft_wrap=True, markup=False)
+        console.print(f"- {e.text}", soft_wrap=unwrapped(console), markup=False)
 
 
 def render_choice(choice: ServingChoice, console: Console) -> None:
     console.print()
     label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}[choice.chosen]
-    console.print(f"[bold]serving {choice.mode}:[/bold] {label}. {choice.why}", soft_wrap=True)
+    console.print(f"[bold]serving {choice.mode}:[/bold] {label}. {choice.why}", soft_wrap=unwrapped(console))
     if choice.aggregated is not None:
         render_notes([], console)

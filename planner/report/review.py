@@ -37,6 +37,16 @@ def binding(r: FleetResult) -> str:
     return own
 
 
+def binding_head(r: FleetResult) -> str:
+    """What binds the result, in a few words: each pool's binds phrase up to its first colon ('KV cache',
+    'tpot', 'weights force the split'; the full phrase is each variant's own), or why it is infeasible."""
+    if not r.feasible:
+        return "; ".join(f"{s.service} short" for s in r.short) or "infeasible"
+    heads = list(dict.fromkeys(p.binds.split(":", 1)[0] for p in r.services))
+    return "; ".join(heads) if len(r.services) == 1 or len(heads) == 1 else "; ".join(
+        f"{p.service}: {p.binds.split(':', 1)[0]}" for p in r.services)
+
+
 def search_line(r: FleetResult, named=None) -> str:
     """How the result was found, as `plan` reports it: the solver's status in words, the
     candidates the oracle evaluated and the wall-clock time (time_limit named as `named` calls it)."""
