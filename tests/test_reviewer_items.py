@@ -312,3 +312,110 @@ def test_a_grid_without_variants_is_said_in_one_line(tmp_path, capsys):
                                         "planned with --variants (or --variant NAME)"]
     assert main(["scenario", str(path), "--variants"]) == 0
     assert "only the base" not in capsys.readouterr().err
+
+
+ROOT = __import__("pathlib").Path(__file__).parents[1]
+PLAN = "import sys; from planner.cli import main; sys.exit(main())"
+
+
+def _last_screen(args: list[str], tmp_path) -> str:
+    """What an 80 × 24 terminal (tmux, its own server) shows once `plan ARGS` has ended and the shell
+    prints its prompt ('$ ', the last line, as a user's shell would)."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+    import time
+
+    sock = f"plan-screen-{os.getpid()}-{tmp_path.name}"
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/bash\ncd {shlex.quote(str(ROOT))}\nunset COLUMNS LINES\n"
+                      f"export PYTHONPATH={shlex.quote(str(ROOT))}\n"
+                      f"{shlex.quote(sys.executable)} -c {shlex.quote(PLAN)} "
+                      + " ".join(map(shlex.quote, args)) + "\necho '$ '\nsleep 600\n")
+    script.chmod(0o755)
+    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", str(script)],
+                   check=True)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            shot = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p"], capture_output=True, text=True).stdout
+            if shot.rstrip().endswith("$"):
+                return shot
+        raise AssertionError(f"plan {' '.join(args)} did not end: {shot}")
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+
+
+@__import__("pytest").mark.skipif(__import__("shutil").which("tmux") is None, reason="tmux is not installed")
+@__import__("pytest").mark.parametrize("args, answer", [
+    (["--model", "dsv4.1-flash", "--chip", "b200", "--concurrency", "64"],
+     ["best: 4 × b200 GPUs as 1 × (tp 1, pp 1, dp 4, ep on, dcp 1), 304 requests held, $24.12/hour",
+      "search: 127 kernel evaluations, solver OPTIMAL (optimum proven)"]),
+    (["scenario", "scenarios/chat-dsv4.1-flash-h200-vs-b200.yaml"],
+     ["chat: 4 × h200 GPUs as 1 × (tp 1, pp 1, dp 4, ep on, dcp 1), 100 requests held, $18.16/hour",
+      "total: 4 GPUs (h200 4), $18.16/hour, $13,257/month; solver OPTIMAL (optimum proven)"]),
+    (["compare", "--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--concurrency", "16"],
+     ["cheapest: on h100", "4 × h100 GPUs as 1 × (tp 4, pp 1, dp 1, ep off, dcp 1), 16 requests held, $11.96/hour",
+      "total: 4 GPUs (h100 4), $11.96/hour, $8,731/month; solver OPTIMAL (optimum proven)"]),
+])
+def test_the_answer_is_on_the_last_screen_of_an_80_by_24_terminal(args, answer, tmp_path):
+    """Item 12: `plan`, `plan scenario` and `plan compare` end with the answer (the best pool, its
+    cost, the solver status), so a 24-line terminal shows it when the command ends; its prose is
+    wrapped at spaces to the 80 columns (no line of the answer broken inside a word)."""
+    from rich.cells import cell_len
+
+    screen = _last_screen(args, tmp_path)
+    lines = screen.rstrip().splitlines()
+    assert len(lines) <= 24 and all(cell_len(line) <= 80 for line in lines)
+    tail = lines[lines.index(next(line for line in lines if line.startswith(answer[0].split(" ")[0]))):]
+    flat = " ".join(" ".join(tail).split())
+    for part in answer:  # lines joined at a space: a word the terminal broke would not match
+        assert part in flat, (part, screen)
+
+
+def test_progress_shows_on_a_terminal_and_is_cleared(tmp_path):
+    """Progress (issue 42): on a terminal's stderr a plan that works past the delay shows its stages
+    and candidate counts, and clears the line when done (the delay lowered to 0 s for the test)."""
+    import os
+    import sys
+
+    import pexpect
+
+    lowered = ("import planner.defaults as d; real = d.value; "
+               "d.value = lambda name: 0.0 if name == 'report.progress_after' else real(name); " + PLAN)
+    child = pexpect.spawn(sys.executable, ["-c", lowered, "--model", "llama-3.1-8b", "--chip", "h100",
+                                           "--concurrency", "8"], cwd=str(ROOT), dimensions=(24, 80),
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, encoding="utf-8", timeout=300)
+    child.expect(pexpect.EOF)
+    shown = child.before
+    child.close()
+    assert child.exitstatus == 0
+    assert "candidates evaluated; CP-SAT: pool" in shown  # a stage, with its count
+    assert "\x1b[2K" in shown  # the progress line erased once the work ended
+    assert shown.rstrip().endswith("solver OPTIMAL (optimum proven)")
+
+
+def test_progress_is_silent_on_a_pipe_and_with_json(tmp_path):
+    """Progress (issue 42): piped, stderr holds nothing (the delay lowered to 0 s); on a terminal
+    with --json neither (a program reads the output)."""
+    import os
+    import subprocess
+    import sys
+
+    import pexpect
+
+    lowered = ("import planner.defaults as d; real = d.value; "
+               "d.value = lambda name: 0.0 if name == 'report.progress_after' else real(name); " + PLAN)
+    args = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    piped = subprocess.run([sys.executable, "-c", lowered, *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == "" and "solver OPTIMAL" in piped.stdout
+    child = pexpect.spawn(sys.executable, ["-c", lowered, *args, "--json"], cwd=str(ROOT), dimensions=(24, 80),
+                          env=env, encoding="utf-8", timeout=300)
+    child.expect(pexpect.EOF)
+    shown = child.before
+    child.close()
+    assert child.exitstatus == 0 and "CP-SAT: pool" not in shown and shown.lstrip().startswith("{")
+    json.loads(shown.replace("\r\n", "\n"))

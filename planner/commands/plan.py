@@ -16,6 +16,7 @@ import click
 
 from planner.commands import ranges
 from planner.commands.flags import check_options, in_flags, names_flags, own_flag, plan_flag
+from planner.commands.progress import progress
 from planner.commands.registry_option import registry_option
 from planner.limits import (
     MAX_CONCURRENCY,
@@ -432,7 +433,8 @@ def run(ctx: click.Context, **options) -> None:
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
     try:
-        result = api.plan(request, named=plan_flag, sized_by_rate=by_rate)
+        with progress(options["as_json"]):
+            result = api.plan(request, named=plan_flag, sized_by_rate=by_rate)
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     if chart_path and result.feasible:
@@ -463,7 +465,8 @@ def run_max_rate(ctx: click.Context, options: dict) -> None:
     asked = request_from(options)
     try:
         request = api.max_rate_request(asked.service, slo_from(options), asked.limits)
-        result = api.max_rate(request, named=plan_flag)
+        with progress(options["as_json"]):
+            result = api.max_rate(request, named=plan_flag)
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     if options["as_json"]:
@@ -523,7 +526,8 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
     from planner.commands import emit
 
     try:
-        out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate)
+        with progress(options["as_json"]):
+            out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate)
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     choice = out.serving

@@ -25,6 +25,7 @@ from planner.commands.plan import (
     time_limit_option,
     write_charts,
 )
+from planner.commands.progress import wanted
 from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
@@ -161,7 +162,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     freeze_imported()
     with_variants = with_variants or bool(variant_names)
     c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
-                   ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
+                   ray_address=ray_address, progress=Ticker(_err_console(), wanted(fmt == "json")), named=file_flag)
     note = None if with_variants else unplanned(scenario)
     code = _emit(c, fmt, with_variants, chart_path, notes=(note,) if note else ())
     if to is not None and c.base.feasible:
@@ -318,7 +319,7 @@ def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str
         raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
                          "put the what-if in the file's services and variants, or drop FILE")
     c = api.compare(file, time_limit=options["time_limit"], executor=executor, ray_address=ray_address,
-                    progress=Ticker(_err_console()), named=file_option)
+                    progress=Ticker(_err_console(), wanted(fmt == "json")), named=file_option)
     if options["show_provenance"]:
         click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
     return _emit(c, fmt, True, chart_path, file_option)
@@ -368,7 +369,7 @@ def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: 
     from planner.report.review import Ticker, markdown
 
     points, varying, scenarios, notes = sweep_scenarios(options)
-    ticker = Ticker(_err_console())
+    ticker = Ticker(_err_console(), wanted(fmt == "json"))
     done = [0]
 
     def tick(label: str) -> None:

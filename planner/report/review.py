@@ -144,16 +144,22 @@ def md_footnotes(pools, named=None) -> list[str]:
 
 
 class Ticker:
-    """A progress bar that appears only when a sweep has taken more than a second."""
+    """A progress bar of the variants planned that appears only when a sweep has taken longer than
+    planner/defaults.yaml report.progress_after seconds; none where not `shown` (stderr not a
+    terminal, or --json: planner/commands/progress.py wanted)."""
 
-    def __init__(self, console):
+    def __init__(self, console, shown: bool = True):
         self.console = console
         self.start = time.perf_counter()
         self.bar = None
         self.task = None
+        self.shown = shown
+        self.after = float(defaults.value("report.progress_after"))
 
     def __call__(self, done: int, total: int, label: str) -> None:
-        if self.bar is None and time.perf_counter() - self.start > 1.0 and done < total:
+        if not self.shown:
+            return
+        if self.bar is None and time.perf_counter() - self.start > self.after and done < total:
             from rich.progress import Progress
 
             self.bar = Progress(console=self.console, transient=True)

@@ -47,6 +47,7 @@ from planner.candidates.table import (
     stage_within,
     start_table,
 )
+from planner.progress import stage
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.staged import ImpossibleSolve as ImpossibleSolve  # re-exported: callers catch it here
@@ -297,6 +298,7 @@ def search(request: PlanRequest, budget: Budget | None = None) -> Search:
     start = time.perf_counter()
     service, limits = request.service, request.limits
     wanted = 1 + (request.alternatives if request.alternatives is not None else defaults.value("report.alternatives"))
+    stage(f"sweeping instance shapes on {', '.join(limits.chips)}")
     # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
     tables = tables_for(service, limits, keep=None if has_latency_target(service) else wanted)
     sized = {}
@@ -304,6 +306,7 @@ def search(request: PlanRequest, budget: Budget | None = None) -> Search:
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
         from pricing.graph import load_model
 
+        stage(f"{sum(t.evaluated for t in tables):,} candidates evaluated; simulating the service targets")
         sized = slo.size_tables(load_model(service.model, service.quantization), tables, service, limits, wanted)
     opts = options(tables, service, limits, sized)
     evaluated = sum(t.evaluated for t in tables)
@@ -316,6 +319,7 @@ def search(request: PlanRequest, budget: Budget | None = None) -> Search:
     status, stages = "INFEASIBLE", []
     budget = budget or Budget(limits.time_limit)  # the best pool and its alternatives share --time-limit
     for n in range(min(wanted, len(opts))):
+        stage(f"{evaluated:,} candidates evaluated; CP-SAT: pool {n + 1} of {min(wanted, len(opts))}")
         sol = solve(pm, deadline=budget)
         if n == 0:
             status, stages = sol.status, sol.stages
