@@ -39,9 +39,10 @@ def binding(r: FleetResult) -> str:
 
 def binding_head(r: FleetResult) -> str:
     """What binds the result, in a few words: each pool's binds phrase up to its first colon ('KV cache',
-    'tpot', 'weights force the split'; the full phrase is each variant's own), or why it is infeasible."""
-    if not r.feasible:
-        return "; ".join(f"{s.service} short" for s in r.short) or "infeasible"
+    'tpot', 'weights force the split'; the full phrase is each variant's own), or why it is infeasible
+    (`binding`'s reasons, whole)."""
+    if not r.feasible:  # the reason, whole: a comparison may print nothing else about the point
+        return binding(r)
     heads = list(dict.fromkeys(p.binds.split(":", 1)[0] for p in r.services))
     return "; ".join(heads) if len(r.services) == 1 or len(heads) == 1 else "; ".join(
         f"{p.service}: {p.binds.split(':', 1)[0]}" for p in r.services)
