@@ -48,10 +48,17 @@ def _pyplot():
     return plt
 
 
-def figure(width: float, height: float, panels: int = 1):
+def figure(width: float, height: float, panels: int = 1, columns: int | None = None):
     """A figure of `panels` (each `width` × `height` inches) side by side, or one above the other
-    when side by side would be wider than a slide; at the resolution it is written at."""
+    when side by side would be wider than a slide; with `columns`, rows of that many panels (the
+    last row's unused places left empty); at the resolution it is written at."""
     plt = _pyplot()
+    if columns is not None:
+        rows = math.ceil(panels / columns)
+        fig, axes = plt.subplots(rows, columns, squeeze=False, dpi=DPI, figsize=(columns * width + 1.5, rows * height))
+        for ax in list(axes.flat)[panels:]:
+            ax.remove()
+        return fig, list(axes.flat)[:panels]
     across = panels * width + 1.5 <= WIDEST_INCHES
     fig, axes = plt.subplots(1 if across else panels, panels if across else 1, squeeze=False, dpi=DPI,
                              figsize=(panels * width + 1.5, height) if across else (width + 1.5, panels * height))
@@ -130,6 +137,18 @@ def extent(t, renderer):
     return Text.get_window_extent(t, renderer)
 
 
+def _framed(t, renderer):
+    """A label's box with its white frame (LABEL_BOX's padding), which would hide the axes' top line."""
+    from matplotlib.transforms import Bbox
+
+    box = extent(t, renderer)
+    patch = t.get_bbox_patch()
+    if patch is None:
+        return box
+    t.update_bbox_position_size(renderer)
+    return Bbox.union([box, patch.get_window_extent(renderer)])
+
+
 def _overlap(a, b) -> bool:
     return a.x0 < b.x1 + LABEL_GAP_PX and b.x0 < a.x1 + LABEL_GAP_PX and \
         a.y0 < b.y1 + LABEL_GAP_PX and b.y0 < a.y1 + LABEL_GAP_PX
@@ -206,7 +225,7 @@ def place_labels(fig, labels: list) -> None:
                 box = extent(a, renderer)
             placed.append(box)
         high = {a.axes for a in labels if a.axes is not None
-                and extent(a, renderer).y1 > a.axes.bbox.y1 - LABEL_GAP_PX}
+                and _framed(a, renderer).y1 > a.axes.bbox.y1 - LABEL_GAP_PX}
         if not high or _ == AXIS_RAISES:  # placed; or as high as the axis may rise: above it, clear of all
             for a in labels:  # a leader line only to a label moved well off its place
                 if a.arrow_patch is not None:
@@ -427,8 +446,16 @@ def variants_chart(c: Comparison, path: str, named=None, into: Batch | None = No
                 ax_gpus.hlines(stock, x - width * 0.5, x + width * 0.5, colors="black", linestyles="--",
                                linewidth=1.2, gid=f"inventory-{chip}-{i}")
                 inventory_drawn = True
-                if said.get(chip) != stock:  # the inventory's figure where it first appears or changes
-                    labels.append(value_label(ax_gpus, f"{count(stock)} {chip} in stock", x, stock, "dimgrey"))
+                if bottom == stock:  # the bar reaches the line: one label says both (two would crowd one point)
+                    labels.append(value_label(ax_gpus, f"{count(bottom)} {chip}, all in stock", x, bottom))
+                    said[chip], bottom = stock, 0
+                    continue
+                if said.get(chip) != stock:  # the inventory's figure where it first appears or changes, left of
+                    # its line (above it, a bar beside would push it up the axis, away from its line)
+                    labels.append(ax_gpus.annotate(f"{count(stock)} {chip} in stock", (x - width * 0.5, stock),
+                                                   xytext=(-3, 0), textcoords="offset points", ha="right",
+                                                   va="center", fontsize=8, color="dimgrey", bbox=LABEL_BOX,
+                                                   zorder=4, arrowprops=LEADER))
                 said[chip] = stock
             if bottom:
                 labels.append(value_label(ax_gpus, f"{count(bottom)} {chip}", x, bottom))
@@ -466,14 +493,15 @@ def variants_chart(c: Comparison, path: str, named=None, into: Batch | None = No
 
 
 def grid_chart(c: Comparison, path: str, named=None, into: Batch | None = None) -> None:
-    """A grid: $/month of every point against each axis (one panel per axis, the points at each
-    value side by side, the cheapest ringed); a value where a point is not served has an ✕ on the
-    axis with how many."""
+    """A grid: $/month of every point against each axis (one panel per axis, in rows of up to three,
+    the points at each value side by side, the cheapest ringed); a value where a point is not
+    served has an ✕ on the axis with how many."""
     from matplotlib.lines import Line2D
 
     hours = defaults.value("report.hours_per_month")
     axes = list(c.grid)
-    fig, panels = figure(4.2, 4.4, panels=len(axes))
+    columns = len(axes) if len(axes) <= 3 else 2 if len(axes) == 4 else 3  # landscape: rows of panels, not a strip
+    fig, panels = figure(min(4.2, (WIDEST_INCHES - 1.5) / columns), 4.4, panels=len(axes), columns=columns)
     labels = []
     by_name = {r.variant: r for r in c.variants}
     estimated, notes = _estimated(c.variants, named)
