@@ -419,3 +419,106 @@ def test_progress_is_silent_on_a_pipe_and_with_json(tmp_path):
     child.close()
     assert child.exitstatus == 0 and "CP-SAT: pool" not in shown and shown.lstrip().startswith("{")
     json.loads(shown.replace("\r\n", "\n"))
+
+
+# -- item 13: charts ---------------------------------------------------------------------------------
+def _figures(monkeypatch, argv: list[str]) -> dict:
+    """The figures a command writes, by path, read before they are written and closed, with the
+    facts the tests below check: every text's box, each visible leader line's box, and each label's
+    framed box beside its axes' top."""
+    from matplotlib.text import Annotation
+
+    from planner.report import charts
+    from tests.test_charts import overlaps, text_boxes
+
+    found = {}
+    real = charts.Batch.save
+
+    def keep(self, fig, path):
+        boxes = text_boxes(fig)
+        renderer = fig.canvas.get_renderer()
+        leaders, frames = [], []
+        for ax in fig.axes:
+            for t in ax.texts:
+                if isinstance(t, Annotation) and t.get_visible():
+                    t.update_bbox_position_size(renderer)  # the label's white frame, around its words
+                    frame = t.get_bbox_patch().get_window_extent(renderer) if t.get_bbox_patch() else None
+                    frames.append((t.get_text(), max(charts.extent(t, renderer).y1, frame.y1 if frame else 0),
+                                   ax.bbox.y1))
+                    if t.arrow_patch is not None and t.arrow_patch.get_visible():
+                        leaders.append((t.get_text(), t.arrow_patch.get_window_extent(renderer)))
+        found[path] = dict(fig=fig, overlaps=overlaps(fig), boxes=boxes, leaders=leaders, frames=frames,
+                           inches=tuple(fig.get_size_inches()))
+        real(self, fig, path)
+
+    monkeypatch.setattr(charts.Batch, "save", keep)
+    assert main(argv) in (0, 1)
+    return found
+
+
+def test_the_plan_chart_draws_the_percentile_the_target_names(monkeypatch, tmp_path, capsys):
+    """Item 13: a p90 TPOT target is drawn against p90 TPOT (not p99), as a dotted line; the pools
+    that miss it are hollow (`missing-…`), and the 'cheapest pool' line stops within it."""
+    out = str(tmp_path / "front.png")
+    figs = _figures(monkeypatch, ["--model", "llama-3.1-70b", "--chip", "h100", "--chip", "h200", "--isl", "2000",
+                                  "--osl", "500", "--requests-per-second", "20", "--p99-ttft-ms", "2000",
+                                  "--p90-tpot-ms", "40", "--json", "--chart", out])
+    pareto = json.loads(capsys.readouterr().out)["best"]["serving"]["pareto"]
+    fig = figs[out]["fig"]
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "p90 TPOT, simulated (ms)"
+    assert [line.get_xdata()[0] for line in ax.get_lines() if line.get_label() == "target: p90 TPOT ≤ 40.0 ms"] \
+        == [40]
+    (front,) = [line for line in ax.get_lines() if line.get_gid() == "front-pareto"]
+    assert max(front.get_xdata()) <= 40
+    missed = [p for p in pareto if not p["meets_tpot"]]
+    assert missed and all(p["tpot_percentile"] == 90 and p["tpot_ms"] > 40 for p in missed)
+    assert any(p["front"] for p in missed)  # cheaper pools that miss: drawn as missing, not on the line
+    assert all(p["tpot_ms"] <= 40 for p in pareto if p["chosen"])
+    hollow = [c for c in fig.findobj(lambda a: (a.get_gid() or "").startswith("missing-"))]
+    assert sum(len(c.get_offsets()) for c in hollow) == len(missed)
+    assert any(t.startswith("chosen: ") and "p90 TPOT" in t for t, _ in figs[out]["boxes"])
+
+
+def test_the_infeasible_review_chart_has_no_label_over_another(monkeypatch, tmp_path):
+    """Item 13: scenarios/infeasible-review.yaml's chart: no two texts overlap, and no leader line
+    runs through another label (the bar's '16 h200' crossed '16 h200 in stock')."""
+    out = str(tmp_path / "review.png")
+    figs = _figures(monkeypatch, ["scenario", str(ROOT / "scenarios" / "infeasible-review.yaml"), "--variants",
+                                  "--chart", out])
+    drawn = figs[out]
+    assert drawn["overlaps"] == []
+    for label, line in drawn["leaders"]:
+        for text, box in drawn["boxes"]:
+            if text != label:
+                wide = min(line.x1, box.x1) - max(line.x0, box.x0)
+                high = min(line.y1, box.y1) - max(line.y0, box.y0)
+                assert wide <= 0.5 or high <= 0.5, (label, text)
+    assert "16 h200, all in stock" in [t for t, _ in drawn["boxes"]]
+
+
+def test_the_grid_chart_is_landscape(monkeypatch, tmp_path):
+    """Item 13: a grid of three axes is three panels side by side (it was 832 × 1898, three strips
+    one above the other)."""
+    path = tmp_path / "grid.yaml"
+    path.write_text("review: grid\ndefaults:\n  chips: [h200]\nservices:\n  - name: chat\n    model: llama-3.1-8b\n"
+                    "    concurrency: 64\n    context_length: 8192\ngrid:\n  growth: [1, 2]\n  price.h200: [3, 5]\n"
+                    "  context_length: [8192, 16384]\n")
+    out = str(tmp_path / "grid.png")
+    figs = _figures(monkeypatch, ["scenario", str(path), "--variants", "--chart", out])
+    width, height = figs[out]["inches"]
+    assert width > 2 * height
+    panels = [ax for ax in figs[out]["fig"].axes if ax.get_xlabel()]
+    assert len(panels) == 3 and len({round(ax.get_position().y0, 3) for ax in panels}) == 1  # one row
+
+
+def test_the_rate_charts_top_label_stays_inside_its_axes(monkeypatch, tmp_path):
+    """Item 13: a label's white frame stays below its axes' top line, 2 pixels clear (charts.py
+    LABEL_GAP_PX; the rate chart's top label's frame reached 627.3 px against a top at 627 and hid it)."""
+    out = str(tmp_path / "rate.png")
+    figs = _figures(monkeypatch, ["compare", "--model", "llama-3.1-70b", "--chip", "h100", "--isl", "2000", "--osl",
+                                  "500", "--requests-per-second", "5", "--requests-per-second", "10",
+                                  "--requests-per-second", "20", "--p99-ttft-ms", "2000", "--p90-tpot-ms", "40",
+                                  "--chart", out])
+    frames = figs[out]["frames"]
+    assert frames and all(top <= axes_top - 2 for _, top, axes_top in frames), frames  # clear of the top line
