@@ -411,7 +411,7 @@ def comparison_answer(c: Comparison, named=None) -> list[str]:
     if not feasible:
         return [f"none of the {plural(len(c.results), 'variant')} serves every service"]
     best = min(feasible, key=lambda r: r.cost_per_hour)
-    return [f"cheapest: {best.variant}", *fleet_answer(best, named)]
+    return [f"cheapest: {best.variant}", *(f"  {line}" for line in fleet_answer(best, named))]
 
 
 def render_comparison(c: Comparison, console: Console, named=None) -> None:
