@@ -116,7 +116,7 @@ def test_the_serving_tables_never_cut_a_number(monkeypatch, serving_json, mode, 
     dis = plan["disaggregated"]
     start = text.index("disaggregated: dsv4-flash at 4 requests/s")
     pools = text[start:text.index("the chosen fleet and the best fleets", start)]
-    alternatives = text[text.index("the chosen fleet and the best fleets", start):text.index("\nsearch: ", start)]
+    alternatives = text[text.index("the chosen fleet and the best fleets", start):text.index("\nhand-over: ", start)]
     for section in (pools, alternatives):
         assert all(len(line) <= width for line in section.splitlines()), section
     for role in ("prefill", "decode"):

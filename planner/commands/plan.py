@@ -550,7 +550,7 @@ def print_serving(choice, request: PlanRequest, options: dict) -> None:
     """Both plans as text (the aggregated one with auto), then which is cheaper and why."""
     from planner import defaults
     from planner import numbers as fmt
-    from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
+    from planner.report.disagg_render import disagg_answer, render_choice, render_disagg, render_disagg_infeasible
     from planner.report.render import render_infeasible, render_notes, render_plan
     from planner.report.tables import console_for_output
 
@@ -572,7 +572,9 @@ def print_serving(choice, request: PlanRequest, options: dict) -> None:
         render_disagg(dis, console, hours, workload, plan_flag)
     else:
         render_disagg_infeasible(dis, console, workload)
-    if agg is None:  # only the disaggregated plan was asked for: no choice to state
+    if agg is None:  # only the disaggregated plan was asked for: no choice to state; its answer last
         render_notes(choice.notes, console)
-    else:
+    if dis.feasible:
+        disagg_answer(dis, console, plan_flag)
+    if agg is not None:
         render_choice(choice, console)

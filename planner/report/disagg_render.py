@@ -52,8 +52,6 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
     """The feasible disaggregated plan, each role's memory from the kernel its pool carries (a field
     its sentences mention named as `named` calls it)."""
     from planner.numbers import percent, size
-    from planner.report.words import solver_phrase
-    from pricing.errors import render
     from pricing.kernel.report import memory_report
 
     print_table(console, f"disaggregated: {workload}", POOL_COLUMNS, pools_rows(plan, hours), records=True)
@@ -61,8 +59,6 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
         print_table(console, "the chosen fleet and the best fleets of the next prefill × decode shapes",
                     ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))
     h, t = plan.handover, plan.ttft
-    console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
-                  + render(solver_phrase(plan.solver_status), named), soft_wrap=unwrapped(console))
     console.print(f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
                   f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
                   f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}",
@@ -97,6 +93,22 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
     console.print("then the router in front of both pools (vLLM's documented proxy; llm-d's inference scheduler or "
                   "Dynamo's router serve the same role in production):", soft_wrap=unwrapped(console))
     command(console, plan.router.line)
+
+
+def disagg_answer(plan: DisaggPlan, console: Console, named=None) -> None:
+    """The disaggregated plan's answer, its last lines: both pools, their cost, what the search proved."""
+    from planner.numbers import money, plural
+    from planner.report.words import solver_phrase
+    from pricing.errors import render
+
+    p, d = plan.prefill, plan.decode
+    console.print()
+    console.print(f"best: {plural(p.gpus, f'prefill {p.chip} GPU')} as {split(p)} + "
+                  f"{plural(d.gpus, f'decode {d.chip} GPU')} as {split(d)}, "
+                  f"{money(plan.cost_per_hour, p.price_estimate or d.price_estimate)}/hour",
+                  soft_wrap=unwrapped(console), markup=False)
+    console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
+                  + render(solver_phrase(plan.solver_status), named), soft_wrap=unwrapped(console), markup=False)
 
 
 def token_cost_lines(plan: DisaggPlan) -> list[str]:
