@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 from planner import defaults
 
@@ -54,8 +54,7 @@ class StageLine:
 def progress(as_json: bool = False) -> Iterator[None]:
     """The block's stages shown on stderr after the delay (where `wanted`), cleared at its end."""
     if not wanted(as_json):
-        with nullcontext():
-            yield
+        yield
         return
     from planner.progress import listening
 

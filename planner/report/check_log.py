@@ -1,7 +1,7 @@
 """`plan check-log`'s text: the deployment the log was rebuilt as, then predicted against logged
-memory per component in a table that fits the terminal (under 120 columns the explanations follow
-the table, one paragraph each, wrapped at the terminal's width; a figure is never cut), then the
-start-up verdicts."""
+memory per component in a table that fits the terminal (narrower than planner/defaults.yaml
+report.check_log_inline_width the explanations follow the table, one paragraph each, wrapped at the
+terminal's width; a figure is never cut), then the start-up verdicts."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from planner import defaults
 from pricing.units import GiB
 
 
@@ -27,14 +28,17 @@ def _figure(value, unit: str) -> str:
 def render(r, console: Console) -> None:
     """Print a CheckReport (pricing/calibration/check.py) on `console`, every line within its width."""
     d = r.deployment
-    say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False)
+
     say(f"{r.source}: vLLM {r.release} (era {r.era}; CUDA-graph estimate "
         f"{'in' if r.graph_estimate_in_budget else 'not in'} the budget), {r.model} on {r.chip}, "
         f"tp {d['tensor_parallel_size']}, utilization {d['gpu_memory_utilization']}, max_model_len "
         f"{d['max_model_len']:,}, max_num_seqs {d['max_num_seqs']}, max_num_batched_tokens "
         f"{d['max_num_batched_tokens']:,}, {d['cudagraph_mode']}")
     say("")
-    narrow = console.width < 120  # the explanations then follow the table, each under its component's name
+    narrow = console.width < defaults.value("report.check_log_inline_width")  # explanations after the table
     table = Table(box=box.SIMPLE_HEAD, expand=not narrow)
     table.add_column("component", overflow="fold")
     for header in ("predicted", "logged", "error"):
