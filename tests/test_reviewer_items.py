@@ -321,31 +321,30 @@ PLAN = "import sys; from planner.cli import main; sys.exit(main())"
 def _last_screen(args: list[str], tmp_path) -> str:
     """What an 80 × 24 terminal (tmux, its own server) shows once `plan ARGS` has ended and the shell
     prints its prompt ('$ ', the last line, as a user's shell would)."""
-    import os
     import shlex
     import subprocess
     import sys
     import time
 
-    sock = f"plan-screen-{os.getpid()}-{tmp_path.name}"
+    sock = str(tmp_path / "tmux.sock")  # its own server, its socket removed with the test's folder
     script = tmp_path / "run.sh"
     script.write_text(f"#!/bin/bash\ncd {shlex.quote(str(ROOT))}\nunset COLUMNS LINES\n"
                       f"export PYTHONPATH={shlex.quote(str(ROOT))}\n"
                       f"{shlex.quote(sys.executable)} -c {shlex.quote(PLAN)} "
                       + " ".join(map(shlex.quote, args)) + "\necho '$ '\nsleep 600\n")
     script.chmod(0o755)
-    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", str(script)],
+    subprocess.run(["tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", str(script)],
                    check=True)
     try:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             time.sleep(0.5)
-            shot = subprocess.run(["tmux", "-L", sock, "capture-pane", "-p"], capture_output=True, text=True).stdout
+            shot = subprocess.run(["tmux", "-S", sock, "capture-pane", "-p"], capture_output=True, text=True).stdout
             if shot.rstrip().endswith("$"):
                 return shot
         raise AssertionError(f"plan {' '.join(args)} did not end: {shot}")
     finally:
-        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+        subprocess.run(["tmux", "-S", sock, "kill-server"], capture_output=True)
 
 
 @__import__("pytest").mark.skipif(__import__("shutil").which("tmux") is None, reason="tmux is not installed")
