@@ -262,7 +262,11 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
             seen.add(chip.id)
             chips.append(chip)
     if keep is None:
-        return [candidate_table(service, chip, limits) for chip in chips]
+        tables = []
+        for chip in chips:
+            stage(f"sweeping instance shapes on {chip.id}; {sum(t.evaluated for t in tables):,} candidates evaluated")
+            tables.append(candidate_table(service, chip, limits))
+        return tables
     started = [start_table(service, chip, limits) for chip in chips]
     order = sorted(((shape.gpus * chip.price_per_gpu_hour, i, shape) for i, (chip, (_, _, found))
                     in enumerate(zip(chips, started, strict=True)) for shape in found if shape.pp == 1),
@@ -277,6 +281,7 @@ def tables_for(service: ServiceSpec, limits: PoolLimits, keep: int | None = None
             table.skipped += 1
             return
         before = len(table.rows)
+        stage(f"sweeping instance shapes: {sum(t.evaluated for _, t, _ in started):,} candidates evaluated")
         evaluate_shape(model, chips[i], service, shape, table)
         cheapest = cheapest_pool(table.rows[before:], need, table.gpus_per_node,
                                  pool_gpus(limits.max_gpus, table.gpus_per_node, limits.spare),
