@@ -411,13 +411,35 @@ def load_scenario(path: str | Path) -> Scenario:
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
-        lines += _raw_references(raw, where) + _valid_fields_limits(raw, err, where)
+        lines += _raw_references(raw, where) + _valid_fields_limits(raw, err, where) + _raw_grid(raw, where)
         scenario = None
     if scenario is not None:
         lines += check_scenario(scenario, where)
     if lines:
         raise ScenarioErrors(as_written(list(dict.fromkeys(lines)), where, raw, text))
     return scenario
+
+
+def grid_line(where: str, axis: str, err: InputError) -> str:
+    """A grid axis's error at `grid.<axis>` (not at each point it generates)."""
+    return f"{where}: grid.{axis}: {err.problem}" + (f" ({err.fix})" if err.fix else "")
+
+
+def _raw_grid(raw: dict, where: str) -> list[str]:
+    """Each grid axis whose key, or one of whose values, no variant can set, checked on the file as
+    written (so that it is said beside the services' errors, in the same run), once per axis."""
+    grid = raw.get("grid") if isinstance(raw.get("grid"), dict) else {}
+    services = raw.get("services") if isinstance(raw.get("services"), list) else []
+    names = [{"name": s.get("name")} for s in services if isinstance(s, dict)]
+    lines = []
+    for axis, values in grid.items():
+        for value in values if isinstance(values, list) else []:
+            data = {"defaults": {}, "services": [dict(n) for n in names]}
+            try:
+                _override(data, str(axis), value, f"grid.{axis}")
+            except InputError as err:
+                lines.append(grid_line(where, str(axis), err))
+    return list(dict.fromkeys(lines))
 
 
 def _raw_inventory(raw: dict, where: str) -> list[str]:
@@ -617,11 +639,16 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
     lines = (check_references(scenario, where, variants=False, name=name, read=read)
              + check_limits(scenario, where, positions, read=read, name=name))
     base = {line.split(": ", 1)[1] for line in lines}
+    points = {name for name, _ in grid_points(scenario.grid)}
     for variant in scenario.variants:
         try:
             varied = scenario.apply(variant)
         except InputError as err:
-            lines.append(f"{where}: {err}")
+            key = err.field.removeprefix(f"variants.{variant}.")
+            if variant in points and key in scenario.grid:  # an axis's key or value: said once, at the axis
+                lines.append(grid_line(where, key, err))
+            else:
+                lines.append(f"{where}: {err}")
             continue
         prefix = f"{where}: variants.{variant}"
         found = (check_references(varied, prefix, variants=False, name=name, read=read)

@@ -119,8 +119,9 @@ def test_check_log_reads_standard_input(capsys, monkeypatch):
 @pytest.mark.parametrize("args, says", [
     (["v0.8.4-pr17122-l40s-llama31-8b.log", "--chip", "l40s", "--model", "llama-3.1-8b"],
      "no 'Available KV cache memory' line"),
-    (["v0.10-issue25350-fp8-kv-100k.log", "--chip", "h100"], "the log names no model"),
-    (["v0.10-issue25350-fp8-kv-100k.log", "--model", "llama-3.1-8b"], "--chip: the log does not name the GPU"),
+    (["v0.10-issue25350-fp8-kv-100k.log", "--chip", "h100", "--vllm-version", "0.10.2"], "the log names no model"),
+    (["v0.10-issue25350-fp8-kv-100k.log", "--model", "llama-3.1-8b", "--vllm-version", "0.10.2"],
+     "--chip: the log does not name the GPU"),
     (["v0.10-issue25350-fp8-kv-100k.log", "--chip", "h100", "--model", "llama-3.1-8b"], "states no release"),
 ])
 def test_missing_lines_are_one_line_and_exit_2(capsys, args, says):

@@ -191,7 +191,8 @@ LOG_LINES = sorted({line for path in sorted((ROOT / "tests" / "fixtures" / "star
 def test_any_startup_log_is_answered(tmp_path_factory, lines, flags):
     path = tmp_path_factory.mktemp("log") / "vllm.log"
     path.write_text("\n".join(lines) + "\n")
-    answer(["check-log", str(path), *[word for flag in flags for word in flag]])
+    answer(["check-log", str(path), *[word for flag in flags for word in flag]], several=str(path))  # the
+    # options the log leaves unstated, at once: the GPU's line first (--chip), then the log's (model, release)
 
 
 WHOLE_LOGS = sorted(p for p in (ROOT / "tests" / "fixtures" / "startup_logs").glob("*.log"))
@@ -211,4 +212,5 @@ def test_any_edit_of_a_real_startup_log_is_answered(tmp_path_factory, log, data)
         text = text[:start] + data.draw(NUMBER_WORDS) + text[end:]
     path = tmp_path_factory.mktemp("log") / log.name
     path.write_text(text)
-    answer(["check-log", str(path), "--chip", data.draw(st.sampled_from(["h100", "a100-40gb", "h200"]))])
+    answer(["check-log", str(path), "--chip", data.draw(st.sampled_from(["h100", "a100-40gb", "h200"]))],
+           several=str(path))

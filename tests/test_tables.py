@@ -37,9 +37,8 @@ def test_the_plan_table_never_cuts_a_number(monkeypatch, million, columns):
     width = int(columns or defaults.value("report.pipe_width"))
     code, text = run(MILLION)
     assert code == 0
-    table = text[:text.index("\nbest: ")]  # the table, its notes and the footnotes: all fitted to the width
-    fitted = table[:table.index("\nsearch: ")]  # the search line is one line for any width (soft wrap)
-    assert all(len(line) <= width for line in fitted.splitlines()), table
+    table = text[:text.index("\nspeed (step model): ")]  # the table, its notes and footnotes: fitted to the width
+    assert all(len(line) <= width for line in table.splitlines()), table
     dropped = re.search(r"\(not shown at (\d+) columns: (.*?); widen", " ".join(table.split()))
     hidden = dropped.group(2).split(", ") if dropped else []
     blocks = "(one row a block: the table takes" in " ".join(table.split())
@@ -106,7 +105,7 @@ def test_the_serving_tables_never_cut_a_number(monkeypatch, serving_json, mode, 
     plan = serving_json[mode]
     if mode == "auto":
         agg = plan["aggregated"]
-        table = text[:text.index("\nbest: ")]
+        table = text[:text.index("\nspeed (step model): ")]
         assert all(len(line) <= width for line in table.splitlines()), table
         for pool in [agg["best"], *agg["alternatives"]]:
             _present(table, {"GPUs": f"{pool['gpus']:,}", "held": f"{pool['held']:,}",
@@ -117,7 +116,7 @@ def test_the_serving_tables_never_cut_a_number(monkeypatch, serving_json, mode, 
     dis = plan["disaggregated"]
     start = text.index("disaggregated: dsv4-flash at 4 requests/s")
     pools = text[start:text.index("the chosen fleet and the best fleets", start)]
-    alternatives = text[text.index("the chosen fleet and the best fleets", start):text.index("\nsearch: ", start)]
+    alternatives = text[text.index("the chosen fleet and the best fleets", start):text.index("\nhand-over: ", start)]
     for section in (pools, alternatives):
         assert all(len(line) <= width for line in section.splitlines()), section
     for role in ("prefill", "decode"):

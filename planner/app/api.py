@@ -118,6 +118,17 @@ def _by_rate(fields: dict) -> dict:
     return {**fields, "concurrency": 1}
 
 
+def _no_concurrency_asked(result: PlanResult, by_rate: bool) -> None:
+    """An aggregated plan sized by the rate, or by service targets without a concurrency: its target
+    says so, and no headroom is counted over the 1 request held in a concurrency's place."""
+    if by_rate:
+        result.target.sized_by_rate = True
+    if result.target.implicit_concurrency:
+        for p in [result.best, *result.alternatives]:
+            if p is not None:
+                p.headroom_percent = None
+
+
 def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool | None = None,
          **fields) -> PlanResult:
     """The cheapest aggregated pool for one service, its alternatives, and when nothing fits why
@@ -135,13 +146,8 @@ def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool 
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
     with session():  # one graph of the model for the check, the search and the plan (`sweep_model`)
         check_service(request.service)
-        result = pool.plan(request, named)
-    if by_rate:
-        result.target.sized_by_rate = True
-    if result.target.implicit_concurrency:  # a headroom over the 1 held in a concurrency's place is none
-        for p in [result.best, *result.alternatives]:
-            if p is not None:
-                p.headroom_percent = None
+        result = pool.plan(request, named, by_rate)
+    _no_concurrency_asked(result, by_rate)
     s = request.service
     notes = _notes(request, by_rate) + unused_acceptance(s.speculative_acceptance, s.num_speculative_tokens)
     result.notes[:0] = [render(n, named) for n in notes]
@@ -162,7 +168,9 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
     with session():
         check_service(request.service)
-        choice = choose(request, named)
+        choice = choose(request, named, by_rate)
+    if choice.aggregated is not None:
+        _no_concurrency_asked(choice.aggregated, by_rate)
     # the rate sizes an aggregated pool only where one is planned (disagg sizes both of its pools by the rate)
     notes = [render(n, named) for n in _notes(request, by_rate and choice.aggregated is not None)]
     if choice.aggregated is not None:

@@ -9,7 +9,7 @@ max_num_seqs (vLLM's default, or the token budget, which max_num_seqs may not ex
 from __future__ import annotations
 
 from planner.candidates.latency import memory_only_gpus, step_replicas
-from planner.candidates.shapes import ChipTable, Row
+from planner.candidates.shapes import ChipTable, Row, replica_cap
 from planner.candidates.step_fields import StepFigures
 from planner.numbers import count, duration, given, money, number, ratio, size
 from planner.request import ServiceSpec
@@ -25,10 +25,12 @@ def _narrower(v) -> str:
             f"{size(v.budget)} budget, short of one {size(v.request_bytes)} request")
 
 
-def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs_cap: int) -> str:
+def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs_cap: int, asked: bool = True) -> str:
     """One phrase naming what sets the size of `replicas` × `row` on `table`'s chip for `target`
-    requests; `kernel` is the row's verified kernel, `seqs_cap` vLLM's default max_num_seqs."""
+    requests; `kernel` is the row's verified kernel, `seqs_cap` vLLM's default max_num_seqs;
+    `asked`: the target was asked (not a rate's floor of one request, which no phrase quotes)."""
     held = row.concurrency * replicas
+    of_asked = f" of the {count(target)} asked" if asked else ""
     if replicas == 1 and held > target:
         started = [v for v in table.verdicts if v.held_per_rank > 0]
         narrowest = min((v.shape.gpus for v in started), default=row.gpus)
@@ -39,28 +41,85 @@ def binding(table: ChipTable, row: Row, replicas: int, target: int, kernel, seqs
             domain = f" (the NVLink domain is {table.chip.nvlink_domain} GPUs)" \
                 if row.shape.tp == table.chip.nvlink_domain else ""
             return (f"weights force the split: {size(kernel.fixed_bytes().weights)} of weights per rank need "
-                    f"{row.gpus} GPUs ({row.shape.split()}){domain}{where}; one instance holds {count(held)} of the "
-                    f"{count(target)} asked")
+                    f"{row.gpus} GPUs ({row.shape.split()}){domain}{where}; one instance holds {count(held)}{of_asked}")
         if row.gpus == 1:
-            return f"one GPU is the smallest pool: it holds {count(held)} of the {count(target)} asked"
+            return f"one GPU is the smallest pool: it holds {count(held)}{of_asked}"
     per_rank = row.held_per_rank
+    if replicas == 1 and held > target and row.gpus > 1 and asked:
+        fewer = _fewer_gpus(table, row.gpus, target)
+        if fewer:
+            ranks = (f"its {count(row.shape.dp)} ranks hold {count(per_rank)} each, {count(held)} in all"
+                     if row.shape.dp > 1 else f"its rank holds {count(held)}")
+            return (f"KV cache: {fewer}; this instance is the smallest that holds them: {ranks} "
+                    f"({_per_rank_words(kernel)})")
     if per_rank == row.max_num_batched_tokens and per_rank < seqs_cap:
         return f"token budget: max_num_seqs may not exceed max_num_batched_tokens {row.max_num_batched_tokens:,}"
     if per_rank >= seqs_cap:
         return f"max_num_seqs: vLLM's default cap of {seqs_cap:,} requests per rank"
+    return (f"KV cache: {count(per_rank)} requests of {count(kernel.engine.max_model_len)} tokens per rank "
+            f"({_per_rank_words(kernel)})")
+
+
+def _per_rank_words(kernel) -> str:
+    """A rank's KV pool and what one request at the context length takes of it."""
     length = kernel.engine.max_model_len
     admission = kernel.sequence_admission_bytes()
     each = (f"{size(kernel.request_bytes())} each: {size(kernel.sequence_variable_bytes(length))} of KV cache and "
             f"{size(admission)} reserved at admission" if admission else f"{size(kernel.request_bytes())} each")
-    return (f"KV cache: {count(per_rank)} requests of {count(length)} tokens per rank ({size(kernel.kv_pool())} pool, "
-            f"{each}; vLLM's maximum concurrency, {ratio(kernel.instance.max_concurrency())}, is before the KV margin "
-            "and whole blocks per group)")
+    return (f"{size(kernel.kv_pool())} pool, {each}; vLLM's maximum concurrency, "
+            f"{ratio(kernel.instance.max_concurrency())}, is before the KV margin and whole blocks per group")
 
 
-def latency_binding(table: ChipTable, row: Row, service: ServiceSpec, step: StepFigures | None, memory: str) -> str:
+def _memory_held(table: ChipTable, row: Row) -> int:
+    """Requests per rank `row`'s memory holds (before a latency target capped it)."""
+    cap = table.latency.get(row)
+    return cap.memory if cap is not None else row.held_per_rank
+
+
+def _fewer_gpus(table: ChipTable, gpus: int, target: int) -> str | None:
+    """Why no pool of fewer than `gpus` GPUs of the chip serves `target` on memory: the most any
+    split's replicas on fewer GPUs hold, in words; None when some such pool holds the target
+    (a latency target, not memory, then rules it out)."""
+    best = None
+    for r in table.dominant():
+        if r.gpus >= gpus:
+            continue
+        n = replica_cap(r.gpus, table.gpus_per_node, gpus - 1)
+        held = n * r.shape.dp * _memory_held(table, r)
+        if n and (best is None or held > best[0]):
+            best = (held, n, r)
+    if best is None or best[0] >= target:
+        return None
+    held, n, r = best
+    return (f"fewer than {count(gpus)} {table.chip.id} GPUs hold at most {count(held)} of the {count(target)} asked "
+            f"({count(n)} × ({r.shape.split()}), {count(_memory_held(table, r))} requests of "
+            f"{count(table.context_length)} tokens per rank)")
+
+
+def _forced_split(table: ChipTable, row: Row, replicas: int, service: ServiceSpec) -> str | None:
+    """A latency target that rules out a pool of no more GPUs than the chosen one which memory
+    alone would have served: the pool the target forced away from, and its figures; None when none."""
+    gpus, target = row.gpus * replicas, service.required
+    for r in sorted(table.dominant(), key=lambda r: (-r.gpus, r.shape)):
+        cap = table.latency.get(r)
+        if r.shape == row.shape or cap is None or cap.binds == "memory" or r.gpus > gpus:
+            continue
+        n = replica_cap(r.gpus, table.gpus_per_node, gpus) or 0
+        if n * r.shape.dp * cap.memory >= target > n * r.concurrency:
+            bound = service.tpot_ms if cap.binds == "tpot" else service.ttft_ms
+            return (f"{cap.binds} {duration(bound)} forced ({row.shape.split()}): {count(n)} × ({r.shape.split()}) "
+                    f"on {count(n * r.gpus)} GPUs serve {count(n * r.concurrency)} of the {count(target)} asked "
+                    f"within it ({count(r.held_per_rank)} per rank; their memory would hold "
+                    f"{count(n * r.shape.dp * cap.memory)})")
+    return None
+
+
+def latency_binding(table: ChipTable, row: Row, replicas: int, service: ServiceSpec, step: StepFigures | None,
+                    memory: str) -> str:
     """The phrase naming what sets the pool's size: a latency target when it needs more
-    replicas than memory would, else `memory` (the memory phrase), noting a target's cap on
-    max_num_seqs when it lowers it."""
+    replicas than memory would, or rules out a split of no more GPUs that memory alone would
+    serve, else `memory` (the memory phrase), noting a target's cap on max_num_seqs when it
+    lowers it."""
     cap = table.latency.get(row)
     if step is None or cap is None:
         return memory
@@ -74,6 +133,9 @@ def latency_binding(table: ChipTable, row: Row, service: ServiceSpec, step: Step
                 f"(max_num_seqs {count(cap.held)}) where its memory holds {count(cap.memory)}; memory alone would need "
                 f"{count(memory_only_gpus(table, service))} {table.chip.id} GPUs, the target "
                 f"{count(row.gpus * step_replicas(step, row))}")
+    forced = _forced_split(table, row, replicas, service)
+    if forced:
+        memory = f"{forced}; {memory}"
     if cap.binds != "memory":
         target = service.tpot_ms if cap.binds == "tpot" else service.ttft_ms
         return (f"{memory}; {cap.binds} {duration(target)} caps max_num_seqs at {count(cap.held)} (memory would hold "

@@ -12,7 +12,7 @@ from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.service import ResolvedService
 from planner.candidates.table import ChipTable, Row, priced_chip
 from planner.kinds import Serving
-from planner.numbers import count, duration, given, money, number, percent, size, tokens, with_article
+from planner.numbers import count, duration, given, money, number, percent, plural, size, tokens, with_article
 from planner.request import ServiceSpec
 from planner.search.disagg import RATE_UNITS, _table, search
 from pricing.chips import Chip
@@ -84,7 +84,7 @@ def role_pools(resolved: ResolvedService, pair, p: int, d: int, rate: float, nod
     ranks = p * pf.row.shape.dp
     util = rate / (ranks * pf.service_rate)
     wait = md1_wait(rate / ranks, pf.service_rate)
-    p_binds = (f"ttft {duration(service.ttft_ms)} at {given(rate)} requests/s: {count(ranks)} prefill ranks at "
+    p_binds = (f"ttft {duration(service.ttft_ms)} at {given(rate)} requests/s: {plural(ranks, 'prefill rank')} at "
                f"{percent(util, 0)} utilization wait {duration(wait * 1000)} (M/D/1), prefill "
                f"{with_article(tokens(w.isl))} prompt in {duration(pf.prompt_seconds * 1000)}, hand it over in "
                f"{duration(h.seconds * 1000)} over {h.link.name}")
@@ -177,20 +177,21 @@ def handover_of(pair):
                     one_node=pair.node_gpus is not None)
 
 
-def plan_serving(request, named=None):
+def plan_serving(request, named=None, by_rate: bool = False):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
-    cheaper (planner/app/serving.py ServingChoice; the aggregated plan wins a tie)."""
-    return choose_serving(ResolvedService.of(request.service, request.limits), request.alternatives, named)
+    cheaper (planner/app/serving.py ServingChoice; the aggregated plan wins a tie). `by_rate`: no
+    concurrency was asked, the rate sizes the aggregated pool."""
+    return choose_serving(ResolvedService.of(request.service, request.limits), request.alternatives, named, by_rate)
 
 
-def choose_serving(resolved: ResolvedService, alternatives: int | None = None, named=None):
+def choose_serving(resolved: ResolvedService, alternatives: int | None = None, named=None, by_rate: bool = False):
     """`plan_serving` for a service already resolved (a scenario's `serving: auto`, planner/app/fleet.py)."""
     from planner.app.plan import plan_pool
     from planner.app.serving import ServingChoice
 
     service = resolved.spec
     mode = Serving(service.serving)
-    agg = plan_pool(resolved, alternatives, named) if mode in (Serving.AGG, Serving.AUTO) else None
+    agg = plan_pool(resolved, alternatives, named, by_rate) if mode in (Serving.AGG, Serving.AUTO) else None
     dis = plan_disagg(resolved, alternatives, named) if mode in (Serving.DISAGG, Serving.AUTO) else None
     chosen, why = _cheaper(agg, dis)
     same = None
@@ -242,10 +243,12 @@ def _cheaper(agg, dis) -> tuple[Serving, str]:
         speed = (f"; {number(a.step.pool_requests_per_second)} requests/s at {duration(a.step.tpot_ms)} per output "
                  f"token, first token in {duration(a.step.ttft_ms)} of chunked prefill (no queueing for admission "
                  "modelled)")
-    agg_phrase = (f"aggregated: {count(a.gpus)} {a.chip} GPUs at {money(a.cost_per_hour, a.price_estimate)}/hour, each "
+    agg_phrase = (f"aggregated: {plural(a.gpus, f'{a.chip} GPU')} at {money(a.cost_per_hour, a.price_estimate)}/hour, "
+                  "each "
                   f"instance prefilling beside its decodes ({a.binds}{speed})")
     estimate = p.price_estimate or d.price_estimate
-    dis_phrase = (f"disaggregated: {count(p.gpus)} prefill {p.chip} GPUs + {count(d.gpus)} decode {d.chip} GPUs at "
+    pools = f"{plural(p.gpus, f'prefill {p.chip} GPU')} + {plural(d.gpus, f'decode {d.chip} GPU')}"
+    dis_phrase = (f"disaggregated: {pools} at "
                   f"{money(dis.cost_per_hour, estimate)}/hour (prefill {p.binds_role}; decode {d.binds_role}; the KV "
                   f"cache crosses {dis.handover.link} in {duration(dis.handover.transfer_ms)})")
     if dis.cost_per_hour < a.cost_per_hour:

@@ -177,7 +177,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
                         default_max_num_seqs(model, table.chip, length))
         step = latency.figures(model, table, p.spec, row, replicas)
-        binds = latency_binding(table, row, p.spec, step, binds)
+        binds = latency_binding(table, row, replicas, p.spec, step, binds)
         prices = {t.chip.id: t.chip.price_per_gpu_hour for t in p.tables}
         served, binds = serving_figures(p.spec, (p.sized or {}).get((row.chip, row)), replicas, binds,
                                         (p.sized, prices))

@@ -22,13 +22,15 @@ from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
 
 
-def plan(request: PlanRequest, named=None) -> PlanResult:
+def plan(request: PlanRequest, named=None, by_rate: bool = False) -> PlanResult:
     """The cheapest pool for one service, the next alternatives, and, when nothing fits, why (a
-    rejected flag named as `named` calls its field: the command's flag; None: the field)."""
-    return plan_pool(ResolvedService.of(request.service, request.limits), request.alternatives, named)
+    rejected flag named as `named` calls its field: the command's flag; None: the field).
+    `by_rate`: no concurrency was asked (the rate sizes the pool), so none is quoted as asked."""
+    return plan_pool(ResolvedService.of(request.service, request.limits), request.alternatives, named, by_rate)
 
 
-def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=None) -> PlanResult:
+def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=None,
+              by_rate: bool = False) -> PlanResult:
     """`plan` of a service resolved once by the command (planner/candidates/service.py)."""
     service, limits = resolved.spec, resolved.limits
     found = search(resolved, alternatives)
@@ -36,7 +38,7 @@ def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=
     by_chip = {t.chip.id: t for t in found.tables}
     prices = {t.chip.id: t.chip.price_per_gpu_hour for t in found.tables}
     pools = [pool_plan(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)),
-                   (found.sized, prices), limits.spare) for o, n in found.ranked]
+                   (found.sized, prices), limits.spare, asked=not by_rate) for o, n in found.ranked]
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
@@ -99,18 +101,18 @@ def margin_of(service: ServiceSpec) -> Margin:
 
 
 def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
-              every=None, spare: int = 0) -> PoolPlan:
+              every=None, spare: int = 0, asked: bool = True) -> PoolPlan:
     """One chosen row at `replicas`, verified by the kernel, with what binds it, its step and serving
-    figures, its costs per token and its launch."""
+    figures, its costs per token and its launch (`asked`: the service's concurrency was asked)."""
     row = option.row
     kernel = verify(model, table, service, row)
     d = row.deployment.model_copy(
         update={"speculative_method": kernel.engine.spec_method})
     held = row.concurrency * replicas
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
-                    default_max_num_seqs(model, table.chip, kernel.engine.max_model_len))
+                    default_max_num_seqs(model, table.chip, kernel.engine.max_model_len), asked)
     step = latency.figures(model, table, service, row, replicas)
-    binds = latency_binding(table, row, service, step, binds)
+    binds = latency_binding(table, row, replicas, service, step, binds)
     served, binds = serving_figures(service, sizing, replicas, binds, every)
     cost = round(option.price * row.gpus * replicas, 4)
     per_output, per_input = token_costs(service, step, cost)

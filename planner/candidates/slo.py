@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from planner import defaults
 from planner.candidates.shapes import ChipTable, Row, pool_gpus, replica_cap
@@ -199,15 +199,26 @@ def binding(service: ServiceSpec, sizing: Sizing) -> tuple[int, list[tuple[str, 
 
 
 class ParetoPoint(BaseModel):
-    """One simulated pool: a shape at a replica count, its p99 TPOT and its cost per token."""
+    """One simulated pool: a shape at a replica count, its TPOT (p99, and at the percentile the TPOT
+    target names) and its cost per token."""
 
     chip: str
     split: str = Field(description="the instance's split, 'tp 8' or 'tp 1 × dp 4'")
     replicas: int
     p99_tpot_ms: float
+    tpot_percentile: int = Field(99, description="the percentile of TPOT the target names (99 without a TPOT "
+                                 "target): the front's axis")
+    tpot_ms: float | None = Field(None, description="TPOT at tpot_percentile (p99_tpot_ms when that is 99)")
     cost_per_million_output_tokens: float
-    front: bool = Field(description="on the Pareto front: no simulated pool both cheaper and faster")
+    front: bool = Field(description="on the Pareto front over tpot_ms: no simulated pool both cheaper and faster")
+    meets_tpot: bool = Field(True, description="tpot_ms meets the TPOT target (true without one)")
     chosen: bool = Field(False, description="the pool the plan reports")
+
+    @model_validator(mode="after")
+    def _at_p99_unless_told(self):
+        if self.tpot_ms is None:
+            self.tpot_ms = self.p99_tpot_ms
+        return self
 
 
 def frontier(service: ServiceSpec, sized: dict, prices: dict[str, float]) -> list[ParetoPoint]:
@@ -216,6 +227,8 @@ def frontier(service: ServiceSpec, sized: dict, prices: dict[str, float]) -> lis
     cheapest pool for each. `prices`: USD per GPU-hour by chip."""
     w = service.workload
     tokens_an_hour = w.requests_per_second * w.osl * 3600
+    bounds = [(p, ms) for metric, p, ms in service.slo.targets if metric == "tpot"]
+    percentile = bounds[0][0] if bounds else 99  # the axis: the first TPOT target's percentile
     points = []
     for (chip, row), sizing in sized.items():
         split = f"tp {row.shape.tp}" + (f" × pp {row.shape.pp}" if row.shape.pp > 1 else "") + (
@@ -224,14 +237,18 @@ def frontier(service: ServiceSpec, sized: dict, prices: dict[str, float]) -> lis
             if r < sizing.memory or any(m != "tpot" for m, _, _, _ in misses(service, served)):
                 continue
             cost = r * row.gpus * prices[chip] / tokens_an_hour * 1e6
-            points.append([chip, split, r, served.tpot.percentile(99) * 1000, cost])
+            meets = all(served.tpot.percentile(p) * 1000 <= ms for p, ms in bounds)
+            points.append([chip, split, r, served.tpot.percentile(percentile) * 1000, cost,
+                           served.tpot.percentile(99) * 1000, meets])
     points.sort(key=lambda p: (p[3], p[4]))
     out, cheapest = [], math.inf
-    for chip, split, r, tpot, cost in points:
+    for chip, split, r, tpot, cost, p99, meets in points:
         front = cost < cheapest
         cheapest = min(cheapest, cost)
-        out.append(ParetoPoint(chip=chip, split=split, replicas=r, p99_tpot_ms=round(tpot, 2),
-                               cost_per_million_output_tokens=round(cost, 4), front=front))
+        out.append(ParetoPoint(chip=chip, split=split, replicas=r, p99_tpot_ms=round(p99, 2),
+                               tpot_percentile=percentile, tpot_ms=round(tpot, 2),
+                               cost_per_million_output_tokens=round(cost, 4), front=front,
+                               meets_tpot=meets))
     return out
 
 

@@ -8,7 +8,7 @@ import sys
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import names_flags, own_flag
+from planner.commands.flags import InputErrors, names_flags, own_flag
 from planner.commands.registry_option import registry_option
 from pricing.errors import named_all
 
@@ -57,13 +57,22 @@ def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilizati
     """Read a vLLM start-up log (FILE, or - for standard input) of any release from 0.6 to 0.33,
     rebuild its deployment, and print predicted against logged memory per component, with the
     error and the registry value behind each gap."""
-    from pricing.calibration.check import check, render
+    from planner.report.check_log import render
+    from planner.report.tables import console_for_output
+    from pricing.calibration.check import check, unstated
     from pricing.calibration.startup_log import parse
 
     text, source = _read(file)
+    log = parse(text)
+    missing = unstated(log, source, model, chip, release) if log.startup_log else []
+    if len(missing) > 1:  # every option the log leaves to be given, in one run
+        raise InputErrors(missing)
     fill = {"tp": tp, "max_num_seqs": max_num_seqs, "gpu_memory_utilization": gpu_memory_utilization}
-    report = named_all(check(parse(text), source, model=model, chip=chip, release=release, fill=fill), own_flag)
-    click.echo(report.model_dump_json(indent=2) if as_json else render(report))
+    report = named_all(check(log, source, model=model, chip=chip, release=release, fill=fill), own_flag)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        render(report, console_for_output())
 
 
 @click.command("calibrate")

@@ -248,3 +248,23 @@ def one_line_each(lines: list[str]) -> str:
     """Error lines joined by newlines, each kept one line: a control character or a line separator a
     user's file or flag held (a key `\\x85`, a newline in a value) shown escaped, as Python writes it."""
     return "\n".join(UNPRINTABLE.sub(lambda m: repr(m.group(0))[1:-1], line) for line in lines)
+
+
+class InputErrors(InputError):
+    """Several bad inputs found at once, one line each (`lines`, as planner/cli.py main prints
+    them), each named as the command calls its fields."""
+
+    def __init__(self, errors: list[InputError]):
+        self.errors = list(errors)
+        super().__init__(self.errors[0].field, *self.errors[0].text)
+        self.lines = [str(e) for e in self.errors]
+
+    def __reduce__(self):
+        return (type(self), (self.errors,))
+
+    @property
+    def mentions(self) -> list[str]:
+        return [m for e in self.errors for m in e.mentions]
+
+    def as_named(self, name) -> InputErrors:
+        return InputErrors([e.as_named(name) for e in self.errors])

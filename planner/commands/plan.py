@@ -16,6 +16,7 @@ import click
 
 from planner.commands import ranges
 from planner.commands.flags import check_options, in_flags, names_flags, own_flag, plan_flag
+from planner.commands.progress import progress
 from planner.commands.registry_option import registry_option
 from planner.limits import (
     MAX_CONCURRENCY,
@@ -500,7 +501,8 @@ def run(ctx: click.Context, **options) -> None:
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
     try:
-        result = api.plan(request, named=plan_flag, sized_by_rate=by_rate)
+        with progress(options["as_json"]):
+            result = api.plan(request, named=plan_flag, sized_by_rate=by_rate)
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     if chart_path and result.feasible:
@@ -550,7 +552,8 @@ def run_max_rate(ctx: click.Context, options: dict) -> None:
     emit.check_serving(to, [(asked.service.model, asked.service.serving)])
     try:
         request = api.max_rate_request(asked.service, slo_from(options), asked.limits)
-        result = api.max_rate(request, named=plan_flag)
+        with progress(options["as_json"]):
+            result = api.max_rate(request, named=plan_flag)
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     if options["as_json"]:
@@ -629,7 +632,8 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
     from planner.commands import emit
 
     try:
-        out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate)
+        with progress(options["as_json"]):
+            out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate)
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     choice = out.serving
@@ -652,7 +656,7 @@ def print_serving(choice, request: PlanRequest, options: dict) -> None:
     """Both plans as text (the aggregated one with auto), then which is cheaper and why."""
     from planner import defaults
     from planner import numbers as fmt
-    from planner.report.disagg_render import render_choice, render_disagg, render_disagg_infeasible
+    from planner.report.disagg_render import disagg_answer, render_choice, render_disagg, render_disagg_infeasible
     from planner.report.render import render_infeasible, render_notes, render_plan
     from planner.report.tables import console_for_output
 
@@ -674,7 +678,9 @@ def print_serving(choice, request: PlanRequest, options: dict) -> None:
         render_disagg(dis, console, hours, workload, plan_flag)
     else:
         render_disagg_infeasible(dis, console, workload)
-    if agg is None:  # only the disaggregated plan was asked for: no choice to state
+    if agg is None:  # only the disaggregated plan was asked for: no choice to state; its answer last
         render_notes(choice.notes, console)
-    else:
+    if dis.feasible:
+        disagg_answer(dis, console, plan_flag)
+    if agg is not None:
         render_choice(choice, console)

@@ -31,6 +31,7 @@ from planner.commands.plan import (
     write_charts,
     write_html,
 )
+from planner.commands.progress import wanted
 from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
@@ -78,16 +79,38 @@ def check_concurrency(n: int, flag: str) -> None:
         raise InputError(flag, f"{n:,} is outside 1 … {limit:,}", "give the concurrent requests one review plans for")
 
 
+def unplanned(scenario) -> str | None:
+    """Without --variants or --variant: the file's variants and grid points that are not planned, in
+    one line (None when it has none)."""
+    from planner.numbers import plural
+    from planner.scenario import grid_points
+
+    points = {name for name, _ in grid_points(scenario.grid)}
+    named = [v for v in scenario.variants if v not in points]
+    parts = ([f"{plural(len(named), 'variant')} ({', '.join(named)})"] if named else []) + (
+        [f"{plural(len(points), 'grid point')} ({' × '.join(scenario.grid)})"] if points else [])
+    if not parts:
+        return None
+    one = len(named) + len(points) == 1
+    return (f"only the base is planned: the file's {' and '.join(parts)} {'is' if one else 'are'} planned with "
+            "--variants (or --variant NAME)")
+
+
 def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, named=file_flag,
-          page: tuple[str, object, object] | None = None) -> int:
+          page: tuple[str, object, object] | None = None, notes: tuple[str, ...] = ()) -> int:
     """The review printed, the fields its sentences mention named as `named` calls them; with
-    `page` (its file, its About, what draws its charts) written as one HTML page instead."""
+    `page` (its file, its About, what draws its charts) written as one HTML page instead; `notes`:
+    the command's own, said on stderr beside the review's."""
     from planner.report.review import markdown
 
     console = _console()
     for r in c.results if with_variants else [c.base]:  # the answer first, one line each on stderr
         if not r.feasible:
             click.echo(short_line(r), err=True)
+    if fmt != "json":  # what the JSON carries as `notes`: input that had no effect, said on stderr, before the
+        # review, whose answer ends it (a terminal's last screen)
+        for note in dict.fromkeys([*notes, *(n for r in (c.results if with_variants else [c.base]) for n in r.notes)]):
+            click.echo(f"plan: note: {note}", err=True)
     if fmt == "json":
         click.echo((c if with_variants else c.base).model_dump_json(indent=2))
     elif fmt == "markdown":
@@ -103,9 +126,6 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
             render_fleet(r, console, named)
         if with_variants:
             render_comparison(c, console, named)
-    if fmt != "json":  # what the JSON carries as `notes`: input that had no effect, said on stderr
-        for note in dict.fromkeys(n for r in (c.results if with_variants else [c.base]) for n in r.notes):
-            click.echo(f"plan: note: {note}", err=True)
     if chart_path:
         from planner.report.schedule_chart import review_charts
 
@@ -163,10 +183,11 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     freeze_imported()
     with_variants = with_variants or bool(variant_names)
     c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
-                   ray_address=ray_address, progress=Ticker(_err_console()), named=file_flag)
+                   ray_address=ray_address, progress=Ticker(_err_console(), wanted(fmt == "json")), named=file_flag)
     page = (page_path, About(releases([scenario, *(scenario.apply(r.variant) for r in c.variants)]),
                              typed_command(ctx)), lambda path: chart(c, path, file_flag)) if page_path else None
-    code = _emit(c, fmt, with_variants, chart_path, page=page)
+    note = None if with_variants else unplanned(scenario)
+    code = _emit(c, fmt, with_variants, chart_path, page=page, notes=(note,) if note else ())
     if to is not None and (c.base.feasible or c.base.emitted_pools):  # the fleet over the day may fit alone
         from planner.report.autoscaler import autoscaled
 
@@ -339,7 +360,7 @@ def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str
         raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
                          "put the what-if in the file's services and variants, or drop FILE")
     c = api.compare(file, time_limit=options["time_limit"], executor=executor, ray_address=ray_address,
-                    progress=Ticker(_err_console()), named=file_option)
+                    progress=Ticker(_err_console(), wanted(fmt == "json")), named=file_option)
     if options["show_provenance"]:
         click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
     path, about = page
@@ -397,7 +418,7 @@ def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: 
     from planner.report.review import Ticker, markdown
 
     points, varying, scenarios, notes = sweep_scenarios(options)
-    ticker = Ticker(_err_console())
+    ticker = Ticker(_err_console(), wanted(fmt == "json"))
     done = [0]
 
     def tick(label: str) -> None:

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -47,10 +48,17 @@ def _pyplot():
     return plt
 
 
-def figure(width: float, height: float, panels: int = 1):
+def figure(width: float, height: float, panels: int = 1, columns: int | None = None):
     """A figure of `panels` (each `width` × `height` inches) side by side, or one above the other
-    when side by side would be wider than a slide; at the resolution it is written at."""
+    when side by side would be wider than a slide; with `columns`, rows of that many panels (the
+    last row's unused places left empty); at the resolution it is written at."""
     plt = _pyplot()
+    if columns is not None:
+        rows = math.ceil(panels / columns)
+        fig, axes = plt.subplots(rows, columns, squeeze=False, dpi=DPI, figsize=(columns * width + 1.5, rows * height))
+        for ax in list(axes.flat)[panels:]:
+            ax.remove()
+        return fig, list(axes.flat)[:panels]
     across = panels * width + 1.5 <= WIDEST_INCHES
     fig, axes = plt.subplots(1 if across else panels, panels if across else 1, squeeze=False, dpi=DPI,
                              figsize=(panels * width + 1.5, height) if across else (width + 1.5, panels * height))
@@ -129,6 +137,18 @@ def extent(t, renderer):
     return Text.get_window_extent(t, renderer)
 
 
+def _framed(t, renderer):
+    """A label's box with its white frame (LABEL_BOX's padding), which would hide the axes' top line."""
+    from matplotlib.transforms import Bbox
+
+    box = extent(t, renderer)
+    patch = t.get_bbox_patch()
+    if patch is None:
+        return box
+    t.update_bbox_position_size(renderer)
+    return Bbox.union([box, patch.get_window_extent(renderer)])
+
+
 def _overlap(a, b) -> bool:
     return a.x0 < b.x1 + LABEL_GAP_PX and b.x0 < a.x1 + LABEL_GAP_PX and \
         a.y0 < b.y1 + LABEL_GAP_PX and b.y0 < a.y1 + LABEL_GAP_PX
@@ -205,7 +225,7 @@ def place_labels(fig, labels: list) -> None:
                 box = extent(a, renderer)
             placed.append(box)
         high = {a.axes for a in labels if a.axes is not None
-                and extent(a, renderer).y1 > a.axes.bbox.y1 - LABEL_GAP_PX}
+                and _framed(a, renderer).y1 > a.axes.bbox.y1 - LABEL_GAP_PX}
         if not high or _ == AXIS_RAISES:  # placed; or as high as the axis may rise: above it, clear of all
             for a in labels:  # a leader line only to a label moved well off its place
                 if a.arrow_patch is not None:
@@ -426,8 +446,16 @@ def variants_chart(c: Comparison, path: str, named=None, into: Batch | None = No
                 ax_gpus.hlines(stock, x - width * 0.5, x + width * 0.5, colors="black", linestyles="--",
                                linewidth=1.2, gid=f"inventory-{chip}-{i}")
                 inventory_drawn = True
-                if said.get(chip) != stock:  # the inventory's figure where it first appears or changes
-                    labels.append(value_label(ax_gpus, f"{count(stock)} {chip} in stock", x, stock, "dimgrey"))
+                if bottom == stock:  # the bar reaches the line: one label says both (two would crowd one point)
+                    labels.append(value_label(ax_gpus, f"{count(bottom)} {chip}, all in stock", x, bottom))
+                    said[chip], bottom = stock, 0
+                    continue
+                if said.get(chip) != stock:  # the inventory's figure where it first appears or changes, left of
+                    # its line (above it, a bar beside would push it up the axis, away from its line)
+                    labels.append(ax_gpus.annotate(f"{count(stock)} {chip} in stock", (x - width * 0.5, stock),
+                                                   xytext=(-3, 0), textcoords="offset points", ha="right",
+                                                   va="center", fontsize=8, color="dimgrey", bbox=LABEL_BOX,
+                                                   zorder=4, arrowprops=LEADER))
                 said[chip] = stock
             if bottom:
                 labels.append(value_label(ax_gpus, f"{count(bottom)} {chip}", x, bottom))
@@ -465,14 +493,15 @@ def variants_chart(c: Comparison, path: str, named=None, into: Batch | None = No
 
 
 def grid_chart(c: Comparison, path: str, named=None, into: Batch | None = None) -> None:
-    """A grid: $/month of every point against each axis (one panel per axis, the points at each
-    value side by side, the cheapest ringed); a value where a point is not served has an ✕ on the
-    axis with how many."""
+    """A grid: $/month of every point against each axis (one panel per axis, in rows of up to three,
+    the points at each value side by side, the cheapest ringed); a value where a point is not
+    served has an ✕ on the axis with how many."""
     from matplotlib.lines import Line2D
 
     hours = defaults.value("report.hours_per_month")
     axes = list(c.grid)
-    fig, panels = figure(4.2, 4.4, panels=len(axes))
+    columns = len(axes) if len(axes) <= 3 else 2 if len(axes) == 4 else 3  # landscape: rows of panels, not a strip
+    fig, panels = figure(min(4.2, (WIDEST_INCHES - 1.5) / columns), 4.4, panels=len(axes), columns=columns)
     labels = []
     by_name = {r.variant: r for r in c.variants}
     estimated, notes = _estimated(c.variants, named)
@@ -526,16 +555,18 @@ def targets_chart(c: Comparison, path: str, named=None, into: Batch | None = Non
         base = next((s for s in c.base.services if s.service == name and s.serving), None)
         if base is not None:
             labels += _pareto_panel(ax_front, base.serving.pareto, f"C{k}", name, MARKERS[k % len(MARKERS)],
-                                    base.chip in estimated)
+                                    base.chip in estimated, bound=tpot_bound(base.serving))
     ax_rate.set_xlabel("requests per second")
     ax_rate.margins(x=0.15)
     for ax in (ax_rate, ax_front):
         _per_token_axis(ax)
         _from_zero(ax)
     _legend(ax_front, title="service")  # one legend for both panels, outside them
-    ax_front.set_xlabel("p99 TPOT, simulated (ms)")
+    axis = tpot_axis([p for s in c.base.services if s.serving for p in s.serving.pareto])
+    ax_front.set_xlabel(f"{axis}, simulated (ms)")
     ax_rate.set_title("cost per token against the rate, by variant", fontsize=9)
-    ax_front.set_title("the base's cost per token against a p99 TPOT target (★ the pool chosen)", fontsize=9)
+    ax_front.set_title(f"the base's cost per token against a {axis} target (★ chosen, ┆ the target, ○ misses it)",
+                       fontsize=9)
     title(fig, f"{c.review or 'capacity review'}: the services with targets")
     _finish(fig, path, labels, notes, into)
 
@@ -750,25 +781,35 @@ def line_chart(series: dict[str, list[tuple]], path: str, x_label: str, title_te
 
 
 def _pareto_panel(ax, points: list, colour: str, label: str, marker: str = "o", estimate: bool = False,
-                  words: bool = True) -> list:
-    """$/M output tokens against p99 TPOT: every pool simulated (faint), the front as a step line
-    (the cheapest pool for each TPOT target), the chosen pool as a star, with its figures when
-    `words` (a panel of several fronts leaves them to the panel beside it); returns the label."""
+                  words: bool = True, bound: float | None = None) -> list:
+    """$/M output tokens against TPOT at the percentile the target names: every pool simulated
+    (faint; hollow where it misses the TPOT target), the front within the target as a step line
+    (the cheapest pool for each TPOT target), the target `bound` as a dotted line, the chosen pool
+    as a star, with its figures when `words` (a panel of several fronts leaves them to the panel
+    beside it); returns the label."""
     if not points:
         return []
-    ax.scatter([p.p99_tpot_ms for p in points], [p.cost_per_million_output_tokens for p in points], s=14,
+    met = [p for p in points if p.meets_tpot]
+    missed = [p for p in points if not p.meets_tpot]
+    ax.scatter([p.tpot_ms for p in met], [p.cost_per_million_output_tokens for p in met], s=14,
                color=colour, alpha=0.25, marker=marker, linewidths=0)
-    front = sorted((p for p in points if p.front), key=lambda p: p.p99_tpot_ms)
-    ax.step([p.p99_tpot_ms for p in front], [p.cost_per_million_output_tokens for p in front], where="post",
+    if missed:
+        ax.scatter([p.tpot_ms for p in missed], [p.cost_per_million_output_tokens for p in missed], s=18,
+                   facecolors="none", edgecolors=colour, alpha=0.6, marker=marker, linewidths=0.8,
+                   gid=f"missing-{label}")
+    front = sorted((p for p in met if p.front), key=lambda p: p.tpot_ms)
+    ax.step([p.tpot_ms for p in front], [p.cost_per_million_output_tokens for p in front], where="post",
             color=colour, marker=marker, markersize=5, label=label, gid=f"front-{label}")
+    if bound is not None:
+        ax.axvline(bound, color=colour, linestyle=":", linewidth=1)  # no gid: a reference line labels may cross
     out = []
     for p in points:
         if p.chosen:
-            ax.scatter([p.p99_tpot_ms], [p.cost_per_million_output_tokens], marker="*", s=260, color=colour,
+            ax.scatter([p.tpot_ms], [p.cost_per_million_output_tokens], marker="*", s=260, color=colour,
                        edgecolors="black", linewidths=0.8, zorder=5, gid=f"chosen-{label}")
             if not words:
                 continue
-            out.append(ax.annotate(chosen_words(p, estimate), (p.p99_tpot_ms, p.cost_per_million_output_tokens),
+            out.append(ax.annotate(chosen_words(p, estimate), (p.tpot_ms, p.cost_per_million_output_tokens),
                                    xytext=(10, 6), textcoords="offset points", fontsize=8, bbox=LABEL_BOX, zorder=6,
                                    color=colour, arrowprops=LEADER))
     return out
@@ -778,60 +819,90 @@ def chosen_words(p, estimate: bool) -> str:
     """The chosen pool's label: what it is and its two figures, as the plan prints them."""
     return (f"chosen: {p.replicas} × {p.chip} {p.split}\n"
             f"{per_million_tokens(p.cost_per_million_output_tokens, estimate)}/M output tokens, "
-            f"p99 TPOT {duration(p.p99_tpot_ms)}")
+            f"p{p.tpot_percentile} TPOT {duration(p.tpot_ms)}")
+
+
+def tpot_axis(points: list) -> str:
+    """The x axis's TPOT: 'p90 TPOT' where every point is at one percentile (the target's), else
+    'TPOT at each target's percentile'."""
+    percentiles = {p.tpot_percentile for p in points}
+    return f"p{percentiles.pop()} TPOT" if len(percentiles) == 1 else "TPOT at each target's percentile"
 
 
 def pareto_chart(serving, path: str, title_text: str, estimated: set[str] | None = None,
                  notes: list[str] | None = None) -> str:
-    """One plan's cost against its TPOT: every pool the sizing simulated that meets the other
-    targets, one colour per chip (SVG ids `pools-<chip>`), the Pareto front as a step line
-    (`front-…`), the chosen pool starred with its figures (`chosen-…`), a p99 TPOT target as a
-    dotted line."""
+    """One plan's cost against its TPOT at the percentile its TPOT target names (p99 without one):
+    every pool the sizing simulated that meets the other targets, one colour per chip (SVG ids
+    `pools-<chip>`), hollow where it misses the TPOT target (`missing-<chip>`), the Pareto front of
+    the pools that meet every target as a step line (`front-…`), the chosen pool starred with its
+    figures (`chosen-…`), the TPOT target as a dotted line (labelled 'target: …')."""
     estimated = estimated or set()
     fig, (ax,) = figure(6.5, 5.0)
+    axis = tpot_axis(serving.pareto) if serving.pareto else "p99 TPOT"
     chips = list(dict.fromkeys(p.chip for p in serving.pareto))
     for j, chip in enumerate(chips):
-        mine = [p for p in serving.pareto if p.chip == chip]
-        ax.scatter([p.p99_tpot_ms for p in mine], [p.cost_per_million_output_tokens for p in mine], s=22,
+        mine = [p for p in serving.pareto if p.chip == chip and p.meets_tpot]
+        ax.scatter([p.tpot_ms for p in mine], [p.cost_per_million_output_tokens for p in mine], s=22,
                    color=f"C{j}", alpha=0.45, marker=MARKERS[j % len(MARKERS)], linewidths=0, gid=f"pools-{chip}",
                    label=f"a pool on {chip}")
-    front = sorted((p for p in serving.pareto if p.front), key=lambda p: p.p99_tpot_ms)
-    ax.step([p.p99_tpot_ms for p in front], [p.cost_per_million_output_tokens for p in front], where="post",
-            color="black", linewidth=1.2, label="the cheapest pool for each p99 TPOT", gid="front-pareto")
+    missed = [p for p in serving.pareto if not p.meets_tpot]
+    for j, chip in enumerate(chips):
+        mine = [p for p in missed if p.chip == chip]
+        if mine:
+            ax.scatter([p.tpot_ms for p in mine], [p.cost_per_million_output_tokens for p in mine], s=26,
+                       facecolors="none", edgecolors=f"C{j}", marker=MARKERS[j % len(MARKERS)], linewidths=1,
+                       gid=f"missing-{chip}", label=f"a pool on {chip} that misses the {axis} target")
+    front = sorted((p for p in serving.pareto if p.front and p.meets_tpot), key=lambda p: p.tpot_ms)
+    ax.step([p.tpot_ms for p in front], [p.cost_per_million_output_tokens for p in front], where="post",
+            color="black", linewidth=1.2, label=f"the cheapest pool for each {axis} within the target",
+            gid="front-pareto")
     labels = []
     for p in serving.pareto:
         if p.chosen:
             j = chips.index(p.chip)
-            ax.scatter([p.p99_tpot_ms], [p.cost_per_million_output_tokens], marker="*", s=300, color=f"C{j}",
+            ax.scatter([p.tpot_ms], [p.cost_per_million_output_tokens], marker="*", s=300, color=f"C{j}",
                        edgecolors="black", linewidths=0.8, zorder=5, gid=f"chosen-{p.chip}", label="the pool chosen")
             labels.append(ax.annotate(chosen_words(p, p.chip in estimated),
-                                      (p.p99_tpot_ms, p.cost_per_million_output_tokens), xytext=(12, 8),
+                                      (p.tpot_ms, p.cost_per_million_output_tokens), xytext=(12, 8),
                                       textcoords="offset points", fontsize=8, bbox=LABEL_BOX, zorder=6,
                                       arrowprops=LEADER))
-    for bound in tpot_targets(serving):
-        ax.axvline(bound, color="dimgrey", linestyle=":", label=f"target: p99 TPOT ≤ {duration(bound)}")
-    ax.set_xlabel("p99 TPOT, simulated (ms)")
+    for percentile, bound in tpot_targets(serving):
+        if f"p{percentile} TPOT" == axis:
+            ax.axvline(bound, color="dimgrey", linestyle=":", label=f"target: {axis} ≤ {duration(bound)}")
+    ax.set_xlabel(f"{axis}, simulated (ms)")
     _per_token_axis(ax)
     _from_zero(ax)
     ax.margins(x=0.08)
     _legend(ax)
     title(fig, title_text)
-    ax.set_title("every pool simulated that meets the other targets: $/M output tokens against p99 TPOT",
+    ax.set_title(f"every pool simulated that meets the other targets: $/M output tokens against {axis}",
                  fontsize=9)
     _finish(fig, path, labels, notes)
-    return "$/M output tokens against p99 TPOT of every pool simulated, the chosen one starred"
+    return f"$/M output tokens against {axis} of every pool simulated, the chosen one starred"
 
 
-def tpot_targets(serving) -> list[float]:
-    """The p99 TPOT bounds among the service targets, in ms (the x axis of the front)."""
-    return [float(t.split("≤")[1].replace("ms", "").replace(",", "")) for t in serving.targets
-            if t.startswith("p99 TPOT")]
+def tpot_targets(serving) -> list[tuple[int, float]]:
+    """The TPOT bounds among the service targets: (percentile, ms), as the targets' words give them
+    ('p90 TPOT ≤ 40 ms')."""
+    out = []
+    for t in serving.targets:
+        m = re.match(r"p(\d+) TPOT ≤ ([\d,.]+) ms", t)
+        if m:
+            out.append((int(m.group(1)), float(m.group(2).replace(",", ""))))
+    return out
+
+
+def tpot_bound(serving) -> float | None:
+    """The TPOT target at the percentile the front is drawn at (None without one)."""
+    axis = {p.tpot_percentile for p in serving.pareto}
+    return next((ms for percentile, ms in tpot_targets(serving) if {percentile} == axis), None)
 
 
 def rate_chart(points: list[dict], results: list, path: str, title_text: str, named=None) -> None:
     """A sweep over the request rate: $/M output tokens against the rate (one series of markers per
     value of the other axes, each point labelled with the pool chosen at that rate and its $/M),
-    and each rate's Pareto front of $/M output tokens against p99 TPOT with its chosen pool starred
+    and each rate's Pareto front of $/M output tokens against TPOT (at the percentile its target names)
+    with its chosen pool starred
     (named on the left, so the fronts' panel carries no words of its own)."""
     fig, (ax_rate, ax_front) = figure(5.8, 5.0, panels=2)
     estimated, notes = _estimated(results, named)
@@ -866,17 +937,19 @@ def rate_chart(points: list[dict], results: list, path: str, title_text: str, na
                 labels += _pareto_panel(ax_front, r.services[0].serving.pareto, f"C{j + len(series)}",
                                         f"{given(rate)} requests/s" + (f" on {names[k]}" if len(series) > 1 else ""),
                                         MARKERS[k % len(MARKERS)], r.services[0].chip in estimated,
-                                        words=len(points) == 1)
+                                        words=len(points) == 1, bound=tpot_bound(r.services[0].serving))
     ax_rate.set_xlabel("requests per second")
     ax_rate.set_xticks(rates, [given(x) for x in rates])
     ax_rate.margins(x=0.2)
-    ax_front.set_xlabel("p99 TPOT, simulated (ms)")
+    axis = tpot_axis([q for r in results if r.feasible and r.services and r.services[0].serving
+                      for q in r.services[0].serving.pareto])
+    ax_front.set_xlabel(f"{axis}, simulated (ms)")
     for ax in (ax_rate, ax_front):
         _per_token_axis(ax)
         _from_zero(ax)
     left, right = (ax.get_legend_handles_labels()[0] for ax in (ax_rate, ax_front))
     _legend(ax_front, left + right, title="left: chosen pools; right: fronts")  # outside both panels
     ax_rate.set_title("cost per token against the rate (the pool chosen at each)", fontsize=9)
-    ax_front.set_title("cost per token against a p99 TPOT target (★ the pool chosen)", fontsize=9)
+    ax_front.set_title(f"cost per token against a {axis} target (★ the pool chosen)", fontsize=9)
     title(fig, title_text)
     _finish(fig, path, labels, notes)

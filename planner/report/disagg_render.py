@@ -10,7 +10,7 @@ from planner.kinds import Serving
 from planner.numbers import amount, count, duration, number, per_million_tokens
 from planner.report.memory import render_memory
 from planner.report.render import command, render_notes, split, tcp_line
-from planner.report.tables import Col, print_table
+from planner.report.tables import Col, print_table, unwrapped
 
 POOL_COLUMNS = (Col("role", "name"), Col("chip", "name"), Col("GPUs"), Col("replicas ×\n(tp,pp,dp,ep,dcp)", "name"),
                 Col("util.", drop=4), Col("token\nbudget", drop=5), Col("max_num_seqs", drop=6),
@@ -52,7 +52,6 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
     """The feasible disaggregated plan, each role's memory from the kernel its pool carries (a field
     its sentences mention named as `named` calls it)."""
     from planner.numbers import percent, size
-    from planner.report.words import solver_phrase
     from pricing.errors import render
     from pricing.kernel.report import memory_report
 
@@ -61,47 +60,63 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
         print_table(console, "the chosen fleet and the best fleets of the next prefill × decode shapes",
                     ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))
     h, t = plan.handover, plan.ttft
-    console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
-                  + render(solver_phrase(plan.solver_status), named), soft_wrap=True)
     console.print(f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
                   f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
-                  f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}", soft_wrap=True,
+                  f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}",
+                  soft_wrap=unwrapped(console),
                   markup=False)
     if not h.one_node:
-        console.print(render(tcp_line("the hand-over", "NIXL"), named), soft_wrap=True, markup=False)
+        console.print(render(tcp_line("the hand-over", "NIXL"), named), soft_wrap=unwrapped(console), markup=False)
     console.print(f"time to first token: queue {duration(t.queue_ms)} (M/D/1 per prefill rank, "
                   f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
                   f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
-                  f"{duration(t.total_ms)}", soft_wrap=True, markup=False)
+                  f"{duration(t.total_ms)}", soft_wrap=unwrapped(console), markup=False)
     if plan.tpot_ms is not None and plan.decode_batch_per_rank is not None:
         band = f" ({plan.tpot_band.words()})" if plan.tpot_band else ""
         console.print(f"time per output token (step model): {duration(plan.tpot_ms)}{band} at "
-                      f"{count(plan.decode_batch_per_rank)} running requests per decode rank", soft_wrap=True,
-                      markup=False)
+                      f"{count(plan.decode_batch_per_rank)} running requests per decode rank",
+                      soft_wrap=unwrapped(console), markup=False)
     for line in token_cost_lines(plan):
-        console.print(line, soft_wrap=True, markup=False)
+        console.print(line, soft_wrap=unwrapped(console), markup=False)
     for p in (plan.prefill, plan.decode):
-        console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=True, markup=False)
+        console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=unwrapped(console), markup=False)
         console.print(f"{p.role} connector: NixlConnector {p.kv_role}, {size(p.connector_gpu_bytes)} on the GPU "
                       f"beyond the {size(p.memory['kv_pool'])} KV pool it registers, "
                       f"{size(p.connector_host_bytes)} host buffer per rank (kv_buffer_device "
                       f"{'cpu' if p.connector_host_bytes else 'cuda'}); NIXL/UCX's own memory is outside vLLM's "
-                      "accounting", soft_wrap=True, markup=False)
+                      "accounting", soft_wrap=unwrapped(console), markup=False)
     for p in (plan.prefill, plan.decode):
         console.print()
-        console.print(f"[bold]{p.role}[/bold]: {p.gpus} × {p.chip} GPUs as {split(p)}, one rank:")
+        gpus = f"{p.gpus} × {p.chip} GPU{'s' if p.gpus > 1 else ''}"
+        console.print(f"[bold]{p.role}[/bold]: {gpus} as {split(p)}, one rank:")
         kernel = p.kernel
         render_memory(memory_report(kernel, kernel.engine.max_model_len), kernel, console, named=named)
     console.print()
     for p in (plan.prefill, plan.decode):
         console.print(f"start {p.replicas} {p.role} instance{'s' if p.replicas > 1 else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one line per process ($<NODE>_IP: the "
-                      "address of that node, which the NIXL side channel listens on):", soft_wrap=True)
+                      "address of that node, which the NIXL side channel listens on):", soft_wrap=unwrapped(console))
         for launch in p.launches:
             command(console, launch.line)
     console.print("then the router in front of both pools (vLLM's documented proxy; llm-d's inference scheduler or "
-                  "Dynamo's router serve the same role in production):", soft_wrap=True)
+                  "Dynamo's router serve the same role in production):", soft_wrap=unwrapped(console))
     command(console, plan.router.line)
+
+
+def disagg_answer(plan: DisaggPlan, console: Console, named=None) -> None:
+    """The disaggregated plan's answer, its last lines: both pools, their cost, what the search proved."""
+    from planner.numbers import money, plural
+    from planner.report.words import solver_phrase
+    from pricing.errors import render
+
+    p, d = plan.prefill, plan.decode
+    console.print()
+    console.print(f"best: {plural(p.gpus, f'prefill {p.chip} GPU')} as {split(p)} + "
+                  f"{plural(d.gpus, f'decode {d.chip} GPU')} as {split(d)}, "
+                  f"{money(plan.cost_per_hour, p.price_estimate or d.price_estimate)}/hour",
+                  soft_wrap=unwrapped(console), markup=False)
+    console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
+                  + render(solver_phrase(plan.solver_status), named), soft_wrap=unwrapped(console), markup=False)
 
 
 def token_cost_lines(plan: DisaggPlan) -> list[str]:
@@ -118,13 +133,13 @@ def token_cost_lines(plan: DisaggPlan) -> list[str]:
 def render_disagg_infeasible(plan: DisaggPlan, console: Console, workload: str) -> None:
     console.print(f"[bold red]no disaggregated fleet fits[/bold red] {workload}:")
     for e in plan.explanations:
-        console.print(f"- {e.text}", soft_wrap=True, markup=False)
+        console.print(f"- {e.text}", soft_wrap=unwrapped(console), markup=False)
 
 
 def render_choice(choice: ServingChoice, console: Console) -> None:
     console.print()
     label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}[choice.chosen]
-    console.print(f"[bold]serving {choice.mode}:[/bold] {label}. {choice.why}", soft_wrap=True)
+    console.print(f"[bold]serving {choice.mode}:[/bold] {label}. {choice.why}", soft_wrap=unwrapped(console))
     if choice.aggregated is not None:
         render_notes([], console)
 

@@ -10,7 +10,7 @@ from planner.app.max_rate import MaxRateResult
 from planner.kinds import Serving
 from planner.numbers import count, duration, given
 from planner.report.render import best_line, cost_lines, render_launch, render_notes, serving_lines, speed_lines
-from planner.report.tables import Col, print_table
+from planner.report.tables import Col, print_table, unwrapped
 from pricing.errors import mention, render
 
 SHAPE_COLUMNS = [Col("chip", "name"), Col("split", "name"), Col("GPUs/replica"), Col("replicas"),
@@ -36,11 +36,11 @@ def max_rate_line(result: MaxRateResult, named=None) -> str:
 
 def render_max_rate(result: MaxRateResult, console: Console, named=None) -> None:
     """The answer, every shape's most, then the pool at that rate (speed, serving, cost, launch)."""
-    console.print(max_rate_line(result, named), soft_wrap=True, markup=False)
+    console.print(max_rate_line(result, named), soft_wrap=unwrapped(console), markup=False)
     if result.fleet is not None:
         from planner.report.disagg_render import render_disagg
 
-        console.print(f"binds: {result.binds}", soft_wrap=True, markup=False)
+        console.print(f"binds: {result.binds}", soft_wrap=unwrapped(console), markup=False)
         console.print()
         t = result.target
         render_disagg(result.fleet, console, defaults.value("report.hours_per_month"),
@@ -53,16 +53,16 @@ def render_max_rate(result: MaxRateResult, console: Console, named=None) -> None
     if rows:
         print_table(console, "the most each instance shape serves in the pool", SHAPE_COLUMNS, rows)
     for e in result.explanations:
-        console.print(e.text, soft_wrap=True, markup=False)
+        console.print(e.text, soft_wrap=unwrapped(console), markup=False)
     best = result.best
     if best is not None:
         console.print(f"context length {count(result.target.context_length)} tokens (max_model_len: the workload's "
                       "longest request); rates per instance on a grid of three significant digits")
         console.print()
-        console.print(best_line(best), soft_wrap=True, markup=False)
-        console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
+        console.print(best_line(best), soft_wrap=unwrapped(console), markup=False)
+        console.print(f"binds: {best.binds}", soft_wrap=unwrapped(console), markup=False)
         for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
-            console.print(line, soft_wrap=True, markup=False)
+            console.print(line, soft_wrap=unwrapped(console), markup=False)
         render_launch(best, console, named=named)
     render_notes(result.notes, console)
 

@@ -9,7 +9,7 @@ from rich import box as boxes
 from rich.console import Console
 
 from planner.numbers import block_unit, exact, exact_size, in_unit, size, tokens, with_article
-from planner.report.tables import Col, console_for_output, print_table
+from planner.report.tables import Col, console_for_output, print_table, unwrapped
 from pricing.errors import mention, render
 from pricing.rules import get as get_release
 
@@ -37,15 +37,17 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     e = kernel.engine
     served = r.hf_id or "weights not located"
     console.print(f"[bold]{r.model}[/bold] ({served}, from {kernel.model.origin or 'the model graph'}) on "
-                  f"{kernel.chip.name}, {size(r.chip_memory)} seen by vLLM", soft_wrap=True, markup=True)
+                  f"{kernel.chip.name}, {size(r.chip_memory)} seen by vLLM", soft_wrap=unwrapped(console), markup=True)
     if kernel.release.rules is not get_release().rules:  # the default pack's output stays as it was
-        console.print(f"{kernel.release.served_as}: its KV rules, defaults and fitted memory laws", soft_wrap=True)
+        console.print(f"{kernel.release.served_as}: its KV rules, defaults and fitted memory laws",
+                      soft_wrap=unwrapped(console))
     console.print(f"tp {e.tp}, " + (f"pp {e.pp}, " if e.pp > 1 else "") + f"dp {e.dp}, ep {'on' if e.ep else 'off'}, "
                   f"dcp {e.dcp}; utilization "
                   f"{e.gpu_memory_utilization}, max_num_batched_tokens {e.max_num_batched_tokens}, max_num_seqs "
                   f"{e.max_num_seqs}, max_model_len {e.max_model_len}, kv_cache_dtype {e.kv_cache_dtype}, "
                   f"cudagraph_mode {e.cudagraph_mode}"
-                  + (f", speculative {e.spec_method} × {e.spec_tokens}" if e.spec_method else ""), soft_wrap=True)
+                  + (f", speculative {e.spec_method} × {e.spec_tokens}" if e.spec_method else ""),
+                  soft_wrap=unwrapped(console))
     if r.pipeline:
         render_stages(r.pipeline, console)
     f = r.fixed
@@ -68,7 +70,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     if r.activation.buffers:
         console.print("model buffers in the activation peak: " + ", ".join(
             f"{name} {size(value)}" for name, value in r.activation.buffers.items())
-            + f" (total {size(r.activation.model_buffers)})", soft_wrap=True)
+            + f" (total {size(r.activation.model_buffers)})", soft_wrap=unwrapped(console))
     console.print()
     pool = (f"KV pool {size(r.kv_pool)}" if not r.short_by else
             f"no KV pool: the fixed memory exceeds the budget by {size(r.short_by)}")
@@ -76,7 +78,7 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
                   + (f"{r.num_blocks:,} blocks of {r.block_bytes:,} bytes" if r.grouped else "ungrouped caches"))
     if not kernel.release.fact(kernel.reg, "graph_estimate_in_budget") and f.cuda_graph:
         console.print(f"the CUDA graphs ({size(f.cuda_graph)}) are captured after the pool is sized, outside the "
-                      f"budget ({kernel.release.name})", soft_wrap=True)
+                      f"budget ({kernel.release.name})", soft_wrap=unwrapped(console))
     if r.starts:
         console.print(f"GPU KV cache size: {r.kv_cache_tokens:,} tokens, Maximum concurrency for "
                       f"{e.max_model_len:,} tokens per request: {r.max_concurrency:.2f}x")
@@ -147,19 +149,21 @@ def render_checkpoint(r, kernel: Kernel, console: Console, named=None) -> None:
         used = ("they scale this fp8 cache" if kernel.engine.kv_cache_dtype.startswith("fp8") else
                 f"the cache here is {kernel.engine.kv_cache_dtype} (the model dtype); vLLM uses the scales only for "
                 f"an fp8 cache ({render(mention('kv_cache_dtype'), named)} fp8)")
-        console.print(f"checkpoint KV     the checkpoint states KV-cache scales, {kv}: {used}", soft_wrap=True)
+        console.print(f"checkpoint KV     the checkpoint states KV-cache scales, {kv}: {used}",
+                      soft_wrap=unwrapped(console))
     c = r.checkpoint
     if c is None:
         return
     if not c.found:
-        console.print(f"checkpoint        {c.note}", soft_wrap=True)
+        console.print(f"checkpoint        {c.note}", soft_wrap=unwrapped(console))
         return
     console.print(f"checkpoint        {size(c.checkpoint_bytes)} in its files, {size(c.graph_bytes)} in the graph "
-                  f"({100 * c.gap:+.2f}%): {c.note}", soft_wrap=True)
+                  f"({100 * c.gap:+.2f}%): {c.note}", soft_wrap=unwrapped(console))
     if c.warning:
-        console.print(f"[yellow]warning: {c.warning}[/yellow]", soft_wrap=True)
+        console.print(f"[yellow]warning: {c.warning}[/yellow]", soft_wrap=unwrapped(console))
     for u in c.unaccounted[:5]:
-        console.print(f"  not in the graph: {u.pattern} ({u.tensors} tensors, {size(u.bytes)})", soft_wrap=True)
+        console.print(f"  not in the graph: {u.pattern} ({u.tensors} tensors, {size(u.bytes)})",
+                      soft_wrap=unwrapped(console))
 
 
 def render_stages(p, console: Console) -> None:
@@ -184,4 +188,4 @@ def render_recurrent(s, console: Console) -> None:
     console.print(f"recurrent state ({', '.join(s.kinds)}, mode {s.mode}, {where}): {s.layers} layers × "
                   f"{s.state_bytes:,} bytes = {size(s.request_bytes)} per request per rank; {s.pages} page(s) "
                   f"per layer of {s.page_bytes:,} bytes (padded to the attention page of {s.attention_block_tokens:,} "
-                  f"tokens), {size(s.held_bytes)} of pool blocks in {s.groups} groups", soft_wrap=True)
+                  f"tokens), {size(s.held_bytes)} of pool blocks in {s.groups} groups", soft_wrap=unwrapped(console))

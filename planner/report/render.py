@@ -28,7 +28,7 @@ from planner.numbers import (
     with_article,
 )
 from planner.report.memory import render_memory, render_provenance
-from planner.report.tables import Col, print_table
+from planner.report.tables import Col, print_table, unwrapped
 from planner.report.words import price_footnotes, solver_phrase
 from pricing.errors import mention, render
 from pricing.kernel.report import memory_report
@@ -113,8 +113,13 @@ def margin_line(result: PlanResult) -> str:
 
 def best_line(best: PoolPlan) -> str:
     """'best: 4 × h200 GPUs as 1 × (tp 1, ...), 100 requests held, $18.16*/hour'."""
-    return (f"best: {count(best.gpus)} × {best.chip} GPUs as {split(best)}, {count(best.held)} requests held, "
-            f"{money(best.cost_per_hour, best.price_estimate)}/hour")
+    return f"best: {pool_phrase(best)}"
+
+
+def pool_phrase(p) -> str:
+    """'4 × h200 GPUs as 1 × (tp 1, ...), 100 requests held, $18.16*/hour' (a plan's or a review's pool)."""
+    gpus = f"{count(p.gpus)} × {p.chip} GPU{'s' if p.gpus > 1 else ''}"
+    return f"{gpus} as {split(p)}, {count(p.held)} requests held, {money(p.cost_per_hour, p.price_estimate)}/hour"
 
 
 def render_plan(result: PlanResult, console: Console, provenance: bool = False, named=None) -> None:
@@ -129,14 +134,9 @@ def render_plan(result: PlanResult, console: Console, provenance: bool = False, 
                   "then the larger token budget")
     if result.margin is not None:
         console.print(render(margin_line(result), named), markup=False)
-    console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
-                  + render(solver_phrase(result.search.solver_status, result.search.solver_stages), named),
-                  soft_wrap=True)
     console.print()
-    console.print(best_line(best))
-    console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
     for line in speed_lines(best) + serving_lines(best) + cost_lines(best):
-        console.print(line, soft_wrap=True, markup=False)
+        console.print(line, soft_wrap=unwrapped(console), markup=False)
     console.print()
     render_memory(best.memory or memory_report(best.kernel, result.target.context_length), best.kernel, console,
                   named=named)
@@ -153,14 +153,26 @@ def render_plan(result: PlanResult, console: Console, provenance: bool = False, 
                       "pool's cost")
     render_launch(best, console, named=named)
     render_notes(result.notes, console)
+    render_answer(result, console, named)
+
+
+def render_answer(result: PlanResult, console: Console, named=None) -> None:
+    """The answer, last, so that a terminal's last screen shows it: the best pool and its cost, what
+    binds it, and what the search proved."""
+    console.print()
+    console.print(best_line(result.best), soft_wrap=unwrapped(console), markup=False)
+    console.print(f"binds: {result.best.binds}", soft_wrap=unwrapped(console), markup=False)
+    console.print(f"search: {result.search.candidates_evaluated:,} kernel evaluations, "
+                  + render(solver_phrase(result.search.solver_status, result.search.solver_stages), named),
+                  soft_wrap=unwrapped(console), markup=False)
 
 
 def render_brief(result: PlanResult, console: Console, named=None) -> None:
     """`plan --brief`: the plan line, what binds, the launch commands."""
     best = result.best
-    console.print(f"{result.model}: {target_phrase(result)}", soft_wrap=True, markup=False)
-    console.print(best_line(best), soft_wrap=True, markup=False)
-    console.print(f"binds: {best.binds}", soft_wrap=True, markup=False)
+    console.print(f"{result.model}: {target_phrase(result)}", soft_wrap=unwrapped(console), markup=False)
+    console.print(best_line(best), soft_wrap=unwrapped(console), markup=False)
+    console.print(f"binds: {best.binds}", soft_wrap=unwrapped(console), markup=False)
     render_launch(best, console, named=named)
     render_notes(result.notes, console)
 
@@ -220,18 +232,20 @@ def render_launch(p: PoolPlan, console: Console, label: str = "", named=None) ->
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} GPUs each; one "
                       f"instance takes {p.nodes_per_replica} nodes of {per_node} GPUs "
                       f"({across_nodes(p.deployment, per_node)}). "
-                      "On each node of an instance, with HEAD_IP the head node's address:", soft_wrap=True)
-        console.print(render(tcp_line("the traffic between an instance's nodes", "NCCL"), named), soft_wrap=True,
-                      markup=False)
+                      "On each node of an instance, with HEAD_IP the head node's address:",
+                      soft_wrap=unwrapped(console))
+        console.print(render(tcp_line("the traffic between an instance's nodes", "NCCL"), named),
+                      soft_wrap=unwrapped(console), markup=False)
     else:
         console.print(f"{head}start {p.replicas} replica{'s' if many else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one command per instance, on the node "
-                      "named in the comment above it (each in its own shell, or end it with &):", soft_wrap=True)
+                      "named in the comment above it (each in its own shell, or end it with &):",
+                      soft_wrap=unwrapped(console))
     if any(c.launch.serve.model.placeholder for i in p.instances for c in i.commands
            if c.launch is not None and c.launch.serve is not None):  # a bare config.json: no weights named
         console.print(f"{WEIGHTS[1:]}: the weights' folder or Hugging Face id is needed ("
                       + render(mention("model"), named) + " named a config file with no weights beside it); set it "
-                      "before the commands", soft_wrap=True, markup=False)
+                      "before the commands", soft_wrap=unwrapped(console), markup=False)
     for inst in p.instances:
         for c in inst.commands:
             where = f"# {c.node}: replica {inst.replica}" + (f", {c.what}" if len(inst.commands) > 1 else "")
@@ -261,7 +275,7 @@ def command(console: Console, text: str) -> None:
 def render_notes(notes: list[str], console: Console) -> None:
     """Input that had no effect, one line each (never a silent fallback)."""
     for note in notes:
-        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
+        console.print(f"note: {note}", soft_wrap=unwrapped(console), markup=False, style="yellow")
 
 
 def infeasible_line(result: PlanResult) -> str:
@@ -279,9 +293,10 @@ def short_line(r: FleetResult) -> str:
 
 
 def render_infeasible(result: PlanResult, console: Console) -> None:
-    console.print(f"[bold red]no pool fits[/bold red] {result.model}: {target_phrase(result)}", soft_wrap=True)
+    console.print(f"[bold red]no pool fits[/bold red] {result.model}: {target_phrase(result)}",
+                  soft_wrap=unwrapped(console))
     for e in result.explanations:
-        console.print(f"- {e.text}", soft_wrap=True, markup=False)
+        console.print(f"- {e.text}", soft_wrap=unwrapped(console), markup=False)
     render_notes(result.notes, console)
 
 
@@ -365,7 +380,7 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
         console.print(f"[bold red]{title}: not every service can be served[/bold red]")
         for s in r.short:
             console.print(f"  {s.service} is short: {s.reason}", markup=False)
-        console.print(search_line(r, named), soft_wrap=True)
+        console.print(search_line(r, named), soft_wrap=unwrapped(console))
         if r.over_the_day is not None:  # the inventory may hold the fleet over the day though not every peak at once
             from planner.report.fleet_schedule import render_over_the_day
 
@@ -374,11 +389,6 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     print_table(console, title, fleet_columns(hours), fleet_rows(r, hours), box=box.SIMPLE_HEAD)
     for note in price_footnotes(r.services, named):
         console.print(note)
-    used = ", ".join(f"{u.chip} {count(u.gpus)}" + (f" of {count(u.available)}" if u.available is not None else "")
-                     for u in r.chips)
-    estimate = any(p.price_estimate for p in r.services)
-    console.print(f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
-                  f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r, named)}", soft_wrap=True)
     for s in r.schedules:  # a service with traffic: its autoscaled schedule against its static pool
         from planner.report.schedule import render_schedule
 
@@ -390,14 +400,14 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     for p in r.services:  # a disaggregated service's pools say what sets each (their speed is the fleet's)
         for line in (speed_lines(p) + serving_lines(p) + cost_lines(p) if p.role == Role.AGGREGATED
                      else [f"binds: {p.binds}"]):
-            console.print(f"{p.service}: {line}", soft_wrap=True, markup=False)
+            console.print(f"{p.service}: {line}", soft_wrap=unwrapped(console), markup=False)
         if p.role == Role.DECODE and p.handover is not None and not p.handover.one_node:  # once per service
-            console.print(f"{p.served}: " + render(tcp_line("the hand-over", "NIXL"), named), soft_wrap=True,
-                          markup=False)
+            console.print(f"{p.served}: " + render(tcp_line("the hand-over", "NIXL"), named),
+                          soft_wrap=unwrapped(console), markup=False)
     print_node_map(console, r.nodes, [(p.service, p.instances) for p in r.services],
                    f"node map: {sum(1 for n in r.nodes if any(n.used_by))} of the {len(r.nodes)} nodes in use")
     for note in r.placement_notes:
-        console.print(f"note: {note}", soft_wrap=True, markup=False, style="yellow")
+        console.print(f"note: {note}", soft_wrap=unwrapped(console), markup=False, style="yellow")
     for p in r.services:
         if p.instance_commands:  # a role's pool: one line per process, the decode pool's then the router
             command(console, f"# {p.service}, one line per process" + (", then the router" if p.role == Role.DECODE
@@ -406,10 +416,37 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
                 command(console, line)
             continue
         render_launch(p, console, p.service, named)
+    console.print()
+    for line in fleet_answer(r, named):
+        console.print(line, soft_wrap=unwrapped(console), markup=False)
+
+
+def fleet_answer(r: FleetResult, named=None) -> list[str]:
+    """A review's answer, the last lines of its text: each service's pool (a disaggregated service's
+    role beside its name), then the total, its cost and what the search proved."""
+    from planner.report.review import search_line
+
+    lines = [f"{p.service}{'' if p.role == Role.AGGREGATED else f' ({p.role})'}: {pool_phrase(p)}"
+             for p in r.services]
+    used = ", ".join(f"{u.chip} {count(u.gpus)}" + (f" of {count(u.available)}" if u.available is not None else "")
+                     for u in r.chips)
+    estimate = any(p.price_estimate for p in r.services)
+    return [*lines, f"total: {plural(r.gpus, 'GPU')} ({used}), {money(r.cost_per_hour, estimate)}/hour, "
+            f"{money(r.cost_per_month, estimate, cents=False)}/month; {search_line(r, named)}"]
+
+
+def comparison_answer(c: Comparison, named=None) -> list[str]:
+    """A comparison's answer, its last lines: the cheapest point that serves every service, its pools,
+    cost and solver status (fleet_answer), or that none does."""
+    feasible = [r for r in c.results if r.feasible]
+    if not feasible:
+        return [f"none of the {plural(len(c.results), 'variant')} serves every service"]
+    best = min(feasible, key=lambda r: r.cost_per_hour)
+    return [f"cheapest: {best.variant}", *(f"  {line}" for line in fleet_answer(best, named))]
 
 
 def render_comparison(c: Comparison, console: Console, named=None) -> None:
-    from planner.report.review import binding, chips_of, delta, gpus_by_chip
+    from planner.report.review import binding_head, chips_of, delta, gpus_by_chip
     from planner.scenario import point_word
 
     hours = defaults.value("report.hours_per_month")
@@ -423,10 +460,10 @@ def render_comparison(c: Comparison, console: Console, named=None) -> None:
                     "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
                    if r.feasible else ["infeasible", "infeasible", "—"])
         rows.append([r.variant, *[count(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips], *figures,
-                     binding(r)])
+                     binding_head(r)])
     print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=box.SIMPLE_HEAD)
     for note in price_footnotes([p for r in c.results for p in r.services], named):
-        console.print(note, soft_wrap=True, markup=False)
+        console.print(note, soft_wrap=unwrapped(console), markup=False)
     if c.ranking:
         columns = [Col("rank"), *[Col(a, "name") for a in c.grid], Col(f"$/month ({hours} h)"), Col("GPUs")]
         marked = {r.variant for r in c.results if any(p.price_estimate for p in r.services)}
@@ -434,3 +471,6 @@ def render_comparison(c: Comparison, console: Console, named=None) -> None:
                  amount(g.cost_per_month, g.variant in marked, cents=False) if g.feasible else "infeasible",
                  count(g.gpus) if g.feasible else "—"] for g in c.ranking]
         print_table(console, f"{c.review or 'scenario'}: grid points by cost", columns, rows, box=box.HEAVY_HEAD)
+    console.print()
+    for line in comparison_answer(c, named):
+        console.print(line, soft_wrap=unwrapped(console), markup=False)

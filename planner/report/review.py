@@ -38,6 +38,17 @@ def binding(r: FleetResult) -> str:
     return own
 
 
+def binding_head(r: FleetResult) -> str:
+    """What binds the result, in a few words: each pool's binds phrase up to its first colon ('KV cache',
+    'tpot', 'weights force the split'; the full phrase is each variant's own), or why it is infeasible
+    (`binding`'s reasons, whole)."""
+    if not r.feasible:  # the reason, whole: a comparison may print nothing else about the point
+        return binding(r)
+    heads = list(dict.fromkeys(p.binds.split(":", 1)[0] for p in r.services))
+    return "; ".join(heads) if len(r.services) == 1 or len(heads) == 1 else "; ".join(
+        f"{p.service}: {p.binds.split(':', 1)[0]}" for p in r.services)
+
+
 def search_line(r: FleetResult, named=None) -> str:
     """How the result was found, as `plan` reports it: the solver's status in words, the
     candidates the oracle evaluated and the wall-clock time (time_limit named as `named` calls it)."""
@@ -139,16 +150,22 @@ def md_footnotes(pools, named=None) -> list[str]:
 
 
 class Ticker:
-    """A progress bar that appears only when a sweep has taken more than a second."""
+    """A progress bar of the variants planned that appears only when a sweep has taken longer than
+    planner/defaults.yaml report.progress_after seconds; none where not `shown` (stderr not a
+    terminal, or --json: planner/commands/progress.py wanted)."""
 
-    def __init__(self, console):
+    def __init__(self, console, shown: bool = True):
         self.console = console
         self.start = time.perf_counter()
         self.bar = None
         self.task = None
+        self.shown = shown
+        self.after = float(defaults.value("report.progress_after"))
 
     def __call__(self, done: int, total: int, label: str) -> None:
-        if self.bar is None and time.perf_counter() - self.start > 1.0 and done < total:
+        if not self.shown:
+            return
+        if self.bar is None and time.perf_counter() - self.start > self.after and done < total:
             from rich.progress import Progress
 
             self.bar = Progress(console=self.console, transient=True)

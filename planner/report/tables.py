@@ -73,6 +73,13 @@ def console_for_output(*, stderr: bool = False) -> Console:
     return Console(highlight=False, width=width, stderr=stderr)
 
 
+def unwrapped(console: Console) -> bool:
+    """Whether prose prints as one line per sentence: where no terminal shows it (a pipe, a file: a
+    reader's tools see whole lines). On a terminal rich wraps it at the terminal's width, at spaces,
+    so that the terminal never breaks a word."""
+    return not console.is_terminal
+
+
 def _widest(column: Col, cells: list[str]) -> int:
     """The narrowest a column may be: a number's or a name's widest cell, a text's longest word;
     and its header's longest line (a header may hold a newline; it never wraps elsewhere)."""

@@ -49,6 +49,7 @@ from planner.candidates.table import (
     start_table,
 )
 from planner.limits import price_units
+from planner.progress import stage
 from planner.request import PoolLimits, ServiceSpec
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.staged import ImpossibleSolve as ImpossibleSolve  # re-exported: callers catch it here
@@ -264,7 +265,11 @@ def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipT
             seen.add(chip.id)
             chips.append(chip)
     if keep is None:
-        return [candidate_table(resolved, chip, limits) for chip in chips]
+        tables = []
+        for chip in chips:
+            stage(f"sweeping instance shapes on {chip.id}; {sum(t.evaluated for t in tables):,} candidates evaluated")
+            tables.append(candidate_table(resolved, chip, limits))
+        return tables
     started = [start_table(resolved, chip, limits) for chip in chips]
     order = sorted(((shape.gpus * chip.price_per_gpu_hour, i, shape) for i, (chip, (_, _, found))
                     in enumerate(zip(chips, started, strict=True)) for shape in found if shape.pp == 1),
@@ -279,6 +284,7 @@ def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipT
             table.skipped += 1
             return
         before = len(table.rows)
+        stage(f"sweeping instance shapes: {sum(t.evaluated for _, t, _ in started):,} candidates evaluated")
         evaluate_shape(model, chips[i], service, shape, table)
         cheapest = cheapest_pool(table.rows[before:], need, table.gpus_per_node,
                                  pool_gpus(limits.max_gpus, table.gpus_per_node, limits.spare),
@@ -301,12 +307,14 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     start = time.perf_counter()
     service, limits = resolved.spec, resolved.limits
     wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
+    stage(f"sweeping instance shapes on {', '.join(limits.chips)}")
     # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
     tables = tables_for(resolved, keep=None if has_latency_target(service) else wanted)
     sized = {}
     if service.slo is not None:
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
 
+        stage(f"{sum(t.evaluated for t in tables):,} candidates evaluated; simulating the service targets")
         sized = slo.size_tables(resolved.graph, tables, service, limits, wanted)
     opts = options(tables, service, limits, sized)
     evaluated = sum(t.evaluated for t in tables)
@@ -319,6 +327,7 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     status, stages = "INFEASIBLE", []
     budget = budget or Budget(limits.time_limit)  # the best pool and its alternatives share --time-limit
     for n in range(min(wanted, len(opts))):
+        stage(f"{evaluated:,} candidates evaluated; CP-SAT: pool {n + 1} of {min(wanted, len(opts))}")
         sol = solve(pm, deadline=budget)
         if n == 0:
             status, stages = sol.status, sol.stages

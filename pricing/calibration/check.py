@@ -83,6 +83,23 @@ def _resolve_model(log: ParsedLog, given: str | None, source: str) -> Checkpoint
     return checkpoint
 
 
+def unstated(log: ParsedLog, source: str, model: str | None, chip: str | None,
+             release: str | None) -> list[InputError]:
+    """Each fact the log does not state and no option gives (the GPU, a known model, the release),
+    one error each, so that a reader learns of all of them at once."""
+    out = []
+    if chip is None:
+        out.append(InputError("chip", "the log does not name the GPU", f"give {mention('chip')} (see `plan chips`)"))
+    try:
+        _resolve_model(log, model, source)
+    except InputError as err:
+        out.append(err)
+    if release is None and log.record(Path(source).name).vllm_version is None:
+        out.append(InputError(source, "the log states no release (no 'vLLM API server version' or engine config "
+                              "line)", f"give {mention('vllm_version')}, e.g. 0.19.0"))
+    return out
+
+
 def check(log: ParsedLog, source: str, model: str | None = None, chip: str | None = None,
           release: str | None = None, fill: dict | None = None) -> CheckReport:
     """Compare one parsed log with the kernel's prediction of the same deployment."""
@@ -100,8 +117,9 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
         raise InputError(source, "has no 'Available KV cache memory' line (nor v0's 'the rest of "
                          "the memory reserved for KV Cache'), and no start-up error",
                          "give the log up to the KV cache sizing lines")
-    if chip is None:
-        raise InputError("chip", "the log does not name the GPU", f"give {mention('chip')} (see `plan chips`)")
+    missing = unstated(log, source, model, chip, release)
+    if missing:
+        raise missing[0]
     checkpoint = _resolve_model(log, model, source)
     target = get_chip(chip)
     record = log.record(Path(source).name, model=log.deployment.get("model") or checkpoint.name, gpu=target.id)
@@ -110,9 +128,6 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     for key, value in (fill or {}).items():  # what the log does not say (--tp, --max-num-seqs, …)
         if value is not None and key not in log.deployment:
             setattr(record, key, value)
-    if record.vllm_version is None:
-        raise InputError(source, "the log states no release (no 'vLLM API server version' or engine config "
-                         "line)", f"give {mention('vllm_version')}, e.g. 0.19.0")
     p = predict(record, weights="kernel", checkpoint=checkpoint, chip=target)
     if not p.usable:
         raise InputError(source, f"cannot rebuild this deployment: {p.skipped}", "see `plan check-log --help`")
@@ -238,36 +253,3 @@ def _report(p: Prediction, log: ParsedLog, source: str, name: str) -> CheckRepor
                        deployment=deployment, components=comps, starts_predicted=p.starts,
                        refusal_predicted=p.refusal, refusal_logged=log.refusal, verdict_agrees=agrees,
                        evidence=log.evidence)
-
-
-def render(r: CheckReport) -> str:
-    d = r.deployment
-    lines = [f"{r.source}: vLLM {r.release} (era {r.era}; CUDA-graph estimate "
-             f"{'in' if r.graph_estimate_in_budget else 'not in'} the budget), {r.model} on {r.chip}, "
-             f"tp {d['tensor_parallel_size']}, utilization {d['gpu_memory_utilization']}, max_model_len "
-             f"{d['max_model_len']:,}, max_num_seqs {d['max_num_seqs']}, max_num_batched_tokens "
-             f"{d['max_num_batched_tokens']:,}, {d['cudagraph_mode']}", "",
-             f"{'':<40} {'predicted':>12} {'logged':>12} {'error':>8}  explained by"]
-    for c in r.components:
-        lines.append(f"{c.name:<40} {_fmt(c.predicted, c.unit):>12} {_fmt(c.observed, c.unit):>12} "
-                     f"{'' if c.error is None else f'{c.error:+.1%}':>8}  {'; '.join(c.explained_by)}")
-    lines.append("")
-    if r.assumed:
-        lines.append("not in the log, taken at vLLM's default: " + "; ".join(r.assumed))
-    if r.refusal_logged or r.starts_predicted is False:
-        lines.append(f"logged: {r.refusal_logged or 'started'}")
-        lines.append(f"predicted: {r.refusal_predicted or 'starts'}"
-                     + ("" if r.verdict_agrees is None else f" ({'agrees' if r.verdict_agrees else 'DISAGREES'})"))
-    else:
-        lines.append("logged: started; predicted: starts" if r.starts_predicted else "")
-    return "\n".join(lines)
-
-
-def _fmt(value, unit: str) -> str:
-    if value is None:
-        return "—"
-    if unit == "bytes":
-        return f"{value / GiB:.2f} GiB"
-    if unit == "tokens":
-        return f"{int(value):,}"
-    return f"{value:.2f}x"
