@@ -21,13 +21,13 @@ from planner.cli import main  # noqa: E402
 GAP = "..."
 
 
-def run(argv, columns: int) -> tuple[int, str, str]:
-    """`plan ARGV` run in this process from the project's root at `columns` columns: its exit status,
-    what it printed on stdout and on stderr."""
+def run(argv, columns: int, folder: Path = ROOT) -> tuple[int, str, str]:
+    """`plan ARGV` run in this process from `folder` (the project's root) at `columns` columns: its
+    exit status, what it printed on stdout and on stderr."""
     out, err = io.StringIO(), io.StringIO()
     before, here = os.environ.get("COLUMNS"), Path.cwd()
     os.environ["COLUMNS"] = str(columns)
-    os.chdir(ROOT)
+    os.chdir(folder)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(list(argv))

@@ -5,9 +5,6 @@ the notes) and an excerpt of one file it wrote, as the tool writes them now (`py
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -15,9 +12,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts" / "docgen")]
 
-from planner.cli import main  # noqa: E402
+from examples import run  # noqa: E402  (the in-process `plan` runner of every docs example)
 
 COLUMNS = 120
 PD = ("--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--requests-per-second", "80",
@@ -81,25 +78,13 @@ TARGETS = (  # (what the plan shows, its argv after `plan`, the excerpt of what 
 def emitted(argv: tuple[str, ...]) -> tuple[list[str], dict[str, list[dict]]]:
     """`plan ARGV` run in a fresh folder at COLUMNS columns: the lines it printed about the files
     (`wrote`, `note:`, `warning:`), and the files it wrote there (-o k8s), each its resources."""
-    out, err = io.StringIO(), io.StringIO()
-    here, before = Path.cwd(), os.environ.get("COLUMNS")
     with tempfile.TemporaryDirectory() as folder:
-        os.chdir(folder)
-        os.environ["COLUMNS"] = str(COLUMNS)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(list(argv))
-            files = {p.name: [d for d in yaml.safe_load_all(p.read_text()) if d]
-                     for p in sorted(Path(folder, "k8s").glob("*.yaml"))}
-        finally:
-            os.chdir(here)
-            if before is None:
-                del os.environ["COLUMNS"]
-            else:
-                os.environ["COLUMNS"] = before
+        code, out, err = run(argv, COLUMNS, Path(folder))
+        files = {p.name: [d for d in yaml.safe_load_all(p.read_text()) if d]
+                 for p in sorted(Path(folder, "k8s").glob("*.yaml"))}
     if code != 0:
-        raise SystemExit(f"plan {' '.join(argv)} exited {code}: {err.getvalue()}")
-    lines = [line.rstrip() for line in (out.getvalue() + err.getvalue()).splitlines()
+        raise SystemExit(f"plan {' '.join(argv)} exited {code}: {err}")
+    lines = [line.rstrip() for line in (out + err).splitlines()
              if line.startswith(("wrote ", "note: ", "warning: "))]
     return lines, files
 
