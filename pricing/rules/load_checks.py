@@ -84,9 +84,14 @@ def _block_fp8(t: Tensor) -> tuple[int, int] | None:
     return None
 
 
-def _tensors(model: ModelGraph):
+def _tensors(model: ModelGraph) -> tuple:
     """(node name, tensor, the node's tensors) for every tensor of the graph, each distinct
-    (name aside) shape once, in topological order."""
+    (name aside) shape once, in topological order; listed once per graph (ModelGraph.derived), as
+    every split of a sweep is judged on the same tensors."""
+    return model.derived(("load_checks.tensors",), lambda: tuple(_distinct_tensors(model)))
+
+
+def _distinct_tensors(model: ModelGraph):
     seen = set()
     for name, data in model.nodes():
         tensors = data["tensors"]
