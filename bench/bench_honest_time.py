@@ -9,7 +9,8 @@ are bench/reviews.py's tight inventories (a fixed seed; generated into `--folder
 per case: whether the two answers are identical apart from the report's wall-clock `seconds`, the
 status of every stage, the solve's own wall and CPU seconds and deterministic work (planner/search/
 staged.py Budget, read in the child), and the whole command's wall seconds (the candidate sweep is
-most of it). Exit 1 when an answer differs.
+most of it; it counts against the limit first, planner/search/sweep_time.py, and a limit it would take
+whole is refused: the refusal's line is then the answer compared). Exit 1 when an answer differs.
 """
 
 from __future__ import annotations
@@ -61,9 +62,13 @@ def run(path: Path, limit: float, burners: int) -> tuple[dict, dict, float]:
         for p in spinning:
             p.kill()
             p.wait()
-    answer = json.loads(done.stdout)
-    answer.pop("seconds", None)
-    return answer, json.loads(done.stderr.strip().splitlines()[-1]), seconds
+    lines = done.stderr.strip().splitlines()
+    if done.returncode == 2:  # refused (a limit the sweep alone takes: planner/search/sweep_time.py): its line
+        answer = {"refused": lines[0], "solver_status": "refused"}
+    else:
+        answer = json.loads(done.stdout)
+        answer.pop("seconds", None)
+    return answer, json.loads(lines[-1]), seconds
 
 
 def main() -> None:
