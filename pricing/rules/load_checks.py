@@ -216,6 +216,52 @@ class GptOssIntermediateDividesWorld:
         return None
 
 
+def heads_refusal(model: ModelGraph, tp: int) -> LoadRefusal | None:
+    """vLLM's own rules for the attention heads under tensor parallel `tp`, in its order: the engine's
+    config (`AttentionHeadsDivideTp`), then the QKV layer (`KvHeadsSplit`); None when both pass."""
+    return AttentionHeadsDivideTp().judge(model, Split(tp), None) or KvHeadsSplit().judge(model, Split(tp), None)
+
+
+@dataclass(frozen=True)
+class AttentionHeadsDivideTp:
+    """The attention heads divide tp (config/model.py `ModelConfig.verify_with_parallel_config`,
+    called from config/vllm.py as the engine's config is made, before any layer is built; the same
+    in every wheel the packs serve)."""
+
+    name: str = "attention_heads"
+    source: str = "config/model.py ModelConfig.verify_with_parallel_config"
+
+    def judge(self, model, split, facts):
+        heads = model.num_attention_heads
+        if heads % split.tp:
+            return LoadRefusal(self.name, f"ValueError: Total number of attention heads ({heads}) must be divisible "
+                               f"by tensor parallel size ({split.tp}).", self.source, "config.num_attention_heads")
+        return None
+
+
+@dataclass(frozen=True)
+class KvHeadsSplit:
+    """Grouped KV heads split or replicated whole (model_executor/layers/linear.py
+    `QKVParallelLinear.__init__`: tp at least the KV heads replicates each, `divide(tp_size,
+    total_num_kv_heads)`, else splits them, `divide(total_num_kv_heads, tp_size)`; distributed/utils.py
+    `ensure_divisibility` asserts "{numerator} is not divisible by {denominator}"). Latent attention
+    (MLA) has no KV heads to split."""
+
+    name: str = "kv_heads"
+    source: str = ("model_executor/layers/linear.py QKVParallelLinear.__init__ "
+                   "(distributed/utils.py ensure_divisibility)")
+
+    def judge(self, model, split, facts):
+        if model.attention_backend != "gqa":
+            return None
+        kv, tp = max(1, model.num_kv_heads), split.tp
+        numerator, denominator = (tp, kv) if tp >= kv else (kv, tp)
+        if numerator % denominator:
+            return LoadRefusal(self.name, f"AssertionError: {numerator} is not divisible by {denominator}",
+                               self.source, "qkv_proj")
+        return None
+
+
 def _triton_takes_fp8(generation: str, refinement: dict) -> bool:
     """current_platform.supports_fp8(): CUDA from the capability the fact names (platforms/cuda.py:
     has_device_capability(89)); ROCm on CDNA or RDNA (platforms/rocm.py), every ROCm chip here."""
