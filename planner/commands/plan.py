@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import check_options, in_flags, names_flags, own_flag, plan_flag
+from planner.commands.flags import check_model_options, check_options, in_flags, names_flags, own_flag, plan_flag
 from planner.commands.registry_option import registry_option
 from planner.limits import (
     MAX_CONCURRENCY,
@@ -424,6 +424,12 @@ def run(ctx: click.Context, **options) -> None:
         return run_max_rate(ctx, options)
     to = emit.emit_of(options)
     request = request_from(options)
+    try:  # an option the model cannot take (--dp on a dense model), before any sweep
+        from planner.candidates.table import sweep_model
+
+        check_model_options(ctx, [sweep_model(request.service.model, request.service.quantization)])
+    except InputError as err:
+        raise in_flags(err, service_flag_of) from None
     limits = request.limits
     emit.check_chips(to, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
     emit.check_serving(to, [(request.service.model, request.service.serving)])
