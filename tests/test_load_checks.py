@@ -283,3 +283,19 @@ def test_heads_tp_splits_and_mla_pass():
     assert heads_refusal(graph("llama-3.1-70b"), 16) is None
     assert heads_refusal(graph("dsv3"), 128) is None
     assert heads_refusal(graph("dsv3"), 3).check == "attention_heads"
+
+
+def test_nvfp4_input_features_per_rank_are_a_multiple_of_16(tmp_path):
+    """Hand-derived from modelopt.py ModelOptNvFp4LinearMethod.create_weights (input_size_per_partition
+    % 16): Qwen3-8B's config with intermediate_size 12,304 = 16 × 769 served as NVFP4: the row-parallel
+    down_proj takes 12,304 at tp 1 and 6,152 (16 × 384.5) at tp 2, which vLLM 0.33 refuses."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    cfg = json.loads((ROOT.parent / "shared" / "models" / "Qwen--Qwen3-8B.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "intermediate_size": 12304}))
+    argv = ["memory", "--model", str(folder), "--quantization", "nvfp4", "--chip", "b200"]
+    assert CliRunner().invoke(cli, [*argv, "-tp", "1"]).exit_code == 0
+    done = CliRunner().invoke(cli, [*argv, "-tp", "2"])
+    assert done.exit_code == 1
+    assert ("vLLM would not start (load): ValueError: Unsupported model when in features size is not multiple of 16 "
+            "(layers.0.mlp.down_proj: vLLM model_executor/layers/quantization/modelopt.py") in done.output

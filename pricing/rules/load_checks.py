@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from math import gcd
 from typing import TYPE_CHECKING, Protocol
 
-from pricing.config.quantization import Fp8, sm_of
+from pricing.config.quantization import Fp8, Nvfp4, sm_of
 
 if TYPE_CHECKING:  # the graph (and networkx) only where a model is judged: the packs load without it
     from pricing.graph.model import ModelGraph
@@ -216,6 +216,28 @@ class GptOssIntermediateDividesWorld:
         return None
 
 
+@dataclass(frozen=True)
+class Nvfp4InFeatures:
+    """NVFP4 linear layers (model_executor/layers/quantization/modelopt.py
+    `ModelOptNvFp4LinearMethod.create_weights`): each rank's input features, a row-parallel layer's
+    split tp ways, must be a multiple of the release's `nvfp4_in_features_multiple` (the FP8 scale's
+    16-element group), else ValueError. Routed experts are the fused-MoE method's, not judged here."""
+
+    name: str = "nvfp4_in_features"
+    source: str = "model_executor/layers/quantization/modelopt.py ModelOptNvFp4LinearMethod.create_weights"
+
+    def judge(self, model, split, facts):
+        multiple = facts("nvfp4_in_features_multiple")
+        for _, t, _ in _tensors(model):
+            if not isinstance(t.fmt, Nvfp4) or t.split not in ("row", "column"):
+                continue
+            inner = t.cols // split.tp if t.split == "row" else t.cols
+            if inner % multiple:
+                return LoadRefusal(self.name, "ValueError: Unsupported model when in features size is not multiple "
+                                   f"of {multiple}", self.source, t.name)
+        return None
+
+
 def heads_refusal(model: ModelGraph, tp: int) -> LoadRefusal | None:
     """vLLM's own rules for the attention heads under tensor parallel `tp`, in its order: the engine's
     config (`AttentionHeadsDivideTp`), then the QKV layer (`KvHeadsSplit`); None when both pass."""
@@ -289,4 +311,4 @@ def checked_schemes(checks) -> frozenset[str]:
 
 # the scheme keys each check judges (a quantized scheme no check judges is stated: UNCHECKED)
 CHECKED = {"ValidateFp8BlockShape": ("fp8_block", "fp8_block_ue8m0"),  # a model's own check judges no scheme
-           "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0")}
+           "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0"), "Nvfp4InFeatures": ("nvfp4",)}

@@ -13,6 +13,7 @@ from pricing.rules.load_checks import (
     AttentionHeadsDivideTp,
     GptOssIntermediateDividesWorld,
     KvHeadsSplit,
+    Nvfp4InFeatures,
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
 )
@@ -45,6 +46,6 @@ logged_tokens = logged_max_concurrency
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
 # fp8_moe_block_refinement
 LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
-               ValidateFp8BlockShapeMoe())
+               ValidateFp8BlockShapeMoe(), Nvfp4InFeatures())
 
 RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__], covers=("0.30", "0.33"))
