@@ -36,6 +36,15 @@ def _stop(signum, frame) -> None:
     raise Interrupted(128 + signum)
 
 
+def _worker_defaults() -> None:
+    """In a process forked from the command (a pool's worker), SIGINT and SIGTERM end it at once,
+    as the system's default does, wherever it is blocked: the pool's terminate() stops its workers
+    with SIGTERM, and a Python-level handler would wait for the interpreter to run."""
+    for s in SIGNALS:
+        if signal.getsignal(s) in (_stop, _stop_starting):
+            signal.signal(s, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def exit_on_signals() -> Iterator[None]:
     """Inside the block, SIGINT and SIGTERM raise `Interrupted` (in the main thread, where Python
@@ -68,3 +77,6 @@ def _heard() -> list[int]:
     """SIGINT and SIGTERM, less one the command was started ignoring (a shell script's `plan ... &`
     ignores SIGINT, as nohup ignores SIGHUP): an ignored signal stays ignored."""
     return [s for s in SIGNALS if signal.getsignal(s) != signal.SIG_IGN]
+
+
+os.register_at_fork(after_in_child=_worker_defaults)
