@@ -1,5 +1,5 @@
 """What an option or a scenario field needs to have an effect: a field given where it cannot apply
-is refused in one line naming it, never taken silently (issue 39). The command line's table is
+is refused in one line naming it, never taken silently. The command line's table is
 planner/commands/flags.py `NEEDS`; a scenario's services are judged here, on the fields each
 service writes itself (a `defaults:` value applies where it can and is not refused elsewhere)."""
 

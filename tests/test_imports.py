@@ -30,7 +30,7 @@ PRICING_STAGES = (
 PLANNER_STAGES = (
     # inputs, and the one number formatter every later stage prints its figures with
     ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap", "planner.numbers",
-     "planner.kinds"),
+     "planner.kinds", "planner.applies"),
     ("planner.candidates",),
     ("planner.search",),
     ("planner.app",),  # the use cases: the Python API (`import planner` re-exports planner.app.api)

@@ -425,9 +425,9 @@ def run(ctx: click.Context, **options) -> None:
     to = emit.emit_of(options)
     request = request_from(options)
     try:  # an option the model cannot take (--dp on a dense model), before any sweep
-        from planner.candidates.table import sweep_model
+        from pricing.graph import load_model
 
-        check_model_options(ctx, [sweep_model(request.service.model, request.service.quantization)])
+        check_model_options(ctx, [load_model(request.service.model, request.service.quantization)])
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     limits = request.limits
