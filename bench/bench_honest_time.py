@@ -8,14 +8,16 @@ once beside `--burners` processes that each spin a core (`python -c 'while 1: pa
 are bench/reviews.py's tight inventories (a fixed seed; generated into `--folder` once, kept). Printed
 per case: whether the two answers are identical apart from the report's wall-clock `seconds`, the
 status of every stage, the solve's own wall and CPU seconds and deterministic work (planner/search/
-staged.py Budget, read in the child), and the whole command's wall seconds (the candidate sweep is
-most of it). Exit 1 when an answer differs.
+staged.py Budget, read in the child), and the whole command's wall and CPU seconds (the candidate sweep is
+most of it; it counts against the limit first, planner/search/sweep_time.py, and a limit it would take
+whole is refused: the refusal's line is then the answer compared). Exit 1 when an answer differs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -50,20 +52,26 @@ def review(folder: Path, services: int) -> Path:
     return path
 
 
-def run(path: Path, limit: float, burners: int) -> tuple[dict, dict, float]:
+def run(path: Path, limit: float, burners: int) -> tuple[dict, dict, float, float]:
     spinning = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(burners)]
     try:
-        start = time.perf_counter()
+        start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run([sys.executable, "-c", CHILD, "scenario", str(path), "--format", "json",
                                "--time-limit", str(limit)], cwd=ROOT, capture_output=True, text=True)
         seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command and its workers (burners not yet waited)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     finally:
         for p in spinning:
             p.kill()
             p.wait()
-    answer = json.loads(done.stdout)
-    answer.pop("seconds", None)
-    return answer, json.loads(done.stderr.strip().splitlines()[-1]), seconds
+    lines = done.stderr.strip().splitlines()
+    if done.returncode == 2:  # refused (a limit the sweep alone takes: planner/search/sweep_time.py): its line
+        answer = {"refused": lines[0], "solver_status": "refused"}
+    else:
+        answer = json.loads(done.stdout)
+        answer.pop("seconds", None)
+    return answer, json.loads(lines[-1]), seconds, cpu
 
 
 def main() -> None:
@@ -78,17 +86,19 @@ def main() -> None:
     differ = False
     for size in (int(s) for s in opts.sizes.split(",")):
         path = review(folder, size)
-        quiet, quiet_solve, quiet_wall = run(path, opts.time_limit, 0)
-        busy, busy_solve, busy_wall = run(path, opts.time_limit, opts.burners)
+        quiet, quiet_solve, quiet_wall, quiet_cpu = run(path, opts.time_limit, 0)
+        busy, busy_solve, busy_wall, busy_cpu = run(path, opts.time_limit, opts.burners)
         same = quiet == busy
         differ |= not same
         stages = ", ".join(f"{s['stage']} {s['status']}" for s in quiet.get("solver_stages", []))
         print(f"{size} services, --time-limit {opts.time_limit:g}: {'identical' if same else 'DIFFERENT'} answers; "
               f"{quiet['solver_status']} ({stages})")
-        for name, solve, wall in (("quiet", quiet_solve, quiet_wall), (f"{opts.burners} burners", busy_solve,
-                                                                          busy_wall)):
+        if "refused" in quiet:
+            print(f"  {quiet['refused']}")
+        for name, solve, wall, cpu in (("quiet", quiet_solve, quiet_wall, quiet_cpu),
+                                       (f"{opts.burners} burners", busy_solve, busy_wall, busy_cpu)):
             print(f"  {name}: solve {solve['wall']:.2f} s wall, {solve['cpu']:.2f} s CPU, {solve['work']:.3f} "
-                  f"deterministic s; command {wall:.1f} s")
+                  f"deterministic s; command {wall:.1f} s wall, {cpu:.1f} s CPU (with its workers)")
     sys.exit(1 if differ else 0)
 
 

@@ -4,12 +4,20 @@ render. Bad input is one line on stderr naming the field and the fix, exit statu
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-import click
+from planner.commands import signals
 
-from planner.commands import plan
-from planner.commands.flags import check_argv, one_line_each
-from pricing.errors import InputError
+if __name__ == "__main__" or Path(sys.argv[0]).name == "plan":  # started as the command: from its first imports
+    signals.while_starting()  # on, a signal is one line and 130 or 143 (`main` then takes over)
+
+import click  # noqa: E402
+
+from planner.commands import plan  # noqa: E402
+from planner.commands.flags import check_argv, one_line_each  # noqa: E402
+from planner.commands.signals import exit_on_signals, said  # noqa: E402
+from planner.report.atomic import Interrupted  # noqa: E402
+from pricing.errors import InputError  # noqa: E402
 
 
 class Commands(click.Group):
@@ -78,8 +86,12 @@ def cli(ctx: click.Context, **options):
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one-line errors, exit status 2 for bad input, no traceback."""
     try:
-        check_argv(cli, sys.argv[1:] if argv is None else argv)  # a repeated single-valued option, an empty value
-        result = cli.main(args=argv, prog_name="plan", standalone_mode=False)
+        with exit_on_signals():  # SIGINT, SIGTERM: one line, exit 130 or 143 (planner/commands/signals.py)
+            check_argv(cli, sys.argv[1:] if argv is None else argv)  # a repeated single-valued option, an empty value
+            result = cli.main(args=argv, prog_name="plan", standalone_mode=False)
+    except Interrupted as err:
+        click.echo(said(err.code), err=True)
+        return err.code
     except InputError as err:  # one line (a scenario file's: one per error), whatever the input held
         click.echo(f"plan: error: {one_line_each(getattr(err, 'lines', None) or [str(err)])}", err=True)
         return 2

@@ -622,7 +622,8 @@ def file_key(field: str) -> str | None:
     return f"workload.{field}" if field in WorkloadSpec.model_fields else None
 
 
-def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=file_key) -> list[str]:
+def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=file_key,
+                   applies: bool = True) -> list[str]:
     """Every problem of a scenario, one line each with its path inside the file: names that do
     not exist (with the nearest), and limits that depend on the model (positions, heads,
     drafters, KV cache dtypes), for the base and each variant.
@@ -630,14 +631,16 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
     A context beyond a model's positions is an error of the services as written (`positions`),
     but not of a variant: a what-if across context lengths is answered, the variant infeasible
     with vLLM's reason (planner/app/fleet.py `refused_context`). `name`: a mentioned field ->
-    how the reader calls it (the file's key; `plan compare` its flag)."""
+    how the reader calls it (the file's key; `plan compare` its flag). `applies`: a field that
+    cannot apply is refused (planner/applies.py; `plan compare`'s points share the command's
+    options, which its own table judges)."""
     from functools import cache
 
     from pricing.graph import read_model
 
     read = cache(read_model)  # this check's own: every variant names the base's models again
     lines = (check_references(scenario, where, variants=False, name=name, read=read)
-             + check_limits(scenario, where, positions, read=read, name=name))
+             + check_limits(scenario, where, positions, read=read, name=name, applies=applies))
     base = {line.split(": ", 1)[1] for line in lines}
     points = {name for name, _ in grid_points(scenario.grid)}
     for variant in scenario.variants:
@@ -652,12 +655,13 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
             continue
         prefix = f"{where}: variants.{variant}"
         found = (check_references(varied, prefix, variants=False, name=name, read=read)
-                 + check_limits(varied, prefix, positions=False, read=read, name=name))
+                 + check_limits(varied, prefix, positions=False, read=read, name=name, applies=applies))
         lines += [line for line in found if line.split(": variants.", 1)[-1].split(": ", 1)[-1] not in base]
     return list(dict.fromkeys(lines))
 
 
-def check_limits(scenario: Scenario, where: str, positions: bool = True, read=None, name=file_key) -> list[str]:
+def check_limits(scenario: Scenario, where: str, positions: bool = True, read=None, name=file_key,
+                 applies: bool = True) -> list[str]:
     """What vLLM would reject for the model of each service: a context beyond its positions (with
     `positions`), a tensor-parallel size that does not divide its heads; and planner/request.py
     service_problems, as `plan` checks them: a drafter the model does not ship, a KV cache dtype
@@ -667,6 +671,7 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True, read=No
     from pricing.graph import read_model
 
     read_model = read or read_model
+    from planner.applies import service_cannot_apply
     from pricing.kernel.deployment import beyond_positions, check_tensor_parallel
     from pricing.rules import get as release_of
 
@@ -711,6 +716,9 @@ def check_limits(scenario: Scenario, where: str, positions: bool = True, read=No
             continue
         lines += [f"{at}.{SPEC_KEYS.get(field, field)}: {render(problem, name)} ({render(fix, name)})"
                   for field, problem, fix in service_problems(spec, model)]
+        lines += [f"{at}.{field}: {problem} ({fix})" for field, problem, fix in  # a field that cannot apply
+                  service_cannot_apply(service.model_fields_set, s.model_dump(),
+                                       None if model.has_experts else model.name) if applies]
     return lines
 
 

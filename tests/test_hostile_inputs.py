@@ -325,3 +325,34 @@ def test_a_router_script_is_refused_only_where_no_disaggregated_service_can_be(t
     check_options(ctx)  # no refusal
     one_line_error([*PLAN, "--emit", "k8s", "-o", str(tmp_path / "out"), "--router-script", "http://x/p.py"],
                    "--router-script: has no effect without a disaggregated plan")
+
+
+# -- fields and options that cannot apply: refused in one line (planner/applies.py, flags.NEEDS) ---------------
+@pytest.mark.parametrize("service,needle", [
+    ("{name: a, model: llama-3.1-8b, concurrency: 4, speculative_acceptance: [0.5]}",
+     ":5: services.a.speculative_acceptance: has no effect without speculative decoding"),
+    ("{name: a, model: llama-3.1-8b, concurrency: 4, dp: [1, 2]}",
+     ":5: services.a.dp: has no effect on llama-3.1-8b, a dense model"),
+])
+def test_a_scenario_field_that_cannot_apply_is_refused(tmp_path, service, needle):
+    """Each was taken silently before (exit 0): the acceptance with no drafter, dp on a dense model."""
+    path = tmp_path / "t.yaml"
+    path.write_text(f"review: t\ninventory:\n  h100: {{gpus: 16}}\nservices:\n  - {service}\n")
+    one_line_error(["scenario", str(path)], f"{path}{needle}")
+
+
+def test_a_default_that_applies_elsewhere_is_not_refused(tmp_path):
+    """A `defaults:` dp serves the MoE service; the dense one does not write it."""
+    path = tmp_path / "t.yaml"
+    path.write_text("review: t\ninventory:\n  h100: {gpus: 16}\ndefaults: {concurrency: 4, dp: [1, 2]}\nservices:\n"
+                    "  - {name: a, model: llama-3.1-8b}\n  - {name: b, model: qwen3-30b-a3b}\n")
+    code, out, err = run(["scenario", str(path), "--format", "json"])
+    assert code in (0, 1) and "has no effect" not in err, (code, err[-500:])
+
+
+def test_dp_on_a_dense_model_is_refused_by_plan_and_kept_by_compare_across_kinds():
+    one_line_error([*PLAN, "--dp", "2"], "--dp: has no effect on llama-3.1-8b, a dense model: dp is 1 and replicas "
+                   "scale it (drop it)")
+    code, _, err = run(["compare", "--model", "llama-3.1-8b", "--model", "qwen3-30b-a3b", "--chip", "h100",
+                        "--concurrency", "4", "--dp", "2", "--format", "json"])
+    assert code == 0, err[-500:]  # --dp applies to the MoE model's points

@@ -31,6 +31,7 @@ PLANNER_STAGES = (
     # inputs, and the one number formatter every later stage prints its figures with
     ("planner.defaults", "planner.limits", "planner.request", "planner.scenario", "planner.heap", "planner.numbers",
      "planner.kinds", "planner.progress",  # progress: the stages a long search names, for a command to show
+     "planner.applies",  # what options and fields can apply to a model
      "planner.traffic.intervals", "planner.traffic.profile", "planner.traffic.spec",
      "planner.traffic.trace", "planner.traffic.prometheus"),  # a scenario's traffic: input
     ("planner.candidates", "planner.traffic"),  # the schedule: a candidate shape's replicas per interval

@@ -22,8 +22,7 @@ def run(args, capsys):
 @pytest.mark.parametrize("args, field", [
     (["memory", "--model", "no-such-model", "--chip", "h200"], "--model"),
     (["memory", "--model", "dsv3", "--chip", "tpu9"], "--chip"),
-    (["memory", "--model", "dsv3", "--chip", "h200", "-tp", "3"], "--tensor-parallel-size"),
-    (["memory", "--model", "qwen2.5-7b", "--chip", "h200", "-tp", "7"], "--tensor-parallel-size"),
+    # `plan memory -tp 3` on heads it does not divide is vLLM's refusal, exit 1 (tests/test_load_checks.py)
     (["--model", "llama-3.1-70b", "--chip", "h200", "--concurrency", "8", "--tp", "3"], "--tp"),
     (["memory", "--model", "llama-3.1-8b", "--chip", "h200", "--gpu-memory-utilization", "1.5"],
      "--gpu-memory-utilization"),

@@ -281,14 +281,19 @@ def test_tensor_parallel_sizes_vllm_accepts(card, accepted):
 
 
 def test_a_refused_tensor_parallel_size_names_the_field_not_a_flag():
+    """Asked of the search, a tp the heads refuse is bad input on the field; a deployment's kernel meets
+    it as vLLM does, a refusal of its release's load checks (pricing/rules/load_checks.py)."""
     from pricing.errors import InputError
     from pricing.graph import load_model
+    from pricing.kernel import Startup
     from pricing.kernel.deployment import check_tensor_parallel
 
     with pytest.raises(InputError) as err:
-        Kernel.of(load_model("llama-3.1-70b"), Deployment(tensor_parallel_size=3), get_chip("h200"))
+        check_tensor_parallel(load_model("llama-3.1-70b"), 3)
     assert (err.value.field, err.value.problem) == ("tensor_parallel_size",
                                                     "3 does not divide the 64 attention heads of llama-3.1-70b")
     with pytest.raises(InputError, match="^tensor_parallel_size: 7 is not a multiple of the 4 KV heads"):
         check_tensor_parallel(load_model("qwen2.5-7b"), 7)
+    kernel = Kernel.of(load_model("llama-3.1-70b"), Deployment(tensor_parallel_size=3), get_chip("h200"))
+    assert Startup(kernel).failed_check() == "load"
 

@@ -252,3 +252,52 @@ def test_the_fixture_holds_every_case_the_search_gives_today():
     assert [c["id"] for c in today] == [c["id"] for c in CASES]
     for now, fixed in zip(today, CASES, strict=True):
         assert {k: v for k, v in fixed.items() if k != "vllm"} == json.loads(json.dumps(now)), now["id"]
+
+
+@pytest.mark.parametrize("card, tp, message, source", [
+    # 64 attention heads: 3 does not divide them (config/model.py verify_with_parallel_config's ValueError text)
+    ("llama-3.1-70b", 3, "ValueError: Total number of attention heads (64) must be divisible by tensor parallel "
+                         "size (3).", "config/model.py ModelConfig.verify_with_parallel_config"),
+    # 28 heads, 4 KV heads: tp 7 divides the heads; 7 ≥ 4 replicates KV heads, divide(7, 4) asserts
+    ("qwen2.5-7b", 7, "AssertionError: 7 is not divisible by 4", "QKVParallelLinear.__init__"),
+    # 28 heads, 4 KV heads: tp 14 the same, divide(14, 4)
+    ("qwen2.5-7b", 14, "AssertionError: 14 is not divisible by 4", "QKVParallelLinear.__init__"),
+])
+def test_heads_that_tp_does_not_split_are_refused_as_vllm_refuses(card, tp, message, source):
+    """Hand-derived from vLLM 0.33's source (no oracle run here): the engine config's heads check and
+    QKVParallelLinear's divide() are load checks of every pack; `plan memory` exits 1 with vLLM's words
+    and where they come from (an input error, exit 2, before)."""
+    done = CliRunner().invoke(cli, ["memory", "--model", card, "--chip", "h200", "-tp", str(tp)])
+    assert done.exit_code == 1, done.output
+    assert f"plan: vLLM would not start (load): {message}" in done.output
+    assert source in done.output
+    for version in ("0.10", "0.21", "0.33"):
+        assert get(version).rules.LOAD_CHECKS[0].judge(graph(card), Split(tp), facts(version)) is not None or \
+            get(version).rules.LOAD_CHECKS[1].judge(graph(card), Split(tp), facts(version)) is not None
+
+
+def test_heads_tp_splits_and_mla_pass():
+    """tp 4 splits llama-3.1-70b's 8 KV heads two a rank; tp 16 replicates each twice; dsv3's latent
+    attention has no KV heads to split (only its 128 attention heads constrain tp)."""
+    from pricing.rules.load_checks import heads_refusal
+
+    assert heads_refusal(graph("llama-3.1-70b"), 4) is None
+    assert heads_refusal(graph("llama-3.1-70b"), 16) is None
+    assert heads_refusal(graph("dsv3"), 128) is None
+    assert heads_refusal(graph("dsv3"), 3).check == "attention_heads"
+
+
+def test_nvfp4_input_features_per_rank_are_a_multiple_of_16(tmp_path):
+    """Hand-derived from modelopt.py ModelOptNvFp4LinearMethod.create_weights (input_size_per_partition
+    % 16): Qwen3-8B's config with intermediate_size 12,304 = 16 × 769 served as NVFP4: the row-parallel
+    down_proj takes 12,304 at tp 1 and 6,152 (16 × 384.5) at tp 2, which vLLM 0.33 refuses."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    cfg = json.loads((ROOT.parent / "shared" / "models" / "Qwen--Qwen3-8B.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "intermediate_size": 12304}))
+    argv = ["memory", "--model", str(folder), "--quantization", "nvfp4", "--chip", "b200"]
+    assert CliRunner().invoke(cli, [*argv, "-tp", "1"]).exit_code == 0
+    done = CliRunner().invoke(cli, [*argv, "-tp", "2"])
+    assert done.exit_code == 1
+    assert ("vLLM would not start (load): ValueError: Unsupported model when in features size is not multiple of 16 "
+            "(layers.0.mlp.down_proj: vLLM model_executor/layers/quantization/modelopt.py") in done.output

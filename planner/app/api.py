@@ -71,6 +71,14 @@ def _request(request: PlanRequest | None, fields: dict) -> PlanRequest:
     return request if request is not None else request_of(**fields)
 
 
+def model_of(service: ServiceSpec):
+    """The graph of the service's model the command's search reads (one per command, inside its
+    `session`: planner/candidates/service.py sweep_model)."""
+    from planner.candidates.service import sweep_model
+
+    return sweep_model(service.model, service.quantization)
+
+
 def check_service(service: ServiceSpec) -> None:
     """The first of what is wrong with the service whatever the shape, as bad input, before any
     search (planner/request.py service_problems)."""

@@ -4,13 +4,12 @@ their own shorter ones where those differ."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
-from collections.abc import Callable
 
 import click
 
+from planner.applies import Needs, dense_without
 from pricing.errors import InputError, render
 
 PLAN_FLAGS = {"tensor_parallel_size": "--tp", "context_length": "--context-length"}  # `plan`'s own names
@@ -112,17 +111,6 @@ def _max_rate_disagg(o: dict) -> bool:
 
 def _max_rate_agg(o: dict) -> bool:
     return bool(o.get("max_rate")) and o.get("serving", "agg") == "agg"
-
-
-@dataclasses.dataclass(frozen=True)
-class Needs:
-    """`option`, given, applies only where `holds(options)`: else it is refused, `without` saying
-    what is missing and `fix` the way out (an option with no effect is never taken silently)."""
-
-    option: str
-    without: str
-    holds: Callable[[dict], bool]
-    fix: str
 
 
 NEEDS = (
@@ -268,3 +256,11 @@ class InputErrors(InputError):
 
     def as_named(self, name) -> InputErrors:
         return InputErrors([e.as_named(name) for e in self.errors])
+
+
+def check_model_options(ctx: click.Context, models) -> None:
+    """Refuse an option the models cannot take (`models`: the graphs planned): --dp on dense models
+    only (dp is 1 on them; replicas scale a dense model, planner/candidates/shapes.py)."""
+    dp = ctx.params.get("dp")
+    if dp and given(ctx, "dp") and any(d != 1 for d in dp) and models and not any(m.has_experts for m in models):
+        raise InputError(own_flag("dp", ctx) or "--dp", dense_without(", ".join(m.name for m in models)), "drop it")

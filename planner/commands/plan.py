@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from planner.commands import ranges
-from planner.commands.flags import check_options, in_flags, names_flags, own_flag, plan_flag
+from planner.commands.flags import check_model_options, check_options, in_flags, names_flags, own_flag, plan_flag
 from planner.commands.progress import progress
 from planner.commands.registry_option import registry_option
 from planner.limits import (
@@ -64,13 +64,18 @@ def vllm_version_option(multiple: bool = False):
 def time_limit_option():
     """--time-limit, one option on `plan`, `plan compare` and `plan scenario`: the solver's time
     limit, as deterministic work (planner/search/staged.py Budget; planner/defaults.yaml
-    solver.max_time_in_seconds when absent)."""
+    solver.max_time_in_seconds when absent), less a review's sweep (planner/search/sweep_time.py)."""
     from planner import defaults
 
     return click.option("--time-limit", type=ranges.positive("for example 10"),
                         help="solver time limit in seconds, counted as deterministic work so that the answer does "
                              "not depend on the machine's load (default "
-                             f"{defaults.value('solver.max_time_in_seconds'):g}, planner/defaults.yaml)")
+                             f"{defaults.value('solver.max_time_in_seconds'):g}, planner/defaults.yaml); a review "
+                             "counts its candidate sweep against it first, at "
+                             f"{defaults.value('sweep.shapes_per_second'):,} shapes a second, refuses a limit the "
+                             "sweep alone would take, and ends within the limit plus about "
+                             f"{defaults.value('sweep.command_overhead_seconds'):g} s of start-up and reporting on "
+                             "one idle core")
 
 
 def options_list(axes: bool = False) -> list:
@@ -488,6 +493,12 @@ def run(ctx: click.Context, **options) -> None:
         return run_max_rate(ctx, options)
     to = emit.emit_of(options)
     request = request_from(options)
+    try:  # an option the model cannot take (--dp on a dense model), before any sweep
+        from planner.app.api import model_of
+
+        check_model_options(ctx, [model_of(request.service)])
+    except InputError as err:
+        raise in_flags(err, service_flag_of) from None
     limits = request.limits
     emit.check_chips(to, limits.chips + (limits.prefill_chips or ()) + (limits.decode_chips or ()))
     emit.check_serving(to, [(request.service.model, request.service.serving)])

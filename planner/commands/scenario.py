@@ -400,7 +400,8 @@ def sweep_scenarios(options: dict) -> tuple[list[dict], list[str], list[tuple[st
     problems = []
     for _, s in scenarios:
         # a point beyond the model's positions is answered (infeasible, with vLLM's reason), not an error
-        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False, name=plan_flag)]
+        problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False, name=plan_flag,
+                                                                           applies=False)]
     if problems:
         flags = [line.split(": ", 1) for line in problems]  # services[0].context_length: ... -> --context-length: ...
         raise ScenarioErrors(list(dict.fromkeys(f"{service_flag(field)}: {text}" for field, text in flags)))

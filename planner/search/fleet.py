@@ -34,6 +34,7 @@ from planner.search import cpsat
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.status import STAGES, StageStatus
 from planner.search.submodels import Inventory, NodePacking, PoolChoice
+from planner.search.sweep_time import solver_seconds
 from pricing.chips import Chip
 
 
@@ -356,8 +357,11 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     the coupled CP-SAT model is solved, started from them (a hint). With `bounded` (one review, no
     variants to share whole tables with), each service is first swept only as far as its own
     optimum can reach (`bounded_tables`); when every service has one and they fit, that is the
-    answer; otherwise every table is swept whole and the search runs as without."""
+    answer; otherwise every table is swept whole and the search runs as without. A given
+    `time_limit` is shared by the sweep, counted in shapes, and the solver (planner/search/
+    sweep_time.py `solver_seconds`, which refuses a limit the sweep alone takes)."""
     served = [s for s in services if s.name not in refused]
+    solve_limit = solver_seconds([r for s in served for r in table_requests(scenario, s)], time_limit)
     if bounded and not refused:
         found = _bounded(scenario, served, parallel_tables)
         if found is not None:
@@ -373,7 +377,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     own = [own_optimum(p) for p in prepared]
     if fits(prepared, own, scenario):
         return FleetSearch(prepared, "OPTIMAL", own, solvable, True, evaluated, proven(own))
-    budget = Budget(time_limit)  # the coupled solve and, when it proves no plan, who is short share --time-limit
+    budget = Budget(solve_limit)  # the coupled solve and, when it proves no plan, who is short share --time-limit
     sol = fleet_model(prepared, scenario, own).solve(budget)
     short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" else None
     return FleetSearch(prepared, sol.status, sol.picks, solvable, False, evaluated, sol.stages, short)

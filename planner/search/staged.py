@@ -65,6 +65,7 @@ class Budget:
         sol = cp_model.CpSolver()
         sol.parameters.num_workers = defaults.value("solver.num_workers")
         sol.parameters.random_seed = 0
+        sol.parameters.catch_sigint_signal = False  # a SIGINT ends the command, never the search as if in time
         sol.parameters.max_deterministic_time = max(self.work_left(), SMALLEST_STAGE)
         sol.parameters.max_time_in_seconds = max(self.wall_left(), SMALLEST_STAGE)
         return sol

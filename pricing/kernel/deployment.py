@@ -15,6 +15,7 @@ from pricing.kernel import pipeline
 from pricing.registry import Registry, load
 from pricing.rules import Release
 from pricing.rules import get as get_release
+from pricing.rules.load_checks import heads_refusal
 from pricing.units import GiB
 
 
@@ -136,34 +137,30 @@ def _divisors(n: int) -> str:
 
 
 def check_tensor_parallel(model: ModelGraph, tp: int) -> None:
-    """vLLM's rule for a tensor-parallel size, raised on the field `tensor_parallel_size`: tp
-    divides the attention heads (vllm/config/model.py, verify_with_parallel_config: "Total number
-    of attention heads must be divisible by tensor parallel size"), and with grouped KV heads
-    either tp divides them or they divide tp, each replicated (QKVParallelLinear,
-    vllm/model_executor/layers/linear.py: divide(total_num_kv_heads, tp_size) or
-    divide(tp_size, total_num_kv_heads))."""
+    """A tensor-parallel size asked of the search (`plan --tp`, a scenario's `tp:`), raised on the
+    field `tensor_parallel_size` when vLLM refuses it for the model's heads (pricing/rules/
+    load_checks.py `heads_refusal`: the engine config's and the QKV layer's checks, which a
+    deployment's kernel meets as its release's load checks)."""
     if tp < 1:
         raise InputError("tensor_parallel_size", f"must be at least 1, got {tp}", "for example 1")
+    refused = heads_refusal(model, tp)
+    if refused is None:
+        return
     heads = model.num_attention_heads
-    if heads % tp:
+    if refused.check == "attention_heads":
         raise InputError("tensor_parallel_size", f"{tp} does not divide the {heads} attention heads of {model.name}",
                          f"use one of {_divisors(heads)}")
     kv = model.num_kv_heads
-    if model.attention_backend == "gqa" and kv > tp and kv % tp:
+    if kv > tp:
         raise InputError("tensor_parallel_size", f"{tp} does not divide the {kv} KV heads of {model.name}",
                          f"use one of {_divisors(kv)}")
-    if model.attention_backend == "gqa" and kv < tp and tp % kv:
-        raise InputError("tensor_parallel_size", f"{tp} is not a multiple of the {kv} KV heads of {model.name}",
-                         "use a multiple of the KV heads")
+    raise InputError("tensor_parallel_size", f"{tp} is not a multiple of the {kv} KV heads of {model.name}",
+                     "use a multiple of the KV heads")
 
 
 def allows_tensor_parallel(model: ModelGraph, tp: int) -> bool:
-    """Whether vLLM accepts tensor parallel `tp` for the model (`check_tensor_parallel`)."""
-    try:
-        check_tensor_parallel(model, tp)
-    except InputError:
-        return False
-    return True
+    """Whether vLLM accepts tensor parallel `tp` for the model's heads (`heads_refusal`)."""
+    return tp >= 1 and heads_refusal(model, tp) is None
 
 
 def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Registry | None = None,
@@ -172,7 +169,9 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
     reg = registry or load()
     release = get_release(release)
     tp, dp = d.tensor_parallel_size, d.data_parallel_size
-    check_tensor_parallel(model, tp)
+    if tp < 1:
+        raise InputError("tensor_parallel_size", f"must be at least 1, got {tp}", "for example 1")
+    # heads that tp does not divide: the release's load checks refuse it (exit 1, vLLM's words), not the input
     dcp = d.decode_context_parallel_size
     if tp % dcp:
         raise InputError("decode_context_parallel_size", f"{dcp} does not divide tensor parallel {tp}",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from math import gcd
 from typing import TYPE_CHECKING, Protocol
 
-from pricing.config.quantization import Fp8, sm_of
+from pricing.config.quantization import Fp8, Nvfp4, sm_of
 
 if TYPE_CHECKING:  # the graph (and networkx) only where a model is judged: the packs load without it
     from pricing.graph.model import ModelGraph
@@ -84,9 +84,14 @@ def _block_fp8(t: Tensor) -> tuple[int, int] | None:
     return None
 
 
-def _tensors(model: ModelGraph):
+def _tensors(model: ModelGraph) -> tuple:
     """(node name, tensor, the node's tensors) for every tensor of the graph, each distinct
-    (name aside) shape once, in topological order."""
+    (name aside) shape once, in topological order; listed once per graph (ModelGraph.derived), as
+    every split of a sweep is judged on the same tensors."""
+    return model.derived(("load_checks.tensors",), lambda: tuple(_distinct_tensors(model)))
+
+
+def _distinct_tensors(model: ModelGraph):
     seen = set()
     for name, data in model.nodes():
         tensors = data["tensors"]
@@ -211,6 +216,74 @@ class GptOssIntermediateDividesWorld:
         return None
 
 
+@dataclass(frozen=True)
+class Nvfp4InFeatures:
+    """NVFP4 linear layers (model_executor/layers/quantization/modelopt.py
+    `ModelOptNvFp4LinearMethod.create_weights`): each rank's input features, a row-parallel layer's
+    split tp ways, must be a multiple of the release's `nvfp4_in_features_multiple` (the FP8 scale's
+    16-element group), else ValueError. Routed experts are the fused-MoE method's, not judged here."""
+
+    name: str = "nvfp4_in_features"
+    source: str = "model_executor/layers/quantization/modelopt.py ModelOptNvFp4LinearMethod.create_weights"
+
+    def judge(self, model, split, facts):
+        multiple = facts("nvfp4_in_features_multiple")
+        for _, t, _ in _tensors(model):
+            if not isinstance(t.fmt, Nvfp4) or t.split not in ("row", "column"):
+                continue
+            inner = t.cols // split.tp if t.split == "row" else t.cols
+            if inner % multiple:
+                return LoadRefusal(self.name, "ValueError: Unsupported model when in features size is not multiple "
+                                   f"of {multiple}", self.source, t.name)
+        return None
+
+
+def heads_refusal(model: ModelGraph, tp: int) -> LoadRefusal | None:
+    """vLLM's own rules for the attention heads under tensor parallel `tp`, in its order: the engine's
+    config (`AttentionHeadsDivideTp`), then the QKV layer (`KvHeadsSplit`); None when both pass."""
+    return AttentionHeadsDivideTp().judge(model, Split(tp), None) or KvHeadsSplit().judge(model, Split(tp), None)
+
+
+@dataclass(frozen=True)
+class AttentionHeadsDivideTp:
+    """The attention heads divide tp (config/model.py `ModelConfig.verify_with_parallel_config`,
+    called from config/vllm.py as the engine's config is made, before any layer is built; the same
+    in every wheel the packs serve)."""
+
+    name: str = "attention_heads"
+    source: str = "config/model.py ModelConfig.verify_with_parallel_config"
+
+    def judge(self, model, split, facts):
+        heads = model.num_attention_heads
+        if heads % split.tp:
+            return LoadRefusal(self.name, f"ValueError: Total number of attention heads ({heads}) must be divisible "
+                               f"by tensor parallel size ({split.tp}).", self.source, "config.num_attention_heads")
+        return None
+
+
+@dataclass(frozen=True)
+class KvHeadsSplit:
+    """Grouped KV heads split or replicated whole (model_executor/layers/linear.py
+    `QKVParallelLinear.__init__`: tp at least the KV heads replicates each, `divide(tp_size,
+    total_num_kv_heads)`, else splits them, `divide(total_num_kv_heads, tp_size)`; distributed/utils.py
+    `ensure_divisibility` asserts "{numerator} is not divisible by {denominator}"). Latent attention
+    (MLA) has no KV heads to split."""
+
+    name: str = "kv_heads"
+    source: str = ("model_executor/layers/linear.py QKVParallelLinear.__init__ "
+                   "(distributed/utils.py ensure_divisibility)")
+
+    def judge(self, model, split, facts):
+        if model.attention_backend != "gqa":
+            return None
+        kv, tp = max(1, model.num_kv_heads), split.tp
+        numerator, denominator = (tp, kv) if tp >= kv else (kv, tp)
+        if numerator % denominator:
+            return LoadRefusal(self.name, f"AssertionError: {numerator} is not divisible by {denominator}",
+                               self.source, "qkv_proj")
+        return None
+
+
 def _triton_takes_fp8(generation: str, refinement: dict) -> bool:
     """current_platform.supports_fp8(): CUDA from the capability the fact names (platforms/cuda.py:
     has_device_capability(89)); ROCm on CDNA or RDNA (platforms/rocm.py), every ROCm chip here."""
@@ -238,4 +311,4 @@ def checked_schemes(checks) -> frozenset[str]:
 
 # the scheme keys each check judges (a quantized scheme no check judges is stated: UNCHECKED)
 CHECKED = {"ValidateFp8BlockShape": ("fp8_block", "fp8_block_ue8m0"),  # a model's own check judges no scheme
-           "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0")}
+           "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0"), "Nvfp4InFeatures": ("nvfp4",)}

@@ -23,7 +23,13 @@ from __future__ import annotations
 import sys
 from dataclasses import fields
 
-from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
+from pricing.rules.load_checks import (
+    AttentionHeadsDivideTp,
+    GptOssIntermediateDividesWorld,
+    KvHeadsSplit,
+    ValidateFp8BlockShape,
+    ValidateFp8BlockShapeMoe,
+)
 from pricing.rules.release import Release
 from pricing.rules.shared import (
     Group,
@@ -86,6 +92,7 @@ logged_tokens = logged_blocks_one_group
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
 # fp8_moe_block_refinement
-LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
+LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
+               ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.10", "0.10.2", "vllm_0_10", sys.modules[__name__], covers=("0.10", "0.10"))

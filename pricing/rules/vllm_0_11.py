@@ -20,7 +20,13 @@ from __future__ import annotations
 
 import sys
 
-from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
+from pricing.rules.load_checks import (
+    AttentionHeadsDivideTp,
+    GptOssIntermediateDividesWorld,
+    KvHeadsSplit,
+    ValidateFp8BlockShape,
+    ValidateFp8BlockShapeMoe,
+)
 from pricing.rules.release import Release
 from pricing.rules.shared import (
     Grouping,
@@ -46,6 +52,7 @@ logged_tokens = logged_blocks_per_group
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
 # fp8_moe_block_refinement
-LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
+LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
+               ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.11", "0.11.0", "vllm_0_11", sys.modules[__name__], covers=("0.11", "0.11"))

@@ -19,7 +19,13 @@ from __future__ import annotations
 
 import sys
 
-from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
+from pricing.rules.load_checks import (
+    AttentionHeadsDivideTp,
+    GptOssIntermediateDividesWorld,
+    KvHeadsSplit,
+    ValidateFp8BlockShape,
+    ValidateFp8BlockShapeMoe,
+)
 from pricing.rules.release import Release
 from pricing.rules.shared import (
     Grouping,
@@ -46,6 +52,7 @@ logged_tokens = logged_max_concurrency
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
 # fp8_moe_block_refinement
-LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
+LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
+               ValidateFp8BlockShapeMoe())
 
 RELEASE = Release("0.26", "0.28.0", "vllm_0_26", sys.modules[__name__], covers=("0.26", "0.29"))

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import sys
 
-from pricing.rules.load_checks import GptOssIntermediateDividesWorld, ValidateFp8BlockShape, ValidateFp8BlockShapeMoe
+from pricing.rules.load_checks import (
+    AttentionHeadsDivideTp,
+    GptOssIntermediateDividesWorld,
+    KvHeadsSplit,
+    Nvfp4InFeatures,
+    ValidateFp8BlockShape,
+    ValidateFp8BlockShapeMoe,
+)
 from pricing.rules.release import Release
 from pricing.rules.shared import (
     Grouping,
@@ -38,6 +45,7 @@ logged_tokens = logged_max_concurrency
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
 # fp8_moe_block_refinement
-LOAD_CHECKS = (GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe())
+LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
+               ValidateFp8BlockShapeMoe(), Nvfp4InFeatures())
 
 RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__], covers=("0.30", "0.33"))
