@@ -396,6 +396,28 @@ def test_progress_shows_on_a_terminal_and_is_cleared(tmp_path):
     assert shown.rstrip().endswith("solver OPTIMAL (optimum proven)")
 
 
+def test_a_review_without_variants_shows_its_stages_on_a_terminal():
+    """Progress (issue 42): `plan scenario FILE` alone (no variants bar) shows the fleet search's
+    stages on a terminal (the delay lowered to 0 s), and its answer still ends the screen."""
+    import os
+    import sys
+
+    import pexpect
+
+    lowered = ("import planner.defaults as d; real = d.value; "
+               "d.value = lambda name: 0.0 if name == 'report.progress_after' else real(name); " + PLAN)
+    child = pexpect.spawn(sys.executable, ["-c", lowered, "scenario", "scenarios/mixed-fleet-shared-inventory.yaml"],
+                          cwd=str(ROOT), dimensions=(24, 80), env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          encoding="utf-8", timeout=300)
+    child.expect(pexpect.EOF)
+    shown = child.before
+    child.close()
+    assert child.exitstatus == 0
+    assert "sweeping the instance shapes of 3 services" in shown
+    assert "\x1b[2K" in shown
+    assert "solver OPTIMAL" in " ".join(" ".join(shown.rstrip().splitlines()[-3:]).split())  # wrapped at 80
+
+
 def test_progress_is_silent_on_a_pipe_and_with_json(tmp_path):
     """Progress (issue 42): piped, stderr holds nothing (the delay lowered to 0 s); on a terminal
     with --json neither (a program reads the output)."""

@@ -24,6 +24,7 @@ from planner.candidates import latency
 from planner.candidates.service import ResolvedService
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.kinds import Role, Serving
+from planner.progress import stage
 from planner.request import ServiceSpec
 from planner.scenario import Scenario
 from planner.search import cpsat
@@ -386,6 +387,8 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     hours = defaults.value("report.hours_per_month")
     if picks:
         plans, laid = _plans(prepared, picks, scenario)
+        if any(scenario.merged(s).traffic for s in scenario.services):
+            stage("simulating each service's schedule over the day")
         schedules, unscheduled = fleet_schedules(scenario, prepared, picks)
         short = []
     else:
@@ -426,6 +429,8 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         chips.append(ChipUse(chip=chip, gpus=sum(pl.gpus for pl in used), available=stock.gpus if stock else None,
                              cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
     total = round(sum(pl.cost_per_hour for pl in plans), 4)
+    if not refused and any(scenario.merged(s).traffic for s in scenario.services):
+        stage("CP-SAT: the fleet over the day")
     over = plan_over_the_day(scenario, prepared, picks or None, time_limit) if not refused else None
     day_pools = []
     if over is not None and over.peak_gpus is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import click
@@ -31,7 +32,7 @@ from planner.commands.plan import (
     write_charts,
     write_html,
 )
-from planner.commands.progress import wanted
+from planner.commands.progress import progress, wanted
 from planner.commands.registry_option import registry_option
 from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
@@ -182,8 +183,11 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
 
     freeze_imported()
     with_variants = with_variants or bool(variant_names)
-    c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
-                   ray_address=ray_address, progress=Ticker(_err_console(), wanted(fmt == "json")), named=file_flag)
+    shown = wanted(fmt == "json")  # the variants' bar, or the base's stages alone (rich shows one live display)
+    with nullcontext() if with_variants else progress(fmt == "json"):
+        c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
+                       ray_address=ray_address, progress=Ticker(_err_console(), shown and with_variants),
+                       named=file_flag)
     page = (page_path, About(releases([scenario, *(scenario.apply(r.variant) for r in c.variants)]),
                              typed_command(ctx)), lambda path: chart(c, path, file_flag)) if page_path else None
     note = None if with_variants else unplanned(scenario)

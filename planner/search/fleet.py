@@ -28,6 +28,7 @@ from planner.candidates.table import (
     start_table,
 )
 from planner.limits import price_units
+from planner.progress import stage
 from planner.request import PoolLimits, ServiceSpec
 from planner.scenario import Scenario
 from planner.search import cpsat
@@ -361,6 +362,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     `time_limit` is shared by the sweep, counted in shapes, and the solver (planner/search/
     sweep_time.py `solver_seconds`, which refuses a limit the sweep alone takes)."""
     served = [s for s in services if s.name not in refused]
+    stage(f"sweeping the instance shapes of {len(served):,} service{'s' if len(served) != 1 else ''}")
     solve_limit = solver_seconds([r for s in served for r in table_requests(scenario, s)], time_limit)
     if bounded and not refused:
         found = _bounded(scenario, served, parallel_tables)
@@ -377,6 +379,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     own = [own_optimum(p) for p in prepared]
     if fits(prepared, own, scenario):
         return FleetSearch(prepared, "OPTIMAL", own, solvable, True, evaluated, proven(own))
+    stage(f"CP-SAT: {len(prepared):,} services together over {evaluated:,} candidates")
     budget = Budget(solve_limit)  # the coupled solve and, when it proves no plan, who is short share --time-limit
     sol = fleet_model(prepared, scenario, own).solve(budget)
     short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" else None
