@@ -34,6 +34,7 @@ import inferencex_disagg  # noqa: E402
 import k8s_targets  # noqa: E402
 import quotes  # noqa: E402
 import reference  # noqa: E402
+import traffic_examples  # noqa: E402
 
 
 def _module(name: str) -> Callable[[], str]:
@@ -46,6 +47,8 @@ def cheap() -> dict[str, Callable[[], str]]:
     """The sections made from the tool's own commands, by key."""
     return {"headline": headline.section, **{key: example.section for key, example in examples.EXAMPLES.items()},
             "inferencex-disagg": inferencex_disagg.section, "k8s-targets": k8s_targets.section,
+            "traffic-schedule": traffic_examples.schedule, "fleet-over-the-day": traffic_examples.fleet,
+            "keda-scaledobject": traffic_examples.keda,
             "commands": reference.commands,
             "scenario-schema": reference.scenario_schema}
 
