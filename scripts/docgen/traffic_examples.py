@@ -64,6 +64,6 @@ def keda() -> str:
     scaled = next(d for d in docs if d.get("kind") == "ScaledObject")
     note = next(line.removeprefix("note: ") for line in (out + err).splitlines()
                 if "chat: the ScaledObject" in line)
-    return (f"`chat.yaml`'s ScaledObject, with `--autoscaler keda --namespace llm`:\n\n```yaml\n"
+    return ("`chat.yaml`'s ScaledObject, with `--autoscaler keda --namespace llm`:\n\n```yaml\n"
             + yaml.safe_dump(scaled, sort_keys=False, width=120) + "```\n\nand the note beside it: `"
             + note + "`\n")
