@@ -55,7 +55,8 @@ def fleet() -> str:
 
 def keda() -> str:
     """docs/fleet-over-time.md: chat's ScaledObject and the note `--emit k8s` prints beside it."""
-    argv = ["scenario", str(ROOT / SCENARIO), "--emit", "k8s", "-o", "k8s", "--autoscaler", "keda", "--namespace", "llm"]
+    argv = ["scenario", str(ROOT / SCENARIO), "--emit", "k8s", "-o", "k8s", "--autoscaler", "keda",
+            "--namespace", "llm"]
     with tempfile.TemporaryDirectory() as folder:
         code, out, err = run(argv, COLUMNS, Path(folder))
         if code != 0:
