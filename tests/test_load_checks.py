@@ -8,6 +8,9 @@
   0.29 it is refined (fused_moe/oracle/fp8.py refine_fp8_moe_block_shape).
 - The search never offers a layout a layer refuses.
 - Every quantized scheme a shipped card serves is judged by a check or stated as unchecked.
+- Weight-only INT scale groups cut by the split (GPTQ / AWQ / compressed-tensors WNA16, dense and MoE) and
+  MXFP4's padding: hand-derived from the vLLM 0.33.0 wheel's source (no oracle run), each on a shipped card
+  or a ../shared/models config that starts at one split and is refused at another.
 """
 
 from __future__ import annotations
