@@ -212,6 +212,7 @@ def test_every_quantized_scheme_a_card_serves_is_checked_or_stated():
     assert not any(judged(release.rules.LOAD_CHECKS, scheme) for scheme in unchecked)
     assert judged(release.rules.LOAD_CHECKS, "int4_g32_marlin") and not judged(release.rules.LOAD_CHECKS, "mxfp4")
     assert not judged(release.rules.LOAD_CHECKS, "int4_ch_marlin")  # per channel: no group to cut
+    assert judged(release.rules.LOAD_CHECKS, "int3_g128_gptq") and not judged(release.rules.LOAD_CHECKS, "int8_w8a8")
 
 
 def test_plan_names_the_layer_when_every_split_is_refused(tmp_path):
