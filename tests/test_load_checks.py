@@ -409,8 +409,9 @@ def test_gptq_rows_that_cut_a_group_are_not_offered_and_say_why():
     assert _refused(g, Split(8)) is None
     found = _refused(g, Split(64))
     assert found.check == "wna16_groups" and found.message.startswith(
-        "vLLM 0.33 has no check here: MarlinLinearKernel cannot implement due to: in_features per partition 448 is "
-        "not divisible by group_size = 128.")
+        "not verified to start, so not offered: vLLM 0.33 AutoGPTQLinearMethod.create_weights has no check of its "
+        "own; MarlinLinearKernel cannot implement due to: in_features per partition 448 is not divisible by "
+        "group_size = 128.")
 
 
 def test_the_weight_sizer_no_longer_refuses_a_cut_group():
