@@ -192,18 +192,19 @@ AWQ_72B = "LDCC--Qwen2.5-72B-Instruct-ko-AWQ.json"  # 29,568-wide MLP: 231 group
 
 
 def test_an_awq_shard_refusal_suggests_the_split_that_starts_not_another_chip(capsys, shared_models):
-    # at tp 2 the down projection's 14,784-wide input shard is 115.5 groups of 128: the loader refuses it;
+    # at tp 2 the down projection's 14,784-wide input shard is 115.5 groups of 128: the loader refuses it
+    # (a load check of the release: vLLM 0.33 auto_awq.py AutoAWQLinearMethod.create_weights);
     # at tp 1 the 231 groups are whole and the ~39 GiB of weights fit an H100 (the same chip generation)
     config = str(shared_models / AWQ_72B)
     code, out = _memory(capsys, "--model", config, "--chip", "h100", "-tp", "2")
-    assert code == 1 and out["refusal_check"] == "quantization" and "not aligned" in out["refusal"]
-    assert out["would_fit"].startswith("-tp 1 starts") and "generation" not in out["would_fit"]
+    assert code == 1 and out["refusal_check"] == "load" and "not aligned" in out["refusal"]
+    assert out["would_fit"].startswith("-tp 1 -dp 2 starts") and "generation" not in out["would_fit"]
     code, out = _memory(capsys, "--model", config, "--chip", "h100", "-tp", "1")
     assert code == 0 and out["starts"] is True  # the suggestion is true
     assert main(["--model", config, "--chip", "h100", "--concurrency", "4", "--context-length", "8192",
                  "--tp", "2"]) == 1
     text = capsys.readouterr().out
-    assert "vLLM would not load the checkpoint at tp 2" in text and "Nearest fit: --tp 1 starts" in text
+    assert "vLLM would not load the checkpoint at tp 2" in text and "Nearest fit: --tp 1 --dp 2 starts" in text
     assert "KV cache per rank" not in text  # not a memory story: no request is too large here
 
 

@@ -8,6 +8,9 @@
   0.29 it is refined (fused_moe/oracle/fp8.py refine_fp8_moe_block_shape).
 - The search never offers a layout a layer refuses.
 - Every quantized scheme a shipped card serves is judged by a check or stated as unchecked.
+- Weight-only INT scale groups cut by the split (GPTQ / AWQ / compressed-tensors WNA16, dense and MoE) and
+  MXFP4's padding: hand-derived from the vLLM 0.33.0 wheel's source (no oracle run), each on a shipped card
+  or a ../shared/models config that starts at one split and is refused at another.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from pricing.rules.load_checks import (
     Split,
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
-    checked_schemes,
+    Wna16GroupsSplit,
+    judged,
+    refusal,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,7 +199,6 @@ def test_the_search_never_offers_a_refused_layout():
 
 def test_every_quantized_scheme_a_card_serves_is_checked_or_stated():
     release = get()
-    checked = checked_schemes(release.rules.LOAD_CHECKS)
     unchecked = release.fact(load(), "load_checks_unchecked")
     served = set()
     for card in sorted(p.stem for p in (ROOT / "pricing" / "cards").glob("*.yaml")):
@@ -203,8 +207,12 @@ def test_every_quantized_scheme_a_card_serves_is_checked_or_stated():
     quantized = served - {"bf16", "fp16", "fp32"}
     assert quantized == {"fp8_block", "fp8_block_ue8m0", "mxfp4", "int4_g32_marlin"}
     for scheme in sorted(quantized):
-        assert scheme in checked or scheme in unchecked, f"{scheme}: neither checked nor stated as unchecked"
-    assert not set(unchecked) & checked
+        assert judged(release.rules.LOAD_CHECKS, scheme) or scheme in unchecked, \
+            f"{scheme}: neither checked nor stated as unchecked"
+    assert not any(judged(release.rules.LOAD_CHECKS, scheme) for scheme in unchecked)
+    assert judged(release.rules.LOAD_CHECKS, "int4_g32_marlin") and not judged(release.rules.LOAD_CHECKS, "mxfp4")
+    assert not judged(release.rules.LOAD_CHECKS, "int4_ch_marlin")  # per channel: no group to cut
+    assert judged(release.rules.LOAD_CHECKS, "int3_g128_gptq") and not judged(release.rules.LOAD_CHECKS, "int8_w8a8")
 
 
 def test_plan_names_the_layer_when_every_split_is_refused(tmp_path):
@@ -301,3 +309,131 @@ def test_nvfp4_input_features_per_rank_are_a_multiple_of_16(tmp_path):
     assert done.exit_code == 1
     assert ("vLLM would not start (load): ValueError: Unsupported model when in features size is not multiple of 16 "
             "(layers.0.mlp.down_proj: vLLM model_executor/layers/quantization/modelopt.py") in done.output
+
+
+# -- weight-only INT groups (GPTQ / AWQ / compressed-tensors WNA16) and MXFP4, read in the vLLM 0.33.0 wheel --
+MODELS = ROOT.parent / "shared" / "models"
+CHECKS_0_33 = get("0.33").rules.LOAD_CHECKS
+
+
+def _config(tmp_path, name: str, file: str, **edits) -> str:
+    """A folder holding `file` (../shared/models) with `edits`: a checkpoint's config.json."""
+    folder = tmp_path / name
+    folder.mkdir()
+    cfg = json.loads((MODELS / file).read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, **edits}))
+    return str(folder)
+
+
+def _refused(g, split, version="0.33"):
+    return refusal(get(version).rules.LOAD_CHECKS, g, split, facts(version))
+
+
+def test_awq_rows_that_cut_a_group_are_refused_in_auto_awqs_words():
+    """Hand-derived from vLLM 0.33 auto_awq.py: AutoAWQConfig.get_quant_method sends a layer whose input
+    shard cuts a group (check_marlin_supports_layer, allow_tile_padding) to AutoAWQLinearMethod, whose
+    create_weights raises. LDCC's Qwen2.5-72B AWQ: intermediate 29,568 = 231 groups of 128; tp 2 gives
+    the down projection 14,784 = 115.5 groups and tp 4 7,392 = 57.75; tp 1 starts."""
+    g = load_model(str(MODELS / "LDCC--Qwen2.5-72B-Instruct-ko-AWQ.json"))
+    assert _refused(g, Split(1)) is None
+    for tp in (2, 4):
+        found = _refused(g, Split(tp))
+        assert (found.check, found.layer) == ("wna16_groups", "layers.0.mlp.down_proj")
+        assert found.message == ("ValueError: The input size is not aligned with the quantized weight shape. This "
+                                 "can be caused by too large tensor parallel size.")
+        assert found.source.startswith("model_executor/layers/quantization/auto_awq.py AutoAWQLinearMethod.")
+    done = CliRunner().invoke(cli, ["memory", "--model", str(MODELS / "LDCC--Qwen2.5-72B-Instruct-ko-AWQ.json"),
+                                    "--chip", "h100", "-tp", "2"])
+    assert done.exit_code == 1 and "plan: vLLM would not start (load): ValueError: The input size is not aligned" \
+        in done.output
+
+
+def test_compressed_tensors_rows_that_cut_a_group_are_refused_in_vllms_words(tmp_path):
+    """Hand-derived from vLLM 0.33 compressed_tensors_wNa16.py CompressedTensorsWNA16.create_weights
+    (distributed/utils.py verify_group_size_divides_partition): Qwen3-8B's config with intermediate
+    12,416 = 97 groups of 128, served as compressed-tensors W4A16 group 128: tp 1 starts, tp 2 gives
+    the down projection 6,208 = 48.5 groups, which vLLM refuses naming the layer by its module prefix."""
+    quant = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+             "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                 "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128}}}}
+    folder = _config(tmp_path, "ct", "Qwen--Qwen3-8B.json", intermediate_size=12416, quantization_config=quant)
+    g = load_model(folder)
+    assert _refused(g, Split(1)) is None
+    assert _refused(g, Split(2)).message == (
+        "ValueError: Weight input_size_per_partition=6208 for layer 'model.layers.0.mlp.down_proj' is not divisible "
+        "by group_size=128. This happens when tensor_parallel_size splits the layer input into shards that are not "
+        "a whole number of quant groups. Consider reducing tensor_parallel_size.")
+    argv = ["memory", "--model", folder, "--chip", "h100"]
+    assert CliRunner().invoke(cli, [*argv, "-tp", "1"]).exit_code == 0
+    done = CliRunner().invoke(cli, [*argv, "-tp", "2"])
+    assert done.exit_code == 1 and "compressed_tensors_wNa16.py CompressedTensorsWNA16.create_weights" in done.output
+
+
+def test_compressed_tensors_experts_that_cut_a_group_are_refused():
+    """Hand-derived from vLLM 0.33 compressed_tensors_moe_wna16.py CompressedTensorsWNA16MoEMethod.create_weights:
+    Kimi-K2.5's experts (intermediate 2,048, INT4 group 32, hidden 7,168) over a MoE tp of 8 × 8 = 64 hold
+    32 each, one group; 8 × 16 = 128 ranks without expert parallelism hold 16, half a group: refused; with
+    expert parallelism each rank holds whole experts."""
+    g = graph("kimi-k2.5")
+    assert _refused(g, Split(8, 8)) is None
+    assert _refused(g, Split(8, 16)).message == (
+        "ValueError: CompressedTensors WNA16 MoE with static group scales requires the MoE intermediate size per "
+        "tensor-parallel partition (16) to be divisible by group_size (32). Scale groups would otherwise cross TP "
+        "shard boundaries; use a compatible TP size or enable expert parallelism.")
+    assert _refused(g, Split(8, 16, ep=True)) is None
+    done = CliRunner().invoke(cli, ["memory", "--model", "kimi-k2.5", "--chip", "h200", "-tp", "8", "-dp", "16"])
+    assert done.exit_code == 1 and "vLLM would not start (load): ValueError: CompressedTensors WNA16 MoE" in done.output
+
+
+def test_awq_experts_halve_their_group_in_0_33_and_were_refused_before(tmp_path):
+    """Hand-derived from vLLM 0.33 auto_awq.py get_quant_method (experts Marlin cannot take go to
+    moe_wna16.py MoeWNA16Method, whose create_weights halves the group until it divides the shard and the
+    hidden size, asserting it stays >= 32): Mixtral-8x7B (intermediate 14,336, hidden 4,096) as AWQ group
+    128 over a MoE tp of 32 holds 448 (group 64 divides it), of 64 holds 224 (group 32), of 128 holds 112
+    (16 < 32: AssertionError). The older packs keep the weight sizer's refusal of any cut group."""
+    quant = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+    g = load_model(_config(tmp_path, "mixtral-awq", "mistralai--Mixtral-8x7B-v0.1.json", quantization_config=quant))
+    assert _refused(g, Split(8, 4)) is None and _refused(g, Split(8, 8)) is None
+    assert _refused(g, Split(8, 16)).message == (
+        "AssertionError: assert group_size >= 32 (a group of 128 halved to divide 112 and 4096)")
+    assert _refused(g, Split(8, 2)) is None  # 896 = 7 groups of 128: Marlin takes it
+    assert _refused(g, Split(8, 4), "0.26").message.startswith("ValueError: The input size is not aligned")
+
+
+def test_gptq_rows_that_cut_a_group_are_not_offered_and_say_why():
+    """vLLM 0.33 auto_gptq.py AutoGPTQLinearMethod.create_weights has no such check: Marlin and Triton W4A16
+    refuse the shard (mixed_precision/marlin.py: "in_features per partition ... is not divisible by
+    group_size"), and the remaining kernels take it with scale groups that straddle it. Genz-70B GPTQ
+    (intermediate 28,672 = 224 groups of 128): tp 8 holds 3,584 (28 groups); tp 64, 448 (3.5)."""
+    g = load_model(str(MODELS / "TheBloke--Genz-70b-GPTQ.json"))
+    assert _refused(g, Split(8)) is None
+    found = _refused(g, Split(64))
+    assert found.check == "wna16_groups" and found.message.startswith(
+        "not verified to start, so not offered: vLLM 0.33 AutoGPTQLinearMethod.create_weights has no check of its "
+        "own; MarlinLinearKernel cannot implement due to: in_features per partition 448 is not divisible by "
+        "group_size = 128.")
+
+
+def test_the_weight_sizer_no_longer_refuses_a_cut_group():
+    """The refusal is the release's load check: without it in LOAD_CHECKS nothing refuses the shard."""
+    g = load_model(str(MODELS / "LDCC--Qwen2.5-72B-Instruct-ko-AWQ.json"))
+    others = tuple(c for c in CHECKS_0_33 if not isinstance(c, Wna16GroupsSplit))
+    assert refusal(others, g, Split(2), facts("0.33")) is None
+    k = Kernel.of(g, Deployment(tensor_parallel_size=2), get_chip("h100"))
+    assert k.weight_bytes().refusal is None and load_refusal(k).check == "wna16_groups"
+
+
+def test_mxfp4_experts_are_padded_not_refused():
+    """vLLM 0.33 (mxfp4.py maybe_roundup_sizes -> fused_moe/oracle/mxfp4.py
+    mxfp4_round_up_hidden_size_and_intermediate_size) pads an MXFP4 expert shard to the backend's tile
+    and raises nothing on it: gpt-oss-120b's 2,880 over 64 MoE ranks is 45 each (not a multiple of 32),
+    which starts (the model's own check: 2,880 % 64 = 0), sized as Marlin's 128-wide pad on an H200."""
+    from pricing.config.quantization import Mags, Mxfp4, Placement
+
+    assert facts("0.33")("mxfp4_moe_pads") is True
+    g = graph("gpt-oss-120b")
+    assert _refused(g, Split(1, 64)) is None and _refused(g, Split(8, 8)) is None
+    k = Kernel.of(g, Deployment(data_parallel_size=64), get_chip("h200"))
+    assert load_refusal(k) is None
+    w2 = Mxfp4("mxfp4").params(Placement(2880, 45, 2880, expert=True, generation="sm90"), Mags(load()))
+    assert w2[0].shape == (3072, 64)  # hidden 2,880 to 256s, intermediate 45 to 128, two E2M1 a byte

@@ -291,9 +291,10 @@ def test_ldcc_qwen25_72b_awq(shared_models):
     assert g.quantization == "awq_marlin"
     n, k = 8192, 29568  # hidden, intermediate of its config: 231 groups of 128
     assert sizer_for(g).one(tensor(g, "layers.0.mlp.down_proj")) == n * k // 2 + 2 * 231 * n + 4 * 231 * (n // 8)
-    # at tp 2 the row-parallel shard is 14,784 wide, 115.5 groups: vLLM refuses to load it
+    # at tp 2 the row-parallel shard is 14,784 wide, 115.5 groups: vLLM refuses to load it (a load check)
     k2 = Kernel.of(g, Deployment(tensor_parallel_size=2), get_chip("h100"))
     assert not Startup(k2).starts and "not aligned" in Startup(k2).message
+    assert k2.weight_bytes().refusal is None  # sized whole: the refusal is the release's, not the sizer's
 
 
 def test_kocdigital_bnb_nf4(shared_models):

@@ -308,10 +308,7 @@ class PackedInt(Scheme):
         return out
 
     def refuse(self, p):
-        if self.group > 0 and p.cols % self.group:
-            return (f"{self.source} {p.cols}-wide input shard is not a whole number of {self.group}-groups: vLLM "
-                    "raises 'The input size is not aligned with the quantized weight shape. This can be caused by too "
-                    "large tensor-parallel size.' (awq.py / gptq.py; Marlin cannot take it either)")
+        # a group cut by the split is a load check of the release (pricing/rules/load_checks.py Wna16GroupsSplit)
         if self.bits == 3 and p.cols % 32:
             return f"GPTQ 3-bit needs input shards in multiples of 32, got {p.cols} (gptq.py)"
         return None

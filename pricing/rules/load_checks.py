@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from math import gcd
 from typing import TYPE_CHECKING, Protocol
 
-from pricing.config.quantization import Fp8, Nvfp4, sm_of
+from pricing.config.quantization import Fp8, Nvfp4, PackedInt, sm_of
 
 if TYPE_CHECKING:  # the graph (and networkx) only where a model is judged: the packs load without it
     from pricing.graph.model import ModelGraph
@@ -238,6 +238,65 @@ class Nvfp4InFeatures:
         return None
 
 
+@dataclass(frozen=True)
+class Wna16GroupsSplit:
+    """Weight-only INT4/INT8 layers with scale groups (GPTQ, AWQ, compressed-tensors WNA16: `PackedInt`)
+    under a split that cuts a group: a row-parallel layer's input shard (K / tp) or a routed expert's
+    intermediate size per MoE rank (intermediate / moe_tp) that is not a whole number of groups. What
+    vLLM does with it is the release's fact `wna16_group_refusals`, by the checkpoint's loader (`awq`,
+    `gptq`, `ct`) and kind of layer (`dense`, `moe`): a message template (`{inner}` the shard,
+    `{group}` the group size, `{hidden}` the experts' hidden size, `{layer}` vLLM's module prefix,
+    `model.` + the graph's name, as a *ForCausalLM model names its decoder), or null where vLLM
+    halves the group instead (quantization/moe_wna16.py MoeWNA16Method.create_weights: `while
+    intermediate % group or hidden % group: group //= 2; assert group >= 32`). vLLM 0.33's sources
+    are the fact's; the check replaces the weight sizer's release-blind refusal."""
+
+    name: str = "wna16_groups"
+    source: str = "the release's wna16_group_refusals fact (registry vllm_0_*.yaml): its loaders' create_weights"
+
+    def judge(self, model, split, facts):
+        refusals = facts("wna16_group_refusals")
+        for _, t, _ in _tensors(model):
+            fmt = t.fmt
+            if not isinstance(fmt, PackedInt) or fmt.group <= 0:
+                continue
+            if t.split == "row" and (t.cols // split.tp) % fmt.group:
+                found = self._refused(refusals["dense"][fmt.source], fmt, t, t.cols // split.tp, None)
+            elif t.split == "expert_row":  # the down projection: rows the hidden size, cols the intermediate
+                found = self._moe(refusals["moe"], fmt, t, t.cols // split.moe_tp, t.rows)
+            else:
+                continue
+            if found is not None:
+                return found
+        return None
+
+    def _moe(self, templates, fmt, t, inner, hidden):
+        template = templates[fmt.source]
+        if template is None:  # MoeWNA16 halves the group until it divides both, down to 32
+            group = fmt.group
+            while inner % group or hidden % group:
+                group //= 2
+                if group < 32:
+                    return LoadRefusal(self.name, "AssertionError: assert group_size >= 32 (a group of "
+                                       f"{fmt.group} halved to divide {inner} and {hidden})",
+                                       "model_executor/layers/quantization/moe_wna16.py MoeWNA16Method."
+                                       "create_weights", t.name)
+            return None
+        if "message" not in template:  # checked in vLLM's order: hidden size, then the shard
+            for key, size in (("hidden", hidden), ("inner", inner)):
+                if size % fmt.group:
+                    return self._refused(template[key], fmt, t, inner, hidden)
+            if not fmt.symmetric and "packed" in template and (2 * inner) % (32 // fmt.bits):
+                return self._refused(template["packed"], fmt, t, inner, hidden)
+            return None
+        return self._refused(template, fmt, t, inner, hidden) if inner % fmt.group else None
+
+    def _refused(self, template, fmt, t, inner, hidden):
+        text = template["message"].format(inner=inner, group=fmt.group, hidden=hidden, layer=f"model.{t.name}",
+                                          pack=32 // fmt.bits, w13=2 * inner)
+        return LoadRefusal(self.name, text, template["source"], t.name)
+
+
 def heads_refusal(model: ModelGraph, tp: int) -> LoadRefusal | None:
     """vLLM's own rules for the attention heads under tensor parallel `tp`, in its order: the engine's
     config (`AttentionHeadsDivideTp`), then the QKV layer (`KvHeadsSplit`); None when both pass."""
@@ -302,13 +361,22 @@ def refusal(checks, model: ModelGraph, split: Split, facts) -> LoadRefusal | Non
 
 
 def checked_schemes(checks) -> frozenset[str]:
-    """The scheme keys (quantization.py `Scheme.key`) some check of `checks` judges."""
+    """The scheme keys (quantization.py `Scheme.key`, as fnmatch patterns) some check of `checks` judges."""
     keys = set()
     for check in checks:
         keys |= set(CHECKED.get(type(check).__name__, ()))
     return frozenset(keys)
 
 
-# the scheme keys each check judges (a quantized scheme no check judges is stated: UNCHECKED)
+def judged(checks, key: str) -> bool:
+    """Whether some check of `checks` judges the scheme `key` ("int4_g32_marlin", "fp8_block")."""
+    from fnmatch import fnmatchcase
+
+    return any(fnmatchcase(key, pattern) for pattern in checked_schemes(checks))
+
+
+# the scheme keys each check judges (a quantized scheme no check judges is stated: UNCHECKED); a PackedInt
+# key is int{bits}_g{group}_{layout} when it has groups (per channel, int{bits}_ch_*, there is none to cut)
 CHECKED = {"ValidateFp8BlockShape": ("fp8_block", "fp8_block_ue8m0"),  # a model's own check judges no scheme
-           "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0"), "Nvfp4InFeatures": ("nvfp4",)}
+           "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0"), "Nvfp4InFeatures": ("nvfp4",),
+           "Wna16GroupsSplit": ("int*_g*_*",)}

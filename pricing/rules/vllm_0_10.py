@@ -29,6 +29,7 @@ from pricing.rules.load_checks import (
     KvHeadsSplit,
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
+    Wna16GroupsSplit,
 )
 from pricing.rules.release import Release
 from pricing.rules.shared import (
@@ -90,9 +91,9 @@ logged_tokens = logged_blocks_one_group
 
 
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
-# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
-# fp8_moe_block_refinement
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
+# fp8_moe_block_refinement and wna16_group_refusals
 LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
-               ValidateFp8BlockShapeMoe())
+               ValidateFp8BlockShapeMoe(), Wna16GroupsSplit())
 
 RELEASE = Release("0.10", "0.10.2", "vllm_0_10", sys.modules[__name__], covers=("0.10", "0.10"))

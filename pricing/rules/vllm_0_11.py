@@ -26,6 +26,7 @@ from pricing.rules.load_checks import (
     KvHeadsSplit,
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
+    Wna16GroupsSplit,
 )
 from pricing.rules.release import Release
 from pricing.rules.shared import (
@@ -50,9 +51,9 @@ logged_tokens = logged_blocks_per_group
 
 
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
-# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
-# fp8_moe_block_refinement
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
+# fp8_moe_block_refinement and wna16_group_refusals
 LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
-               ValidateFp8BlockShapeMoe())
+               ValidateFp8BlockShapeMoe(), Wna16GroupsSplit())
 
 RELEASE = Release("0.11", "0.11.0", "vllm_0_11", sys.modules[__name__], covers=("0.11", "0.11"))

@@ -25,6 +25,7 @@ from pricing.rules.load_checks import (
     KvHeadsSplit,
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
+    Wna16GroupsSplit,
 )
 from pricing.rules.release import Release
 from pricing.rules.shared import (
@@ -50,9 +51,9 @@ logged_tokens = logged_max_concurrency
 
 
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
-# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed and
-# fp8_moe_block_refinement
+# differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
+# fp8_moe_block_refinement and wna16_group_refusals
 LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
-               ValidateFp8BlockShapeMoe())
+               ValidateFp8BlockShapeMoe(), Wna16GroupsSplit())
 
 RELEASE = Release("0.26", "0.28.0", "vllm_0_26", sys.modules[__name__], covers=("0.26", "0.29"))
