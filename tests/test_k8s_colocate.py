@@ -164,3 +164,13 @@ def test_a_leaderworkerset_binds_its_leaders_and_workers():
         assert _selects(term["labelSelector"], {"app.kubernetes.io/instance": "other"})
     alone, _ = k8s.pool_manifests("big", pool, get_chip("h100"), options)
     assert "affinity" not in str(alone)
+
+
+def test_with_rdma_the_one_node_warning_names_the_nic_not_tcp(tmp_path, capsys):
+    """Where CUDA IPC between the pods is refused, UCX falls back to the best transport it has: the
+    RDMA device --rdma gives (ai-dynamo/nixl issue 1195), else TCP."""
+    code = main([*PD, "--requests-per-second", ONE_NODE, "--emit", "k8s", "-o", str(tmp_path / "rdma"),
+                 "--router-image", ROUTER_IMAGE, "--rdma", "rdma/rdma_shared_device_a=1", "--hf-token-secret", "hf"])
+    text = "".join(capsys.readouterr())
+    assert code == 0 and text.count(WARNING) == 1
+    assert "falls back to the NIC's RDMA device (--rdma), at the NIC's speed" in text and "TCP" not in text

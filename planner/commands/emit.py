@@ -180,7 +180,8 @@ def emit(pools: list[tuple[str, object]], routers: list[PdService] = (), *, to: 
     models = ({pool.model: k8s.checkpoint_bytes(pool) for _, pool in pools}  # every pool's, whichever target
               if to.k8s.model_cache_size == "auto" else {})
     by_name = dict(pools)
-    notes += [k8s.one_node_note(r.router.removesuffix(" router"), by_name[r.prefill].gpus + by_name[r.decode].gpus)
+    notes += [k8s.one_node_note(r.router.removesuffix(" router"), by_name[r.prefill].gpus + by_name[r.decode].gpus,
+                               to.k8s)
               for r in routers if r.one_node]
     if to.k8s.target == "dynamo":  # one DynamoGraphDeployment per service: its frontend routes
         services = [(r.router.removesuffix(" router"), [("prefill", by_name[r.prefill]),
