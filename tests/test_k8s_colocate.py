@@ -174,3 +174,17 @@ def test_with_rdma_the_one_node_warning_names_the_nic_not_tcp(tmp_path, capsys):
     text = "".join(capsys.readouterr())
     assert code == 0 and text.count(WARNING) == 1
     assert "falls back to the NIC's RDMA device (--rdma), at the NIC's speed" in text and "TCP" not in text
+
+
+def test_the_review_page_shows_the_manifests_emit_writes(tmp_path, capsys):
+    """`--format html` shows each pool's manifests as `--emit k8s` writes them (planner/report/html.py
+    `manifests`): the one-node chat service's two pools bound to one node, the split one's not."""
+    from tests.test_disagg_plan import SPLIT
+
+    split = tmp_path / "split.yaml"
+    split.write_text(SPLIT)
+    example = Path(__file__).resolve().parents[1] / "scenarios" / "disaggregated-chat-h200-b200.yaml"
+    for path, terms in ((example, 2), (split, 0)):
+        page = tmp_path / f"{path.stem}.html"
+        assert main(["scenario", str(path), "--format", "html", "-o", str(page)]) == 0, capsys.readouterr().err
+        assert page.read_text().count(HOSTNAME) == terms
