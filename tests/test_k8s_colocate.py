@@ -168,7 +168,7 @@ def test_a_leaderworkerset_binds_its_leaders_and_workers():
 
 def test_with_rdma_the_one_node_warning_names_the_nic_not_tcp(tmp_path, capsys):
     """Where CUDA IPC between the pods is refused, UCX falls back to the best transport it has: the
-    RDMA device --rdma gives (ai-dynamo/nixl issue 1195), else TCP."""
+    RDMA device --rdma gives (ai-dynamo/nixl#1195), else TCP."""
     code = main([*PD, "--requests-per-second", ONE_NODE, "--emit", "k8s", "-o", str(tmp_path / "rdma"),
                  "--router-image", ROUTER_IMAGE, "--rdma", "rdma/rdma_shared_device_a=1", "--hf-token-secret", "hf"])
     text = "".join(capsys.readouterr())

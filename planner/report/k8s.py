@@ -443,8 +443,8 @@ def one_node_note(service: str, gpus: int, options: K8sOptions) -> str:
     """What the manifests of a P/D service handed over on one node say: the pods bound to one node,
     and what the cluster still must give for NIXL to cross that node's NVLink between two pods (CUDA
     IPC between processes of different pods, each with its own PID namespace and its own GPUs, is
-    refused and UCX falls back to TCP: openucx/ucx issues 10070 and 11978, vllm-project/vllm pull
-    request 55906); with --rdma UCX takes the NIC's RDMA device instead (ai-dynamo/nixl issue 1195)."""
+    refused and UCX falls back to TCP: github.com/openucx/ucx#10070 and #11978, vllm-project/vllm#55906);
+    with --rdma UCX takes the NIC's RDMA device instead (ai-dynamo/nixl#1195)."""
     fallback = (f"the NIC's RDMA device ({mention('rdma')}), at the NIC's speed" if options.rdma
                 else "TCP")
     return (f"warning: {_name(service)}: the plan hands the KV cache over on one node's NVLink, so its prefill and "
