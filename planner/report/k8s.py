@@ -32,7 +32,9 @@ Every pod is hardened (security_context: no privilege escalation, every capabili
 with RDMA, seccomp RuntimeDefault; no service-account token; non-root only with --run-as-user, the default
 image runs as root) and sized (PodResources: CPU and host memory per rank, the weight shards in the limit,
 /dev/shm's sizeLimit), tolerates the GPU taint (or --toleration's), and a P/D or multi-node pod asks for
-the RDMA device --rdma names (else NIXL and NCCL use TCP, and a note says so).
+the RDMA device --rdma names (else NIXL and NCCL use TCP, and a note says so). A P/D service whose hand-over
+the plan prices over one node's NVLink has both roles' pods bound to one node (`one_node`: required pod
+affinity on kubernetes.io/hostname), in every target.
 Every pod: the exact `vllm serve` arguments of the plan, a node selector on the label that names the
 GPU (NODE_LABEL: GPU feature discovery's nvidia.com/gpu.product, the AMD node labeller's
 amd.com/gpu.device-id; its value the chip registry's gpu_product_label, or `--node-selector`; a chip
