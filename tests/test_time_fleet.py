@@ -412,7 +412,7 @@ def test_the_dynamo_target_says_it_writes_no_autoscaler(tmp_path, monkeypatch):
     from planner.commands import emit
     from planner.report import k8s
 
-    monkeypatch.setattr(k8s, "dynamo_manifests", lambda name, workers, chip_of, options: (
+    monkeypatch.setattr(k8s, "dynamo_manifests", lambda name, workers, chip_of, options, together: (
         [{"kind": "DynamoGraphDeployment"}], []))
     to = emit.Emit(SimpleNamespace(target="dynamo", model_cache_size=None, rdma=()), str(tmp_path / "out"))
     said = emit.emit([("chat", SimpleNamespace(chip="h100"))], to=to, autoscaled={"chat": scaling()})

@@ -73,6 +73,22 @@ def autoscaler_options() -> list:
 
 
 @dataclass(frozen=True)
+class PdService:
+    """A disaggregated service as `emit` takes it: its router's and its two pools' names, and the
+    plan's hand-over between them (planner/app/serving.py Handover): over one node's NVLink, the
+    manifests keep both pools' pods on one node."""
+
+    router: str
+    prefill: str
+    decode: str
+    handover: object  # Handover
+
+    @property
+    def one_node(self) -> bool:
+        return self.handover.one_node
+
+
+@dataclass(frozen=True)
 class Emit:
     """`--emit k8s -o DIR`, read once from the command's options: what the manifests are built with
     (planner/report/k8s.py K8sOptions) and the folder they go to."""
@@ -145,11 +161,12 @@ def check_chips(to: Emit | None, chips) -> None:
             raise problem
 
 
-def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = (), *, to: Emit,
+def emit(pools: list[tuple[str, object]], routers: list[PdService] = (), *, to: Emit,
          autoscaled: dict | None = None) -> list[str]:
     """Write each (name, pool) as `<name>.yaml`, and each disaggregated service's router (`routers`:
-    its name, its prefill pool's and its decode pool's) as `<name>.yaml`; the paths written and the
-    notes, as lines. A role pool's name is `<service> <role>` (its file `<service>-<role>.yaml`).
+    its PdService) as `<name>.yaml`; the paths written and the notes, as lines. A role pool's name is
+    `<service> <role>` (its file `<service>-<role>.yaml`); a service handed over on one node has its
+    two pools' pods bound to one node, whichever target (planner/report/k8s.py `one_node`).
     `autoscaled`: a pool's name -> its planner/report/autoscaler.py Autoscaling (its autoscaler follows)."""
     import json
 
@@ -157,36 +174,43 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
     from pricing.chips import get_chip
     from pricing.errors import mention
 
-    names = [name for name, _ in pools] + [name for name, _, _ in routers]
+    names = [name for name, _ in pools] + [r.router for r in routers]
     named = k8s.resource_names(names)
     files, notes = {}, []
     models = ({pool.model: k8s.checkpoint_bytes(pool) for _, pool in pools}  # every pool's, whichever target
               if to.k8s.model_cache_size == "auto" else {})
+    by_name = dict(pools)
+    notes += [k8s.one_node_note(r.router.removesuffix(" router"), by_name[r.prefill].gpus + by_name[r.decode].gpus,
+                               to.k8s)
+              for r in routers if r.one_node]
     if to.k8s.target == "dynamo":  # one DynamoGraphDeployment per service: its frontend routes
-        by_name = dict(pools)
-        services = [(r.removesuffix(" router"), [("prefill", by_name[p]), ("decode", by_name[d])])
-                    for r, p, d in routers]
-        paired = {p for _, p, d in routers} | {d for _, p, d in routers}
-        services += [(name, [("worker", pool)]) for name, pool in pools if name not in paired]
+        services = [(r.router.removesuffix(" router"), [("prefill", by_name[r.prefill]),
+                                                        ("decode", by_name[r.decode])], r.one_node)
+                    for r in routers]
+        paired = {r.prefill for r in routers} | {r.decode for r in routers}
+        services += [(name, [("worker", pool)], False) for name, pool in pools if name not in paired]
         pools, routers = [], []
         if autoscaled:
             notes.append(f"{', '.join(autoscaled)}: no autoscaler: a DynamoGraphDeployment is scaled by Dynamo's "
                          "own planner")
-        for name, workers in services:
-            resources, said = k8s.dynamo_manifests(name, workers, get_chip, to.k8s)
+        for name, workers, together in services:
+            resources, said = k8s.dynamo_manifests(name, workers, get_chip, to.k8s, together)
             files[f"{k8s._name(name)}.yaml"] = resources
             notes += said
     if to.k8s.target == "llm-d":  # a P/D service's pools with llm-d's roles, its scheduler in the router's file
-        by_name = dict(pools)
-        for router, p, d in routers:
-            more, said = k8s.llm_d_pd_manifests(router.removesuffix(" router"), [(p, by_name[p]), (d, by_name[d])],
-                                                router, get_chip, to.k8s, named)
+        for r in routers:
+            more, said = k8s.llm_d_pd_manifests(r.router.removesuffix(" router"),
+                                                [(r.prefill, by_name[r.prefill]), (r.decode, by_name[r.decode])],
+                                                r.router, get_chip, to.k8s, named, r.one_node)
             files |= more
             notes += said
-        pools = [(name, pool) for name, pool in pools if name not in {x for _, p, d in routers for x in (p, d)}]
+        pools = [(name, pool) for name, pool in pools if name not in {x for r in routers for x in (r.prefill,
+                                                                                                    r.decode)}]
         routers = []
+    together = {name: (r.prefill, r.decode) for r in routers if r.one_node for name in (r.prefill, r.decode)}
     for name, pool in pools:
-        resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s)
+        resources, said = k8s.pool_manifests(name, pool, get_chip(pool.chip), to.k8s,
+                                             together=together.get(name, ()))
         if name in (autoscaled or {}):
             from planner.report.autoscaler import autoscaler
 
@@ -194,9 +218,9 @@ def emit(pools: list[tuple[str, object]], routers: list[tuple[str, str, str]] = 
             said += more
         files[f"{named[name]}.yaml"] = resources
         notes += said
-    for name, prefill, decode in routers:
-        resources, said = k8s.router_manifests(name, prefill, decode, to.k8s)
-        files[f"{named[name]}.yaml"] = resources
+    for r in routers:
+        resources, said = k8s.router_manifests(r.router, r.prefill, r.decode, to.k8s)
+        files[f"{named[r.router]}.yaml"] = resources
         notes += said
     if to.k8s.model_cache_size == "auto":
         files[f"{k8s._name(to.k8s.model_cache_claim)}.yaml"] = [k8s.cache_claim(models, to.k8s)]
@@ -230,13 +254,18 @@ def grouped(notes: list[str], names: list[str]) -> list[str]:
     return out
 
 
-def disaggregated(name: str, prefill, decode) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:
-    """A disaggregated service's two pools and its router, as `emit` takes them."""
+def disaggregated(name: str, plan) -> tuple[list[tuple[str, object]], list[PdService]]:
+    """A disaggregated plan's (planner/app/serving.py DisaggPlan) two pools and its router, as `emit`
+    takes them."""
+    return _pd(name, plan.prefill, plan.decode, plan.handover)
+
+
+def _pd(name: str, prefill, decode, handover) -> tuple[list[tuple[str, object]], list[PdService]]:
     p, d = f"{name} prefill", f"{name} decode"
-    return [(p, prefill), (d, decode)], [(f"{name} router", p, d)]
+    return [(p, prefill), (d, decode)], [PdService(f"{name} router", p, d, handover)]
 
 
-def fleet_pools(services: list) -> tuple[list[tuple[str, object]], list[tuple[str, str, str]]]:
+def fleet_pools(services: list) -> tuple[list[tuple[str, object]], list[PdService]]:
     """A scenario's pools as `emit` takes them: aggregated ones by service, a disaggregated
     service's two role pools (each knows the service it serves and its role) and its router."""
     from planner.kinds import Role
@@ -247,7 +276,7 @@ def fleet_pools(services: list) -> tuple[list[tuple[str, object]], list[tuple[st
             pools.append((s.service, s))
         elif s.role == Role.DECODE:
             prefill = next(p for p in services if (p.served, p.role) == (s.served, Role.PREFILL))
-            more, router = disaggregated(s.served, prefill, s)
+            more, router = _pd(s.served, prefill, s, s.handover)
             pools += more
             routers += router
     return pools, routers

@@ -580,8 +580,7 @@ def run_max_rate(ctx: click.Context, options: dict) -> None:
         ctx.exit(1)
     if to is not None:  # the pool (or fleet) sized at the rate found, as `plan --requests-per-second` emits it
         written = (emit.emit([(result.best.model, result.best)], to=to) if result.fleet is None else
-                   emit.emit(*emit.disaggregated(asked.service.model, result.fleet.prefill, result.fleet.decode),
-                             to=to))
+                   emit.emit(*emit.disaggregated(asked.service.model, result.fleet), to=to))
         for line in written:
             click.echo(line, err=options["as_json"])
 
@@ -658,7 +657,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
         ctx.exit(1)
     if to is not None:  # the chosen plan's manifests
         written = (emit.emit([(agg.best.model, agg.best)], to=to) if choice.chosen == api.Serving.AGG else
-                   emit.emit(*emit.disaggregated(request.service.model, dis.prefill, dis.decode), to=to))
+                   emit.emit(*emit.disaggregated(request.service.model, dis), to=to))
         for line in written:
             click.echo(line, err=data_on_stdout(options))
 

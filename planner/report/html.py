@@ -171,10 +171,15 @@ def manifests(pools: list[tuple[str, PoolPlan]], named) -> list[tuple[str, str]]
     options = k8s.checked(k8s.K8sOptions(image=k8s.default_image()))
     routers = [f"{p.served or p.service} router" for _, p in pools if getattr(p, "role", None) == Role.DECODE]
     names = k8s.resource_names([name for name, _ in pools] + routers)
+    together = {}  # a P/D service handed over on one node's NVLink: both pools' pods on one node (k8s.one_node)
+    for _, p in pools:
+        if getattr(p, "role", None) == Role.DECODE and p.handover and p.handover.one_node:
+            pair = tuple(f"{p.served or p.service} {role}" for role in (Role.PREFILL, Role.DECODE))
+            together |= dict.fromkeys(pair, pair)
     out = []
     for name, pool in pools:
         try:
-            resources, _ = k8s.pool_manifests(name, pool, get_chip(pool.chip), options)
+            resources, _ = k8s.pool_manifests(name, pool, get_chip(pool.chip), options, together=together.get(name, ()))
         except InputError as err:
             out.append((name, refused(err)))
             continue

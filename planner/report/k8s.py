@@ -32,7 +32,9 @@ Every pod is hardened (security_context: no privilege escalation, every capabili
 with RDMA, seccomp RuntimeDefault; no service-account token; non-root only with --run-as-user, the default
 image runs as root) and sized (PodResources: CPU and host memory per rank, the weight shards in the limit,
 /dev/shm's sizeLimit), tolerates the GPU taint (or --toleration's), and a P/D or multi-node pod asks for
-the RDMA device --rdma names (else NIXL and NCCL use TCP, and a note says so).
+the RDMA device --rdma names (else NIXL and NCCL use TCP, and a note says so). A P/D service whose hand-over
+the plan prices over one node's NVLink has both roles' pods bound to one node (`one_node`: required pod
+affinity on kubernetes.io/hostname), in every target.
 Every pod: the exact `vllm serve` arguments of the plan, a node selector on the label that names the
 GPU (NODE_LABEL: GPU feature discovery's nvidia.com/gpu.product, the AMD node labeller's
 amd.com/gpu.device-id; its value the chip registry's gpu_product_label, or `--node-selector`; a chip
@@ -425,10 +427,39 @@ def _container(name: str, command: list[str], args: list[str], resources: PodRes
     return container
 
 
+HOSTNAME = "kubernetes.io/hostname"  # the well-known node label, each node's own value (Kubernetes well-known labels)
+
+
+def one_node(pods: dict) -> dict:
+    """A pod's affinity that keeps it on the node of the pods `pods` selects (a label selector):
+    required pod affinity on the node's hostname (`requiredDuringSchedulingIgnoredDuringExecution`,
+    topologyKey kubernetes.io/hostname). Every pod of a P/D service whose hand-over the plan prices
+    over one node's NVLink carries it, selecting both roles' pods: the first may go to any node (the
+    scheduler admits a pod that matches its own term when no other pod does), each later one to that
+    node, so both pools land where the plan laid them."""
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": pods, "topologyKey": HOSTNAME}]}}
+
+
+def one_node_note(service: str, gpus: int, options: K8sOptions) -> str:
+    """What the manifests of a P/D service handed over on one node say: the pods bound to one node,
+    and what the cluster still must give for NIXL to cross that node's NVLink between two pods (CUDA
+    IPC between processes of different pods, each with its own PID namespace and its own GPUs, is
+    refused and UCX falls back to TCP: github.com/openucx/ucx#10070 and #11978, vllm-project/vllm#55906);
+    with --rdma UCX takes the NIC's RDMA device instead (ai-dynamo/nixl#1195)."""
+    fallback = (f"the NIC's RDMA device ({mention('rdma')}), at the NIC's speed" if options.rdma
+                else "TCP")
+    return (f"warning: {_name(service)}: the plan hands the KV cache over on one node's NVLink, so its prefill and "
+            f"decode pods ({gpus} GPUs) are bound to one node (pod affinity on {HOSTNAME}); NIXL crosses NVLink "
+            "between two pods by CUDA IPC, which (without NVIDIA IMEX fabric handles) needs them to share a PID "
+            f"namespace and see each other's GPUs: otherwise UCX falls back to {fallback}")
+
+
 def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict, tolerate: list[dict],
-         shm: int | None, sidecars: tuple[dict, ...] = ()) -> dict:
+         shm: int | None, sidecars: tuple[dict, ...] = (), affinity: dict | None = None) -> dict:
     """A vLLM pod; `shm` None: no /dev/shm volume of its own (Dynamo's operator mounts one); `sidecars`:
-    native sidecars (init containers with restartPolicy Always), started before vLLM."""
+    native sidecars (init containers with restartPolicy Always), started before vLLM; `affinity`: where
+    it must run beside other pods (`one_node`)."""
     cache = ({"persistentVolumeClaim": {"claimName": options.model_cache_claim}} if options.model_cache_claim
              else {"emptyDir": {}})
     dshm = [] if shm is None else [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
@@ -440,6 +471,8 @@ def _pod(container: dict, selector: dict, options: K8sOptions, labels: dict, tol
         spec["nodeSelector"] = selector
     if tolerate:
         spec["tolerations"] = tolerate
+    if affinity:
+        spec["affinity"] = affinity
     return {"metadata": {"labels": labels}, "spec": spec}
 
 
@@ -450,14 +483,15 @@ def _meta(name: str, labels: dict, options: K8sOptions) -> dict:
     return meta
 
 
-def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str | None = None
-                   ) -> tuple[list[dict], list[str]]:
+def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str | None = None,
+                   together: tuple[str, ...] = ()) -> tuple[list[dict], list[str]]:
     """The resources of one pool (a PoolPlan with its instances' commands) and notes on them. The
     pool's role (aggregated, or a disaggregated role) is its `app.kubernetes.io/component` label.
     With the llm-d target (planner/report/k8s_llmd.py) an aggregated pool gets its InferencePool and
     endpoint picker; a role pool of `service` its llm-d role label, no Service of its own (the
     service's InferencePool selects its pods), and, a decode pool, the routing sidecar on the API
-    port, vLLM behind it."""
+    port, vLLM behind it. `together`: the pools (their names, this one among them) whose pods the plan
+    lays on one node, each pod bound there (`one_node`, by their `app.kubernetes.io/instance`)."""
     from planner.app.fleet import rank_bytes
     from planner.report import k8s_llmd
 
@@ -499,13 +533,15 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
     leader_args = _leader_args(serves[0], model, vllm_port)
     head = _container("vllm", ["vllm", "serve"], leader_args, resources, options, serves_api=True,
                       launch_env=envs[0], port=vllm_port)
+    affinity = one_node({"matchExpressions": [{"key": "app.kubernetes.io/instance", "operator": "In",
+                                               "values": [_name(p) for p in together]}]}) if together else None
     notes += cache_notes(name, model, rank.checkpoint, options)
     out = []
     if len(serves) == 1:
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, labels, options),
                     "spec": {"replicas": pool.replicas, "selector": {"matchLabels": labels},
                              "template": _pod(head, selector, options, labels, tolerate, resources.shm,
-                                              sidecars)}})
+                                              sidecars, affinity)}})
         service_selector = labels
     else:
         if llm_d_role:
@@ -522,9 +558,10 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
                     "spec": {"replicas": pool.replicas, "startupPolicy": "LeaderCreated",
                              "leaderWorkerTemplate": {
                                  "size": len(serves), "restartPolicy": "RecreateGroupOnPodRestart",
-                                 "leaderTemplate": _pod(head, selector, options, labels, tolerate, resources.shm),
+                                 "leaderTemplate": _pod(head, selector, options, labels, tolerate, resources.shm,
+                                                        affinity=affinity),
                                  "workerTemplate": _pod(worker, selector, options, labels, tolerate,
-                                                        resources.shm)}}})
+                                                        resources.shm, affinity=affinity)}}})
         service_selector = labels | {"leaderworkerset.sigs.k8s.io/worker-index": "0"}  # the leaders serve the API
     if llm_d_role:  # the service's InferencePool selects the pods (llm_d_pd_manifests)
         return out, notes
@@ -538,16 +575,19 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
 
 
 def llm_d_pd_manifests(service: str, pools: list[tuple[str, object]], router: str, chip_of, options: K8sOptions,
-                       named: dict[str, str]) -> tuple[dict[str, list[dict]], list[str]]:
+                       named: dict[str, str], together: bool = False) -> tuple[dict[str, list[dict]], list[str]]:
     """A disaggregated service for llm-d (planner/report/k8s_llmd.py): its prefill and its decode pool
     (`pools`: (name, pool) each, pool_manifests with the service's labels) and, in the router's file
     (`router`: its name), the InferencePool over both and the P/D endpoint picker. `named`: each
-    pool's and router's file name (resource_names)."""
+    pool's and router's file name (resource_names). `together`: the plan lays both pools on one node
+    (`one_node`)."""
     from planner.report import k8s_llmd
 
     files, notes = {}, []
+    on_one = tuple(name for name, _ in pools) if together else ()
     for pool_name, pool in pools:
-        resources, said = pool_manifests(pool_name, pool, chip_of(pool.chip), options, service=service)
+        resources, said = pool_manifests(pool_name, pool, chip_of(pool.chip), options, service=service,
+                                         together=on_one)
         files[f"{named[pool_name]}.yaml"] = resources
         notes += said
     name = _name(service)
@@ -607,15 +647,16 @@ def cache_claim(models: dict[str, int], options: K8sOptions) -> dict:
 DYNAMO_COMPONENT = {"worker": "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
 
 
-def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, options: K8sOptions
-                     ) -> tuple[list[dict], list[str]]:
+def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, options: K8sOptions,
+                     together: bool = False) -> tuple[list[dict], list[str]]:
     """One DynamoGraphDeployment (nvidia.com/v1beta1) for a service, laid out as ai-dynamo/dynamo's
     examples/backends/vllm/deploy agg.yaml and disagg.yaml lay it out: a Frontend component (Dynamo's
     OpenAI frontend and router) and a worker component per pool (`workers`: (type, pool), type
     `worker` aggregated, or `prefill` and `decode`), each running `python3 -m dynamo.vllm --model M`
     with the plan's engine flags (a role's with `--disaggregation-mode` as those examples add it), its
     replicas, GPUs, node selector, the hardened and sized pod, /dev/shm by `sharedMemorySize` (the
-    operator mounts it). Instances within one node only."""
+    operator mounts it). Instances within one node only. `together`: the plan lays the workers on one
+    node, each worker pod bound there (`one_node`, by its service and its component)."""
     from planner.app.fleet import rank_bytes
 
     service = _name(name)
@@ -626,6 +667,9 @@ def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, opti
     components = [{"name": "Frontend", "type": "frontend", "replicas": 1,
                    "podTemplate": {"spec": {"automountServiceAccountToken": False, "containers": [frontend]}}}]
     notes = []
+    affinity = one_node({"matchLabels": {"app.kubernetes.io/instance": service},
+                         "matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "In",
+                                               "values": [kind for kind, _ in workers]}]}) if together else None
     for kind, pool in workers:
         first = pool.instances[0]
         serves = [c.launch.serve for c in first.commands]
@@ -654,7 +698,8 @@ def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, opti
         components.append({"name": DYNAMO_COMPONENT[kind], "type": kind, "replicas": pool.replicas,
                            "sharedMemorySize": resources.shm,
                            "podTemplate": _pod(container, selector, options, labels | {
-                               "app.kubernetes.io/component": kind}, _tolerations(chip, options), None)})
+                               "app.kubernetes.io/component": kind}, _tolerations(chip, options), None,
+                               affinity=affinity)})
     notes.append(f"{service}: Dynamo's operator and its platform (etcd, NATS) come with ai-dynamo's own charts; the "
                  f"image {options.image} must run vLLM 0.33, the release planned")
     return [{"apiVersion": DYNAMO_API, "kind": "DynamoGraphDeployment", "metadata": _meta(service, labels, options),
