@@ -210,6 +210,57 @@ def test_every_scenario_is_a_page_under_3_mb_whose_figures_are_the_jsons(tmp_pat
             assert [int(row[0]) for row in ranks[1:]] == [g["rank"] for g in data["ranking"]]
 
 
+def test_the_diurnal_page_shows_each_schedule_and_the_fleet_over_the_day(tmp_path):
+    """Services with traffic: the headline's peak of the sum, sum of peaks and $/day over the day are
+    the JSON's; each service's schedule table holds every interval's replicas and GPUs (the JSON's),
+    its lines its $/day, its chart inline; the fleet over the day's lines carry every solver stage;
+    the manifests give each autoscaled pool its HorizontalPodAutoscaler, as `--emit k8s` writes it."""
+    path = ROOT / "scenarios" / "diurnal-three-services.yaml"
+    argv = ["plan", "scenario", str(path), "--executor", "sequential"]
+    code, html, _ = page_of(tmp_path, argv)
+    jcode, out, _ = run([*argv, "--format", "json"])
+    data = json.loads(out)
+    assert code == jcode == 0 and data["schedules"] and data["over_the_day"]
+    page = Page(html)
+    over = data["over_the_day"]
+    assert page.value("peak_gpus") == data["peak_gpus"] == over["peak_gpus"]
+    assert page.shown("peak_gpus") == str(data["peak_gpus"])
+    assert page.value("sum_of_service_peaks") == data["sum_of_service_peaks"]
+    assert page.shown("sum_of_service_peaks") == str(data["sum_of_service_peaks"])
+    assert page.value("over_the_day.cost_autoscaled_per_day") == over["cost_autoscaled_per_day"]
+    assert dollars(page.shown("over_the_day.cost_autoscaled_per_day")) == round(over["cost_autoscaled_per_day"])
+    section = html[html.index('id="schedules"'):html.index('id="over-the-day"')]
+    for k, s in enumerate(data["schedules"], 1):
+        table = page.tables[f"schedule-{k}-table"]
+        head, rows = table[0], table[1:]
+
+        def minute(clock: str) -> int:
+            hours, minutes = clock.split(":")
+            return int(hours) * 60 + int(minutes)
+
+        for i in s["intervals"]:  # the row whose span holds the interval runs its replicas on its GPUs
+            start = i["interval"]["start_minute"]
+            row = next(r for r in rows if minute(r[0]) <= start < minute(r[1]))
+            assert int(row[head.index("replicas")]) == i["replicas"] and int(row[head.index("GPUs")]) == i["gpus"]
+            assert (row[head.index("ramp")] == "at risk") == i["at_risk"]
+        assert minute(rows[0][0]) == 0 and minute(rows[-1][1]) == sum(i["interval"]["minutes"] for i in s["intervals"])
+        assert f"${s['cost_autoscaled_per_day']:,.2f}/day" in section
+        assert f"${s['cost_static_per_day']:,.2f}/day" in section
+        assert f'id="s{k - 1}-0-rate-{s["service"]}"' in section  # its chart, inline, its ids its own
+    fleet = page.texts["over-the-day"]
+    assert f"peak of the sum: {over['peak_gpus']} GPUs" in fleet and f"against {over['sum_of_service_peaks']}" in fleet
+    assert f"${over['cost_autoscaled_per_day']:,.2f}/day over the day" in fleet
+    assert f"${over['cost_static_per_day']:,.2f}/day" in fleet
+    assert all(f"{st['stage']} {st['status']}" in fleet for st in over["solver_stages"])
+    assert 'id="f0-peak-of-sum"' in html and 'id="f0-sum-of-peaks"' in html
+    scaled = [s for s in over["services"] if s["autoscaler"]]
+    manifests = html[html.index('id="manifests"'):]
+    assert scaled and manifests.count("kind: HorizontalPodAutoscaler") == len(scaled)
+    for s in scaled:
+        assert f"maxReplicas: {s['autoscaler']['max_replicas']}" in manifests
+    self_contained(html)
+
+
 def test_a_compare_sweep_is_a_page(tmp_path):
     argv = ["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--concurrency", "8",
             "--executor", "sequential"]

@@ -73,6 +73,7 @@ class Table:
     rows: list[list[str]]
     numeric: list[bool] = field(default_factory=list)  # right-aligned columns
     wrap: bool = False  # cells of long unbroken words (names, paths) broken anywhere to fit the page
+    scroll: bool = False  # a long table of short cells: rows on a narrow screen too, the box scrolling sideways
 
 
 def tool_version() -> str:
@@ -385,8 +386,8 @@ def over_the_day_figures(r: FleetResult) -> list[Figure]:
                    "over_the_day.cost_autoscaled_per_day", over.cost_autoscaled_per_day)]
 
 
-def _table(title: str, columns, rows: list[list[str]]) -> Table:
-    return Table(title, [c.header for c in columns], rows, [c.align == "right" for c in columns])
+def _table(title: str, columns, rows: list[list[str]], scroll: bool = False) -> Table:
+    return Table(title, [c.header for c in columns], rows, [c.align == "right" for c in columns], scroll=scroll)
 
 
 def schedule_sections(r: FleetResult, named=None) -> list[Section]:
@@ -400,10 +401,10 @@ def schedule_sections(r: FleetResult, named=None) -> list[Section]:
         notes = price_footnotes([p for p in r.services if p.service == s.service], named)
 
         def draw(path: str, s=s, notes=notes) -> list[tuple[str, str]]:
-            schedule_chart([s], path, r.review or "scenario", notes)
+            schedule_chart([s], path, s.service, notes)  # its title names the service, the page the review
             return [(path, f"{s.service}: requests/s, replicas and $/day over the window")]
 
-        out.append(Section(_table(f"{s.service} — schedule", schedule.COLUMNS, schedule.rows(s)),
+        out.append(Section(_table(f"{s.service} — schedule", schedule.COLUMNS, schedule.rows(s), scroll=True),
                            schedule.summary_lines(s), inline_charts(draw, f"s{k}-")[0]))
     return out
 
