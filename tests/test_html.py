@@ -261,6 +261,30 @@ def test_the_diurnal_page_shows_each_schedule_and_the_fleet_over_the_day(tmp_pat
     self_contained(html)
 
 
+def test_a_fleet_over_the_day_that_fits_where_the_static_plan_does_not_is_on_the_page(tmp_path):
+    """48 H100s: fewer than the services' own peaks (57), more than the fleet's busiest hour (45):
+    the page says the static plan is short, then gives the fleet over the day's figures (the JSON's),
+    its section and the manifests `--emit k8s` writes then, the pools over the day with their HPAs."""
+    text = (ROOT / "scenarios" / "diurnal-three-services.yaml").read_text()
+    assert "h100: {gpus: 64," in text
+    path = tmp_path / "tight.yaml"
+    path.write_text(text.replace("h100: {gpus: 64,", "h100: {gpus: 48,"))
+    argv = ["plan", "scenario", str(path), "--executor", "sequential"]
+    code, html, _ = page_of(tmp_path, argv)
+    jcode, out, _ = run([*argv, "--format", "json"])
+    data = json.loads(out)
+    assert code == jcode == 1 and not data["feasible"] and data["peak_gpus"] <= 48 < data["sum_of_service_peaks"]
+    page = Page(html)
+    assert page.texts["verdict"] == "Not every service can be served."
+    assert page.value("peak_gpus") == data["peak_gpus"]
+    assert page.value("sum_of_service_peaks") == data["sum_of_service_peaks"]
+    assert "the inventory (h100 48) holds the fleet at every interval" in page.texts["over-the-day"]
+    manifests = html[html.index('id="manifests"'):]
+    assert manifests.count("kind: HorizontalPodAutoscaler") == sum(1 for s in data["over_the_day"]["services"]
+                                                                   if s["autoscaler"])
+    self_contained(html)
+
+
 def test_a_compare_sweep_is_a_page(tmp_path):
     argv = ["plan", "compare", "--model", "llama-3.1-8b", "--chip", "h100", "--chip", "h200", "--concurrency", "8",
             "--executor", "sequential"]

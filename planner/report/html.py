@@ -288,6 +288,7 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
         context["answer"] = answer
     else:
         context["reasons"] = [f"{s.service} is short: {s.reason}" for s in base.short]
+        context["answer"] = over_the_day_figures(base)  # the fleet over the day may fit though the static plan does not
     tables = [services_table(r, hours) for r in ([base] if base.feasible else [])]
     if with_variants and c.variants:
         tables.insert(0, variants_table(c, hours))
