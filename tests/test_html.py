@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -258,6 +259,13 @@ def test_the_diurnal_page_shows_each_schedule_and_the_fleet_over_the_day(tmp_pat
     assert scaled and manifests.count("kind: HorizontalPodAutoscaler") == len(scaled)
     for s in scaled:
         assert f"maxReplicas: {s['autoscaler']['max_replicas']}" in manifests
+    folder = tmp_path / "k8s"  # each pool's YAML on the page is the file `--emit k8s` writes, byte for byte
+    folder.mkdir()
+    assert run([*argv, "--emit", "k8s", "-o", str(folder)])[0] == 0
+    shown = re.findall(r'<h3>([^<]*)</h3>\n<pre class="copy">(.*?)</pre>', manifests, re.S)
+    assert sorted(name for name, _ in shown) == sorted(p.name for p in folder.iterdir())
+    for name, yaml in shown:
+        assert unescape(yaml) == (folder / name).read_text(encoding="utf-8"), name
     self_contained(html)
 
 
