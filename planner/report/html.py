@@ -303,6 +303,7 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
     details = [(f"{r.variant}: its pools and what binds them", services_table(r, hours), fleet_lines(r))
                for r in results[1:] if r.feasible]
     used = sum(1 for n in base.nodes if any(n.used_by))
+    over_the_day_pools = base.emitted_pools is not base.services  # with traffic: what --emit k8s writes
     context |= {
         "answer": context.get("answer", []), "tables": tables,
         "footnotes": price_footnotes([p for r in results for p in r.services], named),
@@ -315,8 +316,8 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
         "over_the_day": over_the_day_section(base),
         "launch": launch_text(fleet_pools(base.services), named) if base.feasible else "",
         "manifests": manifests(fleet_pools(base.emitted_pools), named, autoscaled(base))
-        if base.feasible or base.emitted_pools is not base.services else [],
-        "manifests_over_the_day": bool(base.schedules) or base.over_the_day is not None,
+        if base.feasible or over_the_day_pools else [],  # as --emit k8s writes them (planner/commands/scenario.py)
+        "manifests_over_the_day": over_the_day_pools,
         "launch_of": base.variant}
     return _render("review.html.j2", context)
 
@@ -405,7 +406,7 @@ def schedule_sections(r: FleetResult, named=None) -> list[Section]:
             schedule_chart([s], path, s.service, notes)  # its title names the service, the page the review
             return [(path, f"{s.service}: requests/s, replicas and $/day over the window")]
 
-        out.append(Section(_table(f"{s.service} — schedule", schedule.COLUMNS, schedule.rows(s), scroll=True),
+        out.append(Section(_table(schedule.title(s), schedule.COLUMNS, schedule.rows(s), scroll=True),
                            schedule.summary_lines(s), inline_charts(draw, f"s{k}-")[0]))
     return out
 
@@ -424,8 +425,7 @@ def over_the_day_section(r: FleetResult) -> Section | None:
             written = fleet_written(r, path, batch)
         return [written]
 
-    table = _table("one shape a service all day, replicas by interval, one inventory", fleet_schedule.COLUMNS,
-                   fleet_schedule.rows(over))
+    table = _table(fleet_schedule.TITLE, fleet_schedule.COLUMNS, fleet_schedule.rows(over))
     chart = inline_charts(draw, "f")[0] if over.peak_gpus is not None else None
     return Section(table, fleet_schedule.summary_lines(over) + over.notes, chart)
 
