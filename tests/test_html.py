@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -208,6 +209,88 @@ def test_every_scenario_is_a_page_under_3_mb_whose_figures_are_the_jsons(tmp_pat
         if data["ranking"]:
             ranks = page.tables["table-2"]
             assert [int(row[0]) for row in ranks[1:]] == [g["rank"] for g in data["ranking"]]
+
+
+def test_the_diurnal_page_shows_each_schedule_and_the_fleet_over_the_day(tmp_path):
+    """Services with traffic: the headline's peak of the sum, sum of peaks and $/day over the day are
+    the JSON's; each service's schedule table holds every interval's replicas and GPUs (the JSON's),
+    its lines its $/day, its chart inline; the fleet over the day's lines carry every solver stage;
+    the manifests give each autoscaled pool its HorizontalPodAutoscaler, as `--emit k8s` writes it."""
+    path = ROOT / "scenarios" / "diurnal-three-services.yaml"
+    argv = ["plan", "scenario", str(path), "--executor", "sequential"]
+    code, html, _ = page_of(tmp_path, argv)
+    jcode, out, _ = run([*argv, "--format", "json"])
+    data = json.loads(out)
+    assert code == jcode == 0 and data["schedules"] and data["over_the_day"]
+    page = Page(html)
+    over = data["over_the_day"]
+    assert page.value("peak_gpus") == data["peak_gpus"] == over["peak_gpus"]
+    assert page.shown("peak_gpus") == str(data["peak_gpus"])
+    assert page.value("sum_of_service_peaks") == data["sum_of_service_peaks"]
+    assert page.shown("sum_of_service_peaks") == str(data["sum_of_service_peaks"])
+    assert page.value("over_the_day.cost_autoscaled_per_day") == over["cost_autoscaled_per_day"]
+    assert dollars(page.shown("over_the_day.cost_autoscaled_per_day")) == round(over["cost_autoscaled_per_day"])
+    section = html[html.index('id="schedules"'):html.index('id="over-the-day"')]
+    for k, s in enumerate(data["schedules"], 1):
+        table = page.tables[f"schedule-{k}-table"]
+        head, rows = table[0], table[1:]
+
+        def minute(clock: str) -> int:
+            hours, minutes = clock.split(":")
+            return int(hours) * 60 + int(minutes)
+
+        for i in s["intervals"]:  # the row whose span holds the interval runs its replicas on its GPUs
+            start = i["interval"]["start_minute"]
+            row = next(r for r in rows if minute(r[0]) <= start < minute(r[1]))
+            assert int(row[head.index("replicas")]) == i["replicas"] and int(row[head.index("GPUs")]) == i["gpus"]
+            assert (row[head.index("ramp")] == "at risk") == i["at_risk"]
+        assert minute(rows[0][0]) == 0 and minute(rows[-1][1]) == sum(i["interval"]["minutes"] for i in s["intervals"])
+        assert f"${s['cost_autoscaled_per_day']:,.2f}/day" in section
+        assert f"${s['cost_static_per_day']:,.2f}/day" in section
+        assert f'id="s{k - 1}-0-rate-{s["service"]}"' in section  # its chart, inline, its ids its own
+    fleet = page.texts["over-the-day"]
+    assert f"peak of the sum: {over['peak_gpus']} GPUs" in fleet and f"against {over['sum_of_service_peaks']}" in fleet
+    assert f"${over['cost_autoscaled_per_day']:,.2f}/day over the day" in fleet
+    assert f"${over['cost_static_per_day']:,.2f}/day" in fleet
+    assert all(f"{st['stage']} {st['status']}" in fleet for st in over["solver_stages"])
+    assert 'id="f0-peak-of-sum"' in html and 'id="f0-sum-of-peaks"' in html
+    scaled = [s for s in over["services"] if s["autoscaler"]]
+    manifests = html[html.index('id="manifests"'):]
+    assert scaled and manifests.count("kind: HorizontalPodAutoscaler") == len(scaled)
+    for s in scaled:
+        assert f"maxReplicas: {s['autoscaler']['max_replicas']}" in manifests
+    folder = tmp_path / "k8s"  # each pool's YAML on the page is the file `--emit k8s` writes, byte for byte
+    folder.mkdir()
+    assert run([*argv, "--emit", "k8s", "-o", str(folder)])[0] == 0
+    shown = re.findall(r'<h3>([^<]*)</h3>\n<pre class="copy">(.*?)</pre>', manifests, re.S)
+    assert sorted(name for name, _ in shown) == sorted(p.name for p in folder.iterdir())
+    for name, yaml in shown:
+        assert unescape(yaml) == (folder / name).read_text(encoding="utf-8"), name
+    self_contained(html)
+
+
+def test_a_fleet_over_the_day_that_fits_where_the_static_plan_does_not_is_on_the_page(tmp_path):
+    """48 H100s: fewer than the services' own peaks (57), more than the fleet's busiest hour (45):
+    the page says the static plan is short, then gives the fleet over the day's figures (the JSON's),
+    its section and the manifests `--emit k8s` writes then, the pools over the day with their HPAs."""
+    text = (ROOT / "scenarios" / "diurnal-three-services.yaml").read_text()
+    assert "h100: {gpus: 64," in text
+    path = tmp_path / "tight.yaml"
+    path.write_text(text.replace("h100: {gpus: 64,", "h100: {gpus: 48,"))
+    argv = ["plan", "scenario", str(path), "--executor", "sequential"]
+    code, html, _ = page_of(tmp_path, argv)
+    jcode, out, _ = run([*argv, "--format", "json"])
+    data = json.loads(out)
+    assert code == jcode == 1 and not data["feasible"] and data["peak_gpus"] <= 48 < data["sum_of_service_peaks"]
+    page = Page(html)
+    assert page.texts["verdict"] == "Not every service can be served."
+    assert page.value("peak_gpus") == data["peak_gpus"]
+    assert page.value("sum_of_service_peaks") == data["sum_of_service_peaks"]
+    assert "the inventory (h100 48) holds the fleet at every interval" in page.texts["over-the-day"]
+    manifests = html[html.index('id="manifests"'):]
+    assert manifests.count("kind: HorizontalPodAutoscaler") == sum(1 for s in data["over_the_day"]["services"]
+                                                                   if s["autoscaler"])
+    self_contained(html)
 
 
 def test_a_compare_sweep_is_a_page(tmp_path):

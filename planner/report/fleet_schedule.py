@@ -11,6 +11,7 @@ from rich.console import Console
 from planner.numbers import count, money, percent, plural
 from planner.report.tables import Col, print_table
 
+TITLE = "fleet over the day — one shape a service all day, replicas by interval, one inventory"
 COLUMNS = [Col("service", "name"), Col("a replica (tp,pp,dp)", "name"), Col("chip", "name"),
            Col("replicas", "name"), Col("own peak GPUs"), Col("$/day"), Col("$/day own peak all day", drop=1),
            Col("shape", "name", drop=2)]
@@ -61,7 +62,6 @@ def _inventory_line(over) -> list[str]:
 
 
 def render_over_the_day(over, console: Console) -> None:
-    print_table(console, "fleet over the day — one shape a service all day, replicas by interval, one inventory",
-                COLUMNS, rows(over), box=box.SIMPLE_HEAD)
+    print_table(console, TITLE, COLUMNS, rows(over), box=box.SIMPLE_HEAD)
     for line in summary_lines(over) + over.notes:
         console.print(f"fleet: {line}", soft_wrap=True, markup=False, highlight=False)

@@ -29,6 +29,7 @@ from planner.app.result import PlanResult, PoolPlan
 from planner.app.review import Comparison
 from planner.kinds import Role
 from planner.report import render as text
+from planner.report.autoscaler import autoscaled
 from planner.report.review import binding, chips_of, delta, gpus_by_chip, search_line
 from planner.report.words import price_footnotes, solver_phrase
 from pricing.errors import InputError
@@ -72,6 +73,7 @@ class Table:
     rows: list[list[str]]
     numeric: list[bool] = field(default_factory=list)  # right-aligned columns
     wrap: bool = False  # cells of long unbroken words (names, paths) broken anywhere to fit the page
+    scroll: bool = False  # a long table of short cells: rows on a narrow screen too, the box scrolling sideways
 
 
 def tool_version() -> str:
@@ -106,13 +108,14 @@ def inline_svg(svg: str, prefix: str, what: str) -> Markup:
     return Markup(body.replace("<svg ", f"<svg{label} class=\"chart\" ", 1))
 
 
-def inline_charts(draw: Draw | None) -> list[Chart]:
-    """The charts `draw` writes, as SVG into a temporary folder, inlined (none without `draw`)."""
+def inline_charts(draw: Draw | None, prefix: str = "c") -> list[Chart]:
+    """The charts `draw` writes, as SVG into a temporary folder, inlined (none without `draw`); their
+    ids prefixed `<prefix><i>-` (each call on a page its own `prefix`)."""
     if draw is None:
         return []
     with tempfile.TemporaryDirectory(prefix="plan-html-") as folder:
         written = draw(str(Path(folder) / "chart.svg"))
-        return [Chart(what, inline_svg(Path(path).read_text(encoding="utf-8"), f"c{i}-", what))
+        return [Chart(what, inline_svg(Path(path).read_text(encoding="utf-8"), f"{prefix}{i}-", what))
                 for i, (path, what) in enumerate(written)]
 
 
@@ -158,10 +161,14 @@ def launch_text(pools: list[tuple[str, PoolPlan]], named) -> str:
     return captured(draw)  # commands are printed whole, never wrapped (render.py `command`); the page wraps them
 
 
-def manifests(pools: list[tuple[str, PoolPlan]], named) -> list[tuple[str, str]]:
+def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None = None) -> list[
+        tuple[str, str, list[str]]]:
     """Each pool's Kubernetes manifests as `--emit k8s` writes them with its defaults: (file name,
-    YAML), or (the pool, why none) where the defaults do not suffice."""
+    YAML, notes), or (the pool, why none, []) where the defaults do not suffice; an autoscaled pool
+    (`autoscaled`: its name -> planner/report/autoscaler.py Autoscaling) with its
+    HorizontalPodAutoscaler after it, the default `--autoscaler hpa`, and what it says of it."""
     from planner.report import k8s
+    from planner.report.autoscaler import autoscaler
     from pricing.chips import get_chip
 
     def refused(err: InputError) -> str:
@@ -179,17 +186,21 @@ def manifests(pools: list[tuple[str, PoolPlan]], named) -> list[tuple[str, str]]
     out = []
     for name, pool in pools:
         try:
-            resources, _ = k8s.pool_manifests(name, pool, get_chip(pool.chip), options, together=together.get(name, ()))
+            resources, _ = k8s.pool_manifests(name, pool, get_chip(pool.chip), options,
+                                              together=together.get(name, ()))
+            said = []
+            if name in (autoscaled or {}):
+                resources, said = autoscaler(resources, autoscaled[name], "hpa")
         except InputError as err:
-            out.append((name, refused(err)))
+            out.append((name, refused(err), []))
             continue
-        out.append((f"{names[name]}.yaml", k8s.dump(resources)))
-    return out + [(router, refused(k8s.no_router_image(names[router]))) for router in routers]
+        out.append((f"{names[name]}.yaml", k8s.dump(resources), said))
+    return out + [(router, refused(k8s.no_router_image(names[router])), []) for router in routers]
 
 
-def fleet_pools(r: FleetResult) -> list[tuple[str, PoolPlan]]:
+def fleet_pools(pools: list[PoolPlan]) -> list[tuple[str, PoolPlan]]:
     """A result's pools by name: a service's, or `<service> <role>` for a disaggregated one's."""
-    return [(p.service if p.role == Role.AGGREGATED else f"{p.served or p.service} {p.role}", p) for p in r.services]
+    return [(p.service if p.role == Role.AGGREGATED else f"{p.served or p.service} {p.role}", p) for p in pools]
 
 
 def money_figures(cost_per_hour: float, cost_per_month: float, estimate: bool, hours: int) -> list[Figure]:
@@ -275,6 +286,7 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
         answer = [Figure("GPUs", fmt.count(base.gpus), "gpus", base.gpus),
                   *money_figures(base.cost_per_hour, base.cost_per_month, estimate, hours),
                   Figure("solver", base.solver_status, "solver_status", base.solver_status)]
+        answer[1:1] = over_the_day_figures(base)
         for p in base.services:
             if p.cost_per_million_output_tokens is not None:
                 answer.insert(-1, Figure(f"{p.service}: $/M output tokens", fmt.per_million_tokens(
@@ -282,6 +294,7 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
         context["answer"] = answer
     else:
         context["reasons"] = [f"{s.service} is short: {s.reason}" for s in base.short]
+        context["answer"] = over_the_day_figures(base)  # the fleet over the day may fit though the static plan does not
     tables = [services_table(r, hours) for r in ([base] if base.feasible else [])]
     if with_variants and c.variants:
         tables.insert(0, variants_table(c, hours))
@@ -296,6 +309,7 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
     details = [(f"{r.variant}: its pools and what binds them", services_table(r, hours), fleet_lines(r))
                for r in results[1:] if r.feasible]
     used = sum(1 for n in base.nodes if any(n.used_by))
+    over_the_day_pools = base.emitted_pools is not base.services  # with traffic: what --emit k8s writes
     context |= {
         "answer": context.get("answer", []), "tables": tables,
         "footnotes": price_footnotes([p for r in results for p in r.services], named),
@@ -304,8 +318,12 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
         "nodes": node_table(base.nodes, [(p.service, p.instances) for p in base.services],
                             f"node map of {base.variant}: {used} of the {len(base.nodes)} nodes in use")
         if base.feasible and base.nodes else None,
-        "launch": launch_text(fleet_pools(base), named) if base.feasible else "",
-        "manifests": manifests(fleet_pools(base), named) if base.feasible else [],
+        "schedules": schedule_sections(base, named) if base.feasible else [],
+        "over_the_day": over_the_day_section(base),
+        "launch": launch_text(fleet_pools(base.services), named) if base.feasible else "",
+        "manifests": manifests(fleet_pools(base.emitted_pools), named, autoscaled(base))
+        if base.feasible or over_the_day_pools else [],  # as --emit k8s writes them (planner/commands/scenario.py)
+        "manifests_over_the_day": over_the_day_pools,
         "launch_of": base.variant}
     return _render("review.html.j2", context)
 
@@ -350,6 +368,72 @@ def fleet_lines(r: FleetResult) -> list[str]:
                  else [f"binds: {p.binds}"])
         out += [f"{p.service}: {line}" for line in lines]
     return out
+
+
+# -- traffic: the schedules and the fleet over the day ---------------------------------------------
+@dataclass(frozen=True)
+class Section:
+    """A part of a review the text prints as a table and its lines (planner/report/schedule.py, fleet_schedule.py),
+    here with its chart."""
+
+    table: Table
+    lines: list[str]
+    chart: Chart | None = None
+
+
+def over_the_day_figures(r: FleetResult) -> list[Figure]:
+    """The headline figures of services with traffic: the peak of the sum, the sum of the services'
+    own peaks and the fleet's $/day over the day (none without traffic, or when no fleet fits)."""
+    over = r.over_the_day
+    if over is None or r.peak_gpus is None:
+        return []
+    return [Figure("peak GPUs over the day", fmt.count(r.peak_gpus), "peak_gpus", r.peak_gpus),
+            Figure("sum of the services' peaks", fmt.count(r.sum_of_service_peaks), "sum_of_service_peaks",
+                   r.sum_of_service_peaks),
+            Figure("$/day autoscaled", fmt.money(over.cost_autoscaled_per_day, cents=False),
+                   "over_the_day.cost_autoscaled_per_day", over.cost_autoscaled_per_day)]
+
+
+def _table(title: str, columns, rows: list[list[str]], scroll: bool = False) -> Table:
+    return Table(title, [c.header for c in columns], rows, [c.align == "right" for c in columns], scroll=scroll)
+
+
+def schedule_sections(r: FleetResult, named=None) -> list[Section]:
+    """Each service with traffic: its schedule's runs of alike intervals and what it saves, as the
+    text prints them (planner/report/schedule.py), and its chart (planner/report/schedule_chart.py)."""
+    from planner.report import schedule
+    from planner.report.schedule_chart import schedule_chart
+
+    out = []
+    for k, s in enumerate(r.schedules):
+        notes = price_footnotes([p for p in r.services if p.service == s.service], named)
+
+        def draw(path: str, s=s, notes=notes) -> list[tuple[str, str]]:
+            schedule_chart([s], path, s.service, notes)  # its title names the service, the page the review
+            return [(path, f"{s.service}: requests/s, replicas and $/day over the window")]
+
+        out.append(Section(_table(schedule.title(s), schedule.COLUMNS, schedule.rows(s), scroll=True),
+                           schedule.summary_lines(s), inline_charts(draw, f"s{k}-")[0]))
+    return out
+
+
+def over_the_day_section(r: FleetResult) -> Section | None:
+    """The fleet over the day as the text prints it (planner/report/fleet_schedule.py) and its chart
+    (planner/report/fleet_chart.py); None without traffic."""
+    over = r.over_the_day
+    if over is None:
+        return None
+    from planner.report import charts, fleet_schedule
+    from planner.report.fleet_chart import fleet_written
+
+    def draw(path: str) -> list[tuple[str, str]]:
+        with charts.Batch() as batch:
+            written = fleet_written(r, path, batch)
+        return [written]
+
+    table = _table(fleet_schedule.TITLE, fleet_schedule.COLUMNS, fleet_schedule.rows(over))
+    chart = inline_charts(draw, "f")[0] if over.peak_gpus is not None else None
+    return Section(table, fleet_schedule.summary_lines(over) + over.notes, chart)
 
 
 # -- the templates ---------------------------------------------------------------------------------

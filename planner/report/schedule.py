@@ -92,8 +92,12 @@ def summary_lines(s: ServiceSchedule) -> list[str]:
     return lines
 
 
+def title(s: ServiceSchedule) -> str:
+    return f"{s.service} — schedule"
+
+
 def render_schedule(s: ServiceSchedule, console: Console) -> None:
-    print_table(console, f"{s.service} — schedule", COLUMNS, rows(s), box=box.SIMPLE_HEAD)
+    print_table(console, title(s), COLUMNS, rows(s), box=box.SIMPLE_HEAD)
     for line in summary_lines(s):
         console.print(f"{s.service}: {line}", soft_wrap=True, markup=False, highlight=False)
 
