@@ -15,7 +15,7 @@ import click  # noqa: E402
 
 from planner.commands import plan  # noqa: E402
 from planner.commands.flags import check_argv, one_line_each  # noqa: E402
-from planner.commands.signals import exit_on_signals, said  # noqa: E402
+from planner.commands.signals import exit_on_signals, said, when_done  # noqa: E402
 from planner.report.atomic import Interrupted  # noqa: E402
 from pricing.errors import InputError  # noqa: E402
 
@@ -85,6 +85,13 @@ def cli(ctx: click.Context, **options):
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one-line errors, exit status 2 for bad input, no traceback."""
+    try:
+        return _main(argv)
+    finally:
+        when_done()  # the answer is given: a signal from here on changes nothing
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         with exit_on_signals():  # SIGINT, SIGTERM: one line, exit 130 or 143 (planner/commands/signals.py)
             check_argv(cli, sys.argv[1:] if argv is None else argv)  # a repeated single-valued option, an empty value

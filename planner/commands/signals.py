@@ -67,10 +67,25 @@ def _stop_starting(signum, frame) -> None:
     os._exit(128 + signum)
 
 
+_STARTED_AS_COMMAND: list[bool] = []
+
+
 def while_starting() -> None:
     """SIGINT and SIGTERM while the command's modules load: the line, then exit (nothing is under way)."""
+    _STARTED_AS_COMMAND.append(True)
     for s in _heard():
         signal.signal(s, _stop_starting)
+
+
+def when_done() -> None:
+    """The command has answered and exits: SIGINT and SIGTERM are ignored from here on, so that one
+    arriving while the interpreter shuts down (which puts back the system's default for a handler
+    Python set, and would end the process by the signal after its answer was given) changes
+    nothing. Only where the process was started as the command (`while_starting`), never in a
+    caller's process."""
+    if _STARTED_AS_COMMAND:
+        for s in _heard():
+            signal.signal(s, signal.SIG_IGN)
 
 
 def _heard() -> list[int]:
