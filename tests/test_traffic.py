@@ -85,8 +85,17 @@ def test_a_trace_is_binned_by_its_arrivals_with_mean_lengths_rounded_up(tmp_path
     assert (t.intervals[0].isl, t.intervals[0].osl) == (201, 21)  # (100 + 201 + 300) / 3 = 200.33 -> 201
     assert (t.intervals[1].isl, t.intervals[1].osl) == (401, 17)  # empty: the trace's mean, 1601/4, 68/4
     assert (t.intervals[2].isl, t.intervals[2].osl) == (1000, 7)
-    assert t.window_start == "2026-01-01T10:00:00Z" and t.longest_request == 1007 and not t.cyclic
+    # the longest prompt (1000) and the longest output (30): the histograms draw them independently
+    assert t.window_start == "2026-01-01T10:00:00Z" and t.longest_request == 1030 and not t.cyclic
     assert t.source == "trace trace.csv (4 requests)"
+    # power-of-two bins narrowed to the lengths seen, a weight-0 bin over each gap: prompts 100 in
+    # [64, 128), 201 in [128, 256), 300 in [256, 512), 1000 in [512, 1024); outputs 7 in [4, 8),
+    # 10 in [8, 16), 21 and 30 in [16, 32)
+    assert (t.lengths.prompt.edges, t.lengths.prompt.weights) == ((100, 101, 201, 202, 300, 301, 1000, 1001),
+                                                                  (1, 0, 1, 0, 1, 0, 1))
+    assert (t.lengths.output.edges, t.lengths.output.weights) == ((7, 8, 10, 11, 21, 31), (1, 0, 1, 0, 2))
+    # means: prompts exact, (100 + 201 + 300 + 1000) / 4; outputs (7 + 10 + 2 × (21 + 30) / 2) / 4 = 17
+    assert t.lengths.prompt.histogram().mean == 1601 / 4 and t.lengths.output.histogram().mean == 17
 
 
 def test_a_traces_columns_may_come_in_any_order_beside_others(tmp_path):
