@@ -558,3 +558,24 @@ def test_the_tail_lowers_the_rate_one_replica_serves():
     traced = demand(spec, pool, Traffic(intervals=intervals, source="tail", lengths=LengthsSpec(**TAIL)))
     assert traced.rates[(512, 128)] < fixed.rates[(520, 130)]
     assert traced.needed[0] > fixed.needed[0] and traced.bins[0] == (512, 128)
+
+
+def test_a_traces_interval_needs_the_more_of_its_mean_lengths_and_the_windows_histograms():
+    """A busy hour of short prompts (60 requests/s at 256 tokens) and a quieter one of long prompts
+    (30 at 2,048): the window's histograms (two of 256 to one of 2,048) carry the first hour's tail,
+    the second hour's own mean lengths its longer prompts; each interval needs the more of the two."""
+    from planner.request import LengthsSpec, WorkloadSpec
+    from planner.traffic.schedule import demand
+
+    spec, pool = long_shape()
+    mix = {"prompt": {"edges": [256, 257, 2048, 2049], "weights": [2, 0, 1]},
+           "output": {"edges": [128, 129], "weights": [1]}}
+    intervals = [Interval(start_minute=0, minutes=60, requests_per_second=60.0, isl=256, osl=128),
+                 Interval(start_minute=60, minutes=60, requests_per_second=30.0, isl=2048, osl=128)]
+    means = demand(spec, pool, Traffic(intervals=intervals, source="means")).needed
+    drawn = spec.model_copy(update={"workload": WorkloadSpec(lengths=mix, requests_per_second=10.0)})
+    histograms = demand(drawn, pool, Traffic(intervals=intervals, source="drawn")).needed
+    traced = demand(spec, pool, Traffic(intervals=intervals, source="trace", lengths=LengthsSpec(**mix)))
+    assert histograms[0] > means[0] and means[1] > histograms[1]  # each way binds once
+    assert traced.needed == [max(m, h) for m, h in zip(means, histograms, strict=True)]
+    assert traced.bins == [(854, 128), (2100, 130)]  # the mix's means (2 × 256 + 2048) / 3 -> 854; 2,048 binned up
