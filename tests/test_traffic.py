@@ -136,6 +136,12 @@ def test_a_prometheus_export_gives_rates_from_counter_increases_and_lengths_from
     assert [(i.isl, i.osl) for i in t.intervals] == [(1000, 250), (2000, 300)]
     assert t.window_start == "2026-01-01T00:00:00Z"
     assert t.source.startswith("prometheus vllm-fleet-range.json (15,020 requests; lengths from the prompt and")
+    # the _bucket histograms: every prompt in (500, 1000] (7,560) or (1000, 2000] (7,460), placed at one
+    # fraction of each bucket, fitted to the measured mean 22,480,000 / 15,020: the buckets' tops (f = 1)
+    assert (t.lengths.prompt.edges, t.lengths.prompt.weights) == ((1000, 1001, 2000, 2001), (7560, 0, 7460))
+    # every output in (200, 500]: the point [201, 500] at the measured mean (7,560 × 250 + 7,460 × 300) / 15,020
+    # = 274.83 -> 275
+    assert (t.lengths.output.edges, t.lengths.output.weights) == ((275, 276), (15020,))
 
 
 def test_half_hour_bins_put_each_increase_where_its_span_lies():
@@ -147,7 +153,7 @@ def test_without_histograms_the_token_counters_give_the_lengths(tmp_path):
     doc = json.loads(EXPORT.read_text())
     doc["data"]["result"] = [r for r in doc["data"]["result"] if "request_prompt" not in r["metric"]["__name__"]]
     t = read_export(write(tmp_path, json.dumps(doc), "export.json"), 60)
-    assert "lengths from the token counters" in t.source
+    assert "lengths from the token counters" in t.source and t.lengths is None  # no buckets, no histograms
     assert t.intervals[0].isl == math.ceil(1890 * 4 * 1000 / 7560)  # every request's 1,000 prompt tokens / requests
 
 
