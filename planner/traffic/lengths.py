@@ -12,6 +12,7 @@ trace holds, its bin's mean off the trace's by less than half the bin. A length 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from planner.request import LengthHistogram, LengthsSpec
@@ -53,6 +54,25 @@ class Tally:
             edges.append(high)
             weights.append(float(self.counts[k]))
         return LengthHistogram(edges=tuple(edges), weights=tuple(weights))
+
+
+def points(counts: list[tuple[int, float]]) -> LengthHistogram:
+    """A histogram of lengths at points: each (tokens, count) a bin [tokens, tokens + 1), rising, a
+    weight-0 bin over each gap (the lengths of a bucketed export, planner/traffic/prometheus.py)."""
+    merged: dict[int, float] = defaultdict(float)
+    for tokens, count in counts:
+        merged[max(1, tokens)] += count
+    edges: list[int] = []
+    weights: list[float] = []
+    for tokens in sorted(merged):
+        if edges and edges[-1] < tokens:
+            edges.append(tokens)
+            weights.append(0.0)
+        elif not edges:
+            edges.append(tokens)
+        edges.append(tokens + 1)
+        weights.append(merged[tokens])
+    return LengthHistogram(edges=tuple(edges), weights=tuple(weights))
 
 
 def of(prompt: Tally, output: Tally, source: str) -> LengthsSpec:
