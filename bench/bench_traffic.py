@@ -6,8 +6,9 @@
 The trace is generated once (seeded): arrivals of a diurnal rate (a night's trough at a tenth of
 the afternoon's peak) as a Poisson process, prompt and output lengths drawn log-normal around 1,000
 and 250 tokens; the scenario plans Llama 3.1 70B on L40S (a pool that scales: several replicas at
-the peak) at p99 TTFT 2 s and p99 TPOT 50 ms, binned
-hourly. Each figure is the median wall time of `--runs` fresh processes (interpreter start,
+the peak) at p99 TTFT 4 s and p99 TPOT 50 ms, binned hourly (the trace's length histograms drawn:
+its p99 prompt, about 3,200 tokens, takes about 2.5 s alone at tp 8, so a 2 s target meets none).
+Each figure is the median wall time of `--runs` fresh processes (interpreter start,
 imports, reading the trace, the static plan at the peak, the schedule's simulations, the JSON to a
 pipe), interleaved with the floor that bench/bench_cli.py measures: a process that imports only
 OR-Tools, networkx and pydantic, so that other processes' load falls on both alike; the ratio to
@@ -37,7 +38,7 @@ services:
   - name: chat
     model: llama-3.1-70b
     chips: [l40s]
-    slo: {p99_ttft_ms: 2000, p99_tpot_ms: 50}
+    slo: {p99_ttft_ms: 4000, p99_tpot_ms: 50}
     traffic: {trace: trace.csv, interval_minutes: 60}
 """
 

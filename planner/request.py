@@ -35,8 +35,62 @@ def rates_in_range(v):
     return v
 
 
+class LengthHistogram(BaseModel):
+    """Token counts as a histogram: bin i holds `weights[i]` of the requests, drawn uniform in
+    [edges[i], edges[i + 1]) (pricing/serving/traffic.py Histogram)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    edges: tuple[Count, ...] = Field(min_length=2, description="bin edges in tokens, rising, the first at least 1")
+    weights: tuple[float, ...] = Field(min_length=1, description="each bin's share (any scale; one fewer than edges)")
+
+    @model_validator(mode="after")
+    def _bins(self):
+        if len(self.edges) != len(self.weights) + 1:
+            raise ValueError(f"give one edge more than the weights; got {len(self.edges)} edges and "
+                             f"{len(self.weights)} weights")
+        if self.edges[0] < 1 or any(a >= b for a, b in zip(self.edges, self.edges[1:], strict=False)):
+            raise ValueError("edges must rise from at least 1 token")
+        if any(not (w >= 0 and math.isfinite(w)) for w in self.weights) or not sum(self.weights) > 0:
+            raise ValueError("weights must be 0 or more, at least one above 0")
+        return self
+
+    def histogram(self, source: str = ""):
+        from pricing.serving import Histogram
+
+        return Histogram(self.edges, self.weights, source)
+
+    @property
+    def longest(self) -> int:
+        """The most tokens a draw gives: the top edge less one (bins are half-open)."""
+        return self.edges[-1] - 1
+
+
+class LengthsSpec(BaseModel):
+    """A request mix's prompt and output lengths as histograms, with where they came from (a
+    trace's own, or given inline)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt: LengthHistogram
+    output: LengthHistogram
+    source: str = Field("", description="where the histograms came from")
+
+
+def shipped_lengths(name: str) -> LengthsSpec:
+    """The histograms shipped as pricing/serving/lengths/NAME.yaml (InputError naming the known ones)."""
+    from pricing.serving import shipped
+
+    prompt, output = shipped(name)
+    return LengthsSpec(prompt=LengthHistogram(edges=prompt.edges, weights=prompt.weights),
+                       output=LengthHistogram(edges=output.edges, weights=output.weights),
+                       source=f"shipped {name}: {prompt.source}")
+
+
 class WorkloadSpec(BaseModel):
-    """The requests a service sees: mean input and output tokens, and the rate they arrive at."""
+    """The requests a service sees: mean input and output tokens, and the rate they arrive at; or
+    their lengths as distributions (`lengths`: a shipped histogram's name, e.g. sharegpt, or the
+    histograms), every simulated request drawn from them, isl/osl then their means rounded up."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -46,14 +100,52 @@ class WorkloadSpec(BaseModel):
                                               description="requests the pool must serve each second")
     range_ratio: float = Field(0.0, ge=0, lt=1, description="lengths drawn uniform in [n (1 - r), n (1 + r)], as "
                                "vllm bench serve --random-range-ratio; 0: every request isl/osl")
+    lengths: str | LengthsSpec | None = Field(None, description="lengths drawn from histograms: a shipped name "
+                                              "(pricing/serving/lengths: sharegpt) or {prompt, output} of {edges, "
+                                              "weights}; isl/osl may be left out (their means, rounded up) and must "
+                                              "agree with them when given")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _means_of_lengths(cls, data):
+        """isl/osl from the histograms' means (rounded up) when left out; a conflict is refused."""
+        if not isinstance(data, dict) or data.get("lengths") is None:
+            return data
+        lengths = data["lengths"]
+        if isinstance(lengths, str):
+            from pricing.errors import InputError
+
+            try:
+                spec = shipped_lengths(lengths)
+            except InputError as err:
+                raise ValueError(f"no shipped length histogram {lengths!r}; {err.fix}") from None
+        else:
+            spec = LengthsSpec.model_validate(lengths)
+        if data.get("range_ratio"):
+            raise ValueError("give lengths or range_ratio, not both: the histograms already spread the lengths")
+        data = dict(data)
+        for key, hist in (("isl", spec.prompt), ("osl", spec.output)):
+            mean = math.ceil(hist.histogram().mean)
+            given = data.get(key)
+            if given is None:
+                data[key] = mean
+            elif given != mean:
+                raise ValueError(f"{key} {given} is not the lengths' mean {key} {mean} (rounded up); leave {key} out "
+                                 f"or give {mean}")
+        return data
+
+    def histograms(self) -> LengthsSpec | None:
+        """The prompt and output histograms the lengths draw from (None: isl/osl, ± range_ratio)."""
+        return shipped_lengths(self.lengths) if isinstance(self.lengths, str) else self.lengths
 
     @property
     def longest(self) -> int:
         """Tokens of the longest request the lengths draw (vllm/benchmarks/datasets.py RandomDataset's
-        range: ceil(n (1 + r)) for the prompt and the output)."""
+        range: ceil(n (1 + r)) for the prompt and the output; the histograms' top edges)."""
+        spec = self.histograms()
+        if spec is not None:
+            return spec.prompt.longest + spec.output.longest
         return math.ceil(self.isl * (1 + self.range_ratio)) + math.ceil(self.osl * (1 + self.range_ratio))
-
-
 
 
 class SloSpec(BaseModel):

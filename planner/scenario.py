@@ -217,11 +217,14 @@ class Scenario(BaseModel):
             traffic = self.traffic_of(service)
             ratio = s.workload.range_ratio if s.workload else 0.0
             peak = traffic.peak
-            workload = WorkloadSpec(isl=peak.isl, osl=peak.osl, requests_per_second=peak.requests_per_second,
-                                    range_ratio=ratio)
+            lengths = traffic.lengths or (s.workload.lengths if s.workload else None)  # drawn from, when given
+            rate = peak.requests_per_second
+            workload = WorkloadSpec(requests_per_second=rate, lengths=lengths) if lengths else WorkloadSpec(
+                isl=peak.isl, osl=peak.osl, requests_per_second=rate, range_ratio=ratio)
             if context is None:  # every interval's requests fit, as a rate's context holds its longest request
                 context = max([MIN_CONTEXT, traffic.longest_request or 0] + [
-                    WorkloadSpec(isl=i.isl, osl=i.osl, range_ratio=ratio).longest for i in traffic.intervals])
+                    WorkloadSpec(isl=i.isl, osl=i.osl, range_ratio=ratio).longest for i in traffic.intervals]
+                    + [workload.longest])
         return ServiceSpec(model=s.model, quantization=s.quantization, concurrency=concurrency,
                            context_length=context, headroom=s.headroom or 0.0,
                            num_speculative_tokens=tokens, speculative_method=method,

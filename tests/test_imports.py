@@ -33,7 +33,7 @@ PLANNER_STAGES = (
      "planner.kinds", "planner.progress",  # progress: the stages a long search names, for a command to show
      "planner.applies",  # what options and fields can apply to a model
      "planner.traffic.intervals", "planner.traffic.profile", "planner.traffic.spec",
-     "planner.traffic.trace", "planner.traffic.prometheus"),  # a scenario's traffic: input
+     "planner.traffic.trace", "planner.traffic.prometheus", "planner.traffic.lengths"),  # a scenario's traffic: input
     ("planner.candidates", "planner.traffic"),  # the schedule: a candidate shape's replicas per interval
     ("planner.search",),
     ("planner.app",),  # the use cases: the Python API (`import planner` re-exports planner.app.api)

@@ -85,8 +85,17 @@ def test_a_trace_is_binned_by_its_arrivals_with_mean_lengths_rounded_up(tmp_path
     assert (t.intervals[0].isl, t.intervals[0].osl) == (201, 21)  # (100 + 201 + 300) / 3 = 200.33 -> 201
     assert (t.intervals[1].isl, t.intervals[1].osl) == (401, 17)  # empty: the trace's mean, 1601/4, 68/4
     assert (t.intervals[2].isl, t.intervals[2].osl) == (1000, 7)
-    assert t.window_start == "2026-01-01T10:00:00Z" and t.longest_request == 1007 and not t.cyclic
+    # the longest prompt (1000) and the longest output (30): the histograms draw them independently
+    assert t.window_start == "2026-01-01T10:00:00Z" and t.longest_request == 1030 and not t.cyclic
     assert t.source == "trace trace.csv (4 requests)"
+    # power-of-two bins narrowed to the lengths seen, a weight-0 bin over each gap: prompts 100 in
+    # [64, 128), 201 in [128, 256), 300 in [256, 512), 1000 in [512, 1024); outputs 7 in [4, 8),
+    # 10 in [8, 16), 21 and 30 in [16, 32)
+    assert (t.lengths.prompt.edges, t.lengths.prompt.weights) == ((100, 101, 201, 202, 300, 301, 1000, 1001),
+                                                                  (1, 0, 1, 0, 1, 0, 1))
+    assert (t.lengths.output.edges, t.lengths.output.weights) == ((7, 8, 10, 11, 21, 31), (1, 0, 1, 0, 2))
+    # means: prompts exact, (100 + 201 + 300 + 1000) / 4; outputs (7 + 10 + 2 × (21 + 30) / 2) / 4 = 17
+    assert t.lengths.prompt.histogram().mean == 1601 / 4 and t.lengths.output.histogram().mean == 17
 
 
 def test_a_traces_columns_may_come_in_any_order_beside_others(tmp_path):
@@ -127,6 +136,12 @@ def test_a_prometheus_export_gives_rates_from_counter_increases_and_lengths_from
     assert [(i.isl, i.osl) for i in t.intervals] == [(1000, 250), (2000, 300)]
     assert t.window_start == "2026-01-01T00:00:00Z"
     assert t.source.startswith("prometheus vllm-fleet-range.json (15,020 requests; lengths from the prompt and")
+    # the _bucket histograms: every prompt in (500, 1000] (7,560) or (1000, 2000] (7,460), placed at one
+    # fraction of each bucket, fitted to the measured mean 22,480,000 / 15,020: the buckets' tops (f = 1)
+    assert (t.lengths.prompt.edges, t.lengths.prompt.weights) == ((1000, 1001, 2000, 2001), (7560, 0, 7460))
+    # every output in (200, 500]: the point [201, 500] at the measured mean (7,560 × 250 + 7,460 × 300) / 15,020
+    # = 274.83 -> 275
+    assert (t.lengths.output.edges, t.lengths.output.weights) == ((275, 276), (15020,))
 
 
 def test_half_hour_bins_put_each_increase_where_its_span_lies():
@@ -138,7 +153,7 @@ def test_without_histograms_the_token_counters_give_the_lengths(tmp_path):
     doc = json.loads(EXPORT.read_text())
     doc["data"]["result"] = [r for r in doc["data"]["result"] if "request_prompt" not in r["metric"]["__name__"]]
     t = read_export(write(tmp_path, json.dumps(doc), "export.json"), 60)
-    assert "lengths from the token counters" in t.source
+    assert "lengths from the token counters" in t.source and t.lengths is None  # no buckets, no histograms
     assert t.intervals[0].isl == math.ceil(1890 * 4 * 1000 / 7560)  # every request's 1,000 prompt tokens / requests
 
 
@@ -449,3 +464,124 @@ def test_a_concurrency_asked_beside_the_traffic_is_held_all_day():
     s = schedule(ScheduleRequest(name="s", service=held, traffic=traffic, shape=pool))
     assert min(i.needed for i in s.intervals) == 3 and s.intervals[0].needed == 3
     assert max(i.needed for i in s.intervals) > 3
+
+
+# -- length distributions --------------------------------------------------------------------------
+# prompts of 256 tokens and, one in 15, 4,096: a mean of (14 × 256 + 4,096) / 15 = 512 exactly; outputs 128
+TAIL = {"prompt": {"edges": [256, 257, 4096, 4097], "weights": [14, 0, 1]},
+        "output": {"edges": [128, 129], "weights": [1]}}
+
+
+@cache
+def long_shape():
+    """Llama 3.1 8B on one H100 with an 8,192-token context (the tail's 4,224-token requests fit)."""
+    from planner.candidates.service import ResolvedService
+    from planner.request import ServiceSpec, SloSpec, WorkloadSpec
+    from planner.scenario import PoolLimits
+    from planner.search.cpsat import tables_for
+    from planner.traffic.schedule import PoolShape
+
+    spec = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192, workload=WorkloadSpec(
+        isl=512, osl=128, requests_per_second=10.0), slo=SloSpec(p99_ttft_ms=1000, p99_tpot_ms=40))
+    table = tables_for(ResolvedService.of(spec, PoolLimits(chips=("h100",))))[0]
+    return spec, PoolShape(table, table.dominant()[0])
+
+
+def test_a_shipped_histogram_gives_the_means_and_the_longest_request_and_is_drawn():
+    from planner.candidates.slo import traffic
+    from planner.request import ServiceSpec, WorkloadSpec
+    from pricing.serving import Histogram
+
+    w = WorkloadSpec(lengths="sharegpt", requests_per_second=2)
+    # sharegpt.yaml's means, rounded up: 161.3 and 338.0 (the paper's 161.31 and 337.99)
+    assert (w.isl, w.osl) == (162, 338) and w.longest == 2047 + 2047  # each top edge 2,048, half-open
+    assert WorkloadSpec(lengths="sharegpt", isl=162, osl=338) == WorkloadSpec(lengths="sharegpt")
+    t = traffic(ServiceSpec(model="llama-3.1-8b", concurrency=1, workload=w), 2.0, count=500)
+    assert isinstance(t.prompt, Histogram) and t.prompt.edges[-1] == 2048
+    _, prompts, outputs = t.requests()
+    assert len(set(prompts)) > 100 and 4 <= min(prompts) and max(prompts) < 2048 and max(outputs) < 2048
+
+
+@pytest.mark.parametrize("workload, words", [
+    ({"lengths": "sharegp"}, "no shipped length histogram 'sharegp'; use one of: sharegpt"),
+    ({"lengths": "sharegpt", "isl": 100}, "isl 100 is not the lengths' mean isl 162 (rounded up); leave isl out or "
+     "give 162"),
+    ({"lengths": "sharegpt", "range_ratio": 0.2}, "give lengths or range_ratio, not both"),
+    ({"lengths": {"prompt": {"edges": [8, 4], "weights": [1]}, "output": {"edges": [1, 2], "weights": [1]}}},
+     "edges must rise from at least 1 token"),
+])
+def test_a_bad_lengths_is_one_line_exit_2(tmp_path, workload, words):
+    text = ("review: t\nservices:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], slo: {p99_ttft_ms: 1000},\n"
+            f"     workload: {json.dumps({**workload, 'requests_per_second': 2})}}}\n")
+    code, out, err = cli(["scenario", str(write(tmp_path, text, "review.yaml"))])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "services.chat.workload" in err and words in err
+
+
+def test_a_traces_histograms_reach_the_static_plan_and_its_context(tmp_path):
+    """The trace's requests: 14 of 256 prompt tokens and one of 4,096 each minute: the static plan
+    draws from them (its context covers the longest prompt and output, 4,096 + 128)."""
+    rows = [f"{60 * k + j},{4096 if j == 14 else 256},128" for k in range(60) for j in range(15)]
+    write(tmp_path, "timestamp,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
+    code, out, err = cli(["scenario", str(write(tmp_path, SCENARIO.format(trace="trace.csv"), "review.yaml")),
+                          "--format", "json"])
+    assert code == 0, err
+    result = json.loads(out)
+    assert "--max-model-len 4224" in json.dumps(result)
+    assert result["schedules"][0]["source"] == "trace trace.csv (900 requests)"
+
+
+@SLOW
+@given(rates=st.lists(st.floats(0, 80), min_size=4, max_size=4).filter(any))
+def test_a_long_tail_with_the_same_means_never_needs_fewer_replicas(rates):
+    """A trace whose mean lengths equal a fixed-length trace's (512 / 128) but whose prompts have a
+    long tail needs at least as many replicas in every interval: by its histograms alone (a
+    workload's lengths) and as a trace (the histograms beside each interval's means)."""
+    from planner.request import LengthsSpec, WorkloadSpec
+    from planner.traffic.schedule import demand
+
+    spec, pool = long_shape()
+    intervals = [Interval(start_minute=60 * h, minutes=60, requests_per_second=r, isl=512, osl=128)
+                 for h, r in enumerate(rates)]
+    fixed = demand(spec, pool, Traffic(intervals=intervals, source="fixed")).needed
+    drawn = spec.model_copy(update={"workload": WorkloadSpec(lengths=TAIL, requests_per_second=10.0)})
+    assert (drawn.workload.isl, drawn.workload.osl) == (512, 128)
+    alone = demand(drawn, pool, Traffic(intervals=intervals, source="tail")).needed
+    traced = demand(spec, pool, Traffic(intervals=intervals, source="tail", lengths=LengthsSpec(**TAIL))).needed
+    assert all(a >= f for a, f in zip(alone, fixed, strict=True))
+    assert all(t >= max(a, f) for t, a, f in zip(traced, alone, fixed, strict=True))
+
+
+def test_the_tail_lowers_the_rate_one_replica_serves():
+    """At the same means, one prompt in 15 of 4,096 tokens reaches the p99 TTFT: one replica serves
+    fewer requests a second than at the fixed lengths."""
+    from planner.request import LengthsSpec
+    from planner.traffic.schedule import demand
+
+    spec, pool = long_shape()
+    intervals = [Interval(start_minute=0, minutes=60, requests_per_second=60.0, isl=512, osl=128)]
+    fixed = demand(spec, pool, Traffic(intervals=intervals, source="fixed"))
+    traced = demand(spec, pool, Traffic(intervals=intervals, source="tail", lengths=LengthsSpec(**TAIL)))
+    assert traced.rates[(512, 128)] < fixed.rates[(520, 130)]
+    assert traced.needed[0] > fixed.needed[0] and traced.bins[0] == (512, 128)
+
+
+def test_a_traces_interval_needs_the_more_of_its_mean_lengths_and_the_windows_histograms():
+    """A busy hour of short prompts (60 requests/s at 256 tokens) and a quieter one of long prompts
+    (30 at 2,048): the window's histograms (two of 256 to one of 2,048) carry the first hour's tail,
+    the second hour's own mean lengths its longer prompts; each interval needs the more of the two."""
+    from planner.request import LengthsSpec, WorkloadSpec
+    from planner.traffic.schedule import demand
+
+    spec, pool = long_shape()
+    mix = {"prompt": {"edges": [256, 257, 2048, 2049], "weights": [2, 0, 1]},
+           "output": {"edges": [128, 129], "weights": [1]}}
+    intervals = [Interval(start_minute=0, minutes=60, requests_per_second=60.0, isl=256, osl=128),
+                 Interval(start_minute=60, minutes=60, requests_per_second=30.0, isl=2048, osl=128)]
+    means = demand(spec, pool, Traffic(intervals=intervals, source="means")).needed
+    drawn = spec.model_copy(update={"workload": WorkloadSpec(lengths=mix, requests_per_second=10.0)})
+    histograms = demand(drawn, pool, Traffic(intervals=intervals, source="drawn")).needed
+    traced = demand(spec, pool, Traffic(intervals=intervals, source="trace", lengths=LengthsSpec(**mix)))
+    assert histograms[0] > means[0] and means[1] > histograms[1]  # each way binds once
+    assert traced.needed == [max(m, h) for m, h in zip(means, histograms, strict=True)]
+    assert traced.bins == [(854, 128), (2100, 130)]  # the mix's means (2 × 256 + 2048) / 3 -> 854; 2,048 binned up

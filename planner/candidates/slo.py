@@ -56,9 +56,14 @@ class Sizing:
 
 
 def traffic(service: ServiceSpec, rate: float | None, count: int | None = None) -> Traffic:
-    """The benchmark one instance sees at `rate` requests/s (None: one request at a time)."""
+    """The benchmark one instance sees at `rate` requests/s (None: one request at a time): each
+    request's prompt and output drawn from the workload's histograms (`lengths`), else uniform
+    around isl/osl by its range_ratio, else isl/osl exactly."""
     w = service.workload
-    if w.range_ratio:
+    spec = w.histograms()
+    if spec is not None:
+        prompt, output = spec.prompt.histogram(spec.source), spec.output.histogram(spec.source)
+    elif w.range_ratio:
         prompt, output = Uniform.around(w.isl, w.range_ratio), Uniform.around(w.osl, w.range_ratio)
     else:
         prompt, output = Fixed(w.isl), Fixed(w.osl)

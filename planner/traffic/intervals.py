@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.request import LengthsSpec
+
 
 class Interval(BaseModel):
     """One bin of the window: its arrivals' mean rate and mean lengths."""
@@ -39,6 +41,9 @@ class Traffic(BaseModel):
                                              "falls; None: planner/defaults.yaml traffic.scale_down_seconds")
     longest_request: int | None = Field(None, ge=1, description="input + output tokens of the longest request "
                                         "(a trace's); None: the intervals' mean lengths are all that is known")
+    lengths: LengthsSpec | None = Field(None, description="the window's prompt and output length histograms (a "
+                                        "trace's, an export's): every interval is simulated drawing from them; "
+                                        "None: at each interval's mean lengths")
     window_start: str | None = Field(None, description="the window's first minute, ISO-8601 UTC (a trace's or an "
                                      "export's); None: a profile's midnight (Monday's, weekly)")
     cyclic: bool = Field(False, description="the window repeats (a day or week profile): its end ramps into its start")

@@ -6,7 +6,9 @@ The series, as vLLM 0.33 names them (vllm/v1/metrics/loggers.py PrometheusStatLo
 - `vllm:request_prompt_tokens` and `vllm:request_generation_tokens` (histograms of each finished
   request's prompt and generated tokens): their `_sum` over their `_count` give each interval's
   mean lengths; without them, the token counters `vllm:prompt_tokens_total` and
-  `vllm:generation_tokens_total` over the requests finished do, and the source says so.
+  `vllm:generation_tokens_total` over the requests finished do, and the source says so. Their
+  `_bucket` series (label le: build_1_2_5_buckets, 1, 2, 5, 10, ... tokens) give the window's length
+  histograms (`_buckets`), which the schedule draws every interval's requests from beside its means.
 
 A counter's increase between two samples is their difference, or the later value where the counter
 fell (a restart reset it), as Prometheus' own `increase()` counts it; the series of one name are
@@ -23,7 +25,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from planner.numbers import plural
+from planner.request import LengthHistogram, LengthsSpec
 from planner.traffic.intervals import Interval, Traffic
+from planner.traffic.lengths import points
 from planner.traffic.trace import iso
 from pricing.errors import InputError
 from pricing.files import read_text
@@ -95,6 +99,8 @@ def read_export(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
             except (TypeError, ValueError, IndexError):
                 raise InputError(f"{path}: data.result[{i}].values[{j}]", "is not a [time, \"value\"] pair",
                                  "give the query_range export unchanged") from None
+        if name in (f"{PROMPT}_bucket", f"{GENERATION}_bucket"):  # one series per bucket bound: kept apart
+            name = f"{name}{{le={metric.get('le')}}}"
         for t, rise in _increases(path, i, result["values"]).items():
             series[name][t] += rise
             times.add(t)
@@ -140,5 +146,38 @@ def read_export(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
         intervals.append(Interval(start_minute=k * interval_minutes, minutes=max(1, round(seconds / 60)),
                                   requests_per_second=sums[REQUESTS][k] / seconds,
                                   isl=mean(k, lengths[0]), osl=mean(k, lengths[1])))
-    return Traffic(intervals=intervals, source=f"prometheus {path.name} ({round(total):,} requests; lengths "
-                   f"from the {said})", window_start=iso(start), **policy)
+    source = f"prometheus {path.name} ({round(total):,} requests; lengths from the {said})"
+    drawn = None
+    if histograms and all(any(n.startswith(f"{h}_bucket{{") for n in series) for h in (PROMPT, GENERATION)):
+        prompt, output = _buckets(series, PROMPT), _buckets(series, GENERATION)
+        if prompt is not None and output is not None:
+            drawn = LengthsSpec(prompt=prompt, output=output, source=f"{source}: the _bucket histograms")
+    return Traffic(intervals=intervals, source=source, lengths=drawn, window_start=iso(start), **policy)
+
+
+def _buckets(series: dict, name: str) -> LengthHistogram | None:
+    """The window's `name` histogram from its cumulative `_bucket` increases: each bucket's requests
+    (le_(j-1), le_j] placed at one point, at the same fraction f of every bucket's range [le_(j-1) + 1,
+    le_j], f fitted (within [0, 1]) so that the histogram's mean is the measured `_sum` / `_count`; the
+    +Inf bucket's at its least, le + 1 (its top is not known). None: no bucket rose."""
+    cumulative: dict[float, float] = defaultdict(float)
+    for key, rises in series.items():
+        if key.startswith(f"{name}_bucket{{le="):
+            cumulative[float(key[len(name) + 11:-1])] += sum(rises.values())  # float('+Inf') is inf
+    ranges, before = [], 0.0
+    for le in sorted(cumulative):
+        low = math.floor(before) + 1
+        high = math.floor(le) if math.isfinite(le) else low
+        count = cumulative[le] - (cumulative[before] if before else 0.0)
+        if count > 0 and high >= low:
+            ranges.append((low, high, count))
+        before = le
+    total = sum(c for _, _, c in ranges)
+    if not total > 0:
+        return None
+    measured = sum(series[f"{name}_sum"].values()) / max(1.0, sum(series[f"{name}_count"].values()))
+    least = sum(lo * c for lo, _, c in ranges) / total
+    most = sum(hi * c for _, hi, c in ranges) / total
+    f = min(1.0, max(0.0, (measured - least) / (most - least))) if most > least else 0.0
+    return points([(round(lo + f * (hi - lo)), c) for lo, hi, c in ranges])
+

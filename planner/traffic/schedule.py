@@ -11,9 +11,11 @@ seeing λ / R ≤ the rate found (the percentiles never fall as the rate rises, 
 tests/test_serving.py); the peak interval of each bin is simulated at its share to check it, and at
 one replica fewer while that meets, so that a flat profile needs exactly what the static plan buys
 (planner/candidates/slo.py size); no other interval of the bin needs more than its peak.
-Within an interval arrivals are taken as steady at its mean rate (Poisson) and its requests at its
-mean lengths (uniform around them by the workload's range_ratio): a burst inside an interval above
-its mean, and a trace's length tail, are not seen.
+Within an interval arrivals are taken as steady at its mean rate (Poisson): a burst inside an
+interval above its mean is not seen. Its requests are drawn from the window's length histograms
+when there are any (a trace's or an export's own, else the workload's `lengths`), so a long-prompt
+tail reaches the p99s, and all intervals are then one bin at the histograms' means; else they are
+at the interval's mean lengths (uniform around them by the workload's range_ratio).
 
 The policy: at least `min_replicas` in every interval; a replica takes `lead_minutes` to serve
 (model load and warm-up: the weights' bytes per rank over planner/defaults.yaml
@@ -38,7 +40,7 @@ from planner import defaults
 from planner.candidates import slo
 from planner.candidates.shapes import ChipTable, Row
 from planner.limits import MAX_RATE
-from planner.request import ServiceSpec
+from planner.request import LengthsSpec, ServiceSpec
 from planner.traffic.intervals import Interval, Traffic
 from pricing.serving import Served
 
@@ -136,10 +138,24 @@ def length_bin(tokens: int) -> int:
     return -(-tokens // scale) * scale
 
 
-def at(service: ServiceSpec, isl: int, osl: int, rate: float) -> ServiceSpec:
-    """The service with its workload at these lengths and rate."""
-    return service.model_copy(update={"workload": service.workload.model_copy(
-        update={"isl": isl, "osl": osl, "requests_per_second": rate})})
+def at(service: ServiceSpec, isl: int, osl: int, rate: float, lengths: LengthsSpec | None = None) -> ServiceSpec:
+    """The service with its workload at these lengths and rate (drawn from `lengths` when given,
+    isl/osl then its means; else from the workload's own `lengths` if it has them)."""
+    update = {"isl": isl, "osl": osl, "requests_per_second": rate}
+    if lengths is not None:
+        update.update(lengths=lengths, range_ratio=0.0)
+    return service.model_copy(update={"workload": service.workload.model_copy(update=update)})
+
+
+def lengths_of(service: ServiceSpec, traffic: Traffic) -> LengthsSpec | None:
+    """The histograms every interval's requests are drawn from: the traffic's own (a trace's or an
+    export's, measured), else the workload's `lengths`; None: each interval's mean lengths."""
+    return traffic.lengths if traffic.lengths is not None else service.workload.histograms()
+
+
+def means(lengths: LengthsSpec) -> tuple[int, int]:
+    """The histograms' mean prompt and output tokens, rounded up (the isl/osl they stand for)."""
+    return (math.ceil(lengths.prompt.histogram().mean), math.ceil(lengths.output.histogram().mean))
 
 
 @dataclass
@@ -168,18 +184,28 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
     def fits(isl: int, osl: int) -> bool:
         return math.ceil(isl * (1 + ratio)) + math.ceil(osl * (1 + ratio)) <= context
 
-    bins: dict[tuple[int, int], list[int]] = {}
-    for i, iv in enumerate(traffic.intervals):
-        binned = (length_bin(iv.isl), length_bin(iv.osl))
-        bins.setdefault(binned if fits(*binned) else (iv.isl, iv.osl), []).append(i)
+    every = list(range(len(traffic.intervals)))
+    lengths = lengths_of(service, traffic)
+    plain = service.model_copy(update={"workload": service.workload.model_copy(update={"lengths": None})})
+    # (isl, osl, the service its requests come from, the intervals): the bins simulated
+    bins: list[tuple[int, int, ServiceSpec, list[int]]] = []
+    if lengths is None or traffic.lengths is not None:  # each interval at its mean lengths
+        by_mean: dict[tuple[int, int], list[int]] = {}
+        for i, iv in enumerate(traffic.intervals):
+            binned = (length_bin(iv.isl), length_bin(iv.osl))
+            by_mean.setdefault(binned if fits(*binned) else (iv.isl, iv.osl), []).append(i)
+        bins += [(isl, osl, plain, members) for (isl, osl), members in by_mean.items()]
+    if lengths is not None:  # and every interval drawing from the histograms: the tail
+        bins.append((*means(lengths), at(service, *means(lengths), 0.0, lengths), every))
     out = Demand(needed=[0] * len(traffic.intervals), served=[None] * len(traffic.intervals),
                  bins=[(0, 0)] * len(traffic.intervals))
+    benches: list = [None] * len(traffic.intervals)  # each interval's deciding bin's benchmark
     # a concurrency asked beside the traffic is held at every interval, as the static plan holds it
     least = traffic.min_replicas if service.implicit_concurrency else max(
         traffic.min_replicas, -(-service.required // shape.row.concurrency))
-    for (isl, osl), members in bins.items():
+    for isl, osl, source, members in bins:
         peak = max(traffic.intervals[i].requests_per_second for i in members)
-        spec = at(service, isl, osl, max(peak, slo.grid_rate(0)))
+        spec = at(source, isl, osl, max(peak, slo.grid_rate(0)))
         candidate = slo.Candidate(model, shape.table, spec, shape.row)
         found = slo.highest_rate(candidate, MAX_RATE)
         out.simulated += found.simulated + 1
@@ -187,12 +213,14 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
             missed = slo.misses(spec, found.alone) if found.alone is not None else []
             said = ", ".join(f"p{p} {metric} {got:,.1f} ms > {ms:g} ms" if metric != "goodput" else
                              f"goodput {got:.3f} < {ms:g}" for metric, p, ms, got in missed)
-            raise NotServed(f"{shape.row.shape.split()} on {shape.table.chip.id} misses the targets at isl {isl}, "
-                            f"osl {osl} " + (f"even one request at a time ({said})" if missed else
-                                             f"even at {slo.grid_rate(0):g} requests/s"))
-        out.rates[(isl, osl)] = found.rate
-        for i in members:
-            out.bins[i] = (isl, osl)
+            drawn = source.workload.lengths is not None
+            at_lengths = f"lengths drawn from {lengths.source} (means isl {isl}, osl {osl})" if drawn else \
+                f"isl {isl}, osl {osl}"
+            raise NotServed(f"{shape.row.shape.split()} on {shape.table.chip.id} misses the targets at {at_lengths} "
+                            + (f"even one request at a time ({said})" if missed else
+                               f"even at {slo.grid_rate(0):g} requests/s"))
+        # a histogram's means may be a mean bin's too: the lower rate is the one that binds
+        out.rates[(isl, osl)] = min(found.rate, out.rates.get((isl, osl), math.inf))
         runs: dict[float, Served] = {}
 
         def bench(rate: float, candidate=candidate, runs=runs) -> Served:
@@ -201,26 +229,27 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
                 out.simulated += 1
             return runs[rate]
 
+        need = {}
         for i in members:
             rate = traffic.intervals[i].requests_per_second
             # ceil of the quotient, not of its last bit's rounding error (a rate of exactly k × the rate found: k)
-            out.needed[i] = max(least, math.ceil(rate / found.rate - 1e-12) if rate else 0)
+            need[i] = max(least, math.ceil(rate / found.rate - 1e-12) if rate else 0)
         top = max(members, key=lambda i: traffic.intervals[i].requests_per_second)
         if peak:  # the check: the peak at its share, and one replica fewer (as slo.size sizes a static pool)
-            while slo.misses(spec, bench(peak / out.needed[top])):
-                out.needed[top] += 1
-            while out.needed[top] > max(1, least) and not slo.misses(
-                    spec, bench(peak / (out.needed[top] - 1))):
-                out.needed[top] -= 1
+            while slo.misses(spec, bench(peak / need[top])):
+                need[top] += 1
+            while need[top] > max(1, least) and not slo.misses(spec, bench(peak / (need[top] - 1))):
+                need[top] -= 1
             for i in members:  # a lower rate never needs more than the peak (the percentiles rise with the rate)
                 rate = traffic.intervals[i].requests_per_second
-                out.needed[i] = max(least, out.needed[top] if rate == peak
-                                    else min(out.needed[i], out.needed[top]))
-        if benchmarks:
-            for i in members:
-                rate = traffic.intervals[i].requests_per_second
-                if rate and out.needed[i]:
-                    out.served[i] = bench(rate / out.needed[i])
+                need[i] = max(least, need[top] if rate == peak else min(need[i], need[top]))
+        for i in members:  # an interval in two bins (its mean lengths, the histograms) needs the more
+            if benches[i] is None or need[i] > out.needed[i]:
+                out.needed[i], out.bins[i], benches[i] = need[i], (isl, osl), bench
+    if benchmarks:
+        for i, iv in enumerate(traffic.intervals):
+            if iv.requests_per_second and out.needed[i]:
+                out.served[i] = benches[i](iv.requests_per_second / out.needed[i])
     return out
 
 

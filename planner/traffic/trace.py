@@ -5,8 +5,11 @@ Read as a stream (the csv module, one row at a time). A timestamp is epoch secon
 decimal) or ISO-8601 (one without an offset is UTC). The window starts at the first arrival's
 interval boundary (epoch time floored to `interval_minutes`) and ends with the last arrival's
 interval; each interval's rate is its arrivals over its length, its lengths their means rounded up
-(an interval without arrivals: rate 0 at the whole trace's mean lengths). Rows are numbered as a
-spreadsheet shows them: the header is row 1."""
+(an interval without arrivals: rate 0 at the whole trace's mean lengths). The window's prompt and
+output lengths are also tallied into histograms (planner/traffic/lengths.py), which the schedule
+draws every interval's requests from; its longest request is the longest prompt and the longest
+output together (the histograms draw them independently). Rows are numbered as a spreadsheet
+shows them: the header is row 1."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from planner.numbers import plural
 from planner.traffic.intervals import Interval, Traffic
+from planner.traffic.lengths import Tally, of
 from pricing.errors import InputError
 
 COLUMNS = ("timestamp", "input_tokens", "output_tokens")
@@ -76,7 +80,7 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
     prompt: list[int] = []
     output: list[int] = []
     start = last = None
-    longest = 0
+    prompts, outputs = Tally(), Tally()
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's byte-order mark is no header
             reader = csv.reader(f)
@@ -131,7 +135,8 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
                     counts.append(0)
                     prompt.append(0)
                     output.append(0)
-                longest = max(longest, lengths[0] + lengths[1])
+                prompts.add(lengths[0])
+                outputs.add(lengths[1])
                 counts[k] += 1
                 prompt[k] += lengths[0]
                 output[k] += lengths[1]
@@ -154,8 +159,9 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
                           isl=max(1, math.ceil(prompt[k] / n)) if n else mean_isl,
                           osl=max(1, math.ceil(output[k] / n)) if n else mean_osl)
                  for k, n in enumerate(counts)]
-    return Traffic(intervals=intervals, source=f"trace {path.name} ({total:,} requests)",
-                   longest_request=max(1, longest), window_start=iso(start), **policy)
+    source = f"trace {path.name} ({total:,} requests)"
+    return Traffic(intervals=intervals, source=source, lengths=of(prompts, outputs, f"{source}: its lengths"),
+                   longest_request=prompts.longest + outputs.longest, window_start=iso(start), **policy)
 
 
 def iso(epoch: float) -> str:
