@@ -255,6 +255,62 @@ def test_an_auto_page_is_the_chosen_plans_and_says_why(tmp_path):
     self_contained(html)
 
 
+MAX_RATE = ["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--max-rate", "--max-gpus", "2", "--isl", "1000",
+            "--osl", "200", "--p99-ttft-ms", "2000", "--p90-tpot-ms", "40"]
+
+
+def test_a_max_rate_page_leads_with_the_rate_and_its_figures_are_the_jsons(tmp_path):
+    code, html, err = page_of(tmp_path, MAX_RATE)
+    _, out, _ = run([*MAX_RATE, "--json"])
+    result = json.loads(out)
+    best = result["best"]
+    assert code == 0 and result["feasible"] and f"plan: wrote {tmp_path / 'r.html'}" in err
+    page = Page(html)
+    assert page.value("requests_per_second") == result["requests_per_second"] > 0
+    assert page.value("best.gpus") == best["gpus"] and page.value("best.chip") == best["chip"]
+    assert page.value("cost_per_hour") == best["cost_per_hour"]
+    assert dollars(page.shown("cost_per_hour")) == round(best["cost_per_hour"], 2)
+    assert page.value("best.cost_per_million_output_tokens") == best["cost_per_million_output_tokens"]
+    assert page.texts["binds"] == " ".join(f"What binds at the next rate: {result['binds']}".split())
+    assert f"at most {page.shown('requests_per_second')} requests/s" in page.texts["lead"]
+    shapes = page.tables["pools"]  # every shape simulated, the most first, as the JSON lists them
+    assert [(r[0], r[1]) for r in shapes[1:]] == [(s["chip"], s["split"]) for s in result["shapes"]]
+    assert best["vllm_serve"].split(" --")[0] in html and "kind: Deployment" in html
+    order = [html.index(s) for s in ('id="lead"', 'id="answer"', 'id="binds"', 'id="pools"', 'id="why"',
+                                     'id="launch"', 'id="manifests"')]
+    assert order == sorted(order)
+    self_contained(html)
+
+
+def test_a_disagg_max_rate_page_gives_the_fleet_at_the_rate(tmp_path):
+    argv = ["plan", "--model", "llama-3.1-70b", "--chip", "h100", "--max-rate", "--max-gpus", "8", "--isl", "1000",
+            "--osl", "200", "--ttft-ms", "2000", "--tpot-ms", "40", "--serving", "disagg"]
+    code, html, _ = page_of(tmp_path, argv)
+    result = json.loads(run([*argv, "--json"])[1])
+    fleet = result["fleet"]
+    assert code == 0 and fleet is not None
+    page = Page(html)
+    assert page.value("requests_per_second") == result["requests_per_second"]
+    assert page.value("fleet.gpus") == fleet["gpus"] == fleet["prefill"]["gpus"] + fleet["decode"]["gpus"]
+    assert page.value("cost_per_hour") == fleet["cost_per_hour"]
+    assert page.value("fleet.cost_per_million_output_tokens") == fleet["cost_per_million_output_tokens"]
+    assert [r[0] for r in page.tables["pools"][1:]] == ["prefill", "decode", "total"]
+    assert fleet["router"]["line"] in unescape(html) and "llama-3.1-70b router" in page.texts["manifests"]
+    self_contained(html)
+
+
+def test_a_max_rate_page_no_rate_serves_says_why(tmp_path):
+    argv = [*MAX_RATE[:-4], "--p99-ttft-ms", "1", "--p90-tpot-ms", "1"]
+    code, html, err = page_of(tmp_path, argv)
+    result = json.loads(run([*argv, "--json"])[1])
+    assert code == 1 and not result["feasible"]
+    assert err.startswith("plan: llama-3.1-8b (--max-gpus 2): serves no rate within")
+    page = Page(html)
+    assert "serves no rate" in page.texts["lead"] and "answer" not in page.texts
+    assert all(e["text"] in unescape(html) for e in result["explanations"])
+    self_contained(html)
+
+
 @pytest.mark.parametrize("variants", [False, True], ids=["base", "variants"])
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_every_scenario_is_a_page_under_3_mb_whose_figures_are_the_jsons(tmp_path, path, variants):

@@ -250,10 +250,9 @@ def html_output(ctx: click.Context, options: dict) -> str | None:
     if options.get("emit"):
         raise InputError("--emit", "writes a folder and --format html a file, and -o names only one",
                          "run twice: --format html -o FILE.html, then --emit k8s -o DIR")
-    for name in ("brief", "max_rate"):
-        if options.get(name):
-            raise InputError(own_flag(name, ctx), "has no effect on --format html (the page is the whole plan)",
-                             f"drop {own_flag(name, ctx)} or {flag} html")
+    if options.get("brief"):
+        raise InputError(own_flag("brief", ctx), "has no effect on --format html (the page is the whole plan)",
+                         f"drop {own_flag('brief', ctx)} or {flag} html")
     path = options.get("output_dir")
     if not path:
         raise InputError(flag, "html is written to a file, never to the terminal", "add -o FILE.html")
@@ -487,7 +486,7 @@ def run(ctx: click.Context, **options) -> None:
     freeze_imported()
     page_path = html_output(ctx, options)
     if options.get("max_rate"):
-        return run_max_rate(ctx, options)
+        return run_max_rate(ctx, options, page_path)
     to = emit.emit_of(options)
     request = request_from(options)
     try:  # an option the model cannot take (--dp on a dense model), before any sweep
@@ -545,9 +544,9 @@ def data_on_stdout(options: dict) -> bool:
     return options["as_json"] or options["fmt"] == "csv"
 
 
-def run_max_rate(ctx: click.Context, options: dict) -> None:
+def run_max_rate(ctx: click.Context, options: dict, page_path: str | None = None) -> None:
     """`--max-rate`: the most requests per second the pool serves within the targets (planner/app/
-    max_rate.py); exit status 1 when no rate meets them."""
+    max_rate.py), as text, --json or the page `page_path`; exit status 1 when no rate meets them."""
     from planner.app import api
     from planner.commands import emit
     from planner.report.max_rate import render_max_rate
@@ -564,7 +563,17 @@ def run_max_rate(ctx: click.Context, options: dict) -> None:
             result = api.max_rate(request, named=plan_flag)
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
-    if options["as_json"]:
+    if page_path:
+        from planner.report.html import About, max_rate_page
+        from planner.report.max_rate import max_rate_line
+
+        page = max_rate_page(result, About([asked.service.vllm_version], typed_command(ctx)), plan_flag)
+        if not result.feasible:  # the answer first, then where the page went and each reason
+            click.echo(f"plan: {max_rate_line(result, plan_flag)}", err=True)
+        write_html(page, page_path)
+        for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:
+            click.echo(line, err=True)
+    elif options["as_json"]:
         click.echo(result.model_dump_json(indent=2))
         for e in result.explanations:
             click.echo(e.text, err=True)

@@ -25,6 +25,7 @@ from rich.console import Console
 from planner import defaults
 from planner import numbers as fmt
 from planner.app.fleet import FleetResult
+from planner.app.max_rate import MaxRateResult
 from planner.app.result import PlanResult, PoolPlan
 from planner.app.review import Comparison
 from planner.app.serving import DisaggPlan, ServingChoice
@@ -375,6 +376,61 @@ def choice_of(choice: ServingChoice) -> Choice:
         return (f"{kind}, {fmt.count(same.requests)} Poisson requests at {fmt.given(same.requests_per_second)} "
                 f"requests/s (seed {same.seed}): {figures}; {verdict}")
     return Choice(label, choice.why, [line("aggregated", same.aggregated), line("disaggregated", same.disaggregated)])
+
+
+# -- `plan --max-rate` ----------------------------------------------------------------------------
+def max_rate_page(result: MaxRateResult, about: About, named=None) -> str:
+    """`plan --max-rate --format html`: the most requests per second the pool serves within the
+    targets, the pool (or fleet) at that rate, its cost and what the next rate misses; every shape's
+    most (an aggregated pool); the commands and the manifests (planner/report/max_rate.py's words)."""
+    from planner.report import disagg_render as pd
+    from planner.report import max_rate as mr
+
+    hours = defaults.value("report.hours_per_month")
+    heading = f"{result.model}: the most requests per second {fmt.plural(result.max_gpus, 'GPU')} serve"
+    context = {"title": heading, "heading": heading, "about": about, "feasible": result.feasible,
+               "lead": mr.max_rate_line(result, named), "notes": result.notes, "status": "",
+               "reasons": [e.text for e in result.explanations], "why": [], "launch": "", "manifests": []}
+    shapes = Table("the most each instance shape serves in the pool", [c.header for c in mr.SHAPE_COLUMNS],
+                   mr.shape_rows(result), [c.align == "right" for c in mr.SHAPE_COLUMNS])
+    context["tables"] = [shapes] if shapes.rows else []
+    if not result.feasible:
+        return _render("max_rate.html.j2", context)
+    rate = result.requests_per_second
+    answer = [Figure("requests/s", fmt.given(rate), "requests_per_second", rate)]
+    f, best = result.fleet, result.best
+    if f is not None:  # a disaggregated fleet at that rate
+        p, d = f.prefill, f.decode
+        estimate = p.price_estimate or d.price_estimate
+        answer += [Figure(f"{r.role} GPUs", f"{fmt.count(r.gpus)} {r.chip}", f"fleet.{r.role}.gpus", r.gpus)
+                   for r in (p, d)]
+        answer += [Figure("GPUs", fmt.count(f.gpus), "fleet.gpus", f.gpus),
+                   *money_figures(f.cost_per_hour, f.cost_per_hour * hours, estimate, hours)]
+        per_m, key = f.cost_per_million_output_tokens, "fleet.cost_per_million_output_tokens"
+        context["status"] = pd.answer_lines(f, named)[1]
+        context["tables"] = [Table("the prefill and decode pools at that rate",
+                                   [c.header.replace("\n", " ") for c in pd.POOL_COLUMNS], pd.pools_rows(f, hours),
+                                   [c.align == "right" for c in pd.POOL_COLUMNS])]
+        context["why"] = [f"binds: {result.binds}", *pd.detail_lines(f, named)]
+        context["launch"] = captured(lambda c: pd.render_launches(f, c))
+        context["manifests"] = manifests([(f"{p.model} {r.role}", r) for r in (p, d)], named,
+                                         routers=[Router(p.model, f.handover.one_node)])
+    else:
+        estimate = best.price_estimate
+        answer += [Figure("chip", best.chip, "best.chip", best.chip),
+                   Figure("GPUs", fmt.count(best.gpus), "best.gpus", best.gpus),
+                   *money_figures(best.cost_per_hour, best.cost_per_hour * hours, estimate, hours)]
+        per_m, key = best.cost_per_million_output_tokens, "best.cost_per_million_output_tokens"
+        context["why"] = [text.best_line(best), f"binds: {best.binds}", *text.speed_lines(best),
+                          *text.serving_lines(best), *text.cost_lines(best)]
+        context["launch"] = launch_text([("", best)], named)
+        context["manifests"] = manifests([(best.model, best)], named)
+    if per_m is not None:
+        answer.append(Figure("$/M output tokens", fmt.per_million_tokens(per_m, estimate), key, per_m))
+    context["answer"] = answer
+    context["footnotes"] = price_footnotes([f.prefill, f.decode] if f is not None else [best], named)
+    context["binds"] = result.binds
+    return _render("max_rate.html.j2", context)
 
 
 # -- `plan scenario` and `plan compare` ------------------------------------------------------------
