@@ -477,6 +477,26 @@ def test_every_user_value_is_escaped(tmp_path):
     self_contained(html)
 
 
+@pytest.mark.parametrize("mode", [["--serving", "disagg"], ["--serving", "auto"], ["--max-rate", "--max-gpus", "1"]],
+                         ids=["disagg", "auto", "max-rate"])
+def test_a_model_path_is_text_on_every_mode_s_page(tmp_path, mode):
+    """A config.json in a folder named <b>&"x: its path, on the heading, the tables and the manifests, escaped."""
+    folder = tmp_path / '<b>&"x'
+    folder.mkdir()
+    (folder / "config.json").write_text((ROOT.parent / "shared" / "models" / "Qwen--Qwen2.5-7B-Instruct.json")
+                                        .read_text(encoding="utf-8"))
+    targets = (["--ttft-ms", "1000"] if mode[0] == "--serving" else ["--p99-ttft-ms", "2000"])
+    code, html, err = page_of(tmp_path, ["plan", "--model", str(folder / "config.json"), "--chip", "h100",
+                                         "--requests-per-second", "2", "--isl", "100", "--osl", "100", *targets, *mode]
+                              if mode[0] == "--serving" else
+                              ["plan", "--model", str(folder / "config.json"), "--chip", "h100", "--isl", "100",
+                               "--osl", "100", *targets, *mode])
+    assert code == 0, err
+    assert '<b>&"x' not in html and "&lt;b&gt;&amp;&#34;x" in html
+    assert '<b>&"x' in Page(html).texts["about"]  # read back as the text it is
+    self_contained(html)
+
+
 @pytest.mark.parametrize(("argv", "line"), [
     (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html"],
      "--format: html is written to a file, never to the terminal (add -o FILE.html)"),

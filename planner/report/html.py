@@ -179,7 +179,10 @@ def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None 
         return f"# not written with the defaults: {problem}" + (f" ({fix})" if fix else "")
 
     options = k8s.checked(k8s.K8sOptions(image=k8s.default_image()))
-    names = k8s.resource_names([name for name, _ in pools] + [r.name for r in routers])
+    try:
+        names = k8s.resource_names([name for name, _ in pools] + [r.name for r in routers])
+    except InputError as err:  # names --emit k8s refuses (two alike as Kubernetes names): the page says so
+        return [("the manifests", refused(err), [])]
     together = {}  # a P/D service handed over on one node's NVLink: both pools' pods on one node (k8s.one_node)
     for r in routers:
         if r.one_node:
