@@ -172,6 +172,145 @@ def test_a_plan_nothing_fits_is_a_page_that_says_why(tmp_path):
     self_contained(html)
 
 
+DISAGG = ["plan", "--model", "llama-3.1-70b", "--chip", "h100", "--requests-per-second", "4", "--isl", "1000",
+          "--osl", "200", "--ttft-ms", "2000", "--tpot-ms", "40"]
+
+
+def test_a_disagg_page_leads_with_both_pools_and_its_figures_are_the_jsons(tmp_path):
+    argv = [*DISAGG, "--serving", "disagg"]
+    code, html, err = page_of(tmp_path, argv)
+    assert code == 0 and f"plan: wrote {tmp_path / 'r.html'}" in err
+    _, out, _ = run([*argv, "--json"])
+    plan = json.loads(out)["serving"]["disaggregated"]
+    page = Page(html)
+    for field in ("gpus", "cost_per_hour", "cost_per_million_output_tokens", "cost_per_million_input_tokens",
+                  "solver_status"):
+        assert page.value(field) == plan[field], field
+    for role in ("prefill", "decode"):
+        assert page.value(f"{role}.gpus") == plan[role]["gpus"]
+        assert page.shown(f"{role}.gpus") == f"{plan[role]['gpus']} {plan[role]['chip']}"
+    assert page.shown("gpus") == str(plan["gpus"]) == str(plan["prefill"]["gpus"] + plan["decode"]["gpus"])
+    assert dollars(page.shown("cost_per_hour")) == round(plan["cost_per_hour"], 2)
+    assert dollars(page.shown("cost_per_month")) == round(plan["cost_per_hour"] * HOURS)
+    assert dollars(page.shown("cost_per_million_output_tokens")) == round(plan["cost_per_million_output_tokens"], 3)
+    assert page.value("ttft.total_ms") == plan["ttft"]["total_ms"]
+    assert page.shown("solver_status") == plan["solver_status"] and plan["solver_status"] in page.texts["status"]
+    # the pools' table: one row per role and their total, as the text prints it
+    rows = page.tables["pools"]
+    assert [r[0] for r in rows[1:]] == ["prefill", "decode", "total"]
+    assert [r[2] for r in rows[1:]] == [str(plan["prefill"]["gpus"]), str(plan["decode"]["gpus"]), str(plan["gpus"])]
+    # the answer first, then the hand-over and TTFT, then the collapsed details
+    order = [html.index(s) for s in ('id="lead"', 'id="answer"', 'id="pools"', 'id="why"', 'id="provenance"',
+                                     'id="memory-1"', 'id="launch"', 'id="manifests"', 'id="about"')]
+    assert order == sorted(order)
+    # the text's own words (planner/report/disagg_render.py): every line of its hand-over and binds is on the page
+    _, text, _ = run(argv)
+    said = " ".join(text.split())
+    why = re.findall(r"<li>(.*?)</li>", html[html.index('id="why"'):html.index('id="provenance"')], re.S)
+    assert len(why) >= 5 and all(" ".join(unescape(line).split()) in said for line in why)
+    assert any(unescape(line).startswith("time to first token: queue") for line in why)
+    # every process's command and the router's, and the manifests as --emit k8s writes them
+    for role in ("prefill", "decode"):
+        for launch in plan[role]["launches"]:
+            assert launch["line"] in unescape(html)
+    assert plan["router"]["line"] in unescape(html)
+    manifests = page.texts["manifests"]
+    assert manifests.count("kind: Deployment") == 2 and "kv_producer" in manifests and "kv_consumer" in manifests
+    assert "llama-3.1-70b router" in manifests and "the router runs vLLM's proxy" in unescape(manifests)
+    self_contained(html)
+
+
+def test_a_disagg_page_nothing_fits_says_why(tmp_path):
+    argv = [*DISAGG, "--serving", "disagg", "--max-gpus", "1"]
+    code, html, err = page_of(tmp_path, argv)
+    _, out, _ = run([*argv, "--json"])
+    plan = json.loads(out)["serving"]["disaggregated"]
+    reasons = [e["text"] for e in plan["explanations"]]
+    assert code == 1 and not plan["feasible"] and reasons
+    assert err.startswith("plan: no disaggregated fleet fits llama-3.1-70b") and all(r in err for r in reasons)
+    page = Page(html)
+    assert page.texts["verdict"] == "No disaggregated fleet fits."
+    items = re.findall(r"<li>(.*?)</li>", html[html.index('id="verdict"'):html.index('id="status"')], re.S)
+    assert [unescape(i) for i in items] == reasons
+    self_contained(html)
+
+
+def test_an_auto_page_is_the_chosen_plans_and_says_why(tmp_path):
+    argv = ["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--requests-per-second", "2", "--isl", "100",
+            "--osl", "100", "--ttft-ms", "1000", "--serving", "auto"]
+    code, html, _ = page_of(tmp_path, argv)
+    _, out, _ = run([*argv, "--json"])
+    choice = json.loads(out)["serving"]
+    assert code == 0 and choice["chosen"] == "agg"  # the aggregated plan's page, its best pool's figures
+    best = choice["aggregated"]["best"]
+    page = Page(html)
+    assert page.value("gpus") == best["gpus"] and page.value("cost_per_hour") == best["cost_per_hour"]
+    assert page.texts["chosen"] == " ".join(f"--serving auto chose the aggregated plan. {choice['why']}".split())
+    same = choice["same_arrivals"]
+    said = page.texts["choice"]
+    for kind in ("aggregated", "disaggregated"):  # each plan's figures on the same arrivals
+        assert f"{kind}, {same['requests']:,} Poisson requests" in said
+        assert f"mean TTFT {same[kind]['ttft_ms']:.1f} ms" in said
+    assert html.index('id="answer"') < html.index('id="choice"') < html.index('id="pools"')
+    self_contained(html)
+
+
+MAX_RATE = ["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--max-rate", "--max-gpus", "2", "--isl", "1000",
+            "--osl", "200", "--p99-ttft-ms", "2000", "--p90-tpot-ms", "40"]
+
+
+def test_a_max_rate_page_leads_with_the_rate_and_its_figures_are_the_jsons(tmp_path):
+    code, html, err = page_of(tmp_path, MAX_RATE)
+    _, out, _ = run([*MAX_RATE, "--json"])
+    result = json.loads(out)
+    best = result["best"]
+    assert code == 0 and result["feasible"] and f"plan: wrote {tmp_path / 'r.html'}" in err
+    page = Page(html)
+    assert page.value("requests_per_second") == result["requests_per_second"] > 0
+    assert page.value("best.gpus") == best["gpus"] and page.value("best.chip") == best["chip"]
+    assert page.value("cost_per_hour") == best["cost_per_hour"]
+    assert dollars(page.shown("cost_per_hour")) == round(best["cost_per_hour"], 2)
+    assert page.value("best.cost_per_million_output_tokens") == best["cost_per_million_output_tokens"]
+    assert page.texts["binds"] == " ".join(f"What binds at the next rate: {result['binds']}".split())
+    assert f"at most {page.shown('requests_per_second')} requests/s" in page.texts["lead"]
+    shapes = page.tables["pools"]  # every shape simulated, the most first, as the JSON lists them
+    assert [(r[0], r[1]) for r in shapes[1:]] == [(s["chip"], s["split"]) for s in result["shapes"]]
+    assert best["vllm_serve"].split(" --")[0] in html and "kind: Deployment" in html
+    order = [html.index(s) for s in ('id="lead"', 'id="answer"', 'id="binds"', 'id="pools"', 'id="why"',
+                                     'id="launch"', 'id="manifests"')]
+    assert order == sorted(order)
+    self_contained(html)
+
+
+def test_a_disagg_max_rate_page_gives_the_fleet_at_the_rate(tmp_path):
+    argv = ["plan", "--model", "llama-3.1-70b", "--chip", "h100", "--max-rate", "--max-gpus", "8", "--isl", "1000",
+            "--osl", "200", "--ttft-ms", "2000", "--tpot-ms", "40", "--serving", "disagg"]
+    code, html, _ = page_of(tmp_path, argv)
+    result = json.loads(run([*argv, "--json"])[1])
+    fleet = result["fleet"]
+    assert code == 0 and fleet is not None
+    page = Page(html)
+    assert page.value("requests_per_second") == result["requests_per_second"]
+    assert page.value("fleet.gpus") == fleet["gpus"] == fleet["prefill"]["gpus"] + fleet["decode"]["gpus"]
+    assert page.value("cost_per_hour") == fleet["cost_per_hour"]
+    assert page.value("fleet.cost_per_million_output_tokens") == fleet["cost_per_million_output_tokens"]
+    assert [r[0] for r in page.tables["pools"][1:]] == ["prefill", "decode", "total"]
+    assert fleet["router"]["line"] in unescape(html) and "llama-3.1-70b router" in page.texts["manifests"]
+    self_contained(html)
+
+
+def test_a_max_rate_page_no_rate_serves_says_why(tmp_path):
+    argv = [*MAX_RATE[:-4], "--p99-ttft-ms", "1", "--p90-tpot-ms", "1"]
+    code, html, err = page_of(tmp_path, argv)
+    result = json.loads(run([*argv, "--json"])[1])
+    assert code == 1 and not result["feasible"]
+    assert err.startswith("plan: llama-3.1-8b (--max-gpus 2): serves no rate within")
+    page = Page(html)
+    assert "serves no rate" in page.texts["lead"] and "answer" not in page.texts
+    assert all(e["text"] in unescape(html) for e in result["explanations"])
+    self_contained(html)
+
+
 @pytest.mark.parametrize("variants", [False, True], ids=["base", "variants"])
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_every_scenario_is_a_page_under_3_mb_whose_figures_are_the_jsons(tmp_path, path, variants):
@@ -338,6 +477,26 @@ def test_every_user_value_is_escaped(tmp_path):
     self_contained(html)
 
 
+@pytest.mark.parametrize("mode", [["--serving", "disagg"], ["--serving", "auto"], ["--max-rate", "--max-gpus", "1"]],
+                         ids=["disagg", "auto", "max-rate"])
+def test_a_model_path_is_text_on_every_mode_s_page(tmp_path, mode):
+    """A config.json in a folder named <b>&"x: its path, on the heading, the tables and the manifests, escaped."""
+    folder = tmp_path / '<b>&"x'
+    folder.mkdir()
+    (folder / "config.json").write_text((ROOT.parent / "shared" / "models" / "Qwen--Qwen2.5-7B-Instruct.json")
+                                        .read_text(encoding="utf-8"))
+    targets = (["--ttft-ms", "1000"] if mode[0] == "--serving" else ["--p99-ttft-ms", "2000"])
+    code, html, err = page_of(tmp_path, ["plan", "--model", str(folder / "config.json"), "--chip", "h100",
+                                         "--requests-per-second", "2", "--isl", "100", "--osl", "100", *targets, *mode]
+                              if mode[0] == "--serving" else
+                              ["plan", "--model", str(folder / "config.json"), "--chip", "h100", "--isl", "100",
+                               "--osl", "100", *targets, *mode])
+    assert code == 0, err
+    assert '<b>&"x' not in html and "&lt;b&gt;&amp;&#34;x" in html
+    assert '<b>&"x' in Page(html).texts["about"]  # read back as the text it is
+    self_contained(html)
+
+
 @pytest.mark.parametrize(("argv", "line"), [
     (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html"],
      "--format: html is written to a file, never to the terminal (add -o FILE.html)"),
@@ -348,8 +507,8 @@ def test_every_user_value_is_escaped(tmp_path):
     (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--format", "html", "-o",
       "r.html", "--brief"], "--brief: has no effect on --format html"),
     (["plan", "--model", "llama-3.1-8b", "--chip", "h100", "--requests-per-second", "2", "--isl", "100", "--osl",
-      "100", "--ttft-ms", "1000", "--serving", "auto", "--format", "html", "-o", "r.html"],
-     "--format: html renders an aggregated plan"),
+      "100", "--ttft-ms", "1000", "--serving", "disagg", "--format", "csv"],
+     "--format: has no effect without an aggregated plan"),  # html draws a disaggregated plan; csv is agg's table
     (["plan", "scenario", str(SCENARIOS[0]), "--format", "html"], "--format: html is written to a file"),
     (["plan", "scenario", str(SCENARIOS[0]), "--format", "html", "-o", "r.html", "--emit", "k8s"],
      "--emit: writes a folder and --format html a file"),

@@ -21,6 +21,10 @@ SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 WIDTHS = (1280, 390)
 PLAN = ["--model", "llama-3.1-70b", "--chip", "h100", "--requests-per-second", "4", "--isl", "1000", "--osl", "200",
         "--p99-ttft-ms", "2000", "--p90-tpot-ms", "40"]
+DISAGG = ["--model", "llama-3.1-70b", "--chip", "h100", "--requests-per-second", "4", "--isl", "1000", "--osl", "200",
+          "--ttft-ms", "2000", "--tpot-ms", "40", "--serving", "disagg"]
+MAX_RATE = ["--model", "llama-3.1-8b", "--chip", "h100", "--max-rate", "--max-gpus", "2", "--isl", "1000", "--osl",
+            "200", "--p99-ttft-ms", "2000", "--p90-tpot-ms", "40"]
 
 # every element wider than the viewport, or beyond its edges, that no scrolling box of its own holds
 # (a table's cells inside a box that scrolls sideways are the box's business, not the page's)
@@ -71,8 +75,8 @@ def browser():
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory) -> list[tuple[str, Path, dict]]:
-    """Every scenario's page, alone and with --variants, and a plan's with service targets (a chart),
-    each with its JSON's headline object: (name, page, object)."""
+    """Every scenario's page, alone and with --variants, a disaggregated plan's, a --max-rate page, and a
+    plan's with service targets (a chart), each with its JSON's headline object: (name, page, object)."""
     folder = tmp_path_factory.mktemp("pages")
     out = []
     for path in SCENARIOS:
@@ -83,7 +87,16 @@ def pages(tmp_path_factory) -> list[tuple[str, Path, dict]]:
             code, _, err = cli([*given, "--format", "html", "-o", str(target)])
             assert code in (0, 1) and target.exists(), err
             out.append((name, target, base))
-    target = folder / "plan.html"
+    target = folder / "disagg.html"  # a disaggregated plan's (--serving disagg)
+    assert cli([*DISAGG, "--format", "html", "-o", str(target)])[0] == 0
+    plan = json.loads(cli([*DISAGG, "--json"])[1])["serving"]["disaggregated"]
+    out.append(("disagg", target, {k: plan[k] for k in ("gpus", "cost_per_hour", "solver_status")}))
+    target = folder / "max-rate.html"  # --max-rate: the rate, the pool at it and its cost
+    assert cli([*MAX_RATE, "--format", "html", "-o", str(target)])[0] == 0
+    result = json.loads(cli([*MAX_RATE, "--json"])[1])
+    out.append(("max-rate", target, {"requests_per_second": result["requests_per_second"],
+                                     "cost_per_hour": result["best"]["cost_per_hour"]}))
+    target = folder / "plan.html"  # last: the page test_a_print_opens_every_section opens
     assert cli([*PLAN, "--format", "html", "-o", str(target)])[0] == 0
     best = json.loads(cli([*PLAN, "--json"])[1])["best"]
     out.append(("plan", target, best))
@@ -122,7 +135,8 @@ def test_every_page_renders_alone_with_the_jsons_figures_and_fits_the_screen(bro
             assert tab.requests == [path.as_uri()], (name, width, tab.requests)
             figures = page.evaluate(FIGURES)
             if expected.get("feasible", True):  # a review's base, or a plan's best pool
-                for field in ("gpus", "cost_per_hour", "solver_status", "peak_gpus", "sum_of_service_peaks"):
+                for field in ("gpus", "cost_per_hour", "solver_status", "peak_gpus", "sum_of_service_peaks",
+                              "requests_per_second"):
                     if expected.get(field) is not None:  # the last two: a review whose services have traffic
                         assert json.loads(figures[field][0]) == expected[field], (name, field)
                 assert float(figures["cost_per_hour"][1].strip("$*").replace(",", "")) == \
@@ -132,7 +146,7 @@ def test_every_page_renders_alone_with_the_jsons_figures_and_fits_the_screen(bro
             fits = page.evaluate(OVERFLOW)
             assert fits["scroll"] <= fits["width"] and fits["wide"] == [], (name, width, fits)
             shot = tmp_path / f"{name}-{width}.png"
-            page.screenshot(path=str(shot), full_page=name == "plan")  # the whole of one page, the top of each
+            page.screenshot(path=str(shot), full_page=name in ("plan", "disagg"))  # two pages whole, the top of each
             pixels = imread(str(shot))
             assert shot.stat().st_size > 10_000 and pixels.shape[1] == width and pixels.std() > 0.05, name
             page.emulate_media(media="print")  # printed: every section open, nothing wider than the paper

@@ -162,7 +162,10 @@ NEEDS = (
       for name in ("tpot_ms", "ttft_ms", "prefill_chip", "decode_chip")),
     *(Needs(name, "an aggregated plan (--serving disagg sizes both pools by the rate and the latency targets)",
             _not_disagg, "drop it, or use --serving agg or auto")
-      for name in ("concurrency", "headroom", "range_ratio", "brief", "fmt")),
+      for name in ("concurrency", "headroom", "range_ratio", "brief")),
+    Needs("fmt", "an aggregated plan (--serving disagg sizes both pools by the rate and the latency targets; "
+          "--format html draws its page)", lambda o: _not_disagg(o) or o.get("fmt") == "html",
+          "drop it, use --format html, or use --serving agg or auto"),
 )
 
 

@@ -250,13 +250,9 @@ def html_output(ctx: click.Context, options: dict) -> str | None:
     if options.get("emit"):
         raise InputError("--emit", "writes a folder and --format html a file, and -o names only one",
                          "run twice: --format html -o FILE.html, then --emit k8s -o DIR")
-    for name in ("brief", "max_rate"):
-        if options.get(name):
-            raise InputError(own_flag(name, ctx), "has no effect on --format html (the page is the whole plan)",
-                             f"drop {own_flag(name, ctx)} or {flag} html")
-    if options.get("serving", "agg") != "agg":
-        raise InputError(flag, "html renders an aggregated plan", "plan a scenario file with the disaggregated "
-                         "service (`plan scenario FILE --format html -o FILE.html`), or drop --format html")
+    if options.get("brief"):
+        raise InputError(own_flag("brief", ctx), "has no effect on --format html (the page is the whole plan)",
+                         f"drop {own_flag('brief', ctx)} or {flag} html")
     path = options.get("output_dir")
     if not path:
         raise InputError(flag, "html is written to a file, never to the terminal", "add -o FILE.html")
@@ -490,7 +486,7 @@ def run(ctx: click.Context, **options) -> None:
     freeze_imported()
     page_path = html_output(ctx, options)
     if options.get("max_rate"):
-        return run_max_rate(ctx, options)
+        return run_max_rate(ctx, options, page_path)
     to = emit.emit_of(options)
     request = request_from(options)
     try:  # an option the model cannot take (--dp on a dense model), before any sweep
@@ -504,7 +500,7 @@ def run(ctx: click.Context, **options) -> None:
     emit.check_serving(to, [(request.service.model, request.service.serving)])
     by_rate = options["concurrency"] is None and request.service.slo is None
     if request.service.serving != api.Serving.AGG:
-        return run_serving(ctx, request, options, by_rate, to)
+        return run_serving(ctx, request, options, by_rate, to, page_path)
     chart_path = options.get("chart_path")
     if chart_path:
         if request.service.slo is None:
@@ -548,9 +544,9 @@ def data_on_stdout(options: dict) -> bool:
     return options["as_json"] or options["fmt"] == "csv"
 
 
-def run_max_rate(ctx: click.Context, options: dict) -> None:
+def run_max_rate(ctx: click.Context, options: dict, page_path: str | None = None) -> None:
     """`--max-rate`: the most requests per second the pool serves within the targets (planner/app/
-    max_rate.py); exit status 1 when no rate meets them."""
+    max_rate.py), as text, --json or the page `page_path`; exit status 1 when no rate meets them."""
     from planner.app import api
     from planner.commands import emit
     from planner.report.max_rate import render_max_rate
@@ -567,7 +563,17 @@ def run_max_rate(ctx: click.Context, options: dict) -> None:
             result = api.max_rate(request, named=plan_flag)
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
-    if options["as_json"]:
+    if page_path:
+        from planner.report.html import About, max_rate_page
+        from planner.report.max_rate import max_rate_line
+
+        page = max_rate_page(result, About([asked.service.vllm_version], typed_command(ctx)), plan_flag)
+        if not result.feasible:  # the answer first, then where the page went and each reason
+            click.echo(f"plan: {max_rate_line(result, plan_flag)}", err=True)
+        write_html(page, page_path)
+        for line in [e.text for e in result.explanations] + [f"note: {n}" for n in result.notes]:
+            click.echo(line, err=True)
+    elif options["as_json"]:
         click.echo(result.model_dump_json(indent=2))
         for e in result.explanations:
             click.echo(e.text, err=True)
@@ -635,9 +641,11 @@ def print_plan(result, options: dict) -> None:
         render_plan(result, console_for_output(), options["show_provenance"], plan_flag)
 
 
-def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate: bool, to) -> None:
+def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate: bool, to,
+                page_path: str | None = None) -> None:
     """`--serving disagg|auto`: the disaggregated plan (and with auto the aggregated one), which is
-    cheaper and why; `--json` carries both under `serving`. Exit status 1 when the chosen plan does not fit."""
+    cheaper and why; `--json` carries both under `serving`, `--format html` the chosen plan's page.
+    Exit status 1 when the chosen plan does not fit."""
     from planner.app import api
     from planner.commands import emit
 
@@ -648,11 +656,16 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
         raise in_flags(err, service_flag_of) from None
     choice = out.serving
     agg, dis = choice.aggregated, choice.disaggregated
+    chosen = agg if choice.chosen == api.Serving.AGG else dis
+    if page_path:
+        write_serving_page(ctx, choice, request, page_path)
+        if not chosen.feasible:
+            ctx.exit(1)
+        return
     if options["as_json"]:
         click.echo(out.model_dump_json(indent=2))
     else:
         print_serving(choice, request, options)
-    chosen = agg if choice.chosen == api.Serving.AGG else dis
     if not chosen.feasible:
         ctx.exit(1)
     if to is not None:  # the chosen plan's manifests
@@ -662,18 +675,54 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
             click.echo(line, err=data_on_stdout(options))
 
 
+def serving_workload(s) -> str:
+    """The service a disaggregated plan is sized for, in words: its model, rate, lengths and targets."""
+    from planner import numbers as fmt
+
+    return (f"{s.model} at {fmt.given(s.workload.requests_per_second)} requests/s of {fmt.count(s.workload.isl)} "
+            f"input and {fmt.count(s.workload.osl)} output tokens, TTFT {fmt.duration(s.ttft_ms)}"
+            + (f", TPOT {fmt.duration(s.tpot_ms)}" if s.tpot_ms is not None else ""))
+
+
+def write_serving_page(ctx: click.Context, choice, request: PlanRequest, path: str) -> None:
+    """`--serving disagg|auto --format html`: the chosen plan's page (with auto, why this one); what
+    does not fit said on stderr, as the aggregated page says it."""
+    from planner import defaults
+    from planner.app import api
+    from planner.report.html import About, choice_of, disagg_page, plan_page
+
+    about = About([request.service.vllm_version], typed_command(ctx))
+    why = choice_of(choice) if choice.aggregated is not None else None
+    agg, dis = choice.aggregated, choice.disaggregated
+    if choice.chosen == api.Serving.AGG:
+        draw = pareto_drawing(agg) if agg.feasible and agg.best.serving else None
+        page = plan_page(agg, about, draw, plan_flag, why)
+        if not agg.feasible:
+            from planner.report.render import infeasible_line
+
+            click.echo(infeasible_line(agg), err=True)
+        write_html(page, path)
+        _reasons_on_stderr(agg)
+        return
+    hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
+    workload = serving_workload(request.service)
+    page = disagg_page(dis, about, workload, hours, plan_flag, choice.notes, why)
+    if not dis.feasible:  # the answer first, then where the page went, each reason and each note
+        click.echo(f"plan: no disaggregated fleet fits {workload}", err=True)
+    write_html(page, path)
+    for line in [e.text for e in dis.explanations] + [f"note: {n}" for n in choice.notes]:
+        click.echo(line, err=True)
+
+
 def print_serving(choice, request: PlanRequest, options: dict) -> None:
     """Both plans as text (the aggregated one with auto), then which is cheaper and why."""
     from planner import defaults
-    from planner import numbers as fmt
     from planner.report.disagg_render import disagg_answer, render_choice, render_disagg, render_disagg_infeasible
     from planner.report.render import render_infeasible, render_notes, render_plan
     from planner.report.tables import console_for_output
 
-    s, agg, dis = request.service, choice.aggregated, choice.disaggregated
-    workload = (f"{s.model} at {fmt.given(s.workload.requests_per_second)} requests/s of {fmt.count(s.workload.isl)} "
-                f"input and {fmt.count(s.workload.osl)} output tokens, TTFT {fmt.duration(s.ttft_ms)}"
-                + (f", TPOT {fmt.duration(s.tpot_ms)}" if s.tpot_ms is not None else ""))
+    agg, dis = choice.aggregated, choice.disaggregated
+    workload = serving_workload(request.service)
     console = console_for_output()
     if agg is not None:
         console.print("[bold]aggregated[/bold]")

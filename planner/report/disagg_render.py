@@ -51,47 +51,63 @@ def alternatives_rows(plan: DisaggPlan, hours: int) -> list[list[str]]:
 def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str, named=None) -> None:
     """The feasible disaggregated plan, each role's memory from the kernel its pool carries (a field
     its sentences mention named as `named` calls it)."""
-    from planner.numbers import percent, size
-    from pricing.errors import render
-    from pricing.kernel.report import memory_report
 
     print_table(console, f"disaggregated: {workload}", POOL_COLUMNS, pools_rows(plan, hours), records=True)
     if plan.alternatives:
         print_table(console, "the chosen fleet and the best fleets of the next prefill × decode shapes",
                     ALTERNATIVE_COLUMNS, alternatives_rows(plan, hours))
-    h, t = plan.handover, plan.ttft
-    console.print(f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
-                  f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
-                  f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}",
-                  soft_wrap=unwrapped(console),
-                  markup=False)
-    if not h.one_node:
-        console.print(render(tcp_line("the hand-over", "NIXL"), named), soft_wrap=unwrapped(console), markup=False)
-    console.print(f"time to first token: queue {duration(t.queue_ms)} (M/D/1 per prefill rank, "
-                  f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
-                  f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
-                  f"{duration(t.total_ms)}", soft_wrap=unwrapped(console), markup=False)
-    if plan.tpot_ms is not None and plan.decode_batch_per_rank is not None:
-        band = f" ({plan.tpot_band.words()})" if plan.tpot_band else ""
-        console.print(f"time per output token (step model): {duration(plan.tpot_ms)}{band} at "
-                      f"{count(plan.decode_batch_per_rank)} running requests per decode rank",
-                      soft_wrap=unwrapped(console), markup=False)
-    for line in token_cost_lines(plan):
+    for line in detail_lines(plan, named):
         console.print(line, soft_wrap=unwrapped(console), markup=False)
     for p in (plan.prefill, plan.decode):
-        console.print(f"{p.role} binds: {p.binds_role}", soft_wrap=unwrapped(console), markup=False)
-        console.print(f"{p.role} connector: NixlConnector {p.kv_role}, {size(p.connector_gpu_bytes)} on the GPU "
-                      f"beyond the {size(p.memory['kv_pool'])} KV pool it registers, "
-                      f"{size(p.connector_host_bytes)} host buffer per rank (kv_buffer_device "
-                      f"{'cpu' if p.connector_host_bytes else 'cuda'}); NIXL/UCX's own memory is outside vLLM's "
-                      "accounting", soft_wrap=unwrapped(console), markup=False)
-    for p in (plan.prefill, plan.decode):
         console.print()
-        gpus = f"{p.gpus} × {p.chip} GPU{'s' if p.gpus > 1 else ''}"
-        console.print(f"[bold]{p.role}[/bold]: {gpus} as {split(p)}, one rank:")
-        kernel = p.kernel
-        render_memory(memory_report(kernel, kernel.engine.max_model_len), kernel, console, named=named)
+        render_role_memory(p, console, named)
     console.print()
+    render_launches(plan, console)
+
+
+def detail_lines(plan: DisaggPlan, named=None) -> list[str]:
+    """The hand-over, the time to first token by part, the time per output token, the cost per
+    token, and each role's binds and connector, a line each (the text's and the page's words)."""
+    from planner.numbers import percent, size
+    from pricing.errors import render
+
+    h, t = plan.handover, plan.ttft
+    lines = [f"hand-over: {size(h.request_bytes)} of KV cache per request ({size(h.decode_rank_bytes)} read by "
+             f"each decode rank, {size(h.prefill_rank_bytes)} sent by the busiest prefill rank) over {h.link} at "
+             f"{h.link_gbytes_per_second_per_gpu:g} GB/s per GPU: {duration(h.transfer_ms)}"]
+    if not h.one_node:
+        lines.append(render(tcp_line("the hand-over", "NIXL"), named))
+    lines.append(f"time to first token: queue {duration(t.queue_ms)} (M/D/1 per prefill rank, "
+                 f"{percent(t.prefill_utilization, 0)} utilized) + prefill {duration(t.prefill_ms)} + hand-over "
+                 f"{duration(t.transfer_ms)} + first decode step {duration(t.first_step_ms)} = "
+                 f"{duration(t.total_ms)}")
+    if plan.tpot_ms is not None and plan.decode_batch_per_rank is not None:
+        band = f" ({plan.tpot_band.words()})" if plan.tpot_band else ""
+        lines.append(f"time per output token (step model): {duration(plan.tpot_ms)}{band} at "
+                     f"{count(plan.decode_batch_per_rank)} running requests per decode rank")
+    lines += token_cost_lines(plan)
+    for p in (plan.prefill, plan.decode):
+        lines.append(f"{p.role} binds: {p.binds_role}")
+        lines.append(f"{p.role} connector: NixlConnector {p.kv_role}, {size(p.connector_gpu_bytes)} on the GPU "
+                     f"beyond the {size(p.memory['kv_pool'])} KV pool it registers, "
+                     f"{size(p.connector_host_bytes)} host buffer per rank (kv_buffer_device "
+                     f"{'cpu' if p.connector_host_bytes else 'cuda'}); NIXL/UCX's own memory is outside vLLM's "
+                     "accounting")
+    return lines
+
+
+def render_role_memory(p, console: Console, named=None) -> None:
+    """One role's rank: its memory from the kernel its pool carries."""
+    from pricing.kernel.report import memory_report
+
+    gpus = f"{p.gpus} × {p.chip} GPU{'s' if p.gpus > 1 else ''}"
+    console.print(f"[bold]{p.role}[/bold]: {gpus} as {split(p)}, one rank:")
+    kernel = p.kernel
+    render_memory(memory_report(kernel, kernel.engine.max_model_len), kernel, console, named=named)
+
+
+def render_launches(plan: DisaggPlan, console: Console) -> None:
+    """Every process of both pools, one command a line, then the router."""
     for p in (plan.prefill, plan.decode):
         console.print(f"start {p.replicas} {p.role} instance{'s' if p.replicas > 1 else ''} of {p.gpus_per_replica} "
                       f"GPU{'s' if p.gpus_per_replica > 1 else ''} each, one line per process ($<NODE>_IP: the "
@@ -105,18 +121,23 @@ def render_disagg(plan: DisaggPlan, console: Console, hours: int, workload: str,
 
 def disagg_answer(plan: DisaggPlan, console: Console, named=None) -> None:
     """The disaggregated plan's answer, its last lines: both pools, their cost, what the search proved."""
+    console.print()
+    for line in answer_lines(plan, named):
+        console.print(line, soft_wrap=unwrapped(console), markup=False)
+
+
+def answer_lines(plan: DisaggPlan, named=None) -> list[str]:
+    """Both pools and their cost ("best: ..."), then what the search proved ("search: ...")."""
     from planner.numbers import money, plural
     from planner.report.words import solver_phrase
     from pricing.errors import render
 
     p, d = plan.prefill, plan.decode
-    console.print()
-    console.print(f"best: {plural(p.gpus, f'prefill {p.chip} GPU')} as {split(p)} + "
-                  f"{plural(d.gpus, f'decode {d.chip} GPU')} as {split(d)}, "
-                  f"{money(plan.cost_per_hour, p.price_estimate or d.price_estimate)}/hour",
-                  soft_wrap=unwrapped(console), markup=False)
-    console.print(f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
-                  + render(solver_phrase(plan.solver_status), named), soft_wrap=unwrapped(console), markup=False)
+    return [f"best: {plural(p.gpus, f'prefill {p.chip} GPU')} as {split(p)} + "
+            f"{plural(d.gpus, f'decode {d.chip} GPU')} as {split(d)}, "
+            f"{money(plan.cost_per_hour, p.price_estimate or d.price_estimate)}/hour",
+            f"search: {plan.candidates_evaluated:,} kernel evaluations, {plan.pairs:,} prefill × decode pairs, "
+            + render(solver_phrase(plan.solver_status), named)]
 
 
 def token_cost_lines(plan: DisaggPlan) -> list[str]:

@@ -25,9 +25,11 @@ from rich.console import Console
 from planner import defaults
 from planner import numbers as fmt
 from planner.app.fleet import FleetResult
+from planner.app.max_rate import MaxRateResult
 from planner.app.result import PlanResult, PoolPlan
 from planner.app.review import Comparison
-from planner.kinds import Role
+from planner.app.serving import DisaggPlan, ServingChoice
+from planner.kinds import Role, Serving
 from planner.report import render as text
 from planner.report.autoscaler import autoscaled
 from planner.report.review import binding, chips_of, delta, gpus_by_chip, search_line
@@ -161,12 +163,13 @@ def launch_text(pools: list[tuple[str, PoolPlan]], named) -> str:
     return captured(draw)  # commands are printed whole, never wrapped (render.py `command`); the page wraps them
 
 
-def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None = None) -> list[
-        tuple[str, str, list[str]]]:
+def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None = None,
+              routers: list[Router] = ()) -> list[tuple[str, str, list[str]]]:
     """Each pool's Kubernetes manifests as `--emit k8s` writes them with its defaults: (file name,
     YAML, notes), or (the pool, why none, []) where the defaults do not suffice; an autoscaled pool
     (`autoscaled`: its name -> planner/report/autoscaler.py Autoscaling) with its
-    HorizontalPodAutoscaler after it, the default `--autoscaler hpa`, and what it says of it."""
+    HorizontalPodAutoscaler after it, the default `--autoscaler hpa`, and what it says of it; each
+    disaggregated service's router (`routers`) last, refused without its image."""
     from planner.report import k8s
     from planner.report.autoscaler import autoscaler
     from pricing.chips import get_chip
@@ -176,13 +179,14 @@ def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None 
         return f"# not written with the defaults: {problem}" + (f" ({fix})" if fix else "")
 
     options = k8s.checked(k8s.K8sOptions(image=k8s.default_image()))
-    routers = [f"{p.served or p.service} router" for _, p in pools if getattr(p, "role", None) == Role.DECODE]
-    names = k8s.resource_names([name for name, _ in pools] + routers)
+    try:
+        names = k8s.resource_names([name for name, _ in pools] + [r.name for r in routers])
+    except InputError as err:  # names --emit k8s refuses (two alike as Kubernetes names): the page says so
+        return [("the manifests", refused(err), [])]
     together = {}  # a P/D service handed over on one node's NVLink: both pools' pods on one node (k8s.one_node)
-    for _, p in pools:
-        if getattr(p, "role", None) == Role.DECODE and p.handover and p.handover.one_node:
-            pair = tuple(f"{p.served or p.service} {role}" for role in (Role.PREFILL, Role.DECODE))
-            together |= dict.fromkeys(pair, pair)
+    for r in routers:
+        if r.one_node:
+            together |= dict.fromkeys(r.pools, r.pools)
     out = []
     for name, pool in pools:
         try:
@@ -195,7 +199,30 @@ def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None 
             out.append((name, refused(err), []))
             continue
         out.append((f"{names[name]}.yaml", k8s.dump(resources), said))
-    return out + [(router, refused(k8s.no_router_image(names[router])), []) for router in routers]
+    return out + [(r.name, refused(k8s.no_router_image(names[r.name])), []) for r in routers]
+
+
+@dataclass(frozen=True)
+class Router:
+    """A disaggregated service's router as the manifests name it: `<service> router`, its two pools
+    (`<service> prefill`, `<service> decode`), and whether the plan hands over on one node's NVLink."""
+
+    service: str
+    one_node: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.service} router"
+
+    @property
+    def pools(self) -> tuple[str, str]:
+        return (f"{self.service} {Role.PREFILL}", f"{self.service} {Role.DECODE}")
+
+
+def fleet_routers(pools: list[PoolPlan]) -> list[Router]:
+    """A result's disaggregated services' routers (one per decode pool)."""
+    return [Router(p.served or p.service, bool(p.handover and p.handover.one_node))
+            for p in pools if p.role == Role.DECODE]
 
 
 def fleet_pools(pools: list[PoolPlan]) -> list[tuple[str, PoolPlan]]:
@@ -210,13 +237,15 @@ def money_figures(cost_per_hour: float, cost_per_month: float, estimate: bool, h
 
 
 # -- `plan` ----------------------------------------------------------------------------------------
-def plan_page(result: PlanResult, about: About, draw: Draw | None = None, named=None) -> str:
-    """`plan --format html`: the best pool and its alternatives, or why nothing fits."""
+def plan_page(result: PlanResult, about: About, draw: Draw | None = None, named=None,
+              choice: Choice | None = None) -> str:
+    """`plan --format html`: the best pool and its alternatives, or why nothing fits; with `choice`
+    (`--serving auto` chose it) why this one."""
     hours = result.hours_per_month
     heading = f"{result.model}: {text.target_phrase(result)}"
     status = named_text(solver_phrase(result.search.solver_status, result.search.solver_stages), named)
     context = {"title": heading, "heading": heading, "about": about, "feasible": result.feasible,
-               "status": status, "notes": result.notes}
+               "status": status, "notes": result.notes, "choice": choice}
     if not result.feasible:
         context["reasons"] = [e.text for e in result.explanations]
         return _render("plan.html.j2", context)
@@ -265,6 +294,146 @@ def provenance_table(rows: list[dict]) -> Table | None:
                  ["name", "value", "source", "how"],
                  [[str(p.get("name", "")), registry_value(p.get("value"), _names_bytes(str(p.get("name", "")))),
                    str(p.get("source", "")), str(p.get("how", ""))] for p in rows], [False] * 4, wrap=True)
+
+
+# -- `plan --serving disagg|auto` ------------------------------------------------------------------
+def disagg_page(plan: DisaggPlan, about: About, workload: str, hours: int, named=None,
+                notes: list[str] = (), choice: Choice | None = None) -> str:
+    """`plan --serving disagg --format html`: the prefill and decode pools, the hand-over and the time
+    to first token by part, what binds each role, each role's memory, the commands and the manifests
+    (planner/report/disagg_render.py's words); or why no fleet fits. With `choice` (`--serving auto`
+    chose it) why this one."""
+    from planner.report import disagg_render as pd
+
+    heading = f"disaggregated: {workload}"
+    context = {"title": heading, "heading": heading, "about": about, "feasible": plan.feasible,
+               "notes": list(notes), "choice": choice}
+    if not plan.feasible:
+        context |= {"status": named_text(solver_phrase(plan.solver_status), named),
+                    "reasons": [e.text for e in plan.explanations]}
+        return _render("disagg.html.j2", context)
+    p, d = plan.prefill, plan.decode
+    estimate = p.price_estimate or d.price_estimate
+    lead, status = pd.answer_lines(plan, named)
+    answer = [Figure(f"{r.role} GPUs", f"{fmt.count(r.gpus)} {r.chip}", f"{r.role}.gpus", r.gpus) for r in (p, d)]
+    answer += [Figure("GPUs", fmt.count(plan.gpus), "gpus", plan.gpus),
+               *money_figures(plan.cost_per_hour, plan.cost_per_hour * hours, estimate, hours)]
+    if plan.cost_per_million_output_tokens is not None:
+        answer += [Figure("$/M output tokens", fmt.per_million_tokens(plan.cost_per_million_output_tokens, estimate),
+                          "cost_per_million_output_tokens", plan.cost_per_million_output_tokens),
+                   Figure("$/M input tokens", fmt.per_million_tokens(plan.cost_per_million_input_tokens, estimate),
+                          "cost_per_million_input_tokens", plan.cost_per_million_input_tokens)]
+    answer += [Figure("TTFT (mean)", fmt.duration(plan.ttft.total_ms), "ttft.total_ms", plan.ttft.total_ms),
+               Figure("solver", plan.solver_status, "solver_status", plan.solver_status)]
+    pools = Table("the prefill and decode pools", [c.header.replace("\n", " ") for c in pd.POOL_COLUMNS],
+                  pd.pools_rows(plan, hours), [c.align == "right" for c in pd.POOL_COLUMNS])
+    tables = [pools]
+    if plan.alternatives:
+        tables.append(Table("the chosen fleet and the best fleets of the next prefill × decode shapes",
+                            [c.header.replace("\n", " ") for c in pd.ALTERNATIVE_COLUMNS],
+                            pd.alternatives_rows(plan, hours), [c.align == "right" for c in pd.ALTERNATIVE_COLUMNS]))
+    service = p.model
+    roles = [(f"{service} {r.role}", r) for r in (p, d)]
+    context |= {"lead": lead, "status": status, "answer": answer, "tables": tables,
+                "footnotes": price_footnotes([p, d], named), "why": pd.detail_lines(plan, named),
+                "memory": [(f"{r.role}: one rank", captured(lambda c, r=r: pd.render_role_memory(r, c, named)))
+                           for r in (p, d)],
+                "provenance": provenance_table(role_provenance(p, d)),
+                "launch": captured(lambda c: pd.render_launches(plan, c)),
+                "manifests": manifests(roles, named, routers=[Router(service, plan.handover.one_node)])}
+    return _render("disagg.html.j2", context)
+
+
+def role_provenance(*pools) -> list[dict]:
+    """Every registry value each role's kernel read, and the planner defaults, once each."""
+    from planner.app.plan import _provenance
+
+    rows: dict[str, dict] = {}
+    for p in pools:
+        for row in _provenance(p.kernel):
+            rows.setdefault(row["name"], row)
+    return list(rows.values())
+
+
+@dataclass(frozen=True)
+class Choice:
+    """`--serving auto`: which kind of plan it chose and why, in the tool's words (ServingChoice.why),
+    and both plans' figures on the same simulated arrivals when they were judged there."""
+
+    chosen: str
+    why: str
+    same_arrivals: list[str] = field(default_factory=list)
+
+
+def choice_of(choice: ServingChoice) -> Choice:
+    """ServingChoice's words for the page, each plan's figures on the same arrivals a line."""
+    label = {Serving.AGG: "aggregated", Serving.DISAGG: "disaggregated"}[choice.chosen]
+    same = choice.same_arrivals
+    if same is None:
+        return Choice(label, choice.why)
+
+    def line(kind: str, sim) -> str:
+        figures = ", ".join(w for w in (f"mean TTFT {fmt.duration(sim.ttft_ms)}, mean TPOT "
+                                        f"{fmt.duration(sim.tpot_ms)}", sim.figures_words()) if w)
+        verdict = "meets the targets" if sim.meets else f"misses {', '.join(sim.misses) or 'a target'}"
+        return (f"{kind}, {fmt.count(same.requests)} Poisson requests at {fmt.given(same.requests_per_second)} "
+                f"requests/s (seed {same.seed}): {figures}; {verdict}")
+    return Choice(label, choice.why, [line("aggregated", same.aggregated), line("disaggregated", same.disaggregated)])
+
+
+# -- `plan --max-rate` ----------------------------------------------------------------------------
+def max_rate_page(result: MaxRateResult, about: About, named=None) -> str:
+    """`plan --max-rate --format html`: the most requests per second the pool serves within the
+    targets, the pool (or fleet) at that rate, its cost and what the next rate misses; every shape's
+    most (an aggregated pool); the commands and the manifests (planner/report/max_rate.py's words)."""
+    from planner.report import disagg_render as pd
+    from planner.report import max_rate as mr
+
+    hours = defaults.value("report.hours_per_month")
+    heading = f"{result.model}: the most requests per second {fmt.plural(result.max_gpus, 'GPU')} serve"
+    context = {"title": heading, "heading": heading, "about": about, "feasible": result.feasible,
+               "lead": mr.max_rate_line(result, named), "notes": result.notes, "status": "",
+               "reasons": [e.text for e in result.explanations], "why": [], "launch": "", "manifests": []}
+    shapes = Table("the most each instance shape serves in the pool", [c.header for c in mr.SHAPE_COLUMNS],
+                   mr.shape_rows(result), [c.align == "right" for c in mr.SHAPE_COLUMNS])
+    context["tables"] = [shapes] if shapes.rows else []
+    if not result.feasible:
+        return _render("max_rate.html.j2", context)
+    rate = result.requests_per_second
+    answer = [Figure("requests/s", fmt.given(rate), "requests_per_second", rate)]
+    f, best = result.fleet, result.best
+    if f is not None:  # a disaggregated fleet at that rate
+        p, d = f.prefill, f.decode
+        estimate = p.price_estimate or d.price_estimate
+        answer += [Figure(f"{r.role} GPUs", f"{fmt.count(r.gpus)} {r.chip}", f"fleet.{r.role}.gpus", r.gpus)
+                   for r in (p, d)]
+        answer += [Figure("GPUs", fmt.count(f.gpus), "fleet.gpus", f.gpus),
+                   *money_figures(f.cost_per_hour, f.cost_per_hour * hours, estimate, hours)]
+        per_m, key = f.cost_per_million_output_tokens, "fleet.cost_per_million_output_tokens"
+        context["status"] = pd.answer_lines(f, named)[1]
+        context["tables"] = [Table("the prefill and decode pools at that rate",
+                                   [c.header.replace("\n", " ") for c in pd.POOL_COLUMNS], pd.pools_rows(f, hours),
+                                   [c.align == "right" for c in pd.POOL_COLUMNS])]
+        context["why"] = [f"binds: {result.binds}", *pd.detail_lines(f, named)]
+        context["launch"] = captured(lambda c: pd.render_launches(f, c))
+        context["manifests"] = manifests([(f"{p.model} {r.role}", r) for r in (p, d)], named,
+                                         routers=[Router(p.model, f.handover.one_node)])
+    else:
+        estimate = best.price_estimate
+        answer += [Figure("chip", best.chip, "best.chip", best.chip),
+                   Figure("GPUs", fmt.count(best.gpus), "best.gpus", best.gpus),
+                   *money_figures(best.cost_per_hour, best.cost_per_hour * hours, estimate, hours)]
+        per_m, key = best.cost_per_million_output_tokens, "best.cost_per_million_output_tokens"
+        context["why"] = [text.best_line(best), f"binds: {best.binds}", *text.speed_lines(best),
+                          *text.serving_lines(best), *text.cost_lines(best)]
+        context["launch"] = launch_text([("", best)], named)
+        context["manifests"] = manifests([(best.model, best)], named)
+    if per_m is not None:
+        answer.append(Figure("$/M output tokens", fmt.per_million_tokens(per_m, estimate), key, per_m))
+    context["answer"] = answer
+    context["footnotes"] = price_footnotes([f.prefill, f.decode] if f is not None else [best], named)
+    context["binds"] = result.binds
+    return _render("max_rate.html.j2", context)
 
 
 # -- `plan scenario` and `plan compare` ------------------------------------------------------------
@@ -321,7 +490,8 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
         "schedules": schedule_sections(base, named) if base.feasible else [],
         "over_the_day": over_the_day_section(base),
         "launch": launch_text(fleet_pools(base.services), named) if base.feasible else "",
-        "manifests": manifests(fleet_pools(base.emitted_pools), named, autoscaled(base))
+        "manifests": manifests(fleet_pools(base.emitted_pools), named, autoscaled(base),
+                               fleet_routers(base.emitted_pools))
         if base.feasible or over_the_day_pools else [],  # as --emit k8s writes them (planner/commands/scenario.py)
         "manifests_over_the_day": over_the_day_pools,
         "launch_of": base.variant}

@@ -48,8 +48,7 @@ def render_max_rate(result: MaxRateResult, console: Console, named=None) -> None
                       f"{count(t.osl)} output tokens", named)
         render_notes(result.notes, console)
         return
-    rows = [[s.chip, s.split, str(s.gpus_per_replica), str(s.replicas), given(s.requests_per_second_per_instance),
-             given(s.requests_per_second), str(s.benchmarks), "; ".join(s.misses_alone)] for s in result.shapes]
+    rows = shape_rows(result)
     if rows:
         print_table(console, "the most each instance shape serves in the pool", SHAPE_COLUMNS, rows)
     for e in result.explanations:
@@ -65,6 +64,12 @@ def render_max_rate(result: MaxRateResult, console: Console, named=None) -> None
             console.print(line, soft_wrap=unwrapped(console), markup=False)
         render_launch(best, console, named=named)
     render_notes(result.notes, console)
+
+
+def shape_rows(result: MaxRateResult) -> list[list[str]]:
+    """Every instance shape simulated, the most first (SHAPE_COLUMNS)."""
+    return [[s.chip, s.split, str(s.gpus_per_replica), str(s.replicas), given(s.requests_per_second_per_instance),
+             given(s.requests_per_second), str(s.benchmarks), "; ".join(s.misses_alone)] for s in result.shapes]
 
 
 COMPARE_COLUMNS = [Col("point", "name"), Col("req/s"), Col("pool", "name"), Col("GPUs"), Col("$/hour", drop=3),
