@@ -351,6 +351,13 @@ def _triton_takes_fp8(generation: str, refinement: dict) -> bool:
     return True
 
 
+BUILDING_THE_MODEL = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(),
+                      ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe(), Wna16GroupsSplit())
+"""The checks every release from 0.10 to 0.26 runs while it builds the model, in vLLM's order (a
+pack's LOAD_CHECKS; 0.33 adds NVFP4's between the FP8 and the WNA16 checks); what differs between
+releases is the facts they read."""
+
+
 def refusal(checks, model: ModelGraph, split: Split, facts) -> LoadRefusal | None:
     """The first refusal of `checks` (a pack's LOAD_CHECKS, in vLLM's order), or None."""
     for check in checks:

@@ -19,14 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from pricing.rules.load_checks import (
-    AttentionHeadsDivideTp,
-    GptOssIntermediateDividesWorld,
-    KvHeadsSplit,
-    ValidateFp8BlockShape,
-    ValidateFp8BlockShapeMoe,
-    Wna16GroupsSplit,
-)
+from pricing.rules.load_checks import BUILDING_THE_MODEL
 from pricing.rules.release import Release
 from pricing.rules.shared import (
     Grouping,
@@ -53,7 +46,6 @@ logged_tokens = logged_blocks_per_group
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
 # fp8_moe_block_refinement and wna16_group_refusals
-LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
-               ValidateFp8BlockShapeMoe(), Wna16GroupsSplit())
+LOAD_CHECKS = BUILDING_THE_MODEL
 
 RELEASE = Release("0.19", "0.19.0", "vllm_0_19", sys.modules[__name__], covers=("0.12", "0.20"))

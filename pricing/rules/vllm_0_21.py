@@ -15,14 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from pricing.rules.load_checks import (
-    AttentionHeadsDivideTp,
-    GptOssIntermediateDividesWorld,
-    KvHeadsSplit,
-    ValidateFp8BlockShape,
-    ValidateFp8BlockShapeMoe,
-    Wna16GroupsSplit,
-)
+from pricing.rules.load_checks import BUILDING_THE_MODEL
 from pricing.rules.release import Release
 from pricing.rules.shared import (
     Grouping,
@@ -49,7 +42,6 @@ logged_tokens = logged_max_concurrency
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
 # fp8_moe_block_refinement and wna16_group_refusals
-LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
-               ValidateFp8BlockShapeMoe(), Wna16GroupsSplit())
+LOAD_CHECKS = BUILDING_THE_MODEL
 
 RELEASE = Release("0.21", "0.24.0", "vllm_0_21", sys.modules[__name__], covers=("0.21", "0.25"))
