@@ -385,9 +385,10 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     found = search_fleet(scenario, services, set(refused), time_limit, parallel_tables, bounded)
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
     hours = defaults.value("report.hours_per_month")
+    with_traffic = any(scenario.merged(s).traffic for s in scenario.services)
     if picks:
         plans, laid = _plans(prepared, picks, scenario)
-        if any(scenario.merged(s).traffic for s in scenario.services):
+        if with_traffic:
             stage("simulating each service's schedule over the day")
         schedules, unscheduled = fleet_schedules(scenario, prepared, picks)
         short = []
@@ -429,7 +430,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         chips.append(ChipUse(chip=chip, gpus=sum(pl.gpus for pl in used), available=stock.gpus if stock else None,
                              cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
     total = round(sum(pl.cost_per_hour for pl in plans), 4)
-    if not refused and any(scenario.merged(s).traffic for s in scenario.services):
+    if not refused and with_traffic:
         stage("CP-SAT: the fleet over the day")
     over = plan_over_the_day(scenario, prepared, picks or None, time_limit) if not refused else None
     day_pools = []

@@ -235,10 +235,8 @@ def _gpu(chip, options: K8sOptions) -> tuple[str, dict]:
 
 def node_selector(values: tuple[str, ...]) -> tuple[tuple[str, str], ...] | None:
     """`--node-selector KEY=VALUE` (repeat), or `none`: the pods' node selector instead of the registry's."""
-    if not values:
-        return None
-    if values == ("none",):
-        return ()
+    if not values or values == ("none",):  # the default, or none at all
+        return () if values else None
     out = []
     for text in values:
         key, eq, value = text.partition("=")
@@ -268,10 +266,8 @@ EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")  # a taint's effects (
 def tolerations(values: tuple[str, ...]) -> tuple[tuple[str, str | None, str], ...] | None:
     """`--toleration KEY[=VALUE]:EFFECT` (repeat), or `none`: the pods' tolerations instead of the
     GPU's default (None without the option)."""
-    if not values:
-        return None
-    if values == ("none",):
-        return ()
+    if not values or values == ("none",):  # the default, or none at all
+        return () if values else None
     out = []
     for text in values:
         taint, colon, effect = text.rpartition(":")

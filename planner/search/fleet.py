@@ -363,13 +363,14 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     sweep_time.py `solver_seconds`, which refuses a limit the sweep alone takes)."""
     served = [s for s in services if s.name not in refused]
     stage(f"sweeping the instance shapes of {len(served):,} service{'s' if len(served) != 1 else ''}")
-    solve_limit = solver_seconds([r for s in served for r in table_requests(scenario, s)], time_limit)
+    requests = [r for s in served for r in table_requests(scenario, s)]
+    solve_limit = solver_seconds(requests, time_limit)
     if bounded and not refused:
         found = _bounded(scenario, served, parallel_tables)
         if found is not None:
             return found
     if parallel_tables:
-        build_tables([r for s in served for r in table_requests(scenario, s)])  # in workers, for many tables
+        build_tables(requests)  # in workers, for many tables
     prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
