@@ -15,7 +15,7 @@ import click  # noqa: E402
 
 from planner.commands import plan  # noqa: E402
 from planner.commands.flags import check_argv, one_line_each  # noqa: E402
-from planner.commands.signals import exit_on_signals, said, when_done  # noqa: E402
+from planner.commands.signals import exit_on_signals, interrupted_in, said, when_done  # noqa: E402
 from planner.report.atomic import Interrupted  # noqa: E402
 from pricing.errors import InputError  # noqa: E402
 
@@ -115,6 +115,12 @@ def _main(argv: list[str] | None) -> int:
     except click.ClickException as err:
         click.echo(f"plan: error: {err.format_message()}", err=True)
         return err.exit_code
+    except Exception as err:  # a signal's Interrupted that Python wrapped (signals.interrupted_in), else a bug
+        stopped = interrupted_in(err)
+        if stopped is None:
+            raise
+        click.echo(said(stopped.code), err=True)
+        return stopped.code
     return int(result or 0)
 
 

@@ -86,3 +86,22 @@ def test_a_signal_at_any_moment_of_planning_is_one_line_and_128_plus_the_signal(
         assert list(work.iterdir()) == [] and list(temp.iterdir()) == [], (moment, list(temp.iterdir()))
         assert _survivors(str(review)) == [], moment
     assert interrupted >= 2
+
+
+def test_a_signal_python_wraps_on_its_way_out_is_still_one_line(monkeypatch, capsys):
+    """A signal that lands while a class body runs `__set_name__` (a module imported mid-command)
+    reaches the command as a RuntimeError caused by the handler's Interrupted: still one line and
+    128 + the signal, no traceback (the fresh-clone CI run met it importing planner/report/html.py)."""
+    from planner import cli
+    from planner.report.atomic import Interrupted
+
+    class Raises:
+        def __set_name__(self, owner, name):
+            raise Interrupted(128 + signal.SIGTERM)
+
+    def command(*args, **kwargs):
+        type("Made", (), {"field": Raises()})  # Python wraps the Interrupted in a RuntimeError
+
+    monkeypatch.setattr(cli.cli, "main", command)
+    assert cli.main(["--help"]) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == "plan: stopped by SIGTERM\n"

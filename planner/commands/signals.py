@@ -62,6 +62,19 @@ def exit_on_signals() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+def interrupted_in(err: BaseException) -> Interrupted | None:
+    """The `Interrupted` a signal raised, where Python wrapped it in another exception on its way out
+    (raised inside a class body's `__set_name__`, it comes back as a RuntimeError whose cause it is);
+    None when the chain holds none."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, Interrupted):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def _stop_starting(signum, frame) -> None:
     os.write(2, f"{said(128 + signum)}\n".encode())
     os._exit(128 + signum)
