@@ -120,7 +120,7 @@ def collect(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):  # --help too: the usage is the docstring
         raise SystemExit(__doc__)
     points, left_out = collect(rows_of(Path(sys.argv[1])))
     doc = {"about": ("vLLM's rows of NVIDIA aiconfigurator's measured silicon data, for the step model's "

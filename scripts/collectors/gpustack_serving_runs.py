@@ -133,6 +133,8 @@ def _run(result: str, lengths, deployment: dict, chip: str, gpus: int, release: 
 
 
 def main() -> None:
+    if len(sys.argv) != 3 or sys.argv[1].startswith("-"):  # --help too: the usage is the docstring
+        sys.exit(__doc__)
     docs, commit = Path(sys.argv[1]), sys.argv[2]
     runs = []
     for path in sorted(docs.glob("*/*.md")):

@@ -126,7 +126,7 @@ def reruns_of(git_dir: Path) -> list[dict]:
 
 
 def main() -> None:
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):  # --help too: the usage is the docstring
         sys.exit(__doc__)
     data = {"about": "Fully stated vLLM runs of simon-mo/vLLM-Benchmark (vLLM's interactive performance spot check) "
                      "for the serving simulator's validation. Written by scripts/collectors/vllm_spot_check_runs.py; "
