@@ -69,12 +69,12 @@ AICONFIGURATOR_PAGE = ROOT / "docs" / "disaggregated.md"
 
 
 def aiconfigurator_disagg(write: bool) -> bool:
-    """docs/disaggregated.md's table beside aiconfigurator, as scripts/aiconfigurator_disagg.py
+    """docs/disaggregated.md's table beside aiconfigurator, as scripts/collectors/aiconfigurator_disagg.py
     writes it from validation/aiconfigurator_disagg.yaml (that script names README; its block is
     written here into the page instead, between the script's own markers); whether it was stale."""
     import yaml
 
-    path = ROOT / "scripts" / "aiconfigurator_disagg.py"
+    path = ROOT / "scripts" / "collectors" / "aiconfigurator_disagg.py"
     spec = importlib.util.spec_from_file_location("aiconfigurator_disagg", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

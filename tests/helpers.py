@@ -1,5 +1,5 @@
 """Small helpers for the tests: a kernel from flags in one call; a script of scripts/ as a module;
-the command line run in this process."""
+the command line run in this process; the coupled three-service review."""
 
 import contextlib
 import importlib.util
@@ -16,6 +16,27 @@ def kernel(model: str, chip: str = "h200", quantization: str | None = None, memo
            registry=None, **flags) -> Kernel:
     target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
     return Kernel.of(load_model(model, quantization), Deployment(**flags), target, registry)
+
+
+# A review whose services' own optima (17 h200 GPUs) do not fit its 16: the coupled model runs. 3 tables (a and c
+# share one), 17 shapes: tp 1, 2, 4, 8 and tp 8 × pp 2 on h200 (16 GPUs); on h100 (no stock) the same and tp 8 × pp 4,
+# pp 8.
+COUPLED_REVIEW = """review: coupled
+inventory:
+  h200: {gpus: 16, gpus_per_node: 8}
+  h100: {gpus_per_node: 8}
+services:
+  - {name: a, model: llama-3.1-8b, concurrency: 64, context_length: 32768, chips: [h200]}
+  - {name: b, model: qwen3-32b, concurrency: 32, context_length: 32768, chips: [h200, h100]}
+  - {name: c, model: llama-3.1-8b, concurrency: 300, context_length: 32768, chips: [h200]}
+"""
+
+
+def coupled_review(folder: Path, variants: str = "") -> str:
+    """COUPLED_REVIEW (then `variants`, a YAML block) written to `folder`/coupled.yaml: its path."""
+    path = folder / "coupled.yaml"
+    path.write_text(COUPLED_REVIEW + variants)
+    return str(path)
 
 
 def cli(argv: list[str]) -> tuple[int, str, str]:

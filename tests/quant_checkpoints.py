@@ -2,7 +2,7 @@
 ../shared/models, or the architecture fields written here where the shared folder has none) with
 the checkpoint's quantization_config as its publisher writes it. Each entry says what was rebuilt.
 
-Used by tests/test_quant_calibration.py and scripts/quant_calibration.py (the README table)."""
+Used by tests/test_quant_calibration.py and scripts/fits/quant_calibration.py (the README table)."""
 
 from __future__ import annotations
 

@@ -226,7 +226,7 @@ def test_each_record_of_0_21_and_later_is_predicted_or_says_why(predictions):
     (vLLM 0.25.0, MTP k=2) is predicted with the 0.21 pack and its MTP head, within 3 %."""
     from tests.helpers import script
 
-    report = script("calibration_report")
+    report = script("fits/calibration_report")
     later = [p for p in predictions if report.at_least(p.record.vllm_version, (0, 21))]
     in_table = {id(p) for p, _ in kv_errors(predictions)}
     assert len(later) >= 20

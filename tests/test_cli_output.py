@@ -23,6 +23,7 @@ from pricing.config import card_index, load_card
 from pricing.graph import load_model
 from pricing.kernel import Capacity
 from pricing.units import GiB, MiB
+from tests.helpers import coupled_review
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = ["--model", "dsv4.1-flash", "--chip", "h200", "--concurrency", "64"]
@@ -391,24 +392,9 @@ def test_time_limit_is_one_option_with_one_validation_on_plan_compare_and_scenar
     assert len(helps) == 1 and "solver time limit in seconds, counted as deterministic work" in helps.pop()
 
 
-COUPLED = """review: coupled
-inventory:
-  h200: {gpus: 16, gpus_per_node: 8}
-  h100: {gpus_per_node: 8}
-services:
-  - {name: a, model: llama-3.1-8b, concurrency: 64, context_length: 32768, chips: [h200]}
-  - {name: b, model: qwen3-32b, concurrency: 32, context_length: 32768, chips: [h200, h100]}
-  - {name: c, model: llama-3.1-8b, concurrency: 300, context_length: 32768, chips: [h200]}
-variants:
-  more-h200: {gpus.h200: 24}
-"""
-
-
 def coupled(tmp_path) -> str:
-    """A review whose services' own optima (17 h200 GPUs) do not fit its 16: the coupled model runs."""
-    path = tmp_path / "coupled.yaml"
-    path.write_text(COUPLED)
-    return str(path)
+    """The coupled three-service review (tests/helpers.py), with one variant: 24 h200 GPUs."""
+    return coupled_review(tmp_path, "variants:\n  more-h200: {gpus.h200: 24}\n")
 
 
 def test_a_review_passes_its_time_limit_to_the_solver_and_reports_the_status(monkeypatch, capsys, tmp_path):

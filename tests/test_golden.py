@@ -1,7 +1,7 @@
 """The kernel against vLLM 0.33.0's own KV-cache planner, case for case (issue 9).
 
 Every fixture in tests/golden/vllm-0.33/ holds a case's inputs and vLLM's answer as its oracle
-(shared/tools/vllm-oracle, real vLLM code) printed it; scripts/golden_vllm.py regenerates them.
+(shared/tools/vllm-oracle, real vLLM code) printed it; scripts/fixtures/golden_vllm.py regenerates them.
 The expectation is never the program's output. For each case the kernel is built for the
 fixture's `project` (model card, chip, Deployment(**deployment, kv_cache_memory_bytes=the KV pool
 vLLM was given)) and must give exactly vLLM's groups in vLLM's order (layers, spec class, block

@@ -1,5 +1,5 @@
 """The golden fixtures (tests/golden/vllm-0.33/*.json, vLLM 0.33's own KV planner via
-scripts/golden_vllm.py) are well formed: required keys, the vLLM version, a model card and a chip
+scripts/fixtures/golden_vllm.py) are well formed: required keys, the vLLM version, a model card and a chip
 the project knows, and vLLM's answer present in every case. Comparing the kernel with them is
 tests/test_golden.py; this only guards the files themselves."""
 

@@ -1,8 +1,8 @@
 """Each older release pack against that release's own KV-cache planner, case for case.
 
-tests/golden/vllm-<release>/ holds what vLLM <release> itself computed (scripts/golden_vllm_release.py
+tests/golden/vllm-<release>/ holds what vLLM <release> itself computed (scripts/fixtures/golden_vllm_release.py
 runs the release's own planning functions in a venv of that release; the case inputs are those of
-scripts/golden_vllm.py, built from the published configs). For each fixture the kernel is built for
+scripts/fixtures/golden_vllm.py, built from the published configs). For each fixture the kernel is built for
 the fixture's `project` under `--vllm-version <release>` and must give exactly that release's groups
 in its order (layers, spec class, block tokens, page_size_bytes, blocks per request at max_model_len),
 the pool block, num_blocks, the logged "GPU KV cache size" and "Maximum concurrency", or its refusal.
@@ -147,7 +147,7 @@ def test_compare_and_variants_take_the_release_as_an_axis(tmp_path):
 
 
 def test_readme_shows_the_calibration_by_pack():
-    """docs/releases.md's per-pack table is what scripts/calibration_report.py --by-release prints."""
+    """docs/releases.md's per-pack table is what scripts/fits/calibration_report.py --by-release prints."""
     from pricing.calibration.predict import predict_all
     from pricing.calibration.records import load_records
 
@@ -155,7 +155,7 @@ def test_readme_shows_the_calibration_by_pack():
     training = root.parent / "shared" / "calibration" / "vllm-startups-train.jsonl"
     if not training.exists():
         pytest.skip("no ../shared/calibration")
-    report = script("calibration_report")
+    report = script("fits/calibration_report")
     predictions = predict_all(load_records(training))
     readme = (root / "docs" / "releases.md").read_text()
     assert report.by_release(predictions) in readme

@@ -14,26 +14,10 @@ import pytest
 
 from planner import defaults
 from tests.helpers import cli as run
+from tests.helpers import coupled_review
 
 ROOT = Path(__file__).resolve().parents[1]
-# 3 tables (a and c share one), 17 shapes: tp 1, 2, 4, 8 and tp 8 × pp 2 on h200 (16 GPUs); on h100 (no
-# stock) the same and tp 8 × pp 4, pp 8
-REVIEW = """review: coupled
-inventory:
-  h200: {gpus: 16, gpus_per_node: 8}
-  h100: {gpus_per_node: 8}
-services:
-  - {name: a, model: llama-3.1-8b, concurrency: 64, context_length: 32768, chips: [h200]}
-  - {name: b, model: qwen3-32b, concurrency: 32, context_length: 32768, chips: [h200, h100]}
-  - {name: c, model: llama-3.1-8b, concurrency: 300, context_length: 32768, chips: [h200]}
-"""
-SHAPES = 17
-
-
-def review(tmp_path: Path) -> str:
-    path = tmp_path / "coupled.yaml"
-    path.write_text(REVIEW)
-    return str(path)
+SHAPES = 17  # the coupled review's candidate sweep (tests/helpers.py COUPLED_REVIEW)
 
 
 def test_a_limit_the_sweep_alone_would_take_is_refused_before_anything_is_swept(tmp_path, monkeypatch):
@@ -47,7 +31,7 @@ def test_a_limit_the_sweep_alone_would_take_is_refused_before_anything_is_swept(
     monkeypatch.setattr(fleet, "evaluate_shape", swept)
     rate = defaults.value("sweep.shapes_per_second")
     limit = SHAPES / rate * 0.9
-    code, out, err = run(["scenario", review(tmp_path), "--time-limit", f"{limit:g}"])
+    code, out, err = run(["scenario", coupled_review(tmp_path), "--time-limit", f"{limit:g}"])
     assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
     assert err.startswith(f"plan: error: --time-limit: {limit:g} s is too short for this review: its candidate "
                           f"sweep (3 tables, {SHAPES} shapes) counts as "), err
@@ -66,7 +50,7 @@ def test_the_solver_has_what_the_sweep_leaves_of_the_limit(tmp_path, monkeypatch
         return solver(self)
 
     monkeypatch.setattr(Budget, "solver", recording)
-    assert run(["scenario", review(tmp_path), "--time-limit", "2", "--format", "json"])[0] == 0
+    assert run(["scenario", coupled_review(tmp_path), "--time-limit", "2", "--format", "json"])[0] == 0
     assert given and given == [pytest.approx(2 - SHAPES / defaults.value("sweep.shapes_per_second"))] * len(given)
 
 
@@ -95,7 +79,7 @@ def test_the_same_review_and_limit_answer_alike_beside_a_cpu_burning_process(tmp
     its limit plus the overhead --help states (start-up, reading, reporting), in CPU seconds: the
     machine's other processes (8 agents on 2 cores) stretch wall-clock time, which says nothing of
     the command."""
-    path = review(tmp_path)
+    path = coupled_review(tmp_path)
     quiet = _answer(path, limit, busy=False)
     busy = _answer(path, limit, busy=True)
     assert quiet[:2] == busy[:2]

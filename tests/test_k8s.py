@@ -1,6 +1,6 @@
 """Kubernetes manifests (`--emit k8s -o DIR`): every resource validates, offline, against the
 Kubernetes 1.33 schemas kubernetes-validate ships and the custom resources' published schemas
-(tests/fixtures/crds/, written by scripts/crd_schemas.py: LeaderWorkerSet from kubernetes-sigs/lws
+(tests/fixtures/crds/, written by scripts/fixtures/crd_schemas.py: LeaderWorkerSet from kubernetes-sigs/lws
 v0.10.0, InferencePool from kubernetes-sigs/gateway-api-inference-extension v1.6.0,
 DynamoGraphDeployment v1beta1 from ai-dynamo/dynamo at commit 2a6da14c); the pods ask
 for exactly their GPUs, run the plan's own `vllm serve` arguments (every flag in vLLM 0.33's

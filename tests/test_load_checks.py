@@ -1,7 +1,7 @@
 """vLLM's load-time shape checks as rules of the release packs (issue 39, first part).
 
 - Golden: the 0.33 pack's checks agree, on every case, with vLLM 0.33's own functions
-  (tests/golden/load_checks/vllm-0.33.0.json, written by scripts/golden_load_checks.py through the
+  (tests/golden/load_checks/vllm-0.33.0.json, written by scripts/fixtures/golden_load_checks.py through the
   oracle: every card with block-FP8 layers under every split the search enumerates on an H200).
 - The kernel refuses what vLLM refuses (exit 1, vLLM's exception text) and starts what it starts;
   releases differ: before 0.29 a routed-expert shard that does not divide the FP8 block raises, from
@@ -49,7 +49,7 @@ QWEN_FP8 = "qwen3-235b-a22b-fp8"
 
 @cache
 def graph(card: str):
-    """A card's graph; a probe's (scripts/golden_load_checks.py PROBES) from its published config.json
+    """A card's graph; a probe's (scripts/fixtures/golden_load_checks.py PROBES) from its published config.json
     with the fixture's edits, written to a folder."""
     if not card.startswith("probe:"):
         return load_model(card)
@@ -248,12 +248,13 @@ def test_gpt_oss_asserts_its_intermediate_size_divides_the_world():
 
 
 def test_the_fixture_holds_every_case_the_search_gives_today():
-    """The cases scripts/golden_load_checks.py enumerates now (every block-FP8 card and probe under every
+    """The cases scripts/fixtures/golden_load_checks.py enumerates now (every block-FP8 card and probe under every
     split planner/candidates/shapes.py gives, with what each hands vLLM) are the fixture's: a new card,
     a changed graph or a wider shape grid makes the fixture stale until it is regenerated through vLLM."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("golden_load_checks", ROOT / "scripts" / "golden_load_checks.py")
+    path = ROOT / "scripts" / "fixtures" / "golden_load_checks.py"
+    spec = importlib.util.spec_from_file_location("golden_load_checks", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     today = script.cases()

@@ -268,3 +268,41 @@ def test_a_scenario_slo_without_a_rate_is_an_error_naming_the_path(tmp_path, cap
     review.write_text("services:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], slo: {p99_ttft_ms: 100}}\n")
     assert main(["scenario", str(review)]) == 2
     assert "review.yaml:2: services.chat.slo" in capsys.readouterr().err  # the service by name, with its line
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 1), (0, 2), (3, 100), (0, 1000)])
+def test_the_bisection_finds_the_boundary_asking_only_midpoints(lo, hi):
+    for last in range(lo, hi):  # the predicate holds up to `last` and not above
+        asked = []
+
+        def holds(k, last=last, asked=asked):
+            asked.append(k)
+            return k <= last
+
+        assert slo.bisect(holds, lo, hi) == (last, last + 1)
+        assert all(lo < k < hi for k in asked) and len(asked) <= max(0, (hi - lo - 1).bit_length())
+
+
+@pytest.mark.parametrize("estimate", [0.5, 7.0, 30.0, 1000.0])
+def test_sizing_finds_the_fewest_replicas_that_meet_from_any_estimate(monkeypatch, estimate):
+    """size() on an instance that meets the targets up to `cap` requests/s: the fewest replicas is
+    ceil(rate / cap) whether the closed-form estimate starts it above the answer or below it."""
+    from types import SimpleNamespace
+
+    rate = 100.0
+
+    class Instance:
+        service = SimpleNamespace(workload=SimpleNamespace(requests_per_second=rate))
+
+        def run(self, per_instance, count=None):
+            return per_instance  # None: one request at a time
+
+        def estimate(self):
+            return estimate
+
+    for cap in (0.9, 3.0, 7.5, 13.0, 40.0, 100.0):
+        monkeypatch.setattr(slo, "misses", lambda service, served, cap=cap: [] if served is None or served <= cap
+                            else ["missed"])
+        sizing = slo.size(Instance(), memory=1, cap=None)
+        assert sizing.replicas == -(-rate // cap) and not slo.misses(None, sizing.served), (cap, estimate)
+        assert sizing.replicas == 1 or slo.misses(None, sizing.at(sizing.replicas - 1))

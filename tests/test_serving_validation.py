@@ -204,7 +204,7 @@ def test_published_runs_quote_the_figures_they_state():
 
     from pricing.serving.validation import PUBLISHED
 
-    block = script("bench_serve_block")
+    block = script("collectors/bench_serve_block")
     found = runs(PUBLISHED)
     assert len(found) >= 5 and len({r.id for r in found}) == len(found)
     for r in found:
@@ -243,9 +243,9 @@ def test_the_experts_floor_of_a_qwen3_decode_step_by_hand():
 def test_at_least_eight_held_back_public_runs_match_on_all_four_figures():
     """Issue 21's second target: the simulator within 10 % of the p50 and p99 TTFT and TPOT of at least 8
     fully stated public runs, none of them in the step model's fit (measured_points.yaml and the silicon
-    rows are its training data; these three files are not read by scripts/fit_step.py). Each match's
+    rows are its training data; these three files are not read by scripts/fits/fit_step.py). Each match's
     four errors are recomputed here from the run's measured figures and a fresh simulation."""
-    fit_source = (RUNS.parents[1] / "scripts" / "fit_step.py").read_text()
+    fit_source = (RUNS.parents[1] / "scripts" / "fits" / "fit_step.py").read_text()
     matched = []
     for path in (RUNS, SPOT_CHECK, PUBLISHED):
         assert path.name not in fit_source

@@ -1,6 +1,6 @@
 """The validated band beside every speed figure a plan prints (issue 38): the step model's error on the
 rows it was not fitted on, in the figure's regime, read from pricing/registry/speed_bands.yaml, which
-scripts/speed_bands.py computes from the held-back rows of validation/vllm_silicon_points.yaml."""
+scripts/fits/speed_bands.py computes from the held-back rows of validation/vllm_silicon_points.yaml."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("speed_bands", ROOT / "scripts" / "speed_bands.py")
+    spec = importlib.util.spec_from_file_location("speed_bands", ROOT / "scripts" / "fits" / "speed_bands.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,7 +1,7 @@
 """The step model against public measurements (validation/measured_points.yaml): the data file's
 shape, and the held-back error the registry and README state, recomputed; aiconfigurator's
 predictions of the same points (validation/aiconfigurator_points.yaml, written outside CI by
-scripts/aiconfigurator_points.py) and the errors README states for them, recomputed from the files."""
+scripts/collectors/aiconfigurator_points.py) and the errors README states for them, recomputed from the files."""
 
 import re
 import statistics
@@ -178,14 +178,14 @@ def _silicon_row(**fields) -> dict:
 
 
 def test_the_silicon_collector_keeps_what_it_can_price_and_counts_what_it_leaves_out():
-    """scripts/aiconfigurator_silicon_points.py on rows written here: a Llama-3.1-70B FP8 row at tp 4 on an
+    """scripts/collectors/aiconfigurator_silicon_points.py on rows written here: a Llama-3.1-70B FP8 row at tp 4 on an
     H200 is kept with its own figures; its FP4 twin (the checkpoint named is FP8), a row whose first token
     came after more than the whole decode (1,024 x 12.25 ms = 12.5 s), Qwen3-235B-A22B-FP8 at tp 1 on one
     H200 (its weights alone exceed the GPU), another backend, a checkpoint without a card and a second listing of
     the kept row's run (another id and source, the same deployment, workload and figures) are left out."""
     from tests.helpers import script
 
-    collector = script("aiconfigurator_silicon_points")
+    collector = script("collectors/aiconfigurator_silicon_points")
     rows = [_silicon_row(), _silicon_row(precision="fp4"), _silicon_row(silicon_ttft_ms="12600"),
             _silicon_row(model_path="Qwen/Qwen3-235B-A22B-FP8", tp_size="1"), _silicon_row(backend="sglang"),
             _silicon_row(model_path="zai-org/GLM-4.6"),

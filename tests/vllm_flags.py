@@ -1,5 +1,5 @@
 """A printed `vllm serve` command checked against vLLM 0.33's own parser, as data: the flag list
-tests/fixtures/vllm-0.33/serve_flags.json (written by scripts/vllm_flags.py from the release's
+tests/fixtures/vllm-0.33/serve_flags.json (written by scripts/fixtures/vllm_flags.py from the release's
 make_arg_parser and vllm/envs.py). Every flag must be one of the parser's spellings, take a value
 exactly when the parser's does, and its value must parse as the parser's type and choices."""
 
@@ -105,7 +105,7 @@ def proxy_flags() -> dict:
 def proxy_parse(args: list[str]):
     """The printed proxy's flags (after `python toy_proxy_server.py`) as vLLM's proxy parses them:
     its argparse parser rebuilt from tests/fixtures/vllm-0.33/proxy_flags.json (written by
-    scripts/proxy_flags.py from the file's parse_args), then its own check that hosts and ports pair
+    scripts/fixtures/proxy_flags.py from the file's parse_args), then its own check that hosts and ports pair
     up. Returns the namespace; raises ValueError on what the proxy would refuse."""
     import argparse
 

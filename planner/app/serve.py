@@ -1,6 +1,6 @@
 """The exact commands that start a plan's instances, in vLLM 0.33's own flag spelling: every flag
 printed is one of `vllm serve`'s parser (tests/fixtures/vllm-0.33/serve_flags.json, written from
-that parser by scripts/vllm_flags.py, holds them; a test checks every command against it).
+that parser by scripts/fixtures/vllm_flags.py, holds them; a test checks every command against it).
 
 An instance within one node is one `vllm serve` with its GPUs (`CUDA_VISIBLE_DEVICES`) and its
 port. An instance larger than a node is one process per node, as vLLM 0.33 launches across nodes

@@ -154,14 +154,22 @@ def size(candidate: Candidate, memory: int, cap: int | None) -> Sizing:
         if hi >= limit:
             return sizing
         hi = min(limit, max(hi + 1, math.ceil(hi * 1.25)))
+    sizing.replicas = bisect(lambda k: not meets(k), lo, hi)[1]
+    return sizing
+
+
+def bisect(holds: Callable[[int], bool], lo: int, hi: int) -> tuple[int, int]:
+    """The boundary of a predicate that holds up to some index and not above, between `lo`, where it
+    holds, and `hi`, where it does not: the adjacent pair (last index where it holds, first where it
+    does not), asking it only at midpoints. The fewest replicas that meet (`size`: `holds` is 'misses')
+    and the highest rate that meets (`highest_index`) are both this boundary."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if meets(mid):
-            hi = mid
-        else:
+        if holds(mid):
             lo = mid
-    sizing.replicas = hi
-    return sizing
+        else:
+            hi = mid
+    return lo, hi
 
 
 def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
@@ -371,13 +379,7 @@ def highest_index(meets: Callable[[int], bool], start: int, top: int, step: int 
         if hi == 0:
             return None, 0
         lo = max(0, hi - step)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if meets(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo, hi
+    return bisect(meets, lo, hi)
 
 
 def highest_rate(candidate: Candidate, ceiling: float) -> InstanceRate:

@@ -1,5 +1,5 @@
 """The step model's measured error where it was not fitted, by regime (pricing/registry/speed_bands.yaml,
-written by scripts/speed_bands.py from the held-back rows of validation/vllm_silicon_points.yaml): the
+written by scripts/fits/speed_bands.py from the held-back rows of validation/vllm_silicon_points.yaml): the
 band a plan prints beside its TPOT and TTFT. Only vLLM's CUDA factors are measured there; a chip priced
 at the ROCm build's (pricing/step/step.py factor_set) has no band."""
 

@@ -1,6 +1,6 @@
 """Measured serving points (validation/measured_points.yaml) priced by the step model: the
 prediction of each point's output tokens per second per GPU, the train / held-back split and
-the error, for scripts/fit_step.py, the README table and tests/test_step_validation.py."""
+the error, for scripts/fits/fit_step.py, the README table and tests/test_step_validation.py."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ AICONFIGURATOR = POINTS.parent / "aiconfigurator_points.yaml"
 
 @dataclass(frozen=True)
 class AiconfiguratorRun:
-    """validation/aiconfigurator_points.yaml (written by scripts/aiconfigurator_points.py): NVIDIA
+    """validation/aiconfigurator_points.yaml (written by scripts/collectors/aiconfigurator_points.py): NVIDIA
     aiconfigurator's output tokens/s per GPU for the measured points it prices, and why it prices
     no others. Read only; aiconfigurator itself is never imported by the project."""
 

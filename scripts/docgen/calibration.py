@@ -1,4 +1,4 @@
-"""The calibration's tables, as scripts/calibration_report.py prints them from the start-up records of
+"""The calibration's tables, as scripts/fits/calibration_report.py prints them from the start-up records of
 ../shared/calibration: the residuals by era and family (docs/calibration.md) and the table per rules
 pack with the records of 0.21 and later (docs/releases.md). Without ../shared they cannot be made, and
 `python scripts/docs.py` says so and leaves them as they are."""
@@ -15,8 +15,9 @@ sys.path[:0] = [str(ROOT)]
 
 
 def _report():
-    """scripts/calibration_report.py as a module."""
-    spec = importlib.util.spec_from_file_location("calibration_report", ROOT / "scripts" / "calibration_report.py")
+    """scripts/fits/calibration_report.py as a module."""
+    path = ROOT / "scripts" / "fits" / "calibration_report.py"
+    spec = importlib.util.spec_from_file_location("calibration_report", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -36,7 +37,7 @@ def _predictions():
 
 
 def residuals() -> str:
-    """`python scripts/calibration_report.py`: its table by era and family and the start-up verdicts."""
+    """`python scripts/fits/calibration_report.py`: its table by era and family and the start-up verdicts."""
     from pricing.calibration.residuals import table
 
     lines = table(_predictions()).splitlines()
@@ -44,10 +45,10 @@ def residuals() -> str:
     end = next(i for i, line in enumerate(lines) if line.startswith("all ") and i > start)
     verdicts = [line for line in lines if line.startswith("start-up verdicts")]
     shown = "\n".join(lines[start:end + 1] + verdicts)
-    return f"```console\n$ python scripts/calibration_report.py\n{shown}\n```\n"
+    return f"```console\n$ python scripts/fits/calibration_report.py\n{shown}\n```\n"
 
 
 def by_release() -> str:
-    """`python scripts/calibration_report.py --by-release`: the table per pack, then the later records."""
+    """`python scripts/fits/calibration_report.py --by-release`: the table per pack, then the later records."""
     report = _report()
     return f"\n{report.by_release(_predictions())}\n\n{report.later_records(_predictions())}\n\n"

@@ -101,7 +101,7 @@ def section() -> str:
     machines = sorted({r.machine for r in data})
     by = {who: sum(measurer(r) == who for r in data) for who in ("simon-mo", "Michaelvll")}
     lines = ["**Against vLLM's own performance spot check.** `validation/vllm_spot_check_runs.yaml`: "
-             f"{len(table)} fully stated runs (`scripts/vllm_spot_check_runs.py`). {by['simon-mo']} from "
+             f"{len(table)} fully stated runs (`scripts/collectors/vllm_spot_check_runs.py`). {by['simon-mo']} from "
              "simon-mo/vLLM-Benchmark, a vLLM maintainer's reproducible comparison: the Justfile's `vllm==0.8.4`, "
              "its `vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8 --no-enable-prefix-caching` with or "
              "without `--enable-expert-parallel`, its client `benchmark_serving.py --dataset-name random "

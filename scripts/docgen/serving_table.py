@@ -207,8 +207,9 @@ def section() -> str:
     floors, pairs = _floors(table)
     lines = [_across_all(table), "",
              f"**Against public `vllm bench serve` runs.** `validation/vllm_serving_runs.yaml`: {len(table)} fully "
-             "stated runs from GPUStack's performance lab (`scripts/gpustack_serving_runs.py`: the document's "
-             "hardware, vLLM release and `vllm serve` command, the client's `--backend openai-chat --endpoint "
+             "stated runs from GPUStack's performance lab (`scripts/collectors/gpustack_serving_runs.py`: the "
+             "document's hardware, vLLM release and `vllm serve` command, the client's `--backend openai-chat "
+             "--endpoint "
              "/v1/chat/completions`, a random dataset of fixed lengths with every request sent at once, "
              "`--num-prompts N --seed 42`), each simulated with vLLM 0.33's defaults for what the command leaves "
              "out. None of them is in the step model's fit. Measured / simulated, in ms (duration in s):", "",

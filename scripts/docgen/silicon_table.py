@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "scripts" / "docgen")]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts" / "docgen"), str(ROOT / "scripts" / "fits")]
 from fit_step import GRIDS  # noqa: E402
 
 from pricing.step.rates import Efficiency  # noqa: E402
@@ -76,11 +76,12 @@ def section() -> str:
     lines = ["**vLLM's decode step and first token, measured at a fixed concurrency.** "
              f"`validation/vllm_silicon_points.yaml`: {len(every)} rows of vLLM in NVIDIA aiconfigurator's "
              f"measured silicon data ([silicon_sample.csv]({about['source']['url']}), "
-             "`scripts/aiconfigurator_silicon_points.py`): closed-loop sweeps at a fixed concurrency and nominal "
-             "prompt and output lengths, each row's TTFT and TPOT (the file does not say whether means or medians, "
+             "`scripts/collectors/aiconfigurator_silicon_points.py`): closed-loop sweeps at a fixed concurrency and "
+             "nominal prompt and output lengths, each row's TTFT and TPOT (the file does not say whether means or "
+             "medians, "
              "nor the server's flags). Two thirds, by a hash of their id, of the rows whose decode dominates "
              f"(outputs at least as long as prompts) train vLLM's CUDA factors ({len(training)} rows, `python "
-             "scripts/fit_step.py --engine vllm --write`: the per-step, per-layer and per-request overheads, the "
+             "scripts/fits/fit_step.py --engine vllm --write`: the per-step, per-layer and per-request overheads, the "
              "fused-MoE kernels' expert reads by chip generation and experts' format, and MLA's floor per layer); two "
              "thirds of the rows at most 4 concurrent train its first token (the API server's time to it and an "
              "effective prefill efficiency by weight format); "

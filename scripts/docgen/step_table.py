@@ -116,7 +116,8 @@ def versus_aiconfigurator(points, aic) -> None:
         if aic.stand_ins else ""
     print(f"**Beside NVIDIA aiconfigurator.** `validation/aiconfigurator_points.yaml` holds aiconfigurator "
           f"{aic.version}'s own estimate of each point: its aggregated (in-flight batching) estimate on its SILICON "
-          f"perf databases ({', '.join(aic.database_versions)}), run on a CPU by `scripts/aiconfigurator_points.py`, "
+          f"perf databases ({', '.join(aic.database_versions)}), run on a CPU by "
+          "`scripts/collectors/aiconfigurator_points.py`, "
           f"which states each mapping (chip to system, engine version to database version, model{stand_ins}) and "
           f"each point's equivalent `aiconfigurator cli estimate` command. It prices {len(priced)} of the "
           f"{len(points)} points; the others:")

@@ -2,7 +2,7 @@
 check", by a vLLM maintainer) into validation/vllm_spot_check_runs.yaml (the serving simulator's
 validation, README "Service targets").
 
-    python scripts/vllm_spot_check_runs.py GIT_DIR [RERUN_DIR]
+    python scripts/collectors/vllm_spot_check_runs.py GIT_DIR [RERUN_DIR]
     # GIT_DIR: a clone (or bare mirror) of simon-mo/vLLM-Benchmark; RERUN_DIR: of Michaelvll/llm-ie-benchmarks
 
 What the repository states, at the commit that saved each set of results:
@@ -34,10 +34,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import bench_serve_block  # scripts/: python puts the script's own folder first on sys.path
+import bench_serve_block  # scripts/collectors/: python puts the script's own folder first on sys.path
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "validation" / "vllm_spot_check_runs.yaml"
 REPO = "simon-mo/vLLM-Benchmark"
 RELEASE = "v0.8.4"
@@ -126,11 +126,11 @@ def reruns_of(git_dir: Path) -> list[dict]:
 
 
 def main() -> None:
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):  # --help too: the usage is the docstring
         sys.exit(__doc__)
     data = {"about": "Fully stated vLLM runs of simon-mo/vLLM-Benchmark (vLLM's interactive performance spot check) "
-                     "for the serving simulator's validation. Written by scripts/vllm_spot_check_runs.py; every figure "
-                     "is the saved benchmark_serving.py result's own, rounded to 0.01.",
+                     "for the serving simulator's validation. Written by scripts/collectors/vllm_spot_check_runs.py; "
+                     "every figure is the saved benchmark_serving.py result's own, rounded to 0.01.",
             "source": {"title": "vLLM's performance spot check (simon-mo/vLLM-Benchmark)",
                        "url": f"https://github.com/{REPO}/tree/d538cdc9366989e6b356514ff5d5d7ff6be6903e"},
             "runs": runs_of(Path(sys.argv[1])) + (reruns_of(Path(sys.argv[2])) if len(sys.argv) == 3 else [])}

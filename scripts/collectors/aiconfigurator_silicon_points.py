@@ -1,7 +1,8 @@
 """Collect vLLM's rows of NVIDIA aiconfigurator's measured silicon data into validation/vllm_silicon_points.yaml
 (the step model's vLLM TPOT and TTFT against measurements it was not fitted on, README "Step time").
 
-    python scripts/aiconfigurator_silicon_points.py GIT_DIR   # a clone (or bare mirror) of ai-dynamo/aiconfigurator
+    python scripts/collectors/aiconfigurator_silicon_points.py GIT_DIR
+    # GIT_DIR: a clone (or bare mirror) of ai-dynamo/aiconfigurator
 
 `aic-core/src/aiconfigurator_core/systems/silicon_sample.csv` at COMMIT holds, per row, a backend and its
 version, the checkpoint, the system, precision, mode, isl/osl, the client's concurrency (`batch_size`;
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pricing.chips import get_chip  # noqa: E402
@@ -119,12 +120,12 @@ def collect(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):  # --help too: the usage is the docstring
         raise SystemExit(__doc__)
     points, left_out = collect(rows_of(Path(sys.argv[1])))
     doc = {"about": ("vLLM's rows of NVIDIA aiconfigurator's measured silicon data, for the step model's "
-                     "validation (never its fit). Written by scripts/aiconfigurator_silicon_points.py; TTFT and "
-                     "TPOT are the file's own, rounded."),
+                     "validation (never its fit). Written by scripts/collectors/aiconfigurator_silicon_points.py; "
+                     "TTFT and TPOT are the file's own, rounded."),
            "source": {"title": "ai-dynamo/aiconfigurator aic-core/src/aiconfigurator_core/systems/silicon_sample.csv",
                       "url": f"https://github.com/{REPO}/blob/{COMMIT}/{PATH}",
                       "how": ("closed-loop runs at a fixed concurrency (the file's batch_size, its "

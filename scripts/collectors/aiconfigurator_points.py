@@ -2,8 +2,8 @@
 """Price every measured serving point of validation/measured_points.yaml with NVIDIA aiconfigurator
 and write its predictions, with their provenance, to validation/aiconfigurator_points.yaml.
 
-    python scripts/aiconfigurator_points.py           # run aiconfigurator, write the data file
-    python scripts/aiconfigurator_points.py --check   # run it, diff against the file, write nothing
+    python scripts/collectors/aiconfigurator_points.py           # run aiconfigurator, write the data file
+    python scripts/collectors/aiconfigurator_points.py --check   # run it, diff against the file, write nothing
 
 aiconfigurator is not a dependency of this project and nothing in the project imports it: this
 driver (standard library and pyyaml) starts a child, `$AIC_VENV/bin/python <this file> --worker`
@@ -45,7 +45,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 POINTS = ROOT / "validation" / "measured_points.yaml"
 OUT = ROOT / "validation" / "aiconfigurator_points.yaml"
 DEFAULT_VENV = Path.home() / ".cache" / "aic-venv"
@@ -222,14 +222,16 @@ def run(venv: Path) -> dict:
         rows.append(row)
     return {
         "about": ("NVIDIA aiconfigurator's predictions for the measured points of validation/measured_points.yaml, "
-                  "written by scripts/aiconfigurator_points.py (its docstring states every mapping from a point to "
-                  "aiconfigurator's inputs). `databases`: the queryable perf-database versions aiconfigurator ships, "
+                  "written by scripts/collectors/aiconfigurator_points.py (its docstring states every mapping from a "
+                  "point to aiconfigurator's inputs). `databases`: the queryable perf-database versions "
+                  "aiconfigurator ships, "
                   "per system and backend. Each supported point: the system, backend and database version used, "
                   "the prediction and the equivalent CLI command; each unsupported point: why. Errors against the "
-                  "measurements are computed from the two files (scripts/readme_step_table.py)."),
+                  "measurements are computed from the two files (scripts/docgen/step_table.py)."),
         "aiconfigurator": got["aiconfigurator"],
         "aiconfigurator_core": got["aiconfigurator_core"],
-        "command": "python scripts/aiconfigurator_points.py (worker under $AIC_VENV, default ~/.cache/aic-venv)",
+        "command": ("python scripts/collectors/aiconfigurator_points.py "
+                    "(worker under $AIC_VENV, default ~/.cache/aic-venv)"),
         "estimate": "aiconfigurator.cli.api.cli_estimate(mode='agg', database_mode='SILICON'), on a CPU, offline",
         "databases": got["databases"],
         "mapping": {

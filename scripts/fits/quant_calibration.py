@@ -1,10 +1,10 @@
 """Print the quantized-checkpoint weights table (record, logged GiB, predicted GiB, error) for
-the README: `python scripts/quant_calibration.py`."""
+the README: `python scripts/fits/quant_calibration.py`."""
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.quant_checkpoints import logged_weights_gib, predicted_weights, rebuilt_records  # noqa: E402
 

@@ -1,7 +1,8 @@
 """Collect fully stated `vllm bench serve` runs from GPUStack's performance lab into
 validation/vllm_serving_runs.yaml (the serving simulator's validation, README "Service targets").
 
-    python scripts/gpustack_serving_runs.py DOCS_DIR COMMIT   # DOCS_DIR: a gpustack checkout's docs/performance-lab
+    python scripts/collectors/gpustack_serving_runs.py DOCS_DIR COMMIT
+    # DOCS_DIR: a gpustack checkout's docs/performance-lab
 
 A run is kept when its document states the hardware, the vLLM release, the `vllm serve` command (only flags the
 planner models: tp, dp, pp, expert parallel, max-model-len, max-num-seqs, max-num-batched-tokens, gpu-memory-
@@ -19,10 +20,10 @@ import re
 import sys
 from pathlib import Path
 
-import bench_serve_block  # scripts/: python puts the script's own folder first on sys.path
+import bench_serve_block  # scripts/collectors/: python puts the script's own folder first on sys.path
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "validation" / "vllm_serving_runs.yaml"
 CARDS = {"Qwen/Qwen3-32B": "qwen3-32b", "openai/gpt-oss-20b": "gpt-oss-20b", "openai/gpt-oss-120b": "gpt-oss-120b",
          "Qwen/Qwen3-8B": "qwen3-8b", "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",
@@ -132,6 +133,8 @@ def _run(result: str, lengths, deployment: dict, chip: str, gpus: int, release: 
 
 
 def main() -> None:
+    if len(sys.argv) != 3 or sys.argv[1].startswith("-"):  # --help too: the usage is the docstring
+        sys.exit(__doc__)
     docs, commit = Path(sys.argv[1]), sys.argv[2]
     runs = []
     for path in sorted(docs.glob("*/*.md")):
@@ -141,7 +144,8 @@ def main() -> None:
     unique = [r for r in runs if not (r["id"] in seen or seen.add(r["id"]))]
     data = {"about": "Fully stated public `vllm bench serve` runs (random dataset, fixed lengths, every request sent "
                      "at once) from GPUStack's performance lab, for the serving simulator's validation. Written by "
-                     "scripts/gpustack_serving_runs.py; every figure is copied from the document's result block.",
+                     "scripts/collectors/gpustack_serving_runs.py; every figure is copied from the document's "
+                     "result block.",
             "source": {"title": "GPUStack performance lab (docs/performance-lab/*/)",
                        "url": f"https://github.com/gpustack/gpustack/tree/{commit}/docs/performance-lab"},
             "runs": unique}

@@ -17,8 +17,8 @@ outside what the rows measure, and says so instead of printing the band.
 Each band: the median and the 90th percentile (linear, as numpy's default) of |predicted / measured - 1|
 over its rows, and their count.
 
-    python scripts/speed_bands.py          # rewrite pricing/registry/speed_bands.yaml
-    python scripts/speed_bands.py --check  # recompute and compare, write nothing (exit 1 on a difference)
+    python scripts/fits/speed_bands.py          # rewrite pricing/registry/speed_bands.yaml
+    python scripts/fits/speed_bands.py --check  # recompute and compare, write nothing (exit 1 on a difference)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 OUT = ROOT / "pricing" / "registry" / "speed_bands.yaml"
@@ -77,8 +77,9 @@ def bands() -> dict:
                           "median_abs_error": round(statistics.median(got), 4),
                           "p90_abs_error": round(quantile(got, 0.9), 4), "rows": len(got)},
                 "source": SOURCE,
-                "how": (f"scripts/speed_bands.py: the {words} at {span} concurrent requests ({len(got)}), each priced "
-                        f"by the step model at vLLM's CUDA factors (pricing/step/silicon.py SiliconPoint.errors); "
+                "how": (f"scripts/fits/speed_bands.py: the {words} at {span} concurrent requests ({len(got)}), "
+                        "each priced by the step model at vLLM's CUDA factors (pricing/step/silicon.py "
+                        "SiliconPoint.errors); "
                         f"|predicted / measured - 1| of {metric.upper()}, its median and 90th percentile (linear); "
                         f"context_to: the longest {CONTEXT_WORDS[metric]} of those rows")}
     return out
@@ -86,10 +87,10 @@ def bands() -> dict:
 
 HEADER = """\
 # The step model's measured error where it was not fitted, by regime: the band a plan prints beside its
-# TPOT and TTFT (planner/candidates/speed_band.py). Written by scripts/speed_bands.py from the held-back
+# TPOT and TTFT (planner/candidates/speed_band.py). Written by scripts/fits/speed_bands.py from the held-back
 # rows of validation/vllm_silicon_points.yaml; do not edit by hand:
-#   python scripts/speed_bands.py          # rewrite this file
-#   python scripts/speed_bands.py --check  # recompute and compare
+#   python scripts/fits/speed_bands.py          # rewrite this file
+#   python scripts/fits/speed_bands.py --check  # recompute and compare
 """
 
 

@@ -2,7 +2,7 @@
 overlay) against the training records of ../shared/calibration, by era and family, each record
 predicted with its own release's rules pack.
 
-    python scripts/calibration_report.py [--registry overlay.yaml] [--weights auto|kernel|logged]
+    python scripts/fits/calibration_report.py [--registry overlay.yaml] [--weights auto|kernel|logged]
                                          [--by-release] [RECORDS.jsonl ...]
 
 --weights auto (default) takes the weights as logged where the record logs them, so the table
@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 TRAINING = ROOT.parent / "shared" / "calibration" / "vllm-startups-train.jsonl"
 
