@@ -48,6 +48,15 @@ def composition(reg) -> str:
     return str(reg[COMPOSITION].value) if COMPOSITION in reg else FITTED
 
 
+def with_composition(reg, value: str, source: str = "the --step-model option"):
+    """`reg` with `step_model.composition` set to `value` (fitted or operators)."""
+    from pricing.registry import Sourced
+
+    if value not in (FITTED, OPERATORS):
+        raise ValueError(f"unknown step composition {value!r}")
+    return reg.overlay({COMPOSITION: Sourced(COMPOSITION, value, source, f"the {value} step, chosen for this command")})
+
+
 @dataclass(frozen=True)
 class Priced:
     """One operator's seconds, and whether its roofline is set by its FLOPs (else its bytes)."""
