@@ -26,7 +26,7 @@ def _step_model(ctx: click.Context, param: click.Parameter, value: str | None):
         from pricing.registry import load, using
         from pricing.step.composed import with_composition
 
-        ctx.with_resource(using(with_composition(load(), value)))
+        ctx.with_resource(using(with_composition(load(), value, "the --step-model option")))
     return value
 
 

@@ -48,7 +48,7 @@ def composition(reg) -> str:
     return str(reg[COMPOSITION].value) if COMPOSITION in reg else FITTED
 
 
-def with_composition(reg, value: str, source: str = "the --step-model option"):
+def with_composition(reg, value: str, source: str):
     """`reg` with `step_model.composition` set to `value` (fitted or operators)."""
     from pricing.registry import Sourced
 
