@@ -57,7 +57,7 @@ def costly() -> dict[str, Callable[[], str]]:
     """The validation tables, by key."""
     return {**{key: _module(key.replace("-", "_")) for key in (
         "step-table", "silicon-table", "serving-table", "serving-diagnosis", "serving-spot-check",
-        "serving-published")}, **shared()}
+        "serving-published", "operator-step")}, **shared()}
 
 
 def shared() -> dict[str, Callable[[], str]]:

@@ -25,7 +25,7 @@ def step_fields(s, batch_per_rank: int, context_tokens: int, prompt_tokens: int)
             "output_tokens_per_second_per_gpu": round(s.output_tokens_per_second_per_gpu, 1),
             "step_bound": s.bound, "parts_ms": {part_key(k): round(v * 1000, 3) for k, v in s.step.parts.items()},
             "step_ms": round(s.step.seconds * 1000, 3), "tokens_per_step": round(s.tokens_per_step, 4),
-            "acceptance": list(s.acceptance), "speculative": s.speculation}
+            "acceptance": list(s.acceptance), "speculative": s.speculation, "step_composition": s.composition}
 
 
 class StepFigures(BaseModel):
@@ -51,6 +51,8 @@ class StepFigures(BaseModel):
     acceptance: list[float] = Field(default_factory=list, description="speculating: the conditional acceptance "
                                                                       "assumed at each draft position")
     speculative: str | None = Field(None, description="speculating: the acceptance assumed, in words, with its source")
+    step_composition: str | None = Field(None, description="the step priced from measured operators (registry "
+                                         "step_model.composition: operators), in words; null: the default, fitted step")
     tpot_band: SpeedBand | None = Field(None, description="tpot_ms's measured error in its regime, on rows the step "
                                         "model was not fitted on (pricing/registry/speed_bands.yaml); null: none "
                                         "measures it")

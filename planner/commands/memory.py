@@ -11,7 +11,7 @@ from planner import numbers as fmt
 from planner.commands import ranges
 from planner.commands.flags import check_options, memory_flag, names_flags
 from planner.commands.plan import acceptance_option, vllm_version_option
-from planner.commands.registry_option import registry_option
+from planner.commands.registry_option import registry_option, step_model_option
 from planner.limits import MAX_MEMORY, MAX_SPECULATIVE, MIN_MEMORY
 from planner.numbers import count, number
 from planner.report.memory import render_memory
@@ -80,6 +80,7 @@ def vllm_flags(f):
 
 @click.command()
 @registry_option
+@step_model_option
 @click.option("--model", required=True, help="model card name, config.json path or cached HF id")
 @click.option("--chip", required=True, help="chip id (see `plan chips`)")
 @click.option("--quantization", help=methods_help())
@@ -124,7 +125,8 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     else:
         render_memory(report, kernel, provenance=show_provenance, named=memory_flag)
         if speed:
-            click.echo(f"speed (step model): {fmt.duration(speed['tpot_ms'])} per output token at "
+            model = f"step model from {speed['step_composition']}" if speed["step_composition"] else "step model"
+            click.echo(f"speed ({model}): {fmt.duration(speed['tpot_ms'])} per output token at "
                        f"{count(speed['batch_per_rank'])} requests per rank ({count(speed['context_tokens'])} tokens "
                        f"of context), first token of {fmt.with_article(fmt.tokens(speed['prompt_tokens']))} prompt in "
                        f"{fmt.duration(speed['ttft_ms'])}; {count(speed['output_tokens_per_second'])} output tokens/s "

@@ -17,7 +17,7 @@ import click
 from planner.commands import ranges
 from planner.commands.flags import check_model_options, check_options, in_flags, names_flags, own_flag, plan_flag
 from planner.commands.progress import progress
-from planner.commands.registry_option import registry_option
+from planner.commands.registry_option import registry_option, step_model_option
 from planner.limits import (
     MAX_CONCURRENCY,
     MAX_GPUS,
@@ -211,7 +211,7 @@ def _rates(ctx, param, value: str | None) -> tuple[float, ...] | None:
 def apply_options(options: list, f):
     for option in reversed(options):
         f = option(f)
-    return registry_option(f)
+    return registry_option(step_model_option(f))
 
 
 def serving_options() -> list:

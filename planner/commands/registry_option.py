@@ -11,14 +11,36 @@ def _activate(ctx: click.Context, param: click.Parameter, value: str | None):
     if value:
         from planner.commands.flags import in_flags, own_flag
         from pricing.errors import InputError
-        from pricing.registry import read_overlay, using
+        from pricing.registry import load, read_overlay, using
 
         try:
-            overlay = read_overlay(value)
+            overlay = read_overlay(value, load())  # over --step-model's choice, when click read it first
         except InputError as err:
             raise in_flags(err, lambda field: own_flag(field, ctx)) from None
         ctx.with_resource(using(overlay))
     return value
+
+
+def _step_model(ctx: click.Context, param: click.Parameter, value: str | None):
+    if value:
+        from pricing.registry import load, using
+        from pricing.step.composed import with_composition
+
+        ctx.with_resource(using(with_composition(load(), value, "the --step-model option")))
+    return value
+
+
+STEP_MODEL_HELP = ("the step every speed figure is priced with: 'fitted' (the default: rooflines at efficiencies "
+                   "fitted end to end, registry step_model.composition) or 'operators' (each GEMM, fused MoE, "
+                   "attention and all-reduce from the measured operator tables, only the CPU-side constants "
+                   "fitted; less accurate on the public runs so far: docs/step-model.md)")
+
+
+def step_model_option(f):
+    """`--step-model fitted|operators`: which step prices the command's speed figures (registry
+    step_model.composition, for this command)."""
+    return click.option("--step-model", "step_model", type=click.Choice(["fitted", "operators"]),
+                        expose_value=False, callback=_step_model, is_eager=True, help=STEP_MODEL_HELP)(f)
 
 
 def registry_option(f):

@@ -33,7 +33,7 @@ from planner.commands.plan import (
     write_html,
 )
 from planner.commands.progress import progress, wanted
-from planner.commands.registry_option import registry_option
+from planner.commands.registry_option import registry_option, step_model_option
 from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
 from planner.request import validation_message
@@ -136,6 +136,7 @@ def _emit(c: Comparison, fmt: str, with_variants: bool, chart_path: str | None, 
 
 @click.command("scenario")
 @registry_option
+@step_model_option
 @click.argument("file", required=False)
 @click.option("--variants", "with_variants", is_flag=True, help="also plan every variant, side by side")
 @click.option("--variant", "variant_names", multiple=True, help="plan these variants beside the base (repeat)")

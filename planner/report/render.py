@@ -343,7 +343,8 @@ def speed_lines(p: PoolPlan) -> list[str]:
                                                   f"holding up to {count(holds)}")
     tpot_band = f" ({s.tpot_band.words()})" if s.tpot_band else ""
     ttft_band = f" ({s.ttft_band.words()})" if s.ttft_band else ""
-    return [f"speed (step model): {duration(s.tpot_ms)} per output token{tpot_band} at {count(s.batch_per_rank)} "
+    model = f"step model from {s.step_composition}" if s.step_composition else "step model"
+    return [f"speed ({model}): {duration(s.tpot_ms)} per output token{tpot_band} at {count(s.batch_per_rank)} "
             f"requests per rank ({count(s.context_tokens)} tokens of context{load}), first token of "
             f"{with_article(tokens(s.prompt_tokens))} prompt in {duration(s.ttft_ms)}{ttft_band}; "
             f"{count(s.output_tokens_per_second)} output tokens/s per instance, "

@@ -92,8 +92,7 @@ class StepCost:
         self.per_request = model.eff.per_request_seconds
         self.stages = [s.context for s in model.stages] if model.stages else [model.context]
         context_xs = _grid(max(2, max_context))
-        self.flop_rate = model.rates.bf16_flops * model.eff.tensor_compute
-        self.byte_rate = model.rates.memory_bandwidth * model.eff.memory_bandwidth
+        self.flop_rate, self.byte_rate = model.attention_rates
         per_request = [[StepModel._decode_work(c, Step(decode=1, context=x, queries=q)) for x in context_xs]
                        for c in self.stages]
         self.decode_flops = [Table(tuple(context_xs), tuple(w[0] for w in rows)) for rows in per_request]

@@ -143,6 +143,7 @@ class Efficiency:
     step_seconds       per step: launch, scheduling, sampling set-up
     layer_seconds      per decoder layer per step: the floor of its small kernels and syncs
     per_request_seconds  per request in the step: sampling, detokenizing, bookkeeping
+    per_token_seconds  per token in the step: input preparation that grows with the batch's tokens
     collective_latency_seconds  per collective call (all-reduce, all-to-all, hand-off) over NVLink or xGMI
     pcie_collective_latency_seconds  the same between cards that reach each other over PCIe only
     first_token_seconds  per request, the API server's time outside the engine's steps before its first
@@ -163,6 +164,7 @@ class Efficiency:
     step_seconds: float
     layer_seconds: float
     per_request_seconds: float
+    per_token_seconds: float
     collective_latency_seconds: float
     pcie_collective_latency_seconds: float
     first_token_seconds: float
@@ -177,6 +179,7 @@ class Efficiency:
              "interconnect": "efficiency.interconnect", "step_seconds": "overhead.step_seconds",
              "layer_seconds": "overhead.layer_seconds",
              "per_request_seconds": "overhead.per_request_seconds",
+             "per_token_seconds": "overhead.per_token_seconds",
              "collective_latency_seconds": "overhead.collective_latency_seconds",
              "pcie_collective_latency_seconds": "overhead.pcie_collective_latency_seconds",
              "first_token_seconds": "overhead.first_token_seconds",

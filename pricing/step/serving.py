@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pricing.step.composed import OPERATORS
 from pricing.step.step import StepModel, StepTime
 from pricing.units import largest_such
 
@@ -60,6 +61,7 @@ class Serving:
     tokens_per_step: float = 1.0  # output tokens per decoding request per step (1 + E[accepted drafts])
     acceptance: tuple[float, ...] = ()  # the conditional acceptance assumed at each draft position
     speculation: str | None = None  # the phrase saying so, with where the rates come from
+    composition: str | None = None  # the step from measured operators, in words (None: the default fitted step)
 
     @property
     def bound(self) -> str:
@@ -133,7 +135,8 @@ def serving(model: StepModel, batch: int, context: int, workload: Workload | Non
     rates = tuple(d.acceptance.rate(j) for j in range(1, d.drafts + 1)) if d else ()
     phrase = d.acceptance.describe(d.drafts) if d else None
     return Serving(batch, t.seconds / per_request, first, per_instance, per_instance / gpus, rps,
-                   workload is not None and out_per_rank < batch * per_request, t, per_request, rates, phrase)
+                   workload is not None and out_per_rank < batch * per_request, t, per_request, rates, phrase,
+                   model.composition_words if model.composition == OPERATORS else None)
 
 
 def largest_batch(model: StepModel, limit: int, context: int, workload: Workload | None, *,

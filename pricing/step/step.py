@@ -31,6 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from pricing.kernel import Kernel
+from pricing.registry import Sourced
+from pricing.step.composed import COMPOSITION, FITTED, OPERATOR_ENGINE, OPERATORS, OperatorStep, composition
+from pricing.step.operators import OperatorTables
 from pricing.step.rates import ChipRates, Efficiency, MoeKernel, chip_rates
 from pricing.step.speculative import Acceptance, acceptance, drafter_for
 from pricing.step.work import (
@@ -43,6 +46,7 @@ from pricing.step.work import (
 )
 from pricing.units import cdiv
 
+ELEMENTWISE_PART = "elementwise kernels"
 PART_NAMES = {"attention": "attention projections", "mlp": "dense MLP", "moe": "MoE layers", "lm_head": "LM head",
               "embedding": "embedding", "norm": "norms", "mixer": "recurrent mixers", "projection": "projections"}
 
@@ -188,14 +192,25 @@ class StepModel:
     """The step time of one rank of the deployment the memory kernel `kernel` describes: same
     model graph, same resolved engine, same chip, at vLLM's own fitted factors unless `efficiency`
     is given. `rates_accepted`: the drafter's conditional acceptance by draft position when the
-    user gives it (default: the registry's)."""
+    user gives it (default: the registry's).
+
+    The registry's `step_model.composition` picks the step: `fitted` (the rooflines at fitted
+    efficiencies, above) or `operators` (pricing/step/composed.py: each operator from the chip's
+    measured tables, the CPU-side constants of `engines.vllm-operators`); a chip without operator
+    tables (AMD) keeps the fitted step, and `composition` says so."""
 
     def __init__(self, kernel: Kernel, rates: ChipRates | None = None, efficiency: Efficiency | None = None,
                  _stage: bool = False, rates_accepted: tuple[float, ...] | None = None):
         self.kernel = kernel
         self.engine = kernel.engine
         self.rates = rates or chip_rates(kernel.chip, kernel.reg)
-        self._eff = efficiency or Efficiency.from_registry(kernel.reg, factor_set(kernel))
+        tables = OperatorTables.of(kernel.chip, kernel.reg) if composition(kernel.reg) == OPERATORS else None
+        self.composition = OPERATORS if tables else FITTED
+        engine_set = OPERATOR_ENGINE if tables else factor_set(kernel)
+        self._eff = efficiency or Efficiency.from_registry(kernel.reg, engine_set)
+        self._tables = tables
+        self.operators = (OperatorStep(tables, self.rates, self._eff, kernel.engine.tp, kernel.engine.kv_cache_dtype)
+                          if tables else None)
         self.target = Work.of(kernel)
         self.groups, self.comm, self.context = self.target.groups, self.target.comm, self.target.context
         e = kernel.engine
@@ -207,6 +222,17 @@ class StepModel:
         self.stages = None
         if kernel.engine.pp > 1 and not _stage:
             self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.instance.ranks]
+
+    @property
+    def composition_words(self) -> str:
+        """What the step is composed of, as the speed line says it."""
+        if self.composition == OPERATORS:
+            t = self._tables
+            estimate = f"; {t.source}'s tables over this chip's peaks, an estimate" if t.estimate else ""
+            return f"measured operators{estimate}"
+        if composition(self.kernel.reg) == OPERATORS:
+            return "fitted efficiencies (no operator tables for this chip: the ROCm build's fit)"
+        return "fitted efficiencies"
 
     @property
     def eff(self) -> Efficiency:
@@ -222,7 +248,14 @@ class StepModel:
                                                                                if g.moe_layers)]
         kernels += [self.eff.gemm_kernel(generation, fmt) for fmt in dict.fromkeys(g.fmt for g in self.groups)]
         kernels.append(self.eff.attention_kernel(generation, self.kernel.graph.attention_backend))
-        return self.rates.provenance + self.eff.provenance + tuple(p for k in kernels for p in k.provenance)
+        switch = (self.kernel.reg[COMPOSITION],) if COMPOSITION in self.kernel.reg else ()
+        if self.operators:
+            parts = tuple(Sourced(f"step.operators.{p.part}.{p.operator}", "measured" if p.measured else "estimate",
+                                  p.table, p.describe())
+                          for p in self.operators.parts(self.groups, bool(self.comm.all_to_all_layers),
+                                                                  generation, self.kernel.graph.attention_backend))
+            return switch + self.rates.provenance + self.eff.provenance + parts
+        return switch + self.rates.provenance + self.eff.provenance + tuple(p for k in kernels for p in k.provenance)
 
     def expert_kernel(self) -> MoeKernel | None:
         """The fused-MoE kernel the routed experts are read at (those of the group holding most of their
@@ -244,7 +277,10 @@ class StepModel:
     @property
     def layer_floor(self) -> float:
         """Fixed seconds per decoder layer per step: the floor every model pays (`layer_seconds`) and its
-        attention backend's own where one is fitted (Efficiency.attention_kernel)."""
+        attention backend's own where one is fitted (Efficiency.attention_kernel; the operator step has none)."""
+        backend = self.kernel.graph.attention_backend
+        if self.operators:  # no table measures MLA's extra kernels yet: vLLM's fitted floor for its backend
+            return self.eff.layer_seconds + self.operators.backend_floor(self.kernel.chip.generation, backend)
         backend = self.kernel.graph.attention_backend
         return self.eff.layer_seconds + self.eff.attention_kernel(self.kernel.chip.generation, backend).layer_seconds
 
@@ -265,6 +301,9 @@ class StepModel:
     @eff.setter
     def eff(self, value: Efficiency) -> None:
         self._eff = value
+        if self.operators:
+            e = self.kernel.engine
+            self.operators = OperatorStep(self._tables, self.rates, value, e.tp, e.kv_cache_dtype)
         for stage in self.stages or ():
             stage.eff = value
 
@@ -309,7 +348,8 @@ class StepModel:
                 drafter.overhead_seconds += seconds
                 drafter.add("overhead", seconds)
             out.fold(drafter, DRAFTER_PART)
-        overhead = eff.step_seconds + self.layer_floor * self.comm.layers + eff.per_request_seconds * step.requests
+        overhead = (eff.step_seconds + self.layer_floor * self.comm.layers + eff.per_request_seconds * step.requests
+                    + eff.per_token_seconds * step.tokens)
         out.overhead_seconds += overhead
         out.add("step overhead", overhead)
         return out
@@ -318,6 +358,9 @@ class StepModel:
                  head: list[LinearGroup] | None = None) -> None:
         """One forward of `work`'s layers over `step`'s tokens (the LM head at `logits` positions;
         `head`: the groups whose LM head a drafter shares, priced there alone)."""
+        if self.operators:
+            self._forward_operators(out, work, step, logits, head)
+            return
         e, r, eff = self.engine, self.rates, self.eff
         byte_rate = r.memory_bandwidth * eff.memory_bandwidth
         generation = self.kernel.chip.generation
@@ -345,6 +388,47 @@ class StepModel:
             out.roofline_seconds(PART_NAMES.get(kind, kind), flops, nbytes, t_flops, t_bytes)
         flops, nbytes = self._attention_work(work.context, step)
         out.roofline("attention over the context", flops, nbytes, r.bf16_flops * eff.tensor_compute, byte_rate)
+        self._collectives(work.comm, step, out)
+
+    def _forward_operators(self, out: StepTime, work: Work, step: Step, logits: int,
+                           head: list[LinearGroup] | None) -> None:
+        """`_forward` with each operator from the measured tables (pricing/step/composed.py)."""
+        ops, e, r, eff = self.operators, self.engine, self.rates, self.eff
+        n = step.tokens
+        moe_tokens = n * e.dp if e.dp > 1 else n
+        groups = work.groups + [g for g in head or () if g.logits_only]
+
+        def put(part: str, priced) -> None:
+            if priced.compute:
+                out.compute_seconds += priced.seconds
+            else:
+                out.memory_seconds += priced.seconds
+            out.add(part, priced.seconds)
+
+        for g in groups:
+            tokens = logits if g.logits_only else n
+            part = PART_NAMES.get(g.kind, g.kind)
+            out.flops += g.flops_per_token * tokens
+            out.bytes += g.weight_bytes + g.act_bytes_per_token * tokens
+            if g.gemms:
+                put(part, ops.gemms(g, tokens))
+            else:  # vectors, the embedding's gathered rows
+                put(part, ops.vectors(g.weight_bytes + g.act_bytes_per_token * tokens))
+            if g.moe_layers:
+                expert_flops, expert_bytes = g.routed_work(moe_tokens)
+                out.flops += expert_flops
+                out.bytes += expert_bytes
+                priced = ops.experts(g, moe_tokens, work.comm.hidden, expert_bytes)
+                if priced is None:  # no fused-MoE table on this chip: the fitted expert law (parts() says so)
+                    t_flops = expert_flops / r.flops_for(g.fmt)
+                    t_bytes = expert_bytes / (r.memory_bandwidth * eff.moe_kernel(self.kernel.chip.generation,
+                                                                                  g.fmt).expert_bandwidth)
+                    out.roofline_seconds(part, 0.0, 0.0, t_flops, t_bytes)
+                else:
+                    put(part, priced)
+        put(ELEMENTWISE_PART, ops.elementwise(n, work.comm.layers, work.comm.hidden))
+        flops, nbytes = self._attention_work(work.context, step)
+        out.roofline("attention over the context", flops, nbytes, *self.attention_rates)
         self._collectives(work.comm, step, out)
 
     def attention_work(self, step: Step) -> tuple[float, float]:
@@ -409,8 +493,16 @@ class StepModel:
                 for offset in offsets]
 
     def _attention_roofline(self, flops: float, nbytes: float) -> float:
-        return max(flops / (self.rates.bf16_flops * self.eff.tensor_compute),
-                   nbytes / (self.rates.memory_bandwidth * self.eff.memory_bandwidth))
+        flop_rate, byte_rate = self.attention_rates
+        return max(flops / flop_rate, nbytes / byte_rate)
+
+    @property
+    def attention_rates(self) -> tuple[float, float]:
+        """(FLOP/s, bytes/s) of the attention over the context: the measured attention tables' fractions
+        in the operator step, the fitted tensor and memory efficiencies in the fitted one."""
+        measured = self.operators.attention_rates() if self.operators else None
+        return measured or (self.rates.bf16_flops * self.eff.tensor_compute,
+                            self.rates.memory_bandwidth * self.eff.memory_bandwidth)
 
     @property
     def collective_latency(self) -> float:
@@ -426,7 +518,8 @@ class StepModel:
         per_token = comm.hidden * eff.activation_bytes
         if comm.all_reduces and e.tp > 1:
             size = per_token * step.tokens
-            one = self.collective_latency + 2 * (e.tp - 1) / e.tp * size / link
+            measured = self.operators.all_reduce(size) if self.operators else None
+            one = measured if measured is not None else self.collective_latency + 2 * (e.tp - 1) / e.tp * size / link
             out.comm_seconds += one * comm.all_reduces
             out.add("tensor-parallel all-reduce", one * comm.all_reduces)
         if comm.all_to_all_layers:

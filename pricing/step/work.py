@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import wraps
 
 from pricing.graph.model import ModelGraph
-from pricing.graph.nodes import without_name
+from pricing.graph.nodes import Tensor, without_name
 from pricing.kernel import Kernel
 from pricing.kernel.weights import WeightSizer, shard
 from pricing.step.rates import chip_rates
@@ -49,6 +49,13 @@ class LinearGroup:
     moe_layers: int = 0
     experts: int = 0
     top_k: int = 0
+    gemms: tuple[tuple[int, int, int], ...] = ()  # (n, k, count): the group's matrix multiplies as vLLM runs them
+
+    @property
+    def gemm_weight_bytes(self) -> float:
+        """Bytes per weight element of the group's matrix multiplies (the served format's, scales included)."""
+        elements = sum(n * k * c for n, k, c in self.gemms)
+        return self.weight_bytes / elements if elements else 0.0
 
     def routed_work(self, tokens: float) -> tuple[float, float]:
         """FLOPs and expert bytes of `tokens` tokens through this group's MoE layers, by the
@@ -163,6 +170,46 @@ def _tally(model: ModelGraph, speculative: str | None) -> tuple[tuple, dict]:
             {key: len(names) for key, names in moe_nodes.items()})
 
 
+# splits whose matrices read the layer's input as it is (no tensor-parallel slice of it): vLLM fuses those of one
+# layer that share their input and format into one GEMM (QKVParallelLinear, MergedColumnParallelLinear, DeepSeek's
+# fused_qkv_a_proj); a row-parallel matrix reads its own slice of another GEMM's output and runs alone
+FUSED_SPLITS = ("column", "heads", "replicated")
+
+
+@_graph_fact("step_gemms")
+def _gemm_tally(model: ModelGraph, drafter: str | None) -> tuple:
+    """The graph's non-expert matrix multiplies as vLLM runs them, per layer: the matrices of one node that
+    share input width, format and a fusable split (FUSED_SPLITS) as one GEMM, every other matrix alone;
+    counted by (node kind, format key, routing, the fused tensors without their names)."""
+    tally: dict[tuple, int] = {}
+    for _, data in _nodes(model, drafter):
+        if data["kind"] == "embedding":
+            continue
+        fused: dict[tuple, list] = {}
+        for t in data["tensors"]:
+            if t.rows <= 1 or t.cols <= 1 or t.split.startswith("expert"):
+                continue
+            key = (t.cols, str(t.fmt), "fused") if t.split in FUSED_SPLITS else (id(t), None, "alone")
+            fused.setdefault(key, []).append(t)
+        for tensors in fused.values():
+            key = (data["kind"], _fmt_key(tensors[0]), data["routing"], tuple(without_name(t) for t in tensors))
+            tally[key] = tally.get(key, 0) + 1
+    return tuple(tally.items())
+
+
+def _fused_shapes(tally: tuple, tp: int, moe_tp: int, pad: int) -> dict[tuple, list[tuple[int, int, int]]]:
+    """(n, k, count) of each fused GEMM on this rank, by (kind, format key, routing)."""
+    out: dict[tuple, list] = defaultdict(list)
+    for (kind, fmt, routing, tensors), n in tally:
+        rows = cols = 0
+        for fields in tensors:
+            t = Tensor("", *fields)
+            r, cols = shard(t, tp, moe_tp, pad)
+            rows += r * t.count
+        out[(kind, fmt, routing)].append((rows, cols, n))
+    return out
+
+
 def _fmt_key(t) -> str:
     return str(t.fmt) if t.rows > 1 and t.cols > 1 else "vector"
 
@@ -186,6 +233,7 @@ def _linear_groups(kernel: Kernel, e, reg, drafter: str | None) -> list[LinearGr
     sizer = WeightSizer(model, e, kernel.chip.generation, reg)
     pad = sizer.vocab_pad  # the release's vocabulary padding, as the weights read it
     tally, moe_layers = _tally(model, drafter)
+    gemms = _fused_shapes(_gemm_tally(model, drafter), e.tp, moe_tp, pad)
     acc: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
     for (kind, routing, t), n in tally:
         rows, cols = shard(t, e.tp, moe_tp, pad)
@@ -211,7 +259,8 @@ def _linear_groups(kernel: Kernel, e, reg, drafter: str | None) -> list[LinearGr
         out.append(LinearGroup(
             kind, fmt, a["flops_per_token"], a["weight_bytes"], a["act_bytes_per_token"], kind == "lm_head",
             a["expert_bytes"] // max(1, layers), a["expert_flops_per_token"] // max(1, layers),
-            sizer.local_experts(experts) if layers else 0, layers, experts, top_k))
+            sizer.local_experts(experts) if layers else 0, layers, experts, top_k,
+            tuple(sorted(gemms.get((kind, fmt, routing), ())))))
     return out
 
 

@@ -4,6 +4,8 @@ part of validation/measured_points.yaml and report the error on the held-back pa
     python scripts/fits/fit_step.py            # fit and print the table (writes nothing)
     python scripts/fits/fit_step.py --write    # also write the fitted values into step_model.yaml
     python scripts/fits/fit_step.py --engine vllm --write   # vLLM's own factors (engines.vllm, engines.vllm-rocm)
+    python scripts/fits/fit_step.py --operators --write     # the operator step's CPU-side constants
+                                                            # (engines.vllm-operators)
 
 The shared factors are fitted on every engine's training points; an engine's own factors (`engines.<engine>`
 in step_model.yaml, which the step model reads for that engine: vLLM's for every plan) on that engine's
@@ -236,7 +238,14 @@ def engine_block(engine: str, eff: Efficiency) -> str:
 
 
 def write_engines(blocks: dict[str, str]) -> None:
-    """Replace step_model.yaml's engines, between their markers, by `blocks` (engine -> engine_block)."""
+    """Replace step_model.yaml's engines, between their markers, by `blocks` (engine -> engine_block); the
+    operator step's own (engines.vllm-operators, `--operators`) is kept."""
+    text = REGISTRY.read_text()
+    if ENGINES_BEGIN in text:
+        section = text[text.index(ENGINES_BEGIN):text.index(ENGINES_END)]
+        kept = re.search(r"\n(  vllm-operators:\n(?:    .*\n|      .*\n)*)", section + "\n")
+        if kept and "vllm-operators" not in blocks:
+            blocks = {**blocks, "vllm-operators": kept.group(1).rstrip("\n")}
     block = ENGINES_BEGIN + ENGINES_ABOUT + "\n".join(["engines:", *blocks.values()]) + "\n" + ENGINES_END
     text = REGISTRY.read_text()
     if ENGINES_BEGIN in text:
@@ -293,11 +302,144 @@ def fitted_silicon(eff: Efficiency, train: int, held: int, train_err: float, hel
     return eff.with_kernels(tuple(tables[MoeKernel]), tuple(tables[AttentionKernel]), gemm)
 
 
+OPERATOR_GRIDS = {  # the operator step's CPU-side constants (pricing/step/composed.py)
+    "step_seconds": [i * 1.0e-4 for i in range(101)],
+    "layer_seconds": [i * 2.0e-6 for i in range(51)],
+    "per_request_seconds": [i * 2.0e-6 for i in range(51)],
+    "per_token_seconds": [i * 2.0e-7 for i in range(51)],
+}
+OPERATOR_TTFT_GRID = [i * 2.0e-3 for i in range(61)]
+
+
+def _operator_registry():
+    """The registry in use with the operator step chosen and its constants zeroed (their features measured
+    against this base)."""
+    from pricing.registry import load
+    from pricing.step.composed import COMPOSITION, OPERATOR_ENGINE
+
+    reg = load()
+    values = {COMPOSITION: Sourced(COMPOSITION, "operators", "scripts/fits/fit_step.py --operators", "the fit's base")}
+    for field in (*OPERATOR_GRIDS, "first_token_seconds"):
+        name = f"step_model.engines.{OPERATOR_ENGINE}.{Efficiency.NAMES[field]}"
+        values[name] = Sourced(name, 0.0, "fit in progress", "zero: the fit's base")
+    return reg.overlay(values)
+
+
+def _linear_features(rows: list[SiliconPoint], figure: str) -> list[tuple[float, list[float]]]:
+    """Each row's `figure` (tpot or ttft, seconds) at zero CPU-side constants and its change per unit of each
+    (the step, and so TPOT and TTFT, are linear in them: checked by `check_linear`)."""
+    from pricing.step.composed import OPERATOR_ENGINE
+
+    out = []
+    for r in rows:
+        model = StepModel(r.kernel())
+        assert model.composition == "operators", r.id
+        base = Efficiency.from_registry(model.kernel.reg, OPERATOR_ENGINE)
+        zero = getattr(r.predicted(base), f"{figure}_seconds")
+        slopes = [getattr(r.predicted(base.replaced(**{f: 1e-3})), f"{figure}_seconds") / 1e-3 - zero / 1e-3
+                  for f in OPERATOR_GRIDS]
+        out.append((zero, slopes))
+    return out
+
+
+def _linear_loss(features, measured: list[float], theta: list[float], front: float = 0.0) -> float:
+    return statistics.fmean(abs(math.log((z + front + sum(t * x for t, x in zip(theta, xs, strict=True))) / m))
+                            for (z, xs), m in zip(features, measured, strict=True))
+
+
+def fit_operator_constants(write: bool) -> None:
+    """The operator step's CPU-side constants on the silicon rows' training split: per step, per decoder
+    layer, per request, per token on the decode-dominated training rows' TPOT; the API server's time to a
+    first token on the training rows at most TTFT_CONCURRENCY concurrent. The held-back rows are scored, never
+    fitted; the public runs are not read."""
+    from pricing.registry import using
+    from pricing.step.composed import OPERATOR_ENGINE
+
+    rows, _ = load_silicon(SILICON)
+    with using(_operator_registry()):
+        rows = [r for r in rows if StepModel(r.kernel()).composition == "operators"]
+        train = [r for r in rows if r.training]
+        low_train = [r for r in rows if r.concurrency <= TTFT_CONCURRENCY and not r.held_back]
+        feats = _linear_features(train, "tpot")
+        measured = [r.tpot_ms / 1e3 for r in train]
+        theta = [0.0] * len(OPERATOR_GRIDS)
+        best = _linear_loss(feats, measured, theta)
+        for _ in range(6):
+            for j, grid in enumerate(OPERATOR_GRIDS.values()):
+                for v in grid:
+                    trial = theta[:j] + [v] + theta[j + 1:]
+                    loss_ = _linear_loss(feats, measured, trial)
+                    if loss_ < best - 1e-12:
+                        theta, best = trial, loss_
+        fitted = dict(zip(OPERATOR_GRIDS, theta, strict=True))
+        base = Efficiency.from_registry(_operator_registry(), OPERATOR_ENGINE)
+        eff = base.replaced(**fitted)
+        tfeats = [(r.predicted(eff).ttft_seconds, []) for r in low_train]
+        tmeasured = [r.ttft_ms / 1e3 for r in low_train]
+        front = min(OPERATOR_TTFT_GRID, key=lambda c: _linear_loss(tfeats, tmeasured, [], c))
+        eff = eff.replaced(first_token_seconds=front)
+        check = max(abs(r.predicted(eff).tpot_seconds / (z + sum(t * x for t, x in zip(theta, xs, strict=True))) - 1)
+                    for r, (z, xs) in zip(train[:20], feats[:20], strict=True))
+        train_err = [r.predicted(eff).tpot_seconds * 1e3 / r.tpot_ms - 1 for r in train]
+        ttft_train = [r.predicted(eff).ttft_seconds * 1e3 / r.ttft_ms - 1 for r in low_train]
+    print(f"operator step, CPU-side constants fitted on {len(train)} training rows (TPOT) and "
+          f"{len(low_train)} (TTFT) of {SILICON_FILE}:")
+    for field, value in (*fitted.items(), ("first_token_seconds", front)):
+        print(f"{field:24s} {value:.6g}")
+    print(f"linearity check (20 rows): largest |prediction / linear model - 1| {check:.2e}")
+    tpot_med = statistics.median(abs(e) for e in train_err)
+    ttft_med = statistics.median(abs(e) for e in ttft_train)
+    print(f"training TPOT median |error| {tpot_med:.1%}, signed {statistics.median(train_err):+.1%}; "
+          f"training TTFT median |error| {ttft_med:.1%}, signed {statistics.median(ttft_train):+.1%}")
+    if write:
+        write_operator_engine(fitted, front, len(train), tpot_med, len(low_train), ttft_med)
+        print(f"wrote {REGISTRY.relative_to(ROOT)}")
+
+
+def write_operator_engine(fitted: dict, front: float, train: int, tpot_err: float, low: int, ttft_err: float) -> None:
+    """engines.vllm-operators of step_model.yaml: the operator step's constants, each with its split and fit error."""
+    from pricing.step.composed import OPERATOR_ENGINE
+
+    source = f"fit on vLLM's measured TPOT and TTFT, {SILICON_FILE} training split (NVIDIA aiconfigurator silicon data)"
+    how = (f"fitted by scripts/fits/fit_step.py --operators on the TPOT of the {train} training rows of {SILICON_FILE} "
+           "(decode-dominated, not held back by the hash of their id; the step from measured operators, these "
+           f"constants the only end-to-end fit; training median |error| {tpot_err:.1%}); the held-back rows and "
+           "the public runs judge it (scripts/operators/validate.py)")
+    front_how = (f"fitted by scripts/fits/fit_step.py --operators on the TTFT of the {low} training rows of "
+                 f"{SILICON_FILE} "
+                 f"at most {TTFT_CONCURRENCY} concurrent, the other constants fixed (training median |error| "
+                 f"{ttft_err:.1%}): the API server's time outside the engine's steps")
+    lines = [f"  {OPERATOR_ENGINE}:", "    overhead:"]
+    for field, value in fitted.items():
+        lines.append(_yaml_entry("      ", field, value, source, how))
+    lines.append(_yaml_entry("      ", "first_token_seconds", front, source, front_how))
+    block = "\n".join(lines)
+    text = REGISTRY.read_text()
+    begin = text.index(ENGINES_BEGIN)
+    end = text.index(ENGINES_END)
+    section = text[begin:end]
+    marker = f"\n  {OPERATOR_ENGINE}:\n"
+    if marker in section:
+        start = section.index(marker) + 1
+        rest = re.search(r"\n  [a-z]", section[start:])
+        stop = start + rest.start() + 1 if rest else len(section)
+        section = section[:start] + block + "\n" + section[stop:]
+    else:
+        section = section.rstrip("\n") + "\n" + block + "\n"
+    REGISTRY.write_text(text[:begin] + section + text[end:])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the fitted factors into step_model.yaml")
     ap.add_argument("--engine", help="fit one engine's own factors on its points alone (vllm, sglang, trt-llm)")
+    ap.add_argument("--operators", action="store_true",
+                    help="fit the operator step's CPU-side constants (engines.vllm-operators) on the silicon "
+                    "training rows")
     args = ap.parse_args()
+    if args.operators:
+        fit_operator_constants(args.write)
+        return
     points, sources = load_points(POINTS)
     if args.engine:
         points = [p for p in points if p.engine.split()[0] == args.engine]
