@@ -11,7 +11,7 @@ from planner.app.binds import inventory_binds
 from planner.app.fleet import FleetResult
 from planner.app.review import Comparison
 from planner.limits import price_units
-from planner.report.words import price_footnotes, solver_phrase
+from planner.report.words import bounded_words, price_footnotes, solver_phrase
 from planner.scenario import point_word
 from pricing.errors import render
 
@@ -54,6 +54,8 @@ def search_line(r: FleetResult, named=None) -> str:
     candidates the oracle evaluated and the wall-clock time (time_limit named as `named` calls it)."""
     how = "; each service's own optimum (they fit the inventory together)" if r.decomposed and len(r.services) > 1 \
         else ""
+    if r.sweep_bounded:
+        how += "; " + bounded_words(*r.sweep_bounded)
     return render(f"{solver_phrase(r.solver_status, r.solver_stages)}, {fmt.count(r.candidates_evaluated)} candidates "
                   f"in {fmt.duration(r.seconds * 1000)}{how}", named)
 
