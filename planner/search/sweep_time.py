@@ -85,9 +85,9 @@ def share(requests, time_limit: float | None) -> SweepShare:
     if budget < tables:
         least = tables / rate / (1 - kept)
         raise InputError("time_limit", f"{time_limit:g} s is too short for this review: its candidate sweep "
-                         f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit, at the measured "
-                         f"{rate:,} shapes a second {budget:,} shapes, fewer than one a table",
-                         f"give at least {_ceil_to(least, 3):g}; {_ceil_to(sweep / (1 - kept), 1):g} or more sweeps "
+                         f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit: {budget:,} shapes "
+                         f"at the measured {rate:,} shapes a second, fewer than one a table",
+                         f"give at least {_ceil_to(least, 3):g}; {_ceil_to(sweep / (1 - kept), 3):g} or more sweeps "
                          "every shape")
     return SweepShare(tables, shapes, budget, time_limit * kept)
 
