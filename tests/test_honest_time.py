@@ -46,13 +46,14 @@ def test_a_limit_that_buys_fewer_shapes_than_tables_is_refused_before_anything_i
     monkeypatch.setattr(table, "evaluate_shape", swept)
     monkeypatch.setattr(fleet, "evaluate_shape", swept)
     monkeypatch.setattr(sweep_time, "evaluate_shape", swept)
-    rate, kept = defaults.value("sweep.shapes_per_second"), defaults.value("sweep.solver_share")
-    assert (rate, kept) == (1000, 0.25)  # the figures below: 3 tables need 3 / 1,000 / 0.75 = 0.004 s
+    rates = [defaults.value(f"sweep.{k}") for k in ("shapes_per_second", "bounded_shapes_per_second", "solver_share")]
+    assert rates == [1000, 600, 0.25]  # the figures below: 3 tables need 3 / 600 / 0.75 = 0.00667 s
     code, out, err = run(["scenario", review(tmp_path), "--time-limit", "0.003"])
     assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
     assert err == ("plan: error: --time-limit: 0.003 s is too short for this review: its candidate sweep (3 tables, "
-                   f"{SHAPES} shapes) gets 0.75 of the limit: 2 shapes at the measured 1,000 shapes a second, fewer "
-                   "than one a table (give at least 0.004; 0.0227 or more sweeps every shape)\n"), err  # 17 / 750
+                   f"{SHAPES} shapes) gets 0.75 of the limit: 1 shape at the 600 a second measured for a bounded "
+                   "sweep, fewer than one a table (give at least 0.00667; 0.0227 or more sweeps every shape)\n"), err
+    # 17 shapes / 1,000 a second / 0.75 for the whole sweep
 
 
 def test_the_solver_has_what_the_sweep_leaves_of_the_limit(tmp_path, monkeypatch):
@@ -100,8 +101,8 @@ def test_the_same_review_and_limit_answer_alike_beside_a_cpu_burning_process(tmp
     busy = _answer(path, limit, busy=True)
     assert quiet[:2] == busy[:2]
     assert quiet[0] == code
-    if limit == 0.01:  # 7 shapes of 17 (a bounded sweep), whose rows do not fit the 16 h200 together: not proven
-        assert quiet[1]["solver_status"] == "UNKNOWN" and quiet[1]["sweep_bounded"] == [7, 17], quiet[1]
+    if limit == 0.01:  # 4 shapes of 17 (a bounded sweep), whose rows do not fit the 16 h200 together: not proven
+        assert quiet[1]["solver_status"] == "UNKNOWN" and quiet[1]["sweep_bounded"] == [4, 17], quiet[1]
     overhead = defaults.value("sweep.command_overhead_seconds")
     assert quiet[2] < limit + overhead and busy[2] < limit + overhead, (quiet[2], busy[2])
 
@@ -116,10 +117,11 @@ def _json(argv: list[str]) -> tuple[int, dict]:
 
 @pytest.fixture
 def ten_shapes_a_second(monkeypatch):
-    """sweep.shapes_per_second at 10, so that a limit of seconds bounds the 17-shape review's sweep
-    and leaves its solver enough to prove what the shapes priced give."""
+    """sweep.shapes_per_second (and a bounded sweep's) at 10, so that a limit of seconds bounds the
+    17-shape review's sweep and leaves its solver enough to prove what the shapes priced give."""
     value = defaults.value
-    monkeypatch.setattr(defaults, "value", lambda name: 10 if name == "sweep.shapes_per_second" else value(name))
+    ten = ("sweep.shapes_per_second", "sweep.bounded_shapes_per_second")
+    monkeypatch.setattr(defaults, "value", lambda name: 10 if name in ten else value(name))
 
 
 def test_a_bounded_sweep_prices_the_same_shapes_however_slow_the_machine(tmp_path, monkeypatch, ten_shapes_a_second):

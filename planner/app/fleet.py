@@ -288,13 +288,13 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
     return out
 
 
-def _alone(p: Prepared) -> tuple[str, str]:
+def _alone(p: Prepared, bounded: bool = False) -> tuple[str, str]:
     """What a short service would take on its own, with no inventory limit (the oracle asked
     again without the stock caps; service targets sized again without them), in full and in a few
-    words; with service targets no split meets, why, as `plan` explains it."""
+    words; with service targets no split meets, why, as `plan` explains it. After a sweep
+    --time-limit bounded (`bounded`), no second sweep: its own tables, read without the stock's caps
+    (planner/search/sweep_time.py)."""
     limits = p.limits.model_copy(update={"max_gpus": None})
-    bounded = any(t.unpriced for t in p.tables)  # a sweep --time-limit bounded: no second sweep beyond it, its own
-    # tables read without the stock's caps (planner/search/sweep_time.py)
     tables = p.tables if bounded else [
         candidate_table(p.resolved, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
                                                                       "gpus_per_node": t.gpus_per_node}))
@@ -432,7 +432,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 reason = f"{cpsat.no_plan_in_time(time_limit)} ({mention('time_limit')} raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
-            alone, brief = _alone(p)
+            alone, brief = _alone(p, found.swept is not None)
             short.append(Shortfall(service=p.name, reason=reason + alone, brief=brief))
         order = [s.name for s in scenario.services]
         short.sort(key=lambda x: order.index(x.service))

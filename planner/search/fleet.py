@@ -395,7 +395,8 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     stage(f"CP-SAT: {len(prepared):,} services together over {evaluated:,} candidates")
     budget = Budget(given.solver)  # the coupled solve and, when it proves no plan, who is short share --time-limit
     sol = fleet_model(prepared, scenario, own).solve(budget)
-    short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" else None
+    short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" and swept is None else None  # over a
+    # bounded sweep no plan is UNKNOWN, not proven: who is short is not asked
     return FleetSearch(prepared, _unproven(sol.status, swept), sol.picks, solvable, False, evaluated, sol.stages,
                        short, swept)
 

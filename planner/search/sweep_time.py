@@ -10,7 +10,8 @@ over the utilization × token-budget grid. The review's shapes over planner/defa
 - When they leave the solver at least `sweep.solver_share` of the limit, every table is swept whole
   and the solver gets the rest (planner/search/staged.py Budget, deterministic work).
 - Otherwise the sweep is bounded (`sweep_within`): it prices shapes in a fixed priority order until
-  its share of the limit, counted in shapes, is spent, and the solver gets `sweep.solver_share` of
+  its share of the limit, counted in shapes at `sweep.bounded_shapes_per_second` (a table's first
+  shapes cost more than a whole sweep's average), is spent, and the solver gets `sweep.solver_share` of
   the limit. The shapes priced depend only on the review and the limit, never on the clock, so the
   answer is the same on any machine load; it is the best over the shapes priced, never proven
   optimal over all shapes (planner/report/words.py `bounded_words`).
@@ -81,12 +82,13 @@ def share(requests, time_limit: float | None) -> SweepShare:
     sweep = shapes / rate
     if sweep <= time_limit * (1 - kept):
         return SweepShare(tables, shapes, None, time_limit - sweep)
-    budget = math.floor(time_limit * (1 - kept) * rate)
+    bounded = defaults.value("sweep.bounded_shapes_per_second")
+    budget = math.floor(time_limit * (1 - kept) * bounded)
     if budget < tables:
-        least = tables / rate / (1 - kept)
+        least = tables / bounded / (1 - kept)
         raise InputError("time_limit", f"{time_limit:g} s is too short for this review: its candidate sweep "
-                         f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit: {budget:,} shapes "
-                         f"at the measured {rate:,} shapes a second, fewer than one a table",
+                         f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit: {budget:,} shape{'s' if budget != 1 else ''} "
+                         f"at the {bounded:,} a second measured for a bounded sweep, fewer than one a table",
                          f"give at least {_ceil_to(least, 3):g}; {_ceil_to(sweep / (1 - kept), 3):g} or more sweeps "
                          "every shape")
     return SweepShare(tables, shapes, budget, time_limit * kept)
