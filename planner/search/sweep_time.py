@@ -86,9 +86,10 @@ def share(requests, time_limit: float | None) -> SweepShare:
     budget = math.floor(time_limit * (1 - kept) * bounded)
     if budget < tables:
         least = tables / bounded / (1 - kept)
+        some = f"{budget:,} shape{'s' if budget != 1 else ''}"
         raise InputError("time_limit", f"{time_limit:g} s is too short for this review: its candidate sweep "
-                         f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit: {budget:,} shape{'s' if budget != 1 else ''} "
-                         f"at the {bounded:,} a second measured for a bounded sweep, fewer than one a table",
+                         f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit: {some} at the "
+                         f"{bounded:,} a second measured for a bounded sweep, fewer than one a table",
                          f"give at least {_ceil_to(least, 3):g}; {_ceil_to(sweep / (1 - kept), 3):g} or more sweeps "
                          "every shape")
     return SweepShare(tables, shapes, budget, time_limit * kept)
