@@ -370,7 +370,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     requests = [r for s in served for r in table_requests(scenario, s)]
     given = share(requests, time_limit)
     if given.budget is not None:  # no decomposed attempt: its own sweep would not be counted
-        sweep_within(requests, given.budget)
+        sweep_within(requests, given.budget, given.pending)
     elif bounded and not refused:
         found = _bounded(scenario, served, parallel_tables)
         if found is not None:

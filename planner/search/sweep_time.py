@@ -48,6 +48,7 @@ class SweepShare:
     shapes: int
     budget: int | None
     solver: float | None
+    pending: dict = field(default_factory=dict, repr=False, compare=False)  # `_pending`'s tables, started
 
 
 def sweep_shapes(requests) -> tuple[int, int]:
@@ -59,14 +60,16 @@ def sweep_shapes(requests) -> tuple[int, int]:
 
 
 def _pending(requests) -> tuple[dict, int]:
+    """The tables not built yet, by sweep key: (the first request for it, its `start_table`), in
+    the order asked for; and their shapes."""
     seen: dict = {}
     shapes = 0
     for request in requests:
         key = sweep_key(*request)
         if key in seen or built_table(key) is not None:
             continue
-        seen[key] = request
-        shapes += len(start_table(*request)[2])
+        seen[key] = request, start_table(*request)
+        shapes += len(seen[key][1][2])
     return seen, shapes
 
 
@@ -74,7 +77,8 @@ def share(requests, time_limit: float | None) -> SweepShare:
     """How `time_limit` is shared between the sweep of `requests` and the solver (the module's
     docstring); raises InputError naming the limit needed when its share of the sweep buys fewer
     shapes than there are tables."""
-    tables, shapes = sweep_shapes(requests)
+    pending, shapes = _pending(requests)
+    tables = len(pending)
     if time_limit is None:
         return SweepShare(tables, shapes, None, None)
     rate = defaults.value("sweep.shapes_per_second")
@@ -92,7 +96,7 @@ def share(requests, time_limit: float | None) -> SweepShare:
                          f"{bounded:,} a second measured for a bounded sweep, fewer than one a table",
                          f"give at least {_ceil_to(least, 3):g}; {_ceil_to(sweep / (1 - kept), 3):g} or more sweeps "
                          "every shape")
-    return SweepShare(tables, shapes, budget, time_limit * kept)
+    return SweepShare(tables, shapes, budget, time_limit * kept, pending)
 
 
 def _ceil_to(seconds: float, digits: int) -> float:
@@ -172,7 +176,7 @@ class _Sweep:
         keep_table(self.key, table)
 
 
-def sweep_within(requests, budget: int) -> tuple[int, int]:
+def sweep_within(requests, budget: int, pending: dict | None = None) -> tuple[int, int]:
     """Price at most `budget` shapes of the tables `requests` ask for that are not built yet, and
     keep the tables (planner/candidates/table.py `keep_table`, where `candidate_table` finds them).
 
@@ -184,10 +188,10 @@ def sweep_within(requests, budget: int) -> tuple[int, int]:
     counted in `ChipTable.unpriced`; a table priced whole is the whole sweep's (its pipeline-staged
     shapes kept only where the whole sweep prices them, its verdicts and rows in that sweep's
     order). Returns (shapes priced, shapes priced + left)."""
-    pending, _ = _pending(requests)
+    if not pending:  # the tables `share` started, else started here
+        pending, _ = _pending(requests)
     sweeps: list[_Sweep] = []
-    for key, request in pending.items():
-        model, table, found = start_table(*request)
+    for key, (request, (model, table, found)) in pending.items():
         spec = request[0].spec
         sweeps.append(_Sweep(key, request, model, table, found, sorted(found, key=lambda s: priority(s, spec))))
     index = {sw.key: i for i, sw in enumerate(sweeps)}
