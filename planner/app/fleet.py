@@ -136,7 +136,7 @@ class FleetResult(BaseModel):
     solver_stages: list[StageStatus] = Field(default_factory=list, description="what each stage of the solve "
                                              "proved: status, value, bound, gap")
     candidates_evaluated: int
-    sweep_bounded: list[int] | None = Field(None, description="[shapes priced, shapes in all] when --time-limit "
+    sweep_bounded: list[int] | None = Field(None, description="[shapes priced, shapes in all] when the time limit "
                                             "bounded the candidate sweep (planner/search/sweep_time.py): the plan is "
                                             "the best of the shapes priced, not proven optimal over all shapes; "
                                             "null when every shape was priced")
