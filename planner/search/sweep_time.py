@@ -41,8 +41,8 @@ from pricing.errors import InputError
 @dataclass(frozen=True)
 class SweepShare:
     """What a --time-limit gives the sweep and the solver: the review's tables and shapes not swept
-    yet, the shapes the sweep may price (None: every table whole) and the solver's seconds (None: no
-    limit given, the solver's default applies)."""
+    yet (0 when no limit is given: not counted), the shapes the sweep may price (None: every table
+    whole) and the solver's seconds (None: no limit given, the solver's default applies)."""
 
     tables: int
     shapes: int
@@ -51,17 +51,10 @@ class SweepShare:
     pending: dict = field(default_factory=dict, repr=False, compare=False)  # `_pending`'s tables, started
 
 
-def sweep_shapes(requests) -> tuple[int, int]:
-    """(tables, shapes) of the candidate tables `requests` ask for that are not built yet (each
-    distinct `sweep_key` once): every shape a whole sweep may evaluate, pipeline-staged ones
-    included (an upper bound: the bounded sweep and the staged rule evaluate fewer)."""
-    tables, shapes = _pending(requests)
-    return len(tables), shapes
-
-
 def _pending(requests) -> tuple[dict, int]:
-    """The tables not built yet, by sweep key: (the first request for it, its `start_table`), in
-    the order asked for; and their shapes."""
+    """The tables not built yet, by sweep key (each distinct `sweep_key` once): (the first request
+    for it, its `start_table`), in the order asked for; and their shapes, every shape a whole sweep
+    may evaluate, pipeline-staged ones included (an upper bound: the staged rule evaluates fewer)."""
     seen: dict = {}
     shapes = 0
     for request in requests:
@@ -77,10 +70,10 @@ def share(requests, time_limit: float | None) -> SweepShare:
     """How `time_limit` is shared between the sweep of `requests` and the solver (the module's
     docstring); raises InputError naming the limit needed when its share of the sweep buys fewer
     shapes than there are tables."""
+    if time_limit is None:  # nothing to share: the sweep is whole, the solver's default applies
+        return SweepShare(0, 0, None, None)
     pending, shapes = _pending(requests)
     tables = len(pending)
-    if time_limit is None:
-        return SweepShare(tables, shapes, None, None)
     rate = defaults.value("sweep.shapes_per_second")
     kept = defaults.value("sweep.solver_share")
     sweep = shapes / rate
@@ -103,11 +96,6 @@ def _ceil_to(seconds: float, digits: int) -> float:
     """`seconds` rounded up at `digits` significant digits (a limit that is enough, printed short)."""
     scale = 10 ** (digits - 1 - math.floor(math.log10(seconds)))
     return math.ceil(seconds * scale - 1e-9) / scale
-
-
-def solver_seconds(requests, time_limit: float | None) -> float | None:
-    """What the solver has of `time_limit` (`share`)."""
-    return share(requests, time_limit).solver
 
 
 def priority(shape: Shape, service) -> tuple:
