@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from planner import defaults
 from tests.helpers import cli as run
@@ -245,3 +247,45 @@ def request_shapes(request) -> list:
     from planner.candidates.table import start_table
 
     return start_table(*request)[2]
+
+
+@pytest.fixture(scope="module")
+def three_tables():
+    """Three candidate tables' requests (llama-3.1-8b and qwen3-32b on h200, qwen3-32b on h100, each
+    with a bf16 and an fp8 KV cache: a bounded sweep prices the fp8 shapes after every plain one, in
+    another order than the whole sweep's) and their whole sweeps."""
+    from planner.candidates.service import ResolvedService, shared_tables
+    from planner.candidates.table import candidate_table, priced_chip
+    from planner.request import PoolLimits, ServiceSpec
+
+    requests = []
+    for model, chip in (("llama-3.1-8b", "h200"), ("qwen3-32b", "h200"), ("qwen3-32b", "h100")):
+        limits = PoolLimits(chips=(chip,), max_gpus=16 if chip == "h200" else None)
+        spec = ServiceSpec(model=model, concurrency=32, context_length=32768, kv_cache_dtypes=("auto", "fp8"))
+        with shared_tables():
+            requests.append((ResolvedService.of(spec, limits), priced_chip(chip, limits), limits))
+    with shared_tables():
+        return requests, [candidate_table(*r) for r in requests]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(budget=st.integers(min_value=1, max_value=40))
+def test_a_bounded_sweep_prices_each_shape_as_the_whole_sweep_does(three_tables, budget):
+    """Whatever the budget, the shapes a bounded sweep prices are judged as the whole sweep judges
+    them (a shape's rows and verdict do not depend on the order): each table's rows and verdicts are
+    the whole table's of the shapes it priced, at most `budget` of them, and what it left is counted."""
+    from planner.candidates.service import shared_tables
+    from planner.candidates.table import built_table, sweep_key
+    from planner.search.sweep_time import sweep_within
+
+    requests, whole = three_tables
+    with shared_tables():
+        priced, shapes = sweep_within(requests, budget)
+        tables = [built_table(sweep_key(*r)) for r in requests]
+    assert priced == sum(len(t.verdicts) for t in tables) <= budget
+    assert priced == min(budget, sum(len(w.verdicts) for w in whole)) or shapes == priced
+    for table, w in zip(tables, whole, strict=True):
+        mine = {v.shape for v in table.verdicts}
+        assert [v.__dict__ for v in table.verdicts] == [v.__dict__ for v in w.verdicts if v.shape in mine]
+        assert table.rows == [r for r in w.rows if r.shape in mine]
+        assert table.unpriced == 0 or len(mine) < len(w.verdicts) + table.unpriced
