@@ -105,6 +105,8 @@ def test_the_same_review_and_limit_answer_alike_beside_a_cpu_burning_process(tmp
     assert quiet[0] == code
     if limit == 0.01:  # 3 shapes of 17 (a bounded sweep), whose rows do not fit the 16 h200 together: not proven
         assert quiet[1]["solver_status"] == "UNKNOWN" and quiet[1]["sweep_bounded"] == [3, 17], quiet[1]
+        assert quiet[1]["short"][0]["reason"].startswith("the 3 of 17 shapes priced within its 0.01 s time limit give "
+                                                         "no plan that fits the inventory (--time-limit raises it); ")
     overhead = defaults.value("sweep.command_overhead_seconds")
     assert quiet[2] < limit + overhead and busy[2] < limit + overhead, (quiet[2], busy[2])
 

@@ -428,6 +428,10 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 if any(t.unpriced for t in p.tables):  # a sweep the limit bounded: among the shapes it priced
                     asked += f" among the shapes priced within {mention('time_limit')} (a longer limit prices more)"
                 reason = asked + (f" within {' and '.join(within)}; " if within else "; ")
+            elif timed_out and found.swept:  # a sweep the limit bounded: its shapes gave no plan, nothing proven
+                priced, shapes = found.swept
+                reason = (f"the {priced:,} of {shapes:,} shapes priced within its {time_limit:g} s time limit give no "
+                          f"plan that fits the inventory ({mention('time_limit')} raises it); ")
             elif timed_out:
                 reason = f"{cpsat.no_plan_in_time(time_limit)} ({mention('time_limit')} raises it); "
             else:
