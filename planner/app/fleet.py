@@ -136,6 +136,10 @@ class FleetResult(BaseModel):
     solver_stages: list[StageStatus] = Field(default_factory=list, description="what each stage of the solve "
                                              "proved: status, value, bound, gap")
     candidates_evaluated: int
+    sweep_bounded: list[int] | None = Field(None, description="[shapes priced, shapes in all] when the time limit "
+                                            "bounded the candidate sweep (planner/search/sweep_time.py): the plan is "
+                                            "the best of the shapes priced, not proven optimal over all shapes; "
+                                            "null when every shape was priced")
     seconds: float
     nodes: list[NodeUse] = Field(default_factory=list, description="the inventory's nodes and what runs on each GPU")
     placement_notes: list[str] = Field(default_factory=list, description="what the placement could not do")
@@ -284,14 +288,17 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
     return out
 
 
-def _alone(p: Prepared) -> tuple[str, str]:
+def _alone(p: Prepared, bounded: bool = False) -> tuple[str, str]:
     """What a short service would take on its own, with no inventory limit (the oracle asked
     again without the stock caps; service targets sized again without them), in full and in a few
-    words; with service targets no split meets, why, as `plan` explains it."""
+    words; with service targets no split meets, why, as `plan` explains it. After a sweep
+    --time-limit bounded (`bounded`), no second sweep: its own tables, read without the stock's caps
+    (planner/search/sweep_time.py)."""
     limits = p.limits.model_copy(update={"max_gpus": None})
-    tables = [candidate_table(p.resolved, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
-                                                                        "gpus_per_node": t.gpus_per_node}))
-              for t in p.tables]
+    tables = p.tables if bounded else [
+        candidate_table(p.resolved, t.chip, limits.model_copy(update={"chips": (t.chip.id,),
+                                                                      "gpus_per_node": t.gpus_per_node}))
+        for t in p.tables]
     sized = None
     if p.spec.slo is not None:  # aggregated pools only (planner/request.py service_problems refuses the others)
         from planner.candidates import slo  # the serving simulator, only with service targets
@@ -304,12 +311,16 @@ def _alone(p: Prepared) -> tuple[str, str]:
         # the fields it mentions kept as mentions, for the review to name as its file does
         return ("; ".join(explain(t, p.spec, limits, mention, sized).text.rstrip(".") for t in tables),
                 "no chip meets its targets")
+    if not unlimited and bounded:
+        return (f"no shape priced within {mention('time_limit')} serves it on its own (a longer limit prices more)",
+                "none priced fits")
     if not unlimited:
         return ("no configuration of this service fits any allowed chip at this context length, whatever the "
                 "inventory", "no chip fits")
     best = min(unlimited, key=lambda o: (o.cost_units * o.rmin, o.row.gpus * o.rmin, o.rank))
     gpus = f"{best.row.gpus * best.rmin} {best.row.chip}"
-    return (f"it needs {gpus} GPUs on its own ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
+    among = f" among the shapes priced within {mention('time_limit')}" if bounded else ""
+    return (f"it needs {gpus} GPUs on its own{among} ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
             f"holding {best.row.concurrency} requests each, ${best.price * best.row.gpus * best.rmin:,.2f}/hour)",
             f"needs {gpus}")
 
@@ -414,12 +425,18 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 asked = (f"no configuration serves {p.spec.workload.requests_per_second:g} requests/s within its "
                          f"service targets" if p.spec.slo is not None else
                          f"no configuration reaches {p.spec.required} requests")
+                if any(t.unpriced for t in p.tables):  # a sweep the limit bounded: among the shapes it priced
+                    asked += f" among the shapes priced within {mention('time_limit')} (a longer limit prices more)"
                 reason = asked + (f" within {' and '.join(within)}; " if within else "; ")
+            elif timed_out and found.swept:  # a sweep the limit bounded: its shapes gave no plan, nothing proven
+                priced, shapes = found.swept
+                reason = (f"the {priced:,} of {shapes:,} shapes priced within its {time_limit:g} s time limit give no "
+                          f"plan that fits the inventory ({mention('time_limit')} raises it); ")
             elif timed_out:
                 reason = f"{cpsat.no_plan_in_time(time_limit)} ({mention('time_limit')} raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
-            alone, brief = _alone(p)
+            alone, brief = _alone(p, found.swept is not None)
             short.append(Shortfall(service=p.name, reason=reason + alone, brief=brief))
         order = [s.name for s in scenario.services]
         short.sort(key=lambda x: order.index(x.service))
@@ -448,7 +465,9 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                                                           *unscheduled])),
                        decomposed=found.decomposed, own_cost_per_hour=None if refused or any(
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
-                       candidates_evaluated=found.evaluated, seconds=round(time.perf_counter() - start, 3),
+                       candidates_evaluated=found.evaluated,
+                       sweep_bounded=list(found.swept) if found.swept else None,
+                       seconds=round(time.perf_counter() - start, 3),
                        nodes=laid.nodes, placement_notes=laid.notes, schedules=schedules, over_the_day=over,
                        peak_gpus=over.peak_gpus if over else None,
                        sum_of_service_peaks=over.sum_of_service_peaks if over else None)

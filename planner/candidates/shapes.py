@@ -139,6 +139,7 @@ class ChipTable:
     latency_note: str | None = None  # why the latency targets left no row
     evaluated: int = 0
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
+    unpriced: int = 0  # shapes a sweep bounded by --time-limit left unpriced (planner/search/sweep_time.py)
     best: tuple[int, ...] | None = None  # `dominant`'s rows as indices into `rows`, once `seal` has fixed them
 
     def in_a_node(self) -> bool:

@@ -64,7 +64,8 @@ def vllm_version_option(multiple: bool = False):
 def time_limit_option():
     """--time-limit, one option on `plan`, `plan compare` and `plan scenario`: the solver's time
     limit, as deterministic work (planner/search/staged.py Budget; planner/defaults.yaml
-    solver.max_time_in_seconds when absent), less a review's sweep (planner/search/sweep_time.py)."""
+    solver.max_time_in_seconds when absent), less a review's sweep, which it may bound
+    (planner/search/sweep_time.py)."""
     from planner import defaults
 
     return click.option("--time-limit", type=ranges.positive("for example 10"),
@@ -72,8 +73,10 @@ def time_limit_option():
                              "not depend on the machine's load (default "
                              f"{defaults.value('solver.max_time_in_seconds'):g}, planner/defaults.yaml); a review "
                              "counts its candidate sweep against it first, at "
-                             f"{defaults.value('sweep.shapes_per_second'):,} shapes a second, refuses a limit the "
-                             "sweep alone would take, and ends within the limit plus about "
+                             f"{defaults.value('sweep.shapes_per_second'):,} shapes a second; a limit too short "
+                             "for the whole sweep prices only the shapes it buys, in a fixed order (the plan is "
+                             "then the best of those, said, never proven optimal), one that buys fewer than a "
+                             "shape a candidate table is refused; it ends within the limit plus about "
                              f"{defaults.value('sweep.command_overhead_seconds'):g} s of start-up and reporting on "
                              "one idle core")
 

@@ -11,7 +11,7 @@ from planner.app.binds import inventory_binds
 from planner.app.fleet import FleetResult
 from planner.app.review import Comparison
 from planner.limits import price_units
-from planner.report.words import price_footnotes, solver_phrase
+from planner.report.words import bounded_words, price_footnotes, solver_phrase
 from planner.scenario import point_word
 from pricing.errors import render
 
@@ -54,8 +54,13 @@ def search_line(r: FleetResult, named=None) -> str:
     candidates the oracle evaluated and the wall-clock time (time_limit named as `named` calls it)."""
     how = "; each service's own optimum (they fit the inventory together)" if r.decomposed and len(r.services) > 1 \
         else ""
-    return render(f"{solver_phrase(r.solver_status, r.solver_stages)}, {fmt.count(r.candidates_evaluated)} candidates "
-                  f"in {fmt.duration(r.seconds * 1000)}{how}", named)
+    phrase = solver_phrase(r.solver_status, r.solver_stages)
+    if r.sweep_bounded:
+        how += "; " + bounded_words(*r.sweep_bounded)
+        if r.solver_stages and all(s.status == "OPTIMAL" for s in r.solver_stages):  # proven over those shapes only
+            phrase = "solver FEASIBLE (every stage's optimum proven over the shapes priced only)"
+    return render(f"{phrase}, {fmt.count(r.candidates_evaluated)} candidates in {fmt.duration(r.seconds * 1000)}{how}",
+                  named)
 
 
 def delta(value: float | None, base: float | None) -> str:

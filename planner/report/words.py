@@ -34,6 +34,13 @@ def solver_phrase(status: str, stages: list | None = None) -> str:
         f"; {mention('time_limit')} raises it)"
 
 
+def bounded_words(priced: int, shapes: int) -> str:
+    """What a sweep --time-limit bounded says of the answer (planner/search/sweep_time.py): every
+    report prints it beside the solver's status. It mentions time_limit."""
+    return (f"sweep bounded by {mention('time_limit')}: {priced:,} of {shapes:,} shapes priced; the plan is the best "
+            "of those, not proven optimal over all shapes")
+
+
 LIMITS = {"deterministic": "the time limit (as deterministic work)",
           "time": "the wall-clock backstop (the machine was too slow for the time limit's work)"}
 """What ended a stage (planner/search/status.py `StageStatus.limit`), as a report says it."""

@@ -35,7 +35,7 @@ from planner.search import cpsat
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.status import STAGES, StageStatus
 from planner.search.submodels import Inventory, NodePacking, PoolChoice
-from planner.search.sweep_time import solver_seconds
+from planner.search.sweep_time import share, sweep_within
 from pricing.chips import Chip
 
 
@@ -345,6 +345,8 @@ class FleetSearch:
     stages: list[StageStatus]
     short: list[int] | None = None  # when no plan serves every service: those the inventory cannot serve beside
     # the others (`unserved`), found within the same --time-limit; None when not asked or not found in time
+    swept: tuple[int, int] | None = None  # (shapes priced, shapes in all) of a sweep --time-limit bounded
+    # (planner/search/sweep_time.py); None when every shape was priced
 
 
 def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: set[str],
@@ -360,31 +362,51 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     optimum can reach (`bounded_tables`); when every service has one and they fit, that is the
     answer; otherwise every table is swept whole and the search runs as without. A given
     `time_limit` is shared by the sweep, counted in shapes, and the solver (planner/search/
-    sweep_time.py `solver_seconds`, which refuses a limit the sweep alone takes)."""
+    sweep_time.py `share`); a sweep it bounds prices shapes in a fixed order until its share is spent
+    (`sweep_within`), and the answer is then the best over the shapes priced: FEASIBLE, never OPTIMAL,
+    and UNKNOWN, never INFEASIBLE, where the shapes priced give no plan (`swept` says how many)."""
     served = [s for s in services if s.name not in refused]
     stage(f"sweeping the instance shapes of {len(served):,} service{'s' if len(served) != 1 else ''}")
     requests = [r for s in served for r in table_requests(scenario, s)]
-    solve_limit = solver_seconds(requests, time_limit)
-    if bounded and not refused:
+    given = share(requests, time_limit)
+    if given.budget is not None:  # no decomposed attempt: its own sweep would not be counted
+        sweep_within(requests, given.budget, given.pending)
+    elif bounded and not refused:
         found = _bounded(scenario, served, parallel_tables)
         if found is not None:
             return found
-    if parallel_tables:
+    if parallel_tables and given.budget is None:
         build_tables(requests)  # in workers, for many tables
     prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
+    unpriced = sum(t.unpriced for t in unique.values())
+    swept = None
+    if unpriced:
+        priced = sum(len(t.verdicts) for t in unique.values())
+        swept = (priced, priced + unpriced)
     solvable = not refused and all(p.options for p in prepared)  # every service has a candidate
     if not solvable:
-        return FleetSearch(prepared, "INFEASIBLE", [], solvable, False, evaluated, [])
+        return FleetSearch(prepared, _unproven("INFEASIBLE", swept), [], solvable, False, evaluated, [], swept=swept)
     own = [own_optimum(p) for p in prepared]
     if fits(prepared, own, scenario):
-        return FleetSearch(prepared, "OPTIMAL", own, solvable, True, evaluated, proven(own))
+        return FleetSearch(prepared, _unproven("OPTIMAL", swept), own, solvable, True, evaluated, proven(own),
+                           swept=swept)
     stage(f"CP-SAT: {len(prepared):,} services together over {evaluated:,} candidates")
-    budget = Budget(solve_limit)  # the coupled solve and, when it proves no plan, who is short share --time-limit
+    budget = Budget(given.solver)  # the coupled solve and, when it proves no plan, who is short share --time-limit
     sol = fleet_model(prepared, scenario, own).solve(budget)
-    short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" else None
-    return FleetSearch(prepared, sol.status, sol.picks, solvable, False, evaluated, sol.stages, short)
+    short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" and swept is None else None  # over a
+    # bounded sweep no plan is UNKNOWN, not proven: who is short is not asked
+    return FleetSearch(prepared, _unproven(sol.status, swept), sol.picks, solvable, False, evaluated, sol.stages,
+                       short, swept)
+
+
+def _unproven(status: str, swept: tuple[int, int] | None) -> str:
+    """The status of a search over a bounded sweep's shapes: what the solver proved holds over the
+    shapes priced only, so an optimum is FEASIBLE and no plan is UNKNOWN (`swept`: None, unbounded)."""
+    if swept is None:
+        return status
+    return {"OPTIMAL": "FEASIBLE", "INFEASIBLE": "UNKNOWN"}.get(status, status)
 
 
 def _bounded(scenario: Scenario, served: list[ResolvedService], parallel: bool) -> FleetSearch | None:
