@@ -14,6 +14,7 @@ from planner.candidates import latency
 from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable
 from planner.candidates.table import verify
+from planner.defaults import Reads
 from planner.numbers import count
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
@@ -32,13 +33,13 @@ def plan(request: PlanRequest, named=None, by_rate: bool = False) -> PlanResult:
 def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=None,
               by_rate: bool = False) -> PlanResult:
     """`plan` of a service resolved once by the command (planner/candidates/service.py)."""
-    service, limits = resolved.spec, resolved.limits
+    service, limits, reads = resolved.spec, resolved.limits, resolved.defaults
     found = search(resolved, alternatives)
     model, length = resolved.graph, resolved.context_length  # the graph the search's tables were built on
     by_chip = {t.chip.id: t for t in found.tables}
     prices = {t.chip.id: t.chip.price_per_gpu_hour for t in found.tables}
     pools = [pool_plan(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)),
-                   (found.sized, prices), limits.spare, asked=not by_rate) for o, n in found.ranked]
+                   (found.sized, prices), limits.spare, asked=not by_rate, reads=reads) for o, n in found.ranked]
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
@@ -48,10 +49,11 @@ def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=
     else:
         explanations = [explain(t, service, limits, named, found.sized) for t in found.tables]
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
+    hours = reads.value("report.hours_per_month")
     provenance = []
     if pools:  # the best pool's kernel: its provenance and its per-rank memory, as the text prints them
         kernel = pools[0].kernel
-        provenance = _provenance(kernel)
+        provenance = _provenance(kernel, reads, *(t.defaults for t in found.tables))
         memory = memory_report(kernel, length).model_copy(update={"provenance": []})  # the plan's own, above
         pools[0] = pools[0].model_copy(update={"memory": memory})
     return named_all(PlanResult(
@@ -62,14 +64,8 @@ def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=
                           shapes_skipped=sum(t.skipped for t in found.tables)),
         margin=margin_of(service),
         model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
-        headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),
+        headroom_percent=service.headroom, hours_per_month=hours,
         explanations=explanations, notes=notes, provenance=provenance), named)
-
-
-PLANNER_DEFAULTS = ("grids.gpu_memory_utilization", "grids.spare_memory_bytes", "grids.gpu_memory_utilization_step",
-                    "grids.max_num_batched_tokens", "grids.data_parallel_size", "grids.max_gpus_per_instance",
-                    "report.hours_per_month", "report.alternatives", "solver.max_time_in_seconds",
-                    "solver.num_workers")
 
 
 def step_provenance(kernel: Kernel) -> tuple:
@@ -79,14 +75,13 @@ def step_provenance(kernel: Kernel) -> tuple:
     return StepModel(kernel).provenance if has_rates(kernel.chip) else ()
 
 
-def _provenance(kernel: Kernel) -> list[dict]:
+def _provenance(kernel: Kernel, *reads: Reads) -> list[dict]:
     """Every registry value the best plan's kernel read and its step figures were priced with, and the
-    planner defaults that shaped the search."""
+    planner defaults the plan read (recorded by `reads`: its service's and its tables', sorted by name)."""
     rows = [{"name": p.name, "value": p.value, "source": p.source, "how": p.how}
             for p in (*kernel.provenance(), *step_provenance(kernel))]
-    for name in PLANNER_DEFAULTS:
-        p = defaults.sourced(name)
-        rows.append({"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how})
+    rows += [{"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how}
+             for p in defaults.read_by(*reads)]
     return rows
 
 
@@ -101,7 +96,7 @@ def margin_of(service: ServiceSpec) -> Margin:
 
 
 def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
-              every=None, spare: int = 0, asked: bool = True) -> PoolPlan:
+              every=None, spare: int = 0, asked: bool = True, reads: Reads | None = None) -> PoolPlan:
     """One chosen row at `replicas`, verified by the kernel, with what binds it, its step and serving
     figures, its costs per token and its launch (`asked`: the service's concurrency was asked)."""
     row = option.row
@@ -129,7 +124,7 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of, step=step,
         serving=served, cost_per_million_output_tokens=per_output, cost_per_million_input_tokens=per_input,
         **own_nodes(served_model(service.model, service.quantization, service.vllm_version), d, table.chip,
-                    table.gpus_per_node, service.model, replicas, spare)).with_kernel(kernel)
+                    table.gpus_per_node, service.model, replicas, spare, reads)).with_kernel(kernel)
 
 
 def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str, every=None):

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from planner import defaults
+from planner.defaults import Reads
 from pricing.kernel import Deployment
 
 
@@ -141,6 +142,7 @@ class Serve:
     engine: tuple[str, ...]
     join: NodeRank | DataParallelRanks | RayDataParallel | RayExecutor | None = None
     role: tuple[str, ...] = ()
+    host: str = field(kw_only=True)  # the API's --host (planner/defaults.yaml launch.host, read once)
 
     def args(self, head: str = HEAD, rank: str | None = None, model: str | None = None,
              endpoint: bool = True) -> tuple[str, ...]:
@@ -149,7 +151,7 @@ class Serve:
         the role's."""
         out = (model or self.model.name,)
         if self.port is not None and endpoint:
-            out += ("--host", defaults.value("launch.host"), "--port", str(self.port))
+            out += ("--host", self.host, "--port", str(self.port))
         out += self.engine + (self.join.flags(head, rank) if self.join is not None else ())
         return out + self.role
 
@@ -228,56 +230,63 @@ def across_nodes(d: Deployment, gpus_per_node: int) -> str:
     return "tensor parallel across the nodes of one NVLink domain"
 
 
-def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True) -> list[Launch]:
+def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True,
+             reads: Reads | None = None) -> list[Launch]:
     """The processes of one placed instance, one per node (its `slots`: node, GPU indices, port;
     planner/search/placement.py), the head node first. `visible` sets CUDA_VISIBLE_DEVICES from the slot
-    (a Kubernetes pod gets its GPUs from the device plugin instead)."""
+    (a Kubernetes pod gets its GPUs from the device plugin instead). The defaults are read through
+    `reads` (planner/defaults.py `read`)."""
     flags = tuple(engine_flags(model, d))
+    host = str(defaults.read(reads, "launch.host"))
     out = []
     nodes = len(slots)
     for rank, slot in enumerate(slots):
         env = (("CUDA_VISIBLE_DEVICES", ",".join(map(str, slot.gpus))),) if visible else ()
         if nodes == 1:
-            out.append(Launch(slot.node, env=env, what="the instance", serve=Serve(model, slot.port, flags)))
+            out.append(Launch(slot.node, env=env, what="the instance", serve=Serve(model, slot.port, flags, host=host)))
             continue
         if spans_by_data_parallel(d, gpus_per_node):
             join = DataParallelRanks(gpus_per_node // d.tensor_parallel_size,
-                                     int(defaults.value("launch.data_parallel_rpc_port")), rank)
+                                     int(defaults.read(reads, "launch.data_parallel_rpc_port")), rank)
         else:
             join = NodeRank(nodes, rank)
         out.append(Launch(slot.node, env=env, what="head: serves the API" if rank == 0 else "worker",
-                          serve=Serve(model, slot.port, flags, join)))
+                          serve=Serve(model, slot.port, flags, join, host=host)))
     return out
 
 
-def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list) -> list[Launch]:
+def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list,
+               reads: Reads | None = None) -> list[Launch]:
     """The Ray form of a multi-node instance (vLLM docs, distributed serving and data parallel
     deployment): a Ray cluster of the instance's nodes, then one `vllm serve` on the head with
     Ray as the executor (`--distributed-executor-backend ray`), or for data parallel across nodes
     `--data-parallel-backend ray`, which starts the ranks on the other nodes itself."""
     if len(slots) == 1:
         return []
-    port = defaults.value("launch.ray_port")
+    port = defaults.read(reads, "launch.ray_port")
     out = [Launch(slots[0].node, ("ray", "start", "--head", "--port", str(port)), what="Ray head")]
     out += [Launch(s.node, ("ray", "start", Placeholder(f"--address={HEAD}:{port}")), what="joins the Ray cluster")
             for s in slots[1:]]
     join = (RayDataParallel(gpus_per_node // d.tensor_parallel_size) if spans_by_data_parallel(d, gpus_per_node)
             else RayExecutor())
     out.append(Launch(slots[0].node, what="serves the API on the head",
-                      serve=Serve(model, slots[0].port, tuple(engine_flags(model, d)), join)))
+                      serve=Serve(model, slots[0].port, tuple(engine_flags(model, d)), join,
+                                  host=str(defaults.read(reads, "launch.host")))))
     return out
 
 
-def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list) -> list:
-    """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands."""
+def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list,
+                      reads: Reads | None = None) -> list:
+    """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands
+    (the defaults read through `reads`)."""
     from planner.app.result import CommandLine, InstanceLaunch
 
     def lines(items: list[Launch]) -> list[CommandLine]:
         return [CommandLine.of(x) for x in items]
 
     return [InstanceLaunch(replica=i.replica, role=i.role, slots=i.slots,
-                           commands=lines(launches(model, d, gpus_per_node, i.slots)),
-                           ray=lines(ray_launch(model, d, gpus_per_node, i.slots))) for i in placed]
+                           commands=lines(launches(model, d, gpus_per_node, i.slots, reads=reads)),
+                           ray=lines(ray_launch(model, d, gpus_per_node, i.slots, reads))) for i in placed]
 
 
 def pool_launch(instances: list) -> dict:
@@ -288,11 +297,12 @@ def pool_launch(instances: list) -> dict:
 
 
 def own_nodes(served: ServedModel, d: Deployment, chip, gpus_per_node: int, pool: str, replicas: int,
-              spare: int) -> dict:
-    """A pool laid on nodes of its own (a plan: planner/search/placement.py), as PoolPlan fields."""
+              spare: int, reads: Reads | None = None) -> dict:
+    """A pool laid on nodes of its own (a plan: planner/search/placement.py), as PoolPlan fields (the
+    defaults its placement and launch read recorded in `reads`)."""
     from planner.search.placement import ChipNodes, PoolShape, place
 
     gpus = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
     shape = PoolShape(pool, chip.id, replicas, gpus, d.tensor_parallel_size)
-    laid = place([shape], {chip.id: ChipNodes(chip.id, gpus_per_node, chip.tp_domain)}, spare)
-    return pool_launch(instance_launches(served, d, gpus_per_node, laid.instances)) | {"nodes": laid.nodes}
+    laid = place([shape], {chip.id: ChipNodes(chip.id, gpus_per_node, chip.tp_domain)}, spare, reads)
+    return pool_launch(instance_launches(served, d, gpus_per_node, laid.instances, reads)) | {"nodes": laid.nodes}

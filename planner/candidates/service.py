@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from planner.candidates.shapes import context_length
+from planner.defaults import Reads
 from planner.request import PoolLimits, ServiceSpec
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
@@ -70,6 +71,7 @@ class ResolvedService:
     graph: ModelGraph
     context_length: int
     name: str = ""  # a scenario's service as its file names it ("" for the one service of `plan`)
+    defaults: Reads = field(default_factory=Reads)  # the planner defaults its search and plan read
 
     @classmethod
     def of(cls, spec: ServiceSpec, limits: PoolLimits, name: str = "") -> ResolvedService:

@@ -24,7 +24,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from planner import defaults
 from planner.candidates.service import ResolvedService, shared_store
 from planner.candidates.shapes import (
     ChipTable,
@@ -34,6 +33,7 @@ from planner.candidates.shapes import (
     deployment_for,
     shapes,
 )
+from planner.defaults import Reads
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip, get_chip
 from pricing.errors import InputError, Quoted
@@ -50,15 +50,15 @@ def priced_chip(chip_id: str, limits: PoolLimits) -> Chip:
     return chip.with_overrides(price=price) if price is not None else chip
 
 
-def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[float]:
+def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int, reads: Reads) -> list[float]:
     """The utilization grid, highest first. The default grid tops out where the engine keeps
     `grids.spare_memory_bytes` free beside the budget and what is held before it (the cap,
     floored to the grid step, is a candidate when it binds); utilizations the user gives are
     capped only where vLLM would refuse to start (budget + pre-snapshot beyond the chip)."""
-    grid = sorted(service.gpu_memory_utilization or defaults.value("grids.gpu_memory_utilization"), reverse=True)
-    step = defaults.value("grids.gpu_memory_utilization_step")
+    grid = sorted(service.gpu_memory_utilization or reads.value("grids.gpu_memory_utilization"), reverse=True)
+    step = reads.value("grids.gpu_memory_utilization_step")
     ticks = round(1 / step)
-    spare = 0 if service.gpu_memory_utilization else int(defaults.value("grids.spare_memory_bytes"))
+    spare = 0 if service.gpu_memory_utilization else int(reads.value("grids.spare_memory_bytes"))
     cap = math.floor((chip.memory_bytes - pre_snapshot - spare) * ticks / chip.memory_bytes) / ticks
     kept = [u for u in grid if u <= cap]
     if service.gpu_memory_utilization is None and 0 < cap < grid[0] and cap not in kept:
@@ -90,7 +90,7 @@ def shape_grid(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape
     length = table.context_length
     verdict = ShapeVerdict(shape)
     table.verdicts.append(verdict)
-    budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
+    budgets = sorted(service.max_num_batched_tokens or tuple(table.defaults.value("grids.max_num_batched_tokens")))
     try:
         flags = deployment_for(shape, service, length, max_num_batched_tokens=budgets[0])
         probe = Kernel.of(model, flags, chip, release=service.vllm_version)
@@ -99,7 +99,7 @@ def shape_grid(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape
         table.evaluated += 1
         return None
     table.evaluated += 1
-    utils = utilizations(service, chip, probe.pre_snapshot_bytes())
+    utils = utilizations(service, chip, probe.pre_snapshot_bytes(), table.defaults)
     if not utils:
         verdict.refusal = Startup(probe).failed_check()
         return None
@@ -194,8 +194,9 @@ def start_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> tu
     if problem := beyond_positions(model, length):
         raise InputError("context_length", problem, f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
-    found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
-    return model, ChipTable(chip, per_node, length, excluded=notes), found
+    reads = Reads()
+    found, notes = shapes(model, chip, service, limits.max_gpus, per_node, reads)
+    return model, ChipTable(chip, per_node, length, excluded=notes, defaults=reads), found
 
 
 def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: list[Shape], table: ChipTable) -> None:
