@@ -11,8 +11,8 @@ from pricing.calibration.predict import predict, predict_all
 from pricing.calibration.records import StartupRecord, load_records
 from pricing.calibration.residuals import kv_errors, stats, verdicts
 from pricing.kernel import Capacity
-from pricing.registry import load, read_overlay, shipped
 from pricing.registry import overlay_from as read_overlay_data
+from pricing.registry import read_overlay, shipped
 from pricing.units import GiB
 
 TRAINING = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "vllm-startups-train.jsonl"
@@ -55,7 +55,7 @@ def test_flashinfer_records_take_flashinfers_warm_up(predictions):
     sampling' hold 14 bytes a logit in the sampler warm-up (registry
     vllm_eras.laws_until.sampler_bytes_per_logit_flashinfer); their native-path sibling and the
     records that state no path keep the native law."""
-    reg = load()
+    reg = shipped()
     per_hidden = reg.value("cost_model_memory.sampler_hidden_bytes")
     by_id = {p.record.id: p for p in predictions}
     fi = by_id["dennislee22-vllm-7B-2gpuA10080GB-0.5GRAM-same-node"]
@@ -100,7 +100,7 @@ def test_verdicts_agree_where_weights_are_logged(predictions):
 
 
 def test_sampler_law_by_hand(predictions):
-    reg = load()
+    reg = shipped()
     [p] = [p for p in predictions if p.record.id == "llmd-v0190-meta-llama-llama-3-1-8b---h100-80gb--tp4pp1dp1--8192"]
     per_logit = reg.value("cost_model_memory.sampler_bytes_per_logit")
     per_hidden = reg.value("cost_model_memory.sampler_hidden_bytes")

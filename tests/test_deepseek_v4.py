@@ -278,10 +278,10 @@ def test_plan_memory_shows_the_groups_and_json_extras():
 
 
 def test_a_model_the_pack_cannot_group_still_prices():
-    from pricing.registry import load
+    from pricing.registry import shipped
 
     # 512-token window pages (299,008 bytes) do not fit the 116,928-byte pool block: no packing
-    reg = load().with_overrides({"deepseek_v4.page_tokens.v41_window": {"default": 512}})
+    reg = shipped().with_overrides({"deepseek_v4.page_tokens.v41_window": {"default": 512}})
     k = kernel("dsv4.1-flash", "h200", registry=reg, **B_FLAGS)
     layout = k.layout()
     assert not layout.grouped

@@ -21,13 +21,16 @@ from planner.search.cpsat import Option, no_plan_in_time, search
 from pricing.errors import mention, named_all, render
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
+from pricing.registry import Registry
 
 
-def plan(request: PlanRequest, named=None, by_rate: bool = False) -> PlanResult:
+def plan(request: PlanRequest, named=None, by_rate: bool = False, registry: Registry | None = None) -> PlanResult:
     """The cheapest pool for one service, the next alternatives, and, when nothing fits, why (a
     rejected flag named as `named` calls its field: the command's flag; None: the field).
-    `by_rate`: no concurrency was asked (the rate sizes the pool), so none is quoted as asked."""
-    return plan_pool(ResolvedService.of(request.service, request.limits), request.alternatives, named, by_rate)
+    `by_rate`: no concurrency was asked (the rate sizes the pool), so none is quoted as asked.
+    `registry`: the command's (its --registry overlay; None: the shipped one)."""
+    return plan_pool(ResolvedService.of(request.service, request.limits, registry=registry), request.alternatives,
+                     named, by_rate)
 
 
 def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=None,
@@ -62,7 +65,7 @@ def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
                           solver_stages=found.stages, seconds=round(found.seconds, 3),
                           shapes_skipped=sum(t.skipped for t in found.tables)),
-        margin=margin_of(service),
+        margin=margin_of(service, resolved.registry),
         model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
         headroom_percent=service.headroom, hours_per_month=hours,
         explanations=explanations, notes=notes, provenance=provenance), named)
@@ -72,7 +75,7 @@ def step_provenance(kernel: Kernel) -> tuple:
     """The registry values the plan's step figures are priced with (none where the chip has no peak rates)."""
     from pricing.step import StepModel, has_rates
 
-    return StepModel(kernel).provenance if has_rates(kernel.chip) else ()
+    return StepModel(kernel).provenance if has_rates(kernel.chip, kernel.reg) else ()
 
 
 def _provenance(kernel: Kernel, *reads: Reads) -> list[dict]:
@@ -85,13 +88,11 @@ def _provenance(kernel: Kernel, *reads: Reads) -> list[dict]:
     return rows
 
 
-def margin_of(service: ServiceSpec) -> Margin:
-    """The KV margin a plan keeps, and where it comes from."""
-    from pricing.registry import load
-
+def margin_of(service: ServiceSpec, registry: Registry) -> Margin:
+    """The KV margin a plan keeps, and where it comes from (`registry`: the plan's)."""
     if service.margin is not None:
         return Margin(fraction=service.margin / 100, source=mention("margin"))  # the reader names it
-    entry = load()["cost_model_memory.kv_pool_margin"]
+    entry = registry["cost_model_memory.kv_pool_margin"]
     return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 
 
@@ -123,8 +124,8 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
         binds=binds, cost_per_hour=cost, price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of, step=step,
         serving=served, cost_per_million_output_tokens=per_output, cost_per_million_input_tokens=per_input,
-        **own_nodes(served_model(service.model, service.quantization, service.vllm_version), d, table.chip,
-                    table.gpus_per_node, service.model, replicas, spare, reads)).with_kernel(kernel)
+        **own_nodes(served_model(service.model, service.quantization, service.vllm_version, table.registry), d,
+                    table.chip, table.gpus_per_node, service.model, replicas, spare, reads)).with_kernel(kernel)
 
 
 def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str, every=None):

@@ -25,6 +25,7 @@ from typing import ClassVar
 from planner import defaults
 from planner.defaults import Reads
 from pricing.kernel import Deployment
+from pricing.registry import Registry
 
 
 class Placeholder(str):
@@ -51,24 +52,27 @@ class ServedModel:
         return isinstance(self.name, Placeholder)
 
 
-def served_model(model: str, quantization: str | None = None, release: str | None = None) -> ServedModel:
+def served_model(model: str, quantization: str | None = None, release: str | None = None,
+                 registry: Registry | None = None) -> ServedModel:
     """The model as `vllm serve` is given it (pricing/config resolve: the folder or id as the user
     gave it, the card's HF id, or WEIGHTS for a bare config.json), `--trust-remote-code` for a
     model type whose checkpoint ships the code the release runs (its registry fact
     remote_code_model_types), and the `--quantization` vLLM is told (a what-if format the
-    checkpoint does not carry is refused: pricing/config/quantization.py launch_method)."""
+    checkpoint does not carry is refused: pricing/config/quantization.py launch_method), as `registry`
+    states them (None: the shipped one)."""
     from pricing import rules
     from pricing.config import resolve
     from pricing.config.quantization import launch_method
     from pricing.errors import InputError
-    from pricing.registry import load
+    from pricing.registry import shipped
 
-    source = resolve(model)
+    reg = registry or shipped()
+    source = resolve(model, reg)
     if (source.hf_id or "").startswith("-"):
         raise InputError("model", f"{source.hf_id!r} begins with '-': `vllm serve` would read it as a flag",
                          "name the folder so that it does not begin with '-', e.g. ./" + source.hf_id)
     method = launch_method(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
-    remote = source.config.get("model_type") in rules.get(release).fact(load(), "remote_code_model_types")
+    remote = source.config.get("model_type") in rules.get(release).fact(reg, "remote_code_model_types")
     return ServedModel(source.hf_id or WEIGHTS, trust_remote_code=remote, quantization=method)
 
 

@@ -14,6 +14,7 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment
 from pricing.kernel.deployment import allows_tensor_parallel, check_tensor_parallel, max_dcp
 from pricing.kernel.pipeline import backbone_layers
+from pricing.registry import Registry, shipped
 from pricing.units import cdiv
 
 
@@ -141,6 +142,7 @@ class ChipTable:
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
     best: tuple[int, ...] | None = None  # `dominant`'s rows as indices into `rows`, once `seal` has fixed them
     defaults: Reads = field(default_factory=Reads)  # the planner defaults its sweep read (a plan's provenance)
+    registry: Registry = field(default_factory=shipped)  # the registry its kernels read (the service's)
 
     def in_a_node(self) -> bool:
         """A single-stage row fits in one node: pipeline-staged shapes are then swept only when asked."""

@@ -104,10 +104,9 @@ class Candidate:
     """One row's instance, ready to simulate."""
 
     def __init__(self, model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row, reads: Reads | None = None):
-        kernel = Kernel.of(model, row.deployment, table.chip,
-                           release=service.vllm_version)
+        kernel = Kernel.of(model, row.deployment, table.chip, table.registry, release=service.vllm_version)
         inst = Instance.of(kernel)
-        self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin)))
+        self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin(table.registry))))
         self.step = StepModel(kernel, rates_accepted=service.speculative_acceptance)
         self.cost = StepCost.of(self.step, inst)
         self.service, self.row = service, row
@@ -175,7 +174,7 @@ def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec
     rate = service.workload.requests_per_second
     bounds = []
     for table in tables:
-        if not has_rates(table.chip):
+        if not has_rates(table.chip, table.registry):
             continue
         for row in table.dominant():
             memory = cdiv(service.required, row.concurrency)

@@ -262,7 +262,7 @@ def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipT
     service, limits = resolved.spec, resolved.limits
     seen, chips = set(), []
     for chip_id in limits.chips:
-        chip = priced_chip(chip_id, limits)
+        chip = priced_chip(chip_id, limits, resolved.registry)
         if chip.id not in seen:
             seen.add(chip.id)
             chips.append(chip)

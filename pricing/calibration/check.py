@@ -74,7 +74,7 @@ def _resolve_model(log: ParsedLog, given: str | None, source: str) -> Checkpoint
         checkpoint = None if known is None else checkpoint_for(known)
     if checkpoint is None:
         try:
-            resolve(logged)
+            resolve(logged, log.registry)
             checkpoint = Checkpoint(logged)
         except InputError:
             raise InputError(source, f"the log's model {logged!r} is not a card, a known checkpoint or a cached "
@@ -102,7 +102,8 @@ def unstated(log: ParsedLog, source: str, model: str | None, chip: str | None,
 
 def check(log: ParsedLog, source: str, model: str | None = None, chip: str | None = None,
           release: str | None = None, fill: dict | None = None) -> CheckReport:
-    """Compare one parsed log with the kernel's prediction of the same deployment."""
+    """Compare one parsed log with the kernel's prediction of the same deployment (under the registry
+    the log was parsed with, `ParsedLog.registry`)."""
     from pricing.chips import get_chip
 
     if not log.startup_log:
@@ -121,14 +122,14 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     if missing:
         raise missing[0]
     checkpoint = _resolve_model(log, model, source)
-    target = get_chip(chip)
+    target = get_chip(chip, log.registry)
     record = log.record(Path(source).name, model=log.deployment.get("model") or checkpoint.name, gpu=target.id)
     if release:
         record.vllm_version = given_release(log, release, source)
     for key, value in (fill or {}).items():  # what the log does not say (--tp, --max-num-seqs, …)
         if value is not None and key not in log.deployment:
             setattr(record, key, value)
-    p = predict(record, weights="kernel", checkpoint=checkpoint, chip=target)
+    p = predict(record, log.registry, weights="kernel", checkpoint=checkpoint, chip=target)
     if not p.usable:
         raise InputError(source, f"cannot rebuild this deployment: {p.skipped}", "see `plan check-log --help`")
     report = _report(p, log, source, checkpoint.name)

@@ -13,7 +13,7 @@ mode's flat figure applies. Zero when eager.
 from __future__ import annotations
 
 from pricing.kernel.pipeline import backbone_layers
-from pricing.registry import Reads, Registry, load
+from pricing.registry import Reads, Registry, shipped
 from pricing.rules import get as get_release
 from pricing.rules.shared import Ceilings
 
@@ -24,7 +24,7 @@ def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
                      release=None, reg: Registry | Reads | None = None) -> Ceilings:
     """The capture ceilings under `release`'s capture-size grid (the default release's by default)."""
     release = get_release(release)
-    grid = release.capture_size_grid(reg or load())
+    grid = release.capture_size_grid(reg or shipped())
     return release.rules.capture_ceilings(max_num_seqs, max_num_batched_tokens, spec_tokens, default_max, grid)
 
 

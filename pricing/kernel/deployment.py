@@ -12,7 +12,7 @@ from pricing.chips import Chip
 from pricing.errors import InputError, mention
 from pricing.graph.model import ModelGraph
 from pricing.kernel import pipeline
-from pricing.registry import Registry, load
+from pricing.registry import Registry, shipped
 from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.rules.load_checks import heads_refusal
@@ -166,7 +166,7 @@ def allows_tensor_parallel(model: ModelGraph, tp: int) -> bool:
 def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Registry | None = None,
                    release: Release | str | None = None) -> Engine:
     """Fill the release's defaults (vLLM 0.33 by default) and check the flags against the model, as vLLM would."""
-    reg = registry or load()
+    reg = registry or shipped()
     release = get_release(release)
     tp, dp = d.tensor_parallel_size, d.data_parallel_size
     if tp < 1:

@@ -31,7 +31,7 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import activations, caches, cudagraphs, families, pipeline, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.kernel.instance import Instance
-from pricing.registry import Reads, Registry, Sourced, load
+from pricing.registry import Reads, Registry, Sourced, shipped
 from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.specs import KVCacheSpec, Request
@@ -165,7 +165,7 @@ class Kernel:
         self.model = model
         self.engine = engine
         self.chip = chip
-        self.reg = registry or load()
+        self.reg = registry or shipped()
         self.stage = stage
         self.graph = pipeline.stage_graph(model, stage)  # the layers this rank builds
         self.instance = Instance(engine, (self,))  # every stage's rank, when Instance.of builds them
@@ -190,8 +190,8 @@ class Kernel:
         registry (Release.laws; `sampler`: the top-k/top-p path of the sampler warm-up, when known,
         else the release's default)."""
         release = get_release(release)
-        chosen = Reads(registry or load())  # which era laws apply is read too
-        reg = release.laws(registry or load(), sampler, chosen)
+        chosen = Reads(registry or shipped())  # which era laws apply is read too
+        reg = release.laws(registry or shipped(), sampler, chosen)
         defaults = Reads(reg)  # the release's defaults the deployment took shape the figures too
         engine = resolve_engine(deployment, model, chip, defaults, release)
         found = Instance.of(model, engine, lambda s: cls(model, engine, chip, reg, stage=s))
