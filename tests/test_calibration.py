@@ -237,7 +237,7 @@ def test_each_record_of_0_21_and_later_is_predicted_or_says_why(predictions):
     assert all(f"`{p.record.id}`" in printed for p in later)
     dsv4 = next(p for p in later if p.record.id == "log-2xrtxpro6000-dsv4-flash-v0250-tp2-mtp2-1m")
     assert dsv4.kernel.release.name == "vllm-0.21" and dsv4.kernel.chip.id == "rtx-pro-6000"
-    assert (dsv4.kernel.engine.spec_method, dsv4.kernel.engine.spec_tokens) == ("mtp", 2)
+    assert (dsv4.kernel.engine.speculative_method, dsv4.kernel.engine.num_speculative_tokens) == ("mtp", 2)
     assert dsv4.kernel.engine.kv_cache_dtype == "fp8"
     assert abs(dsv4.error()) <= 0.03
     # a drafter the kernel does not model is named, not ignored

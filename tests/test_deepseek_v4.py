@@ -106,7 +106,7 @@ def test_b_rotary_caches_are_held_with_the_weights():
     """Window-only layers (and the drafter's) use the plain rope, compressed layers the YaRN one:
     two fp32 caches of 1,048,576 × 64, whole on every rank; a stage builds those its layers use."""
     k = kernel("dsv4.1-flash", "h200", **B_FLAGS)
-    attn = [d for _, d in k.model.nodes(k.engine.spec_method) if d["kind"] == "attention"]
+    attn = [d for _, d in k.model.nodes(k.engine.speculative_method) if d["kind"] == "attention"]
     assert len({b for d in attn for b in d["buffers"]}) == 2
     rows = {b.rows for d in attn for b in d["buffers"]}
     assert rows == {1048576}  # plain over max_position; YaRN 65,536 × factor 16

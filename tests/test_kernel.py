@@ -197,7 +197,7 @@ def test_gemma3_window_groups():
 def test_mtp_layer_only_while_speculating():
     plain = kernel("dsv3", tensor_parallel_size=8)
     mtp = kernel("dsv3", tensor_parallel_size=8, num_speculative_tokens=1)
-    assert mtp.engine.spec_method == "mtp"
+    assert mtp.engine.speculative_method == "mtp"
     assert mtp.cache_bytes_per_token() == plain.cache_bytes_per_token() * 62 // 61
     assert mtp.fixed_bytes().weights > plain.fixed_bytes().weights
 

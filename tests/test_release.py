@@ -177,7 +177,7 @@ def answers(graph, deployment: Deployment):
     try:
         k = Kernel.of(graph, deployment, get_chip("h200"))
         layout = k.layout()
-        drafter = k.engine.spec_method
+        drafter = k.engine.speculative_method
         return (k.fixed_bytes(), k.pre_snapshot_bytes(), layout.bytes_per_block,
                 [(g.vllm_class, g.layers, g.block_tokens, g.page_bytes) for g in layout.groups],
                 k.blocks_per_request(), k.instance.num_blocks(), k.instance.kv_cache_tokens(),

@@ -76,7 +76,7 @@ def memory(model: str, chip: str, quantization: str | None = None, memory_bytes:
         report.provenance += [ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how)
                               for p in step_provenance(kernel)]
     out = MemoryResult(**dict(report), step=speed,
-                       notes=unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens))
+                       notes=unused_acceptance(speculative_acceptance, kernel.engine.num_speculative_tokens))
     out._kernel = kernel
     return out
 

@@ -103,7 +103,7 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
     row = option.row
     kernel = verify(model, table, service, row)
     d = row.deployment.model_copy(
-        update={"speculative_method": kernel.engine.spec_method})
+        update={"speculative_method": kernel.engine.speculative_method})
     held = row.concurrency * replicas
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len), asked)

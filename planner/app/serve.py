@@ -194,21 +194,20 @@ def engine_flags(model: ServedModel, d: Deployment) -> list[str]:
     """The flags every process of the instance carries: the plan's parallel shape and engine
     settings. Flags left at vLLM's default (pp 1, dp 1, expert parallel off, dcp 1, kv cache dtype
     auto) are omitted."""
-    args = ["--tensor-parallel-size", str(d.tensor_parallel_size)]
-    if d.pipeline_parallel_size > 1:
-        args += ["--pipeline-parallel-size", str(d.pipeline_parallel_size)]
-    if d.data_parallel_size > 1:
-        args += ["--data-parallel-size", str(d.data_parallel_size)]
+    flag = Deployment.flag  # each flag spelled from its field's name, as vLLM spells it
+    args = [flag("tensor_parallel_size"), str(d.tensor_parallel_size)]
+    for name in ("pipeline_parallel_size", "data_parallel_size"):
+        if getattr(d, name) > 1:
+            args += [flag(name), str(getattr(d, name))]
     if d.enable_expert_parallel:
-        args.append("--enable-expert-parallel")
+        args.append(flag("enable_expert_parallel"))
     if d.decode_context_parallel_size > 1:
-        args += ["--decode-context-parallel-size", str(d.decode_context_parallel_size)]
-    args += ["--gpu-memory-utilization", f"{d.gpu_memory_utilization:g}",
-             "--max-num-batched-tokens", str(d.max_num_batched_tokens),
-             "--max-num-seqs", str(d.max_num_seqs),
-             "--max-model-len", str(d.max_model_len)]
+        args += [flag("decode_context_parallel_size"), str(d.decode_context_parallel_size)]
+    args += [flag("gpu_memory_utilization"), f"{d.gpu_memory_utilization:g}"]
+    args += [w for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")
+             for w in (flag(name), str(getattr(d, name)))]
     if d.kv_cache_dtype != "auto":
-        args += ["--kv-cache-dtype", d.kv_cache_dtype]
+        args += [flag("kv_cache_dtype"), d.kv_cache_dtype]
     if model.quantization:
         args += ["--quantization", model.quantization]
     if d.num_speculative_tokens:

@@ -154,7 +154,7 @@ def assumed(p: Prediction, stated: set[str]) -> list[str]:
     states them: said, never silently assumed (a log whose arguments line is missing is checked
     against vLLM's defaults, which may not be what ran)."""
     e = p.kernel.engine
-    values = {"tensor_parallel_size": e.tp, "gpu_memory_utilization": e.gpu_memory_utilization,
+    values = {"tensor_parallel_size": e.tensor_parallel_size, "gpu_memory_utilization": e.gpu_memory_utilization,
               "max_num_seqs": e.max_num_seqs, "max_num_batched_tokens": e.max_num_batched_tokens,
               "max_model_len": e.max_model_len}
     return [f"{label} {values[key]}" + (f" (give {mention(given)} if it differs)" if given else "")
@@ -240,8 +240,9 @@ def _report(p: Prediction, log: ParsedLog, source: str, name: str) -> CheckRepor
                                   unit="tokens", error=(exact - obs_tokens) / obs_tokens,
                                   explained_by=["the KV rules alone (groups, blocks, tokens), the fixed memory aside"]))
     e = p.kernel.engine
-    deployment = {"tensor_parallel_size": e.tp, "data_parallel_size": e.dp, "gpu_memory_utilization":
-                  e.gpu_memory_utilization, "max_model_len": e.max_model_len, "max_num_seqs": e.max_num_seqs,
+    deployment = {"tensor_parallel_size": e.tensor_parallel_size, "data_parallel_size": e.data_parallel_size,
+                  "gpu_memory_utilization": e.gpu_memory_utilization, "max_model_len": e.max_model_len,
+                  "max_num_seqs": e.max_num_seqs,
                   "max_num_batched_tokens": e.max_num_batched_tokens, "kv_cache_dtype": e.kv_cache_dtype,
                   "block_size": e.block_size, "cudagraph_mode": e.cudagraph_mode,
                   "total_memory_bytes": p.kernel.chip.memory_bytes}

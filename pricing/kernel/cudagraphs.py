@@ -37,8 +37,8 @@ def cuda_graph_bytes(model, engine, chip, reg: Reads) -> tuple[int, Ceilings | N
         return 0, None
     cap = engine.release.fact(reg, "capture_size_max")
     default_max = cap.get(chip.generation, cap["default"])
-    ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max,
-                                engine.release, reg)
+    ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.num_speculative_tokens,
+                                default_max, engine.release, reg)
     law_name = f"cost_model_memory.cuda_graph_laws.{model.activation_family}"
     if law_name in reg:
         law = reg[law_name]

@@ -200,12 +200,13 @@ class StepModel:
         self.groups, self.comm, self.context = self.target.groups, self.target.comm, self.target.context
         e = kernel.engine
         self.drafting = None
-        if e.spec_method and e.spec_tokens:
-            given = Acceptance(e.spec_method, tuple(rates_accepted)) if rates_accepted else None
-            self.drafting = Drafting(e.spec_method, e.spec_tokens, Work.of(kernel, e.spec_method),
-                                     given or acceptance(kernel.reg, e.spec_method))
+        if e.speculative_method and e.num_speculative_tokens:
+            given = Acceptance(e.speculative_method, tuple(rates_accepted)) if rates_accepted else None
+            self.drafting = Drafting(e.speculative_method, e.num_speculative_tokens,
+                                     Work.of(kernel, e.speculative_method),
+                                     given or acceptance(kernel.reg, e.speculative_method))
         self.stages = None
-        if kernel.engine.pp > 1 and not _stage:
+        if kernel.engine.pipeline_parallel_size > 1 and not _stage:
             self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.instance.ranks]
 
     @property
@@ -322,7 +323,8 @@ class StepModel:
         byte_rate = r.memory_bandwidth * eff.memory_bandwidth
         generation = self.kernel.chip.generation
         n = step.tokens
-        moe_tokens = n * e.dp if e.dp > 1 else n  # MoE layers see every data-parallel rank's tokens
+        # MoE layers see every data-parallel rank's tokens
+        moe_tokens = n * e.data_parallel_size if e.data_parallel_size > 1 else n
         kinds: dict[str, list[float]] = {}  # kind -> [FLOPs, bytes, FLOP seconds, byte seconds]
         groups = work.groups + [g for g in head or () if g.logits_only]
         for g in groups:
@@ -424,9 +426,9 @@ class StepModel:
         e, eff = self.engine, self.eff
         link = self.rates.scale_up_bandwidth * eff.interconnect
         per_token = comm.hidden * eff.activation_bytes
-        if comm.all_reduces and e.tp > 1:
+        if comm.all_reduces and e.tensor_parallel_size > 1:
             size = per_token * step.tokens
-            one = self.collective_latency + 2 * (e.tp - 1) / e.tp * size / link
+            one = self.collective_latency + 2 * (e.tensor_parallel_size - 1) / e.tensor_parallel_size * size / link
             out.comm_seconds += one * comm.all_reduces
             out.add("tensor-parallel all-reduce", one * comm.all_reduces)
         if comm.all_to_all_layers:
