@@ -42,3 +42,40 @@ def sourced(name: str) -> Sourced:
 
 def value(name: str) -> Any:
     return sourced(name).value
+
+
+class Reads:
+    """A recording view of the defaults: what one plan read through it, by name. A plan's
+    provenance lists the defaults its views recorded (its service's, planner/candidates/service.py
+    `ResolvedService.defaults`, and each candidate table's, built once and shared), sorted by name,
+    so what it lists does not depend on which service or table was built first."""
+
+    def __init__(self, names=()):
+        self.names: set[str] = set(names)
+
+    def sourced(self, name: str) -> Sourced:
+        found = sourced(name)
+        self.names.add(name)
+        return found
+
+    def value(self, name: str) -> Any:
+        return self.sourced(name).value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reads) and self.names == other.names
+
+    __hash__ = None  # it records: compared by what it holds, never a key
+
+    def __repr__(self) -> str:
+        return f"Reads({sorted(self.names)})"
+
+
+def read_by(*views: Reads) -> list[Sourced]:
+    """The defaults any of `views` recorded, sorted by name."""
+    return [sourced(n) for n in sorted(set().union(*(v.names for v in views)))]
+
+
+def read(reads: Reads | None, name: str) -> Any:
+    """`name`'s value, recorded in `reads` where the caller keeps a plan's provenance (None: a use
+    case whose result lists no planner defaults: a review's fleet, P/D, max rate)."""
+    return reads.value(name) if reads is not None else value(name)

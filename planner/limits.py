@@ -5,6 +5,7 @@ limits.*) and the service-target metrics as `vllm bench serve` reports them."""
 from __future__ import annotations
 
 from planner import defaults
+from planner.defaults import Reads
 
 MAX_CONCURRENCY = defaults.value("limits.max_concurrency")  # the solver's integer range (planner/defaults.yaml)
 MAX_GPUS = defaults.value("limits.max_gpus")
@@ -20,9 +21,9 @@ MAX_GRID_POINTS = defaults.value("limits.max_grid_points")  # a scenario grid's 
 METRICS = ("ttft", "tpot", "itl", "e2e")  # as `vllm bench serve` reports them
 
 
-def price_units(usd: float) -> int:
+def price_units(usd: float, reads: Reads | None = None) -> int:
     """USD as the solver's integer price units (planner/defaults.yaml solver.price_units_per_dollar),
     to the nearest unit: every cost the CP-SAT models compare is counted in them."""
-    return round(usd * defaults.value("solver.price_units_per_dollar"))
+    return round(usd * defaults.read(reads, "solver.price_units_per_dollar"))
 PERCENTILES = (50, 90, 99)
 METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}

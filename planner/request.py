@@ -23,6 +23,7 @@ from planner.limits import (  # noqa: F401  (the scenario file and the commands 
     PERCENTILES,
 )
 from pricing.errors import mention, suggest
+from pricing.registry import Registry
 from pricing.units import cdiv
 
 Count = Annotated[int, Strict()]  # a whole number as typed: `concurrency: true` or 4.5 is no count
@@ -236,14 +237,11 @@ class ServiceSpec(BaseModel):
                              "requests_per_second")
         return self
 
-    @property
-    def kv_margin(self) -> float:
-        """The margin as a fraction: the one given, or the registry's cost_model_memory.kv_pool_margin."""
+    def kv_margin(self, registry: Registry) -> float:
+        """The margin as a fraction: the one given, or `registry`'s cost_model_memory.kv_pool_margin."""
         if self.margin is not None:
             return self.margin / 100
-        from pricing.registry import load
-
-        return float(load().value("cost_model_memory.kv_pool_margin"))
+        return float(registry.value("cost_model_memory.kv_pool_margin"))
 
     @field_validator("speculative_acceptance")
     @classmethod

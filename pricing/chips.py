@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pricing.errors import InputError, suggest
-from pricing.registry import Sourced, load
+from pricing.registry import Registry, Sourced, shipped
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,9 @@ class Chip:
         return replace(chip, provenance=tuple(prov))
 
 
-def _aliases() -> dict[str, str]:
+def _aliases(registry: Registry | None = None) -> dict[str, str]:
     """Alias (lower case) -> chip id; reads every chip's file (once per registry: Registry.derived)."""
-    reg = load()
+    reg = registry or shipped()
 
     def aliases() -> dict[str, str]:
         chips = reg.raw["chips"]["chips"]
@@ -85,24 +85,25 @@ def _aliases() -> dict[str, str]:
     return reg.derived(("chips.aliases",), aliases)
 
 
-def chip_ids() -> list[str]:
-    return sorted(load().chip_ids())
+def chip_ids(registry: Registry | None = None) -> list[str]:
+    return sorted((registry or shipped()).chip_ids())
 
 
-def get_chip(name: str) -> Chip:
-    """A chip by id or alias (case-insensitive). An id reads that chip's file only; an alias or a
-    misspelt name reads them all. Built once per registry in use and name (Registry.derived)."""
-    return load().derived(("chips.chip", name), lambda: _chip(name))
+def get_chip(name: str, registry: Registry | None = None) -> Chip:
+    """A chip by id or alias (case-insensitive), as `registry` states it (None: the shipped one). An
+    id reads that chip's file only; an alias or a misspelt name reads them all. Built once per
+    registry and name (Registry.derived)."""
+    reg = registry or shipped()
+    return reg.derived(("chips.chip", name), lambda: _chip(name, reg))
 
 
-def _chip(name: str) -> Chip:
+def _chip(name: str, reg: Registry) -> Chip:
     key = (name or "").strip().lower()
-    chip_id = key if key in load().chip_ids() else _aliases().get(key)
+    chip_id = key if key in reg.chip_ids() else _aliases(reg).get(key)
     if chip_id is None:
-        near = suggest(key, [*chip_ids(), *_aliases()])
+        near = suggest(key, [*chip_ids(reg), *_aliases(reg)])
         raise InputError("chip", f"unknown chip {name!r}" + (f"; {near}" if near else ""),
-                         "see `plan chips`" if near else f"use one of {', '.join(chip_ids())}")
-    reg = load()
+                         "see `plan chips`" if near else f"use one of {', '.join(chip_ids(reg))}")
     data = reg.chip_file(chip_id)["chip"]
     base = f"chips.chips.{chip_id}"
     fields = ("memory_bytes", "nvlink_domain", "gpus_per_node", "fp8", "fp4", "price_per_gpu_hour")

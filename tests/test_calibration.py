@@ -11,8 +11,8 @@ from pricing.calibration.predict import predict, predict_all
 from pricing.calibration.records import StartupRecord, load_records
 from pricing.calibration.residuals import kv_errors, stats, verdicts
 from pricing.kernel import Capacity
-from pricing.registry import load, read_overlay, shipped
 from pricing.registry import overlay_from as read_overlay_data
+from pricing.registry import read_overlay, shipped
 from pricing.units import GiB
 
 TRAINING = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "vllm-startups-train.jsonl"
@@ -55,7 +55,7 @@ def test_flashinfer_records_take_flashinfers_warm_up(predictions):
     sampling' hold 14 bytes a logit in the sampler warm-up (registry
     vllm_eras.laws_until.sampler_bytes_per_logit_flashinfer); their native-path sibling and the
     records that state no path keep the native law."""
-    reg = load()
+    reg = shipped()
     per_hidden = reg.value("cost_model_memory.sampler_hidden_bytes")
     by_id = {p.record.id: p for p in predictions}
     fi = by_id["dennislee22-vllm-7B-2gpuA10080GB-0.5GRAM-same-node"]
@@ -100,7 +100,7 @@ def test_verdicts_agree_where_weights_are_logged(predictions):
 
 
 def test_sampler_law_by_hand(predictions):
-    reg = load()
+    reg = shipped()
     [p] = [p for p in predictions if p.record.id == "llmd-v0190-meta-llama-llama-3-1-8b---h100-80gb--tp4pp1dp1--8192"]
     per_logit = reg.value("cost_model_memory.sampler_bytes_per_logit")
     per_hidden = reg.value("cost_model_memory.sampler_hidden_bytes")
@@ -237,7 +237,7 @@ def test_each_record_of_0_21_and_later_is_predicted_or_says_why(predictions):
     assert all(f"`{p.record.id}`" in printed for p in later)
     dsv4 = next(p for p in later if p.record.id == "log-2xrtxpro6000-dsv4-flash-v0250-tp2-mtp2-1m")
     assert dsv4.kernel.release.name == "vllm-0.21" and dsv4.kernel.chip.id == "rtx-pro-6000"
-    assert (dsv4.kernel.engine.spec_method, dsv4.kernel.engine.spec_tokens) == ("mtp", 2)
+    assert (dsv4.kernel.engine.speculative_method, dsv4.kernel.engine.num_speculative_tokens) == ("mtp", 2)
     assert dsv4.kernel.engine.kv_cache_dtype == "fp8"
     assert abs(dsv4.error()) <= 0.03
     # a drafter the kernel does not model is named, not ignored

@@ -168,9 +168,9 @@ def test_check_log_takes_flashinfers_warm_up_when_the_log_says_so(capsys):
     warm-up (bf16 logits, their fp32 copy, FlashInfer's masked logits and softmax), not the native
     path's ~39: the A100 log that prints the FlashInfer line is predicted within 7 %, where the
     native law would be 13 % short."""
-    from pricing.registry import load
+    from pricing.registry import shipped
 
-    per_hidden = load().value("cost_model_memory.sampler_hidden_bytes")
+    per_hidden = shipped().value("cost_model_memory.sampler_hidden_bytes")
     r = _check(FLASHINFER_LOG, capsys, "--chip", "a100-80gb")
     assert r["sampler_path"] == "flashinfer" and "sampler line" in r["sampler_path_from"]
     parts = {c["name"]: c for c in r["components"]}
@@ -181,9 +181,9 @@ def test_check_log_takes_flashinfers_warm_up_when_the_log_says_so(capsys):
 
 
 def test_check_log_keeps_the_native_warm_up_when_flashinfer_is_absent(capsys):
-    from pricing.registry import load
+    from pricing.registry import shipped
 
-    per_hidden = load().value("cost_model_memory.sampler_hidden_bytes")
+    per_hidden = shipped().value("cost_model_memory.sampler_hidden_bytes")
     r = _check(NATIVE_LOG, capsys, "--chip", "a100-40gb", "--model", "qwen2.5-7b")  # tp 2 and 0.5: the wrapped line
     assert r["sampler_path"] == "native"
     parts = {c["name"]: c for c in r["components"]}
@@ -247,10 +247,11 @@ def test_check_log_sizes_a_quantized_checkpoint_as_the_calibration_does(capsys, 
 
 
 def test_the_share_of_fact_lines_a_log_needs_is_the_registrys_and_sits_between_the_logs_and_readme():
-    from pricing.registry import load, overlay_from, using
+    from pricing.registry import overlay_from, shipped
 
-    entry = load()["startup_logs.fact_share"]
-    readme = parse((Path(__file__).resolve().parents[1] / "README.md").read_text())
+    entry = shipped()["startup_logs.fact_share"]
+    readme_text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = parse(readme_text)
     excerpts = [parse(p.read_text()) for p in LOGS.glob("*.log")]
     excerpts = [r for r in excerpts if r.release is None and not r.deployment]  # read as logs by their share alone
     shares = [len(set(r.evidence.values())) / r.lines for r in excerpts]
@@ -260,5 +261,4 @@ def test_the_share_of_fact_lines_a_log_needs_is_the_registrys_and_sits_between_t
     assert round(min(shares), 3) == 0.375
     # the value is read from the registry: an overlay that lowers it below README's share makes README a log
     low = overlay_from({"startup_logs": {"fact_share": {"value": 0.001, "source": "test", "how": "test"}}})
-    with using(low):
-        assert readme.startup_log
+    assert parse(readme_text, low).startup_log

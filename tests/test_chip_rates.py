@@ -12,13 +12,13 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from pricing.chips import chip_ids, get_chip
-from pricing.registry import load
+from pricing.registry import shipped
 from pricing.step import chip_rates, has_rates, missing_rates
 from pricing.step.rates import RATE_FIELDS
 
 
 def _rows() -> tuple[dict, dict]:
-    raw = load().raw["chip_rates"]
+    raw = shipped().raw["chip_rates"]
     return raw["chip_rates"], raw.get("unsourced", {})
 
 
@@ -112,7 +112,7 @@ def test_former_unsourced_chips_read_off_their_sheets():
 
 def test_derived_and_bounded_figures_say_so():
     """A figure not printed by a sheet (derived, or an upper bound) says how it was obtained."""
-    raw = load().raw["chip_rates"]["chip_rates"]
+    raw = shipped().raw["chip_rates"]["chip_rates"]
     for chip, field in (("rtx-pro-6000", "bf16_flops"), ("rtx-pro-6000", "fp8_flops"), ("rtx-pro-6000", "fp4_flops"),
                         ("gh200-96gb", "scale_up_bandwidth")):
         assert raw[chip][field]["how"].startswith("DERIVED"), (chip, field)
@@ -148,7 +148,7 @@ def test_plan_with_a_latency_target_gives_figures(chip):
 
 @pytest.mark.parametrize("chip", ["a10g", "dgx-spark", "h20-141gb"])
 def test_a_chip_without_sourced_rates_says_which_figure_is_missing(chip):
-    entry = load().raw["chip_rates"]["unsourced"][chip]
+    entry = shipped().raw["chip_rates"]["unsourced"][chip]
     reason = missing_rates(get_chip(chip))
     assert f"no vendor-sourced {', '.join(entry['value'])}" in reason and entry["how"] in reason
     result = CliRunner().invoke(cli, ["--model", "llama-3.1-8b", "--chip", chip, "--concurrency", "4",

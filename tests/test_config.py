@@ -63,9 +63,9 @@ def test_llm_config_and_dtype_spellings():
 
 
 def test_class_defaults_carry_provenance():
-    from pricing.registry import load
+    from pricing.registry import shipped
 
-    reg = load()
+    reg = shipped()
     for name in reg.names("config_defaults."):
         entry = reg[name]
         assert entry.source and entry.how, name

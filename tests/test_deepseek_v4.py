@@ -106,7 +106,7 @@ def test_b_rotary_caches_are_held_with_the_weights():
     """Window-only layers (and the drafter's) use the plain rope, compressed layers the YaRN one:
     two fp32 caches of 1,048,576 × 64, whole on every rank; a stage builds those its layers use."""
     k = kernel("dsv4.1-flash", "h200", **B_FLAGS)
-    attn = [d for _, d in k.model.nodes(k.engine.spec_method) if d["kind"] == "attention"]
+    attn = [d for _, d in k.model.nodes(k.engine.speculative_method) if d["kind"] == "attention"]
     assert len({b for d in attn for b in d["buffers"]}) == 2
     rows = {b.rows for d in attn for b in d["buffers"]}
     assert rows == {1048576}  # plain over max_position; YaRN 65,536 × factor 16
@@ -278,10 +278,10 @@ def test_plan_memory_shows_the_groups_and_json_extras():
 
 
 def test_a_model_the_pack_cannot_group_still_prices():
-    from pricing.registry import load
+    from pricing.registry import shipped
 
     # 512-token window pages (299,008 bytes) do not fit the 116,928-byte pool block: no packing
-    reg = load().with_overrides({"deepseek_v4.page_tokens.v41_window": {"default": 512}})
+    reg = shipped().with_overrides({"deepseek_v4.page_tokens.v41_window": {"default": 512}})
     k = kernel("dsv4.1-flash", "h200", registry=reg, **B_FLAGS)
     layout = k.layout()
     assert not layout.grouped

@@ -406,9 +406,9 @@ def test_a_review_hands_over_on_nvlink_only_where_placement_lays_both_pools_on_o
     link's rate × the registry's efficiency (B200: NVLink 900 GB/s, NIC 400 Gb/s)."""
     from planner.app.fleet import plan_scenario
     from planner.scenario import load_scenario
-    from pricing.registry import load
+    from pricing.registry import shipped
 
-    reg = load()
+    reg = shipped()
     eff = float(reg.value("kv_transfer.link_efficiency"))
     rank_bytes = 8192 * 80 * 4 * 128 * 2 * 2
     nvlink = float(reg.value("chip_rates.chip_rates.b200.scale_up_bandwidth")) * eff

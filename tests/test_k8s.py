@@ -252,9 +252,9 @@ def test_every_chip_names_its_node_label_or_says_why_not():
     """Each chip file states its node label's value with its source, or null with the reason; an
     NVIDIA value is GPU feature discovery's sanitised NVML name the source quotes."""
     from pricing.chips import get_chip
-    from pricing.registry import load
+    from pricing.registry import shipped
 
-    reg = load()
+    reg = shipped()
     files = sorted((ROOT / "pricing" / "registry" / "chips").glob("*.yaml"))
     unknown = []
     for path in files:

@@ -8,7 +8,7 @@ from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Deployment, Kernel, Startup
 from pricing.kernel.cudagraphs import capture_ceilings
-from pricing.registry import load
+from pricing.registry import shipped
 from pricing.units import GiB, MiB
 from tests.helpers import kernel
 
@@ -153,7 +153,7 @@ def test_capture_ceilings_h100_example():
 
 
 def test_cuda_graph_law_when_the_registry_states_one():
-    reg = load().with_overrides({"cost_model_memory.cuda_graph_laws.llama": {
+    reg = shipped().with_overrides({"cost_model_memory.cuda_graph_laws.llama": {
         "mixed": {"floor": 100 * MiB, "per_token": 1000}, "decode": {"floor": 50 * MiB, "per_token": 2000}}})
     k = kernel("llama-3.1-8b", registry=reg, max_num_seqs=256, max_num_batched_tokens=8192)
     mixed, decode = k.cuda_graph()[1].mixed, k.cuda_graph()[1].decode
@@ -163,7 +163,7 @@ def test_cuda_graph_law_when_the_registry_states_one():
 
 
 def test_before_the_budget_counts_each_collective_group():
-    reg = load()
+    reg = shipped()
     work = reg.value("cost_model_primitives.engine_workspace")
     comm = reg.value("cost_model_primitives.communicator_reservation")
     assert kernel("llama-3.1-8b").pre_snapshot_bytes() == work
@@ -179,7 +179,7 @@ def test_before_the_budget_counts_each_collective_group():
 def test_sampler_wins_for_a_small_model_with_a_large_vocabulary():
     k = kernel("gemma-3-27b", tensor_parallel_size=8, max_num_seqs=1024, max_num_batched_tokens=8192)
     a = k.activation()
-    reg = load()
+    reg = shipped()
     per_logit = Fraction(str(reg.value("cost_model_memory.sampler_bytes_per_logit")))
     per_hidden = Fraction(str(reg.value("cost_model_memory.sampler_hidden_bytes")))
     assert a.sampler == int(1024 * 262208 * per_logit + 8192 * 5376 * per_hidden) and a.sampler > a.forward
@@ -197,7 +197,7 @@ def test_gemma3_window_groups():
 def test_mtp_layer_only_while_speculating():
     plain = kernel("dsv3", tensor_parallel_size=8)
     mtp = kernel("dsv3", tensor_parallel_size=8, num_speculative_tokens=1)
-    assert mtp.engine.spec_method == "mtp"
+    assert mtp.engine.speculative_method == "mtp"
     assert mtp.cache_bytes_per_token() == plain.cache_bytes_per_token() * 62 // 61
     assert mtp.fixed_bytes().weights > plain.fixed_bytes().weights
 

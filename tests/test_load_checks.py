@@ -29,7 +29,7 @@ from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel, Startup
 from pricing.kernel.startup import load_refusal
-from pricing.registry import load
+from pricing.registry import shipped
 from pricing.rules import get
 from pricing.rules.load_checks import (
     GptOssIntermediateDividesWorld,
@@ -62,7 +62,7 @@ def graph(card: str):
 
 
 def facts(version: str):
-    release, reg = get(version), load()
+    release, reg = get(version), shipped()
     return lambda name: release.fact(reg, name)
 
 
@@ -199,7 +199,7 @@ def test_the_search_never_offers_a_refused_layout():
 
 def test_every_quantized_scheme_a_card_serves_is_checked_or_stated():
     release = get()
-    unchecked = release.fact(load(), "load_checks_unchecked")
+    unchecked = release.fact(shipped(), "load_checks_unchecked")
     served = set()
     for card in sorted(p.stem for p in (ROOT / "pricing" / "cards").glob("*.yaml")):
         for _, data in graph(card).nodes():
@@ -436,5 +436,5 @@ def test_mxfp4_experts_are_padded_not_refused():
     assert _refused(g, Split(1, 64)) is None and _refused(g, Split(8, 8)) is None
     k = Kernel.of(g, Deployment(data_parallel_size=64), get_chip("h200"))
     assert load_refusal(k) is None
-    w2 = Mxfp4("mxfp4").params(Placement(2880, 45, 2880, expert=True, generation="sm90"), Mags(load()))
+    w2 = Mxfp4("mxfp4").params(Placement(2880, 45, 2880, expert=True, generation="sm90"), Mags(shipped()))
     assert w2[0].shape == (3072, 64)  # hidden 2,880 to 256s, intermediate 45 to 128, two E2M1 a byte

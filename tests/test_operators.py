@@ -13,7 +13,7 @@ import pytest
 
 from pricing import yaml_fast
 from pricing.chips import get_chip
-from pricing.registry import load
+from pricing.registry import shipped
 from pricing.step.operators import OperatorTables
 from pricing.step.rates import chip_rates
 from pricing.step.roofline import Curve, gemm_roofline
@@ -48,7 +48,7 @@ def _gemm_cases():
 
 
 def _errors(chip: str, fmt: str) -> list[float]:
-    reg = load()
+    reg = shipped()
     entry = reg[f"operators_{chip}.gemm.{fmt}"]
     curve = Curve.of(entry.value)
     rates = chip_rates(get_chip(chip), reg)
@@ -77,7 +77,7 @@ def test_gemm_reduction_reproduces_held_out_rows(chip, fmt):
 def test_gemm_at_decode_sizes_is_memory_bound_and_large_m_compute_bound():
     """A property of the measured data the curve must keep: a GEMM of a few tokens reads its weights
     (its time hardly moves from m = 1 to m = 32); at thousands of tokens it grows with m."""
-    reg = load()
+    reg = shipped()
     ops = OperatorTables.of(get_chip("h100"), reg)
     rates = chip_rates(get_chip("h100"), reg)
 

@@ -11,7 +11,7 @@ import pytest
 from planner.cli import main
 from pricing.errors import InputError
 from pricing.kernel.pipeline import layer_partition
-from pricing.registry import load
+from pricing.registry import shipped
 from tests.helpers import kernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,7 +168,7 @@ def test_dense_stage_pools_and_the_binding_rank_by_hand(pp):
     k = kernel("llama-3.1-8b", "h100", pipeline_parallel_size=pp, max_model_len=32768)
     e = k.engine
     weights = hand_stage_weights(c, lambda i: llama_layer_bytes(c), (32 // pp,) * pp)
-    reg = load()
+    reg = shipped()
     forward = int(reg.value("cost_model_memory.activation_buffers.llama")[1] * e.max_num_batched_tokens
                   * c["hidden_size"] * reg.value("cost_model_memory.activation_element_bytes"))
     rows = min(e.max_num_seqs, e.max_num_batched_tokens)

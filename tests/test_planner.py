@@ -18,7 +18,7 @@ from pricing.chips import get_chip
 from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Deployment, Kernel
-from pricing.registry import load
+from pricing.registry import shipped
 
 
 def request(model: str, chips=("h200",), concurrency: int = 64, **kw) -> PlanRequest:
@@ -38,7 +38,7 @@ def brute_force(model_name: str, chip_id: str, need: int, context: int | None = 
     grid = defaults.value("grids.gpu_memory_utilization")
     budgets = defaults.value("grids.max_num_batched_tokens")
     dps = defaults.value("grids.data_parallel_size") if model.has_experts else [1]
-    margin = load().value("cost_model_memory.kv_pool_margin")
+    margin = shipped().value("cost_model_memory.kv_pool_margin")
     out = []
     for tp in [t for t in range(1, chip.nvlink_domain + 1) if model.num_attention_heads % t == 0]:
         for dp, ep in itertools.product(dps, (False, True) if model.has_experts else (False,)):
@@ -151,14 +151,16 @@ def test_node_packing(spec_registry):
     assert replica_cap(16, 8, 40) == 2  # larger than a node: whole nodes, 5 nodes hold 2
     assert replica_cap(8, 8, None) is None
     # 4-GPU nodes shrink the NVLink domain of an HGX H200: tp at most 4
-    result = plan(request("llama-3.1-70b", ("h200",), 64, context_length=131072, gpus_per_node=4, pp=(1,)))
+    result = plan(request("llama-3.1-70b", ("h200",), 64, context_length=131072, gpus_per_node=4, pp=(1,)),
+                  registry=spec_registry)
     assert max(p.tensor_parallel_size for p in [result.best, *result.alternatives]) == 4
     # at utilization 0.97 (above the default grid's safe top, so given explicitly) tp 4 holds 10: 7 replicas
     wider = plan(request("llama-3.1-70b", ("h200",), 64, context_length=131072, gpus_per_node=4,
-                         gpu_memory_utilization=(0.97,), pp=(1,)))
+                         gpu_memory_utilization=(0.97,), pp=(1,)), registry=spec_registry)
     assert (wider.best.gpus, wider.best.replicas) == (28, 7)
     # an instance larger than a node takes whole nodes, and its serve command says how many ranks each runs
-    wide = plan(request("qwen3-235b-a22b", ("h200",), 64, tp=(4,), dp=(4,), pp=(1,), gpus_per_node=8))
+    wide = plan(request("qwen3-235b-a22b", ("h200",), 64, tp=(4,), dp=(4,), pp=(1,), gpus_per_node=8),
+                registry=spec_registry)
     assert wide.best.gpus_per_replica == 16
     assert "--data-parallel-size 4 " in wide.best.vllm_serve and "--data-parallel-size-local 2 " in wide.best.vllm_serve
 
@@ -174,9 +176,9 @@ def test_allowed_splits():
 
 
 def test_headroom(spec_registry):
-    plain = plan(request("qwen3-235b-a22b", ("h200",), 64))
+    plain = plan(request("qwen3-235b-a22b", ("h200",), 64), registry=spec_registry)
     assert plain.best.held == 84
-    more = plan(request("qwen3-235b-a22b", ("h200",), 64, headroom=50))
+    more = plan(request("qwen3-235b-a22b", ("h200",), 64, headroom=50), registry=spec_registry)
     assert more.best.held >= 96
     assert more.best.headroom == pytest.approx(more.best.held / 64 - 1)
     assert more.best.cost_per_hour > plain.best.cost_per_hour
@@ -199,7 +201,8 @@ def test_infeasible_weights_explained():
 
 
 def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
-    result = plan(request("llama-3.1-70b", ("h100",), 8, context_length=131072, tp=(2,), pp=(1,)))
+    result = plan(request("llama-3.1-70b", ("h100",), 8, context_length=131072, tp=(2,), pp=(1,)),
+                  registry=spec_registry)
     [line] = [e.text for e in result.explanations]
     assert "one request at 131,072 tokens needs 20.00 GiB of KV cache per rank at tp 2" in line
     fits = int(line.rsplit("(context_length ", 1)[1].rstrip(").")) if "(context_length " in line else 0  # the field
@@ -211,14 +214,16 @@ def test_infeasible_context_explained_with_the_longest_that_fits(spec_registry):
 
     def held(length):
         return Capacity(Kernel.of(model, Deployment(tensor_parallel_size=2, gpu_memory_utilization=utilization,
-                                                    max_num_batched_tokens=2048, max_model_len=length), chip)
+                                                    max_num_batched_tokens=2048, max_model_len=length), chip,
+                                   spec_registry)
                         ).requests_held()
 
     assert held(fits) >= 1 and held(fits + 1) == 0
 
 
 def test_infeasible_max_gpus_names_the_nearest_fit(spec_registry):
-    result = plan(request("llama-3.1-70b", ("h200", "b200"), 64, context_length=131072, max_gpus=16, pp=(1,)))
+    result = plan(request("llama-3.1-70b", ("h200", "b200"), 64, context_length=131072, max_gpus=16, pp=(1,)),
+                  registry=spec_registry)
     assert [e.text for e in result.explanations] == [
         "NVIDIA H200 SXM 141GB: within max_gpus 16 on 8-GPU nodes the most concurrency reachable is 46 "
         "(2 × tp 8, 23 requests each) against 64 required. Nearest fit: max_gpus 24 (3 × tp 8).",
@@ -268,10 +273,9 @@ def spec_registry():
     pricing/registry/overlays/spec-reference.yaml), not the refitted laws."""
     from pathlib import Path
 
-    from pricing.registry import read_overlay, using
+    from pricing.registry import read_overlay
 
-    with using(read_overlay(Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml")):
-        yield
+    return read_overlay(Path(__file__).resolve().parents[1] / "pricing/registry/overlays/spec-reference.yaml")
 
 
 def test_a_split_is_described_once_factors_of_one_left_out():

@@ -45,9 +45,9 @@ def test_json_shape(capsys):
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"kind", "feasible", "target", "best", "alternatives", "search", "model", "hf_id", "origin",
                         "explanations", "notes", "provenance", "margin"}
-    from pricing.registry import load
+    from pricing.registry import shipped
 
-    assert out["margin"]["fraction"] == load().value("cost_model_memory.kv_pool_margin") > 0
+    assert out["margin"]["fraction"] == shipped().value("cost_model_memory.kv_pool_margin") > 0
     assert "kv_pool_margin" in out["margin"]["source"]
     assert out["feasible"] is True
     assert out["target"] == {"asked": 64, "context_length": 1048576, "headroom_percent": 0.0, "required": 64,

@@ -14,7 +14,7 @@ from pricing.config import ModelSource, decoder_config, resolve
 from pricing.graph import build_graph
 from pricing.kernel import Deployment, Kernel, Startup
 from pricing.kernel.weights import WeightSizer
-from pricing.registry import load
+from pricing.registry import shipped
 
 # a small llama: hidden 256, intermediate 512, 2 layers, 4 heads of 64, 2 KV heads, vocab 1024
 H, INTER, L, HEADS, KV, D, V = 256, 512, 2, 4, 2, 64, 1024
@@ -132,7 +132,7 @@ def test_ct_w4a16_marlin_tile_padding():
     g = graph_of(with_q(ct(w), **{k: cfg[k] for k in ("hidden_size", "num_attention_heads",
                                                       "num_key_value_heads")}))
     t = next(t for _, d in g.nodes() for t in d["tensors"] if t.name == "layers.0.self_attn.q_proj")
-    sizer = WeightSizer(g, Kernel.of(g, Deployment(), get_chip("h100")).engine, "sm90", load())
+    sizer = WeightSizer(g, Kernel.of(g, Deployment(), get_chip("h100")).engine, "sm90", shipped())
     assert sizer.one(t) == 320 * 384 // 2 + 2 * (384 // 32) * 320 + 16
 
 
@@ -267,7 +267,7 @@ def tensor(graph, name):
 
 def sizer_for(graph, chip="h100", **flags):
     k = Kernel.of(graph, Deployment(**flags), get_chip(chip))
-    return WeightSizer(graph, k.engine, get_chip(chip).generation, load())
+    return WeightSizer(graph, k.engine, get_chip(chip).generation, shipped())
 
 
 def test_thebloke_genz_70b_gptq_tp4(shared_models):

@@ -175,7 +175,7 @@ def test_speculative_tokens_add_their_pages(shared_models):
     h = hand(c, 1, k=1)
     assert h["state"] == 2_146_304 + 8192 * 1 * BF16
     k = kernel("qwen3.5-35b-a3b", num_speculative_tokens=1)
-    assert k.engine.spec_method == "mtp"
+    assert k.engine.speculative_method == "mtp"
     layout = k.layout()
     assert {s.raw_page_bytes for s in k.specs() if isinstance(s, MambaSpec)} == {h["state"]}
     block = 16 * cdiv(h["state"], 16 * h["a1"])

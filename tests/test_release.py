@@ -28,7 +28,7 @@ from pricing.graph import load_model
 from pricing.kernel import Capacity, Deployment, Kernel, Startup
 from pricing.kernel import kernel as kernel_module
 from pricing.kernel.deployment import resolve_engine
-from pricing.registry import load
+from pricing.registry import shipped
 from pricing.rules import RELEASES, Release, get
 from pricing.rules.release import RulesPack
 
@@ -120,7 +120,7 @@ def test_memo_keys_on_the_fields_a_result_read():
         calls.append(1)
         return view.twice_a
 
-    memo, reg = kernel_module.Memo(), load()
+    memo, reg = kernel_module.Memo(), shipped()
     assert memo.get("probe", Probe(1, 1), reg, compute)[0] == 2
     assert memo.get("probe", Probe(1, 5), reg, compute)[0] == 2 and len(calls) == 1
     assert memo.get("probe", Probe(3, 1), reg, compute)[0] == 6 and len(calls) == 2
@@ -177,7 +177,7 @@ def answers(graph, deployment: Deployment):
     try:
         k = Kernel.of(graph, deployment, get_chip("h200"))
         layout = k.layout()
-        drafter = k.engine.spec_method
+        drafter = k.engine.speculative_method
         return (k.fixed_bytes(), k.pre_snapshot_bytes(), layout.bytes_per_block,
                 [(g.vllm_class, g.layers, g.block_tokens, g.page_bytes) for g in layout.groups],
                 k.blocks_per_request(), k.instance.num_blocks(), k.instance.kv_cache_tokens(),

@@ -7,7 +7,7 @@ import pytest
 from pricing.config import ModelSource, decoder_config
 from pricing.graph import build_graph
 from pricing.kernel.weights import buffer_bytes, rotary_caches
-from pricing.registry import load
+from pricing.registry import shipped
 from tests.helpers import kernel
 
 BF16, FP32 = 2, 4
@@ -69,7 +69,7 @@ def test_a_stage_holds_the_caches_its_layers_use():
 
 
 def test_the_dtype_rule_is_sourced_and_said():
-    rule = load()["rotary.cache_dtype"]
+    rule = shipped()["rotary.cache_dtype"]
     assert rule.value["gpt_oss"] == "fp32" and rule.value["default"] == "model"
     said = kernel("gpt-oss-20b", "h100").provenance()
     assert "rotary.cache_dtype" in {p.name for p in said}
@@ -79,16 +79,16 @@ def test_the_dtype_rule_is_sourced_and_said():
 def test_the_kernels_registry_decides_the_dtype():
     """An override of rotary.cache_dtype, which provenance lists, sizes the buffer: the graph (built
     once per process) states the rope configuration only, the kernel's registry its dtype."""
-    shipped = load()
-    rule = shipped["rotary.cache_dtype"].value
-    fp32_llama = shipped.with_overrides({"rotary.cache_dtype": {**rule, "llama": "fp32"}})
+    base = shipped()
+    rule = base["rotary.cache_dtype"].value
+    fp32_llama = base.with_overrides({"rotary.cache_dtype": {**rule, "llama": "fp32"}})
     k = kernel("llama-3.1-8b", "h100", registry=fp32_llama)
     assert buffer_bytes(k.graph, k.engine, k.reg) == 131072 * 128 * FP32
     said = {p.name: p for p in k.provenance()}
     assert said["rotary.cache_dtype"].value["llama"] == "fp32"
     # the weights carry the wider buffer: 2 more bytes for each of 131,072 × 128 elements
     assert k.fixed_bytes().weights - kernel("llama-3.1-8b", "h100").fixed_bytes().weights == 131072 * 128 * 2
-    bf16_gpt_oss = shipped.with_overrides({"rotary.cache_dtype": {**rule, "gpt_oss": "model"}})
+    bf16_gpt_oss = base.with_overrides({"rotary.cache_dtype": {**rule, "gpt_oss": "model"}})
     k = kernel("gpt-oss-20b", "h100", registry=bf16_gpt_oss)
     assert buffer_bytes(k.graph, k.engine, k.reg) == 4096 * 32 * 64 * BF16
     assert cache_bytes("llama-3.1-8b") == 131072 * 128 * BF16  # the shipped figure, the same graph

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import planner
-from pricing.registry import load, overlay_from, using
+from pricing.registry import overlay_from, shipped
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,7 @@ def test_every_band_is_the_held_back_rows_of_its_regime_never_a_training_row():
 
     rows, _ = load_silicon()
     held = [r for r in rows if r.decode_dominated and r.held_back]
-    reg = load()
+    reg = shipped()
     tpot = [reg.value(n) for n in reg.names("speed_bands.tpot.")]
     assert sum(b["rows"] for b in tpot) == len(held) == 145
     for b in tpot:
@@ -64,7 +64,7 @@ def _speed(**kw) -> str:
 
 
 def test_the_printed_band_is_the_regimes_as_the_data_file_gives_it():
-    reg = load()
+    reg = shipped()
     low, ttft = reg.value("speed_bands.tpot.requests_1_8"), reg.value("speed_bands.ttft.requests_1_4")
     line = _speed(concurrency=2, workload={"isl": 1000, "osl": 200})
     assert (f"per output token (held-out rows at 1-8 requests: median |error| {low['median_abs_error']:.0%}, "
@@ -75,10 +75,9 @@ def test_the_printed_band_is_the_regimes_as_the_data_file_gives_it():
 
 def test_the_band_follows_the_data_file_not_a_copy_of_it():
     """An overlay of the file's value changes what is printed: the band is read, not typed."""
-    value = {**load().value("speed_bands.tpot.requests_1_8"), "median_abs_error": 0.5, "p90_abs_error": 0.75}
+    value = {**shipped().value("speed_bands.tpot.requests_1_8"), "median_abs_error": 0.5, "p90_abs_error": 0.75}
     reg = overlay_from({"speed_bands": {"tpot": {"requests_1_8": {"value": value, "source": "test", "how": "test"}}}})
-    with using(reg):
-        line = _speed(concurrency=2, workload={"isl": 1000, "osl": 200})
+    line = _speed(concurrency=2, workload={"isl": 1000, "osl": 200}, registry=reg)
     assert "median |error| 50%, p90 75%" in line
 
 
@@ -103,7 +102,7 @@ def test_a_disaggregated_fleet_prints_its_decode_tpots_band(capsys):
                                  workload={"isl": 2000, "osl": 200, "requests_per_second": 5},
                                  serving="disagg").serving.disaggregated
     batch = fleet.decode_batch_per_rank
-    regime = load().value(fleet.tpot_band.source)
+    regime = shipped().value(fleet.tpot_band.source)
     assert regime["requests_from"] <= batch <= (regime["requests_to"] or batch) and fleet.tpot_band.applies
     assert main(args) == 0
     out = capsys.readouterr().out

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pricing import yaml_fast
-from pricing.registry import load, using
+from pricing.registry import shipped
 from pricing.step.composed import FITTED, OPERATORS, with_composition
 from pricing.step.measured import point_kernel
 from pricing.step.step import Step, StepModel
@@ -38,8 +38,8 @@ def measured(m: int, n: int, k: int) -> float:
 
 @pytest.fixture(scope="module")
 def operators():
-    with using(with_composition(load(), OPERATORS, "tests")):
-        return StepModel(point_kernel("llama-3.1-70b", None, "h100", 4, False, 4096))
+    reg = with_composition(shipped(), OPERATORS, "tests")
+    return StepModel(point_kernel("llama-3.1-70b", None, "h100", 4, False, 4096, reg))
 
 
 @pytest.mark.parametrize(("step", "m"), [(Step(decode=64, context=2250), 64), (Step(chunk=2048), 2048)])
@@ -65,7 +65,7 @@ def test_the_all_reduce_is_the_measured_one(operators):
     """Each all-reduce of the step is the measured 4-GPU custom all-reduce at its message (h100 table)."""
     from pricing.step.operators import OperatorTables
 
-    entry = load()["operators_h100.all_reduce.gpus_4"]
+    entry = shipped()["operators_h100.all_reduce.gpus_4"]
     t = operators.time(Step(decode=64, context=2250))
     one = OperatorTables.all_reduce_seconds(entry, 64 * 8192 * 2)
     assert t.parts["tensor-parallel all-reduce"] == pytest.approx(2 * LAYERS * one)  # attention's and the MLP's
@@ -83,9 +83,9 @@ def test_provenance_names_each_operator_and_its_table(operators):
 
 
 def test_a_chip_without_tables_of_its_own_is_an_estimate_and_amd_stays_fitted():
-    with using(with_composition(load(), OPERATORS, "tests")):
-        pcie = StepModel(point_kernel("llama-3.1-70b", None, "h100-pcie", 4, False, 4096))
-        amd = StepModel(point_kernel("llama-3.1-70b", None, "mi300x", 4, False, 4096))
+    reg = with_composition(shipped(), OPERATORS, "tests")
+    pcie = StepModel(point_kernel("llama-3.1-70b", None, "h100-pcie", 4, False, 4096, reg))
+    amd = StepModel(point_kernel("llama-3.1-70b", None, "mi300x", 4, False, 4096, reg))
     assert pcie.composition == OPERATORS and "h100's tables" in pcie.composition_words
     assert {p.value for p in pcie.provenance if p.name.startswith("step.operators.linear")} == {"estimate"}
     assert amd.composition == FITTED and "no operator tables" in amd.composition_words
@@ -100,8 +100,8 @@ def test_the_operator_step_differs_from_the_fitted_one_where_the_tables_say():
     """The fitted step's prefill GEMMs run at 0.3 of the bf16 peak; the measured ones near 0.7: a 2,048-token
     chunk's dense MLP is priced well under half the fitted one's."""
     fitted = StepModel(point_kernel("llama-3.1-70b", None, "h100", 4, False, 4096)).time(Step(chunk=2048))
-    with using(with_composition(load(), OPERATORS, "tests")):
-        ops = StepModel(point_kernel("llama-3.1-70b", None, "h100", 4, False, 4096)).time(Step(chunk=2048))
+    reg = with_composition(shipped(), OPERATORS, "tests")
+    ops = StepModel(point_kernel("llama-3.1-70b", None, "h100", 4, False, 4096, reg)).time(Step(chunk=2048))
     assert ops.parts["dense MLP"] < 0.6 * fitted.parts["dense MLP"]
     assert math.isclose(fitted.parts["dense MLP"], 2 * 2048 * 80 * (14336 * 8192 + 8192 * 7168) / (989.4e12 * 0.3),
                         rel_tol=0.01)

@@ -15,7 +15,7 @@ from pricing.errors import InputError
 from pricing.graph import load_model
 from pricing.graph.nodes import Routing
 from pricing.kernel import Deployment, Kernel
-from pricing.registry import load
+from pricing.registry import shipped
 from pricing.step import Step, StepModel
 from pricing.step.serving import Workload, serving
 from pricing.step.speculative import Acceptance, BlockDrafter, SequentialDrafter, acceptance
@@ -64,7 +64,7 @@ def test_one_rate_for_every_position_is_leviathans_closed_form():
 def test_the_registry_rates_are_the_sourced_ones():
     """MTP: DeepSeek-V3's report's low end, 0.85, for the first draft (1.85 tokens a step at k = 1).
     DSpark: the vLLM log's unconditional rates 0.739, 0.478, ... come back as products of ours."""
-    reg = load()
+    reg = shipped()
     mtp = acceptance(reg, "mtp")
     assert mtp.tokens_per_step(1) == pytest.approx(1.85)
     assert "2412.19437" in mtp.provenance.source
@@ -78,7 +78,7 @@ def test_the_registry_rates_are_the_sourced_ones():
 
 
 def test_bad_rates_in_an_overlay_are_named():
-    reg = load().with_overrides({"step_model.speculative.mtp.acceptance": [0.9, 1.5]})
+    reg = shipped().with_overrides({"step_model.speculative.mtp.acceptance": [0.9, 1.5]})
     with pytest.raises(InputError, match="speculative.mtp.acceptance"):
         acceptance(reg, "mtp")
 

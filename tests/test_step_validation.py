@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from pricing.registry import load
+from pricing.registry import shipped
 from pricing.step.measured import load_points, relative_error
 from pricing.step.rates import Efficiency
 
@@ -37,7 +37,7 @@ def test_the_stated_held_back_error_is_what_the_model_gives():
     the factors it holds must reproduce that figure (a refit must rewrite it)."""
     points, _ = load_points()
     held = [p for p in points if p.held_back]
-    how = load()["step_model.efficiency.memory_bandwidth"].how
+    how = shipped()["step_model.efficiency.memory_bandwidth"].how
     stated = re.search(r"held-back (\d+) points: ([\d.]+)%", how)
     assert stated, how
     assert int(stated.group(1)) == len(held)
@@ -54,7 +54,7 @@ def test_vllms_own_factors_meet_the_held_back_target_they_state():
     within ±5 % (the figure the fit's provenance states, reproduced within 2 points)."""
     points, _ = load_points()
     held = [p for p in points if p.held_back and p.engine.startswith("vllm")]
-    how = load()["step_model.engines.vllm.efficiency.memory_bandwidth"].how
+    how = shipped()["step_model.engines.vllm.efficiency.memory_bandwidth"].how
     stated = re.search(r"its (\d+) held-back points: ([\d.]+)%", how)
     assert stated, how
     assert int(stated.group(1)) == len(held) >= 4
@@ -77,7 +77,7 @@ def test_vllms_cuda_factors_meet_the_held_back_silicon_figure_they_state():
     held = [r for r in rows if r.decode_dominated and r.held_back]
     train = [r for r in rows if r.training]
     assert not {r.id for r in held} & {r.id for r in train} and len(held) >= 50
-    reg = load()
+    reg = shipped()
     for name in ("step_model.engines.vllm.overhead.step_seconds",
                  "step_model.engines.vllm.moe_kernels.sm90.mxfp4.expert_bandwidth",
                  "step_model.engines.vllm.attention_kernels.sm90.mla.layer_seconds"):
@@ -104,7 +104,7 @@ def test_vllms_cuda_first_token_meets_the_held_back_silicon_figure_it_states():
     rows, _ = load_silicon()
     low = [r for r in rows if r.concurrency <= 4]
     held, train = [r for r in low if r.held_back], [r for r in low if not r.held_back]
-    reg = load()
+    reg = shipped()
     for name in ("step_model.engines.vllm.overhead.first_token_seconds",
                  "step_model.engines.vllm.gemm_kernels.sm90.fp8_tensor.tensor_compute"):
         stated = re.search(r"on the TTFT of (\d+) training rows .* at most 4 concurrent .* its (\d+) held-back rows: "

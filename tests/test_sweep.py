@@ -41,7 +41,7 @@ def point_by_point(model, chip, service: ServiceSpec, shape, table: ChipTable) -
             kernel = Kernel.of(model, deployment_for(shape, service, length, gpu_memory_utilization=util,
                                                      max_num_batched_tokens=mbt), chip)
             table.evaluated += 1
-            held = Capacity(kernel).requests_held(service.kv_margin)
+            held = Capacity(kernel).requests_held(service.kv_margin(kernel.reg))
             if mbt == budgets[0] and util == utils[0]:
                 _record(verdict, kernel, held, util)  # the kernel at its own utilization
             if held < top or held == 0:

@@ -21,7 +21,7 @@ import pricing
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Capacity, Deployment, Kernel, Startup
-from pricing.registry import Registry, load, shipped
+from pricing.registry import Registry, shipped
 
 LLAMA_8B_WEIGHTS = 16_094_076_928  # Llama-3.1-8B at bf16, tp 1 (the spec's worked figure)
 VOCAB, HIDDEN = 128_256, 4_096  # meta-llama/Llama-3.1-8B config.json
@@ -92,7 +92,7 @@ def _work() -> None:
                  ["memory", "--model", "llama-3.1-8b", "--chip", "h200", "--registry", str(overlay_file), "--json"]):
         done = CliRunner().invoke(cli, args)
         assert done.exit_code == 0, done.output
-    reg = load()
+    reg = shipped()
     overlay = reg.with_overrides({"cost_model_memory.kv_pool_margin": 0.02})
     for model, flags in (("llama-3.1-8b", {}), ("llama-3.1-8b", {"pipeline_parallel_size": 2}),
                          ("dsv4.1-flash", {"kv_cache_dtype": "fp8"}), ("qwen3-next-80b-a3b", {}),
@@ -112,10 +112,8 @@ def test_pricing_changes_no_module_level_state():
     changed = sorted(f"{m}.{n}" for m, n in before if before[(m, n)] != after.get((m, n)))
     assert changed == []
     from planner.candidates.service import _SHARED
-    from pricing.registry import _IN_USE
-
-    assert _IN_USE.get() is None and _SHARED.get() is None  # a command's overlay and tables end with it
-    assert load() is shipped()
+    assert _SHARED.get() is None  # a command's tables end with it (its overlay is never set aside: no ambient state)
+    assert shipped() is shipped()
 
 
 def _memos(modules):
@@ -146,7 +144,7 @@ def test_no_module_level_memo():
     own data files, the cards, the length histograms, the planner's defaults, the chips)."""
     assert list(_memos(_modules())) == []
     _work()
-    assert load().derived(("chips.chip", "h200"), lambda: None) == get_chip("h200")  # kept on the registry
+    assert shipped().derived(("chips.chip", "h200"), lambda: None) == get_chip("h200")  # kept on the registry
     assert all(_is_value(key) for key in shipped()._derived), "a registry keeps by values"
 
 
@@ -182,7 +180,7 @@ def test_a_kernels_registry_reads_are_its_provenance(card, monkeypatch):
         return lookup(self, name)
 
     monkeypatch.setattr(Registry, "__getitem__", spy)
-    reg = Registry(load()._files)  # a registry of its own: nothing derived from it yet
+    reg = Registry(shipped()._files)  # a registry of its own: nothing derived from it yet
     k = Kernel.of(graph, Deployment(pipeline_parallel_size=2 if card == "llama-3.1-8b" else 1), chip, reg)
     Capacity(k).requests_held(0.01)
     Startup(k).refusal()

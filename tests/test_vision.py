@@ -188,7 +188,7 @@ def test_the_checkpoint_cross_check_accounts_for_every_tower_tensor(tmp_path):
     from pricing.config import resolve
     from pricing.graph import build_graph
     from pricing.kernel.checkpoint_check import check_checkpoint
-    from pricing.registry import load
+    from pricing.registry import shipped
     from tests.test_checkpoint_check import write_safetensors
 
     (tmp_path / "config.json").write_text(json.dumps(tiny_gemma3()))
@@ -217,7 +217,7 @@ def test_the_checkpoint_cross_check_accounts_for_every_tower_tensor(tmp_path):
                   f"{p}.mlp.fc2.weight": (b, (VH, VI)), f"{p}.mlp.fc2.bias": (b, (VH,))})
         t.update({f"{p}.{n}.{w}": (b, (VH,)) for n in ("layer_norm1", "layer_norm2") for w in ("weight", "bias")})
     total = write_safetensors(tmp_path / "model.safetensors", t)
-    check = check_checkpoint(build_graph(resolve(str(tmp_path))), load())
+    check = check_checkpoint(build_graph(resolve(str(tmp_path))), shipped())
     assert check.found and check.unaccounted == () and check.checkpoint_bytes == total == check.graph_bytes
 
 

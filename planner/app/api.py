@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from planner.app.review import Comparison
     from planner.app.serving import ServingOutput
     from planner.scenario import Scenario
+    from pricing.registry import Registry
 
 LIMIT_FIELDS = set(PoolLimits.model_fields) | {"chip"}
 KINDS = (Role, Serving)  # the kinds a result's pools and plans come in (planner/kinds.py)
@@ -71,22 +72,22 @@ def _request(request: PlanRequest | None, fields: dict) -> PlanRequest:
     return request if request is not None else request_of(**fields)
 
 
-def model_of(service: ServiceSpec):
+def model_of(service: ServiceSpec, registry: Registry | None = None):
     """The graph of the service's model the command's search reads (one per command, inside its
-    `session`: planner/candidates/service.py sweep_model)."""
+    `session`: planner/candidates/service.py sweep_model), read against `registry` (None: shipped)."""
     from planner.candidates.service import sweep_model
+    from pricing.registry import shipped
 
-    return sweep_model(service.model, service.quantization)
+    return sweep_model(service.model, service.quantization, registry or shipped())
 
 
-def check_service(service: ServiceSpec) -> None:
+def check_service(service: ServiceSpec, registry: Registry | None = None) -> None:
     """The first of what is wrong with the service whatever the shape, as bad input, before any
     search (planner/request.py service_problems)."""
-    from planner.candidates.service import sweep_model
     from planner.request import service_problems
     from pricing.errors import InputError
 
-    for field, problem, fix in service_problems(service, sweep_model(service.model, service.quantization))[:1]:
+    for field, problem, fix in service_problems(service, model_of(service, registry))[:1]:
         raise InputError(field, problem, fix)
 
 
@@ -138,11 +139,12 @@ def _no_concurrency_asked(result: PlanResult, by_rate: bool) -> None:
 
 
 def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool | None = None,
-         **fields) -> PlanResult:
+         registry: Registry | None = None, **fields) -> PlanResult:
     """The cheapest aggregated pool for one service, its alternatives, and when nothing fits why
     (`plan --json`). `request`, or its fields as keywords: `plan(model="dsv4.1-flash", chip="h200",
     concurrency=64)`. `sized_by_rate`: no concurrency was asked, the rate sizes the pool (known from
-    the keywords when they are given)."""
+    the keywords when they are given). `registry`: the registry the plan reads (an overlay,
+    pricing/registry read_overlay; None: the shipped one), as every use case takes it."""
     from planner.app import plan as pool
     from planner.app.memory import unused_acceptance
     from pricing.errors import InputError, render
@@ -153,8 +155,8 @@ def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool 
                          "call plan_serving() for a disaggregated or the cheaper plan")
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
     with session():  # one graph of the model for the check, the search and the plan (`sweep_model`)
-        check_service(request.service)
-        result = pool.plan(request, named, by_rate)
+        check_service(request.service, registry)
+        result = pool.plan(request, named, by_rate, registry)
     _no_concurrency_asked(result, by_rate)
     s = request.service
     notes = _notes(request, by_rate) + unused_acceptance(s.speculative_acceptance, s.num_speculative_tokens)
@@ -163,7 +165,7 @@ def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool 
 
 
 def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool | None = None,
-                 **fields) -> ServingOutput:
+                 registry: Registry | None = None, **fields) -> ServingOutput:
     """`serving="disagg"`: a prefill pool and a decode pool handing the KV cache over (vLLM's
     NixlConnector); `"auto"`: that and the aggregated pool, and the cheaper (`plan --serving ...
     --json`). The notes of what had no effect ride on the aggregated plan, else on the choice."""
@@ -175,8 +177,8 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     request = _request(request, _by_rate(fields))
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
     with session():
-        check_service(request.service)
-        choice = choose(request, named, by_rate)
+        check_service(request.service, registry)
+        choice = choose(request, named, by_rate, registry)
     if choice.aggregated is not None:
         _no_concurrency_asked(choice.aggregated, by_rate)
     # the rate sizes an aggregated pool only where one is planned (disagg sizes both of its pools by the rate)
@@ -188,7 +190,8 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     return ServingOutput(serving=choice)
 
 
-def max_rate(request: MaxRateRequest | None = None, *, named=None, **fields) -> MaxRateResult:
+def max_rate(request: MaxRateRequest | None = None, *, named=None, registry: Registry | None = None,
+             **fields) -> MaxRateResult:
     """The most requests per second a pool serves within service targets (`plan --max-rate --json`):
     `request`, or its fields as keywords: `max_rate(model="llama-3.1-8b", chip="h100", max_gpus=8,
     workload={"isl": 1000, "osl": 200}, slo={"p99_ttft_ms": 1000, "p90_tpot_ms": 15})`; the other
@@ -204,8 +207,8 @@ def max_rate(request: MaxRateRequest | None = None, *, named=None, **fields) -> 
         raise InputError(next(iter(fields)), "is given beside a MaxRateRequest", "put it in the request, or give "
                          "only keywords")
     with session():
-        check_service(request.service)  # its targets are the request's (a fleet's sizing takes none of them)
-        return most(request, named)
+        check_service(request.service, registry)  # its targets are the request's (a fleet's sizing takes none)
+        return most(request, named, registry)
 
 
 def max_rate_request(service: ServiceSpec, slo, limits: PoolLimits) -> MaxRateRequest:
@@ -249,7 +252,8 @@ def scenario_of(scenario: str | Path | Scenario) -> Scenario:
 
 def review(scenario: str | Path | Scenario, variants: bool | list[str] = False, *, time_limit: float | None = None,
            spare: int | None = None, executor: str | None = None, ray_address: str | None = None,
-           progress: Callable[[int, int, str], None] | None = None, named=None) -> Comparison:
+           progress: Callable[[int, int, str], None] | None = None, named=None,
+           registry: Registry | None = None) -> Comparison:
     """Every service of a scenario planned together over its inventory (`plan scenario FILE`: the
     result's `base`), and with `variants` (True: every one, or their names) each variant beside it
     (`--variants`). `spare`: whole nodes per chip kept free, instead of the file's; `executor`:
@@ -267,21 +271,23 @@ def review(scenario: str | Path | Scenario, variants: bool | list[str] = False, 
         scenario.apply(name)  # an unknown name is bad input, with the nearest names, before any planning
     with session():
         c = plan_variants(scenario, names, progress=progress, time_limit=time_limit,
-                          executor=executor or defaults.value("parallel.executor"), ray_address=ray_address)
+                          executor=executor or defaults.value("parallel.executor"), ray_address=ray_address,
+                          registry=registry)
     return named_all(c, named or file_key)
 
 
 def compare(scenario: str | Path | Scenario, *, time_limit: float | None = None, executor: str | None = None,
             ray_address: str | None = None, progress: Callable[[int, int, str], None] | None = None,
-            named=None) -> Comparison:
+            named=None, registry: Registry | None = None) -> Comparison:
     """A scenario under its base and every variant, side by side (`plan compare FILE --json`)."""
     return review(scenario, True, time_limit=time_limit, executor=executor, ray_address=ray_address,
-                  progress=progress, named=named)
+                  progress=progress, named=named, registry=registry)
 
 
 def compare_points(points: list[tuple[str, Scenario]], title: str, *, time_limit: float | None = None,
                    executor: str | None = None, ray_address: str | None = None,
-                   progress: Callable[[str], None] | None = None, named=None) -> Comparison:
+                   progress: Callable[[str], None] | None = None, named=None,
+                   registry: Registry | None = None) -> Comparison:
     """What-if points (a label and a one-service scenario each) planned and set side by side, the
     first as the base (`plan compare --model ... --chip ...`)."""
     from planner import defaults
@@ -291,31 +297,31 @@ def compare_points(points: list[tuple[str, Scenario]], title: str, *, time_limit
 
     with session():
         results = plan_variants([(s, label) for label, s in points], time_limit,
-                                executor or defaults.value("parallel.executor"), ray_address, progress)
+                                executor or defaults.value("parallel.executor"), ray_address, progress, registry)
     results = [named_all(r, named) for r in results]
     return Comparison(review=title, base=results[0], variants=results[1:])
 
 
 def compare_max_rate(points: list[tuple[str, dict, MaxRateRequest]], title: str, *,
-                     progress: Callable[[str], None] | None = None, named=None):
+                     progress: Callable[[str], None] | None = None, named=None, registry: Registry | None = None):
     """What-if points (a label, the axes' values and a MaxRateRequest each), each answered as
     `max_rate` answers it and set side by side (`plan compare --max-rate`)."""
     from planner.app.review import compare_max_rate as most
 
     for _, _, request in points:
-        check_service(request.service)
+        check_service(request.service, registry)
     with session():
-        return most(points, title, progress, named)
+        return most(points, title, progress, named, registry)
 
 
 def memory(model: str, chip: str, quantization: str | None = None, memory_bytes: int | None = None,
            tokens: int = 4096, vllm_version: str | None = None, batch: int | None = None, isl: int | None = None,
            osl: int | None = None, speculative_acceptance: tuple[float, ...] | None = None,
-           **deployment) -> MemoryResult:
+           registry: Registry | None = None, **deployment) -> MemoryResult:
     """One rank's memory for one deployment (`plan memory --json`): `deployment` is vLLM's flags
     as pricing/kernel/deployment.py `Deployment` names them (tensor_parallel_size=4, ...)."""
     from planner.app.memory import memory as of
 
     return of(model, chip, quantization, memory_bytes, tokens, vllm_version, batch, isl, osl, speculative_acceptance,
-              **deployment)
+              registry, **deployment)
 

@@ -21,14 +21,15 @@ from planner import defaults
 from planner.app.serve import Launch, Placeholder, ServedModel, _quote, launches, ray_launch
 from planner.app.serving import Launch as LaunchData
 from pricing.kernel import Deployment
-from pricing.registry import load
+from pricing.registry import shipped
 
 ROUTER_PORT = 8192  # the docs' proxy port
 
 
 def kv_transfer_config(kv_role: str) -> str:
-    """The `--kv-transfer-config` JSON of one role (config/kv_transfer.py KVTransferConfig)."""
-    connector = load().value("kv_transfer.nixl.connector")
+    """The `--kv-transfer-config` JSON of one role (config/kv_transfer.py KVTransferConfig): vLLM's
+    connector, as the package states it (a fact of vLLM's code, which an overlay of laws leaves)."""
+    connector = shipped().value("kv_transfer.nixl.connector")
     return json.dumps({"kv_connector": connector, "kv_role": kv_role}, separators=(",", ":"))
 
 
@@ -38,7 +39,8 @@ def node_address(node: str) -> str:
 
 
 def side_channel_base() -> int:
-    return int(load().value("kv_transfer.nixl.side_channel_port"))
+    """NixlConnector's side-channel port (vLLM's default, as the package states it)."""
+    return int(shipped().value("kv_transfer.nixl.side_channel_port"))
 
 
 def _with_connector(x: Launch, kv_role: str, side_port: int) -> Launch:

@@ -57,14 +57,15 @@ def _role_pool(resolved: ResolvedService, role, chip: Chip, table: ChipTable, ro
     return pool, d, table.gpus_per_node
 
 
-def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_port: int) -> list:
+def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_port: int, registry=None) -> list:
     """Each role pool (RolePool, its deployment, GPUs per node) with the launches of its placed
     instances (`placed`: planner/search/placement.py InstancePlacement of every pool, by role),
-    side-channel ports disjoint over the fleet from `first_side_port`; the pools returned updated."""
+    side-channel ports disjoint over the fleet from `first_side_port`; the pools returned updated
+    (`registry`: the command's, None: the shipped one)."""
     from planner.app.disagg_launch import role_instances
     from planner.app.serve import served_model
 
-    served = served_model(service.model, service.quantization, service.vllm_version)
+    served = served_model(service.model, service.quantization, service.vllm_version, registry)
     out, port = [], first_side_port
     for pool, d, per_node in pools:
         mine = [i for i in placed if i.role == pool.role]
@@ -141,12 +142,12 @@ def _fleet(found, resolved: ResolvedService, pair, p: int, d: int):
     roles = role_pools(resolved, pair, p, d, rate)
     shapes = [PoolShape(pool.role, pool.chip, pool.replicas, pool.gpus_per_replica, pool.tensor_parallel_size,
                         role=pool.role) for pool, _, _ in roles]
-    chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits).tp_domain)
+    chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits, resolved.registry).tp_domain)
              for pool, _, per_node in roles}
     laid = place(shapes, chips, limits.spare)
     if pair.node_gpus is not None and len({s.node for i in laid.instances for s in i.slots}) != 1:
         raise AssertionError("a pair priced over one node's NVLink was laid over more than one node")
-    prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base())
+    prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base(), resolved.registry)
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
     per_output, per_input = token_costs(service, None, cost)  # as an aggregated pool's: the rate's tokens an hour
     return DisaggPlan(
@@ -177,11 +178,12 @@ def handover_of(pair):
                     one_node=pair.node_gpus is not None)
 
 
-def plan_serving(request, named=None, by_rate: bool = False):
+def plan_serving(request, named=None, by_rate: bool = False, registry=None):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
     cheaper (planner/app/serving.py ServingChoice; the aggregated plan wins a tie). `by_rate`: no
-    concurrency was asked, the rate sizes the aggregated pool."""
-    return choose_serving(ResolvedService.of(request.service, request.limits), request.alternatives, named, by_rate)
+    concurrency was asked, the rate sizes the aggregated pool. `registry`: the command's (None: the shipped one)."""
+    return choose_serving(ResolvedService.of(request.service, request.limits, registry=registry), request.alternatives,
+                          named, by_rate)
 
 
 def choose_serving(resolved: ResolvedService, alternatives: int | None = None, named=None, by_rate: bool = False):

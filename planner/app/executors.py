@@ -23,6 +23,7 @@ from planner.candidates.table import sweep_key
 from planner.scenario import Scenario
 from planner.search.fleet import table_requests
 from pricing.errors import InputError, mention
+from pricing.registry import Registry
 from pricing.units import cdiv
 
 EXECUTORS = tuple(defaults.value("parallel.executors"))
@@ -31,19 +32,20 @@ Task = tuple[Scenario, str, list[ResolvedService]]  # a job with its services, r
 
 
 def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_address: str | None = None,
-                  progress: Callable[[str], None] | None = None) -> list[FleetResult]:
-    """Every job planned, in the order given, by `executor`; `progress(name)` as each is done."""
+                  progress: Callable[[str], None] | None = None, registry: Registry | None = None) -> list[FleetResult]:
+    """Every job planned, in the order given, by `executor`, under `registry` (the command's; None:
+    the shipped one; it travels to the workers with each service); `progress(name)` as each is done."""
     if executor == "sequential" or len(jobs) < 2:
         out = []
         for scenario, name in jobs:  # one job alone on a pool or Ray may still build its tables in workers
             out.append(plan_scenario(scenario, name, time_limit, parallel_tables=executor != "sequential",
-                                     bounded=len(jobs) == 1))  # no variants to share whole tables with
+                                     bounded=len(jobs) == 1, registry=registry))  # no variants to share tables with
             if progress:
                 progress(name)
         return out
     if executor not in EXECUTORS:
         raise InputError("executor", f"no executor named {executor!r}", f"use one of {', '.join(EXECUTORS)}")
-    tasks = [(scenario, name, resolve_services(scenario)) for scenario, name in jobs]
+    tasks = [(scenario, name, resolve_services(scenario, registry)) for scenario, name in jobs]
     found: dict[int, FleetResult] = {}
     if executor == "pool":
         groups = _prebuilt(tasks)

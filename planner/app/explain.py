@@ -65,10 +65,10 @@ def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
     """The model loader refuses the checkpoint, or a layer its shard, at every allowed split: vLLM's
     words for the first, and the split (or chip) that loads it (pricing/kernel/startup.py
     `loading_split`, `load_split`)."""
-    model = sweep_model(service.model, service.quantization)
+    model = sweep_model(service.model, service.quantization, table.registry)
     first = min(valid, key=lambda v: (v.shape.gpus, v.shape))
     d = deployment_for(first.shape, service, table.context_length)
-    refusal = Startup(Kernel.of(model, d, table.chip, release=service.vllm_version)).refusal()
+    refusal = Startup(Kernel.of(model, d, table.chip, table.registry, release=service.vllm_version)).refusal()
     splits = ", ".join(dict.fromkeys(_split(v.shape) for v in sorted(valid, key=lambda v: (v.shape.gpus, v.shape))))
     fit = refusal.would_fit.replace("-tp ", mention("tensor_parallel_size") + " ").replace("-dp ", mention("dp") + " ")
     return (f"{table.chip.name}: vLLM would not load the checkpoint at {splits}: {refusal.message}. Nearest fit: "
@@ -99,14 +99,14 @@ def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
 def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) -> int:
     """The longest max_model_len one request fits at the shape's most generous setting (bisection
     over the kernel's verdict, which is monotone in the length)."""
-    model = sweep_model(service.model, service.quantization)
+    model = sweep_model(service.model, service.quantization, table.registry)
 
     def holds(length: int) -> bool:
         d = deployment_for(v.shape, service, length, gpu_memory_utilization=v.utilization,
                            max_num_batched_tokens=v.max_num_batched_tokens)
         try:
-            kernel = Kernel.of(model, d, table.chip, release=service.vllm_version)
-            return Capacity(kernel).requests_held(service.kv_margin) > 0
+            kernel = Kernel.of(model, d, table.chip, table.registry, release=service.vllm_version)
+            return Capacity(kernel).requests_held(service.kv_margin(table.registry)) > 0
         except InputError:
             return False
 
@@ -144,8 +144,9 @@ def _targets_missed(table: ChipTable, service: ServiceSpec, limits: PoolLimits, 
     from planner.candidates import slo  # the serving simulator, only with service targets
 
     name = table.chip.name
-    if not has_rates(table.chip):
-        return f"{name}: {missing_rates(table.chip)}, so no benchmark can be simulated against the service targets."
+    if not has_rates(table.chip, table.registry):
+        return (f"{name}: {missing_rates(table.chip, table.registry)}, so no benchmark can be simulated against the "
+                "service targets.")
     per_node = table.gpus_per_node
     stock = pool_gpus(limits.max_gpus, per_node, limits.spare)
 

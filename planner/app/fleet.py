@@ -36,6 +36,7 @@ from planner.traffic.schedule import ServiceSchedule
 from pricing.chips import get_chip
 from pricing.errors import mention
 from pricing.kernel.deployment import beyond_positions
+from pricing.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,9 @@ class RankBytes:
     @classmethod
     def of(cls, kernel) -> RankBytes:
         from pricing.kernel.checkpoint_check import graph_stored_bytes
-        from pricing.registry import load
-
         weights, connector = kernel.weight_bytes(), kernel.connector()
         return cls(weights.weights + weights.eplb_redundant, connector.host_bytes if connector else 0,
-                   graph_stored_bytes(kernel.model, load())[0])
+                   graph_stored_bytes(kernel.model, kernel.reg)[0])
 
 
 def rank_bytes(pool: PoolPlan) -> RankBytes:
@@ -188,6 +187,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
                                         (p.sized, prices))
         cost = round(option.price * row.gpus * replicas, 4)
         per_output, per_input = token_costs(p.spec, step, cost)
+        priced = priced_chip(row.chip, p.limits, p.resolved.registry)
         out.append(dict(
             deployment=d, served=p.name,
             service=p.name, model=p.spec.model, chip=row.chip, gpus=row.gpus * replicas, replicas=replicas,
@@ -201,14 +201,14 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             headroom_percent=round((held / p.spec.concurrency - 1) * 100, 2), binds=binds,
             cost_per_hour=cost, serving=served, cost_per_million_output_tokens=per_output,
             cost_per_million_input_tokens=per_input,
-            price_per_gpu_hour=option.price, price_estimate=priced_chip(row.chip, p.limits).price_estimate,
-            price_as_of=priced_chip(row.chip, p.limits).price_as_of, step=step))
-        launch.append((served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version), d, p.node[row.chip],
-                       kernel))
+            price_per_gpu_hour=option.price, price_estimate=priced.price_estimate, price_as_of=priced.price_as_of,
+            step=step))
+        model_served = served_model(p.spec.model, p.spec.quantization, p.spec.vllm_version, p.resolved.registry)
+        launch.append((model_served, d, p.node[row.chip], kernel))
     shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"],
                         role=f.get("role", Role.AGGREGATED)) for f in out]
     per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
-    laid = lay_out(shapes, scenario, per_node)
+    laid = lay_out(shapes, scenario, per_node, prepared[0].resolved.registry)  # the command's, every service's
     for at, p, option in paired:  # both pools laid on one node: they hand over on its NVLink (same rows, counts)
         twin = option.row.within_node
         names = {out[at]["service"], out[at + 1]["service"]}
@@ -222,7 +222,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
             from planner.app.disagg_launch import side_channel_base
 
             side_port = side_channel_base() if side_port is None else side_port
-            (pool,) = launch_pools(entry.spec, [(entry.pool, entry.deployment, entry.per_node)], mine, side_port)
+            (pool,) = launch_pools(entry.spec, [(entry.pool, entry.deployment, entry.per_node)], mine, side_port,
+                                   entry.registry)
             side_port += len(mine) * entry.deployment.data_parallel_size
             fields["instance_commands"] = [x.line for x in pool.launches]
             plans.append(ServicePlan(**fields, **{k: getattr(pool, k) for k in ("instances", "vllm_serve",
@@ -243,6 +244,7 @@ class RoleLaunch:
     pool: object  # RolePool
     deployment: object
     per_node: int
+    registry: Registry  # the command's
 
 
 def _add_routers(plans: list[ServicePlan]) -> None:
@@ -256,13 +258,13 @@ def _add_routers(plans: list[ServicePlan]) -> None:
         plan.instance_commands.append(router(prefill.instances, plan.instances).line)
 
 
-def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int]) -> Placement:
+def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int], registry: Registry) -> Placement:
     """The fleet's instances on the inventory's whole nodes (planner/search/placement.py), with the
     scenario's spare nodes kept free."""
     chips = {}
     for chip_id, node in per_node.items():
         stock = scenario.inventory.get(chip_id)
-        chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id).tp_domain, stock.gpus if stock else None)
+        chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id, registry).tp_domain, stock.gpus if stock else None)
     return place(shapes, chips, scenario.spare)
 
 
@@ -284,7 +286,7 @@ def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict,
                       asked=pool.in_flight, target=Target.of(p.spec, pool.max_model_len, target_words(p.spec)),
                       role=pool.role,
                       handover=handover_of(pair), deployment=pool.deployment, served=p.name)
-        out.append((fields, RoleLaunch(p.spec, pool, d, per_node)))
+        out.append((fields, RoleLaunch(p.spec, pool, d, per_node, p.resolved.registry)))
     return out
 
 
@@ -325,10 +327,12 @@ def _alone(p: Prepared, bounded: bool = False) -> tuple[str, str]:
             f"needs {gpus}")
 
 
-def resolve_services(scenario: Scenario) -> list[ResolvedService]:
-    """Every service of the scenario resolved once (its spec and limits merged with the defaults,
-    its graph, its context length): what every stage of its planning reads."""
-    return [ResolvedService.of(scenario.service_spec(s), scenario.limits(s), s.name) for s in scenario.services]
+def resolve_services(scenario: Scenario, registry: Registry | None = None) -> list[ResolvedService]:
+    """Every service of the scenario resolved once under `registry` (the command's; None: the
+    shipped one): its spec and limits merged with the defaults, its graph, its context length: what
+    every stage of its planning reads."""
+    return [ResolvedService.of(scenario.service_spec(s), scenario.limits(s), s.name, registry)
+            for s in scenario.services]
 
 
 def refused_context(service: ResolvedService) -> Shortfall | None:
@@ -382,15 +386,16 @@ def on_same_arrivals(scenario: Scenario, services: list[ResolvedService], skip: 
 
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
                   parallel_tables: bool = True, bounded: bool = False,
-                  services: list[ResolvedService] | None = None) -> FleetResult:
+                  services: list[ResolvedService] | None = None,
+                  registry: Registry | None = None) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
     solver's time limit, default planner/defaults.yaml; `parallel_tables`: many candidate
     tables may be built in worker processes; `bounded`: each service swept only as far as its own
     optimum reaches, when that answers, `search_fleet`; `services`: the scenario's services as the
-    caller resolved them, `resolve_services`, else resolved here). A service vLLM would not start at its
-    context length leaves the result infeasible, with vLLM's reason."""
+    caller resolved them, `resolve_services`, else resolved here under `registry`). A service vLLM
+    would not start at its context length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
-    services = resolve_services(scenario) if services is None else services
+    services = resolve_services(scenario, registry) if services is None else services
     refused = {s.name: why for s in services if (why := refused_context(s))}
     scenario, services, judged = on_same_arrivals(scenario, services, set(refused))
     found = search_fleet(scenario, services, set(refused), time_limit, parallel_tables, bounded)

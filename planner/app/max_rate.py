@@ -71,19 +71,20 @@ class MaxRateResult(BaseModel):
     seconds: float = 0.0
 
 
-def max_rate(request: MaxRateRequest, named=None) -> MaxRateResult:
-    """The most requests per second `request.limits` (max_gpus of its chips) serves within the targets."""
+def max_rate(request: MaxRateRequest, named=None, registry=None) -> MaxRateResult:
+    """The most requests per second `request.limits` (max_gpus of its chips) serves within the targets
+    (under `registry`, the command's; None: the shipped one)."""
     if request.service.serving == Serving.DISAGG:
-        return _most_disagg(request, named)
+        return _most_disagg(request, named, registry)
     start = time.perf_counter()
     service, limits = request.judged, request.limits
     # the rows a plan at any rate sweeps (a rate caps each row's max_num_seqs at the requests it holds,
     # planner/candidates/latency.py cap_rows; the rate's value changes no row): planned back, the same rows
-    resolved = ResolvedService.of(request.at(1.0), limits)  # at any rate the same context length
+    resolved = ResolvedService.of(request.at(1.0), limits, registry=registry)  # at any rate the same context length
     model = resolved.graph
     found, unpriced = [], []
     for table in tables_for(resolved):
-        if not has_rates(table.chip):
+        if not has_rates(table.chip, table.registry):
             unpriced.append(table.chip)
             continue
         stock = pool_gpus(limits.max_gpus, table.gpus_per_node, limits.spare)
@@ -135,7 +136,7 @@ def _binds(at, best: slo.InstanceRate, replicas: int, split: str, max_gpus: int)
     return said + f"; at {given(best.next_rate)} requests/s each: {missed}"
 
 
-def _none_serves(request: MaxRateRequest, found: list, unpriced: list) -> str:
+def _none_serves(request: MaxRateRequest, found: list, unpriced: list, registry=None) -> str:
     """Why the pool serves no rate: a chip without the step model's rates, no shape fits it, or every
     shape misses a target even one request at a time (the nearest named with its figures), or even
     at the lowest rate searched."""
@@ -143,7 +144,7 @@ def _none_serves(request: MaxRateRequest, found: list, unpriced: list) -> str:
 
     gpus = request.limits.max_gpus
     if not found:
-        said = [f"{missing_rates(chip)}, so no rate can be simulated" for chip in unpriced]
+        said = [f"{missing_rates(chip, registry)}, so no rate can be simulated" for chip in unpriced]
         priced = [c for c in request.limits.chips if c not in {chip.id for chip in unpriced}]
         if priced or not said:
             said.append(f"no instance shape of {request.service.model} fits {mention('max_gpus')} {gpus} on "
@@ -160,7 +161,7 @@ def _none_serves(request: MaxRateRequest, found: list, unpriced: list) -> str:
             f"{mention('isl')}/{mention('osl')} or raise {mention('max_gpus')}")
 
 
-def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
+def _most_disagg(request: MaxRateRequest, named=None, registry=None) -> MaxRateResult:
     """A disaggregated fleet's most: the highest grid rate at which `plan --serving disagg` finds a
     fleet within the pool (planner/search/disagg.py: the prefill pool's M/D/1 wait within TTFT, the
     decode pool within TPOT; more rate never needs fewer instances) that, under percentile targets
@@ -177,7 +178,7 @@ def _most_disagg(request: MaxRateRequest, named=None) -> MaxRateResult:
     judged: dict[int, object] = {}  # under percentile targets: the fleet at the rate, on the simulated arrivals
 
     first = slo.grid_rate(slo.grid_index(defaults.value("serving.disagg_first_rate")))
-    resolved = ResolvedService.of(request.at(first).model_copy(update={"slo": None}), limits)
+    resolved = ResolvedService.of(request.at(first).model_copy(update={"slo": None}), limits, registry=registry)
 
     def sized(rate: float) -> ResolvedService:  # the fleet is sized by ttft_ms and tpot_ms; one graph, one length
         return resolved.asking(request.at(rate).model_copy(update={"slo": None}))

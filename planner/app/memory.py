@@ -41,11 +41,12 @@ def unused_acceptance(rates: tuple[float, ...] | None, speculative_tokens: int) 
 def memory(model: str, chip: str, quantization: str | None = None, memory_bytes: int | None = None,
            tokens: int = 4096, vllm_version: str | None = None, batch: int | None = None, isl: int | None = None,
            osl: int | None = None, speculative_acceptance: tuple[float, ...] | None = None,
-           **deployment) -> MemoryResult:
+           registry=None, **deployment) -> MemoryResult:
     """One rank's memory for `model` on `chip` in the deployment vLLM's flags give (`deployment`:
     pricing/kernel/deployment.py `Deployment`'s fields), at `tokens` of context; with the step
     model's speed at `batch` requests per rank (or the workload `isl`/`osl`). A deployment vLLM
-    would not start is an answer (`starts` false, with vLLM's reason); bad input raises InputError."""
+    would not start is an answer (`starts` false, with vLLM's reason); bad input raises InputError.
+    `registry`: the command's (its --registry overlay; None: the shipped one)."""
     from planner.request import check_request_fits
     from pricing.chips import get_chip
     from pricing.errors import InputError, mention
@@ -56,16 +57,16 @@ def memory(model: str, chip: str, quantization: str | None = None, memory_bytes:
 
     if tokens < 0:
         raise InputError("tokens", f"must not be negative, got {tokens}", "give a request length in tokens")
-    graph = load_model(model, quantization)
+    graph = load_model(model, quantization, registry)
     if deployment.get("mamba_cache_mode") is not None and not any(d["state"] is not None for _, d in graph.nodes()):
         raise InputError("mamba_cache_mode", f"{graph.name} has no recurrent (Mamba) state for it to cache",
                          "drop the flag")
-    target = get_chip(chip).with_overrides(memory_bytes=memory_bytes)
+    target = get_chip(chip, registry).with_overrides(memory_bytes=memory_bytes)
     if (isl is None) != (osl is None):
         missing, given = ("isl", "osl") if isl is None else ("osl", "isl")
         raise InputError(missing, f"is required with {mention(given)}",
                          "give both the mean input and output tokens")
-    kernel = Kernel.of(graph, Deployment(**deployment), target, release=vllm_version or DEFAULT)
+    kernel = Kernel.of(graph, Deployment(**deployment), target, registry, release=vllm_version or DEFAULT)
     check_request_fits(isl, osl, kernel.engine.max_model_len)  # before any speed is priced for it
     report = memory_report(kernel, tokens)
     speed = step_speed(kernel, tokens, batch, isl, osl, speculative_acceptance) if report.starts else None
@@ -75,7 +76,7 @@ def memory(model: str, chip: str, quantization: str | None = None, memory_bytes:
         report.provenance += [ProvenanceOut(name=p.name, value=p.value, source=p.source, how=p.how)
                               for p in step_provenance(kernel)]
     out = MemoryResult(**dict(report), step=speed,
-                       notes=unused_acceptance(speculative_acceptance, kernel.engine.spec_tokens))
+                       notes=unused_acceptance(speculative_acceptance, kernel.engine.num_speculative_tokens))
     out._kernel = kernel
     return out
 

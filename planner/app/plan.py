@@ -14,31 +14,35 @@ from planner.candidates import latency
 from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable
 from planner.candidates.table import verify
+from planner.defaults import Reads
 from planner.numbers import count
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
 from pricing.errors import mention, named_all, render
 from pricing.kernel import Kernel
 from pricing.kernel.report import memory_report
+from pricing.registry import Registry
 
 
-def plan(request: PlanRequest, named=None, by_rate: bool = False) -> PlanResult:
+def plan(request: PlanRequest, named=None, by_rate: bool = False, registry: Registry | None = None) -> PlanResult:
     """The cheapest pool for one service, the next alternatives, and, when nothing fits, why (a
     rejected flag named as `named` calls its field: the command's flag; None: the field).
-    `by_rate`: no concurrency was asked (the rate sizes the pool), so none is quoted as asked."""
-    return plan_pool(ResolvedService.of(request.service, request.limits), request.alternatives, named, by_rate)
+    `by_rate`: no concurrency was asked (the rate sizes the pool), so none is quoted as asked.
+    `registry`: the command's (its --registry overlay; None: the shipped one)."""
+    return plan_pool(ResolvedService.of(request.service, request.limits, registry=registry), request.alternatives,
+                     named, by_rate)
 
 
 def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=None,
               by_rate: bool = False) -> PlanResult:
     """`plan` of a service resolved once by the command (planner/candidates/service.py)."""
-    service, limits = resolved.spec, resolved.limits
+    service, limits, reads = resolved.spec, resolved.limits, resolved.defaults
     found = search(resolved, alternatives)
     model, length = resolved.graph, resolved.context_length  # the graph the search's tables were built on
     by_chip = {t.chip.id: t for t in found.tables}
     prices = {t.chip.id: t.chip.price_per_gpu_hour for t in found.tables}
     pools = [pool_plan(model, service, by_chip[o.row.chip], o, n, found.sized.get((o.row.chip, o.row)),
-                   (found.sized, prices), limits.spare, asked=not by_rate) for o, n in found.ranked]
+                   (found.sized, prices), limits.spare, asked=not by_rate, reads=reads) for o, n in found.ranked]
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
@@ -48,10 +52,11 @@ def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=
     else:
         explanations = [explain(t, service, limits, named, found.sized) for t in found.tables]
     notes = list(dict.fromkeys(n for t in found.tables for n in t.excluded))
+    hours = reads.value("report.hours_per_month")
     provenance = []
     if pools:  # the best pool's kernel: its provenance and its per-rank memory, as the text prints them
         kernel = pools[0].kernel
-        provenance = _provenance(kernel)
+        provenance = _provenance(kernel, reads, *(t.defaults for t in found.tables))
         memory = memory_report(kernel, length).model_copy(update={"provenance": []})  # the plan's own, above
         pools[0] = pools[0].model_copy(update={"memory": memory})
     return named_all(PlanResult(
@@ -60,54 +65,45 @@ def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=
         search=SearchInfo(candidates_evaluated=found.evaluated, solver_status=found.status,
                           solver_stages=found.stages, seconds=round(found.seconds, 3),
                           shapes_skipped=sum(t.skipped for t in found.tables)),
-        margin=margin_of(service),
+        margin=margin_of(service, resolved.registry),
         model=model.name, hf_id=model.hf_id, origin=model.origin, required=service.required,
-        headroom_percent=service.headroom, hours_per_month=defaults.value("report.hours_per_month"),
+        headroom_percent=service.headroom, hours_per_month=hours,
         explanations=explanations, notes=notes, provenance=provenance), named)
-
-
-PLANNER_DEFAULTS = ("grids.gpu_memory_utilization", "grids.spare_memory_bytes", "grids.gpu_memory_utilization_step",
-                    "grids.max_num_batched_tokens", "grids.data_parallel_size", "grids.max_gpus_per_instance",
-                    "report.hours_per_month", "report.alternatives", "solver.max_time_in_seconds",
-                    "solver.num_workers")
 
 
 def step_provenance(kernel: Kernel) -> tuple:
     """The registry values the plan's step figures are priced with (none where the chip has no peak rates)."""
     from pricing.step import StepModel, has_rates
 
-    return StepModel(kernel).provenance if has_rates(kernel.chip) else ()
+    return StepModel(kernel).provenance if has_rates(kernel.chip, kernel.reg) else ()
 
 
-def _provenance(kernel: Kernel) -> list[dict]:
+def _provenance(kernel: Kernel, *reads: Reads) -> list[dict]:
     """Every registry value the best plan's kernel read and its step figures were priced with, and the
-    planner defaults that shaped the search."""
+    planner defaults the plan read (recorded by `reads`: its service's and its tables', sorted by name)."""
     rows = [{"name": p.name, "value": p.value, "source": p.source, "how": p.how}
             for p in (*kernel.provenance(), *step_provenance(kernel))]
-    for name in PLANNER_DEFAULTS:
-        p = defaults.sourced(name)
-        rows.append({"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how})
+    rows += [{"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how}
+             for p in defaults.read_by(*reads)]
     return rows
 
 
-def margin_of(service: ServiceSpec) -> Margin:
-    """The KV margin a plan keeps, and where it comes from."""
-    from pricing.registry import load
-
+def margin_of(service: ServiceSpec, registry: Registry) -> Margin:
+    """The KV margin a plan keeps, and where it comes from (`registry`: the plan's)."""
     if service.margin is not None:
         return Margin(fraction=service.margin / 100, source=mention("margin"))  # the reader names it
-    entry = load()["cost_model_memory.kv_pool_margin"]
+    entry = registry["cost_model_memory.kv_pool_margin"]
     return Margin(fraction=float(entry.value), source=f"registry cost_model_memory.kv_pool_margin: {entry.how}")
 
 
 def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
-              every=None, spare: int = 0, asked: bool = True) -> PoolPlan:
+              every=None, spare: int = 0, asked: bool = True, reads: Reads | None = None) -> PoolPlan:
     """One chosen row at `replicas`, verified by the kernel, with what binds it, its step and serving
     figures, its costs per token and its launch (`asked`: the service's concurrency was asked)."""
     row = option.row
     kernel = verify(model, table, service, row)
     d = row.deployment.model_copy(
-        update={"speculative_method": kernel.engine.spec_method})
+        update={"speculative_method": kernel.engine.speculative_method})
     held = row.concurrency * replicas
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
                     default_max_num_seqs(model, table.chip, kernel.engine.max_model_len), asked)
@@ -128,8 +124,8 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
         binds=binds, cost_per_hour=cost, price_per_gpu_hour=option.price,
         price_estimate=table.chip.price_estimate, price_as_of=table.chip.price_as_of, step=step,
         serving=served, cost_per_million_output_tokens=per_output, cost_per_million_input_tokens=per_input,
-        **own_nodes(served_model(service.model, service.quantization, service.vllm_version), d, table.chip,
-                    table.gpus_per_node, service.model, replicas, spare)).with_kernel(kernel)
+        **own_nodes(served_model(service.model, service.quantization, service.vllm_version, table.registry), d,
+                    table.chip, table.gpus_per_node, service.model, replicas, spare, reads)).with_kernel(kernel)
 
 
 def serving_figures(service: ServiceSpec, sizing, replicas: int, binds: str, every=None):

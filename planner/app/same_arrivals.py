@@ -71,7 +71,7 @@ def _run(kernel, service: ServiceSpec, rate: float, output=None, prefilled: bool
     from pricing.step import StepModel
 
     inst = Instance.of(kernel)
-    inst = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin)))
+    inst = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin(kernel.reg))))
     cost = StepCost.of(StepModel(kernel, rates_accepted=service.speculative_acceptance), inst)
     sent = traffic(service, rate)
     if output is not None:

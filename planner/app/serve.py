@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from planner import defaults
+from planner.defaults import Reads
 from pricing.kernel import Deployment
+from pricing.registry import Registry
 
 
 class Placeholder(str):
@@ -50,24 +52,27 @@ class ServedModel:
         return isinstance(self.name, Placeholder)
 
 
-def served_model(model: str, quantization: str | None = None, release: str | None = None) -> ServedModel:
+def served_model(model: str, quantization: str | None = None, release: str | None = None,
+                 registry: Registry | None = None) -> ServedModel:
     """The model as `vllm serve` is given it (pricing/config resolve: the folder or id as the user
     gave it, the card's HF id, or WEIGHTS for a bare config.json), `--trust-remote-code` for a
     model type whose checkpoint ships the code the release runs (its registry fact
     remote_code_model_types), and the `--quantization` vLLM is told (a what-if format the
-    checkpoint does not carry is refused: pricing/config/quantization.py launch_method)."""
+    checkpoint does not carry is refused: pricing/config/quantization.py launch_method), as `registry`
+    states them (None: the shipped one)."""
     from pricing import rules
     from pricing.config import resolve
     from pricing.config.quantization import launch_method
     from pricing.errors import InputError
-    from pricing.registry import load
+    from pricing.registry import shipped
 
-    source = resolve(model)
+    reg = registry or shipped()
+    source = resolve(model, reg)
     if (source.hf_id or "").startswith("-"):
         raise InputError("model", f"{source.hf_id!r} begins with '-': `vllm serve` would read it as a flag",
                          "name the folder so that it does not begin with '-', e.g. ./" + source.hf_id)
     method = launch_method(source.config, source.hf_quant_config, "bf16", quantization, source.origin or source.name)
-    remote = source.config.get("model_type") in rules.get(release).fact(load(), "remote_code_model_types")
+    remote = source.config.get("model_type") in rules.get(release).fact(reg, "remote_code_model_types")
     return ServedModel(source.hf_id or WEIGHTS, trust_remote_code=remote, quantization=method)
 
 
@@ -141,6 +146,7 @@ class Serve:
     engine: tuple[str, ...]
     join: NodeRank | DataParallelRanks | RayDataParallel | RayExecutor | None = None
     role: tuple[str, ...] = ()
+    host: str = field(kw_only=True)  # the API's --host (planner/defaults.yaml launch.host, read once)
 
     def args(self, head: str = HEAD, rank: str | None = None, model: str | None = None,
              endpoint: bool = True) -> tuple[str, ...]:
@@ -149,7 +155,7 @@ class Serve:
         the role's."""
         out = (model or self.model.name,)
         if self.port is not None and endpoint:
-            out += ("--host", defaults.value("launch.host"), "--port", str(self.port))
+            out += ("--host", self.host, "--port", str(self.port))
         out += self.engine + (self.join.flags(head, rank) if self.join is not None else ())
         return out + self.role
 
@@ -188,21 +194,20 @@ def engine_flags(model: ServedModel, d: Deployment) -> list[str]:
     """The flags every process of the instance carries: the plan's parallel shape and engine
     settings. Flags left at vLLM's default (pp 1, dp 1, expert parallel off, dcp 1, kv cache dtype
     auto) are omitted."""
-    args = ["--tensor-parallel-size", str(d.tensor_parallel_size)]
-    if d.pipeline_parallel_size > 1:
-        args += ["--pipeline-parallel-size", str(d.pipeline_parallel_size)]
-    if d.data_parallel_size > 1:
-        args += ["--data-parallel-size", str(d.data_parallel_size)]
+    flag = Deployment.flag  # each flag spelled from its field's name, as vLLM spells it
+    args = [flag("tensor_parallel_size"), str(d.tensor_parallel_size)]
+    for name in ("pipeline_parallel_size", "data_parallel_size"):
+        if getattr(d, name) > 1:
+            args += [flag(name), str(getattr(d, name))]
     if d.enable_expert_parallel:
-        args.append("--enable-expert-parallel")
+        args.append(flag("enable_expert_parallel"))
     if d.decode_context_parallel_size > 1:
-        args += ["--decode-context-parallel-size", str(d.decode_context_parallel_size)]
-    args += ["--gpu-memory-utilization", f"{d.gpu_memory_utilization:g}",
-             "--max-num-batched-tokens", str(d.max_num_batched_tokens),
-             "--max-num-seqs", str(d.max_num_seqs),
-             "--max-model-len", str(d.max_model_len)]
+        args += [flag("decode_context_parallel_size"), str(d.decode_context_parallel_size)]
+    args += [flag("gpu_memory_utilization"), f"{d.gpu_memory_utilization:g}"]
+    args += [w for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")
+             for w in (flag(name), str(getattr(d, name)))]
     if d.kv_cache_dtype != "auto":
-        args += ["--kv-cache-dtype", d.kv_cache_dtype]
+        args += [flag("kv_cache_dtype"), d.kv_cache_dtype]
     if model.quantization:
         args += ["--quantization", model.quantization]
     if d.num_speculative_tokens:
@@ -228,56 +233,63 @@ def across_nodes(d: Deployment, gpus_per_node: int) -> str:
     return "tensor parallel across the nodes of one NVLink domain"
 
 
-def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True) -> list[Launch]:
+def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True,
+             reads: Reads | None = None) -> list[Launch]:
     """The processes of one placed instance, one per node (its `slots`: node, GPU indices, port;
     planner/search/placement.py), the head node first. `visible` sets CUDA_VISIBLE_DEVICES from the slot
-    (a Kubernetes pod gets its GPUs from the device plugin instead)."""
+    (a Kubernetes pod gets its GPUs from the device plugin instead). The defaults are read through
+    `reads` (planner/defaults.py `read`)."""
     flags = tuple(engine_flags(model, d))
+    host = str(defaults.read(reads, "launch.host"))
     out = []
     nodes = len(slots)
     for rank, slot in enumerate(slots):
         env = (("CUDA_VISIBLE_DEVICES", ",".join(map(str, slot.gpus))),) if visible else ()
         if nodes == 1:
-            out.append(Launch(slot.node, env=env, what="the instance", serve=Serve(model, slot.port, flags)))
+            out.append(Launch(slot.node, env=env, what="the instance", serve=Serve(model, slot.port, flags, host=host)))
             continue
         if spans_by_data_parallel(d, gpus_per_node):
             join = DataParallelRanks(gpus_per_node // d.tensor_parallel_size,
-                                     int(defaults.value("launch.data_parallel_rpc_port")), rank)
+                                     int(defaults.read(reads, "launch.data_parallel_rpc_port")), rank)
         else:
             join = NodeRank(nodes, rank)
         out.append(Launch(slot.node, env=env, what="head: serves the API" if rank == 0 else "worker",
-                          serve=Serve(model, slot.port, flags, join)))
+                          serve=Serve(model, slot.port, flags, join, host=host)))
     return out
 
 
-def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list) -> list[Launch]:
+def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list,
+               reads: Reads | None = None) -> list[Launch]:
     """The Ray form of a multi-node instance (vLLM docs, distributed serving and data parallel
     deployment): a Ray cluster of the instance's nodes, then one `vllm serve` on the head with
     Ray as the executor (`--distributed-executor-backend ray`), or for data parallel across nodes
     `--data-parallel-backend ray`, which starts the ranks on the other nodes itself."""
     if len(slots) == 1:
         return []
-    port = defaults.value("launch.ray_port")
+    port = defaults.read(reads, "launch.ray_port")
     out = [Launch(slots[0].node, ("ray", "start", "--head", "--port", str(port)), what="Ray head")]
     out += [Launch(s.node, ("ray", "start", Placeholder(f"--address={HEAD}:{port}")), what="joins the Ray cluster")
             for s in slots[1:]]
     join = (RayDataParallel(gpus_per_node // d.tensor_parallel_size) if spans_by_data_parallel(d, gpus_per_node)
             else RayExecutor())
     out.append(Launch(slots[0].node, what="serves the API on the head",
-                      serve=Serve(model, slots[0].port, tuple(engine_flags(model, d)), join)))
+                      serve=Serve(model, slots[0].port, tuple(engine_flags(model, d)), join,
+                                  host=str(defaults.read(reads, "launch.host")))))
     return out
 
 
-def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list) -> list:
-    """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands."""
+def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list,
+                      reads: Reads | None = None) -> list:
+    """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands
+    (the defaults read through `reads`)."""
     from planner.app.result import CommandLine, InstanceLaunch
 
     def lines(items: list[Launch]) -> list[CommandLine]:
         return [CommandLine.of(x) for x in items]
 
     return [InstanceLaunch(replica=i.replica, role=i.role, slots=i.slots,
-                           commands=lines(launches(model, d, gpus_per_node, i.slots)),
-                           ray=lines(ray_launch(model, d, gpus_per_node, i.slots))) for i in placed]
+                           commands=lines(launches(model, d, gpus_per_node, i.slots, reads=reads)),
+                           ray=lines(ray_launch(model, d, gpus_per_node, i.slots, reads))) for i in placed]
 
 
 def pool_launch(instances: list) -> dict:
@@ -288,11 +300,12 @@ def pool_launch(instances: list) -> dict:
 
 
 def own_nodes(served: ServedModel, d: Deployment, chip, gpus_per_node: int, pool: str, replicas: int,
-              spare: int) -> dict:
-    """A pool laid on nodes of its own (a plan: planner/search/placement.py), as PoolPlan fields."""
+              spare: int, reads: Reads | None = None) -> dict:
+    """A pool laid on nodes of its own (a plan: planner/search/placement.py), as PoolPlan fields (the
+    defaults its placement and launch read recorded in `reads`)."""
     from planner.search.placement import ChipNodes, PoolShape, place
 
     gpus = d.tensor_parallel_size * d.pipeline_parallel_size * d.data_parallel_size
     shape = PoolShape(pool, chip.id, replicas, gpus, d.tensor_parallel_size)
-    laid = place([shape], {chip.id: ChipNodes(chip.id, gpus_per_node, chip.tp_domain)}, spare)
-    return pool_launch(instance_launches(served, d, gpus_per_node, laid.instances)) | {"nodes": laid.nodes}
+    laid = place([shape], {chip.id: ChipNodes(chip.id, gpus_per_node, chip.tp_domain)}, spare, reads)
+    return pool_launch(instance_launches(served, d, gpus_per_node, laid.instances, reads)) | {"nodes": laid.nodes}

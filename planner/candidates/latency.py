@@ -60,7 +60,7 @@ def constrains(service: ServiceSpec) -> bool:
 
 
 def _step_model(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> StepModel:
-    return StepModel(Kernel.of(model, row.deployment, table.chip),
+    return StepModel(Kernel.of(model, row.deployment, table.chip, table.registry),
                      rates_accepted=service.speculative_acceptance)
 
 
@@ -69,9 +69,9 @@ def cap_rows(table: ChipTable, model: ModelGraph, service: ServiceSpec) -> None:
     cannot serve even one request within them are dropped, and the table says why)."""
     if not constrains(service) or not table.rows:
         return
-    if not has_rates(table.chip):
-        table.latency_note = (f"{missing_rates(table.chip)}, so no step time can be priced against the latency "
-                              "targets")
+    if not has_rates(table.chip, table.registry):
+        table.latency_note = (f"{missing_rates(table.chip, table.registry)}, so no step time can be priced against "
+                              "the latency targets")
         table.rows = []
         return
     length = table.context_length
@@ -122,7 +122,7 @@ def replicas_for_rate(table: ChipTable, row: Row, service: ServiceSpec) -> int:
 def figures(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row, replicas: int) -> StepFigures | None:
     """The plan's step figures at its planned concurrency: the target spread over the replicas
     and each instance's data-parallel ranks. None when the chip has no peak rates."""
-    if not has_rates(table.chip):
+    if not has_rates(table.chip, table.registry):
         return None
     length = table.context_length
     wl = workload(service)

@@ -52,7 +52,7 @@ class Role:
     def kernel(self, service: ResolvedService, chip: Chip, row: Row) -> Kernel:
         """The row's kernel in this role, at the service's context length."""
         d = row.deployment.model_copy(update={"kv_role": self.kv_role})
-        return Kernel.of(service.graph, d, chip, release=service.release)
+        return Kernel.of(service.graph, d, chip, service.registry, release=service.release)
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class PrefillRole(Role):
         rate *= row.shape.pp  # pp batches in flight, one per stage
         stages = kernel.instance.ranks  # every stage's rank
         prompts = [k.request_kv_bytes(w.isl) for k in stages]
-        held = min(int(k.kv_pool() * (1 - service.kv_margin)) // b if b else row.max_num_seqs
+        held = min(int(k.kv_pool() * (1 - service.kv_margin(k.reg))) // b if b else row.max_num_seqs
                    for k, b in zip(stages, prompts, strict=True))
         seqs = max(1, min(held, cdiv(budget, w.isl)))
         if held < 1:

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from planner.candidates.shapes import context_length
+from planner.defaults import Reads
 from planner.request import PoolLimits, ServiceSpec
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
+from pricing.registry import Registry, shipped
 
 _SHARED: ContextVar[dict | None] = ContextVar("candidate_tables", default=None)
 
@@ -42,21 +44,21 @@ def sharing() -> bool:
     return _SHARED.get() is not None
 
 
-def sweep_model(model: str, quantization: str | None) -> ModelGraph:
+def sweep_model(model: str, quantization: str | None, registry: Registry | None = None) -> ModelGraph:
     """The graph of `model` the command's sweeps and checks read: inside a `shared_tables` block,
     one graph per model, quantization and registry, so the kernel's memo it keeps (weights,
     activations, caches: each keyed by the engine fields it read) serves every table of the model,
     at every context length, and the check of every row reported (the planner never edits a
-    graph); outside one, a graph of the caller's own (`load_model`)."""
+    graph); outside one, a graph of the caller's own (`load_model`). Read against `registry` (None:
+    the shipped one)."""
+    registry = registry or shipped()
     tables = _SHARED.get()
     if tables is None:
-        return load_model(model, quantization)
-    from pricing.registry import load
-
-    key = ("model", model, quantization, load())
+        return load_model(model, quantization, registry)
+    key = ("model", model, quantization, registry)
     graph = tables.get(key)
     if graph is None:
-        graph = tables[key] = load_model(model, quantization)
+        graph = tables[key] = load_model(model, quantization, registry)
     return graph
 
 
@@ -70,12 +72,17 @@ class ResolvedService:
     graph: ModelGraph
     context_length: int
     name: str = ""  # a scenario's service as its file names it ("" for the one service of `plan`)
+    registry: Registry = field(default_factory=shipped)  # the command's (its --registry overlay, or the shipped one)
+    defaults: Reads = field(default_factory=Reads)  # the planner defaults its search and plan read
 
     @classmethod
-    def of(cls, spec: ServiceSpec, limits: PoolLimits, name: str = "") -> ResolvedService:
-        """The service resolved: its graph read and its context length settled, once."""
-        graph = sweep_model(spec.model, spec.quantization)
-        return cls(spec, limits, graph, context_length(graph, spec), name)
+    def of(cls, spec: ServiceSpec, limits: PoolLimits, name: str = "", registry: Registry | None = None
+           ) -> ResolvedService:
+        """The service resolved under `registry` (the command's; None: the shipped one): its graph
+        read and its context length settled, once."""
+        reg = registry or shipped()
+        graph = sweep_model(spec.model, spec.quantization, reg)
+        return cls(spec, limits, graph, context_length(graph, spec), name, reg)
 
     @property
     def release(self) -> str:
@@ -90,8 +97,8 @@ class ResolvedService:
     def __reduce__(self):
         """Pickled (to a table worker, planner/candidates/parallel.py) without the graph: a worker
         reads its own, one per job (`sweep_model`), and keeps the context length resolved here."""
-        return _rebuilt, (self.spec, self.limits, self.context_length, self.name)
+        return _rebuilt, (self.spec, self.limits, self.context_length, self.name, self.registry)
 
 
-def _rebuilt(spec: ServiceSpec, limits: PoolLimits, length: int, name: str) -> ResolvedService:
-    return ResolvedService(spec, limits, sweep_model(spec.model, spec.quantization), length, name)
+def _rebuilt(spec: ServiceSpec, limits: PoolLimits, length: int, name: str, registry: Registry) -> ResolvedService:
+    return ResolvedService(spec, limits, sweep_model(spec.model, spec.quantization, registry), length, name, registry)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner import defaults
+from planner.defaults import Reads
 from planner.request import ServiceSpec
 from pricing.chips import Chip
 from pricing.errors import mention
@@ -14,6 +14,7 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import Deployment
 from pricing.kernel.deployment import allows_tensor_parallel, check_tensor_parallel, max_dcp
 from pricing.kernel.pipeline import backbone_layers
+from pricing.registry import Registry, shipped
 from pricing.units import cdiv
 
 
@@ -141,6 +142,8 @@ class ChipTable:
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
     unpriced: int = 0  # shapes a sweep bounded by --time-limit left unpriced (planner/search/sweep_time.py)
     best: tuple[int, ...] | None = None  # `dominant`'s rows as indices into `rows`, once `seal` has fixed them
+    defaults: Reads = field(default_factory=Reads)  # the planner defaults its sweep read (a plan's provenance)
+    registry: Registry = field(default_factory=shipped)  # the registry its kernels read (the service's)
 
     def in_a_node(self) -> bool:
         """A single-stage row fits in one node: pipeline-staged shapes are then swept only when asked."""
@@ -263,7 +266,7 @@ def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:
 
 
 def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | None,
-           gpus_per_node: int) -> tuple[list[Shape], list[str]]:
+           gpus_per_node: int, reads: Reads | None = None) -> tuple[list[Shape], list[str]]:
     """Instance shapes to evaluate on `chip`, and the filters that removed values (for explanations).
 
     tp: within the NVLink domain and allowed by the heads (the kernel's rule,
@@ -272,7 +275,9 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     instance within one node holds a request or --pp asks (`candidate_table`); dp: MoE only (dense
     models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides tp and
     at most tp / KV heads (the kernel's rule, pricing.kernel.deployment.max_dcp). An instance larger
-    than a node must fill whole nodes with whole tp groups (`placement`)."""
+    than a node must fill whole nodes with whole tp groups (`placement`). The grids' defaults are
+    read through `reads` (the table's, `ChipTable.defaults`; None: a view of their own, unkept)."""
+    reads = reads if reads is not None else Reads()
     notes: list[str] = []
     domain = nvlink_domain(chip, gpus_per_node)
     if chip.nvlink_domain <= 1 and domain > 1:
@@ -291,17 +296,17 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
             check_tensor_parallel(model, t)
         tps = tuple(t for t in tps if t <= domain)
     if model.has_experts:
-        dps = service.dp or tuple(defaults.value("grids.data_parallel_size"))
+        dps = service.dp or tuple(reads.value("grids.data_parallel_size"))
     else:
         dps = (1,)
         if service.dp and service.dp != (1,):
             notes.append(f"{model.name} is dense: dp is 1 and replicas scale it")
-    cap = None if service.dp else defaults.value("grids.max_gpus_per_instance")
+    cap = None if service.dp else reads.value("grids.max_gpus_per_instance")
     if max_gpus is not None:
         cap = max_gpus if cap is None else min(cap, max_gpus)
     kv_heads = model.cache_kv_heads
     layers = backbone_layers(model)
-    pps = tuple(p for p in (service.pp or tuple(defaults.value("grids.pipeline_parallel_size"))) if p <= layers)
+    pps = tuple(p for p in (service.pp or tuple(reads.value("grids.pipeline_parallel_size"))) if p <= layers)
     if service.pp and any(p > layers for p in service.pp):
         notes.append(f"pp above the {layers} layers of {model.name} is not searched")
     # pp extends an instance past the NVLink domain: with NVLink, stages are searched at the widest

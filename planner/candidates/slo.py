@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from planner import defaults
 from planner.candidates.shapes import ChipTable, Row, pool_gpus, replica_cap
+from planner.defaults import Reads
 from planner.request import PoolLimits, ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
@@ -55,7 +56,7 @@ class Sizing:
         return self.runs[self.replicas]
 
 
-def traffic(service: ServiceSpec, rate: float | None, count: int | None = None) -> Traffic:
+def traffic(service: ServiceSpec, rate: float | None, count: int | None = None, reads: Reads | None = None) -> Traffic:
     """The benchmark one instance sees at `rate` requests/s (None: one request at a time): each
     request's prompt and output drawn from the workload's histograms (`lengths`), else uniform
     around isl/osl by its range_ratio, else isl/osl exactly."""
@@ -68,8 +69,8 @@ def traffic(service: ServiceSpec, rate: float | None, count: int | None = None) 
     else:
         prompt, output = Fixed(w.isl), Fixed(w.osl)
     arrivals = Poisson(rate) if rate is not None else ClosedLoop(1)
-    return Traffic(arrivals, prompt, output, count=count or defaults.value("serving.requests"),
-                   seed=defaults.value("serving.seed"))
+    return Traffic(arrivals, prompt, output, count=count or defaults.read(reads, "serving.requests"),
+                   seed=defaults.read(reads, "serving.seed"))
 
 
 def misses(service: ServiceSpec, served: Served) -> list[tuple[str, int, float, float]]:
@@ -102,17 +103,17 @@ def goodput(service: ServiceSpec, served: Served) -> float:
 class Candidate:
     """One row's instance, ready to simulate."""
 
-    def __init__(self, model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row):
-        kernel = Kernel.of(model, row.deployment, table.chip,
-                           release=service.vllm_version)
+    def __init__(self, model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row, reads: Reads | None = None):
+        kernel = Kernel.of(model, row.deployment, table.chip, table.registry, release=service.vllm_version)
         inst = Instance.of(kernel)
-        self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin)))
+        self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin(table.registry))))
         self.step = StepModel(kernel, rates_accepted=service.speculative_acceptance)
         self.cost = StepCost.of(self.step, inst)
         self.service, self.row = service, row
+        self.reads = reads  # where the defaults its simulations read are recorded (planner/defaults.py `read`)
 
     def run(self, rate: float | None, count: int | None = None) -> Served:
-        return simulate(self.instance, self.cost, traffic(self.service, rate, count))
+        return simulate(self.instance, self.cost, traffic(self.service, rate, count, self.reads))
 
     def estimate(self) -> float:
         """Requests/s of one instance by the step model's closed form, at the largest batch whose
@@ -136,11 +137,11 @@ def size(candidate: Candidate, memory: int, cap: int | None) -> Sizing:
     def meets(r: int) -> bool:
         return not misses(service, sizing.at(r))
 
-    alone = candidate.run(None, count=defaults.value("serving.alone_requests"))
+    alone = candidate.run(None, count=defaults.read(candidate.reads, "serving.alone_requests"))
     if misses(service, alone):
         sizing.alone = alone
         return sizing
-    limit = cap if cap is not None else defaults.value("limits.max_gpus")
+    limit = cap if cap is not None else defaults.read(candidate.reads, "limits.max_gpus")
     r = min(limit, max(memory, math.ceil(rate / candidate.estimate())))
     if meets(r):
         while r > memory and meets(r - 1):
@@ -173,18 +174,19 @@ def bisect(holds: Callable[[int], bool], lo: int, hi: int) -> tuple[int, int]:
 
 
 def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
-                keep: int) -> dict[tuple[str, Row], Sizing]:
+                keep: int, reads: Reads | None = None) -> dict[tuple[str, Row], Sizing]:
     """Each promising row of `tables` (the best of each shape) sized to the service's targets, by
-    (chip id, row); rows left out are never cheaper than the `keep` cheapest sized."""
-    allowance = defaults.value("serving.capacity_allowance")
+    (chip id, row); rows left out are never cheaper than the `keep` cheapest sized (the defaults
+    read through `reads`)."""
+    allowance = defaults.read(reads, "serving.capacity_allowance")
     rate = service.workload.requests_per_second
     bounds = []
     for table in tables:
-        if not has_rates(table.chip):
+        if not has_rates(table.chip, table.registry):
             continue
         for row in table.dominant():
             memory = cdiv(service.required, row.concurrency)
-            candidate = Candidate(model, table, service, row)
+            candidate = Candidate(model, table, service, row, reads)
             low = max(memory, math.floor(rate / (candidate.estimate() * allowance)), 1)
             price = row.gpus * table.chip.price_per_gpu_hour
             bounds.append((low * price, table, row, candidate, memory, price))

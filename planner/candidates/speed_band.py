@@ -36,13 +36,12 @@ def band(metric: str, requests: int, context: int, kernel) -> SpeedBand | None:
     """The band of `metric` ('tpot' or 'ttft') at `requests` per rank and `context` tokens (the
     context TPOT is priced at, or the prompt) for the kernel's chip, or None: no held-back row
     measures that many requests, or the chip's factors are not the CUDA set the rows measure."""
-    from pricing.registry import load
     from pricing.step.composed import OPERATORS, composition
     from pricing.step.step import ROCM_ENGINE, factor_set
 
     if factor_set(kernel) == ROCM_ENGINE or composition(kernel.reg) == OPERATORS:
         return None  # the bands measure the fitted step (the operator step's: scripts/operators/validate.py)
-    reg = load()
+    reg = kernel.reg  # the registry the kernel was priced with
     for name in reg.names(f"speed_bands.{metric}."):
         v = reg.value(name)
         if v["requests_from"] <= requests and (v["requests_to"] is None or requests <= v["requests_to"]):

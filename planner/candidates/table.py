@@ -24,7 +24,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from planner import defaults
 from planner.candidates.service import ResolvedService, shared_store
 from planner.candidates.shapes import (
     ChipTable,
@@ -34,6 +33,7 @@ from planner.candidates.shapes import (
     deployment_for,
     shapes,
 )
+from planner.defaults import Reads
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip, get_chip
 from pricing.errors import InputError, Quoted
@@ -41,24 +41,26 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import Capacity, Kernel, Startup
 from pricing.kernel.deployment import Deployment, beyond_positions
 from pricing.kernel.startup import failed_check_at
+from pricing.registry import Registry
 
 
-def priced_chip(chip_id: str, limits: PoolLimits) -> Chip:
-    """The chip with the user's price (`--price 3.1` for all, `--price h200=3.1` for one)."""
-    chip = get_chip(chip_id)
+def priced_chip(chip_id: str, limits: PoolLimits, registry: Registry | None = None) -> Chip:
+    """The chip as `registry` states it (None: the shipped one), with the user's price (`--price 3.1`
+    for all, `--price h200=3.1` for one)."""
+    chip = get_chip(chip_id, registry)
     price = limits.prices.get(chip.id, limits.price)
     return chip.with_overrides(price=price) if price is not None else chip
 
 
-def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int) -> list[float]:
+def utilizations(service: ServiceSpec, chip: Chip, pre_snapshot: int, reads: Reads) -> list[float]:
     """The utilization grid, highest first. The default grid tops out where the engine keeps
     `grids.spare_memory_bytes` free beside the budget and what is held before it (the cap,
     floored to the grid step, is a candidate when it binds); utilizations the user gives are
     capped only where vLLM would refuse to start (budget + pre-snapshot beyond the chip)."""
-    grid = sorted(service.gpu_memory_utilization or defaults.value("grids.gpu_memory_utilization"), reverse=True)
-    step = defaults.value("grids.gpu_memory_utilization_step")
+    grid = sorted(service.gpu_memory_utilization or reads.value("grids.gpu_memory_utilization"), reverse=True)
+    step = reads.value("grids.gpu_memory_utilization_step")
     ticks = round(1 / step)
-    spare = 0 if service.gpu_memory_utilization else int(defaults.value("grids.spare_memory_bytes"))
+    spare = 0 if service.gpu_memory_utilization else int(reads.value("grids.spare_memory_bytes"))
     cap = math.floor((chip.memory_bytes - pre_snapshot - spare) * ticks / chip.memory_bytes) / ticks
     kept = [u for u in grid if u <= cap]
     if service.gpu_memory_utilization is None and 0 < cap < grid[0] and cap not in kept:
@@ -90,16 +92,16 @@ def shape_grid(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape
     length = table.context_length
     verdict = ShapeVerdict(shape)
     table.verdicts.append(verdict)
-    budgets = sorted(service.max_num_batched_tokens or tuple(defaults.value("grids.max_num_batched_tokens")))
+    budgets = sorted(service.max_num_batched_tokens or tuple(table.defaults.value("grids.max_num_batched_tokens")))
     try:
         flags = deployment_for(shape, service, length, max_num_batched_tokens=budgets[0])
-        probe = Kernel.of(model, flags, chip, release=service.vllm_version)
+        probe = Kernel.of(model, flags, chip, table.registry, release=service.vllm_version)
     except InputError as err:
         verdict.invalid = Quoted("", err)  # the report names the field as its reader wrote it
         table.evaluated += 1
         return None
     table.evaluated += 1
-    utils = utilizations(service, chip, probe.pre_snapshot_bytes())
+    utils = utilizations(service, chip, probe.pre_snapshot_bytes(), table.defaults)
     if not utils:
         verdict.refusal = Startup(probe).failed_check()
         return None
@@ -123,10 +125,10 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
         return
     verdict, budgets, utils, probe = grid.verdict, grid.budgets, grid.utils, grid.probe
     release = probe.release  # resolved once for every kernel below
-    margin = service.kv_margin
+    margin = service.kv_margin(table.registry)
     for n, mbt in enumerate(budgets):  # the flags validated once, each budget a copy with its own
         kernel = probe if n == 0 else Kernel.of(model, grid.flags.model_copy(update={"max_num_batched_tokens": mbt}),
-                                                chip, release=release)
+                                                chip, table.registry, release=release)
         top = 0
         capacity = Capacity(kernel)
         for util in utils:
@@ -146,9 +148,8 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
 
 def verify(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> Kernel:
     """The kernel of a reported row of `table` at its own max_num_seqs; it must hold what the row says."""
-    kernel = Kernel.of(model, row.deployment, table.chip,
-                       release=service.vllm_version)
-    held = Capacity(kernel).requests_held(service.kv_margin)
+    kernel = Kernel.of(model, row.deployment, table.chip, table.registry, release=service.vllm_version)
+    held = Capacity(kernel).requests_held(service.kv_margin(table.registry))
     if held != row.held_per_rank:
         raise AssertionError(f"kernel holds {held} requests per rank for {row}, the oracle said {row.held_per_rank}")
     return kernel
@@ -175,11 +176,9 @@ def sweep_key(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> tupl
     the registry) but its target (concurrency and
     headroom, which only the solve reads), the whole chip but its price (which only the solve
     reads: `candidate_table` gives the table at another price as the same rows under that chip),
-    the node size, the GPU cap and the registry in use."""
-    from pricing.registry import load
-
+    the node size, the GPU cap and the service's registry."""
     sweep = resolved.spec.model_copy(update={"concurrency": 1, "headroom": 0.0})
-    return (sweep, unpriced(chip), limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, load())
+    return (sweep, unpriced(chip), limits.gpus_per_node or chip.gpus_per_node, limits.max_gpus, resolved.registry)
 
 
 def unpriced(chip: Chip) -> Chip:
@@ -194,8 +193,9 @@ def start_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> tu
     if problem := beyond_positions(model, length):
         raise InputError("context_length", problem, f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
-    found, notes = shapes(model, chip, service, limits.max_gpus, per_node)
-    return model, ChipTable(chip, per_node, length, excluded=notes), found
+    reads = Reads()
+    found, notes = shapes(model, chip, service, limits.max_gpus, per_node, reads)
+    return model, ChipTable(chip, per_node, length, excluded=notes, defaults=reads, registry=resolved.registry), found
 
 
 def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: list[Shape], table: ChipTable) -> None:

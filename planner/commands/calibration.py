@@ -9,7 +9,7 @@ import click
 
 from planner.commands import ranges
 from planner.commands.flags import InputErrors, names_flags, own_flag
-from planner.commands.registry_option import registry_option
+from planner.commands.registry_option import command_registry, registry_option
 from pricing.errors import named_all
 
 
@@ -53,7 +53,8 @@ def check_out(out_path: str) -> None:
 @click.option("--gpu-memory-utilization", type=ranges.fraction(), help="when the log does not state it")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object (bytes as integers)")
 @names_flags()
-def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilization, as_json):
+@click.pass_context
+def check_log(ctx, file, model, chip, release, tp, max_num_seqs, gpu_memory_utilization, as_json):
     """Read a vLLM start-up log (FILE, or - for standard input) of any release from 0.6 to 0.33,
     rebuild its deployment, and print predicted against logged memory per component, with the
     error and the registry value behind each gap."""
@@ -63,7 +64,7 @@ def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilizati
     from pricing.calibration.startup_log import parse
 
     text, source = _read(file)
-    log = parse(text)
+    log = parse(text, command_registry(ctx))
     missing = unstated(log, source, model, chip, release) if log.startup_log else []
     if len(missing) > 1:  # every option the log leaves to be given, in one run
         raise InputErrors(missing)
@@ -82,7 +83,8 @@ def check_log(file, model, chip, release, tp, max_num_seqs, gpu_memory_utilizati
 @click.option("--chip", help="chip of the start-up logs among RECORDS (JSONL records name their own)")
 @click.option("--model", help="model of the start-up logs among RECORDS, when a log's own is not known")
 @names_flags()
-def calibrate(records, out_path, chip, model):
+@click.pass_context
+def calibrate(ctx, records, out_path, chip, model):
     """Fit the fixed-memory laws (sampler bytes per logit, non-torch memory, CUDA-graph laws,
     engine workspace) to RECORDS: JSONL start-up records (shared/calibration's format) or vLLM
     start-up logs. Bounded least squares; each value's provenance names its records and residual."""
@@ -99,13 +101,14 @@ def calibrate(records, out_path, chip, model):
     from pricing.errors import InputError
 
     check_out(out_path)
+    reg = command_registry(ctx)
     predictions = []
     for path in records:
         if path.endswith((".jsonl", ".json")):
-            predictions += predict_all(load_records(path))
+            predictions += predict_all(load_records(path), reg)
             continue
         text, source = _read(path)
-        log = parse(text)
+        log = parse(text, reg)
         if log.empty:
             raise InputError("RECORDS", f"{source} is neither JSONL records nor a vLLM start-up log",
                              "give .jsonl records or start-up logs")
@@ -113,9 +116,9 @@ def calibrate(records, out_path, chip, model):
             raise InputError("--chip", f"{source} is a log and logs do not name the GPU", "give --chip")
         from pricing.calibration.check import _resolve_model
 
-        predictions.append(predict(log.record(Path(source).name, gpu=chip),
-                                   checkpoint=_resolve_model(log, model, source), chip=get_chip(chip)))
-    values = fit(predictions)
+        predictions.append(predict(log.record(Path(source).name, gpu=chip), reg,
+                                   checkpoint=_resolve_model(log, model, source), chip=get_chip(chip, reg)))
+    values = fit(predictions, reg)
     if not values:
         raise InputError("RECORDS", "no record informs any law (none has logged components the laws use)",
                          "give start-up records with weights, activation, non-torch or graph figures")

@@ -11,7 +11,7 @@ from planner import numbers as fmt
 from planner.commands import ranges
 from planner.commands.flags import check_options, memory_flag, names_flags
 from planner.commands.plan import acceptance_option, vllm_version_option
-from planner.commands.registry_option import registry_option, step_model_option
+from planner.commands.registry_option import command_registry, registry_option, step_model_option
 from planner.limits import MAX_MEMORY, MAX_SPECULATIVE, MIN_MEMORY
 from planner.numbers import count, number
 from planner.report.memory import render_memory
@@ -111,7 +111,7 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
     freeze_imported()
     check_options(ctx)  # an option that cannot apply (planner/commands/flags.py NEEDS)
     report = memory_of(model, chip, quantization, memory_bytes, tokens, vllm_version, batch, isl, osl,
-                       speculative_acceptance, **flags)
+                       speculative_acceptance, command_registry(ctx), **flags)
     kernel, speed = report.kernel, report.step
     for note in report.notes:
         click.echo(f"note: {render(note, memory_flag)}", err=True)
@@ -151,7 +151,8 @@ CHIP_COLUMNS = (Col("id", "name"), Col("name", "text", drop=4), Col("generation"
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
 @names_flags()
-def models(as_json, fmt):
+@click.pass_context
+def models(ctx, as_json, fmt):
     """The model cards the project ships (--model takes the name)."""
     from pricing.config import list_cards, resolve
     from pricing.config.dtypes import model_dtype
@@ -159,7 +160,7 @@ def models(as_json, fmt):
 
     cards = list_cards()
     for c in cards:
-        source = resolve(c["name"])
+        source = resolve(c["name"], command_registry(ctx))
         c["format"] = served_format(source.config, source.hf_quant_config, model_dtype(source.config), source.origin)
     if as_json:
         click.echo(json.dumps(cards, indent=2, ensure_ascii=False))
@@ -177,10 +178,11 @@ def models(as_json, fmt):
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--format", "fmt", type=TABLE_FORMATS, default="table", show_default=True)
 @names_flags()
-def chips(as_json, fmt):
+@click.pass_context
+def chips(ctx, as_json, fmt):
     """The chips the project knows, with the memory vLLM sees, how their GPUs connect and a
     default price (`*`: an estimate, dated in the footnote)."""
-    rows = [get_chip(c) for c in chip_ids()]
+    rows = [get_chip(c, command_registry(ctx)) for c in chip_ids()]
     if as_json:
         click.echo(json.dumps([{"id": c.id, "name": c.name, "generation": c.generation, "memory_bytes": c.memory_bytes,
                                 "nvlink_domain": c.nvlink_domain, "gpus_per_node": c.gpus_per_node,

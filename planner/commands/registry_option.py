@@ -1,32 +1,37 @@
 """`--registry overlay.yaml`: every command can lay an overlay (a team's own fitted laws, as
-`plan calibrate --out` writes) over the shipped registry. It applies to that command (the
-registry's `using` block lasts as long as the command's click context)."""
+`plan calibrate --out` writes) over the shipped registry. It applies to that command: the overlay
+is read once, kept on the command's click context (`command_registry`), and handed to the use
+cases it calls (planner/app/api.py: each takes `registry`), never set aside for code below to find."""
 
 from __future__ import annotations
 
 import click
+
+from pricing.registry import Registry
+
+KEY = "planner.registry"  # where the command's context keeps its overlay (click's Context.meta)
 
 
 def _activate(ctx: click.Context, param: click.Parameter, value: str | None):
     if value:
         from planner.commands.flags import in_flags, own_flag
         from pricing.errors import InputError
-        from pricing.registry import load, read_overlay, using
+        from pricing.registry import read_overlay
 
         try:
-            overlay = read_overlay(value, load())  # over --step-model's choice, when click read it first
+            overlay = read_overlay(value, ctx.meta.get(KEY))  # over --step-model's choice, when click read it first
         except InputError as err:
             raise in_flags(err, lambda field: own_flag(field, ctx)) from None
-        ctx.with_resource(using(overlay))
+        ctx.meta[KEY] = overlay
     return value
 
 
 def _step_model(ctx: click.Context, param: click.Parameter, value: str | None):
     if value:
-        from pricing.registry import load, using
+        from pricing.registry import shipped
         from pricing.step.composed import with_composition
 
-        ctx.with_resource(using(with_composition(load(), value, "the --step-model option")))
+        ctx.meta[KEY] = with_composition(ctx.meta.get(KEY) or shipped(), value, "the --step-model option")
     return value
 
 
@@ -38,9 +43,15 @@ STEP_MODEL_HELP = ("the step every speed figure is priced with: 'fitted' (the de
 
 def step_model_option(f):
     """`--step-model fitted|operators`: which step prices the command's speed figures (registry
-    step_model.composition, for this command)."""
+    step_model.composition, for this command: kept with the command's overlay, `command_registry`)."""
     return click.option("--step-model", "step_model", type=click.Choice(["fitted", "operators"]),
                         expose_value=False, callback=_step_model, is_eager=True, help=STEP_MODEL_HELP)(f)
+
+
+def command_registry(ctx: click.Context) -> Registry | None:
+    """The command's registry: the `--registry` overlay and `--step-model`'s choice (None: neither given, the
+    shipped registry applies)."""
+    return ctx.meta.get(KEY)
 
 
 def registry_option(f):

@@ -199,21 +199,22 @@ def resource_names(names: list[str]) -> dict[str, str]:
 
 
 def _label(chip) -> str | None:
-    """The value of the chip's node label (NODE_LABEL), from the chip registry's gpu_product_label."""
-    from pricing.registry import load
+    """The value of the chip's node label (NODE_LABEL), from the chip registry's gpu_product_label (its
+    file as shipped: an overlay lays values, never a chip's file)."""
+    from pricing.registry import shipped
 
-    entry = load().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
+    entry = shipped().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
     return None if entry.get("value") is None else str(entry["value"])
 
 
 def unlabelled(chip) -> InputError | None:
     """Why the manifests of `chip` need --node-selector (no public value of its node label is known:
     the registry's null, its `how` saying why), or None."""
-    from pricing.registry import load
+    from pricing.registry import shipped
 
     if _label(chip) is not None:
         return None
-    entry = load().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
+    entry = shipped().chip_file(chip.id)["chip"].get("gpu_product_label") or {}
     why = entry.get("how", "the chip registry has no gpu_product_label for it")
     key, resource = NODE_LABEL[chip.vendor], GPU_RESOURCE[chip.vendor]
     return InputError("node_selector", f"no {key} value is known for {chip.id} ({why})",

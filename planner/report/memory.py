@@ -41,12 +41,15 @@ def render_memory(r, kernel: Kernel, console: Console | None = None, provenance:
     if kernel.release.rules is not get_release().rules:  # the default pack's output stays as it was
         console.print(f"{kernel.release.served_as}: its KV rules, defaults and fitted memory laws",
                       soft_wrap=unwrapped(console))
-    console.print(f"tp {e.tp}, " + (f"pp {e.pp}, " if e.pp > 1 else "") + f"dp {e.dp}, ep {'on' if e.ep else 'off'}, "
-                  f"dcp {e.dcp}; utilization "
+    pp = f"pp {e.pipeline_parallel_size}, " if e.pipeline_parallel_size > 1 else ""
+    console.print(f"tp {e.tensor_parallel_size}, " + pp + f"dp {e.data_parallel_size}, "
+                  f"ep {'on' if e.enable_expert_parallel else 'off'}, "
+                  f"dcp {e.decode_context_parallel_size}; utilization "
                   f"{e.gpu_memory_utilization}, max_num_batched_tokens {e.max_num_batched_tokens}, max_num_seqs "
                   f"{e.max_num_seqs}, max_model_len {e.max_model_len}, kv_cache_dtype {e.kv_cache_dtype}, "
                   f"cudagraph_mode {e.cudagraph_mode}"
-                  + (f", speculative {e.spec_method} × {e.spec_tokens}" if e.spec_method else ""),
+                  + (f", speculative {e.speculative_method} × {e.num_speculative_tokens}" if e.speculative_method
+                     else ""),
                   soft_wrap=unwrapped(console))
     if r.pipeline:
         render_stages(r.pipeline, console)

@@ -48,6 +48,7 @@ from planner.candidates.table import (
     stage_within,
     start_table,
 )
+from planner.defaults import Reads
 from planner.limits import price_units
 from planner.progress import stage
 from planner.request import PoolLimits, ServiceSpec
@@ -87,7 +88,7 @@ class Option:
 
 
 def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
-            sized: dict | None = None) -> list[Option]:
+            sized: dict | None = None, reads: Reads | None = None) -> list[Option]:
     """The service's options across chips, ranked for the tie-break; rows whose replica cap
     cannot reach the target are dropped (they are reported by the explanation instead). With
     service targets, `sized` (planner/candidates/slo.py) gives each row's fewest replicas at the
@@ -111,7 +112,7 @@ def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
                 continue
             key = (-row.max_num_batched_tokens, row.gpu_memory_utilization, row.shape.pp, row.shape.tp, row.shape.dp,
                    row.shape.ep, row.shape.dcp, kv_order[row.shape.kv_cache_dtype], chip_order)
-            found.append((key, row, price, price_units(price), rmin, rmin if cap is None else cap))
+            found.append((key, row, price, price_units(price, reads), rmin, rmin if cap is None else cap))
     found.sort(key=lambda f: f[0])
     return [Option(row, price, pu, rmin, rmax, rank) for rank, (_, row, price, pu, rmin, rmax) in enumerate(found)]
 
@@ -130,6 +131,7 @@ class PoolModel:
     weights: tuple[int, int] = (1, 1)  # (w_cost, w_held): the folds of `_weights`
     used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # chip -> u[c], whether a pool takes GPUs on it
     start: list[int] | None = None
+    reads: Reads | None = None  # where the defaults its stages read are recorded (planner/defaults.py `read`)
 
     @property
     def services(self) -> list[list[Option]]:
@@ -147,7 +149,7 @@ class PoolModel:
         """The lexicographic stages: (cost, then GPUs), then (requests held, then rank), each folded
         into one integer and read back into its key (`_weights`)."""
         w_cost, w_held = self.weights
-        units = defaults.value("solver.price_units_per_dollar")
+        units = defaults.read(self.reads, "solver.price_units_per_dollar")
 
         def cost(objective: int, bound: int) -> tuple[float, float]:  # primary = w_cost · cost + GPUs
             return (objective // w_cost) / units, (max(bound, 0) // w_cost) / units
@@ -164,7 +166,7 @@ class PoolModel:
 
 def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None,
           spare: dict[str, int] | None = None, coupling: Callable | None = None,
-          start: list[int] | None = None) -> PoolModel:
+          start: list[int] | None = None, reads: Reads | None = None) -> PoolModel:
     """The model: one configuration and a replica count per service, the target, shared GPUs; on a
     chip with an inventory, `spare[c]` GPUs (its spare nodes') come out of it when the chip is used.
     `coupling(model, pools, used)` adds a caller's submodel over the pools (a scenario's NodePacking)."""
@@ -177,7 +179,7 @@ def build(services: list[list[Option]], required: list[int], inventory: dict[str
     w_cost, w_held = _weights(services)
     primary = w_cost * sum(p.cost for p in pools) + sum(p.gpus for p in pools)
     secondary = sum((s + 1) * p.rank for s, p in enumerate(pools)) - w_held * sum(p.held for p in pools)
-    return PoolModel(m, pools, primary, secondary, (w_cost, w_held), used, start)
+    return PoolModel(m, pools, primary, secondary, (w_cost, w_held), used, start, reads)
 
 
 def _weights(services: list[list[Option]]) -> tuple[int, int]:
@@ -260,7 +262,7 @@ def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipT
     service, limits = resolved.spec, resolved.limits
     seen, chips = set(), []
     for chip_id in limits.chips:
-        chip = priced_chip(chip_id, limits)
+        chip = priced_chip(chip_id, limits, resolved.registry)
         if chip.id not in seen:
             seen.add(chip.id)
             chips.append(chip)
@@ -306,7 +308,8 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     command that runs several searches may share one)."""
     start = time.perf_counter()
     service, limits = resolved.spec, resolved.limits
-    wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
+    reads = resolved.defaults
+    wanted = 1 + (alternatives if alternatives is not None else reads.value("report.alternatives"))
     stage(f"sweeping instance shapes on {', '.join(limits.chips)}")
     # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
     tables = tables_for(resolved, keep=None if has_latency_target(service) else wanted)
@@ -315,17 +318,17 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
 
         stage(f"{sum(t.evaluated for t in tables):,} candidates evaluated; simulating the service targets")
-        sized = slo.size_tables(resolved.graph, tables, service, limits, wanted)
-    opts = options(tables, service, limits, sized)
+        sized = slo.size_tables(resolved.graph, tables, service, limits, wanted, reads)
+    opts = options(tables, service, limits, sized, reads)
     evaluated = sum(t.evaluated for t in tables)
     if not opts:
         return Search(tables, opts, [], "INFEASIBLE", evaluated, time.perf_counter() - start, sized)
     inventory = {t.chip.id: limits.max_gpus for t in tables} if limits.max_gpus is not None else None
     spare = {t.chip.id: limits.spare * t.gpus_per_node for t in tables}  # --spare: whole nodes kept free
-    pm = build([opts], [service.required], inventory, spare)
+    pm = build([opts], [service.required], inventory, spare, reads=reads)
     ranked: list[tuple[Option, int]] = []
     status, stages = "INFEASIBLE", []
-    budget = budget or Budget(limits.time_limit)  # the best pool and its alternatives share --time-limit
+    budget = budget or Budget(limits.time_limit, reads)  # the best pool and its alternatives share --time-limit
     for n in range(min(wanted, len(opts))):
         stage(f"{evaluated:,} candidates evaluated; CP-SAT: pool {n + 1} of {min(wanted, len(opts))}")
         sol = solve(pm, deadline=budget)

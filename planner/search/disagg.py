@@ -142,7 +142,7 @@ def memory_service(resolved: ResolvedService, stages: bool = False) -> ResolvedS
 
 
 def _side(service: ResolvedService, chip_id: str, limits: PoolLimits, role) -> Side:
-    chip = priced_chip(chip_id, limits)
+    chip = priced_chip(chip_id, limits, service.registry)
     table = _table(service, chip, limits)
     if role is PREFILL and (service.spec.pp or table.rows and stages_refused(PREFILL.kernel(service, chip,
                                                                                             table.rows[0])) is None):
@@ -518,7 +518,8 @@ def fleet_options(resolved: ResolvedService, stock: dict[str, int | None], first
     lays them there."""
     service, limits = resolved.spec, resolved.limits
     rate = rate_of(service)
-    chip_limits = {c: limits.model_copy(update={"gpus_per_node": per_node.get(priced_chip(c, limits).id)})
+    chip_limits = {c: limits.model_copy(update={"gpus_per_node":
+                                                per_node.get(priced_chip(c, limits, resolved.registry).id)})
                    for c in limits.chips}
     p_sides = [_side(resolved, c, chip_limits[c], PREFILL) for c in (limits.prefill_chips or limits.chips)]
     d_sides = [_side(resolved, c, chip_limits[c], DECODE) for c in (limits.decode_chips or limits.chips)]

@@ -91,7 +91,7 @@ def table_requests(scenario: Scenario, service: ResolvedService) -> list[tuple[R
     out = []
     for chip_id in limits.chips:
         stock = scenario.inventory.get(chip_id)
-        chip = priced_chip(chip_id, limits)
+        chip = priced_chip(chip_id, limits, service.registry)
         per_node = (stock.gpus_per_node if stock and stock.gpus_per_node else None) or chip.gpus_per_node
         out.append((service, chip, limits.model_copy(update={"chips": (chip_id,), "gpus_per_node": per_node,
                                                           "max_gpus": _stock(scenario, chip_id) or limits.max_gpus})))
@@ -173,7 +173,7 @@ def prepare(scenario: Scenario, service: ResolvedService, tables: list[ChipTable
     if spec.serving != "agg":  # prefill × decode pairs, after the aggregated options in the tie-break
         from planner.search import disagg
 
-        stock = {c: _pool_stock(scenario, c, node[priced_chip(c, limits).id]) for c in limits.chips}
+        stock = {c: _pool_stock(scenario, c, node[priced_chip(c, limits, service.registry).id]) for c in limits.chips}
         pairs, _ = disagg.fleet_options(service, stock, len(capped), node)
         opts, capped = opts + pairs, capped + pairs
     own = min((o.cost * o.rmin for o in opts), default=None)

@@ -27,6 +27,7 @@ from itertools import islice
 from pydantic import BaseModel, Field
 
 from planner import defaults
+from planner.defaults import Reads
 from pricing.errors import InputError
 from pricing.units import cdiv
 
@@ -142,9 +143,11 @@ def _reserved(chip: ChipNodes, spare: int) -> list[int]:
     return whole[len(whole) - min(spare, len(whole)):]
 
 
-def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int = 0) -> Placement:
-    """Every instance of every pool on whole nodes; `spare` free nodes kept per chip."""
-    base = int(defaults.value("launch.port"))
+def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int = 0,
+          reads: Reads | None = None) -> Placement:
+    """Every instance of every pool on whole nodes; `spare` free nodes kept per chip (the port read
+    through `reads`, planner/defaults.py `read`)."""
+    base = int(defaults.read(reads, "launch.port"))
     nodes: dict[str, list[_Node]] = {c: [] for c in chips}
     reserved = {c: _reserved(chip, spare) for c, chip in chips.items()}
     placed: list[InstancePlacement] = []

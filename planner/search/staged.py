@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from planner import defaults
+from planner.defaults import Reads
 from planner.search.status import StageStatus, overall
 
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is solved)
@@ -41,11 +42,12 @@ class Budget:
     planner/defaults.yaml solver.max_time_in_seconds) as deterministic work, with a wall-clock
     backstop."""
 
-    def __init__(self, time_limit: float | None = None):
+    def __init__(self, time_limit: float | None = None, reads: Reads | None = None):
         self.given = time_limit is not None
-        self.limit = time_limit or defaults.value("solver.max_time_in_seconds")
-        self.work = self.limit * defaults.value("solver.deterministic_per_second")
-        self.wall = self.limit * defaults.value("solver.wall_backstop")
+        self.reads = reads  # where the solver's defaults read are recorded (planner/defaults.py `read`)
+        self.limit = time_limit or defaults.read(reads, "solver.max_time_in_seconds")
+        self.work = self.limit * defaults.read(reads, "solver.deterministic_per_second")
+        self.wall = self.limit * defaults.read(reads, "solver.wall_backstop")
         self.spent = 0.0  # deterministic seconds the stages used so far
         self.end: float | None = None  # the backstop's clock starts with the first solve (`solver`): building the
         # model before it is Python's work, which a loaded machine slows but the answer does not depend on
@@ -67,7 +69,7 @@ class Budget:
         if self.end is None:
             self.end = time.monotonic() + self.wall
         sol = cp_model.CpSolver()
-        sol.parameters.num_workers = defaults.value("solver.num_workers")
+        sol.parameters.num_workers = defaults.read(self.reads, "solver.num_workers")
         sol.parameters.random_seed = 0
         sol.parameters.catch_sigint_signal = False  # a SIGINT ends the command, never the search as if in time
         sol.parameters.max_deterministic_time = max(self.work_left(), SMALLEST_STAGE)

@@ -74,7 +74,7 @@ def _resolve_model(log: ParsedLog, given: str | None, source: str) -> Checkpoint
         checkpoint = None if known is None else checkpoint_for(known)
     if checkpoint is None:
         try:
-            resolve(logged)
+            resolve(logged, log.registry)
             checkpoint = Checkpoint(logged)
         except InputError:
             raise InputError(source, f"the log's model {logged!r} is not a card, a known checkpoint or a cached "
@@ -102,7 +102,8 @@ def unstated(log: ParsedLog, source: str, model: str | None, chip: str | None,
 
 def check(log: ParsedLog, source: str, model: str | None = None, chip: str | None = None,
           release: str | None = None, fill: dict | None = None) -> CheckReport:
-    """Compare one parsed log with the kernel's prediction of the same deployment."""
+    """Compare one parsed log with the kernel's prediction of the same deployment (under the registry
+    the log was parsed with, `ParsedLog.registry`)."""
     from pricing.chips import get_chip
 
     if not log.startup_log:
@@ -121,14 +122,14 @@ def check(log: ParsedLog, source: str, model: str | None = None, chip: str | Non
     if missing:
         raise missing[0]
     checkpoint = _resolve_model(log, model, source)
-    target = get_chip(chip)
+    target = get_chip(chip, log.registry)
     record = log.record(Path(source).name, model=log.deployment.get("model") or checkpoint.name, gpu=target.id)
     if release:
         record.vllm_version = given_release(log, release, source)
     for key, value in (fill or {}).items():  # what the log does not say (--tp, --max-num-seqs, …)
         if value is not None and key not in log.deployment:
             setattr(record, key, value)
-    p = predict(record, weights="kernel", checkpoint=checkpoint, chip=target)
+    p = predict(record, log.registry, weights="kernel", checkpoint=checkpoint, chip=target)
     if not p.usable:
         raise InputError(source, f"cannot rebuild this deployment: {p.skipped}", "see `plan check-log --help`")
     report = _report(p, log, source, checkpoint.name)
@@ -153,7 +154,7 @@ def assumed(p: Prediction, stated: set[str]) -> list[str]:
     states them: said, never silently assumed (a log whose arguments line is missing is checked
     against vLLM's defaults, which may not be what ran)."""
     e = p.kernel.engine
-    values = {"tensor_parallel_size": e.tp, "gpu_memory_utilization": e.gpu_memory_utilization,
+    values = {"tensor_parallel_size": e.tensor_parallel_size, "gpu_memory_utilization": e.gpu_memory_utilization,
               "max_num_seqs": e.max_num_seqs, "max_num_batched_tokens": e.max_num_batched_tokens,
               "max_model_len": e.max_model_len}
     return [f"{label} {values[key]}" + (f" (give {mention(given)} if it differs)" if given else "")
@@ -239,8 +240,9 @@ def _report(p: Prediction, log: ParsedLog, source: str, name: str) -> CheckRepor
                                   unit="tokens", error=(exact - obs_tokens) / obs_tokens,
                                   explained_by=["the KV rules alone (groups, blocks, tokens), the fixed memory aside"]))
     e = p.kernel.engine
-    deployment = {"tensor_parallel_size": e.tp, "data_parallel_size": e.dp, "gpu_memory_utilization":
-                  e.gpu_memory_utilization, "max_model_len": e.max_model_len, "max_num_seqs": e.max_num_seqs,
+    deployment = {"tensor_parallel_size": e.tensor_parallel_size, "data_parallel_size": e.data_parallel_size,
+                  "gpu_memory_utilization": e.gpu_memory_utilization, "max_model_len": e.max_model_len,
+                  "max_num_seqs": e.max_num_seqs,
                   "max_num_batched_tokens": e.max_num_batched_tokens, "kv_cache_dtype": e.kv_cache_dtype,
                   "block_size": e.block_size, "cudagraph_mode": e.cudagraph_mode,
                   "total_memory_bytes": p.kernel.chip.memory_bytes}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pricing.calibration.eras import era_laws, release_of
 from pricing.calibration.predict import Prediction
 from pricing.kernel.pipeline import backbone_layers
-from pricing.registry import Registry, load
+from pricing.registry import Registry, shipped
 from pricing.units import GiB, MiB
 
 
@@ -166,7 +166,7 @@ def _free_drop(p: Prediction) -> float | None:
 def fit(predictions: list[Prediction], registry: Registry | None = None) -> list[FittedValue]:
     """Fit every law the records can inform; laws without rows keep the registry's value. The
     releases each law is fitted on are the registry's (vllm_eras)."""
-    reg = registry or load()
+    reg = registry or shipped()
     current = _current(reg)
     # the logged peak and graphs of a pipeline stage are that stage's (the sampler runs on the last
     # one only): pipeline-parallel records inform the laws below through their own module, not here

@@ -3,9 +3,9 @@
     available KV = ceil(total × utilization) − weights − activation peak − non-torch growth
                    − CUDA-graph estimate (releases that subtract it, §1.4 of vllm-0.33-memory.md)
 
-Each component is the kernel's (the laws of the registry in use); the weights may be taken as
-logged instead (`weights="logged"`), which isolates the fixed-memory laws from the weights
-(quantized checkpoints are another module's concern).
+Each component is the kernel's (the laws of the registry given, else the shipped one); the weights
+may be taken as logged instead (`weights="logged"`), which isolates the fixed-memory laws from the
+weights (quantized checkpoints are another module's concern).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pricing.chips import Chip, get_chip
 from pricing.errors import InputError
 from pricing.kernel.deployment import Deployment
 from pricing.kernel.kernel import Kernel
-from pricing.registry import Registry, load, shipped
+from pricing.registry import Registry, shipped
 from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.units import GiB
@@ -83,7 +83,7 @@ def checkpoint_for(hf_id: str) -> Checkpoint | None:
     return Checkpoint(name, entry.get("quantization"), entry.get("weights") == "logged")
 
 
-def chip_for(gpu: str | None) -> Chip | None:
+def chip_for(gpu: str | None, registry: Registry | None = None) -> Chip | None:
     """The chip a record's GPU text names ("H100-80GB", "H200 (141GB)", "A100-SXM4-80GB (…)", "RTX PRO 6000
     Blackwell (96 GB, SM120)"): its first word, else its first two or three joined by '-'."""
     if not gpu:
@@ -91,7 +91,7 @@ def chip_for(gpu: str | None) -> Chip | None:
     words = re.split(r"[(,;]", gpu.strip(), maxsplit=1)[0].split()  # the name before any remark
     for n in range(1, min(len(words), 3) + 1):  # "H100-80GB", "RTX 5090 (32GB)", "RTX PRO 6000 Blackwell"
         try:
-            return get_chip("-".join(words[:n]))
+            return get_chip("-".join(words[:n]), registry)
         except InputError:
             continue
     return None
@@ -183,7 +183,7 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
     which a record_models.yaml entry may hold back with the reason (`held_back`)."""
     from pricing.graph import load_model
 
-    reg = registry or load()
+    reg = registry or shipped()
     era = era_of(r.vllm_version, reg)
     path, known_from = sampler_path(r, reg)
     if path != "native" and not has_sampler_law(reg, era, path):
@@ -211,7 +211,7 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
                      + ("; this record logs none" if o.weights_gib is None
                         else "; the kernel's own weights were asked for"))
         return p
-    chip = chip or chip_for(r.gpu)
+    chip = chip or chip_for(r.gpu, reg)
     if chip is None:
         p.skipped = f"chip {r.gpu!r} is not in the registry"
         return p
@@ -232,7 +232,7 @@ def predict(r: StartupRecord, registry: Registry | None = None, weights: str = "
         p.pack_note = (f"no rules pack serves vLLM {r.vllm_version}: its KV cache rules are taken as "
                        f"{release.name}'s, its memory accounting as era {era.label}'s (registry vllm_eras)")
     try:
-        model = load_model(checkpoint.name, checkpoint.quantization)
+        model = load_model(checkpoint.name, checkpoint.quantization, reg)
         k = Kernel.of(model, _deployment(r, era.default_utilization if borrowed else None), chip, reg,
                       release=release, sampler=path)
         f = k.fixed_bytes()

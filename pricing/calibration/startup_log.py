@@ -42,6 +42,7 @@ from pydantic import ValidationError
 
 from pricing.calibration.records import Observed, StartupRecord
 from pricing.errors import InputError
+from pricing.registry import Registry
 
 NUM = r"(-?\d+(?:\.\d+)?)"
 INT = r"(\d[\d,]*)"
@@ -108,12 +109,12 @@ ARG_KEYS = {  # non-default args key -> record field
 }
 
 
-def fact_share() -> float:
+def fact_share(registry: Registry | None = None) -> float:
     """The least share of a log excerpt's non-blank lines that must carry a vLLM fact (registry
-    startup_logs.fact_share, measured on the shipped logs and README.md)."""
-    from pricing.registry import load
+    startup_logs.fact_share, measured on the shipped logs and README.md; None: the shipped registry)."""
+    from pricing.registry import shipped
 
-    return float(load()["startup_logs.fact_share"].value)
+    return float((registry or shipped())["startup_logs.fact_share"].value)
 
 
 @dataclass
@@ -130,6 +131,7 @@ class ParsedLog:
     lines: int = 0  # lines that are not blank
     starts: list = field(default_factory=list)  # the line of each start-up the text holds (its API server's
     # version line, or its "non-default args" line): more than one is several start-ups run into one file
+    registry: Registry | None = field(default=None, repr=False, compare=False)  # read with (None: shipped)
 
     @property
     def empty(self) -> bool:
@@ -144,7 +146,7 @@ class ParsedLog:
             return False
         if self.release is not None or self.deployment:
             return True
-        return len(set(self.evidence.values())) >= fact_share() * max(1, self.lines)
+        return len(set(self.evidence.values())) >= fact_share(self.registry) * max(1, self.lines)
 
     def record(self, name: str = "log", model: str | None = None, gpu: str | None = None) -> StartupRecord:
         """The log as a start-up record (the calibration's format)."""
@@ -234,9 +236,10 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def parse(text: str) -> ParsedLog:
-    """Read every fact the log states (see the module docstring for the lines)."""
-    log = ParsedLog()
+def parse(text: str, registry: Registry | None = None) -> ParsedLog:
+    """Read every fact the log states (see the module docstring for the lines), its share of fact
+    lines judged by `registry` (None: the shipped one)."""
+    log = ParsedLog(registry=registry)
     patterns = {name: [re.compile(p) for p in pats] for name, pats in OBSERVED_PATTERNS.items()}
     refusals = [re.compile(p) for p in REFUSALS]
     log.lines = sum(1 for line in text.splitlines() if line.strip())

@@ -19,7 +19,7 @@ from pricing.config.defaults import DECODER_KEYS, TOWER_KEYS, decoder_config
 from pricing.config.fields import check_config
 from pricing.errors import InputError, mention, suggest
 from pricing.files import read_text
-from pricing.registry import shipped
+from pricing.registry import Registry, shipped
 
 CARDS = Path(__file__).resolve().parent.parent / "cards"
 
@@ -84,21 +84,23 @@ def _read_json(path: Path, what: str) -> dict:
     return data
 
 
-def _decoder(raw: dict, where: str) -> dict:
-    """The decoder config of `raw`, its values checked before any arithmetic (pricing/config/fields.py)."""
+def _decoder(raw: dict, where: str, registry: Registry | None) -> dict:
+    """The decoder config of `raw`, its values checked before any arithmetic (pricing/config/fields.py)
+    against `registry`'s config defaults and ranges (None: the shipped registry's)."""
     for key in DECODER_KEYS + TOWER_KEYS:
         if key in raw and raw[key] is not None and not isinstance(raw[key], dict):
             raise InputError("model", f"{where}: {key}: {raw[key]!r} is not a mapping", f"give {key} as an object")
-    cfg = decoder_config(raw)
-    check_config(cfg, where)
+    cfg = decoder_config(raw, registry)
+    check_config(cfg, where, registry)
     return cfg
 
 
-def _from_folder(folder: Path, name: str, hf_id: str, origin: str) -> ModelSource:
+def _from_folder(folder: Path, name: str, hf_id: str, origin: str, registry: Registry | None) -> ModelSource:
     raw = _read_json(folder / "config.json", "config.json")
     quant_path = folder / "hf_quant_config.json"
     hf_quant = _read_json(quant_path, "hf_quant_config.json") if quant_path.exists() else None
-    return ModelSource(name, hf_id, _decoder(raw, str(folder / "config.json")), hf_quant, origin, folder=folder)
+    return ModelSource(name, hf_id, _decoder(raw, str(folder / "config.json"), registry), hf_quant, origin,
+                       folder=folder)
 
 
 def _hf_cache_dirs() -> list[Path]:
@@ -126,27 +128,28 @@ def hf_cache_snapshots(hf_id: str) -> list[Path]:
     return out
 
 
-def _from_hf_cache(hf_id: str) -> ModelSource | None:
+def _from_hf_cache(hf_id: str, registry: Registry | None) -> ModelSource | None:
     for snap in hf_cache_snapshots(hf_id):
         if (snap / "config.json").exists():
-            return _from_folder(snap, hf_id, hf_id, f"Hugging Face cache {snap}")
+            return _from_folder(snap, hf_id, hf_id, f"Hugging Face cache {snap}", registry)
     return None
 
 
-def load_card(path: Path) -> ModelSource:
-    """A shipped card (read once, kept by the shipped registry)."""
-    return _from_card(copy.deepcopy(_card(path)), path)
+def load_card(path: Path, registry: Registry | None = None) -> ModelSource:
+    """A shipped card (read once, kept by the shipped registry), its config checked against
+    `registry` (None: the shipped one)."""
+    return _from_card(copy.deepcopy(_card(path)), path, registry)
 
 
-def _from_card(card: dict, path: Path) -> ModelSource:
-    return ModelSource(card["name"], card["hf_id"], _decoder(card["config"], str(path)), card.get("hf_quant_config"),
-                       f"model card {path.name}", card.get("description", ""))
+def _from_card(card: dict, path: Path, registry: Registry | None) -> ModelSource:
+    return ModelSource(card["name"], card["hf_id"], _decoder(card["config"], str(path), registry),
+                       card.get("hf_quant_config"), f"model card {path.name}", card.get("description", ""))
 
 
 CARD_KEYS = {"name": str, "hf_id": str, "config": dict}  # what a card holds (the layout of pricing/cards)
 
 
-def user_card(path: Path) -> ModelSource:
+def user_card(path: Path, registry: Registry | None = None) -> ModelSource:
     """A card of one's own (`--model mine.yaml`, the layout of pricing/cards), read as a user's file:
     a regular file within the cap, UTF-8, YAML with unique keys and finite numbers, holding `name`,
     `hf_id` and `config`."""
@@ -176,7 +179,7 @@ def user_card(path: Path) -> ModelSource:
     if card.get("hf_quant_config") is not None and not isinstance(card["hf_quant_config"], dict):
         raise InputError("model", f"{path}: hf_quant_config: not a mapping", "give it as the checkpoint's "
                          "hf_quant_config.json object, or drop it")
-    return _from_card(card, path)
+    return _from_card(card, path, registry)
 
 
 def _card_for(key: str) -> Path | None:
@@ -199,13 +202,13 @@ def _holds_weights(folder: Path) -> bool:
     return (folder / "model.safetensors.index.json").exists() or any(folder.glob("*.safetensors"))
 
 
-def resolve(model: str) -> ModelSource:
+def resolve(model: str, registry: Registry | None = None) -> ModelSource:
     """`--model`: a path to config.json or its folder, a path to a card file (the layout of
     pricing/cards), a Hugging Face id in the local cache, or a card's short name or HF id. The
     user's own file wins over a card of the same name (and says so in `origin`); `hf_id` is what
     `vllm serve` is given: the path or id as the user gave it, or the card's HF id; empty for a bare
     config file (no weights beside it): the weights' location is then unknown, never the config's
-    `_name_or_path` or the file's name."""
+    `_name_or_path` or the file's name. Its config is checked against `registry` (None: the shipped one)."""
     if not model or not model.strip():
         raise InputError("model", "is empty", "give a card name (see `plan models`), a config.json path or a HF id")
     key = model.strip().lower()
@@ -216,24 +219,24 @@ def resolve(model: str) -> ModelSource:
         if not (path / "config.json").exists():
             raise InputError("model", f"folder {path} holds no config.json",
                              f"point {mention('model')} at the model's folder")
-        return _from_folder(path, path.name, model, f"folder {path}{shadow}")
+        return _from_folder(path, path.name, model, f"folder {path}{shadow}", registry)
     if path.is_file() and path.suffix in (".yaml", ".yml"):  # a card of one's own (the cards' layout)
-        return user_card(path)
+        return user_card(path, registry)
     if path.exists():  # a file (a FIFO or a device is refused by the reader, before it is opened)
         raw = _read_json(path, "config.json")
         quant = path.parent / "hf_quant_config.json"
         hf_quant = _read_json(quant, "hf_quant_config.json") if quant.exists() and path.name == "config.json" else None
         served = str(Path(model).parent) if path.name == "config.json" and _holds_weights(path.parent) else ""
         return ModelSource(path.stem if path.name != "config.json" else path.parent.name or path.stem, served,
-                           _decoder(raw, str(path)), hf_quant, f"file {path}{shadow}",
+                           _decoder(raw, str(path), registry), hf_quant, f"file {path}{shadow}",
                            folder=path.parent if path.name == "config.json" else None)
     if "/" in model:
-        found = _from_hf_cache(model.strip())
+        found = _from_hf_cache(model.strip(), registry)
         if found is not None:
             return ModelSource(found.name, found.hf_id, found.config, found.hf_quant_config, found.origin + shadow,
                                folder=found.folder)
     if card is not None:
-        return load_card(card)
+        return load_card(card, registry)
     cards = list_cards()
     names = [c["name"] for c in cards] + [a for c in cards for a in c["aliases"]] + [c["hf_id"] for c in cards]
     near = suggest(model, names)

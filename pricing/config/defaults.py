@@ -6,20 +6,21 @@ graph's tower builders (pricing/graph/vision.py); their fields never mix with th
 
 from __future__ import annotations
 
-from pricing.registry import load
+from pricing.registry import Registry, shipped
 
 DECODER_KEYS = ("text_config", "llm_config", "language_config")
 TOWER_KEYS = ("vision_config", "audio_config", "vision_tower_config")
 
 
-def class_defaults(model_type: str) -> dict:
-    """The defaults of `model_type`'s config class, as the registry states them ({} when none)."""
+def class_defaults(model_type: str, registry: Registry | None = None) -> dict:
+    """The defaults of `model_type`'s config class, as the registry states them ({} when none;
+    registry None: the shipped one)."""
     name = f"config_defaults.{model_type}"
-    reg = load()
+    reg = registry or shipped()
     return dict(reg.value(name)) if name in reg else {}
 
 
-def decoder_config(raw: dict) -> dict:
+def decoder_config(raw: dict, registry: Registry | None = None) -> dict:
     """The decoder's fields: a nested decoder config merged over the wrapper's top level, the
     wrapper's model_type kept as `wrapper_model_type`, the wrapper's encoder configs kept nested,
     the class defaults filled in."""
@@ -35,7 +36,7 @@ def decoder_config(raw: dict) -> dict:
             break
     if "torch_dtype" not in merged and "dtype" in merged:  # transformers >= 4.56 writes `dtype`
         merged["torch_dtype"] = merged["dtype"]
-    for field, value in class_defaults(str(merged.get("model_type", ""))).items():
+    for field, value in class_defaults(str(merged.get("model_type", "")), registry).items():
         if merged.get(field) is None:
             merged[field] = value
     return merged

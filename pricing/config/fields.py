@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from pricing.config.dtypes import DTYPES
 from pricing.errors import InputError
-from pricing.registry import load
+from pricing.registry import Registry, shipped
 
 Count = Annotated[int, Strict()]  # a whole number: no bool, float or string
 Flag = Annotated[bool, Strict()]  # true or false: no 0/1 or "true"
@@ -91,7 +91,7 @@ class ConfigFields(BaseModel):
     quantization_config: dict[str, Any] | None = None
 
 
-def check_config(cfg: dict, where: str) -> None:
+def check_config(cfg: dict, where: str, registry: Registry | None = None) -> None:
     """Refuse the first bad value of `cfg` (a decoder config as pricing/config/defaults.py merges
     it) as one line naming `where` (the file) and the key, with the range or the values allowed."""
     try:
@@ -106,8 +106,8 @@ def check_config(cfg: dict, where: str) -> None:
         kind = EXPECTED.get(ConfigFields.model_fields[key].annotation, "valid") if key in ConfigFields.model_fields \
             else "valid"
         raise InputError("model", f"{where}: {key}: {_shown(cfg.get(key))} is not {kind}",
-                         f"give {key} as {kind}" + _range_words(key)) from None
-    for key, (low, high) in ranges().items():
+                         f"give {key} as {kind}" + _range_words(key, registry)) from None
+    for key, (low, high) in ranges(registry).items():
         value = cfg.get(key)
         if value is not None and not low <= value <= high:
             raise InputError("model", f"{where}: {key}: {value:,} is outside {low:,} … {high:,} (the range a config "
@@ -156,10 +156,10 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def ranges() -> dict[str, tuple[int, int]]:
-    """Each config field's (lowest, highest) value, as the registry in use states them (an overlay's
-    that is no such pair is refused, naming the registry value), kept on that registry."""
-    reg = load()
+def ranges(registry: Registry | None = None) -> dict[str, tuple[int, int]]:
+    """Each config field's (lowest, highest) value, as `registry` states them (an overlay's that is
+    no such pair is refused, naming the registry value; None: the shipped registry), kept on it."""
+    reg = registry or shipped()
     return reg.derived(("config.field_ranges",), lambda: _ranges(reg))
 
 
@@ -177,6 +177,6 @@ def _ranges(reg) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _range_words(key: str) -> str:
-    low, high = ranges().get(key, (None, None))
+def _range_words(key: str, registry: Registry | None = None) -> str:
+    low, high = ranges(registry).get(key, (None, None))
     return f" in {low:,} … {high:,}" if low is not None else ""

@@ -13,7 +13,7 @@ from pricing.errors import InputError
 from pricing.graph import deepseek_v4, mla, recurrent, transformer
 from pricing.graph.model import ModelGraph
 from pricing.graph.nodes import Routing
-from pricing.registry import load
+from pricing.registry import Registry, shipped
 
 # each family module names the model types it builds (FAMILIES) and builds them (build)
 BUILDERS = {model_type: family.build for family in (transformer, mla, deepseek_v4, recurrent)
@@ -98,17 +98,19 @@ def _routing(graph: ModelGraph, top_k: int) -> None:
             data["routing"] = Routing(experts, top_k)
 
 
-def load_model(model: str, quantization: str | None = None) -> ModelGraph:
+def load_model(model: str, quantization: str | None = None, registry: Registry | None = None) -> ModelGraph:
     """The graph for `--model` (card name, path or cached HF id): a graph of the caller's own, to
     edit freely. Built once per source by value (its fields and config as text, so an edited
-    config.json is read anew) and copied."""
-    return read_model(model, quantization).copy()
+    config.json is read anew) and copied. Its config is read against `registry` (None: the shipped
+    one), which keeps it."""
+    return read_model(model, quantization, registry).copy()
 
 
-def read_model(model: str, quantization: str | None = None) -> ModelGraph:
+def read_model(model: str, quantization: str | None = None, registry: Registry | None = None) -> ModelGraph:
     """The graph for `--model` to read and never to edit (checks of a model's facts: its positions,
     heads, drafters): the graph `load_model` copies, without the copy."""
-    source, reg = resolve(model), load()
+    reg = registry or shipped()
+    source = resolve(model, reg)
     text = _as_text(source)
     return reg.derived(("graph", text, quantization), lambda: _built(text, quantization))
 
@@ -119,8 +121,8 @@ def _as_text(source: ModelSource) -> str:
 
 
 def _built(source: str, quantization: str | None) -> ModelGraph:
-    """The graph of a source given as text (`_as_text`) under the registry in use (a tower's
-    layout reads it), kept on that registry (Registry.derived); never handed out, only copied."""
+    """The graph of a source given as text (`_as_text`), kept on the registry its config was read
+    against (Registry.derived); never handed out, only copied."""
     data = json.loads(source)
     folder = data.pop("folder")
     return build_graph(ModelSource(**data, folder=None if folder is None else Path(folder)), quantization)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pricing.config.defaults import class_defaults
 from pricing.graph.common import TensorMaker, need
-from pricing.registry import load
+from pricing.registry import shipped
 
 TOWER = "image"
 
@@ -54,7 +54,7 @@ def siglip_tower(m, make: TensorMaker, vision: dict, prefix: str) -> str:
     patch = need(vision, "patch_size", family)
     channels = need(vision, "num_channels", family)
     positions = (need(vision, "image_size", family) // patch) ** 2
-    reg = load()
+    reg = shipped()  # vLLM's rule for the tower's MLP, as the package states it (an overlay lays laws, not code)
     align = reg.value("quantization.vision_mlp_alignment")
     mlp_quantized = (make.quant.method in reg.value("quantization.vision_mlp_always_quantized")
                      or (hidden % align == 0 and inter % align == 0))

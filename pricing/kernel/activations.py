@@ -50,7 +50,7 @@ def activation(model: ModelGraph, engine: Engine, chip, reg: Reads, hook: Callab
     counts = reg[f"cost_model_memory.activation_buffers.{model.activation_family}"]
     floor = reg["cost_model_memory.activation_floor_bytes"]
     width = reg["cost_model_memory.activation_element_bytes"]
-    count = Fraction(str(counts.value[tp_key(counts.value, engine.tp)]))
+    count = Fraction(str(counts.value[tp_key(counts.value, engine.tensor_parallel_size)]))
     forward = int(count * engine.max_num_batched_tokens * model.hidden_size * width.value)
     forward = max(forward, int(floor.value))
     per_logit = reg["cost_model_memory.sampler_bytes_per_logit"]

@@ -64,7 +64,7 @@ def generic_specs(node: str, cache: AttentionCache, model: ModelGraph, engine: E
         else:
             per_token = cache.head_dim * kv_element_bytes(engine, model, reg)
     else:
-        heads = max(1, cache.kv_heads // engine.tp)
+        heads = max(1, cache.kv_heads // engine.tensor_parallel_size)
         per_token = heads * (cache.head_dim + cache.head_dim_v) * kv_element_bytes(engine, model, reg)
     page = block * per_token
     common = dict(layer=node, name="kv", block_tokens=block, page_bytes=page, raw_page_bytes=page,
@@ -101,7 +101,7 @@ def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads, *, st
     stated = False
     has_state = False
     laws: dict = {}  # a layer's generic specs depend on its cache and whether it drafts; its name is their layer
-    for name, data in model.nodes(engine.spec_method):
+    for name, data in model.nodes(engine.speculative_method):
         order[name] = len(order)
         if data["cache"] is not None:
             key = (data["cache"], data["speculative"] is not None)

@@ -50,7 +50,7 @@ def pipeline_refusal(kernel) -> str | None:
     """vLLM 0.33's refusal of a kv_producer with pipeline stages (registry
     kv_transfer.nixl.producer_pipeline_rule), in its words; None when it runs them."""
     e = kernel.engine
-    if e.kv_role != "kv_producer" or e.pp <= 1:
+    if e.kv_role != "kv_producer" or e.pipeline_parallel_size <= 1:
         return None
     return stages_refused(kernel)
 

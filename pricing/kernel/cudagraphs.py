@@ -13,7 +13,7 @@ mode's flat figure applies. Zero when eager.
 from __future__ import annotations
 
 from pricing.kernel.pipeline import backbone_layers
-from pricing.registry import Reads, Registry, load
+from pricing.registry import Reads, Registry, shipped
 from pricing.rules import get as get_release
 from pricing.rules.shared import Ceilings
 
@@ -24,7 +24,7 @@ def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
                      release=None, reg: Registry | Reads | None = None) -> Ceilings:
     """The capture ceilings under `release`'s capture-size grid (the default release's by default)."""
     release = get_release(release)
-    grid = release.capture_size_grid(reg or load())
+    grid = release.capture_size_grid(reg or shipped())
     return release.rules.capture_ceilings(max_num_seqs, max_num_batched_tokens, spec_tokens, default_max, grid)
 
 
@@ -37,8 +37,8 @@ def cuda_graph_bytes(model, engine, chip, reg: Reads) -> tuple[int, Ceilings | N
         return 0, None
     cap = engine.release.fact(reg, "capture_size_max")
     default_max = cap.get(chip.generation, cap["default"])
-    ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.spec_tokens, default_max,
-                                engine.release, reg)
+    ceilings = capture_ceilings(engine.max_num_seqs, engine.max_num_batched_tokens, engine.num_speculative_tokens,
+                                default_max, engine.release, reg)
     law_name = f"cost_model_memory.cuda_graph_laws.{model.activation_family}"
     if law_name in reg:
         law = reg[law_name]

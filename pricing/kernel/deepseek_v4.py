@@ -39,10 +39,10 @@ def mega_attention(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) ->
                              "drop the flag")
         return False, f"{chip.generation}: mega attention exists only on the SM100 family"
     rule = reg.value("deepseek_v4.mega_attention")
-    local = model.num_attention_heads // engine.tp
+    local = model.num_attention_heads // engine.tensor_parallel_size
     per_group = model.num_attention_heads // model.extras["o_groups"]
     serves = local % rule["heads_multiple"] == 0 and per_group == rule["heads_per_group"]
-    why = (f"{local} local heads at tp {engine.tp}, {per_group} heads per wo_a group: mega attention "
+    why = (f"{local} local heads at tp {engine.tensor_parallel_size}, {per_group} heads per wo_a group: mega attention "
            + ("serves this width" if serves
               else f"does not serve this width (needs a multiple of {rule['heads_multiple']} local heads and "
                    f"{rule['heads_per_group']} per group)"))
@@ -108,7 +108,7 @@ def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads
         block = _by_generation(reg.value("deepseek_v4.page_tokens.v41_compressed"), chip)
         window_tokens = _by_generation(reg.value("deepseek_v4.page_tokens.v41_window"), chip)
         state = reg.value("deepseek_v4.compressor_state.v41")
-        rows = max(state["min_rows"], _next_pow2(engine.spec_tokens + 2))
+        rows = max(state["min_rows"], _next_pow2(engine.num_speculative_tokens + 2))
         states = {"state": {"rows": rows, "row_bytes": state["row_bytes"]}}
         window_stride = _by_generation(reg.value("deepseek_v4.alignment.v41_window_stride"), chip)
     else:
@@ -123,7 +123,7 @@ def resolve_caches(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads
     stride = math.lcm(records["window"], records["compressed"]) if window_stride else 1
     specs: list[KVCacheSpec] = []
     notes = [why]
-    for name, data in model.nodes(engine.spec_method):
+    for name, data in model.nodes(engine.speculative_method):
         drafter = data["speculative"] is not None
         for c in data["caches"]:
             if c.bound == "window":
@@ -177,12 +177,12 @@ def model_buffers(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> 
     indexer_lane = (w["indexer_gather_factor"] * M // indexer_ratio * reg.value("deepseek_v4.records.indexer_fp8")
                     if indexer_ratio else 0)
     out = {"prefill gather (target lane)": max(attention_lane(smallest), indexer_lane)}
-    speculating = engine.spec_method is not None
-    if engine.spec_method == "dspark":
+    speculating = engine.speculative_method is not None
+    if engine.speculative_method == "dspark":
         out["prefill gather (DSpark lane)"] = attention_lane(0)
     out["indexer logits"] = w["indexer_logits_bytes"]
-    out["top-k indices"] = T * model.extras["index_topk"] * w["index_bytes"] * (2 if engine.spec_method == "dspark"
-                                                                                else 1)
+    drafts = 2 if engine.speculative_method == "dspark" else 1
+    out["top-k indices"] = T * model.extras["index_topk"] * w["index_bytes"] * drafts
     if model.extras.get("candidate_topk_blocks"):
         out["candidate blocks"] = T * model.extras["candidate_topk_blocks"] * w["index_bytes"]
     if speculating:

@@ -12,7 +12,7 @@ from pricing.chips import Chip
 from pricing.errors import InputError, mention
 from pricing.graph.model import ModelGraph
 from pricing.kernel import pipeline
-from pricing.registry import Registry, load
+from pricing.registry import Registry, shipped
 from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.rules.load_checks import heads_refusal
@@ -51,37 +51,45 @@ class Deployment(BaseModel):
     kv_role: Literal["kv_producer", "kv_consumer"] | None = None  # NixlConnector's role; None: no connector
     kv_buffer_device: Literal["cuda", "cpu"] = "cuda"  # KVTransferConfig.kv_buffer_device (vLLM's default: cuda)
 
+    @staticmethod
+    def flag(field: str) -> str:
+        """`vllm serve`'s flag of a field named as vLLM's EngineArgs names it (every field of an engine
+        flag here): the name with dashes (EngineArgs.add_cli_args, vllm/engine/arg_utils.py)."""
+        return "--" + field.replace("_", "-")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Engine:
     """Resolved settings of one instance on one chip: every default filled in (made by
-    `resolve_engine`, its fields by name)."""
+    `resolve_engine`, its fields by name). A flag's field is named as `Deployment` names it, vLLM's
+    own name (EngineArgs: `--tensor-parallel-size` is `tensor_parallel_size`); `ep_size` and
+    `release` are the engine's own."""
 
-    tp: int
-    dp: int
-    ep: bool
-    ep_size: int
-    dcp: int
-    pcp: int
+    tensor_parallel_size: int
+    data_parallel_size: int
+    enable_expert_parallel: bool
+    ep_size: int  # the expert-parallel group: tp × dp × pcp with expert parallel, else 1
+    decode_context_parallel_size: int
+    prefill_context_parallel_size: int
     gpu_memory_utilization: float
     max_num_batched_tokens: int
     max_num_seqs: int
     max_model_len: int
     kv_cache_dtype: str
     block_size: int | None
-    spec_tokens: int
-    spec_method: str | None
-    eplb: bool
-    redundant_experts: int
+    num_speculative_tokens: int
+    speculative_method: str | None
+    enable_eplb: bool
+    num_redundant_experts: int
     cudagraph_mode: str
     kv_cache_memory_bytes: int | None
-    prefix_caching: bool
+    enable_prefix_caching: bool
     async_scheduling: bool
     mamba_cache_mode: str
     mega_attention: bool | None
     release: Release = field(default_factory=get_release)
-    pp: int = 1
-    pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION
+    pipeline_parallel_size: int = 1
+    pp_layer_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION
     kv_role: str | None = None  # the KV connector's role (kv_producer: prefill, kv_consumer: decode)
     kv_buffer_device: str = "cuda"
 
@@ -89,23 +97,13 @@ class Engine:
         """The flags that resolve to exactly this engine (every default pinned to its resolved
         value); `resolve_engine(e.as_deployment(), ...) == e` is a test, so a new field cannot be
         left out."""
-        return Deployment(
-            tensor_parallel_size=self.tp, pipeline_parallel_size=self.pp, pp_layer_partition=self.pp_partition,
-            data_parallel_size=self.dp, enable_expert_parallel=self.ep, decode_context_parallel_size=self.dcp,
-            prefill_context_parallel_size=self.pcp, gpu_memory_utilization=self.gpu_memory_utilization,
-            max_num_batched_tokens=self.max_num_batched_tokens, max_num_seqs=self.max_num_seqs,
-            max_model_len=self.max_model_len, kv_cache_dtype=self.kv_cache_dtype, block_size=self.block_size,
-            num_speculative_tokens=self.spec_tokens, speculative_method=self.spec_method, enable_eplb=self.eplb,
-            num_redundant_experts=self.redundant_experts, cudagraph_mode=self.cudagraph_mode,
-            kv_cache_memory_bytes=self.kv_cache_memory_bytes, enable_prefix_caching=self.prefix_caching,
-            async_scheduling=self.async_scheduling, mamba_cache_mode=self.mamba_cache_mode,
-            mega_attention=self.mega_attention, kv_role=self.kv_role, kv_buffer_device=self.kv_buffer_device)
+        return Deployment(**{name: getattr(self, name) for name in Deployment.model_fields if name != "enforce_eager"})
 
     @property
     def in_flight_batches(self) -> int:
         """max_concurrent_batches, the release's rule: pp + 1 under asynchronous scheduling with the
         V2 runner, else pp (vllm-0.33-memory.md §2.3)."""
-        return self.release.in_flight_batches(self.async_scheduling, self.pp)
+        return self.release.in_flight_batches(self.async_scheduling, self.pipeline_parallel_size)
 
     @property
     def max_in_flight_tokens(self) -> int:
@@ -113,7 +111,8 @@ class Engine:
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp * self.pcp
+        return (self.tensor_parallel_size * self.pipeline_parallel_size * self.data_parallel_size
+                * self.prefill_context_parallel_size)
 
 
 def beyond_positions(model: ModelGraph, max_model_len: int) -> str | None:
@@ -166,7 +165,7 @@ def allows_tensor_parallel(model: ModelGraph, tp: int) -> bool:
 def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Registry | None = None,
                    release: Release | str | None = None) -> Engine:
     """Fill the release's defaults (vLLM 0.33 by default) and check the flags against the model, as vLLM would."""
-    reg = registry or load()
+    reg = registry or shipped()
     release = get_release(release)
     tp, dp = d.tensor_parallel_size, d.data_parallel_size
     if tp < 1:
@@ -276,15 +275,16 @@ def resolve_engine(d: Deployment, model: ModelGraph, chip: Chip, registry: Regis
                          f"use one of {', '.join(release.mamba_cache_modes)}")
     if d.kv_role is not None:
         _check_connector(d, model, tp)
-    return Engine(tp=tp, dp=dp, ep=ep, ep_size=ep_size, dcp=dcp, pcp=d.prefill_context_parallel_size,
+    return Engine(tensor_parallel_size=tp, data_parallel_size=dp, enable_expert_parallel=ep, ep_size=ep_size,
+                  decode_context_parallel_size=dcp, prefill_context_parallel_size=d.prefill_context_parallel_size,
                   gpu_memory_utilization=float(util), max_num_batched_tokens=int(tokens), max_num_seqs=int(seqs),
                   max_model_len=int(max_len), kv_cache_dtype=kv_dtype, block_size=d.block_size,
-                  spec_tokens=d.num_speculative_tokens, spec_method=method, eplb=d.enable_eplb,
-                  redundant_experts=d.num_redundant_experts, cudagraph_mode=mode,
-                  kv_cache_memory_bytes=d.kv_cache_memory_bytes, prefix_caching=d.enable_prefix_caching,
+                  num_speculative_tokens=d.num_speculative_tokens, speculative_method=method,
+                  enable_eplb=d.enable_eplb, num_redundant_experts=d.num_redundant_experts, cudagraph_mode=mode,
+                  kv_cache_memory_bytes=d.kv_cache_memory_bytes, enable_prefix_caching=d.enable_prefix_caching,
                   async_scheduling=d.async_scheduling, mamba_cache_mode=mamba, mega_attention=d.mega_attention,
-                  release=release, pp=d.pipeline_parallel_size, pp_partition=d.pp_layer_partition,
-                  kv_role=d.kv_role, kv_buffer_device=d.kv_buffer_device)
+                  release=release, pipeline_parallel_size=d.pipeline_parallel_size,
+                  pp_layer_partition=d.pp_layer_partition, kv_role=d.kv_role, kv_buffer_device=d.kv_buffer_device)
 
 
 def _prefix_caching_mamba_mode(model: ModelGraph, release: Release, reg: Registry) -> str:

@@ -51,10 +51,11 @@ class Instance:
         """The instance of `engine`, its parallel shape whole: a rank per pipeline stage of `model`
         (as get_pp_indices splits the layers), each built by `rank_of(stage)`, or the one rank
         (`rank_of(None)`) without pipeline parallelism. Each rank is told its instance."""
-        if engine.pp == 1:
+        if engine.pipeline_parallel_size == 1:
             ranks = (rank_of(None),)
         else:
-            ranks = tuple(rank_of(s) for s in pipeline.stages(model, engine.pp, engine.pp_partition))
+            stages = pipeline.stages(model, engine.pipeline_parallel_size, engine.pp_layer_partition)
+            ranks = tuple(rank_of(s) for s in stages)
         instance = cls(engine, ranks)
         for rank in ranks:
             rank.instance = instance
@@ -91,7 +92,7 @@ class Instance:
         if not layout.groups or not layout.grouped:
             return int(self.max_concurrency() * e.max_model_len)
         return e.release.rules.logged_tokens(self.num_blocks(), layout, self.max_concurrency(), e.max_model_len,
-                                             e.dcp * e.pcp)
+                                             e.decode_context_parallel_size * e.prefill_context_parallel_size)
 
     def fits_one_request(self) -> bool:
         """vLLM's start-up check, on every stage, by the release's law (vLLM 0.33: available − one

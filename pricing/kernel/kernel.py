@@ -31,7 +31,7 @@ from pricing.graph.model import ModelGraph
 from pricing.kernel import activations, caches, cudagraphs, families, pipeline, weights
 from pricing.kernel.deployment import Deployment, Engine, resolve_engine
 from pricing.kernel.instance import Instance
-from pricing.registry import Reads, Registry, Sourced, load
+from pricing.registry import Reads, Registry, Sourced, shipped
 from pricing.rules import Release
 from pricing.rules import get as get_release
 from pricing.specs import KVCacheSpec, Request
@@ -165,7 +165,7 @@ class Kernel:
         self.model = model
         self.engine = engine
         self.chip = chip
-        self.reg = registry or load()
+        self.reg = registry or shipped()
         self.stage = stage
         self.graph = pipeline.stage_graph(model, stage)  # the layers this rank builds
         self.instance = Instance(engine, (self,))  # every stage's rank, when Instance.of builds them
@@ -190,15 +190,15 @@ class Kernel:
         registry (Release.laws; `sampler`: the top-k/top-p path of the sampler warm-up, when known,
         else the release's default)."""
         release = get_release(release)
-        chosen = Reads(registry or load())  # which era laws apply is read too
-        reg = release.laws(registry or load(), sampler, chosen)
+        chosen = Reads(registry or shipped())  # which era laws apply is read too
+        reg = release.laws(registry or shipped(), sampler, chosen)
         defaults = Reads(reg)  # the release's defaults the deployment took shape the figures too
         engine = resolve_engine(deployment, model, chip, defaults, release)
         found = Instance.of(model, engine, lambda s: cls(model, engine, chip, reg, stage=s))
         for k in found.ranks:
             k._used.update(chosen.read)
             k._used.update(defaults.read)
-        if engine.pp == 1:
+        if engine.pipeline_parallel_size == 1:
             return found.ranks[0]
         if stage is not None:
             return found.ranks[stage]
@@ -314,7 +314,7 @@ class Kernel:
 
     def _blocks(self, group, tokens: int, in_flight: int) -> int:
         e = self.engine
-        return group.blocks(Request(tokens, e.max_model_len, in_flight, e.dcp))
+        return group.blocks(Request(tokens, e.max_model_len, in_flight, e.decode_context_parallel_size))
 
     def _bytes(self, groups, tokens: int, in_flight: int) -> int:
         layout = self.layout()
@@ -327,13 +327,13 @@ class Kernel:
     def sequence_variable_bytes(self, tokens: int) -> int:
         """KV cache one request of `tokens` holds on this rank, in whole pool blocks."""
         groups = [g for g in self.layout().groups if g.grows]
-        return self._bytes(groups, tokens, 1 + self.engine.spec_tokens)
+        return self._bytes(groups, tokens, 1 + self.engine.num_speculative_tokens)
 
     def request_kv_bytes(self, tokens: int) -> int:
         """Every cache one request of `tokens` holds on this rank, growing and bounded groups (window
         rings clipped to their window, recurrent state) in whole pool blocks: what a KV connector
         moves for it (NIXL transfers whole blocks, nixl/pull_scheduler.py get_exchange_clipped_blocks)."""
-        return self._bytes(self.layout().groups, tokens, 1 + self.engine.spec_tokens)
+        return self._bytes(self.layout().groups, tokens, 1 + self.engine.num_speculative_tokens)
 
     def connector(self):
         """The KV connector's memory on this rank (pricing/kernel/connector.py), None without a kv_role."""
@@ -349,7 +349,7 @@ class Kernel:
 
     def sequence_fixed_bytes(self) -> int:
         """Bounded state a request holds in steady decode (one decode step in flight: 1 + K tokens)."""
-        return self._bytes(self._bounded(), self.engine.max_model_len, 1 + self.engine.spec_tokens)
+        return self._bytes(self._bounded(), self.engine.max_model_len, 1 + self.engine.num_speculative_tokens)
 
     def sequence_admission_bytes(self) -> int:
         """Bounded state the engine reserves on admission (every step in flight can schedule)."""
@@ -367,7 +367,8 @@ class Kernel:
         total = 0
         for g, layer_bytes in pages:
             if layer_bytes:
-                total += self._blocks(g, self.engine.max_model_len, 1 + self.engine.spec_tokens) * layer_bytes
+                steady = self._blocks(g, self.engine.max_model_len, 1 + self.engine.num_speculative_tokens)
+                total += steady * layer_bytes
         return total
 
     def cache_bytes_per_token(self, drafter: bool | None = None) -> Fraction:
@@ -382,8 +383,9 @@ class Kernel:
 
     def _blocks_per_request(self, admission: bool) -> int:
         e = self.engine
-        in_flight = e.max_in_flight_tokens if admission else 1 + e.spec_tokens
-        return self.layout().blocks(Request(e.max_model_len, e.max_model_len, in_flight, e.dcp))
+        in_flight = e.max_in_flight_tokens if admission else 1 + e.num_speculative_tokens
+        return self.layout().blocks(Request(e.max_model_len, e.max_model_len, in_flight,
+                                            e.decode_context_parallel_size))
 
     def request_bytes(self) -> int:
         """One request at max_model_len as the engine sizes it: admission state + context caches."""
@@ -476,7 +478,7 @@ class Kernel:
 
     def _sum_request_layer_bytes(self) -> int:
         e = self.engine
-        r = Request(e.max_model_len, e.max_model_len, e.max_in_flight_tokens, e.dcp)
+        r = Request(e.max_model_len, e.max_model_len, e.max_in_flight_tokens, e.decode_context_parallel_size)
         return sum(g.blocks(r) * g.layer_bytes for g in self.layout().groups)
 
     # -- provenance ---------------------------------------------------------------------------
@@ -505,8 +507,9 @@ class Kernel:
 
 def _collective_groups(e: Engine) -> dict[str, int]:
     """The collective groups a rank of engine `e` joins, by name and size (size > 1 only)."""
-    groups = {"tensor parallel": e.tp, "data parallel": e.dp, "decode context parallel": e.dcp,
-              "prefill context parallel": e.pcp}
-    if e.ep:
+    groups = {"tensor parallel": e.tensor_parallel_size, "data parallel": e.data_parallel_size,
+              "decode context parallel": e.decode_context_parallel_size,
+              "prefill context parallel": e.prefill_context_parallel_size}
+    if e.enable_expert_parallel:
         groups["expert parallel"] = e.ep_size
     return {k: v for k, v in groups.items() if v > 1}

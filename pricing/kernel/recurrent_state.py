@@ -62,7 +62,7 @@ def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> li
     """One MambaSpec per recurrent layer this deployment holds, at its unpadded page."""
     align = kernel_alignment(model, engine, chip, reg)
     specs: list[KVCacheSpec] = []
-    for name, data in model.nodes(engine.spec_method):
+    for name, data in model.nodes(engine.speculative_method):
         state: RecurrentState | None = data["state"]
         if state is None:
             continue
@@ -73,10 +73,10 @@ def state_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads) -> li
         hybrid = HybridAlignment(align, align, int(checkpoint["alignment"]), chunk)
         if not engine.release.fact(reg, "mamba_ssm_dtype_from_config"):
             state = replace(state, ssm_dtype="model")  # the release's "auto": the conv state's dtype
-        page = state_page_bytes(state, model, engine.tp, engine.spec_tokens)
+        page = state_page_bytes(state, model, engine.tensor_parallel_size, engine.num_speculative_tokens)
         specs.append(MambaSpec(name, "state", engine.block_size or align, page, page,
                                drafter=data["speculative"] is not None, mode=engine.mamba_cache_mode,
-                               speculative_blocks=engine.spec_tokens, kinds=(state.kind,), hybrid=hybrid))
+                               speculative_blocks=engine.num_speculative_tokens, kinds=(state.kind,), hybrid=hybrid))
     return specs
 
 
@@ -114,10 +114,11 @@ def summary(kernel, tokens: int) -> RecurrentSummary | None:
     e = kernel.engine
     state_groups = [g for g in layout.groups if isinstance(g.spec, MambaSpec)]
     attention = [g.block_tokens for g in layout.groups if isinstance(g.spec, (FullAttentionSpec, SlidingWindowSpec))]
-    pages = kernel._blocks(state_groups[0], tokens, 1 + e.spec_tokens)
-    held = sum(kernel._blocks(g, tokens, 1 + e.spec_tokens) for g in state_groups)
+    pages = kernel._blocks(state_groups[0], tokens, 1 + e.num_speculative_tokens)
+    held = sum(kernel._blocks(g, tokens, 1 + e.num_speculative_tokens) for g in state_groups)
     per_block = layout.bytes_per_block if layout.grouped else state_groups[0].page_bytes
-    kinds = tuple(sorted({d["state"].kind for _, d in kernel.model.nodes(e.spec_method) if d["state"] is not None}))
+    kinds = tuple(sorted({d["state"].kind for _, d in kernel.model.nodes(e.speculative_method)
+                          if d["state"] is not None}))
     padded = state_groups[0].members[0].page_bytes
     return RecurrentSummary(e.mamba_cache_mode, kinds, len(states), max(s.raw_page_bytes for s in states),
                             sum(s.raw_page_bytes for s in states), pages, padded,

@@ -168,9 +168,20 @@ def _pipeline(k: Kernel) -> PipelineOut | None:
                                fixed=_fixed(s.fixed_bytes()), kv_pool=max(0, s.kv_pool()),
                                block_bytes=s.layout().bytes_per_block, own_num_blocks=s.rank_blocks(),
                                refusal=r.message if r else None))
-    return PipelineOut(size=k.engine.pp, partition=[s.stage.layers for s in k.instance.ranks],
+    return PipelineOut(size=k.engine.pipeline_parallel_size, partition=[s.stage.layers for s in k.instance.ranks],
                        binding_stage=k.stage.index, stages=stages)
 
+
+
+# The report's `deployment` keys for the flags whose short names its JSON has published since it was
+# first written (`plan memory --json`); the engine's fields are vLLM's own names (Deployment's). Renaming
+# these keys would change every plan's JSON.
+PUBLISHED_KEYS = {"tensor_parallel_size": "tp", "data_parallel_size": "dp", "enable_expert_parallel": "ep",
+                  "decode_context_parallel_size": "dcp", "prefill_context_parallel_size": "pcp",
+                  "num_speculative_tokens": "spec_tokens", "speculative_method": "spec_method",
+                  "enable_eplb": "eplb", "num_redundant_experts": "redundant_experts",
+                  "enable_prefix_caching": "prefix_caching", "pipeline_parallel_size": "pp",
+                  "pp_layer_partition": "pp_partition"}
 
 def memory_report(k: Kernel, tokens: int) -> MemoryReport:
     check = _checkpoint(k)
@@ -181,7 +192,7 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
     refusal = Startup(k).refusal()
     groups = []
     for g in layout.groups:
-        steady = k._blocks(g, e.max_model_len, 1 + e.spec_tokens)
+        steady = k._blocks(g, e.max_model_len, 1 + e.num_speculative_tokens)
         admission = k._blocks(g, e.max_model_len, e.max_in_flight_tokens)
         groups.append(GroupOut(layers=list(g.layers), kind=g.vllm_class, spec=g.spec.vllm_class,
                                block_tokens=g.block_tokens, page_bytes=g.page_bytes, layer_bytes=g.layer_bytes,
@@ -189,7 +200,8 @@ def memory_report(k: Kernel, tokens: int) -> MemoryReport:
     return MemoryReport(
         model=k.model.name, hf_id=k.model.hf_id, vllm_version=k.release.full_version, chip=k.chip.id,
         chip_memory=k.chip.memory_bytes,
-        deployment={name: getattr(e, name) for name in e.__dataclass_fields__ if name != "release"},
+        deployment={PUBLISHED_KEYS.get(name, name): getattr(e, name) for name in e.__dataclass_fields__
+                    if name != "release"},
         fixed=_fixed(f),
         activation=ActivationOut(forward=a.forward, sampler=a.sampler, model_buffers=a.model_buffers,
                                  buffers=dict(a.buffers)),

@@ -94,13 +94,13 @@ def wider_split(k: Kernel) -> str | None:
     """The narrowest wider tensor-parallel split (with expert parallel on a MoE model) within the
     chip's NVLink domain that starts at the same settings, as a flag string."""
     e = k.engine
-    for tp in range(e.tp + 1, k.chip.tp_domain + 1):
+    for tp in range(e.tensor_parallel_size + 1, k.chip.tp_domain + 1):
         if not allows_tensor_parallel(k.model, tp):
             continue
         ep = k.model.has_experts
-        wider = _same(k, tensor_parallel_size=tp, enable_expert_parallel=ep or e.ep)
+        wider = _same(k, tensor_parallel_size=tp, enable_expert_parallel=ep or e.enable_expert_parallel)
         if wider is not None and failed_check(wider) is None:
-            return f"-tp {tp}" + (" --enable-expert-parallel" if ep and not e.ep else "")
+            return f"-tp {tp}" + (" --enable-expert-parallel" if ep and not e.enable_expert_parallel else "")
     return None
 
 
@@ -111,8 +111,8 @@ def loading_split(k: Kernel) -> str:
     refusal is the chip's, whatever the split)."""
     e = k.engine
     loads = None
-    for tp in sorted(range(1, k.chip.tp_domain + 1), key=lambda tp: (abs(tp - e.tp), tp)):
-        if tp == e.tp or not allows_tensor_parallel(k.model, tp):
+    for tp in sorted(range(1, k.chip.tp_domain + 1), key=lambda tp: (abs(tp - e.tensor_parallel_size), tp)):
+        if tp == e.tensor_parallel_size or not allows_tensor_parallel(k.model, tp):
             continue
         other = _same(k, tensor_parallel_size=tp)
         if other is None or other.weight_bytes().refusal:
@@ -143,7 +143,8 @@ def load_refusal(k: Kernel) -> LoadRefusal | None:
     engine's split, by the release's load checks (its rules pack's LOAD_CHECKS, reading the pack's
     registry facts), or None; memoised by the graph on the engine fields it reads."""
     def judge(e, reg):
-        split = Split(e.tp, e.dp, e.pcp, e.ep, k.chip.generation, e.pp)
+        split = Split(e.tensor_parallel_size, e.data_parallel_size, e.prefill_context_parallel_size,
+                      e.enable_expert_parallel, k.chip.generation, e.pipeline_parallel_size)
         return load_check_refusal(e.release.rules.LOAD_CHECKS, k.graph, split, lambda name: e.release.fact(reg, name))
     return k.derived("startup.load_refusal", judge)
 
@@ -153,11 +154,11 @@ def load_split(k: Kernel) -> str:
     model without it), then the other splits of tp × dp over the same GPUs, then fewer data-parallel
     ranks, each at the same settings, the first that starts."""
     e = k.engine
-    world = e.tp * e.dp
-    tries = [dict(enable_expert_parallel=True)] if k.model.has_experts and not e.ep else []
+    world = e.tensor_parallel_size * e.data_parallel_size
+    tries = [dict(enable_expert_parallel=True)] if k.model.has_experts and not e.enable_expert_parallel else []
     tries += [dict(tensor_parallel_size=tp, data_parallel_size=world // tp) for tp in range(1, k.chip.tp_domain + 1)
-              if world % tp == 0 and tp != e.tp and allows_tensor_parallel(k.model, tp)]
-    tries += [dict(data_parallel_size=dp) for dp in range(e.dp - 1, 0, -1)]
+              if world % tp == 0 and tp != e.tensor_parallel_size and allows_tensor_parallel(k.model, tp)]
+    tries += [dict(data_parallel_size=dp) for dp in range(e.data_parallel_size - 1, 0, -1)]
     for change in tries:
         other = _same(k, **change)
         if other is not None and Startup(other).starts:
@@ -170,7 +171,7 @@ def _flags(change: dict, e) -> str:
     words = {"tensor_parallel_size": "-tp", "data_parallel_size": "-dp"}
     text = " ".join(f"{words[name]} {value}" for name, value in change.items() if name in words)
     if change.get("enable_expert_parallel"):
-        text = f"-tp {e.tp} -dp {e.dp} --enable-expert-parallel"
+        text = f"-tp {e.tensor_parallel_size} -dp {e.data_parallel_size} --enable-expert-parallel"
     return f"{text} starts"
 
 

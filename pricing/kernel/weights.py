@@ -79,7 +79,8 @@ class WeightSizer:
         self.reg = reg if isinstance(reg, Reads) else Reads(reg)
         self.mags = Mags(self.reg)
         self.vocab_pad = engine.release.fact(self.reg, "vocab_padding")
-        self.moe_tp = 0 if engine.ep else engine.tp * engine.dp * engine.pcp
+        self.moe_tp = 0 if engine.enable_expert_parallel else (
+            engine.tensor_parallel_size * engine.data_parallel_size * engine.prefill_context_parallel_size)
         self.dtype_bytes = self.mags.dtype_bytes
         self._shared = self.reg.derived("weights.sized", dict)  # {(scheme, placement): Sized}, shared by a sweep
         self._recorded: set = set()  # the (scheme, placement) keys whose reads and refusal are recorded
@@ -96,7 +97,7 @@ class WeightSizer:
     def _sized(self, t: Tensor) -> tuple[list[Param], int]:
         """`t`'s sizing from the registry's shared table, keyed by the scheme and the whole
         Placement; each key's registry reads and refusal recorded once for this engine."""
-        rows, cols = shard(t, self.engine.tp, self.moe_tp, self.vocab_pad)
+        rows, cols = shard(t, self.engine.tensor_parallel_size, self.moe_tp, self.vocab_pad)
         key = (t.fmt, Placement(rows, cols, t.cols, t.parts, self.model.dtype, self.generation,
                                 t.split.startswith("expert")))
         sized = self._shared.get(key)
@@ -118,9 +119,9 @@ class WeightSizer:
 
     def local_experts(self, count: int) -> int:
         e = self.engine
-        if not e.ep:
+        if not e.enable_expert_parallel:
             return count
-        physical = count + (e.redundant_experts if count == self.model.routed_experts else 0)
+        physical = count + (e.num_redundant_experts if count == self.model.routed_experts else 0)
         return cdiv(physical, e.ep_size)
 
     def tensor_bytes(self, t: Tensor) -> int:
@@ -146,10 +147,11 @@ def node_weight_bytes(model: ModelGraph, engine: Engine, generation: str, reg: R
     """Bytes this rank holds for each node of the graph (routed experts at its local share); a
     buffer the nodes share (a rotary cache) on the first node, in topological order, that states it."""
     sizer = WeightSizer(model, engine, generation, reg)
-    out = {name: sum(sizer.tensor_bytes(t) for t in data["tensors"]) for name, data in model.nodes(engine.spec_method)}
+    out = {name: sum(sizer.tensor_bytes(t) for t in data["tensors"])
+           for name, data in model.nodes(engine.speculative_method)}
     sizer.record()
     placed: set[RotaryCache] = set()
-    for name, data in model.nodes(engine.spec_method):
+    for name, data in model.nodes(engine.speculative_method):
         for b in data["buffers"]:
             if b not in placed:
                 placed.add(b)
@@ -192,7 +194,7 @@ def rotary_caches(model: ModelGraph, speculative: str | None) -> tuple[RotaryCac
 def buffer_bytes(model: ModelGraph, engine: Engine, reg: Reads) -> int:
     """This rank's share of the layers' buffers: each distinct rotary cache whole (rows × rotary_dim
     at its dtype: the model's, or the one the registry's rotary.cache_dtype names)."""
-    return sum(rotary_cache_bytes(c, model, reg) for c in rotary_caches(model, engine.spec_method))
+    return sum(rotary_cache_bytes(c, model, reg) for c in rotary_caches(model, engine.speculative_method))
 
 
 def rotary_cache_bytes(cache: RotaryCache, model: ModelGraph, reg: Reads) -> int:
@@ -210,7 +212,7 @@ def weight_bytes(model: ModelGraph, engine: Engine, reg: Reads, generation: str)
     local = sizer.local_experts(experts)
     total = 0
     expert_total = 0
-    groups, expert_layers = tensor_groups(model, engine.spec_method)
+    groups, expert_layers = tensor_groups(model, engine.speculative_method)
     for t, n in groups:
         if t.split.startswith("expert"):
             expert_total += sizer.tensor_bytes(t) * n
@@ -220,9 +222,9 @@ def weight_bytes(model: ModelGraph, engine: Engine, reg: Reads, generation: str)
     total += buffer_bytes(model, engine, reg)
     eplb = 0
     per_layer = expert_total // max(1, len(expert_layers)) if expert_layers else 0
-    if engine.eplb and experts:
+    if engine.enable_eplb and experts:
         # the replicas: the redundant share of this rank's expert slots, moved out of weights
-        eplb = expert_total * engine.redundant_experts // (experts + engine.redundant_experts)
+        eplb = expert_total * engine.num_redundant_experts // (experts + engine.num_redundant_experts)
         # EPLB's expert_buffer: one more MoE layer of local expert weights (eplb_state.py:492)
         eplb_buffer = per_layer
         return WeightBytes(total + expert_total - eplb, eplb + eplb_buffer, local, per_layer, refusal)

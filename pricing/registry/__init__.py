@@ -11,6 +11,10 @@ lists every value it read in its provenance.
 
 A file is parsed the first time a name under it (or its stem in `raw`) is read, so a plan on one
 chip parses that chip's file and the files whose values it reads, not the whole folder.
+
+There is no registry "in use": `shipped()` is the package's, an overlay (`read_overlay`) is a
+Registry of its own, and whoever reads values is handed the one to read (a function's `registry`,
+None meaning the shipped one; a kernel's `reg`; the planner's resolved service and tables).
 """
 
 from __future__ import annotations
@@ -18,8 +22,6 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,6 +249,14 @@ class Registry:
         """A copy with `values` laid over it, each keeping its own provenance."""
         return Registry(self._files, {**self._overlay, **values})
 
+    def __reduce__(self):
+        """Pickled (to a worker process, with the service that carries it) as its overlay over the
+        package's files, which the worker reads itself: the shipped registry arrives as the worker's
+        own, an overlay as the same values over it."""
+        if self._files is not SHIPPED._files:
+            return Registry, (self._files, self._overlay)
+        return (_shipped_with, (self._overlay,))
+
     def __hash__(self) -> int:  # memo keys hold the registry whole: equal content, equal key
         return hash(self._key())
 
@@ -462,26 +472,12 @@ def _is_table(reg: Registry, dotted: str) -> bool:
     return isinstance(node, dict) and not _is_leaf(node)
 
 
-_IN_USE: ContextVar[Registry | None] = ContextVar("registry_in_use", default=None)
-
-
-@contextmanager
-def using(reg: Registry | None) -> Iterator[Registry | None]:
-    """Inside the block, `load()` returns `reg` (the CLI's `--registry` overlay, for one command);
-    on leaving it, what it returned before. None: the shipped registry."""
-    token = _IN_USE.set(reg)
-    try:
-        yield reg
-    finally:
-        _IN_USE.reset(token)
-
-
-def load() -> Registry:
-    """The registry in use: the overlay of the `using` block this runs in, else the shipped one."""
-    return _IN_USE.get() or shipped()
-
-
 SHIPPED = Registry(DataFiles(HERE))  # the package's own data: each file parsed when first read
+
+
+def _shipped_with(overlay: dict[str, Sourced]) -> Registry:
+    """The shipped registry (this process's), or `overlay` laid over it (`Registry.__reduce__`)."""
+    return SHIPPED.overlay(overlay) if overlay else SHIPPED
 
 
 def shipped() -> Registry:

@@ -68,7 +68,7 @@ class Instance:
         grows = [g for g in kernel.layout().groups if g.grows] or kernel.layout().groups
         block = grows[0].members[0].block_tokens if grows else (e.block_size or DEFAULT_BLOCK_SIZE)
         return cls(kernel.instance.kv_cache_tokens() // block, block, e.max_num_seqs, e.max_num_batched_tokens,
-                   e.max_model_len, e.dp, e.prefix_caching)
+                   e.max_model_len, e.data_parallel_size, e.enable_prefix_caching)
 
 
 class Distribution:

@@ -17,6 +17,7 @@ from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel, Startup
 from pricing.kernel.startup import Refusal
+from pricing.registry import Registry, shipped
 from pricing.serving.cost import StepCost
 from pricing.serving.simulate import Instance, Served, simulate
 from pricing.serving.traffic import ClosedLoop, Fixed, Poisson, Traffic, Uniform
@@ -69,10 +70,13 @@ class Run:
 
         return Traffic(arrivals, lengths(b["input_len"]), lengths(b["output_len"]), count=n, seed=b.get("seed", 0))
 
-    def kernel(self) -> Kernel:
-        """The run's deployment on its chip, vLLM 0.33's defaults for the flags it leaves out."""
+    def kernel(self, registry: Registry | None = None) -> Kernel:
+        """The run's deployment on its chip, vLLM 0.33's defaults for the flags it leaves out, priced with
+        `registry` (None: the shipped one)."""
+        reg = registry or shipped()
         flags = {k: v for k, v in self.deployment.items() if k in DEPLOYMENT_FLAGS}
-        return Kernel.of(load_model(self.model, self.quantization), Deployment(**flags), get_chip(self.chip))
+        return Kernel.of(load_model(self.model, self.quantization, reg), Deployment(**flags), get_chip(self.chip, reg),
+                         registry=reg)
 
     def refusal(self) -> Refusal | None:
         """The start-up check vLLM 0.33 would fail on this deployment (the run's own release started it)."""
@@ -88,9 +92,10 @@ class Run:
         return sum(model.time(Step(chunk=min(budget, prompt - offset), chunk_offset=offset)).flops
                    for offset in range(0, prompt, budget))
 
-    def simulate(self, efficiency: Efficiency | None = None) -> Served:
-        """The run through the simulator, each step priced at vLLM's factors (or `efficiency`)."""
-        kernel = self.kernel()
+    def simulate(self, efficiency: Efficiency | None = None, registry: Registry | None = None) -> Served:
+        """The run through the simulator, each step priced at vLLM's factors (or `efficiency`) with `registry`
+        (None: the shipped one)."""
+        kernel = self.kernel(registry)
         return self._simulated(kernel, Instance.of(kernel), efficiency)
 
     def _simulated(self, kernel: Kernel, inst: Instance, efficiency: Efficiency | None) -> Served:

@@ -13,7 +13,7 @@ from pricing import yaml_fast
 from pricing.chips import get_chip
 from pricing.graph import load_model
 from pricing.kernel import Deployment, Kernel
-from pricing.registry import load
+from pricing.registry import Registry, shipped
 from pricing.step.rates import Efficiency
 from pricing.step.serving import Workload, serving
 from pricing.step.step import StepModel, factor_set
@@ -67,18 +67,21 @@ def load_points(path: Path = POINTS) -> tuple[list[Point], dict]:
     return out, doc["sources"]
 
 
-def point_kernel(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> Kernel:
-    """The kernel of a point's deployment, by the values that name it, kept by the registry in use
-    (Registry.derived: a fit prices each point under many efficiencies; the kernel never changes,
-    and its graph is its own)."""
-    return load().derived(("step.measured.kernel", model, quantization, chip, tp, ep, context),
-                          lambda: _built(model, quantization, chip, tp, ep, context))
+def point_kernel(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int,
+                 registry: Registry | None = None) -> Kernel:
+    """The kernel of a point's deployment, by the values that name it, kept by `registry` (None: the
+    shipped one; Registry.derived: a fit prices each point under many efficiencies; the kernel never
+    changes, and its graph is its own)."""
+    reg = registry or shipped()
+    return reg.derived(("step.measured.kernel", model, quantization, chip, tp, ep, context),
+                       lambda: _built(model, quantization, chip, tp, ep, context, reg))
 
 
-def _built(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int) -> Kernel:
-    graph = load_model(model, quantization)
+def _built(model: str, quantization: str | None, chip: str, tp: int, ep: bool, context: int,
+           reg: Registry) -> Kernel:
+    graph = load_model(model, quantization, reg)
     d = Deployment(tensor_parallel_size=tp, enable_expert_parallel=ep, max_model_len=min(context, graph.max_position))
-    return Kernel.of(graph, d, get_chip(chip))
+    return Kernel.of(graph, d, get_chip(chip, reg), registry=reg)
 
 
 def predict(p: Point, efficiency: Efficiency | None = None) -> float:

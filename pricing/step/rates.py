@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from pricing.chips import Chip
 from pricing.errors import InputError
-from pricing.registry import Registry, Sourced, load
+from pricing.registry import Registry, Sourced, shipped
 
 RATE_FIELDS = ("bf16_flops", "fp8_flops", "fp4_flops", "memory_bandwidth", "scale_up_bandwidth")
 FP4_FORMATS = ("mxfp4", "nvfp4")
@@ -39,14 +39,14 @@ class ChipRates:
 
 
 def has_rates(chip: Chip, registry: Registry | None = None) -> bool:
-    reg = registry or load()
+    reg = registry or shipped()
     return f"chip_rates.chip_rates.{chip.id}.bf16_flops" in reg
 
 
 def missing_rates(chip: Chip, registry: Registry | None = None) -> str:
     """Why `chip` has no step-time figures: the figures its chip file's `unsourced` entry lists as
     missing and why (a figure no vendor source gives is left out, never guessed)."""
-    reg = registry or load()
+    reg = registry or shipped()
     name = f"chip_rates.unsourced.{chip.id}"
     if name not in reg:
         return f"{chip.id} has no peak rates in pricing/registry/chips/{chip.id}.yaml"
@@ -56,7 +56,7 @@ def missing_rates(chip: Chip, registry: Registry | None = None) -> str:
 
 def chip_rates(chip: Chip, registry: Registry | None = None) -> ChipRates:
     """The peak rates of `chip`; a clear error when the registry has none for it."""
-    reg = registry or load()
+    reg = registry or shipped()
     return reg.derived(("step.chip_rates", chip), lambda: _chip_rates(chip, reg))  # a sweep prices many
 
 
@@ -189,7 +189,7 @@ class Efficiency:
     def from_registry(cls, registry: Registry | None = None, engine: str | None = None) -> Efficiency:
         """The factors of `engine` (step_model.yaml `engines.<engine>`, where it has its own; the
         shared ones for the rest), or the shared ones."""
-        reg = registry or load()
+        reg = registry or shipped()
         return reg.derived(("step.efficiency", engine), lambda: cls._read(reg, engine))
 
     @classmethod

@@ -127,7 +127,7 @@ def serving(model: StepModel, batch: int, context: int, workload: Workload | Non
     prompt_tokens = prompt if prompt is not None else (workload.isl if workload else context)
     decode_context = workload.mean_context if workload else context
     first = ttft(model, batch, decode_context, prompt_tokens)
-    per_instance = e.dp * out_per_rank / t.seconds
+    per_instance = e.data_parallel_size * out_per_rank / t.seconds
     gpus = e.gpus  # tp × pp × dp × pcp: a pipeline's stages run one after another, each on its own GPUs
     rps = per_instance / workload.osl if workload else None
     per_request = model.tokens_per_step

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pricing import yaml_fast
 from pricing.kernel import Kernel
+from pricing.registry import Registry
 from pricing.step.measured import held_back, point_kernel
 from pricing.step.rates import Efficiency
 from pricing.step.serving import Serving, Workload, serving
@@ -42,9 +43,10 @@ class SiliconPoint:
     tpot_ms: float
     measured_on: str | None  # None: the row does not say
 
-    def kernel(self) -> Kernel:
-        """The memory kernel of the row's deployment (`point_kernel`)."""
-        return point_kernel(self.model, self.quantization, self.chip, self.tp, self.ep, self.isl + self.osl)
+    def kernel(self, registry: Registry | None = None) -> Kernel:
+        """The memory kernel of the row's deployment (`point_kernel`), priced with `registry` (None: the shipped
+        one)."""
+        return point_kernel(self.model, self.quantization, self.chip, self.tp, self.ep, self.isl + self.osl, registry)
 
     @property
     def decode_dominated(self) -> bool:
@@ -74,15 +76,15 @@ class SiliconPoint:
         backend = kernel.graph.attention_backend
         return None if backend == GQA else (kernel.chip.generation, backend)
 
-    def predicted(self, efficiency: Efficiency | None = None) -> Serving:
+    def predicted(self, efficiency: Efficiency | None = None, registry: Registry | None = None) -> Serving:
         """The step model's steady state at the row's concurrency (the middle of the outputs' context)
         and its TTFT for the row's prompt beside those decodes, at vLLM's factors (or `efficiency`)."""
-        return serving(StepModel(self.kernel(), efficiency=efficiency), self.concurrency, self.isl + self.osl // 2,
-                       Workload(self.isl, self.osl))
+        return serving(StepModel(self.kernel(registry), efficiency=efficiency), self.concurrency,
+                       self.isl + self.osl // 2, Workload(self.isl, self.osl))
 
-    def errors(self, efficiency: Efficiency | None = None) -> tuple[float, float]:
+    def errors(self, efficiency: Efficiency | None = None, registry: Registry | None = None) -> tuple[float, float]:
         """(predicted / measured − 1) of TPOT and of TTFT."""
-        s = self.predicted(efficiency)
+        s = self.predicted(efficiency, registry)
         return s.tpot_seconds * 1e3 / self.tpot_ms - 1, s.ttft_seconds * 1e3 / self.ttft_ms - 1
 
 

@@ -209,18 +209,20 @@ class StepModel:
         engine_set = OPERATOR_ENGINE if tables else factor_set(kernel)
         self._eff = efficiency or Efficiency.from_registry(kernel.reg, engine_set)
         self._tables = tables
-        self.operators = (OperatorStep(tables, self.rates, self._eff, kernel.engine.tp, kernel.engine.kv_cache_dtype)
+        e = kernel.engine
+        self.operators = (OperatorStep(tables, self.rates, self._eff, e.tensor_parallel_size, e.kv_cache_dtype)
                           if tables else None)
         self.target = Work.of(kernel)
         self.groups, self.comm, self.context = self.target.groups, self.target.comm, self.target.context
         e = kernel.engine
         self.drafting = None
-        if e.spec_method and e.spec_tokens:
-            given = Acceptance(e.spec_method, tuple(rates_accepted)) if rates_accepted else None
-            self.drafting = Drafting(e.spec_method, e.spec_tokens, Work.of(kernel, e.spec_method),
-                                     given or acceptance(kernel.reg, e.spec_method))
+        if e.speculative_method and e.num_speculative_tokens:
+            given = Acceptance(e.speculative_method, tuple(rates_accepted)) if rates_accepted else None
+            self.drafting = Drafting(e.speculative_method, e.num_speculative_tokens,
+                                     Work.of(kernel, e.speculative_method),
+                                     given or acceptance(kernel.reg, e.speculative_method))
         self.stages = None
-        if kernel.engine.pp > 1 and not _stage:
+        if kernel.engine.pipeline_parallel_size > 1 and not _stage:
             self.stages = [StepModel(k, self.rates, self._eff, _stage=True) for k in kernel.instance.ranks]
 
     @property
@@ -303,7 +305,7 @@ class StepModel:
         self._eff = value
         if self.operators:
             e = self.kernel.engine
-            self.operators = OperatorStep(self._tables, self.rates, value, e.tp, e.kv_cache_dtype)
+            self.operators = OperatorStep(self._tables, self.rates, value, e.tensor_parallel_size, e.kv_cache_dtype)
         for stage in self.stages or ():
             stage.eff = value
 
@@ -365,7 +367,8 @@ class StepModel:
         byte_rate = r.memory_bandwidth * eff.memory_bandwidth
         generation = self.kernel.chip.generation
         n = step.tokens
-        moe_tokens = n * e.dp if e.dp > 1 else n  # MoE layers see every data-parallel rank's tokens
+        # MoE layers see every data-parallel rank's tokens
+        moe_tokens = n * e.data_parallel_size if e.data_parallel_size > 1 else n
         kinds: dict[str, list[float]] = {}  # kind -> [FLOPs, bytes, FLOP seconds, byte seconds]
         groups = work.groups + [g for g in head or () if g.logits_only]
         for g in groups:
@@ -395,7 +398,7 @@ class StepModel:
         """`_forward` with each operator from the measured tables (pricing/step/composed.py)."""
         ops, e, r, eff = self.operators, self.engine, self.rates, self.eff
         n = step.tokens
-        moe_tokens = n * e.dp if e.dp > 1 else n
+        moe_tokens = n * e.data_parallel_size if e.data_parallel_size > 1 else n
         groups = work.groups + [g for g in head or () if g.logits_only]
 
         def put(part: str, priced) -> None:
@@ -516,10 +519,11 @@ class StepModel:
         e, eff = self.engine, self.eff
         link = self.rates.scale_up_bandwidth * eff.interconnect
         per_token = comm.hidden * eff.activation_bytes
-        if comm.all_reduces and e.tp > 1:
+        if comm.all_reduces and e.tensor_parallel_size > 1:
             size = per_token * step.tokens
             measured = self.operators.all_reduce(size) if self.operators else None
-            one = measured if measured is not None else self.collective_latency + 2 * (e.tp - 1) / e.tp * size / link
+            g = e.tensor_parallel_size
+            one = measured if measured is not None else self.collective_latency + 2 * (g - 1) / g * size / link
             out.comm_seconds += one * comm.all_reduces
             out.add("tensor-parallel all-reduce", one * comm.all_reduces)
         if comm.all_to_all_layers:

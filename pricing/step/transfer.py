@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from pricing.chips import Chip
-from pricing.registry import Registry, Sourced, load
+from pricing.registry import Registry, Sourced, shipped
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def _network(chip: Chip, reg: Registry) -> tuple[Sourced, Sourced] | None:
 def link_between(prefill: Chip, decode: Chip, registry: Registry | None = None) -> Link | str:
     """The link a prefill pool on `prefill` and a decode pool on `decode` hand over on, or why
     there is none (a chip whose network no source gives)."""
-    reg = registry or load()
+    reg = registry or shipped()
     eff = reg["kv_transfer.link_efficiency"]
     if prefill.id == decode.id and prefill.nvlink_domain > prefill.gpus_per_node:
         rate = reg[f"chip_rates.chip_rates.{prefill.id}.scale_up_bandwidth"]
@@ -76,7 +76,7 @@ def link_within_node(chip: Chip, registry: Registry | None = None) -> Link | Non
     parts whose node is not one NVLink domain (PCIe, NVLink bridges, xGMI)."""
     if chip.interconnect != "nvlink" or chip.nvlink_domain < chip.gpus_per_node or chip.gpus_per_node < 2:
         return None
-    reg = registry or load()
+    reg = registry or shipped()
     rate, eff = reg[f"chip_rates.chip_rates.{chip.id}.scale_up_bandwidth"], reg["kv_transfer.link_efficiency"]
     return Link(f"NVLink (one {chip.gpus_per_node}-GPU node)", float(rate.value), float(eff.value), (rate, eff))
 

@@ -229,14 +229,15 @@ def routes_experts(kernel: Kernel) -> bool:
 def _linear_groups(kernel: Kernel, e, reg, drafter: str | None) -> list[LinearGroup]:
     """`linear_groups` with the engine `e` and the registry `reg` as the kernel's memo views them."""
     model = kernel.graph  # the layers this rank builds (its pipeline stage's)
-    moe_tp = 0 if e.ep else e.tp * e.dp * e.pcp
+    moe_tp = 0 if e.enable_expert_parallel else (
+        e.tensor_parallel_size * e.data_parallel_size * e.prefill_context_parallel_size)
     sizer = WeightSizer(model, e, kernel.chip.generation, reg)
     pad = sizer.vocab_pad  # the release's vocabulary padding, as the weights read it
     tally, moe_layers = _tally(model, drafter)
-    gemms = _fused_shapes(_gemm_tally(model, drafter), e.tp, moe_tp, pad)
+    gemms = _fused_shapes(_gemm_tally(model, drafter), e.tensor_parallel_size, moe_tp, pad)
     acc: dict[tuple, dict] = defaultdict(lambda: defaultdict(int))
     for (kind, routing, t), n in tally:
-        rows, cols = shard(t, e.tp, moe_tp, pad)
+        rows, cols = shard(t, e.tensor_parallel_size, moe_tp, pad)
         one = sizer.one(t)  # the bytes the served format holds (pricing/kernel/weights.py)
         matrix = t.rows > 1 and t.cols > 1
         a = acc[(kind, _fmt_key(t), routing)]
@@ -289,8 +290,8 @@ def collectives(kernel: Kernel, drafter: str | None = None) -> Collectives:
     dispatched to and combined from the expert ranks."""
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     layers, reduces, moe, top_k = _exchanges(model, drafter)
-    exchanged = e.ep and e.dp > 1
-    return Collectives(reduces if e.tp > 1 else 0, moe if exchanged else 0, model.hidden_size, layers,
+    exchanged = e.enable_expert_parallel and e.data_parallel_size > 1
+    return Collectives(reduces if e.tensor_parallel_size > 1 else 0, moe if exchanged else 0, model.hidden_size, layers,
                        top_k if exchanged else 0)
 
 
@@ -363,7 +364,7 @@ def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
     token) and the verification reads the target's once."""
     model, e = kernel.graph, kernel.engine  # the layers this rank builds (its pipeline stage's)
     all_heads = max(1, model.num_attention_heads)
-    heads = max(1, all_heads // e.tp)
+    heads = max(1, all_heads // e.tensor_parallel_size)
     full = window_part = prefill_full = prefill_window = 0
     window = 0
     head_dim = int(model.extras.get("head_dim") or model.hidden_size // all_heads)
@@ -394,7 +395,8 @@ def context_work(kernel: Kernel, drafter: str | None = None) -> ContextWork:
                        prefill_flops_per_pair=prefill_full + prefill_window,
                        prefill_window_flops_per_pair=prefill_window, window=window,
                        cache_bytes_per_token=float(kernel.cache_bytes_per_token(drafter=drafter is not None)),
-                       bounded_bytes_per_request=kernel.own_page_bytes_steady(drafter=drafter is not None), dcp=e.dcp,
+                       bounded_bytes_per_request=kernel.own_page_bytes_steady(drafter=drafter is not None),
+                       dcp=e.decode_context_parallel_size,
                        sparse=tuple(SparseLayers(n, *key) for key, n in sorted(sparse.items())))
 
 

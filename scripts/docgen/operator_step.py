@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pricing.registry import load, using  # noqa: E402
+from pricing.registry import shipped  # noqa: E402
 from pricing.step.composed import FITTED, OPERATORS, with_composition  # noqa: E402
 from pricing.step.measured import point_kernel  # noqa: E402
 from pricing.step.serving import Workload, serving  # noqa: E402
@@ -34,9 +34,9 @@ def _steps() -> dict[str, tuple]:
     """Each step's pure decode of 64 requests at 2,250 tokens and its steady state at ISL 2000 / OSL 500."""
     out = {}
     for mode in (FITTED, OPERATORS):
-        with using(with_composition(load(), mode, "scripts/docgen/operator_step.py")):
-            model = StepModel(point_kernel("llama-3.1-70b", None, "h100", 4, False, 2500))
-            out[mode] = (model.decode(64, 2250), serving(model, 64, 2250, Workload(2000, 500)))
+        reg = with_composition(shipped(), mode, "scripts/docgen/operator_step.py")
+        model = StepModel(point_kernel("llama-3.1-70b", None, "h100", 4, False, 2500, reg))
+        out[mode] = (model.decode(64, 2250), serving(model, 64, 2250, Workload(2000, 500)))
     return out
 
 

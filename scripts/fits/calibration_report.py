@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     from pricing.calibration.predict import predict_all
     from pricing.calibration.records import load_records
     from pricing.calibration.residuals import table
-    from pricing.registry import load, read_overlay
+    from pricing.registry import read_overlay, shipped
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("records", nargs="*", default=[str(TRAINING)])
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--weights", choices=("auto", "kernel", "logged"), default="auto")
     ap.add_argument("--by-release", action="store_true", help="the markdown table per rules pack")
     args = ap.parse_args(argv)
-    reg = read_overlay(args.registry) if args.registry else load()
+    reg = read_overlay(args.registry) if args.registry else shipped()
     predictions = predict_all(load_records(*args.records), reg, args.weights)
     print(f"{by_release(predictions)}\n\n{later_records(predictions)}" if args.by_release else table(predictions))
     return 0

@@ -314,10 +314,10 @@ OPERATOR_TTFT_GRID = [i * 2.0e-3 for i in range(61)]
 def _operator_registry():
     """The registry in use with the operator step chosen and its constants zeroed (their features measured
     against this base)."""
-    from pricing.registry import load
+    from pricing.registry import shipped
     from pricing.step.composed import COMPOSITION, OPERATOR_ENGINE
 
-    reg = load()
+    reg = shipped()
     values = {COMPOSITION: Sourced(COMPOSITION, "operators", "scripts/fits/fit_step.py --operators", "the fit's base")}
     for field in (*OPERATOR_GRIDS, "first_token_seconds"):
         name = f"step_model.engines.{OPERATOR_ENGINE}.{Efficiency.NAMES[field]}"
@@ -325,18 +325,18 @@ def _operator_registry():
     return reg.overlay(values)
 
 
-def _linear_features(rows: list[SiliconPoint], figure: str) -> list[tuple[float, list[float]]]:
+def _linear_features(rows: list[SiliconPoint], figure: str, reg) -> list[tuple[float, list[float]]]:
     """Each row's `figure` (tpot or ttft, seconds) at zero CPU-side constants and its change per unit of each
     (the step, and so TPOT and TTFT, are linear in them: checked by `check_linear`)."""
     from pricing.step.composed import OPERATOR_ENGINE
 
     out = []
     for r in rows:
-        model = StepModel(r.kernel())
+        model = StepModel(r.kernel(reg))
         assert model.composition == "operators", r.id
         base = Efficiency.from_registry(model.kernel.reg, OPERATOR_ENGINE)
-        zero = getattr(r.predicted(base), f"{figure}_seconds")
-        slopes = [getattr(r.predicted(base.replaced(**{f: 1e-3})), f"{figure}_seconds") / 1e-3 - zero / 1e-3
+        zero = getattr(r.predicted(base, reg), f"{figure}_seconds")
+        slopes = [getattr(r.predicted(base.replaced(**{f: 1e-3}), reg), f"{figure}_seconds") / 1e-3 - zero / 1e-3
                   for f in OPERATOR_GRIDS]
         out.append((zero, slopes))
     return out
@@ -352,36 +352,35 @@ def fit_operator_constants(write: bool) -> None:
     layer, per request, per token on the decode-dominated training rows' TPOT; the API server's time to a
     first token on the training rows at most TTFT_CONCURRENCY concurrent. The held-back rows are scored, never
     fitted; the public runs are not read."""
-    from pricing.registry import using
     from pricing.step.composed import OPERATOR_ENGINE
 
     rows, _ = load_silicon(SILICON)
-    with using(_operator_registry()):
-        rows = [r for r in rows if StepModel(r.kernel()).composition == "operators"]
-        train = [r for r in rows if r.training]
-        low_train = [r for r in rows if r.concurrency <= TTFT_CONCURRENCY and not r.held_back]
-        feats = _linear_features(train, "tpot")
-        measured = [r.tpot_ms / 1e3 for r in train]
-        theta = [0.0] * len(OPERATOR_GRIDS)
-        best = _linear_loss(feats, measured, theta)
-        for _ in range(6):
-            for j, grid in enumerate(OPERATOR_GRIDS.values()):
-                for v in grid:
-                    trial = theta[:j] + [v] + theta[j + 1:]
-                    loss_ = _linear_loss(feats, measured, trial)
-                    if loss_ < best - 1e-12:
-                        theta, best = trial, loss_
-        fitted = dict(zip(OPERATOR_GRIDS, theta, strict=True))
-        base = Efficiency.from_registry(_operator_registry(), OPERATOR_ENGINE)
-        eff = base.replaced(**fitted)
-        tfeats = [(r.predicted(eff).ttft_seconds, []) for r in low_train]
-        tmeasured = [r.ttft_ms / 1e3 for r in low_train]
-        front = min(OPERATOR_TTFT_GRID, key=lambda c: _linear_loss(tfeats, tmeasured, [], c))
-        eff = eff.replaced(first_token_seconds=front)
-        check = max(abs(r.predicted(eff).tpot_seconds / (z + sum(t * x for t, x in zip(theta, xs, strict=True))) - 1)
-                    for r, (z, xs) in zip(train[:20], feats[:20], strict=True))
-        train_err = [r.predicted(eff).tpot_seconds * 1e3 / r.tpot_ms - 1 for r in train]
-        ttft_train = [r.predicted(eff).ttft_seconds * 1e3 / r.ttft_ms - 1 for r in low_train]
+    reg = _operator_registry()
+    rows = [r for r in rows if StepModel(r.kernel(reg)).composition == "operators"]
+    train = [r for r in rows if r.training]
+    low_train = [r for r in rows if r.concurrency <= TTFT_CONCURRENCY and not r.held_back]
+    feats = _linear_features(train, "tpot", reg)
+    measured = [r.tpot_ms / 1e3 for r in train]
+    theta = [0.0] * len(OPERATOR_GRIDS)
+    best = _linear_loss(feats, measured, theta)
+    for _ in range(6):
+        for j, grid in enumerate(OPERATOR_GRIDS.values()):
+            for v in grid:
+                trial = theta[:j] + [v] + theta[j + 1:]
+                loss_ = _linear_loss(feats, measured, trial)
+                if loss_ < best - 1e-12:
+                    theta, best = trial, loss_
+    fitted = dict(zip(OPERATOR_GRIDS, theta, strict=True))
+    base = Efficiency.from_registry(reg, OPERATOR_ENGINE)
+    eff = base.replaced(**fitted)
+    tfeats = [(r.predicted(eff, reg).ttft_seconds, []) for r in low_train]
+    tmeasured = [r.ttft_ms / 1e3 for r in low_train]
+    front = min(OPERATOR_TTFT_GRID, key=lambda c: _linear_loss(tfeats, tmeasured, [], c))
+    eff = eff.replaced(first_token_seconds=front)
+    check = max(abs(r.predicted(eff, reg).tpot_seconds / (z + sum(t * x for t, x in zip(theta, xs, strict=True))) - 1)
+                for r, (z, xs) in zip(train[:20], feats[:20], strict=True))
+    train_err = [r.predicted(eff, reg).tpot_seconds * 1e3 / r.tpot_ms - 1 for r in train]
+    ttft_train = [r.predicted(eff, reg).ttft_seconds * 1e3 / r.ttft_ms - 1 for r in low_train]
     print(f"operator step, CPU-side constants fitted on {len(train)} training rows (TPOT) and "
           f"{len(low_train)} (TTFT) of {SILICON_FILE}:")
     for field, value in (*fitted.items(), ("first_token_seconds", front)):

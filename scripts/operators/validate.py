@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pricing.registry import load, using  # noqa: E402
+from pricing.registry import shipped  # noqa: E402
 from pricing.serving.validation import PUBLISHED, RUNS, SPOT_CHECK, compared, runs  # noqa: E402
 from pricing.step.composed import FITTED, OPERATORS, with_composition  # noqa: E402
 from pricing.step.silicon import load_silicon  # noqa: E402
@@ -54,32 +54,32 @@ def silicon(mode: str) -> list[dict]:
     """The held-back silicon rows priced by the `mode` step."""
     rows, _ = load_silicon()
     out = []
-    with using(with_composition(load(), mode, "scripts/operators/validate.py")):
-        for r in rows:
-            if not r.held_back:
-                continue
-            kernel = r.kernel()
-            tpot, ttft = r.errors()
-            out.append({"id": r.id, "concurrency": r.concurrency, "family": family(r.model), "chip": r.chip,
-                        "format": weight_format(kernel), "tpot": tpot, "ttft": ttft,
-                        "composition": StepModel(kernel).composition})
+    reg = with_composition(shipped(), mode, "scripts/operators/validate.py")
+    for r in rows:
+        if not r.held_back:
+            continue
+        kernel = r.kernel(reg)
+        tpot, ttft = r.errors(registry=reg)
+        out.append({"id": r.id, "concurrency": r.concurrency, "family": family(r.model), "chip": r.chip,
+                    "format": weight_format(kernel), "tpot": tpot, "ttft": ttft,
+                    "composition": StepModel(kernel).composition})
     return out
 
 
 def public(mode: str) -> list[dict]:
     """The public runs priced by the `mode` step through the simulator."""
     out = []
-    with using(with_composition(load(), mode, "scripts/operators/validate.py")):
-        for path in (RUNS, SPOT_CHECK, PUBLISHED):
-            for run in runs(path):
-                b = run.benchmark
-                rate = b["request_rate"] != "inf"
-                _, err = compared(run)
-                kernel = run.kernel()
-                out.append({"id": run.id, "concurrency": b.get("max_concurrency") or b["num_prompts"], "rate": rate,
-                            "family": family(run.model), "chip": run.chip, "format": weight_format(kernel),
-                            "tpot": err.get("p50_tpot_ms"), "ttft": err.get("p50_ttft_ms"),
-                            "composition": StepModel(kernel).composition})
+    reg = with_composition(shipped(), mode, "scripts/operators/validate.py")
+    for path in (RUNS, SPOT_CHECK, PUBLISHED):
+        for run in runs(path):
+            b = run.benchmark
+            rate = b["request_rate"] != "inf"
+            _, err = compared(run, run.simulate(registry=reg))
+            kernel = run.kernel(reg)
+            out.append({"id": run.id, "concurrency": b.get("max_concurrency") or b["num_prompts"], "rate": rate,
+                        "family": family(run.model), "chip": run.chip, "format": weight_format(kernel),
+                        "tpot": err.get("p50_tpot_ms"), "ttft": err.get("p50_ttft_ms"),
+                        "composition": StepModel(kernel).composition})
     return out
 
 
