@@ -404,14 +404,55 @@ def test_gptq_rows_that_cut_a_group_are_not_offered_and_say_why():
     """vLLM 0.33 auto_gptq.py AutoGPTQLinearMethod.create_weights has no such check: Marlin and Triton W4A16
     refuse the shard (mixed_precision/marlin.py: "in_features per partition ... is not divisible by
     group_size"), and the remaining kernels take it with scale groups that straddle it. Genz-70B GPTQ
-    (intermediate 28,672 = 224 groups of 128): tp 8 holds 3,584 (28 groups); tp 64, 448 (3.5)."""
+    (intermediate 28,672 = 224 groups of 128): tp 8 holds 3,584 (28 groups); tp 64, 448 (3.5). That is
+    no refusal of vLLM's: the rule says the shard is not verified to start (vllm_refuses false)."""
     g = load_model(str(MODELS / "TheBloke--Genz-70b-GPTQ.json"))
     assert _refused(g, Split(8)) is None
     found = _refused(g, Split(64))
-    assert found.check == "wna16_groups" and found.message.startswith(
-        "not verified to start, so not offered: vLLM 0.33 AutoGPTQLinearMethod.create_weights has no check of its "
-        "own; MarlinLinearKernel cannot implement due to: in_features per partition 448 is not divisible by "
+    assert (found.check, found.vllm_refuses) == ("wna16_groups", False)
+    assert found.message.startswith(
+        "vLLM 0.33 has no check here (AutoGPTQLinearMethod.create_weights raises nothing on the shard); "
+        "MarlinLinearKernel cannot implement due to: in_features per partition 448 is not divisible by "
         "group_size = 128.")
+    assert found.message.endswith("was not verified")
+    awq = _refused(load_model(str(MODELS / "LDCC--Qwen2.5-72B-Instruct-ko-AWQ.json")), Split(2))
+    assert awq.vllm_refuses is True  # AWQ's create_weights raises: vLLM's own refusal
+
+
+GENZ = str(MODELS / "TheBloke--Genz-70b-GPTQ.json")
+
+
+def test_plan_memory_says_not_offered_not_that_vllm_would_not_start():
+    """`plan memory` on a shard no check of vLLM's decides: exit 1 (the planner does not offer what it cannot
+    say starts; `--help` says so), one line "not offered (not verified to start)", never "vLLM would not
+    start"; --json says starts false with refusal_check "unverified"."""
+    argv = ["memory", "--model", GENZ, "--chip", "gb200"]
+    done = CliRunner().invoke(cli, [*argv, "-tp", "64"])
+    assert done.exit_code == 1, done.output
+    assert done.output.startswith("plan: not offered (not verified to start): vLLM 0.33 has no check here (")
+    assert "would not start" not in done.output
+    out = json.loads(CliRunner().invoke(cli, [*argv, "-tp", "64", "--json"]).stdout)
+    assert (out["starts"], out["refusal_check"]) == (False, "unverified")
+    assert CliRunner().invoke(cli, [*argv, "-tp", "8"]).exit_code == 0
+    # a shard vLLM itself refuses keeps vLLM's wording (AWQ at tp 2)
+    awq = CliRunner().invoke(cli, ["memory", "--model", str(MODELS / "LDCC--Qwen2.5-72B-Instruct-ko-AWQ.json"),
+                                   "--chip", "h100", "-tp", "2"])
+    assert awq.exit_code == 1 and awq.output.startswith("plan: vLLM would not start (load): ValueError:")
+    helped = " ".join(CliRunner().invoke(cli, ["memory", "--help"]).output.split())
+    assert "Exit status 1 with vLLM's own error when vLLM would not start it, and when it is not verified to " \
+           "start" in helped
+
+
+def test_plan_says_not_offered_when_every_split_is_unverified():
+    """The search's explanation of a chip where every split is only not verified to start: "not offered",
+    with why, never that vLLM would not load the checkpoint."""
+    done = CliRunner().invoke(cli, ["--model", GENZ, "--chip", "gb200", "--tp", "64", "--concurrency", "1",
+                                    "--context-length", "4096"])
+    assert done.exit_code == 1
+    text = " ".join(done.output.split())
+    assert "NVIDIA GB200 NVL72 (per GPU) 186GB: not offered at tp 64, " in text
+    assert ", not verified to start: vLLM 0.33 has no check here" in text
+    assert "would not load" not in text and "would not start" not in text
 
 
 def test_the_weight_sizer_no_longer_refuses_a_cut_group():

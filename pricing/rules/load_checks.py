@@ -58,12 +58,15 @@ class Split:
 @dataclass(frozen=True)
 class LoadRefusal:
     """A layer vLLM refuses to build: the check, the exception vLLM raises (its type and text), the
-    vLLM function it comes from, and the layer."""
+    vLLM function it comes from, and the layer. With `vllm_refuses` false it is no refusal of vLLM's:
+    the release has no check for the shard, the kernels that would take it decline it, and whether
+    another one starts it was not verified, so the planner does not offer it (`message` says why)."""
 
     check: str
     message: str
     source: str
     layer: str
+    vllm_refuses: bool = True
 
 
 class LoadCheck(Protocol):
@@ -246,7 +249,8 @@ class Wna16GroupsSplit:
     vLLM does with it is the release's fact `wna16_group_refusals`, by the checkpoint's loader (`awq`,
     `gptq`, `ct`) and kind of layer (`dense`, `moe`): a message template (`{inner}` the shard,
     `{group}` the group size, `{hidden}` the experts' hidden size, `{layer}` vLLM's module prefix,
-    `model.` + the graph's name, as a *ForCausalLM model names its decoder), or null where vLLM
+    `model.` + the graph's name, as a *ForCausalLM model names its decoder; `refuses: false` where vLLM
+    has no check and the shard is only not verified to start: `LoadRefusal.vllm_refuses`), or null where vLLM
     halves the group instead (quantization/moe_wna16.py MoeWNA16Method.create_weights: `while
     intermediate % group or hidden % group: group //= 2; assert group >= 32`). vLLM 0.33's sources
     are the fact's; the check replaces the weight sizer's release-blind refusal."""
@@ -294,7 +298,7 @@ class Wna16GroupsSplit:
     def _refused(self, template, fmt, t, inner, hidden):
         text = template["message"].format(inner=inner, group=fmt.group, hidden=hidden, layer=f"model.{t.name}",
                                           pack=32 // fmt.bits, w13=2 * inner)
-        return LoadRefusal(self.name, text, template["source"], t.name)
+        return LoadRefusal(self.name, text, template["source"], t.name, template.get("refuses", True))
 
 
 def heads_refusal(model: ModelGraph, tp: int) -> LoadRefusal | None:
