@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Regenerate tests/golden/load_checks/vllm-0.33.0.json: vLLM 0.33's own load-time shape checks,
-run on every card with block-scaled FP8 layers under every split the search can produce.
+run on every card with block-scaled FP8 layers under every split the search can produce; and
+vllm-0.33.0-heads-groups.json: the heads, linear shards, weight-only INT groups and NVFP4 (below,
+`heads_cases`, `group_cases`, QUANT_WORKER).
 
-    python scripts/golden_load_checks.py            # judge every case with vLLM, write the fixture
-    python scripts/golden_load_checks.py --check    # judge again and diff against the fixture
+    python scripts/golden_load_checks.py            # judge every case with vLLM, write both fixtures
+    python scripts/golden_load_checks.py --check    # judge again and diff against the fixtures
     python scripts/golden_load_checks.py --list     # the cases only (no vLLM)
+    python scripts/golden_load_checks.py --only quant   # one fixture (fp8 | quant); quant takes ~4 min
 
 The cases. Every card the project ships (pricing/cards) whose served layers include block-scaled FP8
 (its checkpoint's quantization_config), under every split planner/candidates/shapes.py `shapes`
@@ -295,6 +298,16 @@ def judge(todo: list[dict]) -> list[dict]:
 
 
 # -- the heads, weight-only INT group and NVFP4 checks (tests/golden/load_checks/vllm-0.33.0-heads-groups.json) --
+# What QUANT_WORKER hands vLLM and calls (all vLLM 0.33.0 code in the oracle's interpreter, no GPU):
+# - heads: a real ModelConfig from the card's config.json, ModelConfig.verify_with_parallel_config at each tp,
+#   then QKVParallelLinear (non-MLA) and every other tensor-parallel linear layer of the graph as Row-,
+#   Column- or MergedColumnParallelLinear, unquantized, on the meta device, with the tp group stubbed to rank 0;
+# - groups: the checkpoint's quantization config (get_quantization_config(...).from_config) and the layers
+#   built with it the same way; the routed experts: FusedMoEParallelConfig.make (dp/pcp groups stubbed),
+#   FusedMoEConfig, the config's get_quant_method on a RoutedExperts carrying the attributes its __init__ sets
+#   before asking (the expert map and router not built), then create_weights; vLLM's platform made to report
+#   CUDA at SM90 (SM100 for NVFP4) after every import, so the kernels' can_implement and backend choices run
+#   as on that GPU. Nothing here is left uncalled: each check the rules pack holds is vLLM's own code.
 OUT_QUANT = ROOT / "tests" / "golden" / "load_checks" / "vllm-0.33.0-heads-groups.json"
 # every tensor-parallel size the search gives on a shipped chip (GB200 and GB300 NVL72: tp up to 72), with the
 # sizes between that the heads refuse (the probes around each boundary)
