@@ -47,7 +47,8 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=No
     if not valid:
         example = quoted(table.verdicts[0].invalid, named)
         return said("flags", f"{name}: vLLM rejects every allowed shape, e.g. {example}.")
-    if all(v.refusal in ("quantization", "load") for v in valid):  # the loader, or a layer, refuses every split
+    # the loader, or a layer, refuses every split (or leaves it not verified to start: not offered)
+    if all(v.refusal in ("quantization", "load", "unverified") for v in valid):
         return said("checkpoint", _not_loaded(table, service, valid))
     if not table.rows and table.latency_note:
         return said("latency", f"{name}: {table.latency_note}.")
@@ -64,15 +65,24 @@ def explain(table: ChipTable, service: ServiceSpec, limits: PoolLimits, named=No
 def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:
     """The model loader refuses the checkpoint, or a layer its shard, at every allowed split: vLLM's
     words for the first, and the split (or chip) that loads it (pricing/kernel/startup.py
-    `loading_split`, `load_split`)."""
+    `loading_split`, `load_split`). Splits no check of vLLM's refuses but that are not verified to
+    start (check "unverified") are said apart: not offered, with why, never that vLLM would not load them."""
     model = sweep_model(service.model, service.quantization, table.registry)
-    first = min(valid, key=lambda v: (v.shape.gpus, v.shape))
-    d = deployment_for(first.shape, service, table.context_length)
-    refusal = Startup(Kernel.of(model, d, table.chip, table.registry, release=service.vllm_version)).refusal()
-    splits = ", ".join(dict.fromkeys(_split(v.shape) for v in sorted(valid, key=lambda v: (v.shape.gpus, v.shape))))
-    fit = refusal.would_fit.replace("-tp ", mention("tensor_parallel_size") + " ").replace("-dp ", mention("dp") + " ")
-    return (f"{table.chip.name}: vLLM would not load the checkpoint at {splits}: {refusal.message}. Nearest fit: "
-            f"{fit}.")  # vLLM's -tp and -dp, named as the command names them
+    ordered = sorted(valid, key=lambda v: (v.shape.gpus, v.shape))
+    parts, fit = [], None
+    for unverified in (False, True):
+        these = [v for v in ordered if (v.refusal == "unverified") == unverified]
+        if not these:
+            continue
+        d = deployment_for(these[0].shape, service, table.context_length)
+        refusal = Startup(Kernel.of(model, d, table.chip, table.registry, release=service.vllm_version)).refusal()
+        splits = ", ".join(dict.fromkeys(_split(v.shape) for v in these))
+        parts.append(f"not offered at {splits}, not verified to start: {refusal.message}" if unverified else
+                     f"vLLM would not load the checkpoint at {splits}: {refusal.message}")
+        if these[0] is ordered[0]:  # the nearest fit to the smallest split
+            fit = refusal.would_fit.replace("-tp ", mention("tensor_parallel_size") + " ").replace(
+                "-dp ", mention("dp") + " ")  # vLLM's -tp and -dp, named as the command names them
+    return f"{table.chip.name}: {'; '.join(parts)}. Nearest fit: {fit}."
 
 
 def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict]) -> str:

@@ -103,8 +103,9 @@ def vllm_flags(f):
 def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_provenance, vllm_version, batch, isl,
            osl, speculative_acceptance, **flags):
     """One rank's memory for one deployment: the spec's breakdown, the engine's KV cache size
-    and maximum concurrency (with --provenance, every registry value used). Exit status 1, with
-    vLLM's own error, when vLLM would not start it."""
+    and maximum concurrency (with --provenance, every registry value used). Exit status 1 with
+    vLLM's own error when vLLM would not start it, and when it is not verified to start (no check of
+    vLLM's decides it and the kernels that would serve it decline it: "not offered", with why)."""
     from planner.app.api import memory as memory_of
     from planner.heap import freeze_imported
 

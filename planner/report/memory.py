@@ -106,7 +106,11 @@ def kv_group_rows(r) -> list[list[str]]:
 
 
 def refusal_line(r) -> str:
-    """vLLM's refusal as the one line `plan memory` puts on stderr before the breakdown (exit 1)."""
+    """vLLM's refusal as the one line `plan memory` puts on stderr before the breakdown (exit 1); a
+    deployment no check of vLLM's decides and that is not verified to start (check "unverified") is
+    said to be not offered, with why, never that vLLM would not start it (exit 1 too)."""
+    if r.refusal_check == "unverified":
+        return f"plan: not offered (not verified to start): {r.refusal}; what would fit: {r.would_fit}"
     return f"plan: vLLM would not start ({r.refusal_check}): {r.refusal}; what would fit: {r.would_fit}"
 
 

@@ -131,9 +131,9 @@ class MemoryReport(BaseModel):
     kv_cache_tokens: int
     max_concurrency: float
     requests_held: int
-    starts: bool
-    refusal: str | None  # vLLM's own error text when it would not start
-    refusal_check: str | None = None  # which start-up check fails (pricing/kernel/startup.py)
+    starts: bool  # vLLM starts it (false also where whether it starts was not verified: refusal_check "unverified")
+    refusal: str | None  # vLLM's own error text when it would not start; why it is not offered when "unverified"
+    refusal_check: str | None = None  # which start-up check fails (pricing/kernel/startup.py Refusal.check)
     would_fit: str | None = None  # the nearest setting that starts
     short_by: int = 0  # bytes the fixed memory exceeds the budget by (kv_pool is then 0, never negative)
     provenance: list[ProvenanceOut]

@@ -44,7 +44,9 @@ def format_gib(n: int) -> str:
 class Refusal:
     """Why vLLM would not start: which check, vLLM's message, and the nearest setting that starts."""
 
-    check: str  # quantization | load | free_memory | kv_cache_memory_bytes | no_cache_memory | one_request
+    # quantization | load | unverified | free_memory | kv_cache_memory_bytes | no_cache_memory | one_request;
+    # "unverified" is no check of vLLM's: a shard no check decides, which the planner does not offer (LoadRefusal)
+    check: str
     message: str
     would_fit: str
 
@@ -197,7 +199,7 @@ class _Fixed:
     free: int  # the chip less what is held before the snapshot
     quantization: bool
     kv_cache_memory_bytes: bool | None = None  # not asked when the quantization or a layer is refused
-    load: bool = False  # a layer refuses its shard (load_refusal)
+    load: str | None = None  # "load": a layer refuses its shard (load_refusal); "unverified": not verified to start
 
 
 def _fixed(k: Kernel) -> _Fixed:
@@ -206,8 +208,9 @@ def _fixed(k: Kernel) -> _Fixed:
     pre = k.pre_snapshot_bytes()
     if k.weight_bytes().refusal:
         return _Fixed(total - pre, True)
-    if load_refusal(k) is not None:
-        return _Fixed(total - pre, False, None, True)
+    found = load_refusal(k)
+    if found is not None:
+        return _Fixed(total - pre, False, None, "load" if found.vllm_refuses else "unverified")
     return _Fixed(total - pre, False, e.kv_cache_memory_bytes is not None
                   and e.kv_cache_memory_bytes + k.fixed_bytes().total + pre > total)
 
@@ -235,7 +238,7 @@ class StartChecks:
         if fixed.quantization:
             return "quantization"
         if fixed.load:
-            return "load"
+            return fixed.load
         if budget > fixed.free:
             return "free_memory"
         if fixed.kv_cache_memory_bytes:
@@ -304,7 +307,7 @@ def refusal(k: Kernel) -> Refusal | None:
         return None
     if check == "quantization":  # the model loader refuses the checkpoint on this chip
         return Refusal(check, k.weight_bytes().refusal, loading_split(k))
-    if check == "load":  # a layer refuses its shard while vLLM builds the model
+    if check in ("load", "unverified"):  # a layer refuses its shard while vLLM builds the model, or no check decides it
         found = load_refusal(k)
         return Refusal(check, f"{found.message} ({found.layer}: vLLM {found.source})", load_split(k))
     e = k.engine

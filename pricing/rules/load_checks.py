@@ -58,12 +58,15 @@ class Split:
 @dataclass(frozen=True)
 class LoadRefusal:
     """A layer vLLM refuses to build: the check, the exception vLLM raises (its type and text), the
-    vLLM function it comes from, and the layer."""
+    vLLM function it comes from, and the layer. With `vllm_refuses` false it is no refusal of vLLM's:
+    the release has no check for the shard, the kernels that would take it decline it, and whether
+    another one starts it was not verified, so the planner does not offer it (`message` says why)."""
 
     check: str
     message: str
     source: str
     layer: str
+    vllm_refuses: bool = True
 
 
 class LoadCheck(Protocol):
@@ -246,7 +249,8 @@ class Wna16GroupsSplit:
     vLLM does with it is the release's fact `wna16_group_refusals`, by the checkpoint's loader (`awq`,
     `gptq`, `ct`) and kind of layer (`dense`, `moe`): a message template (`{inner}` the shard,
     `{group}` the group size, `{hidden}` the experts' hidden size, `{layer}` vLLM's module prefix,
-    `model.` + the graph's name, as a *ForCausalLM model names its decoder), or null where vLLM
+    `model.` + the graph's name, as a *ForCausalLM model names its decoder; `refuses: false` where vLLM
+    has no check and the shard is only not verified to start: `LoadRefusal.vllm_refuses`), or null where vLLM
     halves the group instead (quantization/moe_wna16.py MoeWNA16Method.create_weights: `while
     intermediate % group or hidden % group: group //= 2; assert group >= 32`). vLLM 0.33's sources
     are the fact's; the check replaces the weight sizer's release-blind refusal."""
@@ -294,7 +298,7 @@ class Wna16GroupsSplit:
     def _refused(self, template, fmt, t, inner, hidden):
         text = template["message"].format(inner=inner, group=fmt.group, hidden=hidden, layer=f"model.{t.name}",
                                           pack=32 // fmt.bits, w13=2 * inner)
-        return LoadRefusal(self.name, text, template["source"], t.name)
+        return LoadRefusal(self.name, text, template["source"], t.name, template.get("refuses", True))
 
 
 def heads_refusal(model: ModelGraph, tp: int) -> LoadRefusal | None:
@@ -343,6 +347,37 @@ class KvHeadsSplit:
         return None
 
 
+@dataclass(frozen=True)
+class LinearShardsDivide:
+    """A tensor-parallel linear layer splits whole rows, whatever its format (model_executor/layers/linear.py:
+    ColumnParallelLinear `divide(output_size, tp)`, RowParallelLinear `divide(input_size, tp)`, where
+    distributed/utils.py ensure_divisibility asserts "{numerator} is not divisible by {denominator}";
+    MergedColumnParallelLinear, a fused layer, asserts `all(output_size % self.tp_size == 0 for output_size in
+    output_sizes)` with no text, which the message gives with its numbers). Read in the 0.33.0 wheel and run
+    through the oracle
+    (tests/golden/load_checks/vllm-0.33.0-heads-groups.json `shards`); the layers have split so since vLLM's
+    first tensor-parallel release, not re-read per wheel. The attention heads are the heads checks'."""
+
+    name: str = "linear_shards"
+    source: str = ("model_executor/layers/linear.py ColumnParallelLinear / RowParallelLinear.__init__ "
+                   "(distributed/utils.py ensure_divisibility)")
+
+    def judge(self, model, split, facts):
+        tp = split.tp
+        if tp == 1:
+            return None
+        for _, t, _ in _tensors(model):
+            size = t.cols if t.split == "row" else t.rows // t.parts if t.split == "column" else 0
+            if not size % tp:
+                continue
+            if t.split == "column" and t.parts > 1:
+                return LoadRefusal(self.name, "AssertionError: assert all(output_size % self.tp_size == 0 for "
+                                   f"output_size in output_sizes) ({t.parts} outputs of {size} over tp {tp})",
+                                   "model_executor/layers/linear.py MergedColumnParallelLinear.__init__", t.name)
+            return LoadRefusal(self.name, f"AssertionError: {size} is not divisible by {tp}", self.source, t.name)
+        return None
+
+
 def _triton_takes_fp8(generation: str, refinement: dict) -> bool:
     """current_platform.supports_fp8(): CUDA from the capability the fact names (platforms/cuda.py:
     has_device_capability(89)); ROCm on CDNA or RDNA (platforms/rocm.py), every ROCm chip here."""
@@ -351,7 +386,7 @@ def _triton_takes_fp8(generation: str, refinement: dict) -> bool:
     return True
 
 
-BUILDING_THE_MODEL = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(),
+BUILDING_THE_MODEL = (AttentionHeadsDivideTp(), KvHeadsSplit(), LinearShardsDivide(), GptOssIntermediateDividesWorld(),
                       ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe(), Wna16GroupsSplit())
 """The checks every release from 0.10 to 0.26 runs while it builds the model, in vLLM's order (a
 pack's LOAD_CHECKS; 0.33 adds NVFP4's between the FP8 and the WNA16 checks); what differs between

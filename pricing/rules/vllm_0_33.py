@@ -13,6 +13,7 @@ from pricing.rules.load_checks import (
     AttentionHeadsDivideTp,
     GptOssIntermediateDividesWorld,
     KvHeadsSplit,
+    LinearShardsDivide,
     Nvfp4InFeatures,
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
@@ -46,7 +47,7 @@ logged_tokens = logged_max_concurrency
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
 # fp8_moe_block_refinement and wna16_group_refusals
-LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
-               ValidateFp8BlockShapeMoe(), Nvfp4InFeatures(), Wna16GroupsSplit())
+LOAD_CHECKS = (AttentionHeadsDivideTp(), KvHeadsSplit(), LinearShardsDivide(), GptOssIntermediateDividesWorld(),
+               ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe(), Nvfp4InFeatures(), Wna16GroupsSplit())
 
 RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__], covers=("0.30", "0.33"))
