@@ -16,6 +16,7 @@ log2 of the operator's sizes (`Curve`); past the grid the edge value holds.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -121,11 +122,12 @@ class ShapeTable:
 
     @classmethod
     def of(cls, value: dict) -> ShapeTable:
-        """From a registry value: {log2_axes: [[...], ...], shapes: [[...], ...], ln_seconds_x100: [[...], ...]}
-        (100 ln(seconds) at each shape's nodes, integers)."""
+        """From a registry value: {log2_axes: [[...], ...], shapes: [[...], ...], ln_seconds_x100_steps:
+        [[...], ...]} (each shape's 100 ln(seconds) at its nodes, row-major, as integer steps from the
+        previous node's, the first from 0)."""
         return cls(tuple(tuple(float(x) for x in a) for a in value["log2_axes"]),
-                   {tuple(int(x) for x in s): tuple(v / 100.0 for v in row)
-                    for s, row in zip(value["shapes"], value["ln_seconds_x100"], strict=True)})
+                   {tuple(int(x) for x in s): tuple(v / 100.0 for v in itertools.accumulate(row))
+                    for s, row in zip(value["shapes"], value["ln_seconds_x100_steps"], strict=True)})
 
     def seconds(self, shape: tuple[int, ...], *sizes: float) -> float | None:
         row = self.rows.get(tuple(int(x) for x in shape))

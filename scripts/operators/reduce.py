@@ -249,9 +249,10 @@ def measured_shapes(rows: pd.DataFrame, shape: list[str], axes: list[str], step:
     """One operator's table as measured, shape by shape (`shape`: the columns that name one layer on
     a rank): each shape its own ln(seconds) on the measured grid of `axes` (nodes at least `step`
     apart in log2), rows held out by a hash filled by the multilinear log-log surface of their
-    neighbours (fit_and_judge, one grid per shape), stored in hundredths (integers: a compact
-    registry; the rounding moves a time by 0.5 % at most). The registry value (roofline.ShapeTable),
-    the fit, and which rows were held out."""
+    neighbours (fit_and_judge, one grid per shape), stored as 100 ln(seconds) rounded (the rounding
+    moves a time by 0.5 % at most) and written as steps: each node's value less the previous node's
+    (row-major), the first node's value as it is (small integers: a compact registry). The registry
+    value (roofline.ShapeTable), the fit, and which rows were held out."""
     shapes = rows[shape].drop_duplicates().sort_values(shape).reset_index(drop=True)
     group = rows[shape].merge(shapes.reset_index(), on=shape, how="left")["index"].to_numpy()
     hold = np.array([held_out(*k) for k in rows[[*axes, *shape]].itertuples(index=False)])
@@ -260,7 +261,8 @@ def measured_shapes(rows: pd.DataFrame, shape: list[str], axes: list[str], step:
     fit = fit_and_judge(rows[axes].to_numpy().astype(float), t, np.ones(len(t)), hold, grids, group)
     value = {"shape": shape, "axes": axes, "log2_axes": grids,
              "shapes": [[int(x) for x in r] for r in shapes.itertuples(index=False)],
-             "ln_seconds_x100": [[int(round(100 * float(v))) for v in row] for row in fit.grid]}
+             "ln_seconds_x100_steps": [np.diff(np.round(100 * row).astype(int), prepend=0).tolist()
+                                       for row in fit.grid]}
     return value, fit, hold
 
 
