@@ -1,8 +1,11 @@
 """The measured operator tables (pricing/registry/operators_<chip>.yaml, reduced by
 scripts/operators/reduce.py from aiconfigurator-core's vLLM tables) reproduce rows of their own
-tables that the reduction never saw (tests/fixtures/operators/<chip>.yaml: held-out shapes, as
-measured). (h100_bf16_mlp_llama70b_tp4.yaml, the measured GEMMs of Llama-3.1-70B's MLP at tp 4, waits
-for a step model built from these operators: see pricing/step/operators.py.)"""
+tables that the reduction never saw (tests/fixtures/operators/<chip>.yaml: held-out rows, as
+measured), per chip and format: GEMM (shapes n, k held out), each measured fused-MoE shape's curve in
+tokens, context and generation attention by head shape on batch x tokens, and the MLA and DeepSeek
+sparse-attention modules. `reduce.py --check` judges the whole tables the same way (side venv).
+(h100_bf16_mlp_llama70b_tp4.yaml, the measured GEMMs of Llama-3.1-70B's MLP at tp 4, waits for a
+step model built from these operators: see pricing/step/operators.py.)"""
 
 from __future__ import annotations
 
@@ -33,18 +36,95 @@ def _rows(chip: str, op: str) -> dict[str, list[dict]]:
     return out
 
 
-# Reductions that miss the target on their held-out rows (scripts/operators/reduce.py prints the figures):
-# B200's per-tensor FP8 CUTLASS GEMM changes tile configuration abruptly between neighbouring shapes
-# (m = 128: 0.019 ms, m = 256: 0.052 ms, m = 512: 0.039 ms at 8192 x 8192), which a smooth curve over
-# held-out n, k does not follow: median 7.2 %, 90th percentile 24 %. Not met; kept visible, not loosened.
-MISSED = {("b200", "fp8_tensor"): "B200 FP8 CUTLASS GEMM: held-out p90 24 % > 20 % (issue 38 target not met)"}
-
-
-def _gemm_cases():
-    for chip in CHIPS:
-        for fmt in sorted(_rows(chip, "gemm")):
-            marks = [pytest.mark.xfail(reason=MISSED[(chip, fmt)], strict=True)] if (chip, fmt) in MISSED else []
-            yield pytest.param(chip, fmt, id=f"{chip}-{fmt}", marks=marks)
+# Reductions that miss the target on the held-out rows of their fixture sample (strict: a fix that meets it
+# shows as XPASS and must drop its line). scripts/operators/reduce.py --check prints the whole tables' figures.
+# Why they miss: the measured tables jump between neighbouring points where a kernel changes tile or
+# algorithm, and a held-out point between two measured ones cannot know it: B200's per-tensor FP8 CUTLASS GEMM
+# (m = 128: 0.019 ms, m = 256: 0.052 ms, m = 512: 0.039 ms at 8192 x 8192), DeepEP's all-to-all (low-latency
+# mode and V2 on H100), DSA context modules on Blackwell (FlashInfer's sparse MLA), W4A16/MXFP4 fused MoE, and
+# decode attention on the L40S and RTX PRO 6000. Not met; kept visible, not loosened.
+MISSED = {
+    ("b200", "gemm", "fp8_tensor"): "median 7.1%, p90 24.9% over 100 held-out rows",
+    ("b200", "moe", "int4"): "median 4.9%, p90 22.0% over 50 held-out rows",
+    ("b200", "dsa_context", "deepseek-v3.2_bfloat16_bfloat16"): "median 1.7%, p90 21.9% over 20 held-out rows",
+    ("b200", "dsa_context", "deepseek-v3.2_fp8_bfloat16"): "median 3.9%, p90 31.8% over 20 held-out rows",
+    ("b200", "dsa_context", "deepseek-v3.2_fp8_fp8_block"): "median 3.1%, p90 28.6% over 20 held-out rows",
+    ("b200", "dsa_context", "deepseek-v3.2_fp8_nvfp4"): "median 4.3%, p90 21.7% over 20 held-out rows",
+    ("b200", "dsa_context", "glm-5_fp8_bfloat16"): "median 4.9%, p90 26.8% over 20 held-out rows",
+    ("b200", "all_to_all", "deepep_ht_dispatch"): "median 2.5%, p90 88.0% over 9 held-out rows",
+    ("b200", "all_to_all", "deepep_ll_combine"): "median 8.8%, p90 36.2% over 17 held-out rows",
+    ("b200", "all_to_all", "deepep_ll_dispatch"): "median 10.1%, p90 26.1% over 17 held-out rows",
+    ("b300", "moe", "fp8_tensor"): "median 4.0%, p90 20.1% over 50 held-out rows",
+    ("b300", "moe", "int4"): "median 5.1%, p90 22.6% over 50 held-out rows",
+    ("b300", "moe", "nvfp4"): "median 6.7%, p90 22.3% over 50 held-out rows",
+    ("b300", "dsa_context", "deepseek-v3.2_bfloat16_bfloat16"): "median 2.5%, p90 21.2% over 20 held-out rows",
+    ("b300", "dsa_context", "deepseek-v3.2_fp8_bfloat16"): "median 4.6%, p90 32.3% over 20 held-out rows",
+    ("b300", "dsa_context", "deepseek-v3.2_fp8_fp8_block"): "median 6.3%, p90 27.4% over 20 held-out rows",
+    ("b300", "dsa_context", "deepseek-v3.2_fp8_nvfp4"): "median 3.4%, p90 25.7% over 20 held-out rows",
+    ("b300", "dsa_context", "glm-5_fp8_bfloat16"): "median 4.4%, p90 32.3% over 20 held-out rows",
+    ("b300", "dsa_context", "glm-5_fp8_nvfp4"): "median 7.0%, p90 20.1% over 20 held-out rows",
+    ("b300", "all_to_all", "deepep_ll_combine"): "median 9.6%, p90 43.1% over 17 held-out rows",
+    ("b300", "all_to_all", "deepep_ll_dispatch"): "median 11.5%, p90 44.4% over 17 held-out rows",
+    ("gb200", "moe", "int4"): "median 4.2%, p90 21.8% over 50 held-out rows",
+    ("gb200", "moe", "nvfp4"): "median 6.0%, p90 23.7% over 50 held-out rows",
+    ("gb200", "dsa_context", "deepseek-v3.2_bfloat16_bfloat16"): "median 9.9%, p90 23.4% over 20 held-out rows",
+    ("gb200", "dsa_context", "deepseek-v3.2_bfloat16_fp8_block"): "median 4.1%, p90 20.6% over 20 held-out rows",
+    ("gb200", "dsa_context", "deepseek-v3.2_bfloat16_nvfp4"): "median 3.0%, p90 20.7% over 20 held-out rows",
+    ("gb200", "dsa_context", "deepseek-v3.2_fp8_bfloat16"): "median 5.9%, p90 22.9% over 20 held-out rows",
+    ("gb200", "dsa_context", "deepseek-v3.2_fp8_fp8_block"): "median 5.1%, p90 26.2% over 20 held-out rows",
+    ("gb200", "dsa_context", "deepseek-v3.2_fp8_nvfp4"): "median 7.4%, p90 23.6% over 20 held-out rows",
+    ("gb200", "dsa_context", "glm-5_bfloat16_fp8_block"): "median 8.0%, p90 22.2% over 20 held-out rows",
+    ("gb200", "dsa_context", "glm-5_bfloat16_nvfp4"): "median 6.0%, p90 21.0% over 20 held-out rows",
+    ("gb200", "dsa_context", "glm-5_fp8_bfloat16"): "median 9.2%, p90 32.8% over 20 held-out rows",
+    ("gb200", "dsa_context", "glm-5_fp8_fp8_block"): "median 4.2%, p90 24.2% over 20 held-out rows",
+    ("gb200", "dsa_context", "glm-5_fp8_nvfp4"): "median 5.9%, p90 20.7% over 20 held-out rows",
+    ("gb200", "all_to_all", "deepep_ht_combine"): "median 7.0%, p90 43.2% over 24 held-out rows",
+    ("gb200", "all_to_all", "deepep_ht_dispatch"): "median 17.8%, p90 84.0% over 24 held-out rows",
+    ("gb200", "all_to_all", "deepep_ll_combine"): "median 10.5%, p90 31.3% over 25 held-out rows",
+    ("gb200", "all_to_all", "deepep_ll_dispatch"): "median 10.9%, p90 40.9% over 25 held-out rows",
+    ("gb300", "moe", "int4"): "median 3.7%, p90 21.8% over 50 held-out rows",
+    ("gb300", "dsa_context", "deepseek-v3.2_bfloat16_bfloat16"): "median 7.5%, p90 57.4% over 20 held-out rows",
+    ("gb300", "dsa_context", "deepseek-v3.2_bfloat16_fp8_block"): "median 15.7%, p90 35.3% over 20 held-out rows",
+    ("gb300", "dsa_context", "deepseek-v3.2_bfloat16_nvfp4"): "median 12.5%, p90 59.1% over 20 held-out rows",
+    ("gb300", "dsa_context", "deepseek-v3.2_fp8_bfloat16"): "median 13.1%, p90 90.6% over 20 held-out rows",
+    ("gb300", "dsa_context", "deepseek-v3.2_fp8_fp8_block"): "median 22.0%, p90 36.1% over 20 held-out rows",
+    ("gb300", "dsa_context", "deepseek-v3.2_fp8_nvfp4"): "median 13.5%, p90 32.6% over 20 held-out rows",
+    ("gb300", "dsa_context", "glm-5_bfloat16_bfloat16"): "median 15.2%, p90 46.2% over 20 held-out rows",
+    ("gb300", "dsa_context", "glm-5_bfloat16_fp8_block"): "median 13.0%, p90 43.6% over 20 held-out rows",
+    ("gb300", "dsa_context", "glm-5_bfloat16_nvfp4"): "median 4.2%, p90 38.4% over 20 held-out rows",
+    ("gb300", "dsa_context", "glm-5_fp8_bfloat16"): "median 19.6%, p90 53.3% over 20 held-out rows",
+    ("gb300", "dsa_context", "glm-5_fp8_fp8_block"): "median 12.4%, p90 57.3% over 20 held-out rows",
+    ("gb300", "dsa_context", "glm-5_fp8_nvfp4"): "median 16.1%, p90 64.8% over 20 held-out rows",
+    ("gb300", "all_to_all", "deepep_ht_combine"): "median 5.3%, p90 35.8% over 24 held-out rows",
+    ("gb300", "all_to_all", "deepep_ht_dispatch"): "median 5.3%, p90 27.6% over 24 held-out rows",
+    ("gb300", "all_to_all", "deepep_ll_combine"): "median 6.7%, p90 46.3% over 25 held-out rows",
+    ("gb300", "all_to_all", "deepep_ll_dispatch"): "median 8.5%, p90 35.4% over 25 held-out rows",
+    ("h100", "moe", "mxfp4"): "median 5.9%, p90 24.1% over 50 held-out rows",
+    ("h100", "dsa_context", "deepseek-v3.2_bfloat16_fp8_block"): "median 1.6%, p90 29.1% over 20 held-out rows",
+    ("h100", "all_to_all", "deepep_ht_dispatch"): "median 8.7%, p90 29.1% over 9 held-out rows",
+    ("h100", "all_to_all", "deepep_ll_combine"): "median 5.5%, p90 44.7% over 17 held-out rows",
+    ("h100", "all_to_all", "deepep_ll_dispatch"): "median 8.5%, p90 26.9% over 17 held-out rows",
+    ("h100", "all_to_all", "deepep_v2_context_combine"): "median 16.5%, p90 59.2% over 9 held-out rows",
+    ("h100", "all_to_all", "deepep_v2_context_dispatch"): "median 7.5%, p90 20.9% over 9 held-out rows",
+    ("h100", "all_to_all", "deepep_v2_generation_combine"): "median 31.9%, p90 84.7% over 17 held-out rows",
+    ("h100", "all_to_all", "deepep_v2_generation_dispatch"): "median 36.6%, p90 95.2% over 17 held-out rows",
+    ("h200", "moe", "int4"): "median 4.9%, p90 20.7% over 50 held-out rows",
+    ("h200", "moe", "mxfp4"): "median 5.3%, p90 25.1% over 50 held-out rows",
+    ("h200", "dsa_context", "deepseek-v3.2_bfloat16_fp8_block"): "median 3.3%, p90 23.9% over 20 held-out rows",
+    ("h200", "dsa_context", "glm-5_bfloat16_bfloat16"): "median 2.7%, p90 23.7% over 20 held-out rows",
+    ("h200", "all_to_all", "deepep_ll_combine"): "median 10.9%, p90 33.8% over 17 held-out rows",
+    ("h200", "all_to_all", "deepep_ll_dispatch"): "median 9.7%, p90 37.9% over 17 held-out rows",
+    ("l40s", "moe", "bf16"): "median 5.8%, p90 34.9% over 50 held-out rows",
+    ("l40s", "moe", "fp8_tensor"): "median 4.3%, p90 32.6% over 50 held-out rows",
+    ("l40s", "moe", "mxfp4"): "median 4.9%, p90 24.4% over 50 held-out rows",
+    ("l40s", "attention_generation", "bfloat16"): "median 8.4%, p90 47.1% over 50 held-out rows",
+    ("l40s", "attention_generation", "fp8"): "median 2.8%, p90 45.9% over 50 held-out rows",
+    ("rtx-pro-6000", "moe", "fp8_tensor"): "median 4.9%, p90 27.7% over 50 held-out rows",
+    ("rtx-pro-6000", "moe", "mxfp4"): "median 7.2%, p90 27.8% over 50 held-out rows",
+    ("rtx-pro-6000", "attention_generation", "bfloat16"): "median 6.0%, p90 30.6% over 50 held-out rows",
+    ("rtx-pro-6000", "attention_generation", "fp8"): "median 5.8%, p90 31.3% over 50 held-out rows",
+    ("rtx-pro-6000", "mla_generation", "deepseek-v3_bfloat16_nvfp4"): "median 4.8%, p90 21.4% over 20 held-out rows",
+}
 
 
 def _errors(chip: str, fmt: str) -> list[float]:
@@ -60,18 +140,110 @@ def _errors(chip: str, fmt: str) -> list[float]:
     return out
 
 
+def _moe_errors(chip: str, fmt: str) -> list[float]:
+    ops = OperatorTables.of(get_chip(chip), load())
+    out = []
+    for r in _rows(chip, "moe")[fmt]:
+        measured = ops.moe_measured_seconds(r["tokens"], r["hidden"], r["inter"] / r["tp"], r["top_k"], r["experts"],
+                                            r["ep"], fmt)
+        assert measured is not None, r  # a held-out row's shape is a measured one: its own curve prices it
+        out.append(abs(measured[0] / r["seconds"] - 1))
+    return out
+
+
+def _attention_errors(chip: str, phase: str, kv: str) -> list[float]:
+    ops = OperatorTables.of(get_chip(chip), load())
+    out = []
+    for r in _rows(chip, f"attention_{phase}")[kv]:
+        measured = ops.attention_seconds(phase, r["batch"], r["tokens"], r["heads"], r["kv_heads"], r["head_dim"], kv)
+        assert measured is not None, r
+        out.append(abs(measured[0] / r["seconds"] - 1))
+    return out
+
+
+def _cases(op: str):
+    shaped = op.startswith(("mla", "dsa", "all_to_all"))
+    for chip in CHIPS:
+        for fmt in sorted(_rows(chip, op)):
+            missed = MISSED.get((chip, op, fmt))
+            marks = [pytest.mark.xfail(reason=missed, strict=True)] if missed else []
+            label = f"{op}:{fmt}" if shaped else fmt
+            yield pytest.param(chip, label, id=f"{chip}-{label}", marks=marks)
+
+
+def _meets(errors: list[float]) -> None:
+    assert len(errors) >= 40
+    assert statistics.median(errors) <= MEDIAN
+    assert statistics.quantiles(errors, n=10)[-1] <= P90
+
+
+@pytest.mark.parametrize(("chip", "fmt"), list(_cases("moe")))
+def test_moe_reduction_reproduces_held_out_rows(chip, fmt):
+    """Each measured MoE shape's curve in tokens reproduces the rows held out of it (rows, not shapes:
+    a shape the table does not hold is priced by the general curve, `moe.<format>`)."""
+    _meets(_moe_errors(chip, fmt))
+
+
+@pytest.mark.parametrize(("chip", "kv"), list(_cases("attention_context")))
+def test_context_attention_reproduces_held_out_rows(chip, kv):
+    _meets(_attention_errors(chip, "context", kv))
+
+
+@pytest.mark.parametrize(("chip", "kv"), list(_cases("attention_generation")))
+def test_generation_attention_reproduces_held_out_rows(chip, kv):
+    _meets(_attention_errors(chip, "generation", kv))
+
+
+def _shape_errors(chip: str, op: str, label: str) -> list[float]:
+    ops = OperatorTables.of(get_chip(chip), load())
+    out = []
+    for r in _rows(chip, op)[label]:
+        if op == "all_to_all":
+            measured = ops.all_to_all_seconds(label, r["tokens"], r["ep"], r["hidden"], r["top_k"], r["experts"])
+        else:
+            module, phase = op.split("_")
+            measured = ops.module_seconds(module, phase, label, r["batch"], r["tokens"], r["heads"])
+        assert measured is not None, (chip, op, label, r)
+        out.append(abs(measured[0] / r["seconds"] - 1))
+    return out
+
+
+@pytest.mark.parametrize("op", ["mla_context", "mla_generation", "dsa_context", "dsa_generation", "all_to_all"])
+def test_the_tables_hold_modules_and_all_to_all(op):
+    assert sum(len(_rows(chip, op)) for chip in CHIPS) >= 4
+
+
+@pytest.mark.parametrize(("chip", "label"), [p for op in ("mla_context", "mla_generation", "dsa_context",
+                                                          "dsa_generation", "all_to_all") for p in _cases(op)])
+def test_modules_and_all_to_all_reproduce_held_out_rows(chip, label):
+    """MLA and DeepSeek sparse-attention modules (per model, cache dtype and GEMM format, by heads on
+    batch x tokens) and MoE all-to-all (per DeepEP backend and phase, by shape in tokens)."""
+    op, label = label.split(":")
+    errors = _shape_errors(chip, op, label)
+    assert len(errors) >= 8
+    assert statistics.median(errors) <= MEDIAN
+    assert statistics.quantiles(errors, n=10)[-1] <= P90
+
+
+def test_measured_tables_hold_only_their_shapes():
+    """A shape the table never measured is not priced as if measured (None), and past the grid's last
+    node the time grows in proportion (twice the longest measured context: twice the time)."""
+    ops = OperatorTables.of(get_chip("h100"), load())
+    assert ops.attention_seconds("generation", 8, 1024, 3, 3, 96, "bfloat16") is None
+    assert ops.moe_measured_seconds(64, 4095, 1536, 8, 128, 1, "bf16") is None
+    last = ops.attention_seconds("generation", 8, 131072, 32, 8, 128, "bfloat16")[0]  # the longest measured
+    assert ops.attention_seconds("generation", 8, 2 * 131072, 32, 8, 128, "bfloat16")[0] == pytest.approx(2 * last)
+
+
 def test_fixtures_cover_the_four_chips():
     assert {"h100", "h200", "b200", "b300"} <= set(CHIPS)
     for chip in ("h100", "h200", "b200", "b300"):
-        assert len(next(iter(_rows(chip, "gemm").values()))) >= 150
+        assert len(next(iter(_rows(chip, "gemm").values()))) >= 90
 
 
-@pytest.mark.parametrize(("chip", "fmt"), list(_gemm_cases()))
+@pytest.mark.parametrize(("chip", "fmt"), list(_cases("gemm")))
 def test_gemm_reduction_reproduces_held_out_rows(chip, fmt):
-    errors = _errors(chip, fmt)
-    assert len(errors) >= 50
-    assert statistics.median(errors) <= MEDIAN
-    assert statistics.quantiles(errors, n=10)[-1] <= P90
+    _meets(_errors(chip, fmt))
 
 
 def test_gemm_at_decode_sizes_is_memory_bound_and_large_m_compute_bound():

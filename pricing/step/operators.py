@@ -4,9 +4,16 @@ scripts/operators/reduce.py into registry/operators_<chip>.yaml (each value with
 rows, reduction and held-out error).
 
     GEMM        roofline(m, n, k) × ratio(m, n, k)        (pricing/step/roofline.py, `Curve`)
-    fused MoE   roofline(tokens, expert) × ratio(token-expert assignments, expert elements, local experts)
-    attention   FLOPs / (bf16 peak × context fraction), cache bytes / (bandwidth × generation fraction)
+    fused MoE   a measured shape (hidden, width on the rank, top-k, experts, EP): its own seconds,
+                interpolated log-log in tokens (`moe_measured`); any other shape:
+                roofline(tokens, expert) × ratio(token-expert assignments, expert elements, local experts)
+    attention   a measured head shape (heads, KV heads, head size on the rank): its own seconds on the
+                batch × tokens grid (`attention_seconds`); coarser: FLOPs / (bf16 peak × context
+                fraction), cache bytes / (bandwidth × generation fraction) (`attention_fractions`)
     all-reduce  the measured seconds at the message's bytes, for the tensor-parallel group's GPU count
+    all-to-all  MoE dispatch / combine (DeepEP) as measured per shape, in tokens (`all_to_all_seconds`)
+    MLA, DSA    DeepSeek-style attention modules as measured per model, cache and GEMM format, by heads
+                on batch × tokens (`module_seconds`)
 
 A chip without its own tables takes those of the nearest generation's measured chip, each ratio
 applied to its own peak rates' roofline: an estimate, and provenance says so (`OperatorTables.estimate`).
@@ -27,7 +34,7 @@ from dataclasses import dataclass
 from pricing.chips import Chip
 from pricing.registry import Registry, Sourced
 from pricing.step.rates import kernel_format
-from pricing.step.roofline import Curve, gemm_roofline, loglog, moe_roofline
+from pricing.step.roofline import Curve, ShapeTable, gemm_roofline, loglog, moe_roofline
 
 TABLES = "step_model.operator_tables"  # which chip's tables each generation without its own takes
 GEMM_STAND_IN = {"fp8_block_ue8m0": "fp8_block", "fp8_channel": "fp8_tensor", "fp16": "bf16"}
@@ -119,12 +126,33 @@ class OperatorTables:
         other = next((c for name in (*stand_in, "bf16") if (c := self._curve(f"moe.{name}"))), None)
         return None if other is None else (other[0], other[1], False)
 
+    def _shapes(self, name: str) -> tuple[ShapeTable, Sourced] | None:
+        entry = self._entry(name)
+        if entry is None:
+            return None
+        table = self.reg.derived(("step.operators.shapes", entry.name), lambda: ShapeTable.of(entry.value))
+        return table, entry
+
+    def moe_measured_seconds(self, tokens: float, hidden: int, inter: float, top_k: int, experts: int, ep: float,
+                             fmt: str) -> tuple[float, Sourced] | None:
+        """One fused-MoE layer on one rank as measured for this very shape (`inter`: the expert's width
+        on the rank) and its table, or None where the chip's table of `fmt` does not hold the shape."""
+        table = self._shapes(f"moe_measured.{kernel_format(fmt)}")
+        if table is None or tokens <= 0:
+            return None
+        seconds = table[0].seconds((hidden, round(inter), top_k, experts, round(ep)), tokens)
+        return None if seconds is None else (seconds, table[1])
+
     def moe_seconds(self, tokens: float, hidden: int, inter: float, top_k: int, experts: int, ep: float,
                     fmt: str, weight_bytes: float, peak: float, bandwidth: float) -> float | None:
-        """One fused-MoE layer on one rank (pricing/step/roofline.py moe_roofline's arguments)."""
+        """One fused-MoE layer on one rank (pricing/step/roofline.py moe_roofline's arguments): as
+        measured where the table holds the shape, else the roofline times the format's curve."""
         table = self.moe_table(fmt)
         if table is None or tokens <= 0:
             return None if table is None else 0.0
+        measured = self.moe_measured_seconds(tokens, hidden, inter, top_k, experts, ep, fmt)
+        if measured is not None:
+            return measured[0]
         roof = moe_roofline(tokens, hidden, inter, top_k, experts, ep, weight_bytes, peak, bandwidth)
         return roof * table[0].ratio(tokens * top_k / ep, 3 * hidden * inter, experts / ep)
 
@@ -136,6 +164,40 @@ class OperatorTables:
         context = self._entry(f"attention.context.{kv}") or self._entry("attention.context.bfloat16")
         generation = self._entry(f"attention.generation.{kv}") or self._entry("attention.generation.bfloat16")
         return (context, generation) if context and generation else None
+
+    def attention_seconds(self, phase: str, batch: int, tokens: float, heads: int, kv_heads: int, head_dim: int,
+                          kv_cache_dtype: str) -> tuple[float, Sourced] | None:
+        """One attention layer on one rank as measured for this head shape: `phase` "context" (`batch`
+        prompts of `tokens` each) or "generation" (`batch` requests, each `tokens` of context), with a
+        cache of `kv_cache_dtype` (an FP8 cache's table where it is FP8, BF16's otherwise); and its
+        table. None where the table does not hold the head shape."""
+        kv = "fp8" if kv_cache_dtype.startswith("fp8") else "bfloat16"
+        table = self._shapes(f"attention_measured.{phase}.{kv}")
+        if table is None or batch <= 0 or tokens <= 0:
+            return None
+        seconds = table[0].seconds((heads, kv_heads, head_dim), batch, tokens)
+        return None if seconds is None else (seconds, table[1])
+
+    def module_seconds(self, op: str, phase: str, label: str, batch: int, tokens: float,
+                       heads: int) -> tuple[float, Sourced] | None:
+        """A DeepSeek-style attention module as measured (`op` "mla", or "dsa": DeepSeek sparse attention)
+        for `phase` ("context" or "generation"), `label` "<model>_<kv cache dtype>_<GEMM format>" (for
+        example "deepseek-v3_fp8_fp8_block"), `heads` on the rank; and its table. None where not measured."""
+        table = self._shapes(f"{op}.{phase}.{label}")
+        if table is None or batch <= 0 or tokens <= 0:
+            return None
+        seconds = table[0].seconds((heads,), batch, tokens)
+        return None if seconds is None else (seconds, table[1])
+
+    def all_to_all_seconds(self, label: str, tokens: float, ep: int, hidden: int, top_k: int,
+                           experts: int) -> tuple[float, Sourced] | None:
+        """One MoE all-to-all as measured, `label` "<DeepEP backend>_<phase>" (for example
+        "deepep_ll_dispatch"), `tokens` on the rank; and its table. None where not measured."""
+        table = self._shapes(f"all_to_all.{label}")
+        if table is None or tokens <= 0:
+            return None
+        seconds = table[0].seconds((ep, hidden, top_k, experts), tokens)
+        return None if seconds is None else (seconds, table[1])
 
     def all_reduce(self, gpus: int) -> Sourced | None:
         """The measured custom all-reduce over `gpus` GPUs ([bytes, seconds] points), if the table has it."""

@@ -16,6 +16,7 @@ log2 of the operator's sizes (`Curve`); past the grid the edge value holds.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -107,3 +108,32 @@ def loglog(points: list[tuple[float, float]], x: float) -> float:
     (x0, y0), (x1, y1) = points[i], points[i + 1]
     t = math.log(x / x0) / math.log(x1 / x0)
     return math.exp(math.log(y0) + (math.log(y1) - math.log(y0)) * t)
+
+
+@dataclass(frozen=True)
+class ShapeTable:
+    """Measured seconds of one operator for each measured shape (an MoE layer's hidden, width, top-k,
+    experts and EP; an attention layer's heads), each shape its own grid over log2 of the sizes
+    (`axes`): ln(seconds) interpolated multilinearly, clamped below the grid and in proportion to
+    each size past its last node (work grows with tokens and batch). None for a shape not measured."""
+
+    axes: tuple[tuple[float, ...], ...]
+    rows: dict[tuple[int, ...], tuple[float, ...]]  # shape -> ln(seconds) at the grid's nodes, row-major
+
+    @classmethod
+    def of(cls, value: dict) -> ShapeTable:
+        """From a registry value: {log2_axes: [[...], ...], shapes: [[...], ...], ln_seconds_x100_steps:
+        [[...], ...]} (each shape's 100 ln(seconds) at its nodes, row-major, as integer steps from the
+        previous node's, the first from 0)."""
+        return cls(tuple(tuple(float(x) for x in a) for a in value["log2_axes"]),
+                   {tuple(int(x) for x in s): tuple(v / 100.0 for v in itertools.accumulate(row))
+                    for s, row in zip(value["shapes"], value["ln_seconds_x100_steps"], strict=True)})
+
+    def seconds(self, shape: tuple[int, ...], *sizes: float) -> float | None:
+        row = self.rows.get(tuple(int(x) for x in shape))
+        if row is None:
+            return None
+        past = 1.0
+        for axis, size in zip(self.axes, sizes, strict=True):
+            past *= max(1.0, size / 2.0 ** axis[-1])
+        return Curve(self.axes, row).ratio(*sizes) * past
