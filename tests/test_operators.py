@@ -141,7 +141,7 @@ def _errors(chip: str, fmt: str) -> list[float]:
 
 
 def _moe_errors(chip: str, fmt: str) -> list[float]:
-    ops = OperatorTables.of(get_chip(chip), load())
+    ops = OperatorTables.of(get_chip(chip), shipped())
     out = []
     for r in _rows(chip, "moe")[fmt]:
         measured = ops.moe_measured_seconds(r["tokens"], r["hidden"], r["inter"] / r["tp"], r["top_k"], r["experts"],
@@ -152,7 +152,7 @@ def _moe_errors(chip: str, fmt: str) -> list[float]:
 
 
 def _attention_errors(chip: str, phase: str, kv: str) -> list[float]:
-    ops = OperatorTables.of(get_chip(chip), load())
+    ops = OperatorTables.of(get_chip(chip), shipped())
     out = []
     for r in _rows(chip, f"attention_{phase}")[kv]:
         measured = ops.attention_seconds(phase, r["batch"], r["tokens"], r["heads"], r["kv_heads"], r["head_dim"], kv)
@@ -195,7 +195,7 @@ def test_generation_attention_reproduces_held_out_rows(chip, kv):
 
 
 def _shape_errors(chip: str, op: str, label: str) -> list[float]:
-    ops = OperatorTables.of(get_chip(chip), load())
+    ops = OperatorTables.of(get_chip(chip), shipped())
     out = []
     for r in _rows(chip, op)[label]:
         if op == "all_to_all":
@@ -228,7 +228,7 @@ def test_modules_and_all_to_all_reproduce_held_out_rows(chip, label):
 def test_measured_tables_hold_only_their_shapes():
     """A shape the table never measured is not priced as if measured (None), and past the grid's last
     node the time grows in proportion (twice the longest measured context: twice the time)."""
-    ops = OperatorTables.of(get_chip("h100"), load())
+    ops = OperatorTables.of(get_chip("h100"), shipped())
     assert ops.attention_seconds("generation", 8, 1024, 3, 3, 96, "bfloat16") is None
     assert ops.moe_measured_seconds(64, 4095, 1536, 8, 128, 1, "bf16") is None
     last = ops.attention_seconds("generation", 8, 131072, 32, 8, 128, "bfloat16")[0]  # the longest measured

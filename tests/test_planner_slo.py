@@ -293,6 +293,7 @@ def test_sizing_finds_the_fewest_replicas_that_meet_from_any_estimate(monkeypatc
 
     class Instance:
         service = SimpleNamespace(workload=SimpleNamespace(requests_per_second=rate))
+        reads = None  # no plan's provenance kept (planner.defaults.read)
 
         def run(self, per_instance, count=None):
             return per_instance  # None: one request at a time
