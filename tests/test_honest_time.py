@@ -5,6 +5,7 @@ anything is swept, and the same review and limit give the same answer beside a C
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -275,3 +276,30 @@ def test_a_bounded_sweep_prices_each_shape_as_the_whole_sweep_does(three_tables,
         assert [v.__dict__ for v in table.verdicts] == [v.__dict__ for v in w.verdicts if v.shape in mine]
         assert table.rows == [r for r in w.rows if r.shape in mine]
         assert table.unpriced == 0 or len(mine) < len(w.verdicts) + table.unpriced
+
+
+def test_a_bounded_sweep_without_a_plan_says_what_is_true_in_every_format(tmp_path):
+    """A bounded sweep whose shapes give no plan proves nothing (UNKNOWN): no report says that not
+    every service can be served or that the review is infeasible; each says no plan was found among
+    the shapes priced, and the limit that sweeps every shape, which does (the next two limits)."""
+    path = coupled_review(tmp_path)
+    headline = ("no plan found among the 3 of 17 shapes priced within --time-limit; a longer limit may find one "
+                "(give at least 0.0227 to sweep every shape)")  # 17 shapes / 1,000 a second / 0.75, rounded up
+    page = tmp_path / "review.html"
+    for fmt in ("table", "markdown", "json", "html"):
+        code, out, err = run(["scenario", path, "--time-limit", "0.01", "--format", fmt]
+                             + (["-o", str(page)] if fmt == "html" else []))
+        text = out + (re.sub("<[^>]*>", " ", page.read_text()) if fmt == "html" else "")  # the page's words
+        assert code == 1, (fmt, code, err)
+        assert err.startswith(f"plan: coupled — base: {headline}: a (needs 3 h200); "), (fmt, err)
+        assert "not every service" not in (text + err).lower() and "infeasible" not in text.lower(), (fmt, text)
+        if fmt == "json":
+            answer = json.loads(out)
+            assert answer["unproven"] == headline and answer["solver_status"] == "UNKNOWN", answer
+        elif fmt == "html":
+            assert f'id="verdict">{headline[0].upper()}{headline[1:]}.</p>' in page.read_text()
+        else:
+            assert headline in " ".join(text.split()), (fmt, text)
+    assert _json(["scenario", path, "--time-limit", "0.0226", "--format", "json"])[1]["sweep_bounded"] is not None
+    whole = _json(["scenario", path, "--time-limit", "0.0227", "--format", "json"])[1]
+    assert whole["sweep_bounded"] is None and whole["unproven"] is None and whole["solver_status"] == "OPTIMAL"

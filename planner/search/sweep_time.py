@@ -87,9 +87,15 @@ def share(requests, time_limit: float | None) -> SweepShare:
         raise InputError("time_limit", f"{time_limit:g} s is too short for this review: its candidate sweep "
                          f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit: {some} at the "
                          f"{bounded:,} a second measured for a bounded sweep, fewer than one a table",
-                         f"give at least {_ceil_to(least, 3):g}; {_ceil_to(sweep / (1 - kept), 3):g} or more sweeps "
-                         "every shape")
+                         f"give at least {_ceil_to(least, 3):g}; {whole_limit(shapes):g} or more sweeps every shape")
     return SweepShare(tables, shapes, budget, time_limit * kept, pending)
+
+
+def whole_limit(shapes: int) -> float:
+    """The least --time-limit, rounded up at 3 significant digits, whose sweep share holds `shapes`
+    (`share`'s whole sweep: shapes / `sweep.shapes_per_second` within 1 - `sweep.solver_share` of it)."""
+    rate = defaults.value("sweep.shapes_per_second")
+    return _ceil_to(shapes / rate / (1 - defaults.value("sweep.solver_share")), 3)
 
 
 def _ceil_to(seconds: float, digits: int) -> float:
