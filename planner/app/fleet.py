@@ -141,7 +141,7 @@ class FleetResult(BaseModel):
                                             "the best of the shapes priced, not proven optimal over all shapes; "
                                             "null when every shape was priced")
     unproven: str | None = Field(None, description="when no plan was found but none is proven impossible (solver "
-                                 "UNKNOWN: a --time-limit ended the sweep or the solver first): what is true instead "
+                                 "UNKNOWN: the time limit ended the sweep or the solver first): what is true instead "
                                  "of 'not every service can be served', and the limit that may find one; null "
                                  "otherwise")
     seconds: float
