@@ -2,6 +2,7 @@
 
     python bench/reviews.py --services 500 --inventory loose --out review.yaml
     python bench/reviews.py --grid --out grid.yaml
+    python bench/reviews.py --services 120 --inventory tight --seed 7 --out fresh.yaml
 
 A review of N services drawn with a fixed seed: the shipped cards in turn (every card appears
 before any repeats, in a shuffled order), a context length from 8k to 128k within the model's
@@ -125,9 +126,9 @@ def inventory(listed: list[dict], kind: str, title: str) -> dict[str, dict]:
     return out
 
 
-def review(n: int, kind: str) -> str:
-    listed = services(n)
-    title = f"bench {n} services, {kind} inventory"
+def review(n: int, kind: str, seed: int = SEED) -> str:
+    listed = services(n, seed=seed)
+    title = f"bench {n} services, {kind} inventory" + (f", seed {seed}" if seed != SEED else "")
     return render(title, listed, inventory(listed, kind, title))
 
 
@@ -167,12 +168,14 @@ def main() -> None:
     parser.add_argument("--inventory", choices=("free", "loose", "tight"), default="free")
     parser.add_argument("--grid", action="store_true", help="the 100-point grid of a 50-service review")
     parser.add_argument("--expanded", action="store_true", help="the grid's points written out as variants")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"the draw's seed (default {SEED}, the benches'; "
+                        "another gives a fresh review to judge a change on that the benches' reviews did not shape)")
     parser.add_argument("--out", required=True)
     opts = parser.parse_args()
     if opts.grid:
         Path(opts.out).write_text(grid_as_variants() if opts.expanded else grid_review())
     else:
-        Path(opts.out).write_text(review(opts.services, opts.inventory))
+        Path(opts.out).write_text(review(opts.services, opts.inventory, opts.seed))
 
 
 if __name__ == "__main__":

@@ -139,6 +139,10 @@ class FleetResult(BaseModel):
                                             "bounded the candidate sweep (planner/search/sweep_time.py): the plan is "
                                             "the best of the shapes priced, not proven optimal over all shapes; "
                                             "null when every shape was priced")
+    unproven: str | None = Field(None, description="when no plan was found but none is proven impossible (solver "
+                                 "UNKNOWN: the time limit ended the sweep or the solver first): what is true instead "
+                                 "of 'not every service can be served', and the limit that may find one; null "
+                                 "otherwise")
     seconds: float
     nodes: list[NodeUse] = Field(default_factory=list, description="the inventory's nodes and what runs on each GPU")
     placement_notes: list[str] = Field(default_factory=list, description="what the placement could not do")
@@ -327,6 +331,16 @@ def _alone(p: Prepared, bounded: bool = False) -> tuple[str, str]:
             f"needs {gpus}")
 
 
+def _unproven(found) -> str:
+    """What is true of a search that ended UNKNOWN (no plan, none proven impossible): no plan among
+    the shapes a bounded sweep priced, or none the solver found within the limit."""
+    if found.swept:
+        priced, shapes = found.swept
+        return (f"no plan found among the {priced:,} of {shapes:,} shapes priced within {mention('time_limit')}; a "
+                f"longer limit may find one (give at least {found.whole_limit:g} to sweep every shape)")
+    return f"no plan found within {mention('time_limit')}; a longer limit may find one"
+
+
 def resolve_services(scenario: Scenario, registry: Registry | None = None) -> list[ResolvedService]:
     """Every service of the scenario resolved once under `registry` (the command's; None: the
     shipped one): its spec and limits merged with the defaults, its graph, its context length: what
@@ -472,6 +486,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                            p.own_cost is None for p in prepared) else round(sum(p.own_cost for p in prepared), 4),
                        candidates_evaluated=found.evaluated,
                        sweep_bounded=list(found.swept) if found.swept else None,
+                       unproven=None if plans or refused or status != "UNKNOWN" else _unproven(found),
                        seconds=round(time.perf_counter() - start, 3),
                        nodes=laid.nodes, placement_notes=laid.notes, schedules=schedules, over_the_day=over,
                        peak_gpus=over.peak_gpus if over else None,

@@ -21,7 +21,7 @@ from planner import defaults
 from planner.app.review import Comparison
 from planner.numbers import count, duration, given, money, per_million_tokens
 from planner.report.review import delta
-from planner.report.words import price_footnotes
+from planner.report.words import no_plan_cell, price_footnotes
 from planner.scenario import point_word
 
 DPI = 144  # the PNG's resolution; labels are placed at it, so what is checked is what is written
@@ -355,12 +355,13 @@ def shortfall_label(r, by_service: bool) -> str:
     """"infeasible" and why in a few words, a line each, for a chart (`by_service`: name the service
     short, or how many are when several are short for the same reason)."""
     if not by_service:
-        return "\n".join(["infeasible", *dict.fromkeys(s.brief for s in r.short)])
+        return "\n".join([no_plan_cell(r), *dict.fromkeys(s.brief for s in r.short)])
     why: dict[str, list[str]] = {}
     for s in r.short:
         why.setdefault(s.brief, []).append(s.service)
     lines = [f"{who[0]}: {brief}" if len(who) == 1 else f"{len(who)} services: {brief}" for brief, who in why.items()]
-    return "\n".join(["infeasible", *(textwrap.fill(line, SHORTFALL_LINE, subsequent_indent="  ") for line in lines)])
+    return "\n".join([no_plan_cell(r), *(textwrap.fill(line, SHORTFALL_LINE, subsequent_indent="  ")
+                                          for line in lines)])
 
 
 def _estimated(results, named=None) -> tuple[set[str], list[str]]:

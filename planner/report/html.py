@@ -33,7 +33,7 @@ from planner.kinds import Role, Serving
 from planner.report import render as text
 from planner.report.autoscaler import autoscaled
 from planner.report.review import binding, chips_of, delta, gpus_by_chip, search_line
-from planner.report.words import price_footnotes, solver_phrase
+from planner.report.words import no_plan_cell, price_footnotes, solver_phrase, unserved_words
 from pricing.errors import InputError
 from pricing.errors import render as named_text
 from pricing.kernel.report import memory_report
@@ -462,6 +462,8 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
                     p.cost_per_million_output_tokens, p.price_estimate)))
         context["answer"] = answer
     else:
+        headline = named_text(unserved_words(base), named)
+        context["verdict"] = headline[0].upper() + headline[1:] + "."
         context["reasons"] = [f"{s.service} is short: {s.reason}" for s in base.short]
         context["answer"] = over_the_day_figures(base)  # the fleet over the day may fit though the static plan does not
     tables = [services_table(r, hours) for r in ([base] if base.feasible else [])]
@@ -512,7 +514,7 @@ def variants_table(c: Comparison, hours: int) -> Table:
         estimate = any(p.price_estimate for p in r.services)
         figures = ([fmt.amount(r.cost_per_hour, estimate), fmt.amount(r.cost_per_month, estimate, cents=False),
                     "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
-                   if r.feasible else ["infeasible", "infeasible", "—"])
+                   if r.feasible else [no_plan_cell(r), no_plan_cell(r), "—"])
         rows.append([r.variant, *[fmt.count(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips],
                      *figures, binding(r)])
     return Table(f"{c.review or 'scenario'}: variants", head, rows,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
+from rich.text import Text
 
 from planner import defaults
 from planner.app.result import PlanResult, PoolPlan
@@ -29,7 +30,7 @@ from planner.numbers import (
 )
 from planner.report.memory import render_memory, render_provenance
 from planner.report.tables import Col, print_table, unwrapped
-from planner.report.words import price_footnotes, solver_phrase
+from planner.report.words import no_plan_cell, price_footnotes, solver_phrase, unserved_words
 from pricing.errors import mention, render
 from pricing.kernel.report import memory_report
 
@@ -288,7 +289,7 @@ def infeasible_line(result: PlanResult) -> str:
 
 def short_line(r: FleetResult) -> str:
     """A review's answer when not every service is served, as the one line on stderr."""
-    return (f"plan: {r.review or 'scenario'} — {r.variant}: not every service can be served: "
+    return (f"plan: {r.review or 'scenario'} — {r.variant}: {unserved_words(r)}: "
             + "; ".join(f"{s.service} ({s.brief})" for s in r.short))
 
 
@@ -378,7 +379,8 @@ def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     from planner.report.review import search_line
 
     if not r.feasible:
-        console.print(f"[bold red]{title}: not every service can be served[/bold red]")
+        console.print(Text(f"{title}: {render(unserved_words(r), named)}", style="bold red"),
+                      soft_wrap=unwrapped(console))
         for s in r.short:
             console.print(f"  {s.service} is short: {s.reason}", markup=False)
         console.print(search_line(r, named), soft_wrap=unwrapped(console))
@@ -459,7 +461,7 @@ def render_comparison(c: Comparison, console: Console, named=None) -> None:
         estimate = any(p.price_estimate for p in r.services)
         figures = ([amount(r.cost_per_hour, estimate), amount(r.cost_per_month, estimate, cents=False),
                     "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
-                   if r.feasible else ["infeasible", "infeasible", "—"])
+                   if r.feasible else [no_plan_cell(r), no_plan_cell(r), "—"])
         rows.append([r.variant, *[count(gpus_by_chip(r, chip)) if r.feasible else "—" for chip in chips], *figures,
                      binding_head(r)])
     print_table(console, f"{c.review or 'scenario'}: variants", columns, rows, box=box.SIMPLE_HEAD)

@@ -11,7 +11,13 @@ from planner.app.binds import inventory_binds
 from planner.app.fleet import FleetResult
 from planner.app.review import Comparison
 from planner.limits import price_units
-from planner.report.words import bounded_words, price_footnotes, solver_phrase
+from planner.report.words import (
+    bounded_words,
+    no_plan_cell,
+    price_footnotes,
+    solver_phrase,
+    unserved_words,
+)
 from planner.scenario import point_word
 from pricing.errors import render
 
@@ -100,7 +106,7 @@ def markdown(c: Comparison, named=None) -> str:
             cells += [md_amount(r.cost_per_hour, estimated(r)), md_amount(r.cost_per_month, estimated(r), cents=False),
                       "—" if r is c.base else delta(r.cost_per_hour, c.base.cost_per_hour)]
         else:
-            cells += ["infeasible", "infeasible", "—"]
+            cells += [no_plan_cell(r), no_plan_cell(r), "—"]
         cells.append(binding(r).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
@@ -119,6 +125,8 @@ def markdown(c: Comparison, named=None) -> str:
         lines.append(f"### {r.variant}")
         lines.append("")
         if not r.feasible:
+            if r.unproven:  # nothing proven: said before the services it leaves short
+                lines += [f"**{render(unserved_words(r), named)}**", ""]
             for s in r.short:
                 lines.append(f"- **{s.service}** is short: {s.reason}")
             lines += ["", search_line(r, named), ""]

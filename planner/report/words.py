@@ -34,6 +34,17 @@ def solver_phrase(status: str, stages: list | None = None) -> str:
         f"; {mention('time_limit')} raises it)"
 
 
+def unserved_words(r) -> str:
+    """A review's headline when its answer serves not every service (planner/app/fleet.py
+    FleetResult): proven, or what is true when nothing is proven (`unproven`; it mentions time_limit)."""
+    return r.unproven or "not every service can be served"
+
+
+def no_plan_cell(r) -> str:
+    """A table's cost cell for a review's answer without a plan: infeasible only where proven."""
+    return "no plan found" if r.unproven else "infeasible"
+
+
 def bounded_words(priced: int, shapes: int) -> str:
     """What a sweep --time-limit bounded says of the answer (planner/search/sweep_time.py): every
     report prints it beside the solver's status. It mentions time_limit."""

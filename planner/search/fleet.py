@@ -35,7 +35,7 @@ from planner.search import cpsat
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.status import STAGES, StageStatus
 from planner.search.submodels import Inventory, NodePacking, PoolChoice
-from planner.search.sweep_time import share, sweep_within
+from planner.search.sweep_time import share, sweep_within, whole_limit
 from pricing.chips import Chip
 
 
@@ -347,6 +347,7 @@ class FleetSearch:
     # the others (`unserved`), found within the same --time-limit; None when not asked or not found in time
     swept: tuple[int, int] | None = None  # (shapes priced, shapes in all) of a sweep --time-limit bounded
     # (planner/search/sweep_time.py); None when every shape was priced
+    whole_limit: float | None = None  # with `swept`: the least --time-limit that sweeps every shape
 
 
 def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: set[str],
@@ -381,24 +382,26 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
     unpriced = sum(t.unpriced for t in unique.values())
-    swept = None
+    swept = whole = None
     if unpriced:
         priced = sum(len(t.verdicts) for t in unique.values())
         swept = (priced, priced + unpriced)
+        whole = whole_limit(given.shapes)
     solvable = not refused and all(p.options for p in prepared)  # every service has a candidate
     if not solvable:
-        return FleetSearch(prepared, _unproven("INFEASIBLE", swept), [], solvable, False, evaluated, [], swept=swept)
+        return FleetSearch(prepared, _unproven("INFEASIBLE", swept), [], solvable, False, evaluated, [], swept=swept,
+                           whole_limit=whole)
     own = [own_optimum(p) for p in prepared]
     if fits(prepared, own, scenario):
         return FleetSearch(prepared, _unproven("OPTIMAL", swept), own, solvable, True, evaluated, proven(own),
-                           swept=swept)
+                           swept=swept, whole_limit=whole)
     stage(f"CP-SAT: {len(prepared):,} services together over {evaluated:,} candidates")
     budget = Budget(given.solver)  # the coupled solve and, when it proves no plan, who is short share --time-limit
     sol = fleet_model(prepared, scenario, own).solve(budget)
     short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" and swept is None else None  # over a
     # bounded sweep no plan is UNKNOWN, not proven: who is short is not asked
     return FleetSearch(prepared, _unproven(sol.status, swept), sol.picks, solvable, False, evaluated, sol.stages,
-                       short, swept)
+                       short, swept, whole)
 
 
 def _unproven(status: str, swept: tuple[int, int] | None) -> str:

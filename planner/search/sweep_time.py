@@ -87,9 +87,15 @@ def share(requests, time_limit: float | None) -> SweepShare:
         raise InputError("time_limit", f"{time_limit:g} s is too short for this review: its candidate sweep "
                          f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit: {some} at the "
                          f"{bounded:,} a second measured for a bounded sweep, fewer than one a table",
-                         f"give at least {_ceil_to(least, 3):g}; {_ceil_to(sweep / (1 - kept), 3):g} or more sweeps "
-                         "every shape")
+                         f"give at least {_ceil_to(least, 3):g}; {whole_limit(shapes):g} or more sweeps every shape")
     return SweepShare(tables, shapes, budget, time_limit * kept, pending)
+
+
+def whole_limit(shapes: int) -> float:
+    """The least --time-limit, rounded up at 3 significant digits, whose sweep share holds `shapes`
+    (`share`'s whole sweep: shapes / `sweep.shapes_per_second` within 1 - `sweep.solver_share` of it)."""
+    rate = defaults.value("sweep.shapes_per_second")
+    return _ceil_to(shapes / rate / (1 - defaults.value("sweep.solver_share")), 3)
 
 
 def _ceil_to(seconds: float, digits: int) -> float:
@@ -98,15 +104,29 @@ def _ceil_to(seconds: float, digits: int) -> float:
     return math.ceil(seconds * scale - 1e-9) / scale
 
 
-def priority(shape: Shape, service) -> tuple:
+def priority(shape: Shape, service, holds_at: int | None = None) -> tuple:
     """The order a bounded sweep prices a table's shapes in: the plainest shape of every instance
     size first (tp alone, with pipeline stages where a single stage cannot hold the model), then
     those adding data parallel, expert parallel, decode context parallel or a KV cache dtype other
     than the first asked, by how many of these they add; fewest GPUs first within each, ties in the
     whole sweep's order. A few shapes a table so find the smallest instance that holds the model
-    before its variants refine it."""
+    before its variants refine it.
+
+    With `holds_at`, the GPUs of the smallest plain shape that held requests (a table's plain shapes
+    are priced first, fewest GPUs first, until one does), the rest are reordered by what raises the
+    requests one GPU holds, the pool's cost per request: shapes of fewer GPUs last (their plain
+    shapes held none, and no variant takes weights off a rank that tp alone does not); then data
+    parallel without expert parallel (it replicates every weight on each rank: fewer requests a
+    GPU); then the most of expert parallel (experts not replicated across data-parallel ranks),
+    decode context parallel (the KV cache not replicated across tp ranks) and the other KV cache
+    dtype (fewer bytes a token) first; fewest GPUs first within each. Reasoned from what a rank
+    holds; chosen between this and only the first rule on fresh reviews (bench/reviews.py seeds 7
+    and 11), judged on seeds 3 and 5, never on the benches' own reviews (seed 24)."""
     knobs = (shape.dp > 1) + shape.ep + (shape.dcp > 1) + (shape.kv_cache_dtype != service.kv_cache_dtypes[0])
-    return knobs, shape.gpus, shape.pp > 1, shape
+    if holds_at is None:
+        return False, knobs, shape.gpus, shape.pp > 1, shape
+    raising = shape.ep + (shape.dcp > 1) + (shape.kv_cache_dtype != service.kv_cache_dtypes[0])
+    return shape.gpus < holds_at, shape.dp > 1 and not shape.ep, -raising, shape.gpus, shape.pp > 1, shape
 
 
 @dataclass
@@ -122,6 +142,7 @@ class _Sweep:
     found: list[Shape]
     queue: list[Shape]
     staged: dict = field(default_factory=dict)
+    holds_at: int | None = None  # GPUs of the first plain shape priced that held requests (`priority`)
 
     @property
     def spec(self):
@@ -141,10 +162,13 @@ class _Sweep:
 
     def price(self) -> None:
         shape = self.queue.pop(0)
-        before = self.table.evaluated
+        before, rows = self.table.evaluated, len(self.table.rows)
         evaluate_shape(self.model, self.request[1], self.spec, shape, self.table)
         if shape.pp > 1:
             self.staged[shape] = self.table.evaluated - before
+        if self.holds_at is None and len(self.table.rows) > rows and priority(shape, self.spec)[1] == 0:
+            self.holds_at = shape.gpus  # plain shapes go by GPUs: the smallest that holds; the rest reordered
+            self.queue.sort(key=lambda s: priority(s, self.spec, self.holds_at))
 
     def finish(self) -> None:
         """Unpriced shapes counted, staged shapes the whole sweep rules out dropped once every
