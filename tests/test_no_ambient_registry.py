@@ -183,3 +183,19 @@ def test_an_overlay_of_the_default_max_num_seqs_reaches_what_binds():
     laid = planner.plan(model="llama-3.1-8b", chip="h100", concurrency=256, context_length=4096, registry=capped)
     assert laid.best.max_num_seqs == 32
     assert laid.best.binds == "max_num_seqs: vLLM's default cap of 32 requests per rank"
+
+
+def test_an_overlay_of_the_link_efficiency_reaches_the_kv_hand_over():
+    """P/D prices the KV hand-over at the link's rate × kv_transfer.link_efficiency as the service's
+    registry states it: 125 blocks of 2 MiB over an H100 node's NVLink, 450 GB/s × 0.425, take
+    262,144,000 / 191.25e9 = 1.371 ms (twice the shipped 0.85's 0.685 ms)."""
+    from planner.app.disagg_plan import plan_disagg
+    from planner.request import WorkloadSpec
+
+    half = overlay_from({"kv_transfer": {"link_efficiency": {"value": 0.425, "source": "test", "how": "test"}}})
+    service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192, ttft_ms=1500.0, tpot_ms=30.0,
+                          workload=WorkloadSpec(isl=2000, osl=200, requests_per_second=5.0), serving="disagg",
+                          tp=(1, 2))
+    plan = plan_disagg(ResolvedService.of(service, PoolLimits(chips=("h100",)), registry=half))
+    assert plan.handover.link == "NVLink (one 8-GPU node)"
+    assert plan.handover.transfer_ms == pytest.approx(262_144_000 / (450e9 * 0.425) * 1000, abs=1e-3)
