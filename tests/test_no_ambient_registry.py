@@ -199,3 +199,14 @@ def test_an_overlay_of_the_link_efficiency_reaches_the_kv_hand_over():
     plan = plan_disagg(ResolvedService.of(service, PoolLimits(chips=("h100",)), registry=half))
     assert plan.handover.link == "NVLink (one 8-GPU node)"
     assert plan.handover.transfer_ms == pytest.approx(262_144_000 / (450e9 * 0.425) * 1000, abs=1e-3)
+
+
+def test_an_overlay_of_a_vision_tower_class_default_reaches_its_weights():
+    """A vision_config's omitted fields take its config class's defaults as the command's registry
+    states them: gemma-3-27b's omits num_channels (SiglipVisionConfig: 3); at 4 the patch embedding
+    (hidden 1152 × channels × 14 × 14, bf16, on every rank) grows by 1152 × 196 × 2 = 451,584 bytes."""
+    tower = dict(shipped().value("config_defaults.siglip_vision_model"), num_channels=4)
+    four = overlay_from({"config_defaults": {"siglip_vision_model": {"value": tower, "source": "test", "how": "test"}}})
+    plain = planner.memory(model="gemma-3-27b", chip="h100", tensor_parallel_size=2)
+    laid = planner.memory(model="gemma-3-27b", chip="h100", tensor_parallel_size=2, registry=four)
+    assert laid.fixed.weights - plain.fixed.weights == 1152 * 14 * 14 * 2 == 451_584
