@@ -22,7 +22,7 @@ import itertools
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -49,6 +49,9 @@ from planner.traffic.intervals import Traffic
 from planner.traffic.spec import TrafficSpec
 from pricing import yaml_fast
 from pricing.errors import InputError, render, suggest
+
+if TYPE_CHECKING:
+    from pricing.registry import Registry
 
 SPEC_KEYS = {"kv_cache_dtypes": "kv_cache_dtype"}  # a ServiceSpec field -> the file's key, where they differ
 SERVICE_FIELDS = ("model", "quantization", "concurrency", "context_length", "headroom", "chips", "kv_cache_dtype",
@@ -386,8 +389,9 @@ class ScenarioErrors(InputError):
         return (type(self), (self.lines,))
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file (safe YAML loader); every error reported before any planning."""
+def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenario:
+    """Read and validate a scenario file (safe YAML loader); every error reported before any planning,
+    its models read against `registry` (the command's; None: the shipped one)."""
     from pricing.files import read_text
     from pricing.registry import shipped
 
@@ -414,10 +418,11 @@ def load_scenario(path: str | Path) -> Scenario:
             if e["type"] == "extra_forbidden":
                 expected = "unknown key (see `plan scenario --schema`)"
             lines.append(f"{path}: {_path(e['loc'])}: {expected}")
-        lines += _raw_references(raw, where) + _valid_fields_limits(raw, err, where) + _raw_grid(raw, where)
+        lines += (_raw_references(raw, where, registry) + _valid_fields_limits(raw, err, where, registry)
+                  + _raw_grid(raw, where))
         scenario = None
     if scenario is not None:
-        lines += check_scenario(scenario, where)
+        lines += check_scenario(scenario, where, registry=registry)
     if lines:
         raise ScenarioErrors(as_written(list(dict.fromkeys(lines)), where, raw, text))
     return scenario
@@ -570,9 +575,13 @@ def _beside(value: str, folder: Path) -> str:
     return str(path if path.is_absolute() else folder / path)
 
 
-def _valid_fields_limits(raw: dict, err: ValidationError, where: str) -> list[str]:
+def _valid_fields_limits(raw: dict, err: ValidationError, where: str, registry: Registry | None) -> list[str]:
     """The model-dependent limits (check_limits) of a file that does not validate, on each
-    service's fields that do, so that every error comes at once."""
+    service's fields that do, so that every error comes at once (models read against `registry`)."""
+    from functools import partial
+
+    from pricing.graph import read_model
+
     bad = {(e["loc"][1], e["loc"][2]) for e in err.errors() if len(e["loc"]) > 2 and e["loc"][0] == "services"}
     services = raw.get("services") if isinstance(raw.get("services"), list) else []
     defaults = raw.get("defaults") if isinstance(raw.get("defaults"), dict) else {}
@@ -587,12 +596,13 @@ def _valid_fields_limits(raw: dict, err: ValidationError, where: str) -> list[st
         except ValidationError:
             continue  # the defaults do not validate either: reported above
         lines += [line.replace(f"{where}: services[0]", f"{where}: services[{i}]", 1)
-                  for line in check_limits(one, where)]
+                  for line in check_limits(one, where, read=partial(read_model, registry=registry))]
     return lines
 
 
-def _raw_references(raw: dict, where: str) -> list[str]:
-    """Model and chip names in a file that does not validate, so that every error comes at once."""
+def _raw_references(raw: dict, where: str, registry: Registry | None) -> list[str]:
+    """Model and chip names in a file that does not validate, so that every error comes at once
+    (models resolved against `registry`)."""
     from pricing.chips import get_chip
     from pricing.config import resolve
 
@@ -603,7 +613,7 @@ def _raw_references(raw: dict, where: str) -> list[str]:
             continue
         if isinstance(service.get("model"), str):
             try:
-                resolve(service["model"])
+                resolve(service["model"], registry)
             except InputError as err:
                 lines.append(f"{where}: services[{i}].model: {err.problem}")
         chips = service.get("chips")
@@ -626,7 +636,7 @@ def file_key(field: str) -> str | None:
 
 
 def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=file_key,
-                   applies: bool = True) -> list[str]:
+                   applies: bool = True, registry: Registry | None = None) -> list[str]:
     """Every problem of a scenario, one line each with its path inside the file: names that do
     not exist (with the nearest), and limits that depend on the model (positions, heads,
     drafters, KV cache dtypes), for the base and each variant.
@@ -636,12 +646,13 @@ def check_scenario(scenario: Scenario, where: str, positions: bool = True, name=
     with vLLM's reason (planner/app/fleet.py `refused_context`). `name`: a mentioned field ->
     how the reader calls it (the file's key; `plan compare` its flag). `applies`: a field that
     cannot apply is refused (planner/applies.py; `plan compare`'s points share the command's
-    options, which its own table judges)."""
-    from functools import cache
+    options, which its own table judges). Models are read against `registry` (the command's; None:
+    the shipped one)."""
+    from functools import cache, partial
 
     from pricing.graph import read_model
 
-    read = cache(read_model)  # this check's own: every variant names the base's models again
+    read = cache(partial(read_model, registry=registry))  # its own: every variant names the base's models again
     lines = (check_references(scenario, where, variants=False, name=name, read=read)
              + check_limits(scenario, where, positions, read=read, name=name, applies=applies))
     base = {line.split(": ", 1)[1] for line in lines}

@@ -384,3 +384,23 @@ def test_the_club_3090_nvfp4_start_up_is_described_and_held_back_with_its_figure
     assert q.predicted["weights"] / GiB == pytest.approx(20.94, abs=0.005)
     assert q.predicted["available_kv"] / GiB == pytest.approx(6.34, abs=0.005)
     assert q.error() == pytest.approx(0.0555, abs=0.0005)
+
+
+def test_plan_calibrate_checks_its_fit_over_the_command_overlay(tmp_path, capsys, records):
+    """With --registry, the laws are fitted over the command's registry, and the margin refit and the
+    closing check of available KV memory read the fitted values laid over that same registry (they
+    read them over the shipped one, the command's overlay silently left out)."""
+    from planner.cli import main
+
+    floor = tmp_path / "floor.yaml"  # a 4 GiB activation floor: no law the calibration fits
+    floor.write_text("cost_model_memory:\n  activation_floor_bytes: {value: 4294967296, source: test, how: test}\n")
+    out = tmp_path / "fitted.yaml"
+    assert main(["calibrate", "--registry", str(floor), str(TRAINING), "--out", str(out)]) == 0
+    said = capsys.readouterr().out.strip().splitlines()[-1]
+    base = read_overlay(floor)
+    laid = [e for _, e in kv_errors(predict_all(load_records(TRAINING), read_overlay(out, base)))]
+    alone = [e for _, e in kv_errors(predict_all(load_records(TRAINING), read_overlay(out)))]
+    s, t = stats(laid), stats(alone)
+    assert said == (f"available KV memory with the overlay: {s.count} records, median |error| {s.median_abs:.2%}, "
+                    f"{s.within_3:.0%} within 3 %, mean {s.mean_signed:+.2%}")
+    assert (s.median_abs, s.within_3) != (t.median_abs, t.within_3)

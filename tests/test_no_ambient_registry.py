@@ -86,3 +86,127 @@ def test_a_service_sent_to_a_worker_keeps_its_registry(registry):
         assert back.registry is shipped()  # the worker's own, never a copy of the files
     else:
         assert back.registry.value("cost_model_memory.kv_pool_margin") == 0.25
+
+
+# Reads that once took the shipped registry on a command's path (issue 40's merge review): each
+# now takes the command's overlay, or refuses an overlay of a value its reader cannot take.
+
+OWN_WORDS = "an overlay's own words"
+UNSOURCED = {"chip_rates": {"unsourced": {"a10g": {"value": ["bf16_flops"], "source": "test", "how": OWN_WORDS}}}}
+
+
+@pytest.mark.parametrize("name", [
+    "quantization.vision_mlp_alignment",  # pricing/graph/vision.py: read while the graph is built
+    "quantization.vision_mlp_always_quantized",
+    "quantization.methods.fp8",  # pricing/config/methods.py, under a refused table
+    "kv_transfer.nixl.connector",  # planner/app/disagg_launch.py kv_transfer_config
+    "kv_transfer.nixl.side_channel_port",  # planner/app/disagg_launch.py side_channel_base
+    "vllm_0_33.enumerations.kv_cache_dtypes",  # pricing/rules/release.py enumeration
+    "input_limits.file_bytes",  # bounds the reading of the overlay itself
+])
+def test_an_overlay_of_a_value_read_as_shipped_is_refused_naming_its_key(tmp_path, name):
+    """An overlay of a value whose reader takes no registry is refused in one line naming the key
+    (it used to be accepted and silently left unread)."""
+    from pricing.errors import InputError
+    from pricing.registry import read_overlay
+
+    stem, *path = name.split(".")
+    leaf = {"value": shipped().value(name), "source": "test", "how": "test"}
+    for part in reversed(path):
+        leaf = {part: leaf}
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(__import__("yaml").safe_dump({stem: leaf}))
+    with pytest.raises(InputError) as err:
+        read_overlay(overlay)
+    assert err.value.field.endswith(f": {name}") and "read as the package ships it" in err.value.problem
+
+
+def test_an_overlay_of_a_value_read_as_shipped_is_one_line_and_exit_2(tmp_path, capsys):
+    from planner.cli import main
+
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("kv_transfer:\n  nixl:\n    side_channel_port: {value: 6000, source: test, how: test}\n")
+    assert main(["memory", "--registry", str(overlay), "--model", "llama-3.1-8b", "--chip", "h200"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"plan: error: {overlay}:3: kv_transfer.nixl.side_channel_port: is read as the package ships it, never "
+        "from an overlay (kv_transfer.nixl.side_channel_port: registry input_limits.read_as_shipped) "
+        "(remove it from the overlay)"]
+
+
+def test_an_overlay_of_why_a_chip_has_no_rates_reaches_the_speed_line():
+    from planner.report.render import speed_lines
+
+    fields = {"model": "llama-3.1-8b", "chip": "a10g", "concurrency": 4, "context_length": 4096}
+    plain, laid = planner.plan(**fields), planner.plan(**fields, registry=overlay_from(UNSOURCED))
+    assert plain.best.step is None and laid.best.step is None
+    assert speed_lines(laid.best) == [f"speed: unknown (a10g: no vendor-sourced bf16_flops; {OWN_WORDS})"]
+    assert OWN_WORDS not in speed_lines(plain.best)[0]
+
+
+def test_an_overlay_giving_a_chip_rates_reaches_plan_memory_speed():
+    """`plan memory`'s speed figures ask the command's registry whether the chip has rates: an
+    overlay giving the A10G the A10's (the same 24 GB at 600 GB/s) prices its step."""
+    a10 = {n.rsplit(".", 1)[1]: {"value": shipped().value(n), "source": "test", "how": "the A10's"}
+           for n in shipped().names("chip_rates.chip_rates.a10.")}
+    overlay = overlay_from({"chip_rates": {"chip_rates": {"a10g": a10}}})
+    fields = {"model": "qwen2.5-7b", "chip": "a10g", "max_model_len": 4096, "isl": 1000, "osl": 100}
+    assert planner.memory(**fields).step is None
+    assert planner.memory(**fields, registry=overlay).step["requests_per_second"] > 0
+
+
+def test_a_scenario_file_is_checked_against_the_command_overlay(tmp_path):
+    """The scenario's models are read against the command's registry when the file is checked:
+    config field ranges narrowed by an overlay refuse a model there, in the file's own words."""
+    from planner.scenario import ScenarioErrors
+
+    path = tmp_path / "s.yaml"
+    path.write_text("services:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], concurrency: 8,\n"
+                    "     context_length: 4096}\n")
+    layers = {"input_limits": {"config_fields": {"num_hidden_layers": {"value": [1, 16], "source": "test",
+                                                                       "how": "test"}}}}
+    from planner.app.api import scenario_of
+
+    assert scenario_of(path).services[0].model == "llama-3.1-8b"
+    with pytest.raises(ScenarioErrors) as err:
+        planner.review(path, registry=overlay_from(layers))
+    line = err.value.lines[0]
+    assert line.startswith(f"{path}:2: services.chat.model: ") and "num_hidden_layers: 32 is outside 1 … 16" in line
+
+
+def test_an_overlay_of_the_default_max_num_seqs_reaches_what_binds():
+    """The binds phrase compares a rank's requests with vLLM's default max_num_seqs as the plan's
+    registry states it: an overlay capping H100-class chips at 32 requests binds the pool there."""
+    rows = [{"min_memory_gib": 160, "max_num_batched_tokens": 16384, "max_num_seqs": 1024},
+            {"min_memory_gib": 70, "max_num_batched_tokens": 8192, "max_num_seqs": 32},
+            {"min_memory_gib": 0, "max_num_batched_tokens": 2048, "max_num_seqs": 256}]
+    capped = overlay_from({"vllm_0_33": {"scheduler_defaults": {"value": rows, "source": "test", "how": "test"}}})
+    laid = planner.plan(model="llama-3.1-8b", chip="h100", concurrency=256, context_length=4096, registry=capped)
+    assert laid.best.max_num_seqs == 32
+    assert laid.best.binds == "max_num_seqs: vLLM's default cap of 32 requests per rank"
+
+
+def test_an_overlay_of_the_link_efficiency_reaches_the_kv_hand_over():
+    """P/D prices the KV hand-over at the link's rate × kv_transfer.link_efficiency as the service's
+    registry states it: 125 blocks of 2 MiB over an H100 node's NVLink, 450 GB/s × 0.425, take
+    262,144,000 / 191.25e9 = 1.371 ms (twice the shipped 0.85's 0.685 ms)."""
+    from planner.app.disagg_plan import plan_disagg
+    from planner.request import WorkloadSpec
+
+    half = overlay_from({"kv_transfer": {"link_efficiency": {"value": 0.425, "source": "test", "how": "test"}}})
+    service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192, ttft_ms=1500.0, tpot_ms=30.0,
+                          workload=WorkloadSpec(isl=2000, osl=200, requests_per_second=5.0), serving="disagg",
+                          tp=(1, 2))
+    plan = plan_disagg(ResolvedService.of(service, PoolLimits(chips=("h100",)), registry=half))
+    assert plan.handover.link == "NVLink (one 8-GPU node)"
+    assert plan.handover.transfer_ms == pytest.approx(262_144_000 / (450e9 * 0.425) * 1000, abs=1e-3)
+
+
+def test_an_overlay_of_a_vision_tower_class_default_reaches_its_weights():
+    """A vision_config's omitted fields take its config class's defaults as the command's registry
+    states them: gemma-3-27b's omits num_channels (SiglipVisionConfig: 3); at 4 the patch embedding
+    (hidden 1152 × channels × 14 × 14, bf16, on every rank) grows by 1152 × 196 × 2 = 451,584 bytes."""
+    tower = dict(shipped().value("config_defaults.siglip_vision_model"), num_channels=4)
+    four = overlay_from({"config_defaults": {"siglip_vision_model": {"value": tower, "source": "test", "how": "test"}}})
+    plain = planner.memory(model="gemma-3-27b", chip="h100", tensor_parallel_size=2)
+    laid = planner.memory(model="gemma-3-27b", chip="h100", tensor_parallel_size=2, registry=four)
+    assert laid.fixed.weights - plain.fixed.weights == 1152 * 14 * 14 * 2 == 451_584

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.candidates.service import ResolvedService
-from planner.candidates.shapes import ChipTable, Row, context_length, deployment_for, shapes
+from planner.candidates.shapes import ChipTable, Row, Shape, context_length, deployment_for, shapes
 from planner.candidates.table import _record, evaluate_shape, shape_grid
 from planner.request import ServiceSpec
 from pricing.chips import get_chip
@@ -76,6 +76,27 @@ def test_fast_sweep_equals_point_by_point(card, data):
         assert fast.rows == slow.rows, shape
         assert fast.verdicts == slow.verdicts, shape
         assert fast.evaluated == slow.evaluated, shape
+
+
+def test_the_verdict_is_the_stage_that_binds_at_its_own_utilization():
+    """dsv3.2 on B200 as tp 8 × pp 2: get_pp_indices splits its 61 layers 61 // 2 = 30 per stage,
+    the one left over going to the second-to-last partition: stage 0 holds the embeddings and layers
+    0-30 (31), stage 1 layers 31-60 (30), the final norm and the LM head (vLLM's DeepSeek drops the
+    MTP layer without speculative decoding). The two stages' blocks differ in size, so which holds
+    fewer depends on the budget: at the probe's 0.92 it is stage 1, at the verdict's 0.97 stage 0.
+    The verdict is vLLM's engine at 0.97: stage 0's weights (41,725,373,472 bytes), not stage 1's
+    (44,362,751,296)."""
+    model, chip = load_model("dsv3.2"), get_chip("b200")
+    service = ServiceSpec(model="dsv3.2", concurrency=1, context_length=4096)
+    shape = Shape(tp=8, dp=1, ep=False, dcp=1, kv_cache_dtype="auto", pp=2)
+    grid = shape_grid(model, chip, service, shape, ChipTable(chip, chip.gpus_per_node, 4096))
+    assert [(r.stage.first_layer, r.stage.end_layer) for r in grid.probe.instance.ranks] == [(0, 31), (31, 61)]
+    assert (grid.budgets[0], grid.utils[0], grid.probe.stage.index) == (2048, 0.97, 1)
+    fast, slow = ChipTable(chip, chip.gpus_per_node, 4096), ChipTable(chip, chip.gpus_per_node, 4096)
+    evaluate_shape(model, chip, service, shape, fast)
+    point_by_point(model, chip, service, shape, slow)
+    assert fast.verdicts[0].weights == slow.verdicts[0].weights == 41_725_373_472
+    assert fast.verdicts == slow.verdicts and fast.rows == slow.rows
 
 
 def test_the_fast_sweep_reads_lower_utilizations_off_one_kernel():

@@ -243,11 +243,12 @@ def max_rate_request(service: ServiceSpec, slo, limits: PoolLimits) -> MaxRateRe
         raise InputError(field, message[:1].lower() + message[1:], "see planner/request.py SloSpec") from None
 
 
-def scenario_of(scenario: str | Path | Scenario) -> Scenario:
-    """A scenario given as a file (read and checked whole, planner/scenario.py) or as the model."""
+def scenario_of(scenario: str | Path | Scenario, registry: Registry | None = None) -> Scenario:
+    """A scenario given as a file (read and checked whole against `registry`, planner/scenario.py)
+    or as the model."""
     from planner.scenario import load_scenario
 
-    return scenario if not isinstance(scenario, (str, Path)) else load_scenario(scenario)
+    return scenario if not isinstance(scenario, (str, Path)) else load_scenario(scenario, registry)
 
 
 def review(scenario: str | Path | Scenario, variants: bool | list[str] = False, *, time_limit: float | None = None,
@@ -263,7 +264,7 @@ def review(scenario: str | Path | Scenario, variants: bool | list[str] = False, 
     from planner.scenario import file_key
     from pricing.errors import named_all
 
-    scenario = scenario_of(scenario)
+    scenario = scenario_of(scenario, registry)
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
     names = list(scenario.variants) if variants is True else list(dict.fromkeys(variants or []))

@@ -98,7 +98,7 @@ def step_speed(kernel, tokens: int, batch: int | None, isl: int | None, osl: int
                          "give both")
     if batch is not None and batch < 1:
         raise InputError("batch", f"must be at least 1, got {batch}", "give requests per rank")
-    if not has_rates(kernel.chip):
+    if not has_rates(kernel.chip, kernel.reg):
         return None
     b = batch or max(1, min(kernel.engine.max_num_seqs, Capacity(kernel).requests_held() or 1))
     wl = Workload(isl, osl) if isl else None

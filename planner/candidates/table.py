@@ -157,9 +157,11 @@ def verify(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) 
 
 def _record(verdict: ShapeVerdict, kernel: Kernel, held: int, utilization: float) -> None:
     """The verdict's figures: the kernel's, at the budget `utilization` asks for (the kernel's own
-    utilization need not be it: nothing but the budget depends on it)."""
-    fixed = kernel.fixed_bytes()
+    utilization need not be it: nothing but the budget depends on it), of the stage that binds at
+    that budget (with pipeline stages, which stage holds the fewest blocks depends on it)."""
     budget = kernel.budget_of(utilization)
+    kernel = kernel.instance.binding_at(budget) if kernel.stage is not None else kernel
+    fixed = kernel.fixed_bytes()
     verdict.weights = fixed.weights
     verdict.fixed = fixed.total
     verdict.budget = budget

@@ -125,7 +125,7 @@ def calibrate(ctx, records, out_path, chip, model):
     from pricing.calibration.fit import margin_value
     from pricing.registry import overlay_from
 
-    refit = predict_all([p.record for p in predictions if p.usable], overlay_from(overlay(values)))
+    refit = predict_all([p.record for p in predictions if p.usable], overlay_from(overlay(values), reg))
     values.append(margin_value(refit))
     from planner.report.atomic import write_file
 
@@ -140,7 +140,7 @@ def calibrate(ctx, records, out_path, chip, model):
     from pricing.registry import read_overlay
 
     s = stats([e for _, e in kv_errors(predict_all([p.record for p in predictions if p.usable],
-                                                   read_overlay(out_path)))])
+                                                   read_overlay(out_path, reg)))])
     del read_overlay
     click.echo(f"available KV memory with the overlay: {s.count} records, median |error| {s.median_abs:.2%}, "
                f"{s.within_3:.0%} within 3 %, mean {s.mean_signed:+.2%}")

@@ -168,7 +168,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     to = emit.emit_of({"fmt": fmt, **k8s})
     from planner.app import api
 
-    scenario = api.scenario_of(file)
+    scenario = api.scenario_of(file, command_registry(ctx))
     if spare:
         scenario = scenario.model_copy(update={"spare": spare})
     if to is not None:  # the manifests' checks, before any planning (which merges each service once)
@@ -373,15 +373,17 @@ def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str
     if path:
         from planner.report.charts import chart
 
-        scenario = api.scenario_of(file)
+        scenario = api.scenario_of(file, command_registry(ctx))
         about = dataclasses.replace(about, vllm_releases=releases([scenario, *map(scenario.apply, scenario.variants)]))
         page = (path, about, lambda out: chart(c, out, file_option))
     return _emit(c, fmt, True, chart_path, file_option, page if path else None)
 
 
-def sweep_scenarios(options: dict) -> tuple[list[dict], list[str], list[tuple[str, Scenario]], list[str]]:
+def sweep_scenarios(options: dict,
+                    registry=None) -> tuple[list[dict], list[str], list[tuple[str, Scenario]], list[str]]:
     """The sweep's points, the axes that vary, each point as a labelled one-service scenario, and
-    the notes of input that had no effect; every problem of every point raised before any planning."""
+    the notes of input that had no effect; every problem of every point raised before any planning
+    (models read against `registry`, the command's)."""
     from planner.commands.plan import parse_prices
 
     has_targets = any(options.get(k) is not None for k in options if k.endswith("_ms") and k[0] == "p")
@@ -407,7 +409,7 @@ def sweep_scenarios(options: dict) -> tuple[list[dict], list[str], list[tuple[st
     for _, s in scenarios:
         # a point beyond the model's positions is answered (infeasible, with vLLM's reason), not an error
         problems += [line.split(": ", 1)[1] for line in check_scenario(s, "compare", positions=False, name=plan_flag,
-                                                                           applies=False)]
+                                                                           applies=False, registry=registry)]
     if problems:
         flags = [line.split(": ", 1) for line in problems]  # services[0].context_length: ... -> --context-length: ...
         raise ScenarioErrors(list(dict.fromkeys(f"{service_flag(field)}: {text}" for field, text in flags)))
@@ -424,7 +426,7 @@ def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: 
     from planner.app import api
     from planner.report.review import Ticker, markdown
 
-    points, varying, scenarios, notes = sweep_scenarios(options)
+    points, varying, scenarios, notes = sweep_scenarios(options, registry)
     ticker = Ticker(_err_console(), wanted(fmt == "json"))
     done = [0]
 

@@ -333,10 +333,9 @@ def speed_lines(p: PoolPlan) -> list[str]:
     """How fast the pool serves (the step model, pricing/step): at its planned concurrency."""
     s = p.step
     if s is None:
-        from pricing.chips import get_chip
         from pricing.step import missing_rates
 
-        return [f"speed: unknown ({missing_rates(get_chip(p.chip))})"]
+        return [f"speed: unknown ({missing_rates(p.kernel.chip, p.kernel.reg)})"]  # the plan's registry
     rate = f", {number(s.pool_requests_per_second)} requests/s" if s.pool_requests_per_second else ""
     ranks = p.replicas * p.data_parallel_size
     holds = p.held // ranks  # what binds counts: each rank's held requests

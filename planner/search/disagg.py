@@ -233,12 +233,12 @@ def pairs_for(resolved: ResolvedService, prefill_sides: list[Side], decode_sides
     decode_memo: dict = {}
     for pside, pf in prefills:
         for dside, drow, sm in decodes:
-            link = link_between(pside.chip, dside.chip)
+            link = link_between(pside.chip, dside.chip, resolved.registry)
             if isinstance(link, str):
                 why.append(Reason("", "network", link))
                 continue
             links = [(link, None)]
-            node = link_within_node(pside.chip) if pside.chip.id == dside.chip.id else None
+            node = link_within_node(pside.chip, resolved.registry) if pside.chip.id == dside.chip.id else None
             if node is not None and not link.name.startswith("NVLink"):
                 links.insert(0, (node, pside.table.gpus_per_node))
             for lk, node_gpus in links:

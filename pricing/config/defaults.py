@@ -23,7 +23,7 @@ def class_defaults(model_type: str, registry: Registry | None = None) -> dict:
 def decoder_config(raw: dict, registry: Registry | None = None) -> dict:
     """The decoder's fields: a nested decoder config merged over the wrapper's top level, the
     wrapper's model_type kept as `wrapper_model_type`, the wrapper's encoder configs kept nested,
-    the class defaults filled in."""
+    the class defaults filled in (the decoder's and each encoder's, as `registry` states them)."""
     merged = dict(raw)
     for key in DECODER_KEYS:
         if isinstance(raw.get(key), dict):
@@ -39,4 +39,9 @@ def decoder_config(raw: dict, registry: Registry | None = None) -> dict:
     for field, value in class_defaults(str(merged.get("model_type", "")), registry).items():
         if merged.get(field) is None:
             merged[field] = value
+    for key in TOWER_KEYS:  # each encoder config with its own class's defaults, where it omits a field
+        if isinstance(merged.get(key), dict):
+            tower = merged[key] = dict(merged[key])
+            for field, value in class_defaults(str(tower.get("model_type", "")), registry).items():
+                tower.setdefault(field, value)
     return merged

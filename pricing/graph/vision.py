@@ -15,7 +15,6 @@ conventions (its weights are then not counted), never silently left out.
 
 from __future__ import annotations
 
-from pricing.config.defaults import class_defaults
 from pricing.graph.common import TensorMaker, need
 from pricing.registry import shipped
 
@@ -23,11 +22,9 @@ TOWER = "image"
 
 
 def _vision_config(cfg: dict) -> dict:
-    """The wrapper's vision_config with its config class's defaults filled in."""
-    vision = dict(cfg["vision_config"])
-    for key, value in class_defaults(str(vision.get("model_type", ""))).items():
-        vision.setdefault(key, value)
-    return vision
+    """The wrapper's vision_config, its config class's defaults filled in where the model's config
+    was read (pricing/config/defaults.py decoder_config, with the command's registry)."""
+    return dict(cfg["vision_config"])
 
 
 def _siglip_mlp(make: TensorMaker, name: str, hidden: int, inter: int, quantized: bool) -> list:

@@ -69,6 +69,12 @@ class Instance:
                                                            k.stage.index if k.stage else 0))
         return self._binding
 
+    def binding_at(self, budget: int) -> Rank:
+        """`binding` at `budget` instead of the engine's own: the stages' pools hold blocks of their
+        own size (their own layers), so which stage holds the fewest changes with the budget."""
+        return min(self.ranks, key=lambda k: (k.blocks_at(budget), -k.fixed_bytes().total,
+                                              k.stage.index if k.stage else 0))
+
     def num_blocks(self) -> int:
         """The engine's block count: the fewest any stage's pool holds (get_kv_cache_configs)."""
         return min(k.rank_blocks() for k in self.ranks)

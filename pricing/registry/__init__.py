@@ -23,6 +23,7 @@ import hashlib
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -365,7 +366,11 @@ def read_overlay(path: str | Path, base: Registry | None = None) -> Registry:
                              "give each value as {value: ..., source: ..., how: ...}, as `plan calibrate --out` "
                              "writes them")
         _flatten(stem, node, values)
+    shipped_only = base.value("input_limits.read_as_shipped")
     for name, laid in values.items():
+        if fixed := next((p for p in shipped_only if fnmatch(name, p) or fnmatch(name, p + ".*")), None):
+            raise InputError(where(name), f"is read as the package ships it, never from an overlay ({fixed}: "
+                             "registry input_limits.read_as_shipped)", "remove it from the overlay")
         parent = name.rsplit(".", 1)[0]
         if name not in base and not ("." in parent and _is_table(base, parent) and parent not in base):
             raise InputError("registry", f"{path}: {name} is not a registry value",
