@@ -293,6 +293,7 @@ def test_a_bounded_sweep_without_a_plan_says_what_is_true_in_every_format(tmp_pa
         assert code == 1, (fmt, code, err)
         assert err.startswith(f"plan: coupled — base: {headline}: a (needs 3 h200); "), (fmt, err)
         assert "not every service" not in (text + err).lower() and "infeasible" not in text.lower(), (fmt, text)
+        assert "the plan is the best" not in " ".join(text.split()), (fmt, text)  # there is no plan
         if fmt == "json":
             answer = json.loads(out)
             assert answer["unproven"] == headline and answer["solver_status"] == "UNKNOWN", answer

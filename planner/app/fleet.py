@@ -136,8 +136,9 @@ class FleetResult(BaseModel):
                                              "proved: status, value, bound, gap")
     candidates_evaluated: int
     sweep_bounded: list[int] | None = Field(None, description="[shapes priced, shapes in all] when the time limit "
-                                            "bounded the candidate sweep (planner/search/sweep_time.py): the plan is "
-                                            "the best of the shapes priced, not proven optimal over all shapes; "
+                                            "bounded the candidate sweep (planner/search/sweep_time.py): the plan, "
+                                            "where one was found, is the best of the shapes priced, not proven "
+                                            "optimal over all shapes; "
                                             "null when every shape was priced")
     unproven: str | None = Field(None, description="when no plan was found but none is proven impossible (solver "
                                  "UNKNOWN: the time limit ended the sweep or the solver first): what is true instead "

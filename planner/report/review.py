@@ -62,7 +62,7 @@ def search_line(r: FleetResult, named=None) -> str:
         else ""
     phrase = solver_phrase(r.solver_status, r.solver_stages)
     if r.sweep_bounded:
-        how += "; " + bounded_words(*r.sweep_bounded)
+        how += "; " + bounded_words(*r.sweep_bounded, found=not r.unproven)
         if r.solver_stages and all(s.status == "OPTIMAL" for s in r.solver_stages):  # proven over those shapes only
             phrase = "solver FEASIBLE (every stage's optimum proven over the shapes priced only)"
     return render(f"{phrase}, {fmt.count(r.candidates_evaluated)} candidates in {fmt.duration(r.seconds * 1000)}{how}",

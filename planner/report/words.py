@@ -45,11 +45,11 @@ def no_plan_cell(r) -> str:
     return "no plan found" if r.unproven else "infeasible"
 
 
-def bounded_words(priced: int, shapes: int) -> str:
+def bounded_words(priced: int, shapes: int, found: bool = True) -> str:
     """What a sweep --time-limit bounded says of the answer (planner/search/sweep_time.py): every
-    report prints it beside the solver's status. It mentions time_limit."""
-    return (f"sweep bounded by {mention('time_limit')}: {priced:,} of {shapes:,} shapes priced; the plan is the best "
-            "of those, not proven optimal over all shapes")
+    report prints it beside the solver's status; of a plan only where one was `found`. It mentions time_limit."""
+    swept = f"sweep bounded by {mention('time_limit')}: {priced:,} of {shapes:,} shapes priced"
+    return f"{swept}; the plan is the best of those, not proven optimal over all shapes" if found else swept
 
 
 LIMITS = {"deterministic": "the time limit (as deterministic work)",
