@@ -5,6 +5,7 @@ and the vLLM flags of one instance (`deployment`). The kernel evaluates them (`t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from planner.defaults import Reads
 from planner.request import ServiceSpec
@@ -16,6 +17,9 @@ from pricing.kernel.deployment import allows_tensor_parallel, check_tensor_paral
 from pricing.kernel.pipeline import backbone_layers
 from pricing.registry import Registry, shipped
 from pricing.units import cdiv
+
+if TYPE_CHECKING:  # pragma: no cover
+    from planner.candidates.store import TableStore
 
 
 @dataclass(frozen=True, order=True)
@@ -144,6 +148,7 @@ class ChipTable:
     best: tuple[int, ...] | None = None  # `dominant`'s rows as indices into `rows`, once `seal` has fixed them
     defaults: Reads = field(default_factory=Reads)  # the planner defaults its sweep read (a plan's provenance)
     registry: Registry = field(default_factory=shipped)  # the registry its kernels read (the service's)
+    tables: TableStore | None = field(default=None, compare=False, repr=False)  # the command's store (the service's)
 
     def in_a_node(self) -> bool:
         """A single-stage row fits in one node: pipeline-staged shapes are then swept only when asked."""
