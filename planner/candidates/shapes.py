@@ -5,8 +5,8 @@ and the vLLM flags of one instance (`deployment`). The kernel evaluates them (`t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from planner.candidates.store import TableStore
 from planner.defaults import Reads
 from planner.request import ServiceSpec
 from pricing.chips import Chip
@@ -17,9 +17,6 @@ from pricing.kernel.deployment import allows_tensor_parallel, check_tensor_paral
 from pricing.kernel.pipeline import backbone_layers
 from pricing.registry import Registry, shipped
 from pricing.units import cdiv
-
-if TYPE_CHECKING:  # pragma: no cover
-    from planner.candidates.store import TableStore
 
 
 @dataclass(frozen=True, order=True)
