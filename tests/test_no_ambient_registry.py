@@ -242,3 +242,27 @@ def test_a_service_sent_to_a_worker_carries_its_commands_store():
     a, b = pickle.loads(pickle.dumps([service, other]))
     assert a.tables is b.tables and a.tables is not tables and a.tables.token not in TableStore._made
     assert a.graph is b.graph is not service.graph  # one graph per message, read in the worker's own store
+
+
+def _tables_held(request) -> tuple[bool, int]:
+    """In a pool worker: whether the service's store holds the table the parent built, and its size."""
+    from planner.candidates.table import built_table, sweep_key
+
+    return built_table(request[0].tables, sweep_key(*request)) is not None, len(request[0].tables.items)
+
+
+def test_a_forked_worker_holds_the_tables_its_parent_built():
+    """A pool forked after the tables are built (planner/app/executors.py `_prebuilt`) reads them from
+    the store its services carry: the parent's, as the fork inherited it, not an empty one."""
+    from planner.candidates.parallel import fork_pool
+    from planner.candidates.store import TableStore
+    from planner.candidates.table import candidate_table, priced_chip
+
+    limits = PoolLimits(chips=("h100",))
+    with TableStore() as tables:
+        service = ResolvedService.of(ServiceSpec(model="llama-3.1-8b", concurrency=8, context_length=4096), limits,
+                                     tables=tables)
+        request = (service, priced_chip("h100", limits), limits)
+        candidate_table(*request)
+        with fork_pool(1) as pool:
+            assert pool.map(_tables_held, [request]) == [(True, len(tables.items))] == [(True, 2)]
