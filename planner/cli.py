@@ -76,9 +76,11 @@ def cli(ctx: click.Context, **options):
     log against the kernel), calibrate (fit the fixed-memory laws to start-up records).
     """
     if ctx.invoked_subcommand not in ("models", "chips"):  # those print text: no candidate tables, no kernel
-        from planner.app.api import session
+        from planner.app.api import table_store
+        from planner.commands.registry_option import TABLES
 
-        ctx.with_resource(session())  # one command's services and variants share their candidate tables
+        # one command's services and variants share their graphs and candidate tables: one store, handed down
+        ctx.meta[TABLES] = ctx.with_resource(table_store())
     if ctx.invoked_subcommand is None:
         plan.run(ctx, **options)
 

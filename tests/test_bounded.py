@@ -5,11 +5,13 @@ after the sweep (latency targets), is swept whole."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from planner import defaults
 from planner.app import fleet
-from planner.candidates.service import shared_tables
+from planner.candidates.store import TableStore
 from planner.scenario import Scenario
 from planner.search import fleet as search_fleet
 
@@ -37,10 +39,10 @@ def answer(result) -> dict:
 
 
 def both(scenario: Scenario):
-    with shared_tables():
-        bounded = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True)
-    with shared_tables():
-        whole = fleet.plan_scenario(scenario, parallel_tables=False)
+    with TableStore() as tables:
+        bounded = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True, tables=tables)
+    with TableStore() as tables:
+        whole = fleet.plan_scenario(scenario, parallel_tables=False, tables=tables)
     return bounded, whole
 
 
@@ -70,10 +72,10 @@ def test_the_bounded_sweep_in_workers_gives_the_same_answer(monkeypatch):
     value = defaults.value
     monkeypatch.setattr(defaults, "value", lambda name: 1 if name == "parallel.min_tables" else value(name))
     scenario = review(None)
-    with shared_tables():
-        parallel = fleet.plan_scenario(scenario, parallel_tables=True, bounded=True)
-    with shared_tables():
-        alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True)
+    with TableStore() as tables:
+        parallel = fleet.plan_scenario(scenario, parallel_tables=True, bounded=True, tables=tables)
+    with TableStore() as tables:
+        alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True, tables=tables)
     assert answer(parallel) == answer(alone) and parallel.candidates_evaluated == alone.candidates_evaluated
 
 
@@ -93,8 +95,9 @@ def test_the_bounded_sweep_evaluates_only_what_the_whole_sweep_does(service):
     scenario = Scenario(review="t", inventory={}, services=[service])
     (resolved,) = fleet.resolve_services(scenario)
     bounded = search_fleet.bounded_tables(scenario, resolved)
-    with shared_tables():
-        whole = [candidate_table(*r) for r in search_fleet.table_requests(scenario, resolved)]
+    with TableStore() as tables:
+        whole = [candidate_table(replace(s, tables=tables), chip, limits)
+                 for s, chip, limits in search_fleet.table_requests(scenario, resolved)]
     for b, w in zip(bounded, whole, strict=True):
         assert {v.shape for v in b.verdicts} <= {v.shape for v in w.verdicts}, b.chip.id
         assert set(b.rows) <= set(w.rows)

@@ -14,7 +14,8 @@ import pytest
 
 from planner.app import fleet
 from planner.app.plan import plan
-from planner.candidates.service import ResolvedService, shared_tables
+from planner.candidates.service import ResolvedService
+from planner.candidates.store import TableStore
 from planner.candidates.table import candidate_table, priced_chip
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import Scenario
@@ -61,8 +62,8 @@ def test_services_of_one_model_share_one_oracle_table():
     a = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=32768)
     b = ServiceSpec(model="llama-3.1-8b", concurrency=256, context_length=32768, headroom=20)
     c = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=65536)
-    with shared_tables():
-        a, b, c = (ResolvedService.of(s, limits) for s in (a, b, c))
+    with TableStore() as tables:
+        a, b, c = (ResolvedService.of(s, limits, tables=tables) for s in (a, b, c))
         assert candidate_table(a, chip, limits) is candidate_table(b, chip, limits)
         assert candidate_table(a, chip, limits) is not candidate_table(c, chip, limits)
     a = ResolvedService.of(a.spec, limits)
@@ -74,13 +75,14 @@ def test_a_table_at_another_price_is_the_same_sweep():
     chip at another price gets the table already swept, under that priced chip, and it equals the table
     swept from scratch at that price."""
     listed, given = PoolLimits(chips=("h200",)), PoolLimits(chips=("h200",), prices={"h200": 2.0})
-    service = ResolvedService.of(ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768), listed)
-    with shared_tables():
+    spec = ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768)
+    with TableStore() as tables:
+        service = ResolvedService.of(spec, listed, tables=tables)
         first = candidate_table(service, priced_chip("h200", listed), listed)
         again = candidate_table(service, priced_chip("h200", given), given)
         assert again.rows is first.rows and again.chip == priced_chip("h200", given) != first.chip
         assert candidate_table(service, priced_chip("h200", given), given) is again
-    assert candidate_table(service, priced_chip("h200", given), given) == again
+    assert candidate_table(ResolvedService.of(spec, listed), priced_chip("h200", given), given) == again
 
 
 def _review(inventory: dict) -> Scenario:

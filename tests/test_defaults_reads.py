@@ -59,9 +59,9 @@ def test_provenance_does_not_depend_on_which_plan_built_the_shared_tables():
     small, large = request_of(**AT_A_RATE), request_of(**{**AT_A_RATE, "concurrency": 64})
 
     def both(first, second):
-        with session():
-            a = planner.plan(first)
-            b = planner.plan(second)
+        with session(None) as tables:
+            a = planner.plan(first, tables=tables)
+            b = planner.plan(second, tables=tables)
         return {first.service.concurrency: _listed(a), second.service.concurrency: _listed(b)}
 
     one, other = both(small, large), both(large, small)

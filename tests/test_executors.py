@@ -38,12 +38,12 @@ def test_the_pool_gives_the_sequential_results(sequential):
 
 
 def test_the_pool_of_a_command_gives_the_sequential_results(sequential):
-    """As `plan scenario --variants` runs it (the command's shared_tables block open): the variants'
+    """As `plan scenario --variants` runs it (with the command's TableStore): the variants'
     tables are built before the pool forks, and the variants are dealt out in even runs."""
-    from planner.candidates.service import shared_tables
+    from planner.candidates.store import TableStore
 
-    with shared_tables():
-        assert untimed(compare(review(), executor="pool")) == sequential
+    with TableStore() as tables:
+        assert untimed(compare(review(), executor="pool", tables=tables)) == sequential
 
 
 RAY_CHILD = """
@@ -88,7 +88,7 @@ def test_sequential_starts_no_process(sequential, monkeypatch):
 
     from planner import defaults
     from planner.candidates import parallel
-    from planner.candidates.service import shared_tables
+    from planner.candidates.store import TableStore
 
     value = defaults.value
     monkeypatch.setattr(defaults, "value", lambda name: 1 if name == "parallel.min_tables" else value(name))
@@ -98,7 +98,7 @@ def test_sequential_starts_no_process(sequential, monkeypatch):
         raise AssertionError("a worker process was started")
 
     monkeypatch.setattr(multiprocessing, "get_context", no_fork)
-    with shared_tables():
-        assert untimed(compare(review(), executor="sequential")) == sequential
-    with shared_tables(), pytest.raises(AssertionError, match="worker process"):
-        compare(review(), executor="pool")
+    with TableStore() as tables:
+        assert untimed(compare(review(), executor="sequential", tables=tables)) == sequential
+    with TableStore() as tables, pytest.raises(AssertionError, match="worker process"):
+        compare(review(), executor="pool", tables=tables)

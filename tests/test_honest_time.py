@@ -162,7 +162,8 @@ def test_a_budget_that_prices_every_shape_gives_the_whole_sweeps_tables():
     """sweep_within with shapes to spare builds the tables candidate_table builds: the same rows,
     verdicts and grid points, pipeline-staged shapes only where the whole sweep prices them (a
     model no single 8 × A100 node holds needs them; Llama 8B never does)."""
-    from planner.candidates.service import ResolvedService, shared_tables
+    from planner.candidates.service import ResolvedService
+    from planner.candidates.store import TableStore
     from planner.candidates.table import built_table, candidate_table, priced_chip, sweep_key
     from planner.request import PoolLimits, ServiceSpec
     from planner.search.sweep_time import sweep_within
@@ -172,18 +173,18 @@ def test_a_budget_that_prices_every_shape_gives_the_whole_sweeps_tables():
                                 ("qwen3-30b-a3b", "h100", 16384)):
         limits = PoolLimits(chips=(chip,))
         spec = ServiceSpec(model=model, concurrency=8, context_length=length)
-        with shared_tables():
-            requests.append((ResolvedService.of(spec, limits), priced_chip(chip, limits), limits))
+        requests.append((ResolvedService.of(spec, limits), priced_chip(chip, limits), limits))
 
     def tables(build) -> list:
-        with shared_tables():
-            found = build()
-            built = [built_table(sweep_key(*r)) if found is None else found[i] for i, r in enumerate(requests)]
+        with TableStore() as store:
+            kept = [kept_in(store, r) for r in requests]
+            found = build(kept)
+            built = [built_table(store, sweep_key(*r)) if found is None else found[i] for i, r in enumerate(kept)]
             return [(t.rows, [v.__dict__ for v in t.verdicts], t.evaluated, t.best, t.unpriced) for t in built]
 
-    whole = tables(lambda: [candidate_table(*r) for r in requests])
+    whole = tables(lambda kept: [candidate_table(*r) for r in kept])
     priced = []
-    bounded = tables(lambda: priced.append(sweep_within(requests, 10**6)))
+    bounded = tables(lambda kept: priced.append(sweep_within(kept, 10**6)))
     assert bounded == whole
     assert priced[0][0] == priced[0][1] == sum(len(v) for _, v, *_ in whole)
     staged = [any(r.shape.pp > 1 for r in rows) for rows, *_ in whole]
@@ -196,8 +197,9 @@ def test_staged_shapes_a_bounded_sweep_priced_early_go_where_the_whole_sweep_nev
     budget that prices every shape drops them: the whole sweep's table. A stand-in kernel: only the
     fp8 KV cache and staged shapes hold requests (Llama 405B on H100: tp 1 to 8, stages at tp 8)."""
     from planner.candidates import table as table_module
-    from planner.candidates.service import ResolvedService, shared_tables
+    from planner.candidates.service import ResolvedService
     from planner.candidates.shapes import Row, ShapeVerdict
+    from planner.candidates.store import TableStore
     from planner.candidates.table import built_table, candidate_table, priced_chip, sweep_key
     from planner.request import PoolLimits, ServiceSpec
     from planner.search import sweep_time
@@ -212,22 +214,28 @@ def test_staged_shapes_a_bounded_sweep_priced_early_go_where_the_whole_sweep_nev
     monkeypatch.setattr(sweep_time, "evaluate_shape", stand_in)
     limits = PoolLimits(chips=("h100",))
     spec = ServiceSpec(model="llama-3.1-405b", concurrency=8, context_length=8192, kv_cache_dtypes=("auto", "fp8"))
-    with shared_tables():
-        request = (ResolvedService.of(spec, limits), priced_chip("h100", limits), limits)
-        whole = candidate_table(*request)
-    with shared_tables():
-        priced = sweep_time.sweep_within([request], 10**6)
-        bounded = built_table(sweep_key(*request))
+    request = (ResolvedService.of(spec, limits), priced_chip("h100", limits), limits)
+    whole = candidate_table(*request)
+    with TableStore() as store:
+        priced = sweep_time.sweep_within([kept_in(store, request)], 10**6)
+        bounded = built_table(store, sweep_key(*request))
     assert not any(r.shape.pp > 1 for r in whole.rows) and any(r.shape.kv_cache_dtype == "fp8" for r in whole.rows)
     assert (bounded.rows, bounded.verdicts, bounded.evaluated, bounded.unpriced) == (
         whole.rows, whole.verdicts, whole.evaluated, 0)
     assert priced == (len(whole.verdicts), len(whole.verdicts))
-    with shared_tables():  # a budget that ends after the staged shapes, before the fp8 ones: they are the rows
+    with TableStore() as store:  # a budget that ends after the staged shapes, before the fp8 ones: they are the rows
         plain = sum(1 for v in whole.verdicts if v.shape.kv_cache_dtype == "auto")
         staged = len([s for s in request_shapes(request) if s.pp > 1 and s.kv_cache_dtype == "auto"])
-        sweep_time.sweep_within([request], plain + staged)
-        cut = built_table(sweep_key(*request))
+        sweep_time.sweep_within([kept_in(store, request)], plain + staged)
+        cut = built_table(store, sweep_key(*request))
     assert {r.shape.pp > 1 for r in cut.rows} == {True} and cut.unpriced > 0
+
+
+def kept_in(store, request) -> tuple:
+    """`request` with its service carrying `store` (a command's TableStore: where the sweep keeps its tables)."""
+    from dataclasses import replace
+
+    return (replace(request[0], tables=store), *request[1:])
 
 
 def request_shapes(request) -> list:
@@ -241,7 +249,7 @@ def three_tables():
     """Three candidate tables' requests (llama-3.1-8b and qwen3-32b on h200, qwen3-32b on h100, each
     with a bf16 and an fp8 KV cache: a bounded sweep prices the fp8 shapes after every plain one, in
     another order than the whole sweep's) and their whole sweeps."""
-    from planner.candidates.service import ResolvedService, shared_tables
+    from planner.candidates.service import ResolvedService
     from planner.candidates.table import candidate_table, priced_chip
     from planner.request import PoolLimits, ServiceSpec
 
@@ -249,10 +257,8 @@ def three_tables():
     for model, chip in (("llama-3.1-8b", "h200"), ("qwen3-32b", "h200"), ("qwen3-32b", "h100")):
         limits = PoolLimits(chips=(chip,), max_gpus=16 if chip == "h200" else None)
         spec = ServiceSpec(model=model, concurrency=32, context_length=32768, kv_cache_dtypes=("auto", "fp8"))
-        with shared_tables():
-            requests.append((ResolvedService.of(spec, limits), priced_chip(chip, limits), limits))
-    with shared_tables():
-        return requests, [candidate_table(*r) for r in requests]
+        requests.append((ResolvedService.of(spec, limits), priced_chip(chip, limits), limits))
+    return requests, [candidate_table(*r) for r in requests]
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -261,14 +267,14 @@ def test_a_bounded_sweep_prices_each_shape_as_the_whole_sweep_does(three_tables,
     """Whatever the budget, the shapes a bounded sweep prices are judged as the whole sweep judges
     them (a shape's rows and verdict do not depend on the order): each table's rows and verdicts are
     the whole table's of the shapes it priced, at most `budget` of them, and what it left is counted."""
-    from planner.candidates.service import shared_tables
+    from planner.candidates.store import TableStore
     from planner.candidates.table import built_table, sweep_key
     from planner.search.sweep_time import sweep_within
 
     requests, whole = three_tables
-    with shared_tables():
-        priced, shapes = sweep_within(requests, budget)
-        tables = [built_table(sweep_key(*r)) for r in requests]
+    with TableStore() as store:
+        priced, shapes = sweep_within([kept_in(store, r) for r in requests], budget)
+        tables = [built_table(store, sweep_key(*r)) for r in requests]
     assert priced == sum(len(t.verdicts) for t in tables) <= budget
     assert priced == min(budget, sum(len(w.verdicts) for w in whole)) or shapes == priced
     for table, w in zip(tables, whole, strict=True):
@@ -312,8 +318,9 @@ def test_once_a_plain_shape_holds_a_bounded_sweep_prices_what_raises_requests_a_
     hold), then the shapes of fewer GPUs last, data parallel without expert parallel after the
     others, the most of expert parallel and decode context parallel first, fewest GPUs within each."""
     from planner.candidates import table as table_module
-    from planner.candidates.service import ResolvedService, shared_tables
+    from planner.candidates.service import ResolvedService
     from planner.candidates.shapes import Row, ShapeVerdict
+    from planner.candidates.store import TableStore
     from planner.candidates.table import priced_chip
     from planner.request import PoolLimits, ServiceSpec
     from planner.search import sweep_time
@@ -331,8 +338,9 @@ def test_once_a_plain_shape_holds_a_bounded_sweep_prices_what_raises_requests_a_
     monkeypatch.setattr(sweep_time, "evaluate_shape", stand_in)
     limits = PoolLimits(chips=("h200",))
     spec = ServiceSpec(model="qwen3-30b-a3b", concurrency=8, context_length=8192)
-    with shared_tables():
-        sweep_time.sweep_within([(ResolvedService.of(spec, limits), priced_chip("h200", limits), limits)], 10**6)
+    with TableStore() as store:
+        sweep_time.sweep_within([(ResolvedService.of(spec, limits, tables=store), priced_chip("h200", limits), limits)],
+                                10**6)
     plain = [s for s in priced if s.dp == 1 and not s.ep and s.dcp == 1]
     first = priced.index(next(s for s in priced if s.gpus == 4 and s in plain))
     assert priced[:first + 1] == sorted(plain, key=lambda s: s.gpus)[:first + 1] and first == 2, priced[:first + 1]

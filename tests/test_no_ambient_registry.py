@@ -210,3 +210,59 @@ def test_an_overlay_of_a_vision_tower_class_default_reaches_its_weights():
     plain = planner.memory(model="gemma-3-27b", chip="h100", tensor_parallel_size=2)
     laid = planner.memory(model="gemma-3-27b", chip="h100", tensor_parallel_size=2, registry=four)
     assert laid.fixed.weights - plain.fixed.weights == 1152 * 14 * 14 * 2 == 451_584
+
+
+def test_no_module_keeps_a_context_variable_but_the_progress_listener():
+    """The candidate tables a command shares travel as its TableStore (handed down with the resolved
+    services), never found in a context variable; only planner/progress.py's listener is one."""
+    files = [p for folder in ("pricing", "planner") for p in (ROOT / folder).rglob("*.py")]
+    assert len(files) > 100
+    holding = sorted(str(p.relative_to(ROOT)) for p in files
+                     if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "contextvars" in
+                            ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""])
+                            for n in ast.walk(ast.parse(p.read_text(), str(p)))))
+    assert holding == ["planner/progress.py"]
+
+
+def test_a_service_sent_to_a_worker_carries_its_commands_store():
+    """Pickled to a worker forked from the command's process, a service's store is the command's
+    (found by its token, as the fork inherited it); a store no process here made (a Ray worker's
+    message) is a new, empty one, the same for every service of one message."""
+    from planner.candidates.store import TableStore
+
+    spec = ServiceSpec(model="llama-3.1-8b", concurrency=8, context_length=4096)
+    with TableStore() as tables:
+        service = ResolvedService.of(spec, PoolLimits(chips=("h100",)), tables=tables)
+        assert tables.get(("model", "llama-3.1-8b", None, shipped())) is service.graph
+        back = pickle.loads(pickle.dumps(service))
+        assert back.tables is tables and back.graph is service.graph  # the command's graph, not a new one
+        token = tables.token
+    assert token not in TableStore._made  # closed with the command
+    other = service.asking(spec.model_copy(update={"concurrency": 16}))
+    a, b = pickle.loads(pickle.dumps([service, other]))
+    assert a.tables is b.tables and a.tables is not tables and a.tables.token not in TableStore._made
+    assert a.graph is b.graph is not service.graph  # one graph per message, read in the worker's own store
+
+
+def _tables_held(request) -> tuple[bool, int]:
+    """In a pool worker: whether the service's store holds the table the parent built, and its size."""
+    from planner.candidates.table import built_table, sweep_key
+
+    return built_table(request[0].tables, sweep_key(*request)) is not None, len(request[0].tables.items)
+
+
+def test_a_forked_worker_holds_the_tables_its_parent_built():
+    """A pool forked after the tables are built (planner/app/executors.py `_prebuilt`) reads them from
+    the store its services carry: the parent's, as the fork inherited it, not an empty one."""
+    from planner.candidates.parallel import fork_pool
+    from planner.candidates.store import TableStore
+    from planner.candidates.table import candidate_table, priced_chip
+
+    limits = PoolLimits(chips=("h100",))
+    with TableStore() as tables:
+        service = ResolvedService.of(ServiceSpec(model="llama-3.1-8b", concurrency=8, context_length=4096), limits,
+                                     tables=tables)
+        request = (service, priced_chip("h100", limits), limits)
+        candidate_table(*request)
+        with fork_pool(1) as pool:
+            assert pool.map(_tables_held, [request]) == [(True, len(tables.items))] == [(True, 2)]

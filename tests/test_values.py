@@ -111,8 +111,8 @@ def test_pricing_changes_no_module_level_state():
     after = _state(modules)
     changed = sorted(f"{m}.{n}" for m, n in before if before[(m, n)] != after.get((m, n)))
     assert changed == []
-    from planner.candidates.service import _SHARED
-    assert _SHARED.get() is None  # a command's tables end with it (its overlay is never set aside: no ambient state)
+    from planner.candidates.store import TableStore
+    assert TableStore._made == {}  # a command's tables end with it (its overlay is never set aside: no ambient state)
     assert shipped() is shipped()
 
 

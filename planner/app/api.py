@@ -5,12 +5,15 @@ never exits: bad input raises `InputError(field, problem, fix)`; a deployment vL
 is an answer (`feasible` false, with vLLM's reason).
 
 `named` (every use case): how the sentences of a result name the fields they mention (a
-function field -> name, as the commands pass their flags); None keeps the field's own name."""
+function field -> name, as the commands pass their flags); None keeps the field's own name.
+`tables` (every planning use case): the store of model graphs and candidate tables one command's
+calls share (`table_store()`, as the CLI makes one per command); None: the call makes its own,
+which goes when it returns."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from planner.app.result import PlanResult
     from planner.app.review import Comparison
     from planner.app.serving import ServingOutput
+    from planner.candidates.store import TableStore
     from planner.scenario import Scenario
     from pricing.registry import Registry
 
@@ -30,14 +34,24 @@ LIMIT_FIELDS = set(PoolLimits.model_fields) | {"chip"}
 KINDS = (Role, Serving)  # the kinds a result's pools and plans come in (planner/kinds.py)
 
 
-@contextmanager
-def session() -> Iterator[None]:
-    """One command's calls share their candidate tables (planner/candidates/table.py
-    `shared_tables`): a block the CLI opens per command, each use case opens its own outside one."""
-    from planner.candidates.service import shared_tables, sharing
+def table_store() -> TableStore:
+    """A store for one command's graphs and candidate tables (planner/candidates/service.py
+    `TableStore`), to hand to each of its calls as `tables`; `close()` it (or use it as a context
+    manager) when the command is done."""
+    from planner.candidates.store import TableStore
 
-    with nullcontext() if sharing() else shared_tables():
-        yield
+    return TableStore()
+
+
+@contextmanager
+def session(tables: TableStore | None) -> Iterator[TableStore]:
+    """The store a use case's calls share: the command's `tables` when given, else one of the
+    call's own, closed when it returns."""
+    if tables is not None:
+        yield tables
+        return
+    with table_store() as own:
+        yield own
 
 
 def request_of(**fields) -> PlanRequest:
@@ -72,22 +86,23 @@ def _request(request: PlanRequest | None, fields: dict) -> PlanRequest:
     return request if request is not None else request_of(**fields)
 
 
-def model_of(service: ServiceSpec, registry: Registry | None = None):
-    """The graph of the service's model the command's search reads (one per command, inside its
-    `session`: planner/candidates/service.py sweep_model), read against `registry` (None: shipped)."""
+def model_of(service: ServiceSpec, registry: Registry | None = None, tables: TableStore | None = None):
+    """The graph of the service's model the command's search reads (one per command, in its store
+    `tables`: planner/candidates/service.py sweep_model; None: a graph of the caller's own), read
+    against `registry` (None: shipped)."""
     from planner.candidates.service import sweep_model
     from pricing.registry import shipped
 
-    return sweep_model(service.model, service.quantization, registry or shipped())
+    return sweep_model(service.model, service.quantization, registry or shipped(), tables)
 
 
-def check_service(service: ServiceSpec, registry: Registry | None = None) -> None:
+def check_service(service: ServiceSpec, registry: Registry | None = None, tables: TableStore | None = None) -> None:
     """The first of what is wrong with the service whatever the shape, as bad input, before any
     search (planner/request.py service_problems)."""
     from planner.request import service_problems
     from pricing.errors import InputError
 
-    for field, problem, fix in service_problems(service, model_of(service, registry))[:1]:
+    for field, problem, fix in service_problems(service, model_of(service, registry, tables))[:1]:
         raise InputError(field, problem, fix)
 
 
@@ -139,7 +154,7 @@ def _no_concurrency_asked(result: PlanResult, by_rate: bool) -> None:
 
 
 def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool | None = None,
-         registry: Registry | None = None, **fields) -> PlanResult:
+         registry: Registry | None = None, tables: TableStore | None = None, **fields) -> PlanResult:
     """The cheapest aggregated pool for one service, its alternatives, and when nothing fits why
     (`plan --json`). `request`, or its fields as keywords: `plan(model="dsv4.1-flash", chip="h200",
     concurrency=64)`. `sized_by_rate`: no concurrency was asked, the rate sizes the pool (known from
@@ -154,9 +169,9 @@ def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool 
         raise InputError("serving", f"plan() plans an aggregated pool, not {request.service.serving}",
                          "call plan_serving() for a disaggregated or the cheaper plan")
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
-    with session():  # one graph of the model for the check, the search and the plan (`sweep_model`)
-        check_service(request.service, registry)
-        result = pool.plan(request, named, by_rate, registry)
+    with session(tables) as store:  # one graph of the model for the check, the search and the plan
+        check_service(request.service, registry, store)
+        result = pool.plan(request, named, by_rate, registry, store)
     _no_concurrency_asked(result, by_rate)
     s = request.service
     notes = _notes(request, by_rate) + unused_acceptance(s.speculative_acceptance, s.num_speculative_tokens)
@@ -165,7 +180,7 @@ def plan(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool 
 
 
 def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rate: bool | None = None,
-                 registry: Registry | None = None, **fields) -> ServingOutput:
+                 registry: Registry | None = None, tables: TableStore | None = None, **fields) -> ServingOutput:
     """`serving="disagg"`: a prefill pool and a decode pool handing the KV cache over (vLLM's
     NixlConnector); `"auto"`: that and the aggregated pool, and the cheaper (`plan --serving ...
     --json`). The notes of what had no effect ride on the aggregated plan, else on the choice."""
@@ -176,9 +191,9 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
     fields = {"serving": Serving.DISAGG.value, **fields} if request is None else fields
     request = _request(request, _by_rate(fields))
     by_rate = _sized_by_rate(request.service, fields) if sized_by_rate is None else sized_by_rate
-    with session():
-        check_service(request.service, registry)
-        choice = choose(request, named, by_rate, registry)
+    with session(tables) as store:
+        check_service(request.service, registry, store)
+        choice = choose(request, named, by_rate, registry, store)
     if choice.aggregated is not None:
         _no_concurrency_asked(choice.aggregated, by_rate)
     # the rate sizes an aggregated pool only where one is planned (disagg sizes both of its pools by the rate)
@@ -191,7 +206,7 @@ def plan_serving(request: PlanRequest | None = None, *, named=None, sized_by_rat
 
 
 def max_rate(request: MaxRateRequest | None = None, *, named=None, registry: Registry | None = None,
-             **fields) -> MaxRateResult:
+             tables: TableStore | None = None, **fields) -> MaxRateResult:
     """The most requests per second a pool serves within service targets (`plan --max-rate --json`):
     `request`, or its fields as keywords: `max_rate(model="llama-3.1-8b", chip="h100", max_gpus=8,
     workload={"isl": 1000, "osl": 200}, slo={"p99_ttft_ms": 1000, "p90_tpot_ms": 15})`; the other
@@ -206,9 +221,9 @@ def max_rate(request: MaxRateRequest | None = None, *, named=None, registry: Reg
     elif fields:
         raise InputError(next(iter(fields)), "is given beside a MaxRateRequest", "put it in the request, or give "
                          "only keywords")
-    with session():
-        check_service(request.service, registry)  # its targets are the request's (a fleet's sizing takes none)
-        return most(request, named, registry)
+    with session(tables) as store:
+        check_service(request.service, registry, store)  # its targets are the request's (a fleet's sizing takes none)
+        return most(request, named, registry, store)
 
 
 def max_rate_request(service: ServiceSpec, slo, limits: PoolLimits) -> MaxRateRequest:
@@ -254,7 +269,7 @@ def scenario_of(scenario: str | Path | Scenario, registry: Registry | None = Non
 def review(scenario: str | Path | Scenario, variants: bool | list[str] = False, *, time_limit: float | None = None,
            spare: int | None = None, executor: str | None = None, ray_address: str | None = None,
            progress: Callable[[int, int, str], None] | None = None, named=None,
-           registry: Registry | None = None) -> Comparison:
+           registry: Registry | None = None, tables: TableStore | None = None) -> Comparison:
     """Every service of a scenario planned together over its inventory (`plan scenario FILE`: the
     result's `base`), and with `variants` (True: every one, or their names) each variant beside it
     (`--variants`). `spare`: whole nodes per chip kept free, instead of the file's; `executor`:
@@ -270,25 +285,25 @@ def review(scenario: str | Path | Scenario, variants: bool | list[str] = False, 
     names = list(scenario.variants) if variants is True else list(dict.fromkeys(variants or []))
     for name in names:
         scenario.apply(name)  # an unknown name is bad input, with the nearest names, before any planning
-    with session():
+    with session(tables) as store:
         c = plan_variants(scenario, names, progress=progress, time_limit=time_limit,
                           executor=executor or defaults.value("parallel.executor"), ray_address=ray_address,
-                          registry=registry)
+                          registry=registry, tables=store)
     return named_all(c, named or file_key)
 
 
 def compare(scenario: str | Path | Scenario, *, time_limit: float | None = None, executor: str | None = None,
             ray_address: str | None = None, progress: Callable[[int, int, str], None] | None = None,
-            named=None, registry: Registry | None = None) -> Comparison:
+            named=None, registry: Registry | None = None, tables: TableStore | None = None) -> Comparison:
     """A scenario under its base and every variant, side by side (`plan compare FILE --json`)."""
     return review(scenario, True, time_limit=time_limit, executor=executor, ray_address=ray_address,
-                  progress=progress, named=named, registry=registry)
+                  progress=progress, named=named, registry=registry, tables=tables)
 
 
 def compare_points(points: list[tuple[str, Scenario]], title: str, *, time_limit: float | None = None,
                    executor: str | None = None, ray_address: str | None = None,
                    progress: Callable[[str], None] | None = None, named=None,
-                   registry: Registry | None = None) -> Comparison:
+                   registry: Registry | None = None, tables: TableStore | None = None) -> Comparison:
     """What-if points (a label and a one-service scenario each) planned and set side by side, the
     first as the base (`plan compare --model ... --chip ...`)."""
     from planner import defaults
@@ -296,23 +311,25 @@ def compare_points(points: list[tuple[str, Scenario]], title: str, *, time_limit
     from planner.app.review import Comparison
     from pricing.errors import named_all
 
-    with session():
+    with session(tables) as store:
         results = plan_variants([(s, label) for label, s in points], time_limit,
-                                executor or defaults.value("parallel.executor"), ray_address, progress, registry)
+                                executor or defaults.value("parallel.executor"), ray_address, progress, registry,
+                                store)
     results = [named_all(r, named) for r in results]
     return Comparison(review=title, base=results[0], variants=results[1:])
 
 
 def compare_max_rate(points: list[tuple[str, dict, MaxRateRequest]], title: str, *,
-                     progress: Callable[[str], None] | None = None, named=None, registry: Registry | None = None):
+                     progress: Callable[[str], None] | None = None, named=None, registry: Registry | None = None,
+                     tables: TableStore | None = None):
     """What-if points (a label, the axes' values and a MaxRateRequest each), each answered as
     `max_rate` answers it and set side by side (`plan compare --max-rate`)."""
     from planner.app.review import compare_max_rate as most
 
-    for _, _, request in points:
-        check_service(request.service, registry)
-    with session():
-        return most(points, title, progress, named, registry)
+    with session(tables) as store:
+        for _, _, request in points:
+            check_service(request.service, registry, store)
+        return most(points, title, progress, named, registry, store)
 
 
 def memory(model: str, chip: str, quantization: str | None = None, memory_bytes: int | None = None,

@@ -178,12 +178,13 @@ def handover_of(pair):
                     one_node=pair.node_gpus is not None)
 
 
-def plan_serving(request, named=None, by_rate: bool = False, registry=None):
+def plan_serving(request, named=None, by_rate: bool = False, registry=None, tables=None):
     """`--serving agg|disagg|auto`: the aggregated plan, the disaggregated plan, or both and the
     cheaper (planner/app/serving.py ServingChoice; the aggregated plan wins a tie). `by_rate`: no
-    concurrency was asked, the rate sizes the aggregated pool. `registry`: the command's (None: the shipped one)."""
-    return choose_serving(ResolvedService.of(request.service, request.limits, registry=registry), request.alternatives,
-                          named, by_rate)
+    concurrency was asked, the rate sizes the aggregated pool. `registry`: the command's (None: the shipped one);
+    `tables`: its store (planner/candidates/service.py TableStore; None: none kept)."""
+    return choose_serving(ResolvedService.of(request.service, request.limits, registry=registry, tables=tables),
+                          request.alternatives, named, by_rate)
 
 
 def choose_serving(resolved: ResolvedService, alternatives: int | None = None, named=None, by_rate: bool = False):

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from planner import defaults
 from planner.app.fleet import FleetResult, plan_scenario, refused_context, resolve_services
 from planner.candidates.parallel import build_tables, fork_pool, workers
-from planner.candidates.service import ResolvedService, shared_tables, sharing
+from planner.candidates.service import ResolvedService, store_of
+from planner.candidates.store import TableStore
 from planner.candidates.table import sweep_key
 from planner.scenario import Scenario
 from planner.search.fleet import table_requests
@@ -32,20 +33,23 @@ Task = tuple[Scenario, str, list[ResolvedService]]  # a job with its services, r
 
 
 def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_address: str | None = None,
-                  progress: Callable[[str], None] | None = None, registry: Registry | None = None) -> list[FleetResult]:
+                  progress: Callable[[str], None] | None = None, registry: Registry | None = None,
+                  tables: TableStore | None = None) -> list[FleetResult]:
     """Every job planned, in the order given, by `executor`, under `registry` (the command's; None:
-    the shipped one; it travels to the workers with each service); `progress(name)` as each is done."""
+    the shipped one; it travels to the workers with each service) with the command's `tables`
+    (None: none shared; they travel with each service too); `progress(name)` as each is done."""
     if executor == "sequential" or len(jobs) < 2:
         out = []
         for scenario, name in jobs:  # one job alone on a pool or Ray may still build its tables in workers
+            # no variants to share tables with: bounded
             out.append(plan_scenario(scenario, name, time_limit, parallel_tables=executor != "sequential",
-                                     bounded=len(jobs) == 1, registry=registry))  # no variants to share tables with
+                                     bounded=len(jobs) == 1, registry=registry, tables=tables))
             if progress:
                 progress(name)
         return out
     if executor not in EXECUTORS:
         raise InputError("executor", f"no executor named {executor!r}", f"use one of {', '.join(EXECUTORS)}")
-    tasks = [(scenario, name, resolve_services(scenario, registry)) for scenario, name in jobs]
+    tasks = [(scenario, name, resolve_services(scenario, registry, tables)) for scenario, name in jobs]
     found: dict[int, FleetResult] = {}
     if executor == "pool":
         groups = _prebuilt(tasks)
@@ -71,25 +75,25 @@ def _collect(done, found: dict, jobs: list[Job], progress) -> None:
 
 
 def _plan_group(task: tuple[list[Task], list[int], float | None]) -> list[tuple[int, FleetResult]]:
-    """A worker's share: its variants one after another, tables built here (a worker has no pool)."""
+    """A worker's share: its variants one after another, tables built here (a worker has no pool).
+    Their services carry the command's store (`TableStore`): a forked worker's is the one the
+    parent had built (the base's and every variant's tables); a Ray worker's is its own, made as
+    the share arrived, so its variants share the tables they ask for."""
     group, indices, time_limit = task
-    if sharing():  # a forked worker keeps the tables the parent had built (the base's)
-        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False, services=services))
-                for i, (scenario, name, services) in zip(indices, group, strict=True)]
-    with shared_tables():  # a Ray worker: its variants share the tables they ask for
-        return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False, services=services))
-                for i, (scenario, name, services) in zip(indices, group, strict=True)]
+    return [(i, plan_scenario(scenario, name, time_limit, parallel_tables=False, services=services))
+            for i, (scenario, name, services) in zip(indices, group, strict=True)]
 
 
 def _prebuilt(jobs: list[Task]) -> list[list[int]]:
-    """The pool's shares of the jobs. With a `shared_tables` block open, every table the jobs ask
+    """The pool's shares of the jobs. With the command's store, every table the jobs ask
     for is built first, once (planner/candidates/parallel.py: in table workers when there are
     many), so the pool's workers, forked after, inherit them all and the jobs are dealt out in
     even runs (a few per worker, so none waits alone at the end); otherwise by `_groups`."""
-    if not sharing():
+    tables = store_of([s for _, _, services in jobs for s in services])
+    if tables is None:
         return _groups(jobs)
     build_tables([r for scenario, _, services in jobs for s in services if refused_context(s) is None
-                  for r in table_requests(scenario, s)])
+                  for r in table_requests(scenario, s)], tables)
     runs = min(len(jobs), 4 * workers())
     size = cdiv(len(jobs), runs)
     return [list(range(i, min(i + size, len(jobs)))) for i in range(0, len(jobs), size)]

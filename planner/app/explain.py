@@ -67,7 +67,7 @@ def _not_loaded(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
     words for the first, and the split (or chip) that loads it (pricing/kernel/startup.py
     `loading_split`, `load_split`). Splits no check of vLLM's refuses but that are not verified to
     start (check "unverified") are said apart: not offered, with why, never that vLLM would not load them."""
-    model = sweep_model(service.model, service.quantization, table.registry)
+    model = sweep_model(service.model, service.quantization, table.registry, table.tables)
     ordered = sorted(valid, key=lambda v: (v.shape.gpus, v.shape))
     parts, fit = [], None
     for unverified in (False, True):
@@ -109,7 +109,7 @@ def _no_request(table: ChipTable, service: ServiceSpec, valid: list[ShapeVerdict
 def _longest_context(table: ChipTable, service: ServiceSpec, v: ShapeVerdict) -> int:
     """The longest max_model_len one request fits at the shape's most generous setting (bisection
     over the kernel's verdict, which is monotone in the length)."""
-    model = sweep_model(service.model, service.quantization, table.registry)
+    model = sweep_model(service.model, service.quantization, table.registry, table.tables)
 
     def holds(length: int) -> bool:
         d = deployment_for(v.shape, service, length, gpu_memory_utilization=v.utilization,

@@ -22,6 +22,7 @@ from planner.app.serving import Handover
 from planner.app.targets import target_words
 from planner.candidates import latency
 from planner.candidates.service import ResolvedService
+from planner.candidates.store import TableStore
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.kinds import Role, Serving
 from planner.progress import stage
@@ -342,11 +343,12 @@ def _unproven(found) -> str:
     return f"no plan found within {mention('time_limit')}; a longer limit may find one"
 
 
-def resolve_services(scenario: Scenario, registry: Registry | None = None) -> list[ResolvedService]:
+def resolve_services(scenario: Scenario, registry: Registry | None = None, tables: TableStore | None = None
+                     ) -> list[ResolvedService]:
     """Every service of the scenario resolved once under `registry` (the command's; None: the
     shipped one): its spec and limits merged with the defaults, its graph, its context length: what
     every stage of its planning reads."""
-    return [ResolvedService.of(scenario.service_spec(s), scenario.limits(s), s.name, registry)
+    return [ResolvedService.of(scenario.service_spec(s), scenario.limits(s), s.name, registry, tables)
             for s in scenario.services]
 
 
@@ -402,15 +404,16 @@ def on_same_arrivals(scenario: Scenario, services: list[ResolvedService], skip: 
 def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float | None = None,
                   parallel_tables: bool = True, bounded: bool = False,
                   services: list[ResolvedService] | None = None,
-                  registry: Registry | None = None) -> FleetResult:
+                  registry: Registry | None = None, tables: TableStore | None = None) -> FleetResult:
     """Plan every service of the scenario together over its inventory (`time_limit`: the
     solver's time limit, default planner/defaults.yaml; `parallel_tables`: many candidate
     tables may be built in worker processes; `bounded`: each service swept only as far as its own
     optimum reaches, when that answers, `search_fleet`; `services`: the scenario's services as the
-    caller resolved them, `resolve_services`, else resolved here under `registry`). A service vLLM
+    caller resolved them, `resolve_services`, else resolved here under `registry` with the
+    command's `tables`). A service vLLM
     would not start at its context length leaves the result infeasible, with vLLM's reason."""
     start = time.perf_counter()
-    services = resolve_services(scenario, registry) if services is None else services
+    services = resolve_services(scenario, registry, tables) if services is None else services
     refused = {s.name: why for s in services if (why := refused_context(s))}
     scenario, services, judged = on_same_arrivals(scenario, services, set(refused))
     found = search_fleet(scenario, services, set(refused), time_limit, parallel_tables, bounded)

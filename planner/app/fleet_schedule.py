@@ -174,7 +174,7 @@ def _settings(p: Prepared, option, traffic, need: _Need) -> AutoscalerSettings:
 
     isl, osl = need.demand.bins[traffic.intervals.index(traffic.peak)]
     rate = need.demand.rates[(isl, osl)]
-    model = sweep_model(p.spec.model, p.spec.quantization, p.resolved.registry)
+    model = sweep_model(p.spec.model, p.spec.quantization, p.resolved.registry, p.resolved.tables)
     candidate = slo.Candidate(model, _shape(p, option).table,
                               schedule.at(p.spec, isl, osl, rate), option.row)
     mean_e2e = candidate.run(rate).e2e.mean

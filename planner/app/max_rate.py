@@ -71,16 +71,18 @@ class MaxRateResult(BaseModel):
     seconds: float = 0.0
 
 
-def max_rate(request: MaxRateRequest, named=None, registry=None) -> MaxRateResult:
+def max_rate(request: MaxRateRequest, named=None, registry=None, tables=None) -> MaxRateResult:
     """The most requests per second `request.limits` (max_gpus of its chips) serves within the targets
-    (under `registry`, the command's; None: the shipped one)."""
+    (under `registry`, the command's; None: the shipped one; with `tables`, its store, planner/
+    candidates/service.py TableStore; None: none kept)."""
     if request.service.serving == Serving.DISAGG:
-        return _most_disagg(request, named, registry)
+        return _most_disagg(request, named, registry, tables)
     start = time.perf_counter()
     service, limits = request.judged, request.limits
     # the rows a plan at any rate sweeps (a rate caps each row's max_num_seqs at the requests it holds,
     # planner/candidates/latency.py cap_rows; the rate's value changes no row): planned back, the same rows
-    resolved = ResolvedService.of(request.at(1.0), limits, registry=registry)  # at any rate the same context length
+    # at any rate the same context length
+    resolved = ResolvedService.of(request.at(1.0), limits, registry=registry, tables=tables)
     model = resolved.graph
     found, unpriced = [], []
     for table in tables_for(resolved):
@@ -161,7 +163,7 @@ def _none_serves(request: MaxRateRequest, found: list, unpriced: list, registry=
             f"{mention('isl')}/{mention('osl')} or raise {mention('max_gpus')}")
 
 
-def _most_disagg(request: MaxRateRequest, named=None, registry=None) -> MaxRateResult:
+def _most_disagg(request: MaxRateRequest, named=None, registry=None, tables=None) -> MaxRateResult:
     """A disaggregated fleet's most: the highest grid rate at which `plan --serving disagg` finds a
     fleet within the pool (planner/search/disagg.py: the prefill pool's M/D/1 wait within TTFT, the
     decode pool within TPOT; more rate never needs fewer instances) that, under percentile targets
@@ -178,7 +180,8 @@ def _most_disagg(request: MaxRateRequest, named=None, registry=None) -> MaxRateR
     judged: dict[int, object] = {}  # under percentile targets: the fleet at the rate, on the simulated arrivals
 
     first = slo.grid_rate(slo.grid_index(defaults.value("serving.disagg_first_rate")))
-    resolved = ResolvedService.of(request.at(first).model_copy(update={"slo": None}), limits, registry=registry)
+    resolved = ResolvedService.of(request.at(first).model_copy(update={"slo": None}), limits, registry=registry,
+                                  tables=tables)
 
     def sized(rate: float) -> ResolvedService:  # the fleet is sized by ttft_ms and tpot_ms; one graph, one length
         return resolved.asking(request.at(rate).model_copy(update={"slo": None}))

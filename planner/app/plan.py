@@ -13,6 +13,7 @@ from planner.app.targets import binds_words, met_words, narrower_words, target_w
 from planner.candidates import latency
 from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable
+from planner.candidates.store import TableStore
 from planner.candidates.table import verify
 from planner.defaults import Reads
 from planner.numbers import count
@@ -24,12 +25,15 @@ from pricing.kernel.report import memory_report
 from pricing.registry import Registry
 
 
-def plan(request: PlanRequest, named=None, by_rate: bool = False, registry: Registry | None = None) -> PlanResult:
+def plan(request: PlanRequest, named=None, by_rate: bool = False, registry: Registry | None = None,
+         tables: TableStore | None = None) -> PlanResult:
     """The cheapest pool for one service, the next alternatives, and, when nothing fits, why (a
     rejected flag named as `named` calls its field: the command's flag; None: the field).
     `by_rate`: no concurrency was asked (the rate sizes the pool), so none is quoted as asked.
-    `registry`: the command's (its --registry overlay; None: the shipped one)."""
-    return plan_pool(ResolvedService.of(request.service, request.limits, registry=registry), request.alternatives,
+    `registry`: the command's (its --registry overlay; None: the shipped one); `tables`: the
+    command's store of graphs and candidate tables (None: none kept)."""
+    return plan_pool(ResolvedService.of(request.service, request.limits, registry=registry, tables=tables),
+                     request.alternatives,
                      named, by_rate)
 
 

@@ -45,11 +45,11 @@ class Comparison(BaseModel):
 
 def compare(scenario: Scenario, names: list[str] | None = None,
             progress: Callable[[int, int, str], None] | None = None, time_limit: float | None = None,
-            executor: str = "sequential", ray_address: str | None = None, registry=None) -> Comparison:
+            executor: str = "sequential", ray_address: str | None = None, registry=None, tables=None) -> Comparison:
     """The scenario as written, then under each variant (in file order, or `names`); `time_limit`
     bounds each solve (planner/app/fleet.py `plan_scenario`); the variants are planned by
     `executor` (planner/app/executors.py), with the same results in the same order; under `registry`
-    (the command's; None: the shipped one)."""
+    (the command's; None: the shipped one) with `tables`, the command's store (None: none kept)."""
     from planner.app.executors import plan_variants
 
     names = list(scenario.variants) if names is None else names
@@ -64,7 +64,7 @@ def compare(scenario: Scenario, names: list[str] | None = None,
         done[0] += 1
 
     jobs = [(scenario, "base")] + [(scenario.apply(name), name) for name in names]  # the base planned as a job
-    base, *out = plan_variants(jobs, time_limit, executor, ray_address, tick, registry)
+    base, *out = plan_variants(jobs, time_limit, executor, ray_address, tick, registry, tables)
     if progress:
         progress(total, total, "done")
     return Comparison(review=scenario.review, base=base, variants=out, grid=scenario.grid,
@@ -103,13 +103,14 @@ class MaxRateComparison(BaseModel):
 
 
 def compare_max_rate(points: list[tuple[str, dict, Any]], title: str,
-                     progress: Callable[[str], None] | None = None, named=None, registry=None) -> MaxRateComparison:
+                     progress: Callable[[str], None] | None = None, named=None, registry=None,
+                     tables=None) -> MaxRateComparison:
     """Each point's `max_rate` (planner/app/max_rate.py), in order: (label, axis values, MaxRateRequest)."""
     from planner.app.max_rate import max_rate
 
     out = []
     for label, values, request in points:
-        out.append(MaxRatePoint(label=label, values=values, result=max_rate(request, named, registry)))
+        out.append(MaxRatePoint(label=label, values=values, result=max_rate(request, named, registry, tables)))
         if progress:
             progress(label)
     return MaxRateComparison(review=title, points=out)

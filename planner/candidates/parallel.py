@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from dataclasses import replace
 
 from planner import defaults
-from planner.candidates.service import ResolvedService, shared_tables, sharing
+from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable
+from planner.candidates.store import TableStore
 from planner.candidates.table import built_table, candidate_table, keep_table, sweep_key
 from planner.heap import freeze_for_fork
 from planner.request import PoolLimits
@@ -44,16 +46,17 @@ def use_workers(jobs: int) -> bool:
     return jobs >= defaults.value("parallel.min_tables") and workers() >= 2 and not in_worker()
 
 
-def build_tables(requests: list[Request]) -> int:
-    """Build the tables of `requests` not built yet, in worker processes when there are at
-    least parallel.min_tables of them and more than one CPU; returns how many were built there.
-    The tables are the ones `candidate_table` builds (the same function runs in the workers)."""
-    if not sharing():  # nowhere to keep them: each is built where it is asked for
+def build_tables(requests: list[Request], tables: TableStore | None) -> int:
+    """Build the tables of `requests` not built yet in the command's store `tables`, in worker
+    processes when there are at least parallel.min_tables of them and more than one CPU; returns
+    how many were built there. The tables are the ones `candidate_table` builds (the same function
+    runs in the workers, which hold `tables` as it was when they were forked)."""
+    if tables is None:  # nowhere to keep them: each is built where it is asked for
         return 0
     todo: dict[tuple, Request] = {}
     for request in requests:
         key = sweep_key(*request)
-        if key not in todo and built_table(key) is None:
+        if key not in todo and built_table(tables, key) is None:
             todo[key] = request
     if not use_workers(len(todo)):
         return 0
@@ -66,13 +69,15 @@ def build_tables(requests: list[Request]) -> int:
     with fork_pool(min(workers(), len(jobs))) as pool:
         for indices, tables in pool.imap_unordered(_build, [(idx, [todo[keys[i]] for i in idx]) for idx in jobs]):
             for i, table in zip(indices, tables, strict=True):
-                keep_table(keys[i], table)
+                keep_table(tables, keys[i], table)
     return len(keys)
 
 
 def _build(job: tuple[list[int], list[Request]]) -> tuple[list[int], list[ChipTable]]:
-    """One job's tables (one model on one chip), in a block of their own: they share the model's
-    graph and its kernel memo, which go when the job is done (the tables go back to the parent)."""
+    """One job's tables (one model on one chip), in a store of their own: they share the model's
+    graph and its kernel memo, which go when the job is done (the tables go back to the parent,
+    which keeps them in its store, `keep_table`)."""
     indices, requests = job
-    with shared_tables():
-        return indices, [candidate_table(*r) for r in requests]
+    with TableStore() as job_tables:
+        return indices, [candidate_table(replace(service, tables=job_tables), chip, limits)
+                         for service, chip, limits in requests]

@@ -2,63 +2,45 @@
 below reads it): what the user asked (`spec`: the model, the targets and workload, the flags'
 grids, the vLLM release), the pool's limits, the model's graph and the context length every
 candidate instance runs at (`shapes.context_length`, vLLM's max_model_len). And the command's
-block of what its services share: one graph per model (`sweep_model`) and the candidate tables
-(planner/candidates/table.py `candidate_table`)."""
+store of what its services share (`TableStore`): one graph per model (`sweep_model`) and the
+candidate tables (planner/candidates/table.py `candidate_table`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 from planner.candidates.shapes import context_length
+from planner.candidates.store import TableStore
 from planner.defaults import Reads
 from planner.request import PoolLimits, ServiceSpec
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
 from pricing.registry import Registry, shipped
 
-_SHARED: ContextVar[dict | None] = ContextVar("candidate_tables", default=None)
+
+def store_of(services) -> TableStore | None:
+    """The one store that `services` (one command's, resolved) carry: None when they carry none."""
+    stores = {id(s.tables): s.tables for s in services}
+    assert len(stores) <= 1, "one command's services share one TableStore"
+    return next(iter(stores.values()), None)
 
 
-@contextmanager
-def shared_tables() -> Iterator[dict]:
-    """Inside the block, candidate tables are reused by every service and variant of equal
-    `sweep_key` (one command's: the CLI opens the block for each command), and each model's graph
-    by every service of it (`sweep_model`); on leaving it they go."""
-    token = _SHARED.set({})
-    try:
-        yield _SHARED.get()
-    finally:
-        _SHARED.reset(token)
-
-
-def shared_store() -> dict | None:
-    """The open block's store (graphs and tables by key), None outside one."""
-    return _SHARED.get()
-
-
-def sharing() -> bool:
-    """Whether a `shared_tables` block is open (tables built now are kept for the command)."""
-    return _SHARED.get() is not None
-
-
-def sweep_model(model: str, quantization: str | None, registry: Registry | None = None) -> ModelGraph:
-    """The graph of `model` the command's sweeps and checks read: inside a `shared_tables` block,
+def sweep_model(model: str, quantization: str | None, registry: Registry | None = None,
+                tables: TableStore | None = None) -> ModelGraph:
+    """The graph of `model` the command's sweeps and checks read: with the command's `tables`,
     one graph per model, quantization and registry, so the kernel's memo it keeps (weights,
     activations, caches: each keyed by the engine fields it read) serves every table of the model,
     at every context length, and the check of every row reported (the planner never edits a
-    graph); outside one, a graph of the caller's own (`load_model`). Read against `registry` (None:
+    graph); without one, a graph of the caller's own (`load_model`). Read against `registry` (None:
     the shipped one)."""
     registry = registry or shipped()
-    tables = _SHARED.get()
     if tables is None:
         return load_model(model, quantization, registry)
     key = ("model", model, quantization, registry)
     graph = tables.get(key)
     if graph is None:
-        graph = tables[key] = load_model(model, quantization, registry)
+        graph = load_model(model, quantization, registry)
+        tables.keep(key, graph)
     return graph
 
 
@@ -74,15 +56,16 @@ class ResolvedService:
     name: str = ""  # a scenario's service as its file names it ("" for the one service of `plan`)
     registry: Registry = field(default_factory=shipped)  # the command's (its --registry overlay, or the shipped one)
     defaults: Reads = field(default_factory=Reads)  # the planner defaults its search and plan read
+    tables: TableStore | None = None  # the command's shared graphs and tables (None: nothing kept)
 
     @classmethod
-    def of(cls, spec: ServiceSpec, limits: PoolLimits, name: str = "", registry: Registry | None = None
-           ) -> ResolvedService:
-        """The service resolved under `registry` (the command's; None: the shipped one): its graph
-        read and its context length settled, once."""
+    def of(cls, spec: ServiceSpec, limits: PoolLimits, name: str = "", registry: Registry | None = None,
+           tables: TableStore | None = None) -> ResolvedService:
+        """The service resolved under `registry` (the command's; None: the shipped one) with the
+        command's `tables` (None: nothing shared): its graph read and its context length settled, once."""
         reg = registry or shipped()
-        graph = sweep_model(spec.model, spec.quantization, reg)
-        return cls(spec, limits, graph, context_length(graph, spec), name, reg)
+        graph = sweep_model(spec.model, spec.quantization, reg, tables)
+        return cls(spec, limits, graph, context_length(graph, spec), name, reg, tables=tables)
 
     @property
     def release(self) -> str:
@@ -96,9 +79,12 @@ class ResolvedService:
 
     def __reduce__(self):
         """Pickled (to a table worker, planner/candidates/parallel.py) without the graph: a worker
-        reads its own, one per job (`sweep_model`), and keeps the context length resolved here."""
-        return _rebuilt, (self.spec, self.limits, self.context_length, self.name, self.registry)
+        reads it from its store (`TableStore`: the parent's when forked), and keeps the context
+        length resolved here."""
+        return _rebuilt, (self.spec, self.limits, self.context_length, self.name, self.registry, self.tables)
 
 
-def _rebuilt(spec: ServiceSpec, limits: PoolLimits, length: int, name: str, registry: Registry) -> ResolvedService:
-    return ResolvedService(spec, limits, sweep_model(spec.model, spec.quantization, registry), length, name, registry)
+def _rebuilt(spec: ServiceSpec, limits: PoolLimits, length: int, name: str, registry: Registry,
+             tables: TableStore | None) -> ResolvedService:
+    return ResolvedService(spec, limits, sweep_model(spec.model, spec.quantization, registry, tables), length, name,
+                           registry, tables=tables)

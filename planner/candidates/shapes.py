@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planner.candidates.store import TableStore
 from planner.defaults import Reads
 from planner.request import ServiceSpec
 from pricing.chips import Chip
@@ -144,6 +145,7 @@ class ChipTable:
     best: tuple[int, ...] | None = None  # `dominant`'s rows as indices into `rows`, once `seal` has fixed them
     defaults: Reads = field(default_factory=Reads)  # the planner defaults its sweep read (a plan's provenance)
     registry: Registry = field(default_factory=shipped)  # the registry its kernels read (the service's)
+    tables: TableStore | None = field(default=None, compare=False, repr=False)  # the command's store (the service's)
 
     def in_a_node(self) -> bool:
         """A single-stage row fits in one node: pipeline-staged shapes are then swept only when asked."""

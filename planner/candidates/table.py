@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from planner.candidates.service import ResolvedService, shared_store
+from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import (
     ChipTable,
     Row,
@@ -33,6 +33,7 @@ from planner.candidates.shapes import (
     deployment_for,
     shapes,
 )
+from planner.candidates.store import TableStore
 from planner.defaults import Reads
 from planner.request import PoolLimits, ServiceSpec
 from pricing.chips import Chip, get_chip
@@ -197,7 +198,8 @@ def start_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> tu
     per_node = limits.gpus_per_node or chip.gpus_per_node
     reads = Reads()
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node, reads)
-    return model, ChipTable(chip, per_node, length, excluded=notes, defaults=reads, registry=resolved.registry), found
+    return model, ChipTable(chip, per_node, length, excluded=notes, defaults=reads, registry=resolved.registry,
+                             tables=resolved.tables), found
 
 
 def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: list[Shape], table: ChipTable) -> None:
@@ -233,17 +235,18 @@ def stage_within(model: ModelGraph, chip: Chip, service: ServiceSpec, found: lis
 
 def candidate_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> ChipTable:
     """Every candidate instance of `service` on `chip` the kernel accepts (the reusable unit of a
-    scenario: one table per service and chip). Inside a `shared_tables` block, tables are reused
-    across services and variants that share a `sweep_key` (a review's services of one model at
-    one context length share one sweep); the table is never changed after it is built."""
-    tables = shared_store()
+    scenario: one table per service and chip). With the command's store (`resolved.tables`),
+    tables are reused across services and variants that share a `sweep_key` (a review's services
+    of one model at one context length share one sweep); the table is never changed after it is built."""
+    tables = resolved.tables
     service = resolved.spec
     key = sweep_key(resolved, chip, limits) if tables is not None else None
     table = tables.get(key) if tables is not None else None
     if table is not None and table.chip != chip:  # the same sweep at another price: its rows, this chip
         priced = tables.get((key, chip))
         if priced is None:
-            priced = tables[(key, chip)] = replace(table, chip=chip)
+            priced = replace(table, chip=chip)
+            tables.keep((key, chip), priced)
         table = priced
     if table is None:
         model, table, found = start_table(resolved, chip, limits)
@@ -254,21 +257,21 @@ def candidate_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -
         apply_latency(table, model, service)
         table.seal()
         if tables is not None:
-            tables[key] = table
+            tables.keep(key, table)
     return table
 
 
-def built_table(key: tuple) -> ChipTable | None:
-    """The table of `sweep_key` built inside the open `shared_tables` block, if any."""
-    tables = shared_store()
+def built_table(tables: TableStore | None, key: tuple) -> ChipTable | None:
+    """The table of `sweep_key` built in the command's store `tables`, if any."""
     return tables.get(key) if tables is not None else None
 
 
-def keep_table(key: tuple, table: ChipTable) -> None:
-    """Keep a table built in a worker (planner/candidates/parallel.py) in the open block."""
-    tables = shared_store()
+def keep_table(tables: TableStore | None, key: tuple, table: ChipTable) -> None:
+    """Keep a table built in a worker (planner/candidates/parallel.py) in the command's store (the
+    table's own store from then on: the worker's went with its job)."""
     if tables is not None:
-        tables[key] = table
+        table.tables = tables
+        tables.keep(key, table)
 
 
 def has_latency_target(service: ServiceSpec) -> bool:

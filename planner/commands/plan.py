@@ -17,7 +17,7 @@ import click
 from planner.commands import ranges
 from planner.commands.flags import check_model_options, check_options, in_flags, names_flags, own_flag, plan_flag
 from planner.commands.progress import progress
-from planner.commands.registry_option import command_registry, registry_option, step_model_option
+from planner.commands.registry_option import command_registry, command_tables, registry_option, step_model_option
 from planner.limits import (
     MAX_CONCURRENCY,
     MAX_GPUS,
@@ -495,7 +495,7 @@ def run(ctx: click.Context, **options) -> None:
     try:  # an option the model cannot take (--dp on a dense model), before any sweep
         from planner.app.api import model_of
 
-        check_model_options(ctx, [model_of(request.service, command_registry(ctx))])
+        check_model_options(ctx, [model_of(request.service, command_registry(ctx), command_tables(ctx))])
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     limits = request.limits
@@ -512,7 +512,8 @@ def run(ctx: click.Context, **options) -> None:
         check_output_path(chart_path)
     try:
         with progress(options["as_json"]):
-            result = api.plan(request, named=plan_flag, sized_by_rate=by_rate, registry=command_registry(ctx))
+            result = api.plan(request, named=plan_flag, sized_by_rate=by_rate, registry=command_registry(ctx),
+                              tables=command_tables(ctx))
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     if chart_path and result.feasible:
@@ -563,7 +564,7 @@ def run_max_rate(ctx: click.Context, options: dict, page_path: str | None = None
     try:
         request = api.max_rate_request(asked.service, slo_from(options), asked.limits)
         with progress(options["as_json"]):
-            result = api.max_rate(request, named=plan_flag, registry=command_registry(ctx))
+            result = api.max_rate(request, named=plan_flag, registry=command_registry(ctx), tables=command_tables(ctx))
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     if page_path:
@@ -654,7 +655,8 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
 
     try:
         with progress(options["as_json"]):
-            out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate, registry=command_registry(ctx))
+            out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate, registry=command_registry(ctx),
+                                   tables=command_tables(ctx))
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
     choice = out.serving

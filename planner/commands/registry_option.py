@@ -10,6 +10,7 @@ import click
 from pricing.registry import Registry
 
 KEY = "planner.registry"  # where the command's context keeps its overlay (click's Context.meta)
+TABLES = "planner.tables"  # where it keeps its store of graphs and candidate tables (`command_tables`)
 
 
 def _activate(ctx: click.Context, param: click.Parameter, value: str | None):
@@ -52,6 +53,13 @@ def command_registry(ctx: click.Context) -> Registry | None:
     """The command's registry: the `--registry` overlay and `--step-model`'s choice (None: neither given, the
     shipped registry applies)."""
     return ctx.meta.get(KEY)
+
+
+def command_tables(ctx: click.Context):
+    """The command's store of model graphs and candidate tables (planner/app/api.py `table_store`),
+    made once per command by planner/cli.py and handed to each use case it calls (None: none made,
+    each call keeps its own)."""
+    return ctx.meta.get(TABLES)
 
 
 def registry_option(f):

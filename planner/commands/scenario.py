@@ -33,7 +33,7 @@ from planner.commands.plan import (
     write_html,
 )
 from planner.commands.progress import progress, wanted
-from planner.commands.registry_option import command_registry, registry_option, step_model_option
+from planner.commands.registry_option import command_registry, command_tables, registry_option, step_model_option
 from planner.report.render import render_comparison, render_fleet, short_line
 from planner.report.tables import console_for_output
 from planner.request import validation_message
@@ -188,7 +188,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     with nullcontext() if with_variants else progress(fmt == "json"):
         c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
                        ray_address=ray_address, progress=Ticker(_err_console(), shown and with_variants),
-                       named=file_flag, registry=command_registry(ctx))
+                       named=file_flag, registry=command_registry(ctx), tables=command_tables(ctx))
     page = (page_path, About(releases([scenario, *(scenario.apply(r.variant) for r in c.variants)]),
                              typed_command(ctx)), lambda path: chart(c, path, file_flag)) if page_path else None
     note = None if with_variants else unplanned(scenario)
@@ -349,8 +349,9 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     if file:
         ctx.exit(compare_file(ctx, file, fmt, chart_path, executor, ray_address, options, (page_path, about)))
     if options["max_rate"]:
-        ctx.exit(compare_max_rate(fmt, options, command_registry(ctx)))
-    ctx.exit(compare_sweep(fmt, chart_path, executor, ray_address, options, (page_path, about), command_registry(ctx)))
+        ctx.exit(compare_max_rate(fmt, options, command_registry(ctx), command_tables(ctx)))
+    ctx.exit(compare_sweep(fmt, chart_path, executor, ray_address, options, (page_path, about), command_registry(ctx),
+                           command_tables(ctx)))
 
 
 def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str, ray_address: str | None,
@@ -366,7 +367,7 @@ def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str
                          "put the what-if in the file's services and variants, or drop FILE")
     c = api.compare(file, time_limit=options["time_limit"], executor=executor, ray_address=ray_address,
                     progress=Ticker(_err_console(), wanted(fmt == "json")), named=file_option,
-                    registry=command_registry(ctx))
+                    registry=command_registry(ctx), tables=command_tables(ctx))
     if options["show_provenance"]:
         click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
     path, about = page
@@ -421,7 +422,7 @@ def sweep_scenarios(options: dict,
 
 
 def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: str | None, options: dict,
-                  page: tuple = (None, None), registry=None) -> int:
+                  page: tuple = (None, None), registry=None, tables=None) -> int:
     """`plan compare --model ... --chip ...`: every point of the sweep planned and set side by side."""
     from planner.app import api
     from planner.report.review import Ticker, markdown
@@ -437,7 +438,8 @@ def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: 
     ticker(0, len(scenarios), scenarios[0][0])
     title = sweep_title(points[0], varying)
     comparison = api.compare_points(scenarios, title, time_limit=options["time_limit"], executor=executor,
-                                    ray_address=ray_address, progress=tick, named=plan_flag, registry=registry)
+                                    ray_address=ray_address, progress=tick, named=plan_flag, registry=registry,
+                                    tables=tables)
     ticker(len(scenarios), len(scenarios), "done")
     results = comparison.results
     notes += [n for r in results for n in r.notes]
@@ -468,7 +470,7 @@ def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: 
     return 0 if all(r.feasible for r in results) else 1
 
 
-def compare_max_rate(fmt: str, options: dict, registry=None) -> int:
+def compare_max_rate(fmt: str, options: dict, registry=None, tables=None) -> int:
     """`plan compare --max-rate`: per point of the sweep, the most requests per second its pool of
     --max-gpus GPUs serves within the targets (`plan --max-rate` for each), set side by side; exit
     status 1 when some point serves no rate."""
@@ -504,7 +506,8 @@ def compare_max_rate(fmt: str, options: dict, registry=None) -> int:
 
     ticker(0, len(asked), asked[0][0])
     title = sweep_title(points[0], varying).replace("GPUs and $/month", "the most requests/s")
-    comparison = api.compare_max_rate(asked, title, progress=tick, named=plan_flag, registry=registry)
+    comparison = api.compare_max_rate(asked, title, progress=tick, named=plan_flag, registry=registry,
+                                      tables=tables)
     if fmt == "json" or options["as_json"]:
         click.echo(comparison.model_dump_json(indent=2))
         for p in comparison.points:  # why a point serves no rate, one line each on stderr

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.candidates.parallel import build_tables, fork_pool, use_workers, workers
-from planner.candidates.service import ResolvedService
+from planner.candidates.service import ResolvedService, store_of
 from planner.candidates.shapes import ChipTable, cheapest_pool, pool_gpus, replica_cap
 from planner.candidates.table import (
     candidate_table,
@@ -377,7 +377,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
         if found is not None:
             return found
     if parallel_tables and given.budget is None:
-        build_tables(requests)  # in workers, for many tables
+        build_tables(requests, store_of(served))  # in workers, for many tables
     prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())

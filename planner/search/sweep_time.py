@@ -59,7 +59,7 @@ def _pending(requests) -> tuple[dict, int]:
     shapes = 0
     for request in requests:
         key = sweep_key(*request)
-        if key in seen or built_table(key) is not None:
+        if key in seen or built_table(request[0].tables, key) is not None:
             continue
         seen[key] = request, start_table(*request)
         shapes += len(seen[key][1][2])
@@ -185,12 +185,13 @@ class _Sweep:
         table.rows.sort(key=lambda r: place[r.shape])
         apply_latency(table, self.model, self.spec)
         table.seal()
-        keep_table(self.key, table)
+        keep_table(self.request[0].tables, self.key, table)
 
 
 def sweep_within(requests, budget: int, pending: dict | None = None) -> tuple[int, int]:
     """Price at most `budget` shapes of the tables `requests` ask for that are not built yet, and
-    keep the tables (planner/candidates/table.py `keep_table`, where `candidate_table` finds them).
+    keep the tables in the command's store the requests' services carry (planner/candidates/table.py
+    `keep_table`, where `candidate_table` finds them).
 
     Each step prices the next shape (`priority`) of the table first in this order: a table that a
     service without a pool yet asks for (rows that reach its requests within a chip's stock: each
@@ -217,8 +218,8 @@ def sweep_within(requests, budget: int, pending: dict | None = None) -> tuple[in
     covered: set[int] = set()  # services with a pool within a chip's stock (rows are only added: they stay so)
 
     def covers(key, request) -> bool:
-        table = sweeps[index[key]].table if key in index else built_table(key)
         service, _, limits = request
+        table = sweeps[index[key]].table if key in index else built_table(service.tables, key)
         return cheapest_pool(table.rows, service.spec.required, table.gpus_per_node, limits.max_gpus, 1) is not None
 
     def uncovered(service: int) -> bool:

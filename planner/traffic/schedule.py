@@ -177,7 +177,7 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
     of every interval at its share, for its p99s. Raises NotServed when some bin is missed alone."""
     from planner.candidates.service import sweep_model
 
-    model = sweep_model(service.model, service.quantization, shape.table.registry)
+    model = sweep_model(service.model, service.quantization, shape.table.registry, shape.table.tables)
     ratio = service.workload.range_ratio
     context = shape.table.context_length
 
@@ -323,7 +323,7 @@ def lead_minutes(service: ServiceSpec, shape: PoolShape) -> tuple[float, str]:
     from planner.candidates.service import sweep_model
     from pricing.kernel import Kernel
 
-    model = sweep_model(service.model, service.quantization, shape.table.registry)
+    model = sweep_model(service.model, service.quantization, shape.table.registry, shape.table.tables)
     kernel = Kernel.of(model, shape.row.deployment, shape.table.chip, shape.table.registry,
                        release=service.vllm_version)
     w = kernel.weight_bytes()
