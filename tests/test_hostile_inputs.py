@@ -174,6 +174,51 @@ def test_an_overlay_that_is_not_utf8_or_repeats_a_key(tmp_path):
     one_line_error([*PLAN, "--registry", str(path)], ":3: vllm_0_33.gpu_memory_utilization: the key")
 
 
+def test_every_shipped_value_restated_is_a_valid_overlay():
+    """An overlay that restates a shipped value is the shipped value: never refused (issue 40: scheduler_defaults'
+    second row has exclude_generations, the first has not; an operator table's ln_ratio list holds negatives
+    after positives), over every value of every registry file."""
+    from pricing.registry import _positive_keys, overlay_problem, shipped
+
+    reg = shipped()
+    names = list(reg.names(""))
+    assert len(names) > 1000 and "vllm_0_33.scheduler_defaults" in names
+    for name in names:
+        value = reg.value(name)
+        assert overlay_problem(value, value, positive=name.rsplit(".", 1)[-1] in _positive_keys()) is None, name
+
+
+def test_the_shipped_scheduler_defaults_restated_through_the_cli(tmp_path):
+    """Each release's scheduler_defaults, as the package ships it, read back from an overlay file: accepted, and
+    the plan the same as without it; a row with a key no shipped row has, or a list where a word is, refused."""
+    import yaml
+
+    from pricing.registry import read_overlay, shipped
+
+    reg = shipped()
+    for stem in ("vllm_0_10", "vllm_0_11", "vllm_0_19", "vllm_0_21", "vllm_0_26", "vllm_0_33"):
+        path = tmp_path / f"{stem}.yaml"
+        path.write_text(yaml.safe_dump({stem: {"scheduler_defaults": {
+            "value": reg.value(f"{stem}.scheduler_defaults"), "source": "s", "how": "h"}}}))
+        assert read_overlay(path).value(f"{stem}.scheduler_defaults") == reg.value(f"{stem}.scheduler_defaults")
+    rows = reg.value("vllm_0_33.scheduler_defaults")
+    assert "exclude_generations" not in rows[0] and rows[1]["exclude_generations"] == ["sm80"]
+    path = tmp_path / "vllm_0_33.yaml"
+    argv = ["memory", "--model", "llama-3.1-8b", "--chip", "h100", "--json"]
+    code, laid, err = run([*argv, "--registry", str(path)])
+    code0, bare, _ = run(argv)
+    assert (code, code0, err) == (0, 0, "")
+    laid, bare = json.loads(laid), json.loads(bare)
+    assert (laid["deployment"]["max_num_batched_tokens"], laid["deployment"]["max_num_seqs"]) == (8192, 1024)
+    assert (laid["deployment"], laid["num_blocks"]) == (bare["deployment"], bare["num_blocks"])
+    for row, needle in (({**rows[1], "exclude_generation": ["sm80"]}, "entry 1 has exclude_generation, which no "
+                         "shipped entry has"), ({**rows[1], "exclude_generations": "sm80"},
+                                                "'sm80' at [1].exclude_generations is not a list")):
+        path.write_text(yaml.safe_dump({"vllm_0_33": {"scheduler_defaults": {
+            "value": [rows[0], row, rows[2]], "source": "s", "how": "h"}}}))
+        one_line_error([*PLAN, "--registry", str(path)], "vllm_0_33.scheduler_defaults: ", needle)
+
+
 def test_the_shipped_overlay_is_a_valid_overlay():
     from pricing.registry import read_overlay
 

@@ -281,8 +281,8 @@ def test_heads_that_tp_does_not_split_are_refused_as_vllm_refuses(card, tp, mess
     assert f"plan: vLLM would not start (load): {message}" in done.output
     assert source in done.output
     for version in ("0.10", "0.21", "0.33"):
-        assert get(version).rules.LOAD_CHECKS[0].judge(graph(card), Split(tp), facts(version)) is not None or \
-            get(version).rules.LOAD_CHECKS[1].judge(graph(card), Split(tp), facts(version)) is not None
+        heads = [c for c in get(version).rules.LOAD_CHECKS if c.name in ("attention_heads", "kv_heads")]
+        assert len(heads) == 2 and any(c.judge(graph(card), Split(tp), facts(version)) for c in heads)
 
 
 def test_heads_tp_splits_and_mla_pass():
@@ -582,14 +582,7 @@ def _same_words(rule: str, vllm: str) -> bool:
     return rule == vllm
 
 
-DESC_ACT_GAP = pytest.mark.xfail(strict=True, reason=(
-    "vLLM 0.33 refuses a GPTQ checkpoint with desc_act true and groups whatever the split (GPTQConfig.__init__, "
-    "utils/gptq_utils.py normalize_and_validate_gptq_desc_act: 'GPTQ group activation ordering (desc_act=True) is "
-    "no longer supported'); the 0.33 pack does not model that refusal yet"))
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=DESC_ACT_GAP) if c["model"] == "gptq-genz-70b" else c
-                                  for c in GROUP_CASES], ids=[c["id"] for c in GROUP_CASES])
+@pytest.mark.parametrize("case", GROUP_CASES, ids=[c["id"] for c in GROUP_CASES])
 def test_group_rules_agree_with_vllm(case):
     """The 0.33 pack's load checks on a weight-only INT or NVFP4 model agree with vLLM 0.33 building its
     layers (RowParallelLinear / ColumnParallelLinear with the checkpoint's quantization config, the routed
@@ -627,3 +620,46 @@ def test_the_heads_groups_fixture_holds_every_case_the_search_gives_today():
     assert [c["id"] for c in today] == [c["id"] for c in GROUP_CASES]
     for now, fixed in zip(today, GROUP_CASES, strict=True):
         assert {k: v for k, v in fixed.items() if k != "vllm"} == json.loads(json.dumps(now)), now["id"]
+
+
+GENZ = MODELS / "TheBloke--Genz-70b-GPTQ.json"  # published with desc_act true, group 128
+GPTQ_DESC_ACT = ("ValueError: GPTQ group activation ordering (desc_act=True) is no longer supported. Use a checkpoint "
+                 "with static activation ordering or desc_act=False.")
+
+
+def test_gptq_desc_act_is_refused_by_the_0_33_pack_alone():
+    """vLLM 0.33 (from the 0.30.0 wheel; auto_gptq.py AutoGPTQConfig.__init__ -> utils/gptq_utils.py
+    normalize_and_validate_gptq_desc_act) refuses a GPTQ checkpoint with desc_act true and groups whatever the
+    split, in its words; the 0.26 pack (0.28.0 wheel: no such check) and older do not; desc_act false, and
+    desc_act true per channel (a no-op, vLLM drops it), pass."""
+    g = load_model(str(GENZ))
+    for tp in (1, 2, 4, 8):
+        found = refusal(CHECKS_0_33, g, Split(tp), facts("0.33"))
+        assert found is not None and found.check == "gptq_desc_act" and found.vllm_refuses
+        assert found.message == GPTQ_DESC_ACT
+    for version in ("0.10", "0.11", "0.19", "0.21", "0.26"):
+        assert all(c.name != "gptq_desc_act" for c in get(version).rules.LOAD_CHECKS), version
+        assert refusal(get(version).rules.LOAD_CHECKS, g, Split(4), facts(version)) is None, version
+    assert refusal(CHECKS_0_33, load_model(genz_static_order()), Split(4), facts("0.33")) is None
+    cfg = json.loads(GENZ.read_text())
+    folder = Path(tempfile.mkdtemp()) / "genz-per-channel"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**cfg, "quantization_config": {
+        **cfg["quantization_config"], "group_size": -1}}))
+    assert refusal(CHECKS_0_33, load_model(str(folder)), Split(4), facts("0.33")) is None
+
+
+def test_gptq_desc_act_exits_1_and_the_search_never_offers_it():
+    """`plan memory` exits 1 with vLLM's message; the search offers no split of it (exit 1, every split named
+    with vLLM's reason); under --vllm-version 0.28 (no such check) the same checkpoint starts."""
+    argv = ["memory", "--model", str(GENZ), "--chip", "h200", "-tp", "4"]
+    done = CliRunner().invoke(cli, argv)
+    assert done.exit_code == 1, done.output
+    assert done.output.startswith(f"plan: vLLM would not start (load): {GPTQ_DESC_ACT} (quantization_config.desc_act")
+    assert CliRunner().invoke(cli, [*argv, "--vllm-version", "0.28"]).exit_code == 0
+    plan = CliRunner().invoke(cli, ["--model", str(GENZ), "--chip", "h200", "--concurrency", "1",
+                                    "--context-length", "4096"])
+    assert plan.exit_code == 1, plan.output
+    text = " ".join(plan.output.split())
+    assert "no pool fits" in text and "vLLM would not load the checkpoint at tp 1, tp 2, tp 4, tp 8" in text
+    assert GPTQ_DESC_ACT in text

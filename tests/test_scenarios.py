@@ -310,3 +310,29 @@ def test_a_reviews_notes_are_said_in_text_as_in_json(tmp_path):
     assert "(tp 8 pp 2, or leave tp and pp out)" in text.stderr  # the file's keys, not plan's flags
     as_json = CliRunner().invoke(cli, ["scenario", str(path), "--format", "json"])
     assert any(n.startswith("tp 16 exceeds") for n in json.loads(as_json.stdout)["notes"])
+
+
+def test_plan_scenario_registry_overlay_changes_the_plan(tmp_path):
+    """`plan scenario --registry` lays the overlay under the review (issue 40): cost_model_memory.kv_pool_margin
+    0.25 instead of the shipped 0.009 holds back a quarter of each rank's KV pool. Llama-3.1-70B at 128k on tp 8
+    H200 ranks: shipped, 0.95 utilization, a 112.74 GiB pool of 5.00 GiB requests, 22.55 × 0.991 -> 22 a rank
+    (44 held); with the overlay the search moves to 0.97, 115.56 GiB, 23.11 × 0.75 -> 17 a rank (34 held, still
+    over the 32 asked). Each binds line states its pool, and the count is floor(pool / each × (1 - margin))."""
+    import re
+
+    from tests.helpers import cli as run
+
+    overlay = tmp_path / "margin.yaml"
+    overlay.write_text("cost_model_memory:\n  kv_pool_margin: {value: 0.25, source: test, how: test}\n")
+    argv = ["scenario", str(SCENARIOS[0].parent / "kv-cache-fp8-vs-bf16.yaml"), "--format", "json"]
+    code, plain, _ = run(argv)
+    code_laid, laid, err = run([*argv, "--registry", str(overlay)])
+    assert (code, code_laid) == (0, 0), err
+    plain, laid = json.loads(plain)["services"][0], json.loads(laid)["services"][0]
+    figures = {k: (plain[k], laid[k]) for k in ("gpu_memory_utilization", "max_num_seqs", "held", "gpus")}
+    assert figures == {"gpu_memory_utilization": (0.95, 0.97), "max_num_seqs": (22, 17), "held": (44, 34),
+                       "gpus": (16, 16)}
+    for service, margin in ((plain, 0.009), (laid, 0.25)):
+        pool, each = map(float, re.search(r"\(([\d.]+) GiB pool, ([\d.]+) GiB each", service["binds"]).groups())
+        assert math.floor(pool / each * (1 - margin)) == service["max_num_seqs"], service["binds"]
+    assert "--max-num-seqs 17 " in laid["vllm_serve"] and "--gpu-memory-utilization 0.97 " in laid["vllm_serve"]

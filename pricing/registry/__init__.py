@@ -410,7 +410,9 @@ def overlay_problem(value: Any, shipped: Any, at: str = "", positive: bool = Fal
     """What makes `value` no stand-in for the shipped `shipped` (None: nothing): another type, a
     number that is not finite or has the other sign (a positive law stays positive: `block_size: 0`,
     a utilization of -5), an empty table or list where the shipped one has entries, or an entry of
-    it missing a key every shipped entry has. `at` is the path inside the value, for the message."""
+    it missing a key every shipped entry has or holding one no shipped entry has (a row is shaped by
+    every shipped row, a number of a list by the least shipped one). `at` is the path inside the value,
+    for the message."""
     here = f" at {at}" if at else ""
     if shipped is None:
         return None
@@ -447,15 +449,36 @@ def overlay_problem(value: Any, shipped: Any, at: str = "", positive: bool = Fal
             return f"the list{here} is empty"
         entries = [e for e in shipped if isinstance(e, dict)]
         required = set.intersection(*(set(e) for e in entries)) if entries and len(entries) == len(shipped) else set()
+        row = _row_shape(entries)
+        numbers = [e for e in shipped if isinstance(e, (int, float)) and not isinstance(e, bool)]
         for i, item in enumerate(value):
             if required and isinstance(item, dict) and required - set(item):
                 return f"entry {i}{here} lacks {', '.join(sorted(required - set(item)))}"
-            like = next((e for e in shipped if type(e) is type(item)), shipped[0] if shipped else None)
+            if row and isinstance(item, dict) and set(item) - set(row):
+                return (f"entry {i}{here} has {', '.join(map(str, sorted(set(item) - set(row), key=str)))}, "
+                        f"which no shipped entry has (keys: {', '.join(row)})")
+            if row and isinstance(item, dict):
+                like = row
+            elif numbers and isinstance(item, (int, float)) and not isinstance(item, bool):
+                like = min(numbers)  # a sign some shipped entry has (an operator table's negative ln_ratio) is none
+            else:
+                like = next((e for e in shipped if type(e) is type(item)), shipped[0] if shipped else None)
             problem = overlay_problem(item, like, f"{at}[{i}]", positive)
             if problem:
                 return problem
         return None
     return None
+
+
+def _row_shape(entries: list[dict]) -> dict:
+    """The shape of a row of a list of tables: every key some shipped row has, each with the value of
+    the first row that has it (a key only some rows have, as scheduler_defaults' exclude_generations,
+    is shaped by the rows that have it, not by the first row's first value)."""
+    shape: dict = {}
+    for entry in entries:
+        for key, item in entry.items():
+            shape.setdefault(key, item)
+    return shape
 
 
 def _positive_keys() -> frozenset[str]:

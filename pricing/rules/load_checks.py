@@ -325,6 +325,30 @@ class AttentionHeadsDivideTp:
 
 
 @dataclass(frozen=True)
+class GptqDescActRefused:
+    """A GPTQ checkpoint with group activation ordering (`desc_act: true` with scale groups; per channel it
+    is a no-op, PackedInt.act_order false) is refused whatever the split, as its quantization config is made
+    (model_executor/layers/quantization/auto_gptq.py `AutoGPTQConfig.__init__` and moe_wna16.py
+    `MoeWNA16Config.__init__`, both calling utils/gptq_utils.py `normalize_and_validate_gptq_desc_act`),
+    after the engine's config checks the heads (config/vllm.py `VllmConfig.__post_init__`) and before any
+    layer is built. Read in the 0.30.0 and 0.33.0 wheels (not in the 0.28.0 and 0.29.0 wheels: the 0.26 pack and older
+    build such a checkpoint with act order)."""
+
+    name: str = "gptq_desc_act"
+    source: str = ("model_executor/layers/quantization/auto_gptq.py AutoGPTQConfig.__init__ "
+                   "(utils/gptq_utils.py normalize_and_validate_gptq_desc_act)")
+
+    def judge(self, model, split, facts):
+        for _, t, _ in _tensors(model):
+            fmt = t.fmt
+            if isinstance(fmt, PackedInt) and fmt.source == "gptq" and fmt.act_order:
+                return LoadRefusal(self.name, "ValueError: GPTQ group activation ordering (desc_act=True) is no "
+                                   "longer supported. Use a checkpoint with static activation ordering or "
+                                   "desc_act=False.", self.source, "quantization_config.desc_act")
+        return None
+
+
+@dataclass(frozen=True)
 class KvHeadsSplit:
     """Grouped KV heads split or replicated whole (model_executor/layers/linear.py
     `QKVParallelLinear.__init__`: tp at least the KV heads replicates each, `divide(tp_size,
@@ -389,7 +413,8 @@ def _triton_takes_fp8(generation: str, refinement: dict) -> bool:
 BUILDING_THE_MODEL = (AttentionHeadsDivideTp(), KvHeadsSplit(), LinearShardsDivide(), GptOssIntermediateDividesWorld(),
                       ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe(), Wna16GroupsSplit())
 """The checks every release from 0.10 to 0.26 runs while it builds the model, in vLLM's order (a
-pack's LOAD_CHECKS; 0.33 adds NVFP4's between the FP8 and the WNA16 checks); what differs between
+pack's LOAD_CHECKS; 0.33 adds GPTQ's desc_act refusal after the attention heads' and NVFP4's between the
+FP8 and the WNA16 checks); what differs between
 releases is the facts they read."""
 
 
@@ -421,4 +446,4 @@ def judged(checks, key: str) -> bool:
 # key is int{bits}_g{group}_{layout} when it has groups (per channel, int{bits}_ch_*, there is none to cut)
 CHECKED = {"ValidateFp8BlockShape": ("fp8_block", "fp8_block_ue8m0"),  # a model's own check judges no scheme
            "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0"), "Nvfp4InFeatures": ("nvfp4",),
-           "Wna16GroupsSplit": ("int*_g*_*",)}
+           "Wna16GroupsSplit": ("int*_g*_*",), "GptqDescActRefused": ("int*_g*_*",)}
