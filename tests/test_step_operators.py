@@ -118,3 +118,13 @@ def test_the_switch_reaches_the_speed_line():
     assert "held-out rows" not in out  # the bands measure the fitted step, not this one
     code, out = cli_stdout(PLAN)
     assert "speed (step model):" in out
+
+
+def test_a_chip_without_tables_says_it_keeps_the_fitted_step():
+    """--step-model operators on an AMD chip (no operator tables) is priced by the fitted step, and its speed
+    line says so rather than reading as the default."""
+    code, out = cli_stdout(["memory", "--model", "llama-3.1-70b", "--chip", "mi300x", "-tp", "4",
+                            "--step-model", "operators"])
+    assert code == 0
+    assert "speed (step model from fitted efficiencies: no operator tables for this chip, the ROCm build's fit):" \
+        in out, out

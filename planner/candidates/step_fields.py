@@ -51,8 +51,10 @@ class StepFigures(BaseModel):
     acceptance: list[float] = Field(default_factory=list, description="speculating: the conditional acceptance "
                                                                       "assumed at each draft position")
     speculative: str | None = Field(None, description="speculating: the acceptance assumed, in words, with its source")
-    step_composition: str | None = Field(None, description="the step priced from measured operators (registry "
-                                         "step_model.composition: operators), in words; null: the default, fitted step")
+    step_composition: str | None = Field(None, description="the step asked for by registry "
+                                         "step_model.composition: operators, in words: measured operators, or the "
+                                         "fitted step a chip without operator tables keeps; null: the default, "
+                                         "fitted step")
     tpot_band: SpeedBand | None = Field(None, description="tpot_ms's measured error in its regime, on rows the step "
                                         "model was not fitted on (pricing/registry/speed_bands.yaml); null: none "
                                         "measures it")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pricing.step.composed import OPERATORS
+from pricing.step.composed import OPERATORS, composition
 from pricing.step.step import StepModel, StepTime
 from pricing.units import largest_such
 
@@ -61,7 +61,8 @@ class Serving:
     tokens_per_step: float = 1.0  # output tokens per decoding request per step (1 + E[accepted drafts])
     acceptance: tuple[float, ...] = ()  # the conditional acceptance assumed at each draft position
     speculation: str | None = None  # the phrase saying so, with where the rates come from
-    composition: str | None = None  # the step from measured operators, in words (None: the default fitted step)
+    composition: str | None = None  # the step --step-model operators asked for, in words, what a chip without tables
+    # falls back to said (None: the default fitted step)
 
     @property
     def bound(self) -> str:
@@ -136,7 +137,7 @@ def serving(model: StepModel, batch: int, context: int, workload: Workload | Non
     phrase = d.acceptance.describe(d.drafts) if d else None
     return Serving(batch, t.seconds / per_request, first, per_instance, per_instance / gpus, rps,
                    workload is not None and out_per_rank < batch * per_request, t, per_request, rates, phrase,
-                   model.composition_words if model.composition == OPERATORS else None)
+                   model.composition_words if OPERATORS in (model.composition, composition(model.kernel.reg)) else None)
 
 
 def largest_batch(model: StepModel, limit: int, context: int, workload: Workload | None, *,

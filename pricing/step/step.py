@@ -233,7 +233,7 @@ class StepModel:
             estimate = f"; {t.source}'s tables over this chip's peaks, an estimate" if t.estimate else ""
             return f"measured operators{estimate}"
         if composition(self.kernel.reg) == OPERATORS:
-            return "fitted efficiencies (no operator tables for this chip: the ROCm build's fit)"
+            return "fitted efficiencies: no operator tables for this chip, the ROCm build's fit"
         return "fitted efficiencies"
 
     @property
