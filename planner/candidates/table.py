@@ -202,11 +202,17 @@ def start_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> tu
                              tables=resolved.tables), found
 
 
+def needs_stages(service: ServiceSpec, table: ChipTable) -> bool:
+    """Whether a sweep prices pipeline-staged shapes: when --pp asks for stages or no single-stage row
+    of `table` fits in a node (once one does, it stays so: rows are only added)."""
+    return bool(service.pp) or not table.in_a_node()
+
+
 def evaluate_staged(model: ModelGraph, chip: Chip, service: ServiceSpec, found: list[Shape], table: ChipTable) -> None:
     """Pipeline-staged shapes, evaluated only when the model needs more than a node (or --pp asks
     for stages): the single-stage shapes must have been evaluated already."""
     staged = [s for s in found if s.pp > 1]
-    if service.pp or not table.in_a_node():
+    if needs_stages(service, table):
         for shape in staged:
             evaluate_shape(model, chip, service, shape, table)
 
@@ -228,7 +234,7 @@ def stage_within(model: ModelGraph, chip: Chip, service: ServiceSpec, found: lis
             evaluate_shape(model, chip, service, shape, table)
             if table.in_a_node():
                 break
-    if service.pp or not table.in_a_node():
+    if needs_stages(service, table):
         for shape in sorted((sh for sh in found if sh.pp > 1), key=lambda sh: sh.gpus):
             judge(shape)
 

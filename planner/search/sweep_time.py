@@ -32,6 +32,7 @@ from planner.candidates.table import (
     built_table,
     evaluate_shape,
     keep_table,
+    needs_stages,
     start_table,
     sweep_key,
 )
@@ -149,10 +150,8 @@ class _Sweep:
         return self.request[0].spec
 
     def needs_staged(self) -> bool:
-        """The whole sweep's rule (planner/candidates/table.py `evaluate_staged`): pipeline-staged
-        shapes are priced when --pp asks or no single-stage row fits in a node (which, once one
-        does, stays so: rows are only added)."""
-        return bool(self.spec.pp) or not self.table.in_a_node()
+        """The whole sweep's rule (planner/candidates/table.py `needs_stages`)."""
+        return needs_stages(self.spec, self.table)
 
     def next_shape(self) -> Shape | None:
         """The next shape to price, pipeline-staged ones the whole sweep rules out dropped."""
