@@ -254,3 +254,66 @@ def test_at_least_eight_held_back_public_runs_match_on_all_four_figures():
             if all(abs(sim[k] / run.measured[k] - 1) <= 0.10 for k in FIGURES):
                 matched.append(run.id)
     assert len(matched) >= 8, matched
+
+
+def test_fresh_runs_quote_the_figures_they_print():
+    """Issue 38's held-out runs (validation/vllm_fresh_runs.yaml, collected 2026-12-08): each names its source at a
+    commit or a pull request, states a release, the day and what the source says beyond the flags, and quotes the
+    block it prints; its figures are that block's own (read back as the collectors read a block), its totals its
+    prompts times its lengths within 1 %, its arrivals a closed loop (rate inf, at most `max_concurrency` in flight) or
+    Poisson at a stated rate. None shares an id or a url with the other validation files, the runs `seen_before` names
+    are runs of the file, every chip has the peak rates a step is priced with (scripts/operators/validate.py --fresh
+    prices each run), and no fit reads the file."""
+    import re
+
+    from pricing.chips import get_chip
+    from pricing.serving.validation import FRESH, seen_before
+    from pricing.step.rates import chip_rates
+
+    block = script("collectors/bench_serve_block")
+    found = runs(FRESH)
+    assert len(found) >= 4 and len({r.id for r in found}) == len(found)
+    others = [r for path in (RUNS, SPOT_CHECK, PUBLISHED) for r in runs(path)]
+    assert not {r.id for r in found} & {r.id for r in others}
+    assert not {r.url for r in found} & {r.url for r in others}
+    assert set(seen_before(FRESH)) < {r.id for r in found}
+    for r in found:
+        assert re.match(r"https://github.com/[^/]+/[^/]+/(blob/[0-9a-f]{40}/|pull/\d+$)", r.url), r.url
+        assert r.release and r.measured_on and r.stated and r.printed, r.id
+        assert block.figures(r.printed) == r.measured, r.id
+        assert all(r.measured[k] > 0 for k in FIGURES), r.id
+        b, m = r.benchmark, r.measured
+        assert b["dataset"] == "random" and m["requests"] == b["num_prompts"], r.id
+        if b["request_rate"] == "inf":
+            assert b["max_concurrency"] >= 1, r.id
+        else:
+            assert float(b["request_rate"]) > 0 and b["max_concurrency"] is None, r.id
+        assert abs(m["input_tokens"] / m["requests"] / b["input_len"] - 1) <= 0.01, r.id
+        assert abs(m["output_tokens"] / m["requests"] / b["output_len"] - 1) <= 0.01, r.id
+        assert chip_rates(get_chip(r.chip)), r.chip
+    fits = (RUNS.parents[1] / "scripts" / "fits").glob("*.py")
+    assert all(FRESH.name not in f.read_text() for f in fits)
+
+
+def test_validate_reports_the_fresh_runs_as_their_own_rows(monkeypatch, capsys):
+    """scripts/operators/validate.py's rows for the held-out runs, on three runs made up by hand: A at 4 requests
+    (TPOT +10 %, TTFT −20 %), whose source was read before; B at 64 (TPOT −30 %); C at a request rate (TPOT +20 %,
+    TTFT +40 %). Each lands in its bin; the rows of runs whose source was never read leave A out; an argument other
+    than --fresh is refused in one line with exit 2."""
+    validate = script("operators/validate")
+    made = [dict(id="A", rate=False, concurrency=4, tpot=0.10, ttft=-0.20),
+            dict(id="B", rate=False, concurrency=64, tpot=-0.30, ttft=0.50),
+            dict(id="C", rate=True, concurrency=100, tpot=0.20, ttft=0.40)]
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1]
+            for line in validate.fresh_table({m: made for m in validate.MODES}, {"A"})[2:]}
+    assert rows["closed loops TPOT, 1–8 req (all)"] == "10.0% (+10.0%), n = 1"
+    assert rows["closed loops TPOT, 1–8 req (source never read before)"] == "–"
+    assert rows["closed loops TPOT, ≥ 32 req (all)"] == "30.0% (-30.0%), n = 1"
+    assert rows["closed loops TPOT, ≥ 32 req (source never read before)"] == "30.0% (-30.0%), n = 1"
+    assert rows["closed loops TTFT, ≤ 8 req (all)"] == "20.0% (-20.0%), n = 1"
+    assert rows["at a request rate, TPOT (all)"] == "20.0% (+20.0%), n = 1"
+    assert rows["at a request rate, TTFT (source never read before)"] == "40.0% (+40.0%), n = 1"
+    monkeypatch.setattr("sys.argv", ["validate.py", "--fast"])
+    with pytest.raises(SystemExit) as exit_:
+        validate.main()
+    assert exit_.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -1,6 +1,7 @@
 """The serving simulator against public `vllm bench serve` runs (validation/vllm_serving_runs.yaml, GPUStack's
 performance lab; validation/vllm_spot_check_runs.yaml, vLLM's own spot check with `benchmark_serving.py`;
-validation/vllm_published_runs.yaml, runs published one or two at a time in posts and pull requests):
+validation/vllm_published_runs.yaml, runs published one or two at a time in posts and pull requests;
+validation/vllm_fresh_runs.yaml, runs of the same kind collected later as a held-out set):
 each run's deployment through the kernel, its benchmark through the simulator, the p50 and p99
 TTFT and TPOT side by side. The runs were made with earlier vLLM releases (their file says which);
 the instance is vLLM 0.33's with the run's flags and 0.33's defaults for the rest. A run whose
@@ -29,6 +30,7 @@ from pricing.yaml_fast import load as load_yaml
 RUNS = Path(__file__).resolve().parents[2] / "validation" / "vllm_serving_runs.yaml"
 SPOT_CHECK = RUNS.with_name("vllm_spot_check_runs.yaml")  # vLLM's own performance spot check (simon-mo/vLLM-Benchmark)
 PUBLISHED = RUNS.with_name("vllm_published_runs.yaml")  # posts and pull requests, each run's block quoted
+FRESH = RUNS.with_name("vllm_fresh_runs.yaml")  # held out for issue 38: collected 2026-12-08, never fitted
 FIGURES = ("p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms")
 IMPLIED_RANGE = (0.05, 1.0)  # the fractions of peak tensor FLOP/s `Run.implied_tensor_compute` searches
 DEPLOYMENT_FLAGS = ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size", "enable_expert_parallel",
@@ -137,6 +139,12 @@ class Run:
 def runs(path: Path = RUNS) -> list[Run]:
     data = load_yaml(path.read_text())
     return [Run(**r) for r in data["runs"]]
+
+
+def seen_before(path: Path = FRESH) -> dict[str, str]:
+    """The runs of a held-out file whose source the project had read before they were collected (run id: what was
+    read, and that none was simulated): its `seen_before`."""
+    return load_yaml(path.read_text()).get("seen_before") or {}
 
 
 def simulated_figures(served: Served) -> dict[str, float]:

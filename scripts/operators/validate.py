@@ -1,12 +1,16 @@
 """The step from measured operators against the fitted step, on data neither fitted (issue 38):
 
     python scripts/operators/validate.py            # print the tables (markdown)
+    python scripts/operators/validate.py --fresh    # only the held-out runs collected for issue 38
 
 Each step prices (a) the held-back rows of validation/vllm_silicon_points.yaml (a third of the rows by a hash
 of their id: neither step's constants were fitted on them), closed loops at a fixed concurrency, TPOT and TTFT
 as pricing/step/silicon.py predicts them; (b) the public `vllm bench serve` runs (validation/
 vllm_serving_runs.yaml, vllm_spot_check_runs.yaml, vllm_published_runs.yaml), each through the serving
-simulator, p50 TPOT and TTFT. Errors are predicted / measured − 1 (negative: optimistic, a plan that
+simulator, p50 TPOT and TTFT; (c) the held-out runs of validation/vllm_fresh_runs.yaml, collected after the
+step models were built and never looked at against them, as their own rows (all of them, and those whose source the
+project had never read), printed only with --fresh (docs/operator_step's generated section shows (a) and (b)).
+Errors are predicted / measured − 1 (negative: optimistic, a plan that
 under-provisions), summarised as median |error| and signed median, by concurrency bin (1–8, 9–31, ≥ 32;
 a run at a request rate apart), model family, chip and weight format. No constant is fitted here.
 """
@@ -21,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pricing.registry import shipped  # noqa: E402
-from pricing.serving.validation import PUBLISHED, RUNS, SPOT_CHECK, compared, runs  # noqa: E402
+from pricing.serving.validation import FRESH, PUBLISHED, RUNS, SPOT_CHECK, compared, runs, seen_before  # noqa: E402
 from pricing.step.composed import FITTED, OPERATORS, with_composition  # noqa: E402
 from pricing.step.silicon import load_silicon  # noqa: E402
 from pricing.step.step import StepModel  # noqa: E402
@@ -66,11 +70,11 @@ def silicon(mode: str) -> list[dict]:
     return out
 
 
-def public(mode: str) -> list[dict]:
-    """The public runs priced by the `mode` step through the simulator."""
+def public(mode: str, paths: tuple[Path, ...] = (RUNS, SPOT_CHECK, PUBLISHED)) -> list[dict]:
+    """The public runs of `paths` priced by the `mode` step through the simulator."""
     out = []
     reg = with_composition(shipped(), mode, "scripts/operators/validate.py")
-    for path in (RUNS, SPOT_CHECK, PUBLISHED):
+    for path in paths:
         for run in runs(path):
             b = run.benchmark
             rate = b["request_rate"] != "inf"
@@ -112,6 +116,34 @@ def headline(sil: dict[str, list[dict]], pub: dict[str, list[dict]]) -> list[str
     return lines
 
 
+def fresh_table(fresh: dict[str, list[dict]], seen: set[str]) -> list[str]:
+    """The held-out runs (validation/vllm_fresh_runs.yaml): each line's median |error| (signed median), n, for each
+    step, over all of them and over those whose source the project had never read (`seen_before` left out)."""
+    lines = ["| fresh held-out runs, figure, bin | fitted step | operator step |", "|---|---|---|"]
+    figures = [(f"closed loops TPOT, {label} req", "tpot", False, lo, hi) for lo, hi, label in BINS]
+    figures += [(f"closed loops TTFT, ≤ {LOW} req", "ttft", False, 1, LOW),
+                ("at a request rate, TPOT", "tpot", True, 1, 10**9),
+                ("at a request rate, TTFT", "ttft", True, 1, 10**9)]
+    for subset, keep in (("all", set()), ("source never read before", seen)):
+        for name, figure, rate, lo, hi in figures:
+            picks = [[r[figure] for r in fresh[m] if r["id"] not in keep and r["rate"] == rate
+                      and (rate or lo <= r["concurrency"] <= hi)] for m in MODES]
+            lines.append(f"| {name} ({subset}) | " + " | ".join(summary(p) for p in picks) + " |")
+    return lines
+
+
+def fresh_tables() -> str:
+    """The held-out runs (validation/vllm_fresh_runs.yaml): their table, and TPOT by family, chip and format."""
+    fresh = {m: public(m, (FRESH,)) for m in MODES}
+    out = fresh_table(fresh, set(seen_before(FRESH)))
+    out.append("")
+    out.append("Median |error| (signed median), n; negative = optimistic. The runs were collected on 2026-12-08, after "
+               "both steps were built, and chosen without simulating them.")
+    for key in ("family", "chip", "format"):
+        out += ["", *breakdown("fresh held-out TPOT", fresh, key, "tpot")]
+    return "\n".join(out) + "\n"
+
+
 def breakdown(title: str, data: dict[str, list[dict]], key: str, figure: str) -> list[str]:
     """Median |error| (signed) of `figure` by `key` (family, chip, format) and concurrency bin, each step."""
     lines = [f"| {title} by {key} | bin | fitted step | operator step |", "|---|---|---|---|"]
@@ -140,6 +172,12 @@ def tables() -> str:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--fresh"]:
+        print(fresh_tables(), end="")
+        return
+    if sys.argv[1:]:
+        print("usage: scripts/operators/validate.py [--fresh]: no other argument (fix: drop it)", file=sys.stderr)
+        sys.exit(2)
     print(tables(), end="")
 
 
