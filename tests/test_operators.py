@@ -260,3 +260,22 @@ def test_gemm_at_decode_sizes_is_memory_bound_and_large_m_compute_bound():
     assert 3.0 < t(8192) / t(2048) < 5.0
     weights = 8192 * 8192 * 2 / rates.memory_bandwidth
     assert weights < t(1) < 5 * weights  # the weights' read time, plus the kernel's fixed cost
+
+
+@pytest.mark.parametrize(("chip", "fp8_small", "block_large"),
+                         [("h100", 9.98e-6, 911.3e-6), ("h200", 9.07e-6, 919.7e-6)])
+def test_block_fp8_on_hopper_is_priced_as_a_cuda_graph_replays_it(chip, fp8_small, block_large):
+    """aiconfigurator times block FP8 alone outside CUDA graphs: at m = 8 its rows are the host's eager
+    launch (58 us on H100, 64 us on H200 for 7168 x 2048), which a step replayed from vLLM's graph does not
+    pay. Block-FP8 weights are priced by the per-tensor FP8 GEMM's curve (measured in graphs): near the
+    per-tensor row at m = 8 (`fp8_small`, measured), and near the block-FP8 row where it is the GPU's
+    (m = 8192, 8192 x 8192: DeepGEMM, `block_large`, measured)."""
+    reg = shipped()
+    ops = OperatorTables.of(get_chip(chip), reg)
+    rates = chip_rates(get_chip(chip), reg)
+
+    def t(m, n, k):
+        return ops.gemm_seconds(m, n, k, "fp8_block", 1.0, rates.fp8_flops, rates.memory_bandwidth)
+
+    assert t(8, 7168, 2048) == pytest.approx(fp8_small, rel=0.2)
+    assert t(8192, 8192, 8192) == pytest.approx(block_large, rel=0.2)
