@@ -279,3 +279,21 @@ def test_block_fp8_on_hopper_is_priced_as_a_cuda_graph_replays_it(chip, fp8_smal
 
     assert t(8, 7168, 2048) == pytest.approx(fp8_small, rel=0.2)
     assert t(8192, 8192, 8192) == pytest.approx(block_large, rel=0.2)
+
+
+@pytest.mark.parametrize(("tokens", "touched"), [(1, 1.0), (8, 28.71 / 32), (32, 81.66 / 128), (64, 111.22 / 128),
+                                                 (4096, 1.0)])
+def test_measured_moe_is_priced_at_a_served_steps_routing(tokens, touched):
+    """The fused-MoE tables route `balanced` (aiconfigurator's balanced_logits: every token-expert assignment its
+    own expert until all are used, min(E, n k) distinct); a served step's router picks about uniformly, E (1 - (1 -
+    k/E)^n) distinct. gpt-oss-120b's experts on an H200 (128 of them, top-4, MXFP4, read-bound up to thousands of
+    tokens): the step prices the measured seconds times the experts it reads over the experts the table read,
+    worked by hand: 8 tokens 28.71 of 32, 32 tokens 81.66 of 128, 64 tokens 111.22 of 128; one token and 4096
+    tokens read the same experts both ways."""
+    reg = shipped()
+    ops = OperatorTables.of(get_chip("h200"), reg)
+    rates = chip_rates(get_chip("h200"), reg)
+    measured = ops.moe_measured_seconds(tokens, 2880, 2880, 4, 128, 1, "mxfp4")[0]
+    priced = ops.moe_seconds(tokens, 2880, 2880, 4, 128, 1, "mxfp4", 0.53125, rates.bf16_flops,
+                             rates.memory_bandwidth)
+    assert priced / measured == pytest.approx(touched, rel=0.01)

@@ -110,6 +110,11 @@ MOE = {"bfloat16": (2.0, "bf16_flops", ("trtllmbf16experts", "tritonexperts", "f
        "w4a16_mxfp4": (0.53125, "bf16_flops", ("trtllmmxfp4expertsmonolithic", "oaitritonmxfp4", "marlin")),
        "int4_wo": (0.5625, "bf16_flops", ("marlin",))}
 HOPPER = ("h100_sxm", "h200_sxm")
+MOE_ROUTING = ("the collector routes `balanced` (collector/helper.py balanced_logits: every token-expert assignment "
+               "its own expert until all are used, min(E, n k) distinct), a served step's router about uniformly "
+               "(E (1 - (1 - k/E)^n) expected distinct): the step prices a shape at these seconds x its uniform "
+               "roofline / its balanced roofline (pricing/step/operators.py moe_seconds; at 32 tokens of top-8 over "
+               "256 experts, 163 experts read, not 256)")
 HOPPER_FP8_MOE = ("per-tensor FP8 experts on Hopper: the table holds FlashInfer's CUTLASS MoE alone (4-8x the "
                   "weights' read time at every batch), which vLLM runs only with VLLM_USE_FLASHINFER_MOE_FP8 set; by "
                   "default it runs the Triton fused MoE, so the step model prices them by the block-FP8 Triton table")
@@ -392,7 +397,7 @@ def reduce_moe(system: str, data: Path, version: str, rates: dict, fixtures: dic
                   f"distribution balanced, kernel_source {', '.join(used)}")
         fmt = MOE_FORMATS[dtype]
         t = rows.latency.to_numpy() / 1e3
-        roof = np.array([roofline.moe_roofline(n, h, i, k, e, ep, wbytes, peak, rates["memory_bandwidth"])
+        roof = np.array([roofline.moe_roofline(n, h, i, k, e, ep, wbytes, peak, rates["memory_bandwidth"], True)
                          for n, h, i, k, e, ep in zip(rows.num_tokens, rows.hidden_size, rows.inter, rows.topk,
                                                       rows.num_experts, rows.moe_ep_size, strict=True)])
         sizes = np.stack([(rows.num_tokens * rows.topk / rows.moe_ep_size).to_numpy().astype(float),
@@ -404,7 +409,8 @@ def reduce_moe(system: str, data: Path, version: str, rates: dict, fixtures: dic
             fit = fit_and_judge(sizes, t, roof, shape_hold, grids)
             general[fmt] = {"value": curve_value(grids, fit.grid[0], wbytes), "source": source,
                             "how": f"for shapes the table does not hold: ln(measured / fused-MoE roofline at "
-                                   f"{peak_key} and memory_bandwidth, pricing/step/roofline.py) fitted bilinearly "
+                                   f"{peak_key} and memory_bandwidth of the table's balanced routing, "
+                                   f"pricing/step/roofline.py moe_roofline balanced=True) fitted bilinearly "
                                    f"on log2 token-expert assignments x log2 one expert's elements x log2 experts, "
                                    f"all on the rank, model shapes held out by a hash: {fit.judged()}; "
                                    f"kernel: {MOE_WHY}"}
@@ -420,7 +426,8 @@ def reduce_moe(system: str, data: Path, version: str, rates: dict, fixtures: dic
             "how": f"each measured shape (hidden, inter = inter_size / moe_tp_size, top_k, experts, ep; "
                    f"{len(value['shapes'])} with at least {MIN_TOKEN_COUNTS} token counts) its own ln(seconds) at "
                    f"the table's token counts, rows held out by a hash filled by the log-log line of their neighbours "
-                   f"(scripts/operators/reduce.py measured_shapes): {fit.judged()}; kernel: {MOE_WHY}"}
+                   f"(scripts/operators/reduce.py measured_shapes): {fit.judged()}; kernel: {MOE_WHY}; routing: "
+                   f"{MOE_ROUTING}"}
         r = rows.iloc[sample_held_out(hold, FIXTURE_ROWS // 2)]
         fixtures.setdefault("moe", {"columns": ["format", "tokens", "hidden", "inter", "top_k", "experts", "tp", "ep",
                                                 "seconds"], "rows": []})["rows"].extend(
