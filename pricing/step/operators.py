@@ -23,10 +23,10 @@ A format without a table of its own runs the nearest one's curve (FP8 variants t
 GEMM's, any other the BF16 GEMM's) at its own bytes and rate, said as such. AMD chips have no tables:
 their steps keep the ROCm build's fitted efficiencies (step_model.yaml engines.vllm-rocm).
 
-The step model (step.py) does not read these yet: it still prices with the fitted efficiencies of
-step_model.yaml. A step composed of these operators was judged on the silicon rows and public runs
-and came out less accurate than the fitted one (TPOT at 32 requests and more, TTFT at 8 and fewer),
-so it is not the default.
+The operator step (composed.py, `--step-model operators`) reads the GEMM, fused-MoE, attention-fraction
+and all-reduce tables; the measured attention shapes, MLA/DSA modules and all-to-all are read by the
+tests alone so far. Judged on the held-back silicon rows and the public runs (scripts/operators/
+validate.py) it is less accurate than the fitted step, so the fitted step stays the default.
 """
 
 from __future__ import annotations
