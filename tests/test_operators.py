@@ -260,3 +260,40 @@ def test_gemm_at_decode_sizes_is_memory_bound_and_large_m_compute_bound():
     assert 3.0 < t(8192) / t(2048) < 5.0
     weights = 8192 * 8192 * 2 / rates.memory_bandwidth
     assert weights < t(1) < 5 * weights  # the weights' read time, plus the kernel's fixed cost
+
+
+@pytest.mark.parametrize(("chip", "fp8_small", "block_large"),
+                         [("h100", 9.98e-6, 911.3e-6), ("h200", 9.07e-6, 919.7e-6)])
+def test_block_fp8_on_hopper_is_priced_as_a_cuda_graph_replays_it(chip, fp8_small, block_large):
+    """aiconfigurator times block FP8 alone outside CUDA graphs: at m = 8 its rows are the host's eager
+    launch (58 us on H100, 64 us on H200 for 7168 x 2048), which a step replayed from vLLM's graph does not
+    pay. Block-FP8 weights are priced by the per-tensor FP8 GEMM's curve (measured in graphs): near the
+    per-tensor row at m = 8 (`fp8_small`, measured), and near the block-FP8 row where it is the GPU's
+    (m = 8192, 8192 x 8192: DeepGEMM, `block_large`, measured)."""
+    reg = shipped()
+    ops = OperatorTables.of(get_chip(chip), reg)
+    rates = chip_rates(get_chip(chip), reg)
+
+    def t(m, n, k):
+        return ops.gemm_seconds(m, n, k, "fp8_block", 1.0, rates.fp8_flops, rates.memory_bandwidth)
+
+    assert t(8, 7168, 2048) == pytest.approx(fp8_small, rel=0.2)
+    assert t(8192, 8192, 8192) == pytest.approx(block_large, rel=0.2)
+
+
+@pytest.mark.parametrize(("tokens", "touched"), [(1, 1.0), (8, 28.71 / 32), (32, 81.66 / 128), (64, 111.22 / 128),
+                                                 (4096, 1.0)])
+def test_measured_moe_is_priced_at_a_served_steps_routing(tokens, touched):
+    """The fused-MoE tables route `balanced` (aiconfigurator's balanced_logits: every token-expert assignment its
+    own expert until all are used, min(E, n k) distinct); a served step's router picks about uniformly, E (1 - (1 -
+    k/E)^n) distinct. gpt-oss-120b's experts on an H200 (128 of them, top-4, MXFP4, read-bound up to thousands of
+    tokens): the step prices the measured seconds times the experts it reads over the experts the table read,
+    worked by hand: 8 tokens 28.71 of 32, 32 tokens 81.66 of 128, 64 tokens 111.22 of 128; one token and 4096
+    tokens read the same experts both ways."""
+    reg = shipped()
+    ops = OperatorTables.of(get_chip("h200"), reg)
+    rates = chip_rates(get_chip("h200"), reg)
+    measured = ops.moe_measured_seconds(tokens, 2880, 2880, 4, 128, 1, "mxfp4")[0]
+    priced = ops.moe_seconds(tokens, 2880, 2880, 4, 128, 1, "mxfp4", 0.53125, rates.bf16_flops,
+                             rates.memory_bandwidth)
+    assert priced / measured == pytest.approx(touched, rel=0.01)

@@ -6,7 +6,9 @@ rows, reduction and held-out error).
     GEMM        roofline(m, n, k) × ratio(m, n, k)        (pricing/step/roofline.py, `Curve`)
     fused MoE   a measured shape (hidden, width on the rank, top-k, experts, EP): its own seconds,
                 interpolated log-log in tokens (`moe_measured`); any other shape:
-                roofline(tokens, expert) × ratio(token-expert assignments, expert elements, local experts)
+                roofline(tokens, expert) × ratio(token-expert assignments, expert elements, local experts);
+                the tables route `balanced` (every assignment its own expert), a served step's router
+                about uniformly: the measured time over the balanced roofline, times the uniform one
     attention   a measured head shape (heads, KV heads, head size on the rank): its own seconds on the
                 batch × tokens grid (`attention_seconds`); coarser: FLOPs / (bf16 peak × context
                 fraction), cache bytes / (bandwidth × generation fraction) (`attention_fractions`)
@@ -21,10 +23,10 @@ A format without a table of its own runs the nearest one's curve (FP8 variants t
 GEMM's, any other the BF16 GEMM's) at its own bytes and rate, said as such. AMD chips have no tables:
 their steps keep the ROCm build's fitted efficiencies (step_model.yaml engines.vllm-rocm).
 
-The step model (step.py) does not read these yet: it still prices with the fitted efficiencies of
-step_model.yaml. A step composed of these operators was judged on the silicon rows and public runs
-and came out less accurate than the fitted one (TPOT at 32 requests and more, TTFT at 8 and fewer),
-so it is not the default.
+The operator step (composed.py, `--step-model operators`) reads the GEMM, fused-MoE, attention-fraction
+and all-reduce tables; the measured attention shapes, MLA/DSA modules and all-to-all are read by the
+tests alone so far. Judged on the held-back silicon rows and the public runs (scripts/operators/
+validate.py) it is less accurate than the fitted step, so the fitted step stays the default.
 """
 
 from __future__ import annotations
@@ -145,15 +147,18 @@ class OperatorTables:
 
     def moe_seconds(self, tokens: float, hidden: int, inter: float, top_k: int, experts: int, ep: float,
                     fmt: str, weight_bytes: float, peak: float, bandwidth: float) -> float | None:
-        """One fused-MoE layer on one rank (pricing/step/roofline.py moe_roofline's arguments): as
-        measured where the table holds the shape, else the roofline times the format's curve."""
+        """One fused-MoE layer on one rank (pricing/step/roofline.py moe_roofline's arguments) under a
+        router choosing uniformly: as measured where the table holds the shape, else the roofline times
+        the format's curve; either way the table's time over its own routing's roofline (`balanced`:
+        every assignment its own expert) times the roofline of the experts a served step touches."""
         table = self.moe_table(fmt)
         if table is None or tokens <= 0:
             return None if table is None else 0.0
+        roof = moe_roofline(tokens, hidden, inter, top_k, experts, ep, weight_bytes, peak, bandwidth)
         measured = self.moe_measured_seconds(tokens, hidden, inter, top_k, experts, ep, fmt)
         if measured is not None:
-            return measured[0]
-        roof = moe_roofline(tokens, hidden, inter, top_k, experts, ep, weight_bytes, peak, bandwidth)
+            balanced = moe_roofline(tokens, hidden, inter, top_k, experts, ep, weight_bytes, peak, bandwidth, True)
+            return measured[0] * roof / balanced
         return roof * table[0].ratio(tokens * top_k / ep, 3 * hidden * inter, experts / ep)
 
     # -- attention and all-reduce ---------------------------------------------------------------------

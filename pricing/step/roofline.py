@@ -6,8 +6,12 @@ prices with, so a reduction and its use can never disagree.
 
     GEMM        max(2 m n k / peak FLOP/s of the format, (n k · weight bytes + 2 m (n + k)) / bandwidth)
     fused MoE   max(2 · 3 h i · n · top-k / ep / peak,
-                    expected touched local experts · 3 h i · weight bytes / bandwidth)
-                (a gated expert is three h × i matrices: gate, up, down; i its width on this rank)
+                    touched local experts · 3 h i · weight bytes / bandwidth)
+                (a gated expert is three h × i matrices: gate, up, down; i its width on this rank);
+                touched: the expected distinct experts of a router choosing uniformly (a served
+                step), or min(experts, n · top-k) for the tables' `balanced` routing, which gives
+                every token-expert assignment its own expert until all are used (aiconfigurator's
+                collector/helper.py balanced_logits: token i takes experts i·⌈E/k⌉/n + j·⌈E/k⌉)
 
 A measured operator's time is its roofline times a ratio (≥ about 1), interpolated multilinearly in
 log2 of the operator's sizes (`Curve`); past the grid the edge value holds.
@@ -40,14 +44,21 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
     return experts * (1.0 - (1.0 - k / experts) ** tokens)
 
 
+def balanced_experts(experts: int, top_k: int, tokens: float) -> float:
+    """Distinct experts `tokens` tokens use under the measured tables' balanced routing: every
+    token-expert assignment its own expert until all are used, min(E, n·k)."""
+    return min(float(experts), max(tokens, 0.0) * min(top_k, experts))
+
+
 def moe_roofline(tokens: float, hidden: int, inter: int, top_k: int, experts: int, ep: int,
-                 weight_bytes: float, peak_flops: float, bandwidth: float) -> float:
+                 weight_bytes: float, peak_flops: float, bandwidth: float, balanced: bool = False) -> float:
     """Seconds of one fused-MoE layer on one rank at the peak rates: `tokens` tokens each routed to
-    `top_k` of `experts` experts (uniformly), `experts / ep` of them on this rank, each expert three
-    `hidden` × `inter` matrices (`inter`: this rank's share of the expert's width)."""
+    `top_k` of `experts` experts (uniformly; `balanced`: as the measured tables route them,
+    `balanced_experts`), `experts / ep` of them on this rank, each expert three `hidden` × `inter`
+    matrices (`inter`: this rank's share of the expert's width)."""
     local = experts / ep
     flops = 2.0 * 3 * hidden * inter * tokens * top_k / ep
-    touched = expected_experts(experts, top_k, tokens) * local / experts
+    touched = (balanced_experts if balanced else expected_experts)(experts, top_k, tokens) * local / experts
     nbytes = touched * 3 * hidden * inter * weight_bytes + ACT_BYTES * tokens * hidden * 2
     return max(flops / peak_flops, nbytes / bandwidth)
 

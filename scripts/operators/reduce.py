@@ -83,6 +83,24 @@ GEMM_WHY = {
                  "CUTLASS then Triton; the table holds one of the first two per shape where vLLM ran them (FlashInfer "
                  "at m <= 32 on Hopper, DeepGEMM above), so a row of the first kernel present in that order is kept",
 }
+# why block-FP8 weights are priced by the per-tensor FP8 GEMM's curve (measured in CUDA graphs, same weight bytes)
+BLOCK_FP8_COLLECTOR = (
+    "aiconfigurator's collector (collector/vllm/collect_gemm.py run_gemm) times fp8_block alone outside CUDA graphs "
+    "(use_cuda_graph=gemm_type != 'fp8_block', one layer per timed call, every other format six layers in a graph), "
+    "so each row is the larger of the GPU's time and the host's eager launch of vLLM's Python forward "
+    "(activation quant + GEMM), which a step replayed from vLLM's CUDA graph does not pay")
+BLOCK_FP8_HOPPER = (
+    BLOCK_FP8_COLLECTOR + ": on Hopper the rows floor at 55 us (FlashInfer's block-scale GEMM, m <= 17), 77 us "
+    "(DeepGEMM) and 151 us (CUTLASS) whatever n and k (the per-tensor FP8 GEMM of the same shapes: 4.5 us and up), "
+    "up to m ~ 1024; where the rows are the GPU's (m > 4096) block / per-tensor FP8 is a median 0.98 (h100_sxm) and "
+    "1.04 (h200_sxm), 1,961 and 1,932 shapes. vLLM runs block FP8 on Hopper through DeepGEMM or CUTLASS's "
+    "block-scaled GEMM with a per-token-group activation quant, inside the step's CUDA graph.")
+BLOCK_FP8_BLACKWELL = (
+    "its DeepGEMM rows are a flat ~0.18 ms per call up to m = 2048 whatever n and k (8192 x 8192: 10-20x the "
+    "weights' read time, 8x the per-tensor FP8 GEMM), a fixed cost a CUDA-graph-captured step does not pay ("
+    + BLOCK_FP8_COLLECTOR + "; vLLM's measured TPOT of block-FP8 checkpoints on Blackwell, "
+    "validation/vllm_silicon_points.yaml, is near the weights' read time; aiconfigurator's own accuracy corpus "
+    "labels those runs fp8).")
 # fused MoE: table dtype -> (weight bytes, peak rate, kernel sources in order of preference by generation)
 MOE = {"bfloat16": (2.0, "bf16_flops", ("trtllmbf16experts", "tritonexperts", "flashinfer_cutlass", "vllm_fused_moe")),
        "fp8": (1.0, "fp8_flops", ("trtllmfp8expertsmonolithic", "tritonexperts", "flashinfer_cutlass",
@@ -92,6 +110,11 @@ MOE = {"bfloat16": (2.0, "bf16_flops", ("trtllmbf16experts", "tritonexperts", "f
        "w4a16_mxfp4": (0.53125, "bf16_flops", ("trtllmmxfp4expertsmonolithic", "oaitritonmxfp4", "marlin")),
        "int4_wo": (0.5625, "bf16_flops", ("marlin",))}
 HOPPER = ("h100_sxm", "h200_sxm")
+MOE_ROUTING = ("the collector routes `balanced` (collector/helper.py balanced_logits: every token-expert assignment "
+               "its own expert until all are used, min(E, n k) distinct), a served step's router about uniformly "
+               "(E (1 - (1 - k/E)^n) expected distinct): the step prices a shape at these seconds x its uniform "
+               "roofline / its balanced roofline (pricing/step/operators.py moe_seconds; at 32 tokens of top-8 over "
+               "256 experts, 163 experts read, not 256)")
 HOPPER_FP8_MOE = ("per-tensor FP8 experts on Hopper: the table holds FlashInfer's CUTLASS MoE alone (4-8x the "
                   "weights' read time at every batch), which vLLM runs only with VLLM_USE_FLASHINFER_MOE_FP8 set; by "
                   "default it runs the Triton fused MoE, so the step model prices them by the block-FP8 Triton table")
@@ -337,16 +360,12 @@ def reduce_gemm(system: str, data: Path, version: str, rates: dict, fixtures: di
             [fmt, int(a), int(b), int(c), seconds_of(d)] for a, b, c, d in zip(r.m, r.n, r.k, r.latency, strict=True))
         results.append((system, "gemm", fmt, fit))
         report(system, "gemm", fmt, len(rows), fit)
-    if system in BLACKWELL and "fp8_tensor" in out and "fp8_block" in out:
+    if "fp8_tensor" in out and "fp8_block" in out and (system in BLACKWELL or system in HOPPER):
         block = out["fp8_block"]
         out["fp8_block"] = dict(out["fp8_tensor"])
-        out["fp8_block"]["how"] = (
-            "the per-tensor FP8 (CUTLASS) curve of this chip, not the block-FP8 table: its DeepGEMM rows are a flat "
-            "~0.18 ms per call up to m = 2048 whatever n and k (8192 x 8192: 10-20x the weights' read time, 8x the "
-            "per-tensor FP8 GEMM), a fixed cost a CUDA-graph-captured step does not pay (vLLM's measured TPOT of "
-            "block-FP8 checkpoints on Blackwell, validation/vllm_silicon_points.yaml, is near the weights' read time; "
-            "aiconfigurator's own accuracy corpus labels those runs fp8). The block-FP8 table's reduction, unused: "
-            + block["how"].split("; kernel:")[0])
+        out["fp8_block"]["how"] = "the per-tensor FP8 (CUTLASS) curve of this chip, not the block-FP8 table: " + (
+            BLOCK_FP8_BLACKWELL if system in BLACKWELL else BLOCK_FP8_HOPPER) + (
+            " The block-FP8 table's reduction, unused: " + block["how"].split("; kernel:")[0])
         fixtures["gemm"]["rows"] = [r for r in fixtures["gemm"]["rows"] if r[0] != "fp8_block"]
         results[:] = [r for r in results if r[:3] != (system, "gemm", "fp8_block")]
     return out
@@ -378,7 +397,7 @@ def reduce_moe(system: str, data: Path, version: str, rates: dict, fixtures: dic
                   f"distribution balanced, kernel_source {', '.join(used)}")
         fmt = MOE_FORMATS[dtype]
         t = rows.latency.to_numpy() / 1e3
-        roof = np.array([roofline.moe_roofline(n, h, i, k, e, ep, wbytes, peak, rates["memory_bandwidth"])
+        roof = np.array([roofline.moe_roofline(n, h, i, k, e, ep, wbytes, peak, rates["memory_bandwidth"], True)
                          for n, h, i, k, e, ep in zip(rows.num_tokens, rows.hidden_size, rows.inter, rows.topk,
                                                       rows.num_experts, rows.moe_ep_size, strict=True)])
         sizes = np.stack([(rows.num_tokens * rows.topk / rows.moe_ep_size).to_numpy().astype(float),
@@ -390,7 +409,8 @@ def reduce_moe(system: str, data: Path, version: str, rates: dict, fixtures: dic
             fit = fit_and_judge(sizes, t, roof, shape_hold, grids)
             general[fmt] = {"value": curve_value(grids, fit.grid[0], wbytes), "source": source,
                             "how": f"for shapes the table does not hold: ln(measured / fused-MoE roofline at "
-                                   f"{peak_key} and memory_bandwidth, pricing/step/roofline.py) fitted bilinearly "
+                                   f"{peak_key} and memory_bandwidth of the table's balanced routing, "
+                                   f"pricing/step/roofline.py moe_roofline balanced=True) fitted bilinearly "
                                    f"on log2 token-expert assignments x log2 one expert's elements x log2 experts, "
                                    f"all on the rank, model shapes held out by a hash: {fit.judged()}; "
                                    f"kernel: {MOE_WHY}"}
@@ -406,7 +426,8 @@ def reduce_moe(system: str, data: Path, version: str, rates: dict, fixtures: dic
             "how": f"each measured shape (hidden, inter = inter_size / moe_tp_size, top_k, experts, ep; "
                    f"{len(value['shapes'])} with at least {MIN_TOKEN_COUNTS} token counts) its own ln(seconds) at "
                    f"the table's token counts, rows held out by a hash filled by the log-log line of their neighbours "
-                   f"(scripts/operators/reduce.py measured_shapes): {fit.judged()}; kernel: {MOE_WHY}"}
+                   f"(scripts/operators/reduce.py measured_shapes): {fit.judged()}; kernel: {MOE_WHY}; routing: "
+                   f"{MOE_ROUTING}"}
         r = rows.iloc[sample_held_out(hold, FIXTURE_ROWS // 2)]
         fixtures.setdefault("moe", {"columns": ["format", "tokens", "hidden", "inter", "top_k", "experts", "tp", "ep",
                                                 "seconds"], "rows": []})["rows"].extend(
