@@ -185,6 +185,25 @@ def test_an_overlay_of_the_default_max_num_seqs_reaches_what_binds():
     assert laid.best.binds == "max_num_seqs: vLLM's default cap of 32 requests per rank"
 
 
+def test_the_default_max_num_seqs_that_binds_is_the_services_release(tmp_path):
+    """The binds phrase reads vLLM's default max_num_seqs from the service's release, not 0.33's:
+    an overlay of vllm_0_19.yaml scheduler_defaults whose 70 GiB row (an H100's 80 GiB, sm90, meets
+    it) caps requests at 32 binds a 0.19 plan there, while vllm_0_33.yaml keeps that row's 1024
+    (its 160 GiB row an H100 does not meet), so read under 0.33 the cap would bind nowhere."""
+    rows = [{"min_memory_gib": 70, "exclude_generations": ["sm80"], "max_num_batched_tokens": 8192, "max_num_seqs": 32},
+            {"min_memory_gib": 0, "max_num_batched_tokens": 2048, "max_num_seqs": 256}]
+    capped = overlay_from({"vllm_0_19": {"scheduler_defaults": {"value": rows, "source": "test", "how": "test"}}})
+    laid = planner.plan(model="llama-3.1-8b", chip="h100", concurrency=256, context_length=4096, vllm_version="0.19",
+                        registry=capped)
+    assert laid.best.max_num_seqs == 32
+    assert laid.best.binds == "max_num_seqs: vLLM's default cap of 32 requests per rank"
+    path = tmp_path / "s.yaml"  # a scenario's service (the fleet's binds) reads its own release too
+    path.write_text("services:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], concurrency: 256,\n"
+                    "     context_length: 4096, vllm_version: '0.19'}\n")
+    (pool,) = planner.review(path, registry=capped).base.services
+    assert (pool.max_num_seqs, pool.binds) == (32, "max_num_seqs: vLLM's default cap of 32 requests per rank")
+
+
 def test_an_overlay_of_the_link_efficiency_reaches_the_kv_hand_over():
     """P/D prices the KV hand-over at the link's rate × kv_transfer.link_efficiency as the service's
     registry states it: 125 blocks of 2 MiB over an H100 node's NVLink, 450 GB/s × 0.425, take

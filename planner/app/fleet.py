@@ -185,7 +185,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         held = row.concurrency * replicas
         kernel = verify(model, table, p.spec, row)
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
-                        default_max_num_seqs(model, table.chip, length, table.registry))
+                        default_max_num_seqs(model, table.chip, length, table.registry, p.spec.vllm_version))
         step = latency.figures(model, table, p.spec, row, replicas)
         binds = latency_binding(table, row, replicas, p.spec, step, binds)
         prices = {t.chip.id: t.chip.price_per_gpu_hour for t in p.tables}

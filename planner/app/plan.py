@@ -110,7 +110,8 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
         update={"speculative_method": kernel.engine.speculative_method})
     held = row.concurrency * replicas
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
-                    default_max_num_seqs(model, table.chip, kernel.engine.max_model_len, table.registry), asked)
+                    default_max_num_seqs(model, table.chip, kernel.engine.max_model_len, table.registry,
+                                         service.vllm_version), asked)
     step = latency.figures(model, table, service, row, replicas)
     binds = latency_binding(table, row, replicas, service, step, binds)
     served, binds = serving_figures(service, sizing, replicas, binds, every)
