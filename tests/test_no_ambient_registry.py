@@ -231,16 +231,38 @@ def test_an_overlay_of_a_vision_tower_class_default_reaches_its_weights():
     assert laid.fixed.weights - plain.fixed.weights == 1152 * 14 * 14 * 2 == 451_584
 
 
-def test_no_module_keeps_a_context_variable_but_the_progress_listener():
-    """The candidate tables a command shares travel as its TableStore (handed down with the resolved
-    services), never found in a context variable; only planner/progress.py's listener is one."""
+def test_no_module_keeps_a_context_variable():
+    """The candidate tables a command shares and the listener told its stages travel as its
+    TableStore (handed down with the resolved services), never found in a context variable."""
     files = [p for folder in ("pricing", "planner") for p in (ROOT / folder).rglob("*.py")]
     assert len(files) > 100
     holding = sorted(str(p.relative_to(ROOT)) for p in files
                      if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "contextvars" in
                             ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""])
                             for n in ast.walk(ast.parse(p.read_text(), str(p)))))
-    assert holding == ["planner/progress.py"]
+    assert holding == []
+
+
+def test_the_stages_of_a_plan_are_told_to_its_stores_listener():
+    """A plan's search names its stages to the listener its store carries (planner/progress.py):
+    a plan at a concurrency sweeps the chip's shapes, then solves its pool and each alternative
+    asked (2, so 3 CP-SAT stages, the chip offering more shapes than that); a store without a
+    listener is told nothing, and the listener goes with the block that set it."""
+    from planner.app.api import table_store
+    from planner.progress import listening
+
+    told: list[str] = []
+    with table_store() as tables:
+        with listening(tables, told.append):
+            planner.plan(model="llama-3.1-8b", chip="h100", concurrency=32, context_length=8192, alternatives=2,
+                         tables=tables)
+        assert tables.listener is None
+    assert told[0] == "sweeping instance shapes on h100"
+    solves = [t for t in told if "CP-SAT: pool" in t]
+    assert [t.rsplit("CP-SAT: ", 1)[1] for t in solves] == ["pool 1 of 3", "pool 2 of 3", "pool 3 of 3"]
+    with table_store() as quiet:  # no listener: the same plan, nothing told
+        assert planner.plan(model="llama-3.1-8b", chip="h100", concurrency=32, context_length=8192,
+                            tables=quiet).feasible
 
 
 def test_a_service_sent_to_a_worker_carries_its_commands_store():

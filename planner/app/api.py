@@ -34,13 +34,14 @@ LIMIT_FIELDS = set(PoolLimits.model_fields) | {"chip"}
 KINDS = (Role, Serving)  # the kinds a result's pools and plans come in (planner/kinds.py)
 
 
-def table_store() -> TableStore:
+def table_store(listener: Callable[[str], None] | None = None) -> TableStore:
     """A store for one command's graphs and candidate tables (planner/candidates/service.py
     `TableStore`), to hand to each of its calls as `tables`; `close()` it (or use it as a context
-    manager) when the command is done."""
+    manager) when the command is done. `listener`: told each stage of the work in words
+    (planner/progress.py; None: no one)."""
     from planner.candidates.store import TableStore
 
-    return TableStore()
+    return TableStore(listener=listener)
 
 
 @contextmanager

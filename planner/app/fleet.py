@@ -21,7 +21,7 @@ from planner.app.serve import instance_launches, pool_launch, served_model
 from planner.app.serving import Handover
 from planner.app.targets import target_words
 from planner.candidates import latency
-from planner.candidates.service import ResolvedService
+from planner.candidates.service import ResolvedService, store_of
 from planner.candidates.store import TableStore
 from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.kinds import Role, Serving
@@ -423,7 +423,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     if picks:
         plans, laid = _plans(prepared, picks, scenario)
         if with_traffic:
-            stage("simulating each service's schedule over the day")
+            stage(store_of(services), "simulating each service's schedule over the day")
         schedules, unscheduled = fleet_schedules(scenario, prepared, picks)
         short = []
     else:
@@ -471,7 +471,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                              cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
     total = round(sum(pl.cost_per_hour for pl in plans), 4)
     if not refused and with_traffic:
-        stage("CP-SAT: the fleet over the day")
+        stage(store_of(services), "CP-SAT: the fleet over the day")
     over = plan_over_the_day(scenario, prepared, picks or None, time_limit) if not refused else None
     day_pools = []
     if over is not None and over.peak_gpus is not None:

@@ -511,7 +511,7 @@ def run(ctx: click.Context, **options) -> None:
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
     try:
-        with progress(options["as_json"]):
+        with progress(command_tables(ctx), options["as_json"]):
             result = api.plan(request, named=plan_flag, sized_by_rate=by_rate, registry=command_registry(ctx),
                               tables=command_tables(ctx))
     except InputError as err:
@@ -563,7 +563,7 @@ def run_max_rate(ctx: click.Context, options: dict, page_path: str | None = None
     emit.check_serving(to, [(asked.service.model, asked.service.serving)])
     try:
         request = api.max_rate_request(asked.service, slo_from(options), asked.limits)
-        with progress(options["as_json"]):
+        with progress(command_tables(ctx), options["as_json"]):
             result = api.max_rate(request, named=plan_flag, registry=command_registry(ctx), tables=command_tables(ctx))
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
@@ -654,7 +654,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
     from planner.commands import emit
 
     try:
-        with progress(options["as_json"]):
+        with progress(command_tables(ctx), options["as_json"]):
             out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate, registry=command_registry(ctx),
                                    tables=command_tables(ctx))
     except InputError as err:

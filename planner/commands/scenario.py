@@ -185,7 +185,7 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     freeze_imported()
     with_variants = with_variants or bool(variant_names)
     shown = wanted(fmt == "json")  # the variants' bar, or the base's stages alone (rich shows one live display)
-    with nullcontext() if with_variants else progress(fmt == "json"):
+    with nullcontext() if with_variants else progress(command_tables(ctx), fmt == "json"):
         c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
                        ray_address=ray_address, progress=Ticker(_err_console(), shown and with_variants),
                        named=file_flag, registry=command_registry(ctx), tables=command_tables(ctx))

@@ -269,7 +269,8 @@ def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipT
     if keep is None:
         tables = []
         for chip in chips:
-            stage(f"sweeping instance shapes on {chip.id}; {sum(t.evaluated for t in tables):,} candidates evaluated")
+            stage(resolved.tables,
+                  f"sweeping instance shapes on {chip.id}; {sum(t.evaluated for t in tables):,} candidates evaluated")
             tables.append(candidate_table(resolved, chip, limits))
         return tables
     started = [start_table(resolved, chip, limits) for chip in chips]
@@ -286,7 +287,8 @@ def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipT
             table.skipped += 1
             return
         before = len(table.rows)
-        stage(f"sweeping instance shapes: {sum(t.evaluated for _, t, _ in started):,} candidates evaluated")
+        stage(resolved.tables,
+              f"sweeping instance shapes: {sum(t.evaluated for _, t, _ in started):,} candidates evaluated")
         evaluate_shape(model, chips[i], service, shape, table)
         cheapest = cheapest_pool(table.rows[before:], need, table.gpus_per_node,
                                  pool_gpus(limits.max_gpus, table.gpus_per_node, limits.spare),
@@ -310,14 +312,15 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     service, limits = resolved.spec, resolved.limits
     reads = resolved.defaults
     wanted = 1 + (alternatives if alternatives is not None else reads.value("report.alternatives"))
-    stage(f"sweeping instance shapes on {', '.join(limits.chips)}")
+    stage(resolved.tables, f"sweeping instance shapes on {', '.join(limits.chips)}")
     # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
     tables = tables_for(resolved, keep=None if has_latency_target(service) else wanted)
     sized = {}
     if service.slo is not None:
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
 
-        stage(f"{sum(t.evaluated for t in tables):,} candidates evaluated; simulating the service targets")
+        stage(resolved.tables,
+              f"{sum(t.evaluated for t in tables):,} candidates evaluated; simulating the service targets")
         sized = slo.size_tables(resolved.graph, tables, service, limits, wanted, reads)
     opts = options(tables, service, limits, sized, reads)
     evaluated = sum(t.evaluated for t in tables)
@@ -330,7 +333,8 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     status, stages = "INFEASIBLE", []
     budget = budget or Budget(limits.time_limit, reads)  # the best pool and its alternatives share --time-limit
     for n in range(min(wanted, len(opts))):
-        stage(f"{evaluated:,} candidates evaluated; CP-SAT: pool {n + 1} of {min(wanted, len(opts))}")
+        stage(resolved.tables,
+              f"{evaluated:,} candidates evaluated; CP-SAT: pool {n + 1} of {min(wanted, len(opts))}")
         sol = solve(pm, deadline=budget)
         if n == 0:
             status, stages = sol.status, sol.stages

@@ -367,7 +367,8 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     (`sweep_within`), and the answer is then the best over the shapes priced: FEASIBLE, never OPTIMAL,
     and UNKNOWN, never INFEASIBLE, where the shapes priced give no plan (`swept` says how many)."""
     served = [s for s in services if s.name not in refused]
-    stage(f"sweeping the instance shapes of {len(served):,} service{'s' if len(served) != 1 else ''}")
+    store = store_of(served)
+    stage(store, f"sweeping the instance shapes of {len(served):,} service{'s' if len(served) != 1 else ''}")
     requests = [r for s in served for r in table_requests(scenario, s)]
     given = share(requests, time_limit)
     if given.budget is not None:  # no decomposed attempt: its own sweep would not be counted
@@ -377,7 +378,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
         if found is not None:
             return found
     if parallel_tables and given.budget is None:
-        build_tables(requests, store_of(served))  # in workers, for many tables
+        build_tables(requests, store)  # in workers, for many tables
     prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
@@ -395,7 +396,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     if fits(prepared, own, scenario):
         return FleetSearch(prepared, _unproven("OPTIMAL", swept), own, solvable, True, evaluated, proven(own),
                            swept=swept, whole_limit=whole)
-    stage(f"CP-SAT: {len(prepared):,} services together over {evaluated:,} candidates")
+    stage(store, f"CP-SAT: {len(prepared):,} services together over {evaluated:,} candidates")
     budget = Budget(given.solver)  # the coupled solve and, when it proves no plan, who is short share --time-limit
     sol = fleet_model(prepared, scenario, own).solve(budget)
     short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" and swept is None else None  # over a
