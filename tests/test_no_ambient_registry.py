@@ -13,6 +13,7 @@ import pytest
 import planner
 import pricing.registry
 from planner.candidates.service import ResolvedService
+from planner.defaults import load
 from planner.request import PoolLimits, ServiceSpec
 from pricing.registry import overlay_from, shipped
 
@@ -272,7 +273,7 @@ def test_a_service_sent_to_a_worker_carries_its_commands_store():
     from planner.candidates.store import TableStore
 
     spec = ServiceSpec(model="llama-3.1-8b", concurrency=8, context_length=4096)
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         service = ResolvedService.of(spec, PoolLimits(chips=("h100",)), tables=tables)
         assert tables.get(("model", "llama-3.1-8b", None, shipped())) is service.graph
         back = pickle.loads(pickle.dumps(service))
@@ -300,7 +301,7 @@ def test_a_forked_worker_holds_the_tables_its_parent_built():
     from planner.candidates.table import candidate_table, priced_chip
 
     limits = PoolLimits(chips=("h100",))
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         service = ResolvedService.of(ServiceSpec(model="llama-3.1-8b", concurrency=8, context_length=4096), limits,
                                      tables=tables)
         request = (service, priced_chip("h100", limits), limits)

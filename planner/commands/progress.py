@@ -10,7 +10,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from planner import defaults
 from planner.progress import Told, listening
 
 
@@ -58,7 +57,7 @@ def progress(store: Told, as_json: bool = False) -> Iterator[None]:
     if not wanted(as_json):
         yield
         return
-    line = StageLine(float(defaults.value("report.progress_after")))
+    line = StageLine(float(store.defaults.value("report.progress_after")))  # the command's defaults
     line.timer.start()
     try:
         with listening(store, line):
