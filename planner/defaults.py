@@ -5,7 +5,7 @@ One entry point reads the file (`load`, the table kept by the shipped registry);
 the API call that makes the view hands it down whole: a resolved service's and each candidate
 table's recording view (`Reads`, whose reads are a plan's provenance), a renderer's table (its
 options or an argument). No module under planner/ but the entry points reads the file's values
-from a module-level function (tests/test_no_ambient_registry.py says so)."""
+from a module-level function (tests/test_defaults_reads.py says so)."""
 
 from __future__ import annotations
 
