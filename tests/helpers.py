@@ -78,3 +78,15 @@ def second_solve_unknown(monkeypatch, status: str = "UNKNOWN") -> None:
         return answer if len(calls) == 1 else getattr(cp_model, status)
 
     monkeypatch.setattr(cp_model.CpSolver, "solve", second)
+
+
+def planner_defaults(monkeypatch, values: dict) -> None:
+    """Within a test, planner/defaults.yaml's `values` (by name) replaced in the one table every
+    command's view reads (planner/defaults.py `load`), their provenance kept."""
+    from dataclasses import replace
+
+    from planner import defaults
+
+    table = defaults.load().table
+    for name, value in values.items():
+        monkeypatch.setitem(table, name, replace(table[name], value=value))

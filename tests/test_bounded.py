@@ -9,11 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from planner import defaults
 from planner.app import fleet
 from planner.candidates.store import TableStore
+from planner.defaults import load
 from planner.scenario import Scenario
 from planner.search import fleet as search_fleet
+from tests.helpers import planner_defaults
 
 SERVICES = [
     {"name": "a", "model": "llama-3.1-8b", "concurrency": 64, "context_length": 32768, "chips": ["h200", "h100"]},
@@ -39,9 +40,9 @@ def answer(result) -> dict:
 
 
 def both(scenario: Scenario):
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         bounded = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True, tables=tables)
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         whole = fleet.plan_scenario(scenario, parallel_tables=False, tables=tables)
     return bounded, whole
 
@@ -69,12 +70,11 @@ def test_a_service_with_latency_targets_is_swept_whole():
 
 
 def test_the_bounded_sweep_in_workers_gives_the_same_answer(monkeypatch):
-    value = defaults.value
-    monkeypatch.setattr(defaults, "value", lambda name: 1 if name == "parallel.min_tables" else value(name))
+    planner_defaults(monkeypatch, {"parallel.min_tables": 1})
     scenario = review(None)
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         parallel = fleet.plan_scenario(scenario, parallel_tables=True, bounded=True, tables=tables)
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True, tables=tables)
     assert answer(parallel) == answer(alone) and parallel.candidates_evaluated == alone.candidates_evaluated
 
@@ -95,7 +95,7 @@ def test_the_bounded_sweep_evaluates_only_what_the_whole_sweep_does(service):
     scenario = Scenario(review="t", inventory={}, services=[service])
     (resolved,) = fleet.resolve_services(scenario)
     bounded = search_fleet.bounded_tables(scenario, resolved)
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         whole = [candidate_table(replace(s, tables=tables), chip, limits)
                  for s, chip, limits in search_fleet.table_requests(scenario, resolved)]
     for b, w in zip(bounded, whole, strict=True):

@@ -42,7 +42,7 @@ def result(variant: str, pools: list[ServicePlan], stock: dict[str, int] | None 
     return FleetResult.model_construct(
         review=review, variant=variant, feasible=feasible, services=pools if feasible else [], chips=uses,
         cost_per_hour=hour if feasible else None, cost_per_month=hour * HOURS if feasible else None,
-        gpus=sum(p.gpus for p in pools) if feasible else None, nodes=[],
+        gpus=sum(p.gpus for p in pools) if feasible else None, nodes=[], hours_per_month=HOURS,
         short=[Shortfall(service=s, reason=f"{s} needs more", brief=b) for s, b in short])
 
 
@@ -183,11 +183,12 @@ def draw_every_chart(review: Comparison, tmp_path, crowded: bool = False) -> Non
     cost = {c: [r.cost_per_month for r in review.results] for c in gpus}
     charts.bar_chart(groups, gpus, cost, str(tmp_path / "b.png"), review.review, "variant",
                      {(c, i): charts.shortfall_label(r, False) for c in gpus for i, r in enumerate(review.results)
-                      if not r.feasible}, {"h100"})
+                      if not r.feasible}, {"h100"}, hours=HOURS)
     series = {chip: [(x, None if k == 3 else 2 ** k, None if k == 3 else 1000.0 * 2 ** k,
                       "infeasible\nneeds 16 " + chip if k == 3 else "", chip == "h100")
                      for k, x in enumerate((8192, 32768, 131072, 1 << 20))] for chip in ("h100", "h200")}
-    charts.line_chart(series, str(tmp_path / "l.png"), "context length (tokens)", review.review, log_x=True)
+    charts.line_chart(series, str(tmp_path / "l.png"), "context length (tokens)", review.review, log_x=True,
+                      hours=HOURS)
     charts.pareto_chart(pareto(), str(tmp_path / "p.png"), f"{review.review} at 20 requests/s", {"h100"})
     points, results = rate_sweep(crowded)
     charts.rate_chart(points, results, str(tmp_path / "r.png"), review.review)
@@ -354,7 +355,7 @@ def test_the_legend_names_only_chips_with_a_bar(drawn, tmp_path):
     charts.bar_chart(["qwen3-32b", "llama-3.1-8b"], {"h100": [None, None], "h200": [None, 1]},
                      {"h100": [None, None], "h200": [None, 3314.2]}, str(tmp_path / "b.png"), "t", "model",
                      {("h100", 0): "infeasible\nneeds 2 h100", ("h100", 1): "infeasible\nneeds 2 h100",
-                      ("h200", 0): "infeasible\nneeds 2 h200"})
+                      ("h200", 0): "infeasible\nneeds 2 h200"}, hours=HOURS)
     (fig,) = drawn
     legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
     assert legend == ["h200", "infeasible (nothing drawn)"]
@@ -364,7 +365,7 @@ def test_the_legend_names_only_chips_with_a_bar(drawn, tmp_path):
 
 def test_a_sweep_is_markers_with_no_line_between_the_points(drawn, tmp_path):
     series = {"h200": [(8192, 1, 2183.0, "", False), (32768, 2, 4366.0, "", False)]}
-    charts.line_chart(series, str(tmp_path / "l.png"), "context length (tokens)", "t", log_x=True)
+    charts.line_chart(series, str(tmp_path / "l.png"), "context length (tokens)", "t", log_x=True, hours=HOURS)
     (fig,) = drawn
     lines = by_gid(fig, "line-") + by_gid(fig, "cost-")
     assert len(lines) == 2 and all(line.get_linestyle() == "None" for line in lines)

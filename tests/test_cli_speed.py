@@ -17,6 +17,7 @@ from planner.app.plan import plan
 from planner.candidates.service import ResolvedService
 from planner.candidates.store import TableStore
 from planner.candidates.table import candidate_table, priced_chip
+from planner.defaults import load
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import Scenario
 from planner.search import cpsat
@@ -62,7 +63,7 @@ def test_services_of_one_model_share_one_oracle_table():
     a = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=32768)
     b = ServiceSpec(model="llama-3.1-8b", concurrency=256, context_length=32768, headroom=20)
     c = ServiceSpec(model="llama-3.1-8b", concurrency=16, context_length=65536)
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         a, b, c = (ResolvedService.of(s, limits, tables=tables) for s in (a, b, c))
         assert candidate_table(a, chip, limits) is candidate_table(b, chip, limits)
         assert candidate_table(a, chip, limits) is not candidate_table(c, chip, limits)
@@ -76,7 +77,7 @@ def test_a_table_at_another_price_is_the_same_sweep():
     swept from scratch at that price."""
     listed, given = PoolLimits(chips=("h200",)), PoolLimits(chips=("h200",), prices={"h200": 2.0})
     spec = ServiceSpec(model="qwen3-30b-a3b", concurrency=64, context_length=32768)
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         service = ResolvedService.of(spec, listed, tables=tables)
         first = candidate_table(service, priced_chip("h200", listed), listed)
         again = candidate_table(service, priced_chip("h200", given), given)

@@ -1,8 +1,12 @@
 """A plan's planner defaults are provenance recorded from what it read (planner/defaults.py `Reads`):
 every default a plan reads is listed, and the list does not depend on which plan of a command built
-the candidate tables they share."""
+the candidate tables they share. The defaults are handed down, never read from a module-level
+function below the entry points that make the view (issue 40)."""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import pytest
 
@@ -13,15 +17,15 @@ from planner.app.api import request_of, session
 
 @pytest.fixture
 def every_read(monkeypatch):
-    """Every planner default read by any path (the module's own `sourced`, which views read through)."""
+    """Every planner default read by any path (the table's own `sourced`, which every view reads through)."""
     seen: set[str] = set()
-    shipped = defaults.sourced
+    shipped = defaults.Defaults.sourced
 
-    def noted(name):
+    def noted(self, name):
         seen.add(name)
-        return shipped(name)
+        return shipped(self, name)
 
-    monkeypatch.setattr(defaults, "sourced", noted)
+    monkeypatch.setattr(defaults.Defaults, "sourced", noted)
     return seen
 
 
@@ -70,9 +74,49 @@ def test_provenance_does_not_depend_on_which_plan_built_the_shared_tables():
 
 
 def test_a_view_records_what_it_reads():
-    reads = defaults.Reads()
-    assert reads.value("launch.port") == defaults.value("launch.port")
-    assert defaults.read(None, "report.alternatives") == defaults.value("report.alternatives")  # no record kept
+    table = defaults.load()
+    reads = table.reads()
+    assert reads.value("launch.port") == table.value("launch.port") == 8000  # planner/defaults.yaml launch.port
+    assert reads.unrecorded.value("report.alternatives") == 5  # no record kept
     assert reads.names == {"launch.port"}
-    assert [s.name for s in defaults.read_by(reads, defaults.Reads({"grids.spare_memory_bytes"}))] == [
+    assert [s.name for s in defaults.read_by(reads, defaults.Reads(table, {"grids.spare_memory_bytes"}))] == [
         "grids.spare_memory_bytes", "launch.port"]
+    assert defaults.load() is table  # one table, read once
+
+
+ROOT = Path(__file__).resolve().parents[1]
+# the loader, and the entry points that make the view a command hands down: the API's store (planner/app/
+# api.py table_store), the click commands (their options' help, their console and pages), a service
+# resolved without a store (planner/candidates/service.py, as its registry's None is the shipped one),
+# and the input's bounds the request schemas are classes of (planner/limits.py, read at import)
+ENTRY_POINTS = {"planner/defaults.py", "planner/app/api.py", "planner/candidates/service.py", "planner/limits.py"}
+READERS = {"load", "value", "sourced", "read", "_read", "_values"}
+
+
+def _reads_the_module(path: Path) -> list[str]:
+    """How a module reaches planner/defaults.py's module-level readers: importing the module itself
+    (`from planner import defaults`, `import planner.defaults`), or a reader by name."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == "planner" and any(a.name == "defaults"
+                                                                                 for a in node.names):
+            out.append(f"line {node.lineno}: from planner import defaults")
+        elif isinstance(node, ast.Import) and any(a.name == "planner.defaults" for a in node.names):
+            out.append(f"line {node.lineno}: import planner.defaults")
+        elif isinstance(node, ast.ImportFrom) and node.module == "planner.defaults":
+            out += [f"line {node.lineno}: from planner.defaults import {a.name}" for a in node.names
+                    if a.name in READERS]
+    return out
+
+
+def test_no_library_module_reads_the_defaults_from_a_module_function():
+    """Below the entry points every module is handed its view of the planner defaults (a resolved
+    service's, a candidate table's, the command's store's, a renderer's options or result): it
+    imports only the view classes (Defaults, Reads, View, read_by), never the loader or a reader."""
+    files = sorted((ROOT / "planner").rglob("*.py"))
+    assert len(files) > 80
+    found = {str(p.relative_to(ROOT)): hits for p in files if (hits := _reads_the_module(p))}
+    allowed = {k: v for k, v in found.items() if k in ENTRY_POINTS or k.startswith("planner/commands/")
+               or k == "planner/cli.py"}
+    assert {k: v for k, v in found.items() if k not in allowed} == {}
+    assert {"planner/app/api.py", "planner/limits.py", "planner/commands/emit.py"} <= set(allowed)  # it sees them

@@ -9,6 +9,7 @@ import pytest
 
 from planner.app.review import compare
 from planner.scenario import Scenario
+from tests.helpers import planner_defaults
 
 
 def review() -> Scenario:
@@ -41,8 +42,9 @@ def test_the_pool_of_a_command_gives_the_sequential_results(sequential):
     """As `plan scenario --variants` runs it (with the command's TableStore): the variants'
     tables are built before the pool forks, and the variants are dealt out in even runs."""
     from planner.candidates.store import TableStore
+    from planner.defaults import load
 
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         assert untimed(compare(review(), executor="pool", tables=tables)) == sequential
 
 
@@ -90,15 +92,14 @@ def test_sequential_starts_no_process(sequential, monkeypatch):
     from planner.candidates import parallel
     from planner.candidates.store import TableStore
 
-    value = defaults.value
-    monkeypatch.setattr(defaults, "value", lambda name: 1 if name == "parallel.min_tables" else value(name))
+    planner_defaults(monkeypatch, {"parallel.min_tables": 1})
     monkeypatch.setattr(parallel, "workers", lambda: 2)
 
     def no_fork(*_):
         raise AssertionError("a worker process was started")
 
     monkeypatch.setattr(multiprocessing, "get_context", no_fork)
-    with TableStore() as tables:
+    with TableStore(defaults.load()) as tables:
         assert untimed(compare(review(), executor="sequential", tables=tables)) == sequential
-    with TableStore() as tables, pytest.raises(AssertionError, match="worker process"):
+    with TableStore(defaults.load()) as tables, pytest.raises(AssertionError, match="worker process"):
         compare(review(), executor="pool", tables=tables)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from planner import defaults
 from tests.helpers import cli as run
-from tests.helpers import coupled_review
+from tests.helpers import coupled_review, planner_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = 17  # the coupled review's candidate sweep (tests/helpers.py COUPLED_REVIEW)
@@ -108,9 +108,7 @@ def _json(argv: list[str]) -> tuple[int, dict]:
 def ten_shapes_a_second(monkeypatch):
     """sweep.shapes_per_second (and a bounded sweep's) at 10, so that a limit of seconds bounds the
     17-shape review's sweep and leaves its solver enough to prove what the shapes priced give."""
-    value = defaults.value
-    ten = ("sweep.shapes_per_second", "sweep.bounded_shapes_per_second")
-    monkeypatch.setattr(defaults, "value", lambda name: 10 if name in ten else value(name))
+    planner_defaults(monkeypatch, {"sweep.shapes_per_second": 10, "sweep.bounded_shapes_per_second": 10})
 
 
 def test_a_bounded_sweep_prices_the_same_shapes_however_slow_the_machine(tmp_path, monkeypatch, ten_shapes_a_second):
@@ -176,7 +174,7 @@ def test_a_budget_that_prices_every_shape_gives_the_whole_sweeps_tables():
         requests.append((ResolvedService.of(spec, limits), priced_chip(chip, limits), limits))
 
     def tables(build) -> list:
-        with TableStore() as store:
+        with TableStore(defaults.load()) as store:
             kept = [kept_in(store, r) for r in requests]
             found = build(kept)
             built = [built_table(store, sweep_key(*r)) if found is None else found[i] for i, r in enumerate(kept)]
@@ -216,14 +214,15 @@ def test_staged_shapes_a_bounded_sweep_priced_early_go_where_the_whole_sweep_nev
     spec = ServiceSpec(model="llama-3.1-405b", concurrency=8, context_length=8192, kv_cache_dtypes=("auto", "fp8"))
     request = (ResolvedService.of(spec, limits), priced_chip("h100", limits), limits)
     whole = candidate_table(*request)
-    with TableStore() as store:
+    with TableStore(defaults.load()) as store:
         priced = sweep_time.sweep_within([kept_in(store, request)], 10**6)
         bounded = built_table(store, sweep_key(*request))
     assert not any(r.shape.pp > 1 for r in whole.rows) and any(r.shape.kv_cache_dtype == "fp8" for r in whole.rows)
     assert (bounded.rows, bounded.verdicts, bounded.evaluated, bounded.unpriced) == (
         whole.rows, whole.verdicts, whole.evaluated, 0)
     assert priced == (len(whole.verdicts), len(whole.verdicts))
-    with TableStore() as store:  # a budget that ends after the staged shapes, before the fp8 ones: they are the rows
+    # a budget that ends after the staged shapes, before the fp8 ones: they are the rows
+    with TableStore(defaults.load()) as store:
         plain = sum(1 for v in whole.verdicts if v.shape.kv_cache_dtype == "auto")
         staged = len([s for s in request_shapes(request) if s.pp > 1 and s.kv_cache_dtype == "auto"])
         sweep_time.sweep_within([kept_in(store, request)], plain + staged)
@@ -272,7 +271,7 @@ def test_a_bounded_sweep_prices_each_shape_as_the_whole_sweep_does(three_tables,
     from planner.search.sweep_time import sweep_within
 
     requests, whole = three_tables
-    with TableStore() as store:
+    with TableStore(defaults.load()) as store:
         priced, shapes = sweep_within([kept_in(store, r) for r in requests], budget)
         tables = [built_table(store, sweep_key(*r)) for r in requests]
     assert priced == sum(len(t.verdicts) for t in tables) <= budget
@@ -338,7 +337,7 @@ def test_once_a_plain_shape_holds_a_bounded_sweep_prices_what_raises_requests_a_
     monkeypatch.setattr(sweep_time, "evaluate_shape", stand_in)
     limits = PoolLimits(chips=("h200",))
     spec = ServiceSpec(model="qwen3-30b-a3b", concurrency=8, context_length=8192)
-    with TableStore() as store:
+    with TableStore(defaults.load()) as store:
         sweep_time.sweep_within([(ResolvedService.of(spec, limits, tables=store), priced_chip("h200", limits), limits)],
                                 10**6)
     plain = [s for s in priced if s.dp == 1 and not s.ep and s.dcp == 1]

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from planner.app.serve import HEAD, WEIGHTS, Launch, _quote
 from planner.cli import main
+from planner.defaults import load
 
 PLAN_8B = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8", "--context-length", "8192"]
 PRINT_WORDS = "words() { printf '%s\\0' \"$@\"; }; "  # a shell function that prints each word it gets, NUL after each
@@ -144,7 +145,8 @@ def test_a_router_script_with_a_variable_reference_is_escaped():
     from planner.report.k8s import K8sOptions, router_manifests
 
     options = K8sOptions(image="vllm/vllm-openai:v0.33.0", router_script="https://example.com/$(HF_TOKEN)/p.py",
-                         router_fetch="0" * 64)  # the fetch at start-up is an opt-in, checked against a SHA-256
+                         router_fetch="0" * 64,  # the fetch at start-up is an opt-in, checked against a SHA-256
+                         defaults=load())
     resources, _ = router_manifests("chat router", "chat prefill", "chat decode", options)
     fetch = resources[0]["spec"]["template"]["spec"]["initContainers"][0]
     assert [kubernetes_expanded(a, {"HF_TOKEN": "x"}) for a in fetch["args"]][1] == options.router_script

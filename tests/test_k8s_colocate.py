@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from planner.cli import main
+from planner.defaults import load
 from tests.test_k8s import DYNAMO_IMAGE, ROUTER_IMAGE, emitted, validate
 
 PD = ["--model", "llama-3.1-8b", "--chip", "h100", "--isl", "2000", "--osl", "200", "--ttft-ms", "1500",
@@ -153,7 +154,7 @@ def test_a_leaderworkerset_binds_its_leaders_and_workers():
     from tests.test_launch import request
 
     pool = plan(request("llama-3.1-405b", "h100", 16, 32768)).best
-    options = k8s.K8sOptions(image=k8s.default_image(), hf_token_secret="hf")
+    options = k8s.K8sOptions(image=k8s.default_image(load()), hf_token_secret="hf", defaults=load())
     resources, _ = k8s.pool_manifests("big", pool, get_chip("h100"), options, together=("big", "other"))
     (lws,) = [r for r in resources if r["kind"] == "LeaderWorkerSet"]
     validate(lws)

@@ -15,6 +15,7 @@ from planner.app.fleet import plan_scenario
 from planner.app.plan import plan
 from planner.app.serve import HEAD, WEIGHTS, Launch, across_nodes, launches, served_model
 from planner.cli import main
+from planner.defaults import load
 from planner.request import PlanRequest, PoolLimits, ServiceSpec
 from planner.scenario import load_scenario
 from planner.search.placement import Slot
@@ -178,7 +179,7 @@ def test_kimi_k2_gets_trust_remote_code():
     d = Deployment(tensor_parallel_size=8, pipeline_parallel_size=2, gpu_memory_utilization=0.9,
                    max_num_batched_tokens=8192, max_num_seqs=64, max_model_len=32768)
     slots = [Slot(node="h200-0", gpus=list(range(8)), port=8000), Slot(node="h200-1", gpus=list(range(8)))]
-    assert all("--trust-remote-code" in x.args for x in launches(model, d, 8, slots))
+    assert all("--trust-remote-code" in x.args for x in launches(model, d, 8, slots, reads=load()))
     assert not served_model("dsv3").trust_remote_code  # DeepseekV3's config and tokenizer are transformers'
 
 
@@ -252,7 +253,7 @@ def test_placement_never_splits_a_tp_group_or_shares_a_gpu():
     @given(st.lists(pool, min_size=1, max_size=4), st.integers(0, 2))
     def check(pools, spare):
         shapes = [PoolShape(f"p{i}", "x", n, gpus, tp) for i, ((tp, gpus), n) in enumerate(pools)]
-        laid = place(shapes, {"x": ChipNodes("x", 8, 4)}, spare)
+        laid = place(shapes, {"x": ChipNodes("x", 8, 4)}, spare, load())
         held: dict[tuple[str, int], str] = {}
         ports: set[tuple[str, int]] = set()
         for inst in laid.instances:
@@ -291,9 +292,10 @@ def test_a_fleet_of_thousands_is_laid_out_trying_each_node_a_bounded_number_of_t
     tried = []
     fit = placement._Node.fit
     monkeypatch.setattr(placement._Node, "fit", lambda self, *a: tried.append(self.name) or fit(self, *a))
-    laid = place([PoolShape("one", "x", 4000, 1, 1)], {"x": ChipNodes("x", 8, 8)})
+    laid = place([PoolShape("one", "x", 4000, 1, 1)], {"x": ChipNodes("x", 8, 8)}, 0, load())
     assert len(laid.nodes) == 500 and len(tried) <= 4000 + 500  # was 1,000,000: every earlier node per instance
-    laid = place([PoolShape("big", "x", 1, 6, 2), PoolShape("small", "x", 2, 2, 2)], {"x": ChipNodes("x", 8, 8)})
+    laid = place([PoolShape("big", "x", 1, 6, 2), PoolShape("small", "x", 2, 2, 2)], {"x": ChipNodes("x", 8, 8)}, 0,
+                 load())
     assert [(i.pool, i.slots[0].node, i.slots[0].gpus) for i in laid.instances] == [
         ("big", "x-0", [0, 1, 2, 3, 4, 5]), ("small", "x-0", [6, 7]), ("small", "x-1", [0, 1])]
 

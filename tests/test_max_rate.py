@@ -11,12 +11,16 @@ import pytest
 
 import planner
 from planner.candidates import slo
+from planner.candidates.slo import grid_index, grid_rate
 from planner.cli import main
+from planner.defaults import load
 from planner.request import PlanRequest, PoolLimits, SloSpec
 
 WORKLOAD = {"isl": 1000, "osl": 200}
 TARGETS = {"p99_ttft_ms": 1000, "p90_tpot_ms": 15}
 
+
+GRID = load()  # the planner defaults the rate grid is read from (serving.rate_digits, serving.lowest_rate)
 
 def _most(max_gpus: int = 4, targets: dict | None = None, tp=(1, 2), chip: str = "h100"):
     return planner.max_rate(model="llama-3.1-8b", chip=chip, max_gpus=max_gpus, tp=tp, workload=WORKLOAD,
@@ -26,11 +30,11 @@ def _most(max_gpus: int = 4, targets: dict | None = None, tp=(1, 2), chip: str =
 def test_the_grid_steps_by_at_most_one_percent_and_indexes_back():
     ks = range(0, 9000, 7)
     for k in ks:
-        low, high = slo.grid_rate(k), slo.grid_rate(k + 1)
+        low, high = grid_rate(k, GRID), grid_rate(k + 1, GRID)
         assert low < high <= low * 1.01 + 1e-12
-        assert slo.grid_index(low) == k
-        assert slo.grid_index((low + high) / 2) == k  # between two grid rates: the lower
-    assert slo.grid_rate(0) == 0.001 and slo.grid_rate(2700) == 1.0 and slo.grid_rate(2723) == 1.23
+        assert grid_index(low, GRID) == k
+        assert grid_index((low + high) / 2, GRID) == k  # between two grid rates: the lower
+    assert grid_rate(0, GRID) == 0.001 and grid_rate(2700, GRID) == 1.0 and grid_rate(2723, GRID) == 1.23
 
 
 @pytest.mark.parametrize("step", [1, 3, 128])
@@ -73,7 +77,7 @@ def test_the_rate_meets_the_targets_simulated_again_and_the_next_grid_rate_misse
     assert result.shapes[0].requests_per_second == result.requests_per_second
     assert all(s.requests_per_second <= result.requests_per_second for s in result.shapes)
     # the binds sentence names the target missed one grid step (≤ 1 %) above, with its figure
-    nxt = slo.grid_rate(slo.grid_index(per_instance) + 1)
+    nxt = grid_rate(grid_index(per_instance, GRID) + 1, GRID)
     assert f"at {nxt:g} requests/s each:" in best.binds and "against ≤" in best.binds
     # every GPU of the pool is used by the best shape's replicas (tp 1 and tp 2 both pack 4 GPUs)
     assert best.gpus == 4 and best.gpus_per_replica * best.replicas == best.gpus
@@ -201,7 +205,7 @@ def test_the_disaggregated_rate_planned_back_needs_no_more_gpus_and_the_next_gri
     back = planner.plan_serving(model="llama-3.1-8b", chip="h100", workload={"isl": 2000, "osl": 200,
                                 "requests_per_second": result.requests_per_second}, **DISAGG).serving.disaggregated
     assert back.feasible and back.gpus <= 8
-    above = slo.grid_rate(slo.grid_index(result.requests_per_second) + 1)
+    above = grid_rate(grid_index(result.requests_per_second, GRID) + 1, GRID)
     beyond = planner.plan_serving(model="llama-3.1-8b", chip="h100", max_gpus=8, workload={
         "isl": 2000, "osl": 200, "requests_per_second": above}, **DISAGG).serving.disaggregated
     assert not beyond.feasible
@@ -378,7 +382,7 @@ def _fleet_p99_ttft_ms(fleet, rate: float) -> float:
 
     service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=8192,
                           workload={"isl": 2000, "osl": 200, "requests_per_second": rate})
-    return fleet_served(service, fleet, rate).ttft.percentile(99) * 1000
+    return fleet_served(service, fleet, rate, load()).ttft.percentile(99) * 1000
 
 
 def test_a_disaggregated_fleet_under_a_percentile_target_serves_no_more_and_meets_it_simulated_again():
@@ -393,7 +397,7 @@ def test_a_disaggregated_fleet_under_a_percentile_target_serves_no_more_and_meet
     assert 0 < rate < by_means.requests_per_second
     assert tight.target.service_targets == ["p99 TTFT ≤ 1,000 ms"]
     assert _fleet_p99_ttft_ms(tight.fleet, rate) <= 1000
-    above = slo.grid_rate(slo.grid_index(rate) + 1)
+    above = grid_rate(grid_index(rate, GRID) + 1, GRID)
     fleet = planner.plan_serving(model="llama-3.1-8b", chip="h100", max_gpus=4, workload={
         "isl": 2000, "osl": 200, "requests_per_second": above}, **DISAGG).serving.disaggregated
     assert _fleet_p99_ttft_ms(fleet, above) > 1000

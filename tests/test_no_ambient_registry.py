@@ -13,6 +13,7 @@ import pytest
 import planner
 import pricing.registry
 from planner.candidates.service import ResolvedService
+from planner.defaults import load
 from planner.request import PoolLimits, ServiceSpec
 from pricing.registry import overlay_from, shipped
 
@@ -185,6 +186,25 @@ def test_an_overlay_of_the_default_max_num_seqs_reaches_what_binds():
     assert laid.best.binds == "max_num_seqs: vLLM's default cap of 32 requests per rank"
 
 
+def test_the_default_max_num_seqs_that_binds_is_the_services_release(tmp_path):
+    """The binds phrase reads vLLM's default max_num_seqs from the service's release, not 0.33's:
+    an overlay of vllm_0_19.yaml scheduler_defaults whose 70 GiB row (an H100's 80 GiB, sm90, meets
+    it) caps requests at 32 binds a 0.19 plan there, while vllm_0_33.yaml keeps that row's 1024
+    (its 160 GiB row an H100 does not meet), so read under 0.33 the cap would bind nowhere."""
+    rows = [{"min_memory_gib": 70, "exclude_generations": ["sm80"], "max_num_batched_tokens": 8192, "max_num_seqs": 32},
+            {"min_memory_gib": 0, "max_num_batched_tokens": 2048, "max_num_seqs": 256}]
+    capped = overlay_from({"vllm_0_19": {"scheduler_defaults": {"value": rows, "source": "test", "how": "test"}}})
+    laid = planner.plan(model="llama-3.1-8b", chip="h100", concurrency=256, context_length=4096, vllm_version="0.19",
+                        registry=capped)
+    assert laid.best.max_num_seqs == 32
+    assert laid.best.binds == "max_num_seqs: vLLM's default cap of 32 requests per rank"
+    path = tmp_path / "s.yaml"  # a scenario's service (the fleet's binds) reads its own release too
+    path.write_text("services:\n  - {name: chat, model: llama-3.1-8b, chips: [h100], concurrency: 256,\n"
+                    "     context_length: 4096, vllm_version: '0.19'}\n")
+    (pool,) = planner.review(path, registry=capped).base.services
+    assert (pool.max_num_seqs, pool.binds) == (32, "max_num_seqs: vLLM's default cap of 32 requests per rank")
+
+
 def test_an_overlay_of_the_link_efficiency_reaches_the_kv_hand_over():
     """P/D prices the KV hand-over at the link's rate × kv_transfer.link_efficiency as the service's
     registry states it: 125 blocks of 2 MiB over an H100 node's NVLink, 450 GB/s × 0.425, take
@@ -212,16 +232,38 @@ def test_an_overlay_of_a_vision_tower_class_default_reaches_its_weights():
     assert laid.fixed.weights - plain.fixed.weights == 1152 * 14 * 14 * 2 == 451_584
 
 
-def test_no_module_keeps_a_context_variable_but_the_progress_listener():
-    """The candidate tables a command shares travel as its TableStore (handed down with the resolved
-    services), never found in a context variable; only planner/progress.py's listener is one."""
+def test_no_module_keeps_a_context_variable():
+    """The candidate tables a command shares and the listener told its stages travel as its
+    TableStore (handed down with the resolved services), never found in a context variable."""
     files = [p for folder in ("pricing", "planner") for p in (ROOT / folder).rglob("*.py")]
     assert len(files) > 100
     holding = sorted(str(p.relative_to(ROOT)) for p in files
                      if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "contextvars" in
                             ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""])
                             for n in ast.walk(ast.parse(p.read_text(), str(p)))))
-    assert holding == ["planner/progress.py"]
+    assert holding == []
+
+
+def test_the_stages_of_a_plan_are_told_to_its_stores_listener():
+    """A plan's search names its stages to the listener its store carries (planner/progress.py):
+    a plan at a concurrency sweeps the chip's shapes, then solves its pool and each alternative
+    asked (2, so 3 CP-SAT stages, the chip offering more shapes than that); a store without a
+    listener is told nothing, and the listener goes with the block that set it."""
+    from planner.app.api import table_store
+    from planner.progress import listening
+
+    told: list[str] = []
+    with table_store() as tables:
+        with listening(tables, told.append):
+            planner.plan(model="llama-3.1-8b", chip="h100", concurrency=32, context_length=8192, alternatives=2,
+                         tables=tables)
+        assert tables.listener is None
+    assert told[0] == "sweeping instance shapes on h100"
+    solves = [t for t in told if "CP-SAT: pool" in t]
+    assert [t.rsplit("CP-SAT: ", 1)[1] for t in solves] == ["pool 1 of 3", "pool 2 of 3", "pool 3 of 3"]
+    with table_store() as quiet:  # no listener: the same plan, nothing told
+        assert planner.plan(model="llama-3.1-8b", chip="h100", concurrency=32, context_length=8192,
+                            tables=quiet).feasible
 
 
 def test_a_service_sent_to_a_worker_carries_its_commands_store():
@@ -231,7 +273,7 @@ def test_a_service_sent_to_a_worker_carries_its_commands_store():
     from planner.candidates.store import TableStore
 
     spec = ServiceSpec(model="llama-3.1-8b", concurrency=8, context_length=4096)
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         service = ResolvedService.of(spec, PoolLimits(chips=("h100",)), tables=tables)
         assert tables.get(("model", "llama-3.1-8b", None, shipped())) is service.graph
         back = pickle.loads(pickle.dumps(service))
@@ -259,7 +301,7 @@ def test_a_forked_worker_holds_the_tables_its_parent_built():
     from planner.candidates.table import candidate_table, priced_chip
 
     limits = PoolLimits(chips=("h100",))
-    with TableStore() as tables:
+    with TableStore(load()) as tables:
         service = ResolvedService.of(ServiceSpec(model="llama-3.1-8b", concurrency=8, context_length=4096), limits,
                                      tables=tables)
         request = (service, priced_chip("h100", limits), limits)

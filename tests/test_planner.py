@@ -260,9 +260,9 @@ def test_builder_shares_inventory_between_services():
 
     a = [option("h200", 1.0, 8, 0), option("b200", 2.0, 8, 1)]  # $8 or $16
     b = [option("h200", 1.0, 4, 0), option("b200", 2.0, 4, 1)]  # $4 or $8
-    alone = solve(build([a, b], [10, 10]))
+    alone = solve(build([a, b], [10, 10], reads=defaults.load()))
     assert [(o.row.chip, n) for _, o, n in alone.picks] == [("h200", 1), ("h200", 1)]
-    shared = solve(build([a, b], [10, 10], inventory={"h200": 10}))
+    shared = solve(build([a, b], [10, 10], inventory={"h200": 10}, reads=defaults.load()))
     assert shared.status == "OPTIMAL"
     assert [(o.row.chip, n) for _, o, n in shared.picks] == [("h200", 1), ("b200", 1)]
 

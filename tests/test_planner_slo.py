@@ -12,6 +12,7 @@ import pytest
 from planner.app.plan import plan
 from planner.candidates import slo
 from planner.cli import main
+from planner.defaults import load
 from planner.request import PlanRequest, PoolLimits, ServiceSpec, SloSpec, WorkloadSpec
 from pricing.graph import load_model
 
@@ -56,14 +57,14 @@ def test_the_plan_meets_its_targets_when_simulated_again():
     from planner.candidates.shapes import ChipTable, Row, Shape, context_length  # the chosen row, rebuilt
     from pricing.chips import get_chip
 
-    table = ChipTable(get_chip("h100"), 8, context_length(load_model("llama-3.1-8b"), service))
+    table = ChipTable(get_chip("h100"), 8, context_length(load_model("llama-3.1-8b"), service), defaults=load().reads())
     row = Row(chip="h100", shape=Shape(best.tensor_parallel_size, best.data_parallel_size, best.enable_expert_parallel,
                                        best.decode_context_parallel_size, best.kv_cache_dtype,
                                        best.pipeline_parallel_size),
               gpu_memory_utilization=best.gpu_memory_utilization,
               max_num_batched_tokens=best.max_num_batched_tokens, max_num_seqs=best.max_num_seqs,
               held_per_rank=best.max_num_seqs, flags=best.deployment)
-    candidate = slo.Candidate(load_model("llama-3.1-8b"), table, service, row)
+    candidate = slo.Candidate(load_model("llama-3.1-8b"), table, service, row, load())
     assert not slo.misses(service, candidate.run(8.0 / best.replicas))
     if best.replicas > 1:  # one replica fewer misses a target: that is what binds says
         assert slo.misses(service, candidate.run(8.0 / (best.replicas - 1)))
@@ -293,7 +294,7 @@ def test_sizing_finds_the_fewest_replicas_that_meet_from_any_estimate(monkeypatc
 
     class Instance:
         service = SimpleNamespace(workload=SimpleNamespace(requests_per_second=rate))
-        reads = None  # no plan's provenance kept (planner.defaults.read)
+        reads = load()  # the shipped planner defaults, unrecorded (no plan's provenance kept)
 
         def run(self, per_instance, count=None):
             return per_instance  # None: one request at a time

@@ -374,6 +374,11 @@ def test_the_answer_is_on_the_last_screen_of_an_80_by_24_terminal(args, answer, 
         assert part in flat, (part, screen)
 
 
+# report.progress_after at 0 s in the one table every command's view reads (planner/defaults.py load)
+LOWERED = ("import dataclasses; import planner.defaults as d; t = d.load().table; "
+           "t['report.progress_after'] = dataclasses.replace(t['report.progress_after'], value=0.0); ")
+
+
 def test_progress_shows_on_a_terminal_and_is_cleared(tmp_path):
     """Progress (issue 42): on a terminal's stderr a plan that works past the delay shows its stages
     and candidate counts, and clears the line when done (the delay lowered to 0 s for the test)."""
@@ -382,8 +387,7 @@ def test_progress_shows_on_a_terminal_and_is_cleared(tmp_path):
 
     import pexpect
 
-    lowered = ("import planner.defaults as d; real = d.value; "
-               "d.value = lambda name: 0.0 if name == 'report.progress_after' else real(name); " + PLAN)
+    lowered = LOWERED + PLAN
     child = pexpect.spawn(sys.executable, ["-c", lowered, "--model", "llama-3.1-8b", "--chip", "h100",
                                            "--concurrency", "8"], cwd=str(ROOT), dimensions=(24, 80),
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, encoding="utf-8", timeout=300)
@@ -404,8 +408,7 @@ def test_a_review_without_variants_shows_its_stages_on_a_terminal():
 
     import pexpect
 
-    lowered = ("import planner.defaults as d; real = d.value; "
-               "d.value = lambda name: 0.0 if name == 'report.progress_after' else real(name); " + PLAN)
+    lowered = LOWERED + PLAN
     child = pexpect.spawn(sys.executable, ["-c", lowered, "scenario", "scenarios/mixed-fleet-shared-inventory.yaml"],
                           cwd=str(ROOT), dimensions=(24, 80), env={**os.environ, "PYTHONPATH": str(ROOT)},
                           encoding="utf-8", timeout=300)
@@ -427,8 +430,7 @@ def test_progress_is_silent_on_a_pipe_and_with_json(tmp_path):
 
     import pexpect
 
-    lowered = ("import planner.defaults as d; real = d.value; "
-               "d.value = lambda name: 0.0 if name == 'report.progress_after' else real(name); " + PLAN)
+    lowered = LOWERED + PLAN
     args = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "8"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     piped = subprocess.run([sys.executable, "-c", lowered, *args], cwd=ROOT, env=env, capture_output=True, text=True)

@@ -16,7 +16,7 @@ from planner.scenario import Scenario
 from planner.search import cpsat
 from planner.search import fleet as search_fleet
 from planner.search.staged import Budget
-from tests.helpers import second_solve_unknown
+from tests.helpers import planner_defaults, second_solve_unknown
 
 
 def option(chip: str, gpus: int, held: int, price: float, rmin: int, rmax: int, rank: int) -> cpsat.Option:
@@ -29,7 +29,7 @@ def test_the_cheapest_pool_wins_and_both_stages_prove_it():
     holding 1 at $1 need 10 ($20); 8 GPUs holding 12 at $1.2 need 1 ($9.60): the last is cheapest,
     and holds 12."""
     opts = [option("a", 4, 4, 2.0, 3, 10, 0), option("a", 2, 1, 1.0, 10, 20, 1), option("b", 8, 12, 1.2, 1, 4, 2)]
-    sol = cpsat.solve(cpsat.build([opts], [10]))
+    sol = cpsat.solve(cpsat.build([opts], [10], reads=defaults.load()))
     (index, picked, replicas), = sol.picks
     assert (index, picked.row.chip, replicas) == (2, "b", 1)
     assert sol.status == "OPTIMAL" and [s.status for s in sol.stages] == ["OPTIMAL", "OPTIMAL"]
@@ -40,7 +40,7 @@ def test_the_cheapest_pool_wins_and_both_stages_prove_it():
 def test_stage_two_holds_stage_one_and_then_holds_the_most_requests():
     """Two options cost the same ($8/hour for 8 GPUs): stage two picks the one holding more."""
     opts = [option("a", 8, 10, 1.0, 1, 2, 0), option("a", 4, 6, 1.0, 2, 4, 1), option("a", 2, 1, 1.0, 10, 40, 2)]
-    sol = cpsat.solve(cpsat.build([opts], [10]))
+    sol = cpsat.solve(cpsat.build([opts], [10], reads=defaults.load()))
     (index, _, replicas), = sol.picks
     assert (index, replicas) == (1, 2)  # 2 × 6 = 12 held beside 10 for the same $8
     assert sol.stages[1].value == 12
@@ -67,9 +67,7 @@ def coupled_fleet(services: int, seed: int = 7, per: int = 24,
 
 def limited(monkeypatch, work: float) -> None:
     """A time limit of 1 s worth `work` deterministic seconds, shared by every stage of a solve."""
-    real = defaults.value
-    monkeypatch.setattr(defaults, "value",
-                        lambda name: work if name == "solver.deterministic_per_second" else real(name))
+    planner_defaults(monkeypatch, {"solver.deterministic_per_second": work})
 
 
 class FirstSolutionAfterStageOne(Budget):
@@ -92,7 +90,8 @@ def test_a_stage_that_cannot_finish_reports_feasible_with_its_gap():
     stopped at its first solution: FEASIBLE, with stage two's value, bound and gap in the words
     every report prints."""
     opts, required, inventory = coupled_fleet(150)
-    sol = cpsat.solve(cpsat.build(opts, required, inventory), deadline=FirstSolutionAfterStageOne(10.0))
+    sol = cpsat.solve(cpsat.build(opts, required, inventory, reads=defaults.load()),
+                      deadline=FirstSolutionAfterStageOne(10.0, defaults.load()))
     assert sol.picks and sol.status == "FEASIBLE"
     first, second = sol.stages
     assert first.status == "OPTIMAL" and first.gap == 0
@@ -112,7 +111,7 @@ def test_a_stage_two_its_limit_ends_before_any_solution_keeps_stage_one(monkeypa
     stage two's presolve runs past what is left (about 0.17) before any solution: stage one's plan."""
     limited(monkeypatch, 0.03)
     opts, required, inventory = coupled_fleet(150)
-    sol = cpsat.solve(cpsat.build(opts, required, inventory), time_limit=1.0)
+    sol = cpsat.solve(cpsat.build(opts, required, inventory, reads=defaults.load()), time_limit=1.0)
     assert sol.status == "FEASIBLE" and len(sol.picks) == 150
     assert sol.stages[0].status == "OPTIMAL"
     assert sol.stages[1].status == "UNKNOWN" and sol.stages[1].kept_previous
@@ -123,7 +122,7 @@ def test_a_stage_two_its_limit_ends_before_any_solution_keeps_stage_one(monkeypa
 def test_a_second_stage_without_a_solution_keeps_the_first_stage_plan(monkeypatch):
     opts = [option("a", 4, 4, 2.0, 3, 10, 0), option("b", 8, 12, 1.2, 1, 4, 1)]
     second_solve_unknown(monkeypatch)
-    sol = cpsat.solve(cpsat.build([opts], [10]))
+    sol = cpsat.solve(cpsat.build([opts], [10], reads=defaults.load()))
     assert sol.status == "FEASIBLE" and sol.picks[0][1].row.chip == "b"
     assert sol.stages[1].status == "UNKNOWN" and sol.stages[1].kept_previous
     assert "previous stage's plan is kept" in solver_phrase(sol.status, sol.stages)
@@ -134,7 +133,7 @@ def test_an_impossible_second_stage_raises(monkeypatch):
     opts = [option("a", 4, 4, 2.0, 3, 10, 0)]
     second_solve_unknown(monkeypatch, "INFEASIBLE")
     with pytest.raises(cpsat.ImpossibleSolve):
-        cpsat.solve(cpsat.build([opts], [10]))
+        cpsat.solve(cpsat.build([opts], [10], reads=defaults.load()))
 
 
 def review(h200: int | None) -> Scenario:

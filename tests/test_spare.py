@@ -15,7 +15,9 @@ import pytest
 
 from planner.candidates.service import ResolvedService
 from planner.cli import main
+from planner.defaults import load
 from planner.search.placement import ChipNodes, PoolShape, place
+from planner.search.staged import Budget
 
 PLAN = ["--model", "llama-3.1-8b", "--chip", "h100", "--concurrency", "400", "--context-length", "8192"]
 
@@ -115,7 +117,7 @@ def test_spares_that_leave_no_room_are_an_answer(tmp_path):
 def test_placement_keeps_the_last_whole_nodes_as_spares():
     """20 GPUs in 8-GPU nodes: x-0 and x-1 whole, x-2 of 4. One spare: x-1 (the last whole node);
     three 4-GPU instances fill x-0 and x-2 around it."""
-    laid = place([PoolShape("p", "x", 3, 4, 4)], {"x": ChipNodes("x", 8, 8, 20)}, spare=1)
+    laid = place([PoolShape("p", "x", 3, 4, 4)], {"x": ChipNodes("x", 8, 8, 20)}, 1, load())
     assert [(n.node, n.gpus, n.spare) for n in laid.nodes] == [("x-0", 8, False), ("x-1", 8, True),
                                                               ("x-2", 4, False)]
     assert sorted(s.node for i in laid.instances for s in i.slots) == ["x-0", "x-0", "x-2"]
@@ -157,7 +159,7 @@ def test_the_disaggregated_search_keeps_the_spare_nodes_of_the_chips_it_uses():
 
     def chosen(max_gpus, spare):
         limits = PoolLimits(chips=("h100",), max_gpus=max_gpus, spare=spare)
-        status, ranked = build_and_solve([a, c, b], 1.0, limits, 1, nodes)
+        status, ranked = build_and_solve([a, c, b], 1.0, limits, 1, nodes, Budget(None, load()))
         return (status, ranked[0]) if ranked else (status, None)
 
     assert chosen(16, 0) == ("OPTIMAL", (a, 5, 4))

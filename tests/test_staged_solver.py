@@ -14,7 +14,7 @@ from planner.candidates.service import ResolvedService
 from planner.request import PoolLimits
 from planner.search import cpsat, disagg, staged
 from planner.search.staged import Budget
-from tests.helpers import second_solve_unknown
+from tests.helpers import planner_defaults, second_solve_unknown
 from tests.test_search_status import coupled_fleet
 from tests.test_spare import _pair
 
@@ -43,7 +43,7 @@ def test_a_disaggregated_stage_two_out_of_time_keeps_stage_one_plan():
     stage two says it kept it. Today's solver raised AssertionError here."""
     a, c, b = pairs()
     limits = PoolLimits(chips=("h100",), max_gpus=16)
-    status, stages, ranked = disagg.ranked_fleets([a, c, b], 1.0, limits, 1, NODES, StageOneOnly(1.0))
+    status, stages, ranked = disagg.ranked_fleets([a, c, b], 1.0, limits, 1, NODES, StageOneOnly(1.0, defaults.load()))
     assert status == "FEASIBLE" and ranked == [(a, 5, 4)]
     first, second = stages
     assert (first.stage, first.status, first.value, first.bound, first.gap) == ("cost", "OPTIMAL", 18.0, 18.0, 0.0)
@@ -55,7 +55,8 @@ def test_a_disaggregated_stage_two_the_solver_ends_without_a_solution_keeps_stag
     would). Break-check: on the code before this change (planner/search/disagg.py `_solve`) this
     raised AssertionError("stage 1's solution satisfies stage 2")."""
     second_solve_unknown(monkeypatch)
-    status, ranked = disagg.build_and_solve(pairs(), 1.0, PoolLimits(chips=("h100",), max_gpus=16), 1, NODES)
+    status, ranked = disagg.build_and_solve(pairs(), 1.0, PoolLimits(chips=("h100",), max_gpus=16), 1, NODES,
+                                           Budget(None, defaults.load()))
     assert status == "FEASIBLE" and [(q.rank, p, d) for q, p, d in ranked] == [(0, 5, 4)]
 
 
@@ -71,7 +72,7 @@ def test_every_stage_and_alternative_of_a_search_draws_on_one_budget(monkeypatch
         return sol
 
     monkeypatch.setattr(Budget, "solver", recording)
-    budget = Budget(2.0)
+    budget = Budget(2.0, defaults.load())
     status, stages, ranked = disagg.ranked_fleets(pairs(), 1.0, PoolLimits(chips=("h100",)), 3, NODES, budget)
     assert status == "OPTIMAL" and [q.rank for q, _, _ in ranked] == [0, 1, 2]
     assert len(given) == 6 and given[0] == pytest.approx(2.0 * defaults.value("solver.deterministic_per_second"))
@@ -81,9 +82,9 @@ def test_every_stage_and_alternative_of_a_search_draws_on_one_budget(monkeypatch
 
 def test_a_spent_budget_starts_no_stage():
     """Nothing left: stage one is UNKNOWN (the deterministic budget ended it), and no plan."""
-    budget = Budget(1.0)
+    budget = Budget(1.0, defaults.load())
     budget.spent = budget.work
-    sol = cpsat.solve(cpsat.build(*coupled_fleet(3)[:2]), deadline=budget)
+    sol = cpsat.solve(cpsat.build(*coupled_fleet(3)[:2], reads=defaults.load()), deadline=budget)
     assert sol.status == "UNKNOWN" and sol.picks == []
     assert [(s.status, s.limit, s.kept_previous) for s in sol.stages] == [("UNKNOWN", "deterministic", False)]
 
@@ -93,11 +94,11 @@ def test_the_answer_does_not_depend_on_the_wall_clock(monkeypatch):
     quiet machine and with two threads burning the CPU beside the solve. Break-check: with the
     budget spent as wall-clock seconds instead (max_time_in_seconds = the work left, no
     deterministic limit) this fails: 0.03 s of wall clock end stage one before any plan."""
-    monkeypatch.setattr(defaults, "value", _ratio(defaults.value, 0.03))
+    planner_defaults(monkeypatch, {"solver.deterministic_per_second": 0.03})
     opts, required, inventory = coupled_fleet(150)
 
     def answer():
-        sol = cpsat.solve(cpsat.build(opts, required, inventory), time_limit=1.0)
+        sol = cpsat.solve(cpsat.build(opts, required, inventory, reads=defaults.load()), time_limit=1.0)
         return sol.status, [(i, r) for i, _, r in sol.picks], [s.model_dump() for s in sol.stages]
 
     quiet = answer()
@@ -125,9 +126,9 @@ def test_the_answer_does_not_depend_on_the_wall_clock(monkeypatch):
 def test_the_wall_clock_backstop_is_said_when_it_ends_a_stage(monkeypatch):
     """A backstop already spent: the stage is ended by the wall clock, and says 'time' (the
     report's words: the wall-clock backstop), never 'deterministic'."""
-    budget = Budget(1.0)
+    budget = Budget(1.0, defaults.load())
     budget.end = time.monotonic()
-    sol = cpsat.solve(cpsat.build(*coupled_fleet(3)[:2]), deadline=budget)
+    sol = cpsat.solve(cpsat.build(*coupled_fleet(3)[:2], reads=defaults.load()), deadline=budget)
     assert sol.status == "UNKNOWN" and sol.stages[0].limit == "time"
 
 
@@ -136,8 +137,9 @@ def _ratio(real, value):
 
 
 def test_staged_reads_the_planner_defaults_it_names():
-    assert staged.Budget(2.0).work == pytest.approx(2.0 * defaults.value("solver.deterministic_per_second"))
-    assert staged.Budget(2.0).wall == pytest.approx(2.0 * defaults.value("solver.wall_backstop"))
+    budget = staged.Budget(2.0, defaults.load())
+    assert budget.work == pytest.approx(2.0 * defaults.value("solver.deterministic_per_second"))
+    assert budget.wall == pytest.approx(2.0 * defaults.value("solver.wall_backstop"))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -150,10 +152,10 @@ def test_leaving_out_dominated_options_keeps_the_optimum(seed):
     from planner.search.fleet import undominated
 
     opts, required, inventory = coupled_fleet(40, seed=seed)
-    whole = cpsat.solve(cpsat.build(opts, required, inventory), time_limit=60.0)
+    whole = cpsat.solve(cpsat.build(opts, required, inventory, reads=defaults.load()), time_limit=60.0)
     kept = [undominated(o, {}) for o in opts]
     pruned = cpsat.solve(cpsat.build([[o[i] for i in k] for o, k in zip(opts, kept, strict=True)], required,
-                                     inventory), time_limit=60.0)
+                                     inventory, reads=defaults.load()), time_limit=60.0)
     assert whole.status == pruned.status == "OPTIMAL"
     assert [(s.value, s.bound) for s in whole.stages] == [(s.value, s.bound) for s in pruned.stages]
     assert [(i, r) for i, _, r in whole.picks] == [(k[i], r) for k, (i, _, r) in zip(kept, pruned.picks, strict=True)]
@@ -165,7 +167,7 @@ def test_a_search_solves_within_the_budget_it_is_given():
     budget already spent leaves the search without a plan, UNKNOWN, said as the time limit's."""
     from planner.request import PlanRequest, ServiceSpec
 
-    spent = Budget(1.0)
+    spent = Budget(1.0, defaults.load())
     spent.spent = spent.work
     request = PlanRequest(service=ServiceSpec(model="qwen3-8b", concurrency=8, context_length=8192),
                           limits=PoolLimits(chips=("h100",)))
@@ -182,7 +184,7 @@ def test_the_wall_clock_backstop_counts_from_the_first_solve(monkeypatch):
     clock started with the budget). Break-check: starting it in Budget.__init__ fails this."""
     clock = [1000.0]
     monkeypatch.setattr(staged.time, "monotonic", lambda: clock[0])
-    budget = Budget(1.0)
+    budget = Budget(1.0, defaults.load())
     clock[0] += 100 * budget.wall  # the model built on a very slow machine
-    sol = cpsat.solve(cpsat.build(*coupled_fleet(3)[:2]), deadline=budget)
+    sol = cpsat.solve(cpsat.build(*coupled_fleet(3)[:2], reads=defaults.load()), deadline=budget)
     assert sol.status == "OPTIMAL" and not budget.backstop_hit, sol.stages

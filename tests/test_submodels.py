@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from planner.defaults import load
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.submodels import Inventory, NodePacking, PoolChoice
 from tests.test_search_status import option
 
 
 def solve(m: cp_model.CpModel, objective) -> object:
-    return solve_lexicographic(m, [Stage("cost", objective)], Budget(10.0))
+    return solve_lexicographic(m, [Stage("cost", objective)], Budget(10.0, load()))
 
 
 def test_a_pool_choice_takes_one_option_at_its_fewest_replicas():

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable, Row, Shape, context_length, deployment_for, shapes
 from planner.candidates.table import _record, evaluate_shape, shape_grid
+from planner.defaults import load
 from planner.request import ServiceSpec
 from pricing.chips import get_chip
 from pricing.graph import load_model
@@ -64,13 +65,14 @@ def test_fast_sweep_equals_point_by_point(card, data):
     service = ServiceSpec(model=card, concurrency=1, context_length=length,
                           gpu_memory_utilization=tuple(utils) if utils else None,
                           max_num_batched_tokens=tuple(budgets) if budgets else None)
-    found, _ = shapes(model, chip, service, None, chip.gpus_per_node)
+    found, _ = shapes(model, chip, service, None, chip.gpus_per_node, load().reads())
     if not found:
         return
     picked = data.draw(st.lists(st.sampled_from(found), min_size=1, max_size=3, unique=True), label="shapes")
     for shape in picked:
         at = context_length(model, service)
-        fast, slow = ChipTable(chip, chip.gpus_per_node, at), ChipTable(chip, chip.gpus_per_node, at)
+        fast, slow = (ChipTable(chip, chip.gpus_per_node, at, defaults=load().reads())
+                      for _ in range(2))
         evaluate_shape(model, chip, service, shape, fast)
         point_by_point(model, chip, service, shape, slow)
         assert fast.rows == slow.rows, shape
@@ -89,10 +91,10 @@ def test_the_verdict_is_the_stage_that_binds_at_its_own_utilization():
     model, chip = load_model("dsv3.2"), get_chip("b200")
     service = ServiceSpec(model="dsv3.2", concurrency=1, context_length=4096)
     shape = Shape(tp=8, dp=1, ep=False, dcp=1, kv_cache_dtype="auto", pp=2)
-    grid = shape_grid(model, chip, service, shape, ChipTable(chip, chip.gpus_per_node, 4096))
+    grid = shape_grid(model, chip, service, shape, ChipTable(chip, chip.gpus_per_node, 4096, defaults=load().reads()))
     assert [(r.stage.first_layer, r.stage.end_layer) for r in grid.probe.instance.ranks] == [(0, 31), (31, 61)]
     assert (grid.budgets[0], grid.utils[0], grid.probe.stage.index) == (2048, 0.97, 1)
-    fast, slow = ChipTable(chip, chip.gpus_per_node, 4096), ChipTable(chip, chip.gpus_per_node, 4096)
+    fast, slow = (ChipTable(chip, chip.gpus_per_node, 4096, defaults=load().reads()) for _ in range(2))
     evaluate_shape(model, chip, service, shape, fast)
     point_by_point(model, chip, service, shape, slow)
     assert fast.verdicts[0].weights == slow.verdicts[0].weights == 41_725_373_472
@@ -106,8 +108,8 @@ def test_the_fast_sweep_reads_lower_utilizations_off_one_kernel():
     chip = get_chip("h200")
     service = ServiceSpec(model="llama-3.1-8b", concurrency=1, context_length=131072,
                           gpu_memory_utilization=(0.9, 0.9001), max_num_batched_tokens=(2048,))
-    found, _ = shapes(model, chip, service, None, 8)
-    fast, slow = ChipTable(chip, 8, 131072), ChipTable(chip, 8, 131072)
+    found, _ = shapes(model, chip, service, None, 8, load().reads())
+    fast, slow = (ChipTable(chip, 8, 131072, defaults=load().reads()) for _ in range(2))
     evaluate_shape(model, chip, service, found[0], fast)
     point_by_point(model, chip, service, found[0], slow)
     assert [r.gpu_memory_utilization for r in fast.rows] == [0.9001, 0.9]
@@ -122,7 +124,8 @@ def test_the_shapes_offer_only_the_tensor_parallel_sizes_vllm_accepts(card, tps)
     """The candidate shapes' tp filter is the kernel's rule (check_tensor_parallel), worked out here
     by hand from each config's heads on an 8-GPU NVLink domain."""
     model, chip = load_model(card), get_chip("h200")
-    found, _ = shapes(model, chip, ServiceSpec(model=card, concurrency=1, context_length=4096), None, 8)
+    found, _ = shapes(model, chip, ServiceSpec(model=card, concurrency=1, context_length=4096), None, 8,
+                      load().reads())
     assert {s.tp for s in found} == tps
 
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.defaults import load
 from planner.search.time_fleet import (
     ServiceOverDay,
     ShapeOverDay,
@@ -31,11 +32,11 @@ def test_two_services_peaking_at_different_hours_share_gpus():
     not fit), at (4 + 1) + (1 + 4) = 10 GPU-hours × $2 = $20 over the two hours."""
     chat = ServiceOverDay("chat", [one_gpu([4, 1])])
     batch = ServiceOverDay("batch", [one_gpu([1, 4])])
-    found = solve_time_fleet([chat, batch], HOUR, {"h100": 5})
+    found = solve_time_fleet([chat, batch], HOUR, {"h100": 5}, reads=load())
     assert found.status == "OPTIMAL"
     assert found.gpus == [5, 5] and found.peak_gpus == 5 and found.sum_of_service_peaks == 8
     assert found.stages[0].value == 20.0 and found.stages[1].value == 5
-    assert solve_time_fleet([chat, batch], HOUR, {"h100": 4}).status == "INFEASIBLE"
+    assert solve_time_fleet([chat, batch], HOUR, {"h100": 4}, reads=load()).status == "INFEASIBLE"
 
 
 def test_the_inventory_at_the_busiest_hour_picks_the_shape():
@@ -45,9 +46,9 @@ def test_the_inventory_at_the_busiest_hour_picks_the_shape():
     chat = ServiceOverDay("chat", [one_gpu([4, 1], name="h100 tp1"),
                                    ShapeOverDay("b200 tp2", "b200", 2, 3.0, (2, 1), 1)])
     batch = ServiceOverDay("batch", [one_gpu([1, 4])])
-    alone = solve_time_fleet([chat, batch], HOUR, None)
+    alone = solve_time_fleet([chat, batch], HOUR, None, reads=load())
     assert [p.option for p in alone.picks] == ["h100 tp1", "shape"] and alone.stages[0].value == 20.0
-    found = solve_time_fleet([chat, batch], HOUR, {"h100": 4, "b200": 8})
+    found = solve_time_fleet([chat, batch], HOUR, {"h100": 4, "b200": 8}, reads=load())
     assert found.status == "OPTIMAL" and [p.option for p in found.picks] == ["b200 tp2", "shape"]
     assert found.stages[0].value == 18.0 + 10.0
     assert found.gpus == [4 + 1, 2 + 4] and found.peak_gpus == 6 and found.sum_of_service_peaks == 4 + 4
@@ -59,15 +60,15 @@ def test_equal_cost_then_the_fewer_peak_gpus():
     chat = ServiceOverDay("chat", [one_gpu([6, 2], price=1.0, name="ramp"), one_gpu([4, 4], price=1.0, rank=1,
                                                                                     name="flat")])
     batch = ServiceOverDay("batch", [one_gpu([4, 0], price=1.0)])
-    found = solve_time_fleet([chat, batch], HOUR, None)
+    found = solve_time_fleet([chat, batch], HOUR, None, reads=load())
     assert [p.option for p in found.picks] == ["flat", "shape"] and found.peak_gpus == 8
     assert [s.stage for s in found.stages] == ["cost over the window", "peak GPUs", "rank"]
 
 
 def test_spare_nodes_come_out_of_a_chip_in_use():
     chat = ServiceOverDay("chat", [one_gpu([4, 1])])
-    assert solve_time_fleet([chat], HOUR, {"h100": 12}, {"h100": 8}).status == "OPTIMAL"
-    assert solve_time_fleet([chat], HOUR, {"h100": 11}, {"h100": 8}).status == "INFEASIBLE"
+    assert solve_time_fleet([chat], HOUR, {"h100": 12}, {"h100": 8}, reads=load()).status == "OPTIMAL"
+    assert solve_time_fleet([chat], HOUR, {"h100": 11}, {"h100": 8}, reads=load()).status == "INFEASIBLE"
 
 
 def test_a_common_timeline_cuts_every_bin():
@@ -117,7 +118,7 @@ def test_the_fleets_peak_never_exceeds_the_sum_of_peaks_and_is_the_optimum(fleet
     """Property: max over intervals of the sum ≤ the sum of each service's max; and the solve finds
     the brute-force optimum (cost, then peak GPUs) or proves there is none."""
     services, minutes, inventory = fleet
-    found = solve_time_fleet(services, minutes, inventory)
+    found = solve_time_fleet(services, minutes, inventory, reads=load())
     best = brute_force(services, minutes, inventory)
     if best is None:
         assert found.status == "INFEASIBLE" and not found.picks
@@ -162,7 +163,7 @@ def test_the_hpa_validates_and_carries_the_schedule():
 
     from planner.report.autoscaler import autoscaler
 
-    resources, notes = autoscaler([deployment(namespace="llm")], scaling(), "hpa")
+    resources, notes = autoscaler([deployment(namespace="llm")], scaling(), "hpa", defaults=load())
     hpa = resources[-1]
     kubernetes_validate.validate(hpa, "1.33.0", strict=True)
     spec = hpa["spec"]
@@ -184,7 +185,8 @@ def test_the_scaled_object_validates_against_kedas_schema():
     from planner.report.autoscaler import autoscaler
     from tests.test_k8s import crd_schemas
 
-    resources, _ = autoscaler([deployment(namespace="llm")], scaling(min_replicas=0), "keda", "http://prom:9090")
+    resources, _ = autoscaler([deployment(namespace="llm")], scaling(min_replicas=0), "keda", "http://prom:9090",
+                              defaults=load())
     so = resources[-1]
     schema = crd_schemas()[("keda.sh/v1alpha1", "ScaledObject")]
     assert schema["source"]["repository"] == "https://github.com/kedacore/keda" and schema["source"]["tag"] == "v2.20.2"
@@ -207,10 +209,10 @@ def test_an_hpa_keeps_one_replica_and_a_window_beyond_kubernetes_is_refused():
     from planner.report.autoscaler import autoscaler
     from pricing.errors import InputError
 
-    resources, notes = autoscaler([deployment()], scaling(min_replicas=0), "hpa")
+    resources, notes = autoscaler([deployment()], scaling(min_replicas=0), "hpa", defaults=load())
     assert resources[-1]["spec"]["minReplicas"] == 1 and any("keeps at least 1" in n for n in notes)
     with pytest.raises(InputError, match="scale_down_minutes"):
-        autoscaler([deployment()], scaling(scale_down_seconds=7200), "hpa")
+        autoscaler([deployment()], scaling(scale_down_seconds=7200), "hpa", defaults=load())
 
 
 # -- the three-service scenario (scenarios/diurnal-three-services.yaml) -------------------------------------
@@ -397,11 +399,11 @@ def test_a_leaderworkerset_is_scaled_and_a_dynamo_graph_is_left_to_its_operator(
     from planner.report.k8s import LWS_API
 
     lws = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": {"name": "big"}, "spec": {}}
-    resources, _ = autoscaler([lws], scaling(), "hpa")
+    resources, _ = autoscaler([lws], scaling(), "hpa", defaults=load())
     kubernetes_validate.validate(resources[-1], "1.33.0", strict=True)
     assert resources[-1]["spec"]["scaleTargetRef"] == {"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "name": "big"}
     graph = {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment", "metadata": {"name": "g"}}
-    resources, notes = autoscaler([graph], scaling(), "keda")
+    resources, notes = autoscaler([graph], scaling(), "keda", defaults=load())
     assert resources == [graph] and notes == ["g: no autoscaler: a DynamoGraphDeployment is scaled by its own operator"]
 
 

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from planner.defaults import load
 from planner.traffic.intervals import Interval, Traffic
 from planner.traffic.prometheus import read_export
 from planner.traffic.schedule import at_risk, hold, length_bin, steps
@@ -205,7 +206,7 @@ def test_a_dip_the_scale_down_delay_covers_is_no_ramp_at_risk():
 
 
 def test_lengths_are_binned_up_to_two_significant_digits():
-    assert [length_bin(n) for n in (7, 99, 100, 101, 512, 1234, 20000)] == [7, 99, 100, 110, 520, 1300, 20000]
+    assert [length_bin(n, load()) for n in (7, 99, 100, 101, 512, 1234, 20000)] == [7, 99, 100, 110, 520, 1300, 20000]
 
 
 @given(need=st.lists(st.integers(0, 20), min_size=2, max_size=30), lead=st.one_of(st.just(0.0), st.floats(0.01, 300)),
@@ -263,7 +264,8 @@ def test_a_flat_profile_gives_the_static_plan(rate):
     from planner.traffic.schedule import at
 
     spec, pool = shape()
-    static = slo.size(slo.Candidate(sweep_model(spec.model, None), pool.table, at(spec, 512, 128, rate), pool.row),
+    static = slo.size(slo.Candidate(sweep_model(spec.model, None), pool.table, at(spec, 512, 128, rate), pool.row,
+                                    load()),
                       1, None).replicas  # as the static plan sizes the pool (binned 520 / 130 would not fit 640)
     s = planned([rate] * 24)
     assert {i.replicas for i in s.intervals} == {static} == {s.static_replicas}
@@ -305,7 +307,8 @@ def test_the_peak_is_checked_by_simulation_both_ways(monkeypatch):
     from planner.traffic.schedule import at
 
     spec, pool = shape()
-    static = slo.size(slo.Candidate(sweep_model(spec.model, None), pool.table, at(spec, 512, 128, 90.0), pool.row),
+    static = slo.size(slo.Candidate(sweep_model(spec.model, None), pool.table, at(spec, 512, 128, 90.0), pool.row,
+                                    load()),
                       1, None).replicas
     real = slo.highest_rate
 

@@ -34,13 +34,16 @@ LIMIT_FIELDS = set(PoolLimits.model_fields) | {"chip"}
 KINDS = (Role, Serving)  # the kinds a result's pools and plans come in (planner/kinds.py)
 
 
-def table_store() -> TableStore:
+def table_store(listener: Callable[[str], None] | None = None) -> TableStore:
     """A store for one command's graphs and candidate tables (planner/candidates/service.py
     `TableStore`), to hand to each of its calls as `tables`; `close()` it (or use it as a context
-    manager) when the command is done."""
+    manager) when the command is done. `listener`: told each stage of the work in words
+    (planner/progress.py; None: no one). The store carries the planner defaults the command reads
+    (planner/defaults.yaml, read here once: `defaults.load()`), handed down with it."""
+    from planner import defaults
     from planner.candidates.store import TableStore
 
-    return TableStore()
+    return TableStore(defaults.load(), listener=listener)
 
 
 @contextmanager
@@ -274,7 +277,6 @@ def review(scenario: str | Path | Scenario, variants: bool | list[str] = False, 
     result's `base`), and with `variants` (True: every one, or their names) each variant beside it
     (`--variants`). `spare`: whole nodes per chip kept free, instead of the file's; `executor`:
     where the variants are planned (planner/defaults.yaml parallel.executor when None)."""
-    from planner import defaults
     from planner.app.review import compare as plan_variants
     from planner.scenario import file_key
     from pricing.errors import named_all
@@ -287,7 +289,7 @@ def review(scenario: str | Path | Scenario, variants: bool | list[str] = False, 
         scenario.apply(name)  # an unknown name is bad input, with the nearest names, before any planning
     with session(tables) as store:
         c = plan_variants(scenario, names, progress=progress, time_limit=time_limit,
-                          executor=executor or defaults.value("parallel.executor"), ray_address=ray_address,
+                          executor=executor or store.defaults.value("parallel.executor"), ray_address=ray_address,
                           registry=registry, tables=store)
     return named_all(c, named or file_key)
 
@@ -306,14 +308,13 @@ def compare_points(points: list[tuple[str, Scenario]], title: str, *, time_limit
                    registry: Registry | None = None, tables: TableStore | None = None) -> Comparison:
     """What-if points (a label and a one-service scenario each) planned and set side by side, the
     first as the base (`plan compare --model ... --chip ...`)."""
-    from planner import defaults
     from planner.app.executors import plan_variants
     from planner.app.review import Comparison
     from pricing.errors import named_all
 
     with session(tables) as store:
         results = plan_variants([(s, label) for label, s in points], time_limit,
-                                executor or defaults.value("parallel.executor"), ray_address, progress, registry,
+                                executor or store.defaults.value("parallel.executor"), ray_address, progress, registry,
                                 store)
     results = [named_all(r, named) for r in results]
     return Comparison(review=title, base=results[0], variants=results[1:])

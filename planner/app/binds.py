@@ -143,12 +143,12 @@ def latency_binding(table: ChipTable, row: Row, replicas: int, service: ServiceS
     return memory
 
 
-def default_max_num_seqs(model, chip, max_model_len: int, registry) -> int:
-    """The release's default max_num_seqs on `chip` (its registry file's scheduler_defaults, as
-    `registry`, the plan's, states them)."""
+def default_max_num_seqs(model, chip, max_model_len: int, registry, release: str) -> int:
+    """`release`'s default max_num_seqs on `chip` (the service's vLLM release: its registry file's
+    scheduler_defaults, as `registry`, the plan's, states them)."""
     from pricing.kernel.deployment import Deployment, resolve_engine
 
-    return resolve_engine(Deployment(max_model_len=max_model_len), model, chip, registry).max_num_seqs
+    return resolve_engine(Deployment(max_model_len=max_model_len), model, chip, registry, release).max_num_seqs
 
 
 def inventory_binds(full: list[tuple[str, int, int]], extra: float) -> str:

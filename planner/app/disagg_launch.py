@@ -17,9 +17,9 @@ import json
 import re
 from dataclasses import replace
 
-from planner import defaults
 from planner.app.serve import Launch, Placeholder, ServedModel, _quote, launches, ray_launch
 from planner.app.serving import Launch as LaunchData
+from planner.defaults import View
 from pricing.kernel import Deployment
 from pricing.registry import shipped
 
@@ -51,17 +51,19 @@ def _with_connector(x: Launch, kv_role: str, side_port: int) -> Launch:
     return replace(x, serve=replace(x.serve, role=("--kv-transfer-config", kv_transfer_config(kv_role))), env=env)
 
 
-def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list, first_side_port: int):
+def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list, first_side_port: int,
+                   reads: View):
     """Each placed instance of a role's pool (InstancePlacement, with its role) with its commands:
     the pool's launch plus the connector's flag and side channel. Returns the InstanceLaunch
-    records (planner/app/result.py) and, per process, its environment and argument list."""
+    records (planner/app/result.py) and, per process, its environment and argument list (the
+    launch defaults read through `reads`)."""
     from planner.app.result import CommandLine, InstanceLaunch
 
     out, data = [], []
     for n, inst in enumerate(placed):
         port = first_side_port + n * d.data_parallel_size
-        own = [_with_connector(x, d.kv_role, port) for x in launches(model, d, gpus_per_node, inst.slots)]
-        ray = [_with_connector(x, d.kv_role, port) for x in ray_launch(model, d, gpus_per_node, inst.slots)]
+        own = [_with_connector(x, d.kv_role, port) for x in launches(model, d, gpus_per_node, inst.slots, reads=reads)]
+        ray = [_with_connector(x, d.kv_role, port) for x in ray_launch(model, d, gpus_per_node, inst.slots, reads)]
         out.append(InstanceLaunch(
             replica=inst.replica, role=inst.role, slots=inst.slots,
             commands=[CommandLine.of(x) for x in own], ray=[CommandLine.of(x) for x in ray]))
@@ -69,20 +71,20 @@ def role_instances(model: ServedModel, d: Deployment, gpus_per_node: int, placed
     return out, data
 
 
-def router_host() -> str:
-    """Where the proxy listens: every interface (planner/defaults.yaml launch.host), never its own
-    default of loopback alone (tests/fixtures/vllm-0.33/proxy_flags.json --host)."""
-    return str(defaults.value("launch.host"))
+def router_host(reads: View) -> str:
+    """Where the proxy listens: every interface (planner/defaults.yaml launch.host, read through
+    `reads`), never its own default of loopback alone (tests/fixtures/vllm-0.33/proxy_flags.json --host)."""
+    return str(reads.value("launch.host"))
 
 
-def router(prefill: list, decode: list) -> LaunchData:
+def router(prefill: list, decode: list, reads: View) -> LaunchData:
     """vLLM's documented proxy in front of the placed prefill and decode instances (their head slots)."""
     def hosts(placed):
         return [node_address(i.slots[0].node) for i in placed], [str(i.slots[0].port) for i in placed]
 
     p_hosts, p_ports = hosts(prefill)
     d_hosts, d_ports = hosts(decode)
-    args = ["python", "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py", "--host", router_host(),
+    args = ["python", "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py", "--host", router_host(reads),
             "--port", str(ROUTER_PORT),
             "--prefiller-hosts", *p_hosts, "--prefiller-ports", *p_ports,
             "--decoder-hosts", *d_hosts, "--decoder-ports", *d_ports]

@@ -11,6 +11,7 @@ from planner.app.result import Explanation
 from planner.candidates.roles import DECODE, PREFILL
 from planner.candidates.service import ResolvedService
 from planner.candidates.table import ChipTable, Row, priced_chip
+from planner.defaults import View
 from planner.kinds import Serving
 from planner.numbers import count, duration, given, money, number, percent, plural, size, tokens, with_article
 from planner.request import ServiceSpec
@@ -57,11 +58,11 @@ def _role_pool(resolved: ResolvedService, role, chip: Chip, table: ChipTable, ro
     return pool, d, table.gpus_per_node
 
 
-def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_port: int, registry=None) -> list:
+def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_port: int, registry, reads: View) -> list:
     """Each role pool (RolePool, its deployment, GPUs per node) with the launches of its placed
     instances (`placed`: planner/search/placement.py InstancePlacement of every pool, by role),
     side-channel ports disjoint over the fleet from `first_side_port`; the pools returned updated
-    (`registry`: the command's, None: the shipped one)."""
+    (`registry`: the command's, None: the shipped one; `reads`: its planner defaults)."""
     from planner.app.disagg_launch import role_instances
     from planner.app.serve import served_model
 
@@ -69,7 +70,7 @@ def launch_pools(service: ServiceSpec, pools: list, placed: list, first_side_por
     out, port = [], first_side_port
     for pool, d, per_node in pools:
         mine = [i for i in placed if i.role == pool.role]
-        instances, data = role_instances(served, d, per_node, mine, port)
+        instances, data = role_instances(served, d, per_node, mine, port, reads)
         port += len(mine) * d.data_parallel_size
         first = instances[0].commands
         out.append(pool.model_copy(update={"instances": instances, "launches": data, "vllm_serve": first[0].command,
@@ -116,8 +117,9 @@ def plan_disagg(resolved: ResolvedService, alternatives: int | None = None, name
     from planner.app.serving import DisaggPlan
 
     found = search(resolved, alternatives)
+    hours = resolved.defaults.unrecorded.value("report.hours_per_month")  # for the rendering
     if found.chosen is None:
-        return DisaggPlan(feasible=False, solver_status=found.status,
+        return DisaggPlan(feasible=False, solver_status=found.status, hours_per_month=hours,
                           explanations=[Explanation(chip=e.chip, constraint=e.constraint, text=quoted(e.text, named))
                                         for e in found.explanations],
                           candidates_evaluated=found.evaluated, pairs=len(found.pairs),
@@ -144,14 +146,16 @@ def _fleet(found, resolved: ResolvedService, pair, p: int, d: int):
                         role=pool.role) for pool, _, _ in roles]
     chips = {pool.chip: ChipNodes(pool.chip, per_node, priced_chip(pool.chip, limits, resolved.registry).tp_domain)
              for pool, _, per_node in roles}
-    laid = place(shapes, chips, limits.spare)
+    laid = place(shapes, chips, limits.spare, resolved.defaults.unrecorded)  # a P/D result lists no planner defaults
     if pair.node_gpus is not None and len({s.node for i in laid.instances for s in i.slots}) != 1:
         raise AssertionError("a pair priced over one node's NVLink was laid over more than one node")
-    prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base(), resolved.registry)
+    prefill_pool, decode_pool = launch_pools(service, roles, laid.instances, side_channel_base(), resolved.registry,
+                                             resolved.defaults.unrecorded)
     cost = prefill_pool.cost_per_hour + decode_pool.cost_per_hour
     per_output, per_input = token_costs(service, None, cost)  # as an aggregated pool's: the rate's tokens an hour
     return DisaggPlan(
         feasible=True, prefill=prefill_pool, decode=decode_pool,
+        hours_per_month=resolved.defaults.unrecorded.value("report.hours_per_month"),
         handover=handover_of(pair),
         ttft=TimeToFirstToken(queue_ms=round(pair.queue_seconds * 1000, 1),
                               prefill_ms=round(pf.prompt_seconds * 1000, 1), transfer_ms=round(h.seconds * 1000, 3),
@@ -161,7 +165,8 @@ def _fleet(found, resolved: ResolvedService, pair, p: int, d: int):
         tpot_band=band("tpot", dec.batch_per_rank, service.workload.isl + service.workload.osl // 2,
                        decode_pool.kernel), gpus=prefill_pool.gpus + decode_pool.gpus,
         cost_per_hour=round(cost, 4), cost_per_million_output_tokens=per_output,
-        cost_per_million_input_tokens=per_input, router=router(prefill_pool.instances, decode_pool.instances),
+        cost_per_million_input_tokens=per_input,
+        router=router(prefill_pool.instances, decode_pool.instances, resolved.defaults.unrecorded),
         nodes=laid.nodes,
         solver_status=found.status, candidates_evaluated=found.evaluated, pairs=len(found.pairs),
         seconds=round(found.seconds, 3))
@@ -201,7 +206,7 @@ def choose_serving(resolved: ResolvedService, alternatives: int | None = None, n
     if mode == Serving.AUTO and agg.feasible and dis.feasible:  # one queueing model for both: the same arrivals
         from planner.app.same_arrivals import judge
 
-        same = judge(service, agg, dis)
+        same = judge(service, agg, dis, resolved.defaults.unrecorded)  # its result lists no planner defaults
         chosen, why = _on_same_arrivals(same, chosen, why)
     return ServingChoice(mode=mode, chosen=chosen, why=why, aggregated=agg, disaggregated=dis, same_arrivals=same)
 

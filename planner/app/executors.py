@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner import defaults
 from planner.app.fleet import FleetResult, plan_scenario, refused_context, resolve_services
 from planner.candidates.parallel import build_tables, fork_pool, workers
-from planner.candidates.service import ResolvedService, store_of
+from planner.candidates.service import ResolvedService, defaults_of, store_of
 from planner.candidates.store import TableStore
 from planner.candidates.table import sweep_key
 from planner.scenario import Scenario
@@ -27,7 +26,6 @@ from pricing.errors import InputError, mention
 from pricing.registry import Registry
 from pricing.units import cdiv
 
-EXECUTORS = tuple(defaults.value("parallel.executors"))
 Job = tuple[Scenario, str]  # a variant's scenario and its name
 Task = tuple[Scenario, str, list[ResolvedService]]  # a job with its services, resolved once (in this process)
 
@@ -35,9 +33,10 @@ Task = tuple[Scenario, str, list[ResolvedService]]  # a job with its services, r
 def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_address: str | None = None,
                   progress: Callable[[str], None] | None = None, registry: Registry | None = None,
                   tables: TableStore | None = None) -> list[FleetResult]:
-    """Every job planned, in the order given, by `executor`, under `registry` (the command's; None:
-    the shipped one; it travels to the workers with each service) with the command's `tables`
-    (None: none shared; they travel with each service too); `progress(name)` as each is done."""
+    """Every job planned, in the order given, by `executor` (one of planner/defaults.yaml
+    parallel.executors), under `registry` (the command's; None: the shipped one; it travels to the
+    workers with each service) with the command's `tables` (they travel with each service too; None:
+    none shared); `progress(name)` as each is done."""
     if executor == "sequential" or len(jobs) < 2:
         out = []
         for scenario, name in jobs:  # one job alone on a pool or Ray may still build its tables in workers
@@ -47,9 +46,10 @@ def plan_variants(jobs: list[Job], time_limit: float | None, executor: str, ray_
             if progress:
                 progress(name)
         return out
-    if executor not in EXECUTORS:
-        raise InputError("executor", f"no executor named {executor!r}", f"use one of {', '.join(EXECUTORS)}")
     tasks = [(scenario, name, resolve_services(scenario, registry, tables)) for scenario, name in jobs]
+    known = tuple(defaults_of(tasks[0][2]).value("parallel.executors"))  # the command's, as its services carry them
+    if executor not in known:
+        raise InputError("executor", f"no executor named {executor!r}", f"use one of {', '.join(known)}")
     found: dict[int, FleetResult] = {}
     if executor == "pool":
         groups = _prebuilt(tasks)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-from planner import defaults
 from planner.app.result import Explanation
 from planner.app.targets import missed_phrases
 from planner.candidates.service import sweep_model
@@ -177,7 +176,7 @@ def _targets_missed(table: ChipTable, service: ServiceSpec, limits: PoolLimits, 
     rate = service.workload.requests_per_second
     capped = [(row, s) for row, s in queued if cap(row) is not None]
     if not capped:
-        limit = defaults.value("limits.max_gpus")
+        limit = table.defaults.unrecorded.value("limits.max_gpus")
         return (f"{name}: no replica count up to {count(limit)} of any split serves {given(rate)} requests/s "
                 f"within the service targets.")
     row, s = min(capped, key=lambda rs: (_shortfall(slo.misses(service, rs[1].at(cap(rs[0])))), rs[0].gpus,
@@ -191,7 +190,7 @@ def _targets_missed(table: ChipTable, service: ServiceSpec, limits: PoolLimits, 
             f"requests/s each {'miss' if most > 1 else 'misses'} the service targets: {missed}.")
     needed = slo.size(s.candidate, s.memory, None).replicas
     if not needed:
-        return head + f" No replica count up to {count(defaults.value('limits.max_gpus'))} meets them."
+        return head + f" No replica count up to {count(table.defaults.unrecorded.value('limits.max_gpus'))} meets them."
     return (head + f" Nearest fit: {mention('max_gpus')} {_gpus_for(needed, row, per_node) + limits.spare * per_node}"
             f" ({count(needed)} × {_split(row.shape)}).")
 

@@ -10,7 +10,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from planner import defaults
 from planner.app.binds import binding, default_max_num_seqs, latency_binding
 from planner.app.disagg_plan import launch_pools
 from planner.app.fleet_schedule import FleetOverTheDay, plan_over_the_day
@@ -21,10 +20,12 @@ from planner.app.serve import instance_launches, pool_launch, served_model
 from planner.app.serving import Handover
 from planner.app.targets import target_words
 from planner.candidates import latency
-from planner.candidates.service import ResolvedService
+from planner.candidates.service import ResolvedService, defaults_of, store_of
 from planner.candidates.store import TableStore
 from planner.candidates.table import candidate_table, priced_chip, verify
+from planner.defaults import View
 from planner.kinds import Role, Serving
+from planner.limits import price_units
 from planner.progress import stage
 from planner.request import ServiceSpec
 from planner.scenario import Scenario
@@ -153,6 +154,10 @@ class FleetResult(BaseModel):
     sum_of_service_peaks: int | None = Field(None, description="with traffic: the sum of each service's own peak GPUs")
     over_the_day: FleetOverTheDay | None = Field(None, description="with traffic: the fleet interval by interval "
                                                  "on one inventory (planner/app/fleet_schedule.py)")
+    hours_per_month: int = Field(exclude=True)  # planner/defaults.yaml report.hours_per_month, for the rendering
+    # the inventory makes the fleet dearer than each service's cheapest pool on its own, by at least the solver's
+    # price unit (planner/defaults.yaml solver.price_units_per_dollar): what binds it (report/review.py binding)
+    inventory_dearer: bool = Field(False, exclude=True)
 
     _day_pools: list[ServicePlan] = PrivateAttr(default_factory=list)  # with traffic: the pools over the day at their
     # busiest interval, what --emit k8s writes (each autoscaled)
@@ -185,7 +190,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
         held = row.concurrency * replicas
         kernel = verify(model, table, p.spec, row)
         binds = binding(table, latency.memory_row(table, row), replicas, p.spec.required, kernel,
-                        default_max_num_seqs(model, table.chip, length, table.registry))
+                        default_max_num_seqs(model, table.chip, length, table.registry, p.spec.vllm_version))
         step = latency.figures(model, table, p.spec, row, replicas)
         binds = latency_binding(table, row, replicas, p.spec, step, binds)
         prices = {t.chip.id: t.chip.price_per_gpu_hour for t in p.tables}
@@ -214,7 +219,8 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
     shapes = [PoolShape(f["service"], f["chip"], f["replicas"], f["gpus_per_replica"], f["tensor_parallel_size"],
                         role=f.get("role", Role.AGGREGATED)) for f in out]
     per_node = {f["chip"]: p.node[f["chip"]] for p in prepared for f in out if f["chip"] in p.node}
-    laid = lay_out(shapes, scenario, per_node, prepared[0].resolved.registry)  # the command's, every service's
+    unrecorded = defaults_of([p.resolved for p in prepared])  # a fleet's result lists no planner defaults
+    laid = lay_out(shapes, scenario, per_node, prepared[0].resolved.registry, unrecorded)  # the command's
     for at, p, option in paired:  # both pools laid on one node: they hand over on its NVLink (same rows, counts)
         twin = option.row.within_node
         names = {out[at]["service"], out[at + 1]["service"]}
@@ -229,7 +235,7 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
 
             side_port = side_channel_base() if side_port is None else side_port
             (pool,) = launch_pools(entry.spec, [(entry.pool, entry.deployment, entry.per_node)], mine, side_port,
-                                   entry.registry)
+                                   entry.registry, unrecorded)
             side_port += len(mine) * entry.deployment.data_parallel_size
             fields["instance_commands"] = [x.line for x in pool.launches]
             plans.append(ServicePlan(**fields, **{k: getattr(pool, k) for k in ("instances", "vllm_serve",
@@ -237,8 +243,9 @@ def _plans(prepared: list[Prepared], picks, scenario: Scenario) -> tuple[list[Se
                          .with_kernel(entry.pool.kernel))  # the rank's kernel: the manifests size host memory by it
             continue
         named, d, node, kernel = entry
-        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, node, mine))).with_kernel(kernel))
-    _add_routers(plans)
+        plans.append(ServicePlan(**fields, **pool_launch(instance_launches(named, d, node, mine, unrecorded)))
+                     .with_kernel(kernel))
+    _add_routers(plans, unrecorded)
     return plans, laid
 
 
@@ -253,7 +260,7 @@ class RoleLaunch:
     registry: Registry  # the command's
 
 
-def _add_routers(plans: list[ServicePlan]) -> None:
+def _add_routers(plans: list[ServicePlan], reads: View) -> None:
     """Each disaggregated service's router, after its decode pool's instance commands."""
     from planner.app.disagg_launch import router
 
@@ -261,17 +268,18 @@ def _add_routers(plans: list[ServicePlan]) -> None:
         if plan.role != Role.DECODE:
             continue
         prefill = next(p for p in plans if (p.served, p.role) == (plan.served, Role.PREFILL))
-        plan.instance_commands.append(router(prefill.instances, plan.instances).line)
+        plan.instance_commands.append(router(prefill.instances, plan.instances, reads).line)
 
 
-def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int], registry: Registry) -> Placement:
+def lay_out(shapes: list[PoolShape], scenario: Scenario, per_node: dict[str, int], registry: Registry,
+            reads: View) -> Placement:
     """The fleet's instances on the inventory's whole nodes (planner/search/placement.py), with the
     scenario's spare nodes kept free."""
     chips = {}
     for chip_id, node in per_node.items():
         stock = scenario.inventory.get(chip_id)
         chips[chip_id] = ChipNodes(chip_id, node, get_chip(chip_id, registry).tp_domain, stock.gpus if stock else None)
-    return place(shapes, chips, scenario.spare)
+    return place(shapes, chips, scenario.spare, reads)
 
 
 def _role_fields(p: Prepared, option: PairOption, pair=None) -> list[tuple[dict, RoleLaunch]]:
@@ -311,8 +319,8 @@ def _alone(p: Prepared, bounded: bool = False) -> tuple[str, str]:
     if p.spec.slo is not None:  # aggregated pools only (planner/request.py service_problems refuses the others)
         from planner.candidates import slo  # the serving simulator, only with service targets
 
-        sized = slo.size_tables(p.resolved.graph, tables, p.spec, limits, 1)
-    unlimited = cpsat.options(tables, p.spec, limits, sized)
+        sized = slo.size_tables(p.resolved.graph, tables, p.spec, limits, 1, p.resolved.defaults.unrecorded)
+    unlimited = cpsat.options(tables, p.spec, limits, sized, p.resolved.defaults.unrecorded)
     if not unlimited and sized is not None:
         from planner.app.explain import explain
 
@@ -418,12 +426,12 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
     scenario, services, judged = on_same_arrivals(scenario, services, set(refused))
     found = search_fleet(scenario, services, set(refused), time_limit, parallel_tables, bounded)
     prepared, status, picks, solvable = found.prepared, found.status, found.picks, found.solvable
-    hours = defaults.value("report.hours_per_month")
+    hours = defaults_of(services).value("report.hours_per_month")
     with_traffic = any(scenario.merged(s).traffic for s in scenario.services)
     if picks:
         plans, laid = _plans(prepared, picks, scenario)
         if with_traffic:
-            stage("simulating each service's schedule over the day")
+            stage(store_of(services), "simulating each service's schedule over the day")
         schedules, unscheduled = fleet_schedules(scenario, prepared, picks)
         short = []
     else:
@@ -456,7 +464,8 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                 reason = (f"the {priced:,} of {shapes:,} shapes priced within its {time_limit:g} s time limit give no "
                           f"plan that fits the inventory ({mention('time_limit')} raises it); ")
             elif timed_out:
-                reason = f"{cpsat.no_plan_in_time(time_limit)} ({mention('time_limit')} raises it); "
+                said = cpsat.no_plan_in_time(time_limit, defaults_of(services))
+                reason = f"{said} ({mention('time_limit')} raises it); "
             else:
                 reason = f"the inventory ({stock}) cannot hold it beside the other services; "
             alone, brief = _alone(p, found.swept is not None)
@@ -471,7 +480,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                              cost_per_hour=round(sum(pl.cost_per_hour for pl in used), 4)))
     total = round(sum(pl.cost_per_hour for pl in plans), 4)
     if not refused and with_traffic:
-        stage("CP-SAT: the fleet over the day")
+        stage(store_of(services), "CP-SAT: the fleet over the day")
     over = plan_over_the_day(scenario, prepared, picks or None, time_limit) if not refused else None
     day_pools = []
     if over is not None and over.peak_gpus is not None:
@@ -480,6 +489,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
         day_pools = plans if all(s.same_as_static for s in over.services) else _plans(
             prepared, busiest_picks(over, prepared), scenario)[0]
     result = FleetResult(review=scenario.review, variant=variant, feasible=bool(plans), services=plans, chips=chips,
+                       hours_per_month=hours,
                        cost_per_hour=total if plans else None,
                        cost_per_month=round(total * hours, 2) if plans else None,
                        gpus=sum(pl.gpus for pl in plans) if plans else None, short=short, solver_status=status,
@@ -496,4 +506,7 @@ def plan_scenario(scenario: Scenario, variant: str = "base", time_limit: float |
                        peak_gpus=over.peak_gpus if over else None,
                        sum_of_service_peaks=over.sum_of_service_peaks if over else None)
     result._day_pools = day_pools
+    if result.feasible and result.own_cost_per_hour is not None:
+        extra = result.cost_per_hour - result.own_cost_per_hour
+        result.inventory_dearer = price_units(extra, defaults_of(services)) > 0
     return result

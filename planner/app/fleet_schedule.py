@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from planner import defaults
+from planner.candidates.service import defaults_of
 from planner.scenario import Scenario
 from planner.search.fleet import Prepared, spare_gpus
 from planner.search.status import StageStatus
@@ -122,7 +122,7 @@ def busiest_picks(over: FleetOverTheDay, prepared: list[Prepared]) -> list[tuple
 def _candidates(p: Prepared, static) -> list:
     """The static pick first, then the cheapest other aggregated options at the peak (an option
     dominated at the peak may still cost less over the day: fewer GPUs a replica when it is quiet)."""
-    keep = defaults.value("time_fleet.shapes_per_service")
+    keep = p.resolved.defaults.unrecorded.value("time_fleet.shapes_per_service")
     kept = [o for o in p.options if hasattr(o.row, "chip")]
     kept.sort(key=lambda o: (o.cost_units * o.rmin, o.row.gpus * o.rmin, o.rank))
     out = [static] if static is not None and hasattr(static.row, "chip") else []
@@ -161,7 +161,8 @@ def _need(p: Prepared, option, traffic) -> _Need:
     shape = _shape(p, option)
     found = schedule.demand(p.spec, shape, traffic)
     lead = traffic.lead_minutes if traffic.lead_minutes is not None else schedule.lead_minutes(p.spec, shape)[0]
-    return _Need(schedule.hold(found.needed, traffic.intervals, lead, schedule.scale_down(traffic)[0], traffic.cyclic),
+    return _Need(schedule.hold(found.needed, traffic.intervals, lead,
+                                 schedule.scale_down(traffic, p.resolved.defaults.unrecorded)[0], traffic.cyclic),
                  found, lead)
 
 
@@ -176,13 +177,13 @@ def _settings(p: Prepared, option, traffic, need: _Need) -> AutoscalerSettings:
     rate = need.demand.rates[(isl, osl)]
     model = sweep_model(p.spec.model, p.spec.quantization, p.resolved.registry, p.resolved.tables)
     candidate = slo.Candidate(model, _shape(p, option).table,
-                              schedule.at(p.spec, isl, osl, rate), option.row)
+                              schedule.at(p.spec, isl, osl, rate), option.row, p.resolved.defaults.unrecorded)
     mean_e2e = candidate.run(rate).e2e.mean
     replicas = need.replicas
     return AutoscalerSettings(min_replicas=min(replicas), max_replicas=max(replicas), per_replica_rate=rate,
                               mean_e2e_seconds=round(mean_e2e, 4), running_per_replica=round(rate * mean_e2e, 3),
                               lead_minutes=round(need.lead_minutes, 3),
-                              scale_down_minutes=round(schedule.scale_down(traffic)[0], 3),
+                              scale_down_minutes=round(schedule.scale_down(traffic, candidate.reads)[0], 3),
                               step=largest_step(replicas, [i.minutes for i in traffic.intervals], need.lead_minutes,
                                                 traffic.cyclic))
 
@@ -234,7 +235,8 @@ def plan_over_the_day(scenario: Scenario, prepared: list[Prepared], static: list
         considered.append(len(shapes))
         services.append(ServiceOverDay(p.name, shapes))
     inventory = {c: s.gpus for c, s in scenario.inventory.items() if s.gpus is not None}
-    found = solve_time_fleet(services, minutes, inventory, spare_gpus(scenario, prepared), time_limit)
+    found = solve_time_fleet(services, minutes, inventory, spare_gpus(scenario, prepared), time_limit,
+                             reads=defaults_of([p.resolved for p in prepared]))
     day = MINUTES_PER_DAY / sum(minutes)
     out = []
     for k, (p, shape) in enumerate(zip(prepared, found.picks, strict=False)):

@@ -13,7 +13,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from planner import defaults
 from planner.app.plan import pool_plan
 from planner.app.result import Explanation, PoolPlan, Target
 from planner.app.serving import DisaggPlan
@@ -69,6 +68,7 @@ class MaxRateResult(BaseModel):
     explanations: list[Explanation] = Field(default_factory=list, description="why no shape serves a rate")
     notes: list[str] = Field(default_factory=list)
     seconds: float = 0.0
+    hours_per_month: int = Field(exclude=True)  # planner/defaults.yaml report.hours_per_month, for the rendering
 
 
 def max_rate(request: MaxRateRequest, named=None, registry=None, tables=None) -> MaxRateResult:
@@ -94,7 +94,8 @@ def max_rate(request: MaxRateRequest, named=None, registry=None, tables=None) ->
             replicas = replica_cap(row.gpus, table.gpus_per_node, stock)
             if not replicas:
                 continue
-            best = slo.highest_rate(slo.Candidate(model, table, service, row), MAX_RATE / replicas)
+            best = slo.highest_rate(slo.Candidate(model, table, service, row, resolved.defaults.unrecorded),
+                                    MAX_RATE / replicas)
             found.append((table, row, replicas, best))
     found.sort(key=lambda f: (-f[3].rate * f[2], f[1].gpus * f[2] * f[0].chip.price_per_gpu_hour))
     shapes = [ShapeRate(chip=t.chip.id, split=row.shape.split(), gpus_per_replica=row.gpus, replicas=r,
@@ -105,6 +106,7 @@ def max_rate(request: MaxRateRequest, named=None, registry=None, tables=None) ->
     if not found or not found[0][3].rate:
         asked = request.at(1.0)  # the target restated: the lengths and the targets, no rate found
         return named_all(MaxRateResult(
+            hours_per_month=resolved.defaults.unrecorded.value("report.hours_per_month"),
             feasible=False, max_gpus=limits.max_gpus, shapes=shapes, model=model.name, hf_id=model.hf_id,
             target=Target.of(asked, length, target_words(asked)).model_copy(update={"requests_per_second": None}),
             explanations=[Explanation(chip=",".join(limits.chips), constraint="service_targets",
@@ -114,7 +116,8 @@ def max_rate(request: MaxRateRequest, named=None, registry=None, tables=None) ->
     rate = replicas * best.rate
     at = request.at(rate)
     price = table.chip.price_per_gpu_hour
-    pool = pool_plan(model, at, table, Option(row, price, 0, replicas, replicas, 0), replicas, spare=limits.spare)
+    pool = pool_plan(model, at, table, Option(row, price, 0, replicas, replicas, 0), replicas, spare=limits.spare,
+                     reads=resolved.defaults.unrecorded)  # a rate's result lists no planner defaults
     sizing = slo.Sizing(replicas, runs={replicas: best.served}, candidate=best.candidate)
     pool = pool.model_copy(update={
         "serving": slo.figures(at, sizing, replicas, target_words(at)),
@@ -122,6 +125,7 @@ def max_rate(request: MaxRateRequest, named=None, registry=None, tables=None) ->
         "memory": memory_report(pool.kernel, length).model_copy(update={"provenance": []})})
     misses = missed_phrases(slo.misses(at, best.above)) if best.above is not None else []
     return named_all(MaxRateResult(
+        hours_per_month=resolved.defaults.unrecorded.value("report.hours_per_month"),
         feasible=True, requests_per_second=rate, binds=pool.binds, next_misses=misses, max_gpus=limits.max_gpus,
         target=Target.of(at, length, target_words(at)), best=pool, shapes=shapes, model=model.name, hf_id=model.hf_id,
         seconds=round(time.perf_counter() - start, 3)), named)
@@ -156,7 +160,7 @@ def _none_serves(request: MaxRateRequest, found: list, unpriced: list, registry=
                                      if f[3].alone is not None else 0)
     if best.alone is None:
         return (f"{row.shape.split()} on {table.chip.id} misses the targets even at "
-                f"{given(slo.grid_rate(0))} requests/s per instance")
+                f"{given(slo.grid_rate(0, best.candidate.reads))} requests/s per instance")
     return (f"every instance shape within {mention('max_gpus')} {gpus} misses the targets even one request at a "
             f"time, e.g. {row.shape.split()} on {table.chip.id}: "
             f"{', '.join(missed_phrases(slo.misses(request.judged, best.alone)))}; loosen the targets, shorten "
@@ -179,7 +183,8 @@ def _most_disagg(request: MaxRateRequest, named=None, registry=None, tables=None
     found: dict[int, object] = {}
     judged: dict[int, object] = {}  # under percentile targets: the fleet at the rate, on the simulated arrivals
 
-    first = slo.grid_rate(slo.grid_index(defaults.value("serving.disagg_first_rate")))
+    grid = tables.defaults  # the command's (a rate's result lists no planner defaults)
+    first = slo.grid_rate(slo.grid_index(grid.value("serving.disagg_first_rate"), grid), grid)
     resolved = ResolvedService.of(request.at(first).model_copy(update={"slo": None}), limits, registry=registry,
                                   tables=tables)
 
@@ -188,23 +193,24 @@ def _most_disagg(request: MaxRateRequest, named=None, registry=None, tables=None
 
     def fits(k: int) -> bool:
         if k not in found:
-            found[k] = search(sized(slo.grid_rate(k)), 0)
+            found[k] = search(sized(slo.grid_rate(k, grid)), 0)
         if found[k].chosen is None or request.slo is None:
             return found[k].chosen is not None
         if k not in judged:
-            judged[k] = _fleet_judged(request, sized, slo.grid_rate(k), named)
+            judged[k] = _fleet_judged(request, sized, slo.grid_rate(k, grid), named)
         return judged[k][1].meets
 
-    lo, hi = slo.highest_index(fits, slo.grid_index(defaults.value("serving.disagg_first_rate")),
-                               slo.grid_index(MAX_RATE), step=defaults.value("serving.disagg_first_step"))
+    lo, hi = slo.highest_index(fits, slo.grid_index(grid.value("serving.disagg_first_rate"), grid),
+                               slo.grid_index(MAX_RATE, grid), step=grid.value("serving.disagg_first_step"))
     model = resolved.graph
-    rate = slo.grid_rate(lo if lo is not None else hi)
+    rate = slo.grid_rate(lo if lo is not None else hi, grid)
     at = request.at(rate)
     target = Target.of(at, resolved.context_length, target_words(at) if request.slo is not None else None)
     if lo is None:
         why = ("; ".join(e.text for e in found[hi].explanations) if hi not in judged else
                f"its fleet misses {', '.join(judged[hi][1].misses)} on the simulated arrivals")
         return named_all(MaxRateResult(
+            hours_per_month=resolved.defaults.unrecorded.value("report.hours_per_month"),
             feasible=False, max_gpus=limits.max_gpus, serving=Serving.DISAGG, model=model.name, hf_id=model.hf_id,
             target=target.model_copy(update={"requests_per_second": None}),
             explanations=[Explanation(chip=",".join(limits.chips), constraint="service_targets", text=render(
@@ -220,10 +226,12 @@ def _most_disagg(request: MaxRateRequest, named=None, registry=None, tables=None
     if hi is None:
         binds += "; the rate is the planner's ceiling"
     elif hi in judged:
-        binds += f"; at {given(slo.grid_rate(hi))} requests/s its fleet misses {', '.join(judged[hi][1].misses)}"
+        binds += f"; at {given(slo.grid_rate(hi, grid))} requests/s its fleet misses {', '.join(judged[hi][1].misses)}"
     else:
-        binds += f"; at {given(slo.grid_rate(hi))} requests/s: " + "; ".join(e.text for e in found[hi].explanations)
+        binds += (f"; at {given(slo.grid_rate(hi, grid))} requests/s: "
+                  + "; ".join(e.text for e in found[hi].explanations))
     return named_all(MaxRateResult(
+        hours_per_month=resolved.defaults.unrecorded.value("report.hours_per_month"),
         feasible=True, requests_per_second=rate, max_gpus=limits.max_gpus, serving=Serving.DISAGG, target=target,
         fleet=fleet, binds=render(binds, named), model=model.name, hf_id=model.hf_id,
         seconds=round(time.perf_counter() - start, 3)), named)
@@ -235,6 +243,7 @@ def _fleet_judged(request: MaxRateRequest, sized, rate: float, named=None):
     from planner.app.disagg_plan import plan_disagg
     from planner.app.same_arrivals import fleet_served, simulated
 
-    fleet = plan_disagg(sized(rate), 0, named)
+    resolved = sized(rate)
+    fleet = plan_disagg(resolved, 0, named)
     at = request.at(rate).model_copy(update={"ttft_ms": None, "tpot_ms": None})  # judged by the percentiles
-    return fleet, simulated(at, Serving.DISAGG, fleet_served(at, fleet, rate))
+    return fleet, simulated(at, Serving.DISAGG, fleet_served(at, fleet, rate, resolved.defaults.unrecorded))

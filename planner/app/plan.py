@@ -4,7 +4,6 @@ commands, and, when nothing fits, why; plus the provenance of the best plan."""
 
 from __future__ import annotations
 
-from planner import defaults
 from planner.app.binds import binding, default_max_num_seqs, latency_binding
 from planner.app.explain import explain
 from planner.app.result import Explanation, Margin, PlanResult, PoolPlan, SearchInfo, Target
@@ -15,7 +14,7 @@ from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable
 from planner.candidates.store import TableStore
 from planner.candidates.table import verify
-from planner.defaults import Reads
+from planner.defaults import Reads, View, read_by
 from planner.numbers import count
 from planner.request import PlanRequest, ServiceSpec
 from planner.search.cpsat import Option, no_plan_in_time, search
@@ -50,7 +49,7 @@ def plan_pool(resolved: ResolvedService, alternatives: int | None = None, named=
     if pools:
         explanations = []
     elif found.status == "UNKNOWN":  # candidates exist: the time limit ended the search before any plan
-        text = (f"{no_plan_in_time(limits.time_limit)} ({count(found.evaluated)} candidates; "
+        text = (f"{no_plan_in_time(limits.time_limit, reads.unrecorded)} ({count(found.evaluated)} candidates; "
                 f"{mention('time_limit')} raises it)")
         explanations = [Explanation(chip="", constraint="time_limit", text=render(text, named))]
     else:
@@ -88,7 +87,7 @@ def _provenance(kernel: Kernel, *reads: Reads) -> list[dict]:
     rows = [{"name": p.name, "value": p.value, "source": p.source, "how": p.how}
             for p in (*kernel.provenance(), *step_provenance(kernel))]
     rows += [{"name": f"planner.{p.name}", "value": p.value, "source": p.source, "how": p.how}
-             for p in defaults.read_by(*reads)]
+             for p in read_by(*reads)]
     return rows
 
 
@@ -101,7 +100,7 @@ def margin_of(service: ServiceSpec, registry: Registry) -> Margin:
 
 
 def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, replicas: int, sizing=None,
-              every=None, spare: int = 0, asked: bool = True, reads: Reads | None = None) -> PoolPlan:
+              every=None, spare: int = 0, asked: bool = True, *, reads: View) -> PoolPlan:
     """One chosen row at `replicas`, verified by the kernel, with what binds it, its step and serving
     figures, its costs per token and its launch (`asked`: the service's concurrency was asked)."""
     row = option.row
@@ -110,7 +109,8 @@ def pool_plan(model, service: ServiceSpec, table: ChipTable, option: Option, rep
         update={"speculative_method": kernel.engine.speculative_method})
     held = row.concurrency * replicas
     binds = binding(table, latency.memory_row(table, row), replicas, service.required, kernel,
-                    default_max_num_seqs(model, table.chip, kernel.engine.max_model_len, table.registry), asked)
+                    default_max_num_seqs(model, table.chip, kernel.engine.max_model_len, table.registry,
+                                         service.vllm_version), asked)
     step = latency.figures(model, table, service, row, replicas)
     binds = latency_binding(table, row, replicas, service, step, binds)
     served, binds = serving_figures(service, sizing, replicas, binds, every)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, SkipValidation, field_serializer
 
-from planner import defaults
 from planner.candidates.slo import ServingFigures
 from planner.candidates.step_fields import StepFigures
 from planner.kinds import Role
@@ -216,4 +215,4 @@ class PlanResult(BaseModel):
     # for the rendering only
     required: int = Field(0, exclude=True, description="concurrency with the headroom the user asked for")
     headroom_percent: float = Field(0.0, exclude=True)
-    hours_per_month: int = Field(default_factory=lambda: defaults.value("report.hours_per_month"), exclude=True)
+    hours_per_month: int = Field(exclude=True)  # planner/defaults.yaml report.hours_per_month, as the plan read it

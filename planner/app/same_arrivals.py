@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel, Field
 
-from planner import defaults
+from planner.defaults import View
 from planner.kinds import Serving
 from planner.numbers import duration, given
 from planner.request import ServiceSpec
@@ -64,7 +64,7 @@ class SameArrivals(BaseModel):
     disaggregated: Simulated
 
 
-def _run(kernel, service: ServiceSpec, rate: float, output=None, prefilled: bool = False):
+def _run(kernel, service: ServiceSpec, rate: float, reads: View, output=None, prefilled: bool = False):
     """One instance of `kernel` at `rate` requests/s of the service's lengths (its KV margin held back)."""
     from planner.candidates.slo import traffic
     from pricing.serving import Fixed, Instance, StepCost, simulate
@@ -73,7 +73,7 @@ def _run(kernel, service: ServiceSpec, rate: float, output=None, prefilled: bool
     inst = Instance.of(kernel)
     inst = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin(kernel.reg))))
     cost = StepCost.of(StepModel(kernel, rates_accepted=service.speculative_acceptance), inst)
-    sent = traffic(service, rate)
+    sent = traffic(service, rate, None, reads)
     if output is not None:
         sent = replace(sent, output=Fixed(output))
     return simulate(inst, cost, replace(sent, prefilled=prefilled))
@@ -120,18 +120,19 @@ def simulated(service: ServiceSpec, kind: Serving, served) -> Simulated:
                      goodput=met, misses=missed, meets=not missed)
 
 
-def judge(service: ServiceSpec, agg, dis) -> SameArrivals:
-    """The aggregated `agg.best` and the disaggregated `dis` on the same arrivals at the service's rate."""
+def judge(service: ServiceSpec, agg, dis, reads: View) -> SameArrivals:
+    """The aggregated `agg.best` and the disaggregated `dis` on the same arrivals at the service's rate
+    (the simulator's defaults read through `reads`)."""
     rate = service.workload.requests_per_second
     best = agg.best
-    a = _run(best.kernel, service, rate / best.replicas)
-    return SameArrivals(requests_per_second=rate, requests=defaults.value("serving.requests"),
-                        seed=defaults.value("serving.seed"), aggregated=simulated(service, Serving.AGG, a),
-                        disaggregated=simulated(service, Serving.DISAGG, fleet_served(service, dis, rate)))
+    a = _run(best.kernel, service, rate / best.replicas, reads)
+    return SameArrivals(requests_per_second=rate, requests=reads.value("serving.requests"),
+                        seed=reads.value("serving.seed"), aggregated=simulated(service, Serving.AGG, a),
+                        disaggregated=simulated(service, Serving.DISAGG, fleet_served(service, dis, rate, reads)))
 
 
-def fleet_served(service: ServiceSpec, dis, rate: float):
+def fleet_served(service: ServiceSpec, dis, rate: float, reads: View):
     """The disaggregated fleet `dis` (a DisaggPlan) at `rate` requests/s: its requests' figures."""
-    prefill = _run(dis.prefill.kernel, service, rate / dis.prefill.replicas, output=1)
-    decode = _run(dis.decode.kernel, service, rate / dis.decode.replicas, prefilled=True)
+    prefill = _run(dis.prefill.kernel, service, rate / dis.prefill.replicas, reads, output=1)
+    decode = _run(dis.decode.kernel, service, rate / dis.decode.replicas, reads, prefilled=True)
     return disaggregated(prefill, decode, dis.handover.transfer_ms / 1000)

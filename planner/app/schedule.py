@@ -44,7 +44,7 @@ def schedule(request: ScheduleRequest) -> ServiceSchedule:
         lead, lead_said = traffic.lead_minutes, "lead_minutes"
     else:
         lead, lead_said = lead_minutes(service, shape)
-    down, _ = scale_down(traffic)
+    down, _ = scale_down(traffic, shape.table.defaults.unrecorded)
     running = hold(found.needed, traffic.intervals, lead, down, traffic.cyclic)
     risky = at_risk(found.needed, traffic.intervals, lead, down, traffic.cyclic)
     gpus = shape.gpus

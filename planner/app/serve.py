@@ -22,8 +22,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from planner import defaults
-from planner.defaults import Reads
+from planner.defaults import View
 from pricing.kernel import Deployment
 from pricing.registry import Registry
 
@@ -233,14 +232,14 @@ def across_nodes(d: Deployment, gpus_per_node: int) -> str:
     return "tensor parallel across the nodes of one NVLink domain"
 
 
-def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, visible: bool = True,
-             reads: Reads | None = None) -> list[Launch]:
+def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, *, visible: bool = True,
+             reads: View) -> list[Launch]:
     """The processes of one placed instance, one per node (its `slots`: node, GPU indices, port;
     planner/search/placement.py), the head node first. `visible` sets CUDA_VISIBLE_DEVICES from the slot
     (a Kubernetes pod gets its GPUs from the device plugin instead). The defaults are read through
-    `reads` (planner/defaults.py `read`)."""
+    `reads` (the caller's view: a plan's records them)."""
     flags = tuple(engine_flags(model, d))
-    host = str(defaults.read(reads, "launch.host"))
+    host = str(reads.value("launch.host"))
     out = []
     nodes = len(slots)
     for rank, slot in enumerate(slots):
@@ -250,7 +249,7 @@ def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list,
             continue
         if spans_by_data_parallel(d, gpus_per_node):
             join = DataParallelRanks(gpus_per_node // d.tensor_parallel_size,
-                                     int(defaults.read(reads, "launch.data_parallel_rpc_port")), rank)
+                                     int(reads.value("launch.data_parallel_rpc_port")), rank)
         else:
             join = NodeRank(nodes, rank)
         out.append(Launch(slot.node, env=env, what="head: serves the API" if rank == 0 else "worker",
@@ -258,15 +257,14 @@ def launches(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list,
     return out
 
 
-def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list,
-               reads: Reads | None = None) -> list[Launch]:
+def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: list, reads: View) -> list[Launch]:
     """The Ray form of a multi-node instance (vLLM docs, distributed serving and data parallel
     deployment): a Ray cluster of the instance's nodes, then one `vllm serve` on the head with
     Ray as the executor (`--distributed-executor-backend ray`), or for data parallel across nodes
     `--data-parallel-backend ray`, which starts the ranks on the other nodes itself."""
     if len(slots) == 1:
         return []
-    port = defaults.read(reads, "launch.ray_port")
+    port = reads.value("launch.ray_port")
     out = [Launch(slots[0].node, ("ray", "start", "--head", "--port", str(port)), what="Ray head")]
     out += [Launch(s.node, ("ray", "start", Placeholder(f"--address={HEAD}:{port}")), what="joins the Ray cluster")
             for s in slots[1:]]
@@ -274,12 +272,11 @@ def ray_launch(model: ServedModel, d: Deployment, gpus_per_node: int, slots: lis
             else RayExecutor())
     out.append(Launch(slots[0].node, what="serves the API on the head",
                       serve=Serve(model, slots[0].port, tuple(engine_flags(model, d)), join,
-                                  host=str(defaults.read(reads, "launch.host")))))
+                                  host=str(reads.value("launch.host")))))
     return out
 
 
-def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list,
-                      reads: Reads | None = None) -> list:
+def instance_launches(model: ServedModel, d: Deployment, gpus_per_node: int, placed: list, reads: View) -> list:
     """Each placed instance of a pool (planner/search/placement.py InstancePlacement) with its commands
     (the defaults read through `reads`)."""
     from planner.app.result import CommandLine, InstanceLaunch
@@ -300,7 +297,7 @@ def pool_launch(instances: list) -> dict:
 
 
 def own_nodes(served: ServedModel, d: Deployment, chip, gpus_per_node: int, pool: str, replicas: int,
-              spare: int, reads: Reads | None = None) -> dict:
+              spare: int, reads: View) -> dict:
     """A pool laid on nodes of its own (a plan: planner/search/placement.py), as PoolPlan fields (the
     defaults its placement and launch read recorded in `reads`)."""
     from planner.search.placement import ChipNodes, PoolShape, place

@@ -95,6 +95,7 @@ class DisaggPlan(BaseModel):
     alternatives: list[DisaggPlan] = Field(default_factory=list, description="the best fleets of the next "
                                            "prefill × decode shapes (chips, tp, dp, ep, dcp, kv dtype), cheapest "
                                            "first, as the aggregated plan's alternatives")
+    hours_per_month: int = Field(exclude=True)  # planner/defaults.yaml report.hours_per_month, for the rendering
 
 
 class ServingChoice(BaseModel):

@@ -9,11 +9,11 @@ import multiprocessing
 import os
 from dataclasses import replace
 
-from planner import defaults
 from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable
 from planner.candidates.store import TableStore
 from planner.candidates.table import built_table, candidate_table, keep_table, sweep_key
+from planner.defaults import View
 from planner.heap import freeze_for_fork
 from planner.request import PoolLimits
 from pricing.chips import Chip
@@ -40,10 +40,10 @@ def in_worker() -> bool:
     return multiprocessing.current_process().daemon
 
 
-def use_workers(jobs: int) -> bool:
+def use_workers(jobs: int, reads: View) -> bool:
     """Whether `jobs` candidate tables (or services to sweep) are worth worker processes: at least
-    parallel.min_tables of them, more than one CPU, and not already in a worker."""
-    return jobs >= defaults.value("parallel.min_tables") and workers() >= 2 and not in_worker()
+    parallel.min_tables of them (read through `reads`), more than one CPU, and not already in a worker."""
+    return jobs >= reads.value("parallel.min_tables") and workers() >= 2 and not in_worker()
 
 
 def build_tables(requests: list[Request], tables: TableStore | None) -> int:
@@ -58,7 +58,7 @@ def build_tables(requests: list[Request], tables: TableStore | None) -> int:
         key = sweep_key(*request)
         if key not in todo and built_table(tables, key) is None:
             todo[key] = request
-    if not use_workers(len(todo)):
+    if not use_workers(len(todo), tables.defaults):
         return 0
     keys = list(todo)
     groups: dict[tuple, list[int]] = {}
@@ -78,6 +78,6 @@ def _build(job: tuple[list[int], list[Request]]) -> tuple[list[int], list[ChipTa
     graph and its kernel memo, which go when the job is done (the tables go back to the parent,
     which keeps them in its store, `keep_table`)."""
     indices, requests = job
-    with TableStore() as job_tables:
+    with TableStore(requests[0][0].defaults.unrecorded) as job_tables:  # the command's defaults, as services carry them
         return indices, [candidate_table(replace(service, tables=job_tables), chip, limits)
                          for service, chip, limits in requests]

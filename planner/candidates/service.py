@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from planner.candidates.shapes import context_length
 from planner.candidates.store import TableStore
-from planner.defaults import Reads
+from planner.defaults import Defaults, Reads, load
 from planner.request import PoolLimits, ServiceSpec
 from pricing.graph import load_model
 from pricing.graph.model import ModelGraph
@@ -23,6 +23,12 @@ def store_of(services) -> TableStore | None:
     stores = {id(s.tables): s.tables for s in services}
     assert len(stores) <= 1, "one command's services share one TableStore"
     return next(iter(stores.values()), None)
+
+
+def defaults_of(services) -> Defaults:
+    """The planner defaults `services` (one command's, resolved, at least one) carry, unrecorded: the
+    table their views read (the command's, as its first service carries it)."""
+    return services[0].defaults.unrecorded
 
 
 def sweep_model(model: str, quantization: str | None, registry: Registry | None = None,
@@ -53,19 +59,22 @@ class ResolvedService:
     limits: PoolLimits
     graph: ModelGraph
     context_length: int
+    defaults: Reads  # the planner defaults its search and plan read (a recording view of the command's)
     name: str = ""  # a scenario's service as its file names it ("" for the one service of `plan`)
     registry: Registry = field(default_factory=shipped)  # the command's (its --registry overlay, or the shipped one)
-    defaults: Reads = field(default_factory=Reads)  # the planner defaults its search and plan read
     tables: TableStore | None = None  # the command's shared graphs and tables (None: nothing kept)
 
     @classmethod
     def of(cls, spec: ServiceSpec, limits: PoolLimits, name: str = "", registry: Registry | None = None,
            tables: TableStore | None = None) -> ResolvedService:
         """The service resolved under `registry` (the command's; None: the shipped one) with the
-        command's `tables` (None: nothing shared): its graph read and its context length settled, once."""
+        command's `tables` (None: nothing shared): its graph read and its context length settled, once;
+        its planner defaults a new recording view of the table `tables` carries (the command's; None:
+        the shipped file's, as the registry's None is the shipped registry)."""
         reg = registry or shipped()
         graph = sweep_model(spec.model, spec.quantization, reg, tables)
-        return cls(spec, limits, graph, context_length(graph, spec), name, reg, tables=tables)
+        table = tables.defaults if tables is not None else load()
+        return cls(spec, limits, graph, context_length(graph, spec), table.reads(), name, reg, tables=tables)
 
     @property
     def release(self) -> str:
@@ -81,10 +90,11 @@ class ResolvedService:
         """Pickled (to a table worker, planner/candidates/parallel.py) without the graph: a worker
         reads it from its store (`TableStore`: the parent's when forked), and keeps the context
         length resolved here."""
-        return _rebuilt, (self.spec, self.limits, self.context_length, self.name, self.registry, self.tables)
+        return _rebuilt, (self.spec, self.limits, self.context_length, self.name, self.registry, self.tables,
+                          self.defaults.unrecorded)
 
 
 def _rebuilt(spec: ServiceSpec, limits: PoolLimits, length: int, name: str, registry: Registry,
-             tables: TableStore | None) -> ResolvedService:
-    return ResolvedService(spec, limits, sweep_model(spec.model, spec.quantization, registry, tables), length, name,
-                           registry, tables=tables)
+             tables: TableStore | None, defaults: Defaults) -> ResolvedService:
+    return ResolvedService(spec, limits, sweep_model(spec.model, spec.quantization, registry, tables), length,
+                           defaults.reads(), name, registry, tables=tables)

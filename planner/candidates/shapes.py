@@ -143,7 +143,7 @@ class ChipTable:
     skipped: int = 0  # shapes not evaluated: one instance costs more than the pools kept (search.tables_for)
     unpriced: int = 0  # shapes a sweep bounded by --time-limit left unpriced (planner/search/sweep_time.py)
     best: tuple[int, ...] | None = None  # `dominant`'s rows as indices into `rows`, once `seal` has fixed them
-    defaults: Reads = field(default_factory=Reads)  # the planner defaults its sweep read (a plan's provenance)
+    defaults: Reads = field(kw_only=True)  # the planner defaults its sweep read (a plan's provenance)
     registry: Registry = field(default_factory=shipped)  # the registry its kernels read (the service's)
     tables: TableStore | None = field(default=None, compare=False, repr=False)  # the command's store (the service's)
 
@@ -268,7 +268,7 @@ def nvlink_domain(chip: Chip, gpus_per_node: int) -> int:
 
 
 def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | None,
-           gpus_per_node: int, reads: Reads | None = None) -> tuple[list[Shape], list[str]]:
+           gpus_per_node: int, reads: Reads) -> tuple[list[Shape], list[str]]:
     """Instance shapes to evaluate on `chip`, and the filters that removed values (for explanations).
 
     tp: within the NVLink domain and allowed by the heads (the kernel's rule,
@@ -278,8 +278,7 @@ def shapes(model: ModelGraph, chip: Chip, service: ServiceSpec, max_gpus: int | 
     models scale by replicas); expert parallel: MoE with more than one rank; dcp: divides tp and
     at most tp / KV heads (the kernel's rule, pricing.kernel.deployment.max_dcp). An instance larger
     than a node must fill whole nodes with whole tp groups (`placement`). The grids' defaults are
-    read through `reads` (the table's, `ChipTable.defaults`; None: a view of their own, unkept)."""
-    reads = reads if reads is not None else Reads()
+    read through `reads` (the table's, `ChipTable.defaults`)."""
     notes: list[str] = []
     domain = nvlink_domain(chip, gpus_per_node)
     if chip.nvlink_domain <= 1 and domain > 1:

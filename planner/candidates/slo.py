@@ -23,9 +23,8 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, Field, model_validator
 
-from planner import defaults
 from planner.candidates.shapes import ChipTable, Row, pool_gpus, replica_cap
-from planner.defaults import Reads
+from planner.defaults import View
 from planner.request import PoolLimits, ServiceSpec
 from pricing.graph.model import ModelGraph
 from pricing.kernel import Kernel
@@ -56,7 +55,7 @@ class Sizing:
         return self.runs[self.replicas]
 
 
-def traffic(service: ServiceSpec, rate: float | None, count: int | None = None, reads: Reads | None = None) -> Traffic:
+def traffic(service: ServiceSpec, rate: float | None, count: int | None, reads: View) -> Traffic:
     """The benchmark one instance sees at `rate` requests/s (None: one request at a time): each
     request's prompt and output drawn from the workload's histograms (`lengths`), else uniform
     around isl/osl by its range_ratio, else isl/osl exactly."""
@@ -69,8 +68,8 @@ def traffic(service: ServiceSpec, rate: float | None, count: int | None = None, 
     else:
         prompt, output = Fixed(w.isl), Fixed(w.osl)
     arrivals = Poisson(rate) if rate is not None else ClosedLoop(1)
-    return Traffic(arrivals, prompt, output, count=count or defaults.read(reads, "serving.requests"),
-                   seed=defaults.read(reads, "serving.seed"))
+    return Traffic(arrivals, prompt, output, count=count or reads.value("serving.requests"),
+                   seed=reads.value("serving.seed"))
 
 
 def misses(service: ServiceSpec, served: Served) -> list[tuple[str, int, float, float]]:
@@ -103,14 +102,14 @@ def goodput(service: ServiceSpec, served: Served) -> float:
 class Candidate:
     """One row's instance, ready to simulate."""
 
-    def __init__(self, model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row, reads: Reads | None = None):
+    def __init__(self, model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row, reads: View):
         kernel = Kernel.of(model, row.deployment, table.chip, table.registry, release=service.vllm_version)
         inst = Instance.of(kernel)
         self.instance = replace(inst, blocks=int(inst.blocks * (1 - service.kv_margin(table.registry))))
         self.step = StepModel(kernel, rates_accepted=service.speculative_acceptance)
         self.cost = StepCost.of(self.step, inst)
         self.service, self.row = service, row
-        self.reads = reads  # where the defaults its simulations read are recorded (planner/defaults.py `read`)
+        self.reads = reads  # the defaults its simulations read (a Reads records them: a plan's provenance)
 
     def run(self, rate: float | None, count: int | None = None) -> Served:
         return simulate(self.instance, self.cost, traffic(self.service, rate, count, self.reads))
@@ -137,11 +136,11 @@ def size(candidate: Candidate, memory: int, cap: int | None) -> Sizing:
     def meets(r: int) -> bool:
         return not misses(service, sizing.at(r))
 
-    alone = candidate.run(None, count=defaults.read(candidate.reads, "serving.alone_requests"))
+    alone = candidate.run(None, count=candidate.reads.value("serving.alone_requests"))
     if misses(service, alone):
         sizing.alone = alone
         return sizing
-    limit = cap if cap is not None else defaults.read(candidate.reads, "limits.max_gpus")
+    limit = cap if cap is not None else candidate.reads.value("limits.max_gpus")
     r = min(limit, max(memory, math.ceil(rate / candidate.estimate())))
     if meets(r):
         while r > memory and meets(r - 1):
@@ -174,11 +173,11 @@ def bisect(holds: Callable[[int], bool], lo: int, hi: int) -> tuple[int, int]:
 
 
 def size_tables(model: ModelGraph, tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
-                keep: int, reads: Reads | None = None) -> dict[tuple[str, Row], Sizing]:
+                keep: int, reads: View) -> dict[tuple[str, Row], Sizing]:
     """Each promising row of `tables` (the best of each shape) sized to the service's targets, by
     (chip id, row); rows left out are never cheaper than the `keep` cheapest sized (the defaults
     read through `reads`)."""
-    allowance = defaults.read(reads, "serving.capacity_allowance")
+    allowance = reads.value("serving.capacity_allowance")
     rate = service.workload.requests_per_second
     bounds = []
     for table in tables:
@@ -312,33 +311,33 @@ def _marked(points: list[ParetoPoint], sizing: Sizing, replicas: int) -> list[Pa
 
 
 # -- the most a pool serves: the highest rate per instance that meets the targets -------------------
-def _grid() -> tuple[int, int]:
+def _grid(reads: View) -> tuple[int, int]:
     """The rate grid's first mantissa (10^(digits-1)) and the exponent of its lowest rate's last digit
-    (planner/defaults.yaml serving.rate_digits, serving.lowest_rate)."""
-    digits = defaults.value("serving.rate_digits")
-    return 10 ** (digits - 1), round(math.log10(defaults.value("serving.lowest_rate"))) - (digits - 1)
+    (planner/defaults.yaml serving.rate_digits, serving.lowest_rate, read through `reads`)."""
+    digits = reads.value("serving.rate_digits")
+    return 10 ** (digits - 1), round(math.log10(reads.value("serving.lowest_rate"))) - (digits - 1)
 
 
-def grid_rate(k: int) -> float:
+def grid_rate(k: int, reads: View) -> float:
     """The k-th rate of the grid the highest rate is searched on (requests/s): `serving.rate_digits`
     significant digits (three: 100 … 999 × 10^e) from `serving.lowest_rate` up, so consecutive rates
     differ by at most 1 % and each prints exactly. Searching a fixed grid makes the answer the grid's
     highest meeting rate whatever the starting guess (the percentiles do not fall as the rate rises)."""
-    first, low = _grid()
+    first, low = _grid(reads)
     mantissa, exponent = first + k % (9 * first), k // (9 * first) + low
     return mantissa * 10**exponent if exponent >= 0 else mantissa / 10**-exponent
 
 
-def grid_index(rate: float) -> int:
+def grid_index(rate: float, reads: View) -> int:
     """The index of the highest grid rate at or below `rate` (0 below the grid)."""
-    if rate < grid_rate(0):
+    if rate < grid_rate(0, reads):
         return 0
-    first, low = _grid()
+    first, low = _grid(reads)
     exponent = math.floor(math.log10(rate)) - (len(str(first)) - 1)
     k = (exponent - low) * 9 * first + min(9 * first - 1, max(0, int(rate / 10**exponent) - first))
-    while k > 0 and grid_rate(k) > rate:
+    while k > 0 and grid_rate(k, reads) > rate:
         k -= 1
-    while grid_rate(k + 1) <= rate:
+    while grid_rate(k + 1, reads) <= rate:
         k += 1
     return k
 
@@ -358,7 +357,8 @@ class InstanceRate:
     @property
     def next_rate(self) -> float:
         """The grid rate above `rate`, the lowest the instance misses at."""
-        return grid_rate(grid_index(self.rate) + 1)
+        grid = self.candidate.reads.unrecorded
+        return grid_rate(grid_index(self.rate, grid) + 1, grid)
 
 
 def highest_index(meets: Callable[[int], bool], start: int, top: int, step: int = 1) -> tuple[int | None, int | None]:
@@ -386,24 +386,26 @@ def highest_index(meets: Callable[[int], bool], start: int, top: int, step: int 
 
 def highest_rate(candidate: Candidate, ceiling: float) -> InstanceRate:
     """The highest grid rate (at most `ceiling`) one instance serves within the targets: from the
-    step model's closed-form estimate (`highest_index`)."""
+    step model's closed-form estimate (`highest_index`); the grid's defaults read unrecorded (a
+    rate's result lists no planner defaults)."""
     service = candidate.service
     found = InstanceRate(candidate)
     runs: dict[int, Served] = {}
+    grid = candidate.reads.unrecorded
 
     def meets(k: int) -> bool:
         if k not in runs:
-            runs[k] = candidate.run(grid_rate(k))
+            runs[k] = candidate.run(grid_rate(k, grid))
         return not misses(service, runs[k])
 
-    alone = candidate.run(None, count=defaults.value("serving.alone_requests"))
+    alone = candidate.run(None, count=grid.value("serving.alone_requests"))
     if misses(service, alone):
         found.alone = alone
         return found
-    lo, hi = highest_index(meets, grid_index(candidate.estimate()), grid_index(ceiling))
+    lo, hi = highest_index(meets, grid_index(candidate.estimate(), grid), grid_index(ceiling, grid))
     found.simulated = len(runs)
     if lo is None:
         return found  # even the grid's lowest rate misses: only one request at a time meets them
-    found.rate, found.served = grid_rate(lo), runs[lo]
+    found.rate, found.served = grid_rate(lo, grid), runs[lo]
     found.above = runs[hi] if hi is not None else None
     return found

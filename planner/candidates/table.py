@@ -196,7 +196,7 @@ def start_table(resolved: ResolvedService, chip: Chip, limits: PoolLimits) -> tu
     if problem := beyond_positions(model, length):
         raise InputError("context_length", problem, f"use at most {model.max_position}")
     per_node = limits.gpus_per_node or chip.gpus_per_node
-    reads = Reads()
+    reads = resolved.defaults.fresh()  # the table's own view: built once and shared, its reads are its own
     found, notes = shapes(model, chip, service, limits.max_gpus, per_node, reads)
     return model, ChipTable(chip, per_node, length, excluded=notes, defaults=reads, registry=resolved.registry,
                              tables=resolved.tables), found

@@ -9,7 +9,7 @@ import click
 
 from planner.commands import ranges
 from planner.commands.flags import InputErrors, names_flags, own_flag
-from planner.commands.registry_option import command_registry, registry_option
+from planner.commands.registry_option import command_console, command_defaults, command_registry, registry_option
 from pricing.errors import named_all
 
 
@@ -59,7 +59,6 @@ def check_log(ctx, file, model, chip, release, tp, max_num_seqs, gpu_memory_util
     rebuild its deployment, and print predicted against logged memory per component, with the
     error and the registry value behind each gap."""
     from planner.report.check_log import render
-    from planner.report.tables import console_for_output
     from pricing.calibration.check import check, unstated
     from pricing.calibration.startup_log import parse
 
@@ -73,7 +72,7 @@ def check_log(ctx, file, model, chip, release, tp, max_num_seqs, gpu_memory_util
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:
-        render(report, console_for_output())
+        render(report, command_console(ctx), command_defaults(ctx).value("report.check_log_inline_width"))
 
 
 @click.command("calibrate")

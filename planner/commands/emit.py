@@ -111,6 +111,7 @@ def emit_of(options: dict) -> Emit | None:
                          "for a page")
     if not options.get("emit"):
         return None
+    from planner import defaults
     from planner.report import k8s
 
     k8s.writable_folder(options["output_dir"])
@@ -118,7 +119,8 @@ def emit_of(options: dict) -> Emit | None:
         raise InputError("--image", "the Dynamo target runs Dynamo's vLLM runtime image, which has no default here",
                          "give --image nvcr.io/nvidia/ai-dynamo/vllm-runtime:TAG, a tag whose vLLM is 0.33")
     selector = k8s.node_selector(tuple(options.get("node_selector") or ()))
-    return Emit(k8s.checked(k8s.K8sOptions(image=options.get("image") or k8s.default_image(),
+    made = defaults.load()  # the command's planner defaults (the one loader: kept by the shipped registry)
+    return Emit(k8s.checked(k8s.K8sOptions(image=options.get("image") or k8s.default_image(made), defaults=made,
                                model_source=options.get("model_source"), hf_token_secret=options.get("hf_token_secret"),
                                model_cache_claim=options.get("model_cache_claim"), namespace=options.get("namespace"),
                                target=options.get("k8s_target") or "plain", node_selector=selector,
@@ -214,7 +216,8 @@ def emit(pools: list[tuple[str, object]], routers: list[PdService] = (), *, to: 
         if name in (autoscaled or {}):
             from planner.report.autoscaler import autoscaler
 
-            resources, more = autoscaler(resources, autoscaled[name], to.autoscaler, to.prometheus)
+            resources, more = autoscaler(resources, autoscaled[name], to.autoscaler, to.prometheus,
+                                         defaults=to.k8s.defaults)
             said += more
         files[f"{named[name]}.yaml"] = resources
         notes += said

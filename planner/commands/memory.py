@@ -11,11 +11,11 @@ from planner import numbers as fmt
 from planner.commands import ranges
 from planner.commands.flags import check_options, memory_flag, names_flags
 from planner.commands.plan import acceptance_option, vllm_version_option
-from planner.commands.registry_option import command_registry, registry_option, step_model_option
+from planner.commands.registry_option import command_console, command_registry, registry_option, step_model_option
 from planner.limits import MAX_MEMORY, MAX_SPECULATIVE, MIN_MEMORY
 from planner.numbers import count, number
 from planner.report.memory import render_memory
-from planner.report.tables import Col, console_for_output, csv_text, print_table
+from planner.report.tables import Col, csv_text, print_table
 from pricing.chips import chip_ids, get_chip
 from pricing.config.quantization import methods_help
 from pricing.errors import render
@@ -124,7 +124,7 @@ def memory(ctx, model, chip, quantization, memory_bytes, tokens, as_json, show_p
         out = report.model_dump()
         click.echo(json.dumps(out, indent=2, default=str, ensure_ascii=False))
     else:
-        render_memory(report, kernel, provenance=show_provenance, named=memory_flag)
+        render_memory(report, kernel, command_console(ctx), provenance=show_provenance, named=memory_flag)
         if speed:
             model = f"step model from {speed['step_composition']}" if speed["step_composition"] else "step model"
             click.echo(f"speed ({model}): {fmt.duration(speed['tpot_ms'])} per output token at "
@@ -170,7 +170,7 @@ def models(ctx, as_json, fmt):
     if fmt == "csv":
         click.echo(csv_text(MODEL_COLUMNS, rows), nl=False)
         return
-    print_table(console_for_output(), "model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)",
+    print_table(command_console(ctx), "model cards (format: the checkpoint's quantization as vLLM 0.33 serves it)",
                 MODEL_COLUMNS, rows, csv_hint=True)
 
 
@@ -199,7 +199,7 @@ def chips(ctx, as_json, fmt):
     if fmt == "csv":
         click.echo(csv_text(CHIP_COLUMNS, cells), nl=False)
         return
-    console = console_for_output()
+    console = command_console(ctx)
     print_table(console, "chips", CHIP_COLUMNS, cells, csv_hint=True)
     console.print("* an estimate, not a quote (dated in 'as of'); give your own with --price. A chip without NVLink "
                   "runs tensor parallelism over PCIe within a node, as vLLM allows. Sources: `plan chips --json`.")

@@ -17,7 +17,14 @@ import click
 from planner.commands import ranges
 from planner.commands.flags import check_model_options, check_options, in_flags, names_flags, own_flag, plan_flag
 from planner.commands.progress import progress
-from planner.commands.registry_option import command_registry, command_tables, registry_option, step_model_option
+from planner.commands.registry_option import (
+    command_console,
+    command_defaults,
+    command_registry,
+    command_tables,
+    registry_option,
+    step_model_option,
+)
 from planner.limits import (
     MAX_CONCURRENCY,
     MAX_GPUS,
@@ -511,7 +518,7 @@ def run(ctx: click.Context, **options) -> None:
                              "target with --requests-per-second, --isl and --osl")
         check_output_path(chart_path)
     try:
-        with progress(options["as_json"]):
+        with progress(command_tables(ctx), options["as_json"]):
             result = api.plan(request, named=plan_flag, sized_by_rate=by_rate, registry=command_registry(ctx),
                               tables=command_tables(ctx))
     except InputError as err:
@@ -524,7 +531,7 @@ def run(ctx: click.Context, **options) -> None:
         from planner.report.html import About, plan_page
         from planner.report.render import infeasible_line
 
-        about = About([request.service.vllm_version], typed_command(ctx))
+        about = About([request.service.vllm_version], typed_command(ctx), defaults=command_defaults(ctx))
         draw = pareto_drawing(result) if result.feasible and result.best.serving else None
         page = plan_page(result, about, draw, plan_flag)
         if not result.feasible:  # the answer first, then where the page went, each chip's reason and each note
@@ -534,7 +541,7 @@ def run(ctx: click.Context, **options) -> None:
         if not result.feasible:
             ctx.exit(1)
         return
-    print_plan(result, options)
+    print_plan(ctx, result, options)
     if not result.feasible:
         ctx.exit(1)
     if to is not None:
@@ -554,7 +561,6 @@ def run_max_rate(ctx: click.Context, options: dict, page_path: str | None = None
     from planner.app import api
     from planner.commands import emit
     from planner.report.max_rate import render_max_rate
-    from planner.report.tables import console_for_output
 
     to = emit.emit_of(options)
     asked = request_from(options)
@@ -563,7 +569,7 @@ def run_max_rate(ctx: click.Context, options: dict, page_path: str | None = None
     emit.check_serving(to, [(asked.service.model, asked.service.serving)])
     try:
         request = api.max_rate_request(asked.service, slo_from(options), asked.limits)
-        with progress(options["as_json"]):
+        with progress(command_tables(ctx), options["as_json"]):
             result = api.max_rate(request, named=plan_flag, registry=command_registry(ctx), tables=command_tables(ctx))
     except InputError as err:
         raise in_flags(err, service_flag_of) from None
@@ -571,7 +577,8 @@ def run_max_rate(ctx: click.Context, options: dict, page_path: str | None = None
         from planner.report.html import About, max_rate_page
         from planner.report.max_rate import max_rate_line
 
-        page = max_rate_page(result, About([asked.service.vllm_version], typed_command(ctx)), plan_flag)
+        about = About([asked.service.vllm_version], typed_command(ctx), defaults=command_defaults(ctx))
+        page = max_rate_page(result, about, plan_flag)
         if not result.feasible:  # the answer first, then where the page went and each reason
             click.echo(f"plan: {max_rate_line(result, plan_flag)}", err=True)
         write_html(page, page_path)
@@ -582,7 +589,7 @@ def run_max_rate(ctx: click.Context, options: dict, page_path: str | None = None
         for e in result.explanations:
             click.echo(e.text, err=True)
     else:
-        render_max_rate(result, console_for_output(), plan_flag)
+        render_max_rate(result, command_console(ctx), plan_flag)
     if not result.feasible:
         if to is not None:
             click.echo(f"plan: note: --emit k8s wrote nothing: no rate is served ({to.output_dir} not written)",
@@ -620,10 +627,10 @@ def draw_pareto(result, chart_path: str) -> None:
     write_charts(lambda: draw(chart_path), chart_path)
 
 
-def print_plan(result, options: dict) -> None:
+def print_plan(ctx: click.Context, result, options: dict) -> None:
     """The aggregated plan as --json, --format csv, --brief or the full text asks."""
     from planner.report.render import PLAN_COLUMNS, plan_rows, render_brief, render_infeasible, render_plan
-    from planner.report.tables import console_for_output, csv_text
+    from planner.report.tables import csv_text
 
     if not result.feasible:  # the answer first, one line on stderr; the reason per chip follows
         from planner.report.render import infeasible_line
@@ -636,13 +643,13 @@ def print_plan(result, options: dict) -> None:
         click.echo(csv_text(PLAN_COLUMNS, []), nl=False)
         _reasons_on_stderr(result)
     elif not result.feasible:
-        render_infeasible(result, console_for_output())
+        render_infeasible(result, command_console(ctx))
     elif options.get("fmt") == "csv":
         click.echo(csv_text(PLAN_COLUMNS, plan_rows(result)), nl=False)
     elif options.get("brief"):
-        render_brief(result, console_for_output(), plan_flag)
+        render_brief(result, command_console(ctx), plan_flag)
     else:
-        render_plan(result, console_for_output(), options["show_provenance"], plan_flag)
+        render_plan(result, command_console(ctx), options["show_provenance"], plan_flag)
 
 
 def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate: bool, to,
@@ -654,7 +661,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
     from planner.commands import emit
 
     try:
-        with progress(options["as_json"]):
+        with progress(command_tables(ctx), options["as_json"]):
             out = api.plan_serving(request, named=plan_flag, sized_by_rate=by_rate, registry=command_registry(ctx),
                                    tables=command_tables(ctx))
     except InputError as err:
@@ -670,7 +677,7 @@ def run_serving(ctx: click.Context, request: PlanRequest, options: dict, by_rate
     if options["as_json"]:
         click.echo(out.model_dump_json(indent=2))
     else:
-        print_serving(choice, request, options)
+        print_serving(ctx, choice, request, options)
     if not chosen.feasible:
         ctx.exit(1)
     if to is not None:  # the chosen plan's manifests
@@ -692,11 +699,10 @@ def serving_workload(s) -> str:
 def write_serving_page(ctx: click.Context, choice, request: PlanRequest, path: str) -> None:
     """`--serving disagg|auto --format html`: the chosen plan's page (with auto, why this one); what
     does not fit said on stderr, as the aggregated page says it."""
-    from planner import defaults
     from planner.app import api
     from planner.report.html import About, choice_of, disagg_page, plan_page
 
-    about = About([request.service.vllm_version], typed_command(ctx))
+    about = About([request.service.vllm_version], typed_command(ctx), defaults=command_defaults(ctx))
     why = choice_of(choice) if choice.aggregated is not None else None
     agg, dis = choice.aggregated, choice.disaggregated
     if choice.chosen == api.Serving.AGG:
@@ -709,9 +715,8 @@ def write_serving_page(ctx: click.Context, choice, request: PlanRequest, path: s
         write_html(page, path)
         _reasons_on_stderr(agg)
         return
-    hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
     workload = serving_workload(request.service)
-    page = disagg_page(dis, about, workload, hours, plan_flag, choice.notes, why)
+    page = disagg_page(dis, about, workload, dis.hours_per_month, plan_flag, choice.notes, why)
     if not dis.feasible:  # the answer first, then where the page went, each reason and each note
         click.echo(f"plan: no disaggregated fleet fits {workload}", err=True)
     write_html(page, path)
@@ -719,16 +724,14 @@ def write_serving_page(ctx: click.Context, choice, request: PlanRequest, path: s
         click.echo(line, err=True)
 
 
-def print_serving(choice, request: PlanRequest, options: dict) -> None:
+def print_serving(ctx: click.Context, choice, request: PlanRequest, options: dict) -> None:
     """Both plans as text (the aggregated one with auto), then which is cheaper and why."""
-    from planner import defaults
     from planner.report.disagg_render import disagg_answer, render_choice, render_disagg, render_disagg_infeasible
     from planner.report.render import render_infeasible, render_notes, render_plan
-    from planner.report.tables import console_for_output
 
     agg, dis = choice.aggregated, choice.disaggregated
     workload = serving_workload(request.service)
-    console = console_for_output()
+    console = command_console(ctx)
     if agg is not None:
         console.print("[bold]aggregated[/bold]")
         if agg.feasible:
@@ -738,8 +741,7 @@ def print_serving(choice, request: PlanRequest, options: dict) -> None:
         console.print()
         console.print("[bold]disaggregated[/bold]")
     if dis.feasible:
-        hours = agg.hours_per_month if agg else defaults.value("report.hours_per_month")
-        render_disagg(dis, console, hours, workload, plan_flag)
+        render_disagg(dis, console, dis.hours_per_month, workload, plan_flag)
     else:
         render_disagg_infeasible(dis, console, workload)
     if agg is None:  # only the disaggregated plan was asked for: no choice to state; its answer last

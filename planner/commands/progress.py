@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from planner import defaults
+from planner.progress import Told, listening
 
 
 def wanted(as_json: bool = False) -> bool:
@@ -51,17 +51,16 @@ class StageLine:
 
 
 @contextmanager
-def progress(as_json: bool = False) -> Iterator[None]:
-    """The block's stages shown on stderr after the delay (where `wanted`), cleared at its end."""
+def progress(store: Told, as_json: bool = False) -> Iterator[None]:
+    """The block's stages, told to the command's `store` (planner/progress.py), shown on stderr
+    after the delay (where `wanted`), cleared at its end."""
     if not wanted(as_json):
         yield
         return
-    from planner.progress import listening
-
-    line = StageLine(float(defaults.value("report.progress_after")))
+    line = StageLine(float(store.defaults.value("report.progress_after")))  # the command's defaults
     line.timer.start()
     try:
-        with listening(line):
+        with listening(store, line):
             yield
     finally:
         line.close()

@@ -62,6 +62,26 @@ def command_tables(ctx: click.Context):
     return ctx.meta.get(TABLES)
 
 
+def command_defaults(ctx: click.Context | None):
+    """The command's planner defaults (planner/defaults.py `Defaults`): the ones its store carries
+    (made once by planner/cli.py, `command_tables`), else read here (a command without a store:
+    `plan models`, `plan chips`, a click option's help)."""
+    tables = command_tables(ctx) if ctx is not None else None
+    if tables is not None:
+        return tables.defaults
+    from planner import defaults
+
+    return defaults.load()
+
+
+def command_console(ctx: click.Context | None, *, stderr: bool = False):
+    """The console the command prints to (planner/report/tables.py `console_for_output`), piped at
+    the command's report.pipe_width."""
+    from planner.report.tables import console_for_output
+
+    return console_for_output(command_defaults(ctx).value("report.pipe_width"), stderr=stderr)
+
+
 def registry_option(f):
     return click.option("--registry", "registry_overlay", metavar="OVERLAY.yaml", expose_value=False,
                         callback=_activate, is_eager=True,

@@ -33,9 +33,15 @@ from planner.commands.plan import (
     write_html,
 )
 from planner.commands.progress import progress, wanted
-from planner.commands.registry_option import command_registry, command_tables, registry_option, step_model_option
+from planner.commands.registry_option import (
+    command_console,
+    command_defaults,
+    command_registry,
+    command_tables,
+    registry_option,
+    step_model_option,
+)
 from planner.report.render import render_comparison, render_fleet, short_line
-from planner.report.tables import console_for_output
 from planner.request import validation_message
 from planner.scenario import Scenario, ScenarioErrors, check_scenario, schema
 from pricing.errors import InputError
@@ -49,11 +55,16 @@ FORMAT_HELP = ("markdown: a report to paste in; " + HTML_HELP)
 
 
 def _console() -> Console:
-    return console_for_output()
+    return command_console(None)
 
 
 def _err_console() -> Console:
     return Console(stderr=True)
+
+
+def _after(ctx) -> float:
+    """Seconds a sweep takes before its progress bar shows (the command's report.progress_after)."""
+    return float(command_defaults(ctx).value("report.progress_after"))
 
 
 def executor_options() -> list:
@@ -185,12 +196,13 @@ def scenario_command(ctx, file, with_variants, variant_names, fmt, chart_path, s
     freeze_imported()
     with_variants = with_variants or bool(variant_names)
     shown = wanted(fmt == "json")  # the variants' bar, or the base's stages alone (rich shows one live display)
-    with nullcontext() if with_variants else progress(fmt == "json"):
+    with nullcontext() if with_variants else progress(command_tables(ctx), fmt == "json"):
         c = api.review(scenario, list(variant_names) or with_variants, time_limit=time_limit, executor=executor,
-                       ray_address=ray_address, progress=Ticker(_err_console(), shown and with_variants),
+                       ray_address=ray_address, progress=Ticker(_err_console(), shown and with_variants, _after(ctx)),
                        named=file_flag, registry=command_registry(ctx), tables=command_tables(ctx))
-    page = (page_path, About(releases([scenario, *(scenario.apply(r.variant) for r in c.variants)]),
-                             typed_command(ctx)), lambda path: chart(c, path, file_flag)) if page_path else None
+    about = About(releases([scenario, *(scenario.apply(r.variant) for r in c.variants)]), typed_command(ctx),
+                  defaults=command_defaults(ctx))
+    page = (page_path, about, lambda path: chart(c, path, file_flag)) if page_path else None
     note = None if with_variants else unplanned(scenario)
     code = _emit(c, fmt, with_variants, chart_path, page=page, notes=(note,) if note else ())
     if to is not None and (c.base.feasible or c.base.emitted_pools):  # the fleet over the day may fit alone
@@ -345,7 +357,7 @@ def compare_command(ctx, file, fmt, show_schema, chart_path, executor, ray_addre
     if options.get("output_dir") and fmt != "html":
         raise InputError("-o", "has nothing to write", "add --format html")
     page_path = html_output(ctx, {"fmt": fmt, **options})
-    about = About([], typed_command(ctx)) if page_path else None
+    about = About([], typed_command(ctx), defaults=command_defaults(ctx)) if page_path else None
     if file:
         ctx.exit(compare_file(ctx, file, fmt, chart_path, executor, ray_address, options, (page_path, about)))
     if options["max_rate"]:
@@ -366,7 +378,7 @@ def compare_file(ctx, file: str, fmt: str, chart_path: str | None, executor: str
         raise InputError("compare", f"takes a scenario FILE or {', '.join(given)}, not both",
                          "put the what-if in the file's services and variants, or drop FILE")
     c = api.compare(file, time_limit=options["time_limit"], executor=executor, ray_address=ray_address,
-                    progress=Ticker(_err_console(), wanted(fmt == "json")), named=file_option,
+                    progress=Ticker(_err_console(), wanted(fmt == "json"), _after(ctx)), named=file_option,
                     registry=command_registry(ctx), tables=command_tables(ctx))
     if options["show_provenance"]:
         click.echo(f"plan: note: {PROVENANCE_NOTE}", err=True)
@@ -428,7 +440,7 @@ def compare_sweep(fmt: str, chart_path: str | None, executor: str, ray_address: 
     from planner.report.review import Ticker, markdown
 
     points, varying, scenarios, notes = sweep_scenarios(options, registry)
-    ticker = Ticker(_err_console(), wanted(fmt == "json"))
+    ticker = Ticker(_err_console(), wanted(fmt == "json"), _after(None))
     done = [0]
 
     def tick(label: str) -> None:
@@ -497,7 +509,7 @@ def compare_max_rate(fmt: str, options: dict, registry=None, tables=None) -> int
         plan_request = request_from(at)
         asked.append((point_label(p, varying), {a: p[a] for a in AXES if p[a] is not None},
                       api.max_rate_request(plan_request.service, slo_from(at), plan_request.limits)))
-    ticker = Ticker(_err_console())
+    ticker = Ticker(_err_console(), True, _after(None))
     done = [0]
 
     def tick(label: str) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner import defaults
+from planner.defaults import Defaults
 from pricing.errors import InputError
 
 HPA_API = "autoscaling/v2"
@@ -79,14 +79,14 @@ def _target(workload: dict) -> dict:
     return {"apiVersion": workload["apiVersion"], "kind": workload["kind"], "name": workload["metadata"]["name"]}
 
 
-def hpa(workload: dict, a: Autoscaling) -> tuple[dict, list[str]]:
-    """The HorizontalPodAutoscaler of the pool whose Deployment or LeaderWorkerSet is `workload`."""
+def hpa(workload: dict, a: Autoscaling, waiting: float) -> tuple[dict, list[str]]:
+    """The HorizontalPodAutoscaler of the pool whose Deployment or LeaderWorkerSet is `workload`
+    (`waiting`: requests waiting per replica, planner/defaults.yaml autoscaler.waiting_per_replica)."""
     behavior, notes = _behavior(a)
     lowest = max(1, a.min_replicas)
     if a.min_replicas < 1:
         notes.append("the schedule idles at 0 replicas; a HorizontalPodAutoscaler keeps at least 1 "
                      "(a KEDA ScaledObject scales to 0)")
-    waiting = defaults.value("autoscaler.waiting_per_replica")
     metrics = [{"type": "Pods", "pods": {"metric": {"name": name},
                                           "target": {"type": "AverageValue", "averageValue": quantity(value)}}}
                for name, value in ((RUNNING, a.running_per_replica), (WAITING, waiting))]
@@ -101,12 +101,11 @@ def query(metric: str, service: str, namespace: str | None) -> str:
     return f"sum({metric}{{{','.join(labels)}}})"
 
 
-def scaled_object(workload: dict, a: Autoscaling, prometheus: str) -> tuple[dict, list[str]]:
+def scaled_object(workload: dict, a: Autoscaling, prometheus: str, waiting: float) -> tuple[dict, list[str]]:
     """The KEDA ScaledObject of the pool whose Deployment or LeaderWorkerSet is `workload`, its
-    triggers querying the Prometheus at `prometheus`."""
+    triggers querying the Prometheus at `prometheus` (`waiting`: as `hpa`'s)."""
     behavior, notes = _behavior(a)
     meta = workload["metadata"]
-    waiting = defaults.value("autoscaler.waiting_per_replica")
     triggers = [{"type": "prometheus", "name": metric.split("_", 2)[-1].replace("_", "-"), "metricType": "AverageValue",
                  "metadata": {"serverAddress": prometheus, "query": query(metric, meta["name"], meta.get("namespace")),
                               "threshold": f"{value:g}"}}
@@ -118,18 +117,20 @@ def scaled_object(workload: dict, a: Autoscaling, prometheus: str) -> tuple[dict
                      "triggers": triggers}}, notes
 
 
-def autoscaler(resources: list[dict], a: Autoscaling, kind: str, prometheus: str | None = None) -> tuple[
-        list[dict], list[str]]:
+def autoscaler(resources: list[dict], a: Autoscaling, kind: str, prometheus: str | None = None, *,
+               defaults: Defaults) -> tuple[list[dict], list[str]]:
     """The pool's resources with its autoscaler after them (`kind` hpa or keda), and notes on it;
-    the pool's first resource is what it scales (a Deployment or a LeaderWorkerSet)."""
+    the pool's first resource is what it scales (a Deployment or a LeaderWorkerSet); `defaults`:
+    the command's planner defaults (autoscaler.*)."""
     workload = resources[0]
     name = workload["metadata"]["name"]
     if workload["kind"] not in ("Deployment", "LeaderWorkerSet"):
         return resources, [f"{name}: no autoscaler: a {workload['kind']} is scaled by its own operator"]
     if kind == "keda":
-        made, notes = scaled_object(workload, a, prometheus or defaults.value("autoscaler.prometheus_address"))
+        made, notes = scaled_object(workload, a, prometheus or defaults.value("autoscaler.prometheus_address"),
+                                    defaults.value("autoscaler.waiting_per_replica"))
     else:
-        made, notes = hpa(workload, a)
+        made, notes = hpa(workload, a, defaults.value("autoscaler.waiting_per_replica"))
     notes.append("the ScaledObject's triggers query vllm:num_requests_* of the series a ServiceMonitor on the "
                  "pool's Service labels service=<pool>" if kind == "keda" else "the HorizontalPodAutoscaler's Pods "
                  "metrics need the Prometheus adapter to serve vllm:num_requests_running and vllm:num_requests_waiting "

@@ -17,7 +17,6 @@ import re
 import textwrap
 from pathlib import Path
 
-from planner import defaults
 from planner.app.review import Comparison
 from planner.numbers import count, duration, given, money, per_million_tokens
 from planner.report.review import delta
@@ -380,7 +379,7 @@ def chart(c: Comparison, path: str, named=None) -> list[tuple[str, str]]:
 
 
 def _review_charts(c: Comparison, path: str, named, batch: Batch) -> list[tuple[str, str]]:
-    hours = defaults.value("report.hours_per_month")
+    hours = c.base.hours_per_month
     if c.ranking:
         grid_chart(c, path, named, batch)
         written = [(path, f"$/month ({hours} h) of {count(len(c.ranking))} grid points against each axis")]
@@ -419,7 +418,7 @@ def variants_chart(c: Comparison, path: str, named=None, into: Batch | None = No
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    hours = defaults.value("report.hours_per_month")
+    hours = c.base.hours_per_month
     results = c.results
     services = list(dict.fromkeys(p.service for r in results for p in r.services))
     colour = {name: f"C{i % 10}" for i, name in enumerate(services)}
@@ -499,7 +498,7 @@ def grid_chart(c: Comparison, path: str, named=None, into: Batch | None = None) 
     served has an ✕ on the axis with how many."""
     from matplotlib.lines import Line2D
 
-    hours = defaults.value("report.hours_per_month")
+    hours = c.base.hours_per_month
     axes = list(c.grid)
     columns = len(axes) if len(axes) <= 3 else 2 if len(axes) == 4 else 3  # landscape: rows of panels, not a strip
     fig, panels = figure(min(4.2, (WIDEST_INCHES - 1.5) / columns), 4.4, panels=len(axes), columns=columns)
@@ -643,10 +642,10 @@ def axis_chart(points: list[dict], varying: list[str], results: list, path: str,
     and labelled with why. Returns what the chart shows, in words."""
     from pricing.units import tokens_label
 
-    hours = defaults.value("report.hours_per_month")
     if "requests_per_second" in varying:
         rate_chart(points, results, path, title_text, named)
         return "$/M output tokens against the rate, and each rate's Pareto front"
+    hours = results[0].hours_per_month  # as each point's fleet was priced
     estimated, notes = _estimated(results, named)
     numeric = [a for a in ("context_length", "concurrency") if a in varying]
     if not numeric:
@@ -670,7 +669,7 @@ def axis_chart(points: list[dict], varying: list[str], results: list, path: str,
                 gpus[p["chip"]][g] = cost[p["chip"]][g] = None
                 why[p["chip"], g] = shortfall_label(r, by_service=False)
         bar_chart(groups, gpus, cost, path, title_text, " · ".join(a.replace("_", " ") for a in others) or "model",
-                  why, estimated, notes)
+                  why, estimated, notes, hours=hours)
         return f"GPUs and $/month ({hours} h) by chip"
     x_axis = numeric[0]
     rest = [a for a in varying if a != x_axis]
@@ -684,13 +683,13 @@ def axis_chart(points: list[dict], varying: list[str], results: list, path: str,
     x_label, log_x = NUMERIC_AXES[x_axis]
     fmt = tokens_label if x_axis == "context_length" else count
     line_chart({k: sorted(v) for k, v in series.items()}, path, x_label, title_text, log_x=log_x, x_format=fmt,
-               notes=notes)
+               notes=notes, hours=hours)
     return f"GPUs and $/month ({hours} h) against the {x_label.split(' (')[0]}"
 
 
 def bar_chart(groups: list[str], gpus: dict[str, list[int | None]], cost: dict[str, list[float | None]], path: str,
               title_text: str, group_label: str, why: dict[tuple[str, int], str] | None = None,
-              estimated: set[str] | None = None, notes: list[str] | None = None) -> None:
+              estimated: set[str] | None = None, notes: list[str] | None = None, *, hours: int) -> None:
     """Categorical points as grouped bars, one bar per chip: GPUs (integer ticks) beside $/month,
     each with its figure (SVG ids `bars-<chip>-<group index>`, `cost-<chip>-<group index>`). A
     point not served (its value None, `why` its label) is an ✕ on the axis in the chip's place
@@ -698,7 +697,6 @@ def bar_chart(groups: list[str], gpus: dict[str, list[int | None]], cost: dict[s
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    hours = defaults.value("report.hours_per_month")
     why, estimated = why or {}, estimated or set()
     chips = list(gpus)
     width = 0.8 / max(1, len(chips))
@@ -735,12 +733,11 @@ def bar_chart(groups: list[str], gpus: dict[str, list[int | None]], cost: dict[s
 
 
 def line_chart(series: dict[str, list[tuple]], path: str, x_label: str, title_text: str, log_x: bool = False,
-               x_format=None, notes: list[str] | None = None) -> None:
+               x_format=None, notes: list[str] | None = None, *, hours: int) -> None:
     """GPUs and $/month against a numeric x, one series of markers per label (SVG ids `line-<label>`
     and `cost-<label>`; no line between: nothing was computed between the points), each point
     (x, GPUs, $/month, why it is not served, its price is an estimate) with its figure; a point
     where nothing fits (GPUs None) is an ✕ on the axis (`infeasible-<label>`) with why."""
-    hours = defaults.value("report.hours_per_month")
     fig, (ax_gpus, ax_cost) = figure(4.8, 4.6, panels=2)
     xs_all = sorted({p[0] for pts in series.values() for p in pts})
     n = len(series)

@@ -11,7 +11,6 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from planner import defaults
 from pricing.units import GiB
 
 
@@ -25,7 +24,7 @@ def _figure(value, unit: str) -> str:
     return f"{value:.2f}x"
 
 
-def render(r, console: Console) -> None:
+def render(r, console: Console, inline_width: int) -> None:
     """Print a CheckReport (pricing/calibration/check.py) on `console`, every line within its width."""
     d = r.deployment
 
@@ -38,7 +37,7 @@ def render(r, console: Console) -> None:
         f"{d['max_model_len']:,}, max_num_seqs {d['max_num_seqs']}, max_num_batched_tokens "
         f"{d['max_num_batched_tokens']:,}, {d['cudagraph_mode']}")
     say("")
-    narrow = console.width < defaults.value("report.check_log_inline_width")  # explanations after the table
+    narrow = console.width < inline_width  # explanations after the table (report.check_log_inline_width)
     table = Table(box=box.SIMPLE_HEAD, expand=not narrow)
     table.add_column("component", overflow="fold")
     for header in ("predicted", "logged", "error"):

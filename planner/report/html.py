@@ -22,13 +22,13 @@ from pathlib import Path
 from markupsafe import Markup
 from rich.console import Console
 
-from planner import defaults
 from planner import numbers as fmt
 from planner.app.fleet import FleetResult
 from planner.app.max_rate import MaxRateResult
 from planner.app.result import PlanResult, PoolPlan
 from planner.app.review import Comparison
 from planner.app.serving import DisaggPlan, ServingChoice
+from planner.defaults import Defaults
 from planner.kinds import Role, Serving
 from planner.report import render as text
 from planner.report.autoscaler import autoscaled
@@ -48,6 +48,7 @@ class About:
 
     vllm_releases: list[str]
     command: str = ""
+    defaults: Defaults = field(kw_only=True)  # the planner defaults the command made (its manifests' kubernetes.*)
     made: str = field(default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     version: str = field(default_factory=lambda: tool_version())
 
@@ -163,9 +164,10 @@ def launch_text(pools: list[tuple[str, PoolPlan]], named) -> str:
     return captured(draw)  # commands are printed whole, never wrapped (render.py `command`); the page wraps them
 
 
-def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None = None,
+def manifests(pools: list[tuple[str, PoolPlan]], named, defaults: Defaults, autoscaled: dict | None = None,
               routers: list[Router] = ()) -> list[tuple[str, str, list[str]]]:
-    """Each pool's Kubernetes manifests as `--emit k8s` writes them with its defaults: (file name,
+    """Each pool's Kubernetes manifests as `--emit k8s` writes them with its defaults (`defaults`: the
+    command's planner defaults, its About's): (file name,
     YAML, notes), or (the pool, why none, []) where the defaults do not suffice; an autoscaled pool
     (`autoscaled`: its name -> planner/report/autoscaler.py Autoscaling) with its
     HorizontalPodAutoscaler after it, the default `--autoscaler hpa`, and what it says of it; each
@@ -178,7 +180,7 @@ def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None 
         problem, fix = (named_text(part, named) for part in err.text)
         return f"# not written with the defaults: {problem}" + (f" ({fix})" if fix else "")
 
-    options = k8s.checked(k8s.K8sOptions(image=k8s.default_image()))
+    options = k8s.checked(k8s.K8sOptions(image=k8s.default_image(defaults), defaults=defaults))
     try:
         names = k8s.resource_names([name for name, _ in pools] + [r.name for r in routers])
     except InputError as err:  # names --emit k8s refuses (two alike as Kubernetes names): the page says so
@@ -194,7 +196,7 @@ def manifests(pools: list[tuple[str, PoolPlan]], named, autoscaled: dict | None 
                                               together=together.get(name, ()))
             said = []
             if name in (autoscaled or {}):
-                resources, said = autoscaler(resources, autoscaled[name], "hpa")
+                resources, said = autoscaler(resources, autoscaled[name], "hpa", defaults=defaults)
         except InputError as err:
             out.append((name, refused(err), []))
             continue
@@ -281,7 +283,8 @@ def plan_page(result: PlanResult, about: About, draw: Draw | None = None, named=
                 "why": why, "charts": inline_charts(draw), "serving": [served] if served else [],
                 "assumptions": assumptions, "provenance": provenance_table(result.provenance),
                 "memory": memory, "nodes": node_table(best.nodes, [(best.model, best.instances)], title),
-                "launch": launch_text([("", best)], named), "manifests": manifests([(best.model, best)], named)}
+                "launch": launch_text([("", best)], named),
+                "manifests": manifests([(best.model, best)], named, about.defaults)}
     return _render("plan.html.j2", context)
 
 
@@ -340,7 +343,7 @@ def disagg_page(plan: DisaggPlan, about: About, workload: str, hours: int, named
                            for r in (p, d)],
                 "provenance": provenance_table(role_provenance(p, d)),
                 "launch": captured(lambda c: pd.render_launches(plan, c)),
-                "manifests": manifests(roles, named, routers=[Router(service, plan.handover.one_node)])}
+                "manifests": manifests(roles, named, about.defaults, routers=[Router(service, plan.handover.one_node)])}
     return _render("disagg.html.j2", context)
 
 
@@ -389,7 +392,7 @@ def max_rate_page(result: MaxRateResult, about: About, named=None) -> str:
     from planner.report import disagg_render as pd
     from planner.report import max_rate as mr
 
-    hours = defaults.value("report.hours_per_month")
+    hours = result.hours_per_month
     heading = f"{result.model}: the most requests per second {fmt.plural(result.max_gpus, 'GPU')} serve"
     context = {"title": heading, "heading": heading, "about": about, "feasible": result.feasible,
                "lead": mr.max_rate_line(result, named), "notes": result.notes, "status": "",
@@ -416,7 +419,7 @@ def max_rate_page(result: MaxRateResult, about: About, named=None) -> str:
                                    [c.align == "right" for c in pd.POOL_COLUMNS])]
         context["why"] = [f"binds: {result.binds}", *pd.detail_lines(f, named)]
         context["launch"] = captured(lambda c: pd.render_launches(f, c))
-        context["manifests"] = manifests([(f"{p.model} {r.role}", r) for r in (p, d)], named,
+        context["manifests"] = manifests([(f"{p.model} {r.role}", r) for r in (p, d)], named, about.defaults,
                                          routers=[Router(p.model, f.handover.one_node)])
     else:
         estimate = best.price_estimate
@@ -427,7 +430,7 @@ def max_rate_page(result: MaxRateResult, about: About, named=None) -> str:
         context["why"] = [text.best_line(best), f"binds: {best.binds}", *text.speed_lines(best),
                           *text.serving_lines(best), *text.cost_lines(best)]
         context["launch"] = launch_text([("", best)], named)
-        context["manifests"] = manifests([(best.model, best)], named)
+        context["manifests"] = manifests([(best.model, best)], named, about.defaults)
     if per_m is not None:
         answer.append(Figure("$/M output tokens", fmt.per_million_tokens(per_m, estimate), key, per_m))
     context["answer"] = answer
@@ -440,7 +443,7 @@ def max_rate_page(result: MaxRateResult, about: About, named=None) -> str:
 def review_page(c: Comparison, about: About, draw: Draw | None = None, named=None, with_variants: bool = True) -> str:
     """`plan scenario --format html` (the base; with `with_variants` the variants and the grid beside
     it) and `plan compare --format html` (every point)."""
-    hours = defaults.value("report.hours_per_month")
+    hours = c.base.hours_per_month
     results = c.results if with_variants else [c.base]
     base = c.base
     heading = c.review or "capacity review"
@@ -492,7 +495,7 @@ def review_page(c: Comparison, about: About, draw: Draw | None = None, named=Non
         "schedules": schedule_sections(base, named) if base.feasible else [],
         "over_the_day": over_the_day_section(base),
         "launch": launch_text(fleet_pools(base.services), named) if base.feasible else "",
-        "manifests": manifests(fleet_pools(base.emitted_pools), named, autoscaled(base),
+        "manifests": manifests(fleet_pools(base.emitted_pools), named, about.defaults, autoscaled(base),
                                fleet_routers(base.emitted_pools))
         if base.feasible or over_the_day_pools else [],  # as --emit k8s writes them (planner/commands/scenario.py)
         "manifests_over_the_day": over_the_day_pools,

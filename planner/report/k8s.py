@@ -46,13 +46,14 @@ Secret the user names (secretKeyRef), never a value.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner import defaults
 from planner.app.serve import Placeholder
+from planner.defaults import Defaults
 from planner.kinds import Role
 from pricing.errors import InputError, mention
 
@@ -90,6 +91,7 @@ class K8sOptions:
     model_cache_size: str | None = None  # --model-cache-size auto: write the --model-cache-claim PVC, sized
     router_image: str | None = None  # --router-image: an image with vLLM's proxy at ROUTER_SCRIPT (docs/launch.md)
     router_fetch: str | None = None  # --router-fetch SHA256: download the proxy at start-up, checked against it
+    defaults: Defaults = dataclasses.field(kw_only=True)  # the command's planner defaults (kubernetes.*, launch.*)
 
 
 # Kubernetes' name rules (k8s.io/apimachinery pkg/util/validation/validation.go): a DNS-1123 label
@@ -165,7 +167,7 @@ def escaped(word: str) -> str:
     return word.replace("$", "$$")
 
 
-def default_image() -> str:
+def default_image(defaults: Defaults) -> str:
     return str(defaults.value("kubernetes.image"))
 
 
@@ -286,7 +288,7 @@ def _tolerations(chip, options: K8sOptions) -> list[dict]:
     a toleration without a value matches the key with any value (operator Exists)."""
     given = options.tolerations
     if given is None:
-        default = defaults.value("kubernetes.gpu_tolerations").get(chip.vendor)
+        default = options.defaults.value("kubernetes.gpu_tolerations").get(chip.vendor)
         given = tolerations((default,)) if default else ()
     return [{"key": key, "operator": "Equal", "value": value, "effect": effect} if value is not None
             else {"key": key, "operator": "Exists", "effect": effect} for key, value, effect in given]
@@ -322,8 +324,8 @@ class PodResources:
     rdma: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def of(cls, rank, chip, gpus: int, rdma_devices: tuple[tuple[str, int], ...]) -> PodResources:
-        """`rank`: the pool's rank bytes (planner/app/fleet.py RankBytes)."""
+    def of(cls, rank, chip, gpus: int, rdma_devices: tuple[tuple[str, int], ...], defaults: Defaults) -> PodResources:
+        """`rank`: the pool's rank bytes (planner/app/fleet.py RankBytes); `defaults`: the command's."""
         per_rank = int(defaults.value("kubernetes.host_memory_per_rank")) + rank.connector_host
         cpu = defaults.value("kubernetes.cpu_per_rank")
         shm = int(defaults.value("kubernetes.shm_size_limit")[chip.vendor])
@@ -337,7 +339,7 @@ class PodResources:
                 "limits": {**devices, "cpu": self.cpu_limit, "memory": self.memory_limit}}
 
 
-def _leader_args(serve, model: str, port: int) -> list[str]:
+def _leader_args(serve, model: str, port: int, defaults: Defaults) -> list[str]:
     """`vllm serve`'s arguments in a leader's pod (a plan's `Serve`, planner/app/serve.py): the
     model as the pods get it, the API on the pod's own `port`, the head's address from LWS."""
     out = list(serve.args(head=LEADER_ADDRESS, model=model, endpoint=False))
@@ -404,7 +406,7 @@ def _container(name: str, command: list[str], args: list[str], resources: PodRes
     cache = CACHE_MOUNT if options.run_as_user is None else USER_CACHE_MOUNT
     env = [{"name": "HF_HOME", "value": cache}, *_launch_env(launch_env or {})]
     if resources.rdma and SIDE_CHANNEL_HOST in (launch_env or {}):  # NIXL's UCX, over the RDMA device
-        env += [{"name": k, "value": str(v)} for k, v in defaults.value("kubernetes.rdma_env").items()]
+        env += [{"name": k, "value": str(v)} for k, v in options.defaults.value("kubernetes.rdma_env").items()]
     if options.hf_token_secret:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret,
                                                                          "key": "token"}}})
@@ -415,10 +417,11 @@ def _container(name: str, command: list[str], args: list[str], resources: PodRes
                                                                             "mountPath": cache}],
     }
     if serves_api:
-        port = port or int(defaults.value("launch.port"))
+        port = port or int(options.defaults.value("launch.port"))
         probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}
         container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
-        container["startupProbe"] = probe | {"failureThreshold": int(defaults.value("kubernetes.startup_probes"))}
+        container["startupProbe"] = probe | {"failureThreshold":
+                                             int(options.defaults.value("kubernetes.startup_probes"))}
         container["readinessProbe"] = probe | {"failureThreshold": 3}
         container["livenessProbe"] = probe | {"failureThreshold": 3}
     return container
@@ -512,9 +515,11 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
     if options.model_source is None and serves[0].model.placeholder:
         raise InputError("model_source", f"the weights' location is needed ({mention('model')} named a config file "
                          "with no weights beside it)", "give the folder or Hugging Face id the pods serve")
+    defaults = options.defaults
     port = int(defaults.value("launch.port"))
-    vllm_port = k8s_llmd.decode_vllm_port() if llm_d_role and first.role == Role.DECODE else port
-    sidecars = (k8s_llmd.routing_sidecar(port, security_context(False, options)),) if vllm_port != port else ()
+    vllm_port = k8s_llmd.decode_vllm_port(defaults) if llm_d_role and first.role == Role.DECODE else port
+    sidecars = (k8s_llmd.routing_sidecar(port, security_context(False, options), defaults),) \
+        if vllm_port != port else ()
     per_pod = [len(s.gpus) for s in first.slots]
     crosses = first.role != Role.AGGREGATED or len(serves) > 1  # a hand-over or a group across pods
     if crosses and not options.rdma:
@@ -526,8 +531,8 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
     pod_rdma = options.rdma if crosses else ()
     tolerate = _tolerations(chip, options)
     rank = rank_bytes(pool)
-    resources = PodResources.of(rank, chip, per_pod[0], pod_rdma)
-    leader_args = _leader_args(serves[0], model, vllm_port)
+    resources = PodResources.of(rank, chip, per_pod[0], pod_rdma, defaults)
+    leader_args = _leader_args(serves[0], model, vllm_port, defaults)
     head = _container("vllm", ["vllm", "serve"], leader_args, resources, options, serves_api=True,
                       launch_env=envs[0], port=vllm_port)
     affinity = one_node({"matchExpressions": [{"key": "app.kubernetes.io/instance", "operator": "In",
@@ -567,7 +572,7 @@ def pool_manifests(pool_name: str, pool, chip, options: K8sOptions, service: str
                          "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}]}})
     if options.target == "llm-d":
         out += k8s_llmd.scheduler(name, service_selector, port, False, options, _meta, security_context(False, options))
-        notes.append(k8s_llmd.scheduler_note(name))
+        notes.append(k8s_llmd.scheduler_note(name, defaults))
     return out, notes
 
 
@@ -589,13 +594,14 @@ def llm_d_pd_manifests(service: str, pools: list[tuple[str, object]], router: st
         notes += said
     name = _name(service)
     selector = {"app.kubernetes.io/name": "vllm", k8s_llmd.PART_OF: name}
+    defaults = options.defaults
     port = int(defaults.value("launch.port"))
     files[f"{named[router]}.yaml"] = k8s_llmd.scheduler(name, selector, port, True, options, _meta,
                                                         security_context(False, options))
-    notes.append(k8s_llmd.scheduler_note(name))
+    notes.append(k8s_llmd.scheduler_note(name, defaults))
     notes.append(f"{name}: each decode pod's routing sidecar {defaults.value('kubernetes.llm_d.sidecar_image')} (a "
                  f"mutable tag: pin it by digest) takes the requests on port {port} and runs the prefill on the pod "
-                 "the scheduler names, vLLM behind it on port " + str(k8s_llmd.decode_vllm_port()))
+                 "the scheduler names, vLLM behind it on port " + str(k8s_llmd.decode_vllm_port(defaults)))
     return files, notes
 
 
@@ -621,7 +627,7 @@ def cache_notes(name: str, model: str, checkpoint: int, options: K8sOptions) -> 
         notes.append(f"{name}: every pod downloads the checkpoint ({_gib(checkpoint)}) into its own "
                      f"emptyDir; {mention('model_cache_claim')} NAME shares one cache of that size "
                      f"({mention('model_cache_size')} auto writes the claim)")
-    gated = [g for g in defaults.value("kubernetes.gated_sources") if model.startswith(g)]
+    gated = [g for g in options.defaults.value("kubernetes.gated_sources") if model.startswith(g)]
     if gated and not options.hf_token_secret:
         notes.append(f"warning: {name}: {model} is gated on Hugging Face (as every model under {gated[0]} is): "
                      f"the pods cannot download it without a token; give {mention('hf_token_secret')} SECRET")
@@ -637,7 +643,7 @@ def cache_claim(models: dict[str, int], options: K8sOptions) -> dict:
     if options.namespace:
         meta["namespace"] = options.namespace
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
-            "spec": {"accessModes": [defaults.value("kubernetes.model_cache_access")],
+            "spec": {"accessModes": [options.defaults.value("kubernetes.model_cache_access")],
                      "resources": {"requests": {"storage": _gib(sum(models.values()))}}}}
 
 
@@ -659,7 +665,7 @@ def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, opti
     service = _name(name)
     labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": service,
               "app.kubernetes.io/managed-by": "deployment-planner"}
-    frontend = {"name": "main", "image": options.image, "resources": _router_resources(),
+    frontend = {"name": "main", "image": options.image, "resources": _router_resources(options.defaults),
                 "securityContext": security_context(False, options)}
     components = [{"name": "Frontend", "type": "frontend", "replicas": 1,
                    "podTemplate": {"spec": {"automountServiceAccountToken": False, "containers": [frontend]}}}]
@@ -688,7 +694,8 @@ def dynamo_manifests(name: str, workers: list[tuple[str, object]], chip_of, opti
                          f"for no RDMA device: NIXL between them falls back to TCP unless {mention('rdma')} "
                          "RESOURCE=N names the cluster's RDMA resource")
         rank = rank_bytes(pool)
-        resources = PodResources.of(rank, chip, len(first.slots[0].gpus), options.rdma if crosses else ())
+        resources = PodResources.of(rank, chip, len(first.slots[0].gpus), options.rdma if crosses else (),
+                                    options.defaults)
         container = _container("main", ["python3", "-m", "dynamo.vllm"], args, resources, options, serves_api=False,
                                launch_env=first.commands[0].env, shm=False)
         notes += cache_notes(f"{service} {kind}", model, rank.checkpoint, options)
@@ -734,7 +741,7 @@ def no_router_image(name: str) -> InputError:
                       f"({mention('router_fetch')} SHA256)")
 
 
-def _router_resources() -> dict:
+def _router_resources(defaults: Defaults) -> dict:
     """The router container's CPU and memory, requests = limits (kubernetes.router_resources)."""
     size = defaults.value("kubernetes.router_resources")
     amounts = {"cpu": int(size["cpu"]), "memory": int(size["memory"])}
@@ -754,15 +761,16 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
         raise no_router_image(router)
     labels = {"app.kubernetes.io/name": "vllm-router", "app.kubernetes.io/instance": router,
               "app.kubernetes.io/component": "router", "app.kubernetes.io/managed-by": "deployment-planner"}
+    defaults = options.defaults
     api = str(int(defaults.value("launch.port")))
     probe = {"httpGet": {"path": "/healthcheck", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
     script = ROUTER_SCRIPT if options.router_image else "/router/toy_proxy_server.py"
     proxy = {"name": "router", "image": options.router_image or options.image, "command": ["python3", script],
-             "args": ["--host", router_host(), "--port", str(ROUTER_PORT), "--prefiller-hosts", _name(prefill),
+             "args": ["--host", router_host(defaults), "--port", str(ROUTER_PORT), "--prefiller-hosts", _name(prefill),
                       "--prefiller-ports", api, "--decoder-hosts", _name(decode), "--decoder-ports", api],
              "ports": [{"name": "http", "containerPort": ROUTER_PORT, "protocol": "TCP"}],
              "readinessProbe": probe, "livenessProbe": probe,
-             "resources": _router_resources(), "securityContext": security_context(False, options)}
+             "resources": _router_resources(defaults), "securityContext": security_context(False, options)}
     spec = {"automountServiceAccountToken": False, "containers": [proxy]}
     if options.router_image:
         notes = [f"{router}: vLLM's toy proxy from {options.router_image}; llm-d's inference scheduler or Dynamo's "
@@ -773,7 +781,7 @@ def router_manifests(name: str, prefill: str, decode: str, options: K8sOptions) 
         spec["initContainers"] = [{"name": "fetch-proxy", "image": options.image, "command": ["python3", "-c"],
                                    "args": [CHECKED_FETCH, escaped(url), options.router_fetch, script],
                                    "volumeMounts": mount,
-                                   "resources": _router_resources(),
+                                   "resources": _router_resources(defaults),
                                    "securityContext": security_context(False, options)}]
         proxy["volumeMounts"] = mount
         spec["volumes"] = [{"name": "router", "emptyDir": {}}]

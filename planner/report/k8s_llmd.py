@@ -29,7 +29,7 @@ are the cluster's (its gateway class).
 
 from __future__ import annotations
 
-from planner import defaults
+from planner.defaults import Defaults
 from planner.kinds import Role
 
 ROLE_LABEL = "llm-d.ai/role"  # llm-d-inference-scheduler v0.8.0 filter/bylabel/roles.go RoleLabel
@@ -100,7 +100,7 @@ def _flag(name: str, value) -> str:
     return f"{name}={value}"
 
 
-def _image_user() -> dict:
+def _image_user(defaults: Defaults) -> dict:
     """The scheduler's and the sidecar's images' own non-root user (kubernetes.llm_d.image_user)."""
     return {"runAsNonRoot": True, "runAsUser": int(defaults.value("kubernetes.llm_d.image_user"))}
 
@@ -110,11 +110,11 @@ def role_labels(role: Role, service: str) -> dict[str, str]:
     return {ROLE_LABEL: str(role), PART_OF: service}
 
 
-def decode_vllm_port() -> int:
+def decode_vllm_port(defaults: Defaults) -> int:
     return int(defaults.value("kubernetes.llm_d.decode_vllm_port"))
 
 
-def routing_sidecar(api_port: int, security_context: dict) -> dict:
+def routing_sidecar(api_port: int, security_context: dict, defaults: Defaults) -> dict:
     """The decode pod's routing sidecar (llm-d-inference-scheduler v0.8.0 cmd/pd-sidecar, its flags in
     pkg/sidecar/proxy/options.go): on the pool's API port, vLLM beside it on decode_vllm_port, the
     NIXL protocol (nixlv2), plain HTTP (--secure-proxy=false: the pods serve HTTP, as llm-d's guides
@@ -123,17 +123,19 @@ def routing_sidecar(api_port: int, security_context: dict) -> dict:
     amounts = {"cpu": int(size["cpu"]), "memory": int(size["memory"])}
     return {"name": "routing-sidecar", "image": str(defaults.value("kubernetes.llm_d.sidecar_image")),
             "restartPolicy": "Always",
-            "args": [_flag("--port", api_port), _flag("--vllm-port", decode_vllm_port()),
+            "args": [_flag("--port", api_port), _flag("--vllm-port", decode_vllm_port(defaults)),
                      _flag("--kv-connector", "nixlv2"), _flag("--secure-proxy", "false")],
             "ports": [{"name": "sidecar", "containerPort": api_port, "protocol": "TCP"}],
             "resources": {"requests": amounts, "limits": dict(amounts)},
-            "securityContext": security_context | _image_user()}
+            "securityContext": security_context | _image_user(defaults)}
 
 
 def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated: bool, options, meta,
               security_context: dict) -> list[dict]:
     """The InferencePool `name` over the pods `selector` matches, on `api_port`, and its EPP `name`-epp
-    (`meta`: planner/report/k8s.py's metadata of a resource, `security_context` a hardened container's)."""
+    (`meta`: planner/report/k8s.py's metadata of a resource, `security_context` a hardened container's;
+    the planner defaults `options.defaults`)."""
+    defaults = options.defaults
     epp = f"{name}-epp"
     ports = defaults.value("kubernetes.llm_d.epp_ports")
     size = defaults.value("kubernetes.llm_d.epp_resources")
@@ -179,7 +181,7 @@ def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated:
                                        "periodSeconds": int(timing["liveness_period_seconds"])},
         "readinessProbe": grpc_probe | {"periodSeconds": int(timing["readiness_period_seconds"])},
         "volumeMounts": [{"name": "plugins-config", "mountPath": "/config"}],
-        "securityContext": security_context | _image_user(),
+        "securityContext": security_context | _image_user(defaults),
     }
     pod = {"serviceAccountName": epp, "terminationGracePeriodSeconds": int(timing["grace_seconds"]),
            "containers": [container], "volumes": [{"name": "plugins-config", "configMap": {"name": epp}}]}
@@ -194,7 +196,7 @@ def scheduler(name: str, selector: dict[str, str], api_port: int, disaggregated:
     return [pool, account, role, binding, config, deployment, service]
 
 
-def scheduler_note(name: str) -> str:
+def scheduler_note(name: str, defaults: Defaults) -> str:
     return (f"{name}: the gateway reaches the pods through InferencePool {name} (an HTTPRoute backendRef, group "
             f"inference.networking.k8s.io, kind InferencePool) and its endpoint picker {name}-epp, llm-d's "
             f"scheduler {defaults.value('kubernetes.llm_d.scheduler_image')} (a mutable tag: pin it by digest); the "

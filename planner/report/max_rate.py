@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from planner import defaults
 from planner.app.max_rate import MaxRateResult
 from planner.kinds import Serving
 from planner.numbers import count, duration, given
@@ -43,7 +42,7 @@ def render_max_rate(result: MaxRateResult, console: Console, named=None) -> None
         console.print(f"binds: {result.binds}", soft_wrap=unwrapped(console), markup=False)
         console.print()
         t = result.target
-        render_disagg(result.fleet, console, defaults.value("report.hours_per_month"),
+        render_disagg(result.fleet, console, result.hours_per_month,
                       f"{result.model} at {given(result.requests_per_second)} requests/s of {count(t.isl)} input and "
                       f"{count(t.osl)} output tokens", named)
         render_notes(result.notes, console)

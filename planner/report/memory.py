@@ -9,7 +9,7 @@ from rich import box as boxes
 from rich.console import Console
 
 from planner.numbers import block_unit, exact, exact_size, in_unit, size, tokens, with_article
-from planner.report.tables import Col, console_for_output, print_table, unwrapped
+from planner.report.tables import Col, print_table, unwrapped
 from pricing.errors import mention, render
 from pricing.rules import get as get_release
 
@@ -30,10 +30,9 @@ def layer_span(ids) -> str:
     return f"layers {', '.join(runs)} ({len(ids)} caches)"
 
 
-def render_memory(r, kernel: Kernel, console: Console | None = None, provenance: bool = False, named=None) -> None:
+def render_memory(r, kernel: Kernel, console: Console, provenance: bool = False, named=None) -> None:
     """The per-rank breakdown; memory in GiB (MiB under 1 GiB), never a negative byte count (a field
     its sentences mention named as `named` calls it: the command's flag)."""
-    console = console or console_for_output()
     e = kernel.engine
     served = r.hf_id or "weights not located"
     console.print(f"[bold]{r.model}[/bold] ({served}, from {kernel.model.origin or 'the model graph'}) on "

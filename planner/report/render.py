@@ -10,7 +10,6 @@ from rich import box
 from rich.console import Console
 from rich.text import Text
 
-from planner import defaults
 from planner.app.result import PlanResult, PoolPlan
 from planner.kinds import Role
 from planner.numbers import (
@@ -373,7 +372,7 @@ def fleet_rows(r: FleetResult, hours: int) -> list[list[str]]:
 
 def render_fleet(r: FleetResult, console: Console, named=None) -> None:
     """A review's result; the fields its sentences mention named as `named` calls them."""
-    hours = defaults.value("report.hours_per_month")
+    hours = r.hours_per_month
     title = f"{r.review or 'scenario'} — {r.variant}"
     from planner.report.review import search_line
 
@@ -451,7 +450,7 @@ def render_comparison(c: Comparison, console: Console, named=None) -> None:
     from planner.report.review import binding_head, chips_of, delta, gpus_by_chip
     from planner.scenario import point_word
 
-    hours = defaults.value("report.hours_per_month")
+    hours = c.base.hours_per_month
     chips = chips_of(c)
     columns = ([Col("variant", "name")] + [Col(f"{chip}\nGPUs") for chip in chips]
                + [Col("$/hour"), Col(f"$/month\n({hours} h)", drop=2), Col("vs base", drop=1), Col("binds", "text")])

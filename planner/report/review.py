@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import time
 
-from planner import defaults
 from planner import numbers as fmt
 from planner.app.binds import inventory_binds
 from planner.app.fleet import FleetResult
 from planner.app.review import Comparison
-from planner.limits import price_units
 from planner.report.words import (
     bounded_words,
     no_plan_cell,
@@ -38,7 +36,7 @@ def binding(r: FleetResult) -> str:
         return "; ".join(f"{s.service} short: {s.reason}" for s in r.short) or "infeasible"
     own = r.services[0].binds if len(r.services) == 1 else "; ".join(f"{p.service}: {p.binds}" for p in r.services)
     extra = r.cost_per_hour - r.own_cost_per_hour if r.own_cost_per_hour is not None else 0.0
-    if price_units(extra) > 0:  # dearer by the solver's price unit
+    if r.inventory_dearer:  # dearer by the solver's price unit
         full = [u for u in r.chips if u.available is not None and u.gpus >= u.available]
         return f"{inventory_binds([(u.chip, u.gpus, u.available) for u in full], extra)}; {own}"
     return own
@@ -94,7 +92,7 @@ def markdown(c: Comparison, named=None) -> str:
     """A Markdown report a capacity review can paste in as is; every cost resting on an estimated
     price carries the mark, explained under the table (a field its text mentions named as `named`
     calls it)."""
-    hours = defaults.value("report.hours_per_month")
+    hours = c.base.hours_per_month
     chips = chips_of(c)
     lines = [f"## {c.review or 'Capacity review'}", ""]
     head = ["variant"] + [f"{chip} GPUs" for chip in chips] + ["$/hour", f"$/month ({hours} h)", "vs base", "binds"]
@@ -165,15 +163,15 @@ def md_footnotes(pools, named=None) -> list[str]:
 class Ticker:
     """A progress bar of the variants planned that appears only when a sweep has taken longer than
     planner/defaults.yaml report.progress_after seconds; none where not `shown` (stderr not a
-    terminal, or --json: planner/commands/progress.py wanted)."""
+    terminal, or --json: planner/commands/progress.py wanted), the delay `after` as the command read it."""
 
-    def __init__(self, console, shown: bool = True):
+    def __init__(self, console, shown: bool, after: float):
         self.console = console
         self.start = time.perf_counter()
         self.bar = None
         self.task = None
         self.shown = shown
-        self.after = float(defaults.value("report.progress_after"))
+        self.after = float(after)
 
     def __call__(self, done: int, total: int, label: str) -> None:
         if not self.shown:

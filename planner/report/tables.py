@@ -3,7 +3,7 @@
     from planner.report.tables import Col, console_for_output, print_table
 
     cols = [Col("chip", "name"), Col("GPUs"), Col("nodes", drop=3), Col("binds", "text")]
-    print_table(console_for_output(), "title", cols, rows)          # rows: lists of str, one per column
+    print_table(console_for_output(80), "title", cols, rows)          # rows: lists of str, one per column
 
 A column is a `number` (right-aligned), a `name` (left-aligned) or `text` (wraps at spaces,
 folds a longer word). Numbers and names are never wrapped nor cut: each column is as wide as its
@@ -53,15 +53,10 @@ class Col:
         return self.justify or ("right" if self.kind == "number" else "left")
 
 
-def pipe_width() -> int:
-    """The width of output that goes to a pipe or a file with no COLUMNS (planner/defaults.yaml)."""
-    from planner import defaults
-
-    return int(defaults.value("report.pipe_width"))
-
-
-def console_for_output(*, stderr: bool = False) -> Console:
-    """A console as wide as the terminal, or `COLUMNS`, or (piped, no COLUMNS) the pipe width."""
+def console_for_output(pipe_width: int, *, stderr: bool = False) -> Console:
+    """A console as wide as the terminal, or `COLUMNS`, or (piped, no COLUMNS) `pipe_width`, the width
+    of output that goes to a pipe or a file (planner/defaults.yaml report.pipe_width, as the command
+    read it)."""
     probe = Console(stderr=stderr)
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
@@ -69,7 +64,7 @@ def console_for_output(*, stderr: bool = False) -> Console:
     elif probe.is_terminal:
         width = None
     else:
-        width = pipe_width()
+        width = int(pipe_width)
     return Console(highlight=False, width=width, stderr=stderr)
 
 

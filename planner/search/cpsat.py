@@ -36,7 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from planner import defaults
 from planner.candidates import latency
 from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import ChipTable, Row, Shape, cheapest_pool, pool_gpus, replica_cap
@@ -48,7 +47,7 @@ from planner.candidates.table import (
     stage_within,
     start_table,
 )
-from planner.defaults import Reads
+from planner.defaults import View
 from planner.limits import price_units
 from planner.progress import stage
 from planner.request import PoolLimits, ServiceSpec
@@ -88,7 +87,7 @@ class Option:
 
 
 def options(tables: list[ChipTable], service: ServiceSpec, limits: PoolLimits,
-            sized: dict | None = None, reads: Reads | None = None) -> list[Option]:
+            sized: dict | None, reads: View) -> list[Option]:
     """The service's options across chips, ranked for the tie-break; rows whose replica cap
     cannot reach the target are dropped (they are reported by the explanation instead). With
     service targets, `sized` (planner/candidates/slo.py) gives each row's fewest replicas at the
@@ -131,7 +130,7 @@ class PoolModel:
     weights: tuple[int, int] = (1, 1)  # (w_cost, w_held): the folds of `_weights`
     used: dict[str, cp_model.IntVar] = field(default_factory=dict)  # chip -> u[c], whether a pool takes GPUs on it
     start: list[int] | None = None
-    reads: Reads | None = None  # where the defaults its stages read are recorded (planner/defaults.py `read`)
+    reads: View | None = None  # the defaults its stages and solves read (a Reads records them); `build`'s
 
     @property
     def services(self) -> list[list[Option]]:
@@ -149,7 +148,7 @@ class PoolModel:
         """The lexicographic stages: (cost, then GPUs), then (requests held, then rank), each folded
         into one integer and read back into its key (`_weights`)."""
         w_cost, w_held = self.weights
-        units = defaults.read(self.reads, "solver.price_units_per_dollar")
+        units = self.reads.value("solver.price_units_per_dollar")
 
         def cost(objective: int, bound: int) -> tuple[float, float]:  # primary = w_cost · cost + GPUs
             return (objective // w_cost) / units, (max(bound, 0) // w_cost) / units
@@ -166,7 +165,7 @@ class PoolModel:
 
 def build(services: list[list[Option]], required: list[int], inventory: dict[str, int] | None = None,
           spare: dict[str, int] | None = None, coupling: Callable | None = None,
-          start: list[int] | None = None, reads: Reads | None = None) -> PoolModel:
+          start: list[int] | None = None, *, reads: View) -> PoolModel:
     """The model: one configuration and a replica count per service, the target, shared GPUs; on a
     chip with an inventory, `spare[c]` GPUs (its spare nodes') come out of it when the chip is used.
     `coupling(model, pools, used)` adds a caller's submodel over the pools (a scenario's NodePacking)."""
@@ -206,20 +205,14 @@ class Solution:
 Deadline = Budget  # the name report/ and older callers use: the budget one search's solves share
 
 
-def time_limit_of(time_limit: float | None) -> float:
+def time_limit_of(time_limit: float | None, reads: View) -> float:
     """The solver's bound: --time-limit, or planner/defaults.yaml solver.max_time_in_seconds."""
-    return time_limit or defaults.value("solver.max_time_in_seconds")
+    return time_limit or reads.value("solver.max_time_in_seconds")
 
 
-def no_plan_in_time(time_limit: float | None) -> str:
+def no_plan_in_time(time_limit: float | None, reads: View) -> str:
     """What a search the time limit ended before any plan says (`plan` and `plan scenario` add their tail)."""
-    return f"the solver found no plan within its {time_limit_of(time_limit):g} s time limit"
-
-
-def solver(time_limit: float | None = None, deadline: Budget | None = None) -> cp_model.CpSolver:
-    """A CP-SAT solver with the planner's explicit parameters, bounded by what is left of
-    `deadline` (else a fresh budget of `time_limit`): planner/search/staged.py `Budget.solver`."""
-    return (deadline or Budget(time_limit)).solver()
+    return f"the solver found no plan within its {time_limit_of(time_limit, reads):g} s time limit"
 
 
 def solve(pm: PoolModel, time_limit: float | None = None, deadline: Budget | None = None) -> Solution:
@@ -227,7 +220,7 @@ def solve(pm: PoolModel, time_limit: float | None = None, deadline: Budget | Non
     `PoolModel.stages`) and read the solution into plain data (no picks when nothing is feasible).
     The stages share one budget (`deadline`, else one of `time_limit`); the first starts from
     `pm.start` when given."""
-    budget = deadline or Budget(time_limit)
+    budget = deadline or Budget(time_limit, pm.reads)
     if pm.start is not None:
         for i, pool in zip(pm.start, pm.pools, strict=True):
             for j, xj in enumerate(pool.x):
@@ -269,7 +262,8 @@ def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipT
     if keep is None:
         tables = []
         for chip in chips:
-            stage(f"sweeping instance shapes on {chip.id}; {sum(t.evaluated for t in tables):,} candidates evaluated")
+            stage(resolved.tables,
+                  f"sweeping instance shapes on {chip.id}; {sum(t.evaluated for t in tables):,} candidates evaluated")
             tables.append(candidate_table(resolved, chip, limits))
         return tables
     started = [start_table(resolved, chip, limits) for chip in chips]
@@ -286,7 +280,8 @@ def tables_for(resolved: ResolvedService, keep: int | None = None) -> list[ChipT
             table.skipped += 1
             return
         before = len(table.rows)
-        stage(f"sweeping instance shapes: {sum(t.evaluated for _, t, _ in started):,} candidates evaluated")
+        stage(resolved.tables,
+              f"sweeping instance shapes: {sum(t.evaluated for _, t, _ in started):,} candidates evaluated")
         evaluate_shape(model, chips[i], service, shape, table)
         cheapest = cheapest_pool(table.rows[before:], need, table.gpus_per_node,
                                  pool_gpus(limits.max_gpus, table.gpus_per_node, limits.spare),
@@ -310,14 +305,15 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     service, limits = resolved.spec, resolved.limits
     reads = resolved.defaults
     wanted = 1 + (alternatives if alternatives is not None else reads.value("report.alternatives"))
-    stage(f"sweeping instance shapes on {', '.join(limits.chips)}")
+    stage(resolved.tables, f"sweeping instance shapes on {', '.join(limits.chips)}")
     # latency targets cap rows after the sweep: the cost bound, which reads rows as they come, is off then
     tables = tables_for(resolved, keep=None if has_latency_target(service) else wanted)
     sized = {}
     if service.slo is not None:
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
 
-        stage(f"{sum(t.evaluated for t in tables):,} candidates evaluated; simulating the service targets")
+        stage(resolved.tables,
+              f"{sum(t.evaluated for t in tables):,} candidates evaluated; simulating the service targets")
         sized = slo.size_tables(resolved.graph, tables, service, limits, wanted, reads)
     opts = options(tables, service, limits, sized, reads)
     evaluated = sum(t.evaluated for t in tables)
@@ -330,7 +326,8 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     status, stages = "INFEASIBLE", []
     budget = budget or Budget(limits.time_limit, reads)  # the best pool and its alternatives share --time-limit
     for n in range(min(wanted, len(opts))):
-        stage(f"{evaluated:,} candidates evaluated; CP-SAT: pool {n + 1} of {min(wanted, len(opts))}")
+        stage(resolved.tables,
+              f"{evaluated:,} candidates evaluated; CP-SAT: pool {n + 1} of {min(wanted, len(opts))}")
         sol = solve(pm, deadline=budget)
         if n == 0:
             status, stages = sol.status, sol.stages

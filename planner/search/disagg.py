@@ -39,10 +39,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from planner import defaults
 from planner.candidates.roles import DECODE, PREFILL, DecodeFigures, PrefillFigures, Refused
 from planner.candidates.service import ResolvedService
 from planner.candidates.table import ChipTable, Row, candidate_table, priced_chip
+from planner.defaults import View
 from planner.limits import price_units
 from planner.numbers import duration, given, tokens, with_article
 from planner.request import PoolLimits, ServiceSpec
@@ -298,9 +298,8 @@ def shapes_of(pair: Pair) -> tuple:
     return pair.prefill_chip.id, pair.prefill.row.shape, pair.decode_chip.id, pair.decode.row.shape
 
 
-def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: int = 1,
-                    per_node: dict[str, int] | None = None,
-                    budget: Budget | None = None) -> tuple[str, list[tuple[Pair, int, int]]]:
+def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: int,
+                    per_node: dict[str, int] | None, budget: Budget) -> tuple[str, list[tuple[Pair, int, int]]]:
     """The best fleet (the CP-SAT model of the module's docstring: the chosen pair and its two
     counts), then the best fleets of the next shapes, `wanted` in all: `ranked_fleets`. The
     status is the first solve's."""
@@ -308,18 +307,17 @@ def build_and_solve(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: 
     return status, ranked
 
 
-def ranked_fleets(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: int = 1,
-                  per_node: dict[str, int] | None = None, budget: Budget | None = None
+def ranked_fleets(pairs: list[Pair], rate: float, limits: PoolLimits, wanted: int,
+                  per_node: dict[str, int] | None, budget: Budget
                   ) -> tuple[str, list[StageStatus], list[tuple[Pair, int, int]]]:
     """The best fleet, then the best fleets of the next shapes, `wanted` in all: each re-solve
     leaves out every pair of the shapes already reported, as the aggregated plan's alternatives do
-    (planner/search/cpsat.py search), and every solve draws on one `budget` (else one of
-    --time-limit). `per_node`: GPUs per node of each chip, for its --spare nodes. The status and
-    stages are the first solve's."""
-    budget = budget or Budget(limits.time_limit)
+    (planner/search/cpsat.py search), and every solve draws on one `budget` (its view of the planner
+    defaults the models read too). `per_node`: GPUs per node of each chip, for its --spare nodes.
+    The status and stages are the first solve's."""
     status, stages, ranked, left = "INFEASIBLE", [], [], list(pairs)
     for n in range(wanted):
-        solved, found = pair_model(left, rate, limits, per_node or {}).solve(budget)
+        solved, found = pair_model(left, rate, limits, per_node or {}, budget.reads).solve(budget)
         if n == 0:
             status, stages = solved.status, solved.stages
         if found is None:
@@ -362,13 +360,14 @@ class PairModel:
         return solved, (self.choice.picked(solved) if solved.solver is not None else None)
 
 
-def pair_model(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dict[str, int]) -> PairModel:
+def pair_model(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dict[str, int],
+               reads: View) -> PairModel:
     """The module's CP-SAT model over `pairs`, started from the cheapest pair at its fewest counts
-    (optimal without an inventory)."""
+    (optimal without an inventory; its price units read through `reads`)."""
     from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
     units = math.ceil(rate * RATE_UNITS)
     m = cp_model.CpModel()
-    per_dollar = defaults.value("solver.price_units_per_dollar")
+    per_dollar = reads.value("solver.price_units_per_dollar")
     cap = limits.max_gpus
     kept = spare_gpus(limits, per_node)
     ceiling = []
@@ -377,7 +376,7 @@ def pair_model(pairs: list[Pair], rate: float, limits: PoolLimits, per_node: dic
         p_hi = max(p_lo, (cap - kept.get(pair.prefill_chip.id, 0)) // pair.prefill.row.gpus) if cap else p_lo
         d_hi = max(d_lo, (cap - kept.get(pair.decode_chip.id, 0)) // pair.decode.row.gpus) if cap else d_lo
         ceiling.append((p_hi, d_hi))
-    prices = {c.id: price_units(c.price_per_gpu_hour) for pair in pairs
+    prices = {c.id: price_units(c.price_per_gpu_hour, reads) for pair in pairs
               for c in (pair.prefill_chip, pair.decode_chip)}
     choice = PairChoice(m, pairs, units, prices, ceiling)
     if cap is not None:
@@ -398,7 +397,8 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     or --prefill-chip / --decode-chip), and the best fleets of the next `alternatives` shapes
     (default: the planner's report.alternatives), every solve within one `budget` (default: one of
     --time-limit; `plan --serving auto` may share one with the aggregated search)."""
-    wanted = 1 + (alternatives if alternatives is not None else defaults.value("report.alternatives"))
+    unrecorded = resolved.defaults.unrecorded  # a P/D result lists no planner defaults
+    wanted = 1 + (alternatives if alternatives is not None else unrecorded.value("report.alternatives"))
     limits, model = resolved.limits, resolved.graph
     prefill_chips, decode_chips = limits.prefill_chips, limits.decode_chips
     start = time.perf_counter()
@@ -410,7 +410,8 @@ def search(resolved: ResolvedService, alternatives: int | None = None, budget: B
     if not pairs:
         return DisaggSearch([], None, "INFEASIBLE", evaluated, time.perf_counter() - start, why, model, rate)
     per_node = {s.chip.id: s.table.gpus_per_node for s in p_sides + d_sides}
-    status, stages, ranked = ranked_fleets(pairs, rate, limits, wanted, per_node, budget)
+    status, stages, ranked = ranked_fleets(pairs, rate, limits, wanted, per_node,
+                                           budget or Budget(limits.time_limit, unrecorded))
     ranked = [(Pair(**{**pair.__dict__, "queue_seconds": md1_wait(rate / (p * pair.prefill.row.shape.dp),
                                                                    pair.prefill.service_rate)}), p, d)
               for pair, p, d in ranked]
@@ -517,6 +518,7 @@ def fleet_options(resolved: ResolvedService, stock: dict[str, int | None], first
     node's NVLink where the pools at its counts fit a node, for the report to use where placement
     lays them there."""
     service, limits = resolved.spec, resolved.limits
+    unrecorded = resolved.defaults.unrecorded  # a fleet's result lists no planner defaults
     rate = rate_of(service)
     chip_limits = {c: limits.model_copy(update={"gpus_per_node":
                                                 per_node.get(priced_chip(c, limits, resolved.registry).id)})
@@ -536,8 +538,8 @@ def fleet_options(resolved: ResolvedService, stock: dict[str, int | None], first
         row = FleetPair(pair, p, d, service.required, twin)
         if any(stock.get(c) is not None and row.gpus_on(c) > stock[c] for c in row.chips):
             continue
-        cost_units = (price_units(pair.prefill_chip.price_per_gpu_hour) * p * pair.prefill.row.gpus
-                      + price_units(pair.decode_chip.price_per_gpu_hour) * d * pair.decode.row.gpus)
+        cost_units = (price_units(pair.prefill_chip.price_per_gpu_hour, unrecorded) * p * pair.prefill.row.gpus
+                      + price_units(pair.decode_chip.price_per_gpu_hour, unrecorded) * d * pair.decode.row.gpus)
         found.append((cost_units, pair.rank, row, pair.cost(units)))
     found.sort(key=lambda f: (f[0], f[1]))
     kept: list = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.candidates.parallel import build_tables, fork_pool, use_workers, workers
-from planner.candidates.service import ResolvedService, store_of
+from planner.candidates.service import ResolvedService, defaults_of, store_of
 from planner.candidates.shapes import ChipTable, cheapest_pool, pool_gpus, replica_cap
 from planner.candidates.table import (
     candidate_table,
@@ -113,7 +113,7 @@ def bounded_tables(scenario: Scenario, service: ResolvedService) -> list[ChipTab
         return None
     requests = table_requests(scenario, service)
     started = [start_table(service, chip, chip_limits) for _, chip, chip_limits in requests]
-    units = [price_units(chip.price_per_gpu_hour) for _, chip, _ in requests]
+    units = [price_units(chip.price_per_gpu_hour, service.defaults.unrecorded) for _, chip, _ in requests]
     stocks = [_pool_stock(scenario, chip.id, limits.gpus_per_node) for _, chip, limits in requests]
     cheapest = None  # the cheapest pool within the stock found so far, in price units
 
@@ -152,13 +152,13 @@ def prepare(scenario: Scenario, service: ResolvedService, tables: list[ChipTable
         node[chip.id] = chip_limits.gpus_per_node
         tables.append(given[i] if given is not None else candidate_table(asked, chip, chip_limits))
     sized = None
+    unrecorded = service.defaults.unrecorded  # a fleet's result lists no planner defaults
     if spec.slo is not None and spec.serving != "disagg":
-        from planner import defaults
         from planner.candidates import slo  # the serving simulator runs only when targets ask for it
 
-        keep = 1 + defaults.value("report.alternatives")
-        sized = slo.size_tables(service.graph, tables, spec, limits, keep)
-    opts = (cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized)
+        keep = 1 + unrecorded.value("report.alternatives")
+        sized = slo.size_tables(service.graph, tables, spec, limits, keep, unrecorded)
+    opts = (cpsat.options(tables, spec, limits.model_copy(update={"max_gpus": None}), sized, unrecorded)
             if spec.serving != "disagg" else [])
     capped = []
     for o in opts:
@@ -263,7 +263,8 @@ def fleet_model(prepared: list[Prepared], scenario: Scenario,
     pool = cpsat.build([[p.options[i] for i in k] for p, k in zip(prepared, kept, strict=True)],
                        [p.spec.required for p in prepared], inventory, spare_gpus(scenario, prepared),
                        coupling=packing,
-                       start=None if start is None else [k.index(i) for k, (i, _, _) in zip(kept, start, strict=True)])
+                       start=None if start is None else [k.index(i) for k, (i, _, _) in zip(kept, start, strict=True)],
+                       reads=defaults_of([p.resolved for p in prepared]))
     return FleetModel(pool, kept)
 
 
@@ -279,7 +280,7 @@ def _relaxed(prepared: list[Prepared], scenario: Scenario, budget: Budget | None
     Inventory(m, pools, inventory, spare_gpus(scenario, prepared))
     bound = sum(max((o.cost_units * o.rmax for o in p.options), default=0) for p in prepared) + 1
     stage = Stage("services served, then cost", sum(p.cost for p in pools) - bound * sum(p.served for p in pools))
-    solved = solve_lexicographic(m, [stage], budget or Budget())
+    solved = solve_lexicographic(m, [stage], budget or Budget(None, defaults_of([p.resolved for p in prepared])))
     if solved.solver is None:
         return None
     return [s for s, pool in enumerate(pools) if pool.picked(solved) is None]
@@ -367,9 +368,10 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     (`sweep_within`), and the answer is then the best over the shapes priced: FEASIBLE, never OPTIMAL,
     and UNKNOWN, never INFEASIBLE, where the shapes priced give no plan (`swept` says how many)."""
     served = [s for s in services if s.name not in refused]
-    stage(f"sweeping the instance shapes of {len(served):,} service{'s' if len(served) != 1 else ''}")
+    store = store_of(served)
+    stage(store, f"sweeping the instance shapes of {len(served):,} service{'s' if len(served) != 1 else ''}")
     requests = [r for s in served for r in table_requests(scenario, s)]
-    given = share(requests, time_limit)
+    given = share(requests, time_limit, defaults_of(services))
     if given.budget is not None:  # no decomposed attempt: its own sweep would not be counted
         sweep_within(requests, given.budget, given.pending)
     elif bounded and not refused:
@@ -377,7 +379,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
         if found is not None:
             return found
     if parallel_tables and given.budget is None:
-        build_tables(requests, store_of(served))  # in workers, for many tables
+        build_tables(requests, store)  # in workers, for many tables
     prepared = [prepare(scenario, s) for s in served]
     unique = {id(t): t for p in prepared for t in p.tables}  # tables shared between services count once
     evaluated = sum(t.evaluated for t in unique.values())
@@ -386,7 +388,7 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     if unpriced:
         priced = sum(len(t.verdicts) for t in unique.values())
         swept = (priced, priced + unpriced)
-        whole = whole_limit(given.shapes)
+        whole = whole_limit(given.shapes, defaults_of(services))
     solvable = not refused and all(p.options for p in prepared)  # every service has a candidate
     if not solvable:
         return FleetSearch(prepared, _unproven("INFEASIBLE", swept), [], solvable, False, evaluated, [], swept=swept,
@@ -395,8 +397,9 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     if fits(prepared, own, scenario):
         return FleetSearch(prepared, _unproven("OPTIMAL", swept), own, solvable, True, evaluated, proven(own),
                            swept=swept, whole_limit=whole)
-    stage(f"CP-SAT: {len(prepared):,} services together over {evaluated:,} candidates")
-    budget = Budget(given.solver)  # the coupled solve and, when it proves no plan, who is short share --time-limit
+    stage(store, f"CP-SAT: {len(prepared):,} services together over {evaluated:,} candidates")
+    # the coupled solve and, when it proves no plan, who is short share --time-limit
+    budget = Budget(given.solver, defaults_of(services))
     sol = fleet_model(prepared, scenario, own).solve(budget)
     short = _relaxed(prepared, scenario, budget) if sol.status == "INFEASIBLE" and swept is None else None  # over a
     # bounded sweep no plan is UNKNOWN, not proven: who is short is not asked
@@ -416,7 +419,7 @@ def _bounded(scenario: Scenario, served: list[ResolvedService], parallel: bool) 
     """The decomposed answer from bounded tables, or None when a service cannot be bounded, has no
     option, or the optima do not fit the inventory together. With `parallel`, many services' tables
     are swept in worker processes (planner/candidates/parallel.py `use_workers`), a model a job."""
-    if parallel and use_workers(len(served)):
+    if parallel and use_workers(len(served), defaults_of(served)):
         shares = _model_shares(scenario, served)
         with fork_pool(workers()) as pool:
             found = {i: tables for share, out in pool.imap_unordered(_bounded_share, [(scenario, served, share)

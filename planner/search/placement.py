@@ -26,8 +26,7 @@ from itertools import islice
 
 from pydantic import BaseModel, Field
 
-from planner import defaults
-from planner.defaults import Reads
+from planner.defaults import View
 from pricing.errors import InputError
 from pricing.units import cdiv
 
@@ -143,11 +142,10 @@ def _reserved(chip: ChipNodes, spare: int) -> list[int]:
     return whole[len(whole) - min(spare, len(whole)):]
 
 
-def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int = 0,
-          reads: Reads | None = None) -> Placement:
+def place(pools: list[PoolShape], chips: dict[str, ChipNodes], spare: int, reads: View) -> Placement:
     """Every instance of every pool on whole nodes; `spare` free nodes kept per chip (the port read
-    through `reads`, planner/defaults.py `read`)."""
-    base = int(defaults.read(reads, "launch.port"))
+    through `reads`, the caller's view of the planner defaults)."""
+    base = int(reads.value("launch.port"))
     nodes: dict[str, list[_Node]] = {c: [] for c in chips}
     reserved = {c: _reserved(chip, spare) for c, chip in chips.items()}
     placed: list[InstancePlacement] = []

@@ -23,8 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from planner import defaults
-from planner.defaults import Reads
+from planner.defaults import View
 from planner.search.status import StageStatus, overall
 
 if TYPE_CHECKING:  # pragma: no cover  (OR-Tools is imported where a model is solved)
@@ -42,12 +41,12 @@ class Budget:
     planner/defaults.yaml solver.max_time_in_seconds) as deterministic work, with a wall-clock
     backstop."""
 
-    def __init__(self, time_limit: float | None = None, reads: Reads | None = None):
+    def __init__(self, time_limit: float | None, reads: View):
         self.given = time_limit is not None
-        self.reads = reads  # where the solver's defaults read are recorded (planner/defaults.py `read`)
-        self.limit = time_limit or defaults.read(reads, "solver.max_time_in_seconds")
-        self.work = self.limit * defaults.read(reads, "solver.deterministic_per_second")
-        self.wall = self.limit * defaults.read(reads, "solver.wall_backstop")
+        self.reads = reads  # the solver's defaults, read through the caller's view (a Reads records them)
+        self.limit = time_limit or reads.value("solver.max_time_in_seconds")
+        self.work = self.limit * reads.value("solver.deterministic_per_second")
+        self.wall = self.limit * reads.value("solver.wall_backstop")
         self.spent = 0.0  # deterministic seconds the stages used so far
         self.end: float | None = None  # the backstop's clock starts with the first solve (`solver`): building the
         # model before it is Python's work, which a loaded machine slows but the answer does not depend on
@@ -69,7 +68,7 @@ class Budget:
         if self.end is None:
             self.end = time.monotonic() + self.wall
         sol = cp_model.CpSolver()
-        sol.parameters.num_workers = defaults.read(self.reads, "solver.num_workers")
+        sol.parameters.num_workers = self.reads.value("solver.num_workers")
         sol.parameters.random_seed = 0
         sol.parameters.catch_sigint_signal = False  # a SIGINT ends the command, never the search as if in time
         sol.parameters.max_deterministic_time = max(self.work_left(), SMALLEST_STAGE)

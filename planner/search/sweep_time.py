@@ -25,7 +25,6 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from planner import defaults
 from planner.candidates.shapes import ChipTable, Shape, cheapest_pool
 from planner.candidates.table import (
     apply_latency,
@@ -36,6 +35,7 @@ from planner.candidates.table import (
     start_table,
     sweep_key,
 )
+from planner.defaults import View
 from pricing.errors import InputError
 
 
@@ -67,20 +67,20 @@ def _pending(requests) -> tuple[dict, int]:
     return seen, shapes
 
 
-def share(requests, time_limit: float | None) -> SweepShare:
+def share(requests, time_limit: float | None, reads: View) -> SweepShare:
     """How `time_limit` is shared between the sweep of `requests` and the solver (the module's
-    docstring); raises InputError naming the limit needed when its share of the sweep buys fewer
-    shapes than there are tables."""
+    docstring, its rates read through `reads`); raises InputError naming the limit needed when its
+    share of the sweep buys fewer shapes than there are tables."""
     if time_limit is None:  # nothing to share: the sweep is whole, the solver's default applies
         return SweepShare(0, 0, None, None)
     pending, shapes = _pending(requests)
     tables = len(pending)
-    rate = defaults.value("sweep.shapes_per_second")
-    kept = defaults.value("sweep.solver_share")
+    rate = reads.value("sweep.shapes_per_second")
+    kept = reads.value("sweep.solver_share")
     sweep = shapes / rate
     if sweep <= time_limit * (1 - kept):
         return SweepShare(tables, shapes, None, time_limit - sweep)
-    bounded = defaults.value("sweep.bounded_shapes_per_second")
+    bounded = reads.value("sweep.bounded_shapes_per_second")
     budget = math.floor(time_limit * (1 - kept) * bounded)
     if budget < tables:
         least = tables / bounded / (1 - kept)
@@ -88,15 +88,16 @@ def share(requests, time_limit: float | None) -> SweepShare:
         raise InputError("time_limit", f"{time_limit:g} s is too short for this review: its candidate sweep "
                          f"({tables:,} tables, {shapes:,} shapes) gets {1 - kept:.3g} of the limit: {some} at the "
                          f"{bounded:,} a second measured for a bounded sweep, fewer than one a table",
-                         f"give at least {_ceil_to(least, 3):g}; {whole_limit(shapes):g} or more sweeps every shape")
+                         f"give at least {_ceil_to(least, 3):g}; {whole_limit(shapes, reads):g} or more sweeps "
+                         "every shape")
     return SweepShare(tables, shapes, budget, time_limit * kept, pending)
 
 
-def whole_limit(shapes: int) -> float:
+def whole_limit(shapes: int, reads: View) -> float:
     """The least --time-limit, rounded up at 3 significant digits, whose sweep share holds `shapes`
     (`share`'s whole sweep: shapes / `sweep.shapes_per_second` within 1 - `sweep.solver_share` of it)."""
-    rate = defaults.value("sweep.shapes_per_second")
-    return _ceil_to(shapes / rate / (1 - defaults.value("sweep.solver_share")), 3)
+    rate = reads.value("sweep.shapes_per_second")
+    return _ceil_to(shapes / rate / (1 - reads.value("sweep.solver_share")), 3)
 
 
 def _ceil_to(seconds: float, digits: int) -> float:

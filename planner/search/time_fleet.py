@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from planner import defaults
+from planner.defaults import View
 from planner.search.staged import Budget, Stage, solve_lexicographic
 from planner.search.status import StageStatus
 from planner.search.submodels import Inventory
@@ -53,10 +53,6 @@ class ShapeOverDay:
     replicas: tuple[int, ...]
     rank: int = 0
 
-    @property
-    def price_units(self) -> int:
-        return round(self.price_per_gpu_hour * defaults.value("solver.price_units_per_dollar"))
-
     def gpus(self) -> list[int]:
         return [self.gpus_per_replica * r for r in self.replicas]
 
@@ -67,9 +63,10 @@ class ShapeOverDay:
         """USD over the window: every interval's GPUs × its hours × the price."""
         return sum(g * m for g, m in zip(self.gpus(), minutes, strict=True)) * self.price_per_gpu_hour / 60
 
-    def cost_units(self, minutes: Sequence[int]) -> int:
-        """The same in price units × minutes (an integer: the model's objective)."""
-        return sum(g * m for g, m in zip(self.gpus(), minutes, strict=True)) * self.price_units
+    def cost_units(self, minutes: Sequence[int], per_dollar: int) -> int:
+        """The same in price units (`per_dollar` of them a dollar) × minutes (an integer: the model's objective)."""
+        return sum(g * m for g, m in zip(self.gpus(), minutes, strict=True)) * round(self.price_per_gpu_hour
+                                                                                     * per_dollar)
 
 
 @dataclass(frozen=True)
@@ -127,8 +124,8 @@ class ShapeOverDayChoice:
     def gpus(self, t: int):
         return sum(s.gpus_per_replica * s.replicas[t] * x for s, x in zip(self.service.shapes, self.x, strict=True))
 
-    def cost(self, minutes: Sequence[int]):
-        return sum(s.cost_units(minutes) * x for s, x in zip(self.service.shapes, self.x, strict=True))
+    def cost(self, minutes: Sequence[int], per_dollar: int):
+        return sum(s.cost_units(minutes, per_dollar) * x for s, x in zip(self.service.shapes, self.x, strict=True))
 
     @property
     def rank(self):
@@ -185,10 +182,10 @@ class TimeFleetSolution:
 
 
 def time_fleet_model(services: Sequence[ServiceOverDay], minutes: Sequence[int], inventory: dict[str, int] | None,
-                     spare: dict[str, int] | None = None) -> tuple[cp_model.CpModel, list[ShapeOverDayChoice],
-                                                                   list[Stage]]:
+                     spare: dict[str, int] | None, reads: View) -> tuple[cp_model.CpModel,
+                                                                         list[ShapeOverDayChoice], list[Stage]]:
     """The model of the module's docstring and its stages (`inventory`: GPUs per chip; `spare`: the
-    GPUs of the spare nodes kept on a chip in use)."""
+    GPUs of the spare nodes kept on a chip in use; its price units read through `reads`)."""
     from ortools.sat.python import cp_model  # OR-Tools is imported when a model is built (bench/bench_cli.py)
 
     for s in services:
@@ -204,8 +201,9 @@ def time_fleet_model(services: Sequence[ServiceOverDay], minutes: Sequence[int],
     peak = m.new_int_var(0, top, "peak_gpus")
     for t in range(len(minutes)):
         m.add(peak >= sum(c.gpus(t) for c in choices))
-    per_dollar_minute = defaults.value("solver.price_units_per_dollar") * MINUTES_PER_HOUR
-    stages = [Stage(STAGES[0], sum(c.cost(minutes) for c in choices),
+    per_dollar = reads.value("solver.price_units_per_dollar")
+    per_dollar_minute = per_dollar * MINUTES_PER_HOUR
+    stages = [Stage(STAGES[0], sum(c.cost(minutes, per_dollar) for c in choices),
                     read=lambda value, bound: (round(value / per_dollar_minute, 4), round(bound / per_dollar_minute,
                                                                                           4))),
               Stage(STAGES[1], peak),
@@ -214,13 +212,15 @@ def time_fleet_model(services: Sequence[ServiceOverDay], minutes: Sequence[int],
 
 
 def solve_time_fleet(services: Sequence[ServiceOverDay], minutes: Sequence[int], inventory: dict[str, int] | None,
-                     spare: dict[str, int] | None = None, time_limit: float | None = None) -> TimeFleetSolution:
+                     spare: dict[str, int] | None = None, time_limit: float | None = None, *,
+                     reads: View) -> TimeFleetSolution:
     """The cheapest shapes over the window within the inventory at every interval, then the fewest
-    peak GPUs (the module's docstring), within `time_limit` (planner/search/staged.py Budget)."""
+    peak GPUs (the module's docstring), within `time_limit` (planner/search/staged.py Budget), the
+    planner defaults read through `reads`."""
     if any(not s.shapes for s in services):
         return TimeFleetSolution("INFEASIBLE", [], [], list(minutes))
-    m, choices, stages = time_fleet_model(services, minutes, inventory, spare)
-    solved = solve_lexicographic(m, stages, Budget(time_limit))
+    m, choices, stages = time_fleet_model(services, minutes, inventory, spare, reads)
+    solved = solve_lexicographic(m, stages, Budget(time_limit, reads))
     if solved.solver is None:
         return TimeFleetSolution(solved.status, solved.stages, [], list(minutes))
     return TimeFleetSolution(solved.status, solved.stages, [c.picked(solved) for c in choices], list(minutes))

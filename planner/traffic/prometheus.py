@@ -65,7 +65,7 @@ def _increases(path: Path, index: int, values) -> dict[float, float]:
 def read_export(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
     """The export at `path` binned into `interval_minutes` intervals (`policy`: Traffic's
     min_replicas, lead_minutes, scale_down_minutes)."""
-    from planner import defaults
+    from planner.limits import MAX_INTERVALS
     from pricing.registry import shipped
 
     path = Path(path)
@@ -121,7 +121,7 @@ def read_export(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
     end = max(times)
     bin_seconds = interval_minutes * 60
     count = max(1, math.ceil((end - start) / bin_seconds))
-    most = defaults.value("traffic.max_intervals")
+    most = MAX_INTERVALS
     if count > most:
         raise InputError(f"{path}: data.result", f"the samples span {count:,} intervals of "
                          f"{plural(interval_minutes, 'minute')}; at most {most:,}",

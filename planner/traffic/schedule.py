@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from planner import defaults
 from planner.candidates import slo
 from planner.candidates.shapes import ChipTable, Row
+from planner.defaults import View
 from planner.limits import MAX_RATE
 from planner.request import LengthsSpec, ServiceSpec
 from planner.traffic.intervals import Interval, Traffic
@@ -131,9 +131,10 @@ class NotServed(ValueError):
     """The shape misses the service targets at some interval's lengths even one request at a time."""
 
 
-def length_bin(tokens: int) -> int:
-    """`tokens` rounded up to planner/defaults.yaml traffic.length_digits significant digits."""
-    digits = defaults.value("traffic.length_digits")
+def length_bin(tokens: int, reads: View) -> int:
+    """`tokens` rounded up to planner/defaults.yaml traffic.length_digits significant digits (read
+    through `reads`)."""
+    digits = reads.value("traffic.length_digits")
     scale = 10 ** max(0, len(str(tokens)) - digits)
     return -(-tokens // scale) * scale
 
@@ -178,6 +179,7 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
     from planner.candidates.service import sweep_model
 
     model = sweep_model(service.model, service.quantization, shape.table.registry, shape.table.tables)
+    unrecorded = shape.table.defaults.unrecorded  # a schedule's result lists no planner defaults
     ratio = service.workload.range_ratio
     context = shape.table.context_length
 
@@ -192,7 +194,7 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
     if lengths is None or traffic.lengths is not None:  # each interval at its mean lengths
         by_mean: dict[tuple[int, int], list[int]] = {}
         for i, iv in enumerate(traffic.intervals):
-            binned = (length_bin(iv.isl), length_bin(iv.osl))
+            binned = (length_bin(iv.isl, unrecorded), length_bin(iv.osl, unrecorded))
             by_mean.setdefault(binned if fits(*binned) else (iv.isl, iv.osl), []).append(i)
         bins += [(isl, osl, plain, members) for (isl, osl), members in by_mean.items()]
     if lengths is not None:  # and every interval drawing from the histograms: the tail
@@ -205,8 +207,8 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
         traffic.min_replicas, -(-service.required // shape.row.concurrency))
     for isl, osl, source, members in bins:
         peak = max(traffic.intervals[i].requests_per_second for i in members)
-        spec = at(source, isl, osl, max(peak, slo.grid_rate(0)))
-        candidate = slo.Candidate(model, shape.table, spec, shape.row)
+        spec = at(source, isl, osl, max(peak, slo.grid_rate(0, unrecorded)))
+        candidate = slo.Candidate(model, shape.table, spec, shape.row, unrecorded)
         found = slo.highest_rate(candidate, MAX_RATE)
         out.simulated += found.simulated + 1
         if not found.rate:
@@ -218,7 +220,7 @@ def demand(service: ServiceSpec, shape: PoolShape, traffic: Traffic, benchmarks:
                 f"isl {isl}, osl {osl}"
             raise NotServed(f"{shape.row.shape.split()} on {shape.table.chip.id} misses the targets at {at_lengths} "
                             + (f"even one request at a time ({said})" if missed else
-                               f"even at {slo.grid_rate(0):g} requests/s"))
+                               f"even at {slo.grid_rate(0, unrecorded):g} requests/s"))
         # a histogram's means may be a mean bin's too: the lower rate is the one that binds
         out.rates[(isl, osl)] = min(found.rate, out.rates.get((isl, osl), math.inf))
         runs: dict[float, Served] = {}
@@ -328,8 +330,9 @@ def lead_minutes(service: ServiceSpec, shape: PoolShape) -> tuple[float, str]:
                        release=service.vllm_version)
     w = kernel.weight_bytes()
     shard = w.weights + w.eplb_redundant
-    bandwidth = defaults.value("traffic.storage_bytes_per_second")
-    warm = defaults.value("traffic.warm_up_seconds")
+    unrecorded = shape.table.defaults.unrecorded
+    bandwidth = unrecorded.value("traffic.storage_bytes_per_second")
+    warm = unrecorded.value("traffic.warm_up_seconds")
     seconds = shard / bandwidth + warm
     return seconds / 60, (f"{shard / 2**30:.1f} GiB per rank at {bandwidth / 1e9:g} GB/s plus {warm:g} s warm-up, "
                           "planner/defaults.yaml traffic")
@@ -342,12 +345,13 @@ def replicas_needed(service: ServiceSpec, shape: PoolShape, traffic: Traffic) ->
     raises NotServed when the shape misses the targets even one request at a time."""
     need = demand(service, shape, traffic).needed
     lead = traffic.lead_minutes if traffic.lead_minutes is not None else lead_minutes(service, shape)[0]
-    return hold(need, traffic.intervals, lead, scale_down(traffic)[0], traffic.cyclic)
+    return hold(need, traffic.intervals, lead, scale_down(traffic, shape.table.defaults.unrecorded)[0],
+                traffic.cyclic)
 
 
-def scale_down(traffic: Traffic) -> tuple[float, str]:
-    """The scale-down delay in minutes, with where it comes from."""
+def scale_down(traffic: Traffic, reads: View) -> tuple[float, str]:
+    """The scale-down delay in minutes, with where it comes from (the default read through `reads`)."""
     if traffic.scale_down_minutes is not None:
         return traffic.scale_down_minutes, "scale_down_minutes"
-    entry = defaults.sourced("traffic.scale_down_seconds")
+    entry = reads.sourced("traffic.scale_down_seconds")
     return entry.value / 60, f"planner/defaults.yaml traffic.scale_down_seconds ({entry.source})"

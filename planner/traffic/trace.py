@@ -72,10 +72,10 @@ def read_trace(path: Path, interval_minutes: int = 60, **policy) -> Traffic:
         raise InputError(str(path), f"cannot read the trace: {err.strerror}", "give a CSV file") from None
     if not stat.S_ISREG(mode):
         raise InputError(str(path), "is not a regular file", "give a CSV file")
-    from planner import defaults
+    from planner.limits import MAX_INTERVALS
 
     bin_seconds = interval_minutes * 60
-    most = defaults.value("traffic.max_intervals")
+    most = MAX_INTERVALS
     counts: list[int] = []
     prompt: list[int] = []
     output: list[int] = []
