@@ -29,5 +29,7 @@ def price_units(usd: float, reads: View) -> int:
     read through the caller's view), to the nearest unit: every cost the CP-SAT models compare is
     counted in them."""
     return round(usd * reads.value("solver.price_units_per_dollar"))
+
+
 PERCENTILES = (50, 90, 99)
 METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}

@@ -663,3 +663,57 @@ def test_gptq_desc_act_exits_1_and_the_search_never_offers_it():
     text = " ".join(plan.output.split())
     assert "no pool fits" in text and "vLLM would not load the checkpoint at tp 1, tp 2, tp 4, tp 8" in text
     assert GPTQ_DESC_ACT in text
+
+
+CT_ACTORDER = ("ValueError: Compressed-tensors group/dynamic activation ordering (actorder={!r}) is no longer "
+               "supported. Use a checkpoint with static/weight activation ordering or without activation ordering.")
+# vLLM 0.33.0's words, from the oracle (CompressedTensorsConfig._quantization_scheme_map_from_config on this config
+# group with actorder true and "dynamic": actorder='group' and actorder='dynamic'; "weight" accepted)
+
+
+def _ct_w4a16(tmp_path, actorder) -> str:
+    """Qwen3-8B's config.json (../shared/models) as a compressed-tensors W4A16 checkpoint, pack-quantized INT4 in
+    groups of 128 (Kimi-K2.5's scheme at another group), its weights' `actorder` as given (absent when None)."""
+    weights = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}
+    if actorder is not None:
+        weights["actorder"] = actorder
+    quant = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+             "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}
+    return _config(tmp_path, f"qwen3-8b-ct-{actorder}", "Qwen--Qwen3-8B.json", quantization_config=quant)
+
+
+@pytest.mark.parametrize("actorder, refused", [(True, "group"), ("group", "group"), ("GROUP", "group"),
+                                               ("dynamic", "dynamic"), ("weight", None), ("static", None),
+                                               (False, None), (None, None)])
+def test_ct_group_activation_ordering_is_refused_by_the_0_33_pack_alone(tmp_path, actorder, refused):
+    """vLLM 0.33 (compressed_tensors.py _quantization_scheme_map_from_config) refuses a compressed-tensors weight
+    scheme with actorder true, "group" or "dynamic" (compressed-tensors reads true as "group" and names in lower
+    case) whatever the split, in its words; "weight", "static", false and none pass; the parsed scheme keeps the
+    actorder as read; the 0.26 pack and older have no such check."""
+    from pricing.config.quantization import PackedInt
+
+    g = load_model(_ct_w4a16(tmp_path, actorder))
+    fmt = next(t.fmt for _, d in g.nodes() for t in d["tensors"] if t.name.endswith("q_proj"))
+    assert isinstance(fmt, PackedInt) and fmt.actorder == ({True: "group", False: None}.get(actorder, actorder)
+                                                           if not isinstance(actorder, str) else actorder.lower())
+    for tp in (1, 2, 4, 8):
+        found = refusal(CHECKS_0_33, g, Split(tp), facts("0.33"))
+        if refused is None:
+            assert found is None, (tp, found)
+        else:
+            assert found is not None and found.check == "ct_actorder" and found.vllm_refuses
+            assert found.message == CT_ACTORDER.format(refused)
+    for version in ("0.10", "0.19", "0.26"):
+        assert all(c.name != "ct_actorder" for c in get(version).rules.LOAD_CHECKS), version
+        assert refusal(get(version).rules.LOAD_CHECKS, g, Split(2), facts(version)) is None, version
+
+
+def test_ct_group_activation_ordering_exits_1_with_vllms_words(tmp_path):
+    """`plan memory` on the config.json with actorder "group" exits 1 with vLLM's message; with "weight" it starts."""
+    argv = ["memory", "--model", _ct_w4a16(tmp_path, "group"), "--chip", "h200", "-tp", "2"]
+    done = CliRunner().invoke(cli, argv)
+    assert done.exit_code == 1, done.output
+    assert done.output.startswith(f"plan: vLLM would not start (load): {CT_ACTORDER.format('group')} "), done.output
+    weight = _ct_w4a16(tmp_path, "weight")
+    started = CliRunner().invoke(cli, ["memory", "--model", weight, "--chip", "h200", "-tp", "2"])
+    assert started.exit_code == 0, started.output

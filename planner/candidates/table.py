@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from planner.candidates.service import ResolvedService
 from planner.candidates.shapes import (
@@ -145,6 +146,47 @@ def evaluate_shape(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: S
         if top == 0:  # larger token budgets hold none either
             table.evaluated += len(budgets) - n - 1
             return
+
+
+def held_bound(model: ModelGraph, chip: Chip, service: ServiceSpec, shape: Shape, table: ChipTable) -> int:
+    """At least the requests any row of `shape` holds (`Row.concurrency`), without pricing it: dp × the
+    requests at max_model_len that one rank's budget at the grid's highest utilization holds once its
+    weights alone are taken out, the KV margin held back (0 when vLLM rejects the flags or no
+    utilization starts). A rank's pool is its budget less its fixed memory, weights, activations, CUDA
+    graphs and the rest, each at least 0, and the budget is largest at the highest utilization; one
+    request takes `Kernel.request_bytes` of it. The kernel's own figures at the smallest token budget
+    (its weights and cache layout, which pricing the shape reads again from the model's memo): a
+    bounded sweep's order (planner/search/sweep_time.py), never a row."""
+    budgets = sorted(service.max_num_batched_tokens or tuple(table.defaults.value("grids.max_num_batched_tokens")))
+    try:
+        flags = deployment_for(shape, service, table.context_length, max_num_batched_tokens=budgets[0])
+        kernel = Kernel.of(model, flags, chip, table.registry, release=service.vllm_version)
+    except InputError:
+        return 0
+    utils = utilizations(service, chip, kernel.pre_snapshot_bytes(), table.defaults)
+    if not utils:
+        return 0
+    pool = kernel.budget_of(utils[0]) - kernel.weight_bytes().weights
+    keep = Fraction(1) - Fraction(str(service.kv_margin(table.registry)))
+    return shape.dp * max(0, pool * keep.numerator // keep.denominator // kernel.request_bytes())
+
+
+def whole_model(model: ModelGraph, chip: Chip, service: ServiceSpec, table: ChipTable) -> tuple[int, int] | None:
+    """The bytes of the service's whole model and of one request at max_model_len on `chip`: one rank
+    of tp 1 (its weights; `Kernel.request_bytes`), at the smallest token budget; None when vLLM
+    rejects tp 1's flags. Every weight lives on one rank at least, and a request's caches on the
+    ranks of a split add up to one rank's of tp 1 at least (heads, layers and context are divided
+    among them, some replicated, each rank's in whole blocks), so no instance of G GPUs holds more
+    than (G × the chip's memory − the weights) over the request's bytes: a bounded sweep's order
+    (planner/search/sweep_time.py), never a row."""
+    budgets = sorted(service.max_num_batched_tokens or tuple(table.defaults.value("grids.max_num_batched_tokens")))
+    one = Shape(1, 1, False, 1, service.kv_cache_dtypes[0])
+    try:
+        flags = deployment_for(one, service, table.context_length, max_num_batched_tokens=budgets[0])
+        kernel = Kernel.of(model, flags, chip, table.registry, release=service.vllm_version)
+    except InputError:
+        return None
+    return kernel.weight_bytes().weights, kernel.request_bytes()
 
 
 def verify(model: ModelGraph, table: ChipTable, service: ServiceSpec, row: Row) -> Kernel:

@@ -364,9 +364,10 @@ def search_fleet(scenario: Scenario, services: list[ResolvedService], refused: s
     optimum can reach (`bounded_tables`); when every service has one and they fit, that is the
     answer; otherwise every table is swept whole and the search runs as without. A given
     `time_limit` is shared by the sweep, counted in shapes, and the solver (planner/search/
-    sweep_time.py `share`); a sweep it bounds prices shapes in a fixed order until its share is spent
-    (`sweep_within`), and the answer is then the best over the shapes priced: FEASIBLE, never OPTIMAL,
-    and UNKNOWN, never INFEASIBLE, where the shapes priced give no plan (`swept` says how many)."""
+    sweep_time.py `share`); a sweep it bounds prices shapes in an order set by the review and the rows
+    priced, never the clock, until its share is spent (`sweep_within`), and the answer is then the
+    best over the shapes priced: FEASIBLE, never OPTIMAL, and UNKNOWN, never INFEASIBLE, where the
+    shapes priced give no plan (`swept` says how many)."""
     served = [s for s in services if s.name not in refused]
     store = store_of(served)
     stage(store, f"sweeping the instance shapes of {len(served):,} service{'s' if len(served) != 1 else ''}")

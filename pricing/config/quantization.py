@@ -115,6 +115,8 @@ class Scheme:
     """How one module is served. Subclasses: one per layout kind."""
 
     key = "scheme"
+    actorder: str | None = None  # a compressed-tensors weight scheme's activation ordering, as the checkpoint
+    # states it (`_ct_actorder`: "group", "dynamic", "weight", "static"), on the schemes whose strategy allows it
 
     def params(self, p: Placement, mags: Mags) -> list[Param]:
         raise NotImplementedError
@@ -269,6 +271,7 @@ class PackedInt(Scheme):
     act_order: bool = False
     layout: str = "marlin"
     source: str = "gptq"
+    actorder: str | None = None
 
     @property
     def key(self) -> str:  # type: ignore[override]
@@ -352,6 +355,7 @@ class Marlin24(Scheme):
 
     bits: int = 4
     group: int = 128
+    actorder: str | None = None
 
     key = "int4_marlin24"
 
@@ -387,6 +391,7 @@ class Nvfp4(Scheme):
 
     weight_only: bool = False  # W4A16 (no input global scale)
     source: str = "modelopt"
+    actorder: str | None = None
 
     key = "nvfp4"
 
@@ -431,6 +436,7 @@ class Mxfp4(Scheme):
     SM100: both to 256)."""
 
     source: str = "mxfp4"
+    actorder: str | None = None
 
     key = "mxfp4"
 
@@ -638,19 +644,30 @@ def _fp8(qc: dict, cfg: dict, where: str) -> QuantConfig:
     return QuantConfig("fp8", linear, experts, rules, kv_cache=kv)
 
 
+def _ct_actorder(w: dict) -> str | None:
+    """A compressed-tensors weight scheme's `actorder` as its QuantizationArgs reads it
+    (quantization/quant_args.py validate_actorder: true is "group", false none, a name in lower case;
+    "dynamic" and "static" are aliases of "group" and "weight", kept as written, as vLLM quotes them)."""
+    value = w.get("actorder")
+    if isinstance(value, bool):
+        return "group" if value else None
+    return None if value is None else str(value).lower()
+
+
 def _ct_weights(w: dict, inp: dict | None, fmt: str, method: str, where: str) -> Scheme:
     """compressed_tensors.py _get_scheme_from_parts, as sizes."""
     bits, kind = int(w.get("num_bits", 8)), str(w.get("type", "int"))
     strategy = str(w.get("strategy", "tensor"))
     group = w.get("group_size")
     symmetric = bool(w.get("symmetric", True))
-    actorder = w.get("actorder") in ("group", True, "dynamic")
+    order = _ct_actorder(w)
+    actorder = order in ("group", "dynamic")
     if fmt == "marlin-24":
-        return Marlin24(bits, int(group) if group else -1)
+        return Marlin24(bits, int(group) if group else -1, order)
     if kind == "float" and bits == 4 and strategy in ("tensor_group", "group") and int(group or 16) == 16:
-        return Nvfp4(weight_only=inp is None, source="compressed-tensors")
+        return Nvfp4(weight_only=inp is None, source="compressed-tensors", actorder=order)
     if kind == "float" and bits == 4 and int(group or 0) == 32:
-        return Mxfp4("compressed-tensors")
+        return Mxfp4("compressed-tensors", order)
     if kind == "float" and bits == 8:
         block = w.get("block_structure")
         if strategy == "block":
@@ -667,7 +684,7 @@ def _ct_weights(w: dict, inp: dict | None, fmt: str, method: str, where: str) ->
         if strategy not in ("group", "channel"):
             raise _bad(method, where, f"weight-only INT{bits} with strategy {strategy!r}")
         g = -1 if strategy == "channel" or group is None else int(group)
-        return PackedInt(bits, g, symmetric, actorder and g != -1, "marlin", "ct")
+        return PackedInt(bits, g, symmetric, actorder and g != -1, "marlin", "ct", order)
     if kind == "int" and bits == 8:
         return Int8("channel" if strategy == "channel" else "tensor", not inp.get("dynamic", True),
                     bool(inp.get("symmetric", True)))

@@ -349,6 +349,31 @@ class GptqDescActRefused:
 
 
 @dataclass(frozen=True)
+class CtActorderRefused:
+    """A compressed-tensors checkpoint whose weight scheme orders activations by group (`actorder`
+    "group", its alias "dynamic", or true) is refused whatever the split, as its quantization config is
+    made (model_executor/layers/quantization/compressed_tensors/compressed_tensors.py
+    `CompressedTensorsConfig._quantization_scheme_map_from_config`, for every config group), with
+    GPTQ's desc_act refusal; "weight" (alias "static") and none pass. Read in the 0.33.0 wheel; vLLM
+    from 0.30 on, as its GPTQ twin (the 0.33 pack covers 0.30 to 0.33). Judged on the schemes the
+    graph's tensors are served with (a config group that targets no layer is not seen)."""
+
+    name: str = "ct_actorder"
+    source: str = ("model_executor/layers/quantization/compressed_tensors/compressed_tensors.py "
+                   "CompressedTensorsConfig._quantization_scheme_map_from_config")
+
+    def judge(self, model, split, facts):
+        for _, t, _ in _tensors(model):
+            order = t.fmt.actorder if t.fmt is not None else None
+            if order in ("group", "dynamic"):
+                return LoadRefusal(self.name, "ValueError: Compressed-tensors group/dynamic activation ordering "
+                                   f"(actorder={order!r}) is no longer supported. Use a checkpoint with static/weight "
+                                   "activation ordering or without activation ordering.", self.source,
+                                   "quantization_config.config_groups weights.actorder")
+        return None
+
+
+@dataclass(frozen=True)
 class KvHeadsSplit:
     """Grouped KV heads split or replicated whole (model_executor/layers/linear.py
     `QKVParallelLinear.__init__`: tp at least the KV heads replicates each, `divide(tp_size,
@@ -446,4 +471,5 @@ def judged(checks, key: str) -> bool:
 # key is int{bits}_g{group}_{layout} when it has groups (per channel, int{bits}_ch_*, there is none to cut)
 CHECKED = {"ValidateFp8BlockShape": ("fp8_block", "fp8_block_ue8m0"),  # a model's own check judges no scheme
            "ValidateFp8BlockShapeMoe": ("fp8_block", "fp8_block_ue8m0"), "Nvfp4InFeatures": ("nvfp4",),
-           "Wna16GroupsSplit": ("int*_g*_*",), "GptqDescActRefused": ("int*_g*_*",)}
+           "Wna16GroupsSplit": ("int*_g*_*",), "GptqDescActRefused": ("int*_g*_*",),
+           "CtActorderRefused": ("int*_g*_*", "nvfp4")}

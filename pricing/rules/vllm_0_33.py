@@ -11,6 +11,7 @@ import sys
 
 from pricing.rules.load_checks import (
     AttentionHeadsDivideTp,
+    CtActorderRefused,
     GptOssIntermediateDividesWorld,
     GptqDescActRefused,
     KvHeadsSplit,
@@ -48,9 +49,10 @@ logged_tokens = logged_max_concurrency
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
 # fp8_moe_block_refinement and wna16_group_refusals; GPTQ's desc_act refusal is this pack's from the 0.30.0 wheel
-# on (GptqDescActRefused), the 0.26 pack and older have none
-LOAD_CHECKS = (AttentionHeadsDivideTp(), GptqDescActRefused(), KvHeadsSplit(), LinearShardsDivide(),
-               GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe(), Nvfp4InFeatures(),
-               Wna16GroupsSplit())
+# on (GptqDescActRefused), and compressed-tensors' group activation ordering's with it (CtActorderRefused), the
+# 0.26 pack and older have neither
+LOAD_CHECKS = (AttentionHeadsDivideTp(), GptqDescActRefused(), CtActorderRefused(), KvHeadsSplit(),
+               LinearShardsDivide(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
+               ValidateFp8BlockShapeMoe(), Nvfp4InFeatures(), Wna16GroupsSplit())
 
 RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__], covers=("0.30", "0.33"))
