@@ -15,6 +15,7 @@ from pricing.rules.load_checks import (
     GptqDescActRefused,
     KvHeadsSplit,
     LinearShardsDivide,
+    Mamba2HeadsGroupsSplit,
     Nvfp4InFeatures,
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
@@ -48,8 +49,10 @@ logged_tokens = logged_max_concurrency
 # the load-time shape checks (pricing/rules/load_checks.py), in the order vLLM builds the layers; what
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
 # fp8_moe_block_refinement and wna16_group_refusals; GPTQ's desc_act refusal is this pack's from the 0.30.0 wheel
-# on (GptqDescActRefused), the 0.26 pack and older have none
-LOAD_CHECKS = (AttentionHeadsDivideTp(), GptqDescActRefused(), KvHeadsSplit(), LinearShardsDivide(),
+# on (GptqDescActRefused), the 0.26 pack and older have none; the Mamba-2 mixer's own split asserts
+# (Mamba2HeadsGroupsSplit) are read in the 0.33.0 wheel only, and held by this pack alone
+LOAD_CHECKS = (AttentionHeadsDivideTp(), GptqDescActRefused(), KvHeadsSplit(), Mamba2HeadsGroupsSplit(),
+               LinearShardsDivide(),
                GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe(), Nvfp4InFeatures(),
                Wna16GroupsSplit())
 
