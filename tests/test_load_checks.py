@@ -37,6 +37,7 @@ from pricing.rules.load_checks import (
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
     Wna16GroupsSplit,
+    _partitions,
     judged,
     refusal,
 )
@@ -45,12 +46,15 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "load_checks" / "vllm-0.33.0.json").read_text())
 CASES = [{**c, **GOLDEN["models"][c["card"]]} for c in GOLDEN["cases"]]  # each case with its model's layers
 QWEN_FP8 = "qwen3-235b-a22b-fp8"
+WHAT_IF = "fp8_block"
 
 
 @cache
 def graph(card: str):
     """A card's graph; a probe's (scripts/fixtures/golden_load_checks.py PROBES) from its published config.json
     with the fixture's edits, written to a folder."""
+    if card.startswith(f"{WHAT_IF}:"):  # a shipped card served as the fp8_block what-if
+        return load_model(card.removeprefix(f"{WHAT_IF}:"), WHAT_IF)
     if not card.startswith("probe:"):
         return load_model(card)
     config = next(c["config"] for c in CASES if c["card"] == card)
@@ -71,7 +75,8 @@ def test_the_fixture_is_vllm_0_33_and_covers_every_block_fp8_card():
     cards = {c["card"] for c in CASES}
     assert {"qwen3-235b-a22b-fp8", "dsv3", "dsr1", "dsv3.2", "kimi-k2", "minimax-m2.5", "minimax-m2.7",
             "dsv4-flash", "dsv4-pro", "dsv4.1-flash"} <= cards
-    assert len(CASES) == 552 and sum(c["card"].startswith("probe:") for c in CASES) == 122
+    assert len(CASES) == 731 and sum(c["card"].startswith("probe:") for c in CASES) == 122
+    assert sum(c["card"].startswith(f"{WHAT_IF}:") for c in CASES) == 179
     # vLLM's answers the rules must reproduce, among them: the issue's split refined, not refused ...
     qwen = {c["id"]: c["vllm"]["moe"] for c in CASES if c["card"] == QWEN_FP8}
     issue = {k: v for k, v in qwen[f"{QWEN_FP8}/tp1-dp8-pp1-noep"].items() if k != "kernels_without_fp8"}
@@ -105,6 +110,107 @@ def test_rules_agree_with_vllm(case):
         assert (on_a100 and on_a100.message) == (None if taken else
                                                   "NotImplementedError: No FP8 MoE backend supports the deployment "
                                                   "configuration.")
+
+
+# the shipped hybrid cards whose recurrent mixers hold linear layers, judged as the fp8_block what-if
+HYBRID = ("nemotron-3-nano-30b-a3b", "nemotron-h-56b", "qwen3-next-80b-a3b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b")
+MIXERS = [(m, tp) for m in GOLDEN["mixers"] for tp in m["tp"]]
+
+
+def test_the_fixture_covers_the_hybrid_cards_as_the_fp8_block_what_if():
+    """Every hybrid card with its own mixer projections, under every split the search gives it as the fp8_block
+    what-if, and its layer-0 mixer built by vLLM at each tp; among vLLM's answers: Qwen3-Next starts at tp 2
+    (its in_proj_ba at the model dtype, as Qwen's FP8 checkpoint keeps it) and at tp 8 its shared expert's
+    down projection (512 / 8 = 64 input rows) is refused; block-FP8 in_proj_ba itself is refused from tp 2."""
+    assert {c["card"] for c in CASES if c["card"].startswith(f"{WHAT_IF}:")} == {f"{WHAT_IF}:{c}" for c in HYBRID}
+    assert {(m["card"], m["variant"]) for m in GOLDEN["mixers"]} == {(c, "what-if") for c in HYBRID} | {
+        (c, "in_proj_ba converted") for c in HYBRID if c.startswith("qwen")}
+    qwen_next = {c["id"].split("/")[1]: c["vllm"]["linear"] for c in CASES
+                 if c["card"] == f"{WHAT_IF}:qwen3-next-80b-a3b"}
+    assert qwen_next["tp2-dp1-pp1-noep"] is None
+    assert qwen_next["tp8-dp1-pp1-noep"] == {
+        "layer": "layers.0.mlp.shared_expert.down_proj",
+        "message": "ValueError: Weight input_size_per_partition = 64 is not divisible by weight quantization "
+                   "block_k = 128."}
+    converted = next(m for m in GOLDEN["mixers"] if m["card"] == "qwen3-next-80b-a3b" and m["variant"] != "what-if")
+    assert converted["vllm"]["2"] == {"error": "ValueError: Weight output_partition_size = 32 is not divisible by "
+                                               "weight quantization block_n = 128."}
+    nemotron = {c["id"].split("/")[1]: c["vllm"]["linear"] for c in CASES if c["card"] == f"{WHAT_IF}:nemotron-h-56b"}
+    assert nemotron["tp4-dp1-pp1-noep"] is None and nemotron["tp8-dp1-pp1-noep"] is None  # in_proj's outputs fused
+    mamba = next(m for m in GOLDEN["mixers"] if m["card"] == "nemotron-h-56b")  # 8 groups on an NVL72 domain's tp 16
+    assert mamba["vllm"]["16"] == {"error": "AssertionError: If tensor parallel world size does not divide num_groups, "
+                                            "then num_groups must equal 1."}
+
+
+@cache
+def mixer_graph(card: str, variant: str):
+    """The graph a mixer case is judged on: the card as the fp8_block what-if, or ("in_proj_ba converted") the card's
+    config.json with a block-FP8 quantization_config that converts every linear layer, from a folder."""
+    if variant == "what-if":
+        return load_model(card, WHAT_IF)
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "pricing" / "cards" / f"{card}.yaml").read_text())["config"]
+    cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic",
+                                  "weight_block_size": [128, 128]}
+    folder = Path(tempfile.mkdtemp()) / card
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return load_model(str(folder))
+
+
+@pytest.mark.parametrize("mixer, tp", MIXERS, ids=[f"{m['card']}/{m['variant']}/tp{tp}" for m, tp in MIXERS])
+def test_recurrent_mixers_are_built_as_vllm_builds_them(mixer, tp):
+    """A recurrent mixer's linear layers, as the graph holds them, are the layers vLLM 0.33 builds (its own
+    QwenGatedDeltaNetAttention / MambaMixer2 under the checkpoint's Fp8Config, the fixture's `mixers`): the same
+    ones quantized, the same output partitions per rank (Qwen3.5's four and two merged outputs, Mamba-2's five),
+    the same fused-shard allowance; and the rules refuse a mixer layer exactly where vLLM's construction raises,
+    in its words (Qwen3-Next's block-FP8 in_proj_ba from tp 2)."""
+    g, split, want = mixer_graph(mixer["card"], mixer["variant"]), Split(int(tp)), mixer["vllm"][tp]
+    prefix = mixer["prefix"].removeprefix("model.")
+    found = refusal(CHECKS_0_33, g, split, facts("0.33"))
+    in_mixer = found if found is not None and (found.layer == prefix or found.layer.startswith(prefix + ".")) else None
+    if want["error"] is not None:
+        assert in_mixer is not None and in_mixer.message == want["error"], found
+        return
+    assert in_mixer is None, in_mixer
+    tensors = next(d["tensors"] for name, d in g.nodes() if name == prefix)
+    by_name = {t.name.removeprefix(prefix + "."): t for t in tensors}
+    block_n = mixer["quantization_config"]["weight_block_size"][0]
+    for name, layer in want["layers"].items():
+        t = by_name[name]
+        assert (str(t.fmt) == WHAT_IF) == (layer["method"] == "Fp8LinearMethod"), name
+        if name == "conv1d":  # never quantized (quant_config None in vLLM), a plain tensor in the graph
+            continue
+        inner, _, parts = _partitions(t, tensors, split.tp)
+        if t.split == "row":
+            assert (inner, [t.rows]) == (layer["input_size_per_partition"], layer["output_partition_sizes"]), name
+        else:
+            assert parts == layer["output_partition_sizes"], name
+            assert (len(parts) > 1 and any(p % block_n for p in parts)) == layer["allow_fp8_block_shape_mismatch"]
+
+
+def test_plan_memory_refuses_a_mamba2_mixer_whose_groups_tp_does_not_divide():
+    """Nemotron-H's 8 Mamba-2 groups: vLLM 0.33's MambaMixer2 asserts at tp 16 (the fixture's `mixers`), whatever
+    the format; tp 8 starts."""
+    args = ["memory", "--model", "nemotron-h-56b", "--chip", "gb200"]
+    assert CliRunner().invoke(cli, [*args, "-tp", "8"]).exit_code == 0
+    done = CliRunner().invoke(cli, [*args, "-tp", "16"])
+    assert done.exit_code == 1
+    assert ("vLLM would not start (load): AssertionError: If tensor parallel world size does not divide num_groups, "
+            "then num_groups must equal 1. (layers.0.mixer") in done.output
+
+
+def test_plan_memory_starts_qwen3_next_fp8_block_at_tp_2_and_refuses_tp_8():
+    """As vLLM 0.33 does with a block-FP8 Qwen3-Next whose in_proj_ba stays at the model dtype (the fixture's
+    cases): tp 2 starts; tp 8 leaves the shared expert's down projection 64 input rows per rank, under a block."""
+    args = ["memory", "--model", "qwen3-next-80b-a3b", "--chip", "h200", "--quantization", WHAT_IF]
+    done = CliRunner().invoke(cli, [*args, "-tp", "2"])
+    assert done.exit_code == 0, done.output
+    done = CliRunner().invoke(cli, [*args, "-tp", "8"])
+    assert done.exit_code == 1
+    assert ("vLLM would not start (load): ValueError: Weight input_size_per_partition = 64 is not divisible by weight "
+            "quantization block_k = 128. (layers.0.mlp.shared_expert.down_proj") in done.output
 
 
 def _memory(*args):

@@ -853,9 +853,10 @@ def read(cfg: dict, hf_quant: dict | None, dtype: str, override: str | None, whe
     method = {"compressed-tensors": "compressed-tensors"}.get(method, method.replace("-", "_"))
     if override in ("bf16",):
         return UNQUANTIZED
-    if override == "fp8_block":
+    if override == "fp8_block":  # the modules published block-FP8 checkpoints keep at the model dtype stay so
         scheme = Fp8("block", tuple(_registry_file()["layouts"]["fp8_block"]["value"]["block"]))
-        return QuantConfig("fp8", scheme, scheme, notes=("what-if: FP8 block-scaled checkpoint",))
+        keep = Rule(tuple(_registry_file()["fp8_block_what_if_unconverted"]["value"]), None)
+        return QuantConfig("fp8", scheme, scheme, (keep,), notes=("what-if: FP8 block-scaled checkpoint",))
     if override == "nvfp4":
         scheme = Nvfp4(source="modelopt (what-if)")
         return QuantConfig("modelopt_fp4", scheme, scheme, notes=("what-if: NVFP4 checkpoint",))

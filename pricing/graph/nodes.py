@@ -47,6 +47,9 @@ class Tensor:
     count: int = 1
     heads: int = 0  # for split == "heads": the heads the rows hold
     parts: int = 1  # checkpoint modules fused in it (gate and up: 2), each with its own scales
+    # the output sizes of the merged layer vLLM builds it as (MergedColumnParallelLinear output_sizes),
+    # where they are not `parts` equal shards: each is split tp ways, and the block-FP8 check reads each
+    outputs: tuple[int, ...] = ()
 
     def __post_init__(self):
         if self.split not in SPLITS:

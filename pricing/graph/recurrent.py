@@ -82,13 +82,20 @@ def gdn_state(cfg: dict) -> RecurrentState:
 
 def gdn_tensors(make: TensorMaker, cfg: dict, p: str) -> list:
     """Qwen3NextGatedDeltaNet: in_proj_qkvz and in_proj_ba column-parallel, conv1d over the q, k, v
-    channels, A_log / dt_bias per value head, a gated RMS norm of one head, out_proj row-parallel."""
+    channels, A_log / dt_bias per value head, a gated RMS norm of one head, out_proj row-parallel.
+    vLLM builds both projections as MergedColumnParallelLinear (layers/mamba/gdn/qwen_gdn_linear_attn.py
+    create_qkvz_proj / create_ba_proj): Qwen3-Next (gqa_interleaved_layout, qwen3_next.py) one output
+    each, interleaved by key-head group; Qwen3.5 (qwen3_5.py) four outputs [key, key, value, value] and two
+    [value heads, value heads]."""
     hidden = cfg["hidden_size"]
     nk, nv = cfg["linear_num_key_heads"], cfg["linear_num_value_heads"]
     key_dim, value_dim = nk * cfg["linear_key_head_dim"], nv * cfg["linear_value_head_dim"]
     conv_dim = 2 * key_dim + value_dim
-    return [make.linear(f"{p}.in_proj_qkvz", 2 * key_dim + 2 * value_dim, hidden, "column"),
-            make.linear(f"{p}.in_proj_ba", 2 * nv, hidden, "column"),
+    interleaved = cfg.get("model_type") == "qwen3_next"
+    return [make.linear(f"{p}.in_proj_qkvz", 2 * key_dim + 2 * value_dim, hidden, "column",
+                        outputs=(2 * key_dim + 2 * value_dim,) if interleaved else (key_dim, key_dim, value_dim,
+                                                                                     value_dim)),
+            make.linear(f"{p}.in_proj_ba", 2 * nv, hidden, "column", outputs=(2 * nv,) if interleaved else (nv, nv)),
             make.plain(f"{p}.conv1d", conv_dim, cfg["linear_conv_kernel_dim"], "column"),
             make.plain(f"{p}.A_log", nv, 1, "column"),
             make.plain(f"{p}.dt_bias", nv, 1, "column"),
@@ -207,7 +214,10 @@ def mamba2_tensors(make: TensorMaker, cfg: dict, p: str) -> list:
     heads, d_state, groups = cfg["mamba_num_heads"], cfg["ssm_state_size"], cfg["n_groups"]
     inter = heads * cfg["mamba_head_dim"]
     conv_dim = inter + 2 * groups * d_state
-    t = [make.linear(f"{p}.in_proj", 2 * inter + 2 * groups * d_state + heads, hidden, "column"),
+    # vLLM builds in_proj as MergedColumnParallelLinear [z, x, B, C, dt] where tp divides n_groups
+    # (layers/mamba/mamba_mixer2.py MambaMixer2.__init__)
+    t = [make.linear(f"{p}.in_proj", 2 * inter + 2 * groups * d_state + heads, hidden, "column",
+                     outputs=(inter, inter, groups * d_state, groups * d_state, heads)),
          make.plain(f"{p}.conv1d", conv_dim, cfg["conv_kernel"], "column"),
          make.plain(f"{p}.A", heads, 1, "column", fmt="fp32"),
          make.plain(f"{p}.D", heads, 1, "column", fmt="fp32"),

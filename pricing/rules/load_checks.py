@@ -110,7 +110,9 @@ def _partitions(t: Tensor, siblings, tp: int) -> tuple[int, int, list[int]]:
     as: a RowParallelLinear's input divided by tp; a MergedColumnParallelLinear (the checkpoint
     modules fused in it: `parts` > 1) one shard per module; a QKVParallelLinear (a q_proj beside
     its k_proj and v_proj, linear.py: KV heads split, or replicated when fewer than tp,
-    max(1, heads // tp) per rank) the q, k and v shards; any other column layer output / tp."""
+    max(1, heads // tp) per rank) the q, k and v shards; a merged layer whose outputs are not equal
+    (`outputs`: Qwen3.5's in_proj_qkvz, Mamba-2's in_proj) each output / tp; any other column layer
+    output / tp."""
     if t.split == "row":
         return t.cols // tp, t.rows, [t.rows]
     prefix = t.name.rsplit(".", 1)[0]
@@ -118,6 +120,8 @@ def _partitions(t: Tensor, siblings, tp: int) -> tuple[int, int, list[int]]:
     if t.name.endswith("q_proj") and len(kv) == 2:
         kv_rank = max(1, kv[0].heads // tp) * (kv[0].rows // kv[0].heads)
         return t.cols, t.rows + 2 * kv[0].rows, [t.rows // tp, kv_rank, kv_rank]
+    if t.outputs:
+        return t.cols, t.rows, [size // tp for size in t.outputs]
     return t.cols, t.rows, [t.rows // t.parts // tp] * t.parts
 
 
@@ -397,6 +401,33 @@ class KvHeadsSplit:
 
 
 @dataclass(frozen=True)
+class Mamba2HeadsGroupsSplit:
+    """A Mamba-2 mixer splits its heads and groups tp ways (model_executor/layers/mamba/mamba_mixer2.py
+    `MambaMixer2.__init__`, read in the 0.33.0 wheel and run through the oracle: tests/golden/load_checks/
+    vllm-0.33.0.json `mixers`): it asserts `num_heads % tp_size == 0`, then `(n_groups % tp_size) == 0 or
+    n_groups == 1` (groups are replicated to follow the head shards only when there is one), before it builds
+    any of its layers."""
+
+    name: str = "mamba2_split"
+    source: str = "model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.__init__"
+
+    def judge(self, model, split, facts):
+        tp = split.tp
+        for name, data in model.nodes():
+            state = data.get("state")
+            if state is None or state.kind != "mamba2":
+                continue
+            if state.heads % tp:
+                return LoadRefusal(self.name, "AssertionError: Tensor parallel world size must divide num heads.",
+                                   self.source, name)
+            if state.groups % tp and state.groups != 1:
+                return LoadRefusal(self.name, "AssertionError: If tensor parallel world size does not divide "
+                                   "num_groups, then num_groups must equal 1.", self.source, name)
+            return None  # every Mamba-2 mixer of a model has the same heads and groups
+        return None
+
+
+@dataclass(frozen=True)
 class LinearShardsDivide:
     """A tensor-parallel linear layer splits whole rows, whatever its format (model_executor/layers/linear.py:
     ColumnParallelLinear `divide(output_size, tp)`, RowParallelLinear `divide(input_size, tp)`, where
@@ -416,6 +447,13 @@ class LinearShardsDivide:
         if tp == 1:
             return None
         for _, t, _ in _tensors(model):
+            if t.split == "column" and t.outputs:  # a merged layer of unequal outputs
+                cut = [size for size in t.outputs if size % tp]
+                if cut:
+                    return LoadRefusal(self.name, "AssertionError: assert all(output_size % self.tp_size == 0 "
+                                       f"for output_size in output_sizes) (outputs {list(t.outputs)} over tp {tp})",
+                                       "model_executor/layers/linear.py MergedColumnParallelLinear.__init__", t.name)
+                continue
             size = t.cols if t.split == "row" else t.rows // t.parts if t.split == "column" else 0
             if not size % tp:
                 continue

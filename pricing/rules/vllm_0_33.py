@@ -16,6 +16,7 @@ from pricing.rules.load_checks import (
     GptqDescActRefused,
     KvHeadsSplit,
     LinearShardsDivide,
+    Mamba2HeadsGroupsSplit,
     Nvfp4InFeatures,
     ValidateFp8BlockShape,
     ValidateFp8BlockShapeMoe,
@@ -50,9 +51,10 @@ logged_tokens = logged_max_concurrency
 # differs between releases is the pack's registry facts fp8_block_fused_mismatch_allowed,
 # fp8_moe_block_refinement and wna16_group_refusals; GPTQ's desc_act refusal is this pack's from the 0.30.0 wheel
 # on (GptqDescActRefused), and compressed-tensors' group activation ordering's with it (CtActorderRefused), the
-# 0.26 pack and older have neither
+# 0.26 pack and older have neither; the Mamba-2 mixer's own split asserts (Mamba2HeadsGroupsSplit) are read in
+# the 0.33.0 wheel only, and held by this pack alone
 LOAD_CHECKS = (AttentionHeadsDivideTp(), GptqDescActRefused(), CtActorderRefused(), KvHeadsSplit(),
-               LinearShardsDivide(), GptOssIntermediateDividesWorld(), ValidateFp8BlockShape(),
-               ValidateFp8BlockShapeMoe(), Nvfp4InFeatures(), Wna16GroupsSplit())
+               Mamba2HeadsGroupsSplit(), LinearShardsDivide(), GptOssIntermediateDividesWorld(),
+               ValidateFp8BlockShape(), ValidateFp8BlockShapeMoe(), Nvfp4InFeatures(), Wna16GroupsSplit())
 
 RELEASE = Release("0.33", "0.33.0", "vllm_0_33", sys.modules[__name__], covers=("0.30", "0.33"))
