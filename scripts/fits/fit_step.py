@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from pricing.registry import Sourced  # noqa: E402
 from pricing.step.measured import POINTS, load_points, predict  # noqa: E402
 from pricing.step.rates import AttentionKernel, Efficiency, GemmKernel, MoeKernel  # noqa: E402
-from pricing.step.silicon import SILICON, SiliconPoint, load_silicon  # noqa: E402
+from pricing.step.silicon import SILICON, Harness, SiliconPoint, load_silicon  # noqa: E402
 from pricing.step.step import ENGINE, ROCM_ENGINE, StepModel  # noqa: E402
 
 REGISTRY = ROOT / "pricing" / "registry" / "step_model.yaml"
@@ -325,9 +325,18 @@ def _operator_registry():
     return reg.overlay(values)
 
 
-def _linear_features(rows: list[SiliconPoint], figure: str, reg) -> list[tuple[float, list[float]]]:
-    """Each row's `figure` (tpot or ttft, seconds) at zero CPU-side constants and its change per unit of each
-    (the step, and so TPOT and TTFT, are linear in them: checked by `check_linear`)."""
+FIGURES = ("tpot", "ttft")  # SiliconPoint.closed_loop's order
+
+
+def _closed_loop(row: SiliconPoint, harness: Harness, eff: Efficiency, reg, figure: str) -> float:
+    """`figure` (tpot or ttft, seconds) of the row's simulated closed loop."""
+    return row.closed_loop(harness, eff, reg)[FIGURES.index(figure)]
+
+
+def _linear_features(rows: list[SiliconPoint], figure: str, reg, harness: Harness) -> list[tuple[float, list[float]]]:
+    """Each row's `figure` (tpot or ttft, seconds, of its simulated closed loop) at zero CPU-side constants and
+    its change per unit of each (every step's time is linear in them, and a closed loop whose clients are all
+    ready at once schedules the same steps whatever they cost, so TPOT and TTFT are too: checked below)."""
     from pricing.step.composed import OPERATOR_ENGINE
 
     out = []
@@ -335,8 +344,8 @@ def _linear_features(rows: list[SiliconPoint], figure: str, reg) -> list[tuple[f
         model = StepModel(r.kernel(reg))
         assert model.composition == "operators", r.id
         base = Efficiency.from_registry(model.kernel.reg, OPERATOR_ENGINE)
-        zero = getattr(r.predicted(base, reg), f"{figure}_seconds")
-        slopes = [getattr(r.predicted(base.replaced(**{f: 1e-3}), reg), f"{figure}_seconds") / 1e-3 - zero / 1e-3
+        zero = _closed_loop(r, harness, base, reg, figure)
+        slopes = [_closed_loop(r, harness, base.replaced(**{f: 1e-3}), reg, figure) / 1e-3 - zero / 1e-3
                   for f in OPERATOR_GRIDS]
         out.append((zero, slopes))
     return out
@@ -348,18 +357,20 @@ def _linear_loss(features, measured: list[float], theta: list[float], front: flo
 
 
 def fit_operator_constants(write: bool) -> None:
-    """The operator step's CPU-side constants on the silicon rows' training split: per step, per decoder
-    layer, per request, per token on the decode-dominated training rows' TPOT; the API server's time to a
-    first token on the training rows at most TTFT_CONCURRENCY concurrent. The held-back rows are scored, never
+    """The operator step's CPU-side constants on the silicon rows' training split, each row's closed loop
+    simulated as the file's `benchmark` block describes it (pricing/step/silicon.py Harness): per step, per
+    decoder layer, per request, per token on the decode-dominated training rows' TPOT; the API server's time to
+    a first token on the training rows at most TTFT_CONCURRENCY concurrent. The held-back rows are scored, never
     fitted; the public runs are not read."""
     from pricing.step.composed import OPERATOR_ENGINE
 
-    rows, _ = load_silicon(SILICON)
+    rows, about = load_silicon(SILICON)
+    harness = Harness.of(about)
     reg = _operator_registry()
     rows = [r for r in rows if StepModel(r.kernel(reg)).composition == "operators"]
     train = [r for r in rows if r.training]
     low_train = [r for r in rows if r.concurrency <= TTFT_CONCURRENCY and not r.held_back]
-    feats = _linear_features(train, "tpot", reg)
+    feats = _linear_features(train, "tpot", reg, harness)
     measured = [r.tpot_ms / 1e3 for r in train]
     theta = [0.0] * len(OPERATOR_GRIDS)
     best = _linear_loss(feats, measured, theta)
@@ -373,14 +384,16 @@ def fit_operator_constants(write: bool) -> None:
     fitted = dict(zip(OPERATOR_GRIDS, theta, strict=True))
     base = Efficiency.from_registry(reg, OPERATOR_ENGINE)
     eff = base.replaced(**fitted)
-    tfeats = [(r.predicted(eff, reg).ttft_seconds, []) for r in low_train]
+    tfeats = [(_closed_loop(r, harness, eff, reg, "ttft"), []) for r in low_train]
     tmeasured = [r.ttft_ms / 1e3 for r in low_train]
     front = min(OPERATOR_TTFT_GRID, key=lambda c: _linear_loss(tfeats, tmeasured, [], c))
     eff = eff.replaced(first_token_seconds=front)
-    check = max(abs(r.predicted(eff, reg).tpot_seconds / (z + sum(t * x for t, x in zip(theta, xs, strict=True))) - 1)
+    check = max(abs(_closed_loop(r, harness, eff, reg, "tpot")
+                    / (z + sum(t * x for t, x in zip(theta, xs, strict=True))) - 1)
                 for r, (z, xs) in zip(train[:20], feats[:20], strict=True))
-    train_err = [r.predicted(eff, reg).tpot_seconds * 1e3 / r.tpot_ms - 1 for r in train]
-    ttft_train = [r.predicted(eff, reg).ttft_seconds * 1e3 / r.ttft_ms - 1 for r in low_train]
+    closed = {r.id: r.closed_loop_errors(harness, eff, reg) for r in {*train, *low_train}}
+    train_err = [closed[r.id][0] for r in train]
+    ttft_train = [closed[r.id][1] for r in low_train]
     print(f"operator step, CPU-side constants fitted on {len(train)} training rows (TPOT) and "
           f"{len(low_train)} (TTFT) of {SILICON_FILE}:")
     for field, value in (*fitted.items(), ("first_token_seconds", front)):
@@ -401,12 +414,14 @@ def write_operator_engine(fitted: dict, front: float, train: int, tpot_err: floa
 
     source = f"fit on vLLM's measured TPOT and TTFT, {SILICON_FILE} training split (NVIDIA aiconfigurator silicon data)"
     how = (f"fitted by scripts/fits/fit_step.py --operators on the TPOT of the {train} training rows of {SILICON_FILE} "
-           "(decode-dominated, not held back by the hash of their id; the step from measured operators, these "
+           "(decode-dominated, not held back by the hash of their id; each row's closed loop simulated as the file's "
+           "benchmark block describes it; the step from measured operators, these "
            f"constants the only end-to-end fit; training median |error| {tpot_err:.1%}); the held-back rows and "
            "the public runs judge it (scripts/operators/validate.py)")
     front_how = (f"fitted by scripts/fits/fit_step.py --operators on the TTFT of the {low} training rows of "
                  f"{SILICON_FILE} "
-                 f"at most {TTFT_CONCURRENCY} concurrent, the other constants fixed (training median |error| "
+                 f"at most {TTFT_CONCURRENCY} concurrent, each closed loop simulated, the other constants fixed "
+                 "(training median |error| "
                  f"{ttft_err:.1%}): the API server's time outside the engine's steps")
     lines = [f"  {OPERATOR_ENGINE}:", "    overhead:"]
     for field, value in fitted.items():
