@@ -181,24 +181,25 @@ def gemm_keys(row: SiliconPoint) -> set[tuple[str, str]]:
             if v >= GEMM_SHARE * total}
 
 
-def ttft_loss(rows: list[SiliconPoint], eff: Efficiency) -> float:
-    return statistics.fmean(abs(math.log(r.predicted(eff).ttft_seconds * 1e3 / r.ttft_ms)) for r in rows)
+def ttft_loss(rows: list[SiliconPoint], eff: Efficiency, harness: Harness) -> float:
+    return statistics.fmean(abs(math.log(r.closed_loop(harness, eff)[1] * 1e3 / r.ttft_ms)) for r in rows)
 
 
-def fit_silicon_ttft(rows: list[SiliconPoint], start: Efficiency, rounds: int = 3) -> Efficiency:
+def fit_silicon_ttft(rows: list[SiliconPoint], start: Efficiency, harness: Harness, rounds: int = 3) -> Efficiency:
     """`start` with the API server's time to a first token, the interconnect's efficiency and the GEMM
-    kernels that enough rows run (effective prefill efficiency by weight format) fitted on `rows`' TTFT."""
+    kernels that enough rows run (effective prefill efficiency by weight format) fitted on `rows`' TTFT, each
+    row's closed loop simulated as `harness` describes its benchmark (SiliconPoint.closed_loop)."""
     counts: dict[tuple, int] = {}
     for r in rows:
         for key in gemm_keys(r):
             counts[key] = counts.get(key, 0) + 1
     gemm = tuple(start.gemm_kernel(*key) for key, n in sorted(counts.items()) if n >= MIN_KERNEL_ROWS)
-    return descend(lambda eff: ttft_loss(rows, eff), start.with_kernels(gemm=gemm),
+    return descend(lambda eff: ttft_loss(rows, eff, harness), start.with_kernels(gemm=gemm),
                    factor_moves(TTFT_GRIDS) + kernel_moves(gemm, {GemmKernel: GEMM_GRID}), rounds)
 
 
-def ttft_errors(rows: list[SiliconPoint], eff: Efficiency) -> list[float]:
-    return [r.predicted(eff).ttft_seconds * 1e3 / r.ttft_ms - 1 for r in rows]
+def ttft_errors(rows: list[SiliconPoint], eff: Efficiency, harness: Harness) -> list[float]:
+    return [r.closed_loop_errors(harness, eff)[1] for r in rows]
 
 
 def silicon_errors(rows: list[SiliconPoint], eff: Efficiency) -> list[float]:
@@ -289,7 +290,8 @@ def fitted_silicon(eff: Efficiency, train: int, held: int, train_err: float, hel
                             f"{backend} layers run vLLM's MLA-family kernels (scripts/fits/fit_step.py FLOOR_OF)"),)
             tables[AttentionKernel].append(replace(k, backend=backend, provenance=prov))
     ttft_how = (f"fitted by scripts/fits/fit_step.py --engine vllm on the TTFT of {ttft[0]} training rows of "
-                f"{SILICON_FILE} at most {TTFT_CONCURRENCY} concurrent (a prompt's prefill beside few decodes; "
+                f"{SILICON_FILE} at most {TTFT_CONCURRENCY} concurrent (a prompt's prefill beside few decodes, "
+                "each row's closed loop simulated as the file's benchmark block describes it; "
                 f"median absolute error {ttft[2]:.1%}); its {ttft[1]} held-back rows: {ttft[3]:.1%}, signed "
                 f"{ttft[4]:+.1%}")
     ttft_source = f"fit on vLLM's measured TTFT, {SILICON_FILE} (NVIDIA aiconfigurator silicon data)"
@@ -297,8 +299,9 @@ def fitted_silicon(eff: Efficiency, train: int, held: int, train_err: float, hel
     gemm = tuple(replace(k, provenance=(Sourced(
         f"step_model.engines.{ENGINE}.{k.TABLE}.{k.generation}.{k.fmt}.tensor_compute", k.tensor_compute,
         ttft_source, f"{ttft_how}; weights served as {k.fmt} on {k.generation}: an effective prefill efficiency, "
-        "what the prompt's other costs the step model does not price (its queueing behind other prompts in "
-        "the closed loop, MLA's prefill path) leave of the GEMMs' peak"),)) for k in eff.gemm_kernels)
+        "what the prompt's other costs the step model does not price (MLA's prefill path, the host's time "
+        "between steps; the closed loop's queueing behind other prompts is simulated) leave of the GEMMs' "
+        "peak"),)) for k in eff.gemm_kernels)
     return eff.with_kernels(tuple(tables[MoeKernel]), tuple(tables[AttentionKernel]), gemm)
 
 
@@ -502,21 +505,22 @@ def silicon(start: Efficiency) -> Efficiency:
     """vLLM's CUDA factors: `start` with its overheads, fused-MoE kernels and attention floors fitted on the
     decode-dominated silicon rows' TPOT, its first-token time, interconnect and GEMM kernels on the
     low-concurrency rows' TTFT, then the TPOT stage again at those."""
-    rows, _ = load_silicon(SILICON)
+    rows, about = load_silicon(SILICON)
+    harness = Harness.of(about)
     train = [r for r in rows if r.training]
     held = [r for r in rows if r.decode_dominated and r.held_back]
     low = [r for r in rows if r.concurrency <= TTFT_CONCURRENCY]
     low_train = [r for r in low if not r.held_back]
     low_held = [r for r in low if r.held_back]
     eff = fit_silicon(train, start)
-    eff = fit_silicon_ttft(low_train, eff)
+    eff = fit_silicon_ttft(low_train, eff, harness)
     eff = fit_silicon(train, eff)
     train_err = statistics.median(abs(e) for e in silicon_errors(train, eff))
     held_errors = silicon_errors(held, eff)
     held_err = statistics.median(abs(e) for e in held_errors)
     signed = statistics.median(held_errors)
-    ttft_train = statistics.median(abs(e) for e in ttft_errors(low_train, eff))
-    ttft_held = ttft_errors(low_held, eff)
+    ttft_train = statistics.median(abs(e) for e in ttft_errors(low_train, eff, harness))
+    ttft_held = ttft_errors(low_held, eff, harness)
     ttft_figures = (len(low_train), len(low_held), ttft_train, statistics.median(abs(e) for e in ttft_held),
                     statistics.median(ttft_held))
     print(f"\nvLLM's CUDA factors, refitted on {len(train)} silicon rows (TPOT) and {len(low_train)} (TTFT):")
