@@ -1,5 +1,5 @@
-"""The silicon rows' closed loops through the serving simulator (pricing/step/silicon.py `Harness`,
-`SiliconPoint.closed_loop`): the benchmark block the data file states and its collector writes, a lone client
+"""The silicon rows' closed loops through the serving simulator (pricing/serving/silicon.py `Harness`,
+`closed_loop`): the benchmark block the data file states and its collector writes, a lone client
 against the step model's own first token and decode, a first wave of clients sent at once queueing FCFS
 behind each other's prefill, and the reason the block gives for reading means, on a sample of training rows."""
 
@@ -11,8 +11,9 @@ from dataclasses import replace
 import pytest
 import yaml
 
+from pricing.serving.silicon import Harness, closed_loop, simulated
 from pricing.step.serving import ttft
-from pricing.step.silicon import SILICON, Harness, load_silicon
+from pricing.step.silicon import SILICON, load_silicon
 from pricing.step.step import StepModel
 from tests.helpers import script
 
@@ -44,7 +45,7 @@ def test_a_lone_client_is_the_step_models_own_first_token_and_decode():
     included) and its TPOT the decode step's mean over the output's contexts, within the simulator's table
     interpolation (3 %)."""
     row = replace(_row(), concurrency=1, isl=4096, osl=256)
-    tpot, first = row.closed_loop(ALONE)
+    tpot, first = closed_loop(row, ALONE)
     model = StepModel(row.kernel())
     assert first == pytest.approx(ttft(model, 1, row.isl, row.isl), rel=0.03)
     decode = statistics.fmean(model.time(model.decode_step(1, row.isl + i)).seconds for i in range(1, row.osl))
@@ -58,8 +59,8 @@ def test_a_first_wave_sent_at_once_queues_behind_the_other_prompts():
     row = _row()
     budget = StepModel(row.kernel()).engine.max_num_batched_tokens
     wave = replace(row, concurrency=8, isl=budget, osl=64)
-    lone = replace(wave, concurrency=1).closed_loop(ALONE)[1]
-    served = wave.simulated(ALONE)
+    lone = closed_loop(replace(wave, concurrency=1), ALONE)[1]
+    served = simulated(wave, ALONE)
     firsts = [t for t, _, _ in served.per_request]
     assert all(a < b for a, b in zip(firsts, firsts[1:], strict=False))
     assert served.ttft.mean >= 0.9 * (8 + 1) / 2 * lone
@@ -73,7 +74,7 @@ def test_means_not_medians_as_the_block_says_on_training_rows():
     sample = [r for r in ROWS if not r.held_back][::5]
     bins: dict[str, list[tuple[float, float]]] = {}
     for r in sample:
-        served = r.simulated(h)
+        served = simulated(r, h)
         label = "1-8" if r.concurrency <= 8 else "9-31" if r.concurrency < 32 else "32+"
         bins.setdefault(label, []).append((served.ttft.mean * 1e3 / r.ttft_ms - 1,
                                            served.ttft.percentile(50) * 1e3 / r.ttft_ms - 1))

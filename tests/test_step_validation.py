@@ -99,7 +99,8 @@ def test_vllms_cuda_first_token_meets_the_held_back_silicon_figure_it_states():
     TTFT of two thirds of the silicon rows at most 4 concurrent, each row's closed loop simulated as the file's
     benchmark block says; the held-back third's TTFT error at the registry's factors is the figure their
     provenance states, and far below the throughput fit's alone (the ROCm set without the API server's time)."""
-    from pricing.step.silicon import Harness, load_silicon
+    from pricing.serving.silicon import Harness, closed_loop_errors
+    from pricing.step.silicon import load_silicon
 
     rows, about = load_silicon()
     harness = Harness.of(about)
@@ -112,11 +113,11 @@ def test_vllms_cuda_first_token_meets_the_held_back_silicon_figure_it_states():
                            r"([\d.]+)%, signed ([+-][\d.]+)%", reg[name].how)
         assert stated, reg[name].how
         assert (int(stated.group(1)), int(stated.group(2))) == (len(train), len(held))
-    errors = [r.closed_loop_errors(harness)[1] for r in held]
+    errors = [closed_loop_errors(r, harness)[1] for r in held]
     median, signed = statistics.median(abs(e) for e in errors), statistics.median(errors)
     assert abs(median * 100 - float(stated.group(3))) < 0.5 and abs(signed * 100 - float(stated.group(4))) < 0.5
     alone = Efficiency.from_registry(reg, "vllm-rocm").replaced(first_token_seconds=0.0)
-    assert median < statistics.median(abs(r.closed_loop_errors(harness, alone)[1]) for r in held) - 0.10
+    assert median < statistics.median(abs(closed_loop_errors(r, harness, alone)[1]) for r in held) - 0.10
 
 
 def test_aiconfigurator_file_answers_every_measured_point_with_its_provenance():

@@ -7,12 +7,8 @@ there is the decode step, what the step model's steady state prices) train vLLM'
 fused-MoE kernels and attention backends (scripts/fits/fit_step.py --engine vllm); the third held back, chosen by
 a hash of the row's id, and every row of longer prompts measure them.
 
-`SiliconPoint.predicted` is the step model's steady state (one prompt beside the decodes, no queueing);
-`SiliconPoint.closed_loop` runs the row's benchmark through the serving simulator (pricing/serving/: vLLM's
-scheduler step by step, chunked prefill under max_num_batched_tokens), as the file's `benchmark` block
-describes it (`Harness`): C clients sending at once, lengths drawn below the nominal ones, a new prompt's
-prefill waiting behind the others' chunks and sharing mixed steps with their decodes. The operator step's
-constants are fitted, and both steps judged (scripts/operators/validate.py), on that."""
+`SiliconPoint.predicted` is the step model's steady state (one prompt beside the decodes, no queueing); the
+row's closed loop as its benchmark ran it, through the serving simulator, is pricing/serving/silicon.py's."""
 
 from __future__ import annotations
 
@@ -22,9 +18,6 @@ from pathlib import Path
 from pricing import yaml_fast
 from pricing.kernel import Kernel
 from pricing.registry import Registry
-from pricing.serving.cost import StepCost
-from pricing.serving.simulate import Instance, Served, simulate
-from pricing.serving.traffic import ClosedLoop, Traffic, Uniform
 from pricing.step.measured import held_back, point_kernel
 from pricing.step.rates import Efficiency
 from pricing.step.serving import Serving, Workload, serving
@@ -32,39 +25,6 @@ from pricing.step.step import StepModel
 
 GQA = "gqa"  # the attention backend the shared per-layer floor is fitted on
 SILICON = Path(__file__).resolve().parents[2] / "validation" / "vllm_silicon_points.yaml"
-
-
-@dataclass(frozen=True)
-class Harness:
-    """The benchmark a row's closed loop is simulated as (the file's `benchmark` block: the source states none
-    of it, so each value is an assumption with its reason there): `prompts_per_client` × C requests at most C in
-    flight, all ready at once (`--request-rate inf --max-concurrency C`), each prompt and output length uniform
-    in [`length_floor` · n, n] for the nominal n (`--random-range-ratio` in the older convention), TTFT and
-    TPOT read as the `statistic` (mean or median) over the requests."""
-
-    prompts_per_client: int
-    length_floor: float
-    statistic: str
-    source: str
-
-    STATISTICS = ("mean", "median")
-
-    def __post_init__(self):
-        if self.prompts_per_client < 1 or not 0.0 < self.length_floor <= 1.0 or self.statistic not in self.STATISTICS:
-            raise ValueError(f"benchmark: {self}")
-
-    @classmethod
-    def of(cls, about: dict) -> Harness:
-        """The harness the file's `benchmark` block (load_silicon's second answer) states."""
-        b = about["benchmark"]
-        return cls(int(b["prompts_per_client"]), float(b["length_floor"]), str(b["statistic"]), str(b["how"]))
-
-    def lengths(self, nominal: int) -> Uniform:
-        return Uniform(max(1, int(nominal * self.length_floor)), nominal)
-
-    def read(self, values) -> float:
-        """`values` (a simulated Distribution) read as the harness's statistic."""
-        return values.mean if self.statistic == "mean" else values.percentile(50)
 
 
 @dataclass(frozen=True)
@@ -129,31 +89,6 @@ class SiliconPoint:
         """(predicted / measured − 1) of TPOT and of TTFT."""
         s = self.predicted(efficiency, registry)
         return s.tpot_seconds * 1e3 / self.tpot_ms - 1, s.ttft_seconds * 1e3 / self.ttft_ms - 1
-
-    def traffic(self, harness: Harness) -> Traffic:
-        """The row's benchmark as `harness` sends it: C clients, all ready at once."""
-        return Traffic(ClosedLoop(self.concurrency), harness.lengths(self.isl), harness.lengths(self.osl),
-                       count=harness.prompts_per_client * self.concurrency)
-
-    def simulated(self, harness: Harness, efficiency: Efficiency | None = None,
-                  registry: Registry | None = None) -> Served:
-        """The row's closed loop through the serving simulator, each step priced at vLLM's factors (or
-        `efficiency`) with `registry` (None: the shipped one)."""
-        kernel = self.kernel(registry)
-        inst = Instance.of(kernel)
-        return simulate(inst, StepCost.of(StepModel(kernel, efficiency=efficiency), inst), self.traffic(harness))
-
-    def closed_loop(self, harness: Harness, efficiency: Efficiency | None = None,
-                    registry: Registry | None = None) -> tuple[float, float]:
-        """(TPOT, TTFT) in seconds of the simulated closed loop, read as the harness reads them."""
-        served = self.simulated(harness, efficiency, registry)
-        return harness.read(served.tpot), harness.read(served.ttft)
-
-    def closed_loop_errors(self, harness: Harness, efficiency: Efficiency | None = None,
-                           registry: Registry | None = None) -> tuple[float, float]:
-        """(simulated / measured − 1) of TPOT and of TTFT (`closed_loop`)."""
-        tpot, ttft = self.closed_loop(harness, efficiency, registry)
-        return tpot * 1e3 / self.tpot_ms - 1, ttft * 1e3 / self.ttft_ms - 1
 
 
 def load_silicon(path: Path = SILICON) -> tuple[list[SiliconPoint], dict]:

@@ -56,7 +56,7 @@ CHECKPOINTS = {"meta-llama/Llama-3.1-70B": ("llama-3.1-70b", {"fp8": "fp8"}),
 # microsecond, TPOT to 0.1 us: the file prints one run's figures with different last digits in its two sources)
 MEASUREMENT = ("model_path", "system", "precision", "backend_version", "tp_size", "pp_size", "attention_dp_size",
                "moe_ep_size", "batch_size", "isl", "osl")
-# how the rows' closed loops are simulated (pricing/step/silicon.py Harness): none of it stated by the source
+# how the rows' closed loops are simulated (pricing/serving/silicon.py Harness): none of it stated by the source
 BENCHMARK = {"prompts_per_client": 10, "length_floor": 0.8, "statistic": "mean",
              "how": (
                      "assumed, not stated by the source: most of the rows' workloads (1024/1024, 1024/8192 and "

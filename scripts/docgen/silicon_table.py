@@ -85,7 +85,7 @@ def section() -> str:
              "fused-MoE kernels' expert reads by chip generation and experts' format, and MLA's floor per layer); two "
              "thirds of the rows at most 4 concurrent train its first token (the API server's time to it and an "
              "effective prefill efficiency by weight format; each row's closed loop run through the serving "
-             "simulator as the file's `benchmark` block describes it, pricing/step/silicon.py `Harness`); "
+             "simulator as the file's `benchmark` block describes it, pricing/serving/silicon.py `Harness`); "
              f"the other third ({len(held)} rows) and the {len(longer)} rows of longer prompts measure them. "
              "Beside each row, the step model at vLLM's factors: TPOT, the steady step at the row's concurrency; "
              "TTFT, the prompt's chunked prefill beside those decodes (no queueing; the API server's time included), "

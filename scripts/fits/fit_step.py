@@ -39,9 +39,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pricing.registry import Sourced  # noqa: E402
+from pricing.serving.silicon import Harness, closed_loop, closed_loop_errors  # noqa: E402
 from pricing.step.measured import POINTS, load_points, predict  # noqa: E402
 from pricing.step.rates import AttentionKernel, Efficiency, GemmKernel, MoeKernel  # noqa: E402
-from pricing.step.silicon import SILICON, Harness, SiliconPoint, load_silicon  # noqa: E402
+from pricing.step.silicon import SILICON, SiliconPoint, load_silicon  # noqa: E402
 from pricing.step.step import ENGINE, ROCM_ENGINE, StepModel  # noqa: E402
 
 REGISTRY = ROOT / "pricing" / "registry" / "step_model.yaml"
@@ -182,13 +183,13 @@ def gemm_keys(row: SiliconPoint) -> set[tuple[str, str]]:
 
 
 def ttft_loss(rows: list[SiliconPoint], eff: Efficiency, harness: Harness) -> float:
-    return statistics.fmean(abs(math.log(r.closed_loop(harness, eff)[1] * 1e3 / r.ttft_ms)) for r in rows)
+    return statistics.fmean(abs(math.log(closed_loop(r, harness, eff)[1] * 1e3 / r.ttft_ms)) for r in rows)
 
 
 def fit_silicon_ttft(rows: list[SiliconPoint], start: Efficiency, harness: Harness, rounds: int = 3) -> Efficiency:
     """`start` with the API server's time to a first token, the interconnect's efficiency and the GEMM
     kernels that enough rows run (effective prefill efficiency by weight format) fitted on `rows`' TTFT, each
-    row's closed loop simulated as `harness` describes its benchmark (SiliconPoint.closed_loop)."""
+    row's closed loop simulated as `harness` describes its benchmark (pricing/serving/silicon.py closed_loop)."""
     counts: dict[tuple, int] = {}
     for r in rows:
         for key in gemm_keys(r):
@@ -199,7 +200,7 @@ def fit_silicon_ttft(rows: list[SiliconPoint], start: Efficiency, harness: Harne
 
 
 def ttft_errors(rows: list[SiliconPoint], eff: Efficiency, harness: Harness) -> list[float]:
-    return [r.closed_loop_errors(harness, eff)[1] for r in rows]
+    return [closed_loop_errors(r, harness, eff)[1] for r in rows]
 
 
 def silicon_errors(rows: list[SiliconPoint], eff: Efficiency) -> list[float]:
@@ -328,12 +329,12 @@ def _operator_registry():
     return reg.overlay(values)
 
 
-FIGURES = ("tpot", "ttft")  # SiliconPoint.closed_loop's order
+FIGURES = ("tpot", "ttft")  # closed_loop's order
 
 
 def _closed_loop(row: SiliconPoint, harness: Harness, eff: Efficiency, reg, figure: str) -> float:
     """`figure` (tpot or ttft, seconds) of the row's simulated closed loop."""
-    return row.closed_loop(harness, eff, reg)[FIGURES.index(figure)]
+    return closed_loop(row, harness, eff, reg)[FIGURES.index(figure)]
 
 
 def _linear_features(rows: list[SiliconPoint], figure: str, reg, harness: Harness) -> list[tuple[float, list[float]]]:
@@ -361,7 +362,7 @@ def _linear_loss(features, measured: list[float], theta: list[float], front: flo
 
 def fit_operator_constants(write: bool) -> None:
     """The operator step's CPU-side constants on the silicon rows' training split, each row's closed loop
-    simulated as the file's `benchmark` block describes it (pricing/step/silicon.py Harness): per step, per
+    simulated as the file's `benchmark` block describes it (pricing/serving/silicon.py Harness): per step, per
     decoder layer, per request, per token on the decode-dominated training rows' TPOT; the API server's time to
     a first token on the training rows at most TTFT_CONCURRENCY concurrent. The held-back rows are scored, never
     fitted; the public runs are not read."""
@@ -394,7 +395,7 @@ def fit_operator_constants(write: bool) -> None:
     check = max(abs(_closed_loop(r, harness, eff, reg, "tpot")
                     / (z + sum(t * x for t, x in zip(theta, xs, strict=True))) - 1)
                 for r, (z, xs) in zip(train[:20], feats[:20], strict=True))
-    closed = {r.id: r.closed_loop_errors(harness, eff, reg) for r in {*train, *low_train}}
+    closed = {r.id: closed_loop_errors(r, harness, eff, reg) for r in {*train, *low_train}}
     train_err = [closed[r.id][0] for r in train]
     ttft_train = [closed[r.id][1] for r in low_train]
     print(f"operator step, CPU-side constants fitted on {len(train)} training rows (TPOT) and "
