@@ -5,7 +5,10 @@ row's TPOT and TTFT) beside the step model's, at vLLM's own fitted factors.
 Two thirds of the rows whose decode dominates (outputs at least as long as prompts: a closed loop's TPOT
 there is the decode step, what the step model's steady state prices) train vLLM's per-step overheads, its
 fused-MoE kernels and attention backends (scripts/fits/fit_step.py --engine vllm); the third held back, chosen by
-a hash of the row's id, and every row of longer prompts measure them."""
+a hash of the row's id, and every row of longer prompts measure them.
+
+`SiliconPoint.predicted` is the step model's steady state (one prompt beside the decodes, no queueing); the
+row's closed loop as its benchmark ran it, through the serving simulator, is pricing/serving/silicon.py's."""
 
 from __future__ import annotations
 

@@ -84,10 +84,12 @@ def section() -> str:
              "scripts/fits/fit_step.py --engine vllm --write`: the per-step, per-layer and per-request overheads, the "
              "fused-MoE kernels' expert reads by chip generation and experts' format, and MLA's floor per layer); two "
              "thirds of the rows at most 4 concurrent train its first token (the API server's time to it and an "
-             "effective prefill efficiency by weight format); "
+             "effective prefill efficiency by weight format; each row's closed loop run through the serving "
+             "simulator as the file's `benchmark` block describes it, pricing/serving/silicon.py `Harness`); "
              f"the other third ({len(held)} rows) and the {len(longer)} rows of longer prompts measure them. "
              "Beside each row, the step model at vLLM's factors: TPOT, the steady step at the row's concurrency; "
-             "TTFT, the prompt's chunked prefill beside those decodes (no queueing, no front end). Median signed "
+             "TTFT, the prompt's chunked prefill beside those decodes (no queueing; the API server's time included), "
+             "as a plan prices them. Median signed "
              "error (predicted / measured − 1) by model, chip and release, and of the rows held back:", "",
              "| model | chip | vLLM | rows | tp | concurrency | TPOT median error | held back (rows) | "
              "TPOT within 10 % | TTFT median error |",

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pricing.registry import Sourced  # noqa: E402
+from pricing.serving.silicon import Harness, closed_loop, closed_loop_errors  # noqa: E402
 from pricing.step.measured import POINTS, load_points, predict  # noqa: E402
 from pricing.step.rates import AttentionKernel, Efficiency, GemmKernel, MoeKernel  # noqa: E402
 from pricing.step.silicon import SILICON, SiliconPoint, load_silicon  # noqa: E402
@@ -181,24 +182,25 @@ def gemm_keys(row: SiliconPoint) -> set[tuple[str, str]]:
             if v >= GEMM_SHARE * total}
 
 
-def ttft_loss(rows: list[SiliconPoint], eff: Efficiency) -> float:
-    return statistics.fmean(abs(math.log(r.predicted(eff).ttft_seconds * 1e3 / r.ttft_ms)) for r in rows)
+def ttft_loss(rows: list[SiliconPoint], eff: Efficiency, harness: Harness) -> float:
+    return statistics.fmean(abs(math.log(closed_loop(r, harness, eff)[1] * 1e3 / r.ttft_ms)) for r in rows)
 
 
-def fit_silicon_ttft(rows: list[SiliconPoint], start: Efficiency, rounds: int = 3) -> Efficiency:
+def fit_silicon_ttft(rows: list[SiliconPoint], start: Efficiency, harness: Harness, rounds: int = 3) -> Efficiency:
     """`start` with the API server's time to a first token, the interconnect's efficiency and the GEMM
-    kernels that enough rows run (effective prefill efficiency by weight format) fitted on `rows`' TTFT."""
+    kernels that enough rows run (effective prefill efficiency by weight format) fitted on `rows`' TTFT, each
+    row's closed loop simulated as `harness` describes its benchmark (pricing/serving/silicon.py closed_loop)."""
     counts: dict[tuple, int] = {}
     for r in rows:
         for key in gemm_keys(r):
             counts[key] = counts.get(key, 0) + 1
     gemm = tuple(start.gemm_kernel(*key) for key, n in sorted(counts.items()) if n >= MIN_KERNEL_ROWS)
-    return descend(lambda eff: ttft_loss(rows, eff), start.with_kernels(gemm=gemm),
+    return descend(lambda eff: ttft_loss(rows, eff, harness), start.with_kernels(gemm=gemm),
                    factor_moves(TTFT_GRIDS) + kernel_moves(gemm, {GemmKernel: GEMM_GRID}), rounds)
 
 
-def ttft_errors(rows: list[SiliconPoint], eff: Efficiency) -> list[float]:
-    return [r.predicted(eff).ttft_seconds * 1e3 / r.ttft_ms - 1 for r in rows]
+def ttft_errors(rows: list[SiliconPoint], eff: Efficiency, harness: Harness) -> list[float]:
+    return [closed_loop_errors(r, harness, eff)[1] for r in rows]
 
 
 def silicon_errors(rows: list[SiliconPoint], eff: Efficiency) -> list[float]:
@@ -289,7 +291,8 @@ def fitted_silicon(eff: Efficiency, train: int, held: int, train_err: float, hel
                             f"{backend} layers run vLLM's MLA-family kernels (scripts/fits/fit_step.py FLOOR_OF)"),)
             tables[AttentionKernel].append(replace(k, backend=backend, provenance=prov))
     ttft_how = (f"fitted by scripts/fits/fit_step.py --engine vllm on the TTFT of {ttft[0]} training rows of "
-                f"{SILICON_FILE} at most {TTFT_CONCURRENCY} concurrent (a prompt's prefill beside few decodes; "
+                f"{SILICON_FILE} at most {TTFT_CONCURRENCY} concurrent (a prompt's prefill beside few decodes, "
+                "each row's closed loop simulated as the file's benchmark block describes it; "
                 f"median absolute error {ttft[2]:.1%}); its {ttft[1]} held-back rows: {ttft[3]:.1%}, signed "
                 f"{ttft[4]:+.1%}")
     ttft_source = f"fit on vLLM's measured TTFT, {SILICON_FILE} (NVIDIA aiconfigurator silicon data)"
@@ -297,8 +300,9 @@ def fitted_silicon(eff: Efficiency, train: int, held: int, train_err: float, hel
     gemm = tuple(replace(k, provenance=(Sourced(
         f"step_model.engines.{ENGINE}.{k.TABLE}.{k.generation}.{k.fmt}.tensor_compute", k.tensor_compute,
         ttft_source, f"{ttft_how}; weights served as {k.fmt} on {k.generation}: an effective prefill efficiency, "
-        "what the prompt's other costs the step model does not price (its queueing behind other prompts in "
-        "the closed loop, MLA's prefill path) leave of the GEMMs' peak"),)) for k in eff.gemm_kernels)
+        "what the prompt's other costs the step model does not price (MLA's prefill path, the host's time "
+        "between steps; the closed loop's queueing behind other prompts is simulated) leave of the GEMMs' "
+        "peak"),)) for k in eff.gemm_kernels)
     return eff.with_kernels(tuple(tables[MoeKernel]), tuple(tables[AttentionKernel]), gemm)
 
 
@@ -325,9 +329,18 @@ def _operator_registry():
     return reg.overlay(values)
 
 
-def _linear_features(rows: list[SiliconPoint], figure: str, reg) -> list[tuple[float, list[float]]]:
-    """Each row's `figure` (tpot or ttft, seconds) at zero CPU-side constants and its change per unit of each
-    (the step, and so TPOT and TTFT, are linear in them: checked by `check_linear`)."""
+FIGURES = ("tpot", "ttft")  # closed_loop's order
+
+
+def _closed_loop(row: SiliconPoint, harness: Harness, eff: Efficiency, reg, figure: str) -> float:
+    """`figure` (tpot or ttft, seconds) of the row's simulated closed loop."""
+    return closed_loop(row, harness, eff, reg)[FIGURES.index(figure)]
+
+
+def _linear_features(rows: list[SiliconPoint], figure: str, reg, harness: Harness) -> list[tuple[float, list[float]]]:
+    """Each row's `figure` (tpot or ttft, seconds, of its simulated closed loop) at zero CPU-side constants and
+    its change per unit of each (every step's time is linear in them, and a closed loop whose clients are all
+    ready at once schedules the same steps whatever they cost, so TPOT and TTFT are too: checked below)."""
     from pricing.step.composed import OPERATOR_ENGINE
 
     out = []
@@ -335,8 +348,8 @@ def _linear_features(rows: list[SiliconPoint], figure: str, reg) -> list[tuple[f
         model = StepModel(r.kernel(reg))
         assert model.composition == "operators", r.id
         base = Efficiency.from_registry(model.kernel.reg, OPERATOR_ENGINE)
-        zero = getattr(r.predicted(base, reg), f"{figure}_seconds")
-        slopes = [getattr(r.predicted(base.replaced(**{f: 1e-3}), reg), f"{figure}_seconds") / 1e-3 - zero / 1e-3
+        zero = _closed_loop(r, harness, base, reg, figure)
+        slopes = [_closed_loop(r, harness, base.replaced(**{f: 1e-3}), reg, figure) / 1e-3 - zero / 1e-3
                   for f in OPERATOR_GRIDS]
         out.append((zero, slopes))
     return out
@@ -348,18 +361,20 @@ def _linear_loss(features, measured: list[float], theta: list[float], front: flo
 
 
 def fit_operator_constants(write: bool) -> None:
-    """The operator step's CPU-side constants on the silicon rows' training split: per step, per decoder
-    layer, per request, per token on the decode-dominated training rows' TPOT; the API server's time to a
-    first token on the training rows at most TTFT_CONCURRENCY concurrent. The held-back rows are scored, never
+    """The operator step's CPU-side constants on the silicon rows' training split, each row's closed loop
+    simulated as the file's `benchmark` block describes it (pricing/serving/silicon.py Harness): per step, per
+    decoder layer, per request, per token on the decode-dominated training rows' TPOT; the API server's time to
+    a first token on the training rows at most TTFT_CONCURRENCY concurrent. The held-back rows are scored, never
     fitted; the public runs are not read."""
     from pricing.step.composed import OPERATOR_ENGINE
 
-    rows, _ = load_silicon(SILICON)
+    rows, about = load_silicon(SILICON)
+    harness = Harness.of(about)
     reg = _operator_registry()
     rows = [r for r in rows if StepModel(r.kernel(reg)).composition == "operators"]
     train = [r for r in rows if r.training]
     low_train = [r for r in rows if r.concurrency <= TTFT_CONCURRENCY and not r.held_back]
-    feats = _linear_features(train, "tpot", reg)
+    feats = _linear_features(train, "tpot", reg, harness)
     measured = [r.tpot_ms / 1e3 for r in train]
     theta = [0.0] * len(OPERATOR_GRIDS)
     best = _linear_loss(feats, measured, theta)
@@ -373,14 +388,16 @@ def fit_operator_constants(write: bool) -> None:
     fitted = dict(zip(OPERATOR_GRIDS, theta, strict=True))
     base = Efficiency.from_registry(reg, OPERATOR_ENGINE)
     eff = base.replaced(**fitted)
-    tfeats = [(r.predicted(eff, reg).ttft_seconds, []) for r in low_train]
+    tfeats = [(_closed_loop(r, harness, eff, reg, "ttft"), []) for r in low_train]
     tmeasured = [r.ttft_ms / 1e3 for r in low_train]
     front = min(OPERATOR_TTFT_GRID, key=lambda c: _linear_loss(tfeats, tmeasured, [], c))
     eff = eff.replaced(first_token_seconds=front)
-    check = max(abs(r.predicted(eff, reg).tpot_seconds / (z + sum(t * x for t, x in zip(theta, xs, strict=True))) - 1)
+    check = max(abs(_closed_loop(r, harness, eff, reg, "tpot")
+                    / (z + sum(t * x for t, x in zip(theta, xs, strict=True))) - 1)
                 for r, (z, xs) in zip(train[:20], feats[:20], strict=True))
-    train_err = [r.predicted(eff, reg).tpot_seconds * 1e3 / r.tpot_ms - 1 for r in train]
-    ttft_train = [r.predicted(eff, reg).ttft_seconds * 1e3 / r.ttft_ms - 1 for r in low_train]
+    closed = {r.id: closed_loop_errors(r, harness, eff, reg) for r in {*train, *low_train}}
+    train_err = [closed[r.id][0] for r in train]
+    ttft_train = [closed[r.id][1] for r in low_train]
     print(f"operator step, CPU-side constants fitted on {len(train)} training rows (TPOT) and "
           f"{len(low_train)} (TTFT) of {SILICON_FILE}:")
     for field, value in (*fitted.items(), ("first_token_seconds", front)):
@@ -401,12 +418,14 @@ def write_operator_engine(fitted: dict, front: float, train: int, tpot_err: floa
 
     source = f"fit on vLLM's measured TPOT and TTFT, {SILICON_FILE} training split (NVIDIA aiconfigurator silicon data)"
     how = (f"fitted by scripts/fits/fit_step.py --operators on the TPOT of the {train} training rows of {SILICON_FILE} "
-           "(decode-dominated, not held back by the hash of their id; the step from measured operators, these "
+           "(decode-dominated, not held back by the hash of their id; each row's closed loop simulated as the file's "
+           "benchmark block describes it; the step from measured operators, these "
            f"constants the only end-to-end fit; training median |error| {tpot_err:.1%}); the held-back rows and "
            "the public runs judge it (scripts/operators/validate.py)")
     front_how = (f"fitted by scripts/fits/fit_step.py --operators on the TTFT of the {low} training rows of "
                  f"{SILICON_FILE} "
-                 f"at most {TTFT_CONCURRENCY} concurrent, the other constants fixed (training median |error| "
+                 f"at most {TTFT_CONCURRENCY} concurrent, each closed loop simulated, the other constants fixed "
+                 "(training median |error| "
                  f"{ttft_err:.1%}): the API server's time outside the engine's steps")
     lines = [f"  {OPERATOR_ENGINE}:", "    overhead:"]
     for field, value in fitted.items():
@@ -487,21 +506,22 @@ def silicon(start: Efficiency) -> Efficiency:
     """vLLM's CUDA factors: `start` with its overheads, fused-MoE kernels and attention floors fitted on the
     decode-dominated silicon rows' TPOT, its first-token time, interconnect and GEMM kernels on the
     low-concurrency rows' TTFT, then the TPOT stage again at those."""
-    rows, _ = load_silicon(SILICON)
+    rows, about = load_silicon(SILICON)
+    harness = Harness.of(about)
     train = [r for r in rows if r.training]
     held = [r for r in rows if r.decode_dominated and r.held_back]
     low = [r for r in rows if r.concurrency <= TTFT_CONCURRENCY]
     low_train = [r for r in low if not r.held_back]
     low_held = [r for r in low if r.held_back]
     eff = fit_silicon(train, start)
-    eff = fit_silicon_ttft(low_train, eff)
+    eff = fit_silicon_ttft(low_train, eff, harness)
     eff = fit_silicon(train, eff)
     train_err = statistics.median(abs(e) for e in silicon_errors(train, eff))
     held_errors = silicon_errors(held, eff)
     held_err = statistics.median(abs(e) for e in held_errors)
     signed = statistics.median(held_errors)
-    ttft_train = statistics.median(abs(e) for e in ttft_errors(low_train, eff))
-    ttft_held = ttft_errors(low_held, eff)
+    ttft_train = statistics.median(abs(e) for e in ttft_errors(low_train, eff, harness))
+    ttft_held = ttft_errors(low_held, eff, harness)
     ttft_figures = (len(low_train), len(low_held), ttft_train, statistics.median(abs(e) for e in ttft_held),
                     statistics.median(ttft_held))
     print(f"\nvLLM's CUDA factors, refitted on {len(train)} silicon rows (TPOT) and {len(low_train)} (TTFT):")

@@ -4,8 +4,9 @@
     python scripts/operators/validate.py --fresh    # only the held-out runs collected for issue 38
 
 Each step prices (a) the held-back rows of validation/vllm_silicon_points.yaml (a third of the rows by a hash
-of their id: neither step's constants were fitted on them), closed loops at a fixed concurrency, TPOT and TTFT
-as pricing/step/silicon.py predicts them; (b) the public `vllm bench serve` runs (validation/
+of their id: neither step's constants were fitted on them), closed loops at a fixed concurrency, each run through
+the serving simulator as the file's `benchmark` block describes it (pricing/serving/silicon.py `Harness`), its TPOT and
+TTFT read as that block says; (b) the public `vllm bench serve` runs (validation/
 vllm_serving_runs.yaml, vllm_spot_check_runs.yaml, vllm_published_runs.yaml), each through the serving
 simulator, p50 TPOT and TTFT; (c) the held-out runs of validation/vllm_fresh_runs.yaml, collected after the
 step models were built and never looked at against them, as their own rows (all of them, and those whose source the
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pricing.registry import shipped  # noqa: E402
+from pricing.serving.silicon import Harness, closed_loop_errors  # noqa: E402
 from pricing.serving.validation import FRESH, PUBLISHED, RUNS, SPOT_CHECK, compared, runs, seen_before  # noqa: E402
 from pricing.step.composed import FITTED, OPERATORS, with_composition  # noqa: E402
 from pricing.step.silicon import load_silicon  # noqa: E402
@@ -55,15 +57,16 @@ def weight_format(kernel) -> str:
 
 
 def silicon(mode: str) -> list[dict]:
-    """The held-back silicon rows priced by the `mode` step."""
-    rows, _ = load_silicon()
+    """The held-back silicon rows priced by the `mode` step, each row's closed loop simulated."""
+    rows, about = load_silicon()
+    harness = Harness.of(about)
     out = []
     reg = with_composition(shipped(), mode, "scripts/operators/validate.py")
     for r in rows:
         if not r.held_back:
             continue
         kernel = r.kernel(reg)
-        tpot, ttft = r.errors(registry=reg)
+        tpot, ttft = closed_loop_errors(r, harness, registry=reg)
         out.append({"id": r.id, "concurrency": r.concurrency, "family": family(r.model), "chip": r.chip,
                     "format": weight_format(kernel), "tpot": tpot, "ttft": ttft,
                     "composition": StepModel(kernel).composition})
