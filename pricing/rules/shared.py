@@ -10,13 +10,25 @@ steps and names its parameters; no pack imports another. Nothing here names a re
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from math import lcm
+from operator import attrgetter
 
 from pricing.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, Request
 from pricing.units import cdiv, round_up
 
 _NOT_LAW = frozenset({"layer", "name", "page_bytes", "raw_page_bytes"})  # a spec's fields its blocks() never reads
+_LAWS: dict[type, Callable] = {}  # each spec class's reader of its law fields (`_law_of`)
+
+
+def _law_of(kind: type) -> Callable:
+    """A function giving the values of a spec class's fields but `_NOT_LAW` (what its blocks()
+    depends on; every spec class has several), made once per class: a group is formed at every
+    layout asked."""
+    found = _LAWS.get(kind)
+    if found is None:
+        found = _LAWS[kind] = attrgetter(*(f.name for f in fields(kind) if f.name not in _NOT_LAW))
+    return found
 
 
 @dataclass(frozen=True)
@@ -35,7 +47,7 @@ class Group:
         # the distinct laws among the members (what blocks() depends on: not the layer or the page)
         laws = {}
         for s in self.members:
-            key = (type(s), *(v for k, v in s.__dict__.items() if k not in _NOT_LAW))
+            key = (type(s), _law_of(type(s))(s))
             if key not in laws:
                 laws[key] = replace(s, layer="", name="", page_bytes=0, raw_page_bytes=0)
         object.__setattr__(self, "_laws", tuple(laws.values()))
@@ -173,8 +185,9 @@ def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
     sizes |= {s for s in decode_sizes if s <= max_num_batched_tokens}
     ordered = tuple(sorted(sizes))
     mixed = ordered[-1] if ordered else 0
-    full = [round_up(s, q) for s in ordered if round_up(s, q) <= min(max_num_seqs * q, mixed)]
-    decode = max(full) if full else 0
+    # the largest size rounded up to 1 + K within the limit: round_up grows with the size, so the first from the top
+    limit = min(max_num_seqs * q, mixed)
+    decode = next((r for r in (round_up(s, q) for s in reversed(ordered)) if r <= limit), 0)
     return Ceilings(mixed, decode, ordered)
 
 
