@@ -217,11 +217,11 @@ class _Sweep:
         return 1, shape
 
     def price(self, shape: Shape | None = None) -> None:
-        """Price the next shape, or `shape` (one of the queue's)."""
+        """Price the next shape, or `shape` (the queue's own object, as `settle` returns it)."""
         if shape is None:
             shape = heapq.heappop(self.queue)[-1]
         else:
-            self.queue = [q for q in self.queue if q[-1] != shape]
+            self.queue = [q for q in self.queue if q[-1] is not shape]  # the queue holds each shape once
             heapq.heapify(self.queue)
         before = self.table.evaluated
         evaluate_shape(self.model, self.request[1], self.spec, shape, self.table)
