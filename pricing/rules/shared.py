@@ -18,17 +18,12 @@ from pricing.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, Request
 from pricing.units import cdiv, round_up
 
 _NOT_LAW = frozenset({"layer", "name", "page_bytes", "raw_page_bytes"})  # a spec's fields its blocks() never reads
-_LAWS: dict[type, Callable] = {}  # each spec class's reader of its law fields (`_law_of`)
 
 
 def _law_of(kind: type) -> Callable:
     """A function giving the values of a spec class's fields but `_NOT_LAW` (what its blocks()
-    depends on; every spec class has several), made once per class: a group is formed at every
-    layout asked."""
-    found = _LAWS.get(kind)
-    if found is None:
-        found = _LAWS[kind] = attrgetter(*(f.name for f in fields(kind) if f.name not in _NOT_LAW))
-    return found
+    depends on; every spec class has several)."""
+    return attrgetter(*(f.name for f in fields(kind) if f.name not in _NOT_LAW))
 
 
 @dataclass(frozen=True)
@@ -46,8 +41,11 @@ class Group:
     def __post_init__(self):
         # the distinct laws among the members (what blocks() depends on: not the layer or the page)
         laws = {}
+        read = {}  # each member class's `_law_of`, made once a group
         for s in self.members:
-            key = (type(s), _law_of(type(s))(s))
+            kind = type(s)
+            law = read.get(kind) or read.setdefault(kind, _law_of(kind))
+            key = (kind, law(s))
             if key not in laws:
                 laws[key] = replace(s, layer="", name="", page_bytes=0, raw_page_bytes=0)
         object.__setattr__(self, "_laws", tuple(laws.values()))
