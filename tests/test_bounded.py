@@ -79,6 +79,21 @@ def test_the_bounded_sweep_in_workers_gives_the_same_answer(monkeypatch):
     assert answer(parallel) == answer(alone) and parallel.candidates_evaluated == alone.candidates_evaluated
 
 
+def test_the_whole_sweep_in_workers_gives_the_same_answer(monkeypatch):
+    """The whole sweep's tables built in worker processes (planner/candidates/parallel.py
+    build_tables) are kept in the command's store and answer as the tables built here do."""
+    from planner.candidates import parallel
+
+    planner_defaults(monkeypatch, {"parallel.min_tables": 1})
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    scenario = review(None)
+    with TableStore(load()) as tables:
+        pooled = fleet.plan_scenario(scenario, parallel_tables=True, bounded=False, tables=tables)
+    with TableStore(load()) as tables:
+        alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=False, tables=tables)
+    assert answer(pooled) == answer(alone) and pooled.candidates_evaluated == alone.candidates_evaluated
+
+
 STAGED = [  # one cheap chip bounds the other, whose smallest shapes cannot hold the model
     {"name": "f", "model": "llama-3.1-70b", "concurrency": 8, "context_length": 8192, "chips": ["mi325x", "h100"]},
     {"name": "g", "model": "qwen3-32b", "concurrency": 4, "context_length": 32768, "chips": ["b200", "a100-80gb"]},

@@ -3,6 +3,7 @@ them: each law checked against figures derived by hand from vllm-0.33-memory.md 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from pricing.rules import vllm_0_33 as rules
@@ -74,3 +75,42 @@ def test_groups_follow_first_appearance_and_a_merged_group_has_one_layers_page()
     assert [g.vllm_class for g in layout.groups] == ["SlidingWindowSpec", "FullAttentionSpec"]
     assert [g.page_bytes for g in layout.groups] == [32768, 32768]  # vLLM's page_size_bytes: one layer's
     assert layout.bytes_per_block == 2 * 32768
+
+
+def test_a_group_keeps_each_law_its_members_hold():
+    """A group's blocks are the most any member needs: two specs of one class that differ in a law
+    field (block tokens) are two laws, whichever comes first; specs differing only in their layer
+    and page are one."""
+    from pricing.rules.shared import Group
+
+    coarse, fine = full("l0", block=32), full("l1", block=16)
+    assert Group((coarse, fine), summed=True).blocks(STEADY) == M // 16
+    assert Group((fine, coarse), summed=True).blocks(STEADY) == M // 16
+    padded = replace(fine, layer="l2", name="indexer", page_bytes=70000, raw_page_bytes=65536)
+    assert len(Group((fine, padded), summed=True)._laws) == 1
+
+
+def test_a_spec_at_another_layer_changes_only_its_layer():
+    s = SlidingWindowSpec("l0", "kv", 32, 65536, 60000, Fraction(2048), window=4096, drafter=True,
+                          alignment=512, stride_alignment=256)
+    moved = s.at_layer("l7")
+    assert moved == SlidingWindowSpec("l7", "kv", 32, 65536, 60000, Fraction(2048), window=4096, drafter=True,
+                                      alignment=512, stride_alignment=256)
+    assert type(moved) is SlidingWindowSpec and s.layer == "l0"
+
+
+def test_capture_ceilings_by_hand():
+    """vLLM's capture sizes on a grid (1, 2, 4, then every 8 to 256, then every 16), derived by hand:
+    64 sequences, 2 speculative tokens (q = 3), a 100-token budget: the ceiling is min(64 x 3 x 2,
+    512, 100) = 100; the sizes 1, 2, 4, 8 .. 96 by 8, the budget 100, and the uniform-decode sizes
+    3 x (1, 2, 4, 8, 16, 24, 32) = 3, 6, 12, 24, 48, 72, 96; the largest size rounded up to 3 within
+    min(64 x 3, 100) is 96 (100 rounds up to 102). Without speculation and 10 sequences: the
+    ceiling is 20, the sizes 1, 2, 4, 8, 16 and 10, and decode the largest within 10 x 1: 10."""
+    from pricing.rules.shared import capture_ceilings
+
+    grid = ((1, 2, 4), 8, 256, 16)
+    ceilings = capture_ceilings(64, 100, 2, 512, grid)
+    assert ceilings.sizes == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 100)
+    assert (ceilings.mixed, ceilings.decode) == (100, 96)
+    plain = capture_ceilings(10, 8192, 0, 512, grid)
+    assert (plain.sizes, plain.mixed, plain.decode) == ((1, 2, 4, 8, 10, 16), 16, 10)

@@ -83,6 +83,9 @@ def test_a_common_timeline_cuts_every_bin():
         common_timeline([[(0, 60), (90, 30)]])
 
 
+PER_DOLLAR = load().value("solver.price_units_per_dollar")  # the solver's price units, as solve_time_fleet reads them
+
+
 def brute_force(services, minutes, inventory):
     """Every combination of shapes: the feasible ones' least (cost units, peak GPUs)."""
     best = None
@@ -91,7 +94,7 @@ def brute_force(services, minutes, inventory):
                    for chip, stock in inventory.items() for t in range(len(minutes)))
         if not fits:
             continue
-        key = (sum(p.cost_units(minutes) for p in combo),
+        key = (sum(p.cost_units(minutes, PER_DOLLAR) for p in combo),
                max(sum(p.gpus()[t] for p in combo) for t in range(len(minutes))))
         best = key if best is None or key < best else best
     return best
@@ -125,7 +128,7 @@ def test_the_fleets_peak_never_exceeds_the_sum_of_peaks_and_is_the_optimum(fleet
         return
     assert found.status == "OPTIMAL"
     assert found.peak_gpus <= found.sum_of_service_peaks
-    assert (sum(p.cost_units(minutes) for p in found.picks), found.peak_gpus) == best
+    assert (sum(p.cost_units(minutes, PER_DOLLAR) for p in found.picks), found.peak_gpus) == best
     for chip, stock in inventory.items():
         assert all(sum(p.gpus()[t] for p in found.picks if p.chip == chip) <= stock for t in range(len(minutes)))
 

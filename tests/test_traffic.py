@@ -499,7 +499,7 @@ def test_a_shipped_histogram_gives_the_means_and_the_longest_request_and_is_draw
     # sharegpt.yaml's means, rounded up: 161.3 and 338.0 (the paper's 161.31 and 337.99)
     assert (w.isl, w.osl) == (162, 338) and w.longest == 2047 + 2047  # each top edge 2,048, half-open
     assert WorkloadSpec(lengths="sharegpt", isl=162, osl=338) == WorkloadSpec(lengths="sharegpt")
-    t = traffic(ServiceSpec(model="llama-3.1-8b", concurrency=1, workload=w), 2.0, count=500)
+    t = traffic(ServiceSpec(model="llama-3.1-8b", concurrency=1, workload=w), 2.0, count=500, reads=load())
     assert isinstance(t.prompt, Histogram) and t.prompt.edges[-1] == 2048
     _, prompts, outputs = t.requests()
     assert len(set(prompts)) > 100 and 4 <= min(prompts) and max(prompts) < 2048 and max(outputs) < 2048

@@ -67,8 +67,8 @@ def build_tables(requests: list[Request], tables: TableStore | None) -> int:
         groups.setdefault((service.spec.model, service.spec.quantization, chip.id), []).append(i)
     jobs = sorted(groups.values(), key=len, reverse=True)  # the longest first, so no worker waits alone at the end
     with fork_pool(min(workers(), len(jobs))) as pool:
-        for indices, tables in pool.imap_unordered(_build, [(idx, [todo[keys[i]] for i in idx]) for idx in jobs]):
-            for i, table in zip(indices, tables, strict=True):
+        for indices, built in pool.imap_unordered(_build, [(idx, [todo[keys[i]] for i in idx]) for idx in jobs]):
+            for i, table in zip(indices, built, strict=True):
                 keep_table(tables, keys[i], table)
     return len(keys)
 

@@ -186,7 +186,11 @@ class _Sweep:
     def _entry(self, shape: Shape) -> tuple:
         """A shape's place in the queue: single-stage shapes that may hold requests by their bound,
         then pipeline-staged ones (the whole sweep prices them only where no single stage fits a
-        node), then those that hold none in `priority` order; fewest GPUs first on a tie."""
+        node), then those that hold none in `priority` order; fewest GPUs first on a tie. Before the
+        table's first bound nothing is known of any shape (`bound`: its GPUs' price), and every one of
+        its shapes is placed so, at once."""
+        if self.whole is None and not self.held:
+            return int(shape.pp > 1), shape.gpus * self.units, (shape.gpus,), shape
         least = self.bound(shape, self.need)
         if least == _NONE:
             return 2, least, priority(shape, self.spec), shape
@@ -213,11 +217,11 @@ class _Sweep:
         return 1, shape
 
     def price(self, shape: Shape | None = None) -> None:
-        """Price the next shape, or `shape` (one of the queue's)."""
+        """Price the next shape, or `shape` (the queue's own object, as `settle` returns it)."""
         if shape is None:
             shape = heapq.heappop(self.queue)[-1]
         else:
-            self.queue = [q for q in self.queue if q[-1] != shape]
+            self.queue = [q for q in self.queue if q[-1] is not shape]  # the queue holds each shape once
             heapq.heapify(self.queue)
         before = self.table.evaluated
         evaluate_shape(self.model, self.request[1], self.spec, shape, self.table)

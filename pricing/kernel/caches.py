@@ -110,7 +110,7 @@ def cache_specs(model: ModelGraph, engine: Engine, chip: Chip, reg: Reads, *, st
                 first = laws[key] = generic_specs(name, data["cache"], model, engine, chip, reg, key[1])
                 specs += first
             else:
-                specs += [type(s)(**{**s.__dict__, "layer": name}) for s in first]
+                specs += [s.at_layer(name) for s in first]
         if data["caches"]:
             stated = True
         if data["state"] is not None:

@@ -10,13 +10,20 @@ steps and names its parameters; no pack imports another. Nothing here names a re
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from math import lcm
+from operator import attrgetter
 
 from pricing.specs import FullAttentionSpec, KVCacheSpec, MambaSpec, Request
 from pricing.units import cdiv, round_up
 
 _NOT_LAW = frozenset({"layer", "name", "page_bytes", "raw_page_bytes"})  # a spec's fields its blocks() never reads
+
+
+def _law_of(kind: type) -> Callable:
+    """A function giving the values of a spec class's fields but `_NOT_LAW` (what its blocks()
+    depends on; every spec class has several)."""
+    return attrgetter(*(f.name for f in fields(kind) if f.name not in _NOT_LAW))
 
 
 @dataclass(frozen=True)
@@ -34,8 +41,11 @@ class Group:
     def __post_init__(self):
         # the distinct laws among the members (what blocks() depends on: not the layer or the page)
         laws = {}
+        read = {}  # each member class's `_law_of`, made once a group
         for s in self.members:
-            key = (type(s), *(v for k, v in s.__dict__.items() if k not in _NOT_LAW))
+            kind = type(s)
+            law = read.get(kind) or read.setdefault(kind, _law_of(kind))
+            key = (kind, law(s))
             if key not in laws:
                 laws[key] = replace(s, layer="", name="", page_bytes=0, raw_page_bytes=0)
         object.__setattr__(self, "_laws", tuple(laws.values()))
@@ -173,8 +183,9 @@ def capture_ceilings(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens
     sizes |= {s for s in decode_sizes if s <= max_num_batched_tokens}
     ordered = tuple(sorted(sizes))
     mixed = ordered[-1] if ordered else 0
-    full = [round_up(s, q) for s in ordered if round_up(s, q) <= min(max_num_seqs * q, mixed)]
-    decode = max(full) if full else 0
+    # the largest size rounded up to 1 + K within the limit: round_up grows with the size, so the first from the top
+    limit = min(max_num_seqs * q, mixed)
+    decode = next((r for r in (round_up(s, q) for s in reversed(ordered)) if r <= limit), 0)
     return Ceilings(mixed, decode, ordered)
 
 

@@ -79,6 +79,16 @@ class KVCacheSpec:
         too, they merge into one spec (vLLM: merge)."""
         return (self.vllm_class, self.block_tokens)
 
+    def at_layer(self, layer: str) -> KVCacheSpec:
+        """This cache on another layer: every field the same but `layer`. No spec class works a
+        field out in __init__, so the fields are copied as they are (a model's every layer asks
+        for one, at every cache layout worked out: three times cheaper than `replace`)."""
+        spec = object.__new__(type(self))
+        fields = spec.__dict__
+        fields.update(self.__dict__)
+        fields["layer"] = layer
+        return spec
+
     def at_block(self, block_tokens: int) -> KVCacheSpec:
         """This cache with `block_tokens` per page (the page scales with its records)."""
         page = int(block_tokens * self.per_token)
