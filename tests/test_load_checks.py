@@ -75,8 +75,8 @@ def test_the_fixture_is_vllm_0_33_and_covers_every_block_fp8_card():
     cards = {c["card"] for c in CASES}
     assert {"qwen3-235b-a22b-fp8", "dsv3", "dsr1", "dsv3.2", "kimi-k2", "minimax-m2.5", "minimax-m2.7",
             "dsv4-flash", "dsv4-pro", "dsv4.1-flash"} <= cards
-    assert len(CASES) == 731 and sum(c["card"].startswith("probe:") for c in CASES) == 122
-    assert sum(c["card"].startswith(f"{WHAT_IF}:") for c in CASES) == 179
+    assert len(CASES) == 774 and sum(c["card"].startswith("probe:") for c in CASES) == 122
+    assert sum(c["card"].startswith(f"{WHAT_IF}:") for c in CASES) == 222
     # vLLM's answers the rules must reproduce, among them: the issue's split refined, not refused ...
     qwen = {c["id"]: c["vllm"]["moe"] for c in CASES if c["card"] == QWEN_FP8}
     issue = {k: v for k, v in qwen[f"{QWEN_FP8}/tp1-dp8-pp1-noep"].items() if k != "kernels_without_fp8"}
@@ -113,7 +113,8 @@ def test_rules_agree_with_vllm(case):
 
 
 # the shipped hybrid cards whose recurrent mixers hold linear layers, judged as the fp8_block what-if
-HYBRID = ("nemotron-3-nano-30b-a3b", "nemotron-h-56b", "qwen3-next-80b-a3b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b")
+HYBRID = ("kimi-linear-48b-a3b", "nemotron-3-nano-30b-a3b", "nemotron-h-56b", "qwen3-next-80b-a3b", "qwen3.5-35b-a3b",
+          "qwen3.5-397b-a17b")
 MIXERS = [(m, tp) for m in GOLDEN["mixers"] for tp in m["tp"]]
 
 
@@ -137,6 +138,10 @@ def test_the_fixture_covers_the_hybrid_cards_as_the_fp8_block_what_if():
                                                "weight quantization block_n = 128."}
     nemotron = {c["id"].split("/")[1]: c["vllm"]["linear"] for c in CASES if c["card"] == f"{WHAT_IF}:nemotron-h-56b"}
     assert nemotron["tp4-dp1-pp1-noep"] is None and nemotron["tp8-dp1-pp1-noep"] is None  # in_proj's outputs fused
+    kimi = {c["id"].split("/")[1]: c["vllm"]["linear"] for c in CASES if c["card"] == f"{WHAT_IF}:kimi-linear-48b-a3b"}
+    assert all(kimi[f"tp{tp}-dp1-pp1-noep"] is None for tp in (2, 4, 8))  # in_proj_qkvgfab's beta shard let through
+    kda = next(m for m in GOLDEN["mixers"] if m["card"] == "kimi-linear-48b-a3b")
+    assert kda["vllm"]["2"]["layers"]["in_proj_qkvgfab"]["output_partition_sizes"] == [2048, 2048, 2048, 16, 128]
     mamba = next(m for m in GOLDEN["mixers"] if m["card"] == "nemotron-h-56b")  # 8 groups on an NVL72 domain's tp 16
     assert mamba["vllm"]["16"] == {"error": "AssertionError: If tensor parallel world size does not divide num_groups, "
                                             "then num_groups must equal 1."}
@@ -178,12 +183,17 @@ def test_recurrent_mixers_are_built_as_vllm_builds_them(mixer, tp):
     by_name = {t.name.removeprefix(prefix + "."): t for t in tensors}
     block_n = mixer["quantization_config"]["weight_block_size"][0]
     for name, layer in want["layers"].items():
+        if name == "conv1d" and name not in by_name:  # Kimi-Linear's q, k, v convs, one packed conv1d in vLLM
+            assert layer["method"] == "UnquantizedLinearMethod"
+            continue
         t = by_name[name]
         assert (str(t.fmt) == WHAT_IF) == (layer["method"] == "Fp8LinearMethod"), name
         if name == "conv1d":  # never quantized (quant_config None in vLLM), a plain tensor in the graph
             continue
         inner, _, parts = _partitions(t, tensors, split.tp)
-        if t.split == "row":
+        if t.split == "replicated":  # ReplicatedLinear (Kimi-Linear's g_a_proj): whole on every rank
+            assert [t.rows] == layer["output_partition_sizes"], name
+        elif t.split == "row":
             assert (inner, [t.rows]) == (layer["input_size_per_partition"], layer["output_partition_sizes"]), name
         else:
             assert parts == layer["output_partition_sizes"], name
@@ -211,6 +221,24 @@ def test_plan_memory_starts_qwen3_next_fp8_block_at_tp_2_and_refuses_tp_8():
     assert done.exit_code == 1
     assert ("vLLM would not start (load): ValueError: Weight input_size_per_partition = 64 is not divisible by weight "
             "quantization block_k = 128. (layers.0.mlp.shared_expert.down_proj") in done.output
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_kimi_linear_fp8_block_starts_as_vllm_builds_its_fused_kda_projection(tp):
+    """vLLM 0.33 fuses Kimi-Linear's q, k, v, b and f_a into one merged in_proj_qkvgfab, f_a whole on every rank
+    (kimi_gdn_linear_attn.py: output sizes [4,096, 4,096, 4,096, 32, 128 × tp]); its 32 / tp beta rows are off
+    the 128 block, which the fused allowance lets through, so the block-FP8 what-if builds at tp 2, 4 and 8 (the
+    fixture's cases and its mixer built by vLLM). The graph states the layer so, and plan memory starts it."""
+    g = load_model("kimi-linear-48b-a3b", WHAT_IF)
+    tensors = next(d["tensors"] for name, d in g.nodes() if name == "layers.0.self_attn")
+    fused = next(t for t in tensors if t.name.endswith("in_proj_qkvgfab"))
+    assert not any(t.name.endswith((".q_proj", ".k_proj", ".v_proj", ".b_proj", ".f_a_proj")) for t in tensors)
+    assert _partitions(fused, tensors, tp) == (2304, 3 * 4096 + 32 + 128 * tp, [4096 // tp] * 3 + [32 // tp, 128])
+    assert refusal(CHECKS_0_33, g, Split(tp), facts("0.33")) is None
+    done = CliRunner().invoke(cli, ["memory", "--model", "kimi-linear-48b-a3b", "--chip", "h200", "--quantization",
+                                    WHAT_IF, "-tp", str(tp)])
+    assert done.exit_code == 0, done.output
+    assert "would not start" not in done.output
 
 
 def _memory(*args):

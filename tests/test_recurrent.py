@@ -206,3 +206,24 @@ def test_plan_memory_shows_the_recurrent_state_apart():
     assert r["held_bytes"] == report["sequence"]["fixed"] == 40_108_032
     plain = json.loads(CliRunner().invoke(cli, ["memory", "--model", "qwen3-8b", "--chip", "h200", "--json"]).output)
     assert plain["recurrent_state"] is None
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_kimi_linear_fused_kda_projection_holds_the_checkpoints_bytes(tp):
+    """Kimi-Linear's in_proj_qkvgfab (vLLM 0.33 kimi_gdn_linear_attn.py) holds the checkpoint's q, k, v
+    (32 heads × 128 = 4,096 rows each), b (32) and f_a (128) projections of 2,304 inputs: a rank holds q, k, v
+    and b split tp ways and f_a whole (ReplicatedLinear before the fusion, the merged layer's replicated shard
+    after), in BF16 2 bytes each; the checkpoint stores the five whole, 12,448 rows."""
+    from pricing.config.quantization import Mags, Placement
+    from pricing.kernel.weights import shard
+    from pricing.registry import shipped
+
+    g = load_model("kimi-linear-48b-a3b")
+    fused = [t for _, d in g.nodes() for t in d["tensors"] if t.name.endswith(".in_proj_qkvgfab")]
+    assert len(fused) == 20  # one per KDA layer (kda_layers)
+    t = fused[0]
+    rows, cols = shard(t, tp, 0, 64)
+    assert (rows, cols) == (3 * 4096 // tp + 32 // tp + 128, 2304)
+    mags = Mags(shipped())
+    stored = t.fmt.params(Placement(t.rows, t.cols, t.cols, t.parts, g.dtype, "sm90", False, stored=True), mags)
+    assert sum(p.nbytes(mags.dtype_bytes) for p in stored) == (3 * 4096 + 32 + 128) * 2304 * 2

@@ -522,6 +522,10 @@ FUSED = (
     # in_proj_z (vLLM qwen3_5.py stacked_params_mapping): each shard under either name
     ("linear_attn.in_proj_qkvz", ("linear_attn.in_proj_qkvz|linear_attn.in_proj_qkv",
                                   "linear_attn.in_proj_qkvz|linear_attn.in_proj_z")),
+    # Kimi delta attention: the checkpoint's q, k, v, b and f_a projections (vLLM kimi_linear's
+    # packed_modules_mapping in_proj_qkvgfab)
+    ("self_attn.in_proj_qkvgfab", ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.b_proj",
+                                   "self_attn.f_a_proj")),
 )
 
 

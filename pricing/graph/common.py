@@ -34,14 +34,15 @@ class TensorMaker:
         self.dense = Unquantized(dtype)
 
     def linear(self, module: str, rows: int, cols: int, split: str, *, expert_count: int = 0,
-               heads: int = 0, quantized: bool = True, outputs: tuple[int, ...] = ()) -> Tensor:
+               heads: int = 0, quantized: bool = True, outputs: tuple[int, ...] = (),
+               replicated_output: int = -1) -> Tensor:
         expert = expert_count > 0
         scheme = (self.quant.scheme(module, expert) if quantized else None) or self.dense
         parts = len(checkpoint_names(module))
         if outputs and sum(outputs) != rows:
             raise ValueError(f"{module}: merged outputs {outputs} do not add up to its {rows} rows")
         return Tensor(module, rows, cols, scheme, split, count=max(1, expert_count), heads=heads, parts=parts,
-                      outputs=tuple(outputs))
+                      outputs=tuple(outputs), replicated_output=replicated_output)
 
     def plain(self, module: str, rows: int, cols: int = 1, split: str = "replicated", fmt: str | None = None,
               count: int = 1, heads: int = 0) -> Tensor:

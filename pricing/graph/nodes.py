@@ -50,10 +50,21 @@ class Tensor:
     # the output sizes of the merged layer vLLM builds it as (MergedColumnParallelLinear output_sizes),
     # where they are not `parts` equal shards: each is split tp ways, and the block-FP8 check reads each
     outputs: tuple[int, ...] = ()
+    # the index in `outputs` of the one output every rank holds whole, where vLLM's merged layer replicates it
+    # (Kimi-Linear's in_proj_qkvgfab keeps f_a whole: layers/mamba/gdn/kimi_gdn_linear_attn.py
+    # _KimiGDNMergedColumnParallelLinear, its output size × tp so that each rank reserves all of it); -1: none
+    replicated_output: int = -1
 
     def __post_init__(self):
         if self.split not in SPLITS:
             raise ValueError(f"unknown split {self.split!r} for tensor {self.name}")
+        if self.replicated_output >= len(self.outputs):
+            raise ValueError(f"{self.name}: replicated output {self.replicated_output} is not one of its outputs")
+
+    @property
+    def replicated_rows(self) -> int:
+        """Rows of this column layer every tensor-parallel rank holds whole (its replicated output's)."""
+        return self.outputs[self.replicated_output] if self.replicated_output >= 0 else 0
 
 
 _BUT_NAME = attrgetter(*(f.name for f in fields(Tensor) if f.name != "name"))

@@ -296,18 +296,20 @@ def kda_state(cfg: dict) -> RecurrentState:
 
 
 def kda_tensors(make: TensorMaker, cfg: dict, p: str) -> list:
-    """KimiDeltaAttention: q/k/v/b projections column-parallel, one short conv per q, k, v, the
-    low-rank forget (f_a, f_b) and output gates (g_a, g_b) with replicated first halves, A_log and
+    """KimiDeltaAttention as vLLM 0.33 builds it (layers/mamba/gdn/kimi_gdn_linear_attn.py
+    KimiGatedDeltaNetAttention, without a full-rank gate): the q, k, v, b (beta) and f_a projections fused
+    into one merged column layer in_proj_qkvgfab of outputs [q, k, v, heads, head_dim], the last (f_a)
+    replicated on every rank (_KimiGDNMergedColumnParallelLinear, replicated_shard_id 4); one short conv per
+    q, k, v, the forget gate's f_b and the output gate's g_b column-parallel after a replicated g_a, A_log and
     dt_bias in fp32, a gated RMS norm of one head, o_proj row-parallel."""
     hidden, lin = cfg["hidden_size"], cfg["linear_attn_config"]
     heads, dim, kernel = lin["num_heads"], lin["head_dim"], lin["short_conv_kernel_size"]
     proj = heads * dim
-    t = [make.linear(f"{p}.{name}_proj", proj, hidden, "column") for name in ("q", "k", "v")]
+    outputs = (proj, proj, proj, heads, dim)  # q, k, v, b, f_a
+    t = [make.linear(f"{p}.in_proj_qkvgfab", sum(outputs), hidden, "column", outputs=outputs, replicated_output=4)]
     t += [make.plain(f"{p}.{name}_conv1d", proj, kernel, "column") for name in ("q", "k", "v")]
-    t += [make.linear(f"{p}.f_a_proj", dim, hidden, "replicated"),
-          make.linear(f"{p}.f_b_proj", proj, dim, "column"),
+    t += [make.linear(f"{p}.f_b_proj", proj, dim, "column"),
           make.plain(f"{p}.dt_bias", proj, 1, "column", fmt="fp32"),
-          make.linear(f"{p}.b_proj", heads, hidden, "column"),
           make.plain(f"{p}.A_log", heads, 1, "column", fmt="fp32"),
           make.linear(f"{p}.g_a_proj", dim, hidden, "replicated"),
           make.linear(f"{p}.g_b_proj", proj, dim, "column"),

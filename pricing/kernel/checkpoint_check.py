@@ -22,6 +22,8 @@ RENAMES = (
     (re.compile(r"\.shared_experts?\.(gate_proj|up_proj|w1|w3)$"), r".shared_experts.w13"),
     (re.compile(r"\.shared_experts?\.(down_proj|w2)$"), r".shared_experts.w2"),
     (re.compile(r"\.(gate_proj|up_proj)$"), ".gate_up_proj"),
+    # Kimi delta attention's fused projections (an MLA layer's q_proj keeps its own name: tried first)
+    (re.compile(r"\.self_attn\.(q_proj|k_proj|v_proj|b_proj|f_a_proj)$"), ".self_attn.in_proj_qkvgfab"),
 )
 
 

@@ -43,8 +43,8 @@ class WeightBytes:
 
 def shard(t: Tensor, tp: int, moe_tp: int, vocab_pad: int) -> tuple[int, int]:
     """This rank's rows × cols of tensor `t` (one expert's, for experts)."""
-    if t.split == "column":
-        return cdiv(t.rows, tp), t.cols
+    if t.split == "column":  # a replicated output of a merged layer whole on every rank
+        return cdiv(t.rows - t.replicated_rows, tp) + t.replicated_rows, t.cols
     if t.split == "row":
         return t.rows, cdiv(t.cols, tp)
     if t.split == "heads":

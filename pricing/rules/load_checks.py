@@ -111,8 +111,9 @@ def _partitions(t: Tensor, siblings, tp: int) -> tuple[int, int, list[int]]:
     modules fused in it: `parts` > 1) one shard per module; a QKVParallelLinear (a q_proj beside
     its k_proj and v_proj, linear.py: KV heads split, or replicated when fewer than tp,
     max(1, heads // tp) per rank) the q, k and v shards; a merged layer whose outputs are not equal
-    (`outputs`: Qwen3.5's in_proj_qkvz, Mamba-2's in_proj) each output / tp; any other column layer
-    output / tp."""
+    (`outputs`: Qwen3.5's in_proj_qkvz, Mamba-2's in_proj) each output / tp, but a replicated output whole
+    (Kimi-Linear's in_proj_qkvgfab: f_a, which vLLM sizes × tp, `merged_output_sizes`); any other column
+    layer output / tp."""
     if t.split == "row":
         return t.cols // tp, t.rows, [t.rows]
     prefix = t.name.rsplit(".", 1)[0]
@@ -121,8 +122,16 @@ def _partitions(t: Tensor, siblings, tp: int) -> tuple[int, int, list[int]]:
         kv_rank = max(1, kv[0].heads // tp) * (kv[0].rows // kv[0].heads)
         return t.cols, t.rows + 2 * kv[0].rows, [t.rows // tp, kv_rank, kv_rank]
     if t.outputs:
-        return t.cols, t.rows, [size // tp for size in t.outputs]
+        sizes = merged_output_sizes(t, tp)
+        return t.cols, sum(sizes), [size // tp for size in sizes]
     return t.cols, t.rows, [t.rows // t.parts // tp] * t.parts
+
+
+def merged_output_sizes(t: Tensor, tp: int) -> list[int]:
+    """The output_sizes vLLM hands MergedColumnParallelLinear for merged layer `t` at `tp`: its outputs, the
+    replicated one × tp (layers/mamba/gdn/kimi_gdn_linear_attn.py _KimiGDNMergedColumnParallelLinear:
+    `output_sizes[replicated_shard_id] *= tp_size`, so each rank reserves it whole)."""
+    return [size * tp if i == t.replicated_output else size for i, size in enumerate(t.outputs)]
 
 
 @dataclass(frozen=True)
@@ -143,10 +152,12 @@ class ValidateFp8BlockShape:
         allowed = facts("fp8_block_fused_mismatch_allowed")
         for _, t, siblings in _tensors(model):
             block = _block_fp8(t)
-            if block is None or t.split not in ("row", "column") or (t.split == "column" and t.rows % tp):
+            if block is None or t.split not in ("row", "column"):
                 continue
             block_n, block_k = block
             inner, outer, parts = _partitions(t, siblings, tp)
+            if t.split == "column" and outer % tp:  # not split whole: LinearShardsDivide's
+                continue
             if tp > 1 and t.split == "row" and t.cols // inner == tp and inner % block_k:
                 return LoadRefusal(self.name, f"ValueError: Weight input_size_per_partition = {inner} is not "
                                    f"divisible by weight quantization block_k = {block_k}.", self.source, t.name)
@@ -448,10 +459,10 @@ class LinearShardsDivide:
             return None
         for _, t, _ in _tensors(model):
             if t.split == "column" and t.outputs:  # a merged layer of unequal outputs
-                cut = [size for size in t.outputs if size % tp]
-                if cut:
+                sizes = merged_output_sizes(t, tp)
+                if any(size % tp for size in sizes):
                     return LoadRefusal(self.name, "AssertionError: assert all(output_size % self.tp_size == 0 "
-                                       f"for output_size in output_sizes) (outputs {list(t.outputs)} over tp {tp})",
+                                       f"for output_size in output_sizes) (outputs {sizes} over tp {tp})",
                                        "model_executor/layers/linear.py MergedColumnParallelLinear.__init__", t.name)
                 continue
             size = t.cols if t.split == "row" else t.rows // t.parts if t.split == "column" else 0
