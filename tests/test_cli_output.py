@@ -570,3 +570,20 @@ def test_an_infeasible_mark_stands_clear_of_the_axis_and_the_highest_point_of_th
         x, y = mark.get_transform().transform((mark.get_xdata()[0], mark.get_ydata()[0]))
         _, floor = ax.transData.transform((0, 0))
         assert y - floor >= 0.03 * ax.bbox.height  # clear of the axis line and the tick labels below it
+
+
+def test_a_short_service_says_what_it_needs_on_its_own_in_the_right_number(tmp_path, capsys):
+    """Two qwen3-8b services, one H100 in the inventory: the one left out needs 1 H100 on its own
+    (its weights, ~16 GB, fit one 80 GB GPU at tp 1), said as '1 h100 GPU', not '1 h100 GPUs'."""
+    path = tmp_path / "short.yaml"
+    path.write_text("""
+review: two small services on one GPU
+inventory:
+  h100: {gpus: 1, gpus_per_node: 8}
+services:
+  - {name: a, model: qwen3-8b, concurrency: 8, context_length: 8192, chips: [h100]}
+  - {name: b, model: qwen3-8b, concurrency: 8, context_length: 8192, chips: [h100]}
+""")
+    assert main(["scenario", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "it needs 1 h100 GPU on its own (1 × (tp 1, dp 1)" in out and "1 h100 GPUs" not in out

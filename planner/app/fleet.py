@@ -26,6 +26,7 @@ from planner.candidates.table import candidate_table, priced_chip, verify
 from planner.defaults import View
 from planner.kinds import Role, Serving
 from planner.limits import price_units
+from planner.numbers import plural
 from planner.progress import stage
 from planner.request import ServiceSpec
 from planner.scenario import Scenario
@@ -335,8 +336,9 @@ def _alone(p: Prepared, bounded: bool = False) -> tuple[str, str]:
                 "inventory", "no chip fits")
     best = min(unlimited, key=lambda o: (o.cost_units * o.rmin, o.row.gpus * o.rmin, o.rank))
     gpus = f"{best.row.gpus * best.rmin} {best.row.chip}"
+    alone = plural(best.row.gpus * best.rmin, f"{best.row.chip} GPU")
     among = f" among the shapes priced within {mention('time_limit')}" if bounded else ""
-    return (f"it needs {gpus} GPUs on its own{among} ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
+    return (f"it needs {alone} on its own{among} ({best.rmin} × (tp {best.row.shape.tp}, dp {best.row.shape.dp}) "
             f"holding {best.row.concurrency} requests each, ${best.price * best.row.gpus * best.rmin:,.2f}/hour)",
             f"needs {gpus}")
 
