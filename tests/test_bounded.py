@@ -69,28 +69,20 @@ def test_a_service_with_latency_targets_is_swept_whole():
     assert answer(bounded) == answer(whole) and bounded.candidates_evaluated == whole.candidates_evaluated
 
 
-def test_the_bounded_sweep_in_workers_gives_the_same_answer(monkeypatch):
-    planner_defaults(monkeypatch, {"parallel.min_tables": 1})
-    scenario = review(None)
-    with TableStore(load()) as tables:
-        parallel = fleet.plan_scenario(scenario, parallel_tables=True, bounded=True, tables=tables)
-    with TableStore(load()) as tables:
-        alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=True, tables=tables)
-    assert answer(parallel) == answer(alone) and parallel.candidates_evaluated == alone.candidates_evaluated
-
-
-def test_the_whole_sweep_in_workers_gives_the_same_answer(monkeypatch):
-    """The whole sweep's tables built in worker processes (planner/candidates/parallel.py
-    build_tables) are kept in the command's store and answer as the tables built here do."""
+@pytest.mark.parametrize("bounded", [True, False])
+def test_a_sweep_in_workers_gives_the_same_answer(monkeypatch, bounded):
+    """The tables built in worker processes (planner/candidates/parallel.py build_tables), the
+    bounded sweep's and the whole sweep's, are kept in the command's store and answer as the
+    tables built here do."""
     from planner.candidates import parallel
 
     planner_defaults(monkeypatch, {"parallel.min_tables": 1})
     monkeypatch.setattr(parallel, "workers", lambda: 2)
     scenario = review(None)
     with TableStore(load()) as tables:
-        pooled = fleet.plan_scenario(scenario, parallel_tables=True, bounded=False, tables=tables)
+        pooled = fleet.plan_scenario(scenario, parallel_tables=True, bounded=bounded, tables=tables)
     with TableStore(load()) as tables:
-        alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=False, tables=tables)
+        alone = fleet.plan_scenario(scenario, parallel_tables=False, bounded=bounded, tables=tables)
     assert answer(pooled) == answer(alone) and pooled.candidates_evaluated == alone.candidates_evaluated
 
 
