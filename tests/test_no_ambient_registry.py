@@ -308,3 +308,15 @@ def test_a_forked_worker_holds_the_tables_its_parent_built():
         candidate_table(*request)
         with fork_pool(1) as pool:
             assert pool.map(_tables_held, [request]) == [(True, len(tables.items))] == [(True, 2)]
+
+
+def test_every_quantization_value_read_while_the_graph_is_built_is_read_as_shipped():
+    """pricing/config reads registry/quantization.yaml through `_registry_file()`, which takes no
+    registry: every key it reads there is in input_limits.read_as_shipped, so an overlay of it is
+    refused rather than silently left unread (fp8_block_what_if_unconverted was missing)."""
+    import re
+
+    folder = Path(__file__).resolve().parents[1] / "pricing"
+    read = {f"quantization.{key}" for path in folder.rglob("*.py")
+            for key in re.findall(r'_registry_file\(\)\["(\w+)"\]', path.read_text())}
+    assert read and read <= set(shipped().value("input_limits.read_as_shipped")), read
