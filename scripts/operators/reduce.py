@@ -521,10 +521,7 @@ def reduce_attention_measured(system: str, data: Path, version: str, fixtures: d
                 "value": value,
                 "source": f"{PACKAGE} systems/data/{system}/attention/vllm/{version}/{phase}_attention_perf.parquet, "
                           f"attn_dtype bfloat16, kv_cache_dtype {kv}, window 0, kernel_source {kernel}",
-                "how": f"each head shape ({len(value['shapes'])}) its own ln(seconds) on the measured batch x {axis} "
-                       f"grid (nodes a factor {2 ** ATTENTION_STEP:.0f} apart at least), rows held out by a hash "
-                       f"filled by the bilinear log-log surface of their neighbours (scripts/operators/reduce.py "
-                       f"measured_shapes): {fit.judged()}"}
+                "how": surface_how(f"each head shape ({len(value['shapes'])})", axis, fit)}
             r = rows.iloc[sample_held_out(hold, FIXTURE_ROWS // 2)]
             fixtures.setdefault(f"attention_{phase}", {
                 "columns": ["format", "batch", "tokens", "heads", "kv_heads", "head_dim", "seconds"], "rows": []
@@ -533,6 +530,14 @@ def reduce_attention_measured(system: str, data: Path, version: str, fixtures: d
             results.append((system, f"attn {phase[:3]}", kv, fit))
             report(system, f"attn {phase[:3]}", kv, len(rows), fit, f"  ({kernel}, {len(value['shapes'])} head shapes)")
     return out
+
+
+def surface_how(each: str, axis: str, fit) -> str:
+    """The provenance of a table `measured_shapes` keeps: what each surface is, over which grid, and
+    its held-out fit."""
+    return (f"{each} its own ln(seconds) on the measured batch x {axis} grid (nodes a factor "
+            f"{2 ** ATTENTION_STEP:.0f} apart at least), rows held out by a hash filled by the bilinear log-log "
+            f"surface of their neighbours (scripts/operators/reduce.py measured_shapes): {fit.judged()}")
 
 
 def reduce_modules(system: str, data: Path, version: str, fixtures: dict, results: list) -> dict:
@@ -558,10 +563,7 @@ def reduce_modules(system: str, data: Path, version: str, fixtures: dict, result
                     "value": value,
                     "source": f"{PACKAGE} systems/data/{system}/{folder}/vllm/{version}/{path.name}, model {model}, "
                               f"kv_cache_dtype {kv}, gemm_type {gemm}, kernel_source {kernel}",
-                    "how": f"each head count on the rank its own ln(seconds) on the measured batch x tokens grid "
-                           f"(nodes a factor {2 ** ATTENTION_STEP:.0f} apart at least), rows held out by a hash "
-                           f"filled by the bilinear log-log surface of their neighbours (scripts/operators/reduce.py "
-                           f"measured_shapes): {fit.judged()}"}
+                    "how": surface_how("each head count on the rank", "tokens", fit)}
                 r = rows.iloc[sample_held_out(hold, FIXTURE_ROWS // 5)]
                 fixtures.setdefault(f"{op}_{phase}", {
                     "columns": ["format", "batch", "tokens", "heads", "seconds"], "rows": []
